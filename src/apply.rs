@@ -1,0 +1,1 @@
+//! Walks the plan: the one place where store, transport and bench meet.

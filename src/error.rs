@@ -1,0 +1,58 @@
+//! The error type every command returns, and its exit codes.
+
+use std::path::PathBuf;
+
+use crate::config::diag::Diagnostics;
+use crate::transport::TransportError;
+
+/// Exit codes: 0 success, 1 a run failed (some cells failed, a tool broke),
+/// 2 bad input (a file, an argument), so scripts can tell "fix your files" from
+/// "the lab had a bad day".
+pub const EXIT_FAILURE: u8 = 1;
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Problems in the input files, each with file:line:col.
+    #[error("{0}")]
+    Config(Diagnostics),
+    /// A bad argument or combination of arguments.
+    #[error("{0}")]
+    Usage(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Transport(#[from] TransportError),
+    /// The store holds something benchpipe cannot read (a newer format, a broken file).
+    #[error("store: {0}")]
+    Store(String),
+    /// Some cells failed; the others completed. Details were printed as they happened.
+    #[error("{failed} of {total} cells failed")]
+    CellsFailed { failed: usize, total: usize },
+    #[error("interrupted; the store is consistent and the next apply resumes")]
+    Interrupted,
+    #[error("{0}")]
+    Other(String),
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Config(_) | Error::Usage(_) => EXIT_BAD_INPUT,
+            _ => EXIT_FAILURE,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,1 @@
+//! The virtual lab: boards made of network namespaces, each running a real sshd.

@@ -1,0 +1,20 @@
+//! benchpipe: declarative, reproducible benchmarking of single-board computers.
+//!
+//! See ARCHITECTURE.md for the map. In one line: config files -> validated model ->
+//! plan (pure) -> apply (walks the plan, writes the store) -> statistics and reports
+//! (pure functions of the store).
+
+pub mod apply;
+pub mod bench;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod lab;
+pub mod model;
+pub mod plan;
+pub mod report;
+pub mod stats;
+pub mod store;
+pub mod transport;
+
+pub use error::{Error, Result};

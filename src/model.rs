@@ -1,0 +1,462 @@
+//! The validated model: what boards, scenarios and recipes mean once `config/` has checked them.
+//!
+//! Everything downstream (plan, apply, report) sees only these types, never raw TOML.
+//! Names are typed so that a board name cannot be passed where a test name is expected.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! typed_name {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            pub fn new(s: impl Into<String>) -> Self {
+                Self(s.into())
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_string())
+            }
+        }
+    };
+}
+
+typed_name!(
+    /// A board's name: the stem of its file in `boards/`.
+    BoardName
+);
+typed_name!(
+    /// A test's name: the stem of its recipe file in `pipeline/`.
+    TestName
+);
+typed_name!(
+    /// An OS image's name: a key of a scenario's `[images]` table.
+    ImageName
+);
+typed_name!(
+    /// A storage device's name, unique within one board.
+    StorageName
+);
+typed_name!(
+    /// A filesystem setup's name: `as-is` or a key of a scenario's `[filesystems]` table.
+    FsName
+);
+
+/// The built-in filesystem that means "use the storage as it is, format nothing".
+pub const AS_IS: &str = "as-is";
+
+/// Everything loaded for one invocation: the scenarios named on the command line and
+/// the boards and recipes they can refer to.
+#[derive(Clone, Debug, Default)]
+pub struct Workspace {
+    /// The directory holding `boards/`, `pipeline/`, `scenarios/`; relative paths in
+    /// reports are taken from here so that no absolute path leaks into them.
+    pub root: PathBuf,
+    pub boards: BTreeMap<BoardName, Board>,
+    pub recipes: BTreeMap<TestName, Recipe>,
+    pub scenarios: Vec<Scenario>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Board {
+    pub name: BoardName,
+    /// The file this board came from, relative to the workspace root.
+    pub file: PathBuf,
+    pub model: String,
+    pub arch: Option<String>,
+    pub memory: Option<String>,
+    pub connection: Connection,
+    pub flash: Flash,
+    pub power: Option<Power>,
+    pub storage: Vec<Storage>,
+    /// Where benchpipe keeps its files on the board (corpus, sampler output).
+    /// Distinct per board, because lab boards share one filesystem.
+    pub workdir: String,
+    /// Files whose content is a temperature in millidegrees Celsius (default
+    /// `/sys/class/thermal/thermal_zone*/temp`).
+    pub thermal: Option<String>,
+}
+
+impl Board {
+    pub fn storage(&self, name: &StorageName) -> Option<&Storage> {
+        self.storage.iter().find(|s| &s.name == name)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Connection {
+    /// The controller itself; commands run through the local transport.
+    Local,
+    Ssh(SshTarget),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SshTarget {
+    /// A host name, an address, or a `Host` alias from `~/.ssh/config`.
+    pub host: String,
+    pub port: Option<u16>,
+    pub user: Option<String>,
+    pub identity: Option<PathBuf>,
+    /// The name of an environment variable holding a password; never the password.
+    pub password_env: Option<String>,
+    /// A known_hosts file to check against instead of `~/.ssh/known_hosts`.
+    pub known_hosts: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "method", rename_all = "lowercase")]
+pub enum Flash {
+    /// This board is never reflashed; only `installed` images apply to it.
+    None,
+    /// Turing Pi BMC: `tpi flash -n NODE -i IMAGE` run on `via`.
+    Tpi { via: String, node: u32 },
+    /// `dd` to a declared boot device over SSH on `via` (a helper host).
+    Dd { via: String, device: String },
+    /// A command template run on the controller.
+    Command { command: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Power {
+    /// A command template run on the controller that power-cycles the board.
+    pub cycle: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageRole {
+    /// Holds the OS; never formatted by benchpipe.
+    Boot,
+    /// May be formatted for filesystem cells.
+    Scratch,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Storage {
+    pub name: StorageName,
+    pub role: StorageRole,
+    /// A block device (`/dev/disk/by-id/...`); required to format it.
+    pub device: Option<String>,
+    /// Where tests put their files: a directory on the board, or the mount point
+    /// benchpipe uses when it formats `device`.
+    pub path: String,
+    /// A human description of the medium ("Samsung Evo+ 32GB").
+    pub model: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Recipe {
+    pub name: TestName,
+    pub file: PathBuf,
+    pub description: String,
+    /// Debian packages the test needs on the side that runs it.
+    pub apt: Vec<String>,
+    /// Commands that must exist (checked before provisioning; `apt` installs them).
+    pub commands: Vec<String>,
+    /// Shared resources: cells holding the same resource never run at once across boards.
+    pub exclusive: Vec<String>,
+    /// Whether the test touches storage. A test that does not collapses the storage
+    /// and filesystem axes, so it is not run once per disk for nothing.
+    pub uses_storage: bool,
+    /// Default template parameters; a scenario's `[params.TEST]` overrides them.
+    pub params: BTreeMap<String, ParamValue>,
+    /// Run once per cell before warm-up (e.g. generate a corpus).
+    pub setup: Vec<Step>,
+    /// The measured command; run once per warm-up and measured run.
+    pub run: Step,
+    pub parser: ParserKind,
+    /// Run once per cell after the last run, even when a run failed.
+    pub teardown: Vec<Step>,
+    /// Metrics in name order.
+    pub metrics: Vec<MetricSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Float(v) => write!(f, "{v}"),
+            ParamValue::Bool(v) => write!(f, "{v}"),
+            ParamValue::Str(v) => f.write_str(v),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Board,
+    Controller,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    pub on: Side,
+    /// A minijinja template; every interpolated value is shell-quoted.
+    pub command: String,
+    pub timeout: Option<Duration>,
+}
+
+/// How a tool's output becomes a document that metric paths select from.
+/// A closed set: each parser is tested on output captured from the real tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParserKind {
+    /// `fio --output-format=json`; text before the first `{` is skipped.
+    FioJson,
+    /// GNU time `-f '%e %U %S %M'` on stderr: real, user, sys, max_rss_kib.
+    Time,
+    /// `iperf3 -J`.
+    Iperf3Json,
+    /// Any JSON document on stdout.
+    Json,
+}
+
+impl ParserKind {
+    pub const ALL: [ParserKind; 4] = [
+        ParserKind::FioJson,
+        ParserKind::Time,
+        ParserKind::Iperf3Json,
+        ParserKind::Json,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ParserKind::FioJson => "fio-json",
+            ParserKind::Time => "time",
+            ParserKind::Iperf3Json => "iperf3-json",
+            ParserKind::Json => "json",
+        }
+    }
+
+    /// Bumped when a parser's output for the same input changes; part of the cell key.
+    pub fn version(self) -> u32 {
+        1
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricSpec {
+    pub name: String,
+    /// A path into the parsed document: `jobs[jobname=randread].read.bw_bytes`, `real`.
+    pub from: String,
+    /// Multiplied into the parsed value (e.g. 1e-6 to turn B/s into MB/s).
+    pub scale: f64,
+    pub unit: String,
+    pub better: Better,
+    /// Primary metrics drive the precision target of adaptive run counts.
+    pub primary: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scenario {
+    /// The file stem; names the report directory. Not part of any cell key.
+    pub name: String,
+    pub file: PathBuf,
+    pub title: String,
+    pub description: Option<String>,
+    pub images: BTreeMap<ImageName, Image>,
+    pub filesystems: BTreeMap<FsName, Filesystem>,
+    pub matrix: Matrix,
+    pub method: Method,
+    /// Per-test parameter overrides.
+    pub params: BTreeMap<TestName, BTreeMap<String, ParamValue>>,
+    pub compare: Vec<Compare>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Image {
+    pub name: ImageName,
+    pub source: ImageSource,
+    /// `/etc/os-release` fields checked after boot.
+    pub expect_os_release: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ImageSource {
+    /// Whatever is installed on the board now; never flashed. Its identity for the cell
+    /// key is the image name, and the facts record what the OS really was.
+    Installed,
+    Url { url: String, sha256: String },
+    Path { path: PathBuf, sha256: String },
+}
+
+impl ImageSource {
+    /// The part of the image that can change numbers: its content hash.
+    pub fn identity(&self, name: &ImageName) -> String {
+        match self {
+            ImageSource::Installed => format!("installed:{name}"),
+            ImageSource::Url { sha256, .. } | ImageSource::Path { sha256, .. } => {
+                format!("sha256:{sha256}")
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Filesystem {
+    pub name: FsName,
+    /// `ext4` or `btrfs`.
+    pub kind: String,
+    pub mkfs_options: Vec<String>,
+    pub mount_options: Vec<String>,
+}
+
+/// The axes, with board globs already resolved to names.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Matrix {
+    pub image: Vec<ImageName>,
+    pub board: Vec<BoardName>,
+    /// Storage names or globs, matched against each board's own storage at expansion.
+    pub storage: Vec<String>,
+    pub filesystem: Vec<FsName>,
+    pub test: Vec<TestName>,
+    pub exclude: Vec<CellPattern>,
+    pub include: Vec<CellPattern>,
+}
+
+/// A partial cell address with glob values, as in `exclude` and `include`.
+/// An absent axis matches everything.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CellPattern {
+    pub image: Option<String>,
+    pub board: Option<String>,
+    pub storage: Option<String>,
+    pub filesystem: Option<String>,
+    pub test: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Method {
+    pub cooldown: Cooldown,
+    pub warmup: Warmup,
+    pub runs: Runs,
+    /// Confidence level of intervals, e.g. 0.95.
+    pub confidence: f64,
+    pub order: RunOrder,
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method {
+            cooldown: Cooldown::None,
+            warmup: Warmup {
+                runs: 1,
+                duration: None,
+            },
+            runs: Runs {
+                min: 3,
+                max: 3,
+                target: None,
+            },
+            confidence: 0.95,
+            order: RunOrder::Blocked,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Cooldown {
+    None,
+    Fixed {
+        #[serde(with = "secs")]
+        duration: Duration,
+    },
+    UntilBelow {
+        celsius: f64,
+        #[serde(with = "secs")]
+        max: Duration,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Warmup {
+    /// Runs executed and discarded (kept in the store, marked as warm-up).
+    pub runs: u32,
+    /// Keep running warm-up runs at least this long.
+    #[serde(with = "opt_secs")]
+    pub duration: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Runs {
+    pub min: u32,
+    pub max: u32,
+    /// Relative CI half-width to reach (0.02 for "2%"), between `min` and `max` runs.
+    pub target: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOrder {
+    /// A A A B B B: each cell's runs together.
+    Blocked,
+    /// A B C A B C: drift hits every cell alike.
+    Interleaved,
+}
+
+/// `[[report.compare]]`: a candidate configuration against a baseline on one metric.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Compare {
+    pub test: TestName,
+    pub metric: String,
+    pub baseline: CellPattern,
+    pub candidate: CellPattern,
+}
+
+mod secs {
+    use serde::Serializer;
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+mod opt_secs {
+    use serde::Serializer;
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Matrix expansion and cell keys: pure, no I/O.

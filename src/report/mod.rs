@@ -1,0 +1,1 @@
+//! Reports: a pure function of (scenario, store contents) -> Markdown, HTML.

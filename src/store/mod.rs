@@ -1,0 +1,1 @@
+//! The results store: the only writer of results/.

@@ -1,0 +1,111 @@
+//! Running commands on boards and on the controller: the only place processes start.
+//!
+//! `Transport` is the seam: `local` (duct) runs on this machine, `ssh` (ssh2) on a board.
+//! Callers build command strings with `quote::sh` or the template engine, which quote
+//! every value; a transport runs the string with `sh -c` semantics and nothing more.
+
+pub mod local;
+pub mod quote;
+pub mod ssh;
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// How a command ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exit {
+    /// The exit code; `None` when the command was killed by a signal.
+    pub code: Option<i32>,
+    /// The signal's name when the command was killed by one.
+    pub signal: Option<String>,
+}
+
+impl Exit {
+    pub fn success(&self) -> bool {
+        self.code == Some(0) && self.signal.is_none()
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.code, &self.signal) {
+            (_, Some(sig)) => write!(f, "killed by signal {sig}"),
+            (Some(c), None) => write!(f, "exit status {c}"),
+            (None, None) => write!(f, "unknown exit"),
+        }
+    }
+}
+
+/// A finished command with its output held in memory.
+#[derive(Clone, Debug)]
+pub struct Output {
+    pub exit: Exit,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl Output {
+    pub fn stdout_str(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+    pub fn stderr_str(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("{target}: cannot connect: {reason}")]
+    Unreachable { target: String, reason: String },
+    #[error("{target}: authentication failed: {reason}")]
+    Auth { target: String, reason: String },
+    #[error("{target}: host key check failed: {reason}")]
+    HostKey { target: String, reason: String },
+    #[error("{target}: command timed out after {after:?}: {command}")]
+    Timeout {
+        target: String,
+        command: String,
+        after: Duration,
+    },
+    #[error("{target}: connection lost: {reason}")]
+    Lost { target: String, reason: String },
+    #[error("{target}: {reason}")]
+    Other { target: String, reason: String },
+}
+
+/// Runs shell commands somewhere and moves files there.
+///
+/// Implementations are used by one worker thread at a time (one session per board).
+pub trait Transport: Send {
+    /// A short human name for messages: `localhost`, `pi@10.0.0.3:22`.
+    fn target(&self) -> String;
+
+    /// Runs `command` with `sh -c`, streaming its stdout and stderr into the sinks.
+    /// With a timeout, the command is killed when it runs longer.
+    fn exec(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn Write,
+    ) -> Result<Exit, TransportError>;
+
+    /// Copies a local file to `remote` (a path on the target).
+    fn upload(&mut self, local: &Path, remote: &str) -> Result<(), TransportError>;
+
+    /// Copies `remote` to a local file.
+    fn download(&mut self, remote: &str, local: &Path) -> Result<(), TransportError>;
+
+    /// Runs a command and collects its output in memory.
+    fn run(&mut self, command: &str, timeout: Option<Duration>) -> Result<Output, TransportError> {
+        let mut stdout = Vec::new();
+        let mut stderr = Vec::new();
+        let exit = self.exec(command, timeout, &mut stdout, &mut stderr)?;
+        Ok(Output {
+            exit,
+            stdout,
+            stderr,
+        })
+    }
+}
