@@ -1,0 +1,8 @@
+//! The one integration-test binary. Each module is one area; cases are data-driven
+//! where the area allows.
+
+mod config;
+mod lab;
+mod parsers;
+mod stats;
+mod spine;
