@@ -1,1 +1,851 @@
 //! Walks the plan: the one place where store, transport and bench meet.
+//!
+//! One worker thread per board, all boards at once; a board's cells run in plan order.
+//! Every run is appended to the store as soon as it ends, so an interrupted apply loses
+//! at most the run in flight, and the next apply resumes where this one stopped.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::bench::{self, Vars};
+use crate::error::{Error, Result};
+use crate::model::{AS_IS, Board, Connection, Cooldown, Recipe, Side, Step, Workspace};
+use crate::plan::state;
+use crate::plan::{Address, Cell};
+use crate::store::{self, CellWriter, RunKind, Sample, Store};
+use crate::transport::local::Local;
+use crate::transport::{Transport, TransportError, quote};
+
+/// What happened, for progress display. Implementations must be cheap and thread-safe.
+pub trait Progress: Sync {
+    fn event(&self, event: Event<'_>);
+}
+
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A board's worker started with this many cells to work on.
+    BoardStart {
+        board: &'a str,
+        cells: usize,
+    },
+    /// A board moved to a new phase (connect, provision, cool-down, warm-up 1/1, run 2/3).
+    Phase {
+        board: &'a str,
+        cell: Option<&'a Address>,
+        phase: String,
+    },
+    /// A run ended and was recorded.
+    Run {
+        board: &'a str,
+        cell: &'a Address,
+        kind: RunKind,
+        metrics: &'a BTreeMap<String, f64>,
+        seconds: f64,
+    },
+    CellDone {
+        board: &'a str,
+        cell: &'a Address,
+        measured: usize,
+    },
+    CellFailed {
+        board: &'a str,
+        cell: &'a Address,
+        cause: &'a str,
+    },
+    BoardDone {
+        board: &'a str,
+        failed: usize,
+    },
+}
+
+/// The outcome of one apply.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Cells the plan held that needed no work.
+    pub already_complete: usize,
+    pub completed: usize,
+    pub failed: Vec<(Address, String)>,
+    pub interrupted: bool,
+}
+
+/// Cross-board resources (`exclusive = [...]` in recipes): cells holding the same
+/// resource never run at the same time, whichever boards they are on.
+#[derive(Default)]
+struct Resources {
+    held: Mutex<BTreeSet<String>>,
+    freed: Condvar,
+}
+
+impl Resources {
+    fn acquire(&self, names: &[String]) -> ResourceGuard<'_> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        // All at once or none, so two cells each holding half can never deadlock.
+        while names.iter().any(|n| held.contains(n)) {
+            held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        held.extend(names.iter().cloned());
+        ResourceGuard {
+            owner: self,
+            names: names.to_vec(),
+        }
+    }
+}
+
+struct ResourceGuard<'a> {
+    owner: &'a Resources,
+    names: Vec<String>,
+}
+
+impl Drop for ResourceGuard<'_> {
+    fn drop(&mut self) {
+        let mut held = self.owner.held.lock().unwrap_or_else(|e| e.into_inner());
+        for n in &self.names {
+            held.remove(n);
+        }
+        self.owner.freed.notify_all();
+    }
+}
+
+/// A cell of the plan with what apply needs beside it.
+struct Job<'a> {
+    cell: &'a Cell,
+    recipe: &'a Recipe,
+    primary: Vec<String>,
+}
+
+/// Connects to a board through the transport its file names.
+pub fn connect(board: &Board, timeout: Duration) -> Result<Box<dyn Transport>, TransportError> {
+    let _ = timeout;
+    match &board.connection {
+        Connection::Local => Ok(Box::new(Local::new())),
+        Connection::Ssh(t) => Err(TransportError::Other {
+            target: format!("{} ({})", board.name, t.host),
+            reason: "the SSH transport is not available in this build".into(),
+        }),
+    }
+}
+
+/// The primary metric names of a recipe.
+pub fn primary_metrics(recipe: &Recipe) -> Vec<String> {
+    recipe
+        .metrics
+        .iter()
+        .filter(|m| m.primary)
+        .map(|m| m.name.clone())
+        .collect()
+}
+
+/// Runs every cell of `cells` that the store lacks. Returns when all boards are done, or
+/// soon after `stop` is set (Ctrl-C), with the store consistent.
+pub fn apply(
+    ws: &Workspace,
+    cells: &[Cell],
+    store: &Store,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<Outcome> {
+    let _lock = store.lock()?;
+    let session = format!("{:.0}-{}", store::now(), std::process::id());
+    let mut outcome = Outcome::default();
+
+    // The same cell may come from two scenarios; it runs once.
+    let mut seen = BTreeSet::new();
+    let mut by_board: BTreeMap<&str, Vec<Job<'_>>> = BTreeMap::new();
+    for cell in cells {
+        if !seen.insert(cell.key.clone()) {
+            continue;
+        }
+        let recipe = ws
+            .recipes
+            .get(&cell.address.test)
+            .ok_or_else(|| Error::Other(format!("unknown test {}", cell.address.test)))?;
+        let primary = primary_metrics(recipe);
+        let data = store.read(cell)?;
+        if state::state(cell, &primary, &data).is_complete() {
+            outcome.already_complete += 1;
+            continue;
+        }
+        by_board
+            .entry(cell.address.board.as_str())
+            .or_default()
+            .push(Job {
+                cell,
+                recipe,
+                primary,
+            });
+    }
+
+    let resources = Resources::default();
+    let results: Vec<BoardResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = by_board
+            .iter()
+            .map(|(board_name, jobs)| {
+                let board = &ws.boards[&crate::model::BoardName::new(*board_name)];
+                let worker = Worker {
+                    board,
+                    store,
+                    progress,
+                    stop,
+                    session: &session,
+                    resources: &resources,
+                };
+                s.spawn(move || worker.run(jobs))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| BoardResult {
+                    completed: 0,
+                    failed: vec![],
+                    interrupted: false,
+                })
+            })
+            .collect()
+    });
+    for r in results {
+        outcome.completed += r.completed;
+        outcome.failed.extend(r.failed);
+        outcome.interrupted |= r.interrupted;
+    }
+    Ok(outcome)
+}
+
+struct BoardResult {
+    completed: usize,
+    failed: Vec<(Address, String)>,
+    interrupted: bool,
+}
+
+struct Worker<'a> {
+    board: &'a Board,
+    store: &'a Store,
+    progress: &'a dyn Progress,
+    stop: &'a AtomicBool,
+    session: &'a str,
+    resources: &'a Resources,
+}
+
+/// Why a cell did not complete.
+enum CellError {
+    /// The cell itself failed (its tool broke, its output did not parse).
+    Cell(String),
+    /// The board is gone (connection lost): every remaining cell of it fails.
+    Board(String),
+    Interrupted,
+}
+
+impl From<TransportError> for CellError {
+    fn from(e: TransportError) -> Self {
+        match e {
+            TransportError::Timeout { .. } | TransportError::Other { .. } => {
+                CellError::Cell(e.to_string())
+            }
+            _ => CellError::Board(e.to_string()),
+        }
+    }
+}
+
+impl From<Error> for CellError {
+    fn from(e: Error) -> Self {
+        CellError::Cell(e.to_string())
+    }
+}
+
+impl Worker<'_> {
+    fn name(&self) -> &str {
+        self.board.name.as_str()
+    }
+
+    fn phase(&self, cell: Option<&Address>, phase: impl Into<String>) {
+        self.progress.event(Event::Phase {
+            board: self.name(),
+            cell,
+            phase: phase.into(),
+        });
+    }
+
+    fn run(&self, jobs: &[Job<'_>]) -> BoardResult {
+        self.progress.event(Event::BoardStart {
+            board: self.name(),
+            cells: jobs.len(),
+        });
+        let mut result = BoardResult {
+            completed: 0,
+            failed: Vec::new(),
+            interrupted: false,
+        };
+        let fail_all = |result: &mut BoardResult, jobs: &[Job<'_>], cause: &str| {
+            for j in jobs {
+                self.fail_cell(j.cell, cause);
+                result
+                    .failed
+                    .push((j.cell.address.clone(), cause.to_string()));
+            }
+        };
+        self.phase(None, "connect");
+        let mut board_t = match connect(self.board, Duration::from_secs(30)) {
+            Ok(t) => t,
+            Err(e) => {
+                fail_all(&mut result, jobs, &e.to_string());
+                self.done(&result);
+                return result;
+            }
+        };
+        let mut controller_t: Box<dyn Transport> = Box::new(Local::new());
+        self.phase(None, "provision");
+        if let Err(cause) = self.prepare(board_t.as_mut(), controller_t.as_mut(), jobs) {
+            fail_all(&mut result, jobs, &cause);
+            self.done(&result);
+            return result;
+        }
+        let facts = gather_facts(board_t.as_mut(), self.board);
+        for (i, job) in jobs.iter().enumerate() {
+            if self.stop.load(Ordering::SeqCst) {
+                result.interrupted = true;
+                break;
+            }
+            let t = Transports {
+                board: board_t.as_mut(),
+                controller: controller_t.as_mut(),
+            };
+            match self.run_cell(t, job, &facts) {
+                Ok(measured) => {
+                    result.completed += 1;
+                    self.progress.event(Event::CellDone {
+                        board: self.name(),
+                        cell: &job.cell.address,
+                        measured,
+                    });
+                }
+                Err(CellError::Interrupted) => {
+                    result.interrupted = true;
+                    break;
+                }
+                Err(CellError::Cell(cause)) => {
+                    self.fail_cell(job.cell, &cause);
+                    result.failed.push((job.cell.address.clone(), cause));
+                }
+                Err(CellError::Board(cause)) => {
+                    fail_all(&mut result, &jobs[i..], &cause);
+                    break;
+                }
+            }
+        }
+        self.done(&result);
+        result
+    }
+
+    fn done(&self, result: &BoardResult) {
+        self.progress.event(Event::BoardDone {
+            board: self.name(),
+            failed: result.failed.len(),
+        });
+    }
+
+    fn fail_cell(&self, cell: &Cell, cause: &str) {
+        self.progress.event(Event::CellFailed {
+            board: self.name(),
+            cell: &cell.address,
+            cause,
+        });
+        // Recording the failure is best effort: the cause was already reported, and a
+        // store that cannot be written will fail the next cell loudly anyway.
+        if let Ok(w) = self.store.begin(cell) {
+            let _ = w.record_failure(self.session, store::now(), cause);
+        }
+    }
+
+    /// Makes the board ready for its cells: tools installed, work and storage dirs there.
+    fn prepare(
+        &self,
+        board: &mut dyn Transport,
+        controller: &mut dyn Transport,
+        jobs: &[Job<'_>],
+    ) -> Result<(), String> {
+        let mut board_recipes = BTreeMap::new();
+        let mut controller_recipes = BTreeMap::new();
+        for j in jobs {
+            let steps = j
+                .recipe
+                .setup
+                .iter()
+                .chain([&j.recipe.run])
+                .chain(&j.recipe.teardown);
+            for s in steps {
+                let side = match s.on {
+                    Side::Board => &mut board_recipes,
+                    Side::Controller => &mut controller_recipes,
+                };
+                side.insert(j.recipe.name.clone(), j.recipe);
+            }
+        }
+        provision(board, self.name(), board_recipes.values().copied())?;
+        provision(
+            controller,
+            "the controller",
+            controller_recipes.values().copied(),
+        )?;
+        let mut dirs = vec![self.board.workdir.clone()];
+        for j in jobs {
+            if let Some(st) = &j.cell.address.storage {
+                if let Some(st) = self.board.storage(st) {
+                    dirs.push(st.path.clone());
+                }
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        let cmd = format!("mkdir -p -- {}", quote::join(&dirs));
+        let out = board
+            .run(&cmd, Some(Duration::from_secs(60)))
+            .map_err(|e| e.to_string())?;
+        if !out.exit.success() {
+            return Err(format!(
+                "cannot create work directories ({}): {}",
+                out.exit,
+                out.stderr_str().trim()
+            ));
+        }
+        Ok(())
+    }
+
+    fn run_cell(
+        &self,
+        t: Transports<'_>,
+        job: &Job<'_>,
+        facts: &Value,
+    ) -> Result<usize, CellError> {
+        let cell = job.cell;
+        let addr = &cell.address;
+        let mut writer = self.store.begin(cell)?;
+        writer.write_facts(facts)?;
+        let _held = self.resources.acquire(&job.recipe.exclusive);
+
+        let storage = addr.storage.as_ref().and_then(|s| self.board.storage(s));
+        if let (Some(fs), Some(_)) = (&addr.filesystem, storage) {
+            if fs.as_str() != AS_IS {
+                return Err(CellError::Cell(format!(
+                    "filesystem {fs}: formatting storage is not supported yet; use `as-is`"
+                )));
+            }
+        }
+        let mut vars = Vars::new();
+        vars.params(&cell.params)
+            .set("workdir", self.board.workdir.clone())
+            .set(
+                "dir",
+                storage
+                    .map(|s| s.path.clone())
+                    .unwrap_or_else(|| self.board.workdir.clone()),
+            )
+            .set("board", self.board.name.as_str())
+            .set("host", board_host(self.board))
+            .set("run", 0);
+
+        let mut t = t;
+        let result = self.cell_body(&mut t, job, &mut writer, &mut vars);
+        // Teardown runs whatever happened, so no scratch file outlives the cell.
+        self.phase(Some(addr), "teardown");
+        let teardown = self.steps(&mut t, &job.recipe.teardown, &vars, "teardown");
+        let measured = result?;
+        teardown.map_err(CellError::Cell)?;
+        Ok(measured)
+    }
+
+    fn cell_body(
+        &self,
+        t: &mut Transports<'_>,
+        job: &Job<'_>,
+        writer: &mut CellWriter,
+        vars: &mut Vars,
+    ) -> Result<usize, CellError> {
+        let cell = job.cell;
+        let addr = &cell.address;
+        self.phase(Some(addr), "setup");
+        self.steps(t, &job.recipe.setup, vars, "setup")
+            .map_err(CellError::Cell)?;
+
+        self.cooldown(t.board, addr, &cell.method.cooldown)?;
+
+        let warmup = &cell.method.warmup;
+        let started = Instant::now();
+        let mut k = 0u32;
+        while k < warmup.runs || warmup.duration.is_some_and(|d| started.elapsed() < d) {
+            k += 1;
+            self.phase(Some(addr), format!("warm-up {k}/{}", warmup.runs.max(k)));
+            self.one_run(t, job, writer, vars, RunKind::Warmup, k)?;
+        }
+
+        let mut data = self.store.read(cell)?;
+        let mut have = data.measured_count();
+        loop {
+            let primaries = state::primary_values(&job.primary, &data);
+            if state::stop_rule(&cell.method, &primaries, have).is_some() {
+                break;
+            }
+            let want = cell.method.runs.min.max(have as u32 + 1);
+            self.phase(Some(addr), format!("run {}/{}", have + 1, want));
+            let sample = self.one_run(t, job, writer, vars, RunKind::Measured, have as u32 + 1)?;
+            data.samples.push(sample);
+            have += 1;
+        }
+        Ok(have)
+    }
+
+    /// One warm-up or measured run: execute, log, parse, append.
+    fn one_run(
+        &self,
+        t: &mut Transports<'_>,
+        job: &Job<'_>,
+        writer: &mut CellWriter,
+        vars: &mut Vars,
+        kind: RunKind,
+        index: u32,
+    ) -> Result<Sample, CellError> {
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(CellError::Interrupted);
+        }
+        vars.set("run", index);
+        let step = &job.recipe.run;
+        let command = bench::render(&step.command, vars).map_err(CellError::Cell)?;
+        let seq = writer.next_seq();
+        let started = store::now();
+        let t0 = Instant::now();
+        let out = t.side(step.on).run(&command, step.timeout);
+        let seconds = t0.elapsed().as_secs_f64();
+        let ended = store::now();
+        if self.stop.load(Ordering::SeqCst) {
+            // The run was cut short by the interrupt: record nothing of it.
+            return Err(CellError::Interrupted);
+        }
+        let out = out?;
+        let stdout = out.stdout_str();
+        let stderr = out.stderr_str();
+        let log = format!(
+            "$ {command}\n# {kind:?} run {index}, {}, {seconds:.3} s\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+            out.exit
+        );
+        if !out.exit.success() {
+            let name = format!("failed-{}-{seq:04}", self.session);
+            let rel = writer.write_log_named(&name, log.as_bytes())?;
+            return Err(CellError::Cell(format!(
+                "{kind:?} run {index}: `{}` ended with {}; log: {}/{rel}{}",
+                first_line(&command),
+                out.exit,
+                writer.dir().display(),
+                tail_hint(&stderr)
+            )));
+        }
+        let metrics = match bench::metrics(job.recipe, &stdout, &stderr) {
+            Ok(m) => m,
+            Err(e) => {
+                let name = format!("failed-{}-{seq:04}", self.session);
+                let rel = writer.write_log_named(&name, log.as_bytes())?;
+                return Err(CellError::Cell(format!(
+                    "{kind:?} run {index}: {e}; log: {}/{rel}",
+                    writer.dir().display()
+                )));
+            }
+        };
+        let rel = writer.write_log(seq, log.as_bytes())?;
+        let sample = Sample {
+            format: store::FORMAT,
+            seq,
+            kind,
+            session: self.session.to_string(),
+            started,
+            ended,
+            metrics,
+            flags: Vec::new(),
+            telemetry: None,
+            command,
+            log: rel,
+        };
+        writer.append(&sample)?;
+        self.progress.event(Event::Run {
+            board: self.name(),
+            cell: &job.cell.address,
+            kind,
+            metrics: &sample.metrics,
+            seconds,
+        });
+        Ok(sample)
+    }
+
+    /// Runs setup or teardown steps in order; the first failure stops them.
+    fn steps(
+        &self,
+        t: &mut Transports<'_>,
+        steps: &[Step],
+        vars: &Vars,
+        what: &str,
+    ) -> Result<(), String> {
+        for step in steps {
+            let command = bench::render(&step.command, vars)?;
+            let out = t
+                .side(step.on)
+                .run(&command, step.timeout.or(Some(Duration::from_secs(3600))))
+                .map_err(|e| e.to_string())?;
+            if !out.exit.success() {
+                return Err(format!(
+                    "{what} `{}` ended with {}{}",
+                    first_line(&command),
+                    out.exit,
+                    tail_hint(&out.stderr_str())
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn cooldown(
+        &self,
+        board: &mut dyn Transport,
+        addr: &Address,
+        cooldown: &Cooldown,
+    ) -> Result<(), CellError> {
+        match cooldown {
+            Cooldown::None => Ok(()),
+            Cooldown::Fixed { duration } => {
+                self.phase(Some(addr), format!("cool-down {}s", duration.as_secs()));
+                self.sleep(*duration)
+            }
+            Cooldown::UntilBelow { celsius, max } => {
+                let t0 = Instant::now();
+                loop {
+                    let temp = read_temperature(board, self.board);
+                    match temp {
+                        Some(c) if c < *celsius => return Ok(()),
+                        None => return Ok(()),
+                        Some(c) => {
+                            self.phase(Some(addr), format!("cool-down {c:.1}°C > {celsius}°C"));
+                        }
+                    }
+                    if t0.elapsed() >= *max {
+                        return Ok(());
+                    }
+                    self.sleep(Duration::from_secs(5))?;
+                }
+            }
+        }
+    }
+
+    /// Sleeps, waking early on interrupt.
+    fn sleep(&self, d: Duration) -> Result<(), CellError> {
+        let t0 = Instant::now();
+        while t0.elapsed() < d {
+            if self.stop.load(Ordering::SeqCst) {
+                return Err(CellError::Interrupted);
+            }
+            std::thread::sleep((d - t0.elapsed()).min(Duration::from_millis(200)));
+        }
+        Ok(())
+    }
+}
+
+/// The board's and the controller's transports, picked by a step's `on`.
+struct Transports<'a> {
+    board: &'a mut dyn Transport,
+    controller: &'a mut dyn Transport,
+}
+
+impl Transports<'_> {
+    fn side(&mut self, side: Side) -> &mut dyn Transport {
+        match side {
+            Side::Board => &mut *self.board,
+            Side::Controller => &mut *self.controller,
+        }
+    }
+}
+
+fn board_host(board: &Board) -> String {
+    match &board.connection {
+        Connection::Local => "localhost".into(),
+        Connection::Ssh(t) => t.host.clone(),
+    }
+}
+
+fn first_line(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("");
+    if line.len() < s.len() {
+        format!("{line} ...")
+    } else {
+        line.to_string()
+    }
+}
+
+/// The last lines of a tool's stderr, to put the cause of a failure in its message.
+fn tail_hint(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.trim().lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    format!(": {}", tail.join(" | "))
+}
+
+/// Checks that every command the recipes need exists on a side, installing the
+/// missing ones' packages with apt-get when running as root there.
+fn provision<'r>(
+    t: &mut dyn Transport,
+    side: &str,
+    recipes: impl Iterator<Item = &'r Recipe>,
+) -> Result<(), String> {
+    let recipes: Vec<&Recipe> = recipes.collect();
+    let commands: BTreeSet<&str> = recipes
+        .iter()
+        .flat_map(|r| r.commands.iter().map(String::as_str))
+        .collect();
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let missing = missing_commands(t, &commands)?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let packages: BTreeSet<&str> = recipes
+        .iter()
+        .filter(|r| r.commands.iter().any(|c| missing.contains(c)))
+        .flat_map(|r| r.apt.iter().map(String::as_str))
+        .collect();
+    let packages: Vec<&str> = packages.into_iter().collect();
+    let is_root = t
+        .run("id -u", Some(Duration::from_secs(30)))
+        .map(|o| o.stdout_str().trim() == "0")
+        .unwrap_or(false);
+    if !is_root {
+        return Err(format!(
+            "{side} lacks {}; install them as root with: apt-get install {}",
+            missing.join(", "),
+            packages.join(" ")
+        ));
+    }
+    let install = format!(
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q {} || \
+         (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q {})",
+        quote::join(&packages),
+        quote::join(&packages)
+    );
+    let out = t
+        .run(&install, Some(Duration::from_secs(1800)))
+        .map_err(|e| e.to_string())?;
+    if !out.exit.success() {
+        return Err(format!(
+            "{side}: apt-get install {} failed ({}){}",
+            packages.join(" "),
+            out.exit,
+            tail_hint(&out.stderr_str())
+        ));
+    }
+    let still = missing_commands(t, &commands)?;
+    if !still.is_empty() {
+        return Err(format!(
+            "{side} still lacks {} after installing {}",
+            still.join(", "),
+            packages.join(" ")
+        ));
+    }
+    Ok(())
+}
+
+fn missing_commands(
+    t: &mut dyn Transport,
+    commands: &BTreeSet<&str>,
+) -> Result<Vec<String>, String> {
+    let words: Vec<&str> = commands.iter().copied().collect();
+    let script = format!(
+        "for c in {}; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done",
+        quote::join(&words)
+    );
+    let out = t
+        .run(&script, Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    Ok(out.stdout_str().lines().map(str::to_string).collect())
+}
+
+/// What the board is, recorded beside each cell's samples: the provenance that explains
+/// numbers later (kernel, OS release, CPU, governor, memory, tool versions).
+fn gather_facts(t: &mut dyn Transport, board: &Board) -> Value {
+    const SCRIPT: &str = r#"
+echo "@@kernel"; uname -srm
+echo "@@os_release"; cat /etc/os-release 2>/dev/null
+echo "@@cpus"; nproc 2>/dev/null
+echo "@@cpu_model"; (grep -m1 -E '^(model name|Model)' /proc/cpuinfo | cut -d: -f2-) 2>/dev/null
+echo "@@governor"; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null
+echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
+echo "@@fio"; fio --version 2>/dev/null
+echo "@@xz"; xz --version 2>/dev/null | head -n1
+"#;
+    let mut facts = serde_json::Map::new();
+    facts.insert("board".into(), json!(board.name));
+    facts.insert("model".into(), json!(board.model));
+    match t.run(SCRIPT, Some(Duration::from_secs(60))) {
+        Ok(out) => {
+            let text = out.stdout_str();
+            let mut current: Option<String> = None;
+            let mut sections: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for line in text.lines() {
+                if let Some(name) = line.strip_prefix("@@") {
+                    current = Some(name.to_string());
+                    sections.entry(name.to_string()).or_default();
+                } else if let Some(c) = &current {
+                    sections
+                        .entry(c.clone())
+                        .or_default()
+                        .push(line.to_string());
+                }
+            }
+            for (k, lines) in sections {
+                if k == "os_release" {
+                    let mut os = serde_json::Map::new();
+                    for l in lines {
+                        if let Some((key, v)) = l.split_once('=') {
+                            os.insert(key.to_string(), json!(v.trim_matches('"')));
+                        }
+                    }
+                    facts.insert(k, Value::Object(os));
+                } else {
+                    let v = lines.join("\n").trim().to_string();
+                    if !v.is_empty() {
+                        facts.insert(k, json!(v));
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            facts.insert("error".into(), json!(e.to_string()));
+        }
+    }
+    Value::Object(facts)
+}
+
+/// The board's highest temperature in °C, from its thermal source; None when it has none.
+fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
+    let source = board
+        .thermal
+        .clone()
+        .unwrap_or_else(|| "/sys/class/thermal/thermal_zone*/temp".to_string());
+    // The glob is expanded by the board's shell on purpose; quote everything but it.
+    let safe: String = source
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "/_-.*?".contains(*c))
+        .collect();
+    let out = t
+        .run(
+            &format!("cat {safe} 2>/dev/null"),
+            Some(Duration::from_secs(30)),
+        )
+        .ok()?;
+    out.stdout_str()
+        .lines()
+        .filter_map(|l| l.trim().parse::<f64>().ok())
+        .map(|milli| milli / 1000.0)
+        .fold(None, |acc: Option<f64>, c| {
+            Some(acc.map_or(c, |a| a.max(c)))
+        })
+}

@@ -1,5 +1,429 @@
-//! Command-line arguments -> library calls -> exit code.
+//! Command-line arguments -> library calls -> exit code. No logic of its own beyond
+//! choosing what to print.
 
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use clap::{Parser, Subcommand};
+
+use crate::apply::{self, Event, Progress};
+use crate::config;
+use crate::error::{Error, Result};
+use crate::model::{Scenario, Workspace};
+use crate::plan::state::{self, CellState};
+use crate::plan::{self, Plan};
+use crate::report;
+use crate::store::{CellData, RunKind, Store};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "benchpipe",
+    version,
+    about = "Declarative, reproducible benchmarking of single-board computers"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct StoreArg {
+    /// The results store.
+    #[arg(long, default_value = "results", value_name = "DIR")]
+    pub store: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Validate scenario files and the boards and recipes they use.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show every cell of the scenarios with its key and state, and what apply would run.
+    Plan {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run what the store lacks, on all boards in parallel.
+    Apply {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print only failures and the summary.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Render the reports of the scenarios from the store.
+    Report {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Where reports go: one directory per scenario inside.
+        #[arg(long, default_value = "reports", value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(crate::error::EXIT_BAD_INPUT)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{}", render_error(&e));
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn render_error(e: &Error) -> String {
+    match e {
+        Error::Config(_) => e.to_string(),
+        _ => format!("error: {e}"),
+    }
+}
+
+/// Loads the workspace the scenario files belong to.
+pub fn load(files: &[PathBuf]) -> Result<Workspace> {
+    let root = config::find_root(files);
+    config::load(&root, files).map_err(Error::Config)
+}
+
+/// The plans of every scenario, in command-line order.
+pub fn plans(ws: &Workspace) -> Vec<(&Scenario, Plan)> {
+    ws.scenarios
+        .iter()
+        .map(|s| (s, plan::expand(ws, s)))
+        .collect()
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Check { files } => {
+            let ws = load(&files)?;
+            let cells: usize = plans(&ws).iter().map(|(_, p)| p.cells.len()).sum();
+            println!(
+                "ok: {} scenario(s), {} board(s), {} test(s), {} cell(s)",
+                ws.scenarios.len(),
+                ws.boards.len(),
+                ws.recipes.len(),
+                cells
+            );
+            Ok(())
+        }
+        Command::Plan { files, store, json } => {
+            let ws = load(&files)?;
+            let store = Store::open_read(&store.store)?;
+            let out = plan_text(&ws, &store, json)?;
+            print!("{out}");
+            Ok(())
+        }
+        Command::Apply {
+            files,
+            store,
+            quiet,
+        } => {
+            let ws = load(&files)?;
+            let store = Store::open(&store.store)?;
+            let cells: Vec<_> = plans(&ws).into_iter().flat_map(|(_, p)| p.cells).collect();
+            let stop = Arc::new(AtomicBool::new(false));
+            install_interrupt(&stop);
+            let printer = LinePrinter { quiet };
+            let outcome = apply::apply(&ws, &cells, &store, &printer, &stop)?;
+            eprintln!(
+                "apply: {} cell(s) completed, {} already complete, {} failed",
+                outcome.completed,
+                outcome.already_complete,
+                outcome.failed.len()
+            );
+            for (a, cause) in &outcome.failed {
+                eprintln!("  failed: {}: {cause}", a.label());
+            }
+            if outcome.interrupted {
+                return Err(Error::Interrupted);
+            }
+            if !outcome.failed.is_empty() {
+                return Err(Error::CellsFailed {
+                    failed: outcome.failed.len(),
+                    total: outcome.completed + outcome.already_complete + outcome.failed.len(),
+                });
+            }
+            Ok(())
+        }
+        Command::Report { files, store, out } => {
+            let ws = load(&files)?;
+            let store = Store::open_read(&store.store)?;
+            for path in write_reports(&ws, &store, &out)? {
+                println!("{}", path.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Renders and writes every scenario's reports; returns the files written.
+pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
+    let data = store.all()?;
+    let mut written = Vec::new();
+    for (scenario, plan) in plans(ws) {
+        let model = report::build(ws, scenario, &plan, &data);
+        let dir = out.join(&scenario.name);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        for exporter in report::exporters() {
+            let bytes = exporter.render(&model).map_err(Error::Other)?;
+            let path = dir.join(exporter.file_name());
+            std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+/// First Ctrl-C: stop after the run in flight (its commands are ended, nothing partial
+/// is stored). Second Ctrl-C: exit at once; the store is still consistent.
+fn install_interrupt(stop: &Arc<AtomicBool>) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(stop));
+        let _ = signal_hook::flag::register(sig, Arc::clone(stop));
+    }
+    let stop = Arc::clone(stop);
+    std::thread::spawn(move || {
+        loop {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                eprintln!("interrupted: ending running commands; the next apply resumes");
+                crate::transport::local::terminate_all();
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    });
+}
+
+/// Plain line-per-event output, for logs and terminals alike.
+struct LinePrinter {
+    quiet: bool,
+}
+
+impl Progress for LinePrinter {
+    fn event(&self, e: Event<'_>) {
+        let line = match e {
+            Event::CellFailed { board, cell, cause } => {
+                format!("[{board}] FAILED {}: {cause}", cell.label())
+            }
+            _ if self.quiet => return,
+            Event::BoardStart { board, cells } => format!("[{board}] {cells} cell(s) to run"),
+            Event::Phase { board, cell, phase } => match cell {
+                Some(c) => format!("[{board}] {}: {phase}", c.label()),
+                None => format!("[{board}] {phase}"),
+            },
+            Event::Run {
+                board,
+                cell,
+                kind,
+                metrics,
+                seconds,
+            } => {
+                let values: Vec<String> = metrics
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", report::number(*v)))
+                    .collect();
+                let kind = match kind {
+                    RunKind::Warmup => "warm-up (discarded)",
+                    RunKind::Measured => "measured",
+                };
+                format!(
+                    "[{board}] {}: {kind} run took {seconds:.1} s: {}",
+                    cell.label(),
+                    values.join(" ")
+                )
+            }
+            Event::CellDone {
+                board,
+                cell,
+                measured,
+            } => format!("[{board}] {}: complete with {measured} runs", cell.label()),
+            Event::BoardDone { board, failed } => {
+                format!("[{board}] done, {failed} cell(s) failed")
+            }
+        };
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+}
+
+/// Mean seconds of recorded runs per (test, board), and per test, from the store's
+/// history: how `plan` estimates what is left.
+fn run_history(
+    data: &BTreeMap<plan::CellKey, CellData>,
+) -> BTreeMap<(String, String), (f64, usize)> {
+    let mut acc: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+    for d in data.values() {
+        let Some(rec) = &d.record else { continue };
+        for s in &d.samples {
+            let secs = (s.ended - s.started).max(0.0);
+            for k in [
+                (rec.address.test.to_string(), rec.address.board.to_string()),
+                (rec.address.test.to_string(), String::new()),
+            ] {
+                let e = acc.entry(k).or_insert((0.0, 0));
+                e.0 += secs;
+                e.1 += 1;
+            }
+        }
+    }
+    acc
+}
+
+fn fmt_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The text (or JSON) of `benchpipe plan`.
+pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
+    let data = store.all()?;
+    let history = run_history(&data);
+    let empty = CellData::default();
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    let (mut complete, mut partial, mut missing, mut failed) = (0, 0, 0, 0);
+    let mut runs_left = 0usize;
+    let mut estimate = 0.0;
+    let mut unknown = 0usize;
+    let all_plans = plans(ws);
+    for (scenario, plan) in &all_plans {
+        for cell in &plan.cells {
+            let recipe = &ws.recipes[&cell.address.test];
+            let primary = apply::primary_metrics(recipe);
+            let d = data.get(&cell.key).unwrap_or(&empty);
+            let st = state::state(cell, &primary, d);
+            let left = st.remaining();
+            match &st {
+                CellState::Complete { .. } => complete += 1,
+                CellState::Partial { .. } => partial += 1,
+                CellState::Missing { .. } => missing += 1,
+                CellState::Failed { .. } => failed += 1,
+            }
+            if left > 0 {
+                let runs = left + cell.method.warmup.runs as usize;
+                runs_left += left;
+                let per_run = history
+                    .get(&(
+                        cell.address.test.to_string(),
+                        cell.address.board.to_string(),
+                    ))
+                    .or_else(|| history.get(&(cell.address.test.to_string(), String::new())));
+                match per_run {
+                    Some((sum, n)) => estimate += sum / *n as f64 * runs as f64,
+                    None => unknown += 1,
+                }
+                if let crate::model::Cooldown::Fixed { duration } = &cell.method.cooldown {
+                    estimate += duration.as_secs_f64();
+                }
+            }
+            rows.push((scenario.name.clone(), cell, st));
+        }
+        for s in &plan.skipped {
+            if !json {
+                out.push_str(&format!(
+                    "  {:<32}  {:<22}  {} [{}]\n",
+                    "-",
+                    "not applicable",
+                    s.address.label(),
+                    s.reason
+                ));
+            }
+        }
+    }
+    if json {
+        let cells: Vec<_> = rows
+            .iter()
+            .map(|(scenario, cell, st)| {
+                serde_json::json!({
+                    "scenario": scenario,
+                    "key": cell.key,
+                    "dir": cell.dir_name(),
+                    "address": cell.address,
+                    "state": st,
+                })
+            })
+            .collect();
+        let skipped: Vec<_> = plans(ws).into_iter().flat_map(|(_, p)| p.skipped).collect();
+        let doc = serde_json::json!({
+            "format": 1,
+            "cells": cells,
+            "skipped": skipped,
+            "summary": {
+                "complete": complete, "partial": partial, "missing": missing, "failed": failed,
+                "measured_runs_left": runs_left,
+                "estimated_seconds": if unknown == 0 { Some(estimate) } else { None },
+            },
+        });
+        let mut s = serde_json::to_string_pretty(&doc).map_err(|e| Error::Other(e.to_string()))?;
+        s.push('\n');
+        return Ok(s);
+    }
+    let mut table = String::new();
+    for (_, cell, st) in &rows {
+        let state = match st {
+            CellState::Complete { have, .. } => format!("complete ({have} runs)"),
+            CellState::Partial { have, want } => format!("partial ({have} of {want})"),
+            CellState::Missing { want } => format!("missing ({want} runs)"),
+            CellState::Failed { have, want, .. } => format!("failed ({have} of {want})"),
+        };
+        table.push_str(&format!(
+            "  {}  {:<22}  {}\n",
+            cell.key,
+            state,
+            cell.address.label()
+        ));
+        if let CellState::Failed { cause, .. } = st {
+            table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
+        }
+    }
+    out.insert_str(0, &table);
+    let eta = if runs_left == 0 {
+        "nothing to run".to_string()
+    } else if unknown == 0 {
+        format!("estimated {}", fmt_duration(estimate))
+    } else if estimate > 0.0 {
+        format!(
+            "estimated more than {} ({unknown} cell(s) have no history)",
+            fmt_duration(estimate)
+        )
+    } else {
+        "no estimate yet (no run history in the store)".to_string()
+    };
+    out.push_str(&format!(
+        "Plan: {} cell(s): {complete} complete, {partial} partial, {missing} missing, {failed} failed; {runs_left} measured run(s) to take; {eta}.\n",
+        rows.len()
+    ));
+    Ok(out)
 }

@@ -314,8 +314,14 @@ pub enum ImageSource {
     /// Whatever is installed on the board now; never flashed. Its identity for the cell
     /// key is the image name, and the facts record what the OS really was.
     Installed,
-    Url { url: String, sha256: String },
-    Path { path: PathBuf, sha256: String },
+    Url {
+        url: String,
+        sha256: String,
+    },
+    Path {
+        path: PathBuf,
+        sha256: String,
+    },
 }
 
 impl ImageSource {

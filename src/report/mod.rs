@@ -1,1 +1,381 @@
-//! Reports: a pure function of (scenario, store contents) -> Markdown, HTML.
+//! Reports: a pure function of (scenario, plan, store contents) -> Markdown, HTML, JSON.
+//!
+//! `build` makes a report model from the data; exporters render the model. Nothing here
+//! reads the clock, the environment or the filesystem, and every collection is ordered,
+//! so the same inputs give the same bytes on any machine.
+
+use std::collections::BTreeMap;
+
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde::Serialize;
+
+use crate::model::{Better, Cooldown, Scenario, Workspace};
+use crate::plan::state::{self, CellState};
+use crate::plan::{Address, CellKey, Plan};
+use crate::stats;
+use crate::store::CellData;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub title: String,
+    pub description: Option<String>,
+    pub scenario: String,
+    pub methodology: String,
+    pub confidence_pct: String,
+    /// Which axes have more than one value, in column order.
+    pub axes: Vec<String>,
+    pub tests: Vec<TestTable>,
+    /// Cells without enough data yet, with their state.
+    pub incomplete: Vec<Incomplete>,
+    pub skipped: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TestTable {
+    pub test: String,
+    pub description: String,
+    pub metrics: Vec<MetricHeader>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricHeader {
+    pub name: String,
+    pub unit: String,
+    /// "higher is better" / "lower is better".
+    pub better: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// Values of the varying axes, in `Report::axes` order.
+    pub config: Vec<String>,
+    pub key: String,
+    pub values: Vec<Stat>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Stat {
+    /// `12.3 ± 0.4 MB/s (n=3)` or `—`.
+    pub text: String,
+    pub n: usize,
+    pub mean: Option<f64>,
+    pub ci_half: Option<f64>,
+    pub sd: Option<f64>,
+    pub min: Option<f64>,
+    pub median: Option<f64>,
+    pub max: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Incomplete {
+    pub cell: String,
+    pub state: String,
+}
+
+/// Formats a number with 4 significant digits, no exponent for everyday magnitudes,
+/// independent of locale.
+pub fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return "—".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let mag = x.abs().log10().floor() as i32;
+    let decimals = (3 - mag).clamp(0, 9) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.starts_with("-0") && s.trim_start_matches(['-', '0', '.']).is_empty() {
+        s[1..].to_string()
+    } else {
+        s
+    }
+}
+
+fn duration_text(secs: f64) -> String {
+    let s = secs.round() as u64;
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s} s"),
+        (0, m, 0) => format!("{m} min"),
+        (0, m, s) => format!("{m} min {s} s"),
+        (h, m, _) => format!("{h} h {m} min"),
+    }
+}
+
+fn methodology(scenario: &Scenario) -> String {
+    let m = &scenario.method;
+    let mut parts = Vec::new();
+    let runs = if m.runs.min == m.runs.max || m.runs.target.is_none() {
+        format!("{} measured runs", m.runs.min)
+    } else {
+        format!(
+            "{} to {} measured runs, until the {}% CI is within ±{}% of the mean",
+            m.runs.min,
+            m.runs.max,
+            number(m.confidence * 100.0),
+            number(m.runs.target.unwrap_or(0.0) * 100.0)
+        )
+    };
+    let total = m.warmup.runs + m.runs.min;
+    if m.warmup.runs > 0 {
+        parts.push(format!(
+            "{total} runs, the first {} discarded as warm-up ({runs})",
+            if m.warmup.runs == 1 {
+                "one".to_string()
+            } else {
+                m.warmup.runs.to_string()
+            }
+        ));
+    } else {
+        parts.push(runs);
+    }
+    if let Some(d) = m.warmup.duration {
+        parts.push(format!(
+            "warm-up of at least {}",
+            duration_text(d.as_secs_f64())
+        ));
+    }
+    match &m.cooldown {
+        Cooldown::None => {}
+        Cooldown::Fixed { duration } => parts.push(format!(
+            "{} cool-down before each cell",
+            duration_text(duration.as_secs_f64())
+        )),
+        Cooldown::UntilBelow { celsius, max } => parts.push(format!(
+            "cool-down until below {}°C (at most {})",
+            number(*celsius),
+            duration_text(max.as_secs_f64())
+        )),
+    }
+    parts.push(format!(
+        "values are mean ± {}% confidence interval half-width (Student's t), n = measured runs",
+        number(m.confidence * 100.0)
+    ));
+    parts.join("; ") + "."
+}
+
+/// Builds the report model of one scenario from its plan and the store's data.
+pub fn build(
+    ws: &Workspace,
+    scenario: &Scenario,
+    plan: &Plan,
+    data: &BTreeMap<CellKey, CellData>,
+) -> Report {
+    let empty = CellData::default();
+    let axis_values = |f: &dyn Fn(&Address) -> String| -> usize {
+        let mut v: Vec<String> = plan.cells.iter().map(|c| f(&c.address)).collect();
+        v.sort();
+        v.dedup();
+        v.len()
+    };
+    type AxisFn = fn(&Address) -> String;
+    let all_axes: [(&str, AxisFn); 4] = [
+        ("image", |a| a.image.to_string()),
+        ("board", |a| a.board.to_string()),
+        ("storage", |a| {
+            a.storage
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "—".into())
+        }),
+        ("filesystem", |a| {
+            a.filesystem
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "—".into())
+        }),
+    ];
+    let mut axes: Vec<(&str, AxisFn)> = all_axes
+        .iter()
+        .filter(|(_, f)| axis_values(f) > 1)
+        .copied()
+        .collect();
+    if axes.is_empty() {
+        axes.push(all_axes[1]);
+    }
+
+    let mut tests = Vec::new();
+    let mut incomplete = Vec::new();
+    for test in &scenario.matrix.test {
+        let Some(recipe) = ws.recipes.get(test) else {
+            continue;
+        };
+        let primary = crate::apply::primary_metrics(recipe);
+        let mut rows = Vec::new();
+        for cell in plan.cells.iter().filter(|c| &c.address.test == test) {
+            let d = data.get(&cell.key).unwrap_or(&empty);
+            let st = state::state(cell, &primary, d);
+            if !st.is_complete() {
+                incomplete.push(Incomplete {
+                    cell: cell.address.label(),
+                    state: match st {
+                        CellState::Missing { .. } => "not measured".into(),
+                        CellState::Partial { have, want } => {
+                            format!("partial: {have} of {want} runs")
+                        }
+                        CellState::Failed { have, want, cause } => {
+                            format!("failed ({have} of {want} runs): {cause}")
+                        }
+                        CellState::Complete { .. } => String::new(),
+                    },
+                });
+            }
+            if d.measured_count() == 0 {
+                continue;
+            }
+            let values = recipe
+                .metrics
+                .iter()
+                .map(|m| {
+                    let xs: Vec<f64> = d
+                        .measured()
+                        .filter_map(|s| s.metrics.get(&m.name).copied())
+                        .collect();
+                    stat(&xs, scenario.method.confidence, &m.unit)
+                })
+                .collect();
+            rows.push(Row {
+                config: axes.iter().map(|(_, f)| f(&cell.address)).collect(),
+                key: cell.key.to_string(),
+                values,
+            });
+        }
+        tests.push(TestTable {
+            test: test.to_string(),
+            description: recipe.description.clone(),
+            metrics: recipe
+                .metrics
+                .iter()
+                .map(|m| MetricHeader {
+                    name: m.name.clone(),
+                    unit: m.unit.clone(),
+                    better: match m.better {
+                        Better::Higher => "higher is better".into(),
+                        Better::Lower => "lower is better".into(),
+                    },
+                })
+                .collect(),
+            rows,
+        });
+    }
+    Report {
+        title: scenario.title.clone(),
+        description: scenario.description.clone(),
+        scenario: scenario.name.clone(),
+        methodology: methodology(scenario),
+        confidence_pct: number(scenario.method.confidence * 100.0),
+        axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
+        tests,
+        incomplete,
+        skipped: plan
+            .skipped
+            .iter()
+            .map(|s| format!("{}: {}", s.address.label(), s.reason))
+            .collect(),
+    }
+}
+
+fn stat(xs: &[f64], confidence: f64, unit: &str) -> Stat {
+    match stats::summarize(xs, confidence) {
+        None => Stat {
+            text: "—".into(),
+            n: 0,
+            mean: None,
+            ci_half: None,
+            sd: None,
+            min: None,
+            median: None,
+            max: None,
+        },
+        Some(s) => {
+            let text = match s.ci_half {
+                Some(h) => format!("{} ± {} {unit} (n={})", number(s.mean), number(h), s.n),
+                None => format!("{} {unit} (n={})", number(s.mean), s.n),
+            };
+            Stat {
+                text,
+                n: s.n,
+                mean: Some(s.mean),
+                ci_half: s.ci_half,
+                sd: Some(s.sd),
+                min: Some(s.min),
+                median: Some(s.median),
+                max: Some(s.max),
+            }
+        }
+    }
+}
+
+/// One output format of a report.
+pub trait Exporter {
+    /// The file name the report is written under, in the report's directory.
+    fn file_name(&self) -> &'static str;
+    fn render(&self, report: &Report) -> Result<Vec<u8>, String>;
+}
+
+fn render_template(name: &str, source: &str, report: &Report) -> Result<Vec<u8>, String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_template(name, source).map_err(|e| e.to_string())?;
+    let tmpl = env.get_template(name).map_err(|e| e.to_string())?;
+    let mut out = tmpl
+        .render(Value::from(minijinja::value::Serde(report)))
+        .map_err(|e| format!("rendering {name}: {e}"))?;
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out.into_bytes())
+}
+
+pub struct Markdown;
+pub struct Html;
+pub struct Json;
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "index.md"
+    }
+    fn render(&self, report: &Report) -> Result<Vec<u8>, String> {
+        render_template("index.md", include_str!("templates/index.md"), report)
+    }
+}
+
+impl Exporter for Html {
+    fn file_name(&self) -> &'static str {
+        "index.html"
+    }
+    fn render(&self, report: &Report) -> Result<Vec<u8>, String> {
+        render_template("index.html", include_str!("templates/index.html"), report)
+    }
+}
+
+impl Exporter for Json {
+    fn file_name(&self) -> &'static str {
+        "report.json"
+    }
+    fn render(&self, report: &Report) -> Result<Vec<u8>, String> {
+        let mut b = serde_json::to_vec_pretty(report).map_err(|e| e.to_string())?;
+        b.push(b'\n');
+        Ok(b)
+    }
+}
+
+/// Every exporter, in the order files are written.
+pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    vec![Box::new(Markdown), Box::new(Html), Box::new(Json)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::number;
+
+    #[test]
+    fn numbers_have_four_significant_digits() {
+        assert_eq!(number(12.3456), "12.35");
+        assert_eq!(number(0.012345), "0.01235");
+        assert_eq!(number(123456.0), "123456");
+        assert_eq!(number(9.0), "9.000");
+        assert_eq!(number(-0.00001), "-0.00001000");
+        assert_eq!(number(0.0), "0");
+    }
+}

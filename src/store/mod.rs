@@ -1,1 +1,424 @@
-//! The results store: the only writer of results/.
+//! The results store: the only writer of `results/`.
+//!
+//! Layout (every file carries `format`):
+//! ```text
+//! results/
+//!   store.json                      {"format": 1}
+//!   .lock                           held (flock) by the one apply writing the store
+//!   <key>-<test>-<board>/
+//!     cell.json                     the cell's address and canonical inputs
+//!     samples.jsonl                 one line per run (warm-up or measured), appended
+//!                                   and fsynced as each run ends
+//!     facts.json                    what the board was: kernel, os-release, tools
+//!     failure.json                  the last failure's cause, removed on success
+//!     logs/<seq>.log                raw output of every run
+//! ```
+//! Crash safety: whole files are written to a temporary name, fsynced and renamed;
+//! samples are appended whole lines. A line torn by a crash has no final newline:
+//! readers ignore it and the next append cuts it off, so a sample is either whole or
+//! absent.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::plan::{Address, Cell, CellKey};
+
+/// The version of every file in the store; readers refuse newer ones.
+pub const FORMAT: u32 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// Executed and discarded by the statistics (the seed's "discard the first").
+    Warmup,
+    Measured,
+}
+
+/// One run of a cell, as appended to `samples.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub format: u32,
+    /// 1-based position in this cell's samples.jsonl; names the log file.
+    pub seq: u32,
+    pub kind: RunKind,
+    /// Identifies the apply invocation that took the run (its start time and pid).
+    pub session: String,
+    /// Wall-clock start and end, as Unix seconds. Provenance only: reports never show them.
+    pub started: f64,
+    pub ended: f64,
+    /// metric name -> value, already scaled to the metric's unit.
+    pub metrics: BTreeMap<String, f64>,
+    /// Validity flags (throttled, hot, swapping, ...); empty when the run was clean.
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Telemetry summary of the run, when a sampler ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Value>,
+    /// The command as it ran, after template rendering.
+    pub command: String,
+    /// Relative to the cell directory.
+    pub log: String,
+}
+
+/// `cell.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    pub format: u32,
+    pub key: CellKey,
+    pub address: Address,
+    pub inputs: Value,
+}
+
+/// `failure.json`: why the last attempt at a cell failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub format: u32,
+    pub session: String,
+    pub at: f64,
+    pub cause: String,
+}
+
+/// What the store holds for one cell.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CellData {
+    pub record: Option<CellRecord>,
+    pub samples: Vec<Sample>,
+    pub facts: Option<Value>,
+    pub failure: Option<Failure>,
+}
+
+impl CellData {
+    pub fn measured(&self) -> impl Iterator<Item = &Sample> {
+        self.samples.iter().filter(|s| s.kind == RunKind::Measured)
+    }
+    pub fn measured_count(&self) -> usize {
+        self.measured().count()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    root: PathBuf,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never half.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    {
+        let mut f = File::create(&tmp).map_err(io(&tmp))?;
+        f.write_all(bytes).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+    }
+    fs::rename(&tmp, path).map_err(io(path))?;
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    match fs::read(path) {
+        Ok(bytes) => {
+            let v: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))?;
+            check_format(path, &v)?;
+            serde_json::from_value(v)
+                .map(Some)
+                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+fn check_format(path: &Path, v: &Value) -> Result<()> {
+    match v.get("format").and_then(Value::as_u64) {
+        Some(f) if f <= FORMAT as u64 => Ok(()),
+        Some(f) => Err(Error::Store(format!(
+            "{}: format {f} is newer than this benchpipe understands ({FORMAT}); upgrade benchpipe",
+            path.display()
+        ))),
+        None => Err(Error::Store(format!("{}: no format field", path.display()))),
+    }
+}
+
+/// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
+fn read_samples(path: &Path) -> Result<Vec<Sample>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let mut out = Vec::new();
+    let mut reader = BufReader::new(file);
+    let mut line = String::new();
+    let mut lineno = 0;
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(io(path))?;
+        if n == 0 || !line.ends_with('\n') {
+            break;
+        }
+        lineno += 1;
+        let v: Value = serde_json::from_str(&line)
+            .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?;
+        check_format(path, &v)?;
+        out.push(
+            serde_json::from_value(v)
+                .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?,
+        );
+    }
+    Ok(out)
+}
+
+impl Store {
+    /// Opens (creating if needed) the store at `root`.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store> {
+        let root = root.into();
+        fs::create_dir_all(&root).map_err(io(&root))?;
+        let marker = root.join("store.json");
+        if read_json::<Value>(&marker)?.is_none() {
+            write_atomic(&marker, b"{\"format\":1}\n")?;
+        }
+        Ok(Store { root })
+    }
+
+    /// Opens a store for reading only; a missing store reads as empty.
+    pub fn open_read(root: impl Into<PathBuf>) -> Result<Store> {
+        let root = root.into();
+        read_json::<Value>(&root.join("store.json"))?;
+        Ok(Store { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn cell_dir(&self, cell: &Cell) -> PathBuf {
+        self.root.join(cell.dir_name())
+    }
+
+    /// Everything the store holds for `cell` (empty when it holds nothing).
+    pub fn read(&self, cell: &Cell) -> Result<CellData> {
+        self.read_dir(&self.cell_dir(cell))
+    }
+
+    fn read_dir(&self, dir: &Path) -> Result<CellData> {
+        Ok(CellData {
+            record: read_json(&dir.join("cell.json"))?,
+            samples: read_samples(&dir.join("samples.jsonl"))?,
+            facts: read_json(&dir.join("facts.json"))?,
+            failure: read_json(&dir.join("failure.json"))?,
+        })
+    }
+
+    /// Every cell in the store by key (for reports and garbage listing).
+    pub fn all(&self) -> Result<BTreeMap<CellKey, CellData>> {
+        let mut out = BTreeMap::new();
+        let entries = match fs::read_dir(&self.root) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(Error::io(&self.root, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(io(&self.root))?;
+            let name = entry.file_name();
+            let Some(key) = name
+                .to_str()
+                .and_then(|n| n.get(..32))
+                .and_then(CellKey::parse)
+            else {
+                continue;
+            };
+            let data = self.read_dir(&entry.path())?;
+            if data.record.is_some() {
+                out.insert(key, data);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Takes the store's write lock; refuses when another apply holds it.
+    pub fn lock(&self) -> Result<StoreLock> {
+        let path = self.root.join(".lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        // SAFETY: flock(2) on a valid open descriptor.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(Error::Other(format!(
+                "store {} is locked by another benchpipe apply; wait for it or stop it",
+                self.root.display()
+            )));
+        }
+        Ok(StoreLock { _file: file })
+    }
+
+    /// Prepares a cell's directory and writes its `cell.json` if absent.
+    pub fn begin(&self, cell: &Cell) -> Result<CellWriter> {
+        let dir = self.cell_dir(cell);
+        fs::create_dir_all(dir.join("logs")).map_err(io(&dir))?;
+        let path = dir.join("cell.json");
+        if read_json::<CellRecord>(&path)?.is_none() {
+            let rec = CellRecord {
+                format: FORMAT,
+                key: cell.key.clone(),
+                address: cell.address.clone(),
+                inputs: cell.inputs.clone(),
+            };
+            write_atomic(&path, &to_json_bytes(&rec)?)?;
+            sync_dir(&self.root)?;
+        }
+        let next_seq = read_samples(&dir.join("samples.jsonl"))?.len() as u32 + 1;
+        Ok(CellWriter { dir, next_seq })
+    }
+}
+
+fn to_json_bytes<T: Serialize>(v: &T) -> Result<Vec<u8>> {
+    let mut b = serde_json::to_vec_pretty(v).map_err(|e| Error::Store(e.to_string()))?;
+    b.push(b'\n');
+    Ok(b)
+}
+
+/// Held while an apply writes the store; released on drop (or process death).
+pub struct StoreLock {
+    _file: File,
+}
+
+/// Appends to one cell's directory.
+pub struct CellWriter {
+    dir: PathBuf,
+    next_seq: u32,
+}
+
+impl CellWriter {
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The sequence number the next sample will get.
+    pub fn next_seq(&self) -> u32 {
+        self.next_seq
+    }
+
+    /// Writes the raw log of the run about to be recorded; returns its relative path.
+    pub fn write_log(&self, seq: u32, bytes: &[u8]) -> Result<String> {
+        let rel = format!("logs/{seq:04}.log");
+        write_atomic(&self.dir.join(&rel), bytes)?;
+        Ok(rel)
+    }
+
+    /// Keeps the log of a run that failed, beside the others, under its own name.
+    pub fn write_log_named(&self, name: &str, bytes: &[u8]) -> Result<String> {
+        let rel = format!("logs/{name}.log");
+        write_atomic(&self.dir.join(&rel), bytes)?;
+        Ok(rel)
+    }
+
+    /// Appends one whole sample line and fsyncs it. The sample's `seq` must be `next_seq`.
+    pub fn append(&mut self, sample: &Sample) -> Result<()> {
+        if sample.seq != self.next_seq {
+            return Err(Error::Store(format!(
+                "sample seq {} out of order (expected {})",
+                sample.seq, self.next_seq
+            )));
+        }
+        let path = self.dir.join("samples.jsonl");
+        let mut f = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io(&path))?;
+        cut_torn_tail(&mut f).map_err(io(&path))?;
+        let mut line = serde_json::to_vec(sample).map_err(|e| Error::Store(e.to_string()))?;
+        line.push(b'\n');
+        f.write_all(&line).map_err(io(&path))?;
+        f.sync_all().map_err(io(&path))?;
+        self.next_seq += 1;
+        // A success supersedes an earlier failure of this cell.
+        let failure = self.dir.join("failure.json");
+        if failure.exists() {
+            fs::remove_file(&failure).map_err(io(&failure))?;
+        }
+        Ok(())
+    }
+
+    pub fn write_facts(&self, facts: &Value) -> Result<()> {
+        let mut doc = facts.clone();
+        if let Some(obj) = doc.as_object_mut() {
+            obj.insert("format".into(), Value::from(FORMAT));
+        }
+        write_atomic(&self.dir.join("facts.json"), &to_json_bytes(&doc)?)
+    }
+
+    pub fn record_failure(&self, session: &str, at: f64, cause: &str) -> Result<()> {
+        let f = Failure {
+            format: FORMAT,
+            session: session.to_string(),
+            at,
+            cause: cause.to_string(),
+        };
+        write_atomic(&self.dir.join("failure.json"), &to_json_bytes(&f)?)
+    }
+}
+
+/// Truncates a final line that a crash left without its newline.
+fn cut_torn_tail(f: &mut File) -> std::io::Result<()> {
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    f.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Find the last newline by reading backwards in chunks.
+    let mut end = len;
+    let mut buf = vec![0u8; 4096];
+    let keep = loop {
+        let start = end.saturating_sub(buf.len() as u64);
+        let n = (end - start) as usize;
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            break start + i as u64 + 1;
+        }
+        if start == 0 {
+            break 0;
+        }
+        end = start;
+    };
+    f.set_len(keep)
+}
+
+/// Seconds since the Unix epoch, for provenance fields.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}

@@ -175,9 +175,7 @@ mod tests {
 
     #[test]
     fn keeps_exit_code_stdout_and_stderr_apart() {
-        let out = Local
-            .run("echo out; echo err >&2; exit 3", None)
-            .unwrap();
+        let out = Local.run("echo out; echo err >&2; exit 3", None).unwrap();
         assert_eq!(out.stdout_str(), "out\n");
         assert_eq!(out.stderr_str(), "err\n");
         assert_eq!(out.exit.code, Some(3));
@@ -187,7 +185,10 @@ mod tests {
     #[test]
     fn a_timeout_kills_the_whole_process_tree() {
         let t0 = Instant::now();
-        let r = Local.run("sleep 30 & sleep 30; echo never", Some(Duration::from_millis(300)));
+        let r = Local.run(
+            "sleep 30 & sleep 30; echo never",
+            Some(Duration::from_millis(300)),
+        );
         assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
         assert!(t0.elapsed() < Duration::from_secs(10));
     }

@@ -51,7 +51,15 @@ mod tests {
 
     #[test]
     fn a_real_shell_sees_the_literal_value() {
-        for v in ["; rm -rf /", "$(echo pwned)", "`id`", "a'b\"c", " spaced  out ", "\n", "*"] {
+        for v in [
+            "; rm -rf /",
+            "$(echo pwned)",
+            "`id`",
+            "a'b\"c",
+            " spaced  out ",
+            "\n",
+            "*",
+        ] {
             let out = std::process::Command::new("sh")
                 .arg("-c")
                 .arg(format!("printf %s {}", sh(v)))

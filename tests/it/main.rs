@@ -4,5 +4,5 @@
 mod config;
 mod lab;
 mod parsers;
-mod stats;
 mod spine;
+mod stats;
