@@ -342,3 +342,279 @@ fn make_cell(ws: &Workspace, scenario: &Scenario, a: &Address) -> Result<Cell, S
         method: scenario.method.clone(),
     })
 }
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    //! A small workspace built in code, independent of the config parser, so that the
+    //! golden keys pin the encoding alone.
+
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use crate::model::*;
+
+    pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
+        Recipe {
+            name: TestName::new(name),
+            file: PathBuf::from(format!("pipeline/{name}.toml")),
+            description: format!("{name} test"),
+            apt: vec!["fio".into()],
+            commands: vec!["fio".into()],
+            exclusive: vec![],
+            uses_storage,
+            params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
+            setup: vec![],
+            run: Step {
+                on: Side::Board,
+                command: "fio --size={{ size }} --filename={{ dir }}/f".into(),
+                timeout: Some(Duration::from_secs(60)),
+            },
+            parser: ParserKind::FioJson,
+            teardown: vec![],
+            metrics: vec![MetricSpec {
+                name: "random_read".into(),
+                from: "jobs[jobname=randread].read.bw_bytes".into(),
+                scale: 1e-6,
+                unit: "MB/s".into(),
+                better: Better::Higher,
+                primary: true,
+            }],
+        }
+    }
+
+    pub fn board(name: &str, model: &str) -> Board {
+        Board {
+            name: BoardName::new(name),
+            file: PathBuf::from(format!("boards/{name}.toml")),
+            model: model.into(),
+            arch: Some("aarch64".into()),
+            memory: None,
+            connection: Connection::Ssh(SshTarget {
+                host: "10.0.0.1".into(),
+                port: None,
+                user: Some("pi".into()),
+                identity: None,
+                password_env: None,
+                known_hosts: None,
+            }),
+            flash: Flash::None,
+            power: None,
+            storage: vec![
+                Storage {
+                    name: StorageName::new("sd"),
+                    role: StorageRole::Boot,
+                    device: Some("/dev/mmcblk0".into()),
+                    path: "/var/tmp/bp".into(),
+                    model: Some("Samsung Evo+ 32GB".into()),
+                },
+                Storage {
+                    name: StorageName::new("usb"),
+                    role: StorageRole::Scratch,
+                    device: Some("/dev/disk/by-id/usb-Kingston".into()),
+                    path: "/mnt/usb".into(),
+                    model: None,
+                },
+            ],
+            workdir: "/var/tmp/benchpipe".into(),
+            thermal: None,
+        }
+    }
+
+    pub fn workspace() -> Workspace {
+        let mut ws = Workspace::default();
+        for b in [
+            board("pi-1", "Raspberry Pi 4"),
+            board("pi-2", "Raspberry Pi 4"),
+        ] {
+            ws.boards.insert(b.name.clone(), b);
+        }
+        for r in [recipe("disk-4k", true), recipe("xz", false)] {
+            ws.recipes.insert(r.name.clone(), r);
+        }
+        let scenario = Scenario {
+            name: "study".into(),
+            file: PathBuf::from("scenarios/study.toml"),
+            title: "A study".into(),
+            description: None,
+            images: BTreeMap::from([(
+                ImageName::new("installed"),
+                Image {
+                    name: ImageName::new("installed"),
+                    source: ImageSource::Installed,
+                    expect_os_release: BTreeMap::new(),
+                },
+            )]),
+            filesystems: BTreeMap::from([(
+                FsName::new("ext4"),
+                Filesystem {
+                    name: FsName::new("ext4"),
+                    kind: "ext4".into(),
+                    mkfs_options: vec![],
+                    mount_options: vec!["noatime".into()],
+                },
+            )]),
+            matrix: Matrix {
+                image: vec![ImageName::new("installed")],
+                board: vec![BoardName::new("pi-1"), BoardName::new("pi-2")],
+                storage: vec!["*".into()],
+                filesystem: vec![FsName::new(AS_IS), FsName::new("ext4")],
+                test: vec![TestName::new("disk-4k"), TestName::new("xz")],
+                exclude: vec![],
+                include: vec![],
+            },
+            method: Method::default(),
+            params: BTreeMap::new(),
+            compare: vec![],
+        };
+        ws.scenarios.push(scenario);
+        ws
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Connection, SshTarget};
+
+    fn keys(ws: &Workspace) -> Vec<String> {
+        expand(ws, &ws.scenarios[0])
+            .cells
+            .iter()
+            .map(|c| format!("{} {}", c.key, c.address.label()))
+            .collect()
+    }
+
+    #[test]
+    fn expansion_collapses_storage_for_tests_that_do_not_use_it_and_skips_what_cannot_apply() {
+        let ws = fixtures::workspace();
+        let plan = expand(&ws, &ws.scenarios[0]);
+        // Per board: disk-4k on sd/as-is, usb/as-is, usb/ext4 (sd/ext4 is boot: skipped), xz once.
+        assert_eq!(plan.cells.len(), 8, "{:#?}", keys(&ws));
+        assert_eq!(plan.skipped.len(), 2);
+        assert!(
+            plan.skipped[0].reason.contains("boot storage"),
+            "{:?}",
+            plan.skipped
+        );
+    }
+
+    #[test]
+    fn the_key_is_sha256_of_sorted_compact_json_behind_the_encoding_prefix() {
+        // Expected value computed outside the project:
+        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v1\\x00'
+        //   + b'{\"a\":[1,2.5],\"b\":\"x\"}').hexdigest()[:32])"
+        let doc = serde_json::json!({ "b": "x", "a": [1, 2.5] });
+        assert_eq!(
+            CellKey::of(&doc).as_str(),
+            "eb5a2e04afdebde1ba68b78f6e55e673"
+        );
+    }
+
+    #[test]
+    fn golden_keys() {
+        // Pinned: a change here means every stored cell gets a new key. Do it only on
+        // purpose, with a new `key::ENCODING`.
+        let ws = fixtures::workspace();
+        let got = keys(&ws);
+        let want = [
+            "94dc5405f05c3cb19993a0df8321d0b4 disk-4k on pi-1 sd/as-is (installed)",
+            "727fe6e145bf8b08d7b63aa3d95056e8 disk-4k on pi-1 usb/as-is (installed)",
+            "e1bcba67a39859394955737f0ceca6cf disk-4k on pi-1 usb/ext4 (installed)",
+            "968237b33a0c14b7ecf88e9f44c71ef5 xz on pi-1 (installed)",
+            "2d68b0987ddcff6f7aa3cac93cebfc32 disk-4k on pi-2 sd/as-is (installed)",
+            "0aca52ce54eb3a02389f5caa13b1d5df disk-4k on pi-2 usb/as-is (installed)",
+            "7603d159b3274f58505a86f2730a9dda disk-4k on pi-2 usb/ext4 (installed)",
+            "c845deb0fd992062e6ac2577c84566f5 xz on pi-2 (installed)",
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
+        let base = fixtures::workspace();
+        let k0 = keys(&base);
+
+        let mut ws = base.clone();
+        for b in ws.boards.values_mut() {
+            b.connection = Connection::Ssh(SshTarget {
+                host: "192.0.2.7".into(),
+                port: Some(2222),
+                user: Some("root".into()),
+                identity: Some("/root/.ssh/other".into()),
+                password_env: Some("PW".into()),
+                known_hosts: None,
+            });
+            b.file = "elsewhere/b.toml".into();
+            b.workdir = "/other".into();
+        }
+        ws.scenarios[0].method.runs.min = 10;
+        ws.scenarios[0].title = "Another title".into();
+        assert_eq!(
+            keys(&ws),
+            k0,
+            "addresses, credentials, run counts and titles are not inputs"
+        );
+
+        let changes: Vec<(&str, Box<dyn Fn(&mut Workspace)>)> = vec![
+            (
+                "recipe text",
+                Box::new(|w| {
+                    w.recipes
+                        .get_mut(&"disk-4k".into())
+                        .unwrap()
+                        .run
+                        .command
+                        .push_str(" --direct=1")
+                }),
+            ),
+            (
+                "board model",
+                Box::new(|w| {
+                    w.boards.get_mut(&"pi-1".into()).unwrap().model = "Raspberry Pi 5".into()
+                }),
+            ),
+            (
+                "storage device",
+                Box::new(|w| {
+                    w.boards.get_mut(&"pi-1".into()).unwrap().storage[1].device =
+                        Some("/dev/sdb".into())
+                }),
+            ),
+            (
+                "mount options",
+                Box::new(|w| {
+                    w.scenarios[0]
+                        .filesystems
+                        .get_mut(&"ext4".into())
+                        .unwrap()
+                        .mount_options = vec![]
+                }),
+            ),
+            (
+                "warm-up",
+                Box::new(|w| w.scenarios[0].method.warmup.runs = 2),
+            ),
+            (
+                "params",
+                Box::new(|w| {
+                    w.scenarios[0].params.insert(
+                        "disk-4k".into(),
+                        [(
+                            "size".to_string(),
+                            crate::model::ParamValue::Str("128M".into()),
+                        )]
+                        .into(),
+                    );
+                }),
+            ),
+        ];
+        for (what, change) in changes {
+            let mut ws = base.clone();
+            change(&mut ws);
+            let k = keys(&ws);
+            let differ = k.iter().zip(&k0).filter(|(a, b)| a != b).count();
+            assert!(differ > 0, "changing the {what} must change some keys");
+        }
+    }
+}
