@@ -27,6 +27,11 @@ pub trait Progress: Sync {
 
 #[derive(Debug)]
 pub enum Event<'a> {
+    /// Apply knows what it will do: cells to run and cells already complete.
+    Start {
+        to_run: usize,
+        complete: usize,
+    },
     /// A board's worker started with this many cells to work on.
     BoardStart {
         board: &'a str,
@@ -179,6 +184,10 @@ pub fn apply(
             });
     }
 
+    progress.event(Event::Start {
+        to_run: by_board.values().map(Vec::len).sum(),
+        complete: outcome.already_complete,
+    });
     let resources = Resources::default();
     let results: Vec<BoardResult> = std::thread::scope(|s| {
         let handles: Vec<_> = by_board
@@ -392,10 +401,10 @@ impl Worker<'_> {
         )?;
         let mut dirs = vec![self.board.workdir.clone()];
         for j in jobs {
-            if let Some(st) = &j.cell.address.storage {
-                if let Some(st) = self.board.storage(st) {
-                    dirs.push(st.path.clone());
-                }
+            if let Some(st) = &j.cell.address.storage
+                && let Some(st) = self.board.storage(st)
+            {
+                dirs.push(st.path.clone());
             }
         }
         dirs.sort();
@@ -427,12 +436,12 @@ impl Worker<'_> {
         let _held = self.resources.acquire(&job.recipe.exclusive);
 
         let storage = addr.storage.as_ref().and_then(|s| self.board.storage(s));
-        if let (Some(fs), Some(_)) = (&addr.filesystem, storage) {
-            if fs.as_str() != AS_IS {
-                return Err(CellError::Cell(format!(
-                    "filesystem {fs}: formatting storage is not supported yet; use `as-is`"
-                )));
-            }
+        if let (Some(fs), Some(_)) = (&addr.filesystem, storage)
+            && fs.as_str() != AS_IS
+        {
+            return Err(CellError::Cell(format!(
+                "filesystem {fs}: formatting storage is not supported yet; use `as-is`"
+            )));
         }
         let mut vars = Vars::new();
         vars.params(&cell.params)

@@ -2,7 +2,6 @@
 //! choosing what to print.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,14 +9,14 @@ use std::sync::atomic::AtomicBool;
 
 use clap::{Parser, Subcommand};
 
-use crate::apply::{self, Event, Progress};
+use crate::apply;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
 use crate::plan::state::{self, CellState};
 use crate::plan::{self, Plan};
 use crate::report;
-use crate::store::{CellData, RunKind, Store};
+use crate::store::{CellData, Store};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -63,6 +62,12 @@ pub enum Command {
         /// Print only failures and the summary.
         #[arg(long, short)]
         quiet: bool,
+        /// Where reports go after the run.
+        #[arg(long, default_value = "reports", value_name = "DIR")]
+        out: PathBuf,
+        /// Do not render reports after the run.
+        #[arg(long)]
+        no_report: bool,
     },
     /// Render the reports of the scenarios from the store.
     Report {
@@ -143,14 +148,17 @@ pub fn run(cli: Cli) -> Result<()> {
             files,
             store,
             quiet,
+            out,
+            no_report,
         } => {
             let ws = load(&files)?;
             let store = Store::open(&store.store)?;
             let cells: Vec<_> = plans(&ws).into_iter().flat_map(|(_, p)| p.cells).collect();
             let stop = Arc::new(AtomicBool::new(false));
             install_interrupt(&stop);
-            let printer = LinePrinter { quiet };
-            let outcome = apply::apply(&ws, &cells, &store, &printer, &stop)?;
+            let progress = crate::progress::for_terminal(quiet);
+            let outcome = apply::apply(&ws, &cells, &store, progress.as_ref(), &stop)?;
+            drop(progress);
             eprintln!(
                 "apply: {} cell(s) completed, {} already complete, {} failed",
                 outcome.completed,
@@ -159,6 +167,11 @@ pub fn run(cli: Cli) -> Result<()> {
             );
             for (a, cause) in &outcome.failed {
                 eprintln!("  failed: {}: {cause}", a.label());
+            }
+            if !no_report && !outcome.interrupted {
+                for path in write_reports(&ws, &store, &out)? {
+                    eprintln!("report: {}", path.display());
+                }
             }
             if outcome.interrupted {
                 return Err(Error::Interrupted);
@@ -219,57 +232,6 @@ fn install_interrupt(stop: &Arc<AtomicBool>) {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
     });
-}
-
-/// Plain line-per-event output, for logs and terminals alike.
-struct LinePrinter {
-    quiet: bool,
-}
-
-impl Progress for LinePrinter {
-    fn event(&self, e: Event<'_>) {
-        let line = match e {
-            Event::CellFailed { board, cell, cause } => {
-                format!("[{board}] FAILED {}: {cause}", cell.label())
-            }
-            _ if self.quiet => return,
-            Event::BoardStart { board, cells } => format!("[{board}] {cells} cell(s) to run"),
-            Event::Phase { board, cell, phase } => match cell {
-                Some(c) => format!("[{board}] {}: {phase}", c.label()),
-                None => format!("[{board}] {phase}"),
-            },
-            Event::Run {
-                board,
-                cell,
-                kind,
-                metrics,
-                seconds,
-            } => {
-                let values: Vec<String> = metrics
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", report::number(*v)))
-                    .collect();
-                let kind = match kind {
-                    RunKind::Warmup => "warm-up (discarded)",
-                    RunKind::Measured => "measured",
-                };
-                format!(
-                    "[{board}] {}: {kind} run took {seconds:.1} s: {}",
-                    cell.label(),
-                    values.join(" ")
-                )
-            }
-            Event::CellDone {
-                board,
-                cell,
-                measured,
-            } => format!("[{board}] {}: complete with {measured} runs", cell.label()),
-            Event::BoardDone { board, failed } => {
-                format!("[{board}] done, {failed} cell(s) failed")
-            }
-        };
-        let _ = writeln!(std::io::stderr(), "{line}");
-    }
 }
 
 /// Mean seconds of recorded runs per (test, board), and per test, from the store's

@@ -12,6 +12,7 @@ pub mod error;
 pub mod lab;
 pub mod model;
 pub mod plan;
+pub mod progress;
 pub mod report;
 pub mod stats;
 pub mod store;

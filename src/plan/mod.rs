@@ -204,7 +204,7 @@ pub fn expand(ws: &Workspace, scenario: &Scenario) -> Plan {
                 Some(p) => known.into_iter().filter(|k| glob::matches(p, k)).collect(),
             }
         };
-        let names = |v: &[_]| -> Vec<String> { v.iter().map(|x: &String| x.clone()).collect() };
+        let names = |v: &[_]| -> Vec<String> { v.iter().cloned().collect() };
         let images: Vec<ImageName> = pick(
             &inc.image,
             m.image.iter().map(|x| x.0.clone()).collect(),

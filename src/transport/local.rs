@@ -111,14 +111,14 @@ impl Transport for Local {
                         Ok(None) => {}
                         Err(_) => return false,
                     }
-                    if let Some(t) = timeout {
-                        if started.elapsed() >= t {
-                            // SAFETY: see terminate_all.
-                            unsafe {
-                                libc::kill(-pgid, libc::SIGKILL);
-                            }
-                            return true;
+                    if let Some(t) = timeout
+                        && started.elapsed() >= t
+                    {
+                        // SAFETY: see terminate_all.
+                        unsafe {
+                            libc::kill(-pgid, libc::SIGKILL);
                         }
+                        return true;
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
