@@ -134,12 +134,6 @@ impl Bars {
     }
 }
 
-impl Default for Bars {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Progress for Bars {
     fn event(&self, e: Event<'_>) {
         match &e {
