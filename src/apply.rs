@@ -13,9 +13,12 @@ use serde_json::{Value, json};
 
 use crate::bench::{self, Vars};
 use crate::error::{Error, Result};
-use crate::model::{AS_IS, Board, Connection, Cooldown, Recipe, Side, Step, Workspace};
+use crate::model::{
+    Board, Connection, Cooldown, Filesystem, Recipe, Side, Step, Storage, Workspace,
+};
 use crate::plan::state;
 use crate::plan::{Address, Cell};
+use crate::storage;
 use crate::store::{self, CellWriter, RunKind, Sample, Store};
 use crate::transport::local::Local;
 use crate::transport::{Transport, TransportError, quote};
@@ -313,6 +316,9 @@ impl Worker<'_> {
             return result;
         }
         let facts = gather_facts(board_t.as_mut(), self.board);
+        // The storage and filesystem mounted now; reformatted only when a cell needs
+        // another, and unmounted when the board is done.
+        let mut mounted: Option<(Storage, Filesystem)> = None;
         for (i, job) in jobs.iter().enumerate() {
             if self.stop.load(Ordering::SeqCst) {
                 result.interrupted = true;
@@ -322,7 +328,7 @@ impl Worker<'_> {
                 board: board_t.as_mut(),
                 controller: controller_t.as_mut(),
             };
-            match self.run_cell(t, job, &facts) {
+            match self.run_cell(t, job, &facts, &mut mounted) {
                 Ok(measured) => {
                     result.completed += 1;
                     self.progress.event(Event::CellDone {
@@ -344,6 +350,11 @@ impl Worker<'_> {
                     break;
                 }
             }
+        }
+        if let Some((s, f)) = mounted.take()
+            && let Err(e) = storage::release(board_t.as_mut(), &s, &f)
+        {
+            self.phase(None, format!("could not unmount {}: {e}", s.path));
         }
         self.done(&result);
         result
@@ -428,6 +439,7 @@ impl Worker<'_> {
         t: Transports<'_>,
         job: &Job<'_>,
         facts: &Value,
+        mounted: &mut Option<(Storage, Filesystem)>,
     ) -> Result<usize, CellError> {
         let cell = job.cell;
         let addr = &cell.address;
@@ -435,13 +447,22 @@ impl Worker<'_> {
         writer.write_facts(facts)?;
         let _held = self.resources.acquire(&job.recipe.exclusive);
 
+        let mut t = t;
         let storage = addr.storage.as_ref().and_then(|s| self.board.storage(s));
-        if let (Some(fs), Some(_)) = (&addr.filesystem, storage)
-            && fs.as_str() != AS_IS
-        {
-            return Err(CellError::Cell(format!(
-                "filesystem {fs}: formatting storage is not supported yet; use `as-is`"
-            )));
+        if let (Some(fs), Some(st)) = (&cell.filesystem, storage) {
+            let wanted = (st.name.clone(), fs.name.clone());
+            if mounted
+                .as_ref()
+                .map(|(s, f)| (s.name.clone(), f.name.clone()))
+                != Some(wanted)
+            {
+                if let Some((s, f)) = mounted.take() {
+                    storage::release(t.board, &s, &f).map_err(CellError::Cell)?;
+                }
+                self.phase(Some(addr), format!("prepare {} as {}", st.name, fs.name));
+                storage::prepare(t.board, st, fs).map_err(CellError::Cell)?;
+                *mounted = Some((st.clone(), fs.clone()));
+            }
         }
         let mut vars = Vars::new();
         vars.params(&cell.params)
@@ -456,7 +477,6 @@ impl Worker<'_> {
             .set("host", board_host(self.board))
             .set("run", 0);
 
-        let mut t = t;
         let result = self.cell_body(&mut t, job, &mut writer, &mut vars);
         // Teardown runs whatever happened, so no scratch file outlives the cell.
         self.phase(Some(addr), "teardown");

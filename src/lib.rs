@@ -15,6 +15,7 @@ pub mod plan;
 pub mod progress;
 pub mod report;
 pub mod stats;
+pub mod storage;
 pub mod store;
 pub mod transport;
 

@@ -72,6 +72,8 @@ pub struct Cell {
     /// Template parameters: the recipe's defaults with the scenario's overrides.
     pub params: BTreeMap<String, ParamValue>,
     pub method: Method,
+    /// The filesystem to prepare on the cell's storage (`as-is` prepares nothing).
+    pub filesystem: Option<Filesystem>,
 }
 
 impl Cell {
@@ -204,7 +206,7 @@ pub fn expand(ws: &Workspace, scenario: &Scenario) -> Plan {
                 Some(p) => known.into_iter().filter(|k| glob::matches(p, k)).collect(),
             }
         };
-        let names = |v: &[_]| -> Vec<String> { v.iter().cloned().collect() };
+        let names = |v: &[_]| -> Vec<String> { v.to_vec() };
         let images: Vec<ImageName> = pick(
             &inc.image,
             m.image.iter().map(|x| x.0.clone()).collect(),
@@ -340,6 +342,7 @@ fn make_cell(ws: &Workspace, scenario: &Scenario, a: &Address) -> Result<Cell, S
         inputs,
         params,
         method: scenario.method.clone(),
+        filesystem,
     })
 }
 
