@@ -1,1 +1,303 @@
-//! Integration tests: spine.
+//! Integration tests: the spine end to end on the local machine, through the real
+//! binary: check, plan, apply (real xz and fio), resume, failures, interrupts, reports.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A throwaway project directory with the repository's recipes and a local board.
+pub struct Project {
+    pub dir: PathBuf,
+}
+
+impl Project {
+    pub fn new(tag: &str) -> Project {
+        let dir = std::env::temp_dir().join(format!("bp-it-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["boards", "pipeline", "scenarios"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        for r in ["xz", "disk-4k"] {
+            std::fs::copy(
+                repo.join(format!("pipeline/{r}.toml")),
+                dir.join(format!("pipeline/{r}.toml")),
+            )
+            .unwrap();
+        }
+        let work = dir.join("board-work");
+        Project { dir: dir.clone() }
+            .write(
+                "boards/here.toml",
+                &format!(
+                    "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
+                     [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
+                    w = work.display()
+                ),
+            )
+            .write(
+                "pipeline/sleepy.toml",
+                r#"description = "sleeps, then prints a number"
+uses_storage = false
+[params]
+seconds = 0.1
+value = 1.5
+[run]
+command = "sleep {{ seconds }}; echo '{\"value\": {{ value }} }'"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "s", better = "lower" }
+"#,
+            )
+            .write(
+                "pipeline/broken.toml",
+                r#"description = "a tool that fails"
+uses_storage = false
+[run]
+command = "echo 'fio: cannot open file' >&2; exit 3"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "s", better = "lower" }
+"#,
+            )
+            .write(
+                "pipeline/garbled.toml",
+                r#"description = "a tool whose output does not parse"
+uses_storage = false
+[run]
+command = "echo 'no time line here'"
+parse = "time"
+[metrics]
+real = { from = "real", unit = "s", better = "lower" }
+"#,
+            )
+    }
+
+    pub fn write(self, rel: &str, text: &str) -> Project {
+        std::fs::write(self.dir.join(rel), text).unwrap();
+        self
+    }
+
+    pub fn scenario(self, name: &str, tests: &[&str], runs: u32, extra: &str) -> Project {
+        let tests: Vec<String> = tests.iter().map(|t| format!("\"{t}\"")).collect();
+        let text = format!(
+            "title = \"Test {name}\"\n\n[images.installed]\ninstalled = true\n\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"here\"]\nstorage = [\"scratch\"]\n\
+             filesystem = [\"as-is\"]\ntest = [{}]\n\n[method]\nwarmup = {{ runs = 1 }}\n\
+             runs = {{ min = {runs}, max = {runs} }}\n\n[params.xz]\ncorpus_mib = 1\n\n\
+             [params.disk-4k]\nsize = \"4M\"\nruntime = 1\n{extra}",
+            tests.join(", ")
+        );
+        self.write(&format!("scenarios/{name}.toml"), &text)
+    }
+
+    pub fn bp(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(args)
+            .current_dir(&self.dir)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
+    pub fn samples(&self, test: &str) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(self.dir.join("results")).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().to_string();
+            if name.ends_with(&format!("-{test}-here")) {
+                let text =
+                    std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+                for line in text.lines() {
+                    out.push(serde_json::from_str(line).expect("every stored line is whole JSON"));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn measured(samples: &[serde_json::Value]) -> usize {
+    samples.iter().filter(|s| s["kind"] == "measured").count()
+}
+
+#[test]
+fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
+    let p = Project::new("spine").scenario("s", &["xz", "disk-4k"], 2, "");
+    let plan = p.bp(&["plan", "scenarios/s.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let out = String::from_utf8_lossy(&plan.stdout);
+    assert!(out.contains("missing (2 runs)"), "{out}");
+    assert!(out.contains("2 cell(s): 0 complete, 0 partial, 2 missing"), "{out}");
+
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+
+    let xz = p.samples("xz");
+    assert_eq!(xz.len(), 3, "one warm-up and two measured runs");
+    assert_eq!(xz[0]["kind"], "warmup");
+    assert_eq!(measured(&xz), 2);
+    for s in &xz {
+        let real = s["metrics"]["real"].as_f64().unwrap();
+        let user = s["metrics"]["user"].as_f64().unwrap();
+        assert!(real > 0.0 && user > 0.0, "{s}");
+    }
+    let disk = p.samples("disk-4k");
+    assert_eq!(measured(&disk), 2);
+    for s in &disk {
+        assert!(s["metrics"]["random_read"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["metrics"]["random_write_iops"].as_f64().unwrap() > 0.0, "{s}");
+    }
+
+    let again = p.bp(&["apply", "scenarios/s.toml"]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("0 cell(s) completed, 2 already complete"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(p.samples("xz").len(), 3, "nothing ran again");
+
+    let plan = p.bp(&["plan", "--json", "scenarios/s.toml"]);
+    let doc: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(doc["summary"]["complete"], 2, "{doc}");
+    assert_eq!(doc["cells"][0]["state"]["state"], "complete");
+
+    // The report exists, has the numbers, and is the same bytes when rendered again
+    // from another directory and time zone.
+    let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
+    assert!(md.contains("## xz") && md.contains("## disk-4k"), "{md}");
+    assert!(md.contains("(n=2)") && md.contains(" ± "), "{md}");
+    assert!(md.contains("3 runs, the first one discarded as warm-up"), "{md}");
+    let other = p.dir.join("elsewhere");
+    let render = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["report", "--out"])
+        .arg(&other)
+        .arg(p.dir.join("scenarios/s.toml"))
+        .arg("--store")
+        .arg(p.dir.join("results"))
+        .env("TZ", "Asia/Kathmandu")
+        .env("LC_ALL", "de_DE.UTF-8")
+        .output()
+        .unwrap();
+    assert!(render.status.success(), "{}", text(&render));
+    for f in ["index.md", "index.html", "report.json"] {
+        let a = std::fs::read(p.dir.join("reports/s").join(f)).unwrap();
+        let b = std::fs::read(other.join("s").join(f)).unwrap();
+        assert!(a == b, "{f} differs between renders");
+        let s = String::from_utf8_lossy(&a);
+        assert!(!s.contains(&*p.dir.to_string_lossy()), "{f} leaks an absolute path");
+    }
+}
+
+#[test]
+fn a_failing_tool_fails_its_cell_with_the_cause_and_stores_no_sample() {
+    let p = Project::new("broken").scenario("s", &["broken", "garbled", "sleepy"], 2, "");
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    assert_eq!(apply.status.code(), Some(1), "{}", text(&apply));
+    let err = String::from_utf8_lossy(&apply.stderr);
+    assert!(err.contains("FAILED broken on here"), "{err}");
+    assert!(err.contains("fio: cannot open file"), "the tool's stderr is in the cause: {err}");
+    assert!(err.contains("exit status 3"), "{err}");
+    assert!(err.contains("FAILED garbled on here"), "{err}");
+    assert!(err.contains("time output"), "{err}");
+    assert_eq!(p.samples("broken").len(), 0);
+    assert_eq!(p.samples("garbled").len(), 0);
+    // The healthy cell on the same board completed anyway.
+    assert_eq!(measured(&p.samples("sleepy")), 2);
+
+    let plan = p.bp(&["plan", "scenarios/s.toml"]);
+    let out = String::from_utf8_lossy(&plan.stdout);
+    assert!(out.contains("failed (0 of 2)"), "{out}");
+    assert!(out.contains("last failure:"), "{out}");
+}
+
+#[test]
+fn an_interrupted_apply_keeps_whole_samples_and_the_next_apply_resumes() {
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let p = Project::new(&format!("interrupt-{signal}")).scenario(
+            "s",
+            &["sleepy"],
+            6,
+            "\n[params.sleepy]\nseconds = 0.4\n",
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["apply", "scenarios/s.toml"])
+            .current_dir(&p.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while measured(&p.samples_or_empty("sleepy")) < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(60), "no progress");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // SAFETY: signalling our own child.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "signal {signal}: {status:?}");
+        let before = measured(&p.samples("sleepy"));
+        assert!((2..6).contains(&before), "signal {signal}: {before}");
+
+        let apply = p.bp(&["apply", "scenarios/s.toml"]);
+        assert!(apply.status.success(), "{}", text(&apply));
+        let samples = p.samples("sleepy");
+        assert_eq!(measured(&samples), 6, "resumed to exactly the wanted count");
+        let seqs: Vec<u64> = samples.iter().map(|s| s["seq"].as_u64().unwrap()).collect();
+        let want: Vec<u64> = (1..=samples.len() as u64).collect();
+        assert_eq!(seqs, want, "sequence numbers stay dense");
+    }
+}
+
+impl Project {
+    fn samples_or_empty(&self, test: &str) -> Vec<serde_json::Value> {
+        if self.dir.join("results").is_dir() {
+            // A sample being written concurrently may be torn; skip such lines here.
+            let mut out = Vec::new();
+            for e in std::fs::read_dir(self.dir.join("results")).unwrap().flatten() {
+                if e.file_name().to_string_lossy().ends_with(&format!("-{test}-here")) {
+                    let t = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+                    out.extend(t.lines().filter_map(|l| serde_json::from_str(l).ok()));
+                }
+            }
+            out
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[test]
+fn bad_input_exits_2_naming_file_line_and_column() {
+    let p = Project::new("badinput").scenario("s", &["xz"], 2, "").write(
+        "scenarios/bad.toml",
+        "title = \"x\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\nboard = [\"hre\"]\nstorage = [\"*\"]\nfilesystem = [\"as-is\"]\ntest = [\"xz\"]\n",
+    );
+    for cmd in ["check", "plan", "apply"] {
+        let out = p.bp(&[cmd, "scenarios/bad.toml"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("scenarios/bad.toml:6:"), "{err}");
+        assert!(err.contains("here"), "did-you-mean hint: {err}");
+    }
+    let ok = p.bp(&["check", "scenarios/s.toml"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+}

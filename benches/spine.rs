@@ -1,0 +1,222 @@
+//! Figures for the spine (no assertions): planning a 10,000-cell matrix, a no-op
+//! re-apply over 1,000 complete cells, and xz timed by benchpipe beside xz run directly.
+//!
+//! `cargo bench --bench spine` (add `-- --quick` to skip the xz comparison).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use benchpipe::plan::{self, key::CellKey};
+use benchpipe::store::{FORMAT, RunKind, Sample, Store};
+use benchpipe::{apply, config};
+
+fn project(tag: &str, boards: usize, tests: usize, images: usize) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bp-bench-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["boards", "pipeline", "scenarios"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    for b in 0..boards {
+        std::fs::write(
+            dir.join(format!("boards/b-{b:04}.toml")),
+            format!(
+                "model = \"Synthetic board\"\nlocal = true\nworkdir = \"{w}/b-{b}\"\n\
+                 [[storage]]\nname = \"sd\"\nrole = \"scratch\"\npath = \"{w}/b-{b}/sd\"\n\
+                 [[storage]]\nname = \"usb\"\nrole = \"scratch\"\npath = \"{w}/b-{b}/usb\"\n",
+                w = dir.join("work").display()
+            ),
+        )
+        .unwrap();
+    }
+    for t in 0..tests {
+        std::fs::write(
+            dir.join(format!("pipeline/t{t:02}.toml")),
+            format!(
+                "description = \"synthetic {t}\"\n[params]\nn = {t}\n[run]\n\
+                 command = \"echo '{{\\\"v\\\": {{{{ n }}}}}}' > {{{{ dir }}}}/x\"\nparse = \"json\"\n\
+                 [metrics]\nv = {{ from = \"v\", unit = \"s\", better = \"lower\" }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let mut images = String::new();
+    let mut names = Vec::new();
+    for i in 0..images {
+        images.push_str(&format!("[images.os{i}]\ninstalled = true\n"));
+        names.push(format!("\"os{i}\""));
+    }
+    std::fs::write(
+        dir.join("scenarios/big.toml"),
+        format!(
+            "title = \"big\"\n{images}[matrix]\nimage = [{}]\nboard = [\"b-*\"]\n\
+             storage = [\"*\"]\nfilesystem = [\"as-is\"]\ntest = [{}]\n[method]\n\
+             warmup = {{ runs = 0 }}\nruns = {{ min = 3, max = 3 }}\n",
+            names.join(", "),
+            (0..tests)
+                .map(|t| format!("\"t{t:02}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+fn load(dir: &Path) -> benchpipe::model::Workspace {
+    config::load(dir, &[dir.join("scenarios/big.toml")]).expect("synthetic project loads")
+}
+
+fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+fn plan_10k() {
+    let dir = project("plan", 100, 10, 5);
+    let t = Instant::now();
+    let ws = load(&dir);
+    let load_s = secs(t);
+    let t = Instant::now();
+    let p = plan::expand(&ws, &ws.scenarios[0]);
+    let expand_s = secs(t);
+    // Baseline: only hashing the same canonical documents, the floor of any planner
+    // that content-addresses its cells.
+    let t = Instant::now();
+    let mut x = 0u8;
+    for c in &p.cells {
+        x ^= CellKey::of(&c.inputs).as_str().as_bytes()[0];
+    }
+    let hash_s = secs(t);
+    println!(
+        "plan {} cells: load+validate {load_s:.3} s, expand+key {expand_s:.3} s (goal < 0.2 s); \
+         baseline hashing alone {hash_s:.3} s [{x}]",
+        p.cells.len()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+struct Quiet;
+impl apply::Progress for Quiet {
+    fn event(&self, _: apply::Event<'_>) {}
+}
+
+fn noop_reapply_1000() {
+    let dir = project("reapply", 50, 10, 1);
+    let ws = load(&dir);
+    let p = plan::expand(&ws, &ws.scenarios[0]);
+    let store = Store::open(dir.join("results")).unwrap();
+    for cell in &p.cells {
+        let mut w = store.begin(cell).unwrap();
+        for seq in 1..=3 {
+            w.append(&Sample {
+                format: FORMAT,
+                seq,
+                kind: RunKind::Measured,
+                session: "bench".into(),
+                started: 0.0,
+                ended: 1.0,
+                metrics: BTreeMap::from([("v".to_string(), seq as f64)]),
+                flags: vec![],
+                telemetry: None,
+                command: "echo".into(),
+                log: format!("logs/{seq:04}.log"),
+            })
+            .unwrap();
+        }
+    }
+    let t = Instant::now();
+    let all = store.all().unwrap();
+    let read_s = secs(t);
+    let t = Instant::now();
+    let out = apply::apply(&ws, &p.cells, &store, &Quiet, &AtomicBool::new(false)).unwrap();
+    let apply_s = secs(t);
+    println!(
+        "no-op re-apply over {} complete cells: {apply_s:.3} s (goal < 0.5 s); \
+         baseline reading the whole store once {read_s:.3} s ({} cells)",
+        out.already_complete,
+        all.len()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// GNU time's `%e` of a command run directly.
+fn direct_xz(corpus: &Path) -> f64 {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "/usr/bin/time -f '%e %U %S %M' xz -6e -T0 -c '{}' > /dev/null",
+            corpus.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .last()
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+fn xz_overhead(pairs: usize) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("bp-bench-xz-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["boards", "pipeline", "scenarios"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::copy(repo.join("pipeline/xz.toml"), dir.join("pipeline/xz.toml")).unwrap();
+    let work = dir.join("work");
+    std::fs::write(
+        dir.join("boards/here.toml"),
+        format!("model = \"bench\"\nlocal = true\nworkdir = \"{}\"\n", work.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scenarios/xz.toml"),
+        "title = \"xz\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+         board = [\"here\"]\nstorage = [\"*\"]\nfilesystem = [\"as-is\"]\ntest = [\"xz\"]\n\
+         [method]\nwarmup = { runs = 0 }\nruns = { min = 1, max = 1 }\n[params.xz]\ncorpus_mib = 8\n",
+    )
+    .unwrap();
+    let ws = config::load(&dir, &[dir.join("scenarios/xz.toml")]).unwrap();
+    let p = plan::expand(&ws, &ws.scenarios[0]);
+    // The same corpus the recipe builds, built once for the direct runs.
+    let corpus = dir.join("corpus");
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cd '{}' && yes benchpipe-corpus-seed | head -c 10485760 > seed && \
+             seq 1 20000000 | shuf --random-source=seed | head -c $((8 * 1048576)) > corpus",
+            dir.display()
+        ))
+        .status()
+        .unwrap();
+    let (mut direct, mut recorded) = (Vec::new(), Vec::new());
+    for i in 0..pairs {
+        direct.push(direct_xz(&corpus));
+        let store = Store::open(dir.join(format!("results-{i}"))).unwrap();
+        apply::apply(&ws, &p.cells, &store, &Quiet, &AtomicBool::new(false)).unwrap();
+        let data = store.read(&p.cells[0]).unwrap();
+        recorded.push(data.samples[0].metrics["real"]);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    println!(
+        "xz -6e -T0 on 8 MiB, {pairs} interleaved pairs: direct {:.3} s, recorded by benchpipe {:.3} s, \
+         ratio {:.4} (goal within 2%)",
+        mean(&direct),
+        mean(&recorded),
+        mean(&recorded) / mean(&direct)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    plan_10k();
+    noop_reapply_1000();
+    if !quick {
+        xz_overhead(5);
+    }
+}
