@@ -23,20 +23,37 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A diagnostic about a byte range of `text` (as `toml::Spanned` gives).
-    pub fn at(file: impl Into<PathBuf>, text: &str, span: std::ops::Range<usize>, message: impl Into<String>) -> Self {
-        let start = span.start.min(text.len());
+    pub fn at(
+        file: impl Into<PathBuf>,
+        text: &str,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        // Spans come from the TOML parser and are on char boundaries, but a slice at a
+        // wrong one would panic, so round down rather than trust it.
+        let floor = |mut i: usize| {
+            i = i.min(text.len());
+            while !text.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let start = floor(span.start);
         let line_start = text[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
-        let line_end = text[start..].find('\n').map(|i| start + i).unwrap_or(text.len());
+        let line_end = text[start..]
+            .find('\n')
+            .map(|i| start + i)
+            .unwrap_or(text.len());
         let line = text[..start].matches('\n').count() + 1;
         let col = text[line_start..start].chars().count() + 1;
-        let end = span.end.clamp(start, line_end);
+        let end = floor(span.end).clamp(start, line_end);
         let width = text[start..end].chars().count().max(1);
         Diagnostic {
             file: file.into(),
             line,
             col,
             message: message.into(),
-            source_line: Some(text[line_start..line_end].to_string()),
+            source_line: Some(text[line_start..line_end].trim_end_matches('\r').to_string()),
             width,
             help: None,
         }
@@ -67,7 +84,13 @@ impl fmt::Display for Diagnostic {
             writeln!(f, "error: {}: {}", self.file.display(), self.message)?;
         } else {
             writeln!(f, "error: {}", self.message)?;
-            writeln!(f, "  --> {}:{}:{}", self.file.display(), self.line, self.col)?;
+            writeln!(
+                f,
+                "  --> {}:{}:{}",
+                self.file.display(),
+                self.line,
+                self.col
+            )?;
             if let Some(src) = &self.source_line {
                 let gutter = self.line.to_string().len();
                 writeln!(f, "{:gutter$} |", "")?;
@@ -98,7 +121,11 @@ impl fmt::Display for Diagnostics {
             write!(f, "{d}")?;
         }
         let n = self.0.len();
-        write!(f, "{n} error{} in input files", if n == 1 { "" } else { "s" })
+        write!(
+            f,
+            "{n} error{} in input files",
+            if n == 1 { "" } else { "s" }
+        )
     }
 }
 
