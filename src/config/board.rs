@@ -215,7 +215,7 @@ fn flash(
         "dd" => &["via", "device"],
         "command" => &["command"],
         other => {
-            let help = names::help_for(other, ["tpi", "dd", "command", "none"], "flash method");
+            let help = names::help_for(other, ["tpi", "dd", "command", "none"], "flash methods");
             diags.push(
                 src.at_value(
                     &f.method,

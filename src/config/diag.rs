@@ -53,7 +53,11 @@ impl Diagnostic {
             line,
             col,
             message: message.into(),
-            source_line: Some(text[line_start..line_end].trim_end_matches('\r').to_string()),
+            source_line: Some(
+                text[line_start..line_end]
+                    .trim_end_matches('\r')
+                    .to_string(),
+            ),
             width,
             help: None,
         }

@@ -280,9 +280,14 @@ impl Source {
 
     fn toml_error(&self, e: &toml::de::Error) -> Diagnostic {
         let (message, help) = explain_toml_message(e.message());
+        // A key missing from the top level is reported against the whole document;
+        // a caret under the first line would point at an innocent key.
+        let whole_document = |span: &Range<usize>| {
+            span.start == 0 && (span.end == 0 || span.end >= self.text.trim_end().len())
+        };
         let d = match e.span() {
-            Some(span) => self.at(span, message),
-            None => self.whole(message),
+            Some(span) if !whole_document(&span) => self.at(span, message),
+            _ => self.whole(message),
         };
         match help {
             Some(h) => d.with_help(h),
@@ -322,10 +327,10 @@ fn explain_toml_message(message: &str) -> (String, Option<String>) {
             .map(|s| format!("did you mean `{s}`?"));
         return (text, help);
     }
-    if let Some(rest) = message.strip_prefix("missing field `") {
-        if let Some((key, _)) = rest.split_once('`') {
-            return (format!("missing required key `{key}`"), None);
-        }
+    if let Some(rest) = message.strip_prefix("missing field `")
+        && let Some((key, _)) = rest.split_once('`')
+    {
+        return (format!("missing required key `{key}`"), None);
     }
     (message.to_string(), None)
 }
@@ -348,15 +353,15 @@ fn relative_to_root(root: &Path, file: &Path) -> PathBuf {
             .collect()
     };
     let (root_clean, file_clean) = (clean(root), clean(file));
-    if let Ok(rel) = file_clean.strip_prefix(&root_clean) {
-        if !rel.as_os_str().is_empty() {
-            return rel.to_path_buf();
-        }
+    if let Ok(rel) = file_clean.strip_prefix(&root_clean)
+        && !rel.as_os_str().is_empty()
+    {
+        return rel.to_path_buf();
     }
-    if let (Ok(r), Ok(f)) = (root.canonicalize(), file.canonicalize()) {
-        if let Ok(rel) = f.strip_prefix(&r) {
-            return rel.to_path_buf();
-        }
+    if let (Ok(r), Ok(f)) = (root.canonicalize(), file.canonicalize())
+        && let Ok(rel) = f.strip_prefix(&r)
+    {
+        return rel.to_path_buf();
     }
     if file_clean.is_relative() && root_clean.as_os_str().is_empty() {
         return file_clean;

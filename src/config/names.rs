@@ -50,13 +50,14 @@ pub fn did_you_mean<'a>(
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
-        .map(|c| (levenshtein(&lower, &c.to_lowercase()), c))
+        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.to_string())
 }
 
 /// "did you mean `x`?" when there is a close candidate, else the list of what exists.
+/// `what` is a plural phrase: "tests", "storage of the selected boards".
 pub fn help_for<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str> + Clone,
@@ -67,27 +68,40 @@ pub fn help_for<'a>(
         None => {
             let all: Vec<String> = candidates.into_iter().map(|c| format!("`{c}`")).collect();
             if all.is_empty() {
-                format!("there are no {what}s defined")
+                format!("there are no {what}")
             } else {
-                format!("defined {what}s: {}", all.join(", "))
+                format!("known {what}: {}", all.join(", "))
             }
         }
     }
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+/// Edit distance where swapping two adjacent characters counts as one edit (optimal
+/// string alignment): `ubs` is one typo away from `usb`, not two.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitute = diagonal + usize::from(ca != cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
+    let width = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * width];
+    for (i, row_start) in d.iter_mut().step_by(width).enumerate() {
+        *row_start = i;
+    }
+    for (j, cell) in d.iter_mut().take(width).enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[(i - 1) * width + j] + 1)
+                .min(d[i * width + j - 1] + 1)
+                .min(d[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * width + j - 2] + 1);
+            }
+            d[i * width + j] = best;
         }
     }
-    row[b.len()]
+    d[a.len() * width + b.len()]
 }
 
 #[cfg(test)]
@@ -109,7 +123,8 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("ubs", "usb"), 1);
         assert_eq!(
             did_you_mean("localhots", ["localhost", "pi4"]),
             Some("localhost".into())

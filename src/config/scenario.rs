@@ -51,11 +51,11 @@ pub fn validate(
     }
     let images = images(src, &raw.images, diags);
     let filesystems = filesystems(src, &raw.filesystems, diags);
-    let matrix = matrix(src, &raw.matrix, &images, &filesystems, known, diags);
+    let (matrix, selected_broken) = matrix(src, &raw.matrix, &images, &filesystems, known, diags);
     let method = method(src, raw.method.as_ref(), diags);
     let params = params(src, &raw.params, known, diags);
     let compare = match &raw.report {
-        Some(r) => compare(src, &r.compare, &matrix, known, diags),
+        Some(r) => compare(src, &r.compare, &matrix, selected_broken, known, diags),
         None => Vec::new(),
     };
     if diags.len() > start {
@@ -183,7 +183,7 @@ fn filesystems(
         let fs = fs.get_ref();
         let kind = fs.kind.get_ref();
         if !matches!(kind.as_str(), "ext4" | "btrfs") {
-            let help = names::help_for(kind, ["ext4", "btrfs"], "filesystem kind");
+            let help = names::help_for(kind, ["ext4", "btrfs"], "filesystem kinds");
             diags.push(
                 src.at_value(
                     &fs.kind,
@@ -246,7 +246,7 @@ fn matrix(
     filesystems: &BTreeMap<FsName, Filesystem>,
     known: &Known,
     diags: &mut Vec<Diagnostic>,
-) -> Matrix {
+) -> (Matrix, bool) {
     let m = raw.get_ref();
 
     // image: names of this scenario's [images].
@@ -261,7 +261,7 @@ fn matrix(
         if images.contains_key(&ImageName::new(v.get_ref().clone())) {
             image.push(ImageName::new(v.get_ref().clone()));
         } else {
-            let help = names::help_for(v.get_ref(), image_names.iter().copied(), "image");
+            let help = names::help_for(v.get_ref(), image_names.iter().copied(), "images");
             diags.push(
                 src.at_value(
                     v,
@@ -344,7 +344,7 @@ fn matrix(
             let help = names::help_for(
                 v.get_ref(),
                 storage_names.iter().copied(),
-                "storage of the selected board",
+                "storage of the selected boards",
             );
             diags.push(
                 src.at_value(
@@ -377,7 +377,8 @@ fn matrix(
                 if fs_names.contains(&v.get_ref().as_str()) {
                     filesystem.push(FsName::new(v.get_ref().clone()));
                 } else {
-                    let help = names::help_for(v.get_ref(), fs_names.iter().copied(), "filesystem");
+                    let help =
+                        names::help_for(v.get_ref(), fs_names.iter().copied(), "filesystems");
                     diags.push(
                         src.at_value(v, format!("unknown filesystem `{}`: expected `{AS_IS}` or one defined in [filesystems]", v.get_ref()))
                             .with_help(help),
@@ -399,7 +400,7 @@ fn matrix(
         if all_tests.contains(v.get_ref().as_str()) {
             test.push(TestName::new(v.get_ref().clone()));
         } else {
-            let help = names::help_for(v.get_ref(), all_tests.iter().copied(), "test");
+            let help = names::help_for(v.get_ref(), all_tests.iter().copied(), "tests");
             diags.push(
                 src.at_value(
                     v,
@@ -452,7 +453,7 @@ fn matrix(
         .map(|p| pattern(src, p, &axes, "include", diags))
         .collect();
 
-    Matrix {
+    let matrix = Matrix {
         image,
         board,
         storage,
@@ -460,7 +461,8 @@ fn matrix(
         test,
         exclude,
         include,
-    }
+    };
+    (matrix, selected_broken)
 }
 
 /// The values each axis can take, for checking patterns.
@@ -504,7 +506,11 @@ fn pattern(
             .iter()
             .any(|c| names::glob_match(value.get_ref(), c))
         {
-            let help = names::help_for(value.get_ref(), candidates.iter().copied(), axis);
+            let help = names::help_for(
+                value.get_ref(),
+                candidates.iter().copied(),
+                &format!("{axis} values"),
+            );
             diags.push(
                 src.at_value(
                     value,
@@ -621,13 +627,13 @@ fn method(src: &Source, raw: Option<&raw::Method>, diags: &mut Vec<Diagnostic>) 
         // With a precision target the default leaves room to reach it; without one
         // there is nothing to adapt, so max is min.
         let max = max.unwrap_or(if target.is_some() { min.max(10) } else { min });
-        if max < min {
-            if let Some(span) = runs.max.as_ref().map(Spanned::span) {
-                diags.push(
-                    src.at(span, format!("`max` ({max}) is less than `min` ({min})"))
-                        .with_help("max is the most runs per cell, min the fewest: max >= min"),
-                );
-            }
+        if max < min
+            && let Some(span) = runs.max.as_ref().map(Spanned::span)
+        {
+            diags.push(
+                src.at(span, format!("`max` ({max}) is less than `min` ({min})"))
+                    .with_help("max is the most runs per cell, min the fewest: max >= min"),
+            );
         }
         method.runs = Runs { min, max, target };
     }
@@ -672,7 +678,7 @@ fn params(
         let test = TestName::new(test_key.get_ref().clone());
         let Some(recipe) = known.recipes.get(&test) else {
             if !known.broken_recipes.contains(test_key.get_ref()) {
-                let help = names::help_for(test_key.get_ref(), all_tests.iter().copied(), "test");
+                let help = names::help_for(test_key.get_ref(), all_tests.iter().copied(), "tests");
                 diags.push(
                     src.at_value(
                         test_key,
@@ -688,7 +694,7 @@ fn params(
             let name = key.get_ref();
             let Some(default) = recipe.params.get(name) else {
                 let help =
-                    names::help_for(name, recipe.params.keys().map(String::as_str), "parameter");
+                    names::help_for(name, recipe.params.keys().map(String::as_str), "parameters");
                 diags.push(
                     src.at_value(key, format!("test `{test}` has no parameter `{name}`"))
                         .with_help(format!(
@@ -736,6 +742,7 @@ fn compare(
     src: &Source,
     raw: &[Spanned<raw::Compare>],
     matrix: &Matrix,
+    selected_broken: bool,
     known: &Known,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<Compare> {
@@ -750,7 +757,7 @@ fn compare(
             .collect(),
         filesystem: matrix.filesystem.iter().map(FsName::as_str).collect(),
         test: matrix.test.iter().map(TestName::as_str).collect(),
-        skip_storage: false,
+        skip_storage: selected_broken,
     };
     let mut out = Vec::new();
     for c in raw {
@@ -795,7 +802,7 @@ fn compare_metric(
     let Some(test) = test else {
         let tests: Vec<&str> = matrix.test.iter().map(TestName::as_str).collect();
         let head = text.split('.').next().unwrap_or(text);
-        let help = names::help_for(head, tests.iter().copied(), "test in the matrix");
+        let help = names::help_for(head, tests.iter().copied(), "tests in the matrix");
         if !known.broken_recipes.contains(head) {
             diags.push(
                 src.at_value(
@@ -817,7 +824,7 @@ fn compare_metric(
         let help = names::help_for(
             metric,
             recipe.metrics.iter().map(|m| m.name.as_str()),
-            "metric",
+            "metrics",
         );
         diags.push(
             src.at_value(value, format!("test `{test}` has no metric `{metric}`"))

@@ -47,7 +47,7 @@ pub fn check(
         .collect();
     if let Some(allowed) = allowed {
         for var in used.iter().filter(|v| !allowed.contains(*v)) {
-            let help = names::help_for(var, allowed.iter().map(String::as_str), "variable");
+            let help = names::help_for(var, allowed.iter().map(String::as_str), "variables");
             let span = word_span(&src.text, template.span(), var);
             diags.push(
                 src.at(span, format!("unknown template variable `{var}`"))
