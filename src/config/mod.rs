@@ -20,6 +20,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 use crate::model::{Board, BoardName, Recipe, TestName, Workspace};
 use diag::{Diagnostic, Diagnostics};
@@ -89,7 +90,7 @@ pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
         let parsed: raw::Scenario = match src.parse() {
             Ok(raw) => raw,
             Err(d) => {
-                diags.push(d);
+                diags.extend(d);
                 continue;
             }
         };
@@ -140,14 +141,14 @@ struct Gathered<K, V> {
 
 fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
     gather(root, "boards", "board", |src, diags| {
-        let raw: raw::Board = src.parse().map_err(|d| diags.push(d)).ok()?;
+        let raw: raw::Board = src.parse().map_err(|d| diags.extend(d)).ok()?;
         board::validate(src, raw, diags)
     })
 }
 
 fn gather_recipes(root: &Path) -> Gathered<TestName, Recipe> {
     gather(root, "pipeline", "recipe", |src, diags| {
-        let raw: raw::Recipe = src.parse().map_err(|d| diags.push(d)).ok()?;
+        let raw: raw::Recipe = src.parse().map_err(|d| diags.extend(d)).ok()?;
         recipe::validate(src, raw, diags)
     })
 }
@@ -274,8 +275,37 @@ impl Source {
         Diagnostic::whole_file(&self.shown, message)
     }
 
-    fn parse<T: DeserializeOwned>(&self) -> Result<T, Diagnostic> {
-        toml::from_str(&self.text).map_err(|e| self.toml_error(&e))
+    /// Deserializes the file. Reports every syntax error the parser recovers from, and
+    /// every unknown key (each is dropped and deserialization retried), so that one run
+    /// shows all of them; any other error ends the file's checks.
+    fn parse<T: DeserializeOwned>(&self) -> Result<T, Vec<Diagnostic>> {
+        const MAX_ERRORS: usize = 20;
+        let (mut doc, syntax) = DeTable::parse_recoverable(&self.text);
+        if !syntax.is_empty() {
+            return Err(syntax
+                .iter()
+                .take(MAX_ERRORS)
+                .map(|e| self.toml_error(e))
+                .collect());
+        }
+        doc.get_mut().make_owned();
+        let mut diags = Vec::new();
+        while diags.len() < MAX_ERRORS {
+            let error = match T::deserialize(toml::de::Deserializer::from(doc.clone())) {
+                Ok(value) if diags.is_empty() => return Ok(value),
+                Ok(_) => break,
+                Err(e) => e,
+            };
+            diags.push(self.toml_error(&error));
+            let removed = error.message().starts_with("unknown field")
+                && error
+                    .span()
+                    .is_some_and(|span| remove_key_at(doc.get_mut(), &span));
+            if !removed {
+                break;
+            }
+        }
+        Err(diags)
     }
 
     fn toml_error(&self, e: &toml::de::Error) -> Diagnostic {
@@ -293,6 +323,31 @@ impl Source {
             Some(h) => d.with_help(h),
             None => d,
         }
+    }
+}
+
+/// Removes the key whose span is `span`, wherever it is nested. Returns whether it was
+/// found.
+fn remove_key_at(table: &mut DeTable<'_>, span: &Range<usize>) -> bool {
+    let found = table
+        .keys()
+        .find(|key| key.span() == *span)
+        .map(|key| key.get_ref().to_string());
+    if let Some(name) = found {
+        return table.remove(name.as_str()).is_some();
+    }
+    table
+        .iter_mut()
+        .any(|(_, value)| remove_key_in_value(value.get_mut(), span))
+}
+
+fn remove_key_in_value(value: &mut DeValue<'_>, span: &Range<usize>) -> bool {
+    match value {
+        DeValue::Table(t) => remove_key_at(t, span),
+        DeValue::Array(items) => items
+            .iter_mut()
+            .any(|item| remove_key_in_value(item.get_mut(), span)),
+        _ => false,
     }
 }
 

@@ -576,6 +576,46 @@ fn all_mistakes_are_reported_together() {
 }
 
 #[test]
+fn every_unknown_key_in_one_file_is_reported() {
+    let err = load_with(
+        "boards/pi.toml",
+        "arch = \"aarch64\"",
+        "arhc = \"aarch64\"\ncolour = \"red\"",
+    )
+    .expect_err("two unknown keys");
+    assert!(
+        err.contains("boards/pi.toml:2:1") && err.contains("`arhc`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("boards/pi.toml:3:1") && err.contains("`colour`"),
+        "{err}"
+    );
+    // Inside an array of tables too.
+    let err = load_with(
+        "boards/pi.toml",
+        "role = \"boot\"",
+        "role = \"boot\"\nsize = 1\nspeed = 2",
+    )
+    .expect_err("two unknown keys in [[storage]]");
+    assert!(err.contains("`size`") && err.contains("`speed`"), "{err}");
+}
+
+#[test]
+fn several_syntax_errors_in_one_file_are_reported() {
+    let err = load_with(
+        "boards/pi.toml",
+        "arch = \"aarch64\"",
+        "arch = aarch64\nmemory = 4 GiB",
+    )
+    .expect_err("two syntax errors");
+    assert!(
+        err.contains("boards/pi.toml:2:") && err.contains("boards/pi.toml:3:"),
+        "{err}"
+    );
+}
+
+#[test]
 fn missing_directories_and_files_are_clear_errors() {
     let dir = TempDir::new();
     let err = config::load(&dir.0, &[dir.0.join("scenarios/nope.toml")]).expect_err("empty");
@@ -630,6 +670,9 @@ fn garbage_input_never_panics() {
         "a = \"\u{1F600}\"\n\u{1F600} = 1".into(),
         b"x = 1\r\ny = \"\r\n".to_vec(),
         vec![b'['; 100_000],
+        [b"a = ".to_vec(), vec![b'['; 100_000]].concat(),
+        [b"a = ".to_vec(), b"{ b = ".repeat(50_000)].concat(),
+        [b"a = ".to_vec(), vec![b'['; 5_000], vec![b']'; 5_000]].concat(),
     ];
     for (i, bytes) in garbage.iter().enumerate() {
         for file in ["boards/pi.toml", "pipeline/xz.toml", "scenarios/s.toml"] {
