@@ -170,7 +170,10 @@ fn xz_overhead(pairs: usize) {
     let work = dir.join("work");
     std::fs::write(
         dir.join("boards/here.toml"),
-        format!("model = \"bench\"\nlocal = true\nworkdir = \"{}\"\n", work.display()),
+        format!(
+            "model = \"bench\"\nlocal = true\nworkdir = \"{}\"\n",
+            work.display()
+        ),
     )
     .unwrap();
     std::fs::write(

@@ -29,7 +29,16 @@ impl Diagnostic {
         span: std::ops::Range<usize>,
         message: impl Into<String>,
     ) -> Self {
-        let start = span.start.min(text.len());
+        // Spans come from the TOML parser and are on char boundaries, but a slice at a
+        // wrong one would panic, so round down rather than trust it.
+        let floor = |mut i: usize| {
+            i = i.min(text.len());
+            while !text.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let start = floor(span.start);
         let line_start = text[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
         let line_end = text[start..]
             .find('\n')
@@ -37,14 +46,18 @@ impl Diagnostic {
             .unwrap_or(text.len());
         let line = text[..start].matches('\n').count() + 1;
         let col = text[line_start..start].chars().count() + 1;
-        let end = span.end.clamp(start, line_end);
+        let end = floor(span.end).clamp(start, line_end);
         let width = text[start..end].chars().count().max(1);
         Diagnostic {
             file: file.into(),
             line,
             col,
             message: message.into(),
-            source_line: Some(text[line_start..line_end].to_string()),
+            source_line: Some(
+                text[line_start..line_end]
+                    .trim_end_matches('\r')
+                    .to_string(),
+            ),
             width,
             help: None,
         }

@@ -1,11 +1,32 @@
 //! Loading input files: raw TOML with spans -> validated `model` types, with diagnostics.
+//!
+//! Three passes: read each file (`Source`), deserialize it into `raw` types (syntax, key
+//! names, value types), then validate each file and the references between files
+//! (`board`, `recipe`, `scenario`). Every problem becomes a `Diagnostic` with
+//! file:line:col, and a load reports all of them at once.
 
+mod board;
 pub mod diag;
+pub mod names;
+mod raw;
+mod recipe;
+mod scenario;
+mod template;
+pub mod units;
 
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
 
-use crate::model::Workspace;
-use diag::Diagnostics;
+use serde::de::DeserializeOwned;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::model::{Board, BoardName, Recipe, TestName, Workspace};
+use diag::{Diagnostic, Diagnostics};
+
+/// Files larger than this are refused before parsing: no input file is anywhere near it.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Finds the workspace root for scenario files: the nearest ancestor directory of the
 /// first file that holds `boards/` or `pipeline/`, else the current directory.
@@ -32,9 +53,410 @@ pub fn find_root(files: &[PathBuf]) -> PathBuf {
 /// Loads the scenarios in `files`, with every board in `root/boards/` and every recipe
 /// in `root/pipeline/`, and validates them together.
 pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
-    let _ = (root, files);
-    Err(Diagnostics(vec![diag::Diagnostic::whole_file(
-        "config",
-        "config loading is not implemented yet",
-    )]))
+    let boards = gather_boards(root);
+    let recipes = gather_recipes(root);
+    let mut diags = boards.diags;
+    diags.extend(recipes.diags);
+
+    let known = scenario::Known {
+        boards: &boards.items,
+        broken_boards: &boards.broken,
+        recipes: &recipes.items,
+        broken_recipes: &recipes.broken,
+    };
+    let mut scenarios = Vec::new();
+    let mut seen_names: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for file in files {
+        let rel = relative_to_root(root, file);
+        let src = match Source::read(file.clone(), rel) {
+            Ok(src) => src,
+            Err(d) => {
+                diags.push(d);
+                continue;
+            }
+        };
+        if let Some(first) = seen_names.get(&src.stem) {
+            diags.push(Diagnostic::whole_file(
+                &src.shown,
+                format!(
+                    "a scenario named `{}` is already loaded from {}; scenario names (file stems) name report directories and must be unique",
+                    src.stem,
+                    first.display()
+                ),
+            ));
+            continue;
+        }
+        seen_names.insert(src.stem.clone(), src.shown.clone());
+        let parsed: raw::Scenario = match src.parse() {
+            Ok(raw) => raw,
+            Err(d) => {
+                diags.extend(d);
+                continue;
+            }
+        };
+        if let Some(s) = scenario::validate(&src, parsed, &known, &mut diags) {
+            scenarios.push(s);
+        }
+    }
+
+    if diags.is_empty() {
+        Ok(Workspace {
+            root: root.to_path_buf(),
+            boards: boards.items,
+            recipes: recipes.items,
+            scenarios,
+        })
+    } else {
+        Err(Diagnostics(diags))
+    }
+}
+
+/// Loads and validates every board in `root/boards/*.toml` (name = file stem).
+pub fn load_boards(root: &Path) -> Result<BTreeMap<BoardName, Board>, Diagnostics> {
+    let loaded = gather_boards(root);
+    if loaded.diags.is_empty() {
+        Ok(loaded.items)
+    } else {
+        Err(Diagnostics(loaded.diags))
+    }
+}
+
+/// Loads and validates every recipe in `root/pipeline/*.toml` (name = file stem).
+pub fn load_recipes(root: &Path) -> Result<BTreeMap<TestName, Recipe>, Diagnostics> {
+    let loaded = gather_recipes(root);
+    if loaded.diags.is_empty() {
+        Ok(loaded.items)
+    } else {
+        Err(Diagnostics(loaded.diags))
+    }
+}
+
+/// What one directory of boards or recipes yielded. `broken` holds the names whose file
+/// had errors, so that a scenario naming them gets no second, misleading "unknown" error.
+struct Gathered<K, V> {
+    items: BTreeMap<K, V>,
+    broken: BTreeSet<String>,
+    diags: Vec<Diagnostic>,
+}
+
+fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
+    gather(root, "boards", "board", |src, diags| {
+        let raw: raw::Board = src.parse().map_err(|d| diags.extend(d)).ok()?;
+        board::validate(src, raw, diags)
+    })
+}
+
+fn gather_recipes(root: &Path) -> Gathered<TestName, Recipe> {
+    gather(root, "pipeline", "recipe", |src, diags| {
+        let raw: raw::Recipe = src.parse().map_err(|d| diags.extend(d)).ok()?;
+        recipe::validate(src, raw, diags)
+    })
+}
+
+fn gather<K: Ord + for<'a> From<&'a str>, V>(
+    root: &Path,
+    dir: &str,
+    what: &str,
+    mut validate: impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<V>,
+) -> Gathered<K, V> {
+    let mut out = Gathered {
+        items: BTreeMap::new(),
+        broken: BTreeSet::new(),
+        diags: Vec::new(),
+    };
+    let shown_dir = shown_path(root, Path::new(dir));
+    let entries = match std::fs::read_dir(root.join(dir)) {
+        Ok(entries) => entries,
+        Err(e) => {
+            out.diags.push(Diagnostic::whole_file(
+                &shown_dir,
+                format!("cannot read the {what} directory: {e}; every {what} is a file `{dir}/<name>.toml` under the workspace root"),
+            ));
+            return out;
+        }
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| PathBuf::from(dir).join(e.file_name()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        out.diags.push(Diagnostic::whole_file(
+            &shown_dir,
+            format!("no {what}s: the directory holds no `*.toml` file"),
+        ));
+    }
+    for rel in files {
+        let src = match Source::read(shown_path(root, &rel), rel) {
+            Ok(src) => src,
+            Err(d) => {
+                out.diags.push(d);
+                continue;
+            }
+        };
+        if !names::is_plain_name(&src.stem) {
+            out.diags.push(Diagnostic::whole_file(
+                &src.shown,
+                format!(
+                    "bad {what} name `{}` (the file stem): use letters, digits, `-`, `_` and `.`, starting with a letter or digit",
+                    src.stem
+                ),
+            ));
+            continue;
+        }
+        let before = out.diags.len();
+        let item = validate(&src, &mut out.diags);
+        match item {
+            Some(item) if out.diags.len() == before => {
+                out.items.insert(K::from(src.stem.as_str()), item);
+            }
+            _ => {
+                out.broken.insert(src.stem.clone());
+            }
+        }
+    }
+    out
+}
+
+/// One input file's text and names.
+pub(crate) struct Source {
+    /// The path as the user sees it: used in diagnostics.
+    pub shown: PathBuf,
+    /// The path relative to the workspace root: stored in the model.
+    pub rel: PathBuf,
+    pub stem: String,
+    pub text: String,
+}
+
+impl Source {
+    fn read(shown: PathBuf, rel: PathBuf) -> Result<Source, Diagnostic> {
+        let cannot = |why: String| Diagnostic::whole_file(&shown, format!("cannot read: {why}"));
+        let meta = std::fs::metadata(&shown).map_err(|e| cannot(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(cannot("not a regular file".into()));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(cannot(format!(
+                "{} bytes is too large for an input file (at most {MAX_FILE_BYTES})",
+                meta.len()
+            )));
+        }
+        let bytes = std::fs::read(&shown).map_err(|e| cannot(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            cannot(format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        let stem = shown
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(Source {
+            shown,
+            rel,
+            stem,
+            text,
+        })
+    }
+
+    /// A diagnostic at a byte range of this file.
+    pub fn at(&self, span: Range<usize>, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::at(&self.shown, &self.text, span, message)
+    }
+
+    /// A diagnostic at a spanned value of this file.
+    pub fn at_value<T>(&self, value: &Spanned<T>, message: impl Into<String>) -> Diagnostic {
+        self.at(value.span(), message)
+    }
+
+    pub fn whole(&self, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::whole_file(&self.shown, message)
+    }
+
+    /// Deserializes the file. Reports every syntax error the parser recovers from, and
+    /// every unknown key (each is dropped and deserialization retried), so that one run
+    /// shows all of them; any other error ends the file's checks.
+    fn parse<T: DeserializeOwned>(&self) -> Result<T, Vec<Diagnostic>> {
+        const MAX_ERRORS: usize = 20;
+        let (mut doc, syntax) = DeTable::parse_recoverable(&self.text);
+        if !syntax.is_empty() {
+            return Err(syntax
+                .iter()
+                .take(MAX_ERRORS)
+                .map(|e| self.toml_error(e))
+                .collect());
+        }
+        doc.get_mut().make_owned();
+        let mut diags = Vec::new();
+        while diags.len() < MAX_ERRORS {
+            let error = match T::deserialize(toml::de::Deserializer::from(doc.clone())) {
+                Ok(value) if diags.is_empty() => return Ok(value),
+                Ok(_) => break,
+                Err(e) => e,
+            };
+            diags.push(self.toml_error(&error));
+            let removed = error.message().starts_with("unknown field")
+                && error
+                    .span()
+                    .is_some_and(|span| remove_key_at(doc.get_mut(), &span));
+            if !removed {
+                break;
+            }
+        }
+        Err(diags)
+    }
+
+    fn toml_error(&self, e: &toml::de::Error) -> Diagnostic {
+        let (message, help) = explain_toml_message(e.message());
+        // A key missing from the top level is reported against the whole document;
+        // a caret under the first line would point at an innocent key.
+        let whole_document = |span: &Range<usize>| {
+            span.start == 0 && (span.end == 0 || span.end >= self.text.trim_end().len())
+        };
+        let d = match e.span() {
+            Some(span) if !whole_document(&span) => self.at(span, message),
+            _ => self.whole(message),
+        };
+        match help {
+            Some(h) => d.with_help(h),
+            None => d,
+        }
+    }
+}
+
+/// Removes the key whose span is `span`, wherever it is nested. Returns whether it was
+/// found.
+fn remove_key_at(table: &mut DeTable<'_>, span: &Range<usize>) -> bool {
+    let found = table
+        .keys()
+        .find(|key| key.span() == *span)
+        .map(|key| key.get_ref().to_string());
+    if let Some(name) = found {
+        return table.remove(name.as_str()).is_some();
+    }
+    table
+        .iter_mut()
+        .any(|(_, value)| remove_key_in_value(value.get_mut(), span))
+}
+
+fn remove_key_in_value(value: &mut DeValue<'_>, span: &Range<usize>) -> bool {
+    match value {
+        DeValue::Table(t) => remove_key_at(t, span),
+        DeValue::Array(items) => items
+            .iter_mut()
+            .any(|item| remove_key_in_value(item.get_mut(), span)),
+        _ => false,
+    }
+}
+
+/// Rewords serde's messages for the mistakes people make most: an unknown or missing key.
+fn explain_toml_message(message: &str) -> (String, Option<String>) {
+    let message = message.trim();
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let Some((key, rest)) = rest.split_once('`') else {
+            return (message.to_string(), None);
+        };
+        let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+        if key == "password" && expected.contains(&"password_env") {
+            return (
+                "a literal `password` is not allowed in a board file".into(),
+                Some(
+                    "keep the password out of files: put it in an environment variable and set `password_env = \"VARIABLE_NAME\"`"
+                        .into(),
+                ),
+            );
+        }
+        let list = expected
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = if expected.is_empty() {
+            format!("unknown key `{key}`: this table takes no keys")
+        } else {
+            format!("unknown key `{key}`; expected one of {list}")
+        };
+        let help = names::did_you_mean(key, expected.iter().copied())
+            .map(|s| format!("did you mean `{s}`?"));
+        return (text, help);
+    }
+    if let Some(rest) = message.strip_prefix("missing field `")
+        && let Some((key, _)) = rest.split_once('`')
+    {
+        return (format!("missing required key `{key}`"), None);
+    }
+    (message.to_string(), None)
+}
+
+/// Joins a root-relative path to the root for display, without a leading `./`.
+fn shown_path(root: &Path, rel: &Path) -> PathBuf {
+    if root.as_os_str().is_empty() || root == Path::new(".") {
+        rel.to_path_buf()
+    } else {
+        root.join(rel)
+    }
+}
+
+/// The path of `file` relative to `root`, for the model: never absolute, so that
+/// reports do not depend on where the workspace lives.
+fn relative_to_root(root: &Path, file: &Path) -> PathBuf {
+    let clean = |p: &Path| -> PathBuf {
+        p.components()
+            .filter(|c| !matches!(c, Component::CurDir))
+            .collect()
+    };
+    let (root_clean, file_clean) = (clean(root), clean(file));
+    if let Ok(rel) = file_clean.strip_prefix(&root_clean)
+        && !rel.as_os_str().is_empty()
+    {
+        return rel.to_path_buf();
+    }
+    if let (Ok(r), Ok(f)) = (root.canonicalize(), file.canonicalize())
+        && let Ok(rel) = f.strip_prefix(&r)
+    {
+        return rel.to_path_buf();
+    }
+    if file_clean.is_relative() && root_clean.as_os_str().is_empty() {
+        return file_clean;
+    }
+    // Outside the root: the name alone, rather than an absolute path.
+    file.file_name().map(PathBuf::from).unwrap_or(file_clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths() {
+        assert_eq!(
+            relative_to_root(Path::new("."), Path::new("./scenarios/a.toml")),
+            PathBuf::from("scenarios/a.toml")
+        );
+        assert_eq!(
+            relative_to_root(Path::new("/w"), Path::new("/w/scenarios/a.toml")),
+            PathBuf::from("scenarios/a.toml")
+        );
+        assert_eq!(
+            relative_to_root(Path::new("/nonexistent-w"), Path::new("/elsewhere/a.toml")),
+            PathBuf::from("a.toml")
+        );
+        assert_eq!(
+            shown_path(Path::new("."), Path::new("boards/x.toml")),
+            PathBuf::from("boards/x.toml")
+        );
+    }
+
+    #[test]
+    fn unknown_key_messages() {
+        let (m, h) = explain_toml_message("unknown field `hots`, expected one of `host`, `port`");
+        assert!(m.contains("unknown key `hots`"), "{m}");
+        assert_eq!(h.as_deref(), Some("did you mean `host`?"));
+        let (m, _) = explain_toml_message(
+            "unknown field `password`, expected one of `host`, `password_env`",
+        );
+        assert!(m.contains("literal `password`"), "{m}");
+    }
 }

@@ -1,1 +1,690 @@
-//! Integration tests: config.
+//! Integration tests: config. Loading the committed examples, one table of mistakes with
+//! the position and message each must produce, and garbage that must not panic.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use benchpipe::config;
+use benchpipe::model::{Connection, Cooldown, Flash, ParserKind};
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir().join(format!("benchpipe-config-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    fn write(&self, rel: &str, text: impl AsRef<[u8]>) {
+        let path = self.0.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const PI: &str = r#"model = "Raspberry Pi 4"
+arch = "aarch64"
+
+[ssh]
+host = "10.0.0.2"
+user = "pi"
+
+[flash]
+method = "dd"
+via = "helper"
+device = "/dev/mmcblk0"
+
+[[storage]]
+name = "sd"
+role = "boot"
+device = "/dev/mmcblk0"
+path = "/home/pi"
+
+[[storage]]
+name = "usb"
+role = "scratch"
+device = "/dev/sda"
+"#;
+
+const LOCAL: &str = r#"model = "The controller"
+local = true
+
+[[storage]]
+name = "scratch-dir"
+role = "scratch"
+path = "/var/tmp/bp/scratch"
+"#;
+
+const XZ: &str = r#"description = "xz"
+uses_storage = false
+
+[params]
+corpus_mib = 8
+
+[run]
+command = "cd {{ workdir }} && /usr/bin/time -f '%e %U %S %M' xz -c {{ corpus_mib }}"
+parse = "time"
+timeout = "30m"
+
+[metrics]
+real = { from = "real", unit = "s", better = "lower" }
+"#;
+
+const DISK: &str = r#"description = "fio"
+
+[params]
+size = "100M"
+runtime = 10
+
+[run]
+on = "board"
+command = "fio --filename={{ dir }}/f --size={{ size }} --runtime={{ runtime }}"
+parse = "fio-json"
+
+[metrics]
+random_read = { from = "jobs[jobname=randread].read.bw_bytes", unit = "B/s", better = "higher", primary = true }
+random_write = { from = "jobs[jobname=randwrite].write.bw_bytes", unit = "B/s", better = "higher" }
+
+[[teardown]]
+command = "rm -f {{ dir }}/f"
+"#;
+
+const SCENARIO: &str = r#"title = "Study"
+
+[images.installed]
+installed = true
+
+[images.debian]
+url = "https://example.org/debian.img.xz"
+sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+expect = { os_release = { ID = "debian" } }
+
+[filesystems.ext4-plain]
+kind = "ext4"
+
+[matrix]
+image = ["installed", "debian"]
+board = ["pi", "local*"]
+storage = ["usb", "scratch-*"]
+filesystem = ["as-is", "ext4-plain"]
+test = ["xz", "disk"]
+exclude = [{ board = "local", image = "debian" }]
+
+[method]
+cooldown = { until_below = "50C", max = "15m" }
+warmup = { runs = 1, duration = "30s" }
+runs = { min = 3, max = 10, target = "2%" }
+confidence = 0.95
+order = "interleaved"
+
+[params.disk]
+size = "32M"
+
+[[report.compare]]
+metric = "disk.random_read"
+baseline = { storage = "usb" }
+"#;
+
+const BASE: [(&str, &str); 5] = [
+    ("boards/pi.toml", PI),
+    ("boards/local.toml", LOCAL),
+    ("pipeline/xz.toml", XZ),
+    ("pipeline/disk.toml", DISK),
+    ("scenarios/s.toml", SCENARIO),
+];
+
+/// Writes the base workspace with `file`'s text `from` replaced by `to`, and loads it.
+fn load_with(file: &str, from: &str, to: &str) -> Result<benchpipe::model::Workspace, String> {
+    let dir = TempDir::new();
+    let mut replaced = false;
+    for (path, text) in BASE {
+        if path == file {
+            assert!(text.contains(from), "{file} does not contain {from:?}");
+            dir.write(path, text.replacen(from, to, 1));
+            replaced = true;
+        } else {
+            dir.write(path, text);
+        }
+    }
+    if !replaced {
+        dir.write(file, to);
+    }
+    config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).map_err(|d| d.to_string())
+}
+
+#[test]
+fn base_workspace_loads() {
+    let ws = load_with("scenarios/s.toml", "", "").unwrap_or_else(|e| panic!("{e}"));
+    let s = &ws.scenarios[0];
+    assert_eq!(s.file, PathBuf::from("scenarios/s.toml"));
+    let boards: Vec<&str> = s.matrix.board.iter().map(|b| b.as_str()).collect();
+    assert_eq!(boards, ["pi", "local"]);
+    assert_eq!(s.method.runs.target, Some(0.02));
+    assert!(matches!(s.method.cooldown, Cooldown::UntilBelow { celsius, .. } if celsius == 50.0));
+    assert_eq!(s.compare[0].test.as_str(), "disk");
+    assert_eq!(s.compare[0].metric, "random_read");
+    let pi = &ws.boards[&"pi".into()];
+    assert_eq!(pi.file, PathBuf::from("boards/pi.toml"));
+    assert_eq!(pi.workdir, "/var/tmp/benchpipe/pi");
+    assert_eq!(pi.storage[1].path, "/var/tmp/benchpipe/pi/mnt/usb");
+    assert!(matches!(&pi.flash, Flash::Dd { device, .. } if device == "/dev/mmcblk0"));
+    assert!(matches!(
+        ws.boards[&"local".into()].connection,
+        Connection::Local
+    ));
+    let disk = &ws.recipes[&"disk".into()];
+    assert_eq!(disk.parser, ParserKind::FioJson);
+    // One metric is marked primary, so the other is not; xz marks none, so all are.
+    assert_eq!(disk.metrics.iter().filter(|m| m.primary).count(), 1);
+    assert!(ws.recipes[&"xz".into()].metrics.iter().all(|m| m.primary));
+}
+
+/// (file, text to replace, replacement, expected `file:line:col`, expected message part).
+const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
+    // Unknown keys, in each kind of file, pointed at the key.
+    (
+        "boards/pi.toml",
+        "arch =",
+        "arhc =",
+        "boards/pi.toml:2:1",
+        "did you mean `arch`?",
+    ),
+    (
+        "pipeline/xz.toml",
+        "timeout =",
+        "timout =",
+        "pipeline/xz.toml:10:1",
+        "unknown key `timout`",
+    ),
+    (
+        "scenarios/s.toml",
+        "order =",
+        "ordr =",
+        "scenarios/s.toml:27:1",
+        "did you mean `order`?",
+    ),
+    (
+        "scenarios/s.toml",
+        "{ board = \"local\"",
+        "{ bord = \"local\"",
+        "scenarios/s.toml:20:14",
+        "unknown key `bord`",
+    ),
+    // Undefined names.
+    (
+        "scenarios/s.toml",
+        "board = [\"pi\",",
+        "board = [\"pj\",",
+        "scenarios/s.toml:16:10",
+        "did you mean `pi`?",
+    ),
+    (
+        "scenarios/s.toml",
+        "image = [\"installed\",",
+        "image = [\"instaled\",",
+        "scenarios/s.toml:15:10",
+        "did you mean `installed`?",
+    ),
+    (
+        "scenarios/s.toml",
+        "test = [\"xz\",",
+        "test = [\"xzz\",",
+        "scenarios/s.toml:19:9",
+        "unknown test `xzz`",
+    ),
+    (
+        "scenarios/s.toml",
+        "\"local*\"]",
+        "\"turing-*\"]",
+        "scenarios/s.toml:16:16",
+        "available boards: `local`, `pi`",
+    ),
+    (
+        "scenarios/s.toml",
+        "filesystem = [\"as-is\", \"ext4-plain\"]",
+        "filesystem = [\"as-is\", \"ext4\"]",
+        "scenarios/s.toml:18:24",
+        "unknown filesystem `ext4`",
+    ),
+    (
+        "scenarios/s.toml",
+        "storage = [\"usb\",",
+        "storage = [\"ubs\",",
+        "scenarios/s.toml:17:12",
+        "did you mean `usb`?",
+    ),
+    (
+        "scenarios/s.toml",
+        "board = [\"pi\", \"local*\"]",
+        "board = [\"pi\", \"pi\"]",
+        "scenarios/s.toml:16:16",
+        "listed twice",
+    ),
+    (
+        "scenarios/s.toml",
+        "[filesystems.ext4-plain]",
+        "[filesystems.as-is]\nkind = \"ext4\"\n[filesystems.ext4-plain]",
+        "scenarios/s.toml:11:14",
+        "built in",
+    ),
+    // Boards.
+    (
+        "boards/pi.toml",
+        "name = \"usb\"",
+        "name = \"sd\"",
+        "boards/pi.toml:20:8",
+        "storage `sd` is declared twice",
+    ),
+    (
+        "boards/pi.toml",
+        "user = \"pi\"",
+        "user = \"pi\"\npassword = \"hunter2\"",
+        "boards/pi.toml:7:1",
+        "password_env",
+    ),
+    (
+        "boards/pi.toml",
+        "device = \"/dev/mmcblk0\"\n\n[[",
+        "device = \"/dev/sda\"\n\n[[",
+        "boards/pi.toml:11:10",
+        "role is scratch",
+    ),
+    (
+        "boards/pi.toml",
+        "method = \"dd\"",
+        "method = \"ddd\"",
+        "boards/pi.toml:9:10",
+        "did you mean `dd`?",
+    ),
+    (
+        "boards/pi.toml",
+        "role = \"boot\"",
+        "role = \"os\"",
+        "boards/pi.toml:15:8",
+        "expected `boot` or `scratch`",
+    ),
+    (
+        "boards/pi.toml",
+        "[ssh]",
+        "local = true\n[ssh]",
+        "boards/pi.toml:4:9",
+        "not both",
+    ),
+    (
+        "boards/pi.toml",
+        "host = \"10.0.0.2\"",
+        "host = \"10.0.0.2\"\nport = 99999999999",
+        "boards/pi.toml:6:8",
+        "expected 1 to 65535",
+    ),
+    // Recipes.
+    (
+        "pipeline/xz.toml",
+        "timeout = \"30m\"",
+        "timeout = \"30 minutes\"",
+        "pipeline/xz.toml:10:11",
+        "expected a whole number and a unit",
+    ),
+    (
+        "pipeline/xz.toml",
+        "parse = \"time\"",
+        "parse = \"fio\"",
+        "pipeline/xz.toml:9:9",
+        "unknown parser `fio`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "xz -c {{ corpus_mib }}",
+        "xz -c {{ corpus_mb }}",
+        "pipeline/xz.toml:8:",
+        "unknown template variable `corpus_mb`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "xz -c {{ corpus_mib }}",
+        "xz -c {{ corpus_mib }",
+        "pipeline/xz.toml:8:11",
+        "bad command template",
+    ),
+    (
+        "pipeline/xz.toml",
+        "corpus_mib = 8",
+        "corpus_mib = 8\nrun = 1",
+        "pipeline/xz.toml:6:1",
+        "hide the built-in",
+    ),
+    (
+        "pipeline/xz.toml",
+        "cd {{ workdir }}",
+        "cd {{ dir }}",
+        "pipeline/xz.toml:8:",
+        "uses_storage = false",
+    ),
+    (
+        "pipeline/xz.toml",
+        "better = \"lower\"",
+        "better = \"less\"",
+        "pipeline/xz.toml:13:",
+        "expected `higher` or `lower`",
+    ),
+    (
+        "pipeline/disk.toml",
+        "[metrics]\nrandom_read = { from = \"jobs[jobname=randread].read.bw_bytes\", unit = \"B/s\", better = \"higher\", primary = true }\nrandom_write = { from = \"jobs[jobname=randwrite].write.bw_bytes\", unit = \"B/s\", better = \"higher\" }\n",
+        "",
+        "pipeline/disk.toml:7:1",
+        "no `[metrics]`",
+    ),
+    // Scenario values.
+    (
+        "scenarios/s.toml",
+        "sha256 = \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n",
+        "",
+        "scenarios/s.toml:6:1",
+        "missing sha256",
+    ),
+    (
+        "scenarios/s.toml",
+        "sha256 = \"0123456789abcdef0123456789abcdef",
+        "sha256 = \"0123456789abcdef0123456789abcdeg",
+        "scenarios/s.toml:8:10",
+        "expected 64 hexadecimal digits",
+    ),
+    (
+        "scenarios/s.toml",
+        "[images.installed]\ninstalled = true",
+        "[images.installed]\ninstalled = true\npath = \"x.img\"",
+        "scenarios/s.toml:3:1",
+        "more than one source",
+    ),
+    (
+        "scenarios/s.toml",
+        "until_below = \"50C\"",
+        "until_below = \"50F\"",
+        "scenarios/s.toml:23:28",
+        "like `50C`",
+    ),
+    (
+        "scenarios/s.toml",
+        "max = \"15m\"",
+        "max = \"15min\"",
+        "scenarios/s.toml:23:41",
+        "bad duration `15min`",
+    ),
+    (
+        "scenarios/s.toml",
+        "target = \"2%\"",
+        "target = \"2\"",
+        "scenarios/s.toml:25:38",
+        "like `2%`",
+    ),
+    (
+        "scenarios/s.toml",
+        "min = 3, max = 10",
+        "min = 5, max = 2",
+        "scenarios/s.toml:25:25",
+        "`max` (2) is less than `min` (5)",
+    ),
+    (
+        "scenarios/s.toml",
+        "min = 3,",
+        "min = 0,",
+        "scenarios/s.toml:25:16",
+        "expected a whole number from 1",
+    ),
+    (
+        "scenarios/s.toml",
+        "confidence = 0.95",
+        "confidence = 95",
+        "scenarios/s.toml:26:14",
+        "between 0 and 1",
+    ),
+    (
+        "scenarios/s.toml",
+        "size = \"32M\"",
+        "sise = \"32M\"",
+        "scenarios/s.toml:30:1",
+        "did you mean `size`?",
+    ),
+    (
+        "scenarios/s.toml",
+        "size = \"32M\"",
+        "size = 32",
+        "scenarios/s.toml:30:8",
+        "is a string",
+    ),
+    (
+        "scenarios/s.toml",
+        "[params.disk]",
+        "[params.dsik]",
+        "scenarios/s.toml:29:9",
+        "did you mean `disk`?",
+    ),
+    (
+        "scenarios/s.toml",
+        "metric = \"disk.random_read\"",
+        "metric = \"disk.random_reed\"",
+        "scenarios/s.toml:33:10",
+        "did you mean `random_read`?",
+    ),
+    (
+        "scenarios/s.toml",
+        "baseline = { storage = \"usb\" }",
+        "baseline = { storage = \"usb4\" }",
+        "scenarios/s.toml:34:24",
+        "matches nothing",
+    ),
+    // Missing keys: at the top level the whole file is meant, in a table the table.
+    (
+        "boards/pi.toml",
+        "model = \"Raspberry Pi 4\"\n",
+        "",
+        "boards/pi.toml: missing required key `model`",
+        "model",
+    ),
+    (
+        "boards/pi.toml",
+        "host = \"10.0.0.2\"\n",
+        "",
+        "boards/pi.toml:4:1",
+        "missing required key `host`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "parse = \"time\"\n",
+        "",
+        "pipeline/xz.toml:7:1",
+        "missing required key `parse`",
+    ),
+    // TOML syntax, and a file that cannot be read.
+    (
+        "scenarios/s.toml",
+        "title = \"Study\"",
+        "title = \"Study",
+        "scenarios/s.toml:1:",
+        "invalid basic string",
+    ),
+    (
+        "boards/pi.toml",
+        "arch = \"aarch64\"",
+        "arch = aarch64",
+        "boards/pi.toml:2:",
+        "string values must be quoted",
+    ),
+    (
+        "boards/bad name.toml",
+        "",
+        "model = \"x\"\nlocal = true\n",
+        "boards/bad name.toml",
+        "bad board name",
+    ),
+];
+
+#[test]
+fn each_mistake_is_reported_at_its_position() {
+    let mut failures = Vec::new();
+    for (file, from, to, location, message) in MISTAKES {
+        match load_with(file, from, to) {
+            Ok(_) => failures.push(format!("{file}: {from:?} -> {to:?}: loaded without error")),
+            Err(text) => {
+                if !text.contains(location) || !text.contains(message) {
+                    failures.push(format!(
+                        "{file}: {from:?} -> {to:?}: expected `{location}` and `{message}` in:\n{text}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        MISTAKES.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn all_mistakes_are_reported_together() {
+    let dir = TempDir::new();
+    for (path, text) in BASE {
+        dir.write(path, text);
+    }
+    // Three independent mistakes in three files: one load reports all of them.
+    dir.write("boards/pi.toml", PI.replace("arch =", "arhc ="));
+    dir.write("pipeline/xz.toml", XZ.replace("\"30m\"", "\"30\""));
+    dir.write("scenarios/s.toml", SCENARIO.replace("\"2%\"", "\"2\""));
+    let err = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("mistakes");
+    let text = err.to_string();
+    assert_eq!(err.0.len(), 3, "{text}");
+    assert!(text.contains("3 errors"), "{text}");
+    // The broken board and recipe are not reported a second time as unknown.
+    assert!(
+        !text.contains("unknown board") && !text.contains("unknown test"),
+        "{text}"
+    );
+}
+
+#[test]
+fn every_unknown_key_in_one_file_is_reported() {
+    let err = load_with(
+        "boards/pi.toml",
+        "arch = \"aarch64\"",
+        "arhc = \"aarch64\"\ncolour = \"red\"",
+    )
+    .expect_err("two unknown keys");
+    assert!(
+        err.contains("boards/pi.toml:2:1") && err.contains("`arhc`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("boards/pi.toml:3:1") && err.contains("`colour`"),
+        "{err}"
+    );
+    // Inside an array of tables too.
+    let err = load_with(
+        "boards/pi.toml",
+        "role = \"boot\"",
+        "role = \"boot\"\nsize = 1\nspeed = 2",
+    )
+    .expect_err("two unknown keys in [[storage]]");
+    assert!(err.contains("`size`") && err.contains("`speed`"), "{err}");
+}
+
+#[test]
+fn several_syntax_errors_in_one_file_are_reported() {
+    let err = load_with(
+        "boards/pi.toml",
+        "arch = \"aarch64\"",
+        "arch = aarch64\nmemory = 4 GiB",
+    )
+    .expect_err("two syntax errors");
+    assert!(
+        err.contains("boards/pi.toml:2:") && err.contains("boards/pi.toml:3:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_directories_and_files_are_clear_errors() {
+    let dir = TempDir::new();
+    let err = config::load(&dir.0, &[dir.0.join("scenarios/nope.toml")]).expect_err("empty");
+    let text = err.to_string();
+    assert!(text.contains("cannot read the board directory"), "{text}");
+    assert!(text.contains("cannot read the recipe directory"), "{text}");
+    assert!(text.contains("nope.toml: cannot read"), "{text}");
+
+    std::fs::create_dir_all(dir.0.join("boards")).expect("mkdir");
+    let text = config::load_boards(&dir.0)
+        .expect_err("no boards")
+        .to_string();
+    assert!(text.contains("no boards"), "{text}");
+}
+
+#[test]
+fn committed_examples_load() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
+        .expect("scenarios dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    assert!(!scenarios.is_empty());
+    let ws = config::load(root, &scenarios).unwrap_or_else(|e| panic!("{e}"));
+    assert!(ws.boards.contains_key(&"localhost".into()));
+    assert!(ws.recipes.contains_key(&"xz".into()) && ws.recipes.contains_key(&"disk-4k".into()));
+    let local = ws
+        .scenarios
+        .iter()
+        .find(|s| s.name == "localhost")
+        .expect("localhost scenario");
+    assert_eq!(local.file, PathBuf::from("scenarios/localhost.toml"));
+    assert!(local.file.is_relative());
+    assert!(ws.boards.values().all(|b| b.file.is_relative()));
+    config::load_boards(root).unwrap_or_else(|e| panic!("{e}"));
+    config::load_recipes(root).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn garbage_input_never_panics() {
+    let garbage: Vec<Vec<u8>> = vec![
+        vec![0xff, 0xfe, 0x00, 0x01, 0x80],
+        b"\x00\x00\x00".to_vec(),
+        b"[[[[[[[[".to_vec(),
+        b"model = 99999999999999999999999999".to_vec(),
+        b"title = \"x\"\n[matrix]\nimage = [1, 2]".to_vec(),
+        "title = \"\u{00e9}\u{1F600}\"\n[matrix]\nboard = [\"\u{1F600}*\"]\nimage=[]\ntest=[]\n"
+            .into(),
+        b"[method]\nruns = { min = -9223372036854775808, max = 9223372036854775807 }".to_vec(),
+        b"[method]\nconfidence = nan\ncooldown = { until_below = \"1e308C\" }".to_vec(),
+        "a = \"\u{1F600}\"\n\u{1F600} = 1".into(),
+        b"x = 1\r\ny = \"\r\n".to_vec(),
+        vec![b'['; 100_000],
+        [b"a = ".to_vec(), vec![b'['; 100_000]].concat(),
+        [b"a = ".to_vec(), b"{ b = ".repeat(50_000)].concat(),
+        [b"a = ".to_vec(), vec![b'['; 5_000], vec![b']'; 5_000]].concat(),
+    ];
+    for (i, bytes) in garbage.iter().enumerate() {
+        for file in ["boards/pi.toml", "pipeline/xz.toml", "scenarios/s.toml"] {
+            let dir = TempDir::new();
+            for (path, text) in BASE {
+                dir.write(path, text);
+            }
+            dir.write(file, bytes);
+            let result = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]);
+            let err = result.expect_err(&format!("garbage {i} in {file} loaded"));
+            // Rendering walks the source lines and carets: it must not panic either.
+            let _ = err.to_string();
+        }
+    }
+}

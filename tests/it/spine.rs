@@ -143,7 +143,10 @@ fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
     assert!(plan.status.success(), "{}", text(&plan));
     let out = String::from_utf8_lossy(&plan.stdout);
     assert!(out.contains("missing (2 runs)"), "{out}");
-    assert!(out.contains("2 cell(s): 0 complete, 0 partial, 2 missing"), "{out}");
+    assert!(
+        out.contains("2 cell(s): 0 complete, 0 partial, 2 missing"),
+        "{out}"
+    );
 
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
@@ -161,7 +164,10 @@ fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
     assert_eq!(measured(&disk), 2);
     for s in &disk {
         assert!(s["metrics"]["random_read"].as_f64().unwrap() > 0.0, "{s}");
-        assert!(s["metrics"]["random_write_iops"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(
+            s["metrics"]["random_write_iops"].as_f64().unwrap() > 0.0,
+            "{s}"
+        );
     }
 
     let again = p.bp(&["apply", "scenarios/s.toml"]);
@@ -183,7 +189,10 @@ fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
     let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
     assert!(md.contains("## xz") && md.contains("## disk-4k"), "{md}");
     assert!(md.contains("(n=2)") && md.contains(" ± "), "{md}");
-    assert!(md.contains("3 runs, the first one discarded as warm-up"), "{md}");
+    assert!(
+        md.contains("3 runs, the first one discarded as warm-up"),
+        "{md}"
+    );
     let other = p.dir.join("elsewhere");
     let render = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .args(["report", "--out"])
@@ -201,7 +210,10 @@ fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
         let b = std::fs::read(other.join("s").join(f)).unwrap();
         assert!(a == b, "{f} differs between renders");
         let s = String::from_utf8_lossy(&a);
-        assert!(!s.contains(&*p.dir.to_string_lossy()), "{f} leaks an absolute path");
+        assert!(
+            !s.contains(&*p.dir.to_string_lossy()),
+            "{f} leaks an absolute path"
+        );
     }
 }
 
@@ -212,7 +224,10 @@ fn a_failing_tool_fails_its_cell_with_the_cause_and_stores_no_sample() {
     assert_eq!(apply.status.code(), Some(1), "{}", text(&apply));
     let err = String::from_utf8_lossy(&apply.stderr);
     assert!(err.contains("FAILED broken on here"), "{err}");
-    assert!(err.contains("fio: cannot open file"), "the tool's stderr is in the cause: {err}");
+    assert!(
+        err.contains("fio: cannot open file"),
+        "the tool's stderr is in the cause: {err}"
+    );
     assert!(err.contains("exit status 3"), "{err}");
     assert!(err.contains("FAILED garbled on here"), "{err}");
     assert!(err.contains("time output"), "{err}");
@@ -272,9 +287,16 @@ impl Project {
         if self.dir.join("results").is_dir() {
             // A sample being written concurrently may be torn; skip such lines here.
             let mut out = Vec::new();
-            for e in std::fs::read_dir(self.dir.join("results")).unwrap().flatten() {
-                if e.file_name().to_string_lossy().ends_with(&format!("-{test}-here")) {
-                    let t = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+            for e in std::fs::read_dir(self.dir.join("results"))
+                .unwrap()
+                .flatten()
+            {
+                if e.file_name()
+                    .to_string_lossy()
+                    .ends_with(&format!("-{test}-here"))
+                {
+                    let t =
+                        std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
                     out.extend(t.lines().filter_map(|l| serde_json::from_str(l).ok()));
                 }
             }

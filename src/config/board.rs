@@ -1,0 +1,356 @@
+//! Validates one board file (`boards/<name>.toml`) into a `model::Board`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use toml::Spanned;
+
+use super::diag::Diagnostic;
+use super::{Source, names, raw, template};
+use crate::model::{
+    Board, BoardName, Connection, Flash, Power, SshTarget, Storage, StorageName, StorageRole,
+};
+
+pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> Option<Board> {
+    let name = src.stem.clone();
+    let start = diags.len();
+
+    let model = non_empty(src, &raw.model, "model", diags);
+    let workdir = match &raw.workdir {
+        Some(w) => {
+            absolute(src, w, "workdir", diags);
+            w.get_ref().trim_end_matches('/').to_string()
+        }
+        None => format!("/var/tmp/benchpipe/{name}"),
+    };
+    let connection = connection(src, &raw, diags);
+    let storage = storage(src, &raw.storage, &workdir, diags);
+    let flash = match &raw.flash {
+        Some(f) => flash(src, f, &storage, diags),
+        None => Some(Flash::None),
+    };
+    let power = raw.power.as_ref().map(|p| {
+        template::check(src, &p.cycle, None, diags);
+        Power {
+            cycle: p.cycle.get_ref().clone(),
+        }
+    });
+
+    if diags.len() > start {
+        return None;
+    }
+    Some(Board {
+        name: BoardName::new(name),
+        file: src.rel.clone(),
+        model,
+        arch: raw.arch.map(Spanned::into_inner),
+        memory: raw.memory.map(Spanned::into_inner),
+        connection: connection?,
+        flash: flash?,
+        power,
+        storage,
+        workdir,
+        thermal: raw.thermal.map(Spanned::into_inner),
+    })
+}
+
+fn non_empty(
+    src: &Source,
+    value: &Spanned<String>,
+    key: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> String {
+    if value.get_ref().trim().is_empty() {
+        diags.push(src.at_value(value, format!("`{key}` must not be empty")));
+    }
+    value.get_ref().clone()
+}
+
+fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) {
+    if !value.get_ref().starts_with('/') {
+        diags.push(src.at_value(
+            value,
+            format!("`{key}` must be an absolute path on the board, starting with `/`"),
+        ));
+    }
+}
+
+fn connection(src: &Source, raw: &raw::Board, diags: &mut Vec<Diagnostic>) -> Option<Connection> {
+    let local = raw.local.as_ref().filter(|l| *l.get_ref());
+    match (local, &raw.ssh) {
+        (Some(l), Some(_)) => {
+            diags.push(
+                src.at_value(l, "a board is reached either locally or over SSH, not both")
+                    .with_help("remove `local = true` or the `[ssh]` table"),
+            );
+            None
+        }
+        (Some(_), None) => Some(Connection::Local),
+        (None, Some(ssh)) => ssh_target(src, ssh.get_ref(), diags).map(Connection::Ssh),
+        (None, None) => {
+            diags.push(
+                src.whole("this board says nothing about how to reach it")
+                    .with_help("add `local = true` (the controller itself) or an `[ssh]` table with `host = \"...\"`"),
+            );
+            None
+        }
+    }
+}
+
+fn ssh_target(src: &Source, ssh: &raw::Ssh, diags: &mut Vec<Diagnostic>) -> Option<SshTarget> {
+    let host = non_empty(src, &ssh.host, "host", diags);
+    let port = match &ssh.port {
+        Some(p) => match u16::try_from(*p.get_ref()) {
+            Ok(port) if port > 0 => Some(port),
+            _ => {
+                diags.push(
+                    src.at_value(p, format!("bad port {}: expected 1 to 65535", p.get_ref())),
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    if let Some(var) = &ssh.password_env {
+        let v = var.get_ref();
+        let valid = v
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            diags.push(
+                src.at_value(var, format!("`password_env` names an environment variable, and `{v}` is not a variable name"))
+                    .with_help("use letters, digits and `_`, like `password_env = \"LAB_PI_PASSWORD\"`; the password itself goes in that variable"),
+            );
+        }
+    }
+    Some(SshTarget {
+        host,
+        port,
+        user: ssh.user.as_ref().map(|u| u.get_ref().clone()),
+        identity: ssh.identity.as_ref().map(|p| PathBuf::from(p.get_ref())),
+        password_env: ssh.password_env.as_ref().map(|p| p.get_ref().clone()),
+        known_hosts: ssh.known_hosts.as_ref().map(|p| PathBuf::from(p.get_ref())),
+    })
+}
+
+fn storage(
+    src: &Source,
+    raw: &[Spanned<raw::Storage>],
+    workdir: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Storage> {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for entry in raw {
+        let s = entry.get_ref();
+        let name = s.name.get_ref();
+        if !names::is_plain_name(name) {
+            diags.push(src.at_value(
+                &s.name,
+                format!("bad storage name `{name}`: use letters, digits, `-`, `_` and `.`"),
+            ));
+        }
+        if let Some(first) = seen.get(name.as_str()) {
+            let line = src.at(*first..*first, "").line;
+            diags.push(
+                src.at_value(&s.name, format!("storage `{name}` is declared twice"))
+                    .with_help(format!("the first `{name}` is on line {line}; storage names must be unique within a board")),
+            );
+        } else {
+            seen.insert(name, s.name.span().start);
+        }
+        let role = match s.role.get_ref().as_str() {
+            "boot" => StorageRole::Boot,
+            "scratch" => StorageRole::Scratch,
+            other => {
+                diags.push(
+                    src.at_value(&s.role, format!("unknown storage role `{other}`; expected `boot` or `scratch`"))
+                        .with_help("`boot` holds the OS and is never formatted; `scratch` may be formatted for filesystem cells"),
+                );
+                StorageRole::Boot
+            }
+        };
+        if let Some(p) = &s.path {
+            absolute(src, p, "path", diags);
+        }
+        if let Some(d) = &s.device {
+            absolute(src, d, "device", diags);
+        }
+        let path = match (&s.path, &s.device, role) {
+            (Some(p), _, _) => p.get_ref().trim_end_matches('/').to_string(),
+            (None, Some(_), StorageRole::Scratch) => format!("{workdir}/mnt/{name}"),
+            (None, _, _) => {
+                diags.push(
+                    src.at_value(entry, format!("storage `{name}` needs `path`: the directory on the board where tests put their files"))
+                        .with_help("only a scratch storage with a `device` may leave it out; it is then mounted at `<workdir>/mnt/<name>`"),
+                );
+                String::new()
+            }
+        };
+        out.push(Storage {
+            name: StorageName::new(name.clone()),
+            role,
+            device: s.device.as_ref().map(|d| d.get_ref().clone()),
+            path,
+            model: s.model.as_ref().map(|m| m.get_ref().clone()),
+        });
+    }
+    out
+}
+
+fn flash(
+    src: &Source,
+    raw: &Spanned<raw::Flash>,
+    storage: &[Storage],
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Flash> {
+    let f = raw.get_ref();
+    let method = f.method.get_ref().as_str();
+    // Which optional keys each method takes; any other key present is a mistake.
+    let takes: &[&str] = match method {
+        "none" => &[],
+        "tpi" => &["via", "node"],
+        "dd" => &["via", "device"],
+        "command" => &["command"],
+        other => {
+            let help = names::help_for(other, ["tpi", "dd", "command", "none"], "flash methods");
+            diags.push(
+                src.at_value(
+                    &f.method,
+                    format!(
+                        "unknown flash method `{other}`; expected `tpi`, `dd`, `command` or `none`"
+                    ),
+                )
+                .with_help(help),
+            );
+            return None;
+        }
+    };
+    let present: [(&str, Option<std::ops::Range<usize>>); 4] = [
+        ("via", f.via.as_ref().map(Spanned::span)),
+        ("node", f.node.as_ref().map(Spanned::span)),
+        ("device", f.device.as_ref().map(Spanned::span)),
+        ("command", f.command.as_ref().map(Spanned::span)),
+    ];
+    let mut ok = true;
+    for (key, span) in &present {
+        match span {
+            Some(span) if !takes.contains(key) => {
+                diags.push(src.at(
+                    span.clone(),
+                    format!("`{key}` does not apply to flash method `{method}`"),
+                ));
+                ok = false;
+            }
+            None if takes.contains(key) => {
+                diags.push(src.at_value(raw, format!("flash method `{method}` needs `{key}`")));
+                ok = false;
+            }
+            _ => {}
+        }
+    }
+    if !ok {
+        return None;
+    }
+    let text =
+        |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone()).unwrap_or_default();
+    match method {
+        "tpi" => {
+            let node = f.node.as_ref()?;
+            match u32::try_from(*node.get_ref()) {
+                Ok(n) => Some(Flash::Tpi {
+                    via: text(&f.via),
+                    node: n,
+                }),
+                Err(_) => {
+                    diags.push(src.at_value(
+                        node,
+                        format!(
+                            "bad node {}: expected a node number, 1 to 4 on a Turing Pi",
+                            node.get_ref()
+                        ),
+                    ));
+                    None
+                }
+            }
+        }
+        "dd" => {
+            let device = f.device.as_ref()?;
+            boot_device(src, device, storage, diags).map(|device| Flash::Dd {
+                via: text(&f.via),
+                device,
+            })
+        }
+        "command" => {
+            let command = f.command.as_ref()?;
+            template::check(src, command, None, diags);
+            Some(Flash::Command {
+                command: command.get_ref().clone(),
+            })
+        }
+        _ => Some(Flash::None),
+    }
+}
+
+/// `dd` writes a whole device, so it must be the board's declared boot storage: a typo
+/// here could otherwise overwrite a disk nobody meant to touch. Accepts the storage's
+/// name or its device path; yields the device path.
+fn boot_device(
+    src: &Source,
+    device: &Spanned<String>,
+    storage: &[Storage],
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    let wanted = device.get_ref();
+    let found = storage
+        .iter()
+        .find(|s| s.device.as_deref() == Some(wanted.as_str()) || s.name.as_str() == wanted);
+    match found {
+        Some(s) if s.role == StorageRole::Boot => match &s.device {
+            Some(d) => Some(d.clone()),
+            None => {
+                diags.push(src.at_value(
+                    device,
+                    format!("storage `{}` has no `device` for dd to write to", s.name),
+                ));
+                None
+            }
+        },
+        Some(s) => {
+            diags.push(
+                src.at_value(
+                    device,
+                    format!(
+                        "dd would write to storage `{}`, whose role is scratch, not boot",
+                        s.name
+                    ),
+                )
+                .with_help("flash only onto the storage declared with `role = \"boot\"`"),
+            );
+            None
+        }
+        None => {
+            let boots: Vec<String> = storage
+                .iter()
+                .filter(|s| s.role == StorageRole::Boot)
+                .map(|s| format!("`{}`", s.device.as_deref().unwrap_or(s.name.as_str())))
+                .collect();
+            let help = if boots.is_empty() {
+                "declare the device first: [[storage]] with name, role = \"boot\" and device"
+                    .to_string()
+            } else {
+                format!("boot storage of this board: {}", boots.join(", "))
+            };
+            diags.push(
+                src.at_value(
+                    device,
+                    format!("dd device `{wanted}` is not a declared boot storage of this board"),
+                )
+                .with_help(help),
+            );
+            None
+        }
+    }
+}

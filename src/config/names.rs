@@ -1,0 +1,135 @@
+//! Names: globs over board, storage and test names, and "did you mean" suggestions.
+
+/// Matches `name` against a glob where `*` is any run of characters and `?` is one.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Iterative matcher with one backtrack point: linear in practice, no recursion to
+    // blow the stack on a hostile pattern.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+pub fn is_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?'])
+}
+
+/// Whether a file stem or table key is usable as a name: it appears in globs, paths of
+/// the store and shell commands, so it is kept to a plain alphabet.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with(['.', '-'])
+}
+
+/// The closest candidate to `name`, if one is close enough to be a likely typo.
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let lower = name.to_lowercase();
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.to_string())
+}
+
+/// "did you mean `x`?" when there is a close candidate, else the list of what exists.
+/// `what` is a plural phrase: "tests", "storage of the selected boards".
+pub fn help_for<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+    what: &str,
+) -> String {
+    match did_you_mean(name, candidates.clone()) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => {
+            let all: Vec<String> = candidates.into_iter().map(|c| format!("`{c}`")).collect();
+            if all.is_empty() {
+                format!("there are no {what}")
+            } else {
+                format!("known {what}: {}", all.join(", "))
+            }
+        }
+    }
+}
+
+/// Edit distance where swapping two adjacent characters counts as one edit (optimal
+/// string alignment): `ubs` is one typo away from `usb`, not two.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let width = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * width];
+    for (i, row_start) in d.iter_mut().step_by(width).enumerate() {
+        *row_start = i;
+    }
+    for (j, cell) in d.iter_mut().take(width).enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[(i - 1) * width + j] + 1)
+                .min(d[i * width + j - 1] + 1)
+                .min(d[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * width + j - 2] + 1);
+            }
+            d[i * width + j] = best;
+        }
+    }
+    d[a.len() * width + b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("turing-cm3-*", "turing-cm3-1"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a?c", "abc"));
+        assert!(!glob_match("a?c", "ac"));
+        assert!(glob_match("*-usb*", "kingston-usb3"));
+        assert!(!glob_match("turing-*", "dramble-pi4-1"));
+        assert!(glob_match("exact", "exact"));
+        assert!(!glob_match("exact", "exact2"));
+        assert!(!glob_match(&"*a".repeat(50), &"a".repeat(40)));
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("ubs", "usb"), 1);
+        assert_eq!(
+            did_you_mean("localhots", ["localhost", "pi4"]),
+            Some("localhost".into())
+        );
+        assert_eq!(did_you_mean("zzz", ["localhost"]), None);
+        assert_eq!(did_you_mean("XZ", ["xz"]), Some("xz".into()));
+    }
+}

@@ -1,0 +1,267 @@
+//! The input files exactly as written: serde types with byte spans, unknown keys denied.
+//!
+//! Enum-like values are kept as spanned strings and checked in the validation pass, so
+//! that a bad value gets "expected one of ..." at its own position; tagged enums would
+//! lose the position (see TOOLS.md).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+type S<T> = Spanned<T>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Board {
+    pub model: S<String>,
+    pub arch: Option<S<String>>,
+    pub memory: Option<S<String>>,
+    pub workdir: Option<S<String>>,
+    pub thermal: Option<S<String>>,
+    pub local: Option<S<bool>>,
+    pub ssh: Option<S<Ssh>>,
+    pub flash: Option<S<Flash>>,
+    pub power: Option<Power>,
+    #[serde(default)]
+    pub storage: Vec<S<Storage>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ssh {
+    pub host: S<String>,
+    pub port: Option<S<i64>>,
+    pub user: Option<S<String>>,
+    pub identity: Option<S<String>>,
+    pub password_env: Option<S<String>>,
+    pub known_hosts: Option<S<String>>,
+}
+
+/// All methods' fields in one table; which ones apply is checked against `method`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flash {
+    pub method: S<String>,
+    pub via: Option<S<String>>,
+    pub node: Option<S<i64>>,
+    pub device: Option<S<String>>,
+    pub command: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Power {
+    pub cycle: S<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Storage {
+    pub name: S<String>,
+    pub role: S<String>,
+    pub device: Option<S<String>>,
+    pub path: Option<S<String>>,
+    pub model: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    pub description: Option<S<String>>,
+    pub uses_storage: Option<bool>,
+    pub needs: Option<Needs>,
+    #[serde(default)]
+    pub exclusive: Vec<S<String>>,
+    #[serde(default)]
+    pub params: BTreeMap<S<String>, S<toml::Value>>,
+    #[serde(default)]
+    pub setup: Vec<Step>,
+    pub run: S<RunStep>,
+    #[serde(default)]
+    pub teardown: Vec<Step>,
+    pub metrics: Option<S<BTreeMap<S<String>, S<Metric>>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    #[serde(default)]
+    pub apt: Vec<S<String>>,
+    #[serde(default)]
+    pub commands: Vec<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub on: Option<S<String>>,
+    pub command: S<String>,
+    pub timeout: Option<S<String>>,
+}
+
+/// `[run]`: a step plus its parser. Not `flatten`ed, which would defeat deny_unknown_fields.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStep {
+    pub on: Option<S<String>>,
+    pub command: S<String>,
+    pub timeout: Option<S<String>>,
+    pub parse: S<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    pub from: S<String>,
+    pub unit: S<String>,
+    pub better: S<String>,
+    pub scale: Option<S<f64>>,
+    pub primary: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub title: S<String>,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub images: BTreeMap<S<String>, S<Image>>,
+    #[serde(default)]
+    pub filesystems: BTreeMap<S<String>, S<Filesystem>>,
+    pub matrix: S<Matrix>,
+    pub method: Option<Method>,
+    #[serde(default)]
+    pub params: BTreeMap<S<String>, BTreeMap<S<String>, S<toml::Value>>>,
+    pub report: Option<Report>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Image {
+    pub installed: Option<S<bool>>,
+    pub url: Option<S<String>>,
+    pub path: Option<S<String>>,
+    pub sha256: Option<S<String>>,
+    pub expect: Option<Expect>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    #[serde(default)]
+    pub os_release: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filesystem {
+    pub kind: S<String>,
+    #[serde(default)]
+    pub mkfs_options: Vec<String>,
+    #[serde(default)]
+    pub mount_options: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    pub image: Vec<S<String>>,
+    pub board: Vec<S<String>>,
+    #[serde(default)]
+    pub storage: Vec<S<String>>,
+    pub filesystem: Option<Vec<S<String>>>,
+    pub test: Vec<S<String>>,
+    #[serde(default)]
+    pub exclude: Vec<S<Pattern>>,
+    #[serde(default)]
+    pub include: Vec<S<Pattern>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pattern {
+    pub image: Option<S<String>>,
+    pub board: Option<S<String>>,
+    pub storage: Option<S<String>>,
+    pub filesystem: Option<S<String>>,
+    pub test: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Method {
+    pub cooldown: Option<S<Cooldown>>,
+    pub warmup: Option<S<Warmup>>,
+    pub runs: Option<S<Runs>>,
+    pub confidence: Option<S<f64>>,
+    pub order: Option<S<String>>,
+}
+
+/// `cooldown = "15m"` or `cooldown = { until_below = "50C", max = "15m" }`.
+#[derive(Debug)]
+pub enum Cooldown {
+    Fixed(String),
+    UntilBelow(UntilBelow),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UntilBelow {
+    pub until_below: S<String>,
+    pub max: Option<S<String>>,
+}
+
+// By hand rather than `untagged`: an untagged enum answers every mistake with "did not
+// match any variant", while this keeps the inner table's own errors and positions.
+impl<'de> Deserialize<'de> for Cooldown {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Cooldown;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a duration like \"15m\", or a table like { until_below = \"50C\", max = \"15m\" }",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Cooldown, E> {
+                Ok(Cooldown::Fixed(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Cooldown, A::Error> {
+                UntilBelow::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Cooldown::UntilBelow)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warmup {
+    pub runs: Option<S<i64>>,
+    pub duration: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Runs {
+    pub min: Option<S<i64>>,
+    pub max: Option<S<i64>>,
+    pub target: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    #[serde(default)]
+    pub compare: Vec<S<Compare>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Compare {
+    pub metric: S<String>,
+    pub baseline: S<Pattern>,
+    pub candidate: Option<S<Pattern>>,
+}

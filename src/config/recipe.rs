@@ -1,0 +1,266 @@
+//! Validates one recipe file (`pipeline/<test>.toml`) into a `model::Recipe`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use toml::Spanned;
+
+use super::diag::Diagnostic;
+use super::{Source, names, raw, template, units};
+use crate::model::{Better, MetricSpec, ParamValue, ParserKind, Recipe, Side, Step, TestName};
+
+pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
+    let start = diags.len();
+    let uses_storage = raw.uses_storage.unwrap_or(true);
+
+    let mut params = BTreeMap::new();
+    for (key, value) in &raw.params {
+        let name = key.get_ref();
+        let is_identifier = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_identifier {
+            diags.push(
+                src.at_value(key, format!("bad parameter name `{name}`: templates can only refer to names of letters, digits and `_`"))
+                    .with_help(format!("try `{}`", name.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))),
+            );
+        } else if template::BUILTINS.contains(&name.as_str()) {
+            diags.push(
+                src.at_value(
+                    key,
+                    format!(
+                        "parameter `{name}` would hide the built-in template variable of that name"
+                    ),
+                )
+                .with_help(format!(
+                    "built-in variables: {}; rename the parameter",
+                    template::BUILTINS.join(", ")
+                )),
+            );
+        }
+        if let Some(v) = param_value(src, value, diags) {
+            params.insert(name.clone(), v);
+        }
+    }
+
+    let mut variables: BTreeSet<String> =
+        template::BUILTINS.iter().map(|s| s.to_string()).collect();
+    variables.extend(params.keys().cloned());
+    let check_step = |on: &Option<Spanned<String>>,
+                      command: &Spanned<String>,
+                      timeout: &Option<Spanned<String>>,
+                      diags: &mut Vec<Diagnostic>| {
+        let used = template::check(src, command, Some(&variables), diags);
+        if !uses_storage && used.contains("dir") {
+            let span = template::word_span(&src.text, command.span(), "dir");
+            diags.push(
+                src.at(span, "`dir` is the cell's storage path, but this recipe says `uses_storage = false`")
+                    .with_help("use `workdir` for files that do not belong to the storage under test, or set `uses_storage = true`"),
+            );
+        }
+        Step {
+            on: side(src, on, diags),
+            command: command.get_ref().clone(),
+            timeout: timeout
+                .as_ref()
+                .and_then(|t| match units::parse_duration(t.get_ref()) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        diags.push(src.at_value(t, e));
+                        None
+                    }
+                }),
+        }
+    };
+    let setup: Vec<Step> = raw
+        .setup
+        .iter()
+        .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
+        .collect();
+    let run_raw = raw.run.get_ref();
+    let run = check_step(&run_raw.on, &run_raw.command, &run_raw.timeout, diags);
+    let teardown: Vec<Step> = raw
+        .teardown
+        .iter()
+        .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
+        .collect();
+
+    let parser = ParserKind::ALL
+        .into_iter()
+        .find(|p| p.name() == run_raw.parse.get_ref());
+    if parser.is_none() {
+        let wanted = run_raw.parse.get_ref();
+        let all: Vec<String> = ParserKind::ALL
+            .iter()
+            .map(|p| format!("`{}`", p.name()))
+            .collect();
+        let help = names::did_you_mean(wanted, ParserKind::ALL.iter().map(|p| p.name()))
+            .map(|s| format!("did you mean `{s}`?"))
+            .unwrap_or_else(|| format!("parsers: {}", all.join(", ")));
+        diags.push(
+            src.at_value(
+                &run_raw.parse,
+                format!(
+                    "unknown parser `{wanted}`; expected one of {}",
+                    all.join(", ")
+                ),
+            )
+            .with_help(help),
+        );
+    }
+
+    let metrics = metrics(src, &raw, diags);
+    let strings = |v: &[Spanned<String>], what: &str, diags: &mut Vec<Diagnostic>| -> Vec<String> {
+        v.iter()
+            .map(|s| {
+                if s.get_ref().trim().is_empty() || s.get_ref().contains(char::is_whitespace) {
+                    diags.push(src.at_value(
+                        s,
+                        format!(
+                            "bad {what} `{}`: expected one name without spaces",
+                            s.get_ref()
+                        ),
+                    ));
+                }
+                s.get_ref().clone()
+            })
+            .collect()
+    };
+    let (apt, commands) = match &raw.needs {
+        Some(n) => (
+            strings(&n.apt, "package", diags),
+            strings(&n.commands, "command", diags),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    let exclusive = strings(&raw.exclusive, "resource", diags);
+
+    if diags.len() > start {
+        return None;
+    }
+    Some(Recipe {
+        name: TestName::new(src.stem.clone()),
+        file: src.rel.clone(),
+        description: raw.description.map(Spanned::into_inner).unwrap_or_default(),
+        apt,
+        commands,
+        exclusive,
+        uses_storage,
+        params,
+        setup,
+        run,
+        parser: parser?,
+        teardown,
+        metrics,
+    })
+}
+
+/// A parameter value: a TOML integer, float, boolean or string.
+pub fn param_value(
+    src: &Source,
+    value: &Spanned<toml::Value>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<ParamValue> {
+    match value.get_ref() {
+        toml::Value::Integer(i) => Some(ParamValue::Int(*i)),
+        toml::Value::Float(f) if f.is_finite() => Some(ParamValue::Float(*f)),
+        toml::Value::Boolean(b) => Some(ParamValue::Bool(*b)),
+        toml::Value::String(s) => Some(ParamValue::Str(s.clone())),
+        other => {
+            diags.push(src.at_value(
+                value,
+                format!(
+                    "a parameter is an integer, a finite float, a boolean or a string, not {}",
+                    other.type_str()
+                ),
+            ));
+            None
+        }
+    }
+}
+
+fn side(src: &Source, on: &Option<Spanned<String>>, diags: &mut Vec<Diagnostic>) -> Side {
+    let Some(on) = on else { return Side::Board };
+    match on.get_ref().as_str() {
+        "board" => Side::Board,
+        "controller" => Side::Controller,
+        other => {
+            diags.push(
+                src.at_value(on, format!("unknown side `{other}`; expected `board` or `controller`"))
+                    .with_help("`board` runs the command on the board under test, `controller` on this machine"),
+            );
+            Side::Board
+        }
+    }
+}
+
+fn metrics(src: &Source, raw: &raw::Recipe, diags: &mut Vec<Diagnostic>) -> Vec<MetricSpec> {
+    let Some(table) = &raw.metrics else {
+        diags.push(
+            src.at_value(&raw.run, "this recipe has no `[metrics]`: it would measure nothing")
+                .with_help("add e.g. `[metrics]` with `real = { from = \"real\", unit = \"s\", better = \"lower\" }`"),
+        );
+        return Vec::new();
+    };
+    if table.get_ref().is_empty() {
+        diags.push(src.at_value(table, "`[metrics]` is empty: declare at least one metric"));
+    }
+    let mut out = Vec::new();
+    for (key, m) in table.get_ref() {
+        let name = key.get_ref();
+        if !names::is_plain_name(name) {
+            diags.push(src.at_value(
+                key,
+                format!("bad metric name `{name}`: use letters, digits, `-`, `_` and `.`"),
+            ));
+        }
+        let m = m.get_ref();
+        if let Err(e) = crate::bench::parse::check_path(m.from.get_ref()) {
+            diags.push(src.at_value(
+                &m.from,
+                format!("bad metric path `{}`: {e}", m.from.get_ref()),
+            ));
+        }
+        if m.unit.get_ref().trim().is_empty() {
+            diags.push(src.at_value(
+                &m.unit,
+                "`unit` must not be empty; use e.g. \"s\", \"MB/s\", \"IOPS\"",
+            ));
+        }
+        let better = match m.better.get_ref().as_str() {
+            "higher" => Better::Higher,
+            "lower" => Better::Lower,
+            other => {
+                diags.push(src.at_value(
+                    &m.better,
+                    format!("unknown direction `{other}`; expected `higher` or `lower`"),
+                ));
+                Better::Higher
+            }
+        };
+        let scale = match &m.scale {
+            Some(s) if !s.get_ref().is_finite() || *s.get_ref() == 0.0 => {
+                diags.push(src.at_value(s, "`scale` must be a finite, non-zero number"));
+                1.0
+            }
+            Some(s) => *s.get_ref(),
+            None => 1.0,
+        };
+        out.push(MetricSpec {
+            name: name.clone(),
+            from: m.from.get_ref().clone(),
+            scale,
+            unit: m.unit.get_ref().clone(),
+            better,
+            primary: m.primary.unwrap_or(false),
+        });
+    }
+    // No metric marked primary means none was singled out: all of them count.
+    if !out.iter().any(|m| m.primary) {
+        for m in &mut out {
+            m.primary = true;
+        }
+    }
+    out
+}

@@ -1,0 +1,141 @@
+//! The small value syntaxes of the input files: durations, temperatures, percentages, sha256.
+
+use std::time::Duration;
+
+/// What a duration looks like, for error messages.
+pub const DURATION_FORM: &str =
+    "a whole number and a unit (ms, s, m, h), like `500ms`, `30s`, `15m`, `1h` or `1h30m`";
+
+/// Parses `500ms`, `30s`, `15m`, `1h`, `1h30m`, `0s`. Units are ms, s, m, h; parts are
+/// summed. Fractions are refused so that one text has one meaning.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("bad duration `{text}`: expected {DURATION_FORM}");
+    let s = text.trim();
+    if s.is_empty() {
+        return Err(bad());
+    }
+    let mut total_ms: u64 = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest.chars().take_while(|c| c.is_ascii_alphabetic()).count();
+        let unit_ms: u64 = match &rest[..unit_len] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return Err(bad()),
+        };
+        rest = &rest[unit_len..];
+        total_ms = number
+            .checked_mul(unit_ms)
+            .and_then(|ms| total_ms.checked_add(ms))
+            .ok_or_else(|| format!("duration `{text}` is too long"))?;
+    }
+    Ok(Duration::from_millis(total_ms))
+}
+
+/// Parses `50C` (degrees Celsius; `50.5C` and `50°C` too).
+pub fn parse_celsius(text: &str) -> Result<f64, String> {
+    let bad = || format!("bad temperature `{text}`: expected degrees Celsius like `50C`");
+    let s = text.trim();
+    let number = s
+        .strip_suffix("°C")
+        .or_else(|| s.strip_suffix('C'))
+        .ok_or_else(bad)?
+        .trim();
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    if !value.is_finite() || !(-50.0..=150.0).contains(&value) {
+        return Err(format!(
+            "temperature `{text}` is out of range: expected between -50C and 150C"
+        ));
+    }
+    Ok(value)
+}
+
+/// Parses `2%` into 0.02. Must lie strictly between 0% and 100%.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let bad = || format!("bad percentage `{text}`: expected a number followed by `%`, like `2%`");
+    let number = text.trim().strip_suffix('%').ok_or_else(bad)?.trim();
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    if !value.is_finite() || value <= 0.0 || value >= 100.0 {
+        return Err(format!(
+            "percentage `{text}` is out of range: expected more than 0% and less than 100%"
+        ));
+    }
+    Ok(value / 100.0)
+}
+
+/// Checks a sha256 digest: 64 hex digits. Returns it in lower case.
+pub fn parse_sha256(text: &str) -> Result<String, String> {
+    let s = text.trim();
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "bad sha256 `{text}`: expected 64 hexadecimal digits (got {} characters)",
+            s.chars().count()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let ok = [
+            ("500ms", 500),
+            ("30s", 30_000),
+            ("15m", 900_000),
+            ("1h", 3_600_000),
+            ("1h30m", 5_400_000),
+            ("0s", 0),
+        ];
+        for (text, ms) in ok {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_millis(ms)),
+                "{text}"
+            );
+        }
+        for bad in [
+            "",
+            "15",
+            "m",
+            "1.5h",
+            "15 minutes",
+            "-1s",
+            "1d",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn temperatures_and_percentages() {
+        assert_eq!(parse_celsius("50C"), Ok(50.0));
+        assert_eq!(parse_celsius("42.5°C"), Ok(42.5));
+        assert!(parse_celsius("50").is_err());
+        assert!(parse_celsius("NaNC").is_err());
+        assert_eq!(parse_percent("2%"), Ok(0.02));
+        assert!(parse_percent("2").is_err());
+        assert!(parse_percent("0%").is_err());
+        assert!(parse_percent("150%").is_err());
+    }
+
+    #[test]
+    fn sha256() {
+        let d = "AB".repeat(32);
+        assert_eq!(parse_sha256(&d), Ok("ab".repeat(32)));
+        assert!(parse_sha256("abc").is_err());
+        assert!(parse_sha256(&"g".repeat(64)).is_err());
+    }
+}
