@@ -153,7 +153,9 @@ pub fn compare(
     let half = t_crit * w.se;
     let to_pct = |d: f64| d / mb * 100.0;
     let (a, b) = (to_pct(diff - half), to_pct(diff + half));
-    let diff_pct = (mc / mb - 1.0) * 100.0;
+    // (mc/mb - 1)·100 written as the CI's own formula, so the CI of an exact
+    // difference contains it to the last bit.
+    let diff_pct = to_pct(diff);
     let noise_band = if noise_band.is_finite() {
         noise_band.abs()
     } else {

@@ -281,18 +281,16 @@ fn render_text(doc: &Document) -> String {
                     num(df),
                     p_value(p)
                 ));
-                out.push_str(
-                    &format!(
-                        "  {} (p < {} and outside the ±{} noise band)\n",
-                        c.verdict,
-                        num(1.0 - doc.confidence),
-                        pct(doc.noise_band),
-                    )
-                    .replace(
-                        "no significant difference (p <",
-                        "no significant difference (needs p <",
-                    ),
-                );
+                let alpha = num(1.0 - doc.confidence);
+                let band = pct(doc.noise_band);
+                let why = if c.significant {
+                    format!("p < {alpha} and outside the ±{band} noise band")
+                } else if p >= 1.0 - doc.confidence {
+                    format!("p ≥ {alpha}")
+                } else {
+                    format!("p < {alpha}, but inside the ±{band} noise band")
+                };
+                out.push_str(&format!("  {} ({why})\n", c.verdict));
             }
             _ => {
                 let note = c.note.as_deref().unwrap_or("not comparable");
@@ -321,18 +319,19 @@ fn num(x: f64) -> String {
     }
 }
 
+/// Percent differences with two decimals and a sign: "+12.34".
 fn signed(x: f64) -> String {
-    let s = num(x);
+    let s = format!("{x:.2}");
     if x > 0.0 { format!("+{s}") } else { s }
 }
 
 fn p_value(p: f64) -> String {
     if p == 0.0 {
         "0".into()
-    } else if p < 1e-4 {
-        format!("{p:.3e}")
+    } else if p < 1e-3 {
+        format!("{p:.2e}")
     } else {
-        format!("{p:.4}")
+        format!("{p:.3}")
     }
 }
 
@@ -365,6 +364,7 @@ mod tests {
         assert_eq!(num(0.0311448231), "0.0311448");
         assert_eq!(num(123456.789), "123457");
         assert_eq!(num(-2.5), "-2.5");
-        assert_eq!(signed(12.345678), "+12.3457");
+        assert_eq!(signed(12.345678), "+12.35");
+        assert_eq!(p_value(0.000820931), "8.21e-4");
     }
 }
