@@ -94,7 +94,9 @@ pub fn summarize(xs: &[f64], confidence: f64) -> Option<Summary> {
 /// The two-sided Student's t critical value: the `(1+confidence)/2` quantile with `df`
 /// degrees of freedom. None unless 0 < confidence < 1 and df > 0.
 pub fn t_quantile(confidence: f64, df: f64) -> Option<f64> {
-    if !(confidence > 0.0 && confidence < 1.0) || !(df > 0.0) {
+    // Written so that NaN fails every comparison and is rejected.
+    let valid = confidence > 0.0 && confidence < 1.0 && df > 0.0;
+    if !valid {
         return None;
     }
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
