@@ -528,4 +528,30 @@ mod tests {
         let err = select(&doc, "jobs[1].w").unwrap_err().0;
         assert!(err.contains("`w`") && err.contains("`jobs[1]`"), "{err}");
     }
+
+    #[test]
+    fn odd_input_gives_errors_not_panics() {
+        let nasty = [
+            "",
+            "{",
+            "日本語{\"é\": [",
+            "{\"jobs\": 5}",
+            "{\"jobs\": [{\"error\": \"x\"}]}",
+            "ü ü ü ü",
+            "1 2 3 ∞",
+            "\u{0}{}",
+            "[1,2]",
+            "{\"error\": {\"code\": 1}}",
+        ];
+        for text in nasty {
+            for kind in ParserKind::ALL {
+                let _ = parse(kind, text, text);
+            }
+            let _ = check_path(text);
+            let _ = select(&json!({"a": [1]}), text);
+        }
+        assert!(parse(ParserKind::FioJson, "{\"jobs\": 5}", "").is_err());
+        let err = parse(ParserKind::Iperf3Json, "{\"error\": {\"code\": 1}}", "").unwrap_err();
+        assert!(err.0.contains("{\"code\":1}"), "{err}");
+    }
 }

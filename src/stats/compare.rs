@@ -64,7 +64,10 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     }
     let se = se2.sqrt();
     let t = diff / se;
-    let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    // se2² / (va²/(na-1) + vb²/(nb-1)), in shares of se2 so tiny variances do not
+    // underflow to 0/0.
+    let (share_a, share_b) = (va / se2, vb / se2);
+    let df = 1.0 / (share_a * share_a / (na - 1.0) + share_b * share_b / (nb - 1.0));
     let p = if t.is_infinite() {
         0.0
     } else {
@@ -194,6 +197,8 @@ mod tests {
         let apart = welch(&[3.0, 3.0], &[2.0, 2.0]).expect("enough samples");
         assert_eq!((apart.t, apart.p), (f64::INFINITY, 0.0));
         assert_eq!(welch(&[1.0], &[1.0, 2.0]), None);
+        let tiny = welch(&[1e-170, 2e-170, 3e-170], &[1e-170, 1e-170, 2e-170]).expect("tiny");
+        assert!(tiny.df.is_finite() && tiny.p.is_finite(), "{tiny:?}");
     }
 
     #[test]
