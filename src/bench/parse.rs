@@ -1,7 +1,23 @@
 //! Tool output -> a JSON document -> metric values. A closed set of parsers, each tested
-//! on output captured from the real tool.
+//! on output captured from the real tool, and the metric-path language that selects a
+//! number from the document (`jobs[jobname=randread].read.bw_bytes`).
+//!
+//! Metric path grammar:
+//!
+//! ```text
+//! path     := first rest*
+//! first    := key | selector
+//! rest     := '.' key | selector
+//! key      := one or more characters other than '.', '[' and ']'
+//! selector := '[' digits ']'                index into an array
+//!           | '[' field '=' value ']'       the array element whose `field` equals `value`
+//!           | '[' '"' text '"' ']'          an object key that holds '.', '[' or ']'
+//! ```
+//!
+//! The quoted form exists for keys such as fio's percentiles (`"99.000000"`):
+//! `jobs[0].read.clat_ns.percentile["99.000000"]`.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::model::ParserKind;
 
@@ -9,20 +25,533 @@ use crate::model::ParserKind;
 #[error("{0}")]
 pub struct ParseError(pub String);
 
+/// How much of the found text an error quotes.
+const EXCERPT_CHARS: usize = 80;
+
 /// Turns a tool's output into a document that metric paths select from.
 pub fn parse(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, ParseError> {
-    let _ = (kind, stdout, stderr);
-    Err(ParseError("not implemented".into()))
+    match kind {
+        ParserKind::FioJson => parse_fio(stdout),
+        ParserKind::Time => parse_time(stderr),
+        ParserKind::Iperf3Json => parse_iperf3(stdout),
+        ParserKind::Json => parse_json_document("json", "a JSON document on stdout", stdout),
+    }
+}
+
+/// fio prints notes and per-job errors (`fio: pid=..., err=28/...`) before its JSON, so
+/// parsing starts at the first `{`; the skipped text is kept to explain a failed job.
+fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
+    let Some(start) = stdout.find('{') else {
+        return Err(ParseError(format!(
+            "fio-json: expected fio's JSON report on stdout (fio --output-format=json), \
+             found no `{{` in {}",
+            quote_found(stdout)
+        )));
+    };
+    let preamble = stdout[..start].trim();
+    let doc = first_json_value("fio-json", "fio's JSON report", &stdout[start..])?;
+    let Some(jobs) = doc.get("jobs").and_then(Value::as_array) else {
+        return Err(ParseError(format!(
+            "fio-json: expected a `jobs` array in fio's JSON report, found {}",
+            quote_found(&stdout[start..])
+        )));
+    };
+    for (i, job) in jobs.iter().enumerate() {
+        let code = job.get("error").and_then(Value::as_i64).unwrap_or(0);
+        if code != 0 {
+            let name = job
+                .get("jobname")
+                .and_then(Value::as_str)
+                .map(|n| format!("`{n}`"))
+                .unwrap_or_else(|| format!("#{i}"));
+            let detail = if preamble.is_empty() {
+                String::new()
+            } else {
+                format!("; fio said: {}", excerpt(preamble, 2 * EXCERPT_CHARS))
+            };
+            return Err(ParseError(format!(
+                "fio-json: job {name} failed with error {code} ({}){detail}",
+                errno_name(code)
+            )));
+        }
+    }
+    Ok(doc)
+}
+
+/// fio reports errno values; naming the common ones saves a trip to errno.h.
+fn errno_name(code: i64) -> &'static str {
+    match code {
+        1 => "EPERM, operation not permitted",
+        2 => "ENOENT, no such file or directory",
+        5 => "EIO, input/output error",
+        12 => "ENOMEM, out of memory",
+        13 => "EACCES, permission denied",
+        22 => "EINVAL, invalid argument (O_DIRECT unsupported here?)",
+        28 => "ENOSPC, no space left on device",
+        30 => "EROFS, read-only file system",
+        _ => "an errno value",
+    }
+}
+
+/// GNU time writes its line after everything the timed command wrote to stderr, and
+/// after "Command exited with non-zero status N", so the last matching line is the one.
+fn parse_time(stderr: &str) -> Result<Value, ParseError> {
+    for line in stderr.lines().rev() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() != 4 {
+            continue;
+        }
+        let numbers: Option<Vec<f64>> = fields.iter().map(|f| parse_number(f)).collect();
+        if let Some(n) = numbers {
+            let mut doc = Map::new();
+            for (key, value) in ["real", "user", "sys", "max_rss_kib"].iter().zip(n) {
+                doc.insert((*key).to_string(), json_number(value));
+            }
+            return Ok(Value::Object(doc));
+        }
+    }
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+    let found = match last {
+        Some(line) => {
+            let fields = line.split_whitespace().count();
+            format!(
+                "the last line, `{}` ({fields} field{})",
+                excerpt(line, EXCERPT_CHARS),
+                if fields == 1 { "" } else { "s" }
+            )
+        }
+        None => "an empty stderr".to_string(),
+    };
+    Err(ParseError(format!(
+        "time: expected a line of 4 numbers on stderr from GNU time -f '%e %U %S %M' \
+         (real user sys max_rss_kib), found none; {found}"
+    )))
+}
+
+/// iperf3 -J exits 0 with `{"error": ...}` when it cannot connect, so the exit status
+/// alone does not tell a failed run.
+fn parse_iperf3(stdout: &str) -> Result<Value, ParseError> {
+    let doc = parse_json_document("iperf3-json", "iperf3's JSON report (iperf3 -J)", stdout)?;
+    if let Some(err) = doc.get("error") {
+        let message = match err {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        return Err(ParseError(format!(
+            "iperf3-json: iperf3 reported an error: {message}"
+        )));
+    }
+    Ok(doc)
+}
+
+fn parse_json_document(parser: &str, expected: &str, text: &str) -> Result<Value, ParseError> {
+    if text.trim().is_empty() {
+        return Err(ParseError(format!(
+            "{parser}: expected {expected}, found empty output"
+        )));
+    }
+    serde_json::from_str(text).map_err(|e| json_error(parser, expected, text, &e))
+}
+
+/// Reads the first JSON value and ignores whatever follows it (fio can print more
+/// error lines after its report).
+fn first_json_value(parser: &str, expected: &str, text: &str) -> Result<Value, ParseError> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    match values.next() {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(json_error(parser, expected, text, &e)),
+        None => Err(ParseError(format!(
+            "{parser}: expected {expected}, found empty output"
+        ))),
+    }
+}
+
+fn json_error(parser: &str, expected: &str, text: &str, e: &serde_json::Error) -> ParseError {
+    let near = text_near(text, e.line(), e.column());
+    let what = if e.is_eof() {
+        "the JSON ends early (truncated output?)".to_string()
+    } else {
+        format!("invalid JSON: {e}")
+    };
+    ParseError(format!(
+        "{parser}: expected {expected}; {what}; near `{}`",
+        excerpt(&near, EXCERPT_CHARS)
+    ))
+}
+
+/// The text around a serde_json error position (1-based line, column).
+fn text_near(text: &str, line: usize, column: usize) -> String {
+    let mut offset = 0usize;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            offset += column.min(l.len());
+            break;
+        }
+        offset += l.len();
+    }
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let half = EXCERPT_CHARS / 2;
+    let before: Vec<char> = text[..end].chars().collect();
+    let from = before.len().saturating_sub(half);
+    let mut near: String = before[from..].iter().collect();
+    near.extend(text[end..].chars().take(half));
+    near
+}
+
+fn quote_found(text: &str) -> String {
+    if text.trim().is_empty() {
+        "empty output".to_string()
+    } else {
+        format!("`{}`", excerpt(text, EXCERPT_CHARS))
+    }
+}
+
+/// One line of at most `max` characters, whitespace runs collapsed.
+fn excerpt(text: &str, max: usize) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() <= max {
+        collapsed
+    } else {
+        let cut: String = collapsed.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// A finite number; `NaN` and `inf` are not measurements.
+fn parse_number(text: &str) -> Option<f64> {
+    text.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Integers stay integers so the document reads like the tool's output.
+fn json_number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        Value::from(v as i64)
+    } else {
+        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+    }
+}
+
+/// One step of a metric path.
+#[derive(Clone, Debug, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+    Filter { field: String, value: String },
+}
+
+impl Step {
+    fn display(&self) -> String {
+        match self {
+            Step::Key(k) if k.contains(['.', '[', ']']) => format!("[\"{k}\"]"),
+            Step::Key(k) => k.clone(),
+            Step::Index(i) => format!("[{i}]"),
+            Step::Filter { field, value } => format!("[{field}={value}]"),
+        }
+    }
+}
+
+fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+    if path.trim().is_empty() {
+        return Err("empty metric path".into());
+    }
+    if path != path.trim() {
+        return Err(format!(
+            "metric path `{path}` has leading or trailing spaces"
+        ));
+    }
+    let chars: Vec<char> = path.chars().collect();
+    let mut steps = Vec::new();
+    let mut i = 0;
+    let at = |i: usize| format!("metric path `{path}`, character {}", i + 1);
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '[' {
+            let close = (i + 1..chars.len())
+                .find(|&j| chars[j] == ']' && !inside_quotes(&chars[i + 1..j]))
+                .ok_or_else(|| format!("{}: `[` is never closed", at(i)))?;
+            let inner: String = chars[i + 1..close].iter().collect();
+            steps.push(parse_selector(&inner).map_err(|e| format!("{}: {e}", at(i)))?);
+            i = close + 1;
+        } else if c == ']' {
+            return Err(format!("{}: `]` without `[`", at(i)));
+        } else {
+            if c == '.' {
+                if steps.is_empty() {
+                    return Err(format!("{}: a path cannot start with `.`", at(i)));
+                }
+                i += 1;
+            } else if !steps.is_empty() {
+                return Err(format!("{}: expected `.` or `[` before `{c}`", at(i)));
+            }
+            let start = i;
+            while i < chars.len() && !matches!(chars[i], '.' | '[' | ']') {
+                i += 1;
+            }
+            if start == i {
+                return Err(format!(
+                    "{}: empty key (two dots, or a dot at the end?)",
+                    at(start)
+                ));
+            }
+            steps.push(Step::Key(chars[start..i].iter().collect()));
+        }
+    }
+    Ok(steps)
+}
+
+/// An odd number of `"` means the `]` found is inside a quoted key.
+fn inside_quotes(chars: &[char]) -> bool {
+    chars.iter().filter(|&&c| c == '"').count() % 2 == 1
+}
+
+fn parse_selector(inner: &str) -> Result<Step, String> {
+    let inner = inner.trim();
+    if inner.is_empty() {
+        return Err("`[]` is empty; expected an index, `field=value` or a quoted key".into());
+    }
+    if let Some(rest) = inner.strip_prefix('"') {
+        return match rest.strip_suffix('"') {
+            Some(key) if !key.is_empty() && !key.contains('"') => Ok(Step::Key(key.to_string())),
+            _ => Err(format!(
+                "`[{inner}]`: a quoted key must look like [\"99.000000\"]"
+            )),
+        };
+    }
+    if let Some((field, value)) = inner.split_once('=') {
+        let (field, value) = (field.trim(), value.trim());
+        if field.is_empty() || value.is_empty() {
+            return Err(format!(
+                "`[{inner}]`: expected `field=value`, e.g. `[jobname=randread]`"
+            ));
+        }
+        return Ok(Step::Filter {
+            field: field.to_string(),
+            value: value.to_string(),
+        });
+    }
+    if inner.chars().all(|c| c.is_ascii_digit()) {
+        return inner
+            .parse::<usize>()
+            .map(Step::Index)
+            .map_err(|_| format!("`[{inner}]`: index too large"));
+    }
+    Err(format!(
+        "`[{inner}]`: expected an index (`[0]`), `field=value` (`[jobname=randread]`) \
+         or a quoted key (`[\"99.000000\"]`)"
+    ))
 }
 
 /// Checks the syntax of a metric path (`jobs[jobname=randread].read.bw_bytes`).
 pub fn check_path(path: &str) -> Result<(), String> {
-    let _ = path;
-    Ok(())
+    parse_path(path).map(|_| ())
 }
 
-/// Selects a number from a parsed document by a metric path.
+/// Selects a number from a parsed document by a metric path: a JSON number, or a
+/// string that parses as a finite number.
 pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
-    let _ = (doc, path);
-    Err(ParseError("not implemented".into()))
+    let steps = parse_path(path).map_err(ParseError)?;
+    let mut current = doc;
+    let mut walked = String::new();
+    for step in &steps {
+        let fail = |why: String| {
+            let place = if walked.is_empty() {
+                "the document".to_string()
+            } else {
+                format!("`{walked}`")
+            };
+            ParseError(format!(
+                "metric path `{path}`: at `{}` in {place}: {why}",
+                step.display()
+            ))
+        };
+        current = match step {
+            Step::Key(key) => match current {
+                Value::Object(map) => map.get(key).ok_or_else(|| fail(missing_key(key, map)))?,
+                other => return Err(fail(format!("{} has no keys", describe(other)))),
+            },
+            Step::Index(index) => match current {
+                Value::Array(items) => items.get(*index).ok_or_else(|| {
+                    fail(format!(
+                        "index {index} is out of range ({} elements)",
+                        items.len()
+                    ))
+                })?,
+                other => return Err(fail(format!("{}, not an array", describe(other)))),
+            },
+            Step::Filter { field, value } => match current {
+                Value::Array(items) => items
+                    .iter()
+                    .find(|item| item.get(field).is_some_and(|f| field_equals(f, value)))
+                    .ok_or_else(|| {
+                        let seen: Vec<String> = items
+                            .iter()
+                            .filter_map(|item| item.get(field).map(plain))
+                            .take(10)
+                            .collect();
+                        fail(format!(
+                            "no element has {field} = {value}; found {}",
+                            if seen.is_empty() {
+                                format!("no element with a `{field}` field")
+                            } else {
+                                seen.join(", ")
+                            }
+                        ))
+                    })?,
+                other => return Err(fail(format!("{}, not an array", describe(other)))),
+            },
+        };
+        if !walked.is_empty() && matches!(step, Step::Key(k) if !k.contains(['.', '[', ']'])) {
+            walked.push('.');
+        }
+        walked.push_str(&step.display());
+    }
+    match current {
+        Value::Number(n) => n
+            .as_f64()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| ParseError(format!("metric path `{path}`: {n} is not a finite number"))),
+        Value::String(s) => parse_number(s).ok_or_else(|| {
+            ParseError(format!(
+                "metric path `{path}`: expected a number, found the string \"{}\"",
+                excerpt(s, EXCERPT_CHARS)
+            ))
+        }),
+        other => Err(ParseError(format!(
+            "metric path `{path}`: expected a number, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+fn field_equals(field: &Value, wanted: &str) -> bool {
+    match field {
+        Value::String(s) => s == wanted,
+        Value::Number(n) => {
+            n.to_string() == wanted
+                || matches!((n.as_f64(), parse_number(wanted)), (Some(a), Some(b)) if a == b)
+        }
+        Value::Bool(b) => b.to_string() == wanted,
+        _ => false,
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => excerpt(&other.to_string(), 30),
+    }
+}
+
+fn missing_key(key: &str, map: &Map<String, Value>) -> String {
+    if map.is_empty() {
+        return format!("no key `{key}` in an empty object");
+    }
+    let closest = map
+        .keys()
+        .map(|k| (edit_distance(key, k), k))
+        .filter(|(d, _)| *d <= 2)
+        .min();
+    let hint = match closest {
+        Some((_, k)) => format!("did you mean `{k}`? "),
+        None => String::new(),
+    };
+    const SHOWN: usize = 30;
+    let mut keys: Vec<String> = map.keys().take(SHOWN).map(|k| format!("`{k}`")).collect();
+    if map.len() > SHOWN {
+        keys.push(format!("… ({} in all)", map.len()));
+    }
+    format!("no key `{key}`; {hint}keys are {}", keys.join(", "))
+}
+
+/// Levenshtein distance over characters, for "did you mean" hints on typos.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string \"{}\"", excerpt(s, 40)),
+        Value::Array(a) => format!("an array of {} elements", a.len()),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn path_syntax() {
+        for ok in [
+            "real",
+            "end.sum_received.bits_per_second",
+            "jobs[jobname=randread].read.bw_bytes",
+            "jobs[0].read.iops",
+            "[0].x",
+            "jobs[0].read.clat_ns.percentile[\"99.000000\"]",
+            "a[0][1]",
+        ] {
+            assert_eq!(check_path(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "", " real", "a..b", "a.", ".a", "a[", "a]", "a[]", "a[x]", "a[=b]", "a[0]b", "a[\"x]",
+        ] {
+            assert!(check_path(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn select_walks_filters_and_quoted_keys() {
+        let doc = json!({"jobs": [{"jobname": "a", "groupid": 0, "p": {"99.000000": 7}},
+                                  {"jobname": "b", "groupid": 1, "v": "2.5"}]});
+        assert_eq!(select(&doc, "jobs[jobname=b].v"), Ok(2.5));
+        assert_eq!(select(&doc, "jobs[groupid=0].p[\"99.000000\"]"), Ok(7.0));
+        let err = select(&doc, "jobs[jobname=c].v").unwrap_err().0;
+        assert!(err.contains("[jobname=c]") && err.contains("a, b"), "{err}");
+        let err = select(&doc, "jobs[1].w").unwrap_err().0;
+        assert!(err.contains("`w`") && err.contains("`jobs[1]`"), "{err}");
+    }
+
+    #[test]
+    fn odd_input_gives_errors_not_panics() {
+        let nasty = [
+            "",
+            "{",
+            "日本語{\"é\": [",
+            "{\"jobs\": 5}",
+            "{\"jobs\": [{\"error\": \"x\"}]}",
+            "ü ü ü ü",
+            "1 2 3 ∞",
+            "\u{0}{}",
+            "[1,2]",
+            "{\"error\": {\"code\": 1}}",
+        ];
+        for text in nasty {
+            for kind in ParserKind::ALL {
+                let _ = parse(kind, text, text);
+            }
+            let _ = check_path(text);
+            let _ = select(&json!({"a": [1]}), text);
+        }
+        assert!(parse(ParserKind::FioJson, "{\"jobs\": 5}", "").is_err());
+        let err = parse(ParserKind::Iperf3Json, "{\"error\": {\"code\": 1}}", "").unwrap_err();
+        assert!(err.0.contains("{\"code\":1}"), "{err}");
+    }
 }

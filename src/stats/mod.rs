@@ -1,6 +1,26 @@
 //! Statistics: pure, documented functions over `&[f64]`. No I/O.
+//!
+//! - [`summarize`]: n, mean, sd, median, min, max and a Student's t confidence interval.
+//! - [`outliers`]: classifies (never drops) outlying samples.
+//! - [`welch`] and [`compare`]: a candidate against a baseline.
+//! - [`precision_reached`] and [`RunRule`]: when an adaptive run count may stop.
+//! - [`ministat`]: the `benchpipe stats A.txt B.txt` report.
+//!
+//! Every function is total: empty input, NaN, a zero mean or zero variance give `None`,
+//! `false` or a documented value, never a panic and never a NaN in the result.
+
+mod adaptive;
+mod compare;
+mod ministat;
+mod outliers;
+
+pub use adaptive::{RunDecision, RunRule, StopReason, precision_reached};
+pub use compare::{Comparison, DEFAULT_NOISE_BAND, Verdict, Welch, compare, welch};
+pub use ministat::ministat;
+pub use outliers::{Outlier, OutlierClass, outliers};
 
 use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Descriptive statistics of one metric's samples, with a confidence interval of the mean.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -21,14 +41,142 @@ pub struct Summary {
     pub ci_half: Option<f64>,
 }
 
-/// Summarises `xs` at the given confidence level; None for an empty slice.
-pub fn summarize(xs: &[f64], confidence: f64) -> Option<Summary> {
-    let _ = (xs, confidence);
-    None
+impl Summary {
+    /// The confidence interval of the mean, `(mean - half, mean + half)`; None when n < 2.
+    pub fn ci(&self) -> Option<(f64, f64)> {
+        self.ci_half.map(|h| (self.mean - h, self.mean + h))
+    }
+
+    /// ci_half / |mean|: the precision the adaptive run count aims at. None when n < 2
+    /// or the mean is 0 (a relative width means nothing there).
+    pub fn ci_rel(&self) -> Option<f64> {
+        let half = self.ci_half?;
+        (self.mean != 0.0).then(|| half / self.mean.abs())
+    }
 }
 
-/// Whether the confidence interval half-width is within `target` (a fraction) of the mean.
-pub fn precision_reached(xs: &[f64], confidence: f64, target: f64) -> bool {
-    let _ = (xs, confidence, target);
-    false
+/// Summarises `xs` at the given confidence level (e.g. 0.95).
+///
+/// None for an empty slice or one holding a NaN or an infinity. `ci_half` is None when
+/// n < 2 or the confidence is not strictly between 0 and 1.
+///
+/// The interval is Student's t: `mean ± t(df = n-1, (1+confidence)/2) · sd/√n`, which
+/// assumes the samples are independent and roughly normal; benchmark runs of one cell
+/// usually are, and [`outliers`] shows when they are not.
+pub fn summarize(xs: &[f64], confidence: f64) -> Option<Summary> {
+    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let n = xs.len();
+    let mean = mean(xs);
+    let sd = variance(xs, mean).sqrt();
+    let se = sd / (n as f64).sqrt();
+    let sorted = sorted(xs);
+    let ci_half = if n >= 2 {
+        t_quantile(confidence, (n - 1) as f64).map(|t| t * se)
+    } else {
+        None
+    };
+    Some(Summary {
+        n,
+        mean,
+        sd,
+        rel_sd: if mean == 0.0 { 0.0 } else { sd / mean.abs() },
+        se,
+        median: quantile(&sorted, 0.5).unwrap_or(mean),
+        min: sorted[0],
+        max: sorted[n - 1],
+        confidence,
+        ci_half,
+    })
 }
+
+/// The two-sided Student's t critical value: the `(1+confidence)/2` quantile with `df`
+/// degrees of freedom. None unless 0 < confidence < 1 and df > 0.
+pub fn t_quantile(confidence: f64, df: f64) -> Option<f64> {
+    // Written so that NaN fails every comparison and is rejected.
+    let valid = confidence > 0.0 && confidence < 1.0 && df > 0.0;
+    if !valid {
+        return None;
+    }
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let t = dist.inverse_cdf((1.0 + confidence) / 2.0);
+    t.is_finite().then_some(t)
+}
+
+/// The `q` quantile (0 ≤ q ≤ 1) of an ascending slice by linear interpolation between
+/// order statistics (Hyndman & Fan type 7, the default of numpy and R). None when empty
+/// or q is outside [0, 1].
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let position = q * (sorted.len() - 1) as f64;
+    let below = position.floor() as usize;
+    let above = position.ceil() as usize;
+    let weight = position - below as f64;
+    Some(sorted[below] + (sorted[above] - sorted[below]) * weight)
+}
+
+/// The median of unsorted values; None when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    quantile(&sorted(xs), 0.5)
+}
+
+/// Median absolute deviation from the median, unscaled (no 1.4826 factor); None when
+/// empty.
+pub fn mad(xs: &[f64]) -> Option<f64> {
+    let m = median(xs)?;
+    let deviations: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    median(&deviations)
+}
+
+pub(crate) fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Sample variance (n-1); 0 for a single value.
+pub(crate) fn variance(xs: &[f64], mean: f64) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
+}
+
+/// Ascending copy; NaNs (which callers filter out first) would sort last.
+pub(crate) fn sorted(xs: &[f64]) -> Vec<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn degenerate_inputs_give_none_not_nan() {
+        assert_eq!(summarize(&[], 0.95), None);
+        assert_eq!(summarize(&[1.0, f64::NAN], 0.95), None);
+        let one = summarize(&[4.0], 0.95).expect("one value");
+        assert_eq!((one.sd, one.ci_half, one.median), (0.0, None, 4.0));
+        let bad_confidence = summarize(&[1.0, 2.0], 1.5).expect("values");
+        assert_eq!(bad_confidence.ci_half, None);
+        let zeros = summarize(&[0.0, 0.0], 0.95).expect("values");
+        assert_eq!(
+            (zeros.rel_sd, zeros.ci_half, zeros.ci_rel()),
+            (0.0, Some(0.0), None)
+        );
+    }
+
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&v, 0.25), Some(1.75));
+        assert_eq!(quantile(&v, 0.5), Some(2.5));
+        assert_eq!(quantile(&v, 1.0), Some(4.0));
+        assert_eq!(quantile(&v, 1.1), None);
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 100.0]), Some(1.0));
+    }
+}
+

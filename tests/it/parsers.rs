@@ -1,1 +1,330 @@
-//! Integration tests: parsers.
+//! Integration tests: parsers. Each case runs a parser on output captured from the real
+//! tool (tests/data/tool-outputs, provenance in its README.md) and checks the selected
+//! metric against the value read from the fixture another way (a JSON Pointer, or the
+//! number as it appears in the file).
+
+use std::path::PathBuf;
+
+use benchpipe::bench::parse::{check_path, parse, select};
+use benchpipe::model::ParserKind;
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/tool-outputs")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// GNU time writes to stderr; every other tool here to stdout.
+fn run_parser(kind: ParserKind, name: &str) -> Result<Value, String> {
+    let text = fixture(name);
+    let (stdout, stderr) = match kind {
+        ParserKind::Time => ("", text.as_str()),
+        _ => (text.as_str(), ""),
+    };
+    parse(kind, stdout, stderr).map_err(|e| e.0)
+}
+
+/// Where the expected number comes from, without going through `select`.
+enum Expected {
+    /// RFC 6901 pointer into the fixture parsed by serde_json alone (text before the
+    /// first `{` cut off by hand for fio).
+    Pointer(&'static str),
+    /// The number as printed in the fixture.
+    Literal(f64),
+}
+
+#[test]
+fn metrics_from_captured_output() {
+    use Expected::*;
+    use ParserKind::*;
+    let cases: &[(ParserKind, &str, &str, Expected)] = &[
+        (
+            FioJson,
+            "fio-randread.json",
+            "jobs[0].read.bw_bytes",
+            Pointer("/jobs/0/read/bw_bytes"),
+        ),
+        (
+            FioJson,
+            "fio-randread.json",
+            "jobs[jobname=randread].read.iops",
+            Pointer("/jobs/0/read/iops"),
+        ),
+        (
+            FioJson,
+            "fio-randwrite.json",
+            "jobs[jobname=randwrite].write.bw_bytes",
+            Pointer("/jobs/0/write/bw_bytes"),
+        ),
+        (
+            FioJson,
+            "fio-randread.json",
+            "jobs[0].read.clat_ns.percentile[\"99.000000\"]",
+            Pointer("/jobs/0/read/clat_ns/percentile/99.000000"),
+        ),
+        // The recipe's own paths on a two-job run: the filter must pick the second job.
+        (
+            FioJson,
+            "fio-disk4k-2jobs.json",
+            "jobs[jobname=randread].read.bw_bytes",
+            Pointer("/jobs/0/read/bw_bytes"),
+        ),
+        (
+            FioJson,
+            "fio-disk4k-2jobs.json",
+            "jobs[jobname=randwrite].write.bw_bytes",
+            Pointer("/jobs/1/write/bw_bytes"),
+        ),
+        (
+            FioJson,
+            "fio-disk4k-2jobs.json",
+            "jobs[jobname=randread].read.iops",
+            Pointer("/jobs/0/read/iops"),
+        ),
+        (
+            FioJson,
+            "fio-disk4k-2jobs.json",
+            "jobs[jobname=randwrite].write.iops",
+            Pointer("/jobs/1/write/iops"),
+        ),
+        (
+            FioJson,
+            "fio-disk4k-2jobs.json",
+            "jobs[groupid=1].write.iops",
+            Pointer("/jobs/1/write/iops"),
+        ),
+        // A string value that holds a number.
+        (
+            FioJson,
+            "fio-disk4k-2jobs.json",
+            "global options.runtime",
+            Literal(1.0),
+        ),
+        (
+            FioJson,
+            "fio-warning-before-json.json",
+            "jobs[jobname=randread].read.bw_bytes",
+            Pointer("/jobs/0/read/bw_bytes"),
+        ),
+        (
+            Iperf3Json,
+            "iperf3-up.json",
+            "end.sum_received.bits_per_second",
+            Pointer("/end/sum_received/bits_per_second"),
+        ),
+        (
+            Iperf3Json,
+            "iperf3-down.json",
+            "end.sum_received.bits_per_second",
+            Pointer("/end/sum_received/bits_per_second"),
+        ),
+        (
+            Iperf3Json,
+            "iperf3-up.json",
+            "end.cpu_utilization_percent.host_total",
+            Pointer("/end/cpu_utilization_percent/host_total"),
+        ),
+        (
+            Json,
+            "curl-json.json",
+            "speed_download",
+            Pointer("/speed_download"),
+        ),
+        (Json, "curl-json.json", "http_code", Pointer("/http_code")),
+        (Time, "xz-time-format.txt", "real", Literal(10.60)),
+        (Time, "xz-time-format.txt", "user", Literal(5.71)),
+        (Time, "xz-time-format.txt", "sys", Literal(0.16)),
+        (Time, "xz-time-format.txt", "max_rss_kib", Literal(113604.0)),
+        (
+            Time,
+            "xz-time-failed-command.txt",
+            "max_rss_kib",
+            Literal(1920.0),
+        ),
+    ];
+    for (kind, name, path, expected) in cases {
+        let label = format!("{} {name} {path}", kind.name());
+        assert_eq!(check_path(path), Ok(()), "{label}");
+        let doc = run_parser(*kind, name).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let got = select(&doc, path).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let want = match expected {
+            Literal(v) => *v,
+            Pointer(pointer) => {
+                let text = fixture(name);
+                let json = &text[text.find('{').expect("fixture has JSON")..];
+                let raw: Value = serde_json::from_str(json).expect("fixture is JSON");
+                raw.pointer(pointer)
+                    .and_then(Value::as_f64)
+                    .unwrap_or_else(|| panic!("{label}: pointer {pointer} is not a number"))
+            }
+        };
+        assert_eq!(got, want, "{label}");
+    }
+}
+
+#[test]
+fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
+    use ParserKind::*;
+    let fio_whole = fixture("fio-disk4k-2jobs.json");
+    let truncated = &fio_whole[..fio_whole.len() / 2];
+    let iperf3_truncated = fixture("iperf3-up.json");
+    let iperf3_truncated = &iperf3_truncated[..iperf3_truncated.len() - 40];
+    // (parser, stdout, stderr, fragments the message must contain)
+    let cases: Vec<(ParserKind, String, String, Vec<&str>)> = vec![
+        (
+            FioJson,
+            truncated.into(),
+            String::new(),
+            vec!["fio-json", "ends early", "near `"],
+        ),
+        (
+            Iperf3Json,
+            iperf3_truncated.into(),
+            String::new(),
+            vec!["iperf3-json", "ends early"],
+        ),
+        (
+            FioJson,
+            String::new(),
+            String::new(),
+            vec!["fio --output-format=json", "empty output"],
+        ),
+        (
+            FioJson,
+            "fio: failed to open /dev/nonexistent: No such file\n".into(),
+            String::new(),
+            vec![
+                "expected fio's JSON report",
+                "`fio: failed to open /dev/nonexistent",
+            ],
+        ),
+        (
+            FioJson,
+            fixture("fio-job-error.json"),
+            String::new(),
+            vec![
+                "job `fullwrite`",
+                "error 28",
+                "ENOSPC",
+                "No space left on device",
+            ],
+        ),
+        (
+            Iperf3Json,
+            fixture("iperf3-error.json"),
+            String::new(),
+            vec![
+                "iperf3 reported an error",
+                "unable to connect to server: Connection refused",
+            ],
+        ),
+        (
+            Iperf3Json,
+            fixture("iperf3-text-rpi4.txt"),
+            String::new(),
+            vec!["iperf3 -J", "invalid JSON", "[ ID] Interval"],
+        ),
+        (
+            Time,
+            String::new(),
+            fixture("xz-time.txt"),
+            vec![
+                "expected a line of 4 numbers",
+                "%e %U %S %M",
+                "`Exit status: 0`",
+            ],
+        ),
+        (
+            Time,
+            String::new(),
+            fixture("xz-time-f.txt"),
+            vec![
+                "expected a line of 4 numbers",
+                "`9.19 8.90 0.27 128452 99%` (5 fields)",
+            ],
+        ),
+        (
+            Time,
+            String::new(),
+            String::new(),
+            vec!["4 numbers", "empty stderr"],
+        ),
+        (
+            Time,
+            String::new(),
+            "xz: /x: No such file or directory\n".into(),
+            vec!["4 numbers", "`xz: /x: No such file or directory`"],
+        ),
+        (
+            Json,
+            "Requests per second: 12.5\n".into(),
+            String::new(),
+            vec!["json", "invalid JSON", "Requests"],
+        ),
+    ];
+    for (kind, stdout, stderr, fragments) in cases {
+        let err = match parse(kind, &stdout, &stderr) {
+            Ok(doc) => panic!("{}: expected an error, parsed {doc}", kind.name()),
+            Err(e) => e.0,
+        };
+        for fragment in fragments {
+            assert!(
+                err.contains(fragment),
+                "{}: `{fragment}` not in: {err}",
+                kind.name()
+            );
+        }
+        assert!(err.len() < 400, "error too long: {err}");
+    }
+}
+
+#[test]
+fn select_errors_name_the_failing_segment() {
+    let doc = run_parser(ParserKind::FioJson, "fio-disk4k-2jobs.json").expect("fixture parses");
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "jobs[jobname=randred].read.bw_bytes",
+            &["[jobname=randred]", "randread, randwrite"],
+        ),
+        (
+            "jobs[jobname=randread].raed.bw_bytes",
+            &[
+                "at `raed`",
+                "`jobs[jobname=randread]`",
+                "did you mean `read`?",
+            ],
+        ),
+        ("jobs[5].read.iops", &["[5]", "out of range (2 elements)"]),
+        (
+            "jobs.read",
+            &["at `read`", "an array of 2 elements has no keys"],
+        ),
+        ("jobs[0].read", &["expected a number, found an object"]),
+        (
+            "jobs[0].jobname",
+            &["expected a number, found the string \"randread\""],
+        ),
+        ("fio version", &["expected a number", "fio-3.33"]),
+        ("jobs[0].read.iops.x", &["at `x`", "the number"]),
+        ("jobs[", &["never closed"]),
+        ("", &["empty metric path"]),
+    ];
+    for (path, fragments) in cases {
+        let err = select(&doc, path).expect_err(path).0;
+        for fragment in *fragments {
+            assert!(err.contains(fragment), "{path}: `{fragment}` not in: {err}");
+        }
+    }
+}
+
+#[test]
+fn numbers_in_strings_must_be_finite() {
+    let doc = serde_json::json!({"a": "12.5", "b": " 3 ", "c": "NaN", "d": "inf", "e": "1e3x", "f": null});
+    assert_eq!(select(&doc, "a"), Ok(12.5));
+    assert_eq!(select(&doc, "b"), Ok(3.0));
+    for path in ["c", "d", "e", "f"] {
+        assert!(select(&doc, path).is_err(), "{path}");
+    }
+}

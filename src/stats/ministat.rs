@@ -1,0 +1,370 @@
+//! `benchpipe stats A.txt [B.txt ...]`: summaries of plain files of numbers and each
+//! file's difference from the first, like FreeBSD's ministat. Text in, text out; the CLI
+//! reads the files.
+
+use serde::Serialize;
+
+use super::{Comparison, DEFAULT_NOISE_BAND, Summary, compare, summarize};
+use crate::model::Better;
+
+/// Bumped when the JSON document's shape changes.
+const JSON_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    version: u32,
+    confidence: f64,
+    noise_band: f64,
+    files: Vec<FileStats<'a>>,
+    comparisons: Vec<FileComparison<'a>>,
+}
+
+#[derive(Serialize)]
+struct FileStats<'a> {
+    name: &'a str,
+    n: usize,
+    mean: f64,
+    sd: f64,
+    median: f64,
+    min: f64,
+    max: f64,
+    /// None (null) when n < 2.
+    ci_low: Option<f64>,
+    ci_high: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct FileComparison<'a> {
+    baseline: &'a str,
+    candidate: &'a str,
+    diff_pct: Option<f64>,
+    ci_low_pct: Option<f64>,
+    ci_high_pct: Option<f64>,
+    t: Option<f64>,
+    df: Option<f64>,
+    p: Option<f64>,
+    significant: bool,
+    /// "significant", "no significant difference", or "not comparable".
+    verdict: &'static str,
+    /// Why the files could not be compared, when they could not.
+    note: Option<String>,
+}
+
+/// Runs the `stats` command on `(name, contents)` pairs and returns what to print.
+///
+/// Each input holds one number per line; blank lines and `#` comments (whole-line or
+/// trailing) are ignored. A line that is not a finite number is an error naming
+/// `file:line` and the text. The first file is the baseline; every later file gets its
+/// percent difference from it with a confidence interval, Welch's p and a verdict that
+/// is "significant" only when p < 1 - confidence and the difference is outside the 2%
+/// noise band. The direction is unknown here, so there is no better/worse.
+///
+/// With `json`, returns a pretty-printed document with fixed keys (`version`,
+/// `confidence`, `noise_band`, `files`, `comparisons`); numbers that do not exist
+/// (a CI with one sample, t when both variances are 0) are `null`.
+pub fn ministat(
+    inputs: &[(String, String)],
+    confidence: f64,
+    json: bool,
+) -> Result<String, String> {
+    if inputs.is_empty() {
+        return Err("stats: expected at least one file of numbers".into());
+    }
+    if !(confidence > 0.0 && confidence < 1.0) {
+        return Err(format!(
+            "stats: the confidence must be between 0 and 1 (e.g. 0.95), got {confidence}"
+        ));
+    }
+    let mut samples = Vec::with_capacity(inputs.len());
+    for (name, contents) in inputs {
+        samples.push(read_numbers(name, contents)?);
+    }
+    let mut files = Vec::new();
+    let mut summaries = Vec::new();
+    for ((name, _), xs) in inputs.iter().zip(&samples) {
+        let s =
+            summarize(xs, confidence).ok_or_else(|| format!("{name}: no values to summarise"))?;
+        let ci = s.ci();
+        files.push(FileStats {
+            name,
+            n: s.n,
+            mean: s.mean,
+            sd: s.sd,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+        });
+        summaries.push(s);
+    }
+    let baseline = &inputs[0].0;
+    let comparisons: Vec<FileComparison> = inputs
+        .iter()
+        .zip(&samples)
+        .skip(1)
+        .map(|((name, _), xs)| {
+            let result = compare(
+                &samples[0],
+                xs,
+                confidence,
+                DEFAULT_NOISE_BAND,
+                Better::Higher,
+            );
+            file_comparison(baseline, name, &summaries[0], xs.len(), result)
+        })
+        .collect();
+    let doc = Document {
+        version: JSON_VERSION,
+        confidence,
+        noise_band: DEFAULT_NOISE_BAND,
+        files,
+        comparisons,
+    };
+    if json {
+        serde_json::to_string_pretty(&doc)
+            .map(|mut s| {
+                s.push('\n');
+                s
+            })
+            .map_err(|e| format!("stats: cannot write JSON: {e}"))
+    } else {
+        Ok(render_text(&doc))
+    }
+}
+
+fn read_numbers(name: &str, contents: &str) -> Result<Vec<f64>, String> {
+    let mut values = Vec::new();
+    for (i, raw) in contents.lines().enumerate() {
+        let text = raw.split('#').next().unwrap_or("").trim();
+        if text.is_empty() {
+            continue;
+        }
+        match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => values.push(v),
+            _ => {
+                let shown: String = raw.trim().chars().take(60).collect();
+                return Err(format!(
+                    "{name}:{}: expected one number per line, found `{shown}`",
+                    i + 1
+                ));
+            }
+        }
+    }
+    if values.is_empty() {
+        return Err(format!(
+            "{name}: no numbers (only blank lines and comments)"
+        ));
+    }
+    Ok(values)
+}
+
+fn file_comparison<'a>(
+    baseline: &'a str,
+    candidate: &'a str,
+    base: &Summary,
+    candidate_n: usize,
+    result: Option<Comparison>,
+) -> FileComparison<'a> {
+    match result {
+        Some(c) => FileComparison {
+            baseline,
+            candidate,
+            diff_pct: Some(c.diff_pct),
+            ci_low_pct: Some(c.ci_low_pct),
+            ci_high_pct: Some(c.ci_high_pct),
+            t: Some(c.welch.t).filter(|t| t.is_finite()),
+            df: Some(c.welch.df),
+            p: Some(c.welch.p),
+            significant: c.significant,
+            verdict: if c.significant {
+                "significant"
+            } else {
+                "no significant difference"
+            },
+            note: None,
+        },
+        None => {
+            let note = if base.n < 2 || candidate_n < 2 {
+                "each file needs at least 2 values".to_string()
+            } else if base.mean == 0.0 {
+                "the baseline mean is 0, so there is no percent difference".to_string()
+            } else {
+                "the difference cannot be computed".to_string()
+            };
+            FileComparison {
+                baseline,
+                candidate,
+                diff_pct: None,
+                ci_low_pct: None,
+                ci_high_pct: None,
+                t: None,
+                df: None,
+                p: None,
+                significant: false,
+                verdict: "not comparable",
+                note: Some(note),
+            }
+        }
+    }
+}
+
+fn render_text(doc: &Document) -> String {
+    let pct = |c: f64| format!("{}%", num(c * 100.0));
+    let ci_title = format!("{} CI of the mean", pct(doc.confidence));
+    let header: Vec<String> = [
+        "",
+        "N",
+        "Mean",
+        "SD",
+        "Median",
+        "Min",
+        "Max",
+        ci_title.as_str(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut rows = vec![header];
+    for f in &doc.files {
+        let ci = match (f.ci_low, f.ci_high) {
+            (Some(lo), Some(hi)) => format!("{} .. {}", num(lo), num(hi)),
+            _ => "- (n < 2)".to_string(),
+        };
+        rows.push(vec![
+            f.name.to_string(),
+            f.n.to_string(),
+            num(f.mean),
+            num(f.sd),
+            num(f.median),
+            num(f.min),
+            num(f.max),
+            ci,
+        ]);
+    }
+    let columns = rows[0].len();
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let pad = widths[c] - cell.chars().count();
+            if c == 0 || c == columns - 1 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+            line.push_str("  ");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    for c in &doc.comparisons {
+        out.push('\n');
+        out.push_str(&format!("{} vs {}:\n", c.candidate, c.baseline));
+        match (c.diff_pct, c.ci_low_pct, c.ci_high_pct, c.df, c.p) {
+            (Some(d), Some(lo), Some(hi), Some(df), Some(p)) => {
+                let t = c.t.map_or("±inf".to_string(), num);
+                out.push_str(&format!(
+                    "  difference {}% ({} CI {}% .. {}%)\n",
+                    signed(d),
+                    pct(doc.confidence),
+                    signed(lo),
+                    signed(hi)
+                ));
+                out.push_str(&format!(
+                    "  Welch t = {t}, df = {}, p = {}\n",
+                    num(df),
+                    p_value(p)
+                ));
+                let alpha = num(1.0 - doc.confidence);
+                let band = pct(doc.noise_band);
+                let why = if c.significant {
+                    format!("p < {alpha} and outside the ±{band} noise band")
+                } else if p >= 1.0 - doc.confidence {
+                    format!("p ≥ {alpha}")
+                } else {
+                    format!("p < {alpha}, but inside the ±{band} noise band")
+                };
+                out.push_str(&format!("  {} ({why})\n", c.verdict));
+            }
+            _ => {
+                let note = c.note.as_deref().unwrap_or("not comparable");
+                out.push_str(&format!("  not comparable: {note}\n"));
+            }
+        }
+    }
+    out
+}
+
+/// Six significant digits, no exponent for everyday magnitudes.
+fn num(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    let magnitude = x.abs().log10().floor();
+    if !(-5.0..15.0).contains(&magnitude) {
+        return format!("{x:.5e}");
+    }
+    let decimals = (5.0 - magnitude).clamp(0.0, 12.0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Percent differences with two decimals and a sign: "+12.34".
+fn signed(x: f64) -> String {
+    let s = format!("{x:.2}");
+    if x > 0.0 { format!("+{s}") } else { s }
+}
+
+fn p_value(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p < 1e-3 {
+        format!("{p:.2e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(name: &str, contents: &str) -> (String, String) {
+        (name.to_string(), contents.to_string())
+    }
+
+    #[test]
+    fn bad_lines_name_file_and_line() {
+        let err = ministat(
+            &[input("A.txt", "# runs\n1.0\n\n2.0 # warm\nfast\n")],
+            0.95,
+            false,
+        )
+        .expect_err("a word is not a number");
+        assert_eq!(err, "A.txt:5: expected one number per line, found `fast`");
+        let err = ministat(&[input("B.txt", "# nothing\n")], 0.95, false).expect_err("empty");
+        assert!(err.contains("B.txt: no numbers"), "{err}");
+        assert!(ministat(&[], 0.95, false).is_err());
+        assert!(ministat(&[input("A", "1\n2\n")], 95.0, false).is_err());
+    }
+
+    #[test]
+    fn number_format() {
+        assert_eq!(num(1.0), "1");
+        assert_eq!(num(0.0311448231), "0.0311448");
+        assert_eq!(num(123456.789), "123457");
+        assert_eq!(num(-2.5), "-2.5");
+        assert_eq!(signed(12.345678), "+12.35");
+        assert_eq!(p_value(0.000820931), "8.21e-4");
+    }
+}
