@@ -22,8 +22,6 @@ pub struct Report {
     pub scenario: String,
     pub methodology: String,
     pub confidence_pct: String,
-    /// Which axes have more than one value, in column order.
-    pub axes: Vec<String>,
     pub tests: Vec<TestTable>,
     /// Cells without enough data yet, with their state.
     pub incomplete: Vec<Incomplete>,
@@ -33,6 +31,8 @@ pub struct Report {
 #[derive(Clone, Debug, Serialize)]
 pub struct TestTable {
     pub test: String,
+    /// The axes that vary among this table's rows (the board when none does).
+    pub axes: Vec<String>,
     pub description: String,
     pub metrics: Vec<MetricHeader>,
     pub rows: Vec<Row>,
@@ -48,7 +48,7 @@ pub struct MetricHeader {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// Values of the varying axes, in `Report::axes` order.
+    /// Values of the varying axes, in `TestTable::axes` order.
     pub config: Vec<String>,
     pub key: String,
     pub values: Vec<Stat>,
@@ -112,8 +112,8 @@ fn methodology(scenario: &Scenario) -> String {
             "{} to {} measured runs, until the {}% CI is within ±{}% of the mean",
             m.runs.min,
             m.runs.max,
-            number(m.confidence * 100.0),
-            number(m.runs.target.unwrap_or(0.0) * 100.0)
+            percent(m.confidence),
+            percent(m.runs.target.unwrap_or(0.0))
         )
     };
     let total = m.warmup.runs + m.runs.min;
@@ -149,7 +149,7 @@ fn methodology(scenario: &Scenario) -> String {
     }
     parts.push(format!(
         "values are mean ± {}% confidence interval half-width (Student's t), n = measured runs",
-        number(m.confidence * 100.0)
+        percent(m.confidence)
     ));
     parts.join("; ") + "."
 }
@@ -162,38 +162,6 @@ pub fn build(
     data: &BTreeMap<CellKey, CellData>,
 ) -> Report {
     let empty = CellData::default();
-    let axis_values = |f: &dyn Fn(&Address) -> String| -> usize {
-        let mut v: Vec<String> = plan.cells.iter().map(|c| f(&c.address)).collect();
-        v.sort();
-        v.dedup();
-        v.len()
-    };
-    type AxisFn = fn(&Address) -> String;
-    let all_axes: [(&str, AxisFn); 4] = [
-        ("image", |a| a.image.to_string()),
-        ("board", |a| a.board.to_string()),
-        ("storage", |a| {
-            a.storage
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "—".into())
-        }),
-        ("filesystem", |a| {
-            a.filesystem
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "—".into())
-        }),
-    ];
-    let mut axes: Vec<(&str, AxisFn)> = all_axes
-        .iter()
-        .filter(|(_, f)| axis_values(f) > 1)
-        .copied()
-        .collect();
-    if axes.is_empty() {
-        axes.push(all_axes[1]);
-    }
-
     let mut tests = Vec::new();
     let mut incomplete = Vec::new();
     for test in &scenario.matrix.test {
@@ -201,6 +169,12 @@ pub fn build(
             continue;
         };
         let primary = crate::apply::primary_metrics(recipe);
+        let axes = varying_axes(
+            plan.cells
+                .iter()
+                .filter(|c| &c.address.test == test)
+                .map(|c| &c.address),
+        );
         let mut rows = Vec::new();
         for cell in plan.cells.iter().filter(|c| &c.address.test == test) {
             let d = data.get(&cell.key).unwrap_or(&empty);
@@ -242,6 +216,7 @@ pub fn build(
         }
         tests.push(TestTable {
             test: test.to_string(),
+            axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
             description: recipe.description.clone(),
             metrics: recipe
                 .metrics
@@ -263,8 +238,7 @@ pub fn build(
         description: scenario.description.clone(),
         scenario: scenario.name.clone(),
         methodology: methodology(scenario),
-        confidence_pct: number(scenario.method.confidence * 100.0),
-        axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
+        confidence_pct: percent(scenario.method.confidence),
         tests,
         incomplete,
         skipped: plan
@@ -273,6 +247,59 @@ pub fn build(
             .map(|s| format!("{}: {}", s.address.label(), s.reason))
             .collect(),
     }
+}
+
+type AxisFn = fn(&Address) -> String;
+
+/// The axes whose value differs among `cells`, in matrix order; the board alone when
+/// none does, so every table names what it measured.
+fn varying_axes<'a>(
+    cells: impl Iterator<Item = &'a Address> + Clone,
+) -> Vec<(&'static str, AxisFn)> {
+    let all: [(&'static str, AxisFn); 4] = [
+        ("image", |a| a.image.to_string()),
+        ("board", |a| a.board.to_string()),
+        ("storage", |a| {
+            a.storage
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "—".into())
+        }),
+        ("filesystem", |a| {
+            a.filesystem
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "—".into())
+        }),
+    ];
+    let varies = |f: &AxisFn| {
+        let mut v: Vec<String> = cells.clone().map(f).collect();
+        v.sort();
+        v.dedup();
+        v.len() > 1
+    };
+    let mut axes: Vec<_> = all.iter().filter(|(_, f)| varies(f)).copied().collect();
+    if axes.is_empty() {
+        axes.push(all[1]);
+    }
+    axes
+}
+
+/// A fraction as a percentage without needless digits: 0.95 -> "95", 0.025 -> "2.5".
+pub fn percent(fraction: f64) -> String {
+    let s = format!("{:.4}", fraction * 100.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// `mean ± half`, with the half-width to two significant digits and the mean rounded
+/// to the same decimal place, so no digit is shown that the interval says is noise.
+pub fn mean_ci(mean: f64, half: f64) -> String {
+    if !(half.is_finite() && half > 0.0) || !mean.is_finite() {
+        return format!("{} ± {}", number(mean), number(half));
+    }
+    let decimals = (1 - half.log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{mean:.decimals$} ± {half:.decimals$}")
 }
 
 fn stat(xs: &[f64], confidence: f64, unit: &str) -> Stat {
@@ -289,7 +316,7 @@ fn stat(xs: &[f64], confidence: f64, unit: &str) -> Stat {
         },
         Some(s) => {
             let text = match s.ci_half {
-                Some(h) => format!("{} ± {} {unit} (n={})", number(s.mean), number(h), s.n),
+                Some(h) => format!("{} {unit} (n={})", mean_ci(s.mean, h), s.n),
                 None => format!("{} {unit} (n={})", number(s.mean), s.n),
             };
             Stat {
@@ -377,5 +404,16 @@ mod tests {
         assert_eq!(number(9.0), "9.000");
         assert_eq!(number(-0.00001), "-0.00001000");
         assert_eq!(number(0.0), "0");
+    }
+
+    #[test]
+    fn the_interval_decides_the_digits_of_the_mean() {
+        use super::{mean_ci, percent};
+        assert_eq!(mean_ci(181.7, 56.18), "182 ± 56");
+        assert_eq!(mean_ci(6.337, 0.5353), "6.34 ± 0.54");
+        assert_eq!(mean_ci(0.07, 0.02484), "0.070 ± 0.025");
+        assert_eq!(mean_ci(44367.0, 13716.0), "44367 ± 13716");
+        assert_eq!(percent(0.95), "95");
+        assert_eq!(percent(0.025), "2.5");
     }
 }
