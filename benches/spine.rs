@@ -42,16 +42,16 @@ fn project(tag: &str, boards: usize, tests: usize, images: usize) -> PathBuf {
         )
         .unwrap();
     }
-    let mut images = String::new();
+    let mut image_tables = String::new();
     let mut names = Vec::new();
     for i in 0..images {
-        images.push_str(&format!("[images.os{i}]\ninstalled = true\n"));
+        image_tables.push_str(&format!("[images.os{i}]\ninstalled = true\n"));
         names.push(format!("\"os{i}\""));
     }
     std::fs::write(
         dir.join("scenarios/big.toml"),
         format!(
-            "title = \"big\"\n{images}[matrix]\nimage = [{}]\nboard = [\"b-*\"]\n\
+            "title = \"big\"\n{image_tables}[matrix]\nimage = [{}]\nboard = [\"b-*\"]\n\
              storage = [\"*\"]\nfilesystem = [\"as-is\"]\ntest = [{}]\n[method]\n\
              warmup = {{ runs = 0 }}\nruns = {{ min = 3, max = 3 }}\n",
             names.join(", "),
@@ -185,17 +185,22 @@ fn xz_overhead(pairs: usize) {
     .unwrap();
     let ws = config::load(&dir, &[dir.join("scenarios/xz.toml")]).unwrap();
     let p = plan::expand(&ws, &ws.scenarios[0]);
-    // The same corpus the recipe builds, built once for the direct runs.
-    let corpus = dir.join("corpus");
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "cd '{}' && yes benchpipe-corpus-seed | head -c 10485760 > seed && \
-             seq 1 20000000 | shuf --random-source=seed | head -c $((8 * 1048576)) > corpus",
-            dir.display()
-        ))
-        .status()
-        .unwrap();
+    // The same corpus the recipe builds (its own setup step, rendered), kept for the
+    // direct runs.
+    let recipe = &ws.recipes[&benchpipe::model::TestName::new("xz")];
+    let mut vars = benchpipe::bench::Vars::new();
+    vars.params(&p.cells[0].params)
+        .set("workdir", dir.join("direct").display().to_string());
+    let setup = benchpipe::bench::render(&recipe.setup[0].command, &vars).unwrap();
+    assert!(
+        Command::new("sh")
+            .arg("-c")
+            .arg(&setup)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let corpus = dir.join("direct/xz/corpus");
     let (mut direct, mut recorded) = (Vec::new(), Vec::new());
     for i in 0..pairs {
         direct.push(direct_xz(&corpus));

@@ -69,6 +69,18 @@ pub enum Command {
         #[arg(long)]
         no_report: bool,
     },
+    /// Statistics on files of numbers (one per line, `#` comments), like ministat:
+    /// each file's summary and CI, and each later file's difference from the first.
+    Stats {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Confidence level of intervals and tests.
+        #[arg(long, default_value_t = 0.95)]
+        confidence: f64,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Render the reports of the scenarios from the store.
     Report {
         #[arg(required = true)]
@@ -182,6 +194,22 @@ pub fn run(cli: Cli) -> Result<()> {
                     total: outcome.completed + outcome.already_complete + outcome.failed.len(),
                 });
             }
+            Ok(())
+        }
+        Command::Stats {
+            files,
+            confidence,
+            json,
+        } => {
+            let mut inputs = Vec::new();
+            for f in &files {
+                let text = std::fs::read_to_string(f).map_err(|e| {
+                    Error::Usage(format!("stats: cannot read {}: {e}", f.display()))
+                })?;
+                inputs.push((f.display().to_string(), text));
+            }
+            let out = crate::stats::ministat(&inputs, confidence, json).map_err(Error::Usage)?;
+            print!("{out}");
             Ok(())
         }
         Command::Report { files, store, out } => {

@@ -1,34 +1,6 @@
 //! Names: globs over board, storage and test names, and "did you mean" suggestions.
 
-/// Matches `name` against a glob where `*` is any run of characters and `?` is one.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    // Iterative matcher with one backtrack point: linear in practice, no recursion to
-    // blow the stack on a hostile pattern.
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ni));
-            pi += 1;
-        } else if let Some((sp, sn)) = star {
-            pi = sp + 1;
-            ni = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
-pub fn is_glob(pattern: &str) -> bool {
-    pattern.contains(['*', '?'])
-}
+pub use crate::plan::glob::{is_glob, matches as glob_match};
 
 /// Whether a file stem or table key is usable as a name: it appears in globs, paths of
 /// the store and shell commands, so it is kept to a plain alphabet.

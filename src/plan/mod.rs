@@ -45,7 +45,8 @@ impl Address {
         s
     }
 
-    fn matches(&self, p: &CellPattern) -> bool {
+    /// Whether this address matches a pattern (globs; an absent axis matches all).
+    pub fn matches(&self, p: &CellPattern) -> bool {
         fn axis(p: &Option<String>, v: Option<&str>) -> bool {
             match (p, v) {
                 (None, _) => true,
@@ -559,7 +560,8 @@ mod tests {
             "addresses, credentials, run counts and titles are not inputs"
         );
 
-        let changes: Vec<(&str, Box<dyn Fn(&mut Workspace)>)> = vec![
+        type Change = Box<dyn Fn(&mut Workspace)>;
+        let changes: Vec<(&str, Change)> = vec![
             (
                 "recipe text",
                 Box::new(|w| {

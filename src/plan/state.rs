@@ -9,17 +9,7 @@ use crate::store::CellData;
 
 use super::Cell;
 
-/// Why measured runs stop (or must go on).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StopRule {
-    /// Fixed count reached (no precision target).
-    Count,
-    /// Every primary metric's CI half-width is within the target.
-    Target,
-    /// `max` runs taken without reaching the target.
-    Max,
-}
+pub use crate::stats::StopReason as StopRule;
 
 /// What apply still owes a cell.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -61,28 +51,20 @@ impl CellState {
     }
 }
 
-/// Whether measured runs should stop, given the values of each primary metric so far.
-///
-/// Runs stop at `min` without a precision target; with one, they go on past `min` until
-/// every primary metric's confidence interval half-width is within `target` of its mean,
-/// or `max` runs were taken.
+/// Whether measured runs stop now, given each primary metric's values so far: the
+/// method's `runs = { min, max, target }` rule (see `stats::RunRule`).
 pub fn stop_rule(method: &Method, primaries: &[Vec<f64>], have: usize) -> Option<StopRule> {
-    let runs = &method.runs;
-    if have < runs.min as usize {
-        return None;
-    }
-    let Some(target) = runs.target else {
-        return Some(StopRule::Count);
-    };
-    let precise = primaries
-        .iter()
-        .all(|xs| stats::precision_reached(xs, method.confidence, target));
-    if precise {
-        Some(StopRule::Target)
-    } else if have >= runs.max as usize {
-        Some(StopRule::Max)
+    let rule = stats::RunRule::from_method(method);
+    // A recipe whose primary metrics are absent from the samples still stops on count.
+    let counts = [vec![0.0; have]];
+    let metrics: Vec<&[f64]> = if primaries.is_empty() {
+        counts.iter().map(Vec::as_slice).collect()
     } else {
-        None
+        primaries.iter().map(Vec::as_slice).collect()
+    };
+    match rule.decide_all(&metrics) {
+        stats::RunDecision::Stop(reason) => Some(reason),
+        stats::RunDecision::Continue => None,
     }
 }
 

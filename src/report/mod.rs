@@ -23,6 +23,8 @@ pub struct Report {
     pub methodology: String,
     pub confidence_pct: String,
     pub tests: Vec<TestTable>,
+    /// `[[report.compare]]`: candidates against their baseline, with significance.
+    pub comparisons: Vec<ComparisonRow>,
     /// Cells without enough data yet, with their state.
     pub incomplete: Vec<Incomplete>,
     pub skipped: Vec<String>,
@@ -65,6 +67,22 @@ pub struct Stat {
     pub min: Option<f64>,
     pub median: Option<f64>,
     pub max: Option<f64>,
+    /// Values classified as outliers (kept in the statistics, shown here).
+    pub outliers: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ComparisonRow {
+    pub metric: String,
+    pub baseline: String,
+    pub candidate: String,
+    /// `+53.2% (95% CI +40.1% .. +66.3%)`, or why there is no comparison.
+    pub difference: String,
+    /// `p = 0.0012`.
+    pub p: String,
+    /// better / worse / no significant difference.
+    pub verdict: String,
+    pub significant: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -233,7 +251,9 @@ pub fn build(
             rows,
         });
     }
+    let comparisons = comparisons(ws, scenario, plan, data);
     Report {
+        comparisons,
         title: scenario.title.clone(),
         description: scenario.description.clone(),
         scenario: scenario.name.clone(),
@@ -250,6 +270,139 @@ pub fn build(
 }
 
 type AxisFn = fn(&Address) -> String;
+
+/// A short name of a cell's configuration for comparison rows.
+fn config_label(a: &Address) -> String {
+    let mut parts = vec![a.board.to_string()];
+    if let Some(s) = &a.storage {
+        parts.push(s.to_string());
+    }
+    if let Some(f) = &a.filesystem {
+        parts.push(f.to_string());
+    }
+    parts.push(a.image.to_string());
+    parts.join(" / ")
+}
+
+/// Pairs every candidate cell with the baseline cell it is compared to: the only
+/// baseline when there is one, else the baseline that agrees on every axis neither
+/// pattern names (so "UASP vs no UASP" pairs the same board and image).
+fn comparisons(
+    ws: &Workspace,
+    scenario: &Scenario,
+    plan: &Plan,
+    data: &BTreeMap<CellKey, CellData>,
+) -> Vec<ComparisonRow> {
+    let mut rows = Vec::new();
+    for c in &scenario.compare {
+        let Some(recipe) = ws.recipes.get(&c.test) else {
+            continue;
+        };
+        let Some(spec) = recipe.metrics.iter().find(|m| m.name == c.metric) else {
+            continue;
+        };
+        let cells: Vec<_> = plan
+            .cells
+            .iter()
+            .filter(|x| x.address.test == c.test)
+            .collect();
+        let baselines: Vec<_> = cells
+            .iter()
+            .filter(|x| x.address.matches(&c.baseline))
+            .collect();
+        let named = |axis: fn(&crate::model::CellPattern) -> &Option<String>| {
+            axis(&c.baseline).is_some() || axis(&c.candidate).is_some()
+        };
+        let free: Vec<AxisFn> = [
+            (
+                named(|p| &p.image),
+                (|a: &Address| a.image.to_string()) as AxisFn,
+            ),
+            (named(|p| &p.board), |a| a.board.to_string()),
+            (named(|p| &p.storage), |a| format!("{:?}", a.storage)),
+            (named(|p| &p.filesystem), |a| format!("{:?}", a.filesystem)),
+        ]
+        .into_iter()
+        .filter(|(n, _)| !n)
+        .map(|(_, f)| f)
+        .collect();
+        let values = |key: &CellKey| -> Vec<f64> {
+            data.get(key)
+                .map(|d| {
+                    d.measured()
+                        .filter_map(|s| s.metrics.get(&c.metric).copied())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for cand in cells
+            .iter()
+            .filter(|x| x.address.matches(&c.candidate) && !x.address.matches(&c.baseline))
+        {
+            let base = if baselines.len() == 1 {
+                Some(baselines[0])
+            } else {
+                let same: Vec<_> = baselines
+                    .iter()
+                    .filter(|b| free.iter().all(|f| f(&b.address) == f(&cand.address)))
+                    .collect();
+                (same.len() == 1).then(|| *same[0])
+            };
+            let Some(base) = base else {
+                continue;
+            };
+            let (b, x) = (values(&base.key), values(&cand.key));
+            let mut row = ComparisonRow {
+                metric: format!("{}.{}", c.test, c.metric),
+                baseline: config_label(&base.address),
+                candidate: config_label(&cand.address),
+                difference: String::new(),
+                p: String::new(),
+                verdict: String::new(),
+                significant: false,
+            };
+            match stats::compare(
+                &b,
+                &x,
+                scenario.method.confidence,
+                stats::DEFAULT_NOISE_BAND,
+                spec.better,
+            ) {
+                Some(cmp) => {
+                    row.difference = format!(
+                        "{:+.1}% ({}% CI {:+.1}% .. {:+.1}%)",
+                        cmp.diff_pct,
+                        percent(cmp.confidence),
+                        cmp.ci_low_pct,
+                        cmp.ci_high_pct
+                    );
+                    row.p = format!("p = {}", p_value(cmp.welch.p));
+                    row.verdict = cmp.verdict.to_string();
+                    row.significant = cmp.significant;
+                }
+                None => {
+                    row.difference = format!(
+                        "needs at least 2 runs on each side (have {} and {})",
+                        b.len(),
+                        x.len()
+                    );
+                    row.verdict = "not enough data".into();
+                }
+            }
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// A p-value for people: 3 significant digits, scientific below 0.001.
+pub fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        format!("{p:.2e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
 
 /// The axes whose value differs among `cells`, in matrix order; the board alone when
 /// none does, so every table names what it measured.
@@ -295,7 +448,7 @@ pub fn percent(fraction: f64) -> String {
 /// `mean ± half`, with the half-width to two significant digits and the mean rounded
 /// to the same decimal place, so no digit is shown that the interval says is noise.
 pub fn mean_ci(mean: f64, half: f64) -> String {
-    if !(half.is_finite() && half > 0.0) || !mean.is_finite() {
+    if !(half.is_finite() && half > 0.0 && mean.is_finite()) {
         return format!("{} ± {}", number(mean), number(half));
     }
     let decimals = (1 - half.log10().floor() as i32).clamp(0, 9) as usize;
@@ -313,11 +466,18 @@ fn stat(xs: &[f64], confidence: f64, unit: &str) -> Stat {
             min: None,
             median: None,
             max: None,
+            outliers: 0,
         },
         Some(s) => {
+            let outliers = stats::outliers(xs).len();
+            let note = match outliers {
+                0 => String::new(),
+                1 => ", 1 outlier".to_string(),
+                k => format!(", {k} outliers"),
+            };
             let text = match s.ci_half {
-                Some(h) => format!("{} {unit} (n={})", mean_ci(s.mean, h), s.n),
-                None => format!("{} {unit} (n={})", number(s.mean), s.n),
+                Some(h) => format!("{} {unit} (n={}{note})", mean_ci(s.mean, h), s.n),
+                None => format!("{} {unit} (n={}{note})", number(s.mean), s.n),
             };
             Stat {
                 text,
@@ -328,6 +488,7 @@ fn stat(xs: &[f64], confidence: f64, unit: &str) -> Stat {
                 min: Some(s.min),
                 median: Some(s.median),
                 max: Some(s.max),
+                outliers,
             }
         }
     }
@@ -395,6 +556,86 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
 #[cfg(test)]
 mod tests {
     use super::number;
+    use super::*;
+    use crate::model::CellPattern;
+    use crate::plan::{expand, fixtures};
+    use crate::store::{FORMAT, RunKind, Sample};
+
+    fn with_samples(values: &[f64]) -> CellData {
+        CellData {
+            samples: values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Sample {
+                    format: FORMAT,
+                    seq: i as u32 + 1,
+                    kind: RunKind::Measured,
+                    session: "s".into(),
+                    started: 1000.0 + i as f64,
+                    ended: 1001.0 + i as f64,
+                    metrics: BTreeMap::from([("random_read".to_string(), *v)]),
+                    flags: vec![],
+                    telemetry: None,
+                    command: "fio".into(),
+                    log: String::new(),
+                })
+                .collect(),
+            ..CellData::default()
+        }
+    }
+
+    /// The seed's UASP table (14.41 vs 20.59 MB/s 4K random read), as three runs each.
+    #[test]
+    fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
+        let mut ws = fixtures::workspace();
+        ws.scenarios[0].compare.push(crate::model::Compare {
+            test: "disk-4k".into(),
+            metric: "random_read".into(),
+            baseline: CellPattern {
+                storage: Some("sd".into()),
+                ..CellPattern::default()
+            },
+            candidate: CellPattern {
+                storage: Some("usb".into()),
+                filesystem: Some("as-is".into()),
+                ..CellPattern::default()
+            },
+        });
+        let scenario = ws.scenarios[0].clone();
+        let plan = expand(&ws, &scenario);
+        let mut data = BTreeMap::new();
+        for c in &plan.cells {
+            let v: &[f64] = match (
+                c.address.storage.as_ref().map(|s| s.as_str()),
+                c.address.board.as_str(),
+            ) {
+                (Some("sd"), "pi-1") => &[14.2, 14.5, 14.53],
+                (Some("usb"), "pi-1") => &[20.4, 20.7, 20.67],
+                (Some("sd"), "pi-2") => &[14.2, 14.5, 14.53],
+                (Some("usb"), "pi-2") => &[14.0, 14.9, 14.33],
+                _ => &[1.0, 1.1, 1.2],
+            };
+            data.insert(c.key.clone(), with_samples(v));
+        }
+        let r = build(&ws, &scenario, &plan, &data);
+        assert_eq!(r.comparisons.len(), 2, "{:#?}", r.comparisons);
+        let pi1 = &r.comparisons[0];
+        assert_eq!(pi1.baseline, "pi-1 / sd / as-is / installed");
+        assert_eq!(pi1.candidate, "pi-1 / usb / as-is / installed");
+        assert!(
+            pi1.difference.starts_with("+42.9% (95% CI"),
+            "{}",
+            pi1.difference
+        );
+        assert_eq!(pi1.verdict, "better");
+        assert!(pi1.significant);
+        let pi2 = &r.comparisons[1];
+        assert!(!pi2.significant, "{pi2:?}");
+        assert_eq!(pi2.verdict, "no significant difference");
+        let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+        assert!(md.contains("| disk-4k.random_read | pi-1 / sd / as-is / installed | pi-1 / usb / as-is / installed | +42.9%"), "{md}");
+        assert!(md.contains("**better**"), "{md}");
+    }
 
     #[test]
     fn numbers_have_four_significant_digits() {
