@@ -179,7 +179,7 @@ fn xz_overhead(pairs: usize) {
     std::fs::write(
         dir.join("scenarios/xz.toml"),
         "title = \"xz\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
-         board = [\"here\"]\nstorage = [\"*\"]\nfilesystem = [\"as-is\"]\ntest = [\"xz\"]\n\
+         board = [\"here\"]\ntest = [\"xz\"]\n\
          [method]\nwarmup = { runs = 0 }\nruns = { min = 1, max = 1 }\n[params.xz]\ncorpus_mib = 8\n",
     )
     .unwrap();
