@@ -504,6 +504,82 @@ mod tests {
     }
 
     #[test]
+    fn exclude_removes_and_include_adds_back_like_a_ci_matrix() {
+        let mut ws = fixtures::workspace();
+        let m = &mut ws.scenarios[0].matrix;
+        m.exclude.push(CellPattern {
+            board: Some("pi-*".into()),
+            filesystem: Some("ext4".into()),
+            ..CellPattern::default()
+        });
+        m.include.push(CellPattern {
+            board: Some("pi-2".into()),
+            storage: Some("usb".into()),
+            filesystem: Some("ext4".into()),
+            test: Some("disk-4k".into()),
+            ..CellPattern::default()
+        });
+        let labels: Vec<String> = expand(&ws, &ws.scenarios[0])
+            .cells
+            .iter()
+            .map(|c| c.address.label())
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "disk-4k on pi-1 sd/as-is (installed)",
+                "disk-4k on pi-1 usb/as-is (installed)",
+                "xz on pi-1 (installed)",
+                "disk-4k on pi-2 sd/as-is (installed)",
+                "disk-4k on pi-2 usb/as-is (installed)",
+                "xz on pi-2 (installed)",
+                "disk-4k on pi-2 usb/ext4 (installed)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reasons() {
+        let mut ws = fixtures::workspace();
+        ws.boards
+            .get_mut(&"pi-2".into())
+            .unwrap()
+            .storage
+            .truncate(1);
+        let s = &mut ws.scenarios[0];
+        s.matrix.storage = vec!["usb".into()];
+        s.images.insert(
+            "raspios".into(),
+            crate::model::Image {
+                name: "raspios".into(),
+                source: ImageSource::Url {
+                    url: "https://example.invalid/raspios.img.xz".into(),
+                    sha256: "0".repeat(64),
+                },
+                expect_os_release: Default::default(),
+            },
+        );
+        s.matrix.image.push("raspios".into());
+        let plan = expand(&ws, &ws.scenarios[0]);
+        let reasons: Vec<&str> = plan.skipped.iter().map(|s| s.reason.as_str()).collect();
+        assert!(
+            reasons.contains(&"board pi-2 has no storage matching `usb`"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.contains("must be flashed, but board pi-1 has no [flash]")),
+            "{reasons:?}"
+        );
+        assert!(
+            plan.cells
+                .iter()
+                .all(|c| c.address.image.as_str() == "installed")
+        );
+    }
+
+    #[test]
     fn the_key_is_sha256_of_sorted_compact_json_behind_the_encoding_prefix() {
         // Expected value computed outside the project:
         // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v1\\x00'

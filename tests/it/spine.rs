@@ -323,3 +323,76 @@ fn bad_input_exits_2_naming_file_line_and_column() {
     let ok = p.bp(&["check", "scenarios/s.toml"]);
     assert!(ok.status.success(), "{}", text(&ok));
 }
+
+fn keys_of(dir: &Path, scenario: &str) -> Vec<String> {
+    let ws = benchpipe::config::load(dir, &[dir.join(scenario)]).expect("loads");
+    benchpipe::plan::expand(&ws, &ws.scenarios[0])
+        .cells
+        .iter()
+        .map(|c| c.key.to_string())
+        .collect()
+}
+
+#[test]
+fn comments_key_order_and_file_names_do_not_change_keys_but_inputs_do() {
+    let p = Project::new("keys").scenario("s", &["xz", "disk-4k"], 2, "");
+    let k0 = keys_of(&p.dir, "scenarios/s.toml");
+    assert_eq!(k0.len(), 2);
+
+    // The same study, reordered, commented, under another file name.
+    let original = std::fs::read_to_string(p.dir.join("scenarios/s.toml")).unwrap();
+    let mut lines: Vec<&str> = original.lines().collect();
+    let title = lines.remove(0);
+    let mut reordered = String::from("# a comment that changes nothing\n");
+    reordered.push_str(&lines.join("\n# another comment\n"));
+    reordered = reordered.replacen(
+        "[images.installed]",
+        &format!("{title}\n[images.installed]"),
+        1,
+    );
+    let p = p.write("scenarios/renamed.toml", &reordered);
+    std::fs::remove_file(p.dir.join("scenarios/s.toml")).unwrap();
+    assert_eq!(keys_of(&p.dir, "scenarios/renamed.toml"), k0);
+
+    // Reordered keys inside a recipe, and a comment in it: same keys.
+    let recipe = std::fs::read_to_string(p.dir.join("pipeline/disk-4k.toml")).unwrap();
+    let moved = recipe.replacen("uses_storage = true\n", "", 1) + "\n# moved to the end\n";
+    let moved = moved.replacen("[needs]", "uses_storage = true\n\n[needs]", 1);
+    let p = p.write("pipeline/disk-4k.toml", &moved);
+    assert_eq!(keys_of(&p.dir, "scenarios/renamed.toml"), k0);
+
+    // Changing the recipe's command changes its cell's key only.
+    let p = p.write(
+        "pipeline/disk-4k.toml",
+        &moved.replace("--iodepth=1", "--iodepth=2"),
+    );
+    let k1 = keys_of(&p.dir, "scenarios/renamed.toml");
+    assert_eq!(k1[0], k0[0], "xz is untouched");
+    assert_ne!(k1[1], k0[1], "disk-4k's command changed");
+}
+
+#[test]
+fn controller_side_steps_run_on_the_controller_transport() {
+    let p = Project::new("controller")
+        .write(
+            "pipeline/probe.toml",
+            r#"description = "the client runs on the controller, like an iperf3 client"
+uses_storage = false
+[run]
+on = "controller"
+command = "printf '{\"board\": \"%s\", \"host\": \"%s\", \"value\": 2}' {{ board }} {{ host }}"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "x", better = "higher" }
+"#,
+        )
+        .scenario("s", &["probe"], 2, "");
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    let s = p.samples("probe");
+    assert_eq!(measured(&s), 2);
+    assert_eq!(
+        s[1]["command"],
+        "printf '{\"board\": \"%s\", \"host\": \"%s\", \"value\": 2}' here localhost"
+    );
+}
