@@ -126,18 +126,6 @@ struct Job<'a> {
     primary: Vec<String>,
 }
 
-/// Connects to a board through the transport its file names.
-pub fn connect(board: &Board, timeout: Duration) -> Result<Box<dyn Transport>, TransportError> {
-    let _ = timeout;
-    match &board.connection {
-        Connection::Local => Ok(Box::new(Local::new())),
-        Connection::Ssh(t) => Err(TransportError::Other {
-            target: format!("{} ({})", board.name, t.host),
-            reason: "the SSH transport is not available in this build".into(),
-        }),
-    }
-}
-
 /// The primary metric names of a recipe.
 pub fn primary_metrics(recipe: &Recipe) -> Vec<String> {
     recipe
@@ -317,7 +305,7 @@ impl Worker<'_> {
             }
         };
         self.phase(None, "connect");
-        let mut board_t = match connect(self.board, Duration::from_secs(30)) {
+        let mut board_t = match crate::transport::connect(self.board, Duration::from_secs(30)) {
             Ok(t) => t,
             Err(e) => {
                 fail_all(&mut result, jobs, &e.to_string());

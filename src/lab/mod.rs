@@ -477,6 +477,9 @@ fn keygen(path: &Path, comment: &str) -> Result<(), Error> {
 }
 
 fn sshd_config(host_key: &Path, pid_file: &Path, authorized: &Path, address: Ipv4Addr) -> String {
+    // SetEnv SHLVL=1: bash sources the controller's ~/.bashrc for commands sshd runs,
+    // unless it is already a nested shell. A lab board shares the controller's files,
+    // and a bashrc that waits on a lock (pyenv's rehash does) would hang every command.
     format!(
         "# benchpipe lab board sshd\n\
          ListenAddress {address}:22\n\
@@ -493,6 +496,7 @@ fn sshd_config(host_key: &Path, pid_file: &Path, authorized: &Path, address: Ipv
          PrintLastLog no\n\
          X11Forwarding no\n\
          LogLevel ERROR\n\
+         SetEnv SHLVL=1\n\
          Subsystem sftp /usr/lib/openssh/sftp-server\n",
         host_key.display(),
         pid_file.display(),
