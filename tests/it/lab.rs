@@ -21,16 +21,16 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A lab under a fresh temporary root, with names of its own; torn down on drop, also
 /// when the test panicked.
-struct Lab {
-    root: PathBuf,
-    options: LabOptions,
-    info: LabInfo,
+pub struct Lab {
+    pub root: PathBuf,
+    pub options: LabOptions,
+    pub info: LabInfo,
     down_done: bool,
     _serial: MutexGuard<'static, ()>,
 }
 
 impl Lab {
-    fn up(boards: usize) -> Lab {
+    pub fn up(boards: usize) -> Lab {
         let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -63,7 +63,7 @@ impl Lab {
         }
     }
 
-    fn board(&self, i: usize) -> &LabBoard {
+    pub fn board(&self, i: usize) -> &LabBoard {
         &self.info.boards[i]
     }
 
