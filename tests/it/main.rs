@@ -3,6 +3,7 @@
 
 mod config;
 mod lab;
+mod parallel;
 mod parsers;
 mod spine;
 mod stats;

@@ -1,0 +1,182 @@
+//! Integration tests: apply on the virtual lab over real SSH: boards in parallel,
+//! exclusive resources, a board whose sshd dies mid-run, and the resume after it.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::lab::Lab;
+
+fn bp(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(args)
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Every stored sample of `test`, with the board it ran on.
+fn samples(root: &Path, test: &str) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(root.join("results")) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(rest) = name.get(33..) else { continue };
+        let Some(board) = rest.strip_prefix(&format!("{test}-")) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+        for line in text.lines() {
+            if let Ok(v) = serde_json::from_str(line) {
+                out.push((board.to_string(), v));
+            }
+        }
+    }
+    out
+}
+
+fn write_project(lab: &Lab, tests: &[&str], runs: u32, recipes: &[(&str, &str)]) {
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    for (name, text) in recipes {
+        std::fs::write(root.join(format!("pipeline/{name}.toml")), text).unwrap();
+    }
+    let tests: Vec<String> = tests.iter().map(|t| format!("\"{t}\"")).collect();
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"lab\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [\"{}-*\"]\ntest = [{}]\n[method]\n\
+             warmup = {{ runs = 0 }}\nruns = {{ min = {runs}, max = {runs} }}\n",
+            lab.options.board_prefix,
+            tests.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+const NET: &str = r#"description = "a client on the controller, like iperf3 -c: one board at a time"
+uses_storage = false
+exclusive = ["controller-network"]
+[run]
+on = "controller"
+command = "sleep 0.3; echo '{\"value\": 1}'"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "x", better = "higher" }
+"#;
+
+const BUSY: &str = r#"description = "runs on the board, where boards work in parallel"
+uses_storage = false
+[run]
+command = "sleep 0.5; echo '{\"value\": 1}'"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "x", better = "higher" }
+"#;
+
+fn interval(s: &serde_json::Value) -> (f64, f64) {
+    (s["started"].as_f64().unwrap(), s["ended"].as_f64().unwrap())
+}
+
+#[test]
+fn three_boards_run_in_parallel_and_exclusive_cells_never_overlap() {
+    let lab = Lab::up(3);
+    write_project(&lab, &["net", "busy"], 3, &[("net", NET), ("busy", BUSY)]);
+    let apply = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+
+    let net = samples(&lab.root, "net");
+    assert_eq!(net.len(), 9, "3 boards x 3 runs");
+    for (i, (ba, a)) in net.iter().enumerate() {
+        for (bb, b) in &net[i + 1..] {
+            let ((s1, e1), (s2, e2)) = (interval(a), interval(b));
+            assert!(
+                e1 <= s2 || e2 <= s1,
+                "runs holding controller-network overlap: {ba} {s1}..{e1} and {bb} {s2}..{e2}"
+            );
+        }
+    }
+    // Without a shared resource, boards do work at the same time.
+    let busy = samples(&lab.root, "busy");
+    assert_eq!(busy.len(), 9);
+    let overlapping = busy.iter().enumerate().any(|(i, (ba, a))| {
+        busy[i + 1..].iter().any(|(bb, b)| {
+            let ((s1, e1), (s2, e2)) = (interval(a), interval(b));
+            ba != bb && s1 < e2 && s2 < e1
+        })
+    });
+    assert!(overlapping, "no two boards ever ran at once: {busy:?}");
+}
+
+#[test]
+fn a_board_whose_sshd_dies_fails_alone_and_a_rerun_completes_only_its_cell() {
+    let lab = Lab::up(3);
+    let slow = BUSY.replace("sleep 0.5", "sleep 0.7");
+    write_project(&lab, &["slow"], 6, &[("slow", &slow)]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(&lab.root)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let victim = lab.board(0).name.to_string();
+    let t0 = Instant::now();
+    while !samples(&lab.root, "slow").iter().any(|(b, _)| *b == victim) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "board never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    benchpipe::lab::kill_sshd(lab.board(0)).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("FAILED slow on {victim}")),
+        "the victim's cell failed: {err}"
+    );
+    assert!(err.contains("1 failed"), "{err}");
+    let per_board = |board: &str| {
+        samples(&lab.root, "slow")
+            .iter()
+            .filter(|(b, s)| b == board && s["kind"] == "measured")
+            .count()
+    };
+    for other in [&lab.board(1).name, &lab.board(2).name] {
+        assert_eq!(per_board(other.as_str()), 6, "{other} finished: {err}");
+    }
+    let kept = per_board(&victim);
+    assert!((1..6).contains(&kept), "{kept}");
+
+    let plan = bp(&lab.root, &["plan", "scenarios/s.toml"]);
+    let plan_text = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan_text.contains("last failure:"), "{plan_text}");
+    assert!(plan_text.contains(&victim), "{plan_text}");
+
+    benchpipe::lab::start_sshd(lab.board(0)).unwrap();
+    let rerun = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert!(rerun.status.success(), "{}", text(&rerun));
+    assert!(
+        String::from_utf8_lossy(&rerun.stderr).contains("1 cell(s) to run, 2 already complete"),
+        "{}",
+        text(&rerun)
+    );
+    assert_eq!(per_board(&victim), 6);
+}
