@@ -362,18 +362,17 @@ mod tests {
 
     #[test]
     fn swapping_from_a_real_vmstat_pair() {
-        // pswpin/pswpout read from /proc/vmstat on this project's VM before and after
-        // pushing 16 MiB of a process's pages out with madvise(MADV_PAGEOUT) and reading
-        // them back (see tests/it/telemetry.rs, which does it live when it can).
+        // pswpin/pswpout as read from /proc/vmstat on this project's VM around a real
+        // swap episode: a pipeline holding 24 MB in a 16 MB memory cgroup, with a swap
+        // file on (tests/it/telemetry.rs does this live where it can).
         let t = parse_trace(&ticks(&[
-            "s 1 - | | 0 0 | | | -",
-            "s 2 - | | 0 4096 | | | -",
-            "s 3 - | | 4096 4096 | | | -",
+            "s 1 - | | 556681 324399 | | | -",
+            "s 2 - | | 561844 327526 | | | -",
         ]));
         let s = summarize(&t);
         assert_eq!(
             (s.swap_in_pages, s.swap_out_pages),
-            (Some(4096), Some(4096))
+            (Some(5163), Some(3127))
         );
         assert_eq!(flags(&s, &th()), vec!["swapping"]);
         let quiet = parse_trace(&ticks(&["s 1 - | | 7 7 | | | -", "s 2 - | | 7 7 | | | -"]));

@@ -137,11 +137,14 @@ pub fn parse_trace(text: &str) -> Trace {
                 trace.has_vcgencmd = true;
                 Some(())
             }
-            "tis" => match rest {
-                "start" => Some(section = Section::TisStart),
-                "end" => Some(section = Section::TisEnd),
-                _ => None,
-            },
+            "tis" => {
+                let next = match rest {
+                    "start" => Some(Section::TisStart),
+                    "end" => Some(Section::TisEnd),
+                    _ => None,
+                };
+                next.map(|n| section = n)
+            }
             "policy" if section != Section::None => {
                 let mut f = rest.split_whitespace();
                 f.next().map(|path| {

@@ -6,3 +6,4 @@ mod lab;
 mod parsers;
 mod spine;
 mod stats;
+mod telemetry;
