@@ -19,11 +19,27 @@ fn machine() -> std::sync::MutexGuard<'static, ()> {
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn scratch(tag: &str) -> PathBuf {
+/// A scratch directory, removed on drop (declare it first so it goes last).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("bp-tel-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 fn board(workdir: &Path, thermal: Option<String>) -> Board {
@@ -214,7 +230,6 @@ fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
         benchpipe::telemetry::rejudge(&done.telemetry, &lenient),
         Some(vec!["throttled".to_string(), "under-voltage".to_string()])
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -243,7 +258,6 @@ fn fake_vcgencmd_with_sticky_bits_from_before_the_run_flags_nothing() {
         .filter(|f| *f == "throttled" || *f == "under-voltage")
         .collect();
     assert!(throttle_flags.is_empty(), "{:?}", done.flags);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -263,7 +277,6 @@ fn real_cpu_burners_outside_the_test_are_background_load() {
         done.flags
     );
     assert!(s.load1_max.is_some());
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -458,7 +471,6 @@ fn real_swap_traffic_is_flagged_swapping() {
         "{}",
         quiet.trace
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -476,7 +488,6 @@ fn the_sampler_is_gone_after_finish_and_so_are_its_files() {
     assert!(done.summary.samples >= 2);
     assert!(processes_with_arg(&run_dir).is_empty());
     assert!(!Path::new(&run_dir).exists());
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -520,7 +531,6 @@ fn an_abandoned_sampler_ends_by_itself() {
     assert!(!Path::new(&first_dir).exists());
     second.abort(&mut t);
     assert!(processes_with_arg(&dir.join("work/telemetry/next").display().to_string()).is_empty());
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The sampler's CPU cost, measured: its own and its children's CPU time (from
@@ -559,7 +569,6 @@ fn the_sampler_costs_little_cpu() {
         per_minute < 0.6,
         "the sampler used {per_minute:.3} CPU s per minute (1% of a CPU is 0.6)"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Loads a one-board, one-test workspace whose scenario has this `[method]` body.
@@ -587,11 +596,9 @@ fn load_method(method: &str) -> Result<benchpipe::model::Method, String> {
              [method]\n{method}\n"
         ),
     );
-    let result = benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")])
+    benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")])
         .map(|ws| ws.scenarios[0].method.clone())
-        .map_err(|d| d.to_string());
-    std::fs::remove_dir_all(&dir).ok();
-    result
+        .map_err(|d| d.to_string())
 }
 
 fn fnv(s: &str) -> u64 {
