@@ -122,6 +122,8 @@ fn noop_reapply_1000() {
                 telemetry: None,
                 command: "echo".into(),
                 log: format!("logs/{seq:04}.log"),
+                order: None,
+                board_seq: None,
             })
             .unwrap();
         }

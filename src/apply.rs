@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use crate::bench::{self, Vars};
 use crate::error::{Error, Result};
 use crate::model::{
-    Board, Connection, Cooldown, Filesystem, Recipe, Side, Step, Storage, Workspace,
+    AS_IS, Board, Connection, Cooldown, Filesystem, Recipe, RunOrder, Side, Step, Storage,
+    Workspace,
 };
 use crate::plan::state;
 use crate::plan::{Address, Cell};
@@ -125,18 +126,6 @@ struct Job<'a> {
     primary: Vec<String>,
 }
 
-/// Connects to a board through the transport its file names.
-pub fn connect(board: &Board, timeout: Duration) -> Result<Box<dyn Transport>, TransportError> {
-    let _ = timeout;
-    match &board.connection {
-        Connection::Local => Ok(Box::new(Local::new())),
-        Connection::Ssh(t) => Err(TransportError::Other {
-            target: format!("{} ({})", board.name, t.host),
-            reason: "the SSH transport is not available in this build".into(),
-        }),
-    }
-}
-
 /// The primary metric names of a recipe.
 pub fn primary_metrics(recipe: &Recipe) -> Vec<String> {
     recipe
@@ -242,6 +231,22 @@ struct Worker<'a> {
     resources: &'a Resources,
 }
 
+/// A cell being worked on: its store writer, template values and samples so far.
+struct LiveCell<'j, 'c> {
+    job: &'j Job<'c>,
+    writer: CellWriter,
+    vars: Vars,
+    data: crate::store::CellData,
+}
+
+/// What a cell needs mounted; cells with equal needs can take turns.
+fn mount_of(cell: &Cell) -> Option<(String, String)> {
+    match (&cell.address.storage, &cell.filesystem) {
+        (Some(s), Some(f)) if f.kind != AS_IS => Some((s.to_string(), f.name.to_string())),
+        _ => None,
+    }
+}
+
 /// Why a cell did not complete.
 enum CellError {
     /// The cell itself failed (its tool broke, its output did not parse).
@@ -300,7 +305,7 @@ impl Worker<'_> {
             }
         };
         self.phase(None, "connect");
-        let mut board_t = match connect(self.board, Duration::from_secs(30)) {
+        let mut board_t = match crate::transport::connect(self.board, Duration::from_secs(30)) {
             Ok(t) => t,
             Err(e) => {
                 fail_all(&mut result, jobs, &e.to_string());
@@ -319,36 +324,70 @@ impl Worker<'_> {
         // The storage and filesystem mounted now; reformatted only when a cell needs
         // another, and unmounted when the board is done.
         let mut mounted: Option<(Storage, Filesystem)> = None;
-        for (i, job) in jobs.iter().enumerate() {
+        let interleaved = jobs
+            .iter()
+            .any(|j| j.cell.method.order == RunOrder::Interleaved);
+        let mut t = Transports {
+            board: board_t.as_mut(),
+            controller: controller_t.as_mut(),
+        };
+        let mut board_seq = 0u64;
+        let mut rest: &[Job<'_>] = jobs;
+        while !rest.is_empty() {
             if self.stop.load(Ordering::SeqCst) {
                 result.interrupted = true;
                 break;
             }
-            let t = Transports {
-                board: board_t.as_mut(),
-                controller: controller_t.as_mut(),
+            // Blocked: one cell at a time. Interleaved: every following cell that needs
+            // the same storage setup takes its runs in turns with the others.
+            let len = if interleaved {
+                1 + rest[1..]
+                    .iter()
+                    .take_while(|j| mount_of(j.cell) == mount_of(rest[0].cell))
+                    .count()
+            } else {
+                1
             };
-            match self.run_cell(t, job, &facts, &mut mounted) {
-                Ok(measured) => {
-                    result.completed += 1;
-                    self.progress.event(Event::CellDone {
-                        board: self.name(),
-                        cell: &job.cell.address,
-                        measured,
-                    });
+            let (group, tail) = rest.split_at(len);
+            rest = tail;
+            let order = if interleaved {
+                RunOrder::Interleaved
+            } else {
+                RunOrder::Blocked
+            };
+            let outcomes =
+                self.run_group(&mut t, group, &facts, &mut mounted, order, &mut board_seq);
+            let mut board_lost = None;
+            for (job, outcome) in group.iter().zip(outcomes) {
+                match outcome {
+                    Ok(measured) => {
+                        result.completed += 1;
+                        self.progress.event(Event::CellDone {
+                            board: self.name(),
+                            cell: &job.cell.address,
+                            measured,
+                        });
+                    }
+                    Err(CellError::Interrupted) => result.interrupted = true,
+                    Err(CellError::Cell(cause)) => {
+                        self.fail_cell(job.cell, &cause);
+                        result.failed.push((job.cell.address.clone(), cause));
+                    }
+                    Err(CellError::Board(cause)) => {
+                        self.fail_cell(job.cell, &cause);
+                        result
+                            .failed
+                            .push((job.cell.address.clone(), cause.clone()));
+                        board_lost = Some(cause);
+                    }
                 }
-                Err(CellError::Interrupted) => {
-                    result.interrupted = true;
-                    break;
-                }
-                Err(CellError::Cell(cause)) => {
-                    self.fail_cell(job.cell, &cause);
-                    result.failed.push((job.cell.address.clone(), cause));
-                }
-                Err(CellError::Board(cause)) => {
-                    fail_all(&mut result, &jobs[i..], &cause);
-                    break;
-                }
+            }
+            if let Some(cause) = board_lost {
+                fail_all(&mut result, rest, &cause);
+                break;
+            }
+            if result.interrupted {
+                break;
             }
         }
         if let Some((s, f)) = mounted.take()
@@ -434,20 +473,145 @@ impl Worker<'_> {
         Ok(())
     }
 
-    fn run_cell(
+    /// Runs a group of cells that share one storage setup: setup of each, one cool-down,
+    /// warm-ups, then measured runs (in turns when interleaved) until every cell's stop
+    /// rule is met, and teardown of each whatever happened. Returns one outcome per cell.
+    fn run_group(
         &self,
-        t: Transports<'_>,
-        job: &Job<'_>,
+        t: &mut Transports<'_>,
+        group: &[Job<'_>],
         facts: &Value,
         mounted: &mut Option<(Storage, Filesystem)>,
-    ) -> Result<usize, CellError> {
+        order: RunOrder,
+        board_seq: &mut u64,
+    ) -> Vec<Result<usize, CellError>> {
+        let mut live: Vec<Option<LiveCell<'_, '_>>> = Vec::with_capacity(group.len());
+        let mut outcomes: Vec<Option<Result<usize, CellError>>> = Vec::new();
+        for job in group {
+            match self.begin_cell(t, job, facts, mounted) {
+                Ok(cell) => {
+                    live.push(Some(cell));
+                    outcomes.push(None);
+                }
+                Err(e) => {
+                    live.push(None);
+                    outcomes.push(Some(Err(e)));
+                }
+            }
+        }
+        let fatal = |o: &Result<usize, CellError>| {
+            matches!(o, Err(CellError::Board(_)) | Err(CellError::Interrupted))
+        };
+        let mut stop_all: Option<CellError> = None;
+
+        if live.iter().any(Option::is_some) {
+            let first = live.iter().flatten().next().map(|c| &c.job.cell.address);
+            if let Err(e) = self.cooldown(t.board, first, &group[0].cell.method.cooldown) {
+                stop_all = Some(e);
+            }
+        }
+        // Warm-ups, each cell's in turn; then measured rounds. Blocked order is the same
+        // loop with a group of one.
+        if stop_all.is_none() {
+            for (i, slot) in live.iter_mut().enumerate() {
+                let Some(cell) = slot else { continue };
+                if let Err(e) = self.warm_up(t, cell, order, board_seq) {
+                    let is_fatal = matches!(e, CellError::Board(_) | CellError::Interrupted);
+                    outcomes[i] = Some(Err(e));
+                    if is_fatal {
+                        break;
+                    }
+                }
+            }
+        }
+        loop {
+            if stop_all.is_some() || outcomes.iter().flatten().any(fatal) {
+                break;
+            }
+            let mut ran = false;
+            for (i, slot) in live.iter_mut().enumerate() {
+                let Some(cell) = slot else { continue };
+                if outcomes[i].is_some() {
+                    continue;
+                }
+                let have = cell.data.measured_count();
+                let primaries = state::primary_values(&cell.job.primary, &cell.data);
+                if state::stop_rule(&cell.job.cell.method, &primaries, have).is_some() {
+                    outcomes[i] = Some(Ok(have));
+                    continue;
+                }
+                let want = cell.job.cell.method.runs.min.max(have as u32 + 1);
+                self.phase(
+                    Some(&cell.job.cell.address),
+                    format!("run {}/{}", have + 1, want),
+                );
+                match self.one_run(
+                    t,
+                    cell,
+                    RunKind::Measured,
+                    have as u32 + 1,
+                    order,
+                    board_seq,
+                ) {
+                    Ok(sample) => {
+                        cell.data.samples.push(sample);
+                        ran = true;
+                    }
+                    Err(e) => {
+                        let is_fatal = matches!(e, CellError::Board(_) | CellError::Interrupted);
+                        outcomes[i] = Some(Err(e));
+                        if is_fatal {
+                            break;
+                        }
+                    }
+                }
+            }
+            if !ran {
+                break;
+            }
+        }
+        // Teardown runs for every cell that was set up, whatever happened, so no scratch
+        // file outlives its cell. A board that is gone cannot be torn down.
+        let board_gone = outcomes
+            .iter()
+            .flatten()
+            .any(|o| matches!(o, Err(CellError::Board(_))));
+        for (i, slot) in live.iter().enumerate() {
+            let Some(cell) = slot else { continue };
+            if board_gone {
+                break;
+            }
+            self.phase(Some(&cell.job.cell.address), "teardown");
+            let _held = self.resources.acquire(&cell.job.recipe.exclusive);
+            if let Err(e) = self.steps(t, &cell.job.recipe.teardown, &cell.vars, "teardown")
+                && matches!(outcomes[i], None | Some(Ok(_)))
+            {
+                outcomes[i] = Some(Err(CellError::Cell(e)));
+            }
+        }
+        outcomes
+            .into_iter()
+            .map(|o| match (o, &stop_all) {
+                (Some(o), _) => o,
+                (None, Some(CellError::Board(c))) => Err(CellError::Board(c.clone())),
+                (None, Some(CellError::Cell(c))) => Err(CellError::Cell(c.clone())),
+                (None, _) => Err(CellError::Interrupted),
+            })
+            .collect()
+    }
+
+    /// Opens a cell in the store, prepares its storage and runs its setup.
+    fn begin_cell<'j, 'c>(
+        &self,
+        t: &mut Transports<'_>,
+        job: &'j Job<'c>,
+        facts: &Value,
+        mounted: &mut Option<(Storage, Filesystem)>,
+    ) -> Result<LiveCell<'j, 'c>, CellError> {
         let cell = job.cell;
         let addr = &cell.address;
-        let mut writer = self.store.begin(cell)?;
+        let writer = self.store.begin(cell)?;
         writer.write_facts(facts)?;
-        let _held = self.resources.acquire(&job.recipe.exclusive);
-
-        let mut t = t;
         let storage = addr.storage.as_ref().and_then(|s| self.board.storage(s));
         if let (Some(fs), Some(st)) = (&cell.filesystem, storage) {
             let wanted = (st.name.clone(), fs.name.clone());
@@ -459,7 +623,9 @@ impl Worker<'_> {
                 if let Some((s, f)) = mounted.take() {
                     storage::release(t.board, &s, &f).map_err(CellError::Cell)?;
                 }
-                self.phase(Some(addr), format!("prepare {} as {}", st.name, fs.name));
+                if fs.kind != AS_IS {
+                    self.phase(Some(addr), format!("format {} as {}", st.name, fs.name));
+                }
                 storage::prepare(t.board, st, fs).map_err(CellError::Cell)?;
                 *mounted = Some((st.clone(), fs.clone()));
             }
@@ -476,70 +642,61 @@ impl Worker<'_> {
             .set("board", self.board.name.as_str())
             .set("host", board_host(self.board))
             .set("run", 0);
-
-        let result = self.cell_body(&mut t, job, &mut writer, &mut vars);
-        // Teardown runs whatever happened, so no scratch file outlives the cell.
-        self.phase(Some(addr), "teardown");
-        let teardown = self.steps(&mut t, &job.recipe.teardown, &vars, "teardown");
-        let measured = result?;
-        teardown.map_err(CellError::Cell)?;
-        Ok(measured)
+        self.phase(Some(addr), "setup");
+        {
+            let _held = self.resources.acquire(&job.recipe.exclusive);
+            self.steps(t, &job.recipe.setup, &vars, "setup")
+                .map_err(CellError::Cell)?;
+        }
+        let data = self.store.read(cell)?;
+        Ok(LiveCell {
+            job,
+            writer,
+            vars,
+            data,
+        })
     }
 
-    fn cell_body(
+    /// The warm-up runs of one cell: executed, recorded as warm-up, discarded by stats.
+    fn warm_up(
         &self,
         t: &mut Transports<'_>,
-        job: &Job<'_>,
-        writer: &mut CellWriter,
-        vars: &mut Vars,
-    ) -> Result<usize, CellError> {
-        let cell = job.cell;
-        let addr = &cell.address;
-        self.phase(Some(addr), "setup");
-        self.steps(t, &job.recipe.setup, vars, "setup")
-            .map_err(CellError::Cell)?;
-
-        self.cooldown(t.board, addr, &cell.method.cooldown)?;
-
-        let warmup = &cell.method.warmup;
+        cell: &mut LiveCell<'_, '_>,
+        order: RunOrder,
+        board_seq: &mut u64,
+    ) -> Result<(), CellError> {
+        let warmup = cell.job.cell.method.warmup.clone();
         let started = Instant::now();
         let mut k = 0u32;
         while k < warmup.runs || warmup.duration.is_some_and(|d| started.elapsed() < d) {
             k += 1;
-            self.phase(Some(addr), format!("warm-up {k}/{}", warmup.runs.max(k)));
-            self.one_run(t, job, writer, vars, RunKind::Warmup, k)?;
+            self.phase(
+                Some(&cell.job.cell.address),
+                format!("warm-up {k}/{}", warmup.runs.max(k)),
+            );
+            self.one_run(t, cell, RunKind::Warmup, k, order, board_seq)?;
         }
-
-        let mut data = self.store.read(cell)?;
-        let mut have = data.measured_count();
-        loop {
-            let primaries = state::primary_values(&job.primary, &data);
-            if state::stop_rule(&cell.method, &primaries, have).is_some() {
-                break;
-            }
-            let want = cell.method.runs.min.max(have as u32 + 1);
-            self.phase(Some(addr), format!("run {}/{}", have + 1, want));
-            let sample = self.one_run(t, job, writer, vars, RunKind::Measured, have as u32 + 1)?;
-            data.samples.push(sample);
-            have += 1;
-        }
-        Ok(have)
+        Ok(())
     }
 
     /// One warm-up or measured run: execute, log, parse, append.
     fn one_run(
         &self,
         t: &mut Transports<'_>,
-        job: &Job<'_>,
-        writer: &mut CellWriter,
-        vars: &mut Vars,
+        cell: &mut LiveCell<'_, '_>,
         kind: RunKind,
         index: u32,
+        order: RunOrder,
+        board_seq: &mut u64,
     ) -> Result<Sample, CellError> {
         if self.stop.load(Ordering::SeqCst) {
             return Err(CellError::Interrupted);
         }
+        let job = cell.job;
+        let writer = &mut cell.writer;
+        let vars = &mut cell.vars;
         vars.set("run", index);
+        let _held = self.resources.acquire(&job.recipe.exclusive);
         let step = &job.recipe.run;
         let command = bench::render(&step.command, vars).map_err(CellError::Cell)?;
         let seq = writer.next_seq();
@@ -594,8 +751,11 @@ impl Worker<'_> {
             telemetry: None,
             command,
             log: rel,
+            order: Some(order),
+            board_seq: Some(*board_seq + 1),
         };
         writer.append(&sample)?;
+        *board_seq += 1;
         self.progress.event(Event::Run {
             board: self.name(),
             cell: &job.cell.address,
@@ -635,13 +795,13 @@ impl Worker<'_> {
     fn cooldown(
         &self,
         board: &mut dyn Transport,
-        addr: &Address,
+        addr: Option<&Address>,
         cooldown: &Cooldown,
     ) -> Result<(), CellError> {
         match cooldown {
             Cooldown::None => Ok(()),
             Cooldown::Fixed { duration } => {
-                self.phase(Some(addr), format!("cool-down {}s", duration.as_secs()));
+                self.phase(addr, format!("cool-down {}s", duration.as_secs()));
                 self.sleep(*duration)
             }
             Cooldown::UntilBelow { celsius, max } => {
@@ -652,7 +812,7 @@ impl Worker<'_> {
                         Some(c) if c < *celsius => return Ok(()),
                         None => return Ok(()),
                         Some(c) => {
-                            self.phase(Some(addr), format!("cool-down {c:.1}°C > {celsius}°C"));
+                            self.phase(addr, format!("cool-down {c:.1}°C > {celsius}°C"));
                         }
                     }
                     if t0.elapsed() >= *max {

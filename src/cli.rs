@@ -81,6 +81,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The virtual lab: boards made of network namespaces, each running a real sshd.
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+        /// The project whose boards/ receives the lab's board files.
+        #[arg(long, default_value = ".", value_name = "DIR", global = true)]
+        root: PathBuf,
+    },
+    /// Board utilities.
+    Boards {
+        #[command(subcommand)]
+        action: BoardsAction,
+        /// The project holding boards/.
+        #[arg(long, default_value = ".", value_name = "DIR", global = true)]
+        root: PathBuf,
+    },
     /// Render the reports of the scenarios from the store.
     Report {
         #[arg(required = true)]
@@ -91,6 +107,29 @@ pub enum Command {
         #[arg(long, default_value = "reports", value_name = "DIR")]
         out: PathBuf,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabAction {
+    /// Build N boards (needs root): netns + veth + sshd + loop-device disks each, and
+    /// write boards/lab-N.toml and the lab's own known_hosts.
+    Up {
+        #[arg(long, default_value_t = 3)]
+        boards: usize,
+    },
+    /// Remove every part of the lab, also after a crash.
+    Down,
+    /// Show the lab's boards and whether their sshd runs.
+    Status,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BoardsAction {
+    /// Fetch a board's SSH host key and add it to its known_hosts, printing the
+    /// fingerprint: the explicit step that accepts an unknown or changed key.
+    Trust { name: String },
+    /// List the boards and how they are reached.
+    List,
 }
 
 pub fn main() -> ExitCode {
@@ -211,6 +250,82 @@ pub fn run(cli: Cli) -> Result<()> {
             let out = crate::stats::ministat(&inputs, confidence, json).map_err(Error::Usage)?;
             print!("{out}");
             Ok(())
+        }
+        Command::Lab { action, root } => match action {
+            LabAction::Up { boards } => {
+                let info = crate::lab::up(&root, boards)?;
+                if info.already_up {
+                    println!("lab already up with {} board(s)", info.boards.len());
+                }
+                for b in &info.boards {
+                    println!("{}  {}  {}", b.name, b.address, b.board_file.display());
+                }
+                Ok(())
+            }
+            LabAction::Down => {
+                crate::lab::down(&root)?;
+                println!("lab down");
+                Ok(())
+            }
+            LabAction::Status => {
+                match crate::lab::status(&root)? {
+                    None => println!("no lab under {}", root.display()),
+                    Some(info) => {
+                        for b in &info.boards {
+                            println!(
+                                "{}  {}  sshd {}",
+                                b.name,
+                                b.address,
+                                if b.sshd_running {
+                                    "running"
+                                } else {
+                                    "NOT running"
+                                }
+                            );
+                        }
+                    }
+                }
+                Ok(())
+            }
+        },
+        Command::Boards { action, root } => {
+            let boards = config::load_boards(&root).map_err(Error::Config)?;
+            match action {
+                BoardsAction::List => {
+                    for b in boards.values() {
+                        let how = match &b.connection {
+                            crate::model::Connection::Local => "local".to_string(),
+                            crate::model::Connection::Ssh(t) => format!("ssh {}", t.host),
+                        };
+                        println!("{}  {}  {}", b.name, b.model, how);
+                    }
+                    Ok(())
+                }
+                BoardsAction::Trust { name } => {
+                    let board = boards
+                        .get(&crate::model::BoardName::new(name.as_str()))
+                        .ok_or_else(|| {
+                            let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                            Error::Usage(format!(
+                                "no board named `{name}` in {}/boards; known: {}",
+                                root.display(),
+                                known.join(", ")
+                            ))
+                        })?;
+                    let crate::model::Connection::Ssh(target) = &board.connection else {
+                        return Err(Error::Usage(format!(
+                            "board `{name}` is local; it has no host key to trust"
+                        )));
+                    };
+                    let fp = crate::transport::ssh::trust(
+                        &board.name,
+                        target,
+                        std::time::Duration::from_secs(30),
+                    )?;
+                    println!("trusted {name}: {fp}");
+                    Ok(())
+                }
+            }
         }
         Command::Report { files, store, out } => {
             let ws = load(&files)?;

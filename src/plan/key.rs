@@ -99,8 +99,10 @@ pub fn cell_inputs(
     json!({
         "image": image.source.identity(&image.name),
         "board": { "name": board.name, "model": board.model, "arch": board.arch },
+        // The medium is its name and model; the device path is an address (a loop
+        // device number, a by-id link) that may change while the medium does not.
         "storage": storage.map(|s| json!({
-            "name": s.name, "device": s.device, "model": s.model, "role": s.role,
+            "name": s.name, "model": s.model, "role": s.role,
         })),
         "filesystem": filesystem.map(|f| json!({
             "kind": f.kind, "mkfs_options": f.mkfs_options, "mount_options": f.mount_options,

@@ -598,13 +598,13 @@ mod tests {
         let ws = fixtures::workspace();
         let got = keys(&ws);
         let want = [
-            "94dc5405f05c3cb19993a0df8321d0b4 disk-4k on pi-1 sd/as-is (installed)",
-            "727fe6e145bf8b08d7b63aa3d95056e8 disk-4k on pi-1 usb/as-is (installed)",
-            "e1bcba67a39859394955737f0ceca6cf disk-4k on pi-1 usb/ext4 (installed)",
+            "ada6650279ed51c76cfcbbbc1c2e60a0 disk-4k on pi-1 sd/as-is (installed)",
+            "dc38ed9d793e56bb7f83ec5620284b7b disk-4k on pi-1 usb/as-is (installed)",
+            "e897d2d973d6eea7c2912ac675704d0b disk-4k on pi-1 usb/ext4 (installed)",
             "968237b33a0c14b7ecf88e9f44c71ef5 xz on pi-1 (installed)",
-            "2d68b0987ddcff6f7aa3cac93cebfc32 disk-4k on pi-2 sd/as-is (installed)",
-            "0aca52ce54eb3a02389f5caa13b1d5df disk-4k on pi-2 usb/as-is (installed)",
-            "7603d159b3274f58505a86f2730a9dda disk-4k on pi-2 usb/ext4 (installed)",
+            "96154fbeffbf4bb775a80ac431e573c2 disk-4k on pi-2 sd/as-is (installed)",
+            "fdd0a64fd3d9ca1cec2e9f6350294e17 disk-4k on pi-2 usb/as-is (installed)",
+            "e50c25ecd4a4a9bfd30bb86835ef874c disk-4k on pi-2 usb/ext4 (installed)",
             "c845deb0fd992062e6ac2577c84566f5 xz on pi-2 (installed)",
         ];
         assert_eq!(got, want);
@@ -627,6 +627,8 @@ mod tests {
             });
             b.file = "elsewhere/b.toml".into();
             b.workdir = "/other".into();
+            b.storage[1].device = Some("/dev/loop7".into());
+            b.storage[1].path = "/mnt/elsewhere".into();
         }
         ws.scenarios[0].method.runs.min = 10;
         ws.scenarios[0].title = "Another title".into();
@@ -656,10 +658,10 @@ mod tests {
                 }),
             ),
             (
-                "storage device",
+                "storage model",
                 Box::new(|w| {
-                    w.boards.get_mut(&"pi-1".into()).unwrap().storage[1].device =
-                        Some("/dev/sdb".into())
+                    w.boards.get_mut(&"pi-1".into()).unwrap().storage[1].model =
+                        Some("Samsung T7".into())
                 }),
             ),
             (

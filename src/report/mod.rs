@@ -578,6 +578,8 @@ mod tests {
                     telemetry: None,
                     command: "fio".into(),
                     log: String::new(),
+                    order: None,
+                    board_seq: None,
                 })
                 .collect(),
             ..CellData::default()

@@ -65,6 +65,12 @@ pub struct Sample {
     pub command: String,
     /// Relative to the cell directory.
     pub log: String,
+    /// The run order of the apply that took it (blocked or interleaved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<crate::model::RunOrder>,
+    /// The n-th run on its board in that apply: with `order`, how runs were interleaved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board_seq: Option<u64>,
 }
 
 /// `cell.json`.
@@ -447,6 +453,8 @@ mod tests {
             telemetry: None,
             command: "true".into(),
             log: format!("logs/{seq:04}.log"),
+            order: None,
+            board_seq: None,
         }
     }
 

@@ -6,11 +6,15 @@
 
 pub mod local;
 pub mod quote;
+pub mod service;
 pub mod ssh;
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
+
+use crate::model::{Board, Connection};
+pub use service::Service;
 
 /// How a command ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,5 +111,40 @@ pub trait Transport: Send {
             stdout,
             stderr,
         })
+    }
+
+    /// Starts a background service (`iperf3 -s`) in its own process group, with its
+    /// pid file and log under `dir/services/` (`dir` is the board's workdir).
+    fn start_service(
+        &mut self,
+        dir: &str,
+        name: &str,
+        command: &str,
+    ) -> Result<Service, TransportError> {
+        service::start(self, dir, name, command)
+    }
+
+    /// Stops a service's whole process group (TERM, then KILL).
+    fn stop_service(&mut self, service: &Service) -> Result<(), TransportError> {
+        service::stop(self, service)
+    }
+
+    /// Stops every service with a pid file under `dir/services/`: at a cell's end, after
+    /// a failure, and for leftovers of a crashed run.
+    fn stop_all_services(&mut self, dir: &str) -> Result<(), TransportError> {
+        service::stop_all(self, dir)
+    }
+}
+
+/// Opens the transport a board's file asks for: local, or an SSH session (connected,
+/// host key checked, authenticated) within `timeout`.
+pub fn connect(board: &Board, timeout: Duration) -> Result<Box<dyn Transport>, TransportError> {
+    match &board.connection {
+        Connection::Local => Ok(Box::new(local::Local::new())),
+        Connection::Ssh(target) => Ok(Box::new(ssh::SshTransport::connect(
+            &board.name,
+            target,
+            timeout,
+        )?)),
     }
 }

@@ -1,1 +1,508 @@
-//! Integration tests: lab.
+//! Integration tests: lab. The virtual lab and the SSH transport against real sshds in
+//! network namespaces. They need root; without it they fail loudly, never pass.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use benchpipe::lab::{self, LabBoard, LabInfo, LabOptions};
+use benchpipe::model::SshTarget;
+use benchpipe::transport::local::Local;
+use benchpipe::transport::ssh::{self, ConnectOptions, SshTransport};
+use benchpipe::transport::{Transport, TransportError, quote};
+use sha2::{Digest, Sha256};
+
+/// Labs are built one at a time: each takes a machine-wide lock anyway, and two cores
+/// are better spent on one lab's commands than on building several.
+static SERIAL: Mutex<()> = Mutex::new(());
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A lab under a fresh temporary root, with names of its own; torn down on drop, also
+/// when the test panicked.
+pub struct Lab {
+    pub root: PathBuf,
+    pub options: LabOptions,
+    pub info: LabInfo,
+    down_done: bool,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Lab {
+    pub fn up(boards: usize) -> Lab {
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            panic!(
+                "LAB TESTS NEED ROOT: they create network namespaces, veth links, loop \
+                 devices and sshds. Run them as root (the CI does); they never pass silently."
+            );
+        }
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let pid = std::process::id() % 100_000;
+        let prefix = format!("bt{pid}{}", (b'a' + (n % 26) as u8) as char);
+        let root = std::env::temp_dir().join(format!("benchpipe-it-lab-{pid}-{n}"));
+        let _ = std::fs::remove_dir_all(&root);
+        let options = LabOptions {
+            prefix: prefix.clone(),
+            board_prefix: prefix,
+            disks_per_board: 1,
+            disk_bytes: 64 << 20,
+            first_subnet: 4000,
+        };
+        let info = lab::up_with(&root, boards, &options).unwrap_or_else(|e| {
+            panic!("LAB UP FAILED (needs root, `ip netns`, loop devices, /usr/sbin/sshd): {e}")
+        });
+        Lab {
+            root,
+            options,
+            info,
+            down_done: false,
+            _serial: serial,
+        }
+    }
+
+    pub fn board(&self, i: usize) -> &LabBoard {
+        &self.info.boards[i]
+    }
+
+    fn target(&self, i: usize) -> SshTarget {
+        self.info.ssh_target(self.board(i))
+    }
+
+    fn connect(&self, i: usize) -> SshTransport {
+        SshTransport::connect_with(&self.board(i).name, &self.target(i), TIMEOUT, options())
+            .unwrap_or_else(|e| panic!("connect to lab board: {e}"))
+    }
+
+    fn down(&mut self) {
+        self.down_done = true;
+        lab::down_with(&self.root, &self.options).expect("lab down");
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if !self.down_done {
+            if let Err(e) = lab::down_with(&self.root, &self.options) {
+                eprintln!("LAB DOWN FAILED for {}: {e}", self.root.display());
+                if !std::thread::panicking() {
+                    panic!("lab down failed: {e}");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Never the user's ~/.ssh: no config file, no agent, no default keys.
+fn options() -> ConnectOptions {
+    ConnectOptions {
+        ssh_config: Some(PathBuf::from("/nonexistent/benchpipe-test-ssh-config")),
+        use_agent_and_default_keys: false,
+        ..ConnectOptions::default()
+    }
+}
+
+fn local(command: &str) -> String {
+    Local::new()
+        .run(command, Some(Duration::from_secs(30)))
+        .unwrap()
+        .stdout_str()
+}
+
+/// Command lines of live processes containing any of `needles` (a /proc scan, so the
+/// search never finds itself the way `pgrep -f` under `sh -c` does).
+fn processes_matching(needles: &[&str]) -> String {
+    let mut found = String::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if needles.iter().any(|n| cmdline.contains(n)) {
+            found.push_str(&format!("{pid} {cmdline}\n"));
+        }
+    }
+    found
+}
+
+fn pgrep(needle: &str) -> String {
+    processes_matching(&[needle])
+}
+
+#[test]
+fn a_command_returns_exit_codes_and_both_streams_intact_even_50_mb() {
+    let lab = Lab::up(1);
+    let mut t = lab.connect(0);
+
+    let out = t.run("echo out; echo err >&2; exit 3", None).unwrap();
+    assert_eq!(out.stdout_str(), "out\n");
+    assert_eq!(out.stderr_str(), "err\n");
+    assert_eq!(out.exit.code, Some(3));
+
+    let out = t.run("kill -TERM $$", None).unwrap();
+    assert_eq!(out.exit.signal.as_deref(), Some("TERM"), "{:?}", out.exit);
+    assert_eq!(out.exit.code, None);
+
+    let file = format!("{}/random.bin", lab.board(0).workdir);
+    let size = 50 * 1024 * 1024;
+    let out = t
+        .run(
+            &format!(
+                "head -c {size} /dev/urandom > {f} && sha256sum {f} >&2 && cat {f}",
+                f = quote::sh(&file)
+            ),
+            Some(Duration::from_secs(120)),
+        )
+        .unwrap();
+    assert!(out.exit.success(), "{:?} {}", out.exit, out.stderr_str());
+    assert_eq!(out.stdout.len(), size);
+    let ours: String = Sha256::digest(&out.stdout)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let theirs = out.stderr_str();
+    assert_eq!(theirs.split_whitespace().next(), Some(ours.as_str()));
+
+    // Both streams at once, several window sizes each: no deadlock, nothing lost.
+    let out = t
+        .run(
+            "head -c 8000000 /dev/zero >&2 & head -c 9000000 /dev/zero; wait",
+            Some(Duration::from_secs(60)),
+        )
+        .unwrap();
+    assert_eq!((out.stdout.len(), out.stderr.len()), (9_000_000, 8_000_000));
+
+    // Upload and download round-trip through the same session.
+    let back = lab.root.join("back.bin");
+    let copy = format!("{}/copy.bin", lab.board(0).workdir);
+    t.upload(Path::new(&file), &copy).unwrap();
+    t.download(&copy, &back).unwrap();
+    assert_eq!(std::fs::read(&back).unwrap(), out_of(&file));
+}
+
+fn out_of(path: &str) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn unknown_and_wrong_host_keys_are_refused_and_trust_accepts() {
+    let lab = Lab::up(1);
+    let board = lab.board(0);
+    let name = board.name.clone();
+    let host_pub = lab
+        .info
+        .state_dir
+        .join(board.name.as_str())
+        .join("ssh_host_ed25519_key.pub");
+    let expected = local(&format!(
+        "ssh-keygen -lf {}",
+        quote::sh(&host_pub.to_string_lossy())
+    ));
+    let expected_fp = expected.split_whitespace().nth(1).unwrap().to_string();
+    assert!(expected_fp.starts_with("SHA256:"));
+
+    // Unknown: an empty known_hosts.
+    let mut target = lab.target(0);
+    let kh = lab.root.join("user_known_hosts");
+    std::fs::write(&kh, "").unwrap();
+    target.known_hosts = Some(kh.clone());
+    let err = SshTransport::connect_with(&name, &target, TIMEOUT, options())
+        .err()
+        .expect("an unknown host key must be refused");
+    let msg = err.to_string();
+    assert!(matches!(err, TransportError::HostKey { .. }), "{msg}");
+    assert!(msg.contains(&expected_fp), "{msg}");
+    assert!(
+        msg.contains(&format!("benchpipe boards trust {name}")),
+        "{msg}"
+    );
+    assert!(msg.starts_with(&format!("{name}:")), "{msg}");
+
+    // The explicit trust step records the key; then the connection is accepted.
+    let fp = ssh::trust_with(&name, &target, TIMEOUT, &options()).unwrap();
+    assert_eq!(fp, expected_fp);
+    let mut t = SshTransport::connect_with(&name, &target, TIMEOUT, options()).unwrap();
+    assert!(t.run("true", None).unwrap().exit.success());
+
+    // Hashed entries (ssh-keygen -H) are understood too.
+    local(&format!(
+        "ssh-keygen -H -f {} 2>&1",
+        quote::sh(&kh.to_string_lossy())
+    ));
+    let hashed = std::fs::read_to_string(&kh).unwrap();
+    assert!(hashed.starts_with("|1|"), "{hashed}");
+    SshTransport::connect_with(&name, &target, TIMEOUT, options()).unwrap();
+
+    // Wrong: another key recorded for this address.
+    let other = lab.root.join("other_key");
+    local(&format!(
+        "ssh-keygen -q -t ed25519 -N '' -f {}",
+        quote::sh(&other.to_string_lossy())
+    ));
+    let other_pub = std::fs::read_to_string(other.with_extension("pub")).unwrap();
+    let mut fields = other_pub.split_whitespace();
+    let line = format!(
+        "{} {} {}\n",
+        board.address,
+        fields.next().unwrap(),
+        fields.next().unwrap()
+    );
+    let wrong = lab.root.join("wrong_known_hosts");
+    std::fs::write(&wrong, line).unwrap();
+    target.known_hosts = Some(wrong);
+    let err = SshTransport::connect_with(&name, &target, TIMEOUT, options())
+        .err()
+        .expect("a wrong host key must be refused");
+    let msg = err.to_string();
+    assert!(matches!(err, TransportError::HostKey { .. }), "{msg}");
+    assert!(
+        msg.contains("does NOT match") && msg.contains(&expected_fp),
+        "{msg}"
+    );
+}
+
+#[test]
+fn values_with_shell_syntax_reach_the_board_literally() {
+    let lab = Lab::up(1);
+    let mut t = lab.connect(0);
+    let workdir = lab.board(0).workdir.clone();
+    let canary = format!("{workdir}/canary");
+    std::fs::write(&canary, "alive").unwrap();
+
+    let value =
+        "; rm -rf / $(touch pwned1) `touch pwned2` 'single' \"double\" \\ spaced  out & | > *";
+    let out = t
+        .run(&format!("printf %s {}", quote::sh(value)), None)
+        .unwrap();
+    assert_eq!(out.stdout_str(), value);
+
+    // A file name can hold everything but '/'.
+    let name = "; rm -rf ~ $(touch pwned3) `touch pwned4` it's \"q\" a  b";
+    let path = format!("{workdir}/{name}");
+    let out = t
+        .run(
+            &format!("cd {} && touch {}", quote::sh(&workdir), quote::sh(&path)),
+            None,
+        )
+        .unwrap();
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    assert!(
+        Path::new(&path).exists(),
+        "the file with the literal name was not created"
+    );
+    assert_eq!(std::fs::read_to_string(&canary).unwrap(), "alive");
+    let entries: Vec<String> = std::fs::read_dir(&workdir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !entries.iter().any(|e| e.starts_with("pwned")),
+        "a command substitution ran on the board: {entries:?}"
+    );
+}
+
+#[test]
+fn a_host_alias_from_ssh_config_is_honoured() {
+    let lab = Lab::up(1);
+    let board = lab.board(0);
+    let config = lab.root.join("ssh_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host other\n  HostName 192.0.2.1\nHost lab-alias-*\n  HostName {}\n  User root\n  Port 22\n  IdentityFile {}\n",
+            board.address,
+            lab.info.identity.display()
+        ),
+    )
+    .unwrap();
+    let target = SshTarget {
+        host: "lab-alias-1".into(),
+        port: None,
+        user: None,
+        identity: None,
+        password_env: None,
+        known_hosts: Some(lab.info.known_hosts.clone()),
+    };
+    let opts = ConnectOptions {
+        ssh_config: Some(config),
+        use_agent_and_default_keys: false,
+        ..ConnectOptions::default()
+    };
+    let mut t = SshTransport::connect_with(&board.name, &target, TIMEOUT, opts).unwrap();
+    assert_eq!(t.run("id -un", None).unwrap().stdout_str(), "root\n");
+}
+
+#[test]
+fn a_wrong_key_fails_authentication_naming_the_board() {
+    let lab = Lab::up(1);
+    let other = lab.root.join("stranger_key");
+    local(&format!(
+        "ssh-keygen -q -t ed25519 -N '' -f {}",
+        quote::sh(&other.to_string_lossy())
+    ));
+    let mut target = lab.target(0);
+    target.identity = Some(other);
+    let started = Instant::now();
+    let err = SshTransport::connect_with(&lab.board(0).name, &target, TIMEOUT, options())
+        .err()
+        .expect("a stranger's key must be refused");
+    assert!(matches!(err, TransportError::Auth { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:", lab.board(0).name))
+    );
+    assert!(started.elapsed() < TIMEOUT + Duration::from_secs(1));
+}
+
+#[test]
+fn a_timeout_kills_the_remote_command_and_the_session_stays_usable() {
+    let lab = Lab::up(1);
+    let mut t = lab.connect(0);
+    let started = Instant::now();
+    let r = t.run(
+        "sleep 31337 & sleep 31338; echo never",
+        Some(Duration::from_millis(800)),
+    );
+    assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(7),
+        "{:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left = processes_matching(&["sleep 31337", "sleep 31338"]);
+    assert!(left.trim().is_empty(), "left behind on the board: {left}");
+    assert_eq!(t.run("echo ok", None).unwrap().stdout_str(), "ok\n");
+}
+
+#[test]
+fn killing_sshd_mid_command_is_a_lost_connection_and_reconnect_works() {
+    let lab = Lab::up(1);
+    let mut t = lab.connect(0);
+    let board = lab.board(0).clone();
+    let killer = std::thread::spawn({
+        let board = board.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(700));
+            lab::kill_sshd(&board).unwrap()
+        }
+    });
+    let started = Instant::now();
+    let r = t.run("sleep 31347; echo never", None);
+    let killed = killer.join().unwrap();
+    assert!(
+        killed >= 2,
+        "expected the listener and the session's sshd, killed {killed}"
+    );
+    let err = r.expect_err("a command whose sshd died cannot succeed");
+    assert!(
+        matches!(
+            err,
+            TransportError::Lost { .. } | TransportError::Unreachable { .. }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().starts_with(&format!("{}:", board.name)),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_millis(700) + TIMEOUT + Duration::from_secs(2));
+    std::thread::sleep(Duration::from_millis(300));
+    let left = pgrep("sleep 31347");
+    assert!(left.trim().is_empty(), "left behind on the board: {left}");
+
+    // While sshd is down, the next command fails within the timeout...
+    let started = Instant::now();
+    let err = t.run("true", None).expect_err("no sshd, no command");
+    assert!(matches!(err, TransportError::Unreachable { .. }), "{err}");
+    assert!(started.elapsed() < TIMEOUT + Duration::from_secs(2));
+    // ...and once it is back, the same transport reconnects.
+    lab::start_sshd(&board).unwrap();
+    assert_eq!(t.run("echo back", None).unwrap().stdout_str(), "back\n");
+    t.wait_for_ssh(TIMEOUT).unwrap();
+}
+
+#[test]
+fn services_stop_with_their_whole_process_group() {
+    let lab = Lab::up(1);
+    let mut t = lab.connect(0);
+    let dir = lab.board(0).workdir.clone();
+    let s = t
+        .start_service(&dir, "sleeper", "sleep 31357 & sleep 31358")
+        .unwrap();
+    assert!(
+        !processes_matching(&["sleep 31357", "sleep 31358"])
+            .trim()
+            .is_empty(),
+        "the service did not start"
+    );
+    t.stop_service(&s).unwrap();
+    let left = processes_matching(&["sleep 31357", "sleep 31358"]);
+    assert!(left.trim().is_empty(), "left behind: {left}");
+
+    t.start_service(&dir, "a", "sleep 31367").unwrap();
+    t.start_service(&dir, "b", "trap '' TERM; sleep 31368")
+        .unwrap();
+    t.stop_all_services(&dir).unwrap();
+    let left = processes_matching(&["sleep 31367", "sleep 31368"]);
+    assert!(left.trim().is_empty(), "left behind: {left}");
+}
+
+#[test]
+fn lab_down_leaves_nothing_behind_even_without_its_state_file() {
+    let mut lab = Lab::up(2);
+    assert!(lab::up_with(&lab.root, 2, &lab.options).unwrap().already_up);
+    let prefix = lab.options.prefix.clone();
+    let board = lab.board(0).clone();
+    let file = std::fs::read_to_string(&board.board_file).unwrap();
+    assert!(
+        file.contains(&format!("host = \"{}\"", board.address)),
+        "{file}"
+    );
+    assert!(file.contains("role = \"scratch\""), "{file}");
+
+    // Things a crashed run leaves: a mounted loop disk, a running service, a command.
+    let disk = &board.disks[0];
+    local(&format!(
+        "mkfs.ext4 -q {} && mount {} {}",
+        disk.device,
+        disk.device,
+        quote::sh(&disk.path)
+    ));
+    let mut t = lab.connect(0);
+    t.start_service(&board.workdir, "left", "sleep 31377")
+        .unwrap();
+    drop(t);
+    // A crash that lost the state file: down must find everything by name.
+    std::fs::remove_file(lab.info.state_dir.join("state.json")).unwrap();
+    lab.down();
+
+    let netns = local("ip netns list");
+    assert!(!netns.contains(&prefix), "namespaces left: {netns}");
+    let links = local("ip -o link show");
+    assert!(!links.contains(&prefix), "links left: {links}");
+    let loops = local("losetup -a");
+    assert!(!loops.contains(&prefix), "loop devices left: {loops}");
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&disk.path), "mount left: {mounts}");
+    let procs = pgrep(&lab.info.state_dir.to_string_lossy()) + &pgrep("sleep 31377");
+    assert!(procs.trim().is_empty(), "processes left: {procs}");
+    assert!(!lab.info.state_dir.exists());
+    for b in &lab.info.boards {
+        assert!(
+            !Path::new(&b.workdir).exists(),
+            "workdir left: {}",
+            b.workdir
+        );
+    }
+}

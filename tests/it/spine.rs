@@ -396,3 +396,64 @@ value = { from = "value", unit = "x", better = "higher" }
         "printf '{\"board\": \"%s\", \"host\": \"%s\", \"value\": 2}' here localhost"
     );
 }
+
+#[test]
+fn interleaved_order_takes_runs_in_turns_and_records_the_order() {
+    let p = Project::new("interleave")
+        .write(
+            "pipeline/other.toml",
+            r#"description = "another quick test"
+uses_storage = false
+[run]
+command = "echo '{\"value\": 3}'"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "s", better = "lower" }
+"#,
+        )
+        .scenario(
+            "s",
+            &["sleepy", "other"],
+            3,
+            "\n[params.sleepy]\nseconds = 0.01\n",
+        );
+    let text_of = std::fs::read_to_string(p.dir.join("scenarios/s.toml")).unwrap();
+    let p = p.write(
+        "scenarios/s.toml",
+        &text_of.replace("[method]\n", "[method]\norder = \"interleaved\"\n"),
+    );
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    let seqs = |test: &str| -> Vec<(String, u64)> {
+        p.samples(test)
+            .iter()
+            .map(|s| {
+                assert_eq!(s["order"], "interleaved");
+                (
+                    s["kind"].as_str().unwrap().to_string(),
+                    s["board_seq"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (a, b) = (seqs("sleepy"), seqs("other"));
+    // Warm-ups first (1, 2), then measured runs alternate: A B A B A B.
+    assert_eq!(
+        a,
+        [
+            ("warmup".into(), 1),
+            ("measured".into(), 3),
+            ("measured".into(), 5),
+            ("measured".into(), 7)
+        ]
+    );
+    assert_eq!(
+        b,
+        [
+            ("warmup".into(), 2),
+            ("measured".into(), 4),
+            ("measured".into(), 6),
+            ("measured".into(), 8)
+        ]
+    );
+}
