@@ -2,14 +2,20 @@
 //! time, and the validity flags (throttled, hot, swapping, background-load,
 //! under-voltage) derived from them.
 //!
-//! How apply uses it, around each measured run on a board (`one_run`):
+//! How apply uses it, around each measured run (`one_run`); the sampler always runs
+//! on the board, whichever side runs the test:
 //!
 //! ```text
-//! let probe = Probe::start(board_transport, board, &run_id)?;        // before the run
-//! let command = if step.on == Side::Board { probe.wrap(&command) } else { command };
-//! let out = transport.run(&command, step.timeout);                    // the run itself
-//! let done = probe.finish(board_transport, &Thresholds::from(&method.validity))?;
-//! sample.telemetry = Some(done.telemetry); sample.flags = done.flags;
+//! let options = SamplerOptions::for_run(step.timeout);
+//! let probe = Probe::start_with(t.board, board, &format!("{session}-{seq}"), &options)?;
+//! // Only a board-side test can be wrapped; for a controller-side one the board's
+//! // CPU use is not judged (background-load needs the test's own CPU time).
+//! let to_run = if step.on == Side::Board { probe.wrap(&command) } else { command.clone() };
+//! let out = t.side(step.on).run(&to_run, step.timeout);  // log `command`, not `to_run`
+//! // interrupted or transport error: probe.abort(t.board); return
+//! let done = probe.finish(t.board, &Thresholds::from(&method.validity))?;
+//! sample.flags = done.flags; sample.telemetry = Some(done.telemetry);
+//! // optionally keep done.trace as a log file next to the run's log
 //! ```
 //!
 //! `finish` also stops the sampler when the run failed; call it (or `abort`) on every

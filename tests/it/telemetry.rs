@@ -669,3 +669,54 @@ fn validity_mistakes_are_reported_at_their_position() {
         );
     }
 }
+
+/// Over SSH on a lab board (a real sshd in a network namespace; the same kernel, so
+/// its processes, CPUs and swap are this machine's): start returns at once although
+/// the sampler keeps running, the test's CPU is told apart from real burners, and
+/// finish leaves no sampler behind.
+#[test]
+fn over_ssh_on_a_lab_board_the_sampler_runs_detached_and_stops() {
+    use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
+    let _m = machine();
+    let lab = crate::lab::Lab::up(1);
+    let lb = lab.board(0);
+    let options = ConnectOptions {
+        ssh_config: Some(PathBuf::from("/nonexistent/benchpipe-test-ssh-config")),
+        use_agent_and_default_keys: false,
+        ..ConnectOptions::default()
+    };
+    let mut t = SshTransport::connect_with(
+        &lb.name,
+        &lab.info.ssh_target(lb),
+        Duration::from_secs(5),
+        options,
+    )
+    .unwrap_or_else(|e| panic!("connect to the lab board: {e}"));
+    let b = board(Path::new(&lb.workdir), None);
+
+    let t0 = Instant::now();
+    let probe = Probe::start(&mut t, &b, "ssh-run").unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "start waited for the sampler: {:?}",
+        t0.elapsed()
+    );
+    let run_dir = probe.dir().to_string();
+    assert_eq!(processes_with_arg(&run_dir).len(), 1, "one sampler runs");
+
+    let burners = Burners::start(cpus());
+    let out = t.run(&probe.wrap("sleep 2; echo done"), None).unwrap();
+    drop(burners);
+    assert_eq!(out.stdout_str(), "done\n");
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    assert!(done.summary.samples >= 3, "{}", done.trace);
+    assert!(done.summary.test_cpu_seconds.is_some(), "{}", done.trace);
+    assert!(
+        done.flags.contains(&"background-load".to_string()),
+        "{:?}\n{}",
+        done.flags,
+        done.trace
+    );
+    assert!(processes_with_arg(&run_dir).is_empty());
+    assert!(!Path::new(&run_dir).exists());
+}
