@@ -17,6 +17,7 @@ pub mod report;
 pub mod stats;
 pub mod storage;
 pub mod store;
+pub mod telemetry;
 pub mod transport;
 
 pub use error::{Error, Result};

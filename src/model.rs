@@ -377,6 +377,9 @@ pub struct Method {
     /// Confidence level of intervals, e.g. 0.95.
     pub confidence: f64,
     pub order: RunOrder,
+    /// How runs are judged from their telemetry. Not part of the cell key: it judges
+    /// runs, it does not change them.
+    pub validity: Validity,
 }
 
 impl Default for Method {
@@ -394,6 +397,29 @@ impl Default for Method {
             },
             confidence: 0.95,
             order: RunOrder::Blocked,
+            validity: Validity::default(),
+        }
+    }
+}
+
+/// `[method] validity`: the limits behind a run's flags, and what flagged runs mean.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Validity {
+    /// A run whose hottest reading is above this is flagged `hot`.
+    pub hot_celsius: f64,
+    /// A run where other processes used more than this share of the board's CPU
+    /// capacity (0.1 = 10%) is flagged `background-load`.
+    pub background_load: f64,
+    /// Whether statistics leave flagged runs out (they stay in the store either way).
+    pub exclude_flagged: bool,
+}
+
+impl Default for Validity {
+    fn default() -> Self {
+        Validity {
+            hot_celsius: 80.0,
+            background_load: 0.10,
+            exclude_flagged: false,
         }
     }
 }

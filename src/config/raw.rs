@@ -196,6 +196,16 @@ pub struct Method {
     pub runs: Option<S<Runs>>,
     pub confidence: Option<S<f64>>,
     pub order: Option<S<String>>,
+    pub validity: Option<S<Validity>>,
+}
+
+/// `validity = { hot = "80C", background_load = "10%", exclude_flagged = false }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Validity {
+    pub hot: Option<S<String>>,
+    pub background_load: Option<S<String>>,
+    pub exclude_flagged: Option<S<bool>>,
 }
 
 /// `cooldown = "15m"` or `cooldown = { until_below = "50C", max = "15m" }`.

@@ -663,6 +663,28 @@ fn method(src: &Source, raw: Option<&raw::Method>, diags: &mut Vec<Diagnostic>) 
             }
         };
     }
+
+    if let Some(v) = &raw.validity {
+        let v = v.get_ref();
+        if let Some(h) = &v.hot
+            && let Ok(c) =
+                units::parse_celsius(h.get_ref()).map_err(|e| diags.push(src.at_value(h, e)))
+        {
+            method.validity.hot_celsius = c;
+        }
+        if let Some(b) = &v.background_load
+            && let Ok(f) = units::parse_percent(b.get_ref()).map_err(|e| {
+                diags.push(src.at_value(b, e).with_help(
+                    "the share of the board's CPU capacity used by processes other than the test, like `10%`",
+                ))
+            })
+        {
+            method.validity.background_load = f;
+        }
+        if let Some(x) = &v.exclude_flagged {
+            method.validity.exclude_flagged = *x.get_ref();
+        }
+    }
     method
 }
 

@@ -7,3 +7,4 @@ mod parallel;
 mod parsers;
 mod spine;
 mod stats;
+mod telemetry;

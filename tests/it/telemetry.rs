@@ -1,0 +1,722 @@
+//! Integration tests: the telemetry sampler for real through the local transport:
+//! real CPU burners for background load, a real swap file for swapping, and, where
+//! the real thing cannot exist here, a fake `vcgencmd` and a fake thermal source.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use benchpipe::model::{Board, BoardName, Connection, Flash};
+use benchpipe::telemetry::{Probe, SamplerOptions, Thresholds};
+use benchpipe::transport::Transport;
+use benchpipe::transport::local::Local;
+
+/// These tests judge the whole machine's CPU and swap, so they take turns.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn machine() -> std::sync::MutexGuard<'static, ()> {
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A scratch directory, removed on drop (declare it first so it goes last).
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
+    let dir = std::env::temp_dir().join(format!("bp-tel-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    Scratch(dir)
+}
+
+fn board(workdir: &Path, thermal: Option<String>) -> Board {
+    Board {
+        name: BoardName::new("here"),
+        file: PathBuf::from("boards/here.toml"),
+        model: "test controller".into(),
+        arch: None,
+        memory: None,
+        connection: Connection::Local,
+        flash: Flash::None,
+        power: None,
+        storage: Vec::new(),
+        workdir: workdir.display().to_string(),
+        thermal,
+    }
+}
+
+/// Running (not zombie) processes with `arg` as one of their arguments.
+fn processes_with_arg(arg: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if !cmdline.split(|b| *b == 0).any(|a| a == arg.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map(|(_, s)| s.chars().next());
+        if !matches!(state, Some(Some('Z' | 'X')) | None) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    done()
+}
+
+fn busy_jiffies() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let v: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let busy = v[0] + v[1] + v[2] + v[5] + v[6];
+    (busy, busy + v[3] + v[4])
+}
+
+/// Waits (up to `limit`) for a second in which the machine is mostly idle, so that
+/// a test of "no background load" is not judged while other work runs here.
+fn wait_for_quiet(limit: Duration) {
+    wait_until(limit, || {
+        let (b0, t0) = busy_jiffies();
+        std::thread::sleep(Duration::from_secs(1));
+        let (b1, t1) = busy_jiffies();
+        (b1 - b0) as f64 <= 0.03 * (t1 - t0).max(1) as f64
+    });
+}
+
+struct Burners(Vec<Child>);
+
+impl Burners {
+    fn start(n: usize) -> Burners {
+        Burners(
+            (0..n)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs `command` wrapped for CPU accounting between start and finish.
+fn measured_run(board: &Board, id: &str, command: &str) -> benchpipe::telemetry::Finished {
+    let mut t = Local::new();
+    let probe = Probe::start(&mut t, board, id).unwrap();
+    let out = t.run(&probe.wrap(command), None).unwrap();
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    probe.finish(&mut t, &Thresholds::default()).unwrap()
+}
+
+#[test]
+fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
+    let _m = machine();
+    let dir = scratch("fake");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let state = dir.join("throttled");
+    std::fs::write(&state, "throttled=0x0\n").unwrap();
+    let fake = bin.join("vcgencmd");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = get_throttled ] || exit 1\ncat '{}'\n",
+            state.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Two fake thermal zones behind one glob; the hotter one counts.
+    let zones = dir.join("zones");
+    std::fs::create_dir_all(&zones).unwrap();
+    std::fs::write(zones.join("zone0"), "40000\n").unwrap();
+    std::fs::write(zones.join("zone1"), "45000\n").unwrap();
+    let b = board(
+        &dir.join("work"),
+        Some(format!("{}/zone*", zones.display())),
+    );
+
+    let mut t = Local::new();
+    let options = SamplerOptions {
+        path_prefix: Some(bin.display().to_string()),
+        ..SamplerOptions::default()
+    };
+    let probe = Probe::start_with(&mut t, &b, "fake-1", &options).unwrap();
+    // Mid-run the board gets hot and the firmware reports under-voltage and throttling.
+    let command = format!(
+        "sleep 1.2; echo 85000 > '{z}/zone1'; echo throttled=0x50005 > '{s}'; sleep 1.2; \
+         echo 50000 > '{z}/zone1'; echo throttled=0x50000 > '{s}'",
+        z = zones.display(),
+        s = state.display()
+    );
+    let out = t.run(&probe.wrap(&command), None).unwrap();
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    let s = &done.summary;
+    assert!(s.samples >= 3, "{}", done.trace);
+    let temp = s.temp_c.unwrap();
+    assert_eq!((temp.min, temp.max), (45.0, 85.0), "{}", done.trace);
+    assert_eq!(s.throttled_first, Some(0));
+    assert_eq!(s.throttled_seen, Some(0x50005));
+    assert_eq!(
+        s.throttled_names,
+        vec![
+            "under-voltage",
+            "throttled",
+            "under-voltage-occurred",
+            "throttled-occurred"
+        ]
+    );
+    assert_eq!(
+        done.flags,
+        vec!["throttled", "hot", "under-voltage"],
+        "{}",
+        done.trace
+    );
+    // A higher limit re-judges the same stored summary without the `hot` flag.
+    let lenient = Thresholds {
+        hot_celsius: 90.0,
+        ..Thresholds::default()
+    };
+    assert_eq!(
+        benchpipe::telemetry::rejudge(&done.telemetry, &lenient),
+        Some(vec!["throttled".to_string(), "under-voltage".to_string()])
+    );
+}
+
+#[test]
+fn fake_vcgencmd_with_sticky_bits_from_before_the_run_flags_nothing() {
+    let _m = machine();
+    let dir = scratch("fake-sticky");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("vcgencmd");
+    std::fs::write(&fake, "#!/bin/sh\necho throttled=0x50000\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let b = board(&dir.join("work"), None);
+    let mut t = Local::new();
+    let options = SamplerOptions {
+        path_prefix: Some(bin.display().to_string()),
+        ..SamplerOptions::default()
+    };
+    let probe = Probe::start_with(&mut t, &b, "sticky", &options).unwrap();
+    t.run(&probe.wrap("sleep 1"), None).unwrap();
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    assert_eq!(done.summary.throttled_seen, Some(0x50000), "{}", done.trace);
+    let throttle_flags: Vec<_> = done
+        .flags
+        .iter()
+        .filter(|f| *f == "throttled" || *f == "under-voltage")
+        .collect();
+    assert!(throttle_flags.is_empty(), "{:?}", done.flags);
+}
+
+#[test]
+fn real_cpu_burners_outside_the_test_are_background_load() {
+    let _m = machine();
+    let dir = scratch("burn");
+    let b = board(&dir.join("work"), None);
+    let burners = Burners::start(cpus());
+    let done = measured_run(&b, "burn", "sleep 2");
+    drop(burners);
+    let s = &done.summary;
+    let fraction = s.background_fraction.unwrap();
+    assert!(fraction > 0.5, "{fraction}\n{}", done.trace);
+    assert!(
+        done.flags.contains(&"background-load".to_string()),
+        "{:?}",
+        done.flags
+    );
+    assert!(s.load1_max.is_some());
+}
+
+#[test]
+fn a_test_burning_cpu_itself_is_not_background_load() {
+    let _m = machine();
+    let dir = scratch("quiet");
+    let b = board(&dir.join("work"), None);
+    // The test itself keeps one CPU busy for 2 s, inside the wrapper: if its CPU time
+    // were not subtracted, every attempt would be flagged. The machine is shared, so
+    // an attempt may meet other work; a few are allowed.
+    let mut seen = Vec::new();
+    for attempt in 0..4 {
+        wait_for_quiet(Duration::from_secs(30));
+        let done = measured_run(
+            &b,
+            &format!("quiet-{attempt}"),
+            "timeout 2 sh -c 'while :; do :; done' || true",
+        );
+        let s = &done.summary;
+        let test_cpu = s.test_cpu_seconds.unwrap();
+        assert!(test_cpu > 1.5, "the test's CPU time: {test_cpu}");
+        assert!(s.busy_cpu_seconds.unwrap() >= test_cpu * 0.9);
+        seen.push((s.background_fraction, done.flags.clone()));
+        if !done.flags.contains(&"background-load".to_string()) {
+            return;
+        }
+    }
+    panic!("every attempt was flagged: {seen:?}");
+}
+
+/// A swap file that is switched off and removed when dropped.
+struct SwapFile(PathBuf);
+
+impl SwapFile {
+    fn create(path: PathBuf) -> Result<SwapFile, String> {
+        let run = |cmd: &str| -> Result<(), String> {
+            let out = Command::new("sh")
+                .args(["-c", cmd])
+                .output()
+                .map_err(|e| e.to_string())?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "`{cmd}`: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        };
+        let p = path.display();
+        run(&format!(
+            "dd if=/dev/zero of='{p}' bs=1M count=64 status=none && chmod 600 '{p}' && mkswap '{p}' >/dev/null"
+        ))?;
+        let swap = SwapFile(path.clone());
+        run(&format!("swapon '{p}'"))?;
+        Ok(swap)
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        let _ = Command::new("swapoff").arg(&self.0).status();
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Pushes 16 MiB of this process's own pages out to swap with madvise(MADV_PAGEOUT):
+/// real swap-out without starving anyone of memory. (Reading them back finds them in
+/// the swap cache, so this alone causes no swap-in.)
+fn page_out() -> Result<(), String> {
+    const LEN: usize = 16 << 20;
+    // SAFETY: an anonymous private mapping owned by this function, unmapped before it
+    // returns; every access stays within LEN bytes.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            LEN,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err("mmap failed".into());
+        }
+        let bytes = p as *mut u8;
+        for i in (0..LEN).step_by(4096) {
+            *bytes.add(i) = 1;
+        }
+        let rc = libc::madvise(p, LEN, libc::MADV_PAGEOUT);
+        let err = std::io::Error::last_os_error();
+        libc::munmap(p, LEN);
+        if rc != 0 {
+            return Err(format!("madvise(MADV_PAGEOUT): {err}"));
+        }
+    }
+    Ok(())
+}
+
+/// Swap-in too: a pipeline holding 24 MB in a memory cgroup limited to 16 MB
+/// (`tail -c` keeps its input, then writes it out) swaps out and back in.
+fn swap_in_and_out_in_a_memory_cgroup(dir: &Path) -> Result<(), String> {
+    let name = format!("bp-swaptest-{}", std::process::id());
+    let v1 = Path::new("/sys/fs/cgroup/memory");
+    let v2 = Path::new("/sys/fs/cgroup");
+    let (cg, limit_file) = if v1.join("memory.limit_in_bytes").exists() {
+        (v1.join(&name), "memory.limit_in_bytes")
+    } else if std::fs::read_to_string(v2.join("cgroup.controllers"))
+        .is_ok_and(|c| c.split_whitespace().any(|w| w == "memory"))
+    {
+        (v2.join(&name), "memory.max")
+    } else {
+        return Err("no memory cgroup controller".into());
+    };
+    std::fs::create_dir(&cg).map_err(|e| format!("{}: {e}", cg.display()))?;
+    let result = (|| {
+        std::fs::write(cg.join(limit_file), "16M").map_err(|e| format!("{limit_file}: {e}"))?;
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo $$ > '{}/cgroup.procs' && head -c 24000000 /dev/zero | tail -c 24000000 | wc -c",
+                cg.display()
+            ))
+            .current_dir(dir)
+            .output()
+            .map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && text.trim() == "24000000" {
+            Ok(())
+        } else {
+            Err(format!(
+                "the pipeline in {}: {}",
+                cg.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    })();
+    // The cgroup can go once its processes have exited.
+    wait_until(Duration::from_secs(5), || std::fs::remove_dir(&cg).is_ok());
+    result
+}
+
+fn has_swap() -> bool {
+    std::fs::read_to_string("/proc/swaps").is_ok_and(|s| s.lines().count() > 1)
+}
+
+#[test]
+fn real_swap_traffic_is_flagged_swapping() {
+    let _m = machine();
+    let dir = scratch("swap");
+    let b = board(&dir.join("work"), None);
+    let _swap = if has_swap() {
+        None
+    } else {
+        match SwapFile::create(dir.join("swapfile")) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                // Only the pure test with a captured vmstat pair covers this then.
+                eprintln!("SKIPPED real swap test: cannot enable swap here: {e}");
+                return;
+            }
+        }
+    };
+    let mut t = Local::new();
+    let probe = Probe::start(&mut t, &b, "swap").unwrap();
+    let paged = page_out();
+    let cycled = swap_in_and_out_in_a_memory_cgroup(&dir);
+    std::thread::sleep(Duration::from_millis(1200));
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    if let Err(e) = paged {
+        eprintln!("SKIPPED real swap test: {e}");
+        return;
+    }
+    let s = &done.summary;
+    eprintln!(
+        "swap traffic seen: {:?} pages in, {:?} pages out (swap-in through a memory cgroup: {cycled:?})",
+        s.swap_in_pages, s.swap_out_pages
+    );
+    assert!(s.swap_out_pages.unwrap() >= 4096, "{}", done.trace);
+    if cycled.is_ok() {
+        assert!(s.swap_in_pages.unwrap() >= 1000, "{}", done.trace);
+    }
+    assert!(
+        done.flags.contains(&"swapping".to_string()),
+        "{:?}",
+        done.flags
+    );
+    // And a run without that traffic is not flagged.
+    let quiet = measured_run(&b, "no-swap", "sleep 1");
+    assert!(
+        !quiet.flags.contains(&"swapping".to_string()),
+        "{}",
+        quiet.trace
+    );
+}
+
+#[test]
+fn the_sampler_is_gone_after_finish_and_so_are_its_files() {
+    let dir = scratch("gone");
+    let b = board(&dir.join("work"), None);
+    let mut t = Local::new();
+    let probe = Probe::start(&mut t, &b, "gone").unwrap();
+    let run_dir = probe.dir().to_string();
+    assert_eq!(processes_with_arg(&run_dir).len(), 1, "one sampler runs");
+    // A failed run: finish still stops it.
+    let out = t.run(&probe.wrap("echo oops >&2; exit 3"), None).unwrap();
+    assert_eq!(out.exit.code, Some(3));
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    assert!(done.summary.samples >= 2);
+    assert!(processes_with_arg(&run_dir).is_empty());
+    assert!(!Path::new(&run_dir).exists());
+}
+
+#[test]
+fn an_abandoned_sampler_ends_by_itself() {
+    let dir = scratch("abandoned");
+    let b = board(&dir.join("work"), None);
+    let mut t = Local::new();
+
+    // At its maximum duration.
+    let short = SamplerOptions {
+        max_duration: Duration::from_secs(2),
+        ..SamplerOptions::default()
+    };
+    let probe = Probe::start_with(&mut t, &b, "deadline", &short).unwrap();
+    let run_dir = probe.dir().to_string();
+    drop(probe);
+    assert_eq!(processes_with_arg(&run_dir).len(), 1);
+    assert!(
+        wait_until(Duration::from_secs(5), || processes_with_arg(&run_dir)
+            .is_empty()),
+        "still running after its 2 s maximum"
+    );
+
+    // When its marker goes.
+    let probe = Probe::start(&mut t, &b, "marker").unwrap();
+    let run_dir = probe.dir().to_string();
+    drop(probe);
+    std::fs::remove_file(format!("{run_dir}/marker")).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(3), || processes_with_arg(&run_dir)
+            .is_empty()),
+        "still running without its marker"
+    );
+
+    // When the next run on the board starts (benchpipe was killed in between).
+    let first = Probe::start(&mut t, &b, "killed").unwrap();
+    let first_dir = first.dir().to_string();
+    drop(first);
+    let second = Probe::start(&mut t, &b, "next").unwrap();
+    assert!(processes_with_arg(&first_dir).is_empty());
+    assert!(!Path::new(&first_dir).exists());
+    second.abort(&mut t);
+    assert!(processes_with_arg(&dir.join("work/telemetry/next").display().to_string()).is_empty());
+}
+
+/// The sampler's CPU cost, measured: its own and its children's CPU time (from
+/// /proc/PID/stat) per minute of sampling. Prints the figure for the report.
+/// `BP_SAMPLER_COST_SECS` samples longer than the default 20 s, for a finer figure
+/// (the kernel counts CPU time in 10 ms ticks).
+#[test]
+fn the_sampler_costs_little_cpu() {
+    let _m = machine();
+    let dir = scratch("cost");
+    let b = board(&dir.join("work"), None);
+    let secs: u64 = std::env::var("BP_SAMPLER_COST_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let mut t = Local::new();
+    let probe = Probe::start(&mut t, &b, "cost").unwrap();
+    std::thread::sleep(Duration::from_secs(secs));
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    let s = &done.summary;
+    let cpu = s.sampler_cpu_seconds.expect("the sampler's CPU time");
+    let per_minute = cpu / s.seconds * 60.0;
+    eprintln!(
+        "sampler cost: {cpu:.2} CPU s over {:.1} s, {} ticks: {per_minute:.3} CPU s per minute ({:.2}% of one CPU)",
+        s.seconds,
+        s.samples,
+        per_minute / 60.0 * 100.0
+    );
+    assert!(
+        s.samples >= 15,
+        "about 1 Hz: {} ticks in {} s",
+        s.samples,
+        s.seconds
+    );
+    assert!(
+        per_minute < 0.6,
+        "the sampler used {per_minute:.3} CPU s per minute (1% of a CPU is 0.6)"
+    );
+}
+
+/// Loads a one-board, one-test workspace whose scenario has this `[method]` body.
+fn load_method(method: &str) -> Result<benchpipe::model::Method, String> {
+    let dir = scratch(&format!("config-{:x}", fnv(method)));
+    let write = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        "boards/here.toml",
+        "model = \"m\"\nlocal = true\nworkdir = \"/var/tmp/bp-x\"\n",
+    );
+    write(
+        "pipeline/t.toml",
+        "description = \"t\"\nuses_storage = false\n[run]\ncommand = \"echo 1\"\nparse = \"json\"\n\
+         [metrics]\nv = { from = \"v\", unit = \"s\", better = \"lower\" }\n",
+    );
+    write(
+        "scenarios/s.toml",
+        &format!(
+            "title = \"t\"\n[images.installed]\ninstalled = true\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"here\"]\ntest = [\"t\"]\n\
+             [method]\n{method}\n"
+        ),
+    );
+    benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")])
+        .map(|ws| ws.scenarios[0].method.clone())
+        .map_err(|d| d.to_string())
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+#[test]
+fn validity_options_load_with_defaults() {
+    let m = load_method("confidence = 0.95").unwrap();
+    assert_eq!(m.validity, benchpipe::model::Validity::default());
+    assert_eq!(
+        (m.validity.hot_celsius, m.validity.background_load),
+        (80.0, 0.10)
+    );
+    assert!(!m.validity.exclude_flagged);
+    let m = load_method(
+        "validity = { hot = \"72.5C\", background_load = \"5%\", exclude_flagged = true }",
+    )
+    .unwrap();
+    assert_eq!(m.validity.hot_celsius, 72.5);
+    assert!((m.validity.background_load - 0.05).abs() < 1e-12);
+    assert!(m.validity.exclude_flagged);
+    let t = Thresholds::from(&m.validity);
+    assert_eq!(t.hot_celsius, 72.5);
+}
+
+#[test]
+fn validity_mistakes_are_reported_at_their_position() {
+    // The [method] body is on line 9 of the scenario.
+    for (body, location, message) in [
+        (
+            "validity = { hot = \"80\" }",
+            "s.toml:9:20",
+            "bad temperature `80`",
+        ),
+        (
+            "validity = { background_load = \"0.1\" }",
+            "s.toml:9:32",
+            "bad percentage `0.1`",
+        ),
+        (
+            "validity = { background_load = \"150%\" }",
+            "s.toml:9:32",
+            "out of range",
+        ),
+        ("validity = { exclude = true }", "s.toml:9:14", "exclude"),
+        (
+            "validity = { exclude_flagged = \"yes\" }",
+            "s.toml:9:",
+            "bool",
+        ),
+        ("validity = \"strict\"", "s.toml:9:12", ""),
+    ] {
+        let err = load_method(body).expect_err(body);
+        assert!(
+            err.contains("1 error"),
+            "{body}: only the one mistake\n{err}"
+        );
+        assert!(
+            err.contains(location),
+            "{body}: expected {location} in\n{err}"
+        );
+        assert!(
+            err.contains(message),
+            "{body}: expected {message:?} in\n{err}"
+        );
+    }
+}
+
+/// Over SSH on a lab board (a real sshd in a network namespace; the same kernel, so
+/// its processes, CPUs and swap are this machine's): start returns at once although
+/// the sampler keeps running, the test's CPU is told apart from real burners, and
+/// finish leaves no sampler behind.
+#[test]
+fn over_ssh_on_a_lab_board_the_sampler_runs_detached_and_stops() {
+    use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
+    let _m = machine();
+    let lab = crate::lab::Lab::up(1);
+    let lb = lab.board(0);
+    let options = ConnectOptions {
+        ssh_config: Some(PathBuf::from("/nonexistent/benchpipe-test-ssh-config")),
+        use_agent_and_default_keys: false,
+        ..ConnectOptions::default()
+    };
+    let mut t = SshTransport::connect_with(
+        &lb.name,
+        &lab.info.ssh_target(lb),
+        Duration::from_secs(5),
+        options,
+    )
+    .unwrap_or_else(|e| panic!("connect to the lab board: {e}"));
+    let b = board(Path::new(&lb.workdir), None);
+
+    let t0 = Instant::now();
+    let probe = Probe::start(&mut t, &b, "ssh-run").unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "start waited for the sampler: {:?}",
+        t0.elapsed()
+    );
+    let run_dir = probe.dir().to_string();
+    assert_eq!(processes_with_arg(&run_dir).len(), 1, "one sampler runs");
+
+    let burners = Burners::start(cpus());
+    let out = t.run(&probe.wrap("sleep 2; echo done"), None).unwrap();
+    drop(burners);
+    assert_eq!(out.stdout_str(), "done\n");
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    assert!(done.summary.samples >= 3, "{}", done.trace);
+    assert!(done.summary.test_cpu_seconds.is_some(), "{}", done.trace);
+    assert!(
+        done.flags.contains(&"background-load".to_string()),
+        "{:?}\n{}",
+        done.flags,
+        done.trace
+    );
+    assert!(processes_with_arg(&run_dir).is_empty());
+    assert!(!Path::new(&run_dir).exists());
+}
