@@ -21,6 +21,7 @@ use crate::plan::state;
 use crate::plan::{Address, Cell};
 use crate::storage;
 use crate::store::{self, CellWriter, RunKind, Sample, Store};
+use crate::telemetry::{Probe, SamplerOptions, Thresholds};
 use crate::transport::local::Local;
 use crate::transport::{Transport, TransportError, quote};
 
@@ -534,8 +535,9 @@ impl Worker<'_> {
                 if outcomes[i].is_some() {
                     continue;
                 }
-                let have = cell.data.measured_count();
-                let primaries = state::primary_values(&cell.job.primary, &cell.data);
+                let have = state::counted(&cell.job.cell.method, &cell.data).count();
+                let primaries =
+                    state::primary_values(&cell.job.cell.method, &cell.job.primary, &cell.data);
                 if state::stop_rule(&cell.job.cell.method, &primaries, have).is_some() {
                     outcomes[i] = Some(Ok(have));
                     continue;
@@ -700,16 +702,55 @@ impl Worker<'_> {
         let step = &job.recipe.run;
         let command = bench::render(&step.command, vars).map_err(CellError::Cell)?;
         let seq = writer.next_seq();
+        // The sampler watches the board during measured runs; warm-ups are discarded
+        // anyway. Without it (an odd board), the run goes on unjudged.
+        let probe = match kind {
+            RunKind::Measured => match Probe::start_with(
+                t.board,
+                self.board,
+                &format!("{}-{seq}", self.session),
+                &SamplerOptions::for_run(step.timeout),
+            ) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    self.phase(Some(&job.cell.address), format!("no telemetry: {e}"));
+                    None
+                }
+            },
+            RunKind::Warmup => None,
+        };
+        let run_command = match (&probe, step.on) {
+            (Some(p), Side::Board) => p.wrap(&command),
+            _ => command.clone(),
+        };
         let started = store::now();
         let t0 = Instant::now();
-        let out = t.side(step.on).run(&command, step.timeout);
+        let out = t.side(step.on).run(&run_command, step.timeout);
         let seconds = t0.elapsed().as_secs_f64();
         let ended = store::now();
+        let probe = if self.stop.load(Ordering::SeqCst) || out.is_err() {
+            if let Some(p) = probe {
+                p.abort(t.board);
+            }
+            None
+        } else {
+            probe
+        };
         if self.stop.load(Ordering::SeqCst) {
             // The run was cut short by the interrupt: record nothing of it.
             return Err(CellError::Interrupted);
         }
         let out = out?;
+        let (flags, telemetry) = match probe {
+            None => (Vec::new(), None),
+            Some(p) => match p.finish(t.board, &Thresholds::from(&job.cell.method.validity)) {
+                Ok(done) => (done.flags, Some(done.telemetry)),
+                Err(e) => {
+                    self.phase(Some(&job.cell.address), format!("telemetry lost: {e}"));
+                    (Vec::new(), None)
+                }
+            },
+        };
         let stdout = out.stdout_str();
         let stderr = out.stderr_str();
         let log = format!(
@@ -747,8 +788,8 @@ impl Worker<'_> {
             started,
             ended,
             metrics,
-            flags: Vec::new(),
-            telemetry: None,
+            flags,
+            telemetry,
             command,
             log: rel,
             order: Some(order),

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::model::Method;
 use crate::stats;
-use crate::store::CellData;
+use crate::store::{CellData, RunKind, Sample};
 
 use super::Cell;
 
@@ -68,12 +68,34 @@ pub fn stop_rule(method: &Method, primaries: &[Vec<f64>], have: usize) -> Option
     }
 }
 
-/// The values of each primary metric of `cell` among the measured samples.
-pub fn primary_values(primary: &[String], data: &CellData) -> Vec<Vec<f64>> {
+/// Whether a measured run counts in the statistics: always, unless the method excludes
+/// flagged runs and this one is flagged. Flags are judged again from the stored
+/// telemetry with the scenario's thresholds, so changing a threshold needs no rerun.
+pub fn counts(method: &Method, sample: &Sample) -> bool {
+    sample.kind == RunKind::Measured
+        && (!method.validity.exclude_flagged || flags_of(method, sample).is_empty())
+}
+
+/// A run's validity flags under the method's thresholds.
+pub fn flags_of(method: &Method, sample: &Sample) -> Vec<String> {
+    sample
+        .telemetry
+        .as_ref()
+        .and_then(|t| crate::telemetry::rejudge(t, &(&method.validity).into()))
+        .unwrap_or_else(|| sample.flags.clone())
+}
+
+/// The measured runs that count in the statistics.
+pub fn counted<'d>(method: &'d Method, data: &'d CellData) -> impl Iterator<Item = &'d Sample> {
+    data.samples.iter().filter(move |s| counts(method, s))
+}
+
+/// The values of each primary metric among the runs that count.
+pub fn primary_values(method: &Method, primary: &[String], data: &CellData) -> Vec<Vec<f64>> {
     primary
         .iter()
         .map(|m| {
-            data.measured()
+            counted(method, data)
                 .filter_map(|s| s.metrics.get(m).copied())
                 .collect()
         })
@@ -82,9 +104,13 @@ pub fn primary_values(primary: &[String], data: &CellData) -> Vec<Vec<f64>> {
 
 /// The state of `cell` given what the store holds for it.
 pub fn state(cell: &Cell, primary: &[String], data: &CellData) -> CellState {
-    let have = data.measured_count();
+    let have = counted(&cell.method, data).count();
     let want = (cell.method.runs.min as usize).max(have.min(cell.method.runs.max as usize));
-    if let Some(rule) = stop_rule(&cell.method, &primary_values(primary, data), have) {
+    if let Some(rule) = stop_rule(
+        &cell.method,
+        &primary_values(&cell.method, primary, data),
+        have,
+    ) {
         return CellState::Complete { have, rule };
     }
     let want = if have >= want { have + 1 } else { want };

@@ -54,6 +54,10 @@ pub struct Row {
     pub config: Vec<String>,
     pub key: String,
     pub values: Vec<Stat>,
+    /// Measured runs with a validity flag (throttled, hot, swapping, ...).
+    pub flagged_runs: usize,
+    /// The distinct flags raised in this row's runs.
+    pub flags: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -166,6 +170,12 @@ fn methodology(scenario: &Scenario) -> String {
         )),
     }
     parts.push(format!(
+        "runs flagged as throttled, hot (above {}°C), swapping, under background load (above {}% of the CPU) or under-voltage are {} the statistics",
+        number(m.validity.hot_celsius),
+        percent(m.validity.background_load),
+        if m.validity.exclude_flagged { "left out of" } else { "kept in" }
+    ));
+    parts.push(format!(
         "values are mean ± {}% confidence interval half-width (Student's t), n = measured runs",
         percent(m.confidence)
     ));
@@ -215,21 +225,43 @@ pub fn build(
             if d.measured_count() == 0 {
                 continue;
             }
+            let method = &scenario.method;
+            let flagged: Vec<String> = d
+                .measured()
+                .flat_map(|s| state::flags_of(method, s))
+                .collect();
+            let flagged_runs = d
+                .measured()
+                .filter(|s| !state::flags_of(method, s).is_empty())
+                .count();
             let values = recipe
                 .metrics
                 .iter()
                 .map(|m| {
-                    let xs: Vec<f64> = d
-                        .measured()
+                    let xs: Vec<f64> = state::counted(method, d)
                         .filter_map(|s| s.metrics.get(&m.name).copied())
                         .collect();
-                    stat(&xs, scenario.method.confidence, &m.unit)
+                    let mut st = stat(&xs, method.confidence, &m.unit);
+                    if flagged_runs > 0 {
+                        let how = if method.validity.exclude_flagged {
+                            "excluded"
+                        } else {
+                            "included"
+                        };
+                        st.text = format!("{} [{flagged_runs} flagged run(s) {how}]", st.text);
+                    }
+                    st
                 })
                 .collect();
+            let mut kinds: Vec<String> = flagged;
+            kinds.sort();
+            kinds.dedup();
             rows.push(Row {
                 config: axes.iter().map(|(_, f)| f(&cell.address)).collect(),
                 key: cell.key.to_string(),
                 values,
+                flagged_runs,
+                flags: kinds,
             });
         }
         tests.push(TestTable {
