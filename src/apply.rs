@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::bench::{self, Vars};
 use crate::error::{Error, Result};
 use crate::model::{
-    AS_IS, Board, Connection, Cooldown, Filesystem, Recipe, RunOrder, Side, Step, Storage,
+    AS_IS, Board, Connection, Cooldown, Filesystem, Method, Recipe, RunOrder, Side, Step, Storage,
     Workspace,
 };
 use crate::plan::state;
@@ -232,6 +232,20 @@ struct Worker<'a> {
     resources: &'a Resources,
 }
 
+/// What a board's worker carries from cell to cell.
+struct BoardState {
+    /// Recorded beside every cell's samples.
+    facts: Value,
+    /// The storage and filesystem mounted now: reformatted only when a cell needs
+    /// another, unmounted when the board is done.
+    mounted: Option<(Storage, Filesystem)>,
+    /// Runs taken on this board in this apply (`Sample::board_seq`).
+    seq: u64,
+    /// The temperature before benchpipe loaded the board: the base of "idle+N".
+    idle_celsius: Option<f64>,
+    order: RunOrder,
+}
+
 /// A cell being worked on: its store writer, template values and samples so far.
 struct LiveCell<'j, 'c> {
     job: &'j Job<'c>,
@@ -321,18 +335,30 @@ impl Worker<'_> {
             self.done(&result);
             return result;
         }
-        let facts = gather_facts(board_t.as_mut(), self.board);
-        // The storage and filesystem mounted now; reformatted only when a cell needs
-        // another, and unmounted when the board is done.
-        let mut mounted: Option<(Storage, Filesystem)> = None;
+        // The temperature before benchpipe loaded the board: the base of "idle+N" cool-downs.
+        let idle_celsius = read_temperature(board_t.as_mut(), self.board);
+        let mut facts = gather_facts(board_t.as_mut(), self.board);
+        if let (Some(c), Some(obj)) = (idle_celsius, facts.as_object_mut()) {
+            obj.insert("idle_temperature_c".into(), json!(c));
+        }
         let interleaved = jobs
             .iter()
             .any(|j| j.cell.method.order == RunOrder::Interleaved);
+        let mut state = BoardState {
+            facts,
+            mounted: None,
+            seq: 0,
+            idle_celsius,
+            order: if interleaved {
+                RunOrder::Interleaved
+            } else {
+                RunOrder::Blocked
+            },
+        };
         let mut t = Transports {
             board: board_t.as_mut(),
             controller: controller_t.as_mut(),
         };
-        let mut board_seq = 0u64;
         let mut rest: &[Job<'_>] = jobs;
         while !rest.is_empty() {
             if self.stop.load(Ordering::SeqCst) {
@@ -351,13 +377,7 @@ impl Worker<'_> {
             };
             let (group, tail) = rest.split_at(len);
             rest = tail;
-            let order = if interleaved {
-                RunOrder::Interleaved
-            } else {
-                RunOrder::Blocked
-            };
-            let outcomes =
-                self.run_group(&mut t, group, &facts, &mut mounted, order, &mut board_seq);
+            let outcomes = self.run_group(&mut t, group, &mut state);
             let mut board_lost = None;
             for (job, outcome) in group.iter().zip(outcomes) {
                 match outcome {
@@ -391,7 +411,7 @@ impl Worker<'_> {
                 break;
             }
         }
-        if let Some((s, f)) = mounted.take()
+        if let Some((s, f)) = state.mounted.take()
             && let Err(e) = storage::release(board_t.as_mut(), &s, &f)
         {
             self.phase(None, format!("could not unmount {}: {e}", s.path));
@@ -481,15 +501,13 @@ impl Worker<'_> {
         &self,
         t: &mut Transports<'_>,
         group: &[Job<'_>],
-        facts: &Value,
-        mounted: &mut Option<(Storage, Filesystem)>,
-        order: RunOrder,
-        board_seq: &mut u64,
+        board: &mut BoardState,
     ) -> Vec<Result<usize, CellError>> {
+        let order = board.order;
         let mut live: Vec<Option<LiveCell<'_, '_>>> = Vec::with_capacity(group.len());
         let mut outcomes: Vec<Option<Result<usize, CellError>>> = Vec::new();
         for job in group {
-            match self.begin_cell(t, job, facts, mounted) {
+            match self.begin_cell(t, job, &board.facts, &mut board.mounted) {
                 Ok(cell) => {
                     live.push(Some(cell));
                     outcomes.push(None);
@@ -507,7 +525,8 @@ impl Worker<'_> {
 
         if live.iter().any(Option::is_some) {
             let first = live.iter().flatten().next().map(|c| &c.job.cell.address);
-            if let Err(e) = self.cooldown(t.board, first, &group[0].cell.method.cooldown) {
+            if let Err(e) = self.cooldown(t.board, first, &group[0].cell.method, board.idle_celsius)
+            {
                 stop_all = Some(e);
             }
         }
@@ -516,7 +535,7 @@ impl Worker<'_> {
         if stop_all.is_none() {
             for (i, slot) in live.iter_mut().enumerate() {
                 let Some(cell) = slot else { continue };
-                if let Err(e) = self.warm_up(t, cell, order, board_seq) {
+                if let Err(e) = self.warm_up(t, cell, order, &mut board.seq) {
                     let is_fatal = matches!(e, CellError::Board(_) | CellError::Interrupted);
                     outcomes[i] = Some(Err(e));
                     if is_fatal {
@@ -553,7 +572,7 @@ impl Worker<'_> {
                     RunKind::Measured,
                     have as u32 + 1,
                     order,
-                    board_seq,
+                    &mut board.seq,
                 ) {
                     Ok(sample) => {
                         cell.data.samples.push(sample);
@@ -833,36 +852,77 @@ impl Worker<'_> {
         Ok(())
     }
 
+    /// Waits out the method's cool-down, then its idle gate. A board without a thermal
+    /// source cannot be waited on by temperature; it is said once and not waited for.
     fn cooldown(
         &self,
         board: &mut dyn Transport,
         addr: Option<&Address>,
-        cooldown: &Cooldown,
+        method: &Method,
+        idle_celsius: Option<f64>,
     ) -> Result<(), CellError> {
-        match cooldown {
-            Cooldown::None => Ok(()),
+        match &method.cooldown {
+            Cooldown::None => {}
             Cooldown::Fixed { duration } => {
                 self.phase(addr, format!("cool-down {}s", duration.as_secs()));
-                self.sleep(*duration)
+                self.sleep(*duration)?;
             }
-            Cooldown::UntilBelow { celsius, max } => {
+            Cooldown::UntilBelow {
+                celsius,
+                above_idle,
+                max,
+            } => {
+                let limit = match (*above_idle, idle_celsius) {
+                    (false, _) => Some(*celsius),
+                    (true, Some(idle)) => Some(idle + celsius),
+                    (true, None) => None,
+                };
                 let t0 = Instant::now();
-                loop {
-                    let temp = read_temperature(board, self.board);
-                    match temp {
-                        Some(c) if c < *celsius => return Ok(()),
-                        None => return Ok(()),
+                while let Some(limit) = limit {
+                    match read_temperature(board, self.board) {
+                        Some(c) if c < limit => break,
+                        None => {
+                            self.phase(addr, "cool-down skipped: no temperature source");
+                            break;
+                        }
                         Some(c) => {
-                            self.phase(addr, format!("cool-down {c:.1}°C > {celsius}°C"));
+                            self.phase(addr, format!("cool-down {c:.1}°C > {limit:.1}°C"));
                         }
                     }
                     if t0.elapsed() >= *max {
-                        return Ok(());
+                        break;
                     }
-                    self.sleep(Duration::from_secs(5))?;
+                    self.sleep(POLL)?;
                 }
             }
         }
+        if let Some(gate) = &method.idle {
+            let t0 = Instant::now();
+            let mut quiet_since: Option<Instant> = None;
+            while t0.elapsed() < gate.max {
+                let Some(load) = read_load(board) else {
+                    self.phase(addr, "idle gate skipped: no /proc/loadavg");
+                    break;
+                };
+                if load < gate.load_below {
+                    let since = *quiet_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() >= gate.hold {
+                        break;
+                    }
+                } else {
+                    quiet_since = None;
+                }
+                self.phase(
+                    addr,
+                    format!(
+                        "waiting for idle: load {load:.2}, want < {}",
+                        gate.load_below
+                    ),
+                );
+                self.sleep(POLL.min(gate.hold.max(Duration::from_millis(200))))?;
+            }
+        }
+        Ok(())
     }
 
     /// Sleeps, waking early on interrupt.
@@ -1052,6 +1112,17 @@ echo "@@xz"; xz --version 2>/dev/null | head -n1
         }
     }
     Value::Object(facts)
+}
+
+/// How often cool-down and the idle gate look at the board.
+const POLL: Duration = Duration::from_secs(5);
+
+/// The board's 1-minute load average.
+fn read_load(t: &mut dyn Transport) -> Option<f64> {
+    let out = t
+        .run("cat /proc/loadavg", Some(Duration::from_secs(30)))
+        .ok()?;
+    out.stdout_str().split_whitespace().next()?.parse().ok()
 }
 
 /// The board's highest temperature in °C, from its thermal source; None when it has none.

@@ -372,6 +372,8 @@ pub struct CellPattern {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Method {
     pub cooldown: Cooldown,
+    /// Waited for after the cool-down, before warm-up.
+    pub idle: Option<IdleGate>,
     pub warmup: Warmup,
     pub runs: Runs,
     /// Confidence level of intervals, e.g. 0.95.
@@ -386,6 +388,7 @@ impl Default for Method {
     fn default() -> Self {
         Method {
             cooldown: Cooldown::None,
+            idle: None,
             warmup: Warmup {
                 runs: 1,
                 duration: None,
@@ -432,11 +435,25 @@ pub enum Cooldown {
         #[serde(with = "secs")]
         duration: Duration,
     },
+    /// Until the board's hottest sensor reads below `celsius`; with `above_idle`,
+    /// below the temperature it had when apply first reached it plus `celsius`.
     UntilBelow {
         celsius: f64,
+        above_idle: bool,
         #[serde(with = "secs")]
         max: Duration,
     },
+}
+
+/// Before measuring, wait until the board is idle: its 1-minute load average below
+/// `load_below` without a break for `hold`, waiting at most `max`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IdleGate {
+    pub load_below: f64,
+    #[serde(with = "secs")]
+    pub hold: Duration,
+    #[serde(with = "secs")]
+    pub max: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -197,6 +197,17 @@ pub struct Method {
     pub confidence: Option<S<f64>>,
     pub order: Option<S<String>>,
     pub validity: Option<S<Validity>>,
+    pub idle: Option<S<Idle>>,
+}
+
+/// `idle = { load_below = 0.5, for = "30s", max = "10m" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Idle {
+    pub load_below: S<f64>,
+    #[serde(rename = "for")]
+    pub hold: Option<S<String>>,
+    pub max: Option<S<String>>,
 }
 
 /// `validity = { hot = "80C", background_load = "10%", exclude_flagged = false }`.

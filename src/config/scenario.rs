@@ -580,17 +580,58 @@ fn method(src: &Source, raw: Option<&raw::Method>, diags: &mut Vec<Diagnostic>) 
                 }
             }
             raw::Cooldown::UntilBelow(u) => {
-                let celsius = units::parse_celsius(u.until_below.get_ref())
-                    .map_err(|e| diags.push(src.at_value(&u.until_below, e)))
+                // "50C", or "idle+5C": five degrees above the board's idle temperature.
+                let text = u.until_below.get_ref().trim();
+                let (above_idle, degrees) = match text.strip_prefix("idle") {
+                    Some(rest) => (true, rest.trim().trim_start_matches('+').trim()),
+                    None => (false, text),
+                };
+                let celsius = units::parse_celsius(degrees)
+                    .map_err(|e| {
+                        diags.push(
+                            src.at_value(&u.until_below, e)
+                                .with_help("write an absolute limit like \"50C\", or \"idle+5C\""),
+                        )
+                    })
                     .ok();
                 let max = match &u.max {
                     Some(m) => duration(src, m, diags),
                     None => Some(std::time::Duration::from_secs(15 * 60)),
                 };
                 if let (Some(celsius), Some(max)) = (celsius, max) {
-                    method.cooldown = Cooldown::UntilBelow { celsius, max };
+                    method.cooldown = Cooldown::UntilBelow {
+                        celsius,
+                        above_idle,
+                        max,
+                    };
                 }
             }
+        }
+    }
+
+    if let Some(idle) = &raw.idle {
+        let idle = idle.get_ref();
+        let load = *idle.load_below.get_ref();
+        if !(load.is_finite() && load > 0.0) {
+            diags.push(src.at_value(
+                &idle.load_below,
+                format!("load_below = {load}: expected a load average above 0, like 0.5"),
+            ));
+        }
+        let hold = match &idle.hold {
+            Some(h) => duration(src, h, diags),
+            None => Some(std::time::Duration::from_secs(30)),
+        };
+        let max = match &idle.max {
+            Some(m) => duration(src, m, diags),
+            None => Some(std::time::Duration::from_secs(10 * 60)),
+        };
+        if let (Some(hold), Some(max)) = (hold, max) {
+            method.idle = Some(crate::model::IdleGate {
+                load_below: load,
+                hold,
+                max,
+            });
         }
     }
 

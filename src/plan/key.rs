@@ -92,10 +92,33 @@ pub fn cell_inputs(
     let cooldown = match &method.cooldown {
         Cooldown::None => json!("none"),
         Cooldown::Fixed { duration } => json!({ "fixed_s": duration.as_secs_f64() }),
-        Cooldown::UntilBelow { celsius, max } => {
-            json!({ "until_below_c": celsius, "max_s": max.as_secs_f64() })
-        }
+        Cooldown::UntilBelow {
+            celsius,
+            above_idle: false,
+            max,
+        } => json!({ "until_below_c": celsius, "max_s": max.as_secs_f64() }),
+        Cooldown::UntilBelow {
+            celsius,
+            above_idle: true,
+            max,
+        } => json!({ "until_above_idle_c": celsius, "max_s": max.as_secs_f64() }),
     };
+    let mut method_doc = json!({
+        "cooldown": cooldown,
+        "warmup_runs": method.warmup.runs,
+        "warmup_s": method.warmup.duration.map(|d| d.as_secs_f64()),
+    });
+    // Only present when set, so that keys made before the idle gate existed stay valid.
+    if let (Some(gate), Some(obj)) = (&method.idle, method_doc.as_object_mut()) {
+        obj.insert(
+            "idle".into(),
+            json!({
+                "load_below": gate.load_below,
+                "hold_s": gate.hold.as_secs_f64(),
+                "max_s": gate.max.as_secs_f64(),
+            }),
+        );
+    }
     json!({
         "image": image.source.identity(&image.name),
         "board": { "name": board.name, "model": board.model, "arch": board.arch },
@@ -118,10 +141,6 @@ pub fn cell_inputs(
                 "name": m.name, "from": m.from, "scale": m.scale,
             })).collect::<Vec<_>>(),
         },
-        "method": {
-            "cooldown": cooldown,
-            "warmup_runs": method.warmup.runs,
-            "warmup_s": method.warmup.duration.map(|d| d.as_secs_f64()),
-        },
+        "method": method_doc,
     })
 }

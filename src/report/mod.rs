@@ -163,11 +163,28 @@ fn methodology(scenario: &Scenario) -> String {
             "{} cool-down before each cell",
             duration_text(duration.as_secs_f64())
         )),
-        Cooldown::UntilBelow { celsius, max } => parts.push(format!(
-            "cool-down until below {}°C (at most {})",
+        Cooldown::UntilBelow {
+            celsius,
+            above_idle,
+            max,
+        } => parts.push(format!(
+            "cool-down until below {}{}°C (at most {})",
+            if *above_idle {
+                "the idle temperature + "
+            } else {
+                ""
+            },
             number(*celsius),
             duration_text(max.as_secs_f64())
         )),
+    }
+    if let Some(gate) = &m.idle {
+        parts.push(format!(
+            "then until the 1-minute load stayed below {} for {} (at most {})",
+            number(gate.load_below),
+            duration_text(gate.hold.as_secs_f64()),
+            duration_text(gate.max.as_secs_f64())
+        ));
     }
     parts.push(format!(
         "runs flagged as throttled, hot (above {}°C), swapping, under background load (above {}% of the CPU) or under-voltage are {} the statistics",

@@ -416,6 +416,20 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
     ),
     (
         "scenarios/s.toml",
+        "until_below = \"50C\"",
+        "until_below = \"idle+five\"",
+        "scenarios/s.toml:23:28",
+        "\"idle+5C\"",
+    ),
+    (
+        "scenarios/s.toml",
+        "cooldown = { until_below",
+        "idle = { load_below = 0.5, for = \"30 s\" }\ncooldown = { until_below",
+        "scenarios/s.toml:23:34",
+        "bad duration `30 s`",
+    ),
+    (
+        "scenarios/s.toml",
         "max = \"15m\"",
         "max = \"15min\"",
         "scenarios/s.toml:23:41",

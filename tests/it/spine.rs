@@ -457,3 +457,69 @@ value = { from = "value", unit = "s", better = "lower" }
         ]
     );
 }
+
+#[test]
+fn cooldown_waits_for_a_fake_thermal_source_and_the_idle_gate_reads_the_real_load() {
+    let p = Project::new("cooldown").scenario(
+        "s",
+        &["sleepy"],
+        1,
+        "\n[params.sleepy]\nseconds = 0.01\n",
+    );
+    // A fake thermal zone: the lab VM has none. The board file points at it.
+    let zone = p.dir.join("fake-thermal");
+    std::fs::create_dir_all(&zone).unwrap();
+    std::fs::write(zone.join("temp"), "61000\n").unwrap();
+    let board = std::fs::read_to_string(p.dir.join("boards/here.toml")).unwrap();
+    let p = p.write(
+        "boards/here.toml",
+        &board.replace(
+            "local = true\n",
+            &format!("local = true\nthermal = \"{}/temp\"\n", zone.display()),
+        ),
+    );
+    let scenario = std::fs::read_to_string(p.dir.join("scenarios/s.toml")).unwrap();
+    let p = p.write(
+        "scenarios/s.toml",
+        &scenario.replace(
+            "[method]\n",
+            "[method]\ncooldown = { until_below = \"50C\", max = \"5m\" }\n\
+             idle = { load_below = 0.0001, for = \"1s\", max = \"2s\" }\n",
+        ),
+    );
+    let cooler = {
+        let zone = zone.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            let at = benchpipe::store::now();
+            std::fs::write(zone.join("temp"), "45000\n").unwrap();
+            at
+        })
+    };
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    let cooled_at = cooler.join().unwrap();
+    assert!(apply.status.success(), "{}", text(&apply));
+    let err = String::from_utf8_lossy(&apply.stderr);
+    assert!(err.contains("cool-down 61.0°C > 50.0°C"), "{err}");
+    // The machine is never that idle, so the gate waits out its maximum and goes on.
+    assert!(err.contains("waiting for idle: load"), "{err}");
+    let first = &p.samples("sleepy")[0];
+    assert!(
+        first["started"].as_f64().unwrap() > cooled_at,
+        "no run before the board cooled down: {first}"
+    );
+    let facts: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::fs::read_dir(p.dir.join("results"))
+                .unwrap()
+                .flatten()
+                .find(|e| e.path().join("facts.json").exists())
+                .unwrap()
+                .path()
+                .join("facts.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(facts["idle_temperature_c"], 61.0, "{facts}");
+}
