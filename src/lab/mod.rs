@@ -757,20 +757,26 @@ fn remove_workdir(dir: &Path) -> Result<(), Error> {
     }
 }
 
+/// Ends every process in a namespace: SIGTERM first, so that a shell in the middle of
+/// something (a lock file, a temporary file) can clean up, then SIGKILL after a second.
 fn kill_namespace_processes(ns: &str) -> Result<(), Error> {
     let started = Instant::now();
+    let mut signal = libc::SIGTERM;
     loop {
         let pids = netns_pids(ns)?;
         if pids.is_empty() {
             return Ok(());
         }
+        if started.elapsed() > Duration::from_secs(1) {
+            signal = libc::SIGKILL;
+        }
         for pid in &pids {
             // SAFETY: kill(2) on pids listed as members of our namespace.
             unsafe {
-                libc::kill(*pid, libc::SIGKILL);
+                libc::kill(*pid, signal);
             }
         }
-        if started.elapsed() > Duration::from_secs(5) {
+        if started.elapsed() > Duration::from_secs(6) {
             return Err(fail(format!(
                 "processes {pids:?} in namespace {ns} survived SIGKILL"
             )));
