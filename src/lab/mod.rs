@@ -222,14 +222,13 @@ fn used_subnets() -> Result<Vec<u32>, Error> {
     for line in out.stdout_str().lines() {
         let mut words = line.split_whitespace();
         while let Some(w) = words.next() {
-            if w == "inet" {
-                if let Some(addr) = words.next().and_then(|a| a.split('/').next()) {
-                    if let Ok(ip) = addr.parse::<Ipv4Addr>() {
-                        let n = u32::from(ip);
-                        if n >= base && n < base + (1 << 17) {
-                            used.push((n - base) / 4);
-                        }
-                    }
+            if w == "inet"
+                && let Some(addr) = words.next().and_then(|a| a.split('/').next())
+                && let Ok(ip) = addr.parse::<Ipv4Addr>()
+            {
+                let n = u32::from(ip);
+                if n >= base && n < base + (1 << 17) {
+                    used.push((n - base) / 4);
                 }
             }
         }
@@ -633,10 +632,11 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
         .collect();
     if let Ok(out) = cmd(&["ip", "netns", "list"]) {
         for line in out.stdout_str().lines() {
-            if let Some(name) = line.split_whitespace().next() {
-                if ours(name) && !namespaces.iter().any(|n| n == name) {
-                    namespaces.push(name.to_string());
-                }
+            if let Some(name) = line.split_whitespace().next()
+                && ours(name)
+                && !namespaces.iter().any(|n| n == name)
+            {
+                namespaces.push(name.to_string());
             }
         }
     }
@@ -659,10 +659,10 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
                 continue;
             };
             let name = name.trim().split('@').next().unwrap_or("");
-            if ours(name) || name.strip_suffix('b').is_some_and(ours) {
-                if let Err(e) = cmd(&["ip", "link", "delete", name]) {
-                    problems.push(e.to_string());
-                }
+            if (ours(name) || name.strip_suffix('b').is_some_and(ours))
+                && let Err(e) = cmd(&["ip", "link", "delete", name])
+            {
+                problems.push(e.to_string());
             }
         }
     }
@@ -719,10 +719,10 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
         }
     }
     let dir = state_dir(root);
-    if dir.exists() {
-        if let Err(e) = fs::remove_dir_all(&dir) {
-            problems.push(format!("{}: {e}", dir.display()));
-        }
+    if dir.exists()
+        && let Err(e) = fs::remove_dir_all(&dir)
+    {
+        problems.push(format!("{}: {e}", dir.display()));
     }
     if problems.is_empty() {
         Ok(())
@@ -814,12 +814,12 @@ fn detach_loop(device: &str) -> Result<(), Error> {
         let Some(dash) = fields.iter().position(|f| *f == "-") else {
             continue;
         };
-        if fields.get(dash + 2) == Some(&device) {
-            if let Some(mount_point) = fields.get(4) {
-                let mp = mount_point.replace("\\040", " ");
-                if cmd(&["umount", &mp]).is_err() {
-                    cmd(&["umount", "-l", &mp])?;
-                }
+        if fields.get(dash + 2) == Some(&device)
+            && let Some(mount_point) = fields.get(4)
+        {
+            let mp = mount_point.replace("\\040", " ");
+            if cmd(&["umount", &mp]).is_err() {
+                cmd(&["umount", "-l", &mp])?;
             }
         }
     }
