@@ -73,7 +73,11 @@ fn main() {
          [metrics]\nvalue = { from = \"value\", unit = \"x\", better = \"higher\" }\n",
     )
     .unwrap();
-    let names: Vec<String> = info.boards.iter().map(|b| format!("\"{}\"", b.name)).collect();
+    let names: Vec<String> = info
+        .boards
+        .iter()
+        .map(|b| format!("\"{}\"", b.name))
+        .collect();
     scenario(&root, "all", &names.join(", "));
     let mut singles = Vec::new();
     for (i, n) in names.iter().enumerate() {

@@ -222,14 +222,13 @@ fn used_subnets() -> Result<Vec<u32>, Error> {
     for line in out.stdout_str().lines() {
         let mut words = line.split_whitespace();
         while let Some(w) = words.next() {
-            if w == "inet" {
-                if let Some(addr) = words.next().and_then(|a| a.split('/').next()) {
-                    if let Ok(ip) = addr.parse::<Ipv4Addr>() {
-                        let n = u32::from(ip);
-                        if n >= base && n < base + (1 << 17) {
-                            used.push((n - base) / 4);
-                        }
-                    }
+            if w == "inet"
+                && let Some(addr) = words.next().and_then(|a| a.split('/').next())
+                && let Ok(ip) = addr.parse::<Ipv4Addr>()
+            {
+                let n = u32::from(ip);
+                if n >= base && n < base + (1 << 17) {
+                    used.push((n - base) / 4);
                 }
             }
         }
@@ -637,10 +636,11 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
         .collect();
     if let Ok(out) = cmd(&["ip", "netns", "list"]) {
         for line in out.stdout_str().lines() {
-            if let Some(name) = line.split_whitespace().next() {
-                if ours(name) && !namespaces.iter().any(|n| n == name) {
-                    namespaces.push(name.to_string());
-                }
+            if let Some(name) = line.split_whitespace().next()
+                && ours(name)
+                && !namespaces.iter().any(|n| n == name)
+            {
+                namespaces.push(name.to_string());
             }
         }
     }
@@ -663,10 +663,10 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
                 continue;
             };
             let name = name.trim().split('@').next().unwrap_or("");
-            if ours(name) || name.strip_suffix('b').is_some_and(ours) {
-                if let Err(e) = cmd(&["ip", "link", "delete", name]) {
-                    problems.push(e.to_string());
-                }
+            if (ours(name) || name.strip_suffix('b').is_some_and(ours))
+                && let Err(e) = cmd(&["ip", "link", "delete", name])
+            {
+                problems.push(e.to_string());
             }
         }
     }
@@ -723,10 +723,10 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
         }
     }
     let dir = state_dir(root);
-    if dir.exists() {
-        if let Err(e) = fs::remove_dir_all(&dir) {
-            problems.push(format!("{}: {e}", dir.display()));
-        }
+    if dir.exists()
+        && let Err(e) = fs::remove_dir_all(&dir)
+    {
+        problems.push(format!("{}: {e}", dir.display()));
     }
     if problems.is_empty() {
         Ok(())
@@ -761,20 +761,26 @@ fn remove_workdir(dir: &Path) -> Result<(), Error> {
     }
 }
 
+/// Ends every process in a namespace: SIGTERM first, so that a shell in the middle of
+/// something (a lock file, a temporary file) can clean up, then SIGKILL after a second.
 fn kill_namespace_processes(ns: &str) -> Result<(), Error> {
     let started = Instant::now();
+    let mut signal = libc::SIGTERM;
     loop {
         let pids = netns_pids(ns)?;
         if pids.is_empty() {
             return Ok(());
         }
+        if started.elapsed() > Duration::from_secs(1) {
+            signal = libc::SIGKILL;
+        }
         for pid in &pids {
             // SAFETY: kill(2) on pids listed as members of our namespace.
             unsafe {
-                libc::kill(*pid, libc::SIGKILL);
+                libc::kill(*pid, signal);
             }
         }
-        if started.elapsed() > Duration::from_secs(5) {
+        if started.elapsed() > Duration::from_secs(6) {
             return Err(fail(format!(
                 "processes {pids:?} in namespace {ns} survived SIGKILL"
             )));
@@ -812,12 +818,12 @@ fn detach_loop(device: &str) -> Result<(), Error> {
         let Some(dash) = fields.iter().position(|f| *f == "-") else {
             continue;
         };
-        if fields.get(dash + 2) == Some(&device) {
-            if let Some(mount_point) = fields.get(4) {
-                let mp = mount_point.replace("\\040", " ");
-                if cmd(&["umount", &mp]).is_err() {
-                    cmd(&["umount", "-l", &mp])?;
-                }
+        if fields.get(dash + 2) == Some(&device)
+            && let Some(mount_point) = fields.get(4)
+        {
+            let mp = mount_point.replace("\\040", " ");
+            if cmd(&["umount", &mp]).is_err() {
+                cmd(&["umount", "-l", &mp])?;
             }
         }
     }

@@ -690,7 +690,11 @@ mod tests {
         let pi2 = &r.comparisons[1];
         assert!(!pi2.significant, "{pi2:?}");
         assert_eq!(pi2.verdict, "no significant difference");
-        assert!(pi1.difference.contains("+35.3% of the mean of both"), "the seed's 35%: {}", pi1.difference);
+        assert!(
+            pi1.difference.contains("+35.3% of the mean of both"),
+            "the seed's 35%: {}",
+            pi1.difference
+        );
         let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
         assert!(md.contains("| disk-4k.random_read | pi-1 / sd / as-is / installed | pi-1 / usb / as-is / installed | +42.9%"), "{md}");
         assert!(md.contains("**better**"), "{md}");

@@ -84,12 +84,12 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if !self.down_done {
-            if let Err(e) = lab::down_with(&self.root, &self.options) {
-                eprintln!("LAB DOWN FAILED for {}: {e}", self.root.display());
-                if !std::thread::panicking() {
-                    panic!("lab down failed: {e}");
-                }
+        if !self.down_done
+            && let Err(e) = lab::down_with(&self.root, &self.options)
+        {
+            eprintln!("LAB DOWN FAILED for {}: {e}", self.root.display());
+            if !std::thread::panicking() {
+                panic!("lab down failed: {e}");
             }
         }
         let _ = std::fs::remove_dir_all(&self.root);

@@ -127,7 +127,7 @@ fn a_board_whose_sshd_dies_fails_alone_and_a_rerun_completes_only_its_cell() {
     let lab = Lab::up(3);
     let slow = BUSY.replace("sleep 0.5", "sleep 0.7");
     write_project(&lab, &["slow"], 6, &[("slow", &slow)]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+    let child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .args(["apply", "scenarios/s.toml"])
         .current_dir(&lab.root)
         .env("NO_COLOR", "1")

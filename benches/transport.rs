@@ -1,0 +1,202 @@
+//! Benchmark: benchpipe's SSH transport against OpenSSH on a lab board. Prints figures
+//! side by side (per-command latency against a ControlMaster connection, bulk upload
+//! against `ssh board 'cat > file'`); no assertions. Needs root for the lab.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use benchpipe::lab::{self, LabInfo, LabOptions};
+use benchpipe::transport::Transport;
+use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
+
+const COMMANDS: usize = 200;
+const UPLOAD_BYTES: u64 = 512 << 20;
+
+struct LabGuard {
+    root: PathBuf,
+    options: LabOptions,
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        if let Err(e) = lab::down_with(&self.root, &self.options) {
+            eprintln!("lab down failed: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn main() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!(
+            "benches/transport: skipped, the lab needs root (run `sudo cargo bench --bench transport`)"
+        );
+        return;
+    }
+    if let Err(e) = run() {
+        eprintln!("benches/transport: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), String> {
+    let root = std::env::temp_dir().join(format!("benchpipe-bench-lab-{}", std::process::id()));
+    let options = LabOptions {
+        prefix: "bpbench".into(),
+        board_prefix: "bench".into(),
+        disks_per_board: 1,
+        disk_bytes: 64 << 20,
+        first_subnet: 6000,
+    };
+    // Sweep what an interrupted earlier run may have left under the same names.
+    lab::down_with(&root, &options).map_err(|e| format!("sweeping an old bench lab: {e}"))?;
+    let info = lab::up_with(&root, 1, &options).map_err(|e| format!("lab up: {e}"))?;
+    let _guard = LabGuard {
+        root: root.clone(),
+        options,
+    };
+    let board = &info.boards[0];
+    let target = info.ssh_target(board);
+    let opts = ConnectOptions {
+        ssh_config: Some(PathBuf::from("/dev/null")),
+        use_agent_and_default_keys: false,
+        ..ConnectOptions::default()
+    };
+    let mut t = SshTransport::connect_with(&board.name, &target, Duration::from_secs(10), opts)
+        .map_err(|e| e.to_string())?;
+    let openssh = OpenSsh::new(&info, &root)?;
+
+    // Per-command latency: the master connection and our session are set up first.
+    t.run("true", None).map_err(|e| e.to_string())?;
+    openssh.run("true", None)?;
+    let ours = time_n(COMMANDS, || {
+        t.run("true", None)
+            .map_err(|e| e.to_string())
+            .and_then(|o| ok(o.exit.success()))
+    })?;
+    let theirs = time_n(COMMANDS, || openssh.run("true", None))?;
+
+    // Bulk upload of the same file to the same (shared) disk.
+    let local = root.join("upload.bin");
+    make_file(&local, UPLOAD_BYTES)?;
+    let remote = format!("{}/upload.bin", board.workdir);
+    let started = Instant::now();
+    t.upload(&local, &remote).map_err(|e| e.to_string())?;
+    let ours_upload = started.elapsed();
+    let started = Instant::now();
+    openssh.run(&format!("cat > {remote}"), Some(&local))?;
+    let theirs_upload = started.elapsed();
+    let _ = std::fs::remove_file(&remote);
+    openssh.stop();
+
+    let mib = UPLOAD_BYTES as f64 / (1 << 20) as f64;
+    println!(
+        "benchpipe transport vs OpenSSH on lab board {} ({})",
+        board.name, board.address
+    );
+    println!(
+        "{:<34} {:>14} {:>14} {:>8}",
+        "", "benchpipe", "OpenSSH", "ratio"
+    );
+    println!(
+        "{:<34} {:>11.2} ms {:>11.2} ms {:>7.2}x   (goal <= 1.2x)",
+        format!("latency of `true` (mean of {COMMANDS})"),
+        ms(ours) / COMMANDS as f64,
+        ms(theirs) / COMMANDS as f64,
+        ours.as_secs_f64() / theirs.as_secs_f64()
+    );
+    let rate = |d: Duration| mib / d.as_secs_f64();
+    println!(
+        "{:<34} {:>9.1} MiB/s {:>9.1} MiB/s {:>7.2}x   (goal >= 0.9x)",
+        format!("upload of {mib:.0} MiB"),
+        rate(ours_upload),
+        rate(theirs_upload),
+        rate(ours_upload) / rate(theirs_upload)
+    );
+    Ok(())
+}
+
+fn ok(b: bool) -> Result<(), String> {
+    if b {
+        Ok(())
+    } else {
+        Err("command failed".into())
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn time_n(n: usize, mut f: impl FnMut() -> Result<(), String>) -> Result<Duration, String> {
+    let started = Instant::now();
+    for _ in 0..n {
+        f()?;
+    }
+    Ok(started.elapsed())
+}
+
+fn make_file(path: &Path, bytes: u64) -> Result<(), String> {
+    let status = Command::new("head")
+        .args(["-c", &bytes.to_string(), "/dev/urandom"])
+        .stdout(std::fs::File::create(path).map_err(|e| e.to_string())?)
+        .status()
+        .map_err(|e| e.to_string())?;
+    ok(status.success())
+}
+
+/// The OpenSSH client with a reused master connection and the lab's key and known_hosts.
+struct OpenSsh {
+    args: Vec<String>,
+}
+
+impl OpenSsh {
+    fn new(info: &LabInfo, root: &Path) -> Result<OpenSsh, String> {
+        let board = &info.boards[0];
+        let control = root.join("cm.sock");
+        let args = vec![
+            "-F".into(),
+            "/dev/null".into(),
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "-o".into(),
+            "StrictHostKeyChecking=yes".into(),
+            "-o".into(),
+            format!("UserKnownHostsFile={}", info.known_hosts.display()),
+            "-i".into(),
+            info.identity.display().to_string(),
+            "-o".into(),
+            "ControlMaster=auto".into(),
+            "-o".into(),
+            format!("ControlPath={}", control.display()),
+            "-o".into(),
+            "ControlPersist=60".into(),
+            format!("root@{}", board.address),
+        ];
+        Ok(OpenSsh { args })
+    }
+
+    fn run(&self, command: &str, stdin: Option<&Path>) -> Result<(), String> {
+        let stdin = match stdin {
+            Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| e.to_string())?),
+            None => Stdio::null(),
+        };
+        let status = Command::new("ssh")
+            .args(&self.args)
+            .arg(command)
+            .stdin(stdin)
+            .status()
+            .map_err(|e| format!("ssh: {e}"))?;
+        ok(status.success())
+    }
+
+    fn stop(&self) {
+        let _ = Command::new("ssh")
+            .args(&self.args)
+            .args(["-O", "exit"])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
