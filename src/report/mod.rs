@@ -38,6 +38,8 @@ pub struct TestTable {
     pub description: String,
     pub metrics: Vec<MetricHeader>,
     pub rows: Vec<Row>,
+    /// Whether rows say how many runs the precision target took.
+    pub adaptive: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -54,6 +56,8 @@ pub struct Row {
     pub config: Vec<String>,
     pub key: String,
     pub values: Vec<Stat>,
+    /// With a precision target: the runs taken and the rule that stopped them.
+    pub runs: Option<String>,
     /// Measured runs with a validity flag (throttled, hot, swapping, ...).
     pub flagged_runs: usize,
     /// The distinct flags raised in this row's runs.
@@ -224,6 +228,17 @@ pub fn build(
         for cell in plan.cells.iter().filter(|c| &c.address.test == test) {
             let d = data.get(&cell.key).unwrap_or(&empty);
             let st = state::state(cell, &primary, d);
+            let runs = match (&st, cell.method.runs.target) {
+                (CellState::Complete { have, rule }, Some(_)) => Some(format!(
+                    "{have}, {}",
+                    match rule {
+                        state::StopRule::TargetReached => "target reached",
+                        state::StopRule::MaxReached => "max reached, target missed",
+                        state::StopRule::MinReached => "min reached",
+                    }
+                )),
+                _ => None,
+            };
             if !st.is_complete() {
                 incomplete.push(Incomplete {
                     cell: cell.address.label(),
@@ -277,11 +292,13 @@ pub fn build(
                 config: axes.iter().map(|(_, f)| f(&cell.address)).collect(),
                 key: cell.key.to_string(),
                 values,
+                runs,
                 flagged_runs,
                 flags: kinds,
             });
         }
         tests.push(TestTable {
+            adaptive: scenario.method.runs.target.is_some(),
             test: test.to_string(),
             axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
             description: recipe.description.clone(),

@@ -180,3 +180,39 @@ fn a_board_whose_sshd_dies_fails_alone_and_a_rerun_completes_only_its_cell() {
     );
     assert_eq!(per_board(&victim), 6);
 }
+
+#[test]
+fn an_unknown_host_key_stops_apply_until_boards_trust_accepts_it() {
+    let lab = Lab::up(1);
+    write_project(&lab, &["busy"], 1, &[("busy", BUSY)]);
+    let board = lab.board(0).name.to_string();
+    let known_hosts = lab.info.known_hosts.clone();
+    std::fs::write(&known_hosts, "").unwrap();
+
+    let refused = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("SHA256:"), "the fingerprint is shown: {err}");
+    assert!(
+        err.contains(&format!("benchpipe boards trust {board}")),
+        "says how to accept it: {err}"
+    );
+    assert!(samples(&lab.root, "busy").is_empty());
+
+    let trust = bp(&lab.root, &["boards", "trust", &board]);
+    assert!(trust.status.success(), "{}", text(&trust));
+    let said = String::from_utf8_lossy(&trust.stdout);
+    assert!(
+        said.starts_with(&format!("trusted {board}: SHA256:")),
+        "{said}"
+    );
+    assert!(
+        std::fs::read_to_string(&known_hosts)
+            .unwrap()
+            .contains("ssh-ed25519")
+    );
+
+    let apply = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    assert_eq!(samples(&lab.root, "busy").len(), 1);
+}

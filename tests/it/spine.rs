@@ -523,3 +523,61 @@ fn cooldown_waits_for_a_fake_thermal_source_and_the_idle_gate_reads_the_real_loa
     .unwrap();
     assert_eq!(facts["idle_temperature_c"], 61.0, "{facts}");
 }
+
+#[test]
+fn a_precision_target_stops_stable_cells_early_and_noisy_ones_at_max() {
+    let p = Project::new("adaptive")
+        .write(
+            "pipeline/noisy.toml",
+            r#"description = "a value that is never the same twice"
+uses_storage = false
+[run]
+command = "echo \"{\\\"value\\\": $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') }\""
+parse = "json"
+[metrics]
+value = { from = "value", unit = "x", better = "higher" }
+"#,
+        )
+        .scenario(
+            "s",
+            &["sleepy", "noisy"],
+            3,
+            "\n[params.sleepy]\nseconds = 0.01\n",
+        );
+    let scenario = std::fs::read_to_string(p.dir.join("scenarios/s.toml")).unwrap();
+    let p = p.write(
+        "scenarios/s.toml",
+        &scenario.replace(
+            "runs = { min = 3, max = 3 }",
+            "runs = { min = 3, max = 7, target = \"2%\" }",
+        ),
+    );
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    assert_eq!(
+        measured(&p.samples("sleepy")),
+        3,
+        "constant values meet the target at min"
+    );
+    assert_eq!(
+        measured(&p.samples("noisy")),
+        7,
+        "noise up to 65535 never does: max"
+    );
+    let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
+    assert!(md.contains("| 3, target reached |"), "{md}");
+    assert!(md.contains("| 7, max reached, target missed |"), "{md}");
+    assert!(
+        md.contains("3 to 7 measured runs, until the 95% CI is within ±2% of the mean"),
+        "{md}"
+    );
+    let plan = p.bp(&["plan", "--json", "scenarios/s.toml"]);
+    let doc: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let rules: Vec<&str> = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["state"]["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["target-reached", "max-reached"]);
+}
