@@ -81,6 +81,26 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Compare two configurations of a scenario on one metric from the store, like a
+    /// `[[report.compare]]` entry: difference with its CI, Welch's p, verdict.
+    Compare {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// `test.metric`, e.g. disk-4k.random_read.
+        #[arg(long)]
+        metric: String,
+        /// The baseline cells: axis=glob pairs, e.g. `storage=sd,board=pi-*`.
+        #[arg(long)]
+        baseline: String,
+        /// The candidate cells (default: every other cell).
+        #[arg(long)]
+        candidate: Option<String>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The virtual lab: boards made of network namespaces, each running a real sshd.
     Lab {
         #[command(subcommand)]
@@ -251,6 +271,72 @@ pub fn run(cli: Cli) -> Result<()> {
             print!("{out}");
             Ok(())
         }
+        Command::Compare {
+            files,
+            metric,
+            baseline,
+            candidate,
+            store,
+            json,
+        } => {
+            let ws = load(&files)?;
+            let store = Store::open_read(&store.store)?;
+            let (test, metric_name) = metric.split_once('.').ok_or_else(|| {
+                Error::Usage(format!("--metric `{metric}`: expected `test.metric`"))
+            })?;
+            let baseline = parse_pattern(&baseline)?;
+            let candidate = match &candidate {
+                Some(c) => parse_pattern(c)?,
+                None => crate::model::CellPattern::default(),
+            };
+            let data = store.all()?;
+            let mut rows = Vec::new();
+            for (scenario, plan) in plans(&ws) {
+                let recipe = ws
+                    .recipes
+                    .get(&crate::model::TestName::new(test))
+                    .ok_or_else(|| {
+                        Error::Usage(format!("--metric `{metric}`: no test named `{test}`"))
+                    })?;
+                if !recipe.metrics.iter().any(|m| m.name == metric_name) {
+                    let known: Vec<&str> = recipe.metrics.iter().map(|m| m.name.as_str()).collect();
+                    return Err(Error::Usage(format!(
+                        "--metric `{metric}`: test `{test}` has no metric `{metric_name}`; it has {}",
+                        known.join(", ")
+                    )));
+                }
+                let mut s = scenario.clone();
+                s.compare = vec![crate::model::Compare {
+                    test: crate::model::TestName::new(test),
+                    metric: metric_name.to_string(),
+                    baseline: baseline.clone(),
+                    candidate: candidate.clone(),
+                }];
+                rows.extend(report::comparisons(&ws, &s, &plan, &data));
+            }
+            if json {
+                let mut out =
+                    serde_json::to_string_pretty(&rows).map_err(|e| Error::Other(e.to_string()))?;
+                out.push('\n');
+                print!("{out}");
+            } else if rows.is_empty() {
+                println!("no candidate cell pairs with a baseline cell");
+            } else {
+                for r in &rows {
+                    println!(
+                        "{}: {} vs {}\n  {} {}; {}{}",
+                        r.metric,
+                        r.candidate,
+                        r.baseline,
+                        r.difference,
+                        r.p,
+                        r.verdict,
+                        if r.significant { " (significant)" } else { "" }
+                    );
+                }
+            }
+            Ok(())
+        }
         Command::Lab { action, root } => match action {
             LabAction::Up { boards } => {
                 let info = crate::lab::up(&root, boards)?;
@@ -336,6 +422,30 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Parses `axis=glob,axis=glob` into a cell pattern.
+fn parse_pattern(text: &str) -> Result<crate::model::CellPattern> {
+    let mut p = crate::model::CellPattern::default();
+    for part in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (axis, value) = part.split_once('=').ok_or_else(|| {
+            Error::Usage(format!("`{part}`: expected axis=glob, e.g. storage=usb"))
+        })?;
+        let slot = match axis.trim() {
+            "image" => &mut p.image,
+            "board" => &mut p.board,
+            "storage" => &mut p.storage,
+            "filesystem" => &mut p.filesystem,
+            "test" => &mut p.test,
+            other => {
+                return Err(Error::Usage(format!(
+                    "`{other}` is not an axis; expected image, board, storage, filesystem or test"
+                )));
+            }
+        };
+        *slot = Some(value.trim().to_string());
+    }
+    Ok(p)
 }
 
 /// Renders and writes every scenario's reports; returns the files written.

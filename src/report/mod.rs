@@ -353,7 +353,7 @@ fn config_label(a: &Address) -> String {
 /// Pairs every candidate cell with the baseline cell it is compared to: the only
 /// baseline when there is one, else the baseline that agrees on every axis neither
 /// pattern names (so "UASP vs no UASP" pairs the same board and image).
-fn comparisons(
+pub fn comparisons(
     ws: &Workspace,
     scenario: &Scenario,
     plan: &Plan,

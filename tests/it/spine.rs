@@ -581,3 +581,69 @@ value = { from = "value", unit = "x", better = "higher" }
         .collect();
     assert_eq!(rules, ["target-reached", "max-reached"]);
 }
+
+#[test]
+fn compare_on_the_command_line_tests_two_configurations_from_the_store() {
+    let p = Project::new("compare");
+    let value_file = p.dir.join("value");
+    let p = p.write(
+        "pipeline/reads.toml",
+        &format!(
+            "description = \"prints the number in a file, plus a little noise\"\nuses_storage = false\n\
+             [run]\ncommand = \"echo \\\"{{\\\\\\\"value\\\\\\\": $(cat {}).$(od -An -N1 -tu1 /dev/urandom | tr -d ' ')}}\\\"\"\n\
+             parse = \"json\"\n[metrics]\nvalue = {{ from = \"value\", unit = \"MB/s\", better = \"higher\" }}\n",
+            value_file.display()
+        ),
+    );
+    let scenario = |images: &str| {
+        format!(
+            "title = \"c\"\n[images.before]\ninstalled = true\n[images.after]\ninstalled = true\n\
+             [matrix]\nimage = [{images}]\nboard = [\"here\"]\ntest = [\"reads\"]\n[method]\n\
+             warmup = {{ runs = 0 }}\nruns = {{ min = 4, max = 4 }}\n"
+        )
+    };
+    std::fs::write(&value_file, "100").unwrap();
+    let p = p.write("scenarios/before.toml", &scenario("\"before\""));
+    assert!(p.bp(&["apply", "scenarios/before.toml"]).status.success());
+    std::fs::write(&value_file, "150").unwrap();
+    let p = p.write("scenarios/both.toml", &scenario("\"before\", \"after\""));
+    let apply = p.bp(&["apply", "scenarios/both.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+
+    let out = p.bp(&[
+        "compare",
+        "scenarios/both.toml",
+        "--metric",
+        "reads.value",
+        "--baseline",
+        "image=before",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["verdict"], "better");
+    assert_eq!(rows[0]["significant"], true);
+    let diff = rows[0]["difference"].as_str().unwrap();
+    let pct: f64 = diff[..diff.find('%').unwrap()].parse().unwrap();
+    assert!((45.0..55.0).contains(&pct), "about +50%: {diff}");
+
+    let bad = p.bp(&[
+        "compare",
+        "scenarios/both.toml",
+        "--metric",
+        "reads",
+        "--baseline",
+        "image=before",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    let bad = p.bp(&[
+        "compare",
+        "scenarios/both.toml",
+        "--metric",
+        "reads.value",
+        "--baseline",
+        "colour=red",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+}
