@@ -506,3 +506,31 @@ fn lab_down_leaves_nothing_behind_even_without_its_state_file() {
         );
     }
 }
+
+#[test]
+fn an_rsa_key_in_openssh_format_authenticates_too() {
+    let lab = Lab::up(1);
+    let rsa = lab.root.join("rsa_key");
+    local(&format!(
+        "ssh-keygen -q -t rsa -b 3072 -N '' -f {}",
+        quote::sh(&rsa.to_string_lossy())
+    ));
+    let public = std::fs::read_to_string(rsa.with_extension("pub")).unwrap();
+    assert!(public.starts_with("ssh-rsa "), "{public}");
+    assert!(
+        std::fs::read_to_string(&rsa)
+            .unwrap()
+            .starts_with("-----BEGIN OPENSSH PRIVATE KEY-----"),
+        "the new OpenSSH key format, not PEM"
+    );
+    let authorized = lab.info.state_dir.join("authorized_keys");
+    let mut keys = std::fs::read_to_string(&authorized).unwrap();
+    keys.push_str(&public);
+    std::fs::write(&authorized, keys).unwrap();
+
+    let mut target = lab.target(0);
+    target.identity = Some(rsa);
+    let mut t = SshTransport::connect_with(&lab.board(0).name, &target, TIMEOUT, options())
+        .unwrap_or_else(|e| panic!("RSA key refused: {e}"));
+    assert_eq!(t.run("echo rsa-ok", None).unwrap().stdout_str(), "rsa-ok\n");
+}

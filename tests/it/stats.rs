@@ -377,3 +377,41 @@ fn ministat_rejects_bad_lines_with_file_and_line() {
         "runs/B.txt:4: expected one number per line, found `1,5`"
     );
 }
+
+#[test]
+fn the_stats_command_reads_files_and_exits_2_on_a_bad_line() {
+    let dir = std::env::temp_dir().join(format!("bp-stats-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The seed's UASP table, 4K random read, as three runs each around its means.
+    std::fs::write(dir.join("bot.txt"), "# without UASP\n14.2\n14.5\n14.53\n").unwrap();
+    std::fs::write(
+        dir.join("uasp.txt"),
+        "20.4\n20.7 # a trailing comment\n20.67\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("bad.txt"), "1.0\nfast\n").unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .arg("stats")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["bot.txt", "uasp.txt"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("difference +42.89%"), "{text}");
+    assert!(text.contains("significant"), "{text}");
+
+    let out = run(&["--confidence", "0.99", "--json", "bot.txt", "uasp.txt"]);
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["confidence"], 0.99);
+
+    let out = run(&["bot.txt", "bad.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.txt:2") && err.contains("fast"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
