@@ -7,4 +7,5 @@ mod parallel;
 mod parsers;
 mod spine;
 mod stats;
+mod storage;
 mod telemetry;
