@@ -647,3 +647,43 @@ fn compare_on_the_command_line_tests_two_configurations_from_the_store() {
     ]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
 }
+
+#[test]
+fn on_a_terminal_apply_draws_progress_bars_and_without_one_plain_lines() {
+    let p = Project::new("tty").scenario("s", &["sleepy"], 2, "");
+    // `script` gives the command a pseudo-terminal, as a user's shell would.
+    let out = Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "{} apply --no-report scenarios/s.toml",
+            env!("CARGO_BIN_EXE_benchpipe")
+        ))
+        .arg("/dev/null")
+        .current_dir(&p.dir)
+        .env_remove("NO_COLOR")
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(screen.contains("all boards"), "the overall bar: {screen}");
+    assert!(screen.contains("cells"), "{screen}");
+    assert!(
+        screen.contains("\u{1b}["),
+        "terminal control sequences: {screen}"
+    );
+    // Measured-run lines are printed above the bars, whole.
+    assert!(screen.contains("measured run took"), "{screen}");
+
+    let p = Project::new("notty").scenario("s", &["sleepy"], 2, "");
+    let plain = p.bp(&["apply", "--no-report", "scenarios/s.toml"]);
+    let err = String::from_utf8_lossy(&plain.stderr);
+    assert!(
+        !err.contains("\u{1b}["),
+        "no control sequences without a TTY: {err}"
+    );
+    assert!(
+        err.contains("[here] sleepy on here (installed): run 1/2"),
+        "{err}"
+    );
+}
