@@ -296,10 +296,13 @@ fn matrix(
             } else {
                 format!("available boards: {}", list.join(", "))
             };
-            let help = match names::did_you_mean(v.get_ref(), all_boards.iter().copied()) {
+            let mut help = match names::did_you_mean(v.get_ref(), all_boards.iter().copied()) {
                 Some(s) => format!("did you mean `{s}`? {available}"),
                 None => available,
             };
+            if v.get_ref().starts_with("lab-") {
+                help.push_str("; lab boards are written by `benchpipe lab up`");
+            }
             let what = if names::is_glob(v.get_ref()) {
                 "no board matches"
             } else {
