@@ -6,6 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::lab::Lab;
+use crate::spine::text;
 
 fn bp(root: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_benchpipe"))
@@ -14,15 +15,6 @@ fn bp(root: &Path, args: &[&str]) -> Output {
         .env("NO_COLOR", "1")
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Every stored sample of `test`, with the board it ran on.

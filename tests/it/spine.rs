@@ -123,7 +123,7 @@ impl Drop for Project {
     }
 }
 
-fn text(o: &Output) -> String {
+pub fn text(o: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
         o.status.code(),
