@@ -23,7 +23,7 @@ use crate::storage;
 use crate::store::{self, CellWriter, RunKind, Sample, Store};
 use crate::telemetry::{Probe, SamplerOptions, Thresholds};
 use crate::transport::local::Local;
-use crate::transport::{Transport, TransportError, quote};
+use crate::transport::{Service, Transport, TransportError, quote};
 
 /// What happened, for progress display. Implementations must be cheap and thread-safe.
 pub trait Progress: Sync {
@@ -252,6 +252,8 @@ struct LiveCell<'j, 'c> {
     writer: CellWriter,
     vars: Vars,
     data: crate::store::CellData,
+    /// The recipe's services, running for the whole cell.
+    services: Vec<(Side, Service)>,
 }
 
 /// What a cell needs mounted; cells with equal needs can take turns.
@@ -334,6 +336,15 @@ impl Worker<'_> {
             fail_all(&mut result, jobs, &cause);
             self.done(&result);
             return result;
+        }
+        // Services a crashed or killed apply left running would skew every number.
+        for (t, side) in [
+            (board_t.as_mut(), Side::Board),
+            (controller_t.as_mut(), Side::Controller),
+        ] {
+            if let Err(e) = t.stop_all_services(&self.service_dir(side)) {
+                self.phase(None, format!("could not stop leftover services: {e}"));
+            }
         }
         // The temperature before benchpipe loaded the board: the base of "idle+N" cool-downs.
         let idle_celsius = read_temperature(board_t.as_mut(), self.board);
@@ -455,9 +466,11 @@ impl Worker<'_> {
                 .setup
                 .iter()
                 .chain([&j.recipe.run])
-                .chain(&j.recipe.teardown);
-            for s in steps {
-                let side = match s.on {
+                .chain(&j.recipe.teardown)
+                .map(|s| s.on)
+                .chain(j.recipe.services.iter().map(|s| s.on));
+            for on in steps {
+                let side = match on {
                     Side::Board => &mut board_recipes,
                     Side::Controller => &mut controller_recipes,
                 };
@@ -597,12 +610,17 @@ impl Worker<'_> {
             .iter()
             .flatten()
             .any(|o| matches!(o, Err(CellError::Board(_))));
-        for (i, slot) in live.iter().enumerate() {
+        for (i, slot) in live.iter_mut().enumerate() {
             let Some(cell) = slot else { continue };
             if board_gone {
                 break;
             }
             self.phase(Some(&cell.job.cell.address), "teardown");
+            if let Err(e) = self.stop_services(t, &mut cell.services)
+                && matches!(outcomes[i], None | Some(Ok(_)))
+            {
+                outcomes[i] = Some(Err(CellError::Cell(e)));
+            }
             let _held = self.resources.acquire(&cell.job.recipe.exclusive);
             if let Err(e) = self.steps(t, &cell.job.recipe.teardown, &cell.vars, "teardown")
                 && matches!(outcomes[i], None | Some(Ok(_)))
@@ -669,13 +687,90 @@ impl Worker<'_> {
             self.steps(t, &job.recipe.setup, &vars, "setup")
                 .map_err(CellError::Cell)?;
         }
+        let mut services = Vec::new();
+        if let Err(e) = self.start_services(t, job, &vars, &mut services) {
+            // Whatever did start is stopped again before the cell is given up.
+            let _ = self.stop_services(t, &mut services);
+            return Err(e);
+        }
         let data = self.store.read(cell)?;
         Ok(LiveCell {
             job,
             writer,
             vars,
             data,
+            services,
         })
+    }
+
+    /// Where services of this board's cells keep pid files, on each side. The
+    /// controller's is per board: boards work in parallel, and one board's cleanup must
+    /// not stop another board's services.
+    fn service_dir(&self, side: Side) -> String {
+        match side {
+            Side::Board => self.board.workdir.clone(),
+            Side::Controller => format!("/var/tmp/benchpipe/controller/{}", self.board.name),
+        }
+    }
+
+    /// Starts the recipe's services, then waits for each one's `ready` check.
+    fn start_services(
+        &self,
+        t: &mut Transports<'_>,
+        job: &Job<'_>,
+        vars: &Vars,
+        started: &mut Vec<(Side, Service)>,
+    ) -> Result<(), CellError> {
+        for spec in &job.recipe.services {
+            self.phase(
+                Some(&job.cell.address),
+                format!("start service {}", spec.name),
+            );
+            let command = bench::render(&spec.command, vars).map_err(CellError::Cell)?;
+            // Unique per cell, so interleaved cells never share a pid file.
+            let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
+            let service = t
+                .side(spec.on)
+                .start_service(&self.service_dir(spec.on), &name, &command)
+                .map_err(|e| CellError::Cell(format!("service {}: {e}", spec.name)))?;
+            started.push((spec.on, service));
+            if let Some(ready) = &spec.ready {
+                let check = bench::render(ready, vars).map_err(CellError::Cell)?;
+                let t0 = Instant::now();
+                loop {
+                    let out = t.side(spec.on).run(&check, Some(Duration::from_secs(10)))?;
+                    if out.exit.success() {
+                        break;
+                    }
+                    if t0.elapsed() > Duration::from_secs(10) {
+                        return Err(CellError::Cell(format!(
+                            "service {} was not ready after 10 s: `{}` ended with {}{}",
+                            spec.name,
+                            first_line(&check),
+                            out.exit,
+                            tail_hint(&out.stderr_str())
+                        )));
+                    }
+                    self.sleep(Duration::from_millis(200))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops services, last started first; every one is tried even when one fails.
+    fn stop_services(
+        &self,
+        t: &mut Transports<'_>,
+        services: &mut Vec<(Side, Service)>,
+    ) -> Result<(), String> {
+        let mut first_error = None;
+        while let Some((side, service)) = services.pop() {
+            if let Err(e) = t.side(side).stop_service(&service) {
+                first_error.get_or_insert(format!("stopping service {}: {e}", service.name));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// The warm-up runs of one cell: executed, recorded as warm-up, discarded by stats.

@@ -187,6 +187,9 @@ pub struct Recipe {
     pub parser: ParserKind,
     /// Run once per cell after the last run, even when a run failed.
     pub teardown: Vec<Step>,
+    /// Daemons started after setup and stopped for sure when the cell ends, fails or
+    /// is interrupted (iperf3 -s for a client on the controller).
+    pub services: Vec<ServiceSpec>,
     /// Metrics in name order.
     pub metrics: Vec<MetricSpec>,
 }
@@ -228,6 +231,18 @@ pub struct Step {
 
 /// How a tool's output becomes a document that metric paths select from.
 /// A closed set: each parser is tested on output captured from the real tool.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServiceSpec {
+    /// Letters, digits, `-`, `_`, `.`: it names the pid and log files.
+    pub name: String,
+    pub on: Side,
+    /// A template; the process must stay in the foreground.
+    pub command: String,
+    /// A template run on the same side until it succeeds (10 s at most) before the
+    /// first run; e.g. a check that the port listens.
+    pub ready: Option<String>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ParserKind {

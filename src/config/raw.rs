@@ -80,7 +80,19 @@ pub struct Recipe {
     pub run: S<RunStep>,
     #[serde(default)]
     pub teardown: Vec<Step>,
+    #[serde(default)]
+    pub services: Vec<Service>,
     pub metrics: Option<S<BTreeMap<S<String>, S<Metric>>>>,
+}
+
+/// `[[services]]`: a daemon running for the whole cell (iperf3 -s, nginx).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    pub name: S<String>,
+    pub on: Option<S<String>>,
+    pub command: S<String>,
+    pub ready: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -6,7 +6,9 @@ use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
-use crate::model::{Better, MetricSpec, ParamValue, ParserKind, Recipe, Side, Step, TestName};
+use crate::model::{
+    Better, MetricSpec, ParamValue, ParserKind, Recipe, ServiceSpec, Side, Step, TestName,
+};
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
     let start = diags.len();
@@ -86,6 +88,39 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
         .collect();
 
+    let mut service_names = std::collections::BTreeSet::new();
+    let services: Vec<ServiceSpec> = raw
+        .services
+        .iter()
+        .map(|sv| {
+            let name = sv.name.get_ref();
+            let plain = !name.is_empty()
+                && !name.starts_with('.')
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+            if !plain {
+                diags.push(src.at_value(
+                    &sv.name,
+                    format!("bad service name `{name}`: expected letters, digits, `-`, `_` or `.`"),
+                ));
+            } else if !service_names.insert(name.clone()) {
+                diags.push(src.at_value(&sv.name, format!("service `{name}` is declared twice")));
+            }
+            let step = check_step(&sv.on, &sv.command, &None, diags);
+            let ready = sv
+                .ready
+                .as_ref()
+                .map(|r| check_step(&sv.on, r, &None, diags).command);
+            ServiceSpec {
+                name: name.clone(),
+                on: step.on,
+                command: step.command,
+                ready,
+            }
+        })
+        .collect();
+
     let parser = ParserKind::ALL
         .into_iter()
         .find(|p| p.name() == run_raw.parse.get_ref());
@@ -152,6 +187,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         run,
         parser: parser?,
         teardown,
+        services,
         metrics,
     })
 }

@@ -119,6 +119,32 @@ pub fn cell_inputs(
             }),
         );
     }
+    let mut test_doc = json!({
+        "name": recipe.name,
+        "setup": recipe.setup.iter().map(step_json).collect::<Vec<_>>(),
+        "run": step_json(&recipe.run),
+        "teardown": recipe.teardown.iter().map(step_json).collect::<Vec<_>>(),
+        "params": params.iter().map(|(k, v)| (k.clone(), param_json(v))).collect::<serde_json::Map<_, _>>(),
+        "parser": { "name": recipe.parser.name(), "version": recipe.parser.version() },
+        "metrics": recipe.metrics.iter().map(|m| json!({
+            "name": m.name, "from": m.from, "scale": m.scale,
+        })).collect::<Vec<_>>(),
+    });
+    // Only present when there are services, so that keys of recipes without them stay.
+    if !recipe.services.is_empty()
+        && let Some(obj) = test_doc.as_object_mut()
+    {
+        obj.insert(
+            "services".into(),
+            json!(
+                recipe
+                    .services
+                    .iter()
+                    .map(|s| json!({ "name": s.name, "on": s.on, "command": s.command }))
+                    .collect::<Vec<_>>()
+            ),
+        );
+    }
     json!({
         "image": image.source.identity(&image.name),
         "board": { "name": board.name, "model": board.model, "arch": board.arch },
@@ -130,17 +156,7 @@ pub fn cell_inputs(
         "filesystem": filesystem.map(|f| json!({
             "kind": f.kind, "mkfs_options": f.mkfs_options, "mount_options": f.mount_options,
         })),
-        "test": {
-            "name": recipe.name,
-            "setup": recipe.setup.iter().map(step_json).collect::<Vec<_>>(),
-            "run": step_json(&recipe.run),
-            "teardown": recipe.teardown.iter().map(step_json).collect::<Vec<_>>(),
-            "params": params.iter().map(|(k, v)| (k.clone(), param_json(v))).collect::<serde_json::Map<_, _>>(),
-            "parser": { "name": recipe.parser.name(), "version": recipe.parser.version() },
-            "metrics": recipe.metrics.iter().map(|m| json!({
-                "name": m.name, "from": m.from, "scale": m.scale,
-            })).collect::<Vec<_>>(),
-        },
+        "test": test_doc,
         "method": method_doc,
     })
 }

@@ -376,6 +376,7 @@ pub(crate) mod fixtures {
             },
             parser: ParserKind::FioJson,
             teardown: vec![],
+            services: vec![],
             metrics: vec![MetricSpec {
                 name: "random_read".into(),
                 from: "jobs[jobname=randread].read.bw_bytes".into(),

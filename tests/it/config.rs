@@ -657,6 +657,8 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
     for f in [
         "pipeline/xz.toml",
         "pipeline/disk-4k.toml",
+        "pipeline/iperf3-up.toml",
+        "pipeline/iperf3-down.toml",
         "scenarios/lab.toml",
         "boards/localhost.toml",
     ] {
@@ -679,7 +681,11 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
     let ws =
         config::load(&dir.0, &[dir.0.join("scenarios/lab.toml")]).unwrap_or_else(|e| panic!("{e}"));
     let plan = benchpipe::plan::expand(&ws, &ws.scenarios[0]);
-    assert_eq!(plan.cells.len(), 3, "xz, and disk-4k on ext4 and btrfs-lzo");
+    assert_eq!(
+        plan.cells.len(),
+        5,
+        "xz, disk-4k on ext4 and btrfs-lzo, iperf3 up and down"
+    );
 }
 
 #[test]

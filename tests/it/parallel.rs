@@ -208,3 +208,55 @@ fn an_unknown_host_key_stops_apply_until_boards_trust_accepts_it() {
     assert!(apply.status.success(), "{}", text(&apply));
     assert_eq!(samples(&lab.root, "busy").len(), 1);
 }
+
+#[test]
+fn iperf3_runs_between_lab_boards_and_the_controller_and_its_servers_are_stopped() {
+    let lab = Lab::up(2);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let up = std::fs::read_to_string(repo.join("pipeline/iperf3-up.toml")).unwrap();
+    let down = std::fs::read_to_string(repo.join("pipeline/iperf3-down.toml")).unwrap();
+    write_project(
+        &lab,
+        &["iperf3-up", "iperf3-down"],
+        2,
+        &[("iperf3-up", &up), ("iperf3-down", &down)],
+    );
+    let scenario = lab.root.join("scenarios/s.toml");
+    let text_of = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(
+        &scenario,
+        text_of + "[params.iperf3-up]\nseconds = 1\n[params.iperf3-down]\nseconds = 1\n",
+    )
+    .unwrap();
+    let apply = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    for test in ["iperf3-up", "iperf3-down"] {
+        let runs = samples(&lab.root, test);
+        assert_eq!(runs.len(), 4, "2 boards x 2 runs of {test}");
+        for (board, s) in &runs {
+            let mbit = s["metrics"]["throughput"].as_f64().unwrap();
+            // Across a veth pair on this machine: well above a gigabit link.
+            assert!(mbit > 100.0, "{test} on {board}: {mbit} Mbit/s");
+        }
+    }
+    // One board at a time on the controller's network.
+    let all: Vec<_> = ["iperf3-up", "iperf3-down"]
+        .iter()
+        .flat_map(|t| samples(&lab.root, t))
+        .collect();
+    for (i, (_, a)) in all.iter().enumerate() {
+        for (_, b) in &all[i + 1..] {
+            let ((s1, e1), (s2, e2)) = (interval(a), interval(b));
+            assert!(e1 <= s2 || e2 <= s1, "iperf3 runs overlap");
+        }
+    }
+    // Every server was stopped with its cell: nothing listens any more on a board.
+    for b in &lab.info.boards {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &b.netns, "ss", "-Hltn"])
+            .output()
+            .unwrap();
+        let listening = String::from_utf8_lossy(&out.stdout);
+        assert!(!listening.contains(":5201 "), "{}: {listening}", b.name);
+    }
+}
