@@ -479,7 +479,7 @@ fn install_interrupt(stop: &Arc<AtomicBool>) {
         loop {
             if stop.load(std::sync::atomic::Ordering::SeqCst) {
                 eprintln!("interrupted: ending running commands; the next apply resumes");
-                crate::transport::local::terminate_all();
+                crate::transport::interrupt();
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));

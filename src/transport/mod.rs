@@ -136,6 +136,23 @@ pub trait Transport: Send {
     }
 }
 
+/// Counts interrupts; a command notes it when it starts and ends itself when it changes.
+static INTERRUPTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Ends every command running now, locally and on boards (Ctrl-C): local process
+/// groups get SIGTERM, SSH commands are killed on the board by their wrapper. Commands
+/// started afterwards (teardown, stopping services) run normally.
+pub fn interrupt() {
+    INTERRUPTS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    local::terminate_all();
+}
+
+/// The interrupt count now; compare it with a later reading to know whether an
+/// interrupt came in between.
+pub fn interrupt_epoch() -> u64 {
+    INTERRUPTS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Opens the transport a board's file asks for: local, or an SSH session (connected,
 /// host key checked, authenticated) within `timeout`.
 pub fn connect(board: &Board, timeout: Duration) -> Result<Box<dyn Transport>, TransportError> {

@@ -487,6 +487,7 @@ impl SshTransport {
         stderr: &mut dyn Write,
     ) -> Result<Exit, TransportError> {
         let started = Instant::now();
+        let epoch = super::interrupt_epoch();
         let mut deadline = timeout.map(|t| started + t);
         let mut timed_out = false;
         let mut buf = vec![0u8; 64 * 1024];
@@ -523,6 +524,11 @@ impl SshTransport {
                     c.progressed();
                 }
                 continue;
+            }
+            // Ctrl-C: end the remote command the way a timeout does (EOF on stdin makes
+            // the wrapper kill its process group), so nothing keeps running on the board.
+            if !timed_out && super::interrupt_epoch() != epoch {
+                deadline = Some(Instant::now());
             }
             match self.wait(deadline) {
                 Ok(()) => {}

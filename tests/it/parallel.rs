@@ -260,3 +260,74 @@ fn iperf3_runs_between_lab_boards_and_the_controller_and_its_servers_are_stopped
         assert!(!listening.contains(":5201 "), "{}: {listening}", b.name);
     }
 }
+
+#[test]
+fn ctrl_c_ends_a_long_run_on_the_board_runs_teardown_and_keeps_the_store_whole() {
+    use std::io::{BufRead, BufReader};
+    let lab = Lab::up(1);
+    let marker = lab.root.join("torn-down");
+    let long = format!(
+        r#"description = "a run far longer than anyone waits"
+uses_storage = false
+[run]
+command = "sleep 3002; echo '{{\"value\": 1}}'"
+parse = "json"
+[metrics]
+value = {{ from = "value", unit = "x", better = "higher" }}
+[[teardown]]
+command = "touch {}"
+"#,
+        marker.display()
+    );
+    write_project(&lab, &["long"], 2, &[("long", &long)]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(&lab.root)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("run 1/2") {
+            break;
+        }
+    }
+    // The run is on its way on the board.
+    let t0 = Instant::now();
+    while crate::lab_processes("sleep 3002").is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "never started: {seen}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let interrupted_at = Instant::now();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{seen}{}", rest.join("\n"));
+    assert!(
+        interrupted_at.elapsed() < Duration::from_secs(20),
+        "apply kept waiting for the board's command"
+    );
+    assert!(
+        crate::lab_processes("sleep 3002").is_empty(),
+        "the board's command survived Ctrl-C"
+    );
+    assert!(marker.exists(), "teardown ran after the interrupt");
+    assert!(
+        rest.join("\n").contains("interrupted"),
+        "{}",
+        rest.join("\n")
+    );
+    assert!(samples(&lab.root, "long").is_empty(), "no partial sample");
+}

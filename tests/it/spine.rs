@@ -688,23 +688,6 @@ fn on_a_terminal_apply_draws_progress_bars_and_without_one_plain_lines() {
     );
 }
 
-/// Command lines of live processes containing `needle` (zombies excluded).
-fn live_processes(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'));
-        if cmd.contains(needle) && !zombie {
-            found.push(cmd);
-        }
-    }
-    found
-}
-
 #[test]
 fn a_service_is_stopped_when_its_cell_fails() {
     let p = Project::new("service")
@@ -728,8 +711,8 @@ value = { from = "value", unit = "x", better = "higher" }
     assert_eq!(apply.status.code(), Some(1), "{}", text(&apply));
     assert!(String::from_utf8_lossy(&apply.stderr).contains("start service daemon"));
     assert!(
-        live_processes("sleep 3001").is_empty(),
+        crate::lab_processes("sleep 3001").is_empty(),
         "the service outlived its failed cell: {:?}",
-        live_processes("sleep 3001")
+        crate::lab_processes("sleep 3001")
     );
 }
