@@ -678,6 +678,10 @@ impl Worker<'_> {
                     .map(|s| s.path.clone())
                     .unwrap_or_else(|| self.board.workdir.clone()),
             )
+            .set(
+                "device",
+                storage.and_then(|s| s.device.clone()).unwrap_or_default(),
+            )
             .set("board", self.board.name.as_str())
             .set("host", board_host(self.board))
             .set("run", 0);
@@ -1110,11 +1114,14 @@ fn provision<'r>(
             packages.join(" ")
         ));
     }
+    // Boards that share one system (the lab) provision at the same time: wait for
+    // dpkg's lock rather than fail on it.
     let install = format!(
-        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q {} || \
-         (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q {})",
-        quote::join(&packages),
-        quote::join(&packages)
+        "export DEBIAN_FRONTEND=noninteractive; \
+         apt-get -o DPkg::Lock::Timeout=600 install -y -q {p} || \
+         (apt-get -o DPkg::Lock::Timeout=600 update -q && \
+          apt-get -o DPkg::Lock::Timeout=600 install -y -q {p})",
+        p = quote::join(&packages)
     );
     let out = t
         .run(&install, Some(Duration::from_secs(1800)))

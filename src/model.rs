@@ -178,6 +178,9 @@ pub struct Recipe {
     /// Whether the test touches storage. A test that does not collapses the storage
     /// and filesystem axes, so it is not run once per disk for nothing.
     pub uses_storage: bool,
+    /// Whether a template reads `{{ device }}`, the storage's block device: such a test
+    /// applies only to storage that declares one.
+    pub uses_device: bool,
     /// Default template parameters; a scenario's `[params.TEST]` overrides them.
     pub params: BTreeMap<String, ParamValue>,
     /// Run once per cell before warm-up (e.g. generate a corpus).
@@ -254,14 +257,20 @@ pub enum ParserKind {
     Iperf3Json,
     /// Any JSON document on stdout.
     Json,
+    /// `hdparm -t` / `-T` / `--direct -t`: MB/sec per timing line (hdparm's MB are MiB).
+    Hdparm,
+    /// GNU dd's summary on stderr: bytes, seconds, bytes per second.
+    Dd,
 }
 
 impl ParserKind {
-    pub const ALL: [ParserKind; 4] = [
+    pub const ALL: [ParserKind; 6] = [
         ParserKind::FioJson,
         ParserKind::Time,
         ParserKind::Iperf3Json,
         ParserKind::Json,
+        ParserKind::Hdparm,
+        ParserKind::Dd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -270,6 +279,8 @@ impl ParserKind {
             ParserKind::Time => "time",
             ParserKind::Iperf3Json => "iperf3-json",
             ParserKind::Json => "json",
+            ParserKind::Hdparm => "hdparm",
+            ParserKind::Dd => "dd",
         }
     }
 

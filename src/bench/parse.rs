@@ -35,6 +35,8 @@ pub fn parse(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, Pars
         ParserKind::Time => parse_time(stderr),
         ParserKind::Iperf3Json => parse_iperf3(stdout),
         ParserKind::Json => parse_json_document("json", "a JSON document on stdout", stdout),
+        ParserKind::Hdparm => parse_hdparm(stdout, stderr),
+        ParserKind::Dd => parse_dd(stderr),
     }
 }
 
@@ -125,6 +127,116 @@ fn parse_time(stderr: &str) -> Result<Value, ParseError> {
     Err(ParseError(format!(
         "time: expected a line of 4 numbers on stderr from GNU time -f '%e %U %S %M' \
          (real user sys max_rss_kib), found none; {found}"
+    )))
+}
+
+/// Some boards print decimals with a comma (`3,56692 s`, `94,1 MB/s`): the locale's,
+/// not a thousands separator, in the tools' summaries.
+fn parse_decimal(text: &str) -> Option<f64> {
+    parse_number(&text.replace(',', "."))
+}
+
+/// `hdparm -t`, `-T` and `--direct -t` print one timing line each:
+/// ` Timing buffered disk reads: 256 MB in  1.63 seconds = 157.41 MB/sec`.
+/// The document has `buffered`, `cached` and `direct` (MB/sec as printed; hdparm's MB
+/// are MiB), each present when its line is.
+fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
+    let mut doc = Map::new();
+    for line in stdout.lines() {
+        let Some((what, rest)) = line
+            .trim()
+            .strip_prefix("Timing ")
+            .and_then(|l| l.split_once(':'))
+        else {
+            continue;
+        };
+        let key = if what.contains("cached") {
+            "cached"
+        } else if what.contains("O_DIRECT") {
+            "direct"
+        } else if what.contains("buffered") {
+            "buffered"
+        } else {
+            continue;
+        };
+        // Very slow media are reported in kB/sec.
+        let rate = rest.rsplit_once('=').and_then(|(_, r)| {
+            let r = r.trim();
+            match (r.strip_suffix("MB/sec"), r.strip_suffix("kB/sec")) {
+                (Some(mb), _) => parse_decimal(mb),
+                (None, Some(kb)) => parse_decimal(kb).map(|k| k / 1024.0),
+                (None, None) => None,
+            }
+        });
+        match rate {
+            Some(r) => {
+                doc.insert(key.to_string(), json_number(r));
+            }
+            None => {
+                return Err(ParseError(format!(
+                    "hdparm: expected `= N MB/sec` at the end of `{}`",
+                    excerpt(line.trim(), EXCERPT_CHARS)
+                )));
+            }
+        }
+    }
+    if doc.is_empty() {
+        let said = stderr
+            .trim()
+            .lines()
+            .chain(stdout.trim().lines())
+            .last()
+            .unwrap_or("");
+        return Err(ParseError(format!(
+            "hdparm: expected a `Timing ... reads: ... = N MB/sec` line, found none{}",
+            if said.is_empty() {
+                String::new()
+            } else {
+                format!("; it said `{}`", excerpt(said, EXCERPT_CHARS))
+            }
+        )));
+    }
+    Ok(Value::Object(doc))
+}
+
+/// GNU dd's last line on stderr: `335544320 bytes (336 MB, 320 MiB) copied, 3.56692 s,
+/// 94.1 MB/s`. The rate is recomputed from bytes and seconds, exactly, rather than taken
+/// from dd's rounded and unit-varying text.
+fn parse_dd(stderr: &str) -> Result<Value, ParseError> {
+    for line in stderr.lines().rev() {
+        let Some((bytes, rest)) = line.trim().split_once(" bytes") else {
+            continue;
+        };
+        let Some(after) = rest.split_once("copied,").map(|(_, a)| a) else {
+            continue;
+        };
+        let seconds = after
+            .trim()
+            .split_once(" s")
+            .and_then(|(s, _)| parse_decimal(s));
+        let bytes = bytes.trim().parse::<u64>().ok();
+        if let (Some(bytes), Some(seconds)) = (bytes, seconds) {
+            if seconds <= 0.0 {
+                return Err(ParseError(format!(
+                    "dd: the copy took {seconds} s, too short to measure; copy more data"
+                )));
+            }
+            let mut doc = Map::new();
+            doc.insert("bytes".into(), json_number(bytes as f64));
+            doc.insert("seconds".into(), json_number(seconds));
+            doc.insert(
+                "bytes_per_second".into(),
+                json_number(bytes as f64 / seconds),
+            );
+            return Ok(Value::Object(doc));
+        }
+    }
+    Err(ParseError(format!(
+        "dd: expected GNU dd's `N bytes (...) copied, S s, R MB/s` line on stderr, found none; {}",
+        match stderr.trim().lines().last() {
+            Some(l) => format!("the last line is `{}`", excerpt(l, EXCERPT_CHARS)),
+            None => "stderr was empty".to_string(),
+        }
     )))
 }
 

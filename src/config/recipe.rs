@@ -49,17 +49,23 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let mut variables: BTreeSet<String> =
         template::BUILTINS.iter().map(|s| s.to_string()).collect();
     variables.extend(params.keys().cloned());
+    let uses_device = std::cell::Cell::new(false);
     let check_step = |on: &Option<Spanned<String>>,
                       command: &Spanned<String>,
                       timeout: &Option<Spanned<String>>,
                       diags: &mut Vec<Diagnostic>| {
         let used = template::check(src, command, Some(&variables), diags);
-        if !uses_storage && used.contains("dir") {
-            let span = template::word_span(&src.text, command.span(), "dir");
-            diags.push(
-                src.at(span, "`dir` is the cell's storage path, but this recipe says `uses_storage = false`")
-                    .with_help("use `workdir` for files that do not belong to the storage under test, or set `uses_storage = true`"),
-            );
+        for storage_var in ["dir", "device"] {
+            if !uses_storage && used.contains(storage_var) {
+                let span = template::word_span(&src.text, command.span(), storage_var);
+                diags.push(
+                    src.at(span, format!("`{storage_var}` belongs to the cell's storage, but this recipe says `uses_storage = false`"))
+                        .with_help("use `workdir` for files that do not belong to the storage under test, or set `uses_storage = true`"),
+                );
+            }
+        }
+        if used.contains("device") {
+            uses_device.set(true);
         }
         Step {
             on: side(src, on, diags),
@@ -188,6 +194,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         parser: parser?,
         teardown,
         services,
+        uses_device: uses_device.get(),
         metrics,
     })
 }

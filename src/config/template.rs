@@ -10,7 +10,7 @@ use super::diag::Diagnostic;
 use super::names;
 
 /// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 6] = ["dir", "workdir", "board", "host", "run", "params"];
+pub const BUILTINS: [&str; 7] = ["dir", "device", "workdir", "board", "host", "run", "params"];
 
 /// Checks that `template` parses, and, when `allowed` is given, that it uses no variable
 /// outside it. Returns the top-level variables it uses.

@@ -298,6 +298,15 @@ fn make_cell(ws: &Workspace, scenario: &Scenario, a: &Address) -> Result<Cell, S
                 .ok_or_else(|| format!("board {} has no storage {name}", a.board))?,
         ),
     };
+    if let Some(st) = storage
+        && recipe.uses_device
+        && st.device.is_none()
+    {
+        return Err(format!(
+            "test {} reads the storage's block device, but storage {} declares no device",
+            a.test, st.name
+        ));
+    }
     let filesystem = match &a.filesystem {
         None => None,
         Some(fs) if fs.as_str() == AS_IS => Some(as_is()),
@@ -367,6 +376,7 @@ pub(crate) mod fixtures {
             commands: vec!["fio".into()],
             exclusive: vec![],
             uses_storage,
+            uses_device: false,
             params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
             setup: vec![],
             run: Step {
@@ -577,6 +587,30 @@ mod tests {
             plan.cells
                 .iter()
                 .all(|c| c.address.image.as_str() == "installed")
+        );
+    }
+
+    #[test]
+    fn a_test_reading_the_device_skips_storage_without_one() {
+        let mut ws = fixtures::workspace();
+        ws.recipes.get_mut(&"disk-4k".into()).unwrap().uses_device = true;
+        for b in ws.boards.values_mut() {
+            b.storage[1].device = None;
+        }
+        ws.scenarios[0].matrix.filesystem = vec![FsName::new(AS_IS)];
+        let plan = expand(&ws, &ws.scenarios[0]);
+        let storages: Vec<_> = plan
+            .cells
+            .iter()
+            .filter_map(|c| c.address.storage.as_ref().map(|s| s.to_string()))
+            .collect();
+        assert_eq!(storages, ["sd", "sd"]);
+        assert!(
+            plan.skipped
+                .iter()
+                .any(|s| s.reason == "test disk-4k reads the storage's block device, but storage usb declares no device"),
+            "{:?}",
+            plan.skipped
         );
     }
 

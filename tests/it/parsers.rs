@@ -20,7 +20,7 @@ fn fixture(name: &str) -> String {
 fn run_parser(kind: ParserKind, name: &str) -> Result<Value, String> {
     let text = fixture(name);
     let (stdout, stderr) = match kind {
-        ParserKind::Time => ("", text.as_str()),
+        ParserKind::Time | ParserKind::Dd => ("", text.as_str()),
         _ => (text.as_str(), ""),
     };
     parse(kind, stdout, stderr).map_err(|e| e.0)
@@ -40,6 +40,24 @@ fn metrics_from_captured_output() {
     use Expected::*;
     use ParserKind::*;
     let cases: &[(ParserKind, &str, &str, Expected)] = &[
+        (Hdparm, "hdparm-t.txt", "buffered", Literal(157.41)),
+        (Hdparm, "hdparm-T.txt", "cached", Literal(9062.28)),
+        (Hdparm, "hdparm-direct.txt", "direct", Literal(6326.45)),
+        (Dd, "dd-write.txt", "bytes", Literal(67108864.0)),
+        (Dd, "dd-write.txt", "seconds", Literal(0.240754)),
+        (
+            Dd,
+            "dd-write.txt",
+            "bytes_per_second",
+            Literal(67108864.0 / 0.240754),
+        ),
+        (Dd, "dd-comma-decimal-rpi4.txt", "seconds", Literal(17.3846)),
+        (
+            Dd,
+            "dd-comma-decimal-rpi4.txt",
+            "bytes_per_second",
+            Literal(335544320.0 / 17.3846),
+        ),
         (
             FioJson,
             "fio-randread.json",
@@ -327,4 +345,22 @@ fn numbers_in_strings_must_be_finite() {
     for path in ["c", "d", "e", "f"] {
         assert!(select(&doc, path).is_err(), "{path}");
     }
+}
+
+#[test]
+fn hdparm_without_permission_and_dd_without_a_summary_are_clear_errors() {
+    let err = run_parser(ParserKind::Hdparm, "hdparm-not-permitted.txt").unwrap_err();
+    assert!(err.contains("Operation not permitted"), "{err}");
+    assert!(err.contains("MB/sec"), "says what was expected: {err}");
+    let err = parse(
+        ParserKind::Dd,
+        "",
+        "dd: failed to open 'x': Permission denied\n",
+    )
+    .unwrap_err()
+    .0;
+    assert!(
+        err.contains("Permission denied") && err.contains("copied"),
+        "{err}"
+    );
 }

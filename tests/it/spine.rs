@@ -18,7 +18,7 @@ impl Project {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        for r in ["xz", "disk-4k"] {
+        for r in ["xz", "disk-4k", "hdparm", "dd-write"] {
             std::fs::copy(
                 repo.join(format!("pipeline/{r}.toml")),
                 dir.join(format!("pipeline/{r}.toml")),

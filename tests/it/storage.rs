@@ -75,9 +75,9 @@ fn project_with_disk(tag: &str, disk: &LoopDisk) -> Project {
          [filesystems.ext4]\nkind = \"ext4\"\nmount_options = [\"noatime\"]\n\
          [filesystems.btrfs-lzo]\nkind = \"btrfs\"\nmount_options = [\"compress=lzo\"]\n\
          [matrix]\nimage = [\"installed\"]\nboard = [\"here\"]\nstorage = [\"loop\"]\n\
-         filesystem = [\"ext4\", \"btrfs-lzo\"]\ntest = [\"disk-4k\"]\n[method]\n\
-         warmup = { runs = 0 }\nruns = { min = 2, max = 2 }\n\
-         [params.disk-4k]\nsize = \"4M\"\nruntime = 1\n",
+         filesystem = [\"ext4\", \"btrfs-lzo\"]\ntest = [\"disk-4k\", \"hdparm\", \"dd-write\"]\n\
+         [method]\nwarmup = { runs = 0 }\nruns = { min = 2, max = 2 }\n\
+         [params.disk-4k]\nsize = \"4M\"\nruntime = 1\n[params.dd-write]\nmib = 16\n",
     )
 }
 
@@ -98,6 +98,16 @@ fn filesystem_cells_format_the_declared_device_with_real_mkfs_and_unmount_after(
     assert!(err.contains("format loop as btrfs-lzo"), "{err}");
     let samples = p.samples("disk-4k");
     assert_eq!(samples.len(), 4, "two cells of two runs");
+    for (test, metric) in [
+        ("hdparm", "buffered_read"),
+        ("dd-write", "sequential_write"),
+    ] {
+        let runs = p.samples(test);
+        assert_eq!(runs.len(), 4, "{test}");
+        for s in &runs {
+            assert!(s["metrics"][metric].as_f64().unwrap() > 1.0, "{test}: {s}");
+        }
+    }
     // The last filesystem made is btrfs, and benchpipe unmounted it when done.
     assert_eq!(
         sh(&format!("blkid -o value -s TYPE {}", disk.device)),
