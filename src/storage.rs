@@ -85,9 +85,18 @@ pub fn prepare(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Res
         "btrfs" => ("mkfs.btrfs", "-f"),
         other => return Err(format!("filesystem kind {other} is not supported")),
     };
+    // Right after an unmount, udev's probe of the device can hold it open for a
+    // moment, and mkfs refuses a busy device: let udev settle, and retry briefly.
     run(
         t,
-        &format!("{mkfs} -q {force} {} {dev}", quote::join(&fs.mkfs_options)),
+        &format!(
+            "i=0; while :; do \
+               udevadm settle 2>/dev/null; \
+               {mkfs} -q {force} {opts} {dev} && break; \
+               i=$((i + 1)); [ $i -lt 5 ] || exit 1; sleep 1; \
+             done",
+            opts = quote::join(&fs.mkfs_options)
+        ),
     )?;
     let options = if fs.mount_options.is_empty() {
         String::new()

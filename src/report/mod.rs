@@ -40,6 +40,8 @@ pub struct TestTable {
     pub rows: Vec<Row>,
     /// Whether rows say how many runs the precision target took.
     pub adaptive: bool,
+    /// Whether any row has flagged runs (the table then shows a column for them).
+    pub any_flagged: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -60,6 +62,8 @@ pub struct Row {
     pub runs: Option<String>,
     /// Measured runs with a validity flag (throttled, hot, swapping, ...).
     pub flagged_runs: usize,
+    /// `2 of 5 (hot, swapping), excluded`, or empty.
+    pub flagged: String,
     /// The distinct flags raised in this row's runs.
     pub flags: Vec<String>,
 }
@@ -192,7 +196,7 @@ fn methodology(scenario: &Scenario) -> String {
     }
     parts.push(format!(
         "runs flagged as throttled, hot (above {}°C), swapping, under background load (above {}% of the CPU) or under-voltage are {} the statistics",
-        number(m.validity.hot_celsius),
+        trimmed(m.validity.hot_celsius),
         percent(m.validity.background_load),
         if m.validity.exclude_flagged { "left out of" } else { "kept in" }
     ));
@@ -273,16 +277,7 @@ pub fn build(
                     let xs: Vec<f64> = state::counted(method, d)
                         .filter_map(|s| s.metrics.get(&m.name).copied())
                         .collect();
-                    let mut st = stat(&xs, method.confidence, &m.unit);
-                    if flagged_runs > 0 {
-                        let how = if method.validity.exclude_flagged {
-                            "excluded"
-                        } else {
-                            "included"
-                        };
-                        st.text = format!("{} [{flagged_runs} flagged run(s) {how}]", st.text);
-                    }
-                    st
+                    stat(&xs, method.confidence, &m.unit)
                 })
                 .collect();
             let mut kinds: Vec<String> = flagged;
@@ -293,11 +288,26 @@ pub fn build(
                 key: cell.key.to_string(),
                 values,
                 runs,
+                flagged: if flagged_runs == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "{flagged_runs} of {} ({}), {}",
+                        d.measured_count(),
+                        kinds.join(", "),
+                        if method.validity.exclude_flagged {
+                            "excluded"
+                        } else {
+                            "included"
+                        }
+                    )
+                },
                 flagged_runs,
                 flags: kinds,
             });
         }
         tests.push(TestTable {
+            any_flagged: rows.iter().any(|r: &Row| r.flagged_runs > 0),
             adaptive: scenario.method.runs.target.is_some(),
             test: test.to_string(),
             axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
@@ -511,11 +521,15 @@ fn varying_axes<'a>(
     axes
 }
 
+/// A number without needless trailing zeros: 80.0 -> "80", 0.5 -> "0.5".
+pub fn trimmed(x: f64) -> String {
+    let s = format!("{x:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// A fraction as a percentage without needless digits: 0.95 -> "95", 0.025 -> "2.5".
 pub fn percent(fraction: f64) -> String {
-    let s = format!("{:.4}", fraction * 100.0);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+    trimmed(fraction * 100.0)
 }
 
 /// `mean ± half`, with the half-width to two significant digits and the mean rounded

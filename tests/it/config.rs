@@ -659,6 +659,8 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
         "pipeline/disk-4k.toml",
         "pipeline/iperf3-up.toml",
         "pipeline/iperf3-down.toml",
+        "pipeline/hdparm.toml",
+        "pipeline/dd-write.toml",
         "scenarios/lab.toml",
         "boards/localhost.toml",
     ] {
@@ -683,8 +685,8 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
     let plan = benchpipe::plan::expand(&ws, &ws.scenarios[0]);
     assert_eq!(
         plan.cells.len(),
-        5,
-        "xz, disk-4k on ext4 and btrfs-lzo, iperf3 up and down"
+        9,
+        "xz, disk-4k, hdparm and dd-write on ext4 and btrfs-lzo, iperf3 up and down"
     );
 }
 
