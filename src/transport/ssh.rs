@@ -34,6 +34,9 @@ pub struct ConnectOptions {
     pub keepalive: Duration,
     /// Try the ssh-agent and `~/.ssh/id_*` when the board file names no identity.
     pub use_agent_and_default_keys: bool,
+    /// The ciphers to offer, in order (OpenSSH names, comma-separated); `None` means
+    /// the built-in preference. Tests use it to check every cipher round-trips.
+    pub ciphers: Option<String>,
 }
 
 impl Default for ConnectOptions {
@@ -42,6 +45,7 @@ impl Default for ConnectOptions {
             ssh_config: None,
             keepalive: Duration::from_secs(5),
             use_agent_and_default_keys: true,
+            ciphers: None,
         }
     }
 }
@@ -319,7 +323,12 @@ impl SshTransport {
     }
 
     fn open(&self) -> Result<Conn, TransportError> {
-        let (session, socket) = handshake(&self.board, &self.resolved, self.timeout)?;
+        let (session, socket) = handshake(
+            &self.board,
+            &self.resolved,
+            self.timeout,
+            self.options.ciphers.as_deref(),
+        )?;
         let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
             target: self.board.to_string(),
             reason: format!("{} sent no host key", self.resolved.address()),
@@ -745,6 +754,7 @@ fn handshake(
     board: &BoardName,
     resolved: &Resolved,
     timeout: Duration,
+    ciphers: Option<&str>,
 ) -> Result<(Session, TcpStream), TransportError> {
     let started = Instant::now();
     let unreachable = |reason: String| TransportError::Unreachable {
@@ -787,7 +797,7 @@ fn handshake(
     session.set_tcp_stream(stream);
     for dir in [ssh2::MethodType::CryptCs, ssh2::MethodType::CryptSc] {
         // Unknown names are dropped by libssh2, so this never narrows what we can speak.
-        let _ = session.method_pref(dir, CIPHERS);
+        let _ = session.method_pref(dir, ciphers.unwrap_or(CIPHERS));
     }
     session.handshake().map_err(|e| {
         if e.code() == ErrorCode::Session(-9) {
@@ -805,25 +815,16 @@ fn handshake(
 
 /// Cipher preference, fastest first for bulk uploads (`cat > file`) through libssh2.
 ///
-/// libssh2 1.11 encrypts AES-CTR and AES-GCM packets one 16-byte block per OpenSSL
-/// call (transport.c), so per-call overhead, not AES, dominates: perf showed
-/// `CRYPTO_gcm128_encrypt_ctr32`, `EVP_Cipher` and a memmove per block as the top
-/// symbols. chacha20-poly1305 is encrypted a whole packet at a time by libssh2's own
-/// portable code. Measured on the lab (512 MiB, `cat > file`, one channel, client CPU
-/// from `time`; OpenSSH `ssh 'cat > file'` at 200-320 MiB/s in the same runs):
-///   aes128-gcm@openssh.com        130-180 MiB/s, 2.4 s user
-///   aes128-ctr + hmac-sha2-256    170-210 MiB/s, 2.0 s user
-///   aes128-ctr + hmac-sha2-256-etm  ~150 MiB/s
-///   chacha20-poly1305@openssh.com 180-280 MiB/s, 1.5 s user
-/// A board's sshd decrypts chacha20 with OpenSSL's vector code, and boards without AES
-/// instructions (Raspberry Pi 4) are faster with it too. The CBC modes stay last, for
-/// old servers only.
-/// chacha20 still costs libssh2 1.5 s of CPU per 512 MiB (OpenSSH's client: ~0.3 s),
-/// so one stream stays near 0.8x of OpenSSH on a busy controller. A libssh2 patched to
-/// hand OpenSSL a whole packet per call made AES-GCM cost 0.23 s and upload at
-/// 650 MiB/s (2.3x OpenSSH); with such a libssh2, put AES-GCM first again.
-const CIPHERS: &str = "chacha20-poly1305@openssh.com,\
-aes128-gcm@openssh.com,aes256-gcm@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,\
+/// Stock libssh2 1.11 encrypts AES packets one 16-byte block per OpenSSL call, so
+/// per-call overhead, not AES, dominated (perf: `CRYPTO_gcm128_encrypt_ctr32`,
+/// `EVP_Cipher` and a memmove per block at the top); uploads over AES-GCM ran at
+/// 130-180 MiB/s against OpenSSH's 200-320 MiB/s. benchpipe builds a libssh2 patched to
+/// encrypt a whole packet per call (vendor/libssh2-sys/README.patched.md), with which
+/// AES-GCM is the fastest where the CPU has AES instructions. chacha20-poly1305 is
+/// libssh2's own portable code (~1.5 s of CPU per 512 MiB, ~5x OpenSSH's client), so it
+/// comes after. The CBC modes stay last, for old servers only.
+const CIPHERS: &str = "aes128-gcm@openssh.com,aes256-gcm@openssh.com,\
+chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr,\
 aes256-cbc,aes192-cbc,aes128-cbc";
 
 fn verify_host_key(
@@ -944,7 +945,7 @@ pub fn scan_host_key(
     options: &ConnectOptions,
 ) -> Result<(Resolved, HostKey), TransportError> {
     let resolved = resolve(board, target, options)?;
-    let (session, _socket) = handshake(board, &resolved, timeout)?;
+    let (session, _socket) = handshake(board, &resolved, timeout, options.ciphers.as_deref())?;
     let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
         target: board.to_string(),
         reason: format!("{} sent no host key", resolved.address()),
