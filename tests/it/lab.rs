@@ -595,3 +595,67 @@ fn every_cipher_carries_uploads_and_output_intact_with_the_patched_libssh2() {
             .unwrap();
     }
 }
+
+/// A board on a port other than 22 is recorded as `[host]:port` in known_hosts, and a
+/// key trusted for port 22 does not vouch for it.
+#[test]
+fn a_non_standard_port_has_its_own_known_hosts_entry() {
+    let lab = Lab::up(1);
+    let board = lab.board(0);
+    // A second sshd of the same board on port 2222, with the same host key.
+    let config = std::fs::read_to_string(&board.sshd_config).unwrap();
+    let alt_pid = board.sshd_config.with_file_name("sshd-2222.pid");
+    let alt_config = board.sshd_config.with_file_name("sshd_config-2222");
+    std::fs::write(
+        &alt_config,
+        config
+            .replace(
+                &format!("ListenAddress {}:22", board.address),
+                &format!("ListenAddress {}:2222", board.address),
+            )
+            .replace(
+                &board.sshd_pid_file.display().to_string(),
+                &alt_pid.display().to_string(),
+            ),
+    )
+    .unwrap();
+    local(&format!(
+        "ip netns exec {} /usr/sbin/sshd -f {}",
+        quote::sh(&board.netns),
+        quote::sh(&alt_config.to_string_lossy())
+    ));
+    let addr = std::net::SocketAddr::from((board.address, 2222));
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "sshd on 2222 never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let kh = lab.root.join("known_hosts-2222");
+    std::fs::write(&kh, "").unwrap();
+    let mut target = lab.target(0);
+    target.known_hosts = Some(kh.clone());
+    // Trusted for port 22 only: port 2222 is still unknown.
+    ssh::trust_with(&board.name, &target, TIMEOUT, &options()).unwrap();
+    target.port = Some(2222);
+    let err = SshTransport::connect_with(&board.name, &target, TIMEOUT, options())
+        .err()
+        .expect("a key trusted for port 22 must not vouch for port 2222");
+    assert!(matches!(err, TransportError::HostKey { .. }), "{err}");
+
+    let fingerprint = ssh::trust_with(&board.name, &target, TIMEOUT, &options()).unwrap();
+    let entries = std::fs::read_to_string(&kh).unwrap();
+    assert!(
+        entries.contains(&format!("[{}]:2222 ", board.address)),
+        "{entries}"
+    );
+    let mut t = SshTransport::connect_with(&board.name, &target, TIMEOUT, options()).unwrap();
+    assert_eq!(t.run("echo 2222", None).unwrap().stdout_str(), "2222\n");
+    assert!(fingerprint.starts_with("SHA256:"));
+    if let Ok(pid) = std::fs::read_to_string(&alt_pid) {
+        local(&format!("kill {}", pid.trim()));
+    }
+}

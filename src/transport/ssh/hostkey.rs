@@ -92,7 +92,15 @@ pub fn check(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verdict::Unknown),
         Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
     }
-    Ok(match known.check_port(host, port, &key.blob) {
+    // As OpenSSH does: port 22 is recorded as the plain host, any other port as
+    // `[host]:port` only. libssh2's own port check falls back to the plain host, which
+    // would let a key trusted for port 22 vouch for a different server on another port.
+    let name = if port == 22 {
+        host.to_string()
+    } else {
+        format!("[{host}]:{port}")
+    };
+    Ok(match known.check(&name, &key.blob) {
         CheckResult::Match => Verdict::Match,
         CheckResult::NotFound => Verdict::Unknown,
         CheckResult::Mismatch => Verdict::Mismatch,
