@@ -879,11 +879,11 @@ impl Worker<'_> {
             let name = format!("failed-{}-{seq:04}", self.session);
             let rel = writer.write_log_named(&name, log.as_bytes())?;
             return Err(CellError::Cell(format!(
-                "{kind:?} run {index}: `{}` ended with {}; log: {}/{rel}{}",
+                "{kind:?} run {index}: `{}` ended with {}{}; log: {}/{rel}",
                 first_line(&command),
                 out.exit,
-                writer.dir().display(),
-                tail_hint(&stderr)
+                tail_hint(&stderr),
+                writer.dir().display()
             )));
         }
         let metrics = match bench::metrics(job.recipe, &stdout, &stderr) {

@@ -252,6 +252,10 @@ pub fn build(
                             format!("partial: {have} of {want} runs")
                         }
                         CellState::Failed { have, want, cause } => {
+                            // The cause names its log file, whose path holds the store's
+                            // location and the failing session's start time: neither
+                            // belongs in a report that must not depend on them.
+                            let cause = cause.split("; log: ").next().unwrap_or_default();
                             format!("failed ({have} of {want} runs): {cause}")
                         }
                         CellState::Complete { .. } => String::new(),

@@ -240,6 +240,16 @@ fn a_failing_tool_fails_its_cell_with_the_cause_and_stores_no_sample() {
     let out = String::from_utf8_lossy(&plan.stdout);
     assert!(out.contains("failed (0 of 2)"), "{out}");
     assert!(out.contains("last failure:"), "{out}");
+
+    // The report lists the failure with its cause, but not the log's path, which holds
+    // the store's location and the session's start time.
+    let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
+    assert!(
+        md.contains("broken on here (installed): failed (0 of 2 runs)"),
+        "{md}"
+    );
+    assert!(md.contains("exit status 3: fio: cannot open file"), "{md}");
+    assert!(!md.contains("logs/failed-"), "{md}");
 }
 
 #[test]
