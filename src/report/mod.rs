@@ -42,6 +42,9 @@ pub struct TestTable {
     pub adaptive: bool,
     /// Whether any row has flagged runs (the table then shows a column for them).
     pub any_flagged: bool,
+    /// One inline SVG bar chart per metric (mean with its confidence interval), for
+    /// the HTML report; empty when there is nothing to draw.
+    pub charts: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -310,7 +313,23 @@ pub fn build(
                 flags: kinds,
             });
         }
+        let charts = recipe
+            .metrics
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let bars: Vec<(String, f64, f64)> = rows
+                    .iter()
+                    .filter_map(|r: &Row| {
+                        let v = r.values.get(i)?;
+                        Some((r.config.join(" / "), v.mean?, v.ci_half.unwrap_or(0.0)))
+                    })
+                    .collect();
+                (!bars.is_empty()).then(|| bar_chart(&m.name, &m.unit, &bars))
+            })
+            .collect();
         tests.push(TestTable {
+            charts,
             any_flagged: rows.iter().any(|r: &Row| r.flagged_runs > 0),
             adaptive: scenario.method.runs.target.is_some(),
             test: test.to_string(),
@@ -350,6 +369,74 @@ pub fn build(
 }
 
 type AxisFn = fn(&Address) -> String;
+
+/// Escapes text for SVG/XML.
+fn xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A horizontal bar chart: one bar per configuration at its mean, with a whisker for
+/// its confidence interval. Pure and deterministic: fixed geometry, numbers printed
+/// with fixed decimals, no ids that change between renders.
+pub fn bar_chart(metric: &str, unit: &str, bars: &[(String, f64, f64)]) -> String {
+    const LABEL_W: f64 = 260.0;
+    const PLOT_W: f64 = 360.0;
+    const ROW_H: f64 = 22.0;
+    let top = bars
+        .iter()
+        .map(|(_, mean, ci)| mean + ci)
+        .fold(0.0_f64, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let x = |v: f64| LABEL_W + (v.max(0.0) / top) * PLOT_W;
+    let height = 28.0 + ROW_H * bars.len() as f64;
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{height:.0}\" \
+         role=\"img\" aria-label=\"{} ({})\">\n\
+         <text x=\"0\" y=\"14\" font-size=\"13\" font-weight=\"bold\">{} ({})</text>\n",
+        LABEL_W + PLOT_W + 90.0,
+        xml(metric),
+        xml(unit),
+        xml(metric),
+        xml(unit)
+    );
+    for (i, (label, mean, ci)) in bars.iter().enumerate() {
+        let y = 22.0 + ROW_H * i as f64;
+        let (x0, xm) = (x(0.0), x(*mean));
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\">{}</text>\n\
+             <rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#6b8fc7\"/>\n",
+            LABEL_W - 6.0,
+            y + 13.0,
+            xml(label),
+            y + 3.0,
+            (xm - x0).max(0.5),
+            ROW_H - 8.0,
+        ));
+        if *ci > 0.0 {
+            let (lo, hi) = (x(mean - ci), x(mean + ci));
+            let mid = y + ROW_H / 2.0 - 1.0;
+            svg.push_str(&format!(
+                "<path d=\"M{lo:.1} {mid:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}\" \
+                 stroke=\"#222\" stroke-width=\"1.2\" fill=\"none\"/>\n",
+                mid - 4.0,
+                mid + 4.0,
+                mid - 4.0,
+                mid + 4.0
+            ));
+        }
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>\n",
+            x(mean + ci) + 6.0,
+            y + 13.0,
+            xml(&number(*mean))
+        ));
+    }
+    svg.push_str("</svg>");
+    svg
+}
 
 /// A short name of a cell's configuration for comparison rows.
 fn config_label(a: &Address) -> String {
@@ -743,6 +830,35 @@ mod tests {
         assert_eq!(number(9.0), "9.000");
         assert_eq!(number(-0.00001), "-0.00001000");
         assert_eq!(number(0.0), "0");
+    }
+
+    #[test]
+    fn a_bar_chart_scales_to_the_widest_interval_and_escapes_labels() {
+        use super::bar_chart;
+        let svg = bar_chart(
+            "random_read",
+            "MB/s",
+            &[
+                ("pi <1> & co".into(), 10.0, 2.0),
+                ("pi-2".into(), 20.0, 4.0),
+            ],
+        );
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.contains("pi &lt;1&gt; &amp; co"), "{svg}");
+        // 24 (20 + 4) is the full 360 px plot: the second bar is 300 px, the first 150.
+        assert!(svg.contains("width=\"300.0\""), "{svg}");
+        assert!(svg.contains("width=\"150.0\""), "{svg}");
+        assert_eq!(
+            svg,
+            bar_chart(
+                "random_read",
+                "MB/s",
+                &[
+                    ("pi <1> & co".into(), 10.0, 2.0),
+                    ("pi-2".into(), 20.0, 4.0)
+                ]
+            )
+        );
     }
 
     #[test]
