@@ -832,6 +832,49 @@ mod tests {
         assert_eq!(number(0.0), "0");
     }
 
+    /// The whole report of a small study, as Markdown and HTML. Nothing in a report is
+    /// volatile (no clock, no absolute path), so the snapshots are compared whole.
+    #[test]
+    fn report_snapshots() {
+        let mut ws = fixtures::workspace();
+        ws.scenarios[0].compare.push(crate::model::Compare {
+            test: "disk-4k".into(),
+            metric: "random_read".into(),
+            baseline: CellPattern {
+                storage: Some("sd".into()),
+                ..CellPattern::default()
+            },
+            candidate: CellPattern {
+                storage: Some("usb".into()),
+                filesystem: Some("as-is".into()),
+                ..CellPattern::default()
+            },
+        });
+        let scenario = ws.scenarios[0].clone();
+        let plan = expand(&ws, &scenario);
+        let mut data = BTreeMap::new();
+        for (i, c) in plan.cells.iter().enumerate() {
+            // One cell left unmeasured, to show the "Not complete" section.
+            if i == 2 {
+                continue;
+            }
+            let base = 10.0 + i as f64 * 3.0;
+            data.insert(
+                c.key.clone(),
+                with_samples(&[base, base * 1.02, base * 0.97, base * 1.01]),
+            );
+        }
+        let r = build(&ws, &scenario, &plan, &data);
+        insta::assert_snapshot!(
+            "report_md",
+            String::from_utf8(Markdown.render(&r).unwrap()).unwrap()
+        );
+        insta::assert_snapshot!(
+            "report_html",
+            String::from_utf8(Html.render(&r).unwrap()).unwrap()
+        );
+    }
+
     #[test]
     fn a_bar_chart_scales_to_the_widest_interval_and_escapes_labels() {
         use super::bar_chart;
