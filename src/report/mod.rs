@@ -764,9 +764,12 @@ mod tests {
         }
     }
 
-    /// The seed's UASP table (14.41 vs 20.59 MB/s 4K random read), as three runs each.
-    #[test]
-    fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
+    /// The fixture study with one comparison: USB storage against the SD card.
+    fn usb_against_sd() -> (
+        crate::model::Workspace,
+        crate::model::Scenario,
+        crate::plan::Plan,
+    ) {
         let mut ws = fixtures::workspace();
         ws.scenarios[0].compare.push(crate::model::Compare {
             test: "disk-4k".into(),
@@ -783,6 +786,13 @@ mod tests {
         });
         let scenario = ws.scenarios[0].clone();
         let plan = expand(&ws, &scenario);
+        (ws, scenario, plan)
+    }
+
+    /// The seed's UASP table (14.41 vs 20.59 MB/s 4K random read), as three runs each.
+    #[test]
+    fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
+        let (ws, scenario, plan) = usb_against_sd();
         let mut data = BTreeMap::new();
         for c in &plan.cells {
             let v: &[f64] = match (
@@ -836,22 +846,7 @@ mod tests {
     /// volatile (no clock, no absolute path), so the snapshots are compared whole.
     #[test]
     fn report_snapshots() {
-        let mut ws = fixtures::workspace();
-        ws.scenarios[0].compare.push(crate::model::Compare {
-            test: "disk-4k".into(),
-            metric: "random_read".into(),
-            baseline: CellPattern {
-                storage: Some("sd".into()),
-                ..CellPattern::default()
-            },
-            candidate: CellPattern {
-                storage: Some("usb".into()),
-                filesystem: Some("as-is".into()),
-                ..CellPattern::default()
-            },
-        });
-        let scenario = ws.scenarios[0].clone();
-        let plan = expand(&ws, &scenario);
+        let (ws, scenario, plan) = usb_against_sd();
         let mut data = BTreeMap::new();
         for (i, c) in plan.cells.iter().enumerate() {
             // One cell left unmeasured, to show the "Not complete" section.

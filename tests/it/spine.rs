@@ -78,6 +78,14 @@ real = { from = "real", unit = "s", better = "lower" }
         self
     }
 
+    /// Replaces `from` with `to` in one of the project's files; `from` must be there.
+    pub fn edit(self, rel: &str, from: &str, to: &str) -> Project {
+        let text = std::fs::read_to_string(self.dir.join(rel)).unwrap();
+        assert!(text.contains(from), "{rel} has no `{from}`");
+        let edited = text.replacen(from, to, 1);
+        self.write(rel, &edited)
+    }
+
     pub fn scenario(self, name: &str, tests: &[&str], runs: u32, extra: &str) -> Project {
         let tests: Vec<String> = tests.iter().map(|t| format!("\"{t}\"")).collect();
         let text = format!(
@@ -427,10 +435,10 @@ value = { from = "value", unit = "s", better = "lower" }
             3,
             "\n[params.sleepy]\nseconds = 0.01\n",
         );
-    let text_of = std::fs::read_to_string(p.dir.join("scenarios/s.toml")).unwrap();
-    let p = p.write(
+    let p = p.edit(
         "scenarios/s.toml",
-        &text_of.replace("[method]\n", "[method]\norder = \"interleaved\"\n"),
+        "[method]\n",
+        "[method]\norder = \"interleaved\"\n",
     );
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
@@ -480,22 +488,16 @@ fn cooldown_waits_for_a_fake_thermal_source_and_the_idle_gate_reads_the_real_loa
     let zone = p.dir.join("fake-thermal");
     std::fs::create_dir_all(&zone).unwrap();
     std::fs::write(zone.join("temp"), "61000\n").unwrap();
-    let board = std::fs::read_to_string(p.dir.join("boards/here.toml")).unwrap();
-    let p = p.write(
+    let p = p.edit(
         "boards/here.toml",
-        &board.replace(
-            "local = true\n",
-            &format!("local = true\nthermal = \"{}/temp\"\n", zone.display()),
-        ),
+        "local = true\n",
+        &format!("local = true\nthermal = \"{}/temp\"\n", zone.display()),
     );
-    let scenario = std::fs::read_to_string(p.dir.join("scenarios/s.toml")).unwrap();
-    let p = p.write(
+    let p = p.edit(
         "scenarios/s.toml",
-        &scenario.replace(
-            "[method]\n",
-            "[method]\ncooldown = { until_below = \"50C\", max = \"5m\" }\n\
+        "[method]\n",
+        "[method]\ncooldown = { until_below = \"50C\", max = \"5m\" }\n\
              idle = { load_below = 0.0001, for = \"1s\", max = \"2s\" }\n",
-        ),
     );
     let cooler = {
         let zone = zone.clone();
@@ -554,13 +556,10 @@ value = { from = "value", unit = "x", better = "higher" }
             3,
             "\n[params.sleepy]\nseconds = 0.01\n",
         );
-    let scenario = std::fs::read_to_string(p.dir.join("scenarios/s.toml")).unwrap();
-    let p = p.write(
+    let p = p.edit(
         "scenarios/s.toml",
-        &scenario.replace(
-            "runs = { min = 3, max = 3 }",
-            "runs = { min = 3, max = 7, target = \"2%\" }",
-        ),
+        "runs = { min = 3, max = 3 }",
+        "runs = { min = 3, max = 7, target = \"2%\" }",
     );
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
