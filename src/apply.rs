@@ -125,16 +125,8 @@ struct Job<'a> {
     cell: &'a Cell,
     recipe: &'a Recipe,
     primary: Vec<String>,
-}
-
-/// The primary metric names of a recipe.
-pub fn primary_metrics(recipe: &Recipe) -> Vec<String> {
-    recipe
-        .metrics
-        .iter()
-        .filter(|m| m.primary)
-        .map(|m| m.name.clone())
-        .collect()
+    /// What the store held when apply began: read once, then kept up to date in memory.
+    data: crate::store::CellData,
 }
 
 /// Runs every cell of `cells` that the store lacks. Returns when all boards are done, or
@@ -161,7 +153,7 @@ pub fn apply(
             .recipes
             .get(&cell.address.test)
             .ok_or_else(|| Error::Other(format!("unknown test {}", cell.address.test)))?;
-        let primary = primary_metrics(recipe);
+        let primary = recipe.primary_metrics();
         let data = store.read(cell)?;
         if state::state(cell, &primary, &data).is_complete() {
             outcome.already_complete += 1;
@@ -174,6 +166,7 @@ pub fn apply(
                 cell,
                 recipe,
                 primary,
+                data,
             });
     }
 
@@ -697,7 +690,7 @@ impl Worker<'_> {
             let _ = self.stop_services(t, &mut services);
             return Err(e);
         }
-        let data = self.store.read(cell)?;
+        let data = job.data.clone();
         Ok(LiveCell {
             job,
             writer,
@@ -1231,13 +1224,10 @@ fn read_load(t: &mut dyn Transport) -> Option<f64> {
 fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
     let source = board
         .thermal
-        .clone()
-        .unwrap_or_else(|| "/sys/class/thermal/thermal_zone*/temp".to_string());
-    // The glob is expanded by the board's shell on purpose; quote everything but it.
-    let safe: String = source
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || "/_-.*?".contains(*c))
-        .collect();
+        .as_deref()
+        .unwrap_or(crate::telemetry::DEFAULT_THERMAL);
+    // The board's shell expands the glob; everything else in it is quoted.
+    let safe = quote::glob(source);
     let out = t
         .run(
             &format!("cat {safe} 2>/dev/null"),

@@ -536,7 +536,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
     for (scenario, plan) in &all_plans {
         for cell in &plan.cells {
             let recipe = &ws.recipes[&cell.address.test];
-            let primary = apply::primary_metrics(recipe);
+            let primary = recipe.primary_metrics();
             let d = data.get(&cell.key).unwrap_or(&empty);
             let st = state::state(cell, &primary, d);
             let left = st.remaining();
@@ -590,7 +590,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
                 })
             })
             .collect();
-        let skipped: Vec<_> = plans(ws).into_iter().flat_map(|(_, p)| p.skipped).collect();
+        let skipped: Vec<_> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
         let doc = serde_json::json!({
             "format": 1,
             "cells": cells,

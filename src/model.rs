@@ -197,6 +197,18 @@ pub struct Recipe {
     pub metrics: Vec<MetricSpec>,
 }
 
+impl Recipe {
+    /// The metrics that drive the precision target (config makes every metric primary
+    /// when none is marked).
+    pub fn primary_metrics(&self) -> Vec<String> {
+        self.metrics
+            .iter()
+            .filter(|m| m.primary)
+            .map(|m| m.name.clone())
+            .collect()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ParamValue {

@@ -224,7 +224,7 @@ pub fn build(
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
         };
-        let primary = crate::apply::primary_metrics(recipe);
+        let primary = recipe.primary_metrics();
         let axes = varying_axes(
             plan.cells
                 .iter()

@@ -228,28 +228,6 @@ fn safe_id(id: &str) -> String {
     if s.is_empty() { "run".into() } else { s }
 }
 
-/// A glob as a shell word: `*` and `?` stay bare so the board's shell expands them;
-/// everything else is quoted.
-fn glob_word(pattern: &str) -> String {
-    let mut out = String::new();
-    let mut literal = String::new();
-    for c in pattern.chars() {
-        if c == '*' || c == '?' {
-            if !literal.is_empty() {
-                out.push_str(&quote::sh(&literal));
-                literal.clear();
-            }
-            out.push(c);
-        } else {
-            literal.push(c);
-        }
-    }
-    if !literal.is_empty() {
-        out.push_str(&quote::sh(&literal));
-    }
-    out
-}
-
 fn path_line(prefix: Option<&str>) -> String {
     match prefix {
         // Double quotes so that `$HOME/bin` expands; a `"` in it could not be meant.
@@ -401,7 +379,7 @@ done
         root = quote::sh(root),
         dir = quote::sh(dir),
         path = path_line(o.path_prefix.as_deref()),
-        thermal = glob_word(thermal),
+        thermal = quote::glob(thermal),
     )
 }
 
@@ -446,10 +424,10 @@ mod tests {
         assert_eq!(safe_id("a/../b c"), "a____b_c");
         assert_eq!(safe_id(""), "run");
         assert_eq!(
-            glob_word("/sys/class/thermal/thermal_zone*/temp"),
+            quote::glob("/sys/class/thermal/thermal_zone*/temp"),
             "/sys/class/thermal/thermal_zone*/temp"
         );
-        assert_eq!(glob_word("/x y/$(id)*"), "'/x y/$(id)'*");
+        assert_eq!(quote::glob("/x y/$(id)*"), "'/x y/$(id)'*");
     }
 
     #[test]

@@ -25,6 +25,28 @@ pub fn sh(s: &str) -> String {
     out
 }
 
+/// Quotes a path glob so that the shell expands its `*` and `?` and nothing else:
+/// `/sys/class/thermal/thermal_zone*/temp` stays a glob, any other character is literal.
+pub fn glob(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut literal = String::new();
+    for c in pattern.chars() {
+        if c == '*' || c == '?' {
+            if !literal.is_empty() {
+                out.push_str(&sh(&literal));
+                literal.clear();
+            }
+            out.push(c);
+        } else {
+            literal.push(c);
+        }
+    }
+    if !literal.is_empty() {
+        out.push_str(&sh(&literal));
+    }
+    out
+}
+
 /// Quotes each word and joins them with spaces.
 pub fn join<S: AsRef<str>>(words: &[S]) -> String {
     words
