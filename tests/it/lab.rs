@@ -13,6 +13,8 @@ use benchpipe::transport::ssh::{self, ConnectOptions, SshTransport};
 use benchpipe::transport::{Transport, TransportError, quote};
 use sha2::{Digest, Sha256};
 
+use crate::processes_matching;
+
 /// Labs are built one at a time: each takes a machine-wide lock anyway, and two cores
 /// are better spent on one lab's commands than on building several.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -110,29 +112,6 @@ fn local(command: &str) -> String {
         .run(command, Some(Duration::from_secs(30)))
         .unwrap()
         .stdout_str()
-}
-
-/// Command lines of live processes containing any of `needles` (a /proc scan, so the
-/// search never finds itself the way `pgrep -f` under `sh -c` does).
-fn processes_matching(needles: &[&str]) -> String {
-    let mut found = String::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if needles.iter().any(|n| cmdline.contains(n)) {
-            found.push_str(&format!("{pid} {cmdline}\n"));
-        }
-    }
-    found
 }
 
 fn pgrep(needle: &str) -> String {

@@ -10,19 +10,28 @@ mod stats;
 mod storage;
 mod telemetry;
 
-/// Command lines of live processes containing `needle`; lab boards share the
-/// controller's process table, so their processes are visible here.
-pub fn lab_processes(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
+/// `pid cmdline` lines of live processes whose command line contains any of `needles`
+/// (a /proc scan, so the search never finds itself the way `pgrep -f` under `sh -c`
+/// does; zombies are left out, since PID 1 here may not reap them). Lab boards share
+/// the controller's process table, so their processes are visible here too.
+pub fn processes_matching(needles: &[&str]) -> String {
+    let mut found = String::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
             continue;
         };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
         let zombie = stat.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'));
-        if cmd.contains(needle) && !zombie {
-            found.push(cmd);
+        if needles.iter().any(|n| cmd.contains(n)) && !zombie {
+            found.push_str(&format!("{pid} {cmd}\n"));
         }
     }
     found

@@ -17,6 +17,18 @@ fn bp(root: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `benchpipe apply scenarios/s.toml` in the background, its stderr piped.
+fn spawn_apply(root: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Every stored sample of `test`, with the board it ran on.
 fn samples(root: &Path, test: &str) -> Vec<(String, serde_json::Value)> {
     let mut out = Vec::new();
@@ -119,14 +131,7 @@ fn a_board_whose_sshd_dies_fails_alone_and_a_rerun_completes_only_its_cell() {
     let lab = Lab::up(3);
     let slow = BUSY.replace("sleep 0.5", "sleep 0.7");
     write_project(&lab, &["slow"], 6, &[("slow", &slow)]);
-    let child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
-        .current_dir(&lab.root)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_apply(&lab.root);
     let victim = lab.board(0).name.to_string();
     let t0 = Instant::now();
     while !samples(&lab.root, "slow").iter().any(|(b, _)| *b == victim) {
@@ -280,14 +285,7 @@ command = "touch {}"
         marker.display()
     );
     write_project(&lab, &["long"], 2, &[("long", &long)]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
-        .current_dir(&lab.root)
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_apply(&lab.root);
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = String::new();
     for line in lines.by_ref() {
@@ -300,7 +298,7 @@ command = "touch {}"
     }
     // The run is on its way on the board.
     let t0 = Instant::now();
-    while crate::lab_processes("sleep 3002").is_empty() {
+    while crate::processes_matching(&["sleep 3002"]).is_empty() {
         assert!(
             t0.elapsed() < Duration::from_secs(20),
             "never started: {seen}"
@@ -320,7 +318,7 @@ command = "touch {}"
         "apply kept waiting for the board's command"
     );
     assert!(
-        crate::lab_processes("sleep 3002").is_empty(),
+        crate::processes_matching(&["sleep 3002"]).is_empty(),
         "the board's command survived Ctrl-C"
     );
     assert!(marker.exists(), "teardown ran after the interrupt");
