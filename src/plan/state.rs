@@ -55,13 +55,12 @@ impl CellState {
 /// method's `runs = { min, max, target }` rule (see `stats::RunRule`).
 pub fn stop_rule(method: &Method, primaries: &[Vec<f64>], have: usize) -> Option<StopRule> {
     let rule = stats::RunRule::from_method(method);
-    // A recipe whose primary metrics are absent from the samples still stops on count.
-    let counts = [vec![0.0; have]];
-    let metrics: Vec<&[f64]> = if primaries.is_empty() {
-        counts.iter().map(Vec::as_slice).collect()
-    } else {
-        primaries.iter().map(Vec::as_slice).collect()
-    };
+    if primaries.is_empty() {
+        // No metric to judge precision by: stop on the count alone, never claiming a
+        // target was reached (an empty slice of values would look perfectly precise).
+        return (have >= rule.min).then_some(StopRule::MinReached);
+    }
+    let metrics: Vec<&[f64]> = primaries.iter().map(Vec::as_slice).collect();
     match rule.decide_all(&metrics) {
         stats::RunDecision::Stop(reason) => Some(reason),
         stats::RunDecision::Continue => None,
