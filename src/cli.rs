@@ -183,7 +183,11 @@ fn render_error(e: &Error) -> String {
 /// Loads the workspace the scenario files belong to.
 pub fn load(files: &[PathBuf]) -> Result<Workspace> {
     let root = config::find_root(files);
-    config::load(&root, files).map_err(Error::Config)
+    let ws = config::load(&root, files).map_err(Error::Config)?;
+    for w in &ws.warnings {
+        eprint!("{w}");
+    }
+    Ok(ws)
 }
 
 /// The plans of every scenario, in command-line order.

@@ -74,6 +74,9 @@ pub struct Workspace {
     pub boards: BTreeMap<BoardName, Board>,
     pub recipes: BTreeMap<TestName, Recipe>,
     pub scenarios: Vec<Scenario>,
+    /// Problems that do not stop the load (a broken board file no scenario uses),
+    /// rendered for the terminal.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -181,6 +184,10 @@ pub struct Recipe {
     /// Whether a template reads `{{ device }}`, the storage's block device: such a test
     /// applies only to storage that declares one.
     pub uses_device: bool,
+    /// String parameters a template puts at the start of a shell word, where a value
+    /// starting with `-` would be taken as an option: such values are refused.
+    #[serde(skip)]
+    pub option_params: std::collections::BTreeSet<String>,
     /// Default template parameters; a scenario's `[params.TEST]` overrides them.
     pub params: BTreeMap<String, ParamValue>,
     /// Run once per cell before warm-up (e.g. generate a corpus).

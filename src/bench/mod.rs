@@ -39,12 +39,28 @@ impl Vars {
     }
 }
 
+/// The work one render may do (minijinja fuel: about one unit per instruction, and per
+/// 64 bytes of data). A command template needs a few hundred; the limit ends a
+/// template like `range(100000)` inside `range(100000)` in milliseconds.
+pub const TEMPLATE_FUEL: u64 = 200_000;
+
+/// The longest rendered command: a shell command line is far shorter.
+pub const MAX_RENDERED_BYTES: usize = 256 * 1024;
+
+/// Written before every interpolated string value when a template is rendered for
+/// checking, so that the shell-context check finds where each value landed. A Unicode
+/// private-use character: no real value or template text holds it.
+pub const VALUE_MARK: char = '\u{E000}';
+
 /// An environment in which every `{{ value }}` is written shell-quoted, so no value
-/// (a path with spaces, a name holding `; rm -rf /`) can become shell syntax.
-fn environment() -> Environment<'static> {
+/// (a path with spaces, a name holding `; rm -rf /`) can become shell syntax. No
+/// loader: `include`, `import` and `extends` find nothing. Undefined names and
+/// attributes are errors; work and size are bounded.
+fn environment(mark_strings: bool) -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_formatter(|out, _state, value| {
+    env.set_fuel(Some(TEMPLATE_FUEL));
+    env.set_formatter(move |out, _state, value| {
         let text = if value.is_undefined() || value.is_none() {
             String::new()
         } else if let Some(s) = value.as_str() {
@@ -52,21 +68,75 @@ fn environment() -> Environment<'static> {
         } else {
             value.to_string()
         };
-        out.write_str(&quote::sh(&text))
+        let mark = if mark_strings && value.as_str().is_some() {
+            VALUE_MARK.encode_utf8(&mut [0; 4]).to_string()
+        } else {
+            String::new()
+        };
+        out.write_str(&mark)
+            .and_then(|_| out.write_str(&quote::sh(&text)))
             .map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write"))
     });
     env
 }
 
+/// Says what a failed render means, in the terms of the input files.
+pub fn explain(e: &minijinja::Error) -> String {
+    match e.kind() {
+        minijinja::ErrorKind::OutOfFuel => format!(
+            "the template does too much work (more than {TEMPLATE_FUEL} steps); a command template should only insert values"
+        ),
+        minijinja::ErrorKind::TemplateNotFound => {
+            "templates cannot include, import or extend other templates".to_string()
+        }
+        _ => {
+            let detail = e
+                .detail()
+                .map(str::to_string)
+                .unwrap_or_else(|| e.to_string());
+            match e.line() {
+                Some(l) => format!("{detail} (line {l} of the template)"),
+                None => detail,
+            }
+        }
+    }
+}
+
+fn too_long(len: usize) -> String {
+    format!("the rendered command is {len} bytes, more than the limit of {MAX_RENDERED_BYTES}")
+}
+
 /// Renders a command template with every value shell-quoted.
 pub fn render(template: &str, vars: &Vars) -> Result<String, String> {
-    let env = environment();
+    let env = environment(false);
     let tmpl = env
         .template_from_str(template)
-        .map_err(|e| format!("template: {e}"))?;
-    tmpl.render(Value::from(vars.0.clone()))
-        .map(|s| s.trim().to_string())
-        .map_err(|e| format!("template: {e}"))
+        .map_err(|e| format!("template: {}", explain(&e)))?;
+    let out = tmpl
+        .render(Value::from(vars.0.clone()))
+        .map_err(|e| format!("template: {}", explain(&e)))?;
+    if out.len() > MAX_RENDERED_BYTES {
+        return Err(format!("template: {}", too_long(out.len())));
+    }
+    Ok(out.trim().to_string())
+}
+
+/// Renders for checking: every string value is preceded by `VALUE_MARK`, and the
+/// spans say which template expression wrote which part of the output. Not trimmed,
+/// so output offsets stay those of the spans.
+pub fn render_marked(
+    template: &str,
+    vars: &Vars,
+) -> Result<(String, Vec<minijinja::OutputSpan>), String> {
+    let env = environment(true);
+    let tmpl = env.template_from_str(template).map_err(|e| explain(&e))?;
+    let (out, spans) = tmpl
+        .render_with_spans(Value::from(vars.0.clone()))
+        .map_err(|e| explain(&e))?;
+    if out.len() > MAX_RENDERED_BYTES {
+        return Err(too_long(out.len()));
+    }
+    Ok((out, spans))
 }
 
 /// Parses one run's output and selects every metric of the recipe, scaled.
@@ -104,5 +174,33 @@ mod tests {
     #[test]
     fn an_undefined_variable_is_an_error() {
         assert!(render("echo {{ nope }}", &Vars::new()).is_err());
+        let mut v = Vars::new();
+        v.set("dir", "/x");
+        assert!(render("echo {{ dir.nope }}", &v).is_err());
+    }
+
+    #[test]
+    fn nested_loops_run_out_of_fuel_fast() {
+        let e = render(
+            "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
+            &Vars::new(),
+        )
+        .unwrap_err();
+        assert!(e.contains("too much work"), "{e}");
+    }
+
+    #[test]
+    fn include_finds_nothing() {
+        let e = render("{% include 'x' %}", &Vars::new()).unwrap_err();
+        assert!(e.contains("cannot include"), "{e}");
+    }
+
+    #[test]
+    fn output_is_capped() {
+        let e = render("{{ 'x' * 300000 }}", &Vars::new()).unwrap_err();
+        assert!(
+            e.contains("too much work") || e.contains("more than the limit"),
+            "{e}"
+        );
     }
 }

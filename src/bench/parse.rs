@@ -461,6 +461,45 @@ pub fn check_path(path: &str) -> Result<(), String> {
     parse_path(path).map(|_| ())
 }
 
+/// Checks that a (syntactically valid) metric path can select something from what
+/// `kind` produces: the fixed keys of the line parsers, the top-level keys of the tools'
+/// JSON reports. The generic `json` parser takes any path.
+pub fn check_path_for(kind: ParserKind, path: &str) -> Result<(), String> {
+    let steps = parse_path(path)?;
+    let first = match steps.first() {
+        Some(Step::Key(k)) => Some(k.as_str()),
+        _ => None,
+    };
+    let (keys, whole): (&[&str], bool) = match kind {
+        ParserKind::Json => return Ok(()),
+        ParserKind::Time => (&["real", "user", "sys", "max_rss_kib"], true),
+        ParserKind::Hdparm => (&["buffered", "cached", "direct"], true),
+        ParserKind::Dd => (&["bytes", "seconds", "bytes_per_second"], true),
+        ParserKind::FioJson => (&["jobs", "disk_util"], false),
+        ParserKind::Iperf3Json => (&["start", "intervals", "end"], false),
+    };
+    let list = keys
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match first {
+        Some(k) if keys.contains(&k) => {
+            if whole && steps.len() > 1 {
+                Err(format!("`{k}` is a number; the path must be just `{k}`"))
+            } else if !whole && steps.len() == 1 {
+                Err(format!(
+                    "`{k}` is not a number: go on into it, like `{k}[0]....`"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        _ if whole => Err(format!("expected one of {list}")),
+        _ => Err(format!("a path here starts with one of {list}")),
+    }
+}
+
 /// Selects a number from a parsed document by a metric path: a JSON number, or a
 /// string that parses as a finite number.
 pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {

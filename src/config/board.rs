@@ -1,12 +1,13 @@
 //! Validates one board file (`boards/<name>.toml`) into a `model::Board`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, names, raw, template};
+use crate::bench::Vars;
 use crate::model::{
     Board, BoardName, Connection, Flash, Power, SshTarget, Storage, StorageName, StorageRole,
 };
@@ -25,12 +26,16 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
     };
     let connection = connection(src, &raw, diags);
     let storage = storage(src, &raw.storage, &workdir, diags);
+    let host = match &raw.ssh {
+        Some(ssh) => ssh.get_ref().host.get_ref().clone(),
+        None => "localhost".to_string(),
+    };
     let flash = match &raw.flash {
-        Some(f) => flash(src, f, &storage, diags),
+        Some(f) => flash(src, f, &storage, &name, &host, diags),
         None => Some(Flash::None),
     };
     let power = raw.power.as_ref().map(|p| {
-        template::check(src, &p.cycle, None, diags);
+        board_template(src, &p.cycle, &name, &host, false, diags);
         Power {
             cycle: p.cycle.get_ref().clone(),
         }
@@ -200,10 +205,34 @@ fn storage(
     out
 }
 
+/// Checks a board template (`[power] cycle`, `[flash] command`): it may use `board`
+/// and `host`, and a flash command also `image`, the image file on the controller.
+fn board_template(
+    src: &Source,
+    template: &Spanned<String>,
+    board: &str,
+    host: &str,
+    flash: bool,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let mut allowed: BTreeSet<String> = ["board", "host"].map(String::from).into();
+    let mut samples = Vars::new();
+    samples.set("board", board).set("host", host);
+    if flash {
+        allowed.insert("image".into());
+        samples.set("image", "/var/tmp/benchpipe/images/sample.img");
+    }
+    if template::check(src, template, &allowed, diags).is_some() {
+        template::check_rendered(src, template, &samples, diags);
+    }
+}
+
 fn flash(
     src: &Source,
     raw: &Spanned<raw::Flash>,
     storage: &[Storage],
+    board: &str,
+    host: &str,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Flash> {
     let f = raw.get_ref();
@@ -285,7 +314,7 @@ fn flash(
         }
         "command" => {
             let command = f.command.as_ref()?;
-            template::check(src, command, None, diags);
+            board_template(src, command, board, host, true, diags);
             Some(Flash::Command {
                 command: command.get_ref().clone(),
             })

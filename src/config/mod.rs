@@ -11,6 +11,7 @@ pub mod names;
 mod raw;
 mod recipe;
 mod scenario;
+pub mod shell;
 mod template;
 pub mod units;
 
@@ -55,14 +56,17 @@ pub fn find_root(files: &[PathBuf]) -> PathBuf {
 pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
     let boards = gather_boards(root);
     let recipes = gather_recipes(root);
-    let mut diags = boards.diags;
+    // Board files' own errors are placed once the scenarios say which boards they use.
+    let mut diags = Vec::new();
     diags.extend(recipes.diags);
+    diags.extend(recipes.file_diags.into_values().flatten());
 
     let known = scenario::Known {
         boards: &boards.items,
         broken_boards: &boards.broken,
         recipes: &recipes.items,
         broken_recipes: &recipes.broken,
+        used_broken_boards: Default::default(),
     };
     let mut scenarios = Vec::new();
     let mut seen_names: BTreeMap<String, PathBuf> = BTreeMap::new();
@@ -87,24 +91,42 @@ pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
             continue;
         }
         seen_names.insert(src.stem.clone(), src.shown.clone());
-        let parsed: raw::Scenario = match src.parse() {
-            Ok(raw) => raw,
-            Err(d) => {
-                diags.extend(d);
-                continue;
-            }
-        };
+        let (parsed, errors) = src.parse::<raw::Scenario>();
+        diags.extend(errors);
+        let Some(parsed) = parsed else { continue };
         if let Some(s) = scenario::validate(&src, parsed, &known, &mut diags) {
             scenarios.push(s);
         }
     }
 
-    if diags.is_empty() {
+    // A broken board file no scenario uses is only a warning: it must not block every
+    // study of the other boards.
+    let used = known.used_broken_boards.take();
+    let mut all = boards.diags;
+    for (name, file_diags) in boards.file_diags {
+        let unused = !used.contains(&name);
+        all.extend(file_diags.into_iter().map(|d| {
+            if unused {
+                let message = format!(
+                    "{} (board `{name}` is not used by the scenarios loaded, so it is left out)",
+                    d.message
+                );
+                Diagnostic { message, ..d }.as_warning()
+            } else {
+                d
+            }
+        }));
+    }
+    all.extend(diags);
+    let diags = all;
+
+    if diags.iter().all(|d| d.warning) {
         Ok(Workspace {
             root: root.to_path_buf(),
             boards: boards.items,
             recipes: recipes.items,
             scenarios,
+            warnings: diags.iter().map(ToString::to_string).collect(),
         })
     } else {
         Err(Diagnostics(diags))
@@ -114,20 +136,24 @@ pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
 /// Loads and validates every board in `root/boards/*.toml` (name = file stem).
 pub fn load_boards(root: &Path) -> Result<BTreeMap<BoardName, Board>, Diagnostics> {
     let loaded = gather_boards(root);
-    if loaded.diags.is_empty() {
+    let mut diags = loaded.diags;
+    diags.extend(loaded.file_diags.into_values().flatten());
+    if diags.is_empty() {
         Ok(loaded.items)
     } else {
-        Err(Diagnostics(loaded.diags))
+        Err(Diagnostics(diags))
     }
 }
 
 /// Loads and validates every recipe in `root/pipeline/*.toml` (name = file stem).
 pub fn load_recipes(root: &Path) -> Result<BTreeMap<TestName, Recipe>, Diagnostics> {
     let loaded = gather_recipes(root);
-    if loaded.diags.is_empty() {
+    let mut diags = loaded.diags;
+    diags.extend(loaded.file_diags.into_values().flatten());
+    if diags.is_empty() {
         Ok(loaded.items)
     } else {
-        Err(Diagnostics(loaded.diags))
+        Err(Diagnostics(diags))
     }
 }
 
@@ -136,20 +162,25 @@ pub fn load_recipes(root: &Path) -> Result<BTreeMap<TestName, Recipe>, Diagnosti
 struct Gathered<K, V> {
     items: BTreeMap<K, V>,
     broken: BTreeSet<String>,
+    /// Problems with the directory itself.
     diags: Vec<Diagnostic>,
+    /// Each broken file's problems, by name, in name order.
+    file_diags: BTreeMap<String, Vec<Diagnostic>>,
 }
 
 fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
     gather(root, "boards", "board", |src, diags| {
-        let raw: raw::Board = src.parse().map_err(|d| diags.extend(d)).ok()?;
-        board::validate(src, raw, diags)
+        let (raw, errors) = src.parse::<raw::Board>();
+        diags.extend(errors);
+        board::validate(src, raw?, diags)
     })
 }
 
 fn gather_recipes(root: &Path) -> Gathered<TestName, Recipe> {
     gather(root, "pipeline", "recipe", |src, diags| {
-        let raw: raw::Recipe = src.parse().map_err(|d| diags.extend(d)).ok()?;
-        recipe::validate(src, raw, diags)
+        let (raw, errors) = src.parse::<raw::Recipe>();
+        diags.extend(errors);
+        recipe::validate(src, raw?, diags)
     })
 }
 
@@ -163,6 +194,7 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
         items: BTreeMap::new(),
         broken: BTreeSet::new(),
         diags: Vec::new(),
+        file_diags: BTreeMap::new(),
     };
     let shown_dir = shown_path(root, Path::new(dir));
     let entries = match std::fs::read_dir(root.join(dir)) {
@@ -205,14 +237,18 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
             ));
             continue;
         }
-        let before = out.diags.len();
-        let item = validate(&src, &mut out.diags);
+        let mut file_diags = Vec::new();
+        let item = validate(&src, &mut file_diags);
         match item {
-            Some(item) if out.diags.len() == before => {
+            Some(item) if file_diags.is_empty() => {
                 out.items.insert(K::from(src.stem.as_str()), item);
             }
             _ => {
                 out.broken.insert(src.stem.clone());
+                out.file_diags
+                    .entry(src.stem.clone())
+                    .or_default()
+                    .extend(file_diags);
             }
         }
     }
@@ -227,6 +263,7 @@ pub(crate) struct Source {
     pub rel: PathBuf,
     pub stem: String,
     pub text: String,
+    lines: diag::LineIndex,
 }
 
 impl Source {
@@ -257,13 +294,14 @@ impl Source {
             shown,
             rel,
             stem,
+            lines: diag::LineIndex::new(&text),
             text,
         })
     }
 
     /// A diagnostic at a byte range of this file.
     pub fn at(&self, span: Range<usize>, message: impl Into<String>) -> Diagnostic {
-        Diagnostic::at(&self.shown, &self.text, span, message)
+        Diagnostic::at_indexed(&self.shown, &self.text, &self.lines, span, message)
     }
 
     /// A diagnostic at a spanned value of this file.
@@ -277,23 +315,25 @@ impl Source {
 
     /// Deserializes the file. Reports every syntax error the parser recovers from, and
     /// every unknown key (each is dropped and deserialization retried), so that one run
-    /// shows all of them; any other error ends the file's checks.
-    fn parse<T: DeserializeOwned>(&self) -> Result<T, Vec<Diagnostic>> {
+    /// shows all of them. When only unknown keys were wrong, the rest of the file is
+    /// still returned, so that its other mistakes are found too; any other error ends
+    /// the file's checks.
+    fn parse<T: DeserializeOwned>(&self) -> (Option<T>, Vec<Diagnostic>) {
         const MAX_ERRORS: usize = 20;
         let (mut doc, syntax) = DeTable::parse_recoverable(&self.text);
         if !syntax.is_empty() {
-            return Err(syntax
+            let diags = syntax
                 .iter()
                 .take(MAX_ERRORS)
                 .map(|e| self.toml_error(e))
-                .collect());
+                .collect();
+            return (None, diags);
         }
         doc.get_mut().make_owned();
         let mut diags = Vec::new();
         while diags.len() < MAX_ERRORS {
             let error = match T::deserialize(toml::de::Deserializer::from(doc.clone())) {
-                Ok(value) if diags.is_empty() => return Ok(value),
-                Ok(_) => break,
+                Ok(value) => return (Some(value), diags),
                 Err(e) => e,
             };
             diags.push(self.toml_error(&error));
@@ -305,7 +345,7 @@ impl Source {
                 break;
             }
         }
-        Err(diags)
+        (None, diags)
     }
 
     fn toml_error(&self, e: &toml::de::Error) -> Diagnostic {

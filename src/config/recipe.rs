@@ -27,7 +27,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                 src.at_value(key, format!("bad parameter name `{name}`: templates can only refer to names of letters, digits and `_`"))
                     .with_help(format!("try `{}`", name.replace(|c: char| !c.is_ascii_alphanumeric(), "_"))),
             );
-        } else if template::BUILTINS.contains(&name.as_str()) {
+        } else if template::reserved(name) {
             diags.push(
                 src.at_value(
                     key,
@@ -36,7 +36,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                     ),
                 )
                 .with_help(format!(
-                    "built-in variables: {}; rename the parameter",
+                    "built-in variables: {}, and `params` is reserved; rename the parameter",
                     template::BUILTINS.join(", ")
                 )),
             );
@@ -50,11 +50,21 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         template::BUILTINS.iter().map(|s| s.to_string()).collect();
     variables.extend(params.keys().cloned());
     let uses_device = std::cell::Cell::new(false);
+    let mut samples = template::sample_builtins();
+    samples.params(&params);
+    let word_starts = std::cell::RefCell::new(Vec::new());
     let check_step = |on: &Option<Spanned<String>>,
                       command: &Spanned<String>,
                       timeout: &Option<Spanned<String>>,
                       diags: &mut Vec<Diagnostic>| {
-        let used = template::check(src, command, Some(&variables), diags);
+        let used = match template::check(src, command, &variables, diags) {
+            Some(used) => {
+                let starts = template::check_rendered(src, command, &samples, diags);
+                word_starts.borrow_mut().extend(starts);
+                used
+            }
+            None => BTreeSet::new(),
+        };
         for storage_var in ["dir", "device"] {
             if !uses_storage && used.contains(storage_var) {
                 let span = template::word_span(&src.text, command.span(), storage_var);
@@ -151,7 +161,21 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         );
     }
 
-    let metrics = metrics(src, &raw, diags);
+    let metrics = metrics(src, &raw, parser, diags);
+
+    // String parameters that begin a shell word: there a value starting with `-` would
+    // be read as an option, so such a value is refused (here and in scenarios).
+    let option_params: BTreeSet<String> = word_starts
+        .borrow()
+        .iter()
+        .flat_map(|expr| identifiers(expr))
+        .filter(|name| matches!(params.get(name), Some(ParamValue::Str(_))))
+        .collect();
+    for (key, value) in &raw.params {
+        if option_params.contains(key.get_ref()) {
+            refuse_option_like(src, key.get_ref(), value, diags);
+        }
+    }
     let strings = |v: &[Spanned<String>], what: &str, diags: &mut Vec<Diagnostic>| -> Vec<String> {
         v.iter()
             .map(|s| {
@@ -195,8 +219,42 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         teardown,
         services,
         uses_device: uses_device.get(),
+        option_params,
         metrics,
     })
+}
+
+/// The identifiers of a template expression (`size | lower` -> size, lower).
+fn identifiers(expr: &str) -> Vec<String> {
+    expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| {
+            w.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Refuses a string parameter value starting with `-` for a parameter that begins a
+/// shell word in the recipe's commands, where the tool would read it as an option.
+pub fn refuse_option_like(
+    src: &Source,
+    name: &str,
+    value: &Spanned<toml::Value>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if let toml::Value::String(s) = value.get_ref()
+        && s.starts_with('-')
+    {
+        diags.push(
+            src.at_value(
+                value,
+                format!("parameter `{name}` = `{s}` starts with `-`, and the recipe puts `{name}` at the start of a shell word, where a command would take it as an option"),
+            )
+            .with_help(format!("use a value that does not start with `-`, or have the recipe pass it glued to its option, like `--{name}={{{{ {name} }}}}`")),
+        );
+    }
 }
 
 /// A parameter value: a TOML integer, float, boolean or string.
@@ -238,7 +296,12 @@ fn side(src: &Source, on: &Option<Spanned<String>>, diags: &mut Vec<Diagnostic>)
     }
 }
 
-fn metrics(src: &Source, raw: &raw::Recipe, diags: &mut Vec<Diagnostic>) -> Vec<MetricSpec> {
+fn metrics(
+    src: &Source,
+    raw: &raw::Recipe,
+    parser: Option<ParserKind>,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<MetricSpec> {
     let Some(table) = &raw.metrics else {
         diags.push(
             src.at_value(&raw.run, "this recipe has no `[metrics]`: it would measure nothing")
@@ -263,6 +326,17 @@ fn metrics(src: &Source, raw: &raw::Recipe, diags: &mut Vec<Diagnostic>) -> Vec<
             diags.push(src.at_value(
                 &m.from,
                 format!("bad metric path `{}`: {e}", m.from.get_ref()),
+            ));
+        } else if let Some(parser) = parser
+            && let Err(e) = crate::bench::parse::check_path_for(parser, m.from.get_ref())
+        {
+            diags.push(src.at_value(
+                &m.from,
+                format!(
+                    "metric path `{}` can never be found in what parser `{}` produces: {e}",
+                    m.from.get_ref(),
+                    parser.name()
+                ),
             ));
         }
         if m.unit.get_ref().trim().is_empty() {

@@ -20,6 +20,8 @@ pub struct Known<'a> {
     pub broken_boards: &'a BTreeSet<String>,
     pub recipes: &'a BTreeMap<TestName, Recipe>,
     pub broken_recipes: &'a BTreeSet<String>,
+    /// Broken boards that a scenario's matrix selects: their errors stay errors.
+    pub used_broken_boards: std::cell::RefCell<BTreeSet<String>>,
 }
 
 impl Known<'_> {
@@ -320,12 +322,16 @@ fn matrix(
             }
         }
     }
-    let selected_broken = m.board.iter().any(|v| {
-        known
-            .broken_boards
-            .iter()
-            .any(|b| names::glob_match(v.get_ref(), b))
-    });
+    let include_boards = m.include.iter().filter_map(|p| p.get_ref().board.as_ref());
+    let mut selected_broken = false;
+    for v in m.board.iter().chain(include_boards) {
+        for b in known.broken_boards {
+            if names::glob_match(v.get_ref(), b) {
+                selected_broken = true;
+                known.used_broken_boards.borrow_mut().insert(b.clone());
+            }
+        }
+    }
 
     // storage: names or globs over the selected boards' storage.
     let storage_names: BTreeSet<&str> = board

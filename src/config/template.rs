@@ -1,25 +1,49 @@
 //! Checks command templates when they are loaded, so a typo in `{{ dri }}` is an error
-//! with a position now rather than a failed cell hours into a study.
+//! with a position now rather than a failed cell hours into a study. Each template is
+//! parsed, then rendered with typed sample values under strict undefined and the same
+//! bounds as at run time, and every string value's place in the resulting shell text is
+//! checked (`shell`): quoting holds only for a bare word.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 
 use toml::Spanned;
 
 use super::Source;
 use super::diag::Diagnostic;
 use super::names;
+use super::shell::{self, Context};
+use crate::bench::{self, Vars};
 
 /// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 7] = ["dir", "device", "workdir", "board", "host", "run", "params"];
+pub const BUILTINS: [&str; 6] = ["dir", "device", "workdir", "board", "host", "run"];
 
-/// Checks that `template` parses, and, when `allowed` is given, that it uses no variable
-/// outside it. Returns the top-level variables it uses.
+/// Names a recipe parameter cannot take: the builtins, and `params`, which once named
+/// a map of all parameters and must not quietly mean something else now.
+pub fn reserved(name: &str) -> bool {
+    BUILTINS.contains(&name) || name == "params"
+}
+
+/// Sample values of the builtins, typed as at run time.
+pub fn sample_builtins() -> Vars {
+    let mut v = Vars::new();
+    v.set("dir", "/var/tmp/benchpipe/sample/mnt/storage")
+        .set("device", "/dev/sample")
+        .set("workdir", "/var/tmp/benchpipe/sample")
+        .set("board", "sample-board")
+        .set("host", "sample-host")
+        .set("run", 0);
+    v
+}
+
+/// Checks that `template` parses, includes nothing and uses no variable outside
+/// `allowed`. Returns the top-level variables it uses, or None when it is unusable.
 pub fn check(
     src: &Source,
     template: &Spanned<String>,
-    allowed: Option<&BTreeSet<String>>,
+    allowed: &BTreeSet<String>,
     diags: &mut Vec<Diagnostic>,
-) -> BTreeSet<String> {
+) -> Option<BTreeSet<String>> {
     let env = minijinja::Environment::new();
     let parsed = match env.template_from_str(template.get_ref()) {
         Ok(t) => t,
@@ -36,26 +60,209 @@ pub fn check(
                 template,
                 format!("bad command template{line}: {what}"),
             ).with_help("templates use minijinja syntax: `{{ name }}` inserts a value, shell-quoted"));
-            return BTreeSet::new();
+            return None;
         }
     };
+    let mut ok = true;
+    for (at, tag) in block_tags(template.get_ref()) {
+        if matches!(tag.as_str(), "include" | "import" | "from" | "extends") {
+            let span = file_span(src, template, at..at + 2);
+            diags.push(
+                src.at(span, format!("`{{% {tag} %}}`: a command template cannot include, import or extend other templates"))
+                    .with_help("write the command out in full, or use a parameter"),
+            );
+            ok = false;
+        }
+    }
     let globals: BTreeSet<&str> = env.globals().map(|(name, _)| name).collect();
     let used: BTreeSet<String> = parsed
         .undeclared_variables(false)
         .into_iter()
         .filter(|v| !globals.contains(v.as_str()))
         .collect();
-    if let Some(allowed) = allowed {
-        for var in used.iter().filter(|v| !allowed.contains(*v)) {
-            let help = names::help_for(var, allowed.iter().map(String::as_str), "variables");
-            let span = word_span(&src.text, template.span(), var);
+    for var in used.iter().filter(|v| !allowed.contains(*v)) {
+        let help = if var == "params" {
+            "parameters are variables of their own: write `{{ size }}`, not `{{ params.size }}`"
+                .to_string()
+        } else {
+            names::help_for(var, allowed.iter().map(String::as_str), "variables")
+        };
+        let span = word_span(&src.text, template.span(), var);
+        diags.push(
+            src.at(span, format!("unknown template variable `{var}`"))
+                .with_help(help),
+        );
+        ok = false;
+    }
+    ok.then_some(used)
+}
+
+/// Renders `template` with `vars` (sample values) and refuses a string value in any
+/// shell context where its quoting does not hold. Returns the template expressions
+/// whose string value begins a shell word, where a value starting with `-` is an option.
+pub fn check_rendered(
+    src: &Source,
+    template: &Spanned<String>,
+    vars: &Vars,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    let text = template.get_ref();
+    let (out, spans) = match bench::render_marked(text, vars) {
+        Ok(r) => r,
+        Err(e) => {
             diags.push(
-                src.at(span, format!("unknown template variable `{var}`"))
-                    .with_help(help),
+                src.at_value(
+                    template,
+                    format!("this template fails when rendered with sample values: {e}"),
+                )
+                .with_help("check every name and attribute: only the documented variables exist, and they have no attributes"),
             );
+            return Vec::new();
+        }
+    };
+    let mut word_starts = Vec::new();
+    let mut reported = BTreeSet::new();
+    for landing in shell::landings(&out) {
+        let Some(span) = spans
+            .iter()
+            .find(|s| s.output_range().contains(&landing.offset))
+        else {
+            continue;
+        };
+        let expr = text
+            .get(span.source_range())
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if landing.context == Context::Bare {
+            if landing.starts_word {
+                word_starts.push(expr);
+            }
+            continue;
+        }
+        let open = text[..span.source_range().start.min(text.len())]
+            .rfind("{{")
+            .unwrap_or(0);
+        if !reported.insert(open) {
+            continue;
+        }
+        let at = file_span(src, template, open..open + 2);
+        diags.push(
+            src.at(
+                at,
+                format!(
+                    "`{{{{ {expr} }}}}` is inside {}, where shell quoting of a value does not hold: a value like `x'; touch /tmp/p; '` would run as code",
+                    landing.context.describe()
+                ),
+            )
+            .with_help("write each `{{ ... }}` that gives a string as a bare word: benchpipe quotes it (`--file={{ dir }}/x`, not `\"{{ dir }}/x\"`); only numbers and booleans may go inside quotes, `$((...))`, backticks, `${...}`, heredocs or comments"),
+        );
+    }
+    word_starts
+}
+
+/// `{% name` tags of a template source: (byte offset of `{%`, name).
+fn block_tags(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(found) = text[from..].find("{%") {
+        let at = from + found;
+        let rest = text[at + 2..]
+            .trim_start_matches(['-', '+', '~'])
+            .trim_start();
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        out.push((at, name));
+        from = at + 2;
+    }
+    out
+}
+
+/// The file span of a byte range of a template given as a TOML string: walks the
+/// string literal's escapes so that the caret lands on the template text itself.
+/// Falls back to the whole value when the literal cannot be followed.
+fn file_span(src: &Source, template: &Spanned<String>, range: Range<usize>) -> Range<usize> {
+    let whole = template.span();
+    let map = literal_offsets(src.text.get(whole.clone()).unwrap_or_default());
+    match map {
+        Some(map) if map.len() == template.get_ref().len() + 1 => {
+            let start = whole.start + map[range.start.min(map.len() - 1)];
+            let end = whole.start + map[range.end.min(map.len() - 1)];
+            start..end.max(start)
+        }
+        _ => whole,
+    }
+}
+
+/// For a TOML string literal (with its quotes), the raw offset of each decoded byte
+/// offset, plus one entry for the end.
+fn literal_offsets(raw: &str) -> Option<Vec<usize>> {
+    let (open, basic) = if raw.starts_with("\"\"\"") {
+        (3, true)
+    } else if raw.starts_with("'''") {
+        (3, false)
+    } else if raw.starts_with('"') {
+        (1, true)
+    } else if raw.starts_with('\'') {
+        (1, false)
+    } else {
+        return None;
+    };
+    let body = raw.get(open..raw.len().checked_sub(open)?)?;
+    let mut map = Vec::with_capacity(body.len() + 1);
+    let mut i = 0;
+    // A newline right after the opening of a multi-line string is not part of it.
+    if open == 3 {
+        if body.starts_with("\r\n") {
+            i = 2;
+        } else if body.starts_with('\n') {
+            i = 1;
         }
     }
-    used
+    let bytes = body.as_bytes();
+    while i < body.len() {
+        if basic && bytes[i] == b'\\' {
+            let next = *bytes.get(i + 1)?;
+            let (len, decoded) = match next {
+                b'u' => (
+                    6,
+                    char::from_u32(u32::from_str_radix(body.get(i + 2..i + 6)?, 16).ok()?)?
+                        .len_utf8(),
+                ),
+                b'U' => (
+                    10,
+                    char::from_u32(u32::from_str_radix(body.get(i + 2..i + 10)?, 16).ok()?)?
+                        .len_utf8(),
+                ),
+                b'x' => (
+                    4,
+                    char::from_u32(u32::from_str_radix(body.get(i + 2..i + 4)?, 16).ok()?)?
+                        .len_utf8(),
+                ),
+                b' ' | b'\t' | b'\n' | b'\r' => {
+                    // A line-ending backslash: it and the whitespace after it vanish.
+                    let mut j = i + 1;
+                    while j < body.len() && matches!(bytes[j], b' ' | b'\t' | b'\n' | b'\r') {
+                        j += 1;
+                    }
+                    i = j;
+                    continue;
+                }
+                _ => (2, 1),
+            };
+            for _ in 0..decoded {
+                map.push(open + i);
+            }
+            i += len;
+        } else {
+            map.push(open + i);
+            i += 1;
+        }
+    }
+    map.push(open + body.len());
+    Some(map)
 }
 
 /// The first whole-word occurrence of `word` inside `span` of `text`, else all of `span`:
@@ -77,4 +284,31 @@ pub fn word_span(text: &str, span: std::ops::Range<usize>, word: &str) -> std::o
         from = end;
     }
     span
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_offsets_follow_escapes() {
+        let raw = r#""a\"{{ x }}""#;
+        let map = literal_offsets(raw).unwrap();
+        // decoded: a"{{ x }}
+        assert_eq!(map[2], 4);
+        assert_eq!(&raw[map[2]..map[2] + 2], "{{");
+        let raw = "'''\nab{{ x }}'''";
+        let map = literal_offsets(raw).unwrap();
+        assert_eq!(&raw[map[2]..map[2] + 2], "{{");
+        let raw = "\"\\u00e9{{ x }}\"";
+        let map = literal_offsets(raw).unwrap();
+        assert_eq!(&raw[map[2]..map[2] + 2], "{{");
+    }
+
+    #[test]
+    fn tags_are_found() {
+        let tags = block_tags("a {%- include 'x' %} {% if y %}{% endif %}");
+        let names: Vec<&str> = tags.iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(names, ["include", "if", "endif"]);
+    }
 }

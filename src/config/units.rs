@@ -6,8 +6,13 @@ use std::time::Duration;
 pub const DURATION_FORM: &str =
     "a whole number and a unit (ms, s, m, h), like `500ms`, `30s`, `15m`, `1h` or `1h30m`";
 
+/// The longest duration any setting takes: a week. Longer is surely a mistake (a
+/// timeout that never fires), and the bound keeps every sum far from overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// Parses `500ms`, `30s`, `15m`, `1h`, `1h30m`, `0s`. Units are ms, s, m, h; parts are
-/// summed. Fractions are refused so that one text has one meaning.
+/// summed. Fractions are refused so that one text has one meaning. At most
+/// `MAX_DURATION`; parsing never overflows.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("bad duration `{text}`: expected {DURATION_FORM}");
     let s = text.trim();
@@ -21,7 +26,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         if digits == 0 {
             return Err(bad());
         }
-        let number: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        let too_long = || format!("duration `{text}` is too long: at most 7 days (`168h`)");
+        let number: u64 = rest[..digits].parse().map_err(|_| too_long())?;
         rest = &rest[digits..];
         let unit_len = rest.chars().take_while(|c| c.is_ascii_alphabetic()).count();
         let unit_ms: u64 = match &rest[..unit_len] {
@@ -35,7 +41,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         total_ms = number
             .checked_mul(unit_ms)
             .and_then(|ms| total_ms.checked_add(ms))
-            .ok_or_else(|| format!("duration `{text}` is too long"))?;
+            .filter(|&ms| ms <= MAX_DURATION.as_millis() as u64)
+            .ok_or_else(too_long)?;
     }
     Ok(Duration::from_millis(total_ms))
 }
@@ -116,6 +123,11 @@ mod tests {
             "99999999999999999999h",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("168h"), Ok(MAX_DURATION));
+        for long in ["99999999999h", "169h", "167h61m", "604800001ms"] {
+            let e = parse_duration(long).unwrap_err();
+            assert!(e.contains("at most 7 days"), "{long}: {e}");
         }
     }
 

@@ -377,6 +377,7 @@ pub(crate) mod fixtures {
             exclusive: vec![],
             uses_storage,
             uses_device: false,
+            option_params: Default::default(),
             params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
             setup: vec![],
             run: Step {
