@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use clap::{Parser, Subcommand};
 
@@ -36,12 +36,21 @@ pub struct StoreArg {
     pub store: PathBuf,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct CellsArg {
+    /// The most cells one scenario's matrix may expand to.
+    #[arg(long, default_value_t = plan::DEFAULT_MAX_CELLS, value_name = "N")]
+    pub max_cells: u64,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Validate scenario files and the boards and recipes they use.
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        cells: CellsArg,
     },
     /// Show every cell of the scenarios with its key and state, and what apply would run.
     Plan {
@@ -52,6 +61,8 @@ pub enum Command {
         /// Print the plan as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cells: CellsArg,
     },
     /// Run what the store lacks, on all boards in parallel.
     Apply {
@@ -68,6 +79,8 @@ pub enum Command {
         /// Do not render reports after the run.
         #[arg(long)]
         no_report: bool,
+        #[command(flatten)]
+        cells: CellsArg,
     },
     /// Statistics on files of numbers (one per line, `#` comments), like ministat:
     /// each file's summary and CI, and each later file's difference from the first.
@@ -100,6 +113,8 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        cells: CellsArg,
     },
     /// The virtual lab: boards made of network namespaces, each running a real sshd.
     Lab {
@@ -126,6 +141,8 @@ pub enum Command {
         /// Where reports go: one directory per scenario inside.
         #[arg(long, default_value = "reports", value_name = "DIR")]
         out: PathBuf,
+        #[command(flatten)]
+        cells: CellsArg,
     },
 }
 
@@ -164,8 +181,13 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    install_signals();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Interrupted) => {
+            eprintln!("{}", render_error(&Error::Interrupted));
+            ExitCode::from(128 + SIGNAL.load(Ordering::SeqCst).clamp(1, 127) as u8)
+        }
         Err(e) => {
             eprintln!("{}", render_error(&e));
             ExitCode::from(e.exit_code())
@@ -181,9 +203,9 @@ fn render_error(e: &Error) -> String {
 }
 
 /// Loads the workspace the scenario files belong to.
-pub fn load(files: &[PathBuf]) -> Result<Workspace> {
+pub fn load(files: &[PathBuf], max_cells: u64) -> Result<Workspace> {
     let root = config::find_root(files);
-    let ws = config::load(&root, files).map_err(Error::Config)?;
+    let ws = config::load_limited(&root, files, max_cells).map_err(Error::Config)?;
     for w in &ws.warnings {
         eprint!("{w}");
     }
@@ -200,8 +222,8 @@ pub fn plans(ws: &Workspace) -> Vec<(&Scenario, Plan)> {
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Check { files } => {
-            let ws = load(&files)?;
+        Command::Check { files, cells } => {
+            let ws = load(&files, cells.max_cells)?;
             let cells: usize = plans(&ws).iter().map(|(_, p)| p.cells.len()).sum();
             println!(
                 "ok: {} scenario(s), {} board(s), {} test(s), {} cell(s)",
@@ -212,8 +234,13 @@ pub fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
-        Command::Plan { files, store, json } => {
-            let ws = load(&files)?;
+        Command::Plan {
+            files,
+            store,
+            json,
+            cells,
+        } => {
+            let ws = load(&files, cells.max_cells)?;
             let store = Store::open_read(&store.store)?;
             let out = plan_text(&ws, &store, json)?;
             print!("{out}");
@@ -225,14 +252,17 @@ pub fn run(cli: Cli) -> Result<()> {
             quiet,
             out,
             no_report,
+            cells,
         } => {
-            let ws = load(&files)?;
+            let ws = load(&files, cells.max_cells)?;
             let store = Store::open(&store.store)?;
             let cells: Vec<_> = plans(&ws).into_iter().flat_map(|(_, p)| p.cells).collect();
             let stop = Arc::new(AtomicBool::new(false));
-            install_interrupt(&stop);
             let progress = crate::progress::for_terminal(quiet);
-            let outcome = apply::apply(&ws, &cells, &store, progress.as_ref(), &stop)?;
+            let outcome = {
+                let _walk = Walk::begin(&stop);
+                apply::apply(&ws, &cells, &store, progress.as_ref(), &stop)
+            }?;
             drop(progress);
             eprintln!(
                 "apply: {} cell(s) completed, {} already complete, {} failed",
@@ -282,8 +312,9 @@ pub fn run(cli: Cli) -> Result<()> {
             candidate,
             store,
             json,
+            cells,
         } => {
-            let ws = load(&files)?;
+            let ws = load(&files, cells.max_cells)?;
             let store = Store::open_read(&store.store)?;
             let (test, metric_name) = metric.split_once('.').ok_or_else(|| {
                 Error::Usage(format!("--metric `{metric}`: expected `test.metric`"))
@@ -417,8 +448,13 @@ pub fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Report { files, store, out } => {
-            let ws = load(&files)?;
+        Command::Report {
+            files,
+            store,
+            out,
+            cells,
+        } => {
+            let ws = load(&files, cells.max_cells)?;
             let store = Store::open_read(&store.store)?;
             for path in write_reports(&ws, &store, &out)? {
                 println!("{}", path.display());
@@ -470,25 +506,64 @@ pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<Pa
     Ok(written)
 }
 
-/// First Ctrl-C: stop after the run in flight (its commands are ended, nothing partial
-/// is stored). Second Ctrl-C: exit at once; the store is still consistent.
-fn install_interrupt(stop: &Arc<AtomicBool>) {
+/// The last signal received (SIGINT or SIGTERM), for the exit status.
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Whether apply is walking its plan: only then does a signal wait for the run in
+/// flight. Every other phase (load, plan, check, reports) owns no board state and the
+/// store's writes are atomic, so the process ends at once.
+static WALKING: AtomicBool = AtomicBool::new(false);
+/// Set by the first signal during a walk; a watcher passes it on to the walk's flag.
+static STOP_RAISED: AtomicBool = AtomicBool::new(false);
+
+/// SIGINT and SIGTERM: outside an apply walk, exit at once with 128 + the signal.
+/// During a walk, the first one stops after the run in flight (its commands are ended,
+/// nothing partial is stored); a second exits at once; the store is still consistent.
+fn install_signals() {
     use signal_hook::consts::{SIGINT, SIGTERM};
     for sig in [SIGINT, SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(stop));
-        let _ = signal_hook::flag::register(sig, Arc::clone(stop));
+        // SAFETY: the handler only does atomic loads and stores and `_exit`, all
+        // async-signal-safe.
+        let _ = unsafe {
+            signal_hook::low_level::register(sig, move || {
+                SIGNAL.store(sig, Ordering::SeqCst);
+                if !WALKING.load(Ordering::SeqCst) || STOP_RAISED.swap(true, Ordering::SeqCst) {
+                    libc::_exit(128 + sig);
+                }
+            })
+        };
     }
-    let stop = Arc::clone(stop);
-    std::thread::spawn(move || {
-        loop {
-            if stop.load(std::sync::atomic::Ordering::SeqCst) {
-                eprintln!("interrupted: ending running commands; the next apply resumes");
-                crate::transport::interrupt();
-                return;
+}
+
+/// An apply walk in progress: signals set its stop flag instead of exiting, and a
+/// watcher ends the running commands.
+struct Walk;
+
+impl Walk {
+    fn begin(stop: &Arc<AtomicBool>) -> Walk {
+        WALKING.store(true, Ordering::SeqCst);
+        let stop = Arc::clone(stop);
+        std::thread::spawn(move || {
+            loop {
+                if STOP_RAISED.load(Ordering::SeqCst) {
+                    stop.store(true, Ordering::SeqCst);
+                    eprintln!("interrupted: ending running commands; the next apply resumes");
+                    crate::transport::interrupt();
+                    return;
+                }
+                if !WALKING.load(Ordering::SeqCst) {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
             }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-    });
+        });
+        Walk
+    }
+}
+
+impl Drop for Walk {
+    fn drop(&mut self) {
+        WALKING.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Mean seconds of recorded runs per (test, board), and per test, from the store's

@@ -54,6 +54,15 @@ pub fn find_root(files: &[PathBuf]) -> PathBuf {
 /// Loads the scenarios in `files`, with every board in `root/boards/` and every recipe
 /// in `root/pipeline/`, and validates them together.
 pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
+    load_limited(root, files, crate::plan::DEFAULT_MAX_CELLS)
+}
+
+/// `load`, refusing a scenario whose matrix could expand to more than `max_cells`.
+pub fn load_limited(
+    root: &Path,
+    files: &[PathBuf],
+    max_cells: u64,
+) -> Result<Workspace, Diagnostics> {
     let boards = gather_boards(root);
     let recipes = gather_recipes(root);
     // Board files' own errors are placed once the scenarios say which boards they use.
@@ -67,6 +76,7 @@ pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
         recipes: &recipes.items,
         broken_recipes: &recipes.broken,
         used_broken_boards: Default::default(),
+        max_cells,
     };
     let mut scenarios = Vec::new();
     let mut seen_names: BTreeMap<String, PathBuf> = BTreeMap::new();

@@ -22,6 +22,8 @@ pub struct Known<'a> {
     pub broken_recipes: &'a BTreeSet<String>,
     /// Broken boards that a scenario's matrix selects: their errors stay errors.
     pub used_broken_boards: std::cell::RefCell<BTreeSet<String>>,
+    /// The most cells a matrix may expand to (`--max-cells`).
+    pub max_cells: u64,
 }
 
 impl Known<'_> {
@@ -63,7 +65,7 @@ pub fn validate(
     if diags.len() > start {
         return None;
     }
-    Some(Scenario {
+    let scenario = Scenario {
         name: src.stem.clone(),
         file: src.rel.clone(),
         title: raw.title.into_inner(),
@@ -74,7 +76,58 @@ pub fn validate(
         method,
         params,
         compare,
-    })
+    };
+    cell_count(src, &raw.matrix, &scenario, known, diags)?;
+    Some(scenario)
+}
+
+/// Counts the cells before anything expands them, and refuses a matrix over the limit
+/// or one whose excludes leave nothing.
+fn cell_count(
+    src: &Source,
+    raw: &Spanned<raw::Matrix>,
+    scenario: &Scenario,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<()> {
+    let bound = crate::plan::bound(known.boards, known.recipes, scenario);
+    if bound.cells > u128::from(known.max_cells) {
+        diags.push(
+            src.at_value(
+                raw,
+                format!(
+                    "the matrix has up to {} cells ({}), more than the limit of {}",
+                    bound.cells, bound.axes, known.max_cells
+                ),
+            )
+            .with_help(
+                "split the study into smaller scenarios, or raise the limit with `--max-cells N`",
+            ),
+        );
+        return None;
+    }
+    let m = raw.get_ref();
+    if bound.cells > 0 && !m.exclude.is_empty() {
+        let plan = crate::plan::expand_in(known.boards, known.recipes, scenario);
+        if plan.cells.is_empty() {
+            let others = match plan.skipped.len() {
+                0 => String::new(),
+                n => format!(" ({n} other combination(s) cannot apply, see `benchpipe plan`)"),
+            };
+            diags.push(
+                src.at_value(
+                    &m.exclude[0],
+                    format!(
+                        "the excludes leave no cell: of up to {} combinations of the matrix, none is left to measure{others}",
+                        bound.cells
+                    ),
+                )
+                .with_help("a scenario with nothing to measure is a mistake: narrow the exclude patterns"),
+            );
+            return None;
+        }
+    }
+    Some(())
 }
 
 fn plain_key(src: &Source, key: &Spanned<String>, what: &str, diags: &mut Vec<Diagnostic>) {

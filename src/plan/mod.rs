@@ -16,8 +16,8 @@ use serde_json::Value;
 pub use key::CellKey;
 
 use crate::model::{
-    AS_IS, BoardName, CellPattern, Filesystem, Flash, FsName, ImageName, ImageSource, Method,
-    ParamValue, Scenario, StorageName, StorageRole, TestName, Workspace,
+    AS_IS, Board, BoardName, CellPattern, Filesystem, Flash, FsName, ImageName, ImageSource,
+    Method, ParamValue, Recipe, Scenario, StorageName, StorageRole, TestName, Workspace,
 };
 
 /// Where a cell sits in the matrix. `storage` and `filesystem` are None for tests
@@ -106,40 +106,179 @@ fn as_is() -> Filesystem {
     }
 }
 
+/// The most cells a matrix may expand to unless raised (`--max-cells`): more is surely
+/// a mistake, and expanding it would take the machine's memory.
+pub const DEFAULT_MAX_CELLS: u64 = 100_000;
+
+/// The axes of one block of combinations: the matrix itself, or one `include`.
+struct Block {
+    images: Vec<ImageName>,
+    boards: Vec<BoardName>,
+    storages: Vec<String>,
+    filesystems: Vec<FsName>,
+    tests: Vec<TestName>,
+}
+
+/// The matrix's blocks: the matrix, then each `include`, which adds combinations back
+/// (even excluded ones), with each unnamed axis taking the matrix's values, as CI
+/// matrices do.
+fn blocks(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+) -> Vec<Block> {
+    let m = &scenario.matrix;
+    let mut out = vec![Block {
+        images: m.image.clone(),
+        boards: m.board.clone(),
+        storages: m.storage.clone(),
+        filesystems: m.filesystem.clone(),
+        tests: m.test.clone(),
+    }];
+    for inc in &m.include {
+        let pick = |p: &Option<String>, all: Vec<String>, known: Vec<String>| -> Vec<String> {
+            match p {
+                None => all,
+                Some(p) => known.into_iter().filter(|k| glob::matches(p, k)).collect(),
+            }
+        };
+        let mut known_fs: Vec<String> = scenario.filesystems.keys().map(|x| x.0.clone()).collect();
+        known_fs.push(AS_IS.to_string());
+        out.push(Block {
+            images: pick(
+                &inc.image,
+                m.image.iter().map(|x| x.0.clone()).collect(),
+                scenario.images.keys().map(|x| x.0.clone()).collect(),
+            )
+            .into_iter()
+            .map(ImageName)
+            .collect(),
+            boards: pick(
+                &inc.board,
+                m.board.iter().map(|x| x.0.clone()).collect(),
+                boards.keys().map(|x| x.0.clone()).collect(),
+            )
+            .into_iter()
+            .map(BoardName)
+            .collect(),
+            storages: match &inc.storage {
+                None => m.storage.clone(),
+                Some(p) => vec![p.clone()],
+            },
+            filesystems: pick(
+                &inc.filesystem,
+                m.filesystem.iter().map(|x| x.0.clone()).collect(),
+                known_fs,
+            )
+            .into_iter()
+            .map(FsName)
+            .collect(),
+            tests: pick(
+                &inc.test,
+                m.test.iter().map(|x| x.0.clone()).collect(),
+                recipes.keys().map(|x| x.0.clone()).collect(),
+            )
+            .into_iter()
+            .map(TestName)
+            .collect(),
+        });
+    }
+    out
+}
+
+/// How many cells a matrix can expand to at most, counted without expanding it: the
+/// combinations of every block, before `exclude`, with storage globs resolved per
+/// board. `axes` describes the sizes for a message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    pub cells: u128,
+    pub axes: String,
+}
+
+pub fn bound(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+) -> Bound {
+    let all = blocks(boards, recipes, scenario);
+    let mut cells: u128 = 0;
+    for b in &all {
+        let (with, without): (Vec<_>, Vec<_>) = b
+            .tests
+            .iter()
+            .filter_map(|t| recipes.get(t))
+            .partition(|r| r.uses_storage);
+        for board in b.boards.iter().filter_map(|n| boards.get(n)) {
+            let storages: u128 = b
+                .storages
+                .iter()
+                .map(|p| {
+                    board
+                        .storage
+                        .iter()
+                        .filter(|s| glob::matches(p, s.name.as_str()))
+                        .count() as u128
+                })
+                .sum();
+            let per_image = (without.len() as u128).saturating_add(
+                (with.len() as u128)
+                    .saturating_mul(storages)
+                    .saturating_mul(b.filesystems.len() as u128),
+            );
+            cells = cells.saturating_add((b.images.len() as u128).saturating_mul(per_image));
+        }
+    }
+    let m = &all[0];
+    let mut axes = format!(
+        "image {} x board {} x storage {} x filesystem {} x test {}",
+        m.images.len(),
+        m.boards.len(),
+        m.storages.len(),
+        m.filesystems.len(),
+        m.tests.len()
+    );
+    if all.len() > 1 {
+        axes.push_str(&format!(", plus {} include(s)", all.len() - 1));
+    }
+    Bound { cells, axes }
+}
+
 /// Expands one scenario's matrix into cells, in a stable order (board, then the
 /// matrix's own order of image, test, storage, filesystem), so that plans and run
-/// orders are reproducible.
+/// orders are reproducible. Callers bound the size first (`bound`).
 pub fn expand(ws: &Workspace, scenario: &Scenario) -> Plan {
+    expand_in(&ws.boards, &ws.recipes, scenario)
+}
+
+/// `expand`, given the boards and recipes rather than a whole workspace.
+pub fn expand_in(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+) -> Plan {
     let m = &scenario.matrix;
     let mut candidates: BTreeSet<Address> = BTreeSet::new();
     let mut order: Vec<Address> = Vec::new();
     let mut skipped = Vec::new();
-    let mut push = |a: Address, order: &mut Vec<Address>| {
-        if candidates.insert(a.clone()) {
-            order.push(a);
-        }
-    };
 
-    // Every combination of the axes; storage globs are matched per board.
-    let product = |images: &[ImageName],
-                   boards: &[BoardName],
-                   storages: &[String],
-                   filesystems: &[FsName],
-                   tests: &[TestName],
-                   skipped: &mut Vec<Skipped>|
-     -> Vec<Address> {
-        let mut out = Vec::new();
-        for board_name in boards {
-            let Some(board) = ws.boards.get(board_name) else {
+    for (i, block) in blocks(boards, recipes, scenario).iter().enumerate() {
+        let excludes = if i == 0 { m.exclude.as_slice() } else { &[] };
+        for board_name in &block.boards {
+            let Some(board) = boards.get(board_name) else {
                 continue;
             };
-            for image in images {
-                for test in tests {
-                    let Some(recipe) = ws.recipes.get(test) else {
+            for image in &block.images {
+                for test in &block.tests {
+                    let Some(recipe) = recipes.get(test) else {
                         continue;
                     };
+                    let mut push = |a: Address| {
+                        if !excludes.iter().any(|p| a.matches(p)) && candidates.insert(a.clone()) {
+                            order.push(a);
+                        }
+                    };
                     if !recipe.uses_storage {
-                        out.push(Address {
+                        push(Address {
                             image: image.clone(),
                             board: board_name.clone(),
                             storage: None,
@@ -148,7 +287,7 @@ pub fn expand(ws: &Workspace, scenario: &Scenario) -> Plan {
                         });
                         continue;
                     }
-                    for pattern in storages {
+                    for pattern in &block.storages {
                         let matching: Vec<_> = board
                             .storage
                             .iter()
@@ -169,8 +308,8 @@ pub fn expand(ws: &Workspace, scenario: &Scenario) -> Plan {
                             });
                         }
                         for st in matching {
-                            for fs in filesystems {
-                                out.push(Address {
+                            for fs in &block.filesystems {
+                                push(Address {
                                     image: image.clone(),
                                     board: board_name.clone(),
                                     storage: Some(st.name.clone()),
@@ -183,84 +322,11 @@ pub fn expand(ws: &Workspace, scenario: &Scenario) -> Plan {
                 }
             }
         }
-        out
-    };
-
-    for a in product(
-        &m.image,
-        &m.board,
-        &m.storage,
-        &m.filesystem,
-        &m.test,
-        &mut skipped,
-    ) {
-        if !m.exclude.iter().any(|p| a.matches(p)) {
-            push(a, &mut order);
-        }
-    }
-    // `include` adds combinations back (even excluded ones), with each unnamed axis
-    // taking the matrix's values, as CI matrices do.
-    for inc in &m.include {
-        let pick = |p: &Option<String>, all: Vec<String>, known: Vec<String>| -> Vec<String> {
-            match p {
-                None => all,
-                Some(p) => known.into_iter().filter(|k| glob::matches(p, k)).collect(),
-            }
-        };
-        let names = |v: &[_]| -> Vec<String> { v.to_vec() };
-        let images: Vec<ImageName> = pick(
-            &inc.image,
-            m.image.iter().map(|x| x.0.clone()).collect(),
-            scenario.images.keys().map(|x| x.0.clone()).collect(),
-        )
-        .into_iter()
-        .map(ImageName)
-        .collect();
-        let boards: Vec<BoardName> = pick(
-            &inc.board,
-            m.board.iter().map(|x| x.0.clone()).collect(),
-            ws.boards.keys().map(|x| x.0.clone()).collect(),
-        )
-        .into_iter()
-        .map(BoardName)
-        .collect();
-        let storages = match &inc.storage {
-            None => names(&m.storage),
-            Some(p) => vec![p.clone()],
-        };
-        let mut known_fs: Vec<String> = scenario.filesystems.keys().map(|x| x.0.clone()).collect();
-        known_fs.push(AS_IS.to_string());
-        let filesystems: Vec<FsName> = pick(
-            &inc.filesystem,
-            m.filesystem.iter().map(|x| x.0.clone()).collect(),
-            known_fs,
-        )
-        .into_iter()
-        .map(FsName)
-        .collect();
-        let tests: Vec<TestName> = pick(
-            &inc.test,
-            m.test.iter().map(|x| x.0.clone()).collect(),
-            ws.recipes.keys().map(|x| x.0.clone()).collect(),
-        )
-        .into_iter()
-        .map(TestName)
-        .collect();
-        for a in product(
-            &images,
-            &boards,
-            &storages,
-            &filesystems,
-            &tests,
-            &mut skipped,
-        ) {
-            push(a, &mut order);
-        }
     }
 
     let mut cells = Vec::with_capacity(order.len());
     for a in order {
-        match make_cell(ws, scenario, &a) {
+        match make_cell(boards, recipes, scenario, &a) {
             Ok(c) => cells.push(c),
             Err(reason) => skipped.push(Skipped { address: a, reason }),
         }
@@ -271,22 +337,32 @@ pub fn expand(ws: &Workspace, scenario: &Scenario) -> Plan {
 }
 
 /// Builds a cell, or says why this combination cannot be measured.
-fn make_cell(ws: &Workspace, scenario: &Scenario, a: &Address) -> Result<Cell, String> {
-    let board = ws
-        .boards
+fn make_cell(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    a: &Address,
+) -> Result<Cell, String> {
+    let board = boards
         .get(&a.board)
         .ok_or_else(|| format!("unknown board {}", a.board))?;
-    let recipe = ws
-        .recipes
+    let recipe = recipes
         .get(&a.test)
         .ok_or_else(|| format!("unknown test {}", a.test))?;
     let image = scenario
         .images
         .get(&a.image)
         .ok_or_else(|| format!("unknown image {}", a.image))?;
-    if !matches!(image.source, ImageSource::Installed) && board.flash == Flash::None {
+    if !matches!(image.source, ImageSource::Installed) {
+        if board.flash == Flash::None {
+            return Err(format!(
+                "image {} must be flashed, but board {} has no [flash] method",
+                a.image, a.board
+            ));
+        }
+        // apply would measure the OS already on the board under this image's key.
         return Err(format!(
-            "image {} must be flashed, but board {} has no [flash] method",
+            "flashing is not implemented yet; image {} cannot be verified on board {}",
             a.image, a.board
         ));
     }
@@ -583,6 +659,40 @@ mod tests {
                 .iter()
                 .any(|r| r.contains("must be flashed, but board pi-1 has no [flash]")),
             "{reasons:?}"
+        );
+        assert!(
+            plan.cells
+                .iter()
+                .all(|c| c.address.image.as_str() == "installed")
+        );
+    }
+
+    #[test]
+    fn an_image_on_a_board_with_flash_is_skipped_until_flashing_exists() {
+        let mut ws = fixtures::workspace();
+        ws.boards.get_mut(&"pi-1".into()).unwrap().flash = crate::model::Flash::Dd {
+            via: "helper".into(),
+            device: "/dev/mmcblk0".into(),
+        };
+        let s = &mut ws.scenarios[0];
+        s.images.insert(
+            "raspios".into(),
+            crate::model::Image {
+                name: "raspios".into(),
+                source: ImageSource::Url {
+                    url: "https://example.invalid/raspios.img.xz".into(),
+                    sha256: "0".repeat(64),
+                },
+                expect_os_release: BTreeMap::from([("ID".into(), "raspbian".into())]),
+            },
+        );
+        s.matrix.image.push("raspios".into());
+        let plan = expand(&ws, &ws.scenarios[0]);
+        assert!(
+            plan.skipped.iter().any(|s| s.reason
+                == "flashing is not implemented yet; image raspios cannot be verified on board pi-1"),
+            "{:?}",
+            plan.skipped
         );
         assert!(
             plan.cells
