@@ -682,6 +682,16 @@ pub trait Exporter {
 fn render_template(name: &str, source: &str, report: &Report) -> Result<Vec<u8>, String> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    if name.ends_with(".md") {
+        env.set_formatter(|out, _state, value| {
+            let text = match value.as_str() {
+                Some(s) => s.to_string(),
+                None => value.to_string(),
+            };
+            out.write_str(&markdown_escape(&text))
+                .map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write"))
+        });
+    }
     env.add_template(name, source).map_err(|e| e.to_string())?;
     let tmpl = env.get_template(name).map_err(|e| e.to_string())?;
     let mut out = tmpl
@@ -691,6 +701,28 @@ fn render_template(name: &str, source: &str, report: &Report) -> Result<Vec<u8>,
         out.push('\n');
     }
     Ok(out.into_bytes())
+}
+
+/// Makes a value inert in Markdown: no raw HTML or entities (`<`, `>`, `&`), no
+/// table cell break (`|`), no code span, emphasis or link (`` ` ``, `*`, `[`, `]`), and
+/// no control characters. Newlines stay, for multi-line descriptions.
+pub fn markdown_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '|' | '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' => out.push('\n'),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 pub struct Markdown;
@@ -830,6 +862,27 @@ mod tests {
         let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
         assert!(md.contains("| disk-4k.random_read | pi-1 / sd / as-is / installed | pi-1 / usb / as-is / installed | +42.9%"), "{md}");
         assert!(md.contains("**better**"), "{md}");
+    }
+
+    #[test]
+    fn titles_and_descriptions_are_inert_in_markdown() {
+        let (mut ws, _, _) = usb_against_sd();
+        ws.scenarios[0].title = "<script>alert(1)</script> | a & b `x` [l](http://e)".into();
+        ws.scenarios[0].description = Some("<img src=x onerror=alert(1)>\nline".into());
+        ws.recipes.get_mut(&"xz".into()).unwrap().description = "*x* <b>".into();
+        let scenario = ws.scenarios[0].clone();
+        let plan = expand(&ws, &scenario);
+        let r = build(&ws, &scenario, &plan, &BTreeMap::new());
+        let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+        assert!(!md.contains("<script") && !md.contains("<img") && !md.contains("<b>"), "{md}");
+        assert!(
+            md.starts_with(
+                "# &lt;script&gt;alert(1)&lt;/script&gt; \\| a &amp; b \\`x\\` \\[l\\](http://e)\n"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("&lt;img src=x onerror=alert(1)&gt;\nline"), "{md}");
+        assert!(md.contains("\\*x\\* &lt;b&gt;"), "{md}");
     }
 
     #[test]
