@@ -17,9 +17,14 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
     let start = diags.len();
 
     let model = non_empty(src, &raw.model, "model", diags);
+    if let Err(e) = names::control_free(&model, false) {
+        diags.push(src.at_value(&raw.model, format!("`model` {e}")));
+    }
     let workdir = match &raw.workdir {
         Some(w) => {
-            absolute(src, w, "workdir", diags);
+            if absolute(src, w, "workdir", diags) {
+                workdir_is_safe(src, w, diags);
+            }
             w.get_ref().trim_end_matches('/').to_string()
         }
         None => format!("/var/tmp/benchpipe/{name}"),
@@ -71,12 +76,47 @@ fn non_empty(
     value.get_ref().clone()
 }
 
-fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) {
-    if !value.get_ref().starts_with('/') {
-        diags.push(src.at_value(
-            value,
-            format!("`{key}` must be an absolute path on the board, starting with `/`"),
-        ));
+/// Checks that a path is absolute, has no `.` or `..` part and is not `/` itself.
+/// Returns whether it passed.
+fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) -> bool {
+    let v = value.get_ref();
+    let message = if !v.starts_with('/') {
+        format!("`{key}` must be an absolute path on the board, starting with `/`")
+    } else if v.split('/').any(|part| part == "." || part == "..") {
+        format!("`{key}` `{v}` has a `.` or `..` part: write the path it means")
+    } else if v.trim_end_matches('/').is_empty() {
+        format!("`{key}` cannot be `/`, the board's root")
+    } else if let Err(e) = names::control_free(v, false) {
+        format!("`{key}` {e}")
+    } else {
+        return true;
+    };
+    diags.push(src.at_value(value, message));
+    false
+}
+
+/// benchpipe creates, fills and removes files under its work directory, so it must be
+/// a directory of its own, never a system directory or someone's home.
+fn workdir_is_safe(src: &Source, value: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
+    let path = value.get_ref().trim_end_matches('/');
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    const SYSTEM: [&str; 19] = [
+        "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "media", "mnt", "opt",
+        "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr",
+    ];
+    let why = match parts.as_slice() {
+        [top] if SYSTEM.contains(top) || *top == "var" => Some("a system directory"),
+        ["home", _] | ["root"] => Some("a home directory"),
+        ["var", "tmp"] | ["var", "lib"] | ["var", "log"] | ["var", "cache"] => {
+            Some("a system directory")
+        }
+        _ => None,
+    };
+    if let Some(why) = why {
+        diags.push(
+            src.at_value(value, format!("workdir `{path}` is {why}; benchpipe creates and removes files in its work directory"))
+                .with_help("use a directory of benchpipe's own, like `/var/tmp/benchpipe/<board>` (the default) or `/home/pi/benchpipe`"),
+        );
     }
 }
 
@@ -104,6 +144,15 @@ fn connection(src: &Source, raw: &raw::Board, diags: &mut Vec<Diagnostic>) -> Op
 
 fn ssh_target(src: &Source, ssh: &raw::Ssh, diags: &mut Vec<Diagnostic>) -> Option<SshTarget> {
     let host = non_empty(src, &ssh.host, "host", diags);
+    if host.starts_with('-')
+        || names::control_free(&host, false).is_err()
+        || host.contains(char::is_whitespace)
+    {
+        diags.push(src.at_value(
+            &ssh.host,
+            format!("bad host `{}`: expected a host name, address or ~/.ssh/config alias, not starting with `-`", host.escape_debug()),
+        ));
+    }
     let port = match &ssh.port {
         Some(p) => match u16::try_from(*p.get_ref()) {
             Ok(port) if port > 0 => Some(port),
@@ -182,6 +231,11 @@ fn storage(
         }
         if let Some(d) = &s.device {
             absolute(src, d, "device", diags);
+        }
+        if let Some(m) = &s.model
+            && let Err(e) = names::control_free(m.get_ref(), false)
+        {
+            diags.push(src.at_value(m, format!("`model` {e}")));
         }
         let path = match (&s.path, &s.device, role) {
             (Some(p), _, _) => p.get_ref().trim_end_matches('/').to_string(),

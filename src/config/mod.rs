@@ -89,6 +89,16 @@ pub fn load_limited(
                 continue;
             }
         };
+        if !names::is_plain_name(&src.stem) {
+            diags.push(Diagnostic::whole_file(
+                &src.shown,
+                format!(
+                    "bad scenario name `{}` (the file stem): it names the report directory, so use letters, digits, `-`, `_` and `.`, starting with a letter or digit, without `..`",
+                    src.stem.escape_debug()
+                ),
+            ));
+            continue;
+        }
         if let Some(first) = seen_names.get(&src.stem) {
             diags.push(Diagnostic::whole_file(
                 &src.shown,

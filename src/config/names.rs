@@ -11,6 +11,22 @@ pub fn is_plain_name(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         && !name.starts_with(['.', '-'])
+        && !name.contains("..")
+}
+
+/// Refuses control characters in a text that reaches reports and terminals (titles,
+/// descriptions, models). `newlines` allows line breaks and tabs, for descriptions.
+pub fn control_free(text: &str, newlines: bool) -> Result<(), String> {
+    match text
+        .chars()
+        .find(|&c| c.is_control() && !(newlines && matches!(c, '\n' | '\t' | '\r')))
+    {
+        Some(c) => Err(format!(
+            "contains the control character U+{:04X}; it would reach reports and terminals",
+            c as u32
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The closest candidate to `name`, if one is close enough to be a likely typo.
@@ -91,6 +107,19 @@ mod tests {
         assert!(glob_match("exact", "exact"));
         assert!(!glob_match("exact", "exact2"));
         assert!(!glob_match(&"*a".repeat(50), &"a".repeat(40)));
+    }
+
+    #[test]
+    fn plain_names() {
+        for ok in ["pi4-1", "a.b", "x_y", "A1"] {
+            assert!(is_plain_name(ok), "{ok}");
+        }
+        for bad in ["", "..", ".", "a..b", "-x", ".x", "a/b", "a b", "é"] {
+            assert!(!is_plain_name(bad), "{bad}");
+        }
+        assert!(control_free("a\nb", true).is_ok());
+        assert!(control_free("a\nb", false).is_err());
+        assert!(control_free("a\u{1b}[31m", true).is_err());
     }
 
     #[test]

@@ -136,7 +136,7 @@ pub struct Metric {
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     pub title: S<String>,
-    pub description: Option<String>,
+    pub description: Option<S<String>>,
     #[serde(default)]
     pub images: BTreeMap<S<String>, S<Image>>,
     #[serde(default)]

@@ -57,6 +57,9 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                       command: &Spanned<String>,
                       timeout: &Option<Spanned<String>>,
                       diags: &mut Vec<Diagnostic>| {
+        if command.get_ref().trim().is_empty() {
+            diags.push(src.at_value(command, "`command` is empty: there is nothing to run"));
+        }
         let used = match template::check(src, command, &variables, diags) {
             Some(used) => {
                 let starts = template::check_rendered(src, command, &samples, diags);
@@ -161,6 +164,11 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         );
     }
 
+    if let Some(d) = &raw.description
+        && let Err(e) = names::control_free(d.get_ref(), true)
+    {
+        diags.push(src.at_value(d, format!("`description` {e}")));
+    }
     let metrics = metrics(src, &raw, parser, diags);
 
     // String parameters that begin a shell word: there a value starting with `-` would
@@ -338,6 +346,9 @@ fn metrics(
                     parser.name()
                 ),
             ));
+        }
+        if let Err(e) = names::control_free(m.unit.get_ref(), false) {
+            diags.push(src.at_value(&m.unit, format!("`unit` {e}")));
         }
         if m.unit.get_ref().trim().is_empty() {
             diags.push(src.at_value(

@@ -43,6 +43,11 @@ impl Known<'_> {
     }
 }
 
+/// Cool-down targets a board can reach: absolute, and above its idle temperature.
+const MIN_COOLDOWN_C: f64 = 20.0;
+const MAX_COOLDOWN_C: f64 = 110.0;
+const MAX_ABOVE_IDLE: f64 = 30.0;
+
 pub fn validate(
     src: &Source,
     raw: raw::Scenario,
@@ -52,6 +57,13 @@ pub fn validate(
     let start = diags.len();
     if raw.title.get_ref().trim().is_empty() {
         diags.push(src.at_value(&raw.title, "`title` must not be empty: it heads the report"));
+    } else if let Err(e) = names::control_free(raw.title.get_ref(), false) {
+        diags.push(src.at_value(&raw.title, format!("`title` {e}")));
+    }
+    if let Some(d) = &raw.description
+        && let Err(e) = names::control_free(d.get_ref(), true)
+    {
+        diags.push(src.at_value(d, format!("`description` {e}")));
     }
     let images = images(src, &raw.images, diags);
     let filesystems = filesystems(src, &raw.filesystems, diags);
@@ -69,7 +81,7 @@ pub fn validate(
         name: src.stem.clone(),
         file: src.rel.clone(),
         title: raw.title.into_inner(),
-        description: raw.description,
+        description: raw.description.map(Spanned::into_inner),
         images,
         filesystems,
         matrix,
@@ -643,12 +655,36 @@ fn method(src: &Source, raw: Option<&raw::Method>, diags: &mut Vec<Diagnostic>) 
             }
             raw::Cooldown::UntilBelow(u) => {
                 // "50C", or "idle+5C": five degrees above the board's idle temperature.
+                // A target the board cannot reach would hold every cell for `max`.
                 let text = u.until_below.get_ref().trim();
                 let (above_idle, degrees) = match text.strip_prefix("idle") {
-                    Some(rest) => (true, rest.trim().trim_start_matches('+').trim()),
-                    None => (false, text),
+                    Some(rest) => match rest.trim().strip_prefix('+') {
+                        Some(d) => (true, Ok(d.trim())),
+                        None => (
+                            true,
+                            Err(format!(
+                                "`{text}`: a target below the idle temperature can never be reached; write `idle+N` with N of at least 1C"
+                            )),
+                        ),
+                    },
+                    None => (false, Ok(text)),
                 };
-                let celsius = units::parse_celsius(degrees)
+                let (low, high) = if above_idle {
+                    (1.0, MAX_ABOVE_IDLE)
+                } else {
+                    (MIN_COOLDOWN_C, MAX_COOLDOWN_C)
+                };
+                let celsius = degrees
+                    .and_then(units::parse_celsius)
+                    .and_then(|c| {
+                        if (low..=high).contains(&c) {
+                            Ok(c)
+                        } else if above_idle {
+                            Err(format!("`{text}`: expected idle+1C to idle+{high}C; a board cools to about its idle temperature and no further"))
+                        } else {
+                            Err(format!("`{text}`: expected {low}C to {high}C; a board does not cool below the room it stands in"))
+                        }
+                    })
                     .map_err(|e| {
                         diags.push(
                             src.at_value(&u.until_below, e)
@@ -829,6 +865,9 @@ fn params(
                 );
                 continue;
             };
+            if recipe.option_params.contains(name) {
+                recipe::refuse_option_like(src, name, value, diags);
+            }
             let Some(v) = recipe::param_value(src, value, diags) else {
                 continue;
             };

@@ -874,14 +874,20 @@ mod tests {
         let plan = expand(&ws, &scenario);
         let r = build(&ws, &scenario, &plan, &BTreeMap::new());
         let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
-        assert!(!md.contains("<script") && !md.contains("<img") && !md.contains("<b>"), "{md}");
+        assert!(
+            !md.contains("<script") && !md.contains("<img") && !md.contains("<b>"),
+            "{md}"
+        );
         assert!(
             md.starts_with(
                 "# &lt;script&gt;alert(1)&lt;/script&gt; \\| a &amp; b \\`x\\` \\[l\\](http://e)\n"
             ),
             "{md}"
         );
-        assert!(md.contains("&lt;img src=x onerror=alert(1)&gt;\nline"), "{md}");
+        assert!(
+            md.contains("&lt;img src=x onerror=alert(1)&gt;\nline"),
+            "{md}"
+        );
         assert!(md.contains("\\*x\\* &lt;b&gt;"), "{md}");
     }
 
