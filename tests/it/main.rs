@@ -3,6 +3,7 @@
 
 mod config;
 mod lab;
+mod libssh2;
 mod parallel;
 mod parsers;
 mod spine;
