@@ -105,8 +105,8 @@ fn workdir_is_safe(src: &Source, value: &Spanned<String>, diags: &mut Vec<Diagno
         "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr",
     ];
     let why = match parts.as_slice() {
-        [top] if SYSTEM.contains(top) || *top == "var" => Some("a system directory"),
         ["home", _] | ["root"] => Some("a home directory"),
+        [top] if SYSTEM.contains(top) || *top == "var" => Some("a system directory"),
         ["var", "tmp"] | ["var", "lib"] | ["var", "log"] | ["var", "cache"] => {
             Some("a system directory")
         }
