@@ -749,3 +749,127 @@ fn garbage_input_never_panics() {
         }
     }
 }
+
+/// The injection the shell-context check closes, shown with a real shell: a string
+/// value inside single quotes in a template runs as code, while the same value as a
+/// bare word stays one literal argument. `check` refuses the quoted form.
+#[test]
+fn a_value_inside_quotes_ran_as_code_in_a_real_shell_and_check_refuses_it() {
+    let dir = TempDir::new();
+    let sh = |command: &str| {
+        std::process::Command::new("/bin/sh")
+            .args(["-c", command])
+            .output()
+            .expect("run /bin/sh")
+    };
+    // Inside single quotes a value's own quotes close the template's; inside double
+    // quotes its single quotes are literal and `$(...)` runs. As a bare word, the same
+    // values stay one literal argument.
+    for (n, (template, value)) in [
+        ("echo '{{ name }}'", "x; touch {proof}"),
+        ("echo \"{{ name }}\"", "$(touch {proof})"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let proof = dir.0.join(format!("pwned-{n}"));
+        let value = value.replace("{proof}", &proof.display().to_string());
+        let mut vars = benchpipe::bench::Vars::new();
+        vars.set("name", value.as_str());
+        let bare = benchpipe::bench::render("echo {{ name }}", &vars).unwrap();
+        let out = sh(&bare);
+        assert!(!proof.exists(), "{bare}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), value);
+        let quoted = benchpipe::bench::render(template, &vars).unwrap();
+        sh(&quoted);
+        assert!(proof.exists(), "`{quoted}` was expected to run code");
+    }
+
+    for (template, context) in [
+        ("echo '{{ size }}'", "single quotes"),
+        ("echo \\\"{{ size }}\\\"", "double quotes"),
+        ("echo $(( {{ size }} ))", "shell arithmetic"),
+        ("echo `echo {{ size }}`", "backticks"),
+    ] {
+        let err = load_with(
+            "pipeline/disk.toml",
+            "command = \"rm -f {{ dir }}/f\"",
+            &format!("command = \"{template}\""),
+        )
+        .expect_err(template);
+        assert!(err.contains("pipeline/disk.toml:17:"), "{template}: {err}");
+        assert!(err.contains(context), "{template}: {err}");
+    }
+    // Numbers cannot break out of any context: the committed xz recipe's arithmetic
+    // on an integer parameter stays accepted.
+    load_with(
+        "pipeline/disk.toml",
+        "command = \"rm -f {{ dir }}/f\"",
+        "command = \"echo $(( {{ runtime }} * 2 )) \\\"{{ runtime }}\\\" '{{ runtime }}'\"",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_broken_board_no_scenario_uses_is_a_warning_and_one_it_uses_an_error() {
+    let dir = TempDir::new();
+    for (path, text) in BASE {
+        dir.write(path, text);
+    }
+    dir.write(
+        "boards/broken.toml",
+        "model = \"x\"\nlocal = true\nworkdir = \"/\"\n",
+    );
+    let ws = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")])
+        .unwrap_or_else(|e| panic!("an unused broken board blocked the load:\n{e}"));
+    assert_eq!(ws.warnings.len(), 1, "{:?}", ws.warnings);
+    assert!(
+        ws.warnings[0].starts_with("warning: `workdir` cannot be `/`")
+            && ws.warnings[0].contains("boards/broken.toml:3:11")
+            && ws.warnings[0].contains("not used"),
+        "{}",
+        ws.warnings[0]
+    );
+    dir.write(
+        "scenarios/s.toml",
+        SCENARIO.replace("board = [\"pi\", \"local*\"]", "board = [\"pi\", \"b*\"]"),
+    );
+    let err = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("used");
+    let text = err.to_string();
+    assert!(
+        text.contains("error: `workdir` cannot be `/`") && text.contains("boards/broken.toml:3:11"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_cell_limit_is_counted_before_expanding_and_max_cells_raises_it() {
+    let dir = TempDir::new();
+    for (path, text) in BASE {
+        dir.write(path, text);
+    }
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(args)
+            .current_dir(&dir.0)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&["check", "scenarios/s.toml", "--max-cells", "100"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    for command in ["check", "plan", "apply", "report"] {
+        let out = run(&[command, "scenarios/s.toml", "--max-cells", "3"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        assert!(
+            err.contains("scenarios/s.toml:14:1")
+                && err.contains("more than the limit of 3")
+                && err.contains("image 2 x board 2 x storage 2 x filesystem 2 x test 2"),
+            "{command}: {err}"
+        );
+    }
+}

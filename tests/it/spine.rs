@@ -769,3 +769,56 @@ fn a_panicking_board_worker_fails_its_cells_and_the_other_board_finishes() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("failed"), "{text}");
 }
+
+/// SIGTERM during a cool-down (the walk's longest wait) ends apply within a second or
+/// so, with the signal's exit status (128 + 15), and `check` on a file it is still
+/// reading ends at once too: no phase outlives the signal.
+#[test]
+fn sigterm_ends_apply_in_a_cooldown_with_the_signal_status() {
+    let p = Project::new("term-cooldown")
+        .scenario("s", &["sleepy"], 2, "")
+        .edit(
+            "scenarios/s.toml",
+            "[method]\n",
+            "[method]\ncooldown = \"10m\"\n",
+        );
+    let log = p.dir.join("apply.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(&p.dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("cool-down")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "apply never reached its cool-down: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    // A generous bound: this is not a timing benchmark, only "it ends, not in 10 minutes".
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if t1.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("apply did not end within 10 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("interrupted"), "{said}");
+}
