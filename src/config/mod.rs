@@ -85,7 +85,7 @@ pub fn load_limited(
         let src = match Source::read(file.clone(), rel) {
             Ok(src) => src,
             Err(d) => {
-                diags.push(d);
+                diags.push(*d);
                 continue;
             }
         };
@@ -243,7 +243,7 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
         let src = match Source::read(shown_path(root, &rel), rel) {
             Ok(src) => src,
             Err(d) => {
-                out.diags.push(d);
+                out.diags.push(*d);
                 continue;
             }
         };
@@ -287,8 +287,13 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    fn read(shown: PathBuf, rel: PathBuf) -> Result<Source, Diagnostic> {
-        let cannot = |why: String| Diagnostic::whole_file(&shown, format!("cannot read: {why}"));
+    fn read(shown: PathBuf, rel: PathBuf) -> Result<Source, Box<Diagnostic>> {
+        let cannot = |why: String| {
+            Box::new(Diagnostic::whole_file(
+                &shown,
+                format!("cannot read: {why}"),
+            ))
+        };
         let meta = std::fs::metadata(&shown).map_err(|e| cannot(e.to_string()))?;
         if !meta.is_file() {
             return Err(cannot("not a regular file".into()));

@@ -305,13 +305,16 @@ pub fn landings(text: &str) -> Vec<Landing> {
     out
 }
 
+/// Records every mark in a range of chars as being in a context.
+type MarkAll<'a> = &'a dyn Fn(usize, usize, Context, &mut Vec<Landing>);
+
 /// Handles a `$` at `i` (in command text or double quotes); returns where to go on.
 fn dollar(
     chars: &[(usize, char)],
     i: usize,
     stack: &mut Vec<Frame>,
     out: &mut Vec<Landing>,
-    mark_all: &dyn Fn(usize, usize, Context, &mut Vec<Landing>),
+    mark_all: MarkAll<'_>,
     find_close: &dyn Fn(usize, char, bool) -> usize,
 ) -> usize {
     let at = |k: usize| chars.get(k).map(|&(_, c)| c);
