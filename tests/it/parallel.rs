@@ -312,7 +312,12 @@ command = "touch {}"
     let interrupted_at = Instant::now();
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(1), "{seen}{}", rest.join("\n"));
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGINT),
+        "{seen}{}",
+        rest.join("\n")
+    );
     assert!(
         interrupted_at.elapsed() < Duration::from_secs(20),
         "apply kept waiting for the board's command"
