@@ -224,7 +224,12 @@ pub fn landings(text: &str) -> Vec<Landing> {
                     }
                     '<' => {
                         *in_word = false;
-                        if at(i + 1) == Some('<') && at(i + 2) != Some('<') {
+                        if at(i + 1) == Some('<') && at(i + 2) == Some('<') {
+                            // A here-string: its word is an ordinary word.
+                            i += 3;
+                            continue;
+                        }
+                        if at(i + 1) == Some('<') {
                             let (next, delim, strip, marked) = heredoc_delimiter(&chars, i + 2);
                             if marked {
                                 mark_all(i + 2, next, Context::Heredoc, &mut out);
@@ -429,6 +434,9 @@ mod tests {
             ("echo 'a' @x", Bare),
             ("echo \"a\" @x", Bare),
             ("echo a#@x", Bare),
+            ("cat <<< @x", Bare),
+            ("cat <<<\"@x\"", DoubleQuotes),
+            ("cat <@x", Bare),
         ];
         for (text, want) in cases {
             let got = contexts(text);
