@@ -845,7 +845,7 @@ fn verify_host_key(
         Verdict::Match => Ok(()),
         Verdict::Unknown => Err(fail(format!(
             "{pattern} is not in the board's known_hosts (it offered {} key {}). Check the \
-             fingerprint on the board (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub), then \
+             fingerprint on the board (`ssh-keygen -lf` on its ssh_host_*_key.pub), then \
              accept it with `benchpipe boards trust {board} --fingerprint {}`",
             key.algorithm,
             key.fingerprint(),
@@ -855,7 +855,7 @@ fn verify_host_key(
             "{pattern} offered {} key {}, which does NOT match the key recorded in the \
              board's known_hosts. Someone may be intercepting the connection, or the board \
              was reinstalled. If you are sure it was reinstalled, check the fingerprint on \
-             the board and accept the new key with \
+             the board (`ssh-keygen -lf` on its ssh_host_*_key.pub) and accept the new key with \
              `benchpipe boards trust {board} --fingerprint {}`",
             key.algorithm,
             key.fingerprint(),
