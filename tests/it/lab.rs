@@ -805,6 +805,8 @@ impl Drop for Sentinels {
 /// root: a state naming anything the lab would not have made is refused whole.
 #[test]
 fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
+    // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (root, o) = planted_workspace("state");
     let mut s = Sentinels::new("st", &o.prefix);
     let escape = format!(
@@ -852,6 +854,8 @@ fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
 /// the backing file again right before each detach.
 #[test]
 fn lab_down_never_detaches_a_loop_device_backed_by_another_file() {
+    // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (root, o) = planted_workspace("loop");
     let mut s = Sentinels::new("lp", &o.prefix);
     let device = s.loop_device.clone();
@@ -941,6 +945,8 @@ fn lab_up_never_writes_through_planted_symlinks() {
 
 #[test]
 fn lab_up_without_sshd_names_the_package_and_builds_nothing() {
+    // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (root, mut o) = planted_workspace("nosshd");
     o.sshd = PathBuf::from("/nonexistent/sbin/sshd");
     let err = lab::up_with(&root, 1, &o).expect_err("no sshd, no lab");
