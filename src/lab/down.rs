@@ -21,7 +21,7 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
     require_root()?;
     check_options(options, 1)?;
     let _lock = LabLock::take()?;
-    let root = std::path::absolute(root).map_err(io(root))?;
+    let root = super::workspace(root)?;
     // A state file that is not the lab's own stops everything: it may name anything.
     let state = state::read(&root, options)?;
     let prefix = options.prefix.clone();

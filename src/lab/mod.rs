@@ -139,6 +139,19 @@ fn run_dir(prefix: &str) -> PathBuf {
     Path::new(RUN_DIR).join(prefix)
 }
 
+/// The workspace as the lab names it: its real path (the user's own links resolved once,
+/// deliberately), so that the state file records one spelling; the links checked after
+/// this are only those inside the workspace, which a cloned repository can carry.
+fn workspace(root: &Path) -> Result<PathBuf, Error> {
+    match fs::canonicalize(root) {
+        Ok(p) => Ok(p),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::path::absolute(root).map_err(io(root))
+        }
+        Err(e) => Err(Error::io(root, e)),
+    }
+}
+
 /// The lab's state directory under a workspace root.
 pub fn state_dir(root: &Path) -> PathBuf {
     root.join(".benchpipe").join("lab")
@@ -313,7 +326,8 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
         down_with(root, options)?;
     }
     let lock = LabLock::take()?;
-    let root = std::path::absolute(root).map_err(io(root))?;
+    fs::create_dir_all(root).map_err(io(root))?;
+    let root = workspace(root)?;
     let state = prepare_state_dir(&root)?;
     let mut info = LabInfo {
         version: STATE_VERSION,

@@ -184,7 +184,7 @@ pub(super) fn read_no_follow(
 /// The lab's state under `root`, refused unless root wrote it and every name and path
 /// in it is one `lab up` makes for this workspace and `options`; `None` when there is none.
 pub(super) fn read(root: &Path, options: &LabOptions) -> Result<Option<LabInfo>, Error> {
-    let root = std::path::absolute(root).map_err(io(root))?;
+    let root = super::workspace(root)?;
     let dir = state_dir(&root);
     let path = dir.join("state.json");
     let refuse = |why: String| {
