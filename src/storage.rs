@@ -324,7 +324,10 @@ fn covering<'m>(mounts: &'m [Mount], path: &str) -> Option<&'m Mount> {
 /// The rules `check` applies, again: a model built another way cannot slip past them.
 fn refuse_undeclared(storage: &Storage, fs: &Filesystem) -> Result<(), String> {
     let name = &storage.name;
-    if let Some(why) = rules::storage_path(&storage.path, storage.device.is_some()) {
+    if let Some(why) = rules::storage_path(
+        &storage.path,
+        storage.device.is_some() && storage.role == StorageRole::Scratch,
+    ) {
         return Err(format!("storage {name}: path {}: {why}", storage.path));
     }
     if let Some(why) = storage.device.as_deref().and_then(rules::device_path) {

@@ -87,15 +87,16 @@ pub fn kernel_tree(path: &str) -> Option<String> {
         .map(|t| format!("`{p}` lies in `{t}`, a kernel interface, not storage"))
 }
 
-/// Why `path` is not an acceptable storage `path` (any role), if it is not.
-pub fn storage_path(path: &str, has_device: bool) -> Option<String> {
+/// Why `path` is not an acceptable storage `path`, if it is not; `mounted` says
+/// benchpipe mounts a device there (scratch storage with a device).
+pub fn storage_path(path: &str, mounted: bool) -> Option<String> {
     if trimmed(path) == "/" {
         return Some("`/` is the whole system, not a directory for tests".into());
     }
     if path.split('/').any(|c| c == "..") {
         return Some("`..` is not allowed in a storage path".into());
     }
-    if has_device {
+    if mounted {
         return system_mount(path).map(|why| {
             format!("{why}; benchpipe mounts the storage's device here, hiding what is there")
         });
