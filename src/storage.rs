@@ -13,6 +13,11 @@
 //!   anything else at the path is the user's and is refused, never unmounted.
 //! - the path, symlinks resolved, is no system directory and an empty directory.
 //!
+//! A mount in another mount namespace (a container, `ip netns exec`) is invisible to
+//! the board's shell. There the kernel has the last word: mke2fs and mkfs.btrfs open
+//! the device exclusively and refuse it while it is mounted anywhere, and `rules`
+//! refuses the second `-F` that would make mke2fs go ahead anyway.
+//!
 //! An `as-is` cell formats nothing; if its storage declares a device, the path must
 //! sit on that device, or the cell would measure whatever disk holds the path.
 

@@ -210,6 +210,20 @@ pub fn mkfs_option(opt: &str) -> Option<String> {
             ));
         }
     }
+    // benchpipe passes mke2fs `-F` once; a second `-F` makes it format a device that
+    // is in use or mounted, which is the kernel's last word when a mount lives in a
+    // mount namespace the board's shell cannot see. In a cluster of short flags, `F`
+    // counts until the first option that takes a value (the rest is that value).
+    if let Some(cluster) = opt.strip_prefix('-').filter(|c| !c.starts_with('-'))
+        && cluster
+            .chars()
+            .take_while(|c| "cjnqvDFKSV".contains(*c))
+            .any(|c| c == 'F')
+    {
+        return Some(format!(
+            "`{opt}` forces mke2fs a second time (benchpipe gives `-F` once), which formats even a mounted device"
+        ));
+    }
     if opt.starts_with("-L") || opt.starts_with("--label") {
         return Some(format!(
             "`{opt}` sets the label, which benchpipe sets itself to recognise its own filesystems"
@@ -335,6 +349,8 @@ mod tests {
             "-L",
             "-Lmine",
             "--label=x",
+            "-F",
+            "-qF",
             "-O has_journal",
             "",
         ] {

@@ -639,3 +639,84 @@ fn as_is_on_the_mounted_device_measures_that_device() {
         "only {written} sectors reached the device"
     );
 }
+
+#[test]
+fn over_ssh_a_lab_disk_is_formatted_and_a_users_mount_there_refused() {
+    let lab = crate::lab::Lab::up(1);
+    let root = &lab.root;
+    let board = lab.board(0).clone();
+    let disk = &board.disks[0];
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/dd-write.toml"),
+        root.join("pipeline/dd-write.toml"),
+    )
+    .unwrap();
+    let scenario = |filesystems: &str| {
+        format!(
+            "title = \"lab storage\"\n[images.installed]\ninstalled = true\n\
+             [filesystems.ext4]\nkind = \"ext4\"\nmount_options = [\"noatime\"]\n\
+             [filesystems.ext4-nj]\nkind = \"ext4\"\nmkfs_options = [\"-O^has_journal\"]\n\
+             [filesystems.ext4-m0]\nkind = \"ext4\"\nmkfs_options = [\"-m0\"]\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"{}\"]\n\
+             filesystem = [{filesystems}]\ntest = [\"dd-write\"]\n\
+             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
+             [params.dd-write]\nmib = 8\n",
+            board.name, disk.name
+        )
+    };
+    let apply = |root: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["apply", "scenarios/s.toml"])
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        scenario("\"ext4\", \"ext4-nj\""),
+    )
+    .unwrap();
+    let out = apply(root);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(probe(&disk.device, "LABEL"), format!("bp-{}", disk.name));
+    assert!(
+        sh(&format!("findmnt -rn -S {} || true", disk.device)).is_empty(),
+        "left mounted"
+    );
+
+    std::fs::write(root.join("scenarios/s.toml"), scenario("\"ext4-m0\"")).unwrap();
+    let sshd_pid = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
+    let in_board = |cmd: &str| {
+        sh(&format!(
+            "nsenter -t {} -m sh -c {}",
+            sshd_pid.trim(),
+            benchpipe::transport::quote::sh(cmd)
+        ))
+    };
+    let (d, p) = (&disk.device, &disk.path);
+
+    // A mount in a namespace the board's shell cannot see (here: the controller's, as
+    // `ip netns exec` gave the lab's sshd a mount namespace of its own): mountinfo
+    // cannot tell, and the kernel's exclusive open makes mkfs refuse the busy device.
+    sh(&format!(
+        "mkfs.ext4 -q -F {d} && mount {d} '{p}' && echo keep > '{p}/precious'"
+    ));
+    let out = apply(root);
+    let err = stderr(&out);
+    let kept = std::fs::read_to_string(format!("{p}/precious"));
+    sh(&format!("umount '{p}'"));
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(kept.unwrap(), "keep\n", "{err}");
+
+    // The user mounts a filesystem of their own where the board sees it: refused.
+    in_board(&format!("mount {d} '{p}'"));
+    let out = apply(root);
+    let err = stderr(&out);
+    let kept = in_board(&format!("cat '{p}/precious'; umount '{p}'"));
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("benchpipe did not mount it"), "{err}");
+    assert_eq!(kept, "keep");
+}
