@@ -321,6 +321,23 @@ fn mkfs_options_cannot_name_a_second_device_at_check_or_in_prepare() {
     assert_eq!(probe(&disk.device, "TYPE"), "");
 }
 
+/// A symlink in /dev to a device, removed on drop.
+struct DevLink(PathBuf);
+
+impl DevLink {
+    fn new(link: &str, device: &str) -> DevLink {
+        let _ = std::fs::remove_file(link);
+        std::os::unix::fs::symlink(device, link).unwrap();
+        DevLink(PathBuf::from(link))
+    }
+}
+
+impl Drop for DevLink {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Writes a DOS partition table with one Linux partition (sectors 2048..) into `img`.
 fn partition_table(img: &Path) {
     use std::io::{Seek, SeekFrom, Write};
@@ -356,10 +373,15 @@ fn a_disk_whose_partition_holds_boot_is_never_formatted_even_without_lsblk() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     sh(&format!("mkfs.ext4 -q -F {part}"));
+    // Declared by a symlink, as /dev/disk/by-id names are: resolved on the board.
+    let link = DevLink::new(
+        &format!("/dev/bp-it-boot-{}", std::process::id()),
+        &disk.device,
+    );
     edit_board(
         &p,
         "role = \"scratch\"\n",
-        &format!("role = \"scratch\"\ndevice = \"{}\"\n", disk.device),
+        &format!("role = \"scratch\"\ndevice = \"{}\"\n", link.0.display()),
     );
     let bin = path_without_lsblk(&p.dir);
     let apply = bp_unshared(
