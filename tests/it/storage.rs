@@ -214,11 +214,18 @@ fn bp_after(p: &Project, prefix: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Shell text that lazily unmounts, in the current mount namespace, every filesystem
+/// on a loop device. A new mount namespace starts with copies of the mounts other
+/// tests hold at that moment; a copy keeps its device busy after the other test
+/// unmounts it, and that test's mkfs then fails. Only copies are dropped: the
+/// originals live in the other namespace.
+const DROP_COPIED_LOOP_MOUNTS: &str = r#"awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 2); break } }' /proc/self/mountinfo | while read -r point source; do case "$source" in /dev/loop*) umount -l "$point" 2>/dev/null || true;; esac; done"#;
+
 /// Like `bp_after`, in a private mount namespace of its own: whatever the script or
 /// a faulty benchpipe mounts there vanishes with it and never touches this machine.
 fn bp_unshared(p: &Project, prefix: &str, args: &[&str]) -> std::process::Output {
     let cmd = format!(
-        "{prefix}\nexec '{}' {}",
+        "{DROP_COPIED_LOOP_MOUNTS}\n{prefix}\nexec '{}' {}",
         env!("CARGO_BIN_EXE_benchpipe"),
         args.join(" ")
     );
@@ -668,6 +675,16 @@ fn over_ssh_a_lab_disk_is_formatted_and_a_users_mount_there_refused() {
     let root = &lab.root;
     let board = lab.board(0).clone();
     let disk = &board.disks[0];
+    // The board's sshd runs in a mount namespace of its own (`ip netns exec`).
+    let sshd_pid = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
+    let in_board = |cmd: &str| {
+        sh(&format!(
+            "nsenter -t {} -m sh -c {}",
+            sshd_pid.trim(),
+            benchpipe::transport::quote::sh(cmd)
+        ))
+    };
+    in_board(DROP_COPIED_LOOP_MOUNTS);
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     std::fs::copy(
@@ -710,14 +727,6 @@ fn over_ssh_a_lab_disk_is_formatted_and_a_users_mount_there_refused() {
     );
 
     std::fs::write(root.join("scenarios/s.toml"), scenario("\"ext4-m0\"")).unwrap();
-    let sshd_pid = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
-    let in_board = |cmd: &str| {
-        sh(&format!(
-            "nsenter -t {} -m sh -c {}",
-            sshd_pid.trim(),
-            benchpipe::transport::quote::sh(cmd)
-        ))
-    };
     let (d, p) = (&disk.device, &disk.path);
 
     // A mount in a namespace the board's shell cannot see (here: the controller's, as
