@@ -4,6 +4,7 @@
 mod config;
 mod hostile;
 mod lab;
+mod libssh2;
 mod parallel;
 mod parsers;
 mod spine;
