@@ -353,6 +353,10 @@ impl Worker<'_> {
         let mut board_t = match crate::transport::connect(self.board, Duration::from_secs(30)) {
             Ok(t) => t,
             Err(e) => {
+                // The stored cause leaves the file out (no absolute path in reports).
+                if let crate::transport::TransportError::HostKey { known_hosts, .. } = &e {
+                    self.phase(None, format!("known_hosts: {}", known_hosts.display()));
+                }
                 fail_all(&mut result, jobs, &e.to_string());
                 self.done(&result);
                 return result;

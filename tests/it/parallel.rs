@@ -196,11 +196,20 @@ fn an_unknown_host_key_stops_apply_until_boards_trust_accepts_it() {
     );
     assert!(samples(&lab.root, "busy").is_empty());
 
-    let trust = bp(&lab.root, &["boards", "trust", &board]);
+    // The refusal's own command, with the fingerprint it showed.
+    let fingerprint = err
+        .split("--fingerprint ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| c == '`' || c.is_whitespace()).next())
+        .unwrap_or_else(|| panic!("no --fingerprint in: {err}"));
+    let trust = bp(
+        &lab.root,
+        &["boards", "trust", &board, "--fingerprint", fingerprint],
+    );
     assert!(trust.status.success(), "{}", text(&trust));
     let said = String::from_utf8_lossy(&trust.stdout);
     assert!(
-        said.starts_with(&format!("trusted {board}: SHA256:")),
+        said.starts_with(&format!("trusted {board}: wrote ")) && said.contains(fingerprint),
         "{said}"
     );
     assert!(
