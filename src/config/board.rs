@@ -77,16 +77,12 @@ fn non_empty(
     value.get_ref().clone()
 }
 
-/// Checks that a path is absolute, has no `.` or `..` part and is not `/` itself.
-/// Returns whether it passed.
+/// Reports a value that is not an absolute path (or holds a control character);
+/// returns whether it is one.
 fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) -> bool {
     let v = value.get_ref();
     let message = if !v.starts_with('/') {
         format!("`{key}` must be an absolute path on the board, starting with `/`")
-    } else if v.split('/').any(|part| part == "." || part == "..") {
-        format!("`{key}` `{v}` has a `.` or `..` part: write the path it means")
-    } else if v.trim_end_matches('/').is_empty() {
-        format!("`{key}` cannot be `/`, the board's root")
     } else if let Err(e) = names::control_free(v, false) {
         format!("`{key}` {e}")
     } else {
@@ -97,9 +93,23 @@ fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Di
 }
 
 /// benchpipe creates, fills and removes files under its work directory, so it must be
-/// a directory of its own, never a system directory or someone's home.
+/// a directory of its own, never `/`, a system directory or someone's home.
 fn workdir_is_safe(src: &Source, value: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
-    let path = value.get_ref().trim_end_matches('/');
+    let v = value.get_ref();
+    let message = if v.split('/').any(|part| part == "." || part == "..") {
+        Some(format!(
+            "`workdir` `{v}` has a `.` or `..` part: write the path it means"
+        ))
+    } else if v.trim_end_matches('/').is_empty() {
+        Some("`workdir` cannot be `/`, the board's root".to_string())
+    } else {
+        None
+    };
+    if let Some(message) = message {
+        diags.push(src.at_value(value, message));
+        return;
+    }
+    let path = v.trim_end_matches('/');
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     const SYSTEM: [&str; 19] = [
         "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "media", "mnt", "opt",
