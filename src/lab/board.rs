@@ -65,14 +65,25 @@ pub fn start_sshd(board: &LabBoard) -> Result<(), Error> {
     start_sshd_with(board, Path::new(DEFAULT_SSHD))
 }
 
+/// Lazily unmounts, in the calling mount namespace only, every mount of a loop device.
+const DROP_COPIED_LOOP_MOUNTS: &str = r#"awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 2); break } }' /proc/self/mountinfo | while read -r point source; do case "$source" in /dev/loop*) umount -l "$point" 2>/dev/null || true;; esac; done"#;
+
 pub(super) fn start_sshd_with(board: &LabBoard, sshd: &Path) -> Result<(), Error> {
     let _ = fs::remove_file(&board.sshd_pid_file);
     let log = board.sshd_config.with_file_name("sshd.log");
+    // `ip netns exec` gives sshd a mount namespace holding copies of every mount of the
+    // moment; on a host whose root is private (containers), those copies never see the
+    // host's unmounts and would pin other programs' loop devices for the board's life.
+    // The board needs none of them, so its namespace lets go of loop-device mounts first.
     cmd(&[
         "ip",
         "netns",
         "exec",
         &board.netns,
+        "sh",
+        "-c",
+        &format!("{DROP_COPIED_LOOP_MOUNTS}\nexec \"$@\""),
+        "sh",
         &sshd.to_string_lossy(),
         "-f",
         &board.sshd_config.to_string_lossy(),

@@ -20,6 +20,9 @@ use crate::processes_matching;
 static SERIAL: Mutex<()> = Mutex::new(());
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// What "did not hang" means in these tests: far beyond TIMEOUT, so a loaded CI machine
+/// never fails them, yet well short of the minutes a missed timeout would take.
+const HANG: Duration = Duration::from_secs(25);
 
 /// A lab under a fresh temporary root, with names of its own; torn down on drop, also
 /// when the test panicked.
@@ -351,7 +354,7 @@ fn a_wrong_key_fails_authentication_naming_the_board() {
         err.to_string()
             .starts_with(&format!("{}:", lab.board(0).name))
     );
-    assert!(started.elapsed() < TIMEOUT + Duration::from_secs(1));
+    assert!(started.elapsed() < HANG);
 }
 
 #[test]
@@ -365,7 +368,7 @@ fn a_timeout_kills_the_remote_command_and_the_session_stays_usable() {
     );
     assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
     assert!(
-        started.elapsed() < Duration::from_secs(7),
+        started.elapsed() < HANG,
         "{:?}",
         started.elapsed()
     );
@@ -406,7 +409,7 @@ fn killing_sshd_mid_command_is_a_lost_connection_and_reconnect_works() {
         err.to_string().starts_with(&format!("{}:", board.name)),
         "{err}"
     );
-    assert!(started.elapsed() < Duration::from_millis(700) + TIMEOUT + Duration::from_secs(2));
+    assert!(started.elapsed() < HANG);
     std::thread::sleep(Duration::from_millis(300));
     let left = pgrep("sleep 31347");
     assert!(left.trim().is_empty(), "left behind on the board: {left}");
@@ -415,7 +418,7 @@ fn killing_sshd_mid_command_is_a_lost_connection_and_reconnect_works() {
     let started = Instant::now();
     let err = t.run("true", None).expect_err("no sshd, no command");
     assert!(matches!(err, TransportError::Unreachable { .. }), "{err}");
-    assert!(started.elapsed() < TIMEOUT + Duration::from_secs(2));
+    assert!(started.elapsed() < HANG);
     // ...and once it is back, the same transport reconnects.
     lab::start_sshd(&board).unwrap();
     assert_eq!(t.run("echo back", None).unwrap().stdout_str(), "back\n");
