@@ -324,6 +324,20 @@ impl Worker<'_> {
             }
         };
         let mut controller_t: Box<dyn Transport> = Box::new(Local::new());
+        // benchpipe removes files in these directories as root: only in its own.
+        self.phase(None, "claim workdir");
+        let claimed = crate::transport::workdir::claim(board_t.as_mut(), &self.board.workdir)
+            .and_then(|()| {
+                crate::transport::workdir::claim(
+                    controller_t.as_mut(),
+                    &self.service_dir(Side::Controller),
+                )
+            });
+        if let Err(e) = claimed {
+            fail_all(&mut result, jobs, &e.to_string());
+            self.done(&result);
+            return result;
+        }
         self.phase(None, "provision");
         if let Err(cause) = self.prepare(board_t.as_mut(), controller_t.as_mut(), jobs) {
             fail_all(&mut result, jobs, &cause);
@@ -1111,9 +1125,9 @@ fn provision<'r>(
     // dpkg's lock rather than fail on it.
     let install = format!(
         "export DEBIAN_FRONTEND=noninteractive; \
-         apt-get -o DPkg::Lock::Timeout=600 install -y -q {p} || \
+         apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p} || \
          (apt-get -o DPkg::Lock::Timeout=600 update -q && \
-          apt-get -o DPkg::Lock::Timeout=600 install -y -q {p})",
+          apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p})",
         p = quote::join(&packages)
     );
     let out = t

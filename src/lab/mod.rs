@@ -407,6 +407,8 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         cmd(&["ip", "link", "set", &netns, "up"])?;
 
         fs::create_dir_all(&workdir).map_err(io(Path::new(&workdir)))?;
+        crate::transport::workdir::mark_local(Path::new(&workdir))
+            .map_err(io(Path::new(&workdir)))?;
         for k in 1..=o.disks_per_board {
             let file = state.join("disks").join(format!("{netns}-d{k}.img"));
             let f = fs::File::create(&file).map_err(io(&file))?;
