@@ -1240,11 +1240,15 @@ fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
         .thermal
         .as_deref()
         .unwrap_or(crate::telemetry::DEFAULT_THERMAL);
-    // The board's shell expands the glob; everything else in it is quoted.
+    // The board's shell expands the glob; everything else in it is quoted. A value is
+    // a few bytes of a regular file: `/dev/zero` or a FIFO named by mistake must not
+    // stream for ever.
     let safe = quote::glob(source);
     let out = t
         .run(
-            &format!("cat {safe} 2>/dev/null"),
+            &format!(
+                "for f in {safe}; do [ -f \"$f\" ] && head -c 64 -- \"$f\" 2>/dev/null && echo; done"
+            ),
             Some(Duration::from_secs(30)),
         )
         .ok()?;

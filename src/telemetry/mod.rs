@@ -363,8 +363,12 @@ mkdir -- "$bp_dir" || {{ echo "cannot create $bp_dir: it exists and is not a run
   echo "tis start"
   bp_tis
 }} > "$bp_dir/trace"
+# Only regular files whose value is one short line are read at every tick: the
+# `read` builtin would never return on /dev/zero.
 for f in {thermal}; do
-  v=; {{ read v < "$f"; }} 2>/dev/null
+  [ -f "$f" ] || continue
+  v=$(head -c 32 -- "$f" 2>/dev/null | head -n 1)
+  [ "$(head -c 32 -- "$f" 2>/dev/null | wc -l)" -ge 1 ] || continue
   case $v in ''|*[!0-9-]*) ;; *) printf '%s\n' "$f" ;; esac
 done > "$bp_dir/thermal"
 for f in /sys/devices/system/cpu/cpufreq/policy*/scaling_cur_freq; do

@@ -6,6 +6,7 @@ mod hostile;
 mod lab;
 mod parallel;
 mod parsers;
+mod safety;
 mod spine;
 mod stats;
 mod storage;
