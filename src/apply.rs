@@ -326,12 +326,17 @@ impl Worker<'_> {
         let mut controller_t: Box<dyn Transport> = Box::new(Local::new());
         // benchpipe removes files in these directories as root: only in its own.
         self.phase(None, "claim workdir");
+        // The controller's directory only when a service runs there.
+        let controller_services = jobs
+            .iter()
+            .any(|j| j.recipe.services.iter().any(|s| s.on == Side::Controller));
         let claimed = crate::transport::workdir::claim(board_t.as_mut(), &self.board.workdir)
-            .and_then(|()| {
-                crate::transport::workdir::claim(
+            .and_then(|()| match controller_services {
+                true => crate::transport::workdir::claim(
                     controller_t.as_mut(),
                     &self.service_dir(Side::Controller),
-                )
+                ),
+                false => Ok(()),
             });
         if let Err(e) = claimed {
             fail_all(&mut result, jobs, &e.to_string());

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use benchpipe::transport::local::Local;
-use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
+use benchpipe::transport::ssh::{ConnectOptions, SshTransport, login_shell_neutral};
 use benchpipe::transport::{CAPTURE_LIMIT, Transport, workdir};
 
 use crate::lab::{Lab, options};
@@ -429,4 +429,52 @@ fn a_board_user_whose_login_shell_is_tcsh_runs_commands_under_sh() {
     );
     let out = t.run("exit 7", None).unwrap();
     assert_eq!(out.exit.code, Some(7));
+}
+
+/// What sshd does with a request, `$SHELL -c REQUEST`, for every login shell a board
+/// user may have: each runs the same script under /bin/sh, byte for byte, with quotes,
+/// `!`, `%`, backslashes, tabs, newlines, UTF-8, and 40 KB (csh refuses long words).
+#[test]
+fn every_login_shell_hands_the_same_script_to_sh() {
+    let shells = [
+        "/bin/sh",
+        "/bin/bash",
+        "/bin/bsd-csh",
+        "/bin/tcsh",
+        "/usr/bin/fish",
+    ];
+    let missing: Vec<&str> = shells
+        .iter()
+        .copied()
+        .filter(|s| !Path::new(s).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "TEST NEEDS every login shell it checks (apt-get install csh tcsh fish); missing: {missing:?}"
+    );
+    let awkward =
+        "it's \"quoted\" !! !$ ^x^y %s %% \\ \\n \t\ttab ~ * ? {a,b} $HOME `id` $(id) é ✓";
+    let script = format!(
+        "printf '%s\\n' {q}\nx=$((6 * 7)); echo \"$x\" \"$0\"\nprintf '%s' {big} | wc -c",
+        q = benchpipe::transport::quote::sh(awkward),
+        big = "y".repeat(40_000)
+    );
+    let want = format!("{awkward}\n42 benchpipe\n40000\n");
+    for shell in shells {
+        let out = Command::new(shell)
+            .arg("-c")
+            .arg(login_shell_neutral(&script))
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        assert_eq!(
+            (
+                String::from_utf8_lossy(&out.stdout).trim_start(),
+                out.status.code()
+            ),
+            (want.as_str(), Some(0)),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
