@@ -509,7 +509,12 @@ fn sshd_config(host_key: &Path, pid_file: &Path, authorized: &Path, address: Ipv
 pub fn start_sshd(board: &LabBoard) -> Result<(), Error> {
     let _ = fs::remove_file(&board.sshd_pid_file);
     let log = board.sshd_config.with_file_name("sshd.log");
+    // A command's process group is killed when it ends, and sshd daemonizes by forking
+    // then calling setsid: the daemon could be caught in between. `setsid -w` moves it
+    // into a session of its own first, and waits for sshd's parent to exit.
     cmd(&[
+        "setsid",
+        "-w",
         "ip",
         "netns",
         "exec",
