@@ -363,6 +363,25 @@ impl Worker<'_> {
             }
         };
         let mut controller_t: Box<dyn Transport> = Box::new(Local::new());
+        // benchpipe removes files in these directories as root: only in its own.
+        self.phase(None, "claim workdir");
+        // The controller's directory only when a service runs there.
+        let controller_services = jobs
+            .iter()
+            .any(|j| j.recipe.services.iter().any(|s| s.on == Side::Controller));
+        let claimed = crate::transport::workdir::claim(board_t.as_mut(), &self.board.workdir)
+            .and_then(|()| match controller_services {
+                true => crate::transport::workdir::claim(
+                    controller_t.as_mut(),
+                    &self.service_dir(Side::Controller),
+                ),
+                false => Ok(()),
+            });
+        if let Err(e) = claimed {
+            fail_all(&mut result, jobs, &e.to_string());
+            self.done(&result);
+            return result;
+        }
         self.phase(None, "provision");
         if let Err(cause) = self.prepare(board_t.as_mut(), controller_t.as_mut(), jobs) {
             fail_all(&mut result, jobs, &cause);
@@ -1159,9 +1178,9 @@ fn provision<'r>(
     // dpkg's lock rather than fail on it.
     let install = format!(
         "export DEBIAN_FRONTEND=noninteractive; \
-         apt-get -o DPkg::Lock::Timeout=600 install -y -q {p} || \
+         apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p} || \
          (apt-get -o DPkg::Lock::Timeout=600 update -q && \
-          apt-get -o DPkg::Lock::Timeout=600 install -y -q {p})",
+          apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p})",
         p = quote::join(&packages)
     );
     let out = t
@@ -1274,11 +1293,15 @@ fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
         .thermal
         .as_deref()
         .unwrap_or(crate::telemetry::DEFAULT_THERMAL);
-    // The board's shell expands the glob; everything else in it is quoted.
+    // The board's shell expands the glob; everything else in it is quoted. A value is
+    // a few bytes of a regular file: `/dev/zero` or a FIFO named by mistake must not
+    // stream for ever.
     let safe = quote::glob(source);
     let out = t
         .run(
-            &format!("cat {safe} 2>/dev/null"),
+            &format!(
+                "for f in {safe}; do [ -f \"$f\" ] && head -c 64 -- \"$f\" 2>/dev/null && echo; done"
+            ),
             Some(Duration::from_secs(30)),
         )
         .ok()?;

@@ -202,7 +202,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     };
     let (apt, commands) = match &raw.needs {
         Some(n) => (
-            strings(&n.apt, "package", diags),
+            packages(src, &n.apt, diags),
             strings(&n.commands, "command", diags),
         ),
         None => (Vec::new(), Vec::new()),
@@ -263,6 +263,56 @@ pub fn refuse_option_like(
             .with_help(format!("use a value that does not start with `-`, or have the recipe pass it glued to its option, like `--{name}={{{{ {name} }}}}`")),
         );
     }
+}
+
+/// `needs.apt`: names that reach `apt-get install` as root, so only names in Debian's
+/// grammar (policy 5.6.1: two or more of `a-z 0-9 + - .`, starting alphanumeric), with
+/// an optional `:arch`. Never an option (`-o...`), a path (`./x.deb`), or the `pkg-`
+/// (remove) and `pkg+` forms.
+fn packages(src: &Source, v: &[Spanned<String>], diags: &mut Vec<Diagnostic>) -> Vec<String> {
+    v.iter()
+        .map(|s| {
+            let name = s.get_ref();
+            if !is_debian_package(name) {
+                diags.push(
+                    src.at_value(
+                        s,
+                        format!(
+                            "bad package `{}`: expected a Debian package name",
+                            name.escape_debug()
+                        ),
+                    )
+                    .with_help(
+                        "lowercase letters, digits, `+`, `-` and `.`, at least two, starting \
+                         with a letter or digit and not ending in `-` or `+` (optionally \
+                         `:arch`), e.g. `fio` or `libssl3:arm64`",
+                    ),
+                );
+            }
+            name.clone()
+        })
+        .collect()
+}
+
+pub fn is_debian_package(s: &str) -> bool {
+    let (name, arch) = match s.split_once(':') {
+        Some((n, a)) => (n, Some(a)),
+        None => (s, None),
+    };
+    let b = name.as_bytes();
+    let name_ok = b.len() >= 2
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"+-.".contains(&c))
+        && !name.ends_with(['-', '+']);
+    let arch_ok = arch.is_none_or(|a| {
+        !a.is_empty()
+            && a.bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            && !a.starts_with('-')
+            && !a.ends_with('-')
+    });
+    name_ok && arch_ok
 }
 
 /// A parameter value: a TOML integer, float, boolean or string.

@@ -75,7 +75,12 @@ pub(super) fn start_sshd_with(board: &LabBoard, sshd: &Path) -> Result<(), Error
     // moment; on a host whose root is private (containers), those copies never see the
     // host's unmounts and would pin other programs' loop devices for the board's life.
     // The board needs none of them, so its namespace lets go of loop-device mounts first.
+    // A command's process group is killed when it ends, and sshd daemonizes by forking
+    // then calling setsid: the daemon could be caught in between. `setsid -w` moves it
+    // into a session of its own first, and waits for sshd's parent to exit.
     cmd(&[
+        "setsid",
+        "-w",
         "ip",
         "netns",
         "exec",

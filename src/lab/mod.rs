@@ -510,6 +510,7 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
 
         let workdir = PathBuf::from(&board.workdir);
         fresh_private_dir(&workdir, down::remove_workdir)?;
+        crate::transport::workdir::mark_local(&workdir).map_err(io(&workdir))?;
         for k in 1..=o.disks_per_board {
             let file = state::disk_image(root, &netns, k);
             let f = fs::OpenOptions::new()

@@ -42,6 +42,10 @@ pub use summary::{
 };
 pub use trace::{Trace, parse_trace};
 
+/// The file that marks a run directory under `<workdir>/telemetry/` as benchpipe's:
+/// only such directories are ever removed.
+const RUN_MARK: &str = ".benchpipe-run";
+
 /// The board's thermal source when its file names none.
 pub const DEFAULT_THERMAL: &str = "/sys/class/thermal/thermal_zone*/temp";
 
@@ -341,8 +345,14 @@ for bp_p in "$bp_root"/*/pid; do
   [ -f "$bp_p" ] || continue
   bp_sp=$(bp_owned_pid "${{bp_p%/pid}}") && bp_stop "$bp_sp"
 done
-rm -rf -- "$bp_root"
-mkdir -p -- "$bp_dir" || exit 1
+# Only run directories benchpipe made (they carry its file) are removed; nothing else
+# under the workdir, which may be shared with other tools.
+for bp_d in "$bp_root"/*; do
+  [ -d "$bp_d" ] && [ ! -L "$bp_d" ] && [ -f "$bp_d/{RUN_MARK}" ] && rm -rf -- "$bp_d"
+done
+mkdir -p -- "$bp_root" || exit 1
+mkdir -- "$bp_dir" || {{ echo "cannot create $bp_dir: it exists and is not a run directory of benchpipe's" >&2; exit 1; }}
+: > "$bp_dir/{RUN_MARK}" || exit 1
 : > "$bp_dir/marker" || exit 1
 {{
   echo "benchpipe-telemetry 1"
@@ -353,8 +363,12 @@ mkdir -p -- "$bp_dir" || exit 1
   echo "tis start"
   bp_tis
 }} > "$bp_dir/trace"
+# Only regular files whose value is one short line are read at every tick: the
+# `read` builtin would never return on /dev/zero.
 for f in {thermal}; do
-  v=; {{ read v < "$f"; }} 2>/dev/null
+  [ -f "$f" ] || continue
+  v=$(head -c 32 -- "$f" 2>/dev/null | head -n 1)
+  [ "$(head -c 32 -- "$f" 2>/dev/null | wc -l)" -ge 1 ] || continue
   case $v in ''|*[!0-9-]*) ;; *) printf '%s\n' "$f" ;; esac
 done > "$bp_dir/thermal"
 for f in /sys/devices/system/cpu/cpufreq/policy*/scaling_cur_freq; do
@@ -406,7 +420,7 @@ bp_vcg=; command -v vcgencmd >/dev/null 2>&1 && bp_vcg=1
   fi
 }} >> "$bp_dir/trace"
 cat "$bp_dir/trace"
-rm -rf -- "$bp_dir"
+if [ -f "$bp_dir/{RUN_MARK}" ]; then rm -rf -- "$bp_dir"; fi
 "#,
         dir = quote::sh(dir),
         path = path_line(path_prefix),

@@ -1,6 +1,7 @@
 //! The controller itself as a target: commands run under `sh -c` through duct.
 
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::sync::Mutex;
@@ -32,14 +33,29 @@ impl Local {
     }
 }
 
-fn pump(mut from: os_pipe::PipeReader, to: &mut dyn Write) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = from.read(&mut buf)?;
-        if n == 0 {
-            return Ok(());
+/// Whether the child `pid` has ended, without reaping it: while it is a zombie its pid
+/// (and so its process group's id) cannot be reused, so the group can still be killed.
+fn has_ended(pid: i32) -> bool {
+    // SAFETY: waitid writes into the zeroed siginfo_t we own; WNOWAIT leaves the child
+    // for duct to reap.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let rc = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        rc != 0 || info.si_pid() != 0
+    }
+}
+
+fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
         }
-        to.write_all(&buf[..n])?;
     }
 }
 
@@ -53,6 +69,100 @@ fn signal_name(sig: i32) -> String {
         libc::SIGPIPE => "PIPE".into(),
         libc::SIGHUP => "HUP".into(),
         other => format!("{other}"),
+    }
+}
+
+/// How long output is still read after the command's group was killed.
+const LINGER: Duration = Duration::from_secs(5);
+
+/// Moves both pipes into their sinks on this thread (poll(2), so neither pipe can fill
+/// up and block the other, and nothing is buffered here) until both close. When the
+/// shell ends, the rest of its process group is killed, so a background child holding
+/// a pipe open cannot keep the command alive; on timeout the whole group is. Returns
+/// whether the command timed out.
+fn drain(
+    pgid: i32,
+    command: &str,
+    timeout: Option<Duration>,
+    pipes: [os_pipe::PipeReader; 2],
+    sinks: [&mut dyn Write; 2],
+) -> Result<bool, TransportError> {
+    let err = |reason: String| TransportError::Other {
+        target: "localhost".into(),
+        reason,
+    };
+    let started = Instant::now();
+    let mut pipes = pipes.map(Some);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut ended: Option<Instant> = None;
+    let mut timed_out = false;
+    loop {
+        if ended.is_none() && has_ended(pgid) {
+            ended = Some(Instant::now());
+            kill_group(pgid);
+        }
+        // A process that left the group (`setsid x &`) may hold a pipe open for long;
+        // what it writes after the command ended is not the command's output.
+        if ended.is_some_and(|at| at.elapsed() > LINGER) {
+            return Ok(timed_out);
+        }
+        if ended.is_none()
+            && !timed_out
+            && let Some(t) = timeout
+            && started.elapsed() >= t
+        {
+            timed_out = true;
+            kill_group(pgid);
+        }
+        if pipes.iter().all(Option::is_none) {
+            if ended.is_some() {
+                return Ok(timed_out);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        let mut fds: Vec<libc::pollfd> = pipes
+            .iter()
+            .flatten()
+            .map(|p| libc::pollfd {
+                fd: p.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 20) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                kill_group(pgid);
+                return Err(err(format!("poll: {e}")));
+            }
+            continue;
+        }
+        for (i, slot) in pipes.iter_mut().enumerate() {
+            let Some(pipe) = slot else { continue };
+            let ready = fds
+                .iter()
+                .any(|f| f.fd == pipe.as_raw_fd() && f.revents != 0);
+            if !ready {
+                continue;
+            }
+            match pipe.read(&mut buf) {
+                Ok(0) => *slot = None,
+                Ok(n) => {
+                    if let Err(e) = sinks[i].write_all(&buf[..n]) {
+                        kill_group(pgid);
+                        return Err(err(format!("writing output of `{command}`: {e}")));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    kill_group(pgid);
+                    return Err(err(format!("reading output: {e}")));
+                }
+            }
+        }
     }
 }
 
@@ -94,40 +204,9 @@ impl Transport for Local {
         let pids = handle.pids();
         let pgid = pids.first().copied().unwrap_or(0) as i32;
         LIVE_GROUPS.lock().map(|mut g| g.push(pgid)).ok();
-        let started = Instant::now();
-        let mut timed_out = false;
-        let result = std::thread::scope(|s| {
-            let err_thread = s.spawn(move || {
-                let mut buf = Vec::new();
-                let r = pump(err_r, &mut buf);
-                (buf, r)
-            });
-            // stdout streams into the caller's sink on this thread; stderr is collected
-            // on the other and written after, so neither pipe can fill up and block.
-            let waiter = s.spawn(|| {
-                loop {
-                    match handle.try_wait() {
-                        Ok(Some(_)) => return false,
-                        Ok(None) => {}
-                        Err(_) => return false,
-                    }
-                    if let Some(t) = timeout
-                        && started.elapsed() >= t
-                    {
-                        // SAFETY: see terminate_all.
-                        unsafe {
-                            libc::kill(-pgid, libc::SIGKILL);
-                        }
-                        return true;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            });
-            let out_result = pump(out_r, stdout);
-            timed_out = waiter.join().unwrap_or(false);
-            let (err_buf, err_result) = err_thread.join().unwrap_or((Vec::new(), Ok(())));
-            stderr.write_all(&err_buf).and(err_result).and(out_result)
-        });
+        let result = drain(pgid, command, timeout, [out_r, err_r], [stdout, stderr]);
+        // Whatever the command left running in its group (`sleep 300 &`) ends with it.
+        kill_group(pgid);
         LIVE_GROUPS
             .lock()
             .map(|mut g| g.retain(|&p| p != pgid))
@@ -135,6 +214,7 @@ impl Transport for Local {
         let output = handle
             .wait()
             .map_err(|e| err(format!("waiting for command: {e}")))?;
+        let timed_out = result?;
         if timed_out {
             return Err(TransportError::Timeout {
                 target: "localhost".into(),
@@ -142,7 +222,6 @@ impl Transport for Local {
                 after: timeout.unwrap_or_default(),
             });
         }
-        result.map_err(|e| err(format!("reading output: {e}")))?;
         use std::os::unix::process::ExitStatusExt;
         Ok(Exit {
             code: output.status.code(),

@@ -4,16 +4,19 @@
 //! Callers build command strings with `quote::sh` or the template engine, which quote
 //! every value; a transport runs the string with `sh -c` semantics and nothing more.
 
+pub mod capture;
 pub mod local;
 pub mod quote;
 pub mod service;
 pub mod ssh;
+pub mod workdir;
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use crate::model::{Board, Connection};
+pub use capture::{CAPTURE_LIMIT, Capture};
 pub use service::Service;
 
 /// How a command ended.
@@ -41,12 +44,17 @@ impl std::fmt::Display for Exit {
     }
 }
 
-/// A finished command with its output held in memory.
+/// A finished command with its output held in memory, each stream bounded by
+/// `CAPTURE_LIMIT`: past it, the head and the tail are kept around a marker line.
 #[derive(Clone, Debug)]
 pub struct Output {
     pub exit: Exit,
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// Bytes of stdout left out in the middle (0 when it was kept whole).
+    pub stdout_dropped: u64,
+    /// Bytes of stderr left out in the middle.
+    pub stderr_dropped: u64,
 }
 
 impl Output {
@@ -107,15 +115,21 @@ pub trait Transport: Send {
     /// Copies `remote` to a local file.
     fn download(&mut self, remote: &str, local: &Path) -> Result<(), TransportError>;
 
-    /// Runs a command and collects its output in memory.
+    /// Runs a command and collects its output in memory, each stream capped at
+    /// `CAPTURE_LIMIT` (a board's `/dev/zero` must not exhaust the controller). Use
+    /// `exec` with sinks of your own to take everything (downloads).
     fn run(&mut self, command: &str, timeout: Option<Duration>) -> Result<Output, TransportError> {
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
+        let mut stdout = Capture::new(CAPTURE_LIMIT);
+        let mut stderr = Capture::new(CAPTURE_LIMIT);
         let exit = self.exec(command, timeout, &mut stdout, &mut stderr)?;
+        let (stdout, stdout_dropped) = stdout.finish();
+        let (stderr, stderr_dropped) = stderr.finish();
         Ok(Output {
             exit,
             stdout,
             stderr,
+            stdout_dropped,
+            stderr_dropped,
         })
     }
 

@@ -25,12 +25,60 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Long enough for SIGTERM, the 5 s grace before SIGKILL, and the check after it.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Stops the process group in pid file `$1`: TERM, then KILL after 5 s, and proves it gone.
+/// Shell functions shared by start and stop. A pid file holds `PID STARTTIME TOKEN`:
+/// the group leader's pid, its start time (field 22 of /proc/PID/stat, which a reused
+/// pid does not share), and a random token in the service's environment.
+const PROC_FNS: &str = r#"start_time() {
+  st=; { read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
+  set -f; set -- ${st##*") "}; set +f
+  [ $# -ge 20 ] || return 1
+  shift 19; echo "$1"
+}
+# Reads pid file $1 into g, t and tok; fails (saying why) unless it is one of ours.
+read_pid_file() {
+  l=; { read -r l < "$1"; } 2>/dev/null
+  set -f; set -- $l; set +f
+  g=$1; t=$2; tok=$3
+  case "$g" in ''|0*|*[!0-9]*) g= ;; esac
+  case "$t" in ''|*[!0-9]*) t= ;; esac
+  case "$tok" in ''|*[!0-9a-f]*) tok= ;; esac
+  if [ -z "$g" ] || [ "$g" -le 1 ] || [ -z "$t" ] || [ -z "$tok" ]; then
+    echo "$pf holds \"$l\", not \"PID STARTTIME TOKEN\" of a service benchpipe started: nothing signalled" >&2
+    return 1
+  fi
+}
+# Whether process group $g is still the one started with start time $t.
+ours_alive() {
+  [ "$(start_time "$g")" = "$t" ]
+}
+"#;
+
+/// Stops the service in pid file `$1`: TERM to its process group, KILL after 5 s, and
+/// proves it gone. Only a group whose leader still has the recorded start time is
+/// signalled; when the leader is gone, only members of its session carrying its token.
 const STOP_FN: &str = r#"stop_group() {
-  [ -s "$1" ] || { rm -f "$1"; return 0; }
-  g=$(cat "$1")
-  case "$g" in ''|*[!0-9]*) rm -f "$1"; return 0;; esac
-  kill -s TERM -- "-$g" 2>/dev/null || { rm -f "$1"; return 0; }
+  pf=$1
+  [ -e "$pf" ] || return 0
+  read_pid_file "$pf" || { rm -f "$pf"; return 1; }
+  now=$(start_time "$g")
+  if [ -n "$now" ] && [ "$now" != "$t" ]; then
+    echo "pid $g of $pf now belongs to another process: nothing signalled" >&2
+    rm -f "$pf"; return 0
+  fi
+  if [ -z "$now" ]; then
+    # The leader is gone; its group id cannot be reused while members live, and the
+    # token tells them from a later group of the same id.
+    for s in /proc/[0-9]*/stat; do
+      l=; { read -r l < "$s"; } 2>/dev/null || continue
+      set -f; set -- ${l##*") "}; set +f
+      [ "$3" = "$g" ] && [ "$4" = "$g" ] || continue
+      p=${s#/proc/}; p=${p%/stat}
+      tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qxF "BENCHPIPE_SERVICE=$tok" || continue
+      kill -s KILL "$p" 2>/dev/null
+    done
+    rm -f "$pf"; return 0
+  fi
+  kill -s TERM -- "-$g" 2>/dev/null || { rm -f "$pf"; return 0; }
   i=0
   while kill -s 0 -- "-$g" 2>/dev/null; do
     i=$((i + 1))
@@ -38,9 +86,25 @@ const STOP_FN: &str = r#"stop_group() {
     [ $i -ge 100 ] && { echo "process group $g survived SIGKILL" >&2; return 1; }
     sleep 0.1
   done
-  rm -f "$1"
+  rm -f "$pf"
 }
 "#;
+
+/// A random token that names one service start (hex, from the kernel's generator).
+fn token() -> String {
+    let mut bytes = [0u8; 12];
+    // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // Never expected on Linux; the clock still separates starts.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes[..12].copy_from_slice(&nanos.to_le_bytes()[..12]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 fn check_name<T: Transport + ?Sized>(t: &T, name: &str) -> Result<(), TransportError> {
     let ok = !name.is_empty()
@@ -73,14 +137,19 @@ pub fn start<T: Transport + ?Sized>(
     let pid_file = format!("{services}/{name}.pid");
     let log_file = format!("{services}/{name}.log");
     let script = format!(
-        r#"mkdir -p {d} || exit 1
+        r#"{PROC_FNS}mkdir -p -m 700 -- {d} || exit 1
+[ -d {d} ] && [ ! -L {d} ] || {{ echo "{d} is not a directory" >&2; exit 1; }}
 pf={pf}
-if [ -s "$pf" ] && kill -s 0 -- "-$(cat "$pf")" 2>/dev/null; then
-  echo "service {n} is already running (process group $(cat "$pf"))" >&2; exit 1
+if [ -e "$pf" ]; then
+  if read_pid_file "$pf" 2>/dev/null && ours_alive; then
+    echo "service {n} is already running (process group $g)" >&2; exit 1
+  fi
+  rm -f "$pf"
 fi
-setsid sh -c {c} </dev/null >{log} 2>&1 &
+BENCHPIPE_SERVICE={tok} setsid sh -c {c} </dev/null >{log} 2>&1 &
 pid=$!
-echo $pid > "$pf"
+t=$(start_time "$pid") || {{ kill -s KILL -- "-$pid" "$pid" 2>/dev/null; echo "service {n}: no start time in /proc/$pid/stat" >&2; exit 1; }}
+echo "$pid $t {tok}" > "$pf"
 sleep 0.2
 if ! kill -s 0 -- "-$pid" 2>/dev/null; then
   rm -f "$pf"; echo "service {n} exited at once; its log:" >&2; tail -n 20 {log} >&2; exit 1
@@ -89,6 +158,7 @@ echo $pid"#,
         d = quote::sh(&services),
         pf = quote::sh(&pid_file),
         n = name,
+        tok = token(),
         c = quote::sh(command),
         log = quote::sh(&log_file),
     );
@@ -120,7 +190,10 @@ echo $pid"#,
 
 /// Stops one service: its whole process group, for sure (KILL after 5 s).
 pub fn stop<T: Transport + ?Sized>(t: &mut T, service: &Service) -> Result<(), TransportError> {
-    let script = format!("{STOP_FN}stop_group {}", quote::sh(&service.pid_file));
+    let script = format!(
+        "{PROC_FNS}{STOP_FN}stop_group {}",
+        quote::sh(&service.pid_file)
+    );
     finish(t, &format!("stopping service {}", service.name), &script)
 }
 
@@ -129,7 +202,7 @@ pub fn stop<T: Transport + ?Sized>(t: &mut T, service: &Service) -> Result<(), T
 pub fn stop_all<T: Transport + ?Sized>(t: &mut T, dir: &str) -> Result<(), TransportError> {
     let services = format!("{}/services", dir.trim_end_matches('/'));
     let script = format!(
-        "{STOP_FN}rc=0\nfor pf in {}/*.pid; do [ -e \"$pf\" ] || continue; stop_group \"$pf\" || rc=1; done\nexit $rc",
+        "{PROC_FNS}{STOP_FN}rc=0\nfor pf in {}/*.pid; do [ -e \"$pf\" ] || continue; stop_group \"$pf\" || rc=1; done\nexit $rc",
         quote::sh(&services)
     );
     finish(t, "stopping services", &script)

@@ -10,7 +10,7 @@ use benchpipe::lab::{self, LabBoard, LabInfo, LabOptions};
 use benchpipe::model::SshTarget;
 use benchpipe::transport::local::Local;
 use benchpipe::transport::ssh::{self, Accept, ConnectOptions, SshTransport};
-use benchpipe::transport::{Transport, TransportError, quote};
+use benchpipe::transport::{Output, Transport, TransportError, quote};
 use sha2::{Digest, Sha256};
 
 use crate::processes_matching;
@@ -73,11 +73,11 @@ impl Lab {
         &self.info.boards[i]
     }
 
-    fn target(&self, i: usize) -> SshTarget {
+    pub fn target(&self, i: usize) -> SshTarget {
         self.info.ssh_target(self.board(i))
     }
 
-    fn connect(&self, i: usize) -> SshTransport {
+    pub fn connect(&self, i: usize) -> SshTransport {
         SshTransport::connect_with(&self.board(i).name, &self.target(i), TIMEOUT, options())
             .unwrap_or_else(|e| panic!("connect to lab board: {e}"))
     }
@@ -103,7 +103,7 @@ impl Drop for Lab {
 }
 
 /// Never the user's ~/.ssh: no config file, no agent, no default keys.
-fn options() -> ConnectOptions {
+pub fn options() -> ConnectOptions {
     ConnectOptions {
         ssh_config: Some(PathBuf::from("/nonexistent/benchpipe-test-ssh-config")),
         use_agent_and_default_keys: false,
@@ -122,6 +122,19 @@ fn pgrep(needle: &str) -> String {
     processes_matching(&[needle])
 }
 
+/// Runs a command and keeps all of its output (`run` caps what it keeps).
+fn run_whole(t: &mut SshTransport, command: &str, timeout: Option<Duration>) -> Output {
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let exit = t.exec(command, timeout, &mut stdout, &mut stderr).unwrap();
+    Output {
+        exit,
+        stdout,
+        stderr,
+        stdout_dropped: 0,
+        stderr_dropped: 0,
+    }
+}
+
 #[test]
 fn a_command_returns_exit_codes_and_both_streams_intact_even_50_mb() {
     let lab = Lab::up(1);
@@ -138,15 +151,14 @@ fn a_command_returns_exit_codes_and_both_streams_intact_even_50_mb() {
 
     let file = format!("{}/random.bin", lab.board(0).workdir);
     let size = 50 * 1024 * 1024;
-    let out = t
-        .run(
-            &format!(
-                "head -c {size} /dev/urandom > {f} && sha256sum {f} >&2 && cat {f}",
-                f = quote::sh(&file)
-            ),
-            Some(Duration::from_secs(120)),
-        )
-        .unwrap();
+    let out = run_whole(
+        &mut t,
+        &format!(
+            "head -c {size} /dev/urandom > {f} && sha256sum {f} >&2 && cat {f}",
+            f = quote::sh(&file)
+        ),
+        Some(Duration::from_secs(120)),
+    );
     assert!(out.exit.success(), "{:?} {}", out.exit, out.stderr_str());
     assert_eq!(out.stdout.len(), size);
     let ours: String = Sha256::digest(&out.stdout)
@@ -157,12 +169,11 @@ fn a_command_returns_exit_codes_and_both_streams_intact_even_50_mb() {
     assert_eq!(theirs.split_whitespace().next(), Some(ours.as_str()));
 
     // Both streams at once, several window sizes each: no deadlock, nothing lost.
-    let out = t
-        .run(
-            "head -c 8000000 /dev/zero >&2 & head -c 9000000 /dev/zero; wait",
-            Some(Duration::from_secs(60)),
-        )
-        .unwrap();
+    let out = run_whole(
+        &mut t,
+        "head -c 8000000 /dev/zero >&2 & head -c 9000000 /dev/zero; wait",
+        Some(Duration::from_secs(60)),
+    );
     assert_eq!((out.stdout.len(), out.stderr.len()), (9_000_000, 8_000_000));
 
     // Upload and download round-trip through the same session.
@@ -367,11 +378,7 @@ fn a_timeout_kills_the_remote_command_and_the_session_stays_usable() {
         Some(Duration::from_millis(800)),
     );
     assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
-    assert!(
-        started.elapsed() < HANG,
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < HANG, "{:?}", started.elapsed());
     std::thread::sleep(Duration::from_millis(300));
     let left = processes_matching(&["sleep 31337", "sleep 31338"]);
     assert!(left.trim().is_empty(), "left behind on the board: {left}");
@@ -581,7 +588,7 @@ fn every_cipher_carries_uploads_and_output_intact_with_the_patched_libssh2() {
             .unwrap()
             .stdout_str();
         assert!(sum.starts_with(&want), "{cipher} upload: {sum} vs {want}");
-        let back = t.run(&format!("cat {}", quote::sh(&remote)), None).unwrap();
+        let back = run_whole(&mut t, &format!("cat {}", quote::sh(&remote)), None);
         assert_eq!(back.stdout.len(), data.len(), "{cipher} download length");
         assert_eq!(hex(&back.stdout), want, "{cipher} download");
         t.run(&format!("rm -f {}", quote::sh(&remote)), None)
