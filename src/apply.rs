@@ -208,6 +208,13 @@ pub fn apply(
     Ok(outcome)
 }
 
+/// How many measured runs one apply takes of a cell at most, flagged ones included:
+/// three times `runs.max`, and at least ten more than it.
+pub fn run_budget(method: &crate::model::Method) -> usize {
+    let max = method.runs.max as usize;
+    (max * 3).max(max + 10)
+}
+
 /// A board worker that panicked (a bug in benchpipe) fails every cell of that board the
 /// store does not hold as complete, so the apply exits 1 and the next one reruns them;
 /// the other boards went on in their own threads.
@@ -623,6 +630,23 @@ impl Worker<'_> {
                     state::primary_values(&cell.job.cell.method, &cell.job.primary, &cell.data);
                 if state::stop_rule(&cell.job.cell.method, &primaries, have).is_some() {
                     outcomes[i] = Some(Ok(have));
+                    continue;
+                }
+                // Runs the method leaves out (flagged ones, with exclude_flagged) do not
+                // count towards `runs.max`, so without this bound a board that is always
+                // throttled or loaded would be measured forever.
+                let taken = cell
+                    .data
+                    .samples
+                    .iter()
+                    .filter(|s| s.kind == RunKind::Measured && s.session == self.session)
+                    .count();
+                let budget = run_budget(&cell.job.cell.method);
+                if taken >= budget {
+                    outcomes[i] = Some(Err(CellError::Cell(format!(
+                        "{taken} measured runs in this apply, {have} of them valid: the                          method's {} runs were not reached within {budget} tries (see the                          runs' validity flags)",
+                        cell.job.cell.method.runs.min
+                    ))));
                     continue;
                 }
                 let want = cell.job.cell.method.runs.min.max(have as u32 + 1);

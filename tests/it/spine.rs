@@ -822,3 +822,62 @@ fn sigterm_ends_apply_in_a_cooldown_with_the_signal_status() {
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("interrupted"), "{said}");
 }
+
+/// With `exclude_flagged`, flagged runs do not count towards `runs.max`; a board that is
+/// always hot must still end: the cell fails after a bounded number of tries.
+#[test]
+fn a_board_whose_every_run_is_flagged_fails_the_cell_after_a_bounded_number_of_runs() {
+    let p = Project::new("always-hot").scenario(
+        "s",
+        &["sleepy"],
+        2,
+        "\n[params.sleepy]\nseconds = 0.01\n",
+    );
+    let zone = p.dir.join("fake-thermal");
+    std::fs::create_dir_all(&zone).unwrap();
+    std::fs::write(zone.join("temp"), "85000\n").unwrap();
+    let p = p
+        .edit(
+            "boards/here.toml",
+            "local = true\n",
+            &format!("local = true\nthermal = \"{}/temp\"\n", zone.display()),
+        )
+        .edit(
+            "scenarios/s.toml",
+            "[method]\n",
+            "[method]\nvalidity = { hot = \"80C\", exclude_flagged = true }\n",
+        );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(&p.dir)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!(
+                "apply never ended: {} runs taken",
+                p.samples("sleepy").len()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let measured = p
+        .samples("sleepy")
+        .iter()
+        .filter(|s| s["kind"] == "measured")
+        .count();
+    // runs.max = 2: the budget is max(3 x 2, 2 + 10) = 12 tries.
+    assert_eq!(measured, 12, "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("were not reached within 12 tries"),
+        "{}",
+        text(&out)
+    );
+}
