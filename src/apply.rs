@@ -1215,7 +1215,7 @@ const POLL: Duration = Duration::from_secs(5);
 /// The board's 1-minute load average.
 fn read_load(t: &mut dyn Transport) -> Option<f64> {
     let out = t
-        .run("cat /proc/loadavg", Some(Duration::from_secs(30)))
+        .run("head -c 256 /proc/loadavg", Some(Duration::from_secs(30)))
         .ok()?;
     out.stdout_str().split_whitespace().next()?.parse().ok()
 }
@@ -1226,11 +1226,15 @@ fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
         .thermal
         .as_deref()
         .unwrap_or(crate::telemetry::DEFAULT_THERMAL);
-    // The board's shell expands the glob; everything else in it is quoted.
+    // The board's shell expands the glob; everything else in it is quoted. Only
+    // regular files, and 64 bytes of each: `thermal = "/dev/zero"` once had the whole
+    // device captured here until memory ran out.
     let safe = quote::glob(source);
     let out = t
         .run(
-            &format!("cat {safe} 2>/dev/null"),
+            &format!(
+                "for f in {safe}; do [ -f \"$f\" ] && head -c 64 -- \"$f\" 2>/dev/null; echo; done"
+            ),
             Some(Duration::from_secs(30)),
         )
         .ok()?;

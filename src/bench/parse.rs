@@ -22,8 +22,92 @@ use serde_json::{Map, Value};
 use crate::model::ParserKind;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
+#[error("{}", escape_controls(.0))]
 pub struct ParseError(pub String);
+
+impl ParseError {
+    /// An error whose text carries no control byte: each is shown escaped (`\x1b`).
+    pub fn new(message: impl Into<String>) -> Self {
+        ParseError(escape_controls(&message.into()).into_owned())
+    }
+}
+
+/// Text as a terminal would show it, for parsers to match: escape sequences removed
+/// (CSI `\e[0;1m`, OSC `\e]0;title\a`, charset selection `\e(B`, and other two-byte
+/// `\e` sequences), a lone carriage return made a line break (progress lines that
+/// overwrite themselves), and every other control character dropped except tab and
+/// newline. Real hdparm logs from Raspberry Pi benchmark scripts carry `\e(B\e[m`
+/// right after `MB/sec`.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameter and intermediate bytes, then one final byte.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC, DCS, SOS, PM, APC: up to BEL or ST (`\e\\`).
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            if chars.peek() == Some(&'\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                // Character set designation takes one more character.
+                Some('(' | ')' | '*' | '+' | '-' | '.' | '/' | '%' | '#') => {
+                    chars.next();
+                }
+                _ => {}
+            },
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' => out.push('\n'),
+            // C1 CSI, the 8-bit form of `\e[`.
+            '\u{9b}' => {
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` with every control character shown as an escape (`\x1b`, `\n`),
+/// so that quoting tool output in a message can never drive a terminal.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
 
 /// How much of the found text an error quotes.
 const EXCERPT_CHARS: usize = 80;
@@ -44,7 +128,7 @@ pub fn parse(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, Pars
 /// parsing starts at the first `{`; the skipped text is kept to explain a failed job.
 fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
     let Some(start) = stdout.find('{') else {
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "fio-json: expected fio's JSON report on stdout (fio --output-format=json), \
              found no `{{` in {}",
             quote_found(stdout)
@@ -53,7 +137,7 @@ fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
     let preamble = stdout[..start].trim();
     let doc = first_json_value("fio-json", "fio's JSON report", &stdout[start..])?;
     let Some(jobs) = doc.get("jobs").and_then(Value::as_array) else {
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "fio-json: expected a `jobs` array in fio's JSON report, found {}",
             quote_found(&stdout[start..])
         )));
@@ -71,7 +155,7 @@ fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
             } else {
                 format!("; fio said: {}", excerpt(preamble, 2 * EXCERPT_CHARS))
             };
-            return Err(ParseError(format!(
+            return Err(ParseError::new(format!(
                 "fio-json: job {name} failed with error {code} ({}){detail}",
                 errno_name(code)
             )));
@@ -124,7 +208,7 @@ fn parse_time(stderr: &str) -> Result<Value, ParseError> {
         }
         None => "an empty stderr".to_string(),
     };
-    Err(ParseError(format!(
+    Err(ParseError::new(format!(
         "time: expected a line of 4 numbers on stderr from GNU time -f '%e %U %S %M' \
          (real user sys max_rss_kib), found none; {found}"
     )))
@@ -173,7 +257,7 @@ fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
                 doc.insert(key.to_string(), json_number(r));
             }
             None => {
-                return Err(ParseError(format!(
+                return Err(ParseError::new(format!(
                     "hdparm: expected `= N MB/sec` at the end of `{}`",
                     excerpt(line.trim(), EXCERPT_CHARS)
                 )));
@@ -187,7 +271,7 @@ fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
             .chain(stdout.trim().lines())
             .last()
             .unwrap_or("");
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "hdparm: expected a `Timing ... reads: ... = N MB/sec` line, found none{}",
             if said.is_empty() {
                 String::new()
@@ -217,7 +301,7 @@ fn parse_dd(stderr: &str) -> Result<Value, ParseError> {
         let bytes = bytes.trim().parse::<u64>().ok();
         if let (Some(bytes), Some(seconds)) = (bytes, seconds) {
             if seconds <= 0.0 {
-                return Err(ParseError(format!(
+                return Err(ParseError::new(format!(
                     "dd: the copy took {seconds} s, too short to measure; copy more data"
                 )));
             }
@@ -231,7 +315,7 @@ fn parse_dd(stderr: &str) -> Result<Value, ParseError> {
             return Ok(Value::Object(doc));
         }
     }
-    Err(ParseError(format!(
+    Err(ParseError::new(format!(
         "dd: expected GNU dd's `N bytes (...) copied, S s, R MB/s` line on stderr, found none; {}",
         match stderr.trim().lines().last() {
             Some(l) => format!("the last line is `{}`", excerpt(l, EXCERPT_CHARS)),
@@ -249,7 +333,7 @@ fn parse_iperf3(stdout: &str) -> Result<Value, ParseError> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "iperf3-json: iperf3 reported an error: {message}"
         )));
     }
@@ -258,7 +342,7 @@ fn parse_iperf3(stdout: &str) -> Result<Value, ParseError> {
 
 fn parse_json_document(parser: &str, expected: &str, text: &str) -> Result<Value, ParseError> {
     if text.trim().is_empty() {
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "{parser}: expected {expected}, found empty output"
         )));
     }
@@ -272,7 +356,7 @@ fn first_json_value(parser: &str, expected: &str, text: &str) -> Result<Value, P
     match values.next() {
         Some(Ok(v)) => Ok(v),
         Some(Err(e)) => Err(json_error(parser, expected, text, &e)),
-        None => Err(ParseError(format!(
+        None => Err(ParseError::new(format!(
             "{parser}: expected {expected}, found empty output"
         ))),
     }
@@ -285,7 +369,7 @@ fn json_error(parser: &str, expected: &str, text: &str, e: &serde_json::Error) -
     } else {
         format!("invalid JSON: {e}")
     };
-    ParseError(format!(
+    ParseError::new(format!(
         "{parser}: expected {expected}; {what}; near `{}`",
         excerpt(&near, EXCERPT_CHARS)
     ))
@@ -474,7 +558,7 @@ pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
             } else {
                 format!("`{walked}`")
             };
-            ParseError(format!(
+            ParseError::new(format!(
                 "metric path `{path}`: at `{}` in {place}: {why}",
                 step.display()
             ))
@@ -521,17 +605,16 @@ pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
         walked.push_str(&step.display());
     }
     match current {
-        Value::Number(n) => n
-            .as_f64()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| ParseError(format!("metric path `{path}`: {n} is not a finite number"))),
+        Value::Number(n) => n.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
+            ParseError::new(format!("metric path `{path}`: {n} is not a finite number"))
+        }),
         Value::String(s) => parse_number(s).ok_or_else(|| {
-            ParseError(format!(
+            ParseError::new(format!(
                 "metric path `{path}`: expected a number, found the string \"{}\"",
                 excerpt(s, EXCERPT_CHARS)
             ))
         }),
-        other => Err(ParseError(format!(
+        other => Err(ParseError::new(format!(
             "metric path `{path}`: expected a number, found {}",
             describe(other)
         ))),
