@@ -112,8 +112,47 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
 /// How much of the found text an error quotes.
 const EXCERPT_CHARS: usize = 80;
 
-/// Turns a tool's output into a document that metric paths select from.
+/// Turns a tool's output into a document that metric paths select from. Both streams
+/// are matched as a terminal shows them (`visible`). When the result is not on the
+/// stream the parser reads but the other stream holds it (a command that redirects
+/// it), the error says so.
 pub fn parse(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, ParseError> {
+    let (stdout, stderr) = (visible(stdout), visible(stderr));
+    let err = match parse_streams(kind, &stdout, &stderr) {
+        Ok(doc) => return Ok(doc),
+        Err(e) => e,
+    };
+    // The same parser with the streams swapped: does the other one hold the result?
+    let (read, other, other_result) = if reads_stderr(kind) {
+        (
+            "stderr",
+            ("stdout", &stdout),
+            parse_streams(kind, "", &stdout),
+        )
+    } else {
+        (
+            "stdout",
+            ("stderr", &stderr),
+            parse_streams(kind, &stderr, ""),
+        )
+    };
+    if other_result.is_err() {
+        return Err(err);
+    }
+    let lines = result_lines(kind, other.1);
+    let n = lines.len();
+    Err(ParseError::new(format!(
+        "{tool}: no {tool} result on {read}, where it is read; {name} has {n} line{s} that look{v} like it: `{first}` (redirected by the command?); {err}",
+        tool = kind.name(),
+        name = other.0,
+        s = if n == 1 { "" } else { "s" },
+        v = if n == 1 { "s" } else { "" },
+        first = excerpt(lines.first().copied().unwrap_or_default(), EXCERPT_CHARS),
+        err = err.0,
+    )))
+}
+
+fn parse_streams(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, ParseError> {
     match kind {
         ParserKind::FioJson => parse_fio(stdout),
         ParserKind::Time => parse_time(stderr),
@@ -122,6 +161,35 @@ pub fn parse(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, Pars
         ParserKind::Hdparm => parse_hdparm(stdout, stderr),
         ParserKind::Dd => parse_dd(stderr),
     }
+}
+
+/// GNU time and dd report on stderr; the other tools on stdout.
+fn reads_stderr(kind: ParserKind) -> bool {
+    matches!(kind, ParserKind::Time | ParserKind::Dd)
+}
+
+/// The lines of `text` that look like `kind`'s result, for an error to quote.
+fn result_lines(kind: ParserKind, text: &str) -> Vec<&str> {
+    let looks = |line: &str| -> bool {
+        let l = line.trim();
+        match kind {
+            ParserKind::Hdparm => l.starts_with("Timing ") && l.contains(" = "),
+            ParserKind::Time => {
+                let fields: Vec<&str> = l.split_whitespace().collect();
+                fields.len() == 4 && fields.iter().all(|f| parse_number(f).is_some())
+            }
+            ParserKind::Dd => l.contains(" bytes") && l.contains("copied,"),
+            // A JSON document: its lines from the first `{` on.
+            ParserKind::FioJson | ParserKind::Iperf3Json | ParserKind::Json => !l.is_empty(),
+        }
+    };
+    let text = match kind {
+        ParserKind::FioJson | ParserKind::Iperf3Json | ParserKind::Json => {
+            text.find(['{', '[']).map_or("", |i| &text[i..])
+        }
+        _ => text,
+    };
+    text.lines().filter(|l| looks(l)).collect()
 }
 
 /// fio prints notes and per-job errors (`fio: pid=..., err=28/...`) before its JSON, so
@@ -220,10 +288,12 @@ fn parse_decimal(text: &str) -> Option<f64> {
     parse_number(&text.replace(',', "."))
 }
 
-/// `hdparm -t`, `-T` and `--direct -t` print one timing line each:
+/// `hdparm -t`, `-T`, `--direct -t` and `--direct -T` print one timing line each:
 /// ` Timing buffered disk reads: 256 MB in  1.63 seconds = 157.41 MB/sec`.
-/// The document has `buffered`, `cached` and `direct` (MB/sec as printed; hdparm's MB
-/// are MiB), each present when its line is.
+/// The document has `buffered_reads` (-t), `direct_disk_reads` (--direct -t),
+/// `cached_reads` (-T: memory, not the device) and `direct_cached_reads` (--direct
+/// -T: the drive's cache), MB/sec as printed (hdparm's MB are MiB), each present when
+/// its line is.
 fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
     let mut doc = Map::new();
     for line in stdout.lines() {
@@ -234,14 +304,16 @@ fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
         else {
             continue;
         };
-        let key = if what.contains("cached") {
-            "cached"
-        } else if what.contains("O_DIRECT") {
-            "direct"
-        } else if what.contains("buffered") {
-            "buffered"
-        } else {
-            continue;
+        // -T reads the page cache (memory bandwidth); -T --direct reads the drive's own
+        // cache through O_DIRECT; -t reads the device through the page cache, and
+        // -t --direct bypasses it. Four different things, four keys.
+        let direct = what.contains("O_DIRECT");
+        let key = match (what.contains("cached"), what.contains("disk"), direct) {
+            (true, _, false) => "cached_reads",
+            (true, _, true) => "direct_cached_reads",
+            (false, true, false) => "buffered_reads",
+            (false, true, true) => "direct_disk_reads",
+            _ => continue,
         };
         // Very slow media are reported in kB/sec.
         let rate = rest.rsplit_once('=').and_then(|(_, r)| {
@@ -691,6 +763,36 @@ fn describe(v: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn visible_text_is_what_a_terminal_shows() {
+        for (raw, shown) in [
+            ("= 41.90 MB/sec\u{1b}(B\u{1b}[m", "= 41.90 MB/sec"),
+            (
+                "\u{1b}[33mHDParm: 41.90\u{1b}(B\u{1b}[m\n",
+                "HDParm: 41.90\n",
+            ),
+            ("\u{1b}[1;31;40mred\u{1b}[0m", "red"),
+            ("\u{1b}]0;title\u{7}after", "after"),
+            ("\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\", "link"),
+            ("\u{9b}2Jclear", "clear"),
+            ("10%\r20%\r30%\n", "10%\n20%\n30%\n"),
+            ("dos line\r\nnext", "dos line\nnext"),
+            ("tab\there\u{0}\u{7}\u{8}\u{7f}", "tab\there"),
+            ("unfinished \u{1b}[", "unfinished "),
+            ("lone \u{1b}", "lone "),
+            ("日本語 ü", "日本語 ü"),
+        ] {
+            assert_eq!(visible(raw), shown, "{raw:?}");
+        }
+        assert_eq!(escape_controls("a\u{1b}[m\n\u{7}"), "a\\x1b[m\\n\\x07");
+        assert_eq!(
+            ParseError::new("x\u{1b}y").to_string(),
+            "x\\x1by",
+            "no control byte in a message"
+        );
+        assert_eq!(ParseError("x\u{1b}y".into()).to_string(), "x\\x1by");
+    }
 
     #[test]
     fn path_syntax() {
