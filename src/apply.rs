@@ -1063,6 +1063,9 @@ fn first_line(s: &str) -> String {
 
 /// The last lines of a tool's stderr, to put the cause of a failure in its message.
 fn tail_hint(stderr: &str) -> String {
+    // As a terminal shows it: a tool's colour codes must not reach the failure record
+    // and the report.
+    let stderr = crate::bench::parse::visible(stderr);
     let lines: Vec<&str> = stderr.trim().lines().collect();
     if lines.is_empty() {
         return String::new();

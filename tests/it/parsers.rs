@@ -548,3 +548,42 @@ fn a_result_on_the_other_stream_is_named_in_the_error() {
         .0;
     assert!(!err.contains("looks like it"), "{err}");
 }
+
+/// A failing tool's stderr goes into the failure's cause, the failure record and the
+/// report: as a terminal shows it, without its colour codes.
+#[test]
+fn escape_codes_of_a_failing_tool_reach_neither_the_failure_nor_the_report() {
+    let p = crate::spine::Project::new("escapes")
+        .write(
+            "pipeline/colour.toml",
+            r#"description = "a tool that fails in colour"
+uses_storage = false
+[run]
+command = "printf '\\033[31mfio: cannot open file\\033(B\\033[m\\007\\n' >&2; exit 3"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "s", better = "lower" }
+"#,
+        )
+        .scenario("s", &["colour"], 1, "");
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    let err = String::from_utf8_lossy(&apply.stderr);
+    assert!(err.contains("fio: cannot open file"), "{err}");
+    let failure = std::fs::read_dir(p.dir.join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("failure.json"))
+        .find(|f| f.exists())
+        .expect("a failure record");
+    let failure = std::fs::read_to_string(failure).unwrap();
+    let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
+    assert!(md.contains("exit status 3: fio: cannot open file"), "{md}");
+    for (what, text) in [
+        ("stderr", err.as_ref()),
+        ("failure.json", &failure),
+        ("report", &md),
+    ] {
+        assert!(!text.contains('\u{1b}'), "{what}: {text:?}");
+        assert!(!text.contains("\\u001b"), "{what}: {text:?}");
+    }
+}
