@@ -62,6 +62,7 @@ fn main() {
         disks_per_board: 1,
         disk_bytes: 64 << 20,
         first_subnet: 6000,
+        ..LabOptions::default()
     };
     let info = lab::up_with(&root, 4, &options).expect("lab up");
     std::fs::create_dir_all(root.join("pipeline")).unwrap();

@@ -50,6 +50,7 @@ fn run() -> Result<(), String> {
         disks_per_board: 1,
         disk_bytes: 64 << 20,
         first_subnet: 6000,
+        ..LabOptions::default()
     };
     // Sweep what an interrupted earlier run may have left under the same names.
     lab::down_with(&root, &options).map_err(|e| format!("sweeping an old bench lab: {e}"))?;

@@ -193,12 +193,10 @@ pub fn apply(
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| BoardResult {
-                    completed: 0,
-                    failed: vec![],
-                    interrupted: false,
-                })
+            .zip(by_board.iter())
+            .map(|(h, (board, jobs))| {
+                h.join()
+                    .unwrap_or_else(|panic| worker_panicked(store, &session, board, jobs, panic))
             })
             .collect()
     });
@@ -208,6 +206,43 @@ pub fn apply(
         outcome.interrupted |= r.interrupted;
     }
     Ok(outcome)
+}
+
+/// A board worker that panicked (a bug in benchpipe) fails every cell of that board the
+/// store does not hold as complete, so the apply exits 1 and the next one reruns them;
+/// the other boards went on in their own threads.
+fn worker_panicked(
+    store: &Store,
+    session: &str,
+    board: &str,
+    jobs: &[Job<'_>],
+    panic: Box<dyn std::any::Any + Send>,
+) -> BoardResult {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    let cause = format!("benchpipe's worker for board {board} panicked (a bug): {what}");
+    let (mut failed, mut completed) = (Vec::new(), 0);
+    for j in jobs {
+        let complete = store
+            .read(j.cell)
+            .is_ok_and(|d| state::state(j.cell, &j.primary, &d).is_complete());
+        if complete {
+            completed += 1;
+            continue;
+        }
+        if let Ok(w) = store.begin(j.cell) {
+            let _ = w.record_failure(session, store::now(), &cause);
+        }
+        failed.push((j.cell.address.clone(), cause.clone()));
+    }
+    BoardResult {
+        completed,
+        failed,
+        interrupted: false,
+    }
 }
 
 struct BoardResult {
@@ -318,6 +353,10 @@ impl Worker<'_> {
         let mut board_t = match crate::transport::connect(self.board, Duration::from_secs(30)) {
             Ok(t) => t,
             Err(e) => {
+                // The stored cause leaves the file out (no absolute path in reports).
+                if let crate::transport::TransportError::HostKey { known_hosts, .. } = &e {
+                    self.phase(None, format!("known_hosts: {}", known_hosts.display()));
+                }
                 fail_all(&mut result, jobs, &e.to_string());
                 self.done(&result);
                 return result;
@@ -621,13 +660,22 @@ impl Worker<'_> {
                 outcomes[i] = Some(Err(CellError::Cell(e)));
             }
         }
+        // A cell left without an outcome shares the fate that stopped the group: the
+        // board lost by another cell's run is its loss too, not an interruption.
+        let lost = match &stop_all {
+            Some(CellError::Board(c)) => Some(c.clone()),
+            _ => outcomes.iter().flatten().find_map(|o| match o {
+                Err(CellError::Board(c)) => Some(c.clone()),
+                _ => None,
+            }),
+        };
         outcomes
             .into_iter()
-            .map(|o| match (o, &stop_all) {
-                (Some(o), _) => o,
-                (None, Some(CellError::Board(c))) => Err(CellError::Board(c.clone())),
-                (None, Some(CellError::Cell(c))) => Err(CellError::Cell(c.clone())),
-                (None, _) => Err(CellError::Interrupted),
+            .map(|o| match (o, &lost, &stop_all) {
+                (Some(o), _, _) => o,
+                (None, Some(c), _) => Err(CellError::Board(c.clone())),
+                (None, None, Some(CellError::Cell(c))) => Err(CellError::Cell(c.clone())),
+                (None, None, _) => Err(CellError::Interrupted),
             })
             .collect()
     }

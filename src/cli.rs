@@ -145,9 +145,18 @@ pub enum LabAction {
 
 #[derive(Subcommand, Debug)]
 pub enum BoardsAction {
-    /// Fetch a board's SSH host key and add it to its known_hosts, printing the
-    /// fingerprint: the explicit step that accepts an unknown or changed key.
-    Trust { name: String },
+    /// Add a board's SSH host key to its known_hosts: the explicit step that accepts an
+    /// unknown or changed key. Only the key whose fingerprint you name is written.
+    Trust {
+        name: String,
+        /// The fingerprint you checked on the board (`SHA256:...`, as the refusal and
+        /// `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` print it).
+        #[arg(long, value_name = "SHA256:...")]
+        fingerprint: Option<String>,
+        /// Trust whatever key the board offers now, unseen (scripted labs only).
+        #[arg(long, conflicts_with = "fingerprint")]
+        yes: bool,
+    },
     /// List the boards and how they are reached.
     List,
 }
@@ -387,7 +396,11 @@ pub fn run(cli: Cli) -> Result<()> {
                     }
                     Ok(())
                 }
-                BoardsAction::Trust { name } => {
+                BoardsAction::Trust {
+                    name,
+                    fingerprint,
+                    yes,
+                } => {
                     let board = boards
                         .get(&crate::model::BoardName::new(name.as_str()))
                         .ok_or_else(|| {
@@ -403,12 +416,44 @@ pub fn run(cli: Cli) -> Result<()> {
                             "board `{name}` is local; it has no host key to trust"
                         )));
                     };
-                    let fp = crate::transport::ssh::trust(
-                        &board.name,
-                        target,
-                        std::time::Duration::from_secs(30),
-                    )?;
-                    println!("trusted {name}: {fp}");
+                    use crate::transport::ssh::{self, Accept};
+                    let timeout = std::time::Duration::from_secs(30);
+                    let accept = match (fingerprint, yes) {
+                        (Some(fp), _) => {
+                            if fp.trim().strip_prefix("SHA256:").is_none_or(str::is_empty) {
+                                return Err(Error::Usage(format!(
+                                    "--fingerprint {fp:?}: expected SHA256:... as `ssh-keygen -lf` prints it"
+                                )));
+                            }
+                            Accept::Fingerprint(fp)
+                        }
+                        (None, true) => Accept::Offered,
+                        (None, false) => {
+                            // Show what the board offers, so the user can compare it on the board.
+                            let (_, key) = ssh::scan_host_key(
+                                &board.name,
+                                target,
+                                timeout,
+                                &ssh::ConnectOptions::default(),
+                            )?;
+                            let fp = key.fingerprint();
+                            return Err(Error::Usage(format!(
+                                "board `{name}` offers {} key {fp}. Compare it with the board's own \
+                                 (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the board), then run \
+                                 `benchpipe boards trust {name} --fingerprint {fp}` \
+                                 (or --yes to trust whatever is offered, for scripted labs only)",
+                                key.algorithm
+                            )));
+                        }
+                    };
+                    let t = ssh::trust(&board.name, target, timeout, &accept)?;
+                    println!(
+                        "trusted {name}: wrote {} {} {} to {}",
+                        t.host,
+                        t.algorithm,
+                        t.fingerprint,
+                        t.known_hosts.display()
+                    );
                     Ok(())
                 }
             }

@@ -10,6 +10,7 @@ use super::{Source, names, raw, template};
 use crate::model::{
     Board, BoardName, Connection, Flash, Power, SshTarget, Storage, StorageName, StorageRole,
 };
+use crate::storage::rules;
 
 pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> Option<Board> {
     let name = src.stem.clone();
@@ -66,13 +67,16 @@ fn non_empty(
     value.get_ref().clone()
 }
 
-fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) {
+/// Reports a value that is not an absolute path; returns whether it is one.
+fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) -> bool {
     if !value.get_ref().starts_with('/') {
         diags.push(src.at_value(
             value,
             format!("`{key}` must be an absolute path on the board, starting with `/`"),
         ));
+        return false;
     }
+    true
 }
 
 fn connection(src: &Source, raw: &raw::Board, diags: &mut Vec<Diagnostic>) -> Option<Connection> {
@@ -172,11 +176,23 @@ fn storage(
                 StorageRole::Boot
             }
         };
-        if let Some(p) = &s.path {
-            absolute(src, p, "path", diags);
+        if let Some(p) = &s.path
+            && absolute(src, p, "path", diags)
+            && let Some(why) = rules::storage_path(
+                p.get_ref(),
+                s.device.is_some() && s.role.get_ref() == "scratch",
+            )
+        {
+            diags.push(
+                src.at_value(p, format!("bad storage path: {why}"))
+                    .with_help("use a directory of its own, such as `/mnt/usb`, or leave `path` out of a scratch storage with a device to mount it under the workdir"),
+            );
         }
-        if let Some(d) = &s.device {
-            absolute(src, d, "device", diags);
+        if let Some(d) = &s.device
+            && absolute(src, d, "device", diags)
+            && let Some(why) = rules::device_path(d.get_ref())
+        {
+            diags.push(src.at_value(d, format!("bad device: {why}")));
         }
         let path = match (&s.path, &s.device, role) {
             (Some(p), _, _) => p.get_ref().trim_end_matches('/').to_string(),
@@ -197,7 +213,41 @@ fn storage(
             model: s.model.as_ref().map(|m| m.get_ref().clone()),
         });
     }
+    boot_overlap(src, raw, diags);
     out
+}
+
+/// A scratch device that is, holds or lies inside a boot storage's device would be
+/// formatted with the system on it. Naming alone decides here (`/dev/sda` holds
+/// `/dev/sda1`); symlinks such as `/dev/disk/by-id/...` are resolved on the board, where
+/// `storage::prepare` also refuses any device holding `/` or `/boot`.
+fn boot_overlap(src: &Source, raw: &[Spanned<raw::Storage>], diags: &mut Vec<Diagnostic>) {
+    let with_device = |role: &'static str| {
+        raw.iter().filter_map(move |e| {
+            let s = e.get_ref();
+            let d = s.device.as_ref()?;
+            (s.role.get_ref() == role && d.get_ref().starts_with('/')).then_some((s, d))
+        })
+    };
+    for (scratch, dev) in with_device("scratch") {
+        for (boot, boot_dev) in with_device("boot") {
+            if rules::overlaps(dev.get_ref(), boot_dev.get_ref()) {
+                diags.push(
+                    src.at_value(
+                        dev,
+                        format!(
+                            "scratch storage `{}` on `{}` overlaps boot storage `{}` on `{}`: formatting it would destroy the system",
+                            scratch.name.get_ref(),
+                            dev.get_ref(),
+                            boot.name.get_ref(),
+                            boot_dev.get_ref()
+                        ),
+                    )
+                    .with_help("a scratch device must be another disk than the boot disk, or another partition of it"),
+                );
+            }
+        }
+    }
 }
 
 fn flash(

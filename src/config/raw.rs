@@ -170,9 +170,9 @@ pub struct Expect {
 pub struct Filesystem {
     pub kind: S<String>,
     #[serde(default)]
-    pub mkfs_options: Vec<String>,
+    pub mkfs_options: Vec<S<String>>,
     #[serde(default)]
-    pub mount_options: Vec<String>,
+    pub mount_options: Vec<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

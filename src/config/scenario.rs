@@ -12,6 +12,7 @@ use crate::model::{
     AS_IS, Board, BoardName, CellPattern, Compare, Cooldown, Filesystem, FsName, Image, ImageName,
     ImageSource, Matrix, Method, ParamValue, Recipe, RunOrder, Runs, Scenario, TestName,
 };
+use crate::storage::rules;
 
 /// What a scenario can refer to. `broken_*` are names whose file failed to load: they
 /// exist, so a reference to them is not reported again.
@@ -192,13 +193,30 @@ fn filesystems(
                 .with_help(help),
             );
         }
+        for opt in &fs.mkfs_options {
+            if let Some(why) = rules::mkfs_option(opt.get_ref()) {
+                diags.push(
+                    src.at_value(opt, format!("bad mkfs option: {why}"))
+                        .with_help("write an option and its value as one item (`-O^has_journal`, `--nodesize=16k`); benchpipe names the device itself"),
+                );
+            }
+        }
+        for opt in &fs.mount_options {
+            if let Some(why) = rules::mount_option(opt.get_ref()) {
+                diags.push(
+                    src.at_value(opt, format!("bad mount option: {why}"))
+                        .with_help("mount options tune the filesystem benchpipe mounts (`noatime`, `compress=lzo`); they may not name devices or paths"),
+                );
+            }
+        }
+        let texts = |v: &[Spanned<String>]| v.iter().map(|o| o.get_ref().clone()).collect();
         out.insert(
             FsName::new(name.clone()),
             Filesystem {
                 name: FsName::new(name.clone()),
                 kind: kind.clone(),
-                mkfs_options: fs.mkfs_options.clone(),
-                mount_options: fs.mount_options.clone(),
+                mkfs_options: texts(&fs.mkfs_options),
+                mount_options: texts(&fs.mount_options),
             },
         );
     }

@@ -6,13 +6,23 @@
 //! files and the lab's own known_hosts; the user's `~/.ssh` is never touched.
 //! `down` removes all of it, from the state file and also by naming convention, so it
 //! works after a crash. Every process in a board's namespace (sshd, its sessions, any
-//! service a test left) is killed with the namespace.
+//! service a test left) is killed with the namespace. Root acts only on names and paths
+//! the lab itself makes (see `state`): a planted state file or link changes nothing.
+
+mod board;
+mod down;
+mod state;
+
+use board::{board_file, keygen, sshd_config, start_sshd_with, write_board_file};
+pub use board::{kill_sshd, start_sshd};
+pub use down::{down, down_with};
 
 use std::fs;
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +36,10 @@ const BOARD_FILE_MARK: &str = "# Written by `benchpipe lab up`; `benchpipe lab d
 const STATE_VERSION: u32 = 1;
 /// Lab boards share the controller's filesystem, so each has a workdir of its own here.
 const WORKDIRS: &str = "/var/tmp/benchpipe";
+/// sshd's `StrictModes` accepts an authorized_keys file only on a path that root alone
+/// can change, which a workspace under /home or /tmp is not; each lab keeps it here.
+const RUN_DIR: &str = "/run/benchpipe-lab";
+const DEFAULT_SSHD: &str = "/usr/sbin/sshd";
 
 /// How a lab is named and sized. Tests use their own prefix so they never collide with
 /// a user's lab or with each other.
@@ -40,6 +54,8 @@ pub struct LabOptions {
     pub disk_bytes: u64,
     /// The first /30 to try, counted in 198.18.0.0/15; used ones are skipped.
     pub first_subnet: u32,
+    /// The sshd binary every board runs (tests name a missing one).
+    pub sshd: PathBuf,
 }
 
 impl Default for LabOptions {
@@ -50,6 +66,7 @@ impl Default for LabOptions {
             disks_per_board: 2,
             disk_bytes: 256 << 20,
             first_subnet: 1,
+            sshd: PathBuf::from(DEFAULT_SSHD),
         }
     }
 }
@@ -110,6 +127,28 @@ impl LabInfo {
             password_env: None,
             known_hosts: Some(self.known_hosts.clone()),
         }
+    }
+
+    /// The keys every board's sshd accepts (the lab's own, and any a test adds).
+    pub fn authorized_keys(&self) -> PathBuf {
+        run_dir(&self.prefix).join("authorized_keys")
+    }
+}
+
+fn run_dir(prefix: &str) -> PathBuf {
+    Path::new(RUN_DIR).join(prefix)
+}
+
+/// The workspace as the lab names it: its real path (the user's own links resolved once,
+/// deliberately), so that the state file records one spelling; the links checked after
+/// this are only those inside the workspace, which a cloned repository can carry.
+fn workspace(root: &Path) -> Result<PathBuf, Error> {
+    match fs::canonicalize(root) {
+        Ok(p) => Ok(p),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::path::absolute(root).map_err(io(root))
+        }
+        Err(e) => Err(Error::io(root, e)),
     }
 }
 
@@ -236,33 +275,6 @@ fn used_subnets() -> Result<Vec<u32>, Error> {
     Ok(used)
 }
 
-fn read_state(root: &Path) -> Result<Option<LabInfo>, Error> {
-    let path = state_dir(root).join("state.json");
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&path, e)),
-    };
-    let info: LabInfo = serde_json::from_str(&text)
-        .map_err(|e| fail(format!("{}: not a lab state file: {e}", path.display())))?;
-    if info.version != STATE_VERSION {
-        return Err(fail(format!(
-            "{}: lab state version {} is not {STATE_VERSION}; remove the lab with the benchpipe that built it",
-            path.display(),
-            info.version
-        )));
-    }
-    Ok(Some(info))
-}
-
-fn write_state(info: &LabInfo) -> Result<(), Error> {
-    let path = info.state_dir.join("state.json");
-    let tmp = info.state_dir.join("state.json.tmp");
-    let text = serde_json::to_string_pretty(info).map_err(|e| fail(e.to_string()))?;
-    fs::write(&tmp, text).map_err(io(&tmp))?;
-    fs::rename(&tmp, &path).map_err(io(&path))
-}
-
 fn pid_alive(pid_file: &Path) -> bool {
     let Ok(text) = fs::read_to_string(pid_file) else {
         return false;
@@ -276,7 +288,11 @@ fn pid_alive(pid_file: &Path) -> bool {
 
 /// The lab under `root`, with each board's sshd checked; `None` when there is none.
 pub fn status(root: &Path) -> Result<Option<LabInfo>, Error> {
-    let Some(mut info) = read_state(root)? else {
+    status_with(root, &LabOptions::default())
+}
+
+pub fn status_with(root: &Path, options: &LabOptions) -> Result<Option<LabInfo>, Error> {
+    let Some(mut info) = state::read(root, options)? else {
         return Ok(None);
     };
     for b in &mut info.boards {
@@ -296,7 +312,8 @@ pub fn up(root: &Path, boards: usize) -> Result<LabInfo, Error> {
 pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabInfo, Error> {
     require_root()?;
     check_options(options, boards)?;
-    if let Some(existing) = status(root)? {
+    check_tools(options)?;
+    if let Some(existing) = status_with(root, options)? {
         let healthy = existing.boards.len() == boards
             && existing.prefix == options.prefix
             && existing.boards.iter().all(|b| b.sshd_running);
@@ -306,12 +323,12 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
                 ..existing
             });
         }
-        down(root)?;
+        down_with(root, options)?;
     }
     let lock = LabLock::take()?;
-    let root = std::path::absolute(root).map_err(io(root))?;
-    let state = state_dir(&root);
-    fs::create_dir_all(state.join("disks")).map_err(io(&state))?;
+    fs::create_dir_all(root).map_err(io(root))?;
+    let root = workspace(root)?;
+    let state = prepare_state_dir(&root)?;
     let mut info = LabInfo {
         version: STATE_VERSION,
         prefix: options.prefix.clone(),
@@ -323,29 +340,125 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
         already_up: false,
     };
     // Recorded before anything is built, so that `down` finds the prefix after a crash.
-    write_state(&info)?;
+    state::write(&info)?;
     let built = build(&root, boards, options, &mut info);
     drop(lock);
     match built {
         Ok(()) => Ok(info),
         Err(e) => {
-            let _ = down(&root);
+            let _ = down_with(&root, options);
             Err(e)
         }
     }
 }
 
+/// What the lab runs, with the Debian package each comes from.
+const TOOLS: &[(&str, &str)] = &[
+    ("ssh-keygen", "openssh-client"),
+    ("ip", "iproute2"),
+    ("losetup", "mount"),
+    ("mkfs.ext4", "e2fsprogs"),
+];
+
+/// Stops before building anything when a tool the lab runs is missing, naming the
+/// package to install. The lab does not install them itself: openssh-server also
+/// starts the machine's own sshd, which is the user's decision.
+fn check_tools(o: &LabOptions) -> Result<(), Error> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+    };
+    let mut missing: Vec<(String, &str)> = Vec::new();
+    if !o.sshd.is_file() {
+        missing.push((o.sshd.display().to_string(), "openssh-server"));
+    }
+    for (tool, package) in TOOLS.iter().filter(|(t, _)| *t != "mkfs.ext4") {
+        if !on_path(tool) {
+            missing.push((tool.to_string(), package));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let tools: Vec<&str> = missing.iter().map(|(t, _)| t.as_str()).collect();
+    let mut packages: Vec<&str> = missing.iter().map(|(_, p)| *p).collect();
+    packages.dedup();
+    Err(fail(format!(
+        "the virtual lab needs {} (Debian package {}); install with: apt-get install {}",
+        tools.join(", "),
+        packages.join(", "),
+        packages.join(" ")
+    )))
+}
+
+/// Makes `.benchpipe/lab` a fresh, root-only directory: a leftover one (a crash before
+/// its state was written) is removed when it is the running user's own, anything else
+/// is refused. Everything `up` writes goes inside it, or is replaced by rename.
+fn prepare_state_dir(root: &Path) -> Result<PathBuf, Error> {
+    let dir = state_dir(root);
+    let parent = dir.parent().unwrap_or(root);
+    fs::create_dir_all(root).map_err(io(root))?;
+    match fs::symlink_metadata(parent) {
+        Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
+            return Err(fail(format!(
+                "{} is not a plain directory; the lab, running as root, follows no link",
+                parent.display()
+            )));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fs::DirBuilder::new()
+            .mode(0o755)
+            .create(parent)
+            .map_err(io(parent))?,
+        Err(e) => return Err(Error::io(parent, e)),
+    }
+    match fs::symlink_metadata(&dir) {
+        Ok(m) => {
+            state::check_owned(&dir, &m, false)?;
+            fs::remove_dir_all(&dir).map_err(io(&dir))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(&dir, e)),
+    }
+    // Not create_dir_all: it must be this call that makes it.
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(io(&dir))?;
+    Ok(dir)
+}
+
+/// Makes `dir` fresh and root-only: an old one is removed first (after its mounts).
+fn fresh_private_dir(
+    dir: &Path,
+    remove_old: impl FnOnce(&Path) -> Result<(), Error>,
+) -> Result<(), Error> {
+    state::check_no_links(dir)?;
+    if fs::symlink_metadata(dir).is_ok() {
+        remove_old(dir)?;
+    }
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(io(dir))
+}
+
 fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Result<(), Error> {
     let state = info.state_dir.clone();
-    let _ = fs::remove_file(&info.identity);
-    let _ = fs::remove_file(state.join("id_ed25519.pub"));
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(state.join("disks"))
+        .map_err(io(&state))?;
     keygen(&info.identity, "benchpipe-lab")?;
-    let authorized = state.join("authorized_keys");
     let public = state.join("id_ed25519.pub");
-    fs::copy(&public, &authorized).map_err(io(&authorized))?;
+    let public_key = fs::read(&public).map_err(io(&public))?;
+    state::ensure_dir(Path::new(RUN_DIR), 0o755)?;
+    let run = run_dir(&o.prefix);
+    fresh_private_dir(&run, |d| fs::remove_dir_all(d).map_err(io(d)))?;
+    let authorized = info.authorized_keys();
+    state::write_new(&authorized, &public_key, 0o600)?;
     fs::create_dir_all("/run/sshd").map_err(io(Path::new("/run/sshd")))?;
-    let boards_dir = root.join("boards");
-    fs::create_dir_all(&boards_dir).map_err(io(&boards_dir))?;
+    state::ensure_dir(Path::new(WORKDIRS), 0o755)?;
 
     let used = used_subnets()?;
     let mut next_subnet = o.first_subnet.max(1);
@@ -359,28 +472,17 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         }
         let subnet = next_subnet;
         next_subnet += 1;
-        let (controller_address, address) = subnet_addresses(subnet);
-        let name = format!("{}-{i}", o.board_prefix);
-        let netns = format!("{}-{i}", o.prefix);
+        let mut board = state::expected_board(root, o, i, subnet);
+        let (name, netns) = (board.name.to_string(), board.netns.clone());
+        let (address, controller_address) = (board.address, board.controller_address);
         let dir = state.join(&name);
-        fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let workdir = format!("{WORKDIRS}/{name}");
-        let mut board = LabBoard {
-            name: BoardName::new(&name),
-            netns: netns.clone(),
-            subnet,
-            controller_address,
-            address,
-            workdir: workdir.clone(),
-            board_file: boards_dir.join(format!("{name}.toml")),
-            sshd_config: dir.join("sshd_config"),
-            sshd_pid_file: dir.join("sshd.pid"),
-            disks: Vec::new(),
-            sshd_running: false,
-        };
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io(&dir))?;
         // Record first, build after: a crash half-way still leaves a complete recipe for `down`.
         info.boards.push(board.clone());
-        write_state(info)?;
+        state::write(info)?;
 
         cmd(&["ip", "netns", "add", &netns])?;
         let peer = format!("{netns}b");
@@ -406,10 +508,17 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         cmd(&["ip", "addr", "add", &controller_cidr, "dev", &netns])?;
         cmd(&["ip", "link", "set", &netns, "up"])?;
 
-        fs::create_dir_all(&workdir).map_err(io(Path::new(&workdir)))?;
+        let workdir = PathBuf::from(&board.workdir);
+        fresh_private_dir(&workdir, down::remove_workdir)?;
         for k in 1..=o.disks_per_board {
-            let file = state.join("disks").join(format!("{netns}-d{k}.img"));
-            let f = fs::File::create(&file).map_err(io(&file))?;
+            let file = state::disk_image(root, &netns, k);
+            let f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&file)
+                .map_err(io(&file))?;
             f.set_len(o.disk_bytes).map_err(io(&file))?;
             drop(f);
             let file_str = file.to_string_lossy().into_owned();
@@ -417,27 +526,23 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
                 .stdout_str()
                 .trim()
                 .to_string();
-            let path = format!("{workdir}/disk{k}");
-            fs::create_dir_all(&path).map_err(io(Path::new(&path)))?;
-            board.disks.push(LabDisk {
-                name: format!("disk{k}"),
-                device,
-                file,
-                path,
-            });
+            let disk = state::expected_disk(root, &board, k, &device);
+            fs::DirBuilder::new()
+                .mode(0o755)
+                .create(&disk.path)
+                .map_err(io(Path::new(&disk.path)))?;
+            board.disks.push(disk);
             if let Some(last) = info.boards.last_mut() {
                 *last = board.clone();
             }
-            write_state(info)?;
+            state::write(info)?;
         }
 
         let host_key = dir.join("ssh_host_ed25519_key");
-        let _ = fs::remove_file(&host_key);
-        let _ = fs::remove_file(dir.join("ssh_host_ed25519_key.pub"));
         keygen(&host_key, &name)?;
         let config = sshd_config(&host_key, &board.sshd_pid_file, &authorized, address);
-        fs::write(&board.sshd_config, config).map_err(io(&board.sshd_config))?;
-        start_sshd(&board)?;
+        state::write_new(&board.sshd_config, config.as_bytes(), 0o600)?;
+        start_sshd_with(&board, &o.sshd)?;
         let public = dir.join("ssh_host_ed25519_key.pub");
         let key = fs::read_to_string(&public).map_err(io(&public))?;
         let mut fields = key.split_whitespace();
@@ -445,114 +550,16 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
             return Err(fail(format!("{}: not a public key", public.display())));
         };
         known_hosts.push_str(&format!("{address} {kind} {blob}\n"));
-        fs::write(&info.known_hosts, &known_hosts).map_err(io(&info.known_hosts))?;
+        state::replace(&info.known_hosts, known_hosts.as_bytes(), 0o600)?;
 
-        let text = board_file(&board, info);
-        fs::write(&board.board_file, text).map_err(io(&board.board_file))?;
+        write_board_file(&board.board_file, &board_file(&board, info))?;
         board.sshd_running = true;
         if let Some(last) = info.boards.last_mut() {
             *last = board;
         }
-        write_state(info)?;
+        state::write(info)?;
     }
     Ok(())
-}
-
-fn keygen(path: &Path, comment: &str) -> Result<(), Error> {
-    let p = path.to_string_lossy();
-    cmd(&[
-        "ssh-keygen",
-        "-q",
-        "-t",
-        "ed25519",
-        "-N",
-        "",
-        "-C",
-        comment,
-        "-f",
-        &p,
-    ])?;
-    Ok(())
-}
-
-fn sshd_config(host_key: &Path, pid_file: &Path, authorized: &Path, address: Ipv4Addr) -> String {
-    // SetEnv SHLVL=1: bash sources the controller's ~/.bashrc for commands sshd runs,
-    // unless it is already a nested shell. A lab board shares the controller's files,
-    // and a bashrc that waits on a lock (pyenv's rehash does) would hang every command.
-    format!(
-        "# benchpipe lab board sshd\n\
-         ListenAddress {address}:22\n\
-         HostKey {}\n\
-         PidFile {}\n\
-         AuthorizedKeysFile {}\n\
-         PermitRootLogin prohibit-password\n\
-         PubkeyAuthentication yes\n\
-         PasswordAuthentication no\n\
-         KbdInteractiveAuthentication no\n\
-         UsePAM no\n\
-         StrictModes no\n\
-         PrintMotd no\n\
-         PrintLastLog no\n\
-         X11Forwarding no\n\
-         LogLevel ERROR\n\
-         SetEnv SHLVL=1\n\
-         Subsystem sftp /usr/lib/openssh/sftp-server\n",
-        host_key.display(),
-        pid_file.display(),
-        authorized.display()
-    )
-}
-
-/// Starts a board's sshd in its namespace and waits until it accepts connections.
-pub fn start_sshd(board: &LabBoard) -> Result<(), Error> {
-    let _ = fs::remove_file(&board.sshd_pid_file);
-    let log = board.sshd_config.with_file_name("sshd.log");
-    cmd(&[
-        "ip",
-        "netns",
-        "exec",
-        &board.netns,
-        "/usr/sbin/sshd",
-        "-f",
-        &board.sshd_config.to_string_lossy(),
-        "-E",
-        &log.to_string_lossy(),
-    ])?;
-    let addr = std::net::SocketAddr::from((board.address, 22));
-    let started = Instant::now();
-    loop {
-        if pid_alive(&board.sshd_pid_file)
-            && std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-        {
-            return Ok(());
-        }
-        if started.elapsed() > Duration::from_secs(10) {
-            let log_text = fs::read_to_string(&log).unwrap_or_default();
-            return Err(fail(format!(
-                "{}: sshd did not start listening on {addr} within 10 s: {}",
-                board.name,
-                log_text.trim()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Kills every sshd process of a board (the listener and each session's), as a crash
-/// would; commands running under them lose their channel. Returns how many were killed.
-pub fn kill_sshd(board: &LabBoard) -> Result<usize, Error> {
-    let mut killed = 0;
-    for pid in netns_pids(&board.netns)? {
-        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.trim() == "sshd" {
-            // SAFETY: kill(2) on a pid we just listed; no memory involved.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-            killed += 1;
-        }
-    }
-    Ok(killed)
 }
 
 fn netns_pids(netns: &str) -> Result<Vec<i32>, Error> {
@@ -562,282 +569,4 @@ fn netns_pids(netns: &str) -> Result<Vec<i32>, Error> {
         .split_whitespace()
         .filter_map(|p| p.parse().ok())
         .collect())
-}
-
-fn toml_str(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
-
-fn board_file(board: &LabBoard, info: &LabInfo) -> String {
-    let mut s = format!(
-        "{BOARD_FILE_MARK}\n\
-         # A virtual board: network namespace {ns}, sshd on {addr}.\n\
-         model = {model}\n\
-         arch = {arch}\n\
-         workdir = {workdir}\n\
-         \n\
-         [ssh]\n\
-         host = {host}\n\
-         port = 22\n\
-         user = \"root\"\n\
-         identity = {identity}\n\
-         known_hosts = {known_hosts}\n",
-        ns = board.netns,
-        addr = board.address,
-        model = toml_str("benchpipe virtual lab board"),
-        arch = toml_str(std::env::consts::ARCH),
-        workdir = toml_str(&board.workdir),
-        host = toml_str(&board.address.to_string()),
-        identity = toml_str(&info.identity.to_string_lossy()),
-        known_hosts = toml_str(&info.known_hosts.to_string_lossy()),
-    );
-    for d in &board.disks {
-        s.push_str(&format!(
-            "\n[[storage]]\n\
-             name = {}\n\
-             role = \"scratch\"\n\
-             device = {}\n\
-             path = {}\n\
-             model = {}\n",
-            toml_str(&d.name),
-            toml_str(&d.device),
-            toml_str(&d.path),
-            toml_str("loop device on a sparse file"),
-        ));
-    }
-    s
-}
-
-/// `benchpipe lab down`: removes the lab under `root`, and anything else named with its
-/// prefix (`bp-lab-*` by default) that a crashed run left behind.
-pub fn down(root: &Path) -> Result<(), Error> {
-    down_with(root, &LabOptions::default())
-}
-
-pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
-    require_root()?;
-    let _lock = LabLock::take()?;
-    let state = read_state(root).ok().flatten();
-    let prefix = state
-        .as_ref()
-        .map(|s| s.prefix.clone())
-        .unwrap_or_else(|| options.prefix.clone());
-    let ours = |name: &str| {
-        name.strip_prefix(&prefix)
-            .and_then(|r| r.strip_prefix('-'))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
-    let mut problems = Vec::new();
-
-    // Namespaces: every process in them (sshd, sessions, services) dies with them.
-    let mut namespaces: Vec<String> = state
-        .iter()
-        .flat_map(|s| s.boards.iter().map(|b| b.netns.clone()))
-        .collect();
-    if let Ok(out) = cmd(&["ip", "netns", "list"]) {
-        for line in out.stdout_str().lines() {
-            if let Some(name) = line.split_whitespace().next()
-                && ours(name)
-                && !namespaces.iter().any(|n| n == name)
-            {
-                namespaces.push(name.to_string());
-            }
-        }
-    }
-    for ns in &namespaces {
-        if !Path::new("/run/netns").join(ns).exists() {
-            continue;
-        }
-        if let Err(e) = kill_namespace_processes(ns) {
-            problems.push(e.to_string());
-        }
-        if let Err(e) = cmd(&["ip", "netns", "delete", ns]) {
-            problems.push(e.to_string());
-        }
-    }
-
-    // Controller-side veths normally vanish with their peer; sweep any left.
-    if let Ok(out) = cmd(&["ip", "-o", "link", "show"]) {
-        for line in out.stdout_str().lines() {
-            let Some(name) = line.split(':').nth(1) else {
-                continue;
-            };
-            let name = name.trim().split('@').next().unwrap_or("");
-            if (ours(name) || name.strip_suffix('b').is_some_and(ours))
-                && let Err(e) = cmd(&["ip", "link", "delete", name])
-            {
-                problems.push(e.to_string());
-            }
-        }
-    }
-
-    // Loop devices whose backing file follows our naming, unmounted first.
-    let disk_name = |file: &str| {
-        let base = file.rsplit('/').next().unwrap_or("");
-        let base = base.strip_suffix(" (deleted)").unwrap_or(base);
-        base.strip_suffix(".img")
-            .and_then(|b| b.rsplit_once("-d"))
-            .is_some_and(|(ns, k)| ours(ns) && k.bytes().all(|c| c.is_ascii_digit()))
-    };
-    for (device, _) in loop_devices()?.into_iter().filter(|(_, f)| disk_name(f)) {
-        if let Err(e) = detach_loop(&device) {
-            problems.push(e.to_string());
-        }
-    }
-
-    // Workdirs: those recorded, and `WORKDIRS/BOARDPREFIX-N` swept by name, since only
-    // lab boards keep their workdir on the controller.
-    let board_prefix = state
-        .as_ref()
-        .map(|s| s.board_prefix.clone())
-        .unwrap_or_else(|| options.board_prefix.clone());
-    let mut workdirs: Vec<PathBuf> = state
-        .iter()
-        .flat_map(|s| s.boards.iter().map(|b| PathBuf::from(&b.workdir)))
-        .collect();
-    if let Ok(entries) = fs::read_dir(WORKDIRS) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let numbered = name
-                .strip_prefix(&board_prefix)
-                .and_then(|r| r.strip_prefix('-'))
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if numbered && !workdirs.contains(&e.path()) {
-                workdirs.push(e.path());
-            }
-        }
-    }
-    for w in workdirs.iter().filter(|w| w.starts_with(WORKDIRS)) {
-        if let Err(e) = remove_workdir(w) {
-            problems.push(e.to_string());
-        }
-    }
-    if let Some(s) = &state {
-        for b in &s.boards {
-            let is_ours = fs::read_to_string(&b.board_file)
-                .map(|t| t.starts_with(BOARD_FILE_MARK))
-                .unwrap_or(false);
-            if is_ours {
-                let _ = fs::remove_file(&b.board_file);
-            }
-        }
-    }
-    let dir = state_dir(root);
-    if dir.exists()
-        && let Err(e) = fs::remove_dir_all(&dir)
-    {
-        problems.push(format!("{}: {e}", dir.display()));
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(fail(format!(
-            "lab down left problems behind:\n  {}",
-            problems.join("\n  ")
-        )))
-    }
-}
-
-/// Unmounts whatever is mounted at or below `dir` on the controller (deepest first), so
-/// that removing it never reaches into a mounted filesystem, then removes it.
-fn remove_workdir(dir: &Path) -> Result<(), Error> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut below: Vec<String> = mountinfo
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(4))
-        .map(|m| m.replace("\\040", " "))
-        .filter(|m| Path::new(m).starts_with(dir))
-        .collect();
-    below.sort_by_key(|m| std::cmp::Reverse(m.len()));
-    for m in below {
-        if cmd(&["umount", &m]).is_err() {
-            cmd(&["umount", "-l", &m])?;
-        }
-    }
-    match fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(dir, e)),
-    }
-}
-
-/// Ends every process in a namespace: SIGTERM first, so that a shell in the middle of
-/// something (a lock file, a temporary file) can clean up, then SIGKILL after a second.
-fn kill_namespace_processes(ns: &str) -> Result<(), Error> {
-    let started = Instant::now();
-    let mut signal = libc::SIGTERM;
-    loop {
-        let pids = netns_pids(ns)?;
-        if pids.is_empty() {
-            return Ok(());
-        }
-        if started.elapsed() > Duration::from_secs(1) {
-            signal = libc::SIGKILL;
-        }
-        for pid in &pids {
-            // SAFETY: kill(2) on pids listed as members of our namespace.
-            unsafe {
-                libc::kill(*pid, signal);
-            }
-        }
-        if started.elapsed() > Duration::from_secs(6) {
-            return Err(fail(format!(
-                "processes {pids:?} in namespace {ns} survived SIGKILL"
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// (device, backing file) of every loop device.
-fn loop_devices() -> Result<Vec<(String, String)>, Error> {
-    let out = cmd(&[
-        "losetup",
-        "--list",
-        "--noheadings",
-        "--raw",
-        "-O",
-        "NAME,BACK-FILE",
-    ])?;
-    Ok(out
-        .stdout_str()
-        .lines()
-        .filter_map(|l| {
-            let (dev, file) = l.split_once(' ')?;
-            Some((dev.to_string(), file.replace("\\x20", " ")))
-        })
-        .collect())
-}
-
-/// Unmounts everything mounted from `device` on the controller, then detaches it and
-/// waits until the kernel has let it go.
-fn detach_loop(device: &str) -> Result<(), Error> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    for line in mountinfo.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else {
-            continue;
-        };
-        if fields.get(dash + 2) == Some(&device)
-            && let Some(mount_point) = fields.get(4)
-        {
-            let mp = mount_point.replace("\\040", " ");
-            if cmd(&["umount", &mp]).is_err() {
-                cmd(&["umount", "-l", &mp])?;
-            }
-        }
-    }
-    let started = Instant::now();
-    loop {
-        let attached = loop_devices()?.iter().any(|(d, _)| d == device);
-        if !attached {
-            return Ok(());
-        }
-        // A device still held (a mount namespace being torn down) detaches on last close.
-        let _ = cmd(&["losetup", "-d", device]);
-        if started.elapsed() > Duration::from_secs(10) {
-            return Err(fail(format!("loop device {device} is still attached")));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::model::{Better, Cooldown, Scenario, Workspace};
 use crate::plan::state::{self, CellState};
-use crate::plan::{Address, CellKey, Plan};
+use crate::plan::{Address, Cell, CellKey, Plan};
 use crate::stats;
 use crate::store::CellData;
 
@@ -520,10 +520,12 @@ pub fn comparisons(
         .filter(|(n, _)| !n)
         .map(|(_, f)| f)
         .collect();
-        let values = |key: &CellKey| -> Vec<f64> {
-            data.get(key)
+        // The runs that count, by the same rule as the tables: a flagged run the method
+        // leaves out of a table must not decide a comparison either.
+        let values = |cell: &Cell| -> Vec<f64> {
+            data.get(&cell.key)
                 .map(|d| {
-                    d.measured()
+                    state::counted(&cell.method, d)
                         .filter_map(|s| s.metrics.get(&c.metric).copied())
                         .collect()
                 })
@@ -545,7 +547,7 @@ pub fn comparisons(
             let Some(base) = base else {
                 continue;
             };
-            let (b, x) = (values(&base.key), values(&cand.key));
+            let (b, x) = (values(base), values(cand));
             let mut row = ComparisonRow {
                 metric: format!("{}.{}", c.test, c.metric),
                 baseline: config_label(&base.address),
@@ -896,6 +898,42 @@ mod tests {
             md.contains("2 of 3 (throttle state unknown), included"),
             "{md}"
         );
+    }
+
+    /// Flagged runs that the method leaves out of the tables must not decide a
+    /// comparison either: nine throttled runs would otherwise make the USB "better".
+    #[test]
+    fn comparisons_leave_out_the_flagged_runs_the_tables_leave_out() {
+        let (mut ws, _, _) = usb_against_sd();
+        ws.scenarios[0].method.validity.exclude_flagged = true;
+        let scenario = ws.scenarios[0].clone();
+        let plan = expand(&ws, &scenario);
+        let mut data = BTreeMap::new();
+        for c in &plan.cells {
+            let usb = c
+                .address
+                .storage
+                .as_ref()
+                .is_some_and(|s| s.as_str() == "usb");
+            let mut d = with_samples(if usb {
+                &[
+                    14.0, 14.9, 14.33, 30.0, 30.1, 30.2, 29.9, 30.0, 30.1, 30.2, 29.9, 30.0,
+                ]
+            } else {
+                &[14.2, 14.5, 14.53]
+            });
+            if usb {
+                for s in &mut d.samples[3..] {
+                    s.flags = vec!["throttled".into()];
+                }
+            }
+            data.insert(c.key.clone(), d);
+        }
+        let r = build(&ws, &scenario, &plan, &data);
+        assert!(!r.comparisons.is_empty());
+        for row in &r.comparisons {
+            assert_eq!(row.verdict, "no significant difference", "{row:?}");
+        }
     }
 
     #[test]

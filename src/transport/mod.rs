@@ -64,8 +64,14 @@ pub enum TransportError {
     Unreachable { target: String, reason: String },
     #[error("{target}: authentication failed: {reason}")]
     Auth { target: String, reason: String },
+    /// The message names the host and fingerprints but not `known_hosts`: it goes into
+    /// failure.json and reports, which hold no absolute path. The file is for the terminal.
     #[error("{target}: host key check failed: {reason}")]
-    HostKey { target: String, reason: String },
+    HostKey {
+        target: String,
+        reason: String,
+        known_hosts: std::path::PathBuf,
+    },
     #[error("{target}: command timed out after {after:?}: {command}")]
     Timeout {
         target: String,

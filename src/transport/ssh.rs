@@ -332,6 +332,7 @@ impl SshTransport {
         let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
             target: self.board.to_string(),
             reason: format!("{} sent no host key", self.resolved.address()),
+            known_hosts: self.resolved.known_hosts.clone(),
         })?;
         verify_host_key(&self.board, &self.resolved, &session, &key)?;
         authenticate(
@@ -837,26 +838,28 @@ fn verify_host_key(
     let fail = |reason: String| TransportError::HostKey {
         target: board.to_string(),
         reason,
+        known_hosts: file.clone(),
     };
     let pattern = hostkey::host_pattern(&resolved.host, resolved.port);
     match hostkey::check(session, file, &resolved.host, resolved.port, key).map_err(fail)? {
         Verdict::Match => Ok(()),
         Verdict::Unknown => Err(fail(format!(
-            "{pattern} is not in {} (it offered {} key {}). Check the fingerprint on the \
-             board (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub), then accept it with \
-             `benchpipe boards trust {board}`",
-            file.display(),
+            "{pattern} is not in the board's known_hosts (it offered {} key {}). Check the \
+             fingerprint on the board (`ssh-keygen -lf` on its ssh_host_*_key.pub), then \
+             accept it with `benchpipe boards trust {board} --fingerprint {}`",
             key.algorithm,
+            key.fingerprint(),
             key.fingerprint()
         ))),
         Verdict::Mismatch => Err(fail(format!(
-            "{pattern} offered {} key {}, which does NOT match the key recorded in {}. \
-             Someone may be intercepting the connection, or the board was reinstalled. \
-             If you are sure it was reinstalled, accept the new key with \
-             `benchpipe boards trust {board}`",
+            "{pattern} offered {} key {}, which does NOT match the key recorded in the \
+             board's known_hosts. Someone may be intercepting the connection, or the board \
+             was reinstalled. If you are sure it was reinstalled, check the fingerprint on \
+             the board (`ssh-keygen -lf` on its ssh_host_*_key.pub) and accept the new key with \
+             `benchpipe boards trust {board} --fingerprint {}`",
             key.algorithm,
             key.fingerprint(),
-            file.display()
+            key.fingerprint()
         ))),
     }
 }
@@ -949,20 +952,43 @@ pub fn scan_host_key(
     let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
         target: board.to_string(),
         reason: format!("{} sent no host key", resolved.address()),
+        known_hosts: resolved.known_hosts.clone(),
     })?;
     Ok((resolved, key))
 }
 
+/// Which key `benchpipe boards trust` may record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Accept {
+    /// Only a key with this fingerprint (`SHA256:...`, as the refusal and
+    /// `ssh-keygen -lf` print it): the key the user saw.
+    Fingerprint(String),
+    /// Whatever key the board offers now (`--yes`, for scripted labs on a trusted network).
+    Offered,
+}
+
+/// What the trust step wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trusted {
+    /// The known_hosts name: `host`, or `[host]:port` off port 22.
+    pub host: String,
+    pub algorithm: String,
+    pub fingerprint: String,
+    pub known_hosts: PathBuf,
+}
+
 /// The explicit trust step (`benchpipe boards trust NAME`): fetches the board's host key
-/// and records it in the board's known_hosts file (the board file's `known_hosts`, else
-/// `~/.ssh/known_hosts`), replacing a plain entry of the same type for that host.
-/// Returns the fingerprint that was trusted.
+/// and, when `accept` allows it, records it in the board's known_hosts file (the board
+/// file's `known_hosts`, else `~/.ssh/known_hosts`), replacing an entry of the same type
+/// for that host. A key whose fingerprint is not the one named is refused, and nothing
+/// is written.
 pub fn trust(
     board: &BoardName,
     target: &SshTarget,
     timeout: Duration,
-) -> Result<String, TransportError> {
-    trust_with(board, target, timeout, &ConnectOptions::default())
+    accept: &Accept,
+) -> Result<Trusted, TransportError> {
+    trust_with(board, target, timeout, &ConnectOptions::default(), accept)
 }
 
 pub fn trust_with(
@@ -970,16 +996,38 @@ pub fn trust_with(
     target: &SshTarget,
     timeout: Duration,
     options: &ConnectOptions,
-) -> Result<String, TransportError> {
+    accept: &Accept,
+) -> Result<Trusted, TransportError> {
     let (resolved, key) = scan_host_key(board, target, timeout, options)?;
     let pattern = hostkey::host_pattern(&resolved.host, resolved.port);
+    let offered = key.fingerprint();
+    if let Accept::Fingerprint(wanted) = accept
+        && !hostkey::same_fingerprint(wanted, &offered)
+    {
+        return Err(TransportError::HostKey {
+            target: board.to_string(),
+            reason: format!(
+                "{pattern} offers {} key {offered}, not the {} you named; nothing was \
+                 written. Check the fingerprint on the board \
+                 (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub)",
+                key.algorithm,
+                wanted.trim()
+            ),
+            known_hosts: resolved.known_hosts.clone(),
+        });
+    }
     hostkey::append(&resolved.known_hosts, &pattern, &key).map_err(|reason| {
         TransportError::Other {
             target: board.to_string(),
             reason,
         }
     })?;
-    Ok(key.fingerprint())
+    Ok(Trusted {
+        host: pattern,
+        algorithm: key.algorithm.clone(),
+        fingerprint: offered,
+        known_hosts: resolved.known_hosts,
+    })
 }
 
 #[cfg(test)]

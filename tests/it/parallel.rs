@@ -196,11 +196,20 @@ fn an_unknown_host_key_stops_apply_until_boards_trust_accepts_it() {
     );
     assert!(samples(&lab.root, "busy").is_empty());
 
-    let trust = bp(&lab.root, &["boards", "trust", &board]);
+    // The refusal's own command, with the fingerprint it showed.
+    let fingerprint = err
+        .split("--fingerprint ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| c == '`' || c.is_whitespace()).next())
+        .unwrap_or_else(|| panic!("no --fingerprint in: {err}"));
+    let trust = bp(
+        &lab.root,
+        &["boards", "trust", &board, "--fingerprint", fingerprint],
+    );
     assert!(trust.status.success(), "{}", text(&trust));
     let said = String::from_utf8_lossy(&trust.stdout);
     assert!(
-        said.starts_with(&format!("trusted {board}: SHA256:")),
+        said.starts_with(&format!("trusted {board}: wrote ")) && said.contains(fingerprint),
         "{said}"
     );
     assert!(
@@ -328,4 +337,44 @@ command = "touch {}"
         rest.join("\n")
     );
     assert!(samples(&lab.root, "long").is_empty(), "no partial sample");
+}
+
+#[test]
+fn a_board_lost_in_an_interleaved_group_fails_every_unfinished_cell_of_it() {
+    let lab = Lab::up(1);
+    let slow = BUSY.replace("sleep 0.5", "sleep 0.7");
+    write_project(
+        &lab,
+        &["slow", "slower"],
+        6,
+        &[("slow", &slow), ("slower", &slow)],
+    );
+    let scenario = lab.root.join("scenarios/s.toml");
+    let text_before = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(&scenario, format!("{text_before}order = \"interleaved\"\n")).unwrap();
+    let child = spawn_apply(&lab.root);
+    let t0 = Instant::now();
+    while samples(&lab.root, "slow").is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "board never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    benchpipe::lab::kill_sshd(lab.board(0)).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Both cells of the group failed with the board's cause: neither is "interrupted".
+    assert!(err.contains("2 failed"), "{err}");
+    assert!(!err.to_lowercase().contains("interrupted"), "{err}");
+    for test in ["slow", "slower"] {
+        assert!(
+            err.contains(&format!("FAILED {test} on")),
+            "{test} is recorded failed: {err}"
+        );
+    }
+    let plan = bp(&lab.root, &["plan", "scenarios/s.toml"]);
+    let plan_text = String::from_utf8_lossy(&plan.stdout);
+    assert_eq!(plan_text.matches("last failure:").count(), 2, "{plan_text}");
 }

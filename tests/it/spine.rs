@@ -725,3 +725,47 @@ value = { from = "value", unit = "x", better = "higher" }
         crate::processes_matching(&["sleep 3001"])
     );
 }
+
+/// A progress sink that panics when one board's worker starts: a stand-in for any bug
+/// in a board worker, reached through the public `Progress` seam.
+struct PanicsOnBoard(&'static str);
+
+impl benchpipe::apply::Progress for PanicsOnBoard {
+    fn event(&self, event: benchpipe::apply::Event<'_>) {
+        if let benchpipe::apply::Event::BoardStart { board, .. } = event
+            && board == self.0
+        {
+            panic!("injected bug on {board}");
+        }
+    }
+}
+
+#[test]
+fn a_panicking_board_worker_fails_its_cells_and_the_other_board_finishes() {
+    let p = Project::new("worker-panic")
+        .write(
+            "boards/there.toml",
+            "model = \"test controller\"\nlocal = true\n",
+        )
+        .scenario("s", &["sleepy"], 2, "")
+        .edit(
+            "scenarios/s.toml",
+            "board = [\"here\"]",
+            "board = [\"here\", \"there\"]",
+        );
+    let ws = benchpipe::config::load(&p.dir, &[p.dir.join("scenarios/s.toml")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let plan = benchpipe::plan::expand(&ws, &ws.scenarios[0]);
+    let store = benchpipe::store::Store::open(&p.dir.join("results")).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let outcome =
+        benchpipe::apply::apply(&ws, &plan.cells, &store, &PanicsOnBoard("there"), &stop).unwrap();
+    assert_eq!(outcome.completed, 1, "{outcome:?}");
+    assert_eq!(outcome.failed.len(), 1, "{outcome:?}");
+    assert_eq!(outcome.failed[0].0.board.as_str(), "there");
+    assert!(outcome.failed[0].1.contains("panicked"), "{outcome:?}");
+    // The failure is in the store too, so `plan` shows it and the exit code is 1.
+    let out = p.bp(&["plan", "scenarios/s.toml"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("failed"), "{text}");
+}

@@ -775,7 +775,10 @@ fn real_swap_traffic_is_flagged_swapping() {
             Ok(s) => Some(s),
             Err(e) => {
                 // Only the pure test with a captured vmstat pair covers this then.
-                eprintln!("SKIPPED real swap test: cannot enable swap here: {e}");
+                crate::cannot_run(
+                    "real_swap_traffic_is_flagged_swapping",
+                    &format!("cannot enable swap here: {e}"),
+                );
                 return;
             }
         }
@@ -787,7 +790,7 @@ fn real_swap_traffic_is_flagged_swapping() {
     std::thread::sleep(Duration::from_millis(1200));
     let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
     if let Err(e) = paged {
-        eprintln!("SKIPPED real swap test: {e}");
+        crate::cannot_run("real_swap_traffic_is_flagged_swapping", &e.to_string());
         return;
     }
     let s = &done.summary;

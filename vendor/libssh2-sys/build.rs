@@ -81,6 +81,12 @@ fn main() {
     )
     .unwrap();
 
+    // The C sources change with the patch; without this, the rerun-if-env-changed
+    // lines above would stop cargo from rebuilding libssh2 when they do.
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=libssh2/src");
+    println!("cargo:rerun-if-changed=libssh2/include");
+
     cfg.file("libssh2/src/agent.c")
         .file("libssh2/src/bcrypt_pbkdf.c")
         .file("libssh2/src/blowfish.c")
@@ -132,7 +138,15 @@ fn main() {
             println!("cargo:rustc-link-lib=static={lib_prefix}crypto");
             println!("cargo:rustc-link-lib=advapi32");
         } else {
-            cfg.define("LIBSSH2_WINCNG", None);
+            // benchpipe: this copy of libssh2 encrypts whole packets per cipher
+            // call, which only OpenSSL's EVP_Cipher() takes (README.patched.md).
+            // transport.c falls back to upstream's per-block loop elsewhere, but
+            // nothing tests that here, so refuse WinCNG outright.
+            panic!(
+                "benchpipe's patched libssh2-sys (vendor/libssh2-sys) supports only the \
+                 OpenSSL crypto backend; on Windows enable its `openssl-on-win32` feature \
+                 (WinCNG would be used otherwise), see vendor/libssh2-sys/README.patched.md"
+            );
         }
     } else {
         cfg.flag("-fvisibility=hidden");
@@ -212,6 +226,30 @@ fn main() {
             .replace("@LIBSSH2_VERSION@", version),
     )
     .unwrap();
+
+    // Belt and braces with the panic for WinCNG above: whatever defines reach
+    // the compiler, the whole-packet path must be built on OpenSSL only (not even
+    // wolfSSL through its OpenSSL layer, which nothing here tests).
+    let backends = [
+        "LIBSSH2_WINCNG",
+        "LIBSSH2_MBEDTLS",
+        "LIBSSH2_LIBGCRYPT",
+        "LIBSSH2_OS400QC3",
+        "LIBSSH2_WOLFSSL",
+    ];
+    let flags = cfg.get_compiler().args().to_vec();
+    let defined = |name: &str| {
+        flags.iter().any(|a| {
+            let a = a.to_string_lossy();
+            a == format!("-D{name}") || a.starts_with(&format!("-D{name}="))
+        })
+    };
+    if !defined("LIBSSH2_OPENSSL") || backends.iter().any(|b| defined(b)) {
+        panic!(
+            "benchpipe's patched libssh2-sys (vendor/libssh2-sys) builds only with the \
+             OpenSSL crypto backend (LIBSSH2_OPENSSL); see README.patched.md"
+        );
+    }
 
     cfg.warnings(false);
     cfg.compile("ssh2");

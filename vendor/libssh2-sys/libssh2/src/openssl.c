@@ -916,7 +916,6 @@ int ssh2_cipher_init(ssh2_cipher_ctx *ctx, SSH2_CIPHER_T(algo),
 int ssh2_cipher_crypt(ssh2_cipher_ctx *ctx, SSH2_CIPHER_T(algo), int encrypt,
                       unsigned char *block, size_t blocksize, int firstlast)
 {
-    unsigned char buf[EVP_MAX_BLOCK_LENGTH];
     int ret = 1;
     int rc = 1;
 
@@ -937,10 +936,21 @@ int ssh2_cipher_crypt(ssh2_cipher_ctx *ctx, SSH2_CIPHER_T(algo), int encrypt,
 
     (void)algo;
 
-    if(blocksize < (size_t)(aadlen + authenticationtag))
+    /* benchpipe patch: transport.c hands whole packets to this function,
+       which works on them in place, so the bound that upstream's advisory
+       GHSA-c4f7-cvfc-33j7 put here (blocksize no larger than a bounce buffer
+       of EVP_MAX_BLOCK_LENGTH) becomes: the length EVP_Cipher() sees is a
+       whole number of the cipher's blocks, and fits its int length. A
+       partial block would have a CBC cipher write a full block past the end
+       of 'block'. */
+    if(blocksize > INT_MAX ||
+       blocksize < (size_t)(aadlen + authenticationtag))
         return 1;
 
     cryptlen = (unsigned int)blocksize - aadlen - authenticationtag;
+
+    if(cryptlen % (unsigned int)EVP_CIPHER_CTX_block_size(*ctx))
+        return 1;
 
 #if LIBSSH2_AES_GCM
     /* First block */
@@ -1003,10 +1013,8 @@ int ssh2_cipher_crypt(ssh2_cipher_ctx *ctx, SSH2_CIPHER_T(algo), int encrypt,
 #endif /* LIBSSH2_AES_GCM */
             }
         }
-        /* Copy en/decrypted data back to the caller.
-           The first aadlen should not be touched because they were not
-           encrypted and are unmodified. */
-        (void)buf;
+        /* en/decrypted in place: the first aadlen bytes were not
+           encrypted and are unmodified */
         rc = !ret;
     }
 

@@ -981,6 +981,162 @@ static int transport_send_existing(LIBSSH2_SESSION *session,
 }
 
 /*
+ * benchpipe patch (see README.patched.md at the crate root): on OpenSSL, a
+ * packet is encrypted with one crypt() call for its first block and one for
+ * the rest, instead of one call per cipher block. Per-call overhead, not the
+ * cipher, limited uploads to ~0.5x of OpenSSH's. OpenSSL's EVP_Cipher() takes
+ * any whole number of cipher blocks in place; other back-ends (WinCNG's CTR
+ * emulation, mbedTLS GCM) assume one block per call and would read past their
+ * buffers, so they keep upstream's loop. build.rs refuses them as well.
+ */
+#ifdef LIBSSH2_OPENSSL
+#define TRANSPORT_WHOLE_PACKETS 1
+#else
+#define TRANSPORT_WHOLE_PACKETS 0
+#endif
+
+/* transport_encrypt_blocks() is upstream's loop, unchanged: one crypt() call
+ * per cipher block. */
+static int transport_encrypt_blocks(LIBSSH2_SESSION *session,
+                                    unsigned char *buf, size_t packet_length,
+                                    size_t etm_crypt_offset)
+{
+    size_t i;
+
+    /* Encrypt the whole packet data, one block size at a time.
+       The MAC field is not encrypted unless INTEGRATED_MAC. */
+    /* Some crypto back-ends could handle a single crypt() call for
+       encryption, but (presumably) others cannot, so break it up
+       into blocksize-sized chunks to satisfy them all. */
+    for(i = etm_crypt_offset; i < packet_length;
+        i += session->local.crypt->blocksize) {
+        unsigned char *ptr = &buf[i];
+        size_t bsize = SSH2_MIN(session->local.crypt->blocksize,
+                                (int)(packet_length - i));
+        /* The INTEGRATED_MAC case always has an extra call below, so
+           it never is LAST_BLOCK up here. */
+        int firstlast = i == 0 ? FIRST_BLOCK :
+            (!CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_INTEGRATED_MAC) &&
+             (i == packet_length - session->local.crypt->blocksize)
+             ? LAST_BLOCK : MIDDLE_BLOCK);
+        /* In the AAD case, the last block would be only 4 bytes
+           because everything is offset by 4 since the initial
+           packet_length is not encrypted. In this case, combine that
+           last short packet with the previous one since AES-GCM
+           crypt() assumes that the entire MAC is available in that
+           packet so it can set that to the authentication tag. */
+        if(!CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_INTEGRATED_MAC) &&
+           i > packet_length - 2 * bsize) {
+            /* increase the final block size */
+            bsize = packet_length - i;
+            /* advance the loop counter by the extra amount */
+            i += bsize - session->local.crypt->blocksize;
+        }
+        ssh2_deb((session, LIBSSH2_TRACE_SOCKET,
+                  "crypting bytes %lu-%lu", (unsigned long)i,
+                  (unsigned long)(i + bsize - 1)));
+        if(session->local.crypt->crypt(session, 0, ptr, bsize,
+                                       &session->local.crypt_abstract,
+                                       firstlast))
+            return LIBSSH2_ERROR_ENCRYPT; /* encryption failure */
+    }
+    return LIBSSH2_ERROR_NONE;
+}
+
+#ifdef LIBSSH2_OPENSSL
+/* transport_encrypt_whole() makes the same crypt() calls as
+ * transport_encrypt_blocks(), with the same first/last flags, but merges
+ * every block after the first into one call. */
+static int transport_encrypt_whole(LIBSSH2_SESSION *session,
+                                   unsigned char *buf, size_t packet_length,
+                                   size_t etm_crypt_offset)
+{
+    size_t blocksize = (size_t)session->local.crypt->blocksize;
+    size_t i = etm_crypt_offset;
+
+    while(i < packet_length) {
+        /* the first block alone (it is FIRST_BLOCK, and carries the AAD
+           with AES-GCM), then the rest at once */
+        size_t bsize = (i == 0) ? blocksize : packet_length - i;
+        /* The INTEGRATED_MAC case always has an extra call after this, so
+           it never is LAST_BLOCK here. */
+        int firstlast = i == 0 ? FIRST_BLOCK :
+            (!CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_INTEGRATED_MAC)
+             ? LAST_BLOCK : MIDDLE_BLOCK);
+        ssh2_deb((session, LIBSSH2_TRACE_SOCKET,
+                  "crypting bytes %lu-%lu", (unsigned long)i,
+                  (unsigned long)(i + bsize - 1)));
+        if(session->local.crypt->crypt(session, 0, &buf[i], bsize,
+                                       &session->local.crypt_abstract,
+                                       firstlast))
+            return LIBSSH2_ERROR_ENCRYPT; /* encryption failure */
+        i += bsize;
+    }
+    return LIBSSH2_ERROR_NONE;
+}
+#endif /* LIBSSH2_OPENSSL */
+
+/* transport_encrypt() encrypts one packet of 'packet_length' bytes in place
+ * at 'buf', as ssh2_transport_send() has laid it out, and writes an
+ * integrated MAC (authentication tag) of 'authlen' bytes right after it.
+ * 'whole' chooses transport_encrypt_whole() (OpenSSL only) over upstream's
+ * per-block loop. 'crypt_offset' is the leading part the padding left out of
+ * the block alignment.
+ */
+static int transport_encrypt(LIBSSH2_SESSION *session, uint32_t seqno,
+                             unsigned char *buf, size_t packet_length,
+                             size_t crypt_offset, size_t etm_crypt_offset,
+                             int authlen, int whole)
+{
+    size_t blocksize = (size_t)session->local.crypt->blocksize;
+    int rc;
+
+    /* Upstream's advisory GHSA-c4f7-cvfc-33j7 bounded every crypt() call to
+       the cipher's block size. Whole packets lift that bound on purpose, so
+       hold the packet to what RFC 4253 6 promises instead: a whole number of
+       cipher blocks. A shorter tail would have a block cipher (CBC) write a
+       full block past the end of the packet. */
+    if(!blocksize || packet_length < crypt_offset + blocksize ||
+       (packet_length - crypt_offset) % blocksize ||
+       etm_crypt_offset > crypt_offset)
+        return LIBSSH2_ERROR_ENCRYPT;
+
+    if(CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_REQUIRES_FULL_PACKET)) {
+        if(session->local.crypt->crypt(session, seqno, buf, packet_length,
+                                       &session->local.crypt_abstract, 0))
+            return LIBSSH2_ERROR_ENCRYPT;
+        return LIBSSH2_ERROR_NONE;
+    }
+
+#ifdef LIBSSH2_OPENSSL
+    if(whole)
+        rc = transport_encrypt_whole(session, buf, packet_length,
+                                     etm_crypt_offset);
+    else
+        rc = transport_encrypt_blocks(session, buf, packet_length,
+                                      etm_crypt_offset);
+#else
+    if(whole)
+        return LIBSSH2_ERROR_ENCRYPT; /* only OpenSSL takes whole packets */
+    rc = transport_encrypt_blocks(session, buf, packet_length,
+                                  etm_crypt_offset);
+#endif
+    if(rc)
+        return rc;
+
+    /* Call crypt() one last time so it can be filled in with the
+       MAC */
+    if(CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_INTEGRATED_MAC)) {
+        if(session->local.crypt->crypt(session, 0, &buf[packet_length],
+                                       authlen,
+                                       &session->local.crypt_abstract,
+                                       LAST_BLOCK))
+            return LIBSSH2_ERROR_ENCRYPT; /* encryption failure */
+    }
+    return LIBSSH2_ERROR_NONE;
+}
+
+/*
  * Send a packet, encrypting it and adding a MAC code if necessary
  * Returns 0 on success, non-zero on failure.
  *
@@ -1186,8 +1342,6 @@ int ssh2_transport_send(LIBSSH2_SESSION *session,
                         "Unable to get random bytes for packet padding");
 
     if(encrypted) {
-        size_t i;
-
         /* Calculate MAC hash. Put the output at index packet_length,
            since that size includes the whole packet. The MAC is
            calculated on the entire unencrypted packet, including all
@@ -1204,51 +1358,16 @@ int ssh2_transport_send(LIBSSH2_SESSION *session,
                                 "Failed to calculate MAC");
         }
 
-        if(CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_REQUIRES_FULL_PACKET)) {
-            if(session->local.crypt->crypt(session,
-                                           session->local.seqno,
-                                           p->outbuf,
-                                           packet_length,
-                                           &session->local.crypt_abstract,
-                                           0))
-                return LIBSSH2_ERROR_ENCRYPT;
-        }
-        else {
-            /* Encrypt the whole packet data, one block size at a time.
-               The MAC field is not encrypted unless INTEGRATED_MAC. */
-            /* Some crypto back-ends could handle a single crypt() call for
-               encryption, but (presumably) others cannot, so break it up
-               into blocksize-sized chunks to satisfy them all. */
-            size_t bsize;
-            for(i = etm_crypt_offset; i < packet_length; i += bsize) {
-                unsigned char *ptr = &p->outbuf[i];
-                int firstlast;
-                /* PROTOTYPE: the first block alone, then the rest at once */
-                bsize = (i == 0) ? (size_t)session->local.crypt->blocksize :
-                    packet_length - i;
-                firstlast = i == 0 ? FIRST_BLOCK :
-                    (!CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_INTEGRATED_MAC)
-                     ? LAST_BLOCK : MIDDLE_BLOCK);
-                if(session->local.crypt->crypt(session, 0, ptr, bsize,
-                                               &session->local.crypt_abstract,
-                                               firstlast))
-                    return LIBSSH2_ERROR_ENCRYPT; /* encryption failure */
-            }
-
-            /* Call crypt() one last time so it can be filled in with the
-               MAC */
-            if(CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_INTEGRATED_MAC)) {
-                int authlen = local_mac ? local_mac->mac_len : 0;
-                assert((size_t)total_length <=
-                       packet_length + session->local.crypt->blocksize);
-                if(session->local.crypt->crypt(session, 0,
-                                               &p->outbuf[packet_length],
-                                               authlen,
-                                               &session->local.crypt_abstract,
-                                               LAST_BLOCK))
-                    return LIBSSH2_ERROR_ENCRYPT; /* encryption failure */
-            }
-        }
+        /* total_length includes the MAC; an integrated one fits in a block */
+        assert(!CRYPT_FLAG_L(session, SSH2_CRYPT_FLAG_INTEGRATED_MAC) ||
+               (size_t)total_length <=
+               packet_length + session->local.crypt->blocksize);
+        rc = transport_encrypt(session, session->local.seqno, p->outbuf,
+                               packet_length, crypt_offset, etm_crypt_offset,
+                               local_mac ? local_mac->mac_len : 0,
+                               TRANSPORT_WHOLE_PACKETS);
+        if(rc)
+            return rc;
 
         /* Calculate MAC hash. Put the output at index packet_length, since
            that size includes the whole packet. The MAC is calculated on the
@@ -1298,4 +1417,144 @@ int ssh2_transport_send(LIBSSH2_SESSION *session,
     p->olen = 0;
 
     return LIBSSH2_ERROR_NONE; /* all is good */
+}
+
+/*
+ * benchpipe's test hook (tests/it/libssh2.rs): lays out 'count' packets with
+ * the payload lengths 'payload_lens' as ssh2_transport_send() does, their
+ * payload and padding bytes taken in turn from 'plain', and encrypts them
+ * with the crypt method named 'cipher' under 'secret' and 'iv', through
+ * transport_encrypt() as the send path calls it. 'mode' 0 is upstream's
+ * per-block loop, 1 the whole-packet calls, 2 no encryption (the laid-out
+ * plaintext). Modes 3 and 4 hand the whole-packet path a packet one byte
+ * short of whole cipher blocks, 3 through transport_encrypt() and 4 past
+ * its check, straight to the cipher (not for full-packet ciphers); both
+ * must fail. 'etm' 1 lays packets out for an encrypt-then-MAC MAC. Each
+ * packet goes to 'out' with room for its tag; '*out_len' is what was
+ * written. Returns 0 or a LIBSSH2_ERROR_* code.
+ */
+int _libssh2_test_encrypt_packets(const char *cipher, int etm, int mode,
+                                  const unsigned char *secret,
+                                  size_t secret_len,
+                                  const unsigned char *iv, size_t iv_len,
+                                  const size_t *payload_lens, size_t count,
+                                  const unsigned char *plain,
+                                  size_t plain_len,
+                                  unsigned char *out, size_t out_cap,
+                                  size_t *out_len)
+{
+    const struct crypt_method **m = ssh2_crypt_methods();
+    const struct crypt_method *method = NULL;
+    const struct mac_method *mac;
+    LIBSSH2_SESSION *session;
+    unsigned char *key_copy = NULL, *iv_copy = NULL;
+    int free_iv = 0, free_secret = 0;
+    size_t k, used = 0;
+    int rc = LIBSSH2_ERROR_NONE;
+
+    *out_len = 0;
+    for(; *m; m++)
+        if(!strcmp((*m)->name, cipher))
+            method = *m;
+    if(!method)
+        return LIBSSH2_ERROR_METHOD_NOT_SUPPORTED;
+    mac = ssh2_mac_override(method);
+    if(mode < 0 || mode > 4 || secret_len < (size_t)method->secret_len ||
+       iv_len < (size_t)method->iv_len ||
+       (etm && (mac ||
+                (method->flags & SSH2_CRYPT_FLAG_REQUIRES_FULL_PACKET))) ||
+       (mode == 4 && (method->flags & SSH2_CRYPT_FLAG_REQUIRES_FULL_PACKET)))
+        return LIBSSH2_ERROR_INVAL;
+#ifndef LIBSSH2_OPENSSL
+    if(mode == 1 || mode >= 3)
+        return LIBSSH2_ERROR_METHOD_NOT_SUPPORTED;
+#endif
+
+    session = libssh2_session_init_ex(NULL, NULL, NULL, NULL);
+    if(!session)
+        return LIBSSH2_ERROR_ALLOC;
+    /* copies, since init() may keep or change what it is given */
+    key_copy = SSH2_ALLOC(session, secret_len);
+    iv_copy = SSH2_ALLOC(session, iv_len ? iv_len : 1);
+    if(!key_copy || !iv_copy) {
+        rc = LIBSSH2_ERROR_ALLOC;
+        goto done;
+    }
+    memcpy(key_copy, secret, secret_len);
+    if(iv_len)
+        memcpy(iv_copy, iv, iv_len);
+    if(method->init(session, method, iv_copy, &free_iv, key_copy,
+                    &free_secret, 1, 0, &session->local.crypt_abstract)) {
+        rc = LIBSSH2_ERROR_ENCRYPT;
+        goto done;
+    }
+    session->local.crypt = method;
+
+    for(k = 0; k < count; k++) {
+        unsigned char *buf = session->packet.outbuf;
+        size_t blocksize = (size_t)method->blocksize;
+        size_t data_len = payload_lens[k];
+        size_t auth_len =
+            (method->flags & SSH2_CRYPT_FLAG_REQUIRES_FULL_PACKET) ?
+            (size_t)method->auth_len : 0;
+        size_t tag_len = auth_len + (mac ? (size_t)mac->mac_len : 0);
+        size_t crypt_offset = (etm || auth_len ||
+            (method->flags & SSH2_CRYPT_FLAG_PKTLEN_AAD)) ? 4 : 0;
+        size_t packet_length = data_len + 1 + 4;
+        size_t padding_length;
+
+        if(data_len >= MAX_SSH_PACKET_LEN - 0x100) {
+            rc = LIBSSH2_ERROR_INVAL;
+            goto done;
+        }
+        /* the padding as ssh2_transport_send() computes it */
+        padding_length = blocksize -
+            ((packet_length - crypt_offset) % blocksize);
+        if(padding_length < 4)
+            padding_length += blocksize;
+        packet_length += padding_length;
+        if(plain_len - used < data_len + padding_length ||
+           out_cap - *out_len < packet_length + tag_len) {
+            rc = LIBSSH2_ERROR_BUFFER_TOO_SMALL;
+            goto done;
+        }
+        ssh2_htonu32(buf, (uint32_t)(packet_length - 4));
+        buf[4] = (unsigned char)padding_length;
+        memcpy(&buf[5], &plain[used], data_len + padding_length);
+        used += data_len + padding_length;
+        memset(&buf[packet_length], 0, tag_len);
+
+        if(mode == 0 || mode == 1 || mode == 3) {
+            rc = transport_encrypt(session, (uint32_t)k, buf,
+                                   packet_length - (mode == 3),
+                                   crypt_offset, etm ? 4 : 0,
+                                   mac ? mac->mac_len : 0, mode != 0);
+            if(rc)
+                goto done;
+        }
+#ifdef LIBSSH2_OPENSSL
+        else if(mode == 4) {
+            rc = transport_encrypt_whole(session, buf, packet_length - 1,
+                                         etm ? 4 : 0);
+            if(rc)
+                goto done;
+        }
+#endif
+        memcpy(&out[*out_len], buf, packet_length + tag_len);
+        *out_len += packet_length + tag_len;
+    }
+
+done:
+    if(session->local.crypt) {
+        method->dtor(session, &session->local.crypt_abstract);
+        session->local.crypt = NULL;
+    }
+    if(key_copy) {
+        ssh2_explicit_zero(key_copy, secret_len);
+        SSH2_FREE(session, key_copy);
+    }
+    if(iv_copy)
+        SSH2_FREE(session, iv_copy);
+    libssh2_session_free(session);
+    return rc;
 }

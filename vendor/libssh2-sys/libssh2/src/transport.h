@@ -73,4 +73,20 @@ int ssh2_transport_send(LIBSSH2_SESSION *session,
  */
 int ssh2_transport_read(LIBSSH2_SESSION *session);
 
+/*
+ * benchpipe's test hook: encrypts packets laid out as ssh2_transport_send()
+ * does, by upstream's per-block loop (mode 0), whole packets (mode 1, OpenSSL
+ * only) or not at all (mode 2), so a test can compare the ciphertexts. See
+ * transport.c.
+ */
+int _libssh2_test_encrypt_packets(const char *cipher, int etm, int mode,
+                                  const unsigned char *secret,
+                                  size_t secret_len,
+                                  const unsigned char *iv, size_t iv_len,
+                                  const size_t *payload_lens, size_t count,
+                                  const unsigned char *plain,
+                                  size_t plain_len,
+                                  unsigned char *out, size_t out_cap,
+                                  size_t *out_len);
+
 #endif /* LIBSSH2_TRANSPORT_H */

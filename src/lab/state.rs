@@ -1,0 +1,362 @@
+//! The lab's state file, and every file `lab up` writes as root.
+//!
+//! A workspace is the user's (often a cloned repository), and the lab runs as root, so
+//! nothing read from it is trusted and nothing is written through a link planted in it:
+//! - the state file is accepted only when root wrote it (owned by the running user,
+//!   writable by nobody else, in a directory with the same property) and when every
+//!   name and path in it is exactly what `lab up` makes for this workspace and prefix;
+//! - files are created with O_NOFOLLOW and O_EXCL in the lab's own 0700 directory, and
+//!   files that change are written to a fresh temporary file and renamed into place.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{
+    LabBoard, LabInfo, LabOptions, STATE_VERSION, WORKDIRS, check_options, fail, io, state_dir,
+    subnet_addresses,
+};
+use crate::error::Error;
+
+/// The state file is small; a larger one is not ours.
+const MAX_STATE_BYTES: u64 = 4 << 20;
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Refuses `path` unless it is a directory (or, with `file`, a regular file) that is no
+/// link, owned by the running user and writable by nobody else.
+pub(super) fn check_owned(path: &Path, meta: &fs::Metadata, file: bool) -> Result<(), Error> {
+    let kind = if file { "file" } else { "directory" };
+    if meta.file_type().is_symlink() {
+        return Err(fail(format!(
+            "{} is a symbolic link; the lab, running as root, follows no link in the workspace",
+            path.display()
+        )));
+    }
+    if (file && !meta.is_file()) || (!file && !meta.is_dir()) {
+        return Err(fail(format!("{} is not a {kind}", path.display())));
+    }
+    if meta.uid() != euid() {
+        return Err(fail(format!(
+            "{} is owned by uid {}, not by uid {} running the lab; the lab trusts only a {kind} it made",
+            path.display(),
+            meta.uid(),
+            euid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(fail(format!(
+            "{} is writable by group or others (mode {:o}); the lab trusts only a {kind} nobody else can change",
+            path.display(),
+            meta.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a path with `..`, or with a symbolic link in any of its existing components.
+pub(super) fn check_no_links(path: &Path) -> Result<(), Error> {
+    if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
+        return Err(fail(format!(
+            "{}: the lab uses only absolute paths without `..`",
+            path.display()
+        )));
+    }
+    let mut at = PathBuf::new();
+    for c in path.components() {
+        at.push(c);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(fail(format!(
+                    "{} is a symbolic link; the lab follows no link",
+                    at.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(Error::io(&at, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Creates the directory `path` with `mode`, or accepts it when it already exists as the
+/// running user's own, unwritable by others. Its parent must exist.
+pub(super) fn ensure_dir(path: &Path, mode: u32) -> Result<(), Error> {
+    match fs::DirBuilder::new().mode(mode).create(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = fs::symlink_metadata(path).map_err(io(path))?;
+            check_owned(path, &meta, false)
+        }
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Creates `path` anew with `bytes`: never through a link, never over an existing file.
+pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io(path))?;
+    f.write_all(bytes).map_err(io(path))
+}
+
+/// Replaces `path` with `bytes` through a fresh temporary file beside it; a link at
+/// `path` is replaced, never followed.
+pub(super) fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let base = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (tmp, mut f) = loop {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let tmp = dir.join(format!(
+            ".{base}.{}-{}-{nanos}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+        {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(&tmp, e)),
+        }
+    };
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| fs::rename(&tmp, path));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
+}
+
+/// Reads a regular file without following a link at `path`; `None` when it is missing.
+pub(super) fn read_no_follow(
+    path: &Path,
+    limit: u64,
+) -> Result<Option<(String, fs::Metadata)>, Error> {
+    let f = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(fail(format!(
+                "{} is a symbolic link; the lab follows no link in the workspace",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let meta = f.metadata().map_err(io(path))?;
+    if !meta.is_file() {
+        return Err(fail(format!("{} is not a regular file", path.display())));
+    }
+    let mut text = String::new();
+    f.take(limit).read_to_string(&mut text).map_err(io(path))?;
+    Ok(Some((text, meta)))
+}
+
+/// The lab's state under `root`, refused unless root wrote it and every name and path
+/// in it is one `lab up` makes for this workspace and `options`; `None` when there is none.
+pub(super) fn read(root: &Path, options: &LabOptions) -> Result<Option<LabInfo>, Error> {
+    let root = super::workspace(root)?;
+    let dir = state_dir(&root);
+    let path = dir.join("state.json");
+    let refuse = |why: String| {
+        fail(format!(
+            "refusing the lab state file {}: {why}. `lab up` did not write it; if you trust \
+             it, remove it and run `benchpipe lab down` again (which then removes the lab by \
+             its names)",
+            path.display()
+        ))
+    };
+    for d in [dir.parent().unwrap_or(&dir), &dir] {
+        match fs::symlink_metadata(d) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(refuse(format!("{} is a symbolic link", d.display())));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(d, e)),
+        }
+    }
+    let meta = fs::symlink_metadata(&dir).map_err(io(&dir))?;
+    let Some((text, file_meta)) = read_no_follow(&path, MAX_STATE_BYTES + 1)? else {
+        return Ok(None);
+    };
+    check_owned(&dir, &meta, false).map_err(|e| refuse(e.to_string()))?;
+    check_owned(&path, &file_meta, true).map_err(|e| refuse(e.to_string()))?;
+    if text.len() as u64 > MAX_STATE_BYTES {
+        return Err(refuse("it is larger than any state the lab writes".into()));
+    }
+    let info: LabInfo = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("{}: not a lab state file: {e}", path.display())))?;
+    if info.version != STATE_VERSION {
+        return Err(fail(format!(
+            "{}: lab state version {} is not {STATE_VERSION}; remove the lab with the benchpipe that built it",
+            path.display(),
+            info.version
+        )));
+    }
+    validate(&info, &root, options).map_err(refuse)?;
+    Ok(Some(info))
+}
+
+/// Compares every name and path of `info` with the one `lab up` would make.
+fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), String> {
+    if info.prefix != o.prefix || info.board_prefix != o.board_prefix {
+        return Err(format!(
+            "it names prefixes {:?}/{:?}, not this lab's {:?}/{:?}",
+            info.prefix, info.board_prefix, o.prefix, o.board_prefix
+        ));
+    }
+    check_options(o, info.boards.len().max(1)).map_err(|e| e.to_string())?;
+    let dir = state_dir(root);
+    let want = |what: &str, got: &Path, expected: &Path| {
+        if got == expected {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what} is {}, not {}",
+                got.display(),
+                expected.display()
+            ))
+        }
+    };
+    want("state_dir", &info.state_dir, &dir)?;
+    want("identity", &info.identity, &dir.join("id_ed25519"))?;
+    want("known_hosts", &info.known_hosts, &dir.join("known_hosts"))?;
+    for (i, b) in info.boards.iter().enumerate() {
+        let expected = expected_board(root, o, i + 1, b.subnet);
+        let LabBoard {
+            name,
+            netns,
+            subnet,
+            controller_address,
+            address,
+            workdir,
+            board_file,
+            sshd_config,
+            sshd_pid_file,
+            disks,
+            sshd_running: _,
+        } = b;
+        if name != &expected.name || netns != &expected.netns {
+            return Err(format!(
+                "board {} names {name:?} in namespace {netns:?}, not {:?} in {:?}",
+                i + 1,
+                expected.name.as_str(),
+                expected.netns
+            ));
+        }
+        if !(1..(1 << 15)).contains(subnet)
+            || *controller_address != expected.controller_address
+            || *address != expected.address
+        {
+            return Err(format!("board {name} has addresses outside its subnet"));
+        }
+        want(
+            "a workdir",
+            Path::new(workdir),
+            Path::new(&expected.workdir),
+        )?;
+        want("a board file", board_file, &expected.board_file)?;
+        want("an sshd config", sshd_config, &expected.sshd_config)?;
+        want("an sshd pid file", sshd_pid_file, &expected.sshd_pid_file)?;
+        if disks.len() > 2 {
+            return Err(format!("board {name} has {} disks", disks.len()));
+        }
+        for (k, d) in disks.iter().enumerate() {
+            let e = expected_disk(root, &expected, k + 1, &d.device);
+            if d.name != e.name || !is_loop_device(&d.device) {
+                return Err(format!(
+                    "board {name} has disk {:?} on {:?}",
+                    d.name, d.device
+                ));
+            }
+            want("a disk image", &d.file, &e.file)?;
+            want("a disk path", Path::new(&d.path), Path::new(&e.path))?;
+        }
+    }
+    Ok(())
+}
+
+/// `/dev/loopN`, nothing else.
+pub(super) fn is_loop_device(device: &str) -> bool {
+    device
+        .strip_prefix("/dev/loop")
+        .is_some_and(|n| !n.is_empty() && n.len() < 8 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Board `i` (from 1) as `lab up` makes it, before its disks.
+pub(super) fn expected_board(root: &Path, o: &LabOptions, i: usize, subnet: u32) -> LabBoard {
+    let name = format!("{}-{i}", o.board_prefix);
+    let dir = state_dir(root).join(&name);
+    let (controller_address, address) = subnet_addresses(subnet);
+    LabBoard {
+        name: crate::model::BoardName::new(&name),
+        netns: format!("{}-{i}", o.prefix),
+        subnet,
+        controller_address,
+        address,
+        workdir: format!("{WORKDIRS}/{name}"),
+        board_file: root.join("boards").join(format!("{name}.toml")),
+        sshd_config: dir.join("sshd_config"),
+        sshd_pid_file: dir.join("sshd.pid"),
+        disks: Vec::new(),
+        sshd_running: false,
+    }
+}
+
+/// Disk `k` (from 1) of `board` as `lab up` makes it.
+pub(super) fn expected_disk(
+    root: &Path,
+    board: &LabBoard,
+    k: usize,
+    device: &str,
+) -> super::LabDisk {
+    super::LabDisk {
+        name: format!("disk{k}"),
+        device: device.to_string(),
+        file: disk_image(root, &board.netns, k),
+        path: format!("{}/disk{k}", board.workdir),
+    }
+}
+
+/// The image file behind disk `k` of the board in namespace `netns`.
+pub(super) fn disk_image(root: &Path, netns: &str, k: usize) -> PathBuf {
+    state_dir(root)
+        .join("disks")
+        .join(format!("{netns}-d{k}.img"))
+}
+
+/// Writes the state file (root-only) through a fresh temporary file.
+pub(super) fn write(info: &LabInfo) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(info).map_err(|e| fail(e.to_string()))?;
+    replace(&info.state_dir.join("state.json"), text.as_bytes(), 0o600)
+}
