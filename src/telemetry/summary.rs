@@ -266,7 +266,7 @@ pub fn summarize(trace: &Trace) -> TelemetrySummary {
 
     if trace.klog_marked || trace.klog_error.is_some() {
         out.kernel_log = Some(match &trace.klog_error {
-            Some(why) => format!("unreadable: {why}"),
+            Some(why) => format!("unreadable: {}", crate::bench::parse::visible(why)),
             None => "read".into(),
         });
     }
@@ -297,8 +297,8 @@ pub fn summarize(trace: &Trace) -> TelemetrySummary {
         let (state, why) = if failed {
             let why = trace
                 .vcgencmd_error
-                .clone()
-                .unwrap_or_else(|| "no value".into());
+                .as_deref()
+                .map_or_else(|| "no value".into(), crate::bench::parse::visible);
             (
                 "unknown",
                 Some(format!("vcgencmd get_throttled failed: {why}")),
@@ -306,7 +306,7 @@ pub fn summarize(trace: &Trace) -> TelemetrySummary {
         } else if sticky_before && trace.klog_error.is_some() {
             // The sticky bits cannot show a new event, and the kernel log that could
             // was not readable.
-            let why = trace.klog_error.clone().unwrap_or_default();
+            let why = crate::bench::parse::visible(trace.klog_error.as_deref().unwrap_or_default());
             (
                 "unknown",
                 Some(format!(
