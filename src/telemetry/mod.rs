@@ -361,7 +361,7 @@ const TIS_FN: &str = r#"bp_tis() {
     g=-; m=-
     { read g < "$p/scaling_governor"; read m < "$p/scaling_max_freq"; } 2>/dev/null
     echo "policy $p ${g:--} ${m:--}"
-    cat "$p/stats/time_in_state"
+    head -c 65536 "$p/stats/time_in_state"
   done
 }
 "#;
@@ -477,7 +477,7 @@ until [ -s "$bp_dir/pid" ] && grep -q '^s ' "$bp_dir/trace"; do
   i=$((i + 1))
   if [ "$i" -gt 200 ]; then
     rm -f "$bp_dir/marker"
-    echo "the sampler wrote nothing in 10 s: $(cat "$bp_dir/err" 2>/dev/null)" >&2
+    echo "the sampler wrote nothing in 10 s: $(head -c 2000 "$bp_dir/err" 2>/dev/null)" >&2
     exit 1
   fi
   sleep 0.05 2>/dev/null || sleep 1
