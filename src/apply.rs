@@ -1154,6 +1154,9 @@ fn first_line(s: &str) -> String {
 
 /// The last lines of a tool's stderr, to put the cause of a failure in its message.
 fn tail_hint(stderr: &str) -> String {
+    // As a terminal shows it: a tool's colour codes must not reach the failure record
+    // and the report.
+    let stderr = crate::bench::parse::visible(stderr);
     let lines: Vec<&str> = stderr.trim().lines().collect();
     if lines.is_empty() {
         return String::new();
@@ -1306,7 +1309,7 @@ const POLL: Duration = Duration::from_secs(5);
 /// The board's 1-minute load average.
 fn read_load(t: &mut dyn Transport) -> Option<f64> {
     let out = t
-        .run("cat /proc/loadavg", Some(Duration::from_secs(30)))
+        .run("head -c 256 /proc/loadavg", Some(Duration::from_secs(30)))
         .ok()?;
     out.stdout_str().split_whitespace().next()?.parse().ok()
 }

@@ -22,14 +22,137 @@ use serde_json::{Map, Value};
 use crate::model::ParserKind;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
+#[error("{}", escape_controls(.0))]
 pub struct ParseError(pub String);
+
+impl ParseError {
+    /// An error whose text carries no control byte: each is shown escaped (`\x1b`).
+    pub fn new(message: impl Into<String>) -> Self {
+        ParseError(escape_controls(&message.into()).into_owned())
+    }
+}
+
+/// Text as a terminal would show it, for parsers to match: escape sequences removed
+/// (CSI `\e[0;1m`, OSC `\e]0;title\a`, charset selection `\e(B`, and other two-byte
+/// `\e` sequences), a lone carriage return made a line break (progress lines that
+/// overwrite themselves), and every other control character dropped except tab and
+/// newline. Real hdparm logs from Raspberry Pi benchmark scripts carry `\e(B\e[m`
+/// right after `MB/sec`.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameter and intermediate bytes, then one final byte.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC, DCS, SOS, PM, APC: up to BEL or ST (`\e\\`).
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            if chars.peek() == Some(&'\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                // Character set designation takes one more character.
+                Some('(' | ')' | '*' | '+' | '-' | '.' | '/' | '%' | '#') => {
+                    chars.next();
+                }
+                _ => {}
+            },
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' => out.push('\n'),
+            // C1 CSI, the 8-bit form of `\e[`.
+            '\u{9b}' => {
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` with every control character shown as an escape (`\x1b`, `\n`),
+/// so that quoting tool output in a message can never drive a terminal.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
 
 /// How much of the found text an error quotes.
 const EXCERPT_CHARS: usize = 80;
 
-/// Turns a tool's output into a document that metric paths select from.
+/// Turns a tool's output into a document that metric paths select from. Both streams
+/// are matched as a terminal shows them (`visible`). When the result is not on the
+/// stream the parser reads but the other stream holds it (a command that redirects
+/// it), the error says so.
 pub fn parse(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, ParseError> {
+    let (stdout, stderr) = (visible(stdout), visible(stderr));
+    let err = match parse_streams(kind, &stdout, &stderr) {
+        Ok(doc) => return Ok(doc),
+        Err(e) => e,
+    };
+    // The same parser with the streams swapped: does the other one hold the result?
+    let (read, other, other_result) = if reads_stderr(kind) {
+        (
+            "stderr",
+            ("stdout", &stdout),
+            parse_streams(kind, "", &stdout),
+        )
+    } else {
+        (
+            "stdout",
+            ("stderr", &stderr),
+            parse_streams(kind, &stderr, ""),
+        )
+    };
+    if other_result.is_err() {
+        return Err(err);
+    }
+    let lines = result_lines(kind, other.1);
+    let n = lines.len();
+    Err(ParseError::new(format!(
+        "{tool}: no {tool} result on {read}, where it is read; {name} has {n} line{s} that look{v} like it: `{first}` (redirected by the command?); {err}",
+        tool = kind.name(),
+        name = other.0,
+        s = if n == 1 { "" } else { "s" },
+        v = if n == 1 { "s" } else { "" },
+        first = excerpt(lines.first().copied().unwrap_or_default(), EXCERPT_CHARS),
+        err = err.0,
+    )))
+}
+
+fn parse_streams(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, ParseError> {
     match kind {
         ParserKind::FioJson => parse_fio(stdout),
         ParserKind::Time => parse_time(stderr),
@@ -40,11 +163,40 @@ pub fn parse(kind: ParserKind, stdout: &str, stderr: &str) -> Result<Value, Pars
     }
 }
 
+/// GNU time and dd report on stderr; the other tools on stdout.
+fn reads_stderr(kind: ParserKind) -> bool {
+    matches!(kind, ParserKind::Time | ParserKind::Dd)
+}
+
+/// The lines of `text` that look like `kind`'s result, for an error to quote.
+fn result_lines(kind: ParserKind, text: &str) -> Vec<&str> {
+    let looks = |line: &str| -> bool {
+        let l = line.trim();
+        match kind {
+            ParserKind::Hdparm => l.starts_with("Timing ") && l.contains(" = "),
+            ParserKind::Time => {
+                let fields: Vec<&str> = l.split_whitespace().collect();
+                fields.len() == 4 && fields.iter().all(|f| parse_number(f).is_some())
+            }
+            ParserKind::Dd => l.contains(" bytes") && l.contains("copied,"),
+            // A JSON document: its lines from the first `{` on.
+            ParserKind::FioJson | ParserKind::Iperf3Json | ParserKind::Json => !l.is_empty(),
+        }
+    };
+    let text = match kind {
+        ParserKind::FioJson | ParserKind::Iperf3Json | ParserKind::Json => {
+            text.find(['{', '[']).map_or("", |i| &text[i..])
+        }
+        _ => text,
+    };
+    text.lines().filter(|l| looks(l)).collect()
+}
+
 /// fio prints notes and per-job errors (`fio: pid=..., err=28/...`) before its JSON, so
 /// parsing starts at the first `{`; the skipped text is kept to explain a failed job.
 fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
     let Some(start) = stdout.find('{') else {
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "fio-json: expected fio's JSON report on stdout (fio --output-format=json), \
              found no `{{` in {}",
             quote_found(stdout)
@@ -53,7 +205,7 @@ fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
     let preamble = stdout[..start].trim();
     let doc = first_json_value("fio-json", "fio's JSON report", &stdout[start..])?;
     let Some(jobs) = doc.get("jobs").and_then(Value::as_array) else {
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "fio-json: expected a `jobs` array in fio's JSON report, found {}",
             quote_found(&stdout[start..])
         )));
@@ -71,7 +223,7 @@ fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
             } else {
                 format!("; fio said: {}", excerpt(preamble, 2 * EXCERPT_CHARS))
             };
-            return Err(ParseError(format!(
+            return Err(ParseError::new(format!(
                 "fio-json: job {name} failed with error {code} ({}){detail}",
                 errno_name(code)
             )));
@@ -124,7 +276,7 @@ fn parse_time(stderr: &str) -> Result<Value, ParseError> {
         }
         None => "an empty stderr".to_string(),
     };
-    Err(ParseError(format!(
+    Err(ParseError::new(format!(
         "time: expected a line of 4 numbers on stderr from GNU time -f '%e %U %S %M' \
          (real user sys max_rss_kib), found none; {found}"
     )))
@@ -136,10 +288,12 @@ fn parse_decimal(text: &str) -> Option<f64> {
     parse_number(&text.replace(',', "."))
 }
 
-/// `hdparm -t`, `-T` and `--direct -t` print one timing line each:
+/// `hdparm -t`, `-T`, `--direct -t` and `--direct -T` print one timing line each:
 /// ` Timing buffered disk reads: 256 MB in  1.63 seconds = 157.41 MB/sec`.
-/// The document has `buffered`, `cached` and `direct` (MB/sec as printed; hdparm's MB
-/// are MiB), each present when its line is.
+/// The document has `buffered_reads` (-t), `direct_disk_reads` (--direct -t),
+/// `cached_reads` (-T: memory, not the device) and `direct_cached_reads` (--direct
+/// -T: the drive's cache), MB/sec as printed (hdparm's MB are MiB), each present when
+/// its line is.
 fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
     let mut doc = Map::new();
     for line in stdout.lines() {
@@ -150,14 +304,17 @@ fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
         else {
             continue;
         };
-        let key = if what.contains("cached") {
-            "cached"
-        } else if what.contains("O_DIRECT") {
-            "direct"
-        } else if what.contains("buffered") {
-            "buffered"
-        } else {
-            continue;
+        // -T reads the page cache (memory bandwidth); -T --direct reads the drive's own
+        // cache through O_DIRECT; -t reads the device through the page cache, and
+        // -t --direct bypasses it. Four different things, four keys.
+        let direct = what.contains("O_DIRECT");
+        let [cached, direct_cached, buffered, direct_disk] = HDPARM_KEYS;
+        let key = match (what.contains("cached"), what.contains("disk"), direct) {
+            (true, _, false) => cached,
+            (true, _, true) => direct_cached,
+            (false, true, false) => buffered,
+            (false, true, true) => direct_disk,
+            _ => continue,
         };
         // Very slow media are reported in kB/sec.
         let rate = rest.rsplit_once('=').and_then(|(_, r)| {
@@ -173,7 +330,7 @@ fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
                 doc.insert(key.to_string(), json_number(r));
             }
             None => {
-                return Err(ParseError(format!(
+                return Err(ParseError::new(format!(
                     "hdparm: expected `= N MB/sec` at the end of `{}`",
                     excerpt(line.trim(), EXCERPT_CHARS)
                 )));
@@ -187,7 +344,7 @@ fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
             .chain(stdout.trim().lines())
             .last()
             .unwrap_or("");
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "hdparm: expected a `Timing ... reads: ... = N MB/sec` line, found none{}",
             if said.is_empty() {
                 String::new()
@@ -217,7 +374,7 @@ fn parse_dd(stderr: &str) -> Result<Value, ParseError> {
         let bytes = bytes.trim().parse::<u64>().ok();
         if let (Some(bytes), Some(seconds)) = (bytes, seconds) {
             if seconds <= 0.0 {
-                return Err(ParseError(format!(
+                return Err(ParseError::new(format!(
                     "dd: the copy took {seconds} s, too short to measure; copy more data"
                 )));
             }
@@ -231,7 +388,7 @@ fn parse_dd(stderr: &str) -> Result<Value, ParseError> {
             return Ok(Value::Object(doc));
         }
     }
-    Err(ParseError(format!(
+    Err(ParseError::new(format!(
         "dd: expected GNU dd's `N bytes (...) copied, S s, R MB/s` line on stderr, found none; {}",
         match stderr.trim().lines().last() {
             Some(l) => format!("the last line is `{}`", excerpt(l, EXCERPT_CHARS)),
@@ -249,7 +406,7 @@ fn parse_iperf3(stdout: &str) -> Result<Value, ParseError> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "iperf3-json: iperf3 reported an error: {message}"
         )));
     }
@@ -258,7 +415,7 @@ fn parse_iperf3(stdout: &str) -> Result<Value, ParseError> {
 
 fn parse_json_document(parser: &str, expected: &str, text: &str) -> Result<Value, ParseError> {
     if text.trim().is_empty() {
-        return Err(ParseError(format!(
+        return Err(ParseError::new(format!(
             "{parser}: expected {expected}, found empty output"
         )));
     }
@@ -272,7 +429,7 @@ fn first_json_value(parser: &str, expected: &str, text: &str) -> Result<Value, P
     match values.next() {
         Some(Ok(v)) => Ok(v),
         Some(Err(e)) => Err(json_error(parser, expected, text, &e)),
-        None => Err(ParseError(format!(
+        None => Err(ParseError::new(format!(
             "{parser}: expected {expected}, found empty output"
         ))),
     }
@@ -285,7 +442,7 @@ fn json_error(parser: &str, expected: &str, text: &str, e: &serde_json::Error) -
     } else {
         format!("invalid JSON: {e}")
     };
-    ParseError(format!(
+    ParseError::new(format!(
         "{parser}: expected {expected}; {what}; near `{}`",
         excerpt(&near, EXCERPT_CHARS)
     ))
@@ -461,6 +618,14 @@ pub fn check_path(path: &str) -> Result<(), String> {
     parse_path(path).map(|_| ())
 }
 
+/// The hdparm parser's keys: `-T`, `--direct -T`, `-t`, `--direct -t`.
+pub const HDPARM_KEYS: [&str; 4] = [
+    "cached_reads",
+    "direct_cached_reads",
+    "buffered_reads",
+    "direct_disk_reads",
+];
+
 /// Checks that a (syntactically valid) metric path can select something from what
 /// `kind` produces: the fixed keys of the line parsers, the top-level keys of the tools'
 /// JSON reports. The generic `json` parser takes any path.
@@ -473,7 +638,7 @@ pub fn check_path_for(kind: ParserKind, path: &str) -> Result<(), String> {
     let (keys, whole): (&[&str], bool) = match kind {
         ParserKind::Json => return Ok(()),
         ParserKind::Time => (&["real", "user", "sys", "max_rss_kib"], true),
-        ParserKind::Hdparm => (&["buffered", "cached", "direct"], true),
+        ParserKind::Hdparm => (&HDPARM_KEYS, true),
         ParserKind::Dd => (&["bytes", "seconds", "bytes_per_second"], true),
         ParserKind::FioJson => (&["jobs", "disk_util"], false),
         ParserKind::Iperf3Json => (&["start", "intervals", "end"], false),
@@ -513,7 +678,7 @@ pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
             } else {
                 format!("`{walked}`")
             };
-            ParseError(format!(
+            ParseError::new(format!(
                 "metric path `{path}`: at `{}` in {place}: {why}",
                 step.display()
             ))
@@ -560,17 +725,16 @@ pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
         walked.push_str(&step.display());
     }
     match current {
-        Value::Number(n) => n
-            .as_f64()
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| ParseError(format!("metric path `{path}`: {n} is not a finite number"))),
+        Value::Number(n) => n.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
+            ParseError::new(format!("metric path `{path}`: {n} is not a finite number"))
+        }),
         Value::String(s) => parse_number(s).ok_or_else(|| {
-            ParseError(format!(
+            ParseError::new(format!(
                 "metric path `{path}`: expected a number, found the string \"{}\"",
                 excerpt(s, EXCERPT_CHARS)
             ))
         }),
-        other => Err(ParseError(format!(
+        other => Err(ParseError::new(format!(
             "metric path `{path}`: expected a number, found {}",
             describe(other)
         ))),
@@ -647,6 +811,36 @@ fn describe(v: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn visible_text_is_what_a_terminal_shows() {
+        for (raw, shown) in [
+            ("= 41.90 MB/sec\u{1b}(B\u{1b}[m", "= 41.90 MB/sec"),
+            (
+                "\u{1b}[33mHDParm: 41.90\u{1b}(B\u{1b}[m\n",
+                "HDParm: 41.90\n",
+            ),
+            ("\u{1b}[1;31;40mred\u{1b}[0m", "red"),
+            ("\u{1b}]0;title\u{7}after", "after"),
+            ("\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\", "link"),
+            ("\u{9b}2Jclear", "clear"),
+            ("10%\r20%\r30%\n", "10%\n20%\n30%\n"),
+            ("dos line\r\nnext", "dos line\nnext"),
+            ("tab\there\u{0}\u{7}\u{8}\u{7f}", "tab\there"),
+            ("unfinished \u{1b}[", "unfinished "),
+            ("lone \u{1b}", "lone "),
+            ("日本語 ü", "日本語 ü"),
+        ] {
+            assert_eq!(visible(raw), shown, "{raw:?}");
+        }
+        assert_eq!(escape_controls("a\u{1b}[m\n\u{7}"), "a\\x1b[m\\n\\x07");
+        assert_eq!(
+            ParseError::new("x\u{1b}y").to_string(),
+            "x\\x1by",
+            "no control byte in a message"
+        );
+        assert_eq!(ParseError("x\u{1b}y".into()).to_string(), "x\\x1by");
+    }
 
     #[test]
     fn path_syntax() {

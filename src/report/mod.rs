@@ -65,10 +65,16 @@ pub struct Row {
     pub runs: Option<String>,
     /// Measured runs with a validity flag (throttled, hot, swapping, ...).
     pub flagged_runs: usize,
-    /// `2 of 5 (hot, swapping), excluded`, or empty.
+    /// `2 of 5 (hot, swapping), excluded`, then the warned runs
+    /// (`; 5 of 5 (throttle state unknown), included`), or empty.
     pub flagged: String,
     /// The distinct flags raised in this row's runs.
     pub flags: Vec<String>,
+    /// Measured runs with a validity warning (`throttle state unknown`): shown like
+    /// flags, never excluded.
+    pub warned_runs: usize,
+    /// The distinct warnings of this row's runs.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -290,27 +296,46 @@ pub fn build(
             let mut kinds: Vec<String> = flagged;
             kinds.sort();
             kinds.dedup();
+            let warnings_of = |s: &crate::store::Sample| {
+                s.telemetry
+                    .as_ref()
+                    .map(crate::telemetry::warnings_of)
+                    .unwrap_or_default()
+            };
+            let mut warnings: Vec<String> = d.measured().flat_map(warnings_of).collect();
+            warnings.sort();
+            warnings.dedup();
+            let warned_runs = d.measured().filter(|s| !warnings_of(s).is_empty()).count();
+            let mut flagged_text = Vec::new();
+            if flagged_runs > 0 {
+                flagged_text.push(format!(
+                    "{flagged_runs} of {} ({}), {}",
+                    d.measured_count(),
+                    kinds.join(", "),
+                    if method.validity.exclude_flagged {
+                        "excluded"
+                    } else {
+                        "included"
+                    }
+                ));
+            }
+            if warned_runs > 0 {
+                flagged_text.push(format!(
+                    "{warned_runs} of {} ({}), included",
+                    d.measured_count(),
+                    warnings.join(", ")
+                ));
+            }
             rows.push(Row {
                 config: axes.iter().map(|(_, f)| f(&cell.address)).collect(),
                 key: cell.key.to_string(),
                 values,
                 runs,
-                flagged: if flagged_runs == 0 {
-                    String::new()
-                } else {
-                    format!(
-                        "{flagged_runs} of {} ({}), {}",
-                        d.measured_count(),
-                        kinds.join(", "),
-                        if method.validity.exclude_flagged {
-                            "excluded"
-                        } else {
-                            "included"
-                        }
-                    )
-                },
+                flagged: flagged_text.join("; "),
                 flagged_runs,
                 flags: kinds,
+                warned_runs,
+                warnings,
             });
         }
         let charts = recipe
@@ -330,7 +355,9 @@ pub fn build(
             .collect();
         tests.push(TestTable {
             charts,
-            any_flagged: rows.iter().any(|r: &Row| r.flagged_runs > 0),
+            any_flagged: rows
+                .iter()
+                .any(|r: &Row| r.flagged_runs > 0 || r.warned_runs > 0),
             adaptive: scenario.method.runs.target.is_some(),
             test: test.to_string(),
             axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
@@ -864,6 +891,45 @@ mod tests {
         let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
         assert!(md.contains("| disk-4k.random_read | pi-1 / sd / as-is / installed | pi-1 / usb / as-is / installed | +42.9%"), "{md}");
         assert!(md.contains("**better**"), "{md}");
+    }
+
+    /// A run whose throttle state is unknown is counted and shown like a flagged
+    /// one, and stays in the statistics even when flagged runs are left out.
+    #[test]
+    fn a_throttle_state_unknown_is_a_warning_that_excludes_nothing() {
+        let (ws, mut scenario, _) = usb_against_sd();
+        scenario.method.validity.exclude_flagged = true;
+        let plan = expand(&ws, &scenario);
+        let mut data = BTreeMap::new();
+        for c in &plan.cells {
+            let mut d = with_samples(&[14.2, 14.5, 14.53]);
+            for (i, s) in d.samples.iter_mut().enumerate() {
+                let mut t = crate::telemetry::TelemetrySummary::default();
+                if i < 2 {
+                    t.throttled_state = Some("unknown".into());
+                    t.throttled_error = Some("vcgencmd get_throttled failed: exit 255".into());
+                }
+                if i == 2 {
+                    t.swap_out_pages = Some(10);
+                }
+                s.telemetry = Some(serde_json::to_value(&t).unwrap());
+            }
+            data.insert(c.key.clone(), d);
+        }
+        let r = build(&ws, &scenario, &plan, &data);
+        let row = &r.tests[0].rows[0];
+        assert_eq!(
+            row.flagged,
+            "1 of 3 (swapping), excluded; 2 of 3 (throttle state unknown), included"
+        );
+        assert_eq!((row.flagged_runs, row.warned_runs), (1, 2));
+        assert_eq!(row.values[0].n, 2, "only the swapping run is left out");
+        assert!(r.tests[0].any_flagged);
+        let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+        assert!(
+            md.contains("2 of 3 (throttle state unknown), included"),
+            "{md}"
+        );
     }
 
     /// Flagged runs that the method leaves out of the tables must not decide a

@@ -24,8 +24,19 @@
 //!
 //! Only POSIX `sh`, coreutils and /proc are needed on the board; `setsid` (util-linux,
 //! busybox) is used when present. The sampler is one `sh` loop reading files with the
-//! `read` builtin; per tick it starts `sleep` (and `vcgencmd` where it exists) and
-//! nothing else. The trace stays on the board and is read back once, by `finish`.
+//! `read` builtin; per tick it starts `sleep` (and `vcgencmd` with a `head` where it
+//! exists) and nothing else. The trace stays on the board and is read back once, by
+//! `finish`, at most `MAX_TRACE_BYTES` of it.
+//!
+//! Every file is read bounded: a thermal source is kept only if it is a regular file
+//! whose first 64 bytes are a number (a board whose `thermal` names `/dev/zero` has no
+//! temperature, rather than a sampler that never ends its first read), and every
+//! other read is `head -c` or the `read` builtin on a kernel attribute file.
+//!
+//! The kernel log (`dmesg`, or `SamplerOptions::kernel_log_file`) is marked at the
+//! start and its new lines are scanned at the end: the firmware's "has occurred" bits
+//! cannot show an event during a run when they were already set before it, while the
+//! kernel logs each new under-voltage.
 
 pub mod summary;
 pub mod trace;
@@ -38,7 +49,8 @@ use crate::model::Board;
 use crate::transport::{Transport, quote};
 
 pub use summary::{
-    Range, TelemetrySummary, Thresholds, ThrottleBits, decode_throttled, flags, summarize,
+    Range, THROTTLE_UNKNOWN, TelemetrySummary, Thresholds, ThrottleBits, decode_throttled, flags,
+    kernel_event, summarize, warnings,
 };
 pub use trace::{Trace, parse_trace};
 
@@ -52,6 +64,20 @@ pub const DEFAULT_THERMAL: &str = "/sys/class/thermal/thermal_zone*/temp";
 /// How long start and finish may take on the board (they do not wait for the run).
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The most of a trace `finish` reads back: its first and last halves, with the
+/// bytes left out in between counted (`trace_dropped`). A 4-hour run at 1 Hz writes
+/// about 2 MB.
+pub const MAX_TRACE_BYTES: u64 = 8 << 20;
+
+/// The most of the kernel log read at the start and the end (its tail), and of the
+/// new lines kept from it.
+const KLOG_READ_BYTES: u32 = 1 << 20;
+const KLOG_KEEP_BYTES: u32 = 16 << 10;
+
+/// The board's coarse filter of new kernel log lines (`grep -i -e ...`); the
+/// controller judges what passes (`summary::kernel_event`).
+const KLOG_FILTER: &[&str] = &["voltage", "throttl", "capped"];
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SamplerOptions {
     /// Seconds between ticks.
@@ -61,6 +87,9 @@ pub struct SamplerOptions {
     /// Directories put in front of the board's PATH for the sampler (tests put a fake
     /// `vcgencmd` there). Not quoted away: `$HOME/bin` works.
     pub path_prefix: Option<String>,
+    /// A regular file holding the kernel log in `dmesg`'s format (`[  12.345678] text`),
+    /// read instead of running `dmesg` (tests put a fake kernel log there).
+    pub kernel_log_file: Option<String>,
 }
 
 impl Default for SamplerOptions {
@@ -69,6 +98,7 @@ impl Default for SamplerOptions {
             interval_s: 1,
             max_duration: Duration::from_secs(4 * 3600),
             path_prefix: None,
+            kernel_log_file: None,
         }
     }
 }
@@ -91,6 +121,7 @@ impl SamplerOptions {
 pub struct Probe {
     dir: String,
     path_prefix: Option<String>,
+    kernel_log_file: Option<String>,
 }
 
 /// What `finish` found.
@@ -138,6 +169,7 @@ impl Probe {
         Ok(Probe {
             dir,
             path_prefix: options.path_prefix.clone(),
+            kernel_log_file: options.kernel_log_file.clone(),
         })
     }
 
@@ -158,7 +190,11 @@ impl Probe {
         t: &mut dyn Transport,
         thresholds: &Thresholds,
     ) -> Result<Finished, String> {
-        let command = finish_script(&self.dir, self.path_prefix.as_deref());
+        let command = finish_script(
+            &self.dir,
+            self.path_prefix.as_deref(),
+            self.kernel_log_file.as_deref(),
+        );
         let out = t
             .run(&command, Some(CONTROL_TIMEOUT))
             .map_err(|e| format!("telemetry: {e}"))?;
@@ -188,7 +224,11 @@ impl Probe {
     /// remain the backstop.
     pub fn abort(self, t: &mut dyn Transport) {
         let _ = t.run(
-            &finish_script(&self.dir, self.path_prefix.as_deref()),
+            &finish_script(
+                &self.dir,
+                self.path_prefix.as_deref(),
+                self.kernel_log_file.as_deref(),
+            ),
             Some(CONTROL_TIMEOUT),
         );
     }
@@ -199,6 +239,14 @@ impl Probe {
 pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>> {
     let summary: TelemetrySummary = serde_json::from_value(telemetry.clone()).ok()?;
     Some(flags(&summary, thresholds))
+}
+
+/// The validity warnings of a stored run (see `summary::warnings`); none when the
+/// value is not a telemetry summary.
+pub fn warnings_of(telemetry: &Value) -> Vec<String> {
+    serde_json::from_value::<TelemetrySummary>(telemetry.clone())
+        .map(|s| warnings(&s))
+        .unwrap_or_default()
 }
 
 /// Runs `command` (already rendered) in a subshell, then writes the CPU time of
@@ -244,6 +292,11 @@ fn path_line(prefix: Option<&str>) -> String {
 
 /// One tick: reads everything with the `read` builtin (no process) and prints one
 /// `s` line. Uses `$bp_dir` (for the source lists) and `$bp_vcg`.
+///
+/// vcgencmd's answer is read through `head -c` with its exit status after it; a
+/// failure is `?` in the tick, and the first one is told once (`vcgencmd_error`)
+/// with the start of what it said on stderr. Values that are not numbers never reach
+/// the trace.
 const SAMPLE_FN: &str = r#"bp_sample() {
   up=0; l1=-; cj=; pi=-; po=-; t=; fr=; th=-
   read up _ < /proc/uptime
@@ -252,12 +305,58 @@ const SAMPLE_FN: &str = r#"bp_sample() {
   while read k v; do
     case $k in pswpin) pi=$v ;; pswpout) po=$v; break ;; esac
   done < /proc/vmstat
-  while read -r f; do read v < "$f" && t="$t $v"; done < "$bp_dir/thermal"
-  while read -r f; do read v < "$f" && fr="$fr $v"; done < "$bp_dir/freq"
-  if [ -n "$bp_vcg" ]; then th=$(vcgencmd get_throttled 2>/dev/null) || th=-; th=${th#*=}; fi
+  while read -r f; do
+    v=; { read v < "$f"; } 2>/dev/null
+    case $v in ''|*[!0-9-]*) ;; *) t="$t $v" ;; esac
+  done < "$bp_dir/thermal"
+  while read -r f; do
+    v=; { read v < "$f"; } 2>/dev/null
+    case $v in ''|*[!0-9]*) ;; *) fr="$fr $v" ;; esac
+  done < "$bp_dir/freq"
+  if [ -n "$bp_vcg" ]; then
+    th=$( { vcgencmd get_throttled 2>"$bp_dir/vcgerr"; echo " rc=$?"; } | head -c 128)
+    bp_rc=${th##*rc=}; th=${th%%rc=*}; th=${th#*throttled=}; th=${th%%[!0-9a-fA-Fx]*}
+    case $bp_rc:$th in
+      0:0x[0-9a-fA-F]*|0:[0-9]*) ;;
+      *)
+        th='?'
+        if [ -z "$bp_vcg_told" ]; then
+          bp_vcg_told=1
+          bp_e=$(head -c 200 "$bp_dir/vcgerr" 2>/dev/null | tr -c '[:print:]' ' ')
+          case $bp_rc in ''|*[!0-9]*) bp_rc=- ;; esac
+          echo "vcgencmd_error $bp_rc $bp_e"
+        fi ;;
+    esac
+  fi
   echo "s $up $l1 | $cj | $pi $po |$t |$fr | ${th:--}"
 }
 "#;
+
+/// The kernel log, at most its last `KLOG_READ_BYTES`, into `$1`; its reader's exit
+/// status into `$1.rc` and its stderr into `$1.err`. `$bp_klog_file` replaces `dmesg`.
+const KLOG_FN: &str = r#"bp_klog() {
+  {
+    if [ -n "$bp_klog_file" ]; then
+      tail -c @READ@ -- "$bp_klog_file" 2>"$1.err"
+    else
+      dmesg 2>"$1.err"
+    fi
+    echo "$?" > "$1.rc"
+  } | tail -c @READ@ > "$1"
+  bp_rc=; read bp_rc < "$1.rc"
+  [ "$bp_rc" = 0 ] && return 0
+  echo "klog_error exit $bp_rc: $(head -c 200 "$1.err" 2>/dev/null | tr -c '[:print:]' ' ')"
+  return 1
+}
+"#;
+
+/// The awk program that prints a kernel log line's `[  12.345678]` timestamp field
+/// into `t` (empty without one).
+const KLOG_TS_AWK: &str = r#"t = ""; if (match($0, /^\[ *[0-9]+\.[0-9]+\]/)) { t = substr($0, RSTART + 1, RLENGTH - 2); gsub(/ /, "", t) }"#;
+
+fn klog_fn() -> String {
+    KLOG_FN.replace("@READ@", &KLOG_READ_BYTES.to_string())
+}
 
 /// Every cpufreq policy's governor, scaling_max_freq and time_in_state.
 const TIS_FN: &str = r#"bp_tis() {
@@ -266,7 +365,7 @@ const TIS_FN: &str = r#"bp_tis() {
     g=-; m=-
     { read g < "$p/scaling_governor"; read m < "$p/scaling_max_freq"; } 2>/dev/null
     echo "policy $p ${g:--} ${m:--}"
-    cat "$p/stats/time_in_state"
+    head -c 65536 "$p/stats/time_in_state"
   done
 }
 "#;
@@ -338,7 +437,8 @@ fn start_script(root: &str, dir: &str, thermal: &str, o: &SamplerOptions) -> Str
     format!(
         r#"bp_root={root}
 bp_dir={dir}
-{path}{ALIVE_FN}{OWNED_PID_FN}{STOP_FN}{TIS_FN}
+bp_klog_file={klog_file}
+{path}{klog_fn}{ALIVE_FN}{OWNED_PID_FN}{STOP_FN}{TIS_FN}
 # Samplers an earlier, killed benchpipe left behind: end them, then drop their files
 # (without its marker a sampler we could not identify ends at its next tick).
 for bp_p in "$bp_root"/*/pid; do
@@ -366,11 +466,16 @@ mkdir -- "$bp_dir" || {{ echo "cannot create $bp_dir: it exists and is not a run
 # Only regular files whose value is one short line are read at every tick: the
 # `read` builtin would never return on /dev/zero.
 for f in {thermal}; do
-  [ -f "$f" ] || continue
-  v=$(head -c 32 -- "$f" 2>/dev/null | head -n 1)
-  [ "$(head -c 32 -- "$f" 2>/dev/null | wc -l)" -ge 1 ] || continue
+  [ -f "$f" ] && [ -r "$f" ] || continue
+  v=$(head -c 64 -- "$f" 2>/dev/null | head -n 1)
   case $v in ''|*[!0-9-]*) ;; *) printf '%s\n' "$f" ;; esac
 done > "$bp_dir/thermal"
+# The kernel log's position now: its line count and last timestamp.
+if bp_klog "$bp_dir/klog"; then
+  awk '{{ {KLOG_TS_AWK} }} END {{ if (t == "") t = "-"; print NR, t }}' "$bp_dir/klog" > "$bp_dir/klog.mark"
+  read bp_n bp_t < "$bp_dir/klog.mark" && echo "klog_mark $bp_n $bp_t"
+fi >> "$bp_dir/trace"
+rm -f "$bp_dir/klog" "$bp_dir/klog.rc" "$bp_dir/klog.err"
 for f in /sys/devices/system/cpu/cpufreq/policy*/scaling_cur_freq; do
   if [ -r "$f" ]; then printf '%s\n' "$f"; fi
 done > "$bp_dir/freq"
@@ -384,7 +489,7 @@ until [ -s "$bp_dir/pid" ] && grep -q '^s ' "$bp_dir/trace"; do
   i=$((i + 1))
   if [ "$i" -gt 200 ]; then
     rm -f "$bp_dir/marker"
-    echo "the sampler wrote nothing in 10 s: $(cat "$bp_dir/err" 2>/dev/null)" >&2
+    echo "the sampler wrote nothing in 10 s: $(head -c 2000 "$bp_dir/err" 2>/dev/null)" >&2
     exit 1
   fi
   sleep 0.05 2>/dev/null || sleep 1
@@ -394,13 +499,20 @@ done
         dir = quote::sh(dir),
         path = path_line(o.path_prefix.as_deref()),
         thermal = quote::glob(thermal),
+        klog_file = quote::sh(o.kernel_log_file.as_deref().unwrap_or("")),
+        klog_fn = klog_fn(),
     )
 }
 
-fn finish_script(dir: &str, path_prefix: Option<&str>) -> String {
+fn finish_script(dir: &str, path_prefix: Option<&str>, kernel_log_file: Option<&str>) -> String {
+    let filter: String = KLOG_FILTER
+        .iter()
+        .map(|w| format!(" -e {}", quote::sh(w)))
+        .collect();
     format!(
         r#"bp_dir={dir}
-{path}{ALIVE_FN}{OWNED_PID_FN}{STOP_FN}{TIS_FN}{SAMPLE_FN}
+bp_klog_file={klog_file}
+{path}{klog_fn}{ALIVE_FN}{OWNED_PID_FN}{STOP_FN}{TIS_FN}{SAMPLE_FN}
 if [ ! -d "$bp_dir" ]; then echo "$bp_dir is gone" >&2; exit 1; fi
 bp_stat=
 if bp_sp=$(bp_owned_pid "$bp_dir"); then
@@ -410,6 +522,7 @@ if bp_sp=$(bp_owned_pid "$bp_dir"); then
 fi
 rm -f "$bp_dir/marker"
 bp_vcg=; command -v vcgencmd >/dev/null 2>&1 && bp_vcg=1
+bp_vcg_told=; grep -q '^vcgencmd_error ' "$bp_dir/trace" && bp_vcg_told=1
 {{
   if [ -n "$bp_stat" ]; then echo "sampler_stat $bp_stat"; fi
   bp_sample
@@ -418,12 +531,34 @@ bp_vcg=; command -v vcgencmd >/dev/null 2>&1 && bp_vcg=1
   if [ -f "$bp_dir/test-cpu" ]; then
     while read a b; do echo "times $a $b"; done < "$bp_dir/test-cpu"
   fi
+  # The kernel log's lines since the start's mark: those with a later timestamp,
+  # or after its line count when the log has no timestamps.
+  if [ -f "$bp_dir/klog.mark" ] && bp_klog "$bp_dir/klog"; then
+    read bp_n bp_t < "$bp_dir/klog.mark"
+    awk -v n="$bp_n" -v ts="$bp_t" '{{ {KLOG_TS_AWK} }}
+      (ts != "-" && t != "" && t + 0 > ts + 0) || ((ts == "-" || t == "") && NR > n + 0)' \
+      "$bp_dir/klog" | grep -i{filter} | head -c {keep} | sed 's/^/klog /'
+  fi
 }} >> "$bp_dir/trace"
-cat "$bp_dir/trace"
+# Bounded: the first and last halves of at most MAX_TRACE_BYTES.
+bp_size=$(wc -c < "$bp_dir/trace")
+if [ "$bp_size" -le {max} ]; then
+  cat "$bp_dir/trace"
+else
+  head -c {half} "$bp_dir/trace"
+  echo
+  echo "trace_dropped $((bp_size - {max}))"
+  tail -c {half} "$bp_dir/trace"
+fi
 if [ -f "$bp_dir/{RUN_MARK}" ]; then rm -rf -- "$bp_dir"; fi
 "#,
         dir = quote::sh(dir),
         path = path_line(path_prefix),
+        klog_file = quote::sh(kernel_log_file.unwrap_or("")),
+        klog_fn = klog_fn(),
+        keep = KLOG_KEEP_BYTES,
+        max = MAX_TRACE_BYTES,
+        half = MAX_TRACE_BYTES / 2,
     )
 }
 
@@ -483,7 +618,7 @@ mod tests {
         for script in [
             sampler_script(),
             start_script("/w/telemetry", "/w/telemetry/r 1", DEFAULT_THERMAL, &o),
-            finish_script("/w/telemetry/r 1", Some("/opt/x")),
+            finish_script("/w/telemetry/r 1", Some("/opt/x"), Some("/var/log/k l")),
         ] {
             let out = Local
                 .run(&format!("sh -n -c {}", quote::sh(&script)), None)

@@ -112,6 +112,54 @@ pub struct TelemetrySummary {
     pub below_max_freq_fraction: Option<f64>,
     /// The same over all policies, whatever their governor; informative only.
     pub below_max_freq_fraction_any_governor: Option<f64>,
+    /// `known` when every tick read get_throttled and nothing hid a new event,
+    /// `unknown` when vcgencmd failed, or when its sticky bits were already set and
+    /// the kernel log could not be read; absent on boards without vcgencmd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_state: Option<String>,
+    /// Why the throttle state is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_error: Option<String>,
+    /// `read`, or `unreadable: <why>`; absent in traces from before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_log: Option<String>,
+    /// What the kernel logged during the run (`under-voltage`, `throttled`): unlike
+    /// the firmware's sticky bits, an event already seen before the run does not
+    /// hide a new one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_events: Vec<String>,
+    /// The first of those kernel log lines, for people reading the store.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_lines: Vec<String>,
+}
+
+/// The kernel's own words for events that invalidate a run, lower case:
+/// `Under-voltage detected! (0x00050005)` and `Voltage normalised (0x00000000)`
+/// (the Raspberry Pi firmware driver), `Undervoltage detected!` (mainline's
+/// raspberrypi-hwmon), `cpu frequency capped`, and x86's `Core temperature above
+/// threshold, cpu clock throttled`. A voltage that normalised during the run was low
+/// during it. The sampler's coarse filter on the board (`KLOG_FILTER`) must pass
+/// every one of these.
+const KERNEL_EVENTS: &[(&str, &str)] = &[
+    ("under-voltage detected", "under-voltage"),
+    ("undervoltage detected", "under-voltage"),
+    ("voltage normalised", "under-voltage"),
+    ("voltage normalized", "under-voltage"),
+    ("frequency capped", "throttled"),
+    ("clock throttled", "throttled"),
+];
+
+/// Kernel log lines kept in the summary, and characters of each.
+const KERNEL_LINES_KEPT: usize = 8;
+const KERNEL_LINE_CHARS: usize = 200;
+
+/// The events a kernel log line reports (`under-voltage`, `throttled`), if any.
+pub fn kernel_event(line: &str) -> Option<&'static str> {
+    let lower = line.to_ascii_lowercase();
+    KERNEL_EVENTS
+        .iter()
+        .find(|(words, _)| lower.contains(words))
+        .map(|(_, kind)| *kind)
 }
 
 /// Limits the flags are judged against.
@@ -215,6 +263,62 @@ pub fn summarize(trace: &Trace) -> TelemetrySummary {
     out.governors = governors;
     out.below_max_freq_fraction = below_max(&trace.tis_start, &trace.tis_end, true);
     out.below_max_freq_fraction_any_governor = below_max(&trace.tis_start, &trace.tis_end, false);
+
+    if trace.klog_marked || trace.klog_error.is_some() {
+        out.kernel_log = Some(match &trace.klog_error {
+            Some(why) => format!("unreadable: {}", crate::bench::parse::visible(why)),
+            None => "read".into(),
+        });
+    }
+    if trace.klog_error.is_none() {
+        for line in &trace.klog_lines {
+            let Some(kind) = kernel_event(line) else {
+                continue;
+            };
+            if !out.kernel_events.iter().any(|k| k == kind) {
+                out.kernel_events.push(kind.to_string());
+            }
+            if out.kernel_lines.len() < KERNEL_LINES_KEPT {
+                out.kernel_lines.push(
+                    crate::bench::parse::visible(line)
+                        .chars()
+                        .take(KERNEL_LINE_CHARS)
+                        .collect(),
+                );
+            }
+        }
+        out.kernel_events.sort();
+    }
+
+    if trace.has_vcgencmd {
+        let failed = samples.iter().any(|s| s.throttled_failed)
+            || (!samples.is_empty() && throttles.is_empty());
+        let sticky_before = out.throttled_first.is_some_and(|v| v & STICKY != 0);
+        let (state, why) = if failed {
+            let why = trace
+                .vcgencmd_error
+                .as_deref()
+                .map_or_else(|| "no value".into(), crate::bench::parse::visible);
+            (
+                "unknown",
+                Some(format!("vcgencmd get_throttled failed: {why}")),
+            )
+        } else if sticky_before && trace.klog_error.is_some() {
+            // The sticky bits cannot show a new event, and the kernel log that could
+            // was not readable.
+            let why = crate::bench::parse::visible(trace.klog_error.as_deref().unwrap_or_default());
+            (
+                "unknown",
+                Some(format!(
+                    "sticky throttle bits were set before the run and the kernel log is unreadable: {why}"
+                )),
+            )
+        } else {
+            ("known", None)
+        };
+        out.throttled_state = Some(state.into());
+        out.throttled_error = why;
+    }
     out
 }
 
@@ -251,6 +355,20 @@ fn below_max(start: &[PolicyTimes], end: &[PolicyTimes], performance_only: bool)
     (any && total > 0).then(|| below as f64 / total as f64)
 }
 
+/// The validity warnings of a run: counted and shown like flags, but they never leave
+/// a run out of the statistics (they say what could not be judged, not what went
+/// wrong).
+pub fn warnings(summary: &TelemetrySummary) -> Vec<String> {
+    let mut out = Vec::new();
+    if summary.throttled_state.as_deref() == Some("unknown") {
+        out.push(THROTTLE_UNKNOWN.to_string());
+    }
+    out
+}
+
+/// The warning for a board whose throttle state could not be read.
+pub const THROTTLE_UNKNOWN: &str = "throttle state unknown";
+
 /// The validity flags of a run, in a fixed order. Absent data raises no flag.
 pub fn flags(summary: &TelemetrySummary, thresholds: &Thresholds) -> Vec<String> {
     // Sticky bits already set before the run say nothing about this run.
@@ -265,7 +383,8 @@ pub fn flags(summary: &TelemetrySummary, thresholds: &Thresholds) -> Vec<String>
     let freq_dropped = summary
         .below_max_freq_fraction
         .is_some_and(|f| f > BELOW_MAX_TOLERANCE);
-    if new_bits(SLOWED) || freq_dropped {
+    let kernel = |kind: &str| summary.kernel_events.iter().any(|k| k == kind);
+    if new_bits(SLOWED) || freq_dropped || kernel("throttled") {
         out.push("throttled");
     }
     if summary
@@ -283,7 +402,7 @@ pub fn flags(summary: &TelemetrySummary, thresholds: &Thresholds) -> Vec<String>
     {
         out.push("background-load");
     }
-    if new_bits(UNDER_VOLTAGE) {
+    if new_bits(UNDER_VOLTAGE) || kernel("under-voltage") {
         out.push("under-voltage");
     }
     out.into_iter().map(str::to_string).collect()
@@ -445,6 +564,114 @@ mod tests {
         assert_eq!(s.below_max_freq_fraction, None);
         assert!(s.below_max_freq_fraction_any_governor.unwrap() > 0.3);
         assert!(flags(&s, &th()).is_empty());
+    }
+
+    #[test]
+    fn kernel_log_lines_as_the_kernels_print_them() {
+        for (line, kind) in [
+            (
+                "[  937.1] raspberrypi-firmware soc:firmware: Under-voltage detected! (0x00050005)",
+                Some("under-voltage"),
+            ),
+            (
+                "[   12.0] hwmon hwmon1: Undervoltage detected!",
+                Some("under-voltage"),
+            ),
+            (
+                "[  940.0] raspberrypi-firmware soc:firmware: Voltage normalised (0x00000000)",
+                Some("under-voltage"),
+            ),
+            ("[ 1.0] cpu frequency capped", Some("throttled")),
+            (
+                "[ 5.0] CPU0: Core temperature above threshold, cpu clock throttled (total events = 1)",
+                Some("throttled"),
+            ),
+            ("[ 6.0] CPU0: Core temperature/speed normal", None),
+            (
+                "[ 7.0] loop0: detected capacity change from 0 to 327680",
+                None,
+            ),
+        ] {
+            assert_eq!(kernel_event(line), kind, "{line}");
+        }
+    }
+
+    #[test]
+    fn kernel_events_flag_a_run_whose_sticky_bits_were_already_set() {
+        let t = parse_trace(&ticks(&[
+            "vcgencmd /usr/bin/vcgencmd",
+            "klog_mark 10 200.000000",
+            "s 1 - | | - - | | | 0x50000",
+            "s 2 - | | - - | | | 0x50000",
+            "klog [  201.000000] Under-voltage detected! (0x00050005)",
+            "klog [  201.500000] usb 1-1: reset high-speed USB device",
+        ]));
+        let s = summarize(&t);
+        assert_eq!(s.kernel_log.as_deref(), Some("read"));
+        assert_eq!(s.kernel_events, vec!["under-voltage"]);
+        assert_eq!(s.kernel_lines.len(), 1);
+        assert_eq!(s.throttled_state.as_deref(), Some("known"));
+        assert_eq!(flags(&s, &th()), vec!["under-voltage"]);
+        assert!(warnings(&s).is_empty());
+        // The stored summary re-judges the same way, and an older one without these
+        // fields still loads.
+        let v = serde_json::to_value(&s).unwrap();
+        let back: TelemetrySummary = serde_json::from_value(v).unwrap();
+        assert_eq!(flags(&back, &th()), vec!["under-voltage"]);
+        let old: TelemetrySummary = serde_json::from_str(
+            r#"{"samples": 2, "seconds": 1.0,
+            "temp_c": null, "freq_mhz_min": null, "freq_mhz_max": null, "load1_max": null,
+            "swap_in_pages": null, "swap_out_pages": null, "cpus": 2,
+            "busy_cpu_seconds": null, "test_cpu_seconds": null,
+            "background_cpu_seconds": null, "background_fraction": null,
+            "sampler_cpu_seconds": null, "throttled_first": 0, "throttled_seen": 0,
+            "throttled_names": [], "governors": [], "below_max_freq_fraction": null,
+            "below_max_freq_fraction_any_governor": null}"#,
+        )
+        .unwrap();
+        assert!(flags(&old, &th()).is_empty() && warnings(&old).is_empty());
+    }
+
+    #[test]
+    fn the_throttle_state_is_unknown_when_vcgencmd_fails_or_the_log_hides_events() {
+        let failing = summarize(&parse_trace(&ticks(&[
+            "vcgencmd /usr/bin/vcgencmd",
+            "vcgencmd_error 255 VCHI initialization failed",
+            "s 1 - | | - - | | | ?",
+            "s 2 - | | - - | | | ?",
+        ])));
+        assert_eq!(failing.throttled_state.as_deref(), Some("unknown"));
+        assert_eq!(
+            failing.throttled_error.as_deref(),
+            Some("vcgencmd get_throttled failed: exit 255: VCHI initialization failed")
+        );
+        assert_eq!(warnings(&failing), vec![THROTTLE_UNKNOWN]);
+        assert!(flags(&failing, &th()).is_empty());
+        let hidden = summarize(&parse_trace(&ticks(&[
+            "vcgencmd /usr/bin/vcgencmd",
+            "klog_error exit 1: dmesg: read kernel buffer failed: Operation not permitted",
+            "s 1 - | | - - | | | 0x50000",
+        ])));
+        assert_eq!(hidden.throttled_state.as_deref(), Some("unknown"));
+        assert!(
+            hidden
+                .kernel_log
+                .as_deref()
+                .unwrap()
+                .starts_with("unreadable: exit 1"),
+            "{hidden:?}"
+        );
+        // Without sticky bits set, a new event would show in them: known.
+        let clean = summarize(&parse_trace(&ticks(&[
+            "vcgencmd /usr/bin/vcgencmd",
+            "klog_error exit 1: dmesg: read kernel buffer failed: Operation not permitted",
+            "s 1 - | | - - | | | 0x0",
+        ])));
+        assert_eq!(clean.throttled_state.as_deref(), Some("known"));
+        // No vcgencmd at all (not a Raspberry Pi): nothing to know, no warning.
+        let none = summarize(&parse_trace(&ticks(&["s 1 - | | - - | | | -"])));
+        assert_eq!(none.throttled_state, None);
+        assert!(warnings(&none).is_empty());
     }
 
     #[test]

@@ -18,12 +18,21 @@
 //! tis end                          ... and after it
 //! times 0m0.01s 0m0.00s            `times` of the wrapped test command: the shell's
 //! times 0m1.23s 0m0.05s            own user/sys, then its children's
+//! vcgencmd_error 255 VCHI initialization failed   the first failing get_throttled:
+//!                                  its exit status and the start of its stderr
+//! klog_mark 812 936.270000         the kernel log at the start: its line count and
+//!                                  its last line's timestamp (`-` without one)
+//! klog_error exit 1: dmesg: read kernel buffer failed: Operation not permitted
+//! klog [  937.1] Under-voltage detected! (0x00050005)   a kernel log line that
+//!                                  appeared during the run and may matter
+//! trace_dropped 1234               bytes the read-back left out of the middle
 //! ```
 //!
 //! `s` lines: UP from /proc/uptime (seconds), LOAD1 from /proc/loadavg, the aggregate
 //! `cpu` line of /proc/stat (jiffies), pswpin/pswpout from /proc/vmstat (`-` when
 //! absent), every thermal source in millidegrees, every cpufreq policy's
-//! scaling_cur_freq in kHz, and `vcgencmd get_throttled`'s value (`-` without it).
+//! scaling_cur_freq in kHz, and `vcgencmd get_throttled`'s value (`-` without it,
+//! `?` when it failed).
 
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +76,8 @@ pub struct TraceSample {
     pub freqs_khz: Vec<u64>,
     /// `vcgencmd get_throttled`'s value.
     pub throttled: Option<u32>,
+    /// vcgencmd is there but gave no value at this tick.
+    pub throttled_failed: bool,
 }
 
 /// One cpufreq policy's `stats/time_in_state`.
@@ -94,6 +105,16 @@ pub struct Trace {
     pub test_cpu_seconds: Option<f64>,
     /// user+sys(+children) CPU seconds the sampler itself used.
     pub sampler_cpu_seconds: Option<f64>,
+    /// The first failure of `vcgencmd get_throttled`: `exit 255: VCHI ...`.
+    pub vcgencmd_error: Option<String>,
+    /// Whether the kernel log's position was taken at the start.
+    pub klog_marked: bool,
+    /// Why the kernel log could not be read (at the start or the end).
+    pub klog_error: Option<String>,
+    /// Kernel log lines that appeared during the run and passed the board's filter.
+    pub klog_lines: Vec<String>,
+    /// Bytes of the trace left out by the bounded read-back.
+    pub dropped_bytes: Option<u64>,
     /// Lines that matched no record: a truncated last line, a newer format.
     pub skipped_lines: usize,
 }
@@ -166,6 +187,31 @@ pub fn parse_trace(text: &str) -> Trace {
             "sampler_stat" => stat_cpu_ticks(rest)
                 .map(|ticks| trace.sampler_cpu_seconds = Some(ticks as f64 / trace.clk_tck)),
             "times" => parse_times_line(rest).map(|s| times_lines.push(s)),
+            "vcgencmd_error" => {
+                if trace.vcgencmd_error.is_none() {
+                    let (code, text) = rest.split_once(' ').unwrap_or((rest, ""));
+                    trace.vcgencmd_error = Some(match text.trim() {
+                        "" => format!("exit {code}"),
+                        t => format!("exit {code}: {t}"),
+                    });
+                }
+                Some(())
+            }
+            "klog_mark" => {
+                trace.klog_marked = true;
+                Some(())
+            }
+            "klog_error" => {
+                if trace.klog_error.is_none() {
+                    trace.klog_error = Some(rest.to_string());
+                }
+                Some(())
+            }
+            "klog" => {
+                trace.klog_lines.push(rest.to_string());
+                Some(())
+            }
+            "trace_dropped" => rest.parse().ok().map(|n| trace.dropped_bytes = Some(n)),
             _ if section != Section::None => {
                 let policies = match section {
                     Section::TisStart => &mut trace.tis_start,
@@ -239,6 +285,7 @@ fn parse_sample(rest: &str) -> Option<TraceSample> {
         .filter_map(|w| w.parse().ok())
         .collect();
     let throttled = parse_throttled(parts[5]);
+    let throttled_failed = parts[5] == "?";
     Some(TraceSample {
         uptime,
         load1,
@@ -247,6 +294,7 @@ fn parse_sample(rest: &str) -> Option<TraceSample> {
         temps_milli,
         freqs_khz,
         throttled,
+        throttled_failed,
     })
 }
 

@@ -40,9 +40,70 @@ fn metrics_from_captured_output() {
     use Expected::*;
     use ParserKind::*;
     let cases: &[(ParserKind, &str, &str, Expected)] = &[
-        (Hdparm, "hdparm-t.txt", "buffered", Literal(157.41)),
-        (Hdparm, "hdparm-T.txt", "cached", Literal(9062.28)),
-        (Hdparm, "hdparm-direct.txt", "direct", Literal(6326.45)),
+        (Hdparm, "hdparm-t.txt", "buffered_reads", Literal(157.41)),
+        (Hdparm, "hdparm-T.txt", "cached_reads", Literal(9062.28)),
+        (
+            Hdparm,
+            "hdparm-direct.txt",
+            "direct_disk_reads",
+            Literal(6326.45),
+        ),
+        (
+            Hdparm,
+            "hdparm-direct-T.txt",
+            "direct_cached_reads",
+            Literal(2098.32),
+        ),
+        // Real boards: a Raspberry Pi 5's `hdparm -t`, and Raspberry Pi 4 benchmark
+        // script logs whose `--direct -t` line ends in colour codes after `MB/sec`.
+        (
+            Hdparm,
+            "real-sbc-hdparm-t-rpi5-usb.txt",
+            "buffered_reads",
+            Literal(362.52),
+        ),
+        (
+            Hdparm,
+            "real-sbc-pibench-rpi4-sandisk-sd32g.log",
+            "direct_disk_reads",
+            Literal(41.90),
+        ),
+        (
+            Hdparm,
+            "real-sbc-pibench-rpi4-sandisk-sd32g.log",
+            "direct_cached_reads",
+            Literal(39.00),
+        ),
+        (
+            Hdparm,
+            "real-sbc-pibench-rpi4-kingston-a400-usb.log",
+            "direct_disk_reads",
+            Literal(335.75),
+        ),
+        (
+            Hdparm,
+            "real-sbc-pibench-rpi4-kingston-a400-usb.log",
+            "direct_cached_reads",
+            Literal(304.12),
+        ),
+        (
+            Hdparm,
+            "real-sbc-pibench-rpi4-samsung-fitplus-usb3.log",
+            "direct_disk_reads",
+            Literal(55.40),
+        ),
+        (
+            Hdparm,
+            "real-sbc-pibench-rpi4-samsung-fitplus-usb3.log",
+            "direct_cached_reads",
+            Literal(52.32),
+        ),
+        (
+            Dd,
+            "real-sbc-pibench-rpi4-kingston-a400-usb.log",
+            "seconds",
+            Literal(3.56692),
+        ),
         (Dd, "dd-write.txt", "bytes", Literal(67108864.0)),
         (Dd, "dd-write.txt", "seconds", Literal(0.240754)),
         (
@@ -363,4 +424,166 @@ fn hdparm_without_permission_and_dd_without_a_summary_are_clear_errors() {
         err.contains("Permission denied") && err.contains("copied"),
         "{err}"
     );
+}
+
+/// `-T` measures memory (the page cache), `--direct -T` the drive's own cache, `-t` and
+/// `--direct -t` the device with and without the page cache: never one key for two.
+#[test]
+fn hdparm_cached_and_direct_reads_have_their_own_keys() {
+    let keys = |name: &str| -> Vec<String> {
+        match run_parser(ParserKind::Hdparm, name) {
+            Ok(Value::Object(m)) => m.keys().cloned().collect(),
+            other => panic!("{name}: {other:?}"),
+        }
+    };
+    assert_eq!(keys("hdparm-T.txt"), vec!["cached_reads"]);
+    assert_eq!(keys("hdparm-direct-T.txt"), vec!["direct_cached_reads"]);
+    assert_eq!(keys("hdparm-t.txt"), vec!["buffered_reads"]);
+    assert_eq!(keys("hdparm-direct.txt"), vec!["direct_disk_reads"]);
+    assert_eq!(
+        keys("real-sbc-pibench-rpi4-sandisk-sd32g.log"),
+        vec!["direct_cached_reads", "direct_disk_reads"]
+    );
+    // The shipped recipe selects a key the parser produces.
+    let recipe = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("pipeline/hdparm.toml"),
+    )
+    .unwrap();
+    assert!(recipe.contains("from = \"buffered_reads\""), "{recipe}");
+}
+
+fn has_control(text: &str) -> bool {
+    text.chars().any(char::is_control)
+}
+
+/// Real logs carry colour codes; what a parser quotes back must never carry them (or
+/// any other control byte) into an error, a failure record or a report.
+#[test]
+fn escape_sequences_and_control_bytes_never_reach_an_error() {
+    // The real line, with its number garbled so that it cannot parse.
+    let real = fixture("real-sbc-pibench-rpi4-sandisk-sd32g.log");
+    let line = real
+        .lines()
+        .find(|l| l.contains("O_DIRECT disk reads"))
+        .unwrap();
+    assert!(line.ends_with("MB/sec\u{1b}(B\u{1b}[m"), "{line:?}");
+    let garbled = line.replace("41.90", "4x.9\u{7}0\u{1b}]0;title\u{7}\u{8}");
+    let err = parse(ParserKind::Hdparm, &garbled, "").unwrap_err();
+    assert!(err.0.contains("expected `= N MB/sec`"), "{err}");
+    assert!(err.0.contains("= 4x.90 MB/sec`"), "{err}");
+    assert!(
+        !has_control(&err.0) && !has_control(&err.to_string()),
+        "{err:?}"
+    );
+    // Everywhere a parser quotes the output.
+    for kind in ParserKind::ALL {
+        let noise =
+            "\u{1b}[31mfail\u{1b}(B\u{1b}[m\u{7}\u{0}\r\n\u{9b}2Jmore\u{1b}]8;;http://x\u{1b}\\\n";
+        if let Err(e) = parse(kind, noise, noise) {
+            assert!(!has_control(&e.0), "{}: {:?}", kind.name(), e.0);
+        }
+    }
+    // Keys of a JSON document hold what the tool put there, escapes included.
+    let doc: Value = serde_json::from_str(r#"{"ra\u001b[31mte": 1, "x": {"y\u0007": 2}}"#).unwrap();
+    for path in ["rate", "x.z", "x.y"] {
+        let e = select(&doc, path).unwrap_err();
+        assert!(!has_control(&e.0), "{path}: {:?}", e.0);
+        assert!(!has_control(&e.to_string()), "{path}: {e}");
+    }
+}
+
+/// A command that redirects its tool's output (`2>&1`, `>&2`, a wrapper that logs to
+/// stderr) leaves the parser's stream empty; the error names the other stream.
+#[test]
+fn a_result_on_the_other_stream_is_named_in_the_error() {
+    use ParserKind::*;
+    let hdparm = fixture("hdparm-t.txt");
+    let time = fixture("xz-time-format.txt");
+    let dd = fixture("dd-write.txt");
+    let json = fixture("curl-json.json");
+    // (parser, stdout, stderr, fragments)
+    let cases: Vec<(ParserKind, &str, &str, Vec<&str>)> = vec![
+        (
+            Hdparm,
+            "",
+            &hdparm,
+            vec![
+                "no hdparm result on stdout",
+                "stderr has 1 line that looks like it",
+                "`Timing buffered disk reads: 256 MB in 1.63 seconds = 157.41 MB/sec`",
+            ],
+        ),
+        (
+            Time,
+            &time,
+            "",
+            vec![
+                "no time result on stderr",
+                "stdout has 1 line that looks like it",
+            ],
+        ),
+        (
+            Dd,
+            &dd,
+            "",
+            vec!["no dd result on stderr", "stdout has 1 line", "copied"],
+        ),
+        (
+            Json,
+            "",
+            &json,
+            vec!["no json result on stdout", "stderr has"],
+        ),
+    ];
+    for (kind, stdout, stderr, fragments) in cases {
+        let err = parse(kind, stdout, stderr).unwrap_err().0;
+        for f in fragments {
+            assert!(err.contains(f), "{}: `{f}` not in: {err}", kind.name());
+        }
+        assert!(err.len() < 600, "{err}");
+    }
+    // Nothing on either stream: no hint.
+    let err = parse(Hdparm, "", "/dev/vda: Operation not permitted\n")
+        .unwrap_err()
+        .0;
+    assert!(!err.contains("looks like it"), "{err}");
+}
+
+/// A failing tool's stderr goes into the failure's cause, the failure record and the
+/// report: as a terminal shows it, without its colour codes.
+#[test]
+fn escape_codes_of_a_failing_tool_reach_neither_the_failure_nor_the_report() {
+    let p = crate::spine::Project::new("escapes")
+        .write(
+            "pipeline/colour.toml",
+            r#"description = "a tool that fails in colour"
+uses_storage = false
+[run]
+command = "printf '\\033[31mfio: cannot open file\\033(B\\033[m\\007\\n' >&2; exit 3"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "s", better = "lower" }
+"#,
+        )
+        .scenario("s", &["colour"], 1, "");
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    let err = String::from_utf8_lossy(&apply.stderr);
+    assert!(err.contains("fio: cannot open file"), "{err}");
+    let failure = std::fs::read_dir(p.dir.join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("failure.json"))
+        .find(|f| f.exists())
+        .expect("a failure record");
+    let failure = std::fs::read_to_string(failure).unwrap();
+    let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
+    assert!(md.contains("exit status 3: fio: cannot open file"), "{md}");
+    for (what, text) in [
+        ("stderr", err.as_ref()),
+        ("failure.json", &failure),
+        ("report", &md),
+    ] {
+        assert!(!text.contains('\u{1b}'), "{what}: {text:?}");
+        assert!(!text.contains("\\u001b"), "{what}: {text:?}");
+    }
 }
