@@ -44,19 +44,7 @@ impl Lab {
                  devices and sshds. Run them as root (the CI does); they never pass silently."
             );
         }
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let pid = std::process::id() % 100_000;
-        let prefix = format!("bt{pid}{}", (b'a' + (n % 26) as u8) as char);
-        let root = std::env::temp_dir().join(format!("benchpipe-it-lab-{pid}-{n}"));
-        let _ = std::fs::remove_dir_all(&root);
-        let options = LabOptions {
-            prefix: prefix.clone(),
-            board_prefix: prefix,
-            disks_per_board: 1,
-            disk_bytes: 64 << 20,
-            first_subnet: 4000,
-            ..LabOptions::default()
-        };
+        let (root, options) = fresh_workspace("bt", "lab");
         let info = lab::up_with(&root, boards, &options).unwrap_or_else(|e| {
             panic!("LAB UP FAILED (needs root, `ip netns`, loop devices, /usr/sbin/sshd): {e}")
         });
@@ -677,10 +665,16 @@ fn text(o: &std::process::Output) -> String {
 
 /// A unique prefix (bx...) and workspace for tests that plant files; no lab is built.
 fn planted_workspace(tag: &str) -> (PathBuf, LabOptions) {
+    fresh_workspace("bx", &format!("planted-{tag}"))
+}
+
+/// An empty workspace and lab options with names no other test or process uses:
+/// `letters` + this process's pid + a counter letter.
+fn fresh_workspace(letters: &str, tag: &str) -> (PathBuf, LabOptions) {
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let pid = std::process::id() % 100_000;
-    let prefix = format!("bx{pid}{}", (b'a' + (n % 26) as u8) as char);
-    let root = std::env::temp_dir().join(format!("benchpipe-it-planted-{tag}-{pid}-{n}"));
+    let prefix = format!("{letters}{pid}{}", (b'a' + (n % 26) as u8) as char);
+    let root = std::env::temp_dir().join(format!("benchpipe-it-{tag}-{pid}-{n}"));
     let _ = std::fs::remove_dir_all(&root);
     let options = LabOptions {
         prefix: prefix.clone(),
