@@ -720,7 +720,7 @@ value = { from = "value", unit = "x", better = "higher" }
     assert_eq!(apply.status.code(), Some(1), "{}", text(&apply));
     assert!(String::from_utf8_lossy(&apply.stderr).contains("start service daemon"));
     assert!(
-        crate::processes_matching(&["sleep 3001"]).is_empty(),
+        crate::processes_left(&["sleep 3001"]).is_empty(),
         "the service outlived its failed cell: {:?}",
         crate::processes_matching(&["sleep 3001"])
     );
