@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use benchpipe::bench::parse::{check_path, parse, select};
-use benchpipe::model::ParserKind;
+use benchpipe::model::{ParserSpec, Stream};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
@@ -16,14 +16,22 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// GNU time writes to stderr; every other tool here to stdout.
-fn run_parser(kind: ParserKind, name: &str) -> Result<Value, String> {
+fn spec(name: &str) -> ParserSpec {
+    ParserSpec::named(name).unwrap_or_else(|| panic!("no parser `{name}`"))
+}
+
+/// The fixture on the stream the parser reads (GNU time and dd write to stderr).
+fn run_parser(kind: &str, name: &str) -> Result<Value, String> {
     let text = fixture(name);
-    let (stdout, stderr) = match kind {
-        ParserKind::Time | ParserKind::Dd => ("", text.as_str()),
-        _ => (text.as_str(), ""),
+    let parser = spec(kind);
+    let stream = benchpipe::bench::parse::find(kind)
+        .unwrap()
+        .stream(&parser.options);
+    let (stdout, stderr) = match stream {
+        Stream::Stderr => ("", text.as_str()),
+        Stream::Stdout => (text.as_str(), ""),
     };
-    parse(kind, stdout, stderr).map_err(|e| e.0)
+    parse(&parser, stdout, stderr).map_err(|e| e.0)
 }
 
 /// Where the expected number comes from, without going through `select`.
@@ -38,18 +46,17 @@ enum Expected {
 #[test]
 fn metrics_from_captured_output() {
     use Expected::*;
-    use ParserKind::*;
-    let cases: &[(ParserKind, &str, &str, Expected)] = &[
-        (Hdparm, "hdparm-t.txt", "buffered_reads", Literal(157.41)),
-        (Hdparm, "hdparm-T.txt", "cached_reads", Literal(9062.28)),
+    let cases: &[(&str, &str, &str, Expected)] = &[
+        ("hdparm", "hdparm-t.txt", "buffered_reads", Literal(157.41)),
+        ("hdparm", "hdparm-T.txt", "cached_reads", Literal(9062.28)),
         (
-            Hdparm,
+            "hdparm",
             "hdparm-direct.txt",
             "direct_disk_reads",
             Literal(6326.45),
         ),
         (
-            Hdparm,
+            "hdparm",
             "hdparm-direct-T.txt",
             "direct_cached_reads",
             Literal(2098.32),
@@ -57,174 +64,184 @@ fn metrics_from_captured_output() {
         // Real boards: a Raspberry Pi 5's `hdparm -t`, and Raspberry Pi 4 benchmark
         // script logs whose `--direct -t` line ends in colour codes after `MB/sec`.
         (
-            Hdparm,
+            "hdparm",
             "real-sbc-hdparm-t-rpi5-usb.txt",
             "buffered_reads",
             Literal(362.52),
         ),
         (
-            Hdparm,
+            "hdparm",
             "real-sbc-pibench-rpi4-sandisk-sd32g.log",
             "direct_disk_reads",
             Literal(41.90),
         ),
         (
-            Hdparm,
+            "hdparm",
             "real-sbc-pibench-rpi4-sandisk-sd32g.log",
             "direct_cached_reads",
             Literal(39.00),
         ),
         (
-            Hdparm,
+            "hdparm",
             "real-sbc-pibench-rpi4-kingston-a400-usb.log",
             "direct_disk_reads",
             Literal(335.75),
         ),
         (
-            Hdparm,
+            "hdparm",
             "real-sbc-pibench-rpi4-kingston-a400-usb.log",
             "direct_cached_reads",
             Literal(304.12),
         ),
         (
-            Hdparm,
+            "hdparm",
             "real-sbc-pibench-rpi4-samsung-fitplus-usb3.log",
             "direct_disk_reads",
             Literal(55.40),
         ),
         (
-            Hdparm,
+            "hdparm",
             "real-sbc-pibench-rpi4-samsung-fitplus-usb3.log",
             "direct_cached_reads",
             Literal(52.32),
         ),
         (
-            Dd,
+            "dd",
             "real-sbc-pibench-rpi4-kingston-a400-usb.log",
             "seconds",
             Literal(3.56692),
         ),
-        (Dd, "dd-write.txt", "bytes", Literal(67108864.0)),
-        (Dd, "dd-write.txt", "seconds", Literal(0.240754)),
+        ("dd", "dd-write.txt", "bytes", Literal(67108864.0)),
+        ("dd", "dd-write.txt", "seconds", Literal(0.240754)),
         (
-            Dd,
+            "dd",
             "dd-write.txt",
             "bytes_per_second",
             Literal(67108864.0 / 0.240754),
         ),
-        (Dd, "dd-comma-decimal-rpi4.txt", "seconds", Literal(17.3846)),
         (
-            Dd,
+            "dd",
+            "dd-comma-decimal-rpi4.txt",
+            "seconds",
+            Literal(17.3846),
+        ),
+        (
+            "dd",
             "dd-comma-decimal-rpi4.txt",
             "bytes_per_second",
             Literal(335544320.0 / 17.3846),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-randread.json",
             "jobs[0].read.bw_bytes",
             Pointer("/jobs/0/read/bw_bytes"),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-randread.json",
             "jobs[jobname=randread].read.iops",
             Pointer("/jobs/0/read/iops"),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-randwrite.json",
             "jobs[jobname=randwrite].write.bw_bytes",
             Pointer("/jobs/0/write/bw_bytes"),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-randread.json",
             "jobs[0].read.clat_ns.percentile[\"99.000000\"]",
             Pointer("/jobs/0/read/clat_ns/percentile/99.000000"),
         ),
         // The recipe's own paths on a two-job run: the filter must pick the second job.
         (
-            FioJson,
+            "fio-json",
             "fio-disk4k-2jobs.json",
             "jobs[jobname=randread].read.bw_bytes",
             Pointer("/jobs/0/read/bw_bytes"),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-disk4k-2jobs.json",
             "jobs[jobname=randwrite].write.bw_bytes",
             Pointer("/jobs/1/write/bw_bytes"),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-disk4k-2jobs.json",
             "jobs[jobname=randread].read.iops",
             Pointer("/jobs/0/read/iops"),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-disk4k-2jobs.json",
             "jobs[jobname=randwrite].write.iops",
             Pointer("/jobs/1/write/iops"),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-disk4k-2jobs.json",
             "jobs[groupid=1].write.iops",
             Pointer("/jobs/1/write/iops"),
         ),
         // A string value that holds a number.
         (
-            FioJson,
+            "fio-json",
             "fio-disk4k-2jobs.json",
             "global options.runtime",
             Literal(1.0),
         ),
         (
-            FioJson,
+            "fio-json",
             "fio-warning-before-json.json",
             "jobs[jobname=randread].read.bw_bytes",
             Pointer("/jobs/0/read/bw_bytes"),
         ),
         (
-            Iperf3Json,
+            "iperf3-json",
             "iperf3-up.json",
             "end.sum_received.bits_per_second",
             Pointer("/end/sum_received/bits_per_second"),
         ),
         (
-            Iperf3Json,
+            "iperf3-json",
             "iperf3-down.json",
             "end.sum_received.bits_per_second",
             Pointer("/end/sum_received/bits_per_second"),
         ),
         (
-            Iperf3Json,
+            "iperf3-json",
             "iperf3-up.json",
             "end.cpu_utilization_percent.host_total",
             Pointer("/end/cpu_utilization_percent/host_total"),
         ),
         (
-            Json,
+            "json",
             "curl-json.json",
             "speed_download",
             Pointer("/speed_download"),
         ),
-        (Json, "curl-json.json", "http_code", Pointer("/http_code")),
-        (Time, "xz-time-format.txt", "real", Literal(10.60)),
-        (Time, "xz-time-format.txt", "user", Literal(5.71)),
-        (Time, "xz-time-format.txt", "sys", Literal(0.16)),
-        (Time, "xz-time-format.txt", "max_rss_kib", Literal(113604.0)),
+        ("json", "curl-json.json", "http_code", Pointer("/http_code")),
+        ("time", "xz-time-format.txt", "real", Literal(10.60)),
+        ("time", "xz-time-format.txt", "user", Literal(5.71)),
+        ("time", "xz-time-format.txt", "sys", Literal(0.16)),
         (
-            Time,
+            "time",
+            "xz-time-format.txt",
+            "max_rss_kib",
+            Literal(113604.0),
+        ),
+        (
+            "time",
             "xz-time-failed-command.txt",
             "max_rss_kib",
             Literal(1920.0),
         ),
     ];
     for (kind, name, path, expected) in cases {
-        let label = format!("{} {name} {path}", kind.name());
+        let label = format!("{kind} {name} {path}");
         assert_eq!(check_path(path), Ok(()), "{label}");
         let doc = run_parser(*kind, name).unwrap_or_else(|e| panic!("{label}: {e}"));
         let got = select(&doc, path).unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -245,33 +262,32 @@ fn metrics_from_captured_output() {
 
 #[test]
 fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
-    use ParserKind::*;
     let fio_whole = fixture("fio-disk4k-2jobs.json");
     let truncated = &fio_whole[..fio_whole.len() / 2];
     let iperf3_truncated = fixture("iperf3-up.json");
     let iperf3_truncated = &iperf3_truncated[..iperf3_truncated.len() - 40];
     // (parser, stdout, stderr, fragments the message must contain)
-    let cases: Vec<(ParserKind, String, String, Vec<&str>)> = vec![
+    let cases: Vec<(&str, String, String, Vec<&str>)> = vec![
         (
-            FioJson,
+            "fio-json",
             truncated.into(),
             String::new(),
             vec!["fio-json", "ends early", "near `"],
         ),
         (
-            Iperf3Json,
+            "iperf3-json",
             iperf3_truncated.into(),
             String::new(),
             vec!["iperf3-json", "ends early"],
         ),
         (
-            FioJson,
+            "fio-json",
             String::new(),
             String::new(),
             vec!["fio --output-format=json", "empty output"],
         ),
         (
-            FioJson,
+            "fio-json",
             "fio: failed to open /dev/nonexistent: No such file\n".into(),
             String::new(),
             vec![
@@ -280,7 +296,7 @@ fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
             ],
         ),
         (
-            FioJson,
+            "fio-json",
             fixture("fio-job-error.json"),
             String::new(),
             vec![
@@ -291,7 +307,7 @@ fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
             ],
         ),
         (
-            Iperf3Json,
+            "iperf3-json",
             fixture("iperf3-error.json"),
             String::new(),
             vec![
@@ -300,13 +316,13 @@ fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
             ],
         ),
         (
-            Iperf3Json,
+            "iperf3-json",
             fixture("iperf3-text-rpi4.txt"),
             String::new(),
             vec!["iperf3 -J", "invalid JSON", "[ ID] Interval"],
         ),
         (
-            Time,
+            "time",
             String::new(),
             fixture("xz-time.txt"),
             vec![
@@ -316,7 +332,7 @@ fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
             ],
         ),
         (
-            Time,
+            "time",
             String::new(),
             fixture("xz-time-f.txt"),
             vec![
@@ -325,35 +341,31 @@ fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
             ],
         ),
         (
-            Time,
+            "time",
             String::new(),
             String::new(),
             vec!["4 numbers", "empty stderr"],
         ),
         (
-            Time,
+            "time",
             String::new(),
             "xz: /x: No such file or directory\n".into(),
             vec!["4 numbers", "`xz: /x: No such file or directory`"],
         ),
         (
-            Json,
+            "json",
             "Requests per second: 12.5\n".into(),
             String::new(),
             vec!["json", "invalid JSON", "Requests"],
         ),
     ];
     for (kind, stdout, stderr, fragments) in cases {
-        let err = match parse(kind, &stdout, &stderr) {
-            Ok(doc) => panic!("{}: expected an error, parsed {doc}", kind.name()),
+        let err = match parse(&spec(kind), &stdout, &stderr) {
+            Ok(doc) => panic!("{kind}: expected an error, parsed {doc}"),
             Err(e) => e.0,
         };
         for fragment in fragments {
-            assert!(
-                err.contains(fragment),
-                "{}: `{fragment}` not in: {err}",
-                kind.name()
-            );
+            assert!(err.contains(fragment), "{kind}: `{fragment}` not in: {err}");
         }
         assert!(err.len() < 400, "error too long: {err}");
     }
@@ -361,7 +373,7 @@ fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
 
 #[test]
 fn select_errors_name_the_failing_segment() {
-    let doc = run_parser(ParserKind::FioJson, "fio-disk4k-2jobs.json").expect("fixture parses");
+    let doc = run_parser("fio-json", "fio-disk4k-2jobs.json").expect("fixture parses");
     let cases: &[(&str, &[&str])] = &[
         (
             "jobs[jobname=randred].read.bw_bytes",
@@ -410,11 +422,11 @@ fn numbers_in_strings_must_be_finite() {
 
 #[test]
 fn hdparm_without_permission_and_dd_without_a_summary_are_clear_errors() {
-    let err = run_parser(ParserKind::Hdparm, "hdparm-not-permitted.txt").unwrap_err();
+    let err = run_parser("hdparm", "hdparm-not-permitted.txt").unwrap_err();
     assert!(err.contains("Operation not permitted"), "{err}");
     assert!(err.contains("MB/sec"), "says what was expected: {err}");
     let err = parse(
-        ParserKind::Dd,
+        &spec("dd"),
         "",
         "dd: failed to open 'x': Permission denied\n",
     )
@@ -431,7 +443,7 @@ fn hdparm_without_permission_and_dd_without_a_summary_are_clear_errors() {
 #[test]
 fn hdparm_cached_and_direct_reads_have_their_own_keys() {
     let keys = |name: &str| -> Vec<String> {
-        match run_parser(ParserKind::Hdparm, name) {
+        match run_parser("hdparm", name) {
             Ok(Value::Object(m)) => m.keys().cloned().collect(),
             other => panic!("{name}: {other:?}"),
         }
@@ -468,7 +480,7 @@ fn escape_sequences_and_control_bytes_never_reach_an_error() {
         .unwrap();
     assert!(line.ends_with("MB/sec\u{1b}(B\u{1b}[m"), "{line:?}");
     let garbled = line.replace("41.90", "4x.9\u{7}0\u{1b}]0;title\u{7}\u{8}");
-    let err = parse(ParserKind::Hdparm, &garbled, "").unwrap_err();
+    let err = parse(&spec("hdparm"), &garbled, "").unwrap_err();
     assert!(err.0.contains("expected `= N MB/sec`"), "{err}");
     assert!(err.0.contains("= 4x.90 MB/sec`"), "{err}");
     assert!(
@@ -476,11 +488,11 @@ fn escape_sequences_and_control_bytes_never_reach_an_error() {
         "{err:?}"
     );
     // Everywhere a parser quotes the output.
-    for kind in ParserKind::ALL {
+    for parser in ParserSpec::all() {
         let noise =
             "\u{1b}[31mfail\u{1b}(B\u{1b}[m\u{7}\u{0}\r\n\u{9b}2Jmore\u{1b}]8;;http://x\u{1b}\\\n";
-        if let Err(e) = parse(kind, noise, noise) {
-            assert!(!has_control(&e.0), "{}: {:?}", kind.name(), e.0);
+        if let Err(e) = parse(&parser, noise, noise) {
+            assert!(!has_control(&e.0), "{}: {:?}", parser.name(), e.0);
         }
     }
     // Keys of a JSON document hold what the tool put there, escapes included.
@@ -496,15 +508,14 @@ fn escape_sequences_and_control_bytes_never_reach_an_error() {
 /// stderr) leaves the parser's stream empty; the error names the other stream.
 #[test]
 fn a_result_on_the_other_stream_is_named_in_the_error() {
-    use ParserKind::*;
     let hdparm = fixture("hdparm-t.txt");
     let time = fixture("xz-time-format.txt");
     let dd = fixture("dd-write.txt");
     let json = fixture("curl-json.json");
     // (parser, stdout, stderr, fragments)
-    let cases: Vec<(ParserKind, &str, &str, Vec<&str>)> = vec![
+    let cases: Vec<(&str, &str, &str, Vec<&str>)> = vec![
         (
-            Hdparm,
+            "hdparm",
             "",
             &hdparm,
             vec![
@@ -514,7 +525,7 @@ fn a_result_on_the_other_stream_is_named_in_the_error() {
             ],
         ),
         (
-            Time,
+            "time",
             &time,
             "",
             vec![
@@ -523,27 +534,27 @@ fn a_result_on_the_other_stream_is_named_in_the_error() {
             ],
         ),
         (
-            Dd,
+            "dd",
             &dd,
             "",
             vec!["no dd result on stderr", "stdout has 1 line", "copied"],
         ),
         (
-            Json,
+            "json",
             "",
             &json,
             vec!["no json result on stdout", "stderr has"],
         ),
     ];
     for (kind, stdout, stderr, fragments) in cases {
-        let err = parse(kind, stdout, stderr).unwrap_err().0;
+        let err = parse(&spec(kind), stdout, stderr).unwrap_err().0;
         for f in fragments {
-            assert!(err.contains(f), "{}: `{f}` not in: {err}", kind.name());
+            assert!(err.contains(f), "{kind}: `{f}` not in: {err}");
         }
         assert!(err.len() < 600, "{err}");
     }
     // Nothing on either stream: no hint.
-    let err = parse(Hdparm, "", "/dev/vda: Operation not permitted\n")
+    let err = parse(&spec("hdparm"), "", "/dev/vda: Operation not permitted\n")
         .unwrap_err()
         .0;
     assert!(!err.contains("looks like it"), "{err}");
