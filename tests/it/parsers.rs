@@ -598,3 +598,347 @@ value = { from = "value", unit = "s", better = "lower" }
         assert!(!text.contains("\\u001b"), "{what}: {text:?}");
     }
 }
+
+/// Loads one recipe through config, as `check` does; Err is the rendered diagnostics.
+fn load_recipe(name: &str, text: &str) -> Result<benchpipe::model::Recipe, String> {
+    let dir = std::env::temp_dir().join(format!(
+        "bp-it-regex-{name}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("pipeline")).unwrap();
+    std::fs::write(dir.join(format!("pipeline/{name}.toml")), text).unwrap();
+    let loaded = benchpipe::config::load_recipes(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut recipes = loaded.map_err(|d| d.to_string())?;
+    Ok(recipes
+        .remove(&benchpipe::model::TestName::new(name))
+        .expect("the recipe"))
+}
+
+/// A recipe reading its tool's text with `parse = "regex"`: metric name -> group.
+fn regex_recipe(stream: &str, extra: &str, patterns: &[&str], metrics: &[&str]) -> String {
+    let patterns: Vec<String> = patterns.iter().map(|p| format!("  '{p}',\n")).collect();
+    let metrics: Vec<String> = metrics
+        .iter()
+        .map(|m| format!("{m} = {{ from = \"{m}\", unit = \"x\", better = \"higher\" }}\n"))
+        .collect();
+    format!(
+        "description = \"regex\"\nuses_storage = false\n[run]\ncommand = \"true\"\n\
+         parse = \"regex\"\n[parse_regex]\nstream = \"{stream}\"\n{extra}patterns = [\n{}]\n\
+         [metrics]\n{}",
+        patterns.concat(),
+        metrics.concat()
+    )
+}
+
+/// Text tools read without Rust: each recipe goes through config and `bench::metrics`
+/// on the tool's real output; each expected value is the number as the file prints it.
+#[test]
+fn regex_recipes_read_real_text_output() {
+    // (fixture, stream, extra options, patterns, (metric, number as printed))
+    let cases: &[(&str, &str, &str, &[&str], &[(&str, &str)])] = &[
+        (
+            "wrk.txt",
+            "stdout",
+            "",
+            &[
+                r"^Requests/sec:\s+(?P<requests_per_sec>[0-9.]+)$",
+                r"^Transfer/sec:\s+(?P<transfer_mb>[0-9.]+)MB$",
+            ],
+            &[("requests_per_sec", "13.32"), ("transfer_mb", "726.86")],
+        ),
+        (
+            "wrk-small.txt",
+            "stdout",
+            "",
+            &[r"^Requests/sec:\s+(?P<requests_per_sec>[0-9.]+)$"],
+            &[("requests_per_sec", "12657.97")],
+        ),
+        (
+            "ab.txt",
+            "stdout",
+            "",
+            &[
+                r"^Requests per second:\s+(?P<requests_per_sec>[0-9.]+) \[#/sec\]",
+                // Two "Time per request" lines; `(mean)$` picks the first.
+                r"^Time per request:\s+(?P<ms_per_request>[0-9.]+) \[ms\] \(mean\)$",
+                r"^Failed requests:\s+(?P<failed>\d+)$",
+            ],
+            &[
+                ("requests_per_sec", "11.56"),
+                ("ms_per_request", "864.870"),
+                ("failed", "0"),
+            ],
+        ),
+        (
+            "iperf2.txt",
+            "stdout",
+            "",
+            &[r"sec\s+[0-9.]+ \w+\s+(?P<gbits>[0-9.]+) Gbits/sec$"],
+            &[("gbits", "4.55")],
+        ),
+        (
+            "iperf2-reverse.txt",
+            "stdout",
+            "",
+            &[r"sec\s+[0-9.]+ \w+\s+(?P<gbits>[0-9.]+) Gbits/sec$"],
+            &[("gbits", "5.71")],
+        ),
+        (
+            "smbclient.txt",
+            "stdout",
+            "",
+            &[r"\(average (?P<kib_per_s>[0-9.]+) KiloBytes/sec\)"],
+            &[("kib_per_s", "286033.5")],
+        ),
+        (
+            "curl.txt",
+            "stdout",
+            "",
+            &[r"^(?P<speed>\d+) (?P<size>\d+) (?P<seconds>[0-9.]+) (?P<code>\d{3})$"],
+            &[
+                ("speed", "1067578904"),
+                ("seconds", "0.049110"),
+                ("code", "200"),
+            ],
+        ),
+        // A real Raspberry Pi 4: iperf3 without -J; sender and receiver summaries.
+        (
+            "iperf3-text-rpi4.txt",
+            "stdout",
+            "",
+            &[
+                r"(?P<sender_mbits>[0-9.]+) Mbits/sec\s+\d+\s+sender$",
+                r"(?P<receiver_mbits>[0-9.]+) Mbits/sec\s+receiver$",
+            ],
+            &[("sender_mbits", "99.3"), ("receiver_mbits", "98.6")],
+        ),
+        // A real Raspberry Pi 4 whose locale prints decimal commas, dd on stderr.
+        (
+            "dd-comma-decimal-rpi4.txt",
+            "stderr",
+            "decimal_comma = true\n",
+            &[r"copied, (?P<seconds>[0-9,]+) s, (?P<mb_per_s>[0-9,]+) MB/s"],
+            &[("seconds", "17,3846"), ("mb_per_s", "19,3")],
+        ),
+    ];
+    for (name, stream, extra, patterns, expected) in cases {
+        let metrics: Vec<&str> = expected.iter().map(|(m, _)| *m).collect();
+        let recipe = load_recipe("reader", &regex_recipe(stream, extra, patterns, &metrics))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let text = fixture(name);
+        let (stdout, stderr) = match *stream {
+            "stderr" => ("", text.as_str()),
+            _ => (text.as_str(), ""),
+        };
+        let got = benchpipe::bench::metrics(&recipe, stdout, stderr)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for (metric, printed) in *expected {
+            assert!(
+                text.contains(printed),
+                "{name}: `{printed}` is not in the fixture"
+            );
+            let want: f64 = printed.replace(',', ".").parse().unwrap();
+            assert_eq!(got[*metric], want, "{name} {metric}");
+        }
+    }
+}
+
+/// What goes wrong at run time says what was expected and quotes what was found.
+#[test]
+fn regex_failures_quote_the_output_and_name_the_fix() {
+    let smb = load_recipe(
+        "smb",
+        &regex_recipe(
+            "stdout",
+            "",
+            &[r"\(average (?P<kib_per_s>[0-9.]+) KiloBytes/sec\)"],
+            &["kib_per_s"],
+        ),
+    )
+    .unwrap();
+    let err = benchpipe::bench::metrics(&smb, &fixture("smbclient-error.txt"), "").unwrap_err();
+    assert!(err.contains("regex: pattern 1 `\\(average"), "{err}");
+    assert!(err.contains("matched nothing on stdout"), "{err}");
+    assert!(err.contains("NT_STATUS_"), "quotes smbclient's line: {err}");
+    // The output went to stderr: the error names the stream that holds it.
+    let err = benchpipe::bench::metrics(&smb, "", &fixture("smbclient.txt")).unwrap_err();
+    assert!(err.contains("no regex result on stdout"), "{err}");
+    assert!(
+        err.contains("stderr has 1 line that looks like it"),
+        "{err}"
+    );
+    // Decimal commas are not guessed.
+    let dd = load_recipe(
+        "dd",
+        &regex_recipe(
+            "stderr",
+            "",
+            &[r"copied, (?P<seconds>[0-9,]+) s"],
+            &["seconds"],
+        ),
+    )
+    .unwrap();
+    let err =
+        benchpipe::bench::metrics(&dd, "", &fixture("dd-comma-decimal-rpi4.txt")).unwrap_err();
+    assert!(err.contains("found the string \"17,3846\""), "{err}");
+    assert!(err.contains("`decimal_comma = true`"), "{err}");
+}
+
+/// Config refuses a pattern before anything runs, at the position in the file of the
+/// part that is wrong, with exit-2 diagnostics like any other bad input.
+#[test]
+fn regex_options_are_checked_at_load_with_positions() {
+    let base = regex_recipe(
+        "stdout",
+        "",
+        &[r"^Requests/sec:\s+(?P<rate>[0-9.]+)$"],
+        &["rate"],
+    );
+    // (from, to, location, message)
+    let cases: &[(&str, &str, &str, &str)] = &[
+        // The caret lands on the unclosed `(`, inside the string.
+        (
+            r"(?P<rate>[0-9.]+)$",
+            r"(?P<rate>[0-9.]+$",
+            "pipeline/r.toml:9:21",
+            "bad pattern: invalid regular expression: unclosed group",
+        ),
+        (
+            r"(?P<rate>[0-9.]+)",
+            r"([0-9.]+)",
+            "pipeline/r.toml:9:",
+            "no named group",
+        ),
+        (
+            r"(?P<rate>",
+            r"(?P<rate.x>",
+            "pipeline/r.toml:9:25",
+            "group name `rate.x`",
+        ),
+        (
+            r"(?P<rate>[0-9.]+)$'",
+            r"(?P<rate>[0-9.]+)$', '(?P<rate>\d)'",
+            "pipeline/r.toml:9:47",
+            "group `rate` is named in an earlier pattern",
+        ),
+        (
+            r"(?P<rate>[0-9.]+)",
+            r"(?P<rate>\w{500}){500}",
+            "pipeline/r.toml:9:",
+            "compiles to more than",
+        ),
+        (
+            r"\s+(?P<rate>",
+            r"(?<=x)(?P<rate>",
+            "pipeline/r.toml:9:",
+            "look-around",
+        ),
+        (
+            "from = \"rate\"",
+            "from = \"rates\"",
+            "pipeline/r.toml:12:",
+            "expected one of `rate`",
+        ),
+        (
+            "stream = \"stdout\"",
+            "stream = \"both\"",
+            "pipeline/r.toml:7:10",
+            "expected `stdout` or `stderr`",
+        ),
+        (
+            "parse = \"regex\"",
+            "parse = \"time\"",
+            "pipeline/r.toml:6:1",
+            "`[parse_regex]` is for `parse = \"regex\"`",
+        ),
+        (
+            "parse = \"regex\"",
+            "parse = \"regexp\"",
+            "pipeline/r.toml:5:9",
+            "did you mean `regex`?",
+        ),
+        (
+            "patterns = [",
+            "pattern = 'x(?P<y>z)'\npatterns = [",
+            "pipeline/r.toml:8:",
+            "`pattern` or `patterns`, not both",
+        ),
+        ("patterns", "patternz", "pipeline/r.toml:8:1", "unknown"),
+    ];
+    for (from, to, location, message) in cases {
+        assert!(base.contains(from), "{from}");
+        let text = base.replacen(from, to, 1);
+        match load_recipe("r", &text) {
+            Ok(_) => panic!("{to}: loaded without error:\n{text}"),
+            Err(e) => assert!(
+                e.contains(location) && e.contains(message),
+                "{to}: expected `{location}` and `{message}` in:\n{e}\n{text}"
+            ),
+        }
+    }
+    // `parse = "regex"` alone.
+    let e = load_recipe(
+        "r",
+        "uses_storage = false\n[run]\ncommand = \"true\"\nparse = \"regex\"\n\
+         [metrics]\nx = { from = \"x\", unit = \"s\", better = \"lower\" }\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("pipeline/r.toml:4:9") && e.contains("needs a `[parse_regex]`"),
+        "{e}"
+    );
+    // An escaped (basic) string: the caret still lands on the pattern's own text.
+    let e = load_recipe(
+        "r",
+        "uses_storage = false\n[run]\ncommand = \"true\"\nparse = \"regex\"\n[parse_regex]\n\
+         pattern = \"\\\\d+ (?P<x>\\\\d\"\n[metrics]\nx = { from = \"x\", unit = \"s\", better = \"lower\" }\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("pipeline/r.toml:6:17") && e.contains("unclosed group"),
+        "{e}"
+    );
+}
+
+/// Through the real binary: a regex recipe is planned, applied and stored on the local
+/// board, and a changed pattern is a different cell (its key holds the patterns).
+#[test]
+fn a_regex_recipe_is_applied_and_its_patterns_are_part_of_the_key() {
+    let wrk = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/tool-outputs/wrk.txt");
+    let recipe = format!(
+        "description = \"wrk's summary, read by a regex\"\nuses_storage = false\n\
+         [params]\nfile = \"{}\"\n[run]\ncommand = \"cat {{{{ file }}}}\"\nparse = \"regex\"\n\
+         [parse_regex]\npattern = '^Requests/sec:\\s+(?P<requests_per_sec>[0-9.]+)$'\n\
+         [metrics]\nrps = {{ from = \"requests_per_sec\", unit = \"req/s\", better = \"higher\" }}\n",
+        wrk.display()
+    );
+    let p = crate::spine::Project::new("regex")
+        .write("pipeline/wrk.toml", &recipe)
+        .scenario("s", &["wrk"], 2, "");
+    let apply = p.bp(&["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", crate::spine::text(&apply));
+    let samples = p.samples("wrk");
+    let measured: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s["metrics"]["rps"].as_f64())
+        .collect();
+    assert!(measured.len() >= 2, "{samples:?}");
+    assert!(measured.iter().all(|v| *v == 13.32), "{samples:?}");
+    let plan = p.bp(&["plan", "--json", "scenarios/s.toml"]);
+    let doc: Value = serde_json::from_slice(&plan.stdout).expect("plan --json");
+    assert_eq!(doc["summary"]["complete"], 1, "{doc}");
+    let p = p.edit(
+        "pipeline/wrk.toml",
+        "(?P<requests_per_sec>[0-9.]+)$",
+        "(?P<requests_per_sec>[0-9.]+)",
+    );
+    let plan = p.bp(&["plan", "--json", "scenarios/s.toml"]);
+    let doc: Value = serde_json::from_slice(&plan.stdout).expect("plan --json");
+    assert_eq!(
+        doc["summary"]["complete"], 0,
+        "a new pattern is a new cell: {doc}"
+    );
+}
