@@ -243,7 +243,7 @@ fn metrics_from_captured_output() {
     for (kind, name, path, expected) in cases {
         let label = format!("{kind} {name} {path}");
         assert_eq!(check_path(path), Ok(()), "{label}");
-        let doc = run_parser(*kind, name).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let doc = run_parser(kind, name).unwrap_or_else(|e| panic!("{label}: {e}"));
         let got = select(&doc, path).unwrap_or_else(|e| panic!("{label}: {e}"));
         let want = match expected {
             Literal(v) => *v,
@@ -637,8 +637,15 @@ fn regex_recipe(stream: &str, extra: &str, patterns: &[&str], metrics: &[&str]) 
 /// on the tool's real output; each expected value is the number as the file prints it.
 #[test]
 fn regex_recipes_read_real_text_output() {
-    // (fixture, stream, extra options, patterns, (metric, number as printed))
-    let cases: &[(&str, &str, &str, &[&str], &[(&str, &str)])] = &[
+    /// (fixture, stream, extra options, patterns, (metric, number as printed))
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        &'a [&'a str],
+        &'a [(&'a str, &'a str)],
+    );
+    let cases: &[Case] = &[
         (
             "wrk.txt",
             "stdout",

@@ -30,6 +30,7 @@ impl Parser for Dd {
     }
 }
 
+/// GNU dd's last line on stderr: `335544320 bytes (336 MB, 320 MiB) copied, 3.56692 s,
 /// 94.1 MB/s`. The rate is recomputed from bytes and seconds, exactly, rather than taken
 /// from dd's rounded and unit-varying text.
 fn parse_dd(stderr: &str) -> Result<Value, ParseError> {

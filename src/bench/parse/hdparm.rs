@@ -104,8 +104,6 @@ fn parse_hdparm(stdout: &str, stderr: &str) -> Result<Value, ParseError> {
     Ok(Value::Object(doc))
 }
 
-/// GNU dd's last line on stderr: `335544320 bytes (336 MB, 320 MiB) copied, 3.56692 s,
-
 #[cfg(test)]
 mod tests {
     use super::*;
