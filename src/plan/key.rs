@@ -145,6 +145,20 @@ pub fn cell_inputs(
             ),
         );
     }
+    // Only present for a parser with options (`regex`): its patterns decide what is
+    // measured. Absent otherwise, so that the keys of other recipes stay.
+    if let Some(regex) = &recipe.parser.options.regex
+        && let Some(obj) = test_doc.as_object_mut()
+    {
+        obj.insert(
+            "parse_regex".into(),
+            json!({
+                "patterns": regex.patterns,
+                "stream": regex.stream.name(),
+                "decimal_comma": regex.decimal_comma,
+            }),
+        );
+    }
     json!({
         "image": image.source.identity(&image.name),
         "board": { "name": board.name, "model": board.model, "arch": board.arch },

@@ -461,7 +461,7 @@ pub(crate) mod fixtures {
                 command: "fio --size={{ size }} --filename={{ dir }}/f".into(),
                 timeout: Some(Duration::from_secs(60)),
             },
-            parser: ParserKind::FioJson,
+            parser: ParserSpec::named("fio-json").expect("a registered parser"),
             teardown: vec![],
             services: vec![],
             metrics: vec![MetricSpec {
