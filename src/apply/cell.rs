@@ -5,8 +5,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Job;
-use super::worker::{CellError, LiveCell, Transports, Worker, board_host, first_line, tail_hint};
+use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
+use crate::failure::CellFailure;
 use crate::model::{AS_IS, Filesystem, Step, Storage};
 use crate::storage;
 
@@ -18,7 +19,7 @@ impl Worker<'_> {
         job: &'j Job<'c>,
         facts: &Value,
         mounted: &mut Option<(Storage, Filesystem)>,
-    ) -> Result<LiveCell<'j, 'c>, CellError> {
+    ) -> Result<LiveCell<'j, 'c>, CellFailure> {
         let cell = job.cell;
         let addr = &cell.address;
         let writer = self.store.begin(cell)?;
@@ -32,12 +33,14 @@ impl Worker<'_> {
                 != Some(wanted)
             {
                 if let Some((s, f)) = mounted.take() {
-                    storage::release(t.board, &s, &f).map_err(CellError::Cell)?;
+                    storage::release(t.board, &s, &f)
+                        .map_err(|message| CellFailure::Storage { message })?;
                 }
                 if fs.kind != AS_IS {
                     self.phase(Some(addr), format!("format {} as {}", st.name, fs.name));
                 }
-                storage::prepare(t.board, st, fs).map_err(CellError::Cell)?;
+                storage::prepare(t.board, st, fs)
+                    .map_err(|message| CellFailure::Storage { message })?;
                 *mounted = Some((st.clone(), fs.clone()));
             }
         }
@@ -60,8 +63,7 @@ impl Worker<'_> {
         self.phase(Some(addr), "setup");
         {
             let _held = self.resources.acquire(&job.recipe.exclusive);
-            self.steps(t, &job.recipe.setup, &vars, "setup")
-                .map_err(CellError::Cell)?;
+            self.steps(t, &job.recipe.setup, &vars, "setup")?;
         }
         let mut services = Vec::new();
         if let Err(e) = self.start_services(t, job, &vars, &mut services) {
@@ -86,19 +88,20 @@ impl Worker<'_> {
         steps: &[Step],
         vars: &Vars,
         what: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), CellFailure> {
         for step in steps {
-            let command = bench::render(&step.command, vars)?;
+            let command = bench::render(&step.command, vars)
+                .map_err(|message| CellFailure::Template { message })?;
+            // A lost connection here is the board's loss, as in a run.
             let out = t
                 .side(step.on)
-                .run(&command, step.timeout.or(Some(Duration::from_secs(3600))))
-                .map_err(|e| e.to_string())?;
+                .run(&command, step.timeout.or(Some(Duration::from_secs(3600))))?;
             if !out.exit.success() {
-                return Err(format!(
-                    "{what} `{}` ended with {}{}",
-                    first_line(&command),
-                    out.exit,
-                    tail_hint(&out.stderr_str())
+                return Err(CellFailure::step_failed(
+                    what,
+                    &command,
+                    &out.exit,
+                    &out.stderr_str(),
                 ));
             }
         }

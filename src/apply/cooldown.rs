@@ -3,7 +3,8 @@
 use std::time::{Duration, Instant};
 
 use super::facts::{read_load, read_temperature};
-use super::worker::{CellError, Worker};
+use super::worker::Worker;
+use crate::failure::CellFailure;
 use crate::model::{Cooldown, Method};
 use crate::plan::Address;
 use crate::transport::Transport;
@@ -17,7 +18,7 @@ impl Worker<'_> {
         addr: Option<&Address>,
         method: &Method,
         idle_celsius: Option<f64>,
-    ) -> Result<(), CellError> {
+    ) -> Result<(), CellFailure> {
         match &method.cooldown {
             Cooldown::None => {}
             Cooldown::Fixed { duration } => {

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, Result};
+use crate::failure::CellFailure;
 use crate::model::Recipe;
 use crate::model::Workspace;
 use crate::plan::state;
@@ -71,7 +72,9 @@ pub enum Event<'a> {
     CellFailed {
         board: &'a str,
         cell: &'a Address,
-        cause: &'a str,
+        cause: &'a CellFailure,
+        /// The failing step's output, for the terminal; reports leave it out.
+        log: Option<&'a std::path::Path>,
     },
     BoardDone {
         board: &'a str,
@@ -85,7 +88,7 @@ pub struct Outcome {
     /// Cells the plan held that needed no work.
     pub already_complete: usize,
     pub completed: usize,
-    pub failed: Vec<(Address, String)>,
+    pub failed: Vec<(Address, CellFailure)>,
     pub interrupted: bool,
 }
 
@@ -199,7 +202,10 @@ fn worker_panicked(
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".into());
-    let cause = format!("benchpipe's worker for board {board} panicked (a bug): {what}");
+    let cause = CellFailure::Panicked {
+        board: board.to_string(),
+        message: what,
+    };
     let (mut failed, mut completed) = (Vec::new(), 0);
     for j in jobs {
         let complete = store
@@ -223,6 +229,6 @@ fn worker_panicked(
 
 struct BoardResult {
     completed: usize,
-    failed: Vec<(Address, String)>,
+    failed: Vec<(Address, CellFailure)>,
     interrupted: bool,
 }

@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::Job;
-use super::worker::{Worker, tail_hint};
+use super::worker::Worker;
+use crate::failure::CellFailure;
 use crate::model::{Recipe, Side};
-use crate::transport::{Transport, quote};
+use crate::transport::{Transport, TransportError, quote};
 
 impl Worker<'_> {
     /// Makes the board ready for its cells: tools installed, work and storage dirs there.
@@ -16,7 +17,7 @@ impl Worker<'_> {
         board: &mut dyn Transport,
         controller: &mut dyn Transport,
         jobs: &[Job<'_>],
-    ) -> Result<(), String> {
+    ) -> Result<(), CellFailure> {
         let mut board_recipes = BTreeMap::new();
         let mut controller_recipes = BTreeMap::new();
         for j in jobs {
@@ -53,14 +54,13 @@ impl Worker<'_> {
         dirs.sort();
         dirs.dedup();
         let cmd = format!("mkdir -p -- {}", quote::join(&dirs));
-        let out = board
-            .run(&cmd, Some(Duration::from_secs(60)))
-            .map_err(|e| e.to_string())?;
+        let out = board.run(&cmd, Some(Duration::from_secs(60)))?;
         if !out.exit.success() {
-            return Err(format!(
-                "cannot create work directories ({}): {}",
-                out.exit,
-                out.stderr_str().trim()
+            return Err(CellFailure::step_failed(
+                "create work directories",
+                &cmd,
+                &out.exit,
+                &out.stderr_str(),
             ));
         }
         Ok(())
@@ -73,7 +73,7 @@ pub(super) fn provision<'r>(
     t: &mut dyn Transport,
     side: &str,
     recipes: impl Iterator<Item = &'r Recipe>,
-) -> Result<(), String> {
+) -> Result<(), CellFailure> {
     let recipes: Vec<&Recipe> = recipes.collect();
     let commands: BTreeSet<&str> = recipes
         .iter()
@@ -96,12 +96,14 @@ pub(super) fn provision<'r>(
         .run("id -u", Some(Duration::from_secs(30)))
         .map(|o| o.stdout_str().trim() == "0")
         .unwrap_or(false);
+    let lacking = |commands: Vec<String>, installed| CellFailure::MissingCommands {
+        side: side.to_string(),
+        commands,
+        packages: packages.iter().map(|p| p.to_string()).collect(),
+        installed,
+    };
     if !is_root {
-        return Err(format!(
-            "{side} lacks {}; install them as root with: apt-get install {}",
-            missing.join(", "),
-            packages.join(" ")
-        ));
+        return Err(lacking(missing, false));
     }
     // Boards that share one system (the lab) provision at the same time: wait for
     // dpkg's lock rather than fail on it.
@@ -112,24 +114,18 @@ pub(super) fn provision<'r>(
           apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p})",
         p = quote::join(&packages)
     );
-    let out = t
-        .run(&install, Some(Duration::from_secs(1800)))
-        .map_err(|e| e.to_string())?;
+    let out = t.run(&install, Some(Duration::from_secs(1800)))?;
     if !out.exit.success() {
-        return Err(format!(
-            "{side}: apt-get install {} failed ({}){}",
-            packages.join(" "),
-            out.exit,
-            tail_hint(&out.stderr_str())
+        return Err(CellFailure::step_failed(
+            format!("{side}: provision"),
+            &format!("apt-get install {}", packages.join(" ")),
+            &out.exit,
+            &out.stderr_str(),
         ));
     }
     let still = missing_commands(t, &commands)?;
     if !still.is_empty() {
-        return Err(format!(
-            "{side} still lacks {} after installing {}",
-            still.join(", "),
-            packages.join(" ")
-        ));
+        return Err(lacking(still, true));
     }
     Ok(())
 }
@@ -137,14 +133,12 @@ pub(super) fn provision<'r>(
 pub(super) fn missing_commands(
     t: &mut dyn Transport,
     commands: &BTreeSet<&str>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, TransportError> {
     let words: Vec<&str> = commands.iter().copied().collect();
     let script = format!(
         "for c in {}; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done",
         quote::join(&words)
     );
-    let out = t
-        .run(&script, Some(Duration::from_secs(60)))
-        .map_err(|e| e.to_string())?;
+    let out = t.run(&script, Some(Duration::from_secs(60)))?;
     Ok(out.stdout_str().lines().map(str::to_string).collect())
 }

@@ -4,9 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::worker::{BoardState, CellError, LiveCell, Transports, Worker, first_line, tail_hint};
+use super::worker::{BoardState, LiveCell, Transports, Worker};
 use super::{Event, Job, run_budget};
 use crate::bench;
+use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
 use crate::plan::state;
 use crate::store::{self, RunKind, Sample};
@@ -21,10 +22,10 @@ impl Worker<'_> {
         t: &mut Transports<'_>,
         group: &[Job<'_>],
         board: &mut BoardState,
-    ) -> Vec<Result<usize, CellError>> {
+    ) -> Vec<Result<usize, CellFailure>> {
         let order = board.order;
         let mut live: Vec<Option<LiveCell<'_, '_>>> = Vec::with_capacity(group.len());
-        let mut outcomes: Vec<Option<Result<usize, CellError>>> = Vec::new();
+        let mut outcomes: Vec<Option<Result<usize, CellFailure>>> = Vec::new();
         for job in group {
             match self.begin_cell(t, job, &board.facts, &mut board.mounted) {
                 Ok(cell) => {
@@ -37,10 +38,8 @@ impl Worker<'_> {
                 }
             }
         }
-        let fatal = |o: &Result<usize, CellError>| {
-            matches!(o, Err(CellError::Board(_)) | Err(CellError::Interrupted))
-        };
-        let mut stop_all: Option<CellError> = None;
+        let fatal = |o: &Result<usize, CellFailure>| o.as_ref().is_err_and(stops_group);
+        let mut stop_all: Option<CellFailure> = None;
 
         if live.iter().any(Option::is_some) {
             let first = live.iter().flatten().next().map(|c| &c.job.cell.address);
@@ -55,7 +54,7 @@ impl Worker<'_> {
             for (i, slot) in live.iter_mut().enumerate() {
                 let Some(cell) = slot else { continue };
                 if let Err(e) = self.warm_up(t, cell, order, &mut board.seq) {
-                    let is_fatal = matches!(e, CellError::Board(_) | CellError::Interrupted);
+                    let is_fatal = stops_group(&e);
                     outcomes[i] = Some(Err(e));
                     if is_fatal {
                         break;
@@ -91,10 +90,12 @@ impl Worker<'_> {
                     .count();
                 let budget = run_budget(&cell.job.cell.method);
                 if taken >= budget {
-                    outcomes[i] = Some(Err(CellError::Cell(format!(
-                        "{taken} measured runs in this apply, {have} of them valid: the                          method's {} runs were not reached within {budget} tries (see the                          runs' validity flags)",
-                        cell.job.cell.method.runs.min
-                    ))));
+                    outcomes[i] = Some(Err(CellFailure::TooManyFlaggedRuns {
+                        taken,
+                        valid: have,
+                        min: cell.job.cell.method.runs.min,
+                        budget,
+                    }));
                     continue;
                 }
                 let want = cell.job.cell.method.runs.min.max(have as u32 + 1);
@@ -115,7 +116,7 @@ impl Worker<'_> {
                         ran = true;
                     }
                     Err(e) => {
-                        let is_fatal = matches!(e, CellError::Board(_) | CellError::Interrupted);
+                        let is_fatal = stops_group(&e);
                         outcomes[i] = Some(Err(e));
                         if is_fatal {
                             break;
@@ -132,7 +133,7 @@ impl Worker<'_> {
         let board_gone = outcomes
             .iter()
             .flatten()
-            .any(|o| matches!(o, Err(CellError::Board(_))));
+            .any(|o| o.as_ref().is_err_and(CellFailure::ends_board));
         for (i, slot) in live.iter_mut().enumerate() {
             let Some(cell) = slot else { continue };
             if board_gone {
@@ -142,21 +143,21 @@ impl Worker<'_> {
             if let Err(e) = self.stop_services(t, &mut cell.services)
                 && matches!(outcomes[i], None | Some(Ok(_)))
             {
-                outcomes[i] = Some(Err(CellError::Cell(e)));
+                outcomes[i] = Some(Err(e));
             }
             let _held = self.resources.acquire(&cell.job.recipe.exclusive);
             if let Err(e) = self.steps(t, &cell.job.recipe.teardown, &cell.vars, "teardown")
                 && matches!(outcomes[i], None | Some(Ok(_)))
             {
-                outcomes[i] = Some(Err(CellError::Cell(e)));
+                outcomes[i] = Some(Err(e));
             }
         }
         // A cell left without an outcome shares the fate that stopped the group: the
         // board lost by another cell's run is its loss too, not an interruption.
         let lost = match &stop_all {
-            Some(CellError::Board(c)) => Some(c.clone()),
+            Some(e) if e.ends_board() => Some(e.clone()),
             _ => outcomes.iter().flatten().find_map(|o| match o {
-                Err(CellError::Board(c)) => Some(c.clone()),
+                Err(e) if e.ends_board() => Some(e.clone()),
                 _ => None,
             }),
         };
@@ -164,9 +165,8 @@ impl Worker<'_> {
             .into_iter()
             .map(|o| match (o, &lost, &stop_all) {
                 (Some(o), _, _) => o,
-                (None, Some(c), _) => Err(CellError::Board(c.clone())),
-                (None, None, Some(CellError::Cell(c))) => Err(CellError::Cell(c.clone())),
-                (None, None, _) => Err(CellError::Interrupted),
+                (None, Some(e), _) | (None, None, Some(e)) => Err(e.clone()),
+                (None, None, None) => Err(CellFailure::Interrupted),
             })
             .collect()
     }
@@ -178,7 +178,7 @@ impl Worker<'_> {
         cell: &mut LiveCell<'_, '_>,
         order: RunOrder,
         board_seq: &mut u64,
-    ) -> Result<(), CellError> {
+    ) -> Result<(), CellFailure> {
         let warmup = cell.job.cell.method.warmup.clone();
         let started = Instant::now();
         let mut k = 0u32;
@@ -202,9 +202,9 @@ impl Worker<'_> {
         index: u32,
         order: RunOrder,
         board_seq: &mut u64,
-    ) -> Result<Sample, CellError> {
+    ) -> Result<Sample, CellFailure> {
         if self.stop.load(Ordering::SeqCst) {
-            return Err(CellError::Interrupted);
+            return Err(CellFailure::Interrupted);
         }
         let job = cell.job;
         let writer = &mut cell.writer;
@@ -212,7 +212,8 @@ impl Worker<'_> {
         vars.set("run", index);
         let _held = self.resources.acquire(&job.recipe.exclusive);
         let step = &job.recipe.run;
-        let command = bench::render(&step.command, vars).map_err(CellError::Cell)?;
+        let command = bench::render(&step.command, vars)
+            .map_err(|message| CellFailure::Template { message })?;
         let seq = writer.next_seq();
         // The sampler watches the board during measured runs; warm-ups are discarded
         // anyway. Without it (an odd board), the run goes on unjudged.
@@ -250,7 +251,7 @@ impl Worker<'_> {
         };
         if self.stop.load(Ordering::SeqCst) {
             // The run was cut short by the interrupt: record nothing of it.
-            return Err(CellError::Interrupted);
+            return Err(CellFailure::Interrupted);
         }
         let out = out?;
         let (flags, telemetry) = match probe {
@@ -272,23 +273,24 @@ impl Worker<'_> {
         if !out.exit.success() {
             let name = format!("failed-{}-{seq:04}", self.session);
             let rel = writer.write_log_named(&name, log.as_bytes())?;
-            return Err(CellError::Cell(format!(
-                "{kind:?} run {index}: `{}` ended with {}{}; log: {}/{rel}",
-                first_line(&command),
-                out.exit,
-                tail_hint(&stderr),
-                writer.dir().display()
-            )));
+            return Err(CellFailure::step_failed(
+                format!("{kind:?} run {index}"),
+                &command,
+                &out.exit,
+                &stderr,
+            )
+            .with_log(rel));
         }
         let metrics = match bench::metrics(job.recipe, &stdout, &stderr) {
             Ok(m) => m,
             Err(e) => {
                 let name = format!("failed-{}-{seq:04}", self.session);
                 let rel = writer.write_log_named(&name, log.as_bytes())?;
-                return Err(CellError::Cell(format!(
-                    "{kind:?} run {index}: {e}; log: {}/{rel}",
-                    writer.dir().display()
-                )));
+                return Err(CellFailure::ParseFailed {
+                    step: format!("{kind:?} run {index}"),
+                    message: e.to_string(),
+                    log: Some(rel),
+                });
             }
         };
         let rel = writer.write_log(seq, log.as_bytes())?;
@@ -318,4 +320,9 @@ impl Worker<'_> {
         });
         Ok(sample)
     }
+}
+
+/// A failure that stops the rest of a group: the board is gone, or the user said stop.
+fn stops_group(e: &CellFailure) -> bool {
+    e.ends_board() || matches!(e, CellFailure::Interrupted)
 }

@@ -11,6 +11,7 @@ use super::resources::Resources;
 use super::{BoardResult, Event, Job, Progress};
 use crate::bench::Vars;
 use crate::error::Error;
+use crate::failure::CellFailure;
 use crate::model::{AS_IS, Board, Connection, Filesystem, RunOrder, Side, Storage};
 use crate::plan::{Address, Cell};
 use crate::storage;
@@ -59,29 +60,12 @@ pub(super) fn mount_of(cell: &Cell) -> Option<(String, String)> {
     }
 }
 
-/// Why a cell did not complete.
-pub(super) enum CellError {
-    /// The cell itself failed (its tool broke, its output did not parse).
-    Cell(String),
-    /// The board is gone (connection lost): every remaining cell of it fails.
-    Board(String),
-    Interrupted,
-}
-
-impl From<TransportError> for CellError {
-    fn from(e: TransportError) -> Self {
-        match e {
-            TransportError::Timeout { .. } | TransportError::Other { .. } => {
-                CellError::Cell(e.to_string())
-            }
-            _ => CellError::Board(e.to_string()),
-        }
-    }
-}
-
-impl From<Error> for CellError {
+/// In apply, the crate's errors come from the store: opening a cell, writing a run.
+impl From<Error> for CellFailure {
     fn from(e: Error) -> Self {
-        CellError::Cell(e.to_string())
+        CellFailure::Store {
+            message: e.to_string(),
+        }
     }
 }
 
@@ -108,12 +92,10 @@ impl Worker<'_> {
             failed: Vec::new(),
             interrupted: false,
         };
-        let fail_all = |result: &mut BoardResult, jobs: &[Job<'_>], cause: &str| {
+        let fail_all = |result: &mut BoardResult, jobs: &[Job<'_>], cause: &CellFailure| {
             for j in jobs {
                 self.fail_cell(j.cell, cause);
-                result
-                    .failed
-                    .push((j.cell.address.clone(), cause.to_string()));
+                result.failed.push((j.cell.address.clone(), cause.clone()));
             }
         };
         self.phase(None, "connect");
@@ -124,7 +106,7 @@ impl Worker<'_> {
                 if let crate::transport::TransportError::HostKey { known_hosts, .. } = &e {
                     self.phase(None, format!("known_hosts: {}", known_hosts.display()));
                 }
-                fail_all(&mut result, jobs, &e.to_string());
+                fail_all(&mut result, jobs, &e.into());
                 self.done(&result);
                 return result;
             }
@@ -145,7 +127,14 @@ impl Worker<'_> {
                 false => Ok(()),
             });
         if let Err(e) = claimed {
-            fail_all(&mut result, jobs, &e.to_string());
+            // `Other` is the claim's refusal; anything else is the transport's own.
+            let cause = match e {
+                TransportError::Other { .. } => CellFailure::Refused {
+                    reason: e.to_string(),
+                },
+                e => e.into(),
+            };
+            fail_all(&mut result, jobs, &cause);
             self.done(&result);
             return result;
         }
@@ -218,17 +207,13 @@ impl Worker<'_> {
                             measured,
                         });
                     }
-                    Err(CellError::Interrupted) => result.interrupted = true,
-                    Err(CellError::Cell(cause)) => {
+                    Err(CellFailure::Interrupted) => result.interrupted = true,
+                    Err(cause) => {
                         self.fail_cell(job.cell, &cause);
+                        if cause.ends_board() {
+                            board_lost = Some(cause.clone());
+                        }
                         result.failed.push((job.cell.address.clone(), cause));
-                    }
-                    Err(CellError::Board(cause)) => {
-                        self.fail_cell(job.cell, &cause);
-                        result
-                            .failed
-                            .push((job.cell.address.clone(), cause.clone()));
-                        board_lost = Some(cause);
                     }
                 }
             }
@@ -256,11 +241,13 @@ impl Worker<'_> {
         });
     }
 
-    pub(super) fn fail_cell(&self, cell: &Cell, cause: &str) {
+    pub(super) fn fail_cell(&self, cell: &Cell, cause: &CellFailure) {
+        let log = cause.log().map(|l| self.store.cell_dir(cell).join(l));
         self.progress.event(Event::CellFailed {
             board: self.name(),
             cell: &cell.address,
             cause,
+            log: log.as_deref(),
         });
         // Recording the failure is best effort: the cause was already reported, and a
         // store that cannot be written will fail the next cell loudly anyway.
@@ -270,11 +257,11 @@ impl Worker<'_> {
     }
 
     /// Sleeps, waking early on interrupt.
-    pub(super) fn sleep(&self, d: Duration) -> Result<(), CellError> {
+    pub(super) fn sleep(&self, d: Duration) -> Result<(), CellFailure> {
         let t0 = Instant::now();
         while t0.elapsed() < d {
             if self.stop.load(Ordering::SeqCst) {
-                return Err(CellError::Interrupted);
+                return Err(CellFailure::Interrupted);
             }
             std::thread::sleep((d - t0.elapsed()).min(Duration::from_millis(200)));
         }
@@ -302,26 +289,4 @@ pub(super) fn board_host(board: &Board) -> String {
         Connection::Local => "localhost".into(),
         Connection::Ssh(t) => t.host.clone(),
     }
-}
-
-pub(super) fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or("");
-    if line.len() < s.len() {
-        format!("{line} ...")
-    } else {
-        line.to_string()
-    }
-}
-
-/// The last lines of a tool's stderr, to put the cause of a failure in its message.
-pub(super) fn tail_hint(stderr: &str) -> String {
-    // As a terminal shows it: a tool's colour codes must not reach the failure record
-    // and the report.
-    let stderr = crate::bench::parse::visible(stderr);
-    let lines: Vec<&str> = stderr.trim().lines().collect();
-    if lines.is_empty() {
-        return String::new();
-    }
-    let tail = &lines[lines.len().saturating_sub(3)..];
-    format!(": {}", tail.join(" | "))
 }
