@@ -9,6 +9,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod failure;
 pub mod lab;
 pub mod model;
 pub mod plan;

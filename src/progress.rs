@@ -32,9 +32,19 @@ pub struct Lines {
 /// The text of an event as one line, or None when `quiet` hides it.
 pub fn line(e: &Event<'_>, quiet: bool) -> Option<String> {
     Some(match e {
-        Event::CellFailed { board, cell, cause } => {
-            format!("[{board}] FAILED {}: {cause}", cell.label())
-        }
+        Event::CellFailed {
+            board,
+            cell,
+            cause,
+            log,
+        } => match log {
+            Some(log) => format!(
+                "[{board}] FAILED {}: {cause}; log: {}",
+                cell.label(),
+                log.display()
+            ),
+            None => format!("[{board}] FAILED {}: {cause}", cell.label()),
+        },
         _ if quiet => return None,
         Event::Start { to_run, complete } => {
             format!("apply: {to_run} cell(s) to run, {complete} already complete")

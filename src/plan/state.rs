@@ -30,7 +30,7 @@ pub enum CellState {
     Failed {
         have: usize,
         want: usize,
-        cause: String,
+        cause: crate::failure::CellFailure,
     },
 }
 
@@ -117,7 +117,7 @@ pub fn state(cell: &Cell, primary: &[String], data: &CellData) -> CellState {
         (Some(f), _) => CellState::Failed {
             have,
             want,
-            cause: f.cause.clone(),
+            cause: f.failure.clone(),
         },
         (None, 0) => CellState::Missing { want },
         (None, _) => CellState::Partial { have, want },

@@ -260,11 +260,9 @@ pub fn build(
                         CellState::Partial { have, want } => {
                             format!("partial: {have} of {want} runs")
                         }
+                        // The failure's text leaves out its log, whose name holds the
+                        // failing session's start time.
                         CellState::Failed { have, want, cause } => {
-                            // The cause names its log file, whose path holds the store's
-                            // location and the failing session's start time: neither
-                            // belongs in a report that must not depend on them.
-                            let cause = cause.split("; log: ").next().unwrap_or_default();
                             format!("failed ({have} of {want} runs): {cause}")
                         }
                         CellState::Complete { .. } => String::new(),

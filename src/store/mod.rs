@@ -10,7 +10,8 @@
 //!     samples.jsonl                 one line per run (warm-up or measured), appended
 //!                                   and fsynced as each run ends
 //!     facts.json                    what the board was: kernel, os-release, tools
-//!     failure.json                  the last failure's cause, removed on success
+//!     failure.json                  why the last attempt failed (typed: see
+//!                                   `failure::CellFailure`), removed on success
 //!     logs/<seq>.log                raw output of every run
 //! ```
 //! Crash safety: whole files are written to a temporary name, fsynced and renamed;
@@ -28,9 +29,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::failure::CellFailure;
 use crate::plan::{Address, Cell, CellKey};
 
-/// The version of every file in the store; readers refuse newer ones.
+mod failure;
+pub use failure::{FAILURE_FORMAT, Failure};
+
+/// The version of every file in the store but failure.json; readers refuse newer ones.
 pub const FORMAT: u32 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,15 +85,6 @@ pub struct CellRecord {
     pub key: CellKey,
     pub address: Address,
     pub inputs: Value,
-}
-
-/// `failure.json`: why the last attempt at a cell failed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub format: u32,
-    pub session: String,
-    pub at: f64,
-    pub cause: String,
 }
 
 /// What the store holds for one cell.
@@ -174,6 +170,11 @@ fn open_regular(path: &Path) -> Result<Option<File>> {
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    read_json_of(path, FORMAT)
+}
+
+/// Reads a file whose newest known format is `newest`.
+fn read_json_of<T: for<'de> Deserialize<'de>>(path: &Path, newest: u32) -> Result<Option<T>> {
     let read = |path: &Path| -> std::io::Result<Vec<u8>> {
         let mut bytes = Vec::new();
         match open_regular(path) {
@@ -189,7 +190,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
         Ok(bytes) => {
             let v: Value = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::Store(format!("{}: {e}", path.display())))?;
-            check_format(path, &v)?;
+            check_format(path, &v, newest)?;
             serde_json::from_value(v)
                 .map(Some)
                 .map_err(|e| Error::Store(format!("{}: {e}", path.display())))
@@ -199,11 +200,11 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
     }
 }
 
-fn check_format(path: &Path, v: &Value) -> Result<()> {
+fn check_format(path: &Path, v: &Value, newest: u32) -> Result<()> {
     match v.get("format").and_then(Value::as_u64) {
-        Some(f) if f <= FORMAT as u64 => Ok(()),
+        Some(f) if f <= newest as u64 => Ok(()),
         Some(f) => Err(Error::Store(format!(
-            "{}: format {f} is newer than this benchpipe understands ({FORMAT}); upgrade benchpipe",
+            "{}: format {f} is newer than this benchpipe understands ({newest}); upgrade benchpipe",
             path.display()
         ))),
         None => Err(Error::Store(format!("{}: no format field", path.display()))),
@@ -228,7 +229,7 @@ fn read_samples(path: &Path) -> Result<Vec<Sample>> {
         lineno += 1;
         let v: Value = serde_json::from_str(&line)
             .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?;
-        check_format(path, &v)?;
+        check_format(path, &v, FORMAT)?;
         out.push(
             serde_json::from_value(v)
                 .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?,
@@ -274,7 +275,7 @@ impl Store {
             record: read_json(&dir.join("cell.json"))?,
             samples: read_samples(&dir.join("samples.jsonl"))?,
             facts: read_json(&dir.join("facts.json"))?,
-            failure: read_json(&dir.join("failure.json"))?,
+            failure: read_json_of(&dir.join("failure.json"), FAILURE_FORMAT)?,
         })
     }
 
@@ -422,12 +423,11 @@ impl CellWriter {
         write_atomic(&self.dir.join("facts.json"), &to_json_bytes(&doc)?)
     }
 
-    pub fn record_failure(&self, session: &str, at: f64, cause: &str) -> Result<()> {
+    pub fn record_failure(&self, session: &str, at: f64, failure: &CellFailure) -> Result<()> {
         let f = Failure {
-            format: FORMAT,
             session: session.to_string(),
             at,
-            cause: cause.to_string(),
+            failure: failure.clone(),
         };
         write_atomic(&self.dir.join("failure.json"), &to_json_bytes(&f)?)
     }
@@ -581,11 +581,11 @@ mod tests {
         let store = temp_store("failure");
         let cell = a_cell();
         let mut w = store.begin(&cell).unwrap();
-        w.record_failure("s", 1.0, "fio: no such file").unwrap();
-        assert_eq!(
-            store.read(&cell).unwrap().failure.unwrap().cause,
-            "fio: no such file"
-        );
+        let failure = CellFailure::Transport {
+            message: "fio: no such file".into(),
+        };
+        w.record_failure("s", 1.0, &failure).unwrap();
+        assert_eq!(store.read(&cell).unwrap().failure.unwrap().failure, failure);
         w.append(&sample(1, RunKind::Measured, 1.0)).unwrap();
         assert!(store.read(&cell).unwrap().failure.is_none());
         assert_eq!(store.all().unwrap().len(), 1);

@@ -20,7 +20,7 @@ pub use capture::{CAPTURE_LIMIT, Capture};
 pub use service::Service;
 
 /// How a command ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Exit {
     /// The exit code; `None` when the command was killed by a signal.
     pub code: Option<i32>,

@@ -383,3 +383,56 @@ fn a_board_lost_in_an_interleaved_group_fails_every_unfinished_cell_of_it() {
     let plan_text = String::from_utf8_lossy(&plan.stdout);
     assert_eq!(plan_text.matches("last failure:").count(), 2, "{plan_text}");
 }
+
+/// A connection lost during a setup step is the board's loss, as in a run: the cell
+/// records `board_lost`, and the board's next cell fails with the same cause untried.
+#[test]
+fn a_board_lost_during_setup_fails_its_cells_as_board_lost() {
+    let lab = Lab::up(1);
+    let marker = lab.root.join("setup-started");
+    let hangs = BUSY.replace(
+        "[run]",
+        &format!(
+            "[[setup]]\ncommand = \"touch '{}'; sleep 20\"\n[run]",
+            marker.display()
+        ),
+    );
+    write_project(
+        &lab,
+        &["hangs", "later"],
+        1,
+        &[("hangs", &hangs), ("later", BUSY)],
+    );
+    let child = spawn_apply(&lab.root);
+    let t0 = Instant::now();
+    while !marker.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "setup never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    benchpipe::lab::kill_sshd(lab.board(0)).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let failures: Vec<(String, serde_json::Value)> = std::fs::read_dir(lab.root.join("results"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("failure.json").exists())
+        .map(|e| {
+            let f = std::fs::read_to_string(e.path().join("failure.json")).unwrap();
+            (
+                e.file_name().to_string_lossy().to_string(),
+                serde_json::from_str(&f).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(failures.len(), 2, "{failures:?}\n{}", text(&out));
+    for (cell, f) in &failures {
+        assert_eq!(f["failure"]["kind"], "board_lost", "{cell}: {f}");
+    }
+    assert_eq!(
+        failures[0].1["failure"], failures[1].1["failure"],
+        "one cause for both cells"
+    );
+}

@@ -763,7 +763,18 @@ fn a_panicking_board_worker_fails_its_cells_and_the_other_board_finishes() {
     assert_eq!(outcome.completed, 1, "{outcome:?}");
     assert_eq!(outcome.failed.len(), 1, "{outcome:?}");
     assert_eq!(outcome.failed[0].0.board.as_str(), "there");
-    assert!(outcome.failed[0].1.contains("panicked"), "{outcome:?}");
+    assert!(
+        matches!(
+            &outcome.failed[0].1,
+            benchpipe::failure::CellFailure::Panicked { board, message }
+                if board == "there" && message.contains("injected bug")
+        ),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.failed[0].1.to_string().contains("panicked"),
+        "{outcome:?}"
+    );
     // The failure is in the store too, so `plan` shows it and the exit code is 1.
     let out = p.bp(&["plan", "scenarios/s.toml"]);
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1,0 +1,234 @@
+//! Walks the plan: the one place where store, transport and bench meet.
+//!
+//! One worker thread per board, all boards at once; a board's cells run in plan order.
+//! Every run is appended to the store as soon as it ends, so an interrupted apply loses
+//! at most the run in flight, and the next apply resumes where this one stopped.
+//!
+//! This file holds the public API and the fan-out to board threads. A board's walk is
+//! `worker.rs`; its groups of runs `runs.rs`; a cell's storage, setup and teardown
+//! `cell.rs`; services `services.rs`; cool-down and idle gate `cooldown.rs`; tools and
+//! directories `provision.rs`; board facts, temperature and load `facts.rs`; exclusive
+//! resources `resources.rs`.
+
+mod cell;
+mod cooldown;
+mod facts;
+mod provision;
+mod resources;
+mod runs;
+mod services;
+mod worker;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicBool;
+
+use crate::error::{Error, Result};
+use crate::failure::CellFailure;
+use crate::model::Recipe;
+use crate::model::Workspace;
+use crate::plan::state;
+use crate::plan::{Address, Cell};
+use crate::store::{self, RunKind, Store};
+
+use resources::Resources;
+use worker::Worker;
+
+/// What happened, for progress display. Implementations must be cheap and thread-safe.
+pub trait Progress: Sync {
+    fn event(&self, event: Event<'_>);
+}
+
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// Apply knows what it will do: cells to run and cells already complete.
+    Start {
+        to_run: usize,
+        complete: usize,
+    },
+    /// A board's worker started with this many cells to work on.
+    BoardStart {
+        board: &'a str,
+        cells: usize,
+    },
+    /// A board moved to a new phase (connect, provision, cool-down, warm-up 1/1, run 2/3).
+    Phase {
+        board: &'a str,
+        cell: Option<&'a Address>,
+        phase: String,
+    },
+    /// A run ended and was recorded.
+    Run {
+        board: &'a str,
+        cell: &'a Address,
+        kind: RunKind,
+        metrics: &'a BTreeMap<String, f64>,
+        seconds: f64,
+    },
+    CellDone {
+        board: &'a str,
+        cell: &'a Address,
+        measured: usize,
+    },
+    CellFailed {
+        board: &'a str,
+        cell: &'a Address,
+        cause: &'a CellFailure,
+        /// The failing step's output, for the terminal; reports leave it out.
+        log: Option<&'a std::path::Path>,
+    },
+    BoardDone {
+        board: &'a str,
+        failed: usize,
+    },
+}
+
+/// The outcome of one apply.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Cells the plan held that needed no work.
+    pub already_complete: usize,
+    pub completed: usize,
+    pub failed: Vec<(Address, CellFailure)>,
+    pub interrupted: bool,
+}
+
+/// A cell of the plan with what apply needs beside it.
+struct Job<'a> {
+    cell: &'a Cell,
+    recipe: &'a Recipe,
+    primary: Vec<String>,
+    /// What the store held when apply began: read once, then kept up to date in memory.
+    data: crate::store::CellData,
+}
+
+/// Runs every cell of `cells` that the store lacks. Returns when all boards are done, or
+/// soon after `stop` is set (Ctrl-C), with the store consistent.
+pub fn apply(
+    ws: &Workspace,
+    cells: &[Cell],
+    store: &Store,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<Outcome> {
+    let _lock = store.lock()?;
+    let session = format!("{:.0}-{}", store::now(), std::process::id());
+    let mut outcome = Outcome::default();
+
+    // The same cell may come from two scenarios; it runs once.
+    let mut seen = BTreeSet::new();
+    let mut by_board: BTreeMap<&str, Vec<Job<'_>>> = BTreeMap::new();
+    for cell in cells {
+        if !seen.insert(cell.key.clone()) {
+            continue;
+        }
+        let recipe = ws
+            .recipes
+            .get(&cell.address.test)
+            .ok_or_else(|| Error::Other(format!("unknown test {}", cell.address.test)))?;
+        let primary = recipe.primary_metrics();
+        let data = store.read(cell)?;
+        if state::state(cell, &primary, &data).is_complete() {
+            outcome.already_complete += 1;
+            continue;
+        }
+        by_board
+            .entry(cell.address.board.as_str())
+            .or_default()
+            .push(Job {
+                cell,
+                recipe,
+                primary,
+                data,
+            });
+    }
+
+    progress.event(Event::Start {
+        to_run: by_board.values().map(Vec::len).sum(),
+        complete: outcome.already_complete,
+    });
+    let resources = Resources::default();
+    let results: Vec<BoardResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = by_board
+            .iter()
+            .map(|(board_name, jobs)| {
+                let board = &ws.boards[&crate::model::BoardName::new(*board_name)];
+                let worker = Worker {
+                    board,
+                    store,
+                    progress,
+                    stop,
+                    session: &session,
+                    resources: &resources,
+                };
+                s.spawn(move || worker.run(jobs))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(by_board.iter())
+            .map(|(h, (board, jobs))| {
+                h.join()
+                    .unwrap_or_else(|panic| worker_panicked(store, &session, board, jobs, panic))
+            })
+            .collect()
+    });
+    for r in results {
+        outcome.completed += r.completed;
+        outcome.failed.extend(r.failed);
+        outcome.interrupted |= r.interrupted;
+    }
+    Ok(outcome)
+}
+
+/// How many measured runs one apply takes of a cell at most, flagged ones included:
+/// three times `runs.max`, and at least ten more than it.
+pub fn run_budget(method: &crate::model::Method) -> usize {
+    let max = method.runs.max as usize;
+    (max * 3).max(max + 10)
+}
+
+/// A board worker that panicked (a bug in benchpipe) fails every cell of that board the
+/// store does not hold as complete, so the apply exits 1 and the next one reruns them;
+/// the other boards went on in their own threads.
+fn worker_panicked(
+    store: &Store,
+    session: &str,
+    board: &str,
+    jobs: &[Job<'_>],
+    panic: Box<dyn std::any::Any + Send>,
+) -> BoardResult {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    let cause = CellFailure::Panicked {
+        board: board.to_string(),
+        message: what,
+    };
+    let (mut failed, mut completed) = (Vec::new(), 0);
+    for j in jobs {
+        let complete = store
+            .read(j.cell)
+            .is_ok_and(|d| state::state(j.cell, &j.primary, &d).is_complete());
+        if complete {
+            completed += 1;
+            continue;
+        }
+        if let Ok(w) = store.begin(j.cell) {
+            let _ = w.record_failure(session, store::now(), &cause);
+        }
+        failed.push((j.cell.address.clone(), cause.clone()));
+    }
+    BoardResult {
+        completed,
+        failed,
+        interrupted: false,
+    }
+}
+
+struct BoardResult {
+    completed: usize,
+    failed: Vec<(Address, CellFailure)>,
+    interrupted: bool,
+}

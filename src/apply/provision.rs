@@ -1,0 +1,144 @@
+//! Provisioning: commands the recipes need, installed with apt-get where missing, and
+//! the work and storage directories.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use super::Job;
+use super::worker::Worker;
+use crate::failure::CellFailure;
+use crate::model::{Recipe, Side};
+use crate::transport::{Transport, TransportError, quote};
+
+impl Worker<'_> {
+    /// Makes the board ready for its cells: tools installed, work and storage dirs there.
+    pub(super) fn prepare(
+        &self,
+        board: &mut dyn Transport,
+        controller: &mut dyn Transport,
+        jobs: &[Job<'_>],
+    ) -> Result<(), CellFailure> {
+        let mut board_recipes = BTreeMap::new();
+        let mut controller_recipes = BTreeMap::new();
+        for j in jobs {
+            let steps = j
+                .recipe
+                .setup
+                .iter()
+                .chain([&j.recipe.run])
+                .chain(&j.recipe.teardown)
+                .map(|s| s.on)
+                .chain(j.recipe.services.iter().map(|s| s.on));
+            for on in steps {
+                let side = match on {
+                    Side::Board => &mut board_recipes,
+                    Side::Controller => &mut controller_recipes,
+                };
+                side.insert(j.recipe.name.clone(), j.recipe);
+            }
+        }
+        provision(board, self.name(), board_recipes.values().copied())?;
+        provision(
+            controller,
+            "the controller",
+            controller_recipes.values().copied(),
+        )?;
+        let mut dirs = vec![self.board.workdir.clone()];
+        for j in jobs {
+            if let Some(st) = &j.cell.address.storage
+                && let Some(st) = self.board.storage(st)
+            {
+                dirs.push(st.path.clone());
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        let cmd = format!("mkdir -p -- {}", quote::join(&dirs));
+        let out = board.run(&cmd, Some(Duration::from_secs(60)))?;
+        if !out.exit.success() {
+            return Err(CellFailure::step_failed(
+                "create work directories",
+                &cmd,
+                &out.exit,
+                &out.stderr_str(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Checks that every command the recipes need exists on a side, installing the
+/// missing ones' packages with apt-get when running as root there.
+pub(super) fn provision<'r>(
+    t: &mut dyn Transport,
+    side: &str,
+    recipes: impl Iterator<Item = &'r Recipe>,
+) -> Result<(), CellFailure> {
+    let recipes: Vec<&Recipe> = recipes.collect();
+    let commands: BTreeSet<&str> = recipes
+        .iter()
+        .flat_map(|r| r.commands.iter().map(String::as_str))
+        .collect();
+    if commands.is_empty() {
+        return Ok(());
+    }
+    let missing = missing_commands(t, &commands)?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let packages: BTreeSet<&str> = recipes
+        .iter()
+        .filter(|r| r.commands.iter().any(|c| missing.contains(c)))
+        .flat_map(|r| r.apt.iter().map(String::as_str))
+        .collect();
+    let packages: Vec<&str> = packages.into_iter().collect();
+    let is_root = t
+        .run("id -u", Some(Duration::from_secs(30)))
+        .map(|o| o.stdout_str().trim() == "0")
+        .unwrap_or(false);
+    let lacking = |commands: Vec<String>, installed| CellFailure::MissingCommands {
+        side: side.to_string(),
+        commands,
+        packages: packages.iter().map(|p| p.to_string()).collect(),
+        installed,
+    };
+    if !is_root {
+        return Err(lacking(missing, false));
+    }
+    // Boards that share one system (the lab) provision at the same time: wait for
+    // dpkg's lock rather than fail on it.
+    let install = format!(
+        "export DEBIAN_FRONTEND=noninteractive; \
+         apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p} || \
+         (apt-get -o DPkg::Lock::Timeout=600 update -q && \
+          apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p})",
+        p = quote::join(&packages)
+    );
+    let out = t.run(&install, Some(Duration::from_secs(1800)))?;
+    if !out.exit.success() {
+        return Err(CellFailure::step_failed(
+            format!("{side}: provision"),
+            &format!("apt-get install {}", packages.join(" ")),
+            &out.exit,
+            &out.stderr_str(),
+        ));
+    }
+    let still = missing_commands(t, &commands)?;
+    if !still.is_empty() {
+        return Err(lacking(still, true));
+    }
+    Ok(())
+}
+
+pub(super) fn missing_commands(
+    t: &mut dyn Transport,
+    commands: &BTreeSet<&str>,
+) -> Result<Vec<String>, TransportError> {
+    let words: Vec<&str> = commands.iter().copied().collect();
+    let script = format!(
+        "for c in {}; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done",
+        quote::join(&words)
+    );
+    let out = t.run(&script, Some(Duration::from_secs(60)))?;
+    Ok(out.stdout_str().lines().map(str::to_string).collect())
+}
