@@ -756,7 +756,7 @@ fn a_panicking_board_worker_fails_its_cells_and_the_other_board_finishes() {
     let ws = benchpipe::config::load(&p.dir, &[p.dir.join("scenarios/s.toml")])
         .unwrap_or_else(|e| panic!("{e}"));
     let plan = benchpipe::plan::expand(&ws, &ws.scenarios[0]);
-    let store = benchpipe::store::Store::open(&p.dir.join("results")).unwrap();
+    let store = benchpipe::store::Store::open(p.dir.join("results")).unwrap();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let outcome =
         benchpipe::apply::apply(&ws, &plan.cells, &store, &PanicsOnBoard("there"), &stop).unwrap();
