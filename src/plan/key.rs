@@ -1,21 +1,37 @@
 //! Cell keys: a sha256 over a canonical encoding of everything that can change a cell's
 //! numbers, and nothing else.
 //!
-//! The encoding is JSON with sorted keys (serde_json without `preserve_order` keeps
-//! object keys in a BTreeMap) and no whitespace, behind a versioned domain prefix.
+//! The encoding is written by hand (`CanonicalWriter`), in the spirit of a Nix
+//! derivation's ATerm: typed values, records whose fields come in the order this module
+//! lists them, maps in byte order of their keys, length-prefixed strings, floats as their
+//! IEEE-754 bits and durations as integer nanoseconds. No serde feature, map type or
+//! float formatter is involved, so nothing outside this file can change a key; in
+//! particular serde_json's `preserve_order`, which any dependency can switch on through
+//! cargo's feature unification, reorders JSON objects but not keys. The same `Input`
+//! tree renders `cell.json`'s `inputs`, so what is recorded is what was hashed.
 //! Changing what goes in is a deliberate act: bump `ENCODING` and update the golden
-//! tests, because every stored cell gets a new key.
+//! tests, because every stored cell gets a new key. docs/FORMAT.md ("Cell keys")
+//! describes the bytes.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::model::{Board, Cooldown, Filesystem, Image, Method, ParamValue, Recipe, Step, Storage};
+use crate::model::{
+    Board, Cooldown, Filesystem, Image, Method, ParamValue, Recipe, Side, Step, Storage,
+    StorageRole,
+};
 
 /// The domain prefix of the hashed bytes; part of the key's identity.
-pub const ENCODING: &str = "benchpipe-cell-v1";
+///
+/// v1: compact JSON through serde_json with sorted object keys; `idle` and `services`
+/// were added later without a bump, present only when set.
+/// v2: `CanonicalWriter`; every field always present.
+pub const ENCODING: &str = "benchpipe-cell-v2";
 
 /// A cell's identity: 32 hex digits (128 bits) of the sha256 of its canonical inputs.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -35,8 +51,8 @@ impl CellKey {
         .then(|| CellKey(s.to_string()))
     }
 
-    /// Hashes a canonical inputs document.
-    pub fn of(inputs: &Value) -> CellKey {
+    /// Hashes canonical inputs: sha256(`ENCODING`, a zero byte, the canonical bytes).
+    pub fn of(inputs: &Input) -> CellKey {
         let mut h = Sha256::new();
         h.update(ENCODING.as_bytes());
         h.update([0u8]);
@@ -44,7 +60,8 @@ impl CellKey {
         let digest = h.finalize();
         let mut s = String::with_capacity(32);
         for b in &digest[..16] {
-            s.push_str(&format!("{b:02x}"));
+            s.push(HEX[usize::from(b >> 4)] as char);
+            s.push(HEX[usize::from(b & 15)] as char);
         }
         CellKey(s)
     }
@@ -56,107 +73,557 @@ impl fmt::Display for CellKey {
     }
 }
 
-/// The canonical byte encoding of a document: compact JSON, object keys sorted.
-pub fn canonical_bytes(v: &Value) -> Vec<u8> {
-    // serde_json's Map is a BTreeMap in this build (no `preserve_order`), so keys come
-    // out sorted whatever order the document was built in.
-    serde_json::to_vec(v).unwrap_or_default()
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// One value of a cell's canonical inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    /// Hashed as integer nanoseconds; recorded in `cell.json` as seconds.
+    Secs(Duration),
+    Str(String),
+    List(Vec<Input>),
+    /// Keys from the user's files (template parameters): written in byte order.
+    Map(BTreeMap<String, Input>),
+    /// Fields named by this module, written in the order given here.
+    Record(Vec<(&'static str, Input)>),
 }
 
-fn param_json(v: &ParamValue) -> Value {
-    match v {
-        ParamValue::Int(i) => json!(i),
-        ParamValue::Float(f) => json!(f),
-        ParamValue::Bool(b) => json!(b),
-        ParamValue::Str(s) => json!(s),
+impl Input {
+    pub fn record(fields: impl IntoIterator<Item = (&'static str, Input)>) -> Input {
+        Input::Record(fields.into_iter().collect())
+    }
+
+    /// The JSON form recorded as `cell.json`'s `inputs`. Its object key order is
+    /// whatever serde_json keeps; the key never depends on it.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Input::None => Value::Null,
+            Input::Bool(b) => Value::Bool(*b),
+            Input::Int(i) => Value::from(*i),
+            Input::Float(f) => Value::from(*f),
+            Input::Secs(d) => Value::from(d.as_secs_f64()),
+            Input::Str(s) => Value::String(s.clone()),
+            Input::List(items) => Value::Array(items.iter().map(Input::to_json).collect()),
+            Input::Map(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
+            Input::Record(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_json()))
+                    .collect(),
+            ),
+        }
     }
 }
 
-fn step_json(s: &Step) -> Value {
-    // The timeout is left out: it bounds a run, it does not change its numbers.
-    json!({ "on": s.on, "command": s.command })
+impl From<&str> for Input {
+    fn from(s: &str) -> Input {
+        Input::Str(s.to_string())
+    }
 }
 
-/// The inputs of one cell as a canonical document: what is hashed and what `cell.json`
-/// records. Addresses, credentials, run counts, comments, file names and key order
-/// are deliberately absent.
+impl From<&String> for Input {
+    fn from(s: &String) -> Input {
+        Input::Str(s.clone())
+    }
+}
+
+impl From<String> for Input {
+    fn from(s: String) -> Input {
+        Input::Str(s)
+    }
+}
+
+impl From<bool> for Input {
+    fn from(b: bool) -> Input {
+        Input::Bool(b)
+    }
+}
+
+impl From<u32> for Input {
+    fn from(n: u32) -> Input {
+        Input::Int(i64::from(n))
+    }
+}
+
+impl From<f64> for Input {
+    fn from(f: f64) -> Input {
+        Input::Float(f)
+    }
+}
+
+impl From<Duration> for Input {
+    fn from(d: Duration) -> Input {
+        Input::Secs(d)
+    }
+}
+
+impl<T: Into<Input>> From<Option<T>> for Input {
+    fn from(v: Option<T>) -> Input {
+        v.map_or(Input::None, Into::into)
+    }
+}
+
+impl<T: Into<Input>> From<Vec<T>> for Input {
+    fn from(v: Vec<T>) -> Input {
+        Input::List(v.into_iter().map(Into::into).collect())
+    }
+}
+
+/// Writes `Input` values as self-delimiting tokens (docs/FORMAT.md, "Cell keys"):
+///
+/// | value | bytes |
+/// |---|---|
+/// | none | `n` |
+/// | bool | `b0`, `b1` |
+/// | integer | `i` decimal `;` (`-` before a negative one) |
+/// | float | `f` 16 lowercase hex digits of its IEEE-754 bits (one NaN) |
+/// | duration | `d` decimal nanoseconds `;` |
+/// | string | `s` byte length `:` UTF-8 bytes |
+/// | list | `l` count `:` values |
+/// | map | `m` count `:` (string value) pairs, keys in byte order |
+/// | record | `r` count `:` (string value) pairs, fields in their fixed order |
+///
+/// Every token says where it ends, so no two different trees share bytes.
+#[derive(Debug, Default)]
+pub struct CanonicalWriter {
+    out: Vec<u8>,
+}
+
+impl CanonicalWriter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn finish(self) -> Vec<u8> {
+        self.out
+    }
+
+    pub fn value(&mut self, v: &Input) {
+        match v {
+            Input::None => self.out.push(b'n'),
+            Input::Bool(b) => self.out.extend_from_slice(if *b { b"b1" } else { b"b0" }),
+            Input::Int(i) => {
+                self.out.push(b'i');
+                if *i < 0 {
+                    self.out.push(b'-');
+                }
+                self.decimal(u128::from(i.unsigned_abs()));
+                self.out.push(b';');
+            }
+            Input::Float(f) => {
+                // The bits are exact on every platform and toolchain; NaN has many bit
+                // patterns but is one value to a template.
+                let bits = if f.is_nan() {
+                    f64::NAN.to_bits()
+                } else {
+                    f.to_bits()
+                };
+                self.out.push(b'f');
+                for shift in (0..16).rev() {
+                    self.out.push(HEX[((bits >> (shift * 4)) & 15) as usize]);
+                }
+            }
+            Input::Secs(d) => {
+                self.out.push(b'd');
+                self.decimal(d.as_nanos());
+                self.out.push(b';');
+            }
+            Input::Str(s) => self.str(s),
+            Input::List(items) => {
+                self.count(b'l', items.len());
+                for item in items {
+                    self.value(item);
+                }
+            }
+            Input::Map(m) => {
+                // A BTreeMap iterates in byte order of its String keys.
+                self.count(b'm', m.len());
+                for (k, v) in m {
+                    self.str(k);
+                    self.value(v);
+                }
+            }
+            Input::Record(fields) => {
+                self.count(b'r', fields.len());
+                for (name, v) in fields {
+                    self.str(name);
+                    self.value(v);
+                }
+            }
+        }
+    }
+
+    fn str(&mut self, s: &str) {
+        self.count(b's', s.len());
+        self.out.extend_from_slice(s.as_bytes());
+    }
+
+    fn count(&mut self, tag: u8, n: usize) {
+        self.out.push(tag);
+        self.decimal(n as u128);
+        self.out.push(b':');
+    }
+
+    fn decimal(&mut self, mut n: u128) {
+        let mut digits = [0u8; 40];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.out.extend_from_slice(&digits[at..]);
+    }
+}
+
+/// The canonical bytes of inputs, without the `ENCODING` prefix.
+pub fn canonical_bytes(v: &Input) -> Vec<u8> {
+    let mut w = CanonicalWriter::new();
+    w.value(v);
+    w.finish()
+}
+
+fn param(v: &ParamValue) -> Input {
+    match v {
+        ParamValue::Int(i) => Input::Int(*i),
+        ParamValue::Float(f) => Input::Float(*f),
+        ParamValue::Bool(b) => Input::Bool(*b),
+        ParamValue::Str(s) => Input::from(s),
+    }
+}
+
+fn side(s: Side) -> Input {
+    Input::from(match s {
+        Side::Board => "board",
+        Side::Controller => "controller",
+    })
+}
+
+fn step(s: &Step) -> Input {
+    // The timeout is left out: it bounds a run, it does not change its numbers.
+    Input::record([("on", side(s.on)), ("command", Input::from(&s.command))])
+}
+
+fn strings(v: &[String]) -> Input {
+    Input::List(v.iter().map(Input::from).collect())
+}
+
+/// The inputs of one cell, as hashed and as `cell.json` records them. Addresses,
+/// credentials, run counts, comments, file names and key order are deliberately absent.
 pub fn cell_inputs(
     image: &Image,
     board: &Board,
     storage: Option<&Storage>,
     filesystem: Option<&Filesystem>,
     recipe: &Recipe,
-    params: &std::collections::BTreeMap<String, ParamValue>,
+    params: &BTreeMap<String, ParamValue>,
     method: &Method,
-) -> Value {
+) -> Input {
     let cooldown = match &method.cooldown {
-        Cooldown::None => json!("none"),
-        Cooldown::Fixed { duration } => json!({ "fixed_s": duration.as_secs_f64() }),
+        Cooldown::None => Input::from("none"),
+        Cooldown::Fixed { duration } => Input::record([("fixed_s", Input::Secs(*duration))]),
         Cooldown::UntilBelow {
             celsius,
-            above_idle: false,
+            above_idle,
             max,
-        } => json!({ "until_below_c": celsius, "max_s": max.as_secs_f64() }),
-        Cooldown::UntilBelow {
-            celsius,
-            above_idle: true,
-            max,
-        } => json!({ "until_above_idle_c": celsius, "max_s": max.as_secs_f64() }),
+        } => Input::record([
+            (
+                if *above_idle {
+                    "until_above_idle_c"
+                } else {
+                    "until_below_c"
+                },
+                Input::Float(*celsius),
+            ),
+            ("max_s", Input::Secs(*max)),
+        ]),
     };
-    let mut method_doc = json!({
-        "cooldown": cooldown,
-        "warmup_runs": method.warmup.runs,
-        "warmup_s": method.warmup.duration.map(|d| d.as_secs_f64()),
+    let idle = method.idle.as_ref().map(|gate| {
+        Input::record([
+            ("load_below", Input::Float(gate.load_below)),
+            ("hold_s", Input::Secs(gate.hold)),
+            ("max_s", Input::Secs(gate.max)),
+        ])
     });
-    // Only present when set, so that keys made before the idle gate existed stay valid.
-    if let (Some(gate), Some(obj)) = (&method.idle, method_doc.as_object_mut()) {
-        obj.insert(
-            "idle".into(),
-            json!({
-                "load_below": gate.load_below,
-                "hold_s": gate.hold.as_secs_f64(),
-                "max_s": gate.max.as_secs_f64(),
-            }),
-        );
-    }
-    let mut test_doc = json!({
-        "name": recipe.name,
-        "setup": recipe.setup.iter().map(step_json).collect::<Vec<_>>(),
-        "run": step_json(&recipe.run),
-        "teardown": recipe.teardown.iter().map(step_json).collect::<Vec<_>>(),
-        "params": params.iter().map(|(k, v)| (k.clone(), param_json(v))).collect::<serde_json::Map<_, _>>(),
-        "parser": { "name": recipe.parser.name(), "version": recipe.parser.version() },
-        "metrics": recipe.metrics.iter().map(|m| json!({
-            "name": m.name, "from": m.from, "scale": m.scale,
-        })).collect::<Vec<_>>(),
-    });
-    // Only present when there are services, so that keys of recipes without them stay.
-    if !recipe.services.is_empty()
-        && let Some(obj) = test_doc.as_object_mut()
-    {
-        obj.insert(
-            "services".into(),
-            json!(
+    let method_doc = Input::record([
+        ("cooldown", cooldown),
+        ("idle", Input::from(idle)),
+        ("warmup_runs", Input::from(method.warmup.runs)),
+        ("warmup_s", Input::from(method.warmup.duration)),
+    ]);
+    let test_doc = Input::record([
+        ("name", Input::from(recipe.name.as_str())),
+        (
+            "setup",
+            Input::List(recipe.setup.iter().map(step).collect()),
+        ),
+        ("run", step(&recipe.run)),
+        (
+            "teardown",
+            Input::List(recipe.teardown.iter().map(step).collect()),
+        ),
+        (
+            "params",
+            Input::Map(params.iter().map(|(k, v)| (k.clone(), param(v))).collect()),
+        ),
+        (
+            "parser",
+            Input::record([
+                ("name", Input::from(recipe.parser.name())),
+                ("version", Input::from(recipe.parser.version())),
+            ]),
+        ),
+        (
+            "metrics",
+            Input::List(
+                recipe
+                    .metrics
+                    .iter()
+                    .map(|m| {
+                        Input::record([
+                            ("name", Input::from(&m.name)),
+                            ("from", Input::from(&m.from)),
+                            ("scale", Input::Float(m.scale)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+        (
+            "services",
+            Input::List(
                 recipe
                     .services
                     .iter()
-                    .map(|s| json!({ "name": s.name, "on": s.on, "command": s.command }))
-                    .collect::<Vec<_>>()
+                    .map(|s| {
+                        Input::record([
+                            ("name", Input::from(&s.name)),
+                            ("on", side(s.on)),
+                            ("command", Input::from(&s.command)),
+                        ])
+                    })
+                    .collect(),
             ),
-        );
-    }
-    json!({
-        "image": image.source.identity(&image.name),
-        "board": { "name": board.name, "model": board.model, "arch": board.arch },
+        ),
+    ]);
+    Input::record([
+        ("image", Input::from(image.source.identity(&image.name))),
+        (
+            "board",
+            Input::record([
+                ("name", Input::from(board.name.as_str())),
+                ("model", Input::from(&board.model)),
+                ("arch", Input::from(board.arch.as_ref())),
+            ]),
+        ),
         // The medium is its name and model; the device path is an address (a loop
         // device number, a by-id link) that may change while the medium does not.
-        "storage": storage.map(|s| json!({
-            "name": s.name, "model": s.model, "role": s.role,
-        })),
-        "filesystem": filesystem.map(|f| json!({
-            "kind": f.kind, "mkfs_options": f.mkfs_options, "mount_options": f.mount_options,
-        })),
-        "test": test_doc,
-        "method": method_doc,
-    })
+        (
+            "storage",
+            Input::from(storage.map(|s| {
+                Input::record([
+                    ("name", Input::from(s.name.as_str())),
+                    ("model", Input::from(s.model.as_ref())),
+                    (
+                        "role",
+                        Input::from(match s.role {
+                            StorageRole::Boot => "boot",
+                            StorageRole::Scratch => "scratch",
+                        }),
+                    ),
+                ])
+            })),
+        ),
+        (
+            "filesystem",
+            Input::from(filesystem.map(|f| {
+                Input::record([
+                    ("kind", Input::from(&f.kind)),
+                    ("mkfs_options", strings(&f.mkfs_options)),
+                    ("mount_options", strings(&f.mount_options)),
+                ])
+            })),
+        ),
+        ("test", test_doc),
+        ("method", method_doc),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::fixtures;
+
+    fn doc() -> Input {
+        Input::record([
+            ("b", Input::from("x")),
+            (
+                "a",
+                Input::List(vec![Input::Int(1), Input::Float(2.5), Input::Int(-3)]),
+            ),
+            (
+                "m",
+                Input::Map(BTreeMap::from([
+                    ("z".to_string(), Input::Bool(true)),
+                    ("k".to_string(), Input::None),
+                ])),
+            ),
+            ("d", Input::Secs(Duration::from_millis(1500))),
+        ])
+    }
+
+    #[test]
+    fn the_key_is_sha256_of_the_canonical_bytes_behind_the_encoding_prefix() {
+        // Expected values computed outside the project:
+        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+        //   + b'r4:s1:bs1:xs1:al3:i1;f4004000000000000i-3;s1:mm2:s1:kns1:zb1'
+        //   + b's1:dd1500000000;').hexdigest()[:32])"
+        // Record fields keep their written order (b before a); map keys are sorted.
+        assert_eq!(
+            String::from_utf8(canonical_bytes(&doc())).unwrap(),
+            "r4:s1:bs1:xs1:al3:i1;f4004000000000000i-3;s1:mm2:s1:kns1:zb1s1:dd1500000000;"
+        );
+        assert_eq!(
+            CellKey::of(&doc()).as_str(),
+            "03835d9fb1a98829429b2c56e44da17e"
+        );
+    }
+
+    #[test]
+    fn tokens_are_self_delimiting_so_different_values_never_share_bytes() {
+        let pairs = [
+            // A string holding what looks like a second token.
+            (
+                Input::List(vec![Input::from("ab")]),
+                Input::List(vec![Input::from("a"), Input::from("b")]),
+            ),
+            (Input::from("s1:x"), Input::List(vec![Input::from("x")])),
+            (Input::None, Input::from("n")),
+            (Input::Int(1), Input::Float(1.0)),
+            (Input::Int(1), Input::Secs(Duration::from_nanos(1))),
+            (Input::Float(0.0), Input::Float(-0.0)),
+            (Input::from(""), Input::None),
+            (
+                Input::Map(BTreeMap::from([("a".into(), Input::None)])),
+                Input::record([("a", Input::None)]),
+            ),
+        ];
+        for (a, b) in pairs {
+            assert_ne!(canonical_bytes(&a), canonical_bytes(&b), "{a:?} vs {b:?}");
+        }
+        assert_eq!(
+            canonical_bytes(&Input::Int(i64::MIN)),
+            b"i-9223372036854775808;"
+        );
+        assert_eq!(
+            canonical_bytes(&Input::Float(f64::NAN)),
+            canonical_bytes(&Input::Float(-f64::NAN))
+        );
+    }
+
+    #[test]
+    fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
+        // serde_json with `preserve_order` keeps objects in insertion order; the key
+        // must not. Parameters inserted in opposite orders, and the inputs' JSON with
+        // its objects reversed, give the same bytes.
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let recipe = &ws.recipes[&"disk-4k".into()];
+        let image = &scenario.images[&"installed".into()];
+        let names = ["size", "bs", "jobs", "direct", "zeta", "alpha"];
+        let value = |i: usize| match i % 4 {
+            0 => ParamValue::Int(i as i64),
+            1 => ParamValue::Float(i as f64 / 3.0),
+            2 => ParamValue::Bool(true),
+            _ => ParamValue::Str(format!("v{i}")),
+        };
+        let mut forward = BTreeMap::new();
+        for (i, n) in names.iter().enumerate() {
+            forward.insert(n.to_string(), value(i));
+        }
+        let mut backward = BTreeMap::new();
+        for (i, n) in names.iter().enumerate().rev() {
+            backward.insert(n.to_string(), value(i));
+        }
+        let inputs = |params: &BTreeMap<String, ParamValue>| {
+            cell_inputs(
+                image,
+                board,
+                board.storage.first(),
+                None,
+                recipe,
+                params,
+                &scenario.method,
+            )
+        };
+        let a = inputs(&forward);
+        let b = inputs(&backward);
+        assert_eq!(canonical_bytes(&a), canonical_bytes(&b));
+        assert_eq!(CellKey::of(&a), CellKey::of(&b));
+
+        // The recorded JSON may come out in any object order (reversed here, as
+        // `preserve_order` would keep a reversed insertion); it is not what is hashed.
+        fn reversed(v: &Input) -> Input {
+            match v {
+                Input::Record(f) => {
+                    Input::Record(f.iter().rev().map(|(k, v)| (*k, reversed(v))).collect())
+                }
+                Input::List(l) => Input::List(l.iter().map(reversed).collect()),
+                other => other.clone(),
+            }
+        }
+        assert_eq!(
+            a.to_json(),
+            reversed(&a).to_json(),
+            "the JSON form is the same document"
+        );
+        assert_ne!(
+            CellKey::of(&a),
+            CellKey::of(&reversed(&a)),
+            "field order is fixed by this module and part of the encoding"
+        );
+
+        // Map keys are written in byte order, whatever the insertion order.
+        let bytes = String::from_utf8(canonical_bytes(&a)).unwrap();
+        let at = |name: &str| bytes.find(&format!("s{}:{name}", name.len())).unwrap();
+        let mut sorted = names;
+        sorted.sort();
+        for w in sorted.windows(2) {
+            assert!(at(w[0]) < at(w[1]), "{} before {}", w[0], w[1]);
+        }
+    }
+
+    #[test]
+    fn the_recorded_json_keeps_the_shapes_of_cell_json() {
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let doc = cell_inputs(
+            &scenario.images[&"installed".into()],
+            board,
+            board.storage.first(),
+            None,
+            &ws.recipes[&"xz".into()],
+            &BTreeMap::from([("level".into(), ParamValue::Int(6))]),
+            &scenario.method,
+        )
+        .to_json();
+        assert_eq!(doc["image"], "installed:installed");
+        assert_eq!(doc["board"]["name"], "pi-1");
+        assert_eq!(doc["storage"]["role"], "boot");
+        assert_eq!(doc["filesystem"], Value::Null);
+        assert_eq!(doc["test"]["params"]["level"], 6);
+        assert_eq!(doc["method"]["idle"], Value::Null);
+        assert_eq!(doc["test"]["services"], serde_json::json!([]));
+    }
 }
