@@ -194,7 +194,7 @@ pub struct Recipe {
     pub setup: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
     pub run: Step,
-    pub parser: ParserKind,
+    pub parser: ParserSpec,
     /// Run once per cell after the last run, even when a run failed.
     pub teardown: Vec<Step>,
     /// Daemons started after setup and stopped for sure when the cell ends, fails or
@@ -251,8 +251,6 @@ pub struct Step {
     pub timeout: Option<Duration>,
 }
 
-/// How a tool's output becomes a document that metric paths select from.
-/// A closed set: each parser is tested on output captured from the real tool.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ServiceSpec {
     /// Letters, digits, `-`, `_`, `.`: it names the pid and log files.
@@ -265,47 +263,103 @@ pub struct ServiceSpec {
     pub ready: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ParserKind {
-    /// `fio --output-format=json`; text before the first `{` is skipped.
-    FioJson,
-    /// GNU time `-f '%e %U %S %M'` on stderr: real, user, sys, max_rss_kib.
-    Time,
-    /// `iperf3 -J`.
-    Iperf3Json,
-    /// Any JSON document on stdout.
-    Json,
-    /// `hdparm -t` / `-T` / `--direct -t`: MB/sec per timing line (hdparm's MB are MiB).
-    Hdparm,
-    /// GNU dd's summary on stderr: bytes, seconds, bytes per second.
-    Dd,
+/// A parser of the registry in `bench::parse`, by name. Only the registry makes one,
+/// so a value always names a parser that exists; config finds it with "did you mean".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ParserName(&'static str);
+
+impl ParserName {
+    /// The registered parser of that name.
+    pub fn get(name: &str) -> Option<ParserName> {
+        crate::bench::parse::find(name).map(|p| ParserName(p.name()))
+    }
+
+    /// Every registered parser, in registry order.
+    pub fn all() -> impl Iterator<Item = ParserName> {
+        crate::bench::parse::REGISTRY
+            .iter()
+            .map(|p| ParserName(p.name()))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
 }
 
-impl ParserKind {
-    pub const ALL: [ParserKind; 6] = [
-        ParserKind::FioJson,
-        ParserKind::Time,
-        ParserKind::Iperf3Json,
-        ParserKind::Json,
-        ParserKind::Hdparm,
-        ParserKind::Dd,
-    ];
+impl fmt::Display for ParserName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
 
-    pub fn name(self) -> &'static str {
-        match self {
-            ParserKind::FioJson => "fio-json",
-            ParserKind::Time => "time",
-            ParserKind::Iperf3Json => "iperf3-json",
-            ParserKind::Json => "json",
-            ParserKind::Hdparm => "hdparm",
-            ParserKind::Dd => "dd",
-        }
+/// How a recipe's run output becomes a document that metric paths select from: a
+/// registered parser and, for the data-driven ones, its options. Name, version and
+/// options are part of the cell key.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParserSpec {
+    pub name: ParserName,
+    pub options: ParserOptions,
+}
+
+impl ParserSpec {
+    /// The registered parser of that name, without options.
+    pub fn named(name: &str) -> Option<ParserSpec> {
+        ParserName::get(name).map(|name| ParserSpec {
+            name,
+            options: ParserOptions::default(),
+        })
+    }
+
+    /// Every registered parser without options, in registry order.
+    pub fn all() -> impl Iterator<Item = ParserSpec> {
+        ParserName::all().map(|name| ParserSpec {
+            name,
+            options: ParserOptions::default(),
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name.as_str()
     }
 
     /// Bumped when a parser's output for the same input changes; part of the cell key.
-    pub fn version(self) -> u32 {
-        1
+    pub fn version(&self) -> u32 {
+        crate::bench::parse::find(self.name()).map_or(1, |p| p.version())
+    }
+}
+
+/// Options of the parsers that take them; empty (the default) for the others.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ParserOptions {
+    /// `[parse_regex]`, for `parse = "regex"`.
+    pub regex: Option<RegexOptions>,
+}
+
+/// The regex parser's options: patterns with named groups, checked by config (syntax,
+/// size, named groups, one name once).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RegexOptions {
+    pub patterns: Vec<String>,
+    pub stream: Stream,
+    /// `94,1` reads as 94.1 (a board's locale); otherwise a capture with a comma is text.
+    pub decimal_comma: bool,
+}
+
+/// A command's output stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
     }
 }
 

@@ -145,7 +145,7 @@ pub fn metrics(
     stdout: &str,
     stderr: &str,
 ) -> Result<BTreeMap<String, f64>, String> {
-    let doc = parse::parse(recipe.parser, stdout, stderr)
+    let doc = parse::parse(&recipe.parser, stdout, stderr)
         .map_err(|e| format!("{} output: {e}", recipe.parser.name()))?;
     let mut out = BTreeMap::new();
     for m in &recipe.metrics {

@@ -8,6 +8,7 @@
 mod board;
 pub mod diag;
 pub mod names;
+mod parser;
 mod raw;
 mod recipe;
 mod scenario;

@@ -83,6 +83,18 @@ pub struct Recipe {
     #[serde(default)]
     pub services: Vec<Service>,
     pub metrics: Option<S<BTreeMap<S<String>, S<Metric>>>>,
+    /// Options of `parse = "regex"`.
+    pub parse_regex: Option<S<ParseRegex>>,
+}
+
+/// `[parse_regex]`: one `pattern` or a list of `patterns`, each with named groups.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParseRegex {
+    pub pattern: Option<S<String>>,
+    pub patterns: Option<S<Vec<S<String>>>>,
+    pub stream: Option<S<String>>,
+    pub decimal_comma: Option<S<bool>>,
 }
 
 /// `[[services]]`: a daemon running for the whole cell (iperf3 -s, nginx).

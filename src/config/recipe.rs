@@ -7,7 +7,7 @@ use toml::Spanned;
 use super::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
 use crate::model::{
-    Better, MetricSpec, ParamValue, ParserKind, Recipe, ServiceSpec, Side, Step, TestName,
+    Better, MetricSpec, ParamValue, ParserSpec, Recipe, ServiceSpec, Side, Step, TestName,
 };
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
@@ -140,36 +140,14 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         })
         .collect();
 
-    let parser = ParserKind::ALL
-        .into_iter()
-        .find(|p| p.name() == run_raw.parse.get_ref());
-    if parser.is_none() {
-        let wanted = run_raw.parse.get_ref();
-        let all: Vec<String> = ParserKind::ALL
-            .iter()
-            .map(|p| format!("`{}`", p.name()))
-            .collect();
-        let help = names::did_you_mean(wanted, ParserKind::ALL.iter().map(|p| p.name()))
-            .map(|s| format!("did you mean `{s}`?"))
-            .unwrap_or_else(|| format!("parsers: {}", all.join(", ")));
-        diags.push(
-            src.at_value(
-                &run_raw.parse,
-                format!(
-                    "unknown parser `{wanted}`; expected one of {}",
-                    all.join(", ")
-                ),
-            )
-            .with_help(help),
-        );
-    }
+    let parser = super::parser::validate(src, &raw, diags);
 
     if let Some(d) = &raw.description
         && let Err(e) = names::control_free(d.get_ref(), true)
     {
         diags.push(src.at_value(d, format!("`description` {e}")));
     }
-    let metrics = metrics(src, &raw, parser, diags);
+    let metrics = metrics(src, &raw, parser.as_ref(), diags);
 
     // String parameters that begin a shell word: there a value starting with `-` would
     // be read as an option, so such a value is refused (here and in scenarios).
@@ -357,7 +335,7 @@ fn side(src: &Source, on: &Option<Spanned<String>>, diags: &mut Vec<Diagnostic>)
 fn metrics(
     src: &Source,
     raw: &raw::Recipe,
-    parser: Option<ParserKind>,
+    parser: Option<&ParserSpec>,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<MetricSpec> {
     let Some(table) = &raw.metrics else {

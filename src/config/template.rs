@@ -183,7 +183,7 @@ fn block_tags(text: &str) -> Vec<(usize, String)> {
 /// The file span of a byte range of a template given as a TOML string: walks the
 /// string literal's escapes so that the caret lands on the template text itself.
 /// Falls back to the whole value when the literal cannot be followed.
-fn file_span(src: &Source, template: &Spanned<String>, range: Range<usize>) -> Range<usize> {
+pub fn file_span(src: &Source, template: &Spanned<String>, range: Range<usize>) -> Range<usize> {
     let whole = template.span();
     let map = literal_offsets(src.text.get(whole.clone()).unwrap_or_default());
     match map {

@@ -28,8 +28,8 @@ use crate::model::{
 
 /// The domain prefix of the hashed bytes; part of the key's identity.
 ///
-/// v1: compact JSON through serde_json with sorted object keys; `idle` and `services`
-/// were added later without a bump, present only when set.
+/// v1: compact JSON through serde_json with sorted object keys; `idle`, `services` and
+/// `parse_regex` were added later without a bump, present only when set.
 /// v2: `CanonicalWriter`; every field always present.
 pub const ENCODING: &str = "benchpipe-cell-v2";
 
@@ -382,6 +382,17 @@ pub fn cell_inputs(
                 ("version", Input::from(recipe.parser.version())),
             ]),
         ),
+        // The regex parser's patterns decide what is measured.
+        (
+            "parse_regex",
+            Input::from(recipe.parser.options.regex.as_ref().map(|r| {
+                Input::record([
+                    ("patterns", strings(&r.patterns)),
+                    ("stream", Input::from(r.stream.name())),
+                    ("decimal_comma", Input::Bool(r.decimal_comma)),
+                ])
+            })),
+        ),
         (
             "metrics",
             Input::List(
@@ -601,6 +612,43 @@ mod tests {
         for w in sorted.windows(2) {
             assert!(at(w[0]) < at(w[1]), "{} before {}", w[0], w[1]);
         }
+    }
+
+    #[test]
+    fn a_regex_parsers_patterns_stream_and_comma_are_inputs() {
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let mut recipe = ws.recipes[&"xz".into()].clone();
+        recipe.parser = crate::model::ParserSpec::named("regex").unwrap();
+        let mut key = |regex: crate::model::RegexOptions| {
+            recipe.parser.options.regex = Some(regex);
+            CellKey::of(&cell_inputs(
+                &scenario.images[&"installed".into()],
+                board,
+                None,
+                None,
+                &recipe,
+                &recipe.params,
+                &scenario.method,
+            ))
+        };
+        let base = crate::model::RegexOptions {
+            patterns: vec![r"real (?<real>\d+)".into()],
+            stream: crate::model::Stream::Stdout,
+            decimal_comma: false,
+        };
+        let k0 = key(base.clone());
+        assert_eq!(key(base.clone()), k0);
+        let mut other = base.clone();
+        other.patterns[0] = r"user (?<real>\d+)".into();
+        assert_ne!(key(other), k0, "patterns");
+        let mut other = base.clone();
+        other.stream = crate::model::Stream::Stderr;
+        assert_ne!(key(other), k0, "stream");
+        let mut other = base;
+        other.decimal_comma = true;
+        assert_ne!(key(other), k0, "decimal comma");
     }
 
     #[test]

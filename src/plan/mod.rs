@@ -462,7 +462,7 @@ pub(crate) mod fixtures {
                 command: "fio --size={{ size }} --filename={{ dir }}/f".into(),
                 timeout: Some(Duration::from_secs(60)),
             },
-            parser: ParserKind::FioJson,
+            parser: ParserSpec::named("fio-json").expect("a registered parser"),
             teardown: vec![],
             services: vec![],
             metrics: vec![MetricSpec {
@@ -735,21 +735,21 @@ mod tests {
         //
         // Changed once, from benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
         // relied on its `preserve_order` feature staying off, which any dependency can
-        // switch on; and `idle` and `services` had been added to v1 without a bump. v2
-        // is `key::CanonicalWriter`, with every field always present. The v1 keys were
-        // ada66502..., dc38ed9d..., e897d2d9..., 968237b3..., 96154fbe..., fdd0a64f...,
-        // e50c25ec..., c845deb0... in this order.
+        // switch on; and `idle`, `services` and `parse_regex` had been added to v1
+        // without a bump. v2 is `key::CanonicalWriter`, with every field always present.
+        // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
+        // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
         let ws = fixtures::workspace();
         let got = keys(&ws);
         let want = [
-            "7b752e2c1bbd1a11f453a56dbf3ecd05 disk-4k on pi-1 sd/as-is (installed)",
-            "4fc832a4c2f99a15ce8bad7d6e5249fe disk-4k on pi-1 usb/as-is (installed)",
-            "6247f95706a17586241c562e76bb787c disk-4k on pi-1 usb/ext4 (installed)",
-            "baac547d8cf49189378e31fbcd9efd3b xz on pi-1 (installed)",
-            "20288d7e8ad4bffc9d1b3a1004cba345 disk-4k on pi-2 sd/as-is (installed)",
-            "efdc698d07a720cc38dd20e3034a466b disk-4k on pi-2 usb/as-is (installed)",
-            "6cbf323490e4084be87381af9c31abcf disk-4k on pi-2 usb/ext4 (installed)",
-            "6d7dceb2392565652fc5bb0d37d563f1 xz on pi-2 (installed)",
+            "b1e2564f2786a07a798e25db6c93fe94 disk-4k on pi-1 sd/as-is (installed)",
+            "18ce5500e7d7a3eb8e821f47d4fdaf29 disk-4k on pi-1 usb/as-is (installed)",
+            "726dd468405936b0343482645b544bcc disk-4k on pi-1 usb/ext4 (installed)",
+            "a90e31b259b4b6ae7ee6c152059f65d7 xz on pi-1 (installed)",
+            "72c72452d4f9e51d758080169c259fc9 disk-4k on pi-2 sd/as-is (installed)",
+            "044bb9060db0e25c174271621171a9a2 disk-4k on pi-2 usb/as-is (installed)",
+            "894fe5cba0e732746a16c54ee6bcde7a disk-4k on pi-2 usb/ext4 (installed)",
+            "ba351674369e6f36da59b62625737694 xz on pi-2 (installed)",
         ];
         assert_eq!(got, want);
     }
@@ -779,13 +779,14 @@ mod tests {
             "s5:boardr3:s4:names4:pi-1s5:models14:Raspberry Pi 4s4:archs7:aarch64",
             "s7:storagen",
             "s10:filesystemn",
-            "s4:testr8:",
+            "s4:testr9:",
             "s4:names2:xz",
             "s5:setupl0:",
             "s3:runr2:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
             "s8:teardownl0:",
             "s6:paramsm1:s4:sizes3:64M",
             "s6:parserr2:s4:names8:fio-jsons7:versioni1;",
+            "s11:parse_regexn",
             "s7:metricsl1:r3:s4:names11:random_read",
             "s4:froms36:jobs[jobname=randread].read.bw_bytes",
             "s5:scalef3eb0c6f7a0b5ed8d", // 1e-6
@@ -802,7 +803,7 @@ mod tests {
         );
         assert_eq!(
             CellKey::of(&inputs).as_str(),
-            "baac547d8cf49189378e31fbcd9efd3b",
+            "a90e31b259b4b6ae7ee6c152059f65d7",
             "the key of xz on pi-1 in golden_keys"
         );
     }

@@ -139,8 +139,53 @@ fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }
 
+/// The most a store file may hold; a larger one is not benchpipe's.
+const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Opens a store file for reading: `None` when absent; an error when it is a FIFO, a
+/// device, a symlink or a directory. A FIFO planted in `results/` would otherwise block
+/// `plan` and `report` for ever, and a device would stream without end.
+fn open_regular(path: &Path) -> Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let meta = file.metadata().map_err(io(path))?;
+    if !meta.is_file() {
+        return Err(Error::Store(format!(
+            "{}: not a regular file; benchpipe writes only regular files in its store",
+            path.display()
+        )));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(Error::Store(format!(
+            "{}: {} bytes, more than the {MAX_FILE_BYTES} a store file may hold",
+            path.display(),
+            meta.len()
+        )));
+    }
+    Ok(Some(file))
+}
+
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
-    match fs::read(path) {
+    let read = |path: &Path| -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        match open_regular(path) {
+            Ok(Some(f)) => {
+                f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
+                Ok(bytes)
+            }
+            Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    };
+    match read(path) {
         Ok(bytes) => {
             let v: Value = serde_json::from_slice(&bytes)
                 .map_err(|e| Error::Store(format!("{}: {e}", path.display())))?;
@@ -167,13 +212,11 @@ fn check_format(path: &Path, v: &Value) -> Result<()> {
 
 /// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
 fn read_samples(path: &Path) -> Result<Vec<Sample>> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(path, e)),
+    let Some(file) = open_regular(path)? else {
+        return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
     let mut line = String::new();
     let mut lineno = 0;
     loop {
@@ -500,6 +543,36 @@ mod tests {
         fs::write(&path, b"{\"format\": 99}").unwrap();
         let err = store.read(&cell).unwrap_err().to_string();
         assert!(err.contains("format 99 is newer"), "{err}");
+        let _ = fs::remove_dir_all(store.root());
+    }
+
+    /// A FIFO planted where a store file belongs would block `plan` and `report` for
+    /// ever (reading waits for a writer); a symlink could point anywhere. Both are refused.
+    #[test]
+    fn a_fifo_or_symlink_in_the_store_is_refused_without_blocking() {
+        let store = temp_store("fifo");
+        let cell = a_cell();
+        store.begin(&cell).unwrap();
+        let samples = store.cell_dir(&cell).join("samples.jsonl");
+        let c = std::ffi::CString::new(samples.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = store.clone();
+        let cell2 = cell.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(reader.read(&cell2).map(|_| ()).map_err(|e| e.to_string()));
+        });
+        // Generous: a blocked read never answers at all.
+        let got = rx.recv_timeout(std::time::Duration::from_secs(30));
+        let err = got
+            .expect("reading the store blocked on a FIFO")
+            .unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        fs::remove_file(&samples).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", store.cell_dir(&cell).join("facts.json"))
+            .unwrap();
+        assert!(store.read(&cell).is_err());
         let _ = fs::remove_dir_all(store.root());
     }
 

@@ -67,7 +67,11 @@ const CONTROL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most of a trace `finish` reads back: its first and last halves, with the
 /// bytes left out in between counted (`trace_dropped`). A 4-hour run at 1 Hz writes
 /// about 2 MB.
-pub const MAX_TRACE_BYTES: u64 = 8 << 20;
+///
+/// Half the transport's capture limit: the trace comes back as one command's output,
+/// and must be cut here, where the cut is said in the trace's own terms, not by the
+/// transport's cap.
+pub const MAX_TRACE_BYTES: u64 = (crate::transport::CAPTURE_LIMIT / 2) as u64;
 
 /// The most of the kernel log read at the start and the end (its tail), and of the
 /// new lines kept from it.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use benchpipe::config;
-use benchpipe::model::{Connection, Cooldown, Flash, ParserKind};
+use benchpipe::model::{Connection, Cooldown, Flash, ParserSpec};
 
 /// A fresh directory under the system temp dir, removed on drop.
 struct TempDir(PathBuf);
@@ -184,7 +184,7 @@ fn base_workspace_loads() {
         Connection::Local
     ));
     let disk = &ws.recipes[&"disk".into()];
-    assert_eq!(disk.parser, ParserKind::FioJson);
+    assert_eq!(disk.parser, ParserSpec::named("fio-json").unwrap());
     // One metric is marked primary, so the other is not; xz marks none, so all are.
     assert_eq!(disk.metrics.iter().filter(|m| m.primary).count(), 1);
     assert!(ws.recipes[&"xz".into()].metrics.iter().all(|m| m.primary));

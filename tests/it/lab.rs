@@ -367,8 +367,7 @@ fn a_timeout_kills_the_remote_command_and_the_session_stays_usable() {
     );
     assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
     assert!(started.elapsed() < HANG, "{:?}", started.elapsed());
-    std::thread::sleep(Duration::from_millis(300));
-    let left = processes_matching(&["sleep 31337", "sleep 31338"]);
+    let left = crate::processes_left(&["sleep 31337", "sleep 31338"]);
     assert!(left.trim().is_empty(), "left behind on the board: {left}");
     assert_eq!(t.run("echo ok", None).unwrap().stdout_str(), "ok\n");
 }
@@ -405,8 +404,7 @@ fn killing_sshd_mid_command_is_a_lost_connection_and_reconnect_works() {
         "{err}"
     );
     assert!(started.elapsed() < HANG);
-    std::thread::sleep(Duration::from_millis(300));
-    let left = pgrep("sleep 31347");
+    let left = crate::processes_left(&["sleep 31347"]);
     assert!(left.trim().is_empty(), "left behind on the board: {left}");
 
     // While sshd is down, the next command fails within the timeout...
@@ -435,14 +433,14 @@ fn services_stop_with_their_whole_process_group() {
         "the service did not start"
     );
     t.stop_service(&s).unwrap();
-    let left = processes_matching(&["sleep 31357", "sleep 31358"]);
+    let left = crate::processes_left(&["sleep 31357", "sleep 31358"]);
     assert!(left.trim().is_empty(), "left behind: {left}");
 
     t.start_service(&dir, "a", "sleep 31367").unwrap();
     t.start_service(&dir, "b", "trap '' TERM; sleep 31368")
         .unwrap();
     t.stop_all_services(&dir).unwrap();
-    let left = processes_matching(&["sleep 31367", "sleep 31368"]);
+    let left = crate::processes_left(&["sleep 31367", "sleep 31368"]);
     assert!(left.trim().is_empty(), "left behind: {left}");
 }
 

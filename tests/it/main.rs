@@ -51,3 +51,17 @@ pub fn cannot_run(test: &str, reason: &str) {
     }
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
 }
+
+/// What is left of the processes matching `needles` once they had up to 15 s to die.
+/// A group benchpipe killed dies as soon as the kernel schedules each member; on a
+/// loaded machine that can take a moment, while a process nobody killed lives on.
+pub fn processes_left(needles: &[&str]) -> String {
+    let t0 = std::time::Instant::now();
+    loop {
+        let left = processes_matching(needles);
+        if left.trim().is_empty() || t0.elapsed() > std::time::Duration::from_secs(15) {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -332,7 +332,7 @@ command = "touch {}"
         "apply kept waiting for the board's command"
     );
     assert!(
-        crate::processes_matching(&["sleep 3002"]).is_empty(),
+        crate::processes_left(&["sleep 3002"]).is_empty(),
         "the board's command survived Ctrl-C"
     );
     assert!(marker.exists(), "teardown ran after the interrupt");

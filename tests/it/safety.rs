@@ -292,7 +292,7 @@ fn a_service_whose_leader_died_still_has_its_children_stopped() {
     }
     std::thread::sleep(Duration::from_millis(200));
     t.stop_all_services(s(&d.0)).unwrap();
-    let left = processes_matching(&["sleep 31421", "sleep 31422"]);
+    let left = crate::processes_left(&["sleep 31421", "sleep 31422"]);
     assert!(left.trim().is_empty(), "left behind: {left}");
 }
 
@@ -310,7 +310,8 @@ fn a_background_child_ends_with_its_command() {
         let command = format!("sleep {a} & sleep {b} >/dev/null 2>&1 & echo started");
         let out = t.run(&command, Some(Duration::from_secs(60))).unwrap();
         assert_eq!(out.stdout_str(), "started\n");
-        let left = processes_matching(&[&format!("sleep {a}"), &format!("sleep {b}")]);
+        // Without the group kill at the command's end they would live for hours.
+        let left = crate::processes_left(&[&format!("sleep {a}"), &format!("sleep {b}")]);
         assert!(
             left.trim().is_empty(),
             "{}: left behind: {left}",

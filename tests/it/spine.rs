@@ -720,7 +720,7 @@ value = { from = "value", unit = "x", better = "higher" }
     assert_eq!(apply.status.code(), Some(1), "{}", text(&apply));
     assert!(String::from_utf8_lossy(&apply.stderr).contains("start service daemon"));
     assert!(
-        crate::processes_matching(&["sleep 3001"]).is_empty(),
+        crate::processes_left(&["sleep 3001"]).is_empty(),
         "the service outlived its failed cell: {:?}",
         crate::processes_matching(&["sleep 3001"])
     );
@@ -880,4 +880,91 @@ fn a_board_whose_every_run_is_flagged_fails_the_cell_after_a_bounded_number_of_r
         "{}",
         text(&out)
     );
+}
+
+/// Whether process `pid` has a handler for `signal` installed (`SigCgt` in /proc).
+fn catches(pid: u32, signal: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let mask = s
+                .lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))?
+                .trim()
+                .to_string();
+            u64::from_str_radix(&mask, 16).ok()
+        })
+        .is_some_and(|m| m & (1 << (signal - 1)) != 0)
+}
+
+/// SIGTERM while `check` or `plan` is loading and expanding a large scenario (62,500
+/// cells, about a second of work) ends it at once with the signal's status: those
+/// phases hold no board state, so nothing needs to wait for them.
+#[test]
+fn sigterm_ends_check_and_plan_mid_work_with_the_signal_status() {
+    let p = Project::new("term-plan");
+    let n = 250;
+    for i in 0..n {
+        std::fs::write(
+            p.dir.join(format!("boards/b{i}.toml")),
+            format!("model = \"m\"\nlocal = true\nworkdir = \"/var/tmp/bp-term/b{i}\"\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            p.dir.join(format!("pipeline/t{i}.toml")),
+            "description = \"t\"\nuses_storage = false\n[run]\ncommand = \"true\"\n\
+             parse = \"json\"\n[metrics]\nv = { from = \"v\", unit = \"x\", better = \"higher\" }\n",
+        )
+        .unwrap();
+    }
+    let boards: Vec<String> = (0..n).map(|i| format!("\"b{i}\"")).collect();
+    let tests: Vec<String> = (0..n).map(|i| format!("\"t{i}\"")).collect();
+    std::fs::write(
+        p.dir.join("scenarios/big.toml"),
+        format!(
+            "title = \"big\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [{}]\ntest = [{}]\n",
+            boards.join(", "),
+            tests.join(", ")
+        ),
+    )
+    .unwrap();
+    for command in ["check", "plan"] {
+        // The work takes about a second; should it end before the signal lands on a
+        // fast machine, try again.
+        let mut caught = None;
+        for _ in 0..5 {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+                .args([command, "scenarios/big.toml"])
+                .current_dir(&p.dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            while !catches(child.id(), libc::SIGTERM) && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // SAFETY: signalling our own child.
+            unsafe {
+                libc::kill(child.id() as i32, libc::SIGTERM);
+            }
+            let t0 = Instant::now();
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                if t0.elapsed() > Duration::from_secs(30) {
+                    let _ = child.kill();
+                    panic!("{command} did not end after SIGTERM");
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            if status.code() != Some(0) {
+                caught = Some(status);
+                break;
+            }
+        }
+        let status = caught.unwrap_or_else(|| panic!("{command} always ended before the signal"));
+        assert_eq!(status.code(), Some(143), "{command}: {status:?}");
+    }
 }

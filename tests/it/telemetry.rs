@@ -471,10 +471,12 @@ fn real_kmsg_line_during_a_run_is_flagged_under_voltage() {
         .open("/dev/kmsg")
         .is_ok();
     if !dmesg_works || !kmsg_writable {
-        eprintln!(
-            "SKIPPED real kernel log test: dmesg readable {dmesg_works}, /dev/kmsg writable {kmsg_writable} (needs root)"
+        return crate::cannot_run(
+            "real_kmsg_line_during_a_run_is_flagged_under_voltage",
+            &format!(
+                "dmesg readable {dmesg_works}, /dev/kmsg writable {kmsg_writable} (needs root)"
+            ),
         );
-        return;
     }
     let tag = format!("benchpipe-test-{}", std::process::id());
     let mut t = Local::new();

@@ -1,0 +1,297 @@
+//! Tool output -> a JSON document -> metric values: the `Parser` trait, the registry of
+//! parsers that `parse = "..."` names, and what they share. One file per parser, each
+//! tested beside it and on output captured from the real tool (tests/it/parsers.rs);
+//! the metric-path language that selects a number from a document is in `path.rs`.
+//!
+//! Adding a parser: write `<name>.rs` implementing `Parser`, add it to `REGISTRY`, add
+//! a fixture under tests/data/tool-outputs and a row in docs/FORMAT.md.
+
+mod dd;
+mod fio;
+mod hdparm;
+mod iperf3;
+mod json;
+mod path;
+pub mod regex;
+mod text;
+mod time;
+
+use serde_json::{Map, Value};
+
+use crate::model::{ParserOptions, ParserSpec, Stream};
+
+pub use hdparm::HDPARM_KEYS;
+pub use path::{check_path, select};
+pub use text::{escape_controls, visible};
+
+use text::excerpt;
+
+/// A parser of one tool's output. The registry holds one value of each; a parser with
+/// options (`regex`) reads them from `ParserOptions`, the others ignore them.
+pub trait Parser: Sync {
+    /// The name a recipe gives in `parse = "..."`; part of the cell key.
+    fn name(&self) -> &'static str;
+    /// Bumped when the document for the same input changes; part of the cell key.
+    fn version(&self) -> u32 {
+        1
+    }
+    /// The stream that holds the tool's result.
+    fn stream(&self, _options: &ParserOptions) -> Stream {
+        Stream::Stdout
+    }
+    /// The document metric paths select from. Both streams arrive as a terminal shows
+    /// them (`visible`); a parser may read the other one to explain a failure.
+    fn parse(
+        &self,
+        options: &ParserOptions,
+        stdout: &str,
+        stderr: &str,
+    ) -> Result<Value, ParseError>;
+    /// What a metric path can select, checked when the recipe is loaded.
+    fn keys(&self, options: &ParserOptions) -> Keys;
+    /// The lines of `text` that look like this parser's result, quoted when the result
+    /// is found on the other stream.
+    fn result_lines<'a>(&self, options: &ParserOptions, text: &'a str) -> Vec<&'a str>;
+}
+
+/// What a parser's document holds at its top level.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Keys {
+    /// Anything: a path is checked only when a run's document is there.
+    Any,
+    /// Numbers at these keys: a path is one of them, exactly.
+    Numbers(Vec<String>),
+    /// Objects or arrays at these keys: a path starts with one and goes on into it.
+    Roots(&'static [&'static str]),
+}
+
+/// Every parser, by the name `parse = "..."` gives. Order is the order of the lists in
+/// messages and docs.
+pub static REGISTRY: &[&dyn Parser] = &[
+    &fio::FioJson,
+    &time::Time,
+    &iperf3::Iperf3Json,
+    &json::Json,
+    &hdparm::Hdparm,
+    &dd::Dd,
+    &self::regex::RegexParser,
+];
+
+/// The registered parser of that name.
+pub fn find(name: &str) -> Option<&'static dyn Parser> {
+    REGISTRY.iter().copied().find(|p| p.name() == name)
+}
+
+/// The registered names, in registry order.
+pub fn names() -> impl Iterator<Item = &'static str> + Clone {
+    REGISTRY.iter().map(|p| p.name())
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", escape_controls(.0))]
+pub struct ParseError(pub String);
+
+impl ParseError {
+    /// An error whose text carries no control byte: each is shown escaped (`\x1b`).
+    pub fn new(message: impl Into<String>) -> Self {
+        ParseError(escape_controls(&message.into()).into_owned())
+    }
+}
+
+/// How much of the found text an error quotes.
+const EXCERPT_CHARS: usize = 80;
+
+fn registered(spec: &ParserSpec) -> &'static dyn Parser {
+    // A ParserName comes only from the registry, so the lookup cannot miss.
+    find(spec.name()).unwrap_or(&json::Json)
+}
+
+/// Turns a tool's output into a document that metric paths select from. Both streams
+/// are matched as a terminal shows them (`visible`). When the result is not on the
+/// stream the parser reads but the other stream holds it (a command that redirects
+/// it), the error says so.
+pub fn parse(spec: &ParserSpec, stdout: &str, stderr: &str) -> Result<Value, ParseError> {
+    let parser = registered(spec);
+    let options = &spec.options;
+    let (stdout, stderr) = (visible(stdout), visible(stderr));
+    let err = match parser.parse(options, &stdout, &stderr) {
+        Ok(doc) => return Ok(doc),
+        Err(e) => e,
+    };
+    // The same parser with the streams swapped: does the other one hold the result?
+    let (read, other, other_result) = match parser.stream(options) {
+        Stream::Stderr => (
+            "stderr",
+            ("stdout", &stdout),
+            parser.parse(options, "", &stdout),
+        ),
+        Stream::Stdout => (
+            "stdout",
+            ("stderr", &stderr),
+            parser.parse(options, &stderr, ""),
+        ),
+    };
+    if other_result.is_err() {
+        return Err(err);
+    }
+    let lines = parser.result_lines(options, other.1);
+    let n = lines.len();
+    Err(ParseError::new(format!(
+        "{tool}: no {tool} result on {read}, where it is read; {name} has {n} line{s} that look{v} like it: `{first}` (redirected by the command?); {err}",
+        tool = parser.name(),
+        name = other.0,
+        s = if n == 1 { "" } else { "s" },
+        v = if n == 1 { "s" } else { "" },
+        first = excerpt(lines.first().copied().unwrap_or_default(), EXCERPT_CHARS),
+        err = err.0,
+    )))
+}
+
+/// Checks that a (syntactically valid) metric path can select something from what
+/// the parser produces: the fixed keys of the line parsers, the top-level keys of the
+/// tools' JSON reports, the named groups of the regex parser's patterns. The generic
+/// `json` parser takes any path.
+pub fn check_path_for(spec: &ParserSpec, path: &str) -> Result<(), String> {
+    let first = path::first_key(path)?;
+    let (keys, whole): (Vec<String>, bool) = match registered(spec).keys(&spec.options) {
+        Keys::Any => return Ok(()),
+        Keys::Numbers(keys) => (keys, true),
+        Keys::Roots(keys) => (keys.iter().map(|k| k.to_string()).collect(), false),
+    };
+    let list = keys
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match first {
+        Some((k, steps)) if keys.contains(&k) => {
+            if whole && steps > 1 {
+                Err(format!("`{k}` is a number; the path must be just `{k}`"))
+            } else if !whole && steps == 1 {
+                Err(format!(
+                    "`{k}` is not a number: go on into it, like `{k}[0]....`"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        _ if whole => Err(format!("expected one of {list}")),
+        _ => Err(format!("a path here starts with one of {list}")),
+    }
+}
+
+/// A finite number; `NaN` and `inf` are not measurements.
+fn parse_number(text: &str) -> Option<f64> {
+    text.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Some boards print decimals with a comma (`3,56692 s`, `94,1 MB/s`): the locale's,
+/// not a thousands separator, in the tools' summaries.
+fn parse_decimal(text: &str) -> Option<f64> {
+    parse_number(&text.replace(',', "."))
+}
+
+/// Integers stay integers so the document reads like the tool's output.
+fn json_number(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        Value::from(v as i64)
+    } else {
+        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+    }
+}
+
+/// A document of numbers at fixed keys, as the line parsers make.
+fn numbers<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Value {
+    let mut doc = Map::new();
+    for (key, value) in pairs {
+        doc.insert(key.to_string(), json_number(value));
+    }
+    Value::Object(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_found() {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in REGISTRY {
+            assert!(seen.insert(p.name()), "{} registered twice", p.name());
+            assert_eq!(find(p.name()).map(|f| f.name()), Some(p.name()));
+            assert_eq!(
+                crate::model::ParserName::get(p.name()).map(|n| n.as_str()),
+                Some(p.name())
+            );
+        }
+        assert!(find("nope").is_none());
+        assert!(crate::model::ParserName::get("Time").is_none());
+    }
+
+    /// The names and versions are key input: changing one re-runs every stored cell.
+    #[test]
+    fn names_and_versions_are_those_keys_were_made_with() {
+        let got: Vec<(&str, u32)> = REGISTRY.iter().map(|p| (p.name(), p.version())).collect();
+        assert_eq!(
+            got,
+            [
+                ("fio-json", 1),
+                ("time", 1),
+                ("iperf3-json", 1),
+                ("json", 1),
+                ("hdparm", 1),
+                ("dd", 1),
+                ("regex", 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn odd_input_gives_errors_not_panics() {
+        let nasty = [
+            "",
+            "{",
+            "日本語{\"é\": [",
+            "{\"jobs\": 5}",
+            "{\"jobs\": [{\"error\": \"x\"}]}",
+            "ü ü ü ü",
+            "1 2 3 ∞",
+            "\u{0}{}",
+            "[1,2]",
+            "{\"error\": {\"code\": 1}}",
+        ];
+        for text in nasty {
+            for spec in ParserSpec::all() {
+                let _ = parse(&spec, text, text);
+                let _ = check_path_for(&spec, text);
+            }
+            let _ = check_path(text);
+            let _ = select(&serde_json::json!({"a": [1]}), text);
+        }
+        let spec = |n| ParserSpec::named(n).unwrap();
+        assert!(parse(&spec("fio-json"), "{\"jobs\": 5}", "").is_err());
+        let err = parse(&spec("iperf3-json"), "{\"error\": {\"code\": 1}}", "").unwrap_err();
+        assert!(err.0.contains("{\"code\":1}"), "{err}");
+    }
+
+    #[test]
+    fn paths_are_checked_against_the_keys_a_parser_produces() {
+        let spec = |n| ParserSpec::named(n).unwrap();
+        assert_eq!(check_path_for(&spec("time"), "real"), Ok(()));
+        let e = check_path_for(&spec("time"), "elapsed").unwrap_err();
+        assert!(e.contains("`real`, `user`, `sys`, `max_rss_kib`"), "{e}");
+        let e = check_path_for(&spec("time"), "real.x").unwrap_err();
+        assert!(e.contains("is a number"), "{e}");
+        assert_eq!(
+            check_path_for(&spec("fio-json"), "jobs[0].read.iops"),
+            Ok(())
+        );
+        let e = check_path_for(&spec("fio-json"), "jobs").unwrap_err();
+        assert!(e.contains("go on into it"), "{e}");
+        let e = check_path_for(&spec("iperf3-json"), "sum.x").unwrap_err();
+        assert!(e.contains("starts with one of `start`"), "{e}");
+        assert_eq!(check_path_for(&spec("json"), "anything[0].x"), Ok(()));
+        assert_eq!(check_path_for(&spec("hdparm"), "cached_reads"), Ok(()));
+        assert_eq!(check_path_for(&spec("dd"), "bytes_per_second"), Ok(()));
+    }
+}

@@ -1,0 +1,334 @@
+//! The metric-path language that selects a number from a parser's document
+//! (`jobs[jobname=randread].read.bw_bytes`).
+//!
+//! Metric path grammar:
+//!
+//! ```text
+//! path     := first rest*
+//! first    := key | selector
+//! rest     := '.' key | selector
+//! key      := one or more characters other than '.', '[' and ']'
+//! selector := '[' digits ']'                index into an array
+//!           | '[' field '=' value ']'       the array element whose `field` equals `value`
+//!           | '[' '"' text '"' ']'          an object key that holds '.', '[' or ']'
+//! ```
+//!
+//! The quoted form exists for keys such as fio's percentiles (`"99.000000"`):
+//! `jobs[0].read.clat_ns.percentile["99.000000"]`.
+
+use serde_json::{Map, Value};
+
+use super::text::excerpt;
+use super::{EXCERPT_CHARS, ParseError, parse_number};
+
+/// One step of a metric path.
+#[derive(Clone, Debug, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+    Filter { field: String, value: String },
+}
+
+impl Step {
+    fn display(&self) -> String {
+        match self {
+            Step::Key(k) if k.contains(['.', '[', ']']) => format!("[\"{k}\"]"),
+            Step::Key(k) => k.clone(),
+            Step::Index(i) => format!("[{i}]"),
+            Step::Filter { field, value } => format!("[{field}={value}]"),
+        }
+    }
+}
+
+fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+    if path.trim().is_empty() {
+        return Err("empty metric path".into());
+    }
+    if path != path.trim() {
+        return Err(format!(
+            "metric path `{path}` has leading or trailing spaces"
+        ));
+    }
+    let chars: Vec<char> = path.chars().collect();
+    let mut steps = Vec::new();
+    let mut i = 0;
+    let at = |i: usize| format!("metric path `{path}`, character {}", i + 1);
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '[' {
+            let close = (i + 1..chars.len())
+                .find(|&j| chars[j] == ']' && !inside_quotes(&chars[i + 1..j]))
+                .ok_or_else(|| format!("{}: `[` is never closed", at(i)))?;
+            let inner: String = chars[i + 1..close].iter().collect();
+            steps.push(parse_selector(&inner).map_err(|e| format!("{}: {e}", at(i)))?);
+            i = close + 1;
+        } else if c == ']' {
+            return Err(format!("{}: `]` without `[`", at(i)));
+        } else {
+            if c == '.' {
+                if steps.is_empty() {
+                    return Err(format!("{}: a path cannot start with `.`", at(i)));
+                }
+                i += 1;
+            } else if !steps.is_empty() {
+                return Err(format!("{}: expected `.` or `[` before `{c}`", at(i)));
+            }
+            let start = i;
+            while i < chars.len() && !matches!(chars[i], '.' | '[' | ']') {
+                i += 1;
+            }
+            if start == i {
+                return Err(format!(
+                    "{}: empty key (two dots, or a dot at the end?)",
+                    at(start)
+                ));
+            }
+            steps.push(Step::Key(chars[start..i].iter().collect()));
+        }
+    }
+    Ok(steps)
+}
+
+/// An odd number of `"` means the `]` found is inside a quoted key.
+fn inside_quotes(chars: &[char]) -> bool {
+    chars.iter().filter(|&&c| c == '"').count() % 2 == 1
+}
+
+fn parse_selector(inner: &str) -> Result<Step, String> {
+    let inner = inner.trim();
+    if inner.is_empty() {
+        return Err("`[]` is empty; expected an index, `field=value` or a quoted key".into());
+    }
+    if let Some(rest) = inner.strip_prefix('"') {
+        return match rest.strip_suffix('"') {
+            Some(key) if !key.is_empty() && !key.contains('"') => Ok(Step::Key(key.to_string())),
+            _ => Err(format!(
+                "`[{inner}]`: a quoted key must look like [\"99.000000\"]"
+            )),
+        };
+    }
+    if let Some((field, value)) = inner.split_once('=') {
+        let (field, value) = (field.trim(), value.trim());
+        if field.is_empty() || value.is_empty() {
+            return Err(format!(
+                "`[{inner}]`: expected `field=value`, e.g. `[jobname=randread]`"
+            ));
+        }
+        return Ok(Step::Filter {
+            field: field.to_string(),
+            value: value.to_string(),
+        });
+    }
+    if inner.chars().all(|c| c.is_ascii_digit()) {
+        return inner
+            .parse::<usize>()
+            .map(Step::Index)
+            .map_err(|_| format!("`[{inner}]`: index too large"));
+    }
+    Err(format!(
+        "`[{inner}]`: expected an index (`[0]`), `field=value` (`[jobname=randread]`) \
+         or a quoted key (`[\"99.000000\"]`)"
+    ))
+}
+
+/// Checks the syntax of a metric path (`jobs[jobname=randread].read.bw_bytes`).
+pub fn check_path(path: &str) -> Result<(), String> {
+    parse_path(path).map(|_| ())
+}
+
+/// The first key of a valid path, if it starts with one, and the number of steps.
+pub(super) fn first_key(path: &str) -> Result<Option<(String, usize)>, String> {
+    let steps = parse_path(path)?;
+    Ok(match steps.first() {
+        Some(Step::Key(k)) => Some((k.clone(), steps.len())),
+        _ => None,
+    })
+}
+
+/// Selects a number from a parsed document by a metric path: a JSON number, or a
+/// string that parses as a finite number.
+pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
+    let steps = parse_path(path).map_err(ParseError)?;
+    let mut current = doc;
+    let mut walked = String::new();
+    for step in &steps {
+        let fail = |why: String| {
+            let place = if walked.is_empty() {
+                "the document".to_string()
+            } else {
+                format!("`{walked}`")
+            };
+            ParseError::new(format!(
+                "metric path `{path}`: at `{}` in {place}: {why}",
+                step.display()
+            ))
+        };
+        current = match step {
+            Step::Key(key) => match current {
+                Value::Object(map) => map.get(key).ok_or_else(|| fail(missing_key(key, map)))?,
+                other => return Err(fail(format!("{} has no keys", describe(other)))),
+            },
+            Step::Index(index) => match current {
+                Value::Array(items) => items.get(*index).ok_or_else(|| {
+                    fail(format!(
+                        "index {index} is out of range ({} elements)",
+                        items.len()
+                    ))
+                })?,
+                other => return Err(fail(format!("{}, not an array", describe(other)))),
+            },
+            Step::Filter { field, value } => match current {
+                Value::Array(items) => items
+                    .iter()
+                    .find(|item| item.get(field).is_some_and(|f| field_equals(f, value)))
+                    .ok_or_else(|| {
+                        let seen: Vec<String> = items
+                            .iter()
+                            .filter_map(|item| item.get(field).map(plain))
+                            .take(10)
+                            .collect();
+                        fail(format!(
+                            "no element has {field} = {value}; found {}",
+                            if seen.is_empty() {
+                                format!("no element with a `{field}` field")
+                            } else {
+                                seen.join(", ")
+                            }
+                        ))
+                    })?,
+                other => return Err(fail(format!("{}, not an array", describe(other)))),
+            },
+        };
+        if !walked.is_empty() && matches!(step, Step::Key(k) if !k.contains(['.', '[', ']'])) {
+            walked.push('.');
+        }
+        walked.push_str(&step.display());
+    }
+    match current {
+        Value::Number(n) => n.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
+            ParseError::new(format!("metric path `{path}`: {n} is not a finite number"))
+        }),
+        Value::String(s) => parse_number(s).ok_or_else(|| {
+            // `94,1`: a comma locale's decimal, or a thousands separator; the regex
+            // parser does not guess which.
+            let comma = s.contains(',') && parse_number(&s.replace(',', ".")).is_some();
+            ParseError::new(format!(
+                "metric path `{path}`: expected a number, found the string \"{}\"{}",
+                excerpt(s, EXCERPT_CHARS),
+                if comma {
+                    " (a decimal comma? `decimal_comma = true` in `[parse_regex]` reads it as one)"
+                } else {
+                    ""
+                }
+            ))
+        }),
+        other => Err(ParseError::new(format!(
+            "metric path `{path}`: expected a number, found {}",
+            describe(other)
+        ))),
+    }
+}
+
+fn field_equals(field: &Value, wanted: &str) -> bool {
+    match field {
+        Value::String(s) => s == wanted,
+        Value::Number(n) => {
+            n.to_string() == wanted
+                || matches!((n.as_f64(), parse_number(wanted)), (Some(a), Some(b)) if a == b)
+        }
+        Value::Bool(b) => b.to_string() == wanted,
+        _ => false,
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => excerpt(&other.to_string(), 30),
+    }
+}
+
+fn missing_key(key: &str, map: &Map<String, Value>) -> String {
+    if map.is_empty() {
+        return format!("no key `{key}` in an empty object");
+    }
+    let closest = map
+        .keys()
+        .map(|k| (edit_distance(key, k), k))
+        .filter(|(d, _)| *d <= 2)
+        .min();
+    let hint = match closest {
+        Some((_, k)) => format!("did you mean `{k}`? "),
+        None => String::new(),
+    };
+    const SHOWN: usize = 30;
+    let mut keys: Vec<String> = map.keys().take(SHOWN).map(|k| format!("`{k}`")).collect();
+    if map.len() > SHOWN {
+        keys.push(format!("… ({} in all)", map.len()));
+    }
+    format!("no key `{key}`; {hint}keys are {}", keys.join(", "))
+}
+
+/// Levenshtein distance over characters, for "did you mean" hints on typos.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string \"{}\"", excerpt(s, 40)),
+        Value::Array(a) => format!("an array of {} elements", a.len()),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn path_syntax() {
+        for ok in [
+            "real",
+            "end.sum_received.bits_per_second",
+            "jobs[jobname=randread].read.bw_bytes",
+            "jobs[0].read.iops",
+            "[0].x",
+            "jobs[0].read.clat_ns.percentile[\"99.000000\"]",
+            "a[0][1]",
+        ] {
+            assert_eq!(check_path(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "", " real", "a..b", "a.", ".a", "a[", "a]", "a[]", "a[x]", "a[=b]", "a[0]b", "a[\"x]",
+        ] {
+            assert!(check_path(bad).is_err(), "{bad:?} should be rejected");
+        }
+    }
+
+    #[test]
+    fn select_walks_filters_and_quoted_keys() {
+        let doc = json!({"jobs": [{"jobname": "a", "groupid": 0, "p": {"99.000000": 7}},
+                                  {"jobname": "b", "groupid": 1, "v": "2.5"}]});
+        assert_eq!(select(&doc, "jobs[jobname=b].v"), Ok(2.5));
+        assert_eq!(select(&doc, "jobs[groupid=0].p[\"99.000000\"]"), Ok(7.0));
+        let err = select(&doc, "jobs[jobname=c].v").unwrap_err().0;
+        assert!(err.contains("[jobname=c]") && err.contains("a, b"), "{err}");
+        let err = select(&doc, "jobs[1].w").unwrap_err().0;
+        assert!(err.contains("`w`") && err.contains("`jobs[1]`"), "{err}");
+    }
+}
