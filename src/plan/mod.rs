@@ -4,6 +4,7 @@
 //! (a storage the board lacks, formatting a storage with no device) are kept aside
 //! with the reason, so `plan` can say why they are not there.
 
+pub mod canonical;
 pub mod glob;
 pub mod key;
 pub mod state;
@@ -736,7 +737,7 @@ mod tests {
         // Changed once, from benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
         // relied on its `preserve_order` feature staying off, which any dependency can
         // switch on; and `idle`, `services` and `parse_regex` had been added to v1
-        // without a bump. v2 is `key::CanonicalWriter`, with every field always present.
+        // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
         // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
         // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
         let ws = fixtures::workspace();
