@@ -1,21 +1,38 @@
 //! Cell keys: a sha256 over a canonical encoding of everything that can change a cell's
 //! numbers, and nothing else.
 //!
-//! The encoding is JSON with sorted keys (serde_json without `preserve_order` keeps
-//! object keys in a BTreeMap) and no whitespace, behind a versioned domain prefix.
+//! The encoding is written by hand (`canonical::CanonicalWriter`), in the spirit of a
+//! Nix derivation's ATerm: typed values, records whose fields come in the order this
+//! module lists them, maps in byte order of their keys, length-prefixed strings, floats
+//! as their IEEE-754 bits and durations as integer nanoseconds. No serde feature, map
+//! type or float formatter is involved, so nothing outside these two files can change
+//! a key; in particular serde_json's `preserve_order`, which any dependency can switch
+//! on through cargo's feature unification, reorders JSON objects but not keys. The same `Input`
+//! tree renders `cell.json`'s `inputs`, so what is recorded is what was hashed.
 //! Changing what goes in is a deliberate act: bump `ENCODING` and update the golden
-//! tests, because every stored cell gets a new key.
+//! tests, because every stored cell gets a new key. docs/FORMAT.md ("Cell keys")
+//! describes the bytes.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::model::{Board, Cooldown, Filesystem, Image, Method, ParamValue, Recipe, Step, Storage};
+use super::canonical::HEX;
+pub use super::canonical::{CanonicalWriter, Input, canonical_bytes};
+
+use crate::model::{
+    Board, Cooldown, Filesystem, Image, Method, ParamValue, Recipe, Side, Step, Storage,
+    StorageRole,
+};
 
 /// The domain prefix of the hashed bytes; part of the key's identity.
-pub const ENCODING: &str = "benchpipe-cell-v1";
+///
+/// v1: compact JSON through serde_json with sorted object keys; `idle`, `services` and
+/// `parse_regex` were added later without a bump, present only when set.
+/// v2: `CanonicalWriter`; every field always present.
+pub const ENCODING: &str = "benchpipe-cell-v2";
 
 /// A cell's identity: 32 hex digits (128 bits) of the sha256 of its canonical inputs.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -35,8 +52,8 @@ impl CellKey {
         .then(|| CellKey(s.to_string()))
     }
 
-    /// Hashes a canonical inputs document.
-    pub fn of(inputs: &Value) -> CellKey {
+    /// Hashes canonical inputs: sha256(`ENCODING`, a zero byte, the canonical bytes).
+    pub fn of(inputs: &Input) -> CellKey {
         let mut h = Sha256::new();
         h.update(ENCODING.as_bytes());
         h.update([0u8]);
@@ -44,7 +61,8 @@ impl CellKey {
         let digest = h.finalize();
         let mut s = String::with_capacity(32);
         for b in &digest[..16] {
-            s.push_str(&format!("{b:02x}"));
+            s.push(HEX[usize::from(b >> 4)] as char);
+            s.push(HEX[usize::from(b & 15)] as char);
         }
         CellKey(s)
     }
@@ -56,121 +74,358 @@ impl fmt::Display for CellKey {
     }
 }
 
-/// The canonical byte encoding of a document: compact JSON, object keys sorted.
-pub fn canonical_bytes(v: &Value) -> Vec<u8> {
-    // serde_json's Map is a BTreeMap in this build (no `preserve_order`), so keys come
-    // out sorted whatever order the document was built in.
-    serde_json::to_vec(v).unwrap_or_default()
-}
-
-fn param_json(v: &ParamValue) -> Value {
+fn param(v: &ParamValue) -> Input {
     match v {
-        ParamValue::Int(i) => json!(i),
-        ParamValue::Float(f) => json!(f),
-        ParamValue::Bool(b) => json!(b),
-        ParamValue::Str(s) => json!(s),
+        ParamValue::Int(i) => Input::Int(*i),
+        ParamValue::Float(f) => Input::Float(*f),
+        ParamValue::Bool(b) => Input::Bool(*b),
+        ParamValue::Str(s) => Input::from(s),
     }
 }
 
-fn step_json(s: &Step) -> Value {
-    // The timeout is left out: it bounds a run, it does not change its numbers.
-    json!({ "on": s.on, "command": s.command })
+fn side(s: Side) -> Input {
+    Input::from(match s {
+        Side::Board => "board",
+        Side::Controller => "controller",
+    })
 }
 
-/// The inputs of one cell as a canonical document: what is hashed and what `cell.json`
-/// records. Addresses, credentials, run counts, comments, file names and key order
-/// are deliberately absent.
+fn step(s: &Step) -> Input {
+    // The timeout is left out: it bounds a run, it does not change its numbers.
+    Input::record([("on", side(s.on)), ("command", Input::from(&s.command))])
+}
+
+fn strings(v: &[String]) -> Input {
+    Input::List(v.iter().map(Input::from).collect())
+}
+
+/// The inputs of one cell, as hashed and as `cell.json` records them. Addresses,
+/// credentials, run counts, comments, file names and key order are deliberately absent.
 pub fn cell_inputs(
     image: &Image,
     board: &Board,
     storage: Option<&Storage>,
     filesystem: Option<&Filesystem>,
     recipe: &Recipe,
-    params: &std::collections::BTreeMap<String, ParamValue>,
+    params: &BTreeMap<String, ParamValue>,
     method: &Method,
-) -> Value {
+) -> Input {
     let cooldown = match &method.cooldown {
-        Cooldown::None => json!("none"),
-        Cooldown::Fixed { duration } => json!({ "fixed_s": duration.as_secs_f64() }),
+        Cooldown::None => Input::from("none"),
+        Cooldown::Fixed { duration } => Input::record([("fixed_s", Input::Secs(*duration))]),
         Cooldown::UntilBelow {
             celsius,
-            above_idle: false,
+            above_idle,
             max,
-        } => json!({ "until_below_c": celsius, "max_s": max.as_secs_f64() }),
-        Cooldown::UntilBelow {
-            celsius,
-            above_idle: true,
-            max,
-        } => json!({ "until_above_idle_c": celsius, "max_s": max.as_secs_f64() }),
+        } => Input::record([
+            (
+                if *above_idle {
+                    "until_above_idle_c"
+                } else {
+                    "until_below_c"
+                },
+                Input::Float(*celsius),
+            ),
+            ("max_s", Input::Secs(*max)),
+        ]),
     };
-    let mut method_doc = json!({
-        "cooldown": cooldown,
-        "warmup_runs": method.warmup.runs,
-        "warmup_s": method.warmup.duration.map(|d| d.as_secs_f64()),
+    let idle = method.idle.as_ref().map(|gate| {
+        Input::record([
+            ("load_below", Input::Float(gate.load_below)),
+            ("hold_s", Input::Secs(gate.hold)),
+            ("max_s", Input::Secs(gate.max)),
+        ])
     });
-    // Only present when set, so that keys made before the idle gate existed stay valid.
-    if let (Some(gate), Some(obj)) = (&method.idle, method_doc.as_object_mut()) {
-        obj.insert(
-            "idle".into(),
-            json!({
-                "load_below": gate.load_below,
-                "hold_s": gate.hold.as_secs_f64(),
-                "max_s": gate.max.as_secs_f64(),
-            }),
-        );
-    }
-    let mut test_doc = json!({
-        "name": recipe.name,
-        "setup": recipe.setup.iter().map(step_json).collect::<Vec<_>>(),
-        "run": step_json(&recipe.run),
-        "teardown": recipe.teardown.iter().map(step_json).collect::<Vec<_>>(),
-        "params": params.iter().map(|(k, v)| (k.clone(), param_json(v))).collect::<serde_json::Map<_, _>>(),
-        "parser": { "name": recipe.parser.name(), "version": recipe.parser.version() },
-        "metrics": recipe.metrics.iter().map(|m| json!({
-            "name": m.name, "from": m.from, "scale": m.scale,
-        })).collect::<Vec<_>>(),
-    });
-    // Only present when there are services, so that keys of recipes without them stay.
-    if !recipe.services.is_empty()
-        && let Some(obj) = test_doc.as_object_mut()
-    {
-        obj.insert(
-            "services".into(),
-            json!(
+    let method_doc = Input::record([
+        ("cooldown", cooldown),
+        ("idle", Input::from(idle)),
+        ("warmup_runs", Input::from(method.warmup.runs)),
+        ("warmup_s", Input::from(method.warmup.duration)),
+    ]);
+    let test_doc = Input::record([
+        ("name", Input::from(recipe.name.as_str())),
+        (
+            "setup",
+            Input::List(recipe.setup.iter().map(step).collect()),
+        ),
+        ("run", step(&recipe.run)),
+        (
+            "teardown",
+            Input::List(recipe.teardown.iter().map(step).collect()),
+        ),
+        (
+            "params",
+            Input::Map(params.iter().map(|(k, v)| (k.clone(), param(v))).collect()),
+        ),
+        (
+            "parser",
+            Input::record([
+                ("name", Input::from(recipe.parser.name())),
+                ("version", Input::from(recipe.parser.version())),
+            ]),
+        ),
+        // The regex parser's patterns decide what is measured.
+        (
+            "parse_regex",
+            Input::from(recipe.parser.options.regex.as_ref().map(|r| {
+                Input::record([
+                    ("patterns", strings(&r.patterns)),
+                    ("stream", Input::from(r.stream.name())),
+                    ("decimal_comma", Input::Bool(r.decimal_comma)),
+                ])
+            })),
+        ),
+        (
+            "metrics",
+            Input::List(
+                recipe
+                    .metrics
+                    .iter()
+                    .map(|m| {
+                        Input::record([
+                            ("name", Input::from(&m.name)),
+                            ("from", Input::from(&m.from)),
+                            ("scale", Input::Float(m.scale)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+        (
+            "services",
+            Input::List(
                 recipe
                     .services
                     .iter()
-                    .map(|s| json!({ "name": s.name, "on": s.on, "command": s.command }))
-                    .collect::<Vec<_>>()
+                    .map(|s| {
+                        Input::record([
+                            ("name", Input::from(&s.name)),
+                            ("on", side(s.on)),
+                            ("command", Input::from(&s.command)),
+                        ])
+                    })
+                    .collect(),
             ),
-        );
-    }
-    // Only present for a parser with options (`regex`): its patterns decide what is
-    // measured. Absent otherwise, so that the keys of other recipes stay.
-    if let Some(regex) = &recipe.parser.options.regex
-        && let Some(obj) = test_doc.as_object_mut()
-    {
-        obj.insert(
-            "parse_regex".into(),
-            json!({
-                "patterns": regex.patterns,
-                "stream": regex.stream.name(),
-                "decimal_comma": regex.decimal_comma,
-            }),
-        );
-    }
-    json!({
-        "image": image.source.identity(&image.name),
-        "board": { "name": board.name, "model": board.model, "arch": board.arch },
+        ),
+    ]);
+    Input::record([
+        ("image", Input::from(image.source.identity(&image.name))),
+        (
+            "board",
+            Input::record([
+                ("name", Input::from(board.name.as_str())),
+                ("model", Input::from(&board.model)),
+                ("arch", Input::from(board.arch.as_ref())),
+            ]),
+        ),
         // The medium is its name and model; the device path is an address (a loop
         // device number, a by-id link) that may change while the medium does not.
-        "storage": storage.map(|s| json!({
-            "name": s.name, "model": s.model, "role": s.role,
-        })),
-        "filesystem": filesystem.map(|f| json!({
-            "kind": f.kind, "mkfs_options": f.mkfs_options, "mount_options": f.mount_options,
-        })),
-        "test": test_doc,
-        "method": method_doc,
-    })
+        (
+            "storage",
+            Input::from(storage.map(|s| {
+                Input::record([
+                    ("name", Input::from(s.name.as_str())),
+                    ("model", Input::from(s.model.as_ref())),
+                    (
+                        "role",
+                        Input::from(match s.role {
+                            StorageRole::Boot => "boot",
+                            StorageRole::Scratch => "scratch",
+                        }),
+                    ),
+                ])
+            })),
+        ),
+        (
+            "filesystem",
+            Input::from(filesystem.map(|f| {
+                Input::record([
+                    ("kind", Input::from(&f.kind)),
+                    ("mkfs_options", strings(&f.mkfs_options)),
+                    ("mount_options", strings(&f.mount_options)),
+                ])
+            })),
+        ),
+        ("test", test_doc),
+        ("method", method_doc),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::Value;
+
+    use super::*;
+    use crate::plan::fixtures;
+
+    fn doc() -> Input {
+        Input::record([
+            ("b", Input::from("x")),
+            (
+                "a",
+                Input::List(vec![Input::Int(1), Input::Float(2.5), Input::Int(-3)]),
+            ),
+            (
+                "m",
+                Input::Map(BTreeMap::from([
+                    ("z".to_string(), Input::Bool(true)),
+                    ("k".to_string(), Input::None),
+                ])),
+            ),
+            ("d", Input::Secs(Duration::from_millis(1500))),
+        ])
+    }
+
+    #[test]
+    fn the_key_is_sha256_of_the_canonical_bytes_behind_the_encoding_prefix() {
+        // Expected values computed outside the project:
+        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+        //   + b'r4:s1:bs1:xs1:al3:i1;f4004000000000000i-3;s1:mm2:s1:kns1:zb1'
+        //   + b's1:dd1500000000;').hexdigest()[:32])"
+        // Record fields keep their written order (b before a); map keys are sorted.
+        assert_eq!(
+            String::from_utf8(canonical_bytes(&doc())).unwrap(),
+            "r4:s1:bs1:xs1:al3:i1;f4004000000000000i-3;s1:mm2:s1:kns1:zb1s1:dd1500000000;"
+        );
+        assert_eq!(
+            CellKey::of(&doc()).as_str(),
+            "03835d9fb1a98829429b2c56e44da17e"
+        );
+    }
+
+    #[test]
+    fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
+        // serde_json with `preserve_order` keeps objects in insertion order; the key
+        // must not. Parameters inserted in opposite orders, and the inputs' JSON with
+        // its objects reversed, give the same bytes.
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let recipe = &ws.recipes[&"disk-4k".into()];
+        let image = &scenario.images[&"installed".into()];
+        let names = ["size", "bs", "jobs", "direct", "zeta", "alpha"];
+        let value = |i: usize| match i % 4 {
+            0 => ParamValue::Int(i as i64),
+            1 => ParamValue::Float(i as f64 / 3.0),
+            2 => ParamValue::Bool(true),
+            _ => ParamValue::Str(format!("v{i}")),
+        };
+        let mut forward = BTreeMap::new();
+        for (i, n) in names.iter().enumerate() {
+            forward.insert(n.to_string(), value(i));
+        }
+        let mut backward = BTreeMap::new();
+        for (i, n) in names.iter().enumerate().rev() {
+            backward.insert(n.to_string(), value(i));
+        }
+        let inputs = |params: &BTreeMap<String, ParamValue>| {
+            cell_inputs(
+                image,
+                board,
+                board.storage.first(),
+                None,
+                recipe,
+                params,
+                &scenario.method,
+            )
+        };
+        let a = inputs(&forward);
+        let b = inputs(&backward);
+        assert_eq!(canonical_bytes(&a), canonical_bytes(&b));
+        assert_eq!(CellKey::of(&a), CellKey::of(&b));
+
+        // The recorded JSON may come out in any object order (reversed here, as
+        // `preserve_order` would keep a reversed insertion); it is not what is hashed.
+        fn reversed(v: &Input) -> Input {
+            match v {
+                Input::Record(f) => {
+                    Input::Record(f.iter().rev().map(|(k, v)| (*k, reversed(v))).collect())
+                }
+                Input::List(l) => Input::List(l.iter().map(reversed).collect()),
+                other => other.clone(),
+            }
+        }
+        assert_eq!(
+            a.to_json(),
+            reversed(&a).to_json(),
+            "the JSON form is the same document"
+        );
+        assert_ne!(
+            CellKey::of(&a),
+            CellKey::of(&reversed(&a)),
+            "field order is fixed by this module and part of the encoding"
+        );
+
+        // Map keys are written in byte order, whatever the insertion order.
+        let bytes = String::from_utf8(canonical_bytes(&a)).unwrap();
+        let at = |name: &str| bytes.find(&format!("s{}:{name}", name.len())).unwrap();
+        let mut sorted = names;
+        sorted.sort();
+        for w in sorted.windows(2) {
+            assert!(at(w[0]) < at(w[1]), "{} before {}", w[0], w[1]);
+        }
+    }
+
+    #[test]
+    fn a_regex_parsers_patterns_stream_and_comma_are_inputs() {
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let mut recipe = ws.recipes[&"xz".into()].clone();
+        recipe.parser = crate::model::ParserSpec::named("regex").unwrap();
+        let mut key = |regex: crate::model::RegexOptions| {
+            recipe.parser.options.regex = Some(regex);
+            CellKey::of(&cell_inputs(
+                &scenario.images[&"installed".into()],
+                board,
+                None,
+                None,
+                &recipe,
+                &recipe.params,
+                &scenario.method,
+            ))
+        };
+        let base = crate::model::RegexOptions {
+            patterns: vec![r"real (?<real>\d+)".into()],
+            stream: crate::model::Stream::Stdout,
+            decimal_comma: false,
+        };
+        let k0 = key(base.clone());
+        assert_eq!(key(base.clone()), k0);
+        let mut other = base.clone();
+        other.patterns[0] = r"user (?<real>\d+)".into();
+        assert_ne!(key(other), k0, "patterns");
+        let mut other = base.clone();
+        other.stream = crate::model::Stream::Stderr;
+        assert_ne!(key(other), k0, "stream");
+        let mut other = base;
+        other.decimal_comma = true;
+        assert_ne!(key(other), k0, "decimal comma");
+    }
+
+    #[test]
+    fn the_recorded_json_keeps_the_shapes_of_cell_json() {
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let doc = cell_inputs(
+            &scenario.images[&"installed".into()],
+            board,
+            board.storage.first(),
+            None,
+            &ws.recipes[&"xz".into()],
+            &BTreeMap::from([("level".into(), ParamValue::Int(6))]),
+            &scenario.method,
+        )
+        .to_json();
+        assert_eq!(doc["image"], "installed:installed");
+        assert_eq!(doc["board"]["name"], "pi-1");
+        assert_eq!(doc["storage"]["role"], "boot");
+        assert_eq!(doc["filesystem"], Value::Null);
+        assert_eq!(doc["test"]["params"]["level"], 6);
+        assert_eq!(doc["method"]["idle"], Value::Null);
+        assert_eq!(doc["test"]["services"], serde_json::json!([]));
+    }
 }

@@ -4,6 +4,7 @@
 //! (a storage the board lacks, formatting a storage with no device) are kept aside
 //! with the reason, so `plan` can say why they are not there.
 
+pub mod canonical;
 pub mod glob;
 pub mod key;
 pub mod state;
@@ -68,7 +69,8 @@ impl Address {
 pub struct Cell {
     pub key: CellKey,
     pub address: Address,
-    /// The canonical inputs document the key hashes; stored as `cell.json`'s `inputs`.
+    /// The JSON form of the inputs the key hashes (`key::Input::to_json`); stored as
+    /// `cell.json`'s `inputs`.
     pub inputs: Value,
     /// Template parameters: the recipe's defaults with the scenario's overrides.
     pub params: BTreeMap<String, ParamValue>,
@@ -425,7 +427,7 @@ fn make_cell(
     Ok(Cell {
         key: CellKey::of(&inputs),
         address: a.clone(),
-        inputs,
+        inputs: inputs.to_json(),
         params,
         method: scenario.method.clone(),
         filesystem,
@@ -567,7 +569,9 @@ pub(crate) mod fixtures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Connection, SshTarget};
+    use std::time::Duration;
+
+    use crate::model::{Connection, Side, SshTarget};
 
     fn keys(ws: &Workspace) -> Vec<String> {
         expand(ws, &ws.scenarios[0])
@@ -726,34 +730,83 @@ mod tests {
     }
 
     #[test]
-    fn the_key_is_sha256_of_sorted_compact_json_behind_the_encoding_prefix() {
-        // Expected value computed outside the project:
-        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v1\\x00'
-        //   + b'{\"a\":[1,2.5],\"b\":\"x\"}').hexdigest()[:32])"
-        let doc = serde_json::json!({ "b": "x", "a": [1, 2.5] });
-        assert_eq!(
-            CellKey::of(&doc).as_str(),
-            "eb5a2e04afdebde1ba68b78f6e55e673"
-        );
-    }
-
-    #[test]
     fn golden_keys() {
         // Pinned: a change here means every stored cell gets a new key. Do it only on
         // purpose, with a new `key::ENCODING`.
+        //
+        // Changed once, from benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
+        // relied on its `preserve_order` feature staying off, which any dependency can
+        // switch on; and `idle`, `services` and `parse_regex` had been added to v1
+        // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
+        // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
+        // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
         let ws = fixtures::workspace();
         let got = keys(&ws);
         let want = [
-            "ada6650279ed51c76cfcbbbc1c2e60a0 disk-4k on pi-1 sd/as-is (installed)",
-            "dc38ed9d793e56bb7f83ec5620284b7b disk-4k on pi-1 usb/as-is (installed)",
-            "e897d2d973d6eea7c2912ac675704d0b disk-4k on pi-1 usb/ext4 (installed)",
-            "968237b33a0c14b7ecf88e9f44c71ef5 xz on pi-1 (installed)",
-            "96154fbeffbf4bb775a80ac431e573c2 disk-4k on pi-2 sd/as-is (installed)",
-            "fdd0a64fd3d9ca1cec2e9f6350294e17 disk-4k on pi-2 usb/as-is (installed)",
-            "e50c25ecd4a4a9bfd30bb86835ef874c disk-4k on pi-2 usb/ext4 (installed)",
-            "c845deb0fd992062e6ac2577c84566f5 xz on pi-2 (installed)",
+            "b1e2564f2786a07a798e25db6c93fe94 disk-4k on pi-1 sd/as-is (installed)",
+            "18ce5500e7d7a3eb8e821f47d4fdaf29 disk-4k on pi-1 usb/as-is (installed)",
+            "726dd468405936b0343482645b544bcc disk-4k on pi-1 usb/ext4 (installed)",
+            "a90e31b259b4b6ae7ee6c152059f65d7 xz on pi-1 (installed)",
+            "72c72452d4f9e51d758080169c259fc9 disk-4k on pi-2 sd/as-is (installed)",
+            "044bb9060db0e25c174271621171a9a2 disk-4k on pi-2 usb/as-is (installed)",
+            "894fe5cba0e732746a16c54ee6bcde7a disk-4k on pi-2 usb/ext4 (installed)",
+            "ba351674369e6f36da59b62625737694 xz on pi-2 (installed)",
         ];
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn golden_canonical_bytes() {
+        // The whole encoding of one cell, so that a changed key shows which field moved.
+        // Its key, computed outside the project:
+        // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+        //   + sys.stdin.buffer.read()).hexdigest()[:32])" < bytes
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let recipe = &ws.recipes[&"xz".into()];
+        let inputs = key::cell_inputs(
+            &scenario.images[&"installed".into()],
+            board,
+            None,
+            None,
+            recipe,
+            &recipe.params,
+            &scenario.method,
+        );
+        let want = concat!(
+            "r6:",
+            "s5:images19:installed:installed",
+            "s5:boardr3:s4:names4:pi-1s5:models14:Raspberry Pi 4s4:archs7:aarch64",
+            "s7:storagen",
+            "s10:filesystemn",
+            "s4:testr9:",
+            "s4:names2:xz",
+            "s5:setupl0:",
+            "s3:runr2:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
+            "s8:teardownl0:",
+            "s6:paramsm1:s4:sizes3:64M",
+            "s6:parserr2:s4:names8:fio-jsons7:versioni1;",
+            "s11:parse_regexn",
+            "s7:metricsl1:r3:s4:names11:random_read",
+            "s4:froms36:jobs[jobname=randread].read.bw_bytes",
+            "s5:scalef3eb0c6f7a0b5ed8d", // 1e-6
+            "s8:servicesl0:",
+            "s6:methodr4:",
+            "s8:cooldowns4:none",
+            "s4:idlen",
+            "s11:warmup_runsi1;",
+            "s8:warmup_sn",
+        );
+        assert_eq!(
+            String::from_utf8(key::canonical_bytes(&inputs)).unwrap(),
+            want
+        );
+        assert_eq!(
+            CellKey::of(&inputs).as_str(),
+            "a90e31b259b4b6ae7ee6c152059f65d7",
+            "the key of xz on pi-1 in golden_keys"
+        );
     }
 
     #[test]
@@ -777,11 +830,19 @@ mod tests {
             b.storage[1].path = "/mnt/elsewhere".into();
         }
         ws.scenarios[0].method.runs.min = 10;
+        ws.scenarios[0].method.runs.max = 20;
+        ws.scenarios[0].method.validity.hot_celsius = 70.0;
         ws.scenarios[0].title = "Another title".into();
+        ws.scenarios[0].file = "scenarios/renamed.toml".into();
+        for r in ws.recipes.values_mut() {
+            r.file = "pipeline/elsewhere.toml".into();
+            r.description = "described otherwise".into();
+            r.run.timeout = Some(Duration::from_secs(5));
+        }
         assert_eq!(
             keys(&ws),
             k0,
-            "addresses, credentials, run counts and titles are not inputs"
+            "addresses, credentials, run counts, timeouts, titles and file names are not inputs"
         );
 
         type Change = Box<dyn Fn(&mut Workspace)>;
@@ -836,6 +897,40 @@ mod tests {
                         .into(),
                     );
                 }),
+            ),
+            (
+                "cool-down",
+                Box::new(|w| {
+                    w.scenarios[0].method.cooldown = crate::model::Cooldown::Fixed {
+                        duration: Duration::from_secs(1),
+                    }
+                }),
+            ),
+            (
+                "idle gate",
+                Box::new(|w| {
+                    w.scenarios[0].method.idle = Some(crate::model::IdleGate {
+                        load_below: 0.5,
+                        hold: Duration::from_secs(30),
+                        max: Duration::from_secs(600),
+                    })
+                }),
+            ),
+            (
+                "services",
+                Box::new(|w| {
+                    w.recipes.get_mut(&"xz".into()).unwrap().services =
+                        vec![crate::model::ServiceSpec {
+                            name: "iperf3".into(),
+                            on: Side::Controller,
+                            command: "iperf3 -s".into(),
+                            ready: None,
+                        }]
+                }),
+            ),
+            (
+                "metric scale",
+                Box::new(|w| w.recipes.get_mut(&"xz".into()).unwrap().metrics[0].scale = 1e-3),
             ),
         ];
         for (what, change) in changes {

@@ -1,0 +1,264 @@
+//! The canonical writer under cell keys: `Input` values (typed, with records in a fixed
+//! field order) to self-delimiting bytes, written by hand so that no serializer, library
+//! feature or map order takes part. It knows nothing of cells; `key.rs` says what goes in.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// One value of a cell's canonical inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    /// Hashed as integer nanoseconds; recorded in `cell.json` as seconds.
+    Secs(Duration),
+    Str(String),
+    List(Vec<Input>),
+    /// Keys from the user's files (template parameters): written in byte order.
+    Map(BTreeMap<String, Input>),
+    /// Fields named by this module, written in the order given here.
+    Record(Vec<(&'static str, Input)>),
+}
+
+impl Input {
+    pub fn record(fields: impl IntoIterator<Item = (&'static str, Input)>) -> Input {
+        Input::Record(fields.into_iter().collect())
+    }
+
+    /// The JSON form recorded as `cell.json`'s `inputs`. Its object key order is
+    /// whatever serde_json keeps; the key never depends on it.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Input::None => Value::Null,
+            Input::Bool(b) => Value::Bool(*b),
+            Input::Int(i) => Value::from(*i),
+            Input::Float(f) => Value::from(*f),
+            Input::Secs(d) => Value::from(d.as_secs_f64()),
+            Input::Str(s) => Value::String(s.clone()),
+            Input::List(items) => Value::Array(items.iter().map(Input::to_json).collect()),
+            Input::Map(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
+            Input::Record(fields) => Value::Object(
+                fields
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl From<&str> for Input {
+    fn from(s: &str) -> Input {
+        Input::Str(s.to_string())
+    }
+}
+
+impl From<&String> for Input {
+    fn from(s: &String) -> Input {
+        Input::Str(s.clone())
+    }
+}
+
+impl From<String> for Input {
+    fn from(s: String) -> Input {
+        Input::Str(s)
+    }
+}
+
+impl From<bool> for Input {
+    fn from(b: bool) -> Input {
+        Input::Bool(b)
+    }
+}
+
+impl From<u32> for Input {
+    fn from(n: u32) -> Input {
+        Input::Int(i64::from(n))
+    }
+}
+
+impl From<f64> for Input {
+    fn from(f: f64) -> Input {
+        Input::Float(f)
+    }
+}
+
+impl From<Duration> for Input {
+    fn from(d: Duration) -> Input {
+        Input::Secs(d)
+    }
+}
+
+impl<T: Into<Input>> From<Option<T>> for Input {
+    fn from(v: Option<T>) -> Input {
+        v.map_or(Input::None, Into::into)
+    }
+}
+
+impl<T: Into<Input>> From<Vec<T>> for Input {
+    fn from(v: Vec<T>) -> Input {
+        Input::List(v.into_iter().map(Into::into).collect())
+    }
+}
+
+/// Writes `Input` values as self-delimiting tokens (docs/FORMAT.md, "Cell keys"):
+///
+/// | value | bytes |
+/// |---|---|
+/// | none | `n` |
+/// | bool | `b0`, `b1` |
+/// | integer | `i` decimal `;` (`-` before a negative one) |
+/// | float | `f` 16 lowercase hex digits of its IEEE-754 bits (one NaN) |
+/// | duration | `d` decimal nanoseconds `;` |
+/// | string | `s` byte length `:` UTF-8 bytes |
+/// | list | `l` count `:` values |
+/// | map | `m` count `:` (string value) pairs, keys in byte order |
+/// | record | `r` count `:` (string value) pairs, fields in their fixed order |
+///
+/// Every token says where it ends, so no two different trees share bytes.
+#[derive(Debug, Default)]
+pub struct CanonicalWriter {
+    out: Vec<u8>,
+}
+
+impl CanonicalWriter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn finish(self) -> Vec<u8> {
+        self.out
+    }
+
+    pub fn value(&mut self, v: &Input) {
+        match v {
+            Input::None => self.out.push(b'n'),
+            Input::Bool(b) => self.out.extend_from_slice(if *b { b"b1" } else { b"b0" }),
+            Input::Int(i) => {
+                self.out.push(b'i');
+                if *i < 0 {
+                    self.out.push(b'-');
+                }
+                self.decimal(u128::from(i.unsigned_abs()));
+                self.out.push(b';');
+            }
+            Input::Float(f) => {
+                // The bits are exact on every platform and toolchain; NaN has many bit
+                // patterns but is one value to a template.
+                let bits = if f.is_nan() {
+                    f64::NAN.to_bits()
+                } else {
+                    f.to_bits()
+                };
+                self.out.push(b'f');
+                for shift in (0..16).rev() {
+                    self.out.push(HEX[((bits >> (shift * 4)) & 15) as usize]);
+                }
+            }
+            Input::Secs(d) => {
+                self.out.push(b'd');
+                self.decimal(d.as_nanos());
+                self.out.push(b';');
+            }
+            Input::Str(s) => self.str(s),
+            Input::List(items) => {
+                self.count(b'l', items.len());
+                for item in items {
+                    self.value(item);
+                }
+            }
+            Input::Map(m) => {
+                // A BTreeMap iterates in byte order of its String keys.
+                self.count(b'm', m.len());
+                for (k, v) in m {
+                    self.str(k);
+                    self.value(v);
+                }
+            }
+            Input::Record(fields) => {
+                self.count(b'r', fields.len());
+                for (name, v) in fields {
+                    self.str(name);
+                    self.value(v);
+                }
+            }
+        }
+    }
+
+    fn str(&mut self, s: &str) {
+        self.count(b's', s.len());
+        self.out.extend_from_slice(s.as_bytes());
+    }
+
+    fn count(&mut self, tag: u8, n: usize) {
+        self.out.push(tag);
+        self.decimal(n as u128);
+        self.out.push(b':');
+    }
+
+    fn decimal(&mut self, mut n: u128) {
+        let mut digits = [0u8; 40];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.out.extend_from_slice(&digits[at..]);
+    }
+}
+
+/// The canonical bytes of inputs, without the `ENCODING` prefix.
+pub fn canonical_bytes(v: &Input) -> Vec<u8> {
+    let mut w = CanonicalWriter::new();
+    w.value(v);
+    w.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_self_delimiting_so_different_values_never_share_bytes() {
+        let pairs = [
+            // A string holding what looks like a second token.
+            (
+                Input::List(vec![Input::from("ab")]),
+                Input::List(vec![Input::from("a"), Input::from("b")]),
+            ),
+            (Input::from("s1:x"), Input::List(vec![Input::from("x")])),
+            (Input::None, Input::from("n")),
+            (Input::Int(1), Input::Float(1.0)),
+            (Input::Int(1), Input::Secs(Duration::from_nanos(1))),
+            (Input::Float(0.0), Input::Float(-0.0)),
+            (Input::from(""), Input::None),
+            (
+                Input::Map(BTreeMap::from([("a".into(), Input::None)])),
+                Input::record([("a", Input::None)]),
+            ),
+        ];
+        for (a, b) in pairs {
+            assert_ne!(canonical_bytes(&a), canonical_bytes(&b), "{a:?} vs {b:?}");
+        }
+        assert_eq!(
+            canonical_bytes(&Input::Int(i64::MIN)),
+            b"i-9223372036854775808;"
+        );
+        assert_eq!(
+            canonical_bytes(&Input::Float(f64::NAN)),
+            canonical_bytes(&Input::Float(-f64::NAN))
+        );
+    }
+}
