@@ -43,6 +43,49 @@ pub struct CellsArg {
     pub max_cells: u64,
 }
 
+#[derive(clap::Args, Debug, Default)]
+pub struct SelectArg {
+    /// Run only the cells matching PATTERN (repeatable): axis=glob pairs such as
+    /// `board=pi-1,test=xz`, or a cell key prefix. Plan shows the others as skipped.
+    #[arg(long, value_name = "PATTERN")]
+    pub only: Vec<String>,
+    /// Measure the cells matching PATTERN again (repeatable), like a terraform taint:
+    /// their stored runs stay on disk but no longer count. Plan only shows it; apply
+    /// records it in the store (redo.json) before running.
+    #[arg(long, value_name = "PATTERN")]
+    pub redo: Vec<String>,
+}
+
+/// `SelectArg`, parsed.
+#[derive(Debug, Default)]
+pub struct Selection {
+    pub only: Vec<plan::select::Selector>,
+    pub redo: Vec<plan::select::Selector>,
+}
+
+impl SelectArg {
+    pub fn parse(&self) -> Result<Selection> {
+        let parse = |v: &[String]| -> Result<Vec<_>> {
+            v.iter().map(|t| plan::select::Selector::parse(t)).collect()
+        };
+        Ok(Selection {
+            only: parse(&self.only)?,
+            redo: parse(&self.redo)?,
+        })
+    }
+}
+
+impl Selection {
+    /// Whether apply runs `cell` under `--only`.
+    pub fn runs(&self, cell: &plan::Cell) -> bool {
+        self.only.is_empty() || plan::select::any(&self.only, cell)
+    }
+    /// Whether `cell` is to be redone (and runs under `--only`).
+    pub fn redoes(&self, cell: &plan::Cell) -> bool {
+        self.runs(cell) && plan::select::any(&self.redo, cell)
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Validate scenario files and the boards and recipes they use.
@@ -62,6 +105,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
+        select: SelectArg,
+        #[command(flatten)]
         cells: CellsArg,
     },
     /// Run what the store lacks, on all boards in parallel.
@@ -79,6 +124,8 @@ pub enum Command {
         /// Do not render reports after the run.
         #[arg(long)]
         no_report: bool,
+        #[command(flatten)]
+        select: SelectArg,
         #[command(flatten)]
         cells: CellsArg,
     },
@@ -247,11 +294,13 @@ pub fn run(cli: Cli) -> Result<()> {
             files,
             store,
             json,
+            select,
             cells,
         } => {
+            let select = select.parse()?;
             let ws = load(&files, cells.max_cells)?;
             let store = Store::open_read(&store.store)?;
-            let out = plan_text(&ws, &store, json)?;
+            let out = plan_text(&ws, &store, json, &select)?;
             print!("{out}");
             Ok(())
         }
@@ -261,11 +310,25 @@ pub fn run(cli: Cli) -> Result<()> {
             quiet,
             out,
             no_report,
+            select,
             cells,
         } => {
+            let select = select.parse()?;
             let ws = load(&files, cells.max_cells)?;
             let store = Store::open(&store.store)?;
-            let cells: Vec<_> = plans(&ws).into_iter().flat_map(|(_, p)| p.cells).collect();
+            let cells: Vec<_> = plans(&ws)
+                .into_iter()
+                .flat_map(|(_, p)| p.cells)
+                .filter(|c| select.runs(c))
+                .collect();
+            if !select.redo.is_empty() {
+                // Under the lock, released before apply takes it again.
+                let _lock = store.lock()?;
+                let session = format!("{:.0}-{}", crate::store::now(), std::process::id());
+                for cell in cells.iter().filter(|c| select.redoes(c)) {
+                    store.mark_redo(cell, &session)?;
+                }
+            }
             let stop = Arc::new(AtomicBool::new(false));
             let progress = crate::progress::for_terminal(quiet);
             let outcome = {
@@ -646,13 +709,14 @@ fn fmt_duration(secs: f64) -> String {
 }
 
 /// The text (or JSON) of `benchpipe plan`.
-pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
+pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) -> Result<String> {
     let data = store.all()?;
+    let nearest = plan::diff::Nearest::new(data.values().filter_map(|d| d.record.as_ref()));
     let history = run_history(&data);
     let empty = CellData::default();
     let mut out = String::new();
     let mut rows = Vec::new();
-    let (mut complete, mut partial, mut missing, mut failed) = (0, 0, 0, 0);
+    let (mut complete, mut partial, mut missing, mut failed, mut not_selected) = (0, 0, 0, 0, 0);
     let mut runs_left = 0usize;
     let mut estimate = 0.0;
     let mut unknown = 0usize;
@@ -661,8 +725,32 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
         for cell in &plan.cells {
             let recipe = &ws.recipes[&cell.address.test];
             let primary = recipe.primary_metrics();
-            let d = data.get(&cell.key).unwrap_or(&empty);
+            let stored = data.get(&cell.key).unwrap_or(&empty);
+            let redone;
+            let asked_redo = select.redoes(cell);
+            let d = if asked_redo {
+                redone = stored.redone("plan");
+                &redone
+            } else {
+                stored
+            };
             let st = state::state(cell, &primary, d);
+            if !select.runs(cell) {
+                not_selected += 1;
+                rows.push((scenario.name.clone(), cell, st, None, false));
+                continue;
+            }
+            // Why it must run: a redo, else (when nothing of it is stored) its nearest
+            // stored neighbour's differences. Partial and failed cells speak for themselves.
+            let why = if st.is_complete() {
+                None
+            } else if asked_redo || d.superseded() > 0 {
+                Some(plan::diff::Why::Redo)
+            } else if matches!(st, CellState::Missing { .. }) {
+                Some(nearest.why(cell))
+            } else {
+                None
+            };
             let left = st.remaining();
             match &st {
                 CellState::Complete { .. } => complete += 1,
@@ -687,7 +775,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
                     estimate += duration.as_secs_f64();
                 }
             }
-            rows.push((scenario.name.clone(), cell, st));
+            rows.push((scenario.name.clone(), cell, st, why, true));
         }
         for s in &plan.skipped {
             if !json {
@@ -704,14 +792,19 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
     if json {
         let cells: Vec<_> = rows
             .iter()
-            .map(|(scenario, cell, st)| {
-                serde_json::json!({
+            .map(|(scenario, cell, st, why, selected)| {
+                let mut row = serde_json::json!({
                     "scenario": scenario,
                     "key": cell.key,
                     "dir": cell.dir_name(),
                     "address": cell.address,
                     "state": st,
-                })
+                    "selected": selected,
+                });
+                if let Some(why) = why {
+                    row["why"] = serde_json::json!(why);
+                }
+                row
             })
             .collect();
         let skipped: Vec<_> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
@@ -721,6 +814,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
             "skipped": skipped,
             "summary": {
                 "complete": complete, "partial": partial, "missing": missing, "failed": failed,
+                "skipped_by_only": not_selected,
                 "measured_runs_left": runs_left,
                 "estimated_seconds": if unknown == 0 { Some(estimate) } else { None },
             },
@@ -730,7 +824,16 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
         return Ok(s);
     }
     let mut table = String::new();
-    for (_, cell, st) in &rows {
+    for (_, cell, st, why, selected) in &rows {
+        if !selected {
+            table.push_str(&format!(
+                "  {}  {:<22}  {}\n",
+                cell.key,
+                "skipped by --only",
+                cell.address.label()
+            ));
+            continue;
+        }
         let state = match st {
             CellState::Complete { have, .. } => format!("complete ({have} runs)"),
             CellState::Partial { have, want } => format!("partial ({have} of {want})"),
@@ -746,6 +849,47 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
         if let CellState::Failed { cause, .. } = st {
             table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
         }
+        match why {
+            None => {}
+            Some(plan::diff::Why::New) => {
+                table.push_str(&format!("  {:<32}  + new: no stored cell like it\n", ""));
+            }
+            Some(plan::diff::Why::Redo) => {
+                table.push_str(&format!(
+                    "  {:<32}  ! redo: stored runs kept but no longer counted\n",
+                    ""
+                ));
+            }
+            Some(plan::diff::Why::Changed {
+                nearest,
+                same_address,
+                diff,
+            }) => {
+                let what = if *same_address {
+                    "at this address"
+                } else {
+                    "of this test on this board"
+                };
+                let n = diff.total();
+                if n == 0 {
+                    table.push_str(&format!(
+                        "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed\n",
+                        ""
+                    ));
+                    continue;
+                }
+                table.push_str(&format!(
+                    "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:\n",
+                    ""
+                ));
+                for c in &diff.changes {
+                    table.push_str(&format!("  {:<32}      {c}\n", ""));
+                }
+                if diff.more > 0 {
+                    table.push_str(&format!("  {:<32}      ... and {} more\n", "", diff.more));
+                }
+            }
+        }
     }
     out.insert_str(0, &table);
     let eta = if runs_left == 0 {
@@ -760,8 +904,13 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool) -> Result<String> {
     } else {
         "no estimate yet (no run history in the store)".to_string()
     };
+    let only = if not_selected > 0 {
+        format!(", {not_selected} skipped by --only")
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "Plan: {} cell(s): {complete} complete, {partial} partial, {missing} missing, {failed} failed; {runs_left} measured run(s) to take; {eta}.\n",
+        "Plan: {} cell(s): {complete} complete, {partial} partial, {missing} missing, {failed} failed{only}; {runs_left} measured run(s) to take; {eta}.\n",
         rows.len()
     ));
     Ok(out)

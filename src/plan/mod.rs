@@ -5,8 +5,10 @@
 //! with the reason, so `plan` can say why they are not there.
 
 pub mod canonical;
+pub mod diff;
 pub mod glob;
 pub mod key;
+pub mod select;
 pub mod state;
 
 use std::collections::{BTreeMap, BTreeSet};

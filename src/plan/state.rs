@@ -84,9 +84,12 @@ pub fn flags_of(method: &Method, sample: &Sample) -> Vec<String> {
         .unwrap_or_else(|| sample.flags.clone())
 }
 
-/// The measured runs that count in the statistics.
+/// The measured runs that count in the statistics: those `counts` keeps, taken after
+/// the cell's redo marker if it has one (`--redo`: earlier runs stay stored, uncounted).
 pub fn counted<'d>(method: &'d Method, data: &'d CellData) -> impl Iterator<Item = &'d Sample> {
-    data.samples.iter().filter(move |s| counts(method, s))
+    data.samples
+        .iter()
+        .filter(move |s| data.is_current(s) && counts(method, s))
 }
 
 /// The values of each primary metric among the runs that count.

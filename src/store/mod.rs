@@ -12,6 +12,8 @@
 //!     facts.json                    what the board was: kernel, os-release, tools
 //!     failure.json                  why the last attempt failed (typed: see
 //!                                   `failure::CellFailure`), removed on success
+//!     redo.json                     `--redo`: the samples up to `after_seq` no longer
+//!                                   count (they stay in samples.jsonl)
 //!     logs/<seq>.log                raw output of every run
 //! ```
 //! Crash safety: whole files are written to a temporary name, fsynced and renamed;
@@ -87,6 +89,18 @@ pub struct CellRecord {
     pub inputs: Value,
 }
 
+/// `redo.json`: a user asked to measure the cell again (`--redo`, like a terraform
+/// taint). The runs up to `after_seq` stay on disk but no longer count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Redo {
+    pub format: u32,
+    /// The last `seq` of samples.jsonl when the redo was asked; later runs count.
+    pub after_seq: u32,
+    /// When, as Unix seconds, and by which invocation (provenance only).
+    pub at: f64,
+    pub session: String,
+}
+
 /// What the store holds for one cell.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellData {
@@ -94,11 +108,37 @@ pub struct CellData {
     pub samples: Vec<Sample>,
     pub facts: Option<Value>,
     pub failure: Option<Failure>,
+    pub redo: Option<Redo>,
 }
 
 impl CellData {
+    /// Whether a sample is current: taken after the last redo marker, if any.
+    pub fn is_current(&self, s: &Sample) -> bool {
+        self.redo.as_ref().is_none_or(|r| s.seq > r.after_seq)
+    }
+
+    /// The samples a redo marks as no longer counting.
+    pub fn superseded(&self) -> usize {
+        self.samples.iter().filter(|s| !self.is_current(s)).count()
+    }
+
+    /// This data as if a redo were asked now (what `plan --redo` shows).
+    pub fn redone(&self, session: &str) -> CellData {
+        let mut d = self.clone();
+        d.redo = Some(Redo {
+            format: FORMAT,
+            after_seq: self.samples.iter().map(|s| s.seq).max().unwrap_or(0),
+            at: now(),
+            session: session.to_string(),
+        });
+        d
+    }
+
+    /// The current measured runs (a redo hides the earlier ones).
     pub fn measured(&self) -> impl Iterator<Item = &Sample> {
-        self.samples.iter().filter(|s| s.kind == RunKind::Measured)
+        self.samples
+            .iter()
+            .filter(|s| s.kind == RunKind::Measured && self.is_current(s))
     }
     pub fn measured_count(&self) -> usize {
         self.measured().count()
@@ -276,6 +316,7 @@ impl Store {
             samples: read_samples(&dir.join("samples.jsonl"))?,
             facts: read_json(&dir.join("facts.json"))?,
             failure: read_json_of(&dir.join("failure.json"), FAILURE_FORMAT)?,
+            redo: read_json(&dir.join("redo.json"))?,
         })
     }
 
@@ -342,6 +383,28 @@ impl Store {
         }
         let next_seq = read_samples(&dir.join("samples.jsonl"))?.len() as u32 + 1;
         Ok(CellWriter { dir, next_seq })
+    }
+
+    /// Marks `cell` to be measured again: writes `redo.json` so that the runs stored so
+    /// far no longer count. Deletes nothing. The caller holds the store's lock.
+    pub fn mark_redo(&self, cell: &Cell, session: &str) -> Result<()> {
+        let dir = self.cell_dir(cell);
+        let after_seq = read_samples(&dir.join("samples.jsonl"))?
+            .iter()
+            .map(|s| s.seq)
+            .max()
+            .unwrap_or(0);
+        if after_seq == 0 {
+            // Nothing stored: nothing to discount, and no directory to create.
+            return Ok(());
+        }
+        let redo = Redo {
+            format: FORMAT,
+            after_seq,
+            at: now(),
+            session: session.to_string(),
+        };
+        write_atomic(&dir.join("redo.json"), &to_json_bytes(&redo)?)
     }
 }
 

@@ -979,3 +979,133 @@ fn sigterm_ends_check_and_plan_mid_work_with_the_signal_status() {
         assert_eq!(status.code(), Some(143), "{command}: {status:?}");
     }
 }
+
+#[test]
+fn plan_says_which_inputs_differ_from_the_nearest_stored_cell() {
+    let p = Project::new("why").scenario("s", &["sleepy"], 2, "").edit(
+        "scenarios/s.toml",
+        "[method]\n",
+        "[method]\ncooldown = \"0s\"\n",
+    );
+    let plan = p.bp(&["plan", "scenarios/s.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    assert!(
+        String::from_utf8_lossy(&plan.stdout).contains("+ new: no stored cell like it"),
+        "{}",
+        text(&plan)
+    );
+    let apply = p.bp(&["apply", "--no-report", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+
+    let p = p.edit("scenarios/s.toml", "cooldown = \"0s\"", "cooldown = \"1s\"");
+    let plan = p.bp(&["plan", "scenarios/s.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let out = String::from_utf8_lossy(&plan.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.contains("~ method.cooldown:"))
+        .unwrap_or_else(|| panic!("no diff line naming method.cooldown:\n{out}"));
+    let (old, new) = line.split_once(" -> ").expect("old -> new");
+    // A zero cool-down is no cool-down in the cell's inputs.
+    assert!(old.ends_with("\"none\""), "{line}");
+    assert!(new.contains("fixed_s") && new.contains('1'), "{line}");
+    assert!(out.contains("1 input(s) differ from stored cell"), "{out}");
+    assert!(!out.contains("+ new:"), "{out}");
+
+    let plan = p.bp(&["plan", "--json", "scenarios/s.toml"]);
+    let doc: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let why = &doc["cells"][0]["why"];
+    assert_eq!(why["kind"], "changed", "{doc}");
+    assert_eq!(why["same_address"], true, "{doc}");
+    assert_eq!(why["changes"][0]["path"], "method.cooldown", "{doc}");
+    assert_eq!(why["more"], 0, "{doc}");
+}
+
+#[test]
+fn redo_reruns_a_complete_cell_and_keeps_the_old_samples() {
+    let p = Project::new("redo").scenario("s", &["sleepy", "xz"], 2, "");
+    let apply = p.bp(&["apply", "--no-report", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    let before = p.samples("sleepy");
+    assert_eq!(measured(&before), 2);
+
+    // Plan only shows the redo; it writes nothing.
+    let plan = p.bp(&["plan", "--redo", "test=sleepy", "scenarios/s.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let out = String::from_utf8_lossy(&plan.stdout);
+    assert!(out.contains("1 complete, 0 partial, 1 missing"), "{out}");
+    assert!(out.contains("! redo:"), "{out}");
+    let plan = p.bp(&["plan", "scenarios/s.toml"]);
+    assert!(
+        String::from_utf8_lossy(&plan.stdout).contains("2 complete"),
+        "plan --redo changed the store: {}",
+        text(&plan)
+    );
+
+    let apply = p.bp(&[
+        "apply",
+        "--no-report",
+        "--redo",
+        "test=sleepy",
+        "scenarios/s.toml",
+    ]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    assert!(
+        String::from_utf8_lossy(&apply.stderr).contains("1 cell(s) completed, 1 already complete"),
+        "{}",
+        text(&apply)
+    );
+    let after = p.samples("sleepy");
+    assert_eq!(&after[..before.len()], &before[..], "the old samples stay");
+    assert_eq!(
+        measured(&after),
+        4,
+        "two new measured runs beside the two old"
+    );
+    assert_eq!(p.samples("xz").len(), 3, "xz was not redone");
+
+    // Only the new runs count: the cell is complete with 2, not 4.
+    let plan = p.bp(&["plan", "--json", "scenarios/s.toml"]);
+    let doc: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    let sleepy = cells
+        .iter()
+        .find(|c| c["address"]["test"] == "sleepy")
+        .unwrap();
+    assert_eq!(sleepy["state"]["state"], "complete", "{doc}");
+    assert_eq!(sleepy["state"]["have"], 2, "{doc}");
+}
+
+#[test]
+fn only_runs_the_matching_cells_and_plan_shows_the_others_skipped() {
+    let p = Project::new("only").scenario("s", &["sleepy", "xz"], 2, "");
+    let plan = p.bp(&["plan", "--only", "test=sle*", "scenarios/s.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let out = String::from_utf8_lossy(&plan.stdout);
+    let skipped: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("skipped by --only"))
+        .collect();
+    assert_eq!(skipped.len(), 2, "the xz row and the summary:\n{out}");
+    assert!(skipped[0].contains("xz on here"), "{out}");
+    assert!(out.contains("0 complete, 0 partial, 1 missing"), "{out}");
+
+    let apply = p.bp(&[
+        "apply",
+        "--no-report",
+        "--only",
+        "test=sle*",
+        "scenarios/s.toml",
+    ]);
+    assert!(apply.status.success(), "{}", text(&apply));
+    assert_eq!(measured(&p.samples("sleepy")), 2);
+    assert!(p.samples("xz").is_empty(), "xz ran despite --only");
+
+    let bad = p.bp(&["apply", "--only", "colour=red", "scenarios/s.toml"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("`colour` is not an axis"),
+        "{}",
+        text(&bad)
+    );
+}
