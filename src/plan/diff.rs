@@ -54,32 +54,63 @@ impl Diff {
 /// Diffs `old` against `new`, keeping at most `limit` changes.
 pub fn diff(old: &Value, new: &Value, limit: usize) -> Diff {
     let mut d = Diff::default();
-    walk(String::new(), Some(old), Some(new), limit, &mut d);
+    walk(&mut Vec::new(), Some(old), Some(new), limit, &mut d);
     d
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
+/// One step of a path; the path is joined only for a difference, since a plan diffs
+/// every missing cell and most of each tree is equal.
+enum Seg<'v> {
+    Key(&'v str),
+    Index(usize),
 }
 
-fn walk(path: String, old: Option<&Value>, new: Option<&Value>, limit: usize, d: &mut Diff) {
+fn path_text(path: &[Seg<'_>]) -> String {
+    if path.is_empty() {
+        return "(root)".into();
+    }
+    let mut s = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Seg::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+fn walk<'v>(
+    path: &mut Vec<Seg<'v>>,
+    old: Option<&'v Value>,
+    new: Option<&'v Value>,
+    limit: usize,
+    d: &mut Diff,
+) {
+    // Most of two cells' trees are equal: comparing costs less than walking.
+    if old == new {
+        return;
+    }
     match (old, new) {
         (Some(Value::Object(a)), Some(Value::Object(b))) => {
             let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for k in keys {
-                walk(join(&path, k), a.get(k), b.get(k), limit, d);
+                path.push(Seg::Key(k));
+                walk(path, a.get(k), b.get(k), limit, d);
+                path.pop();
             }
         }
         (Some(Value::Array(a)), Some(Value::Array(b))) => {
             for i in 0..a.len().max(b.len()) {
-                walk(format!("{path}[{i}]"), a.get(i), b.get(i), limit, d);
+                path.push(Seg::Index(i));
+                walk(path, a.get(i), b.get(i), limit, d);
+                path.pop();
             }
         }
-        (a, b) if a == b => {}
         (a, b) => {
             if d.changes.len() >= limit {
                 d.more += 1;
@@ -93,11 +124,7 @@ fn walk(path: String, old: Option<&Value>, new: Option<&Value>, limit: usize, d:
                 _ => (a.map(short), b.map(short)),
             };
             d.changes.push(Change {
-                path: if path.is_empty() {
-                    "(root)".into()
-                } else {
-                    path
-                },
+                path: path_text(path),
                 old,
                 new,
             });

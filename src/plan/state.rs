@@ -126,3 +126,51 @@ pub fn state(cell: &Cell, primary: &[String], data: &CellData) -> CellState {
         (None, _) => CellState::Partial { have, want },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{FORMAT, Redo};
+
+    fn sample(seq: u32) -> Sample {
+        Sample {
+            format: FORMAT,
+            seq,
+            kind: RunKind::Measured,
+            session: "s".into(),
+            started: seq as f64,
+            ended: seq as f64 + 1.0,
+            metrics: [("v".to_string(), 1.0)].into(),
+            flags: vec![],
+            telemetry: None,
+            command: "true".into(),
+            log: format!("logs/{seq}.log"),
+            order: None,
+            board_seq: None,
+        }
+    }
+
+    #[test]
+    fn runs_before_a_redo_marker_stay_stored_but_do_not_count() {
+        let method = Method::default();
+        let mut data = CellData {
+            samples: (1..=5).map(sample).collect(),
+            ..Default::default()
+        };
+        assert_eq!(counted(&method, &data).count(), 5);
+        data.redo = Some(Redo {
+            format: FORMAT,
+            after_seq: 3,
+            at: 0.0,
+            session: "r".into(),
+        });
+        let seqs: Vec<u32> = counted(&method, &data).map(|s| s.seq).collect();
+        assert_eq!(seqs, [4, 5]);
+        assert_eq!(data.measured_count(), 2);
+        assert_eq!(data.samples.len(), 5);
+        assert_eq!(data.superseded(), 3);
+        let again = data.redone("plan");
+        assert_eq!(counted(&method, &again).count(), 0);
+        assert_eq!(again.redo.unwrap().after_seq, 5);
+    }
+}
