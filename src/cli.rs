@@ -744,7 +744,9 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             // stored neighbour's differences. Partial and failed cells speak for themselves.
             let why = if st.is_complete() {
                 None
-            } else if asked_redo || d.superseded() > 0 {
+            } else if d.superseded() > 0 {
+                // Asked now (`--redo`) or recorded by an earlier `apply --redo`; a cell
+                // with nothing stored has nothing to redo and is explained below.
                 Some(plan::diff::Why::Redo)
             } else if matches!(st, CellState::Missing { .. }) {
                 Some(nearest.why(cell))
