@@ -574,26 +574,7 @@ pub fn run(cli: Cli) -> Result<()> {
 
 /// Parses `axis=glob,axis=glob` into a cell pattern.
 fn parse_pattern(text: &str) -> Result<crate::model::CellPattern> {
-    let mut p = crate::model::CellPattern::default();
-    for part in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (axis, value) = part.split_once('=').ok_or_else(|| {
-            Error::Usage(format!("`{part}`: expected axis=glob, e.g. storage=usb"))
-        })?;
-        let slot = match axis.trim() {
-            "image" => &mut p.image,
-            "board" => &mut p.board,
-            "storage" => &mut p.storage,
-            "filesystem" => &mut p.filesystem,
-            "test" => &mut p.test,
-            other => {
-                return Err(Error::Usage(format!(
-                    "`{other}` is not an axis; expected image, board, storage, filesystem or test"
-                )));
-            }
-        };
-        *slot = Some(value.trim().to_string());
-    }
-    Ok(p)
+    crate::plan::select::cell_pattern(text)
 }
 
 /// Renders and writes every scenario's reports; returns the files written.

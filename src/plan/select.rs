@@ -27,25 +27,7 @@ impl Selector {
                 "`{text}`: expected axis=glob pairs (e.g. board=pi-1,test=xz) or a cell key prefix (hex digits)"
             )));
         }
-        let mut p = CellPattern::default();
-        for part in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (axis, value) = part.split_once('=').ok_or_else(|| {
-                Error::Usage(format!("`{part}`: expected axis=glob, e.g. storage=usb"))
-            })?;
-            let slot = match axis.trim() {
-                "image" => &mut p.image,
-                "board" => &mut p.board,
-                "storage" => &mut p.storage,
-                "filesystem" => &mut p.filesystem,
-                "test" => &mut p.test,
-                other => {
-                    return Err(Error::Usage(format!(
-                        "`{other}` is not an axis; expected image, board, storage, filesystem or test"
-                    )));
-                }
-            };
-            *slot = Some(value.trim().to_string());
-        }
+        let p = cell_pattern(text)?;
         Ok(Selector::Cells(p))
     }
 
@@ -55,6 +37,30 @@ impl Selector {
             Selector::KeyPrefix(k) => cell.key.as_str().starts_with(k.as_str()),
         }
     }
+}
+
+/// Parses `axis=glob` pairs (`storage=usb,test=xz`) into a cell pattern.
+pub fn cell_pattern(text: &str) -> Result<CellPattern> {
+    let mut p = CellPattern::default();
+    for part in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (axis, value) = part.split_once('=').ok_or_else(|| {
+            Error::Usage(format!("`{part}`: expected axis=glob, e.g. storage=usb"))
+        })?;
+        let slot = match axis.trim() {
+            "image" => &mut p.image,
+            "board" => &mut p.board,
+            "storage" => &mut p.storage,
+            "filesystem" => &mut p.filesystem,
+            "test" => &mut p.test,
+            other => {
+                return Err(Error::Usage(format!(
+                    "`{other}` is not an axis; expected image, board, storage, filesystem or test"
+                )));
+            }
+        };
+        *slot = Some(value.trim().to_string());
+    }
+    Ok(p)
 }
 
 /// Whether any of `selectors` matches `cell` (none given: false).
