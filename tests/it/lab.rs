@@ -526,18 +526,7 @@ fn an_rsa_key_in_openssh_format_authenticates_too() {
 #[test]
 fn every_cipher_carries_uploads_and_output_intact_with_the_patched_libssh2() {
     let lab = Lab::up(1);
-    let data: Vec<u8> = {
-        // 20 MB that no cipher bug could pass through unchanged by luck.
-        let mut x: u64 = 0x9e3779b97f4a7c15;
-        (0..20_000_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect()
-    };
+    let data = crate::xorshift_bytes(20_000_000, 0x9e3779b97f4a7c15);
     let local_file = lab.root.join("payload.bin");
     std::fs::write(&local_file, &data).unwrap();
     let hex = |bytes: &[u8]| -> String {

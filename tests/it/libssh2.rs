@@ -50,23 +50,11 @@ const PAYLOADS: &[usize] = &[
     0, 1, 3, 7, 8, 11, 12, 15, 16, 17, 27, 28, 31, 32, 33, 100, 1000, 4096, 16397, 32768, 34743,
 ];
 
-fn stream(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
 fn encrypt(cipher: &str, etm: bool, mode: Mode, payloads: &[usize]) -> Result<Vec<u8>, i32> {
-    let key = stream(64, 0x5eed_0001);
-    let iv = stream(64, 0x5eed_0002);
+    let key = crate::xorshift_bytes(64, 0x5eed_0001);
+    let iv = crate::xorshift_bytes(64, 0x5eed_0002);
     // Payload and padding bytes for every packet (padding is at most 255 a packet).
-    let plain = stream(payloads.iter().map(|p| p + 256).sum(), 0x5eed_0003);
+    let plain = crate::xorshift_bytes(payloads.iter().map(|p| p + 256).sum(), 0x5eed_0003);
     let mut out = vec![0u8; payloads.iter().map(|p| p + 5 + 256 + 64).sum()];
     let mut out_len = 0;
     let name = CString::new(cipher).unwrap();

@@ -65,3 +65,17 @@ pub fn processes_left(needles: &[&str]) -> String {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// `len` pseudo-random bytes (xorshift64, seed forced odd): data no cipher or copy bug
+/// could pass through unchanged by luck, the same on every run.
+pub fn xorshift_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}

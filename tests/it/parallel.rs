@@ -92,6 +92,25 @@ parse = "json"
 value = { from = "value", unit = "x", better = "higher" }
 "#;
 
+/// Waits until board `index` has stored a sample of `test`, then kills its sshd, as a
+/// crash mid-run would.
+fn kill_sshd_after_first_sample(lab: &Lab, index: usize, test: &str) {
+    let board = lab.board(index);
+    let t0 = Instant::now();
+    while !samples(&lab.root, test)
+        .iter()
+        .any(|(b, _)| *b == board.name.as_str())
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{} never started",
+            board.name
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    benchpipe::lab::kill_sshd(board).unwrap();
+}
+
 fn interval(s: &serde_json::Value) -> (f64, f64) {
     (s["started"].as_f64().unwrap(), s["ended"].as_f64().unwrap())
 }
@@ -133,15 +152,7 @@ fn a_board_whose_sshd_dies_fails_alone_and_a_rerun_completes_only_its_cell() {
     write_project(&lab, &["slow"], 6, &[("slow", &slow)]);
     let child = spawn_apply(&lab.root);
     let victim = lab.board(0).name.to_string();
-    let t0 = Instant::now();
-    while !samples(&lab.root, "slow").iter().any(|(b, _)| *b == victim) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "board never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    benchpipe::lab::kill_sshd(lab.board(0)).unwrap();
+    kill_sshd_after_first_sample(&lab, 0, "slow");
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -358,15 +369,7 @@ fn a_board_lost_in_an_interleaved_group_fails_every_unfinished_cell_of_it() {
     let text_before = std::fs::read_to_string(&scenario).unwrap();
     std::fs::write(&scenario, format!("{text_before}order = \"interleaved\"\n")).unwrap();
     let child = spawn_apply(&lab.root);
-    let t0 = Instant::now();
-    while samples(&lab.root, "slow").is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "board never started"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    benchpipe::lab::kill_sshd(lab.board(0)).unwrap();
+    kill_sshd_after_first_sample(&lab, 0, "slow");
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);

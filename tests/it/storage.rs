@@ -62,6 +62,27 @@ impl LoopDisk {
     }
 }
 
+/// A user's file that must survive whatever benchpipe refuses to do.
+fn plant_precious(dir: &Path) {
+    std::fs::write(dir.join("precious"), "keep me").unwrap();
+}
+
+fn assert_precious_kept(dir: &Path) {
+    assert_eq!(
+        std::fs::read_to_string(dir.join("precious")).unwrap(),
+        "keep me"
+    );
+}
+
+/// A loop disk holding a user's filesystem, mounted under `p0` with a precious file.
+fn users_disk(p0: &Project) -> (LoopDisk, PathBuf) {
+    let mut disk = LoopDisk::new(&p0.dir, 64);
+    let elsewhere = p0.dir.join("someone-elses-data");
+    disk.mount_elsewhere(&elsewhere);
+    plant_precious(&elsewhere);
+    (disk, elsewhere)
+}
+
 impl Drop for LoopDisk {
     fn drop(&mut self) {
         for m in &self.mounted {
@@ -136,10 +157,7 @@ fn filesystem_cells_format_the_declared_device_with_real_mkfs_and_unmount_after(
 #[test]
 fn a_device_mounted_elsewhere_is_never_formatted() {
     let p0 = Project::new("mounted-scratch");
-    let mut disk = LoopDisk::new(&p0.dir, 64);
-    let elsewhere = p0.dir.join("someone-elses-data");
-    disk.mount_elsewhere(&elsewhere);
-    std::fs::write(elsewhere.join("precious"), "keep me").unwrap();
+    let (disk, elsewhere) = users_disk(&p0);
 
     let p = project_with_disk("mounted", &disk);
     let apply = p.bp(&["apply", "scenarios/fs.toml"]);
@@ -150,10 +168,7 @@ fn a_device_mounted_elsewhere_is_never_formatted() {
         "{err}"
     );
     assert!(err.contains(&elsewhere.display().to_string()), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(elsewhere.join("precious")).unwrap(),
-        "keep me"
-    );
+    assert_precious_kept(&elsewhere);
     assert_eq!(
         sh(&format!("blkid -o value -s TYPE {}", disk.device)),
         "ext4"
@@ -424,15 +439,12 @@ fn a_users_filesystem_at_the_declared_path_is_never_unmounted_or_formatted() {
     let mut disk = LoopDisk::new(&p.dir, 64);
     edit_board(&p2, "{DEV}", &disk.device);
     disk.mount_elsewhere(&path);
-    std::fs::write(path.join("precious"), "keep me").unwrap();
+    plant_precious(&path);
     let apply = p2.bp(&["apply", "scenarios/fs.toml"]);
     let err = stderr(&apply);
     assert_eq!(apply.status.code(), Some(1), "{err}");
     assert!(err.contains("benchpipe did not mount it"), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(path.join("precious")).unwrap(),
-        "keep me"
-    );
+    assert_precious_kept(&path);
     assert!(
         !sh(&format!("findmnt -rn -S {} || true", disk.device)).is_empty(),
         "the user's mount was unmounted"
@@ -445,7 +457,7 @@ fn a_non_empty_directory_at_the_path_is_never_mounted_over() {
     let disk = LoopDisk::new(&p.dir, 64);
     let path = p.dir.join("users-dir");
     std::fs::create_dir_all(&path).unwrap();
-    std::fs::write(path.join("precious"), "keep me").unwrap();
+    plant_precious(&path);
     let p2 = project(
         "nonempty-ws",
         &format!(
@@ -464,10 +476,7 @@ fn a_non_empty_directory_at_the_path_is_never_mounted_over() {
         sh(&format!("findmnt -rn -S {} || true", disk.device)).is_empty(),
         "mounted over the user's directory"
     );
-    assert_eq!(
-        std::fs::read_to_string(path.join("precious")).unwrap(),
-        "keep me"
-    );
+    assert_precious_kept(&path);
 }
 
 #[test]
@@ -523,15 +532,12 @@ fn benchpipe_takes_back_its_own_leftover_mount_and_nothing_else() {
     assert_eq!(probe(&disk.device, "TYPE"), "btrfs");
     // Without the marker the filesystem is not benchpipe's, though the label says so.
     std::fs::remove_file(path.join(".benchpipe-mount")).unwrap();
-    std::fs::write(path.join("precious"), "keep me").unwrap();
+    plant_precious(&path);
     let e = benchpipe::storage::prepare(&mut t, &storage, &fs("ext4")).unwrap_err();
     assert!(e.contains("benchpipe did not mount it"), "{e}");
     let e = benchpipe::storage::release(&mut t, &storage, &fs("btrfs")).unwrap_err();
     assert!(e.contains("not unmounting"), "{e}");
-    assert_eq!(
-        std::fs::read_to_string(path.join("precious")).unwrap(),
-        "keep me"
-    );
+    assert_precious_kept(&path);
     // With its marker back, release unmounts it.
     std::fs::write(
         path.join(".benchpipe-mount"),
@@ -545,10 +551,7 @@ fn benchpipe_takes_back_its_own_leftover_mount_and_nothing_else() {
 #[test]
 fn fake_lsblk_that_fails_does_not_hide_a_mount() {
     let p0 = Project::new("fake-lsblk");
-    let mut disk = LoopDisk::new(&p0.dir, 64);
-    let elsewhere = p0.dir.join("someone-elses-data");
-    disk.mount_elsewhere(&elsewhere);
-    std::fs::write(elsewhere.join("precious"), "keep me").unwrap();
+    let (disk, elsewhere) = users_disk(&p0);
     let fake = p0.dir.join("fake-bin");
     std::fs::create_dir_all(&fake).unwrap();
     std::fs::write(fake.join("lsblk"), "#!/bin/sh\nexit 1\n").unwrap();
@@ -571,19 +574,13 @@ fn fake_lsblk_that_fails_does_not_hide_a_mount() {
         "{err}"
     );
     assert!(err.contains(&elsewhere.display().to_string()), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(elsewhere.join("precious")).unwrap(),
-        "keep me"
-    );
+    assert_precious_kept(&elsewhere);
 }
 
 #[test]
 fn without_lsblk_mounts_come_from_mountinfo_and_without_either_nothing_is_formatted() {
     let p0 = Project::new("no-lsblk");
-    let mut disk = LoopDisk::new(&p0.dir, 64);
-    let elsewhere = p0.dir.join("someone-elses-data");
-    disk.mount_elsewhere(&elsewhere);
-    std::fs::write(elsewhere.join("precious"), "keep me").unwrap();
+    let (mut disk, elsewhere) = users_disk(&p0);
     let bin = path_without_lsblk(&p0.dir);
     let p = project(
         "no-lsblk-ws",
@@ -596,10 +593,7 @@ fn without_lsblk_mounts_come_from_mountinfo_and_without_either_nothing_is_format
     let err = stderr(&apply);
     assert_eq!(apply.status.code(), Some(1), "{err}");
     assert!(err.contains(&elsewhere.display().to_string()), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(elsewhere.join("precious")).unwrap(),
-        "keep me"
-    );
+    assert_precious_kept(&elsewhere);
 
     // Unmounted, the disk is free, and mountinfo alone is enough to say so.
     sh(&format!("umount '{}'", elsewhere.display()));
