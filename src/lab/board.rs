@@ -65,8 +65,9 @@ pub fn start_sshd(board: &LabBoard) -> Result<(), Error> {
     start_sshd_with(board, Path::new(DEFAULT_SSHD))
 }
 
-/// Lazily unmounts, in the calling mount namespace only, every mount of a loop device.
-const DROP_COPIED_LOOP_MOUNTS: &str = r#"awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 2); break } }' /proc/self/mountinfo | while read -r point source; do case "$source" in /dev/loop*) umount -l "$point" 2>/dev/null || true;; esac; done"#;
+/// Shell text that lazily unmounts, in the calling mount namespace only, every mount
+/// of a loop device.
+pub const DROP_COPIED_LOOP_MOUNTS: &str = r#"awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 2); break } }' /proc/self/mountinfo | while read -r point source; do case "$source" in /dev/loop*) umount -l "$point" 2>/dev/null || true;; esac; done"#;
 
 pub(super) fn start_sshd_with(board: &LabBoard, sshd: &Path) -> Result<(), Error> {
     let _ = fs::remove_file(&board.sshd_pid_file);

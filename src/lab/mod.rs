@@ -13,8 +13,8 @@ mod board;
 mod down;
 mod state;
 
+pub use board::{DROP_COPIED_LOOP_MOUNTS, kill_sshd, start_sshd};
 use board::{board_file, keygen, sshd_config, start_sshd_with, write_board_file};
-pub use board::{kill_sshd, start_sshd};
 pub use down::{down, down_with};
 
 use std::fs;

@@ -229,12 +229,11 @@ fn bp_after(p: &Project, prefix: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-/// Shell text that lazily unmounts, in the current mount namespace, every filesystem
-/// on a loop device. A new mount namespace starts with copies of the mounts other
-/// tests hold at that moment; a copy keeps its device busy after the other test
-/// unmounts it, and that test's mkfs then fails. Only copies are dropped: the
-/// originals live in the other namespace.
-const DROP_COPIED_LOOP_MOUNTS: &str = r#"awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 2); break } }' /proc/self/mountinfo | while read -r point source; do case "$source" in /dev/loop*) umount -l "$point" 2>/dev/null || true;; esac; done"#;
+/// A new mount namespace starts with copies of the mounts other tests hold at that
+/// moment; a copy keeps its device busy after the other test unmounts it, and that
+/// test's mkfs then fails. The lab's own script drops them (only copies: the originals
+/// live in the other namespace).
+use benchpipe::lab::DROP_COPIED_LOOP_MOUNTS;
 
 /// Like `bp_after`, in a private mount namespace of its own: whatever the script or
 /// a faulty benchpipe mounts there vanishes with it and never touches this machine.
