@@ -46,6 +46,18 @@ pub fn line(e: &Event<'_>, quiet: bool) -> Option<String> {
             None => format!("[{board}] FAILED {}: {cause}", cell.label()),
         },
         _ if quiet => return None,
+        // Steps show as phases; only a failed one gets a line of its own.
+        Event::Step {
+            board,
+            index,
+            step,
+            status: crate::apply::StepStatus::Failed { cause },
+        } => format!(
+            "[{board}] step {} ({}) failed: {cause}",
+            index + 1,
+            step.action.label()
+        ),
+        Event::Step { .. } => return None,
         Event::Start { to_run, complete } => {
             format!("apply: {to_run} cell(s) to run, {complete} already complete")
         }
@@ -170,6 +182,7 @@ impl Progress for Bars {
                 self.bar(board).inc(1);
                 self.overall.inc(1);
             }
+            Event::Step { .. } => {}
             Event::BoardDone { board, failed } => {
                 let b = self.bar(board);
                 b.finish_with_message(if *failed == 0 {

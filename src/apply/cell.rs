@@ -1,4 +1,5 @@
-//! A cell's steps on a board: opened in the store, storage prepared, setup and teardown.
+//! A cell's own steps on a board: opened in the store with its template values, and
+//! the recipe's setup and teardown commands.
 
 use std::time::Duration;
 
@@ -8,42 +9,24 @@ use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
-use crate::model::{AS_IS, Filesystem, Step, Storage};
-use crate::storage;
+use crate::model::Step;
 
 impl Worker<'_> {
-    /// Opens a cell in the store, prepares its storage and runs its setup.
-    pub(super) fn begin_cell<'j, 'c>(
+    /// Opens a cell in the store, records the board's facts beside it and fills its
+    /// template values. Its storage is mounted already (the schedule's `Mount` step).
+    pub(super) fn open_cell<'j, 'c>(
         &self,
-        t: &mut Transports<'_>,
         job: &'j Job<'c>,
         facts: &Value,
-        mounted: &mut Option<(Storage, Filesystem)>,
     ) -> Result<LiveCell<'j, 'c>, CellFailure> {
         let cell = job.cell;
-        let addr = &cell.address;
         let writer = self.store.begin(cell)?;
         writer.write_facts(facts)?;
-        let storage = addr.storage.as_ref().and_then(|s| self.board.storage(s));
-        if let (Some(fs), Some(st)) = (&cell.filesystem, storage) {
-            let wanted = (st.name.clone(), fs.name.clone());
-            if mounted
-                .as_ref()
-                .map(|(s, f)| (s.name.clone(), f.name.clone()))
-                != Some(wanted)
-            {
-                if let Some((s, f)) = mounted.take() {
-                    storage::release(t.board, &s, &f)
-                        .map_err(|message| CellFailure::Storage { message })?;
-                }
-                if fs.kind != AS_IS {
-                    self.phase(Some(addr), format!("format {} as {}", st.name, fs.name));
-                }
-                storage::prepare(t.board, st, fs)
-                    .map_err(|message| CellFailure::Storage { message })?;
-                *mounted = Some((st.clone(), fs.clone()));
-            }
-        }
+        let storage = cell
+            .address
+            .storage
+            .as_ref()
+            .and_then(|s| self.board.storage(s));
         let mut vars = Vars::new();
         vars.params(&cell.params)
             .set("workdir", self.board.workdir.clone())
@@ -60,29 +43,17 @@ impl Worker<'_> {
             .set("board", self.board.name.as_str())
             .set("host", board_host(self.board))
             .set("run", 0);
-        self.phase(Some(addr), "setup");
-        {
-            let _held = self.resources.acquire(&job.recipe.exclusive);
-            self.steps(t, &job.recipe.setup, &vars, "setup")?;
-        }
-        let mut services = Vec::new();
-        if let Err(e) = self.start_services(t, job, &vars, &mut services) {
-            // Whatever did start is stopped again before the cell is given up.
-            let _ = self.stop_services(t, &mut services);
-            return Err(e);
-        }
-        let data = job.data.clone();
         Ok(LiveCell {
             job,
             writer,
             vars,
-            data,
-            services,
+            data: job.data.clone(),
+            services: Vec::new(),
         })
     }
 
-    /// Runs setup or teardown steps in order; the first failure stops them.
-    pub(super) fn steps(
+    /// Runs setup or teardown commands in order; the first failure stops them.
+    pub(super) fn commands(
         &self,
         t: &mut Transports<'_>,
         steps: &[Step],

@@ -4,11 +4,13 @@
 //! Every run is appended to the store as soon as it ends, so an interrupted apply loses
 //! at most the run in flight, and the next apply resumes where this one stopped.
 //!
-//! This file holds the public API and the fan-out to board threads. A board's walk is
-//! `worker.rs`; its groups of runs `runs.rs`; a cell's storage, setup and teardown
-//! `cell.rs`; services `services.rs`; cool-down and idle gate `cooldown.rs`; tools and
-//! directories `provision.rs`; board facts, temperature and load `facts.rs`; exclusive
-//! resources `resources.rs`.
+//! Apply only walks the schedule `plan::schedule::build` computes, the one `plan --json`
+//! and `apply --dry-run` show. This file holds the public API and the fan-out to board
+//! threads. The walk of a board's steps is `walk.rs`; what its steps share, `worker.rs`;
+//! warm-up and measured runs `runs.rs`; a cell's opening, setup and teardown `cell.rs`;
+//! services `services.rs`; cool-down and idle gate `cooldown.rs`; tools and directories
+//! `provision.rs`; board facts, temperature and load `facts.rs`; exclusive resources
+//! `resources.rs`.
 
 mod cell;
 mod cooldown;
@@ -17,6 +19,7 @@ mod provision;
 mod resources;
 mod runs;
 mod services;
+mod walk;
 mod worker;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,11 +27,12 @@ use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, Result};
 use crate::failure::CellFailure;
-use crate::model::Recipe;
-use crate::model::Workspace;
+use crate::model::{Board, Recipe, Workspace};
+use crate::plan::schedule::{self, Schedule, Step};
 use crate::plan::state;
 use crate::plan::{Address, Cell};
 use crate::store::{self, RunKind, Store};
+use crate::transport::{Transport, TransportError};
 
 use resources::Resources;
 use worker::Worker;
@@ -80,6 +84,46 @@ pub enum Event<'a> {
         board: &'a str,
         failed: usize,
     },
+    /// A step of the board's schedule was walked (its index in the board's steps).
+    Step {
+        board: &'a str,
+        index: usize,
+        step: &'a Step,
+        status: &'a StepStatus,
+    },
+}
+
+/// What became of one step of the schedule.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum StepStatus {
+    /// It ran and succeeded.
+    Ran,
+    /// Its `done_when` held (or, for a cleanup, there was nothing to undo).
+    Done,
+    /// Not run: the board is lost, apply was interrupted, or its cells had failed.
+    Skipped { reason: String },
+    /// It ran and failed; its cells that had no outcome fail with the cause.
+    Failed { cause: String },
+}
+
+/// Opens the transports apply uses: the board's (a real SSH session or the local
+/// machine) and the controller's. Tests put a recording fake in their place.
+pub trait Connector: Sync {
+    fn board(&self, board: &Board) -> Result<Box<dyn Transport>, TransportError>;
+    fn controller(&self) -> Box<dyn Transport>;
+}
+
+/// The real transports: `transport::connect`, and the local machine as controller.
+pub struct RealConnector;
+
+impl Connector for RealConnector {
+    fn board(&self, board: &Board) -> Result<Box<dyn Transport>, TransportError> {
+        crate::transport::connect(board, std::time::Duration::from_secs(30))
+    }
+    fn controller(&self) -> Box<dyn Transport> {
+        Box::new(crate::transport::local::Local::new())
+    }
 }
 
 /// The outcome of one apply.
@@ -109,6 +153,18 @@ pub fn apply(
     store: &Store,
     progress: &dyn Progress,
     stop: &AtomicBool,
+) -> Result<Outcome> {
+    apply_with(ws, cells, store, progress, stop, &RealConnector)
+}
+
+/// `apply` with the transports `connector` opens.
+pub fn apply_with(
+    ws: &Workspace,
+    cells: &[Cell],
+    store: &Store,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+    connector: &dyn Connector,
 ) -> Result<Outcome> {
     let _lock = store.lock()?;
     let session = format!("{:.0}-{}", store::now(), std::process::id());
@@ -142,6 +198,7 @@ pub fn apply(
             });
     }
 
+    let schedule = schedule_of(ws, &by_board, &schedule::Estimates::default());
     progress.event(Event::Start {
         to_run: by_board.values().map(Vec::len).sum(),
         complete: outcome.already_complete,
@@ -159,8 +216,14 @@ pub fn apply(
                     stop,
                     session: &session,
                     resources: &resources,
+                    connector,
                 };
-                s.spawn(move || worker.run(jobs))
+                let steps = schedule
+                    .boards
+                    .iter()
+                    .find(|b| b.board.as_str() == *board_name)
+                    .map_or(&[][..], |b| &b.steps[..]);
+                s.spawn(move || worker.walk(steps, jobs))
             })
             .collect();
         handles
@@ -178,6 +241,24 @@ pub fn apply(
         outcome.interrupted |= r.interrupted;
     }
     Ok(outcome)
+}
+
+/// The schedule of the jobs: what apply walks.
+fn schedule_of(
+    ws: &Workspace,
+    by_board: &BTreeMap<&str, Vec<Job<'_>>>,
+    estimates: &schedule::Estimates,
+) -> Schedule {
+    let work: Vec<schedule::Work<'_>> = by_board
+        .values()
+        .flatten()
+        .map(|j| schedule::Work {
+            cell: j.cell,
+            recipe: j.recipe,
+            runs_left: state::state(j.cell, &j.primary, &j.data).remaining(),
+        })
+        .collect();
+    schedule::build(ws, &work, estimates)
 }
 
 /// How many measured runs one apply takes of a cell at most, flagged ones included:

@@ -16,7 +16,7 @@ impl Worker<'_> {
         &self,
         board: &mut dyn Transport,
         controller: &mut dyn Transport,
-        jobs: &[Job<'_>],
+        jobs: &[&Job<'_>],
     ) -> Result<(), CellFailure> {
         let mut board_recipes = BTreeMap::new();
         let mut controller_recipes = BTreeMap::new();

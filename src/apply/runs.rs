@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::worker::{BoardState, LiveCell, Transports, Worker};
-use super::{Event, Job, run_budget};
+use super::worker::{LiveCell, Transports, Worker};
+use super::{Event, run_budget};
 use crate::bench;
 use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
@@ -14,61 +14,21 @@ use crate::store::{self, RunKind, Sample};
 use crate::telemetry::{Probe, SamplerOptions, Thresholds};
 
 impl Worker<'_> {
-    /// Runs a group of cells that share one storage setup: setup of each, one cool-down,
-    /// warm-ups, then measured runs (in turns when interleaved) until every cell's stop
-    /// rule is met, and teardown of each whatever happened. Returns one outcome per cell.
-    pub(super) fn run_group(
+    /// Measured runs of a group of cells (in turns when interleaved, a group of one when
+    /// blocked) until every cell's stop rule holds. Returns one outcome per cell: the
+    /// runs it has, its failure, or `None` when another cell's failure (the board lost,
+    /// an interrupt) stopped the group first.
+    pub(super) fn measure(
         &self,
         t: &mut Transports<'_>,
-        group: &[Job<'_>],
-        board: &mut BoardState,
-    ) -> Vec<Result<usize, CellFailure>> {
-        let order = board.order;
-        let mut live: Vec<Option<LiveCell<'_, '_>>> = Vec::with_capacity(group.len());
-        let mut outcomes: Vec<Option<Result<usize, CellFailure>>> = Vec::new();
-        for job in group {
-            match self.begin_cell(t, job, &board.facts, &mut board.mounted) {
-                Ok(cell) => {
-                    live.push(Some(cell));
-                    outcomes.push(None);
-                }
-                Err(e) => {
-                    live.push(None);
-                    outcomes.push(Some(Err(e)));
-                }
-            }
-        }
-        let fatal = |o: &Result<usize, CellFailure>| o.as_ref().is_err_and(stops_group);
-        let mut stop_all: Option<CellFailure> = None;
-
-        if live.iter().any(Option::is_some) {
-            let first = live.iter().flatten().next().map(|c| &c.job.cell.address);
-            if let Err(e) = self.cooldown(t.board, first, &group[0].cell.method, board.idle_celsius)
-            {
-                stop_all = Some(e);
-            }
-        }
-        // Warm-ups, each cell's in turn; then measured rounds. Blocked order is the same
-        // loop with a group of one.
-        if stop_all.is_none() {
-            for (i, slot) in live.iter_mut().enumerate() {
-                let Some(cell) = slot else { continue };
-                if let Err(e) = self.warm_up(t, cell, order, &mut board.seq) {
-                    let is_fatal = stops_group(&e);
-                    outcomes[i] = Some(Err(e));
-                    if is_fatal {
-                        break;
-                    }
-                }
-            }
-        }
-        loop {
-            if stop_all.is_some() || outcomes.iter().flatten().any(fatal) {
-                break;
-            }
+        cells: &mut [&mut LiveCell<'_, '_>],
+        order: RunOrder,
+        board_seq: &mut u64,
+    ) -> Vec<Option<Result<usize, CellFailure>>> {
+        let mut outcomes: Vec<Option<Result<usize, CellFailure>>> = vec![None; cells.len()];
+        'rounds: loop {
             let mut ran = false;
-            for (i, slot) in live.iter_mut().enumerate() {
-                let Some(cell) = slot else { continue };
+            for (i, cell) in cells.iter_mut().enumerate() {
                 if outcomes[i].is_some() {
                     continue;
                 }
@@ -109,7 +69,7 @@ impl Worker<'_> {
                     RunKind::Measured,
                     have as u32 + 1,
                     order,
-                    &mut board.seq,
+                    board_seq,
                 ) {
                     Ok(sample) => {
                         cell.data.samples.push(sample);
@@ -119,7 +79,7 @@ impl Worker<'_> {
                         let is_fatal = stops_group(&e);
                         outcomes[i] = Some(Err(e));
                         if is_fatal {
-                            break;
+                            break 'rounds;
                         }
                     }
                 }
@@ -128,47 +88,7 @@ impl Worker<'_> {
                 break;
             }
         }
-        // Teardown runs for every cell that was set up, whatever happened, so no scratch
-        // file outlives its cell. A board that is gone cannot be torn down.
-        let board_gone = outcomes
-            .iter()
-            .flatten()
-            .any(|o| o.as_ref().is_err_and(CellFailure::ends_board));
-        for (i, slot) in live.iter_mut().enumerate() {
-            let Some(cell) = slot else { continue };
-            if board_gone {
-                break;
-            }
-            self.phase(Some(&cell.job.cell.address), "teardown");
-            if let Err(e) = self.stop_services(t, &mut cell.services)
-                && matches!(outcomes[i], None | Some(Ok(_)))
-            {
-                outcomes[i] = Some(Err(e));
-            }
-            let _held = self.resources.acquire(&cell.job.recipe.exclusive);
-            if let Err(e) = self.steps(t, &cell.job.recipe.teardown, &cell.vars, "teardown")
-                && matches!(outcomes[i], None | Some(Ok(_)))
-            {
-                outcomes[i] = Some(Err(e));
-            }
-        }
-        // A cell left without an outcome shares the fate that stopped the group: the
-        // board lost by another cell's run is its loss too, not an interruption.
-        let lost = match &stop_all {
-            Some(e) if e.ends_board() => Some(e.clone()),
-            _ => outcomes.iter().flatten().find_map(|o| match o {
-                Err(e) if e.ends_board() => Some(e.clone()),
-                _ => None,
-            }),
-        };
         outcomes
-            .into_iter()
-            .map(|o| match (o, &lost, &stop_all) {
-                (Some(o), _, _) => o,
-                (None, Some(e), _) | (None, None, Some(e)) => Err(e.clone()),
-                (None, None, None) => Err(CellFailure::Interrupted),
-            })
-            .collect()
     }
 
     /// The warm-up runs of one cell: executed, recorded as warm-up, discarded by stats.
@@ -323,6 +243,6 @@ impl Worker<'_> {
 }
 
 /// A failure that stops the rest of a group: the board is gone, or the user said stop.
-fn stops_group(e: &CellFailure) -> bool {
+pub(super) fn stops_group(e: &CellFailure) -> bool {
     e.ends_board() || matches!(e, CellFailure::Interrupted)
 }

@@ -2,12 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::Job;
-use super::worker::{Transports, Worker};
-use crate::bench::{self, Vars};
+use super::worker::{LiveCell, Transports, Worker};
+use crate::bench;
 use crate::failure::{CellFailure, first_line, stderr_tail};
-use crate::model::Side;
-use crate::transport::{Service, TransportError};
+use crate::model::{ServiceSpec, Side};
+use crate::transport::TransportError;
 
 impl Worker<'_> {
     /// Where services of this board's cells keep pid files, on each side. The
@@ -20,66 +19,66 @@ impl Worker<'_> {
         }
     }
 
-    /// Starts the recipe's services, then waits for each one's `ready` check.
-    pub(super) fn start_services(
+    /// Starts one of the recipe's services, then waits for its `ready` check. A service
+    /// that started is pushed on `started` before its check, so it is stopped for sure.
+    pub(super) fn start_service(
         &self,
         t: &mut Transports<'_>,
-        job: &Job<'_>,
-        vars: &Vars,
-        started: &mut Vec<(Side, Service)>,
+        cell: &mut LiveCell<'_, '_>,
+        spec: &ServiceSpec,
     ) -> Result<(), CellFailure> {
-        for spec in &job.recipe.services {
-            self.phase(
-                Some(&job.cell.address),
-                format!("start service {}", spec.name),
-            );
-            let command = bench::render(&spec.command, vars)
+        let job = cell.job;
+        self.phase(
+            Some(&job.cell.address),
+            format!("start service {}", spec.name),
+        );
+        let command = bench::render(&spec.command, &cell.vars)
+            .map_err(|message| CellFailure::Template { message })?;
+        // Unique per cell, so interleaved cells never share a pid file.
+        let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
+        let service = t
+            .side(spec.on)
+            .start_service(&self.service_dir(spec.on), &name, &command)
+            .map_err(|e| service_failure(&spec.name, "", e))?;
+        cell.services.push((spec.on, spec.name.clone(), service));
+        if let Some(ready) = &spec.ready {
+            let check = bench::render(ready, &cell.vars)
                 .map_err(|message| CellFailure::Template { message })?;
-            // Unique per cell, so interleaved cells never share a pid file.
-            let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
-            let service = t
-                .side(spec.on)
-                .start_service(&self.service_dir(spec.on), &name, &command)
-                .map_err(|e| service_failure(&spec.name, "", e))?;
-            started.push((spec.on, service));
-            if let Some(ready) = &spec.ready {
-                let check = bench::render(ready, vars)
-                    .map_err(|message| CellFailure::Template { message })?;
-                let t0 = Instant::now();
-                loop {
-                    let out = t.side(spec.on).run(&check, Some(Duration::from_secs(10)))?;
-                    if out.exit.success() {
-                        break;
-                    }
-                    if t0.elapsed() > Duration::from_secs(10) {
-                        return Err(CellFailure::NotReady {
-                            service: spec.name.clone(),
-                            after_secs: 10.0,
-                            command: first_line(&check),
-                            exit: out.exit.clone(),
-                            stderr_tail: stderr_tail(&out.stderr_str()),
-                        });
-                    }
-                    self.sleep(Duration::from_millis(200))?;
+            let t0 = Instant::now();
+            loop {
+                let out = t.side(spec.on).run(&check, Some(Duration::from_secs(10)))?;
+                if out.exit.success() {
+                    break;
                 }
+                if t0.elapsed() > Duration::from_secs(10) {
+                    return Err(CellFailure::NotReady {
+                        service: spec.name.clone(),
+                        after_secs: 10.0,
+                        command: first_line(&check),
+                        exit: out.exit.clone(),
+                        stderr_tail: stderr_tail(&out.stderr_str()),
+                    });
+                }
+                self.sleep(Duration::from_millis(200))?;
             }
         }
         Ok(())
     }
 
-    /// Stops services, last started first; every one is tried even when one fails.
-    pub(super) fn stop_services(
+    /// Stops the cell's service of that name, if it started.
+    pub(super) fn stop_service(
         &self,
         t: &mut Transports<'_>,
-        services: &mut Vec<(Side, Service)>,
+        cell: &mut LiveCell<'_, '_>,
+        spec_name: &str,
     ) -> Result<(), CellFailure> {
-        let mut first_error = None;
-        while let Some((side, service)) = services.pop() {
-            if let Err(e) = t.side(side).stop_service(&service) {
-                first_error.get_or_insert(service_failure(&service.name, "stopping: ", e));
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+        let Some(i) = cell.services.iter().position(|(_, n, _)| n == spec_name) else {
+            return Ok(());
+        };
+        let (side, _, service) = cell.services.remove(i);
+        t.side(side)
+            .stop_service(&service)
+            .map_err(|e| service_failure(&service.name, "stopping: ", e))
     }
 }
 

@@ -8,6 +8,7 @@ pub mod canonical;
 pub mod diff;
 pub mod glob;
 pub mod key;
+pub mod schedule;
 pub mod select;
 pub mod state;
 

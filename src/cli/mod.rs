@@ -1,7 +1,6 @@
 //! Command-line arguments -> library calls -> exit code. No logic of its own beyond
 //! choosing what to print.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -13,10 +12,12 @@ use crate::apply;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
-use crate::plan::state::{self, CellState};
 use crate::plan::{self, Plan};
 use crate::report;
-use crate::store::{CellData, Store};
+use crate::store::Store;
+
+mod plan_view;
+pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -124,6 +125,10 @@ pub enum Command {
         /// Do not render reports after the run.
         #[arg(long)]
         no_report: bool,
+        /// Print the steps apply would walk, per board, and run nothing: no board is
+        /// touched and the store is only read.
+        #[arg(long)]
+        dry_run: bool,
         #[command(flatten)]
         select: SelectArg,
         #[command(flatten)]
@@ -310,11 +315,17 @@ pub fn run(cli: Cli) -> Result<()> {
             quiet,
             out,
             no_report,
+            dry_run,
             select,
             cells,
         } => {
             let select = select.parse()?;
             let ws = load(&files, cells.max_cells)?;
+            if dry_run {
+                let store = Store::open_read(&store.store)?;
+                print!("{}", dry_run_text(&ws, &store, &select)?);
+                return Ok(());
+            }
             let store = Store::open(&store.store)?;
             let cells: Vec<_> = plans(&ws)
                 .into_iter()
@@ -653,248 +664,4 @@ impl Drop for Walk {
     fn drop(&mut self) {
         WALKING.store(false, Ordering::SeqCst);
     }
-}
-
-/// Mean seconds of recorded runs per (test, board), and per test, from the store's
-/// history: how `plan` estimates what is left.
-fn run_history(
-    data: &BTreeMap<plan::CellKey, CellData>,
-) -> BTreeMap<(String, String), (f64, usize)> {
-    let mut acc: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
-    for d in data.values() {
-        let Some(rec) = &d.record else { continue };
-        for s in &d.samples {
-            let secs = (s.ended - s.started).max(0.0);
-            for k in [
-                (rec.address.test.to_string(), rec.address.board.to_string()),
-                (rec.address.test.to_string(), String::new()),
-            ] {
-                let e = acc.entry(k).or_insert((0.0, 0));
-                e.0 += secs;
-                e.1 += 1;
-            }
-        }
-    }
-    acc
-}
-
-fn fmt_duration(secs: f64) -> String {
-    let s = secs.round() as u64;
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
-/// The text (or JSON) of `benchpipe plan`.
-pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) -> Result<String> {
-    let data = store.all()?;
-    let nearest = plan::diff::Nearest::new(data.values().filter_map(|d| d.record.as_ref()));
-    let history = run_history(&data);
-    let empty = CellData::default();
-    let mut out = String::new();
-    let mut rows = Vec::new();
-    let (mut complete, mut partial, mut missing, mut failed, mut not_selected) = (0, 0, 0, 0, 0);
-    let mut runs_left = 0usize;
-    let mut estimate = 0.0;
-    let mut unknown = 0usize;
-    let all_plans = plans(ws);
-    for (scenario, plan) in &all_plans {
-        for cell in &plan.cells {
-            let recipe = &ws.recipes[&cell.address.test];
-            let primary = recipe.primary_metrics();
-            let stored = data.get(&cell.key).unwrap_or(&empty);
-            let redone;
-            let asked_redo = select.redoes(cell);
-            let d = if asked_redo {
-                redone = stored.redone("plan");
-                &redone
-            } else {
-                stored
-            };
-            let st = state::state(cell, &primary, d);
-            if !select.runs(cell) {
-                not_selected += 1;
-                rows.push((scenario.name.clone(), cell, st, None, false));
-                continue;
-            }
-            // Why it must run: a redo, else (when nothing of it is stored) its nearest
-            // stored neighbour's differences. Partial and failed cells speak for themselves.
-            let why = if st.is_complete() {
-                None
-            } else if d.superseded() > 0 {
-                // Asked now (`--redo`) or recorded by an earlier `apply --redo`; a cell
-                // with nothing stored has nothing to redo and is explained below.
-                Some(plan::diff::Why::Redo)
-            } else if matches!(st, CellState::Missing { .. }) {
-                Some(nearest.why(cell))
-            } else {
-                None
-            };
-            let left = st.remaining();
-            match &st {
-                CellState::Complete { .. } => complete += 1,
-                CellState::Partial { .. } => partial += 1,
-                CellState::Missing { .. } => missing += 1,
-                CellState::Failed { .. } => failed += 1,
-            }
-            if left > 0 {
-                let runs = left + cell.method.warmup.runs as usize;
-                runs_left += left;
-                let per_run = history
-                    .get(&(
-                        cell.address.test.to_string(),
-                        cell.address.board.to_string(),
-                    ))
-                    .or_else(|| history.get(&(cell.address.test.to_string(), String::new())));
-                match per_run {
-                    Some((sum, n)) => estimate += sum / *n as f64 * runs as f64,
-                    None => unknown += 1,
-                }
-                if let crate::model::Cooldown::Fixed { duration } = &cell.method.cooldown {
-                    estimate += duration.as_secs_f64();
-                }
-            }
-            rows.push((scenario.name.clone(), cell, st, why, true));
-        }
-        for s in &plan.skipped {
-            if !json {
-                out.push_str(&format!(
-                    "  {:<32}  {:<22}  {} [{}]\n",
-                    "-",
-                    "not applicable",
-                    s.address.label(),
-                    s.reason
-                ));
-            }
-        }
-    }
-    if json {
-        let cells: Vec<_> = rows
-            .iter()
-            .map(|(scenario, cell, st, why, selected)| {
-                let mut row = serde_json::json!({
-                    "scenario": scenario,
-                    "key": cell.key,
-                    "dir": cell.dir_name(),
-                    "address": cell.address,
-                    "state": st,
-                    "selected": selected,
-                });
-                if let Some(why) = why {
-                    row["why"] = serde_json::json!(why);
-                }
-                row
-            })
-            .collect();
-        let skipped: Vec<_> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
-        let doc = serde_json::json!({
-            "format": 1,
-            "cells": cells,
-            "skipped": skipped,
-            "summary": {
-                "complete": complete, "partial": partial, "missing": missing, "failed": failed,
-                "skipped_by_only": not_selected,
-                "measured_runs_left": runs_left,
-                "estimated_seconds": if unknown == 0 { Some(estimate) } else { None },
-            },
-        });
-        let mut s = serde_json::to_string_pretty(&doc).map_err(|e| Error::Other(e.to_string()))?;
-        s.push('\n');
-        return Ok(s);
-    }
-    let mut table = String::new();
-    for (_, cell, st, why, selected) in &rows {
-        if !selected {
-            table.push_str(&format!(
-                "  {}  {:<22}  {}\n",
-                cell.key,
-                "skipped by --only",
-                cell.address.label()
-            ));
-            continue;
-        }
-        let state = match st {
-            CellState::Complete { have, .. } => format!("complete ({have} runs)"),
-            CellState::Partial { have, want } => format!("partial ({have} of {want})"),
-            CellState::Missing { want } => format!("missing ({want} runs)"),
-            CellState::Failed { have, want, .. } => format!("failed ({have} of {want})"),
-        };
-        table.push_str(&format!(
-            "  {}  {:<22}  {}\n",
-            cell.key,
-            state,
-            cell.address.label()
-        ));
-        if let CellState::Failed { cause, .. } = st {
-            table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
-        }
-        match why {
-            None => {}
-            Some(plan::diff::Why::New) => {
-                table.push_str(&format!("  {:<32}  + new: no stored cell like it\n", ""));
-            }
-            Some(plan::diff::Why::Redo) => {
-                table.push_str(&format!(
-                    "  {:<32}  ! redo: stored runs kept but no longer counted\n",
-                    ""
-                ));
-            }
-            Some(plan::diff::Why::Changed {
-                nearest,
-                same_address,
-                diff,
-            }) => {
-                let what = if *same_address {
-                    "at this address"
-                } else {
-                    "of this test on this board"
-                };
-                let n = diff.total();
-                if n == 0 {
-                    table.push_str(&format!(
-                        "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed\n",
-                        ""
-                    ));
-                    continue;
-                }
-                table.push_str(&format!(
-                    "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:\n",
-                    ""
-                ));
-                for c in &diff.changes {
-                    table.push_str(&format!("  {:<32}      {c}\n", ""));
-                }
-                if diff.more > 0 {
-                    table.push_str(&format!("  {:<32}      ... and {} more\n", "", diff.more));
-                }
-            }
-        }
-    }
-    out.insert_str(0, &table);
-    let eta = if runs_left == 0 {
-        "nothing to run".to_string()
-    } else if unknown == 0 {
-        format!("estimated {}", fmt_duration(estimate))
-    } else if estimate > 0.0 {
-        format!(
-            "estimated more than {} ({unknown} cell(s) have no history)",
-            fmt_duration(estimate)
-        )
-    } else {
-        "no estimate yet (no run history in the store)".to_string()
-    };
-    let only = if not_selected > 0 {
-        format!(", {not_selected} skipped by --only")
-    } else {
-        String::new()
-    };
-    out.push_str(&format!(
-        "Plan: {} cell(s): {complete} complete, {partial} partial, {missing} missing, {failed} failed{only}; {runs_left} measured run(s) to take; {eta}.\n",
-        rows.len()
-    ));
-    Ok(out)
 }

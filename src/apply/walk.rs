@@ -1,0 +1,546 @@
+//! The walker: one board's schedule, step by step. For each step it asks whether the
+//! step is already done, runs it through the board's or the controller's `Transport`,
+//! and records what became of the step's cells.
+//!
+//! A failed step fails the cells it serves that have no outcome yet; a lost board fails
+//! them all. Cleanup steps (stopping services, teardown, unmount) run whatever happened
+//! before, when what they undo was done: on the board unless it is lost, on the
+//! controller always, so no controller-side service or mount outlives its cell.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+
+use super::facts::{gather_facts, read_temperature};
+use super::runs::stops_group;
+use super::worker::{LiveCell, Transports, Worker};
+use super::{BoardResult, Event, Job, StepStatus};
+use crate::failure::CellFailure;
+use crate::model::{Filesystem, Side, Storage};
+use crate::plan::CellKey;
+use crate::plan::schedule::{Action, DoneWhen, Step};
+use crate::plan::state;
+use crate::storage;
+use crate::transport::{Transport, TransportError};
+
+/// What a board's walk carries from step to step.
+struct Walk<'j, 'c> {
+    /// `None` until `Connect` succeeds.
+    board: Option<Box<dyn Transport>>,
+    controller: Box<dyn Transport>,
+    jobs: BTreeMap<CellKey, &'j Job<'c>>,
+    /// Cells opened in the store by their first `Setup` step.
+    live: BTreeMap<CellKey, LiveCell<'j, 'c>>,
+    /// Cells whose fate is known: their measured runs, or why they failed.
+    outcomes: BTreeMap<CellKey, Result<usize, CellFailure>>,
+    /// Recorded beside every cell's samples.
+    facts: Value,
+    /// The temperature before benchpipe loaded the board: the base of "idle+N".
+    idle_celsius: Option<f64>,
+    /// Runs taken on this board in this apply (`Sample::board_seq`).
+    seq: u64,
+    mounted: Option<(Storage, Filesystem)>,
+    /// Set when the board is gone: its steps stop, the controller's cleanup goes on.
+    lost: Option<CellFailure>,
+    interrupted: bool,
+}
+
+impl Walk<'_, '_> {
+    fn fail(&mut self, cells: &[CellKey], cause: &CellFailure) {
+        if cause.ends_board() {
+            self.lost.get_or_insert_with(|| cause.clone());
+        }
+        if matches!(cause, CellFailure::Interrupted) {
+            self.interrupted = true;
+        }
+        for k in cells {
+            self.outcomes
+                .entry(k.clone())
+                .or_insert_with(|| Err(cause.clone()));
+        }
+    }
+
+    /// A cleanup's failure fails a cell that had none yet (a completed one too: its
+    /// board was left unclean).
+    fn fail_cleanup(&mut self, key: &CellKey, cause: CellFailure) {
+        match self.outcomes.get(key) {
+            Some(Err(_)) => {}
+            _ => {
+                self.outcomes.insert(key.clone(), Err(cause));
+            }
+        }
+    }
+
+    fn is_complete(&self, key: &CellKey) -> bool {
+        let job = self.jobs[key];
+        let data = self.live.get(key).map_or(&job.data, |l| &l.data);
+        state::state(job.cell, &job.primary, data).is_complete()
+    }
+}
+
+impl Worker<'_> {
+    /// Walks one board's steps over its jobs (the cells the steps name).
+    pub(super) fn walk(&self, steps: &[Step], jobs: &[Job<'_>]) -> BoardResult {
+        self.progress.event(Event::BoardStart {
+            board: self.name(),
+            cells: jobs.len(),
+        });
+        let mut w = Walk {
+            board: None,
+            controller: self.connector.controller(),
+            jobs: jobs.iter().map(|j| (j.cell.key.clone(), j)).collect(),
+            live: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
+            facts: json!({}),
+            idle_celsius: None,
+            seq: 0,
+            mounted: None,
+            lost: None,
+            interrupted: false,
+        };
+        // A cell's outcome is final after the last step that names it.
+        let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
+        for (i, s) in steps.iter().enumerate() {
+            for k in &s.cells {
+                last.insert(k, i);
+            }
+        }
+        let mut result = BoardResult {
+            completed: 0,
+            failed: Vec::new(),
+            interrupted: false,
+        };
+        for (i, step) in steps.iter().enumerate() {
+            let status = self.step(&mut w, step);
+            self.progress.event(Event::Step {
+                board: self.name(),
+                index: i,
+                step,
+                status: &status,
+            });
+            for k in &step.cells {
+                if last.get(k) == Some(&i) {
+                    self.finish_cell(&mut w, k, &mut result);
+                }
+            }
+        }
+        // Cells the steps never named (none, unless the schedule is wrong) are not lost.
+        let unnamed: Vec<CellKey> = w
+            .jobs
+            .keys()
+            .filter(|k| !last.contains_key(k))
+            .cloned()
+            .collect();
+        for k in &unnamed {
+            self.finish_cell(&mut w, k, &mut result);
+        }
+        if w.lost.is_none()
+            && let (Some((s, f)), Some(board)) = (w.mounted.take(), w.board.as_deref_mut())
+            && let Err(e) = storage::release(board, &s, &f)
+        {
+            self.phase(None, format!("could not unmount {}: {e}", s.path));
+        }
+        result.interrupted |= w.interrupted;
+        self.done(&result);
+        result
+    }
+
+    fn finish_cell(&self, w: &mut Walk<'_, '_>, key: &CellKey, result: &mut BoardResult) {
+        let live = w.live.remove(key);
+        let job = w.jobs[key];
+        let outcome = match w.outcomes.remove(key) {
+            Some(o) => o,
+            None => match (&w.lost, w.interrupted) {
+                (Some(lost), _) => Err(lost.clone()),
+                (None, true) => Err(CellFailure::Interrupted),
+                (None, false) => {
+                    let data = live.as_ref().map_or(&job.data, |l| &l.data);
+                    match state::state(job.cell, &job.primary, data) {
+                        s if s.is_complete() => Ok(state::counted(&job.cell.method, data).count()),
+                        _ => Err(CellFailure::Interrupted),
+                    }
+                }
+            },
+        };
+        match outcome {
+            Ok(measured) => {
+                result.completed += 1;
+                self.progress.event(Event::CellDone {
+                    board: self.name(),
+                    cell: &job.cell.address,
+                    measured,
+                });
+            }
+            Err(CellFailure::Interrupted) => result.interrupted = true,
+            Err(cause) => {
+                self.fail_cell(job.cell, &cause);
+                result.failed.push((job.cell.address.clone(), cause));
+            }
+        }
+    }
+
+    /// One step: skipped, found done, run, or failed.
+    fn step(&self, w: &mut Walk<'_, '_>, step: &Step) -> StepStatus {
+        if step.action.is_cleanup() {
+            return self.cleanup(w, step);
+        }
+        if w.lost.is_some() {
+            return StepStatus::Skipped {
+                reason: "the board is lost".into(),
+            };
+        }
+        if w.interrupted || self.stop.load(Ordering::SeqCst) {
+            w.interrupted = true;
+            return StepStatus::Skipped {
+                reason: "interrupted".into(),
+            };
+        }
+        let pending: Vec<CellKey> = step
+            .cells
+            .iter()
+            .filter(|k| !w.outcomes.contains_key(*k))
+            .cloned()
+            .collect();
+        if pending.is_empty() {
+            return StepStatus::Skipped {
+                reason: "its cells failed".into(),
+            };
+        }
+        if self.is_done(w, step, &pending) {
+            return StepStatus::Done;
+        }
+        match self.run_step(w, step, &pending) {
+            Ok(()) => StepStatus::Ran,
+            Err(cause) => {
+                w.fail(&pending, &cause);
+                StepStatus::Failed {
+                    cause: cause.to_string(),
+                }
+            }
+        }
+    }
+
+    /// Whether a step needs no work, by its `done_when`.
+    fn is_done(&self, w: &mut Walk<'_, '_>, step: &Step, pending: &[CellKey]) -> bool {
+        match (step.done_when, &step.action) {
+            (
+                DoneWhen::Mounted,
+                Action::Mount {
+                    storage,
+                    filesystem,
+                    ..
+                },
+            ) => w
+                .mounted
+                .as_ref()
+                .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem),
+            (DoneWhen::CellsComplete, _) => {
+                if !pending.iter().all(|k| w.is_complete(k)) {
+                    return false;
+                }
+                for k in pending {
+                    let job = w.jobs[k];
+                    let data = w.live.get(k).map_or(&job.data, |l| &l.data);
+                    let have = state::counted(&job.cell.method, data).count();
+                    w.outcomes.insert(k.clone(), Ok(have));
+                }
+                true
+            }
+            // `CommandsPresent` is asked inside provisioning, which installs only what
+            // is missing; the rest always run.
+            _ => false,
+        }
+    }
+
+    fn run_step(
+        &self,
+        w: &mut Walk<'_, '_>,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        if let Action::Connect = step.action {
+            self.phase(None, "connect");
+            return match self.connector.board(self.board) {
+                Ok(t) => {
+                    w.board = Some(t);
+                    Ok(())
+                }
+                Err(e) => {
+                    // The stored cause leaves the file out (no absolute path in reports).
+                    if let TransportError::HostKey { known_hosts, .. } = &e {
+                        self.phase(None, format!("known_hosts: {}", known_hosts.display()));
+                    }
+                    Err(e.into())
+                }
+            };
+        }
+        let Walk {
+            board,
+            controller,
+            jobs,
+            live,
+            facts,
+            idle_celsius,
+            seq,
+            mounted,
+            outcomes,
+            ..
+        } = &mut *w;
+        let Some(board) = board.as_deref_mut() else {
+            return Err(CellFailure::Refused {
+                reason: "the board is not connected".into(),
+            });
+        };
+        let mut t = Transports {
+            board,
+            controller: controller.as_mut(),
+        };
+        let first = &pending[0];
+        match &step.action {
+            Action::Connect => Ok(()),
+            Action::ClaimWorkdir { controller } => {
+                self.phase(None, "claim workdir");
+                self.claim(&mut t, *controller)
+            }
+            Action::Provision { .. } => {
+                self.phase(None, "provision");
+                let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
+                self.prepare(t.board, t.controller, &jobs)
+            }
+            Action::StopLeftoverServices => {
+                // Services a crashed or killed apply left running would skew every number.
+                for side in [Side::Board, Side::Controller] {
+                    if let Err(e) = t.side(side).stop_all_services(&self.service_dir(side)) {
+                        self.phase(None, format!("could not stop leftover services: {e}"));
+                    }
+                }
+                Ok(())
+            }
+            Action::GatherFacts => {
+                *idle_celsius = read_temperature(t.board, self.board);
+                *facts = gather_facts(t.board, self.board);
+                if let (Some(c), Some(obj)) = (*idle_celsius, facts.as_object_mut()) {
+                    obj.insert("idle_temperature_c".into(), json!(c));
+                }
+                Ok(())
+            }
+            Action::Mount {
+                storage: name,
+                filesystem,
+                ..
+            } => {
+                let st = self
+                    .board
+                    .storage(name)
+                    .ok_or_else(|| CellFailure::Refused {
+                        reason: format!("board {} declares no storage {name}", self.board.name),
+                    })?;
+                let fs = jobs[first]
+                    .cell
+                    .filesystem
+                    .clone()
+                    .filter(|f| &f.name == filesystem)
+                    .ok_or_else(|| CellFailure::Refused {
+                        reason: format!("no filesystem {filesystem} for {name}"),
+                    })?;
+                if let Some((s, f)) = mounted.take() {
+                    storage::release(t.board, &s, &f)
+                        .map_err(|message| CellFailure::Storage { message })?;
+                }
+                if fs.kind != crate::model::AS_IS {
+                    self.phase(
+                        Some(&jobs[first].cell.address),
+                        format!("format {} as {}", st.name, fs.name),
+                    );
+                }
+                storage::prepare(t.board, st, &fs)
+                    .map_err(|message| CellFailure::Storage { message })?;
+                *mounted = Some((st.clone(), fs));
+                Ok(())
+            }
+            Action::Setup { from, commands, .. } => {
+                let job = jobs[first];
+                if !live.contains_key(first) {
+                    let cell = self.open_cell(job, facts)?;
+                    live.insert(first.clone(), cell);
+                }
+                let cell = &live[first];
+                if *commands == 0 {
+                    return Ok(());
+                }
+                self.phase(Some(&job.cell.address), "setup");
+                let _held = self.resources.acquire(&job.recipe.exclusive);
+                let commands = &job.recipe.setup[*from..from + commands];
+                self.commands(&mut t, commands, &cell.vars, "setup")
+            }
+            Action::StartService { service, .. } => {
+                let job = jobs[first];
+                let spec = job
+                    .recipe
+                    .services
+                    .iter()
+                    .find(|s| &s.name == service)
+                    .ok_or_else(|| CellFailure::Refused {
+                        reason: format!("{} has no service {service}", job.recipe.name),
+                    })?;
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                self.start_service(&mut t, cell, spec)
+            }
+            Action::Cooldown { .. } => {
+                let job = jobs[first];
+                self.cooldown(
+                    t.board,
+                    Some(&job.cell.address),
+                    &job.cell.method,
+                    *idle_celsius,
+                )
+            }
+            Action::WarmUp { .. } => {
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                let order = cell.job.cell.method.order;
+                self.warm_up(&mut t, cell, order, seq)
+            }
+            Action::Measure { order, .. } => {
+                let mut cells: Vec<(&CellKey, &mut LiveCell<'_, '_>)> = live
+                    .iter_mut()
+                    .filter(|(k, _)| pending.contains(k))
+                    .collect();
+                cells.sort_by_key(|(k, _)| pending.iter().position(|p| p == *k));
+                let keys: Vec<CellKey> = cells.iter().map(|(k, _)| (*k).clone()).collect();
+                let mut refs: Vec<&mut LiveCell<'_, '_>> =
+                    cells.into_iter().map(|(_, c)| c).collect();
+                let results = self.measure(&mut t, &mut refs, *order, seq);
+                let mut stopped = None;
+                for (k, o) in keys.iter().zip(results) {
+                    match o {
+                        Some(Err(e)) if stops_group(&e) => {
+                            stopped.get_or_insert(e.clone());
+                            outcomes.insert(k.clone(), Err(e));
+                        }
+                        Some(o) => {
+                            outcomes.insert(k.clone(), o);
+                        }
+                        None => {}
+                    }
+                }
+                // A cell the measuring left without an outcome shares the fate that
+                // stopped it: the board lost by another cell's run is its loss too.
+                match stopped {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                }
+            }
+            Action::StopService { .. } | Action::Teardown { .. } | Action::Unmount { .. } => Ok(()),
+        }
+    }
+
+    /// Claims the board's workdir, and the controller's directory when a step runs there.
+    fn claim(&self, t: &mut Transports<'_>, controller: bool) -> Result<(), CellFailure> {
+        // benchpipe removes files in these directories as root: only in its own.
+        let claimed =
+            crate::transport::workdir::claim(t.board, &self.board.workdir).and_then(|()| {
+                match controller {
+                    true => crate::transport::workdir::claim(
+                        t.controller,
+                        &self.service_dir(Side::Controller),
+                    ),
+                    false => Ok(()),
+                }
+            });
+        claimed.map_err(|e| match e {
+            // `Other` is the claim's refusal; anything else is the transport's own.
+            TransportError::Other { .. } => CellFailure::Refused {
+                reason: e.to_string(),
+            },
+            e => e.into(),
+        })
+    }
+
+    /// A cleanup step: runs when what it undoes was done, on the board only while the
+    /// board is there.
+    fn cleanup(&self, w: &mut Walk<'_, '_>, step: &Step) -> StepStatus {
+        if step.side == Side::Board && w.lost.is_some() {
+            return StepStatus::Skipped {
+                reason: "the board is lost".into(),
+            };
+        }
+        let nothing = StepStatus::Done;
+        let Some(board) = w.board.as_deref_mut() else {
+            return nothing;
+        };
+        let mut t = Transports {
+            board,
+            controller: w.controller.as_mut(),
+        };
+        match &step.action {
+            Action::StopService { service, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get_mut(key) else {
+                    return nothing;
+                };
+                if !cell.services.iter().any(|(_, n, _)| n == service) {
+                    return nothing;
+                }
+                self.phase(Some(&cell.job.cell.address), "teardown");
+                match self.stop_service(&mut t, cell, service) {
+                    Ok(()) => StepStatus::Ran,
+                    Err(e) => {
+                        let status = StepStatus::Failed {
+                            cause: e.to_string(),
+                        };
+                        if e.ends_board() {
+                            w.lost.get_or_insert_with(|| e.clone());
+                        }
+                        w.fail_cleanup(key, e);
+                        status
+                    }
+                }
+            }
+            Action::Teardown { from, commands, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get(key) else {
+                    return nothing;
+                };
+                self.phase(Some(&cell.job.cell.address), "teardown");
+                let recipe = cell.job.recipe;
+                let _held = self.resources.acquire(&recipe.exclusive);
+                let commands = &recipe.teardown[*from..from + commands];
+                match self.commands(&mut t, commands, &cell.vars, "teardown") {
+                    Ok(()) => StepStatus::Ran,
+                    Err(e) => {
+                        let status = StepStatus::Failed {
+                            cause: e.to_string(),
+                        };
+                        if e.ends_board() {
+                            w.lost.get_or_insert_with(|| e.clone());
+                        }
+                        w.fail_cleanup(key, e);
+                        status
+                    }
+                }
+            }
+            Action::Unmount {
+                storage,
+                filesystem,
+            } => {
+                let ours = w
+                    .mounted
+                    .as_ref()
+                    .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem);
+                if !ours {
+                    return nothing;
+                }
+                let (s, f) = w.mounted.take().expect("checked above");
+                match storage::release(t.board, &s, &f) {
+                    Ok(()) => StepStatus::Ran,
+                    Err(e) => {
+                        self.phase(None, format!("could not unmount {}: {e}", s.path));
+                        StepStatus::Failed { cause: e }
+                    }
+                }
+            }
+            _ => nothing,
+        }
+    }
+}

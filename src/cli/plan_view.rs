@@ -1,0 +1,305 @@
+//! What `plan` and `apply --dry-run` print: every cell with its state and why it runs,
+//! and the schedule apply would walk, from the files and the store only.
+
+use std::collections::BTreeSet;
+
+use super::{Selection, plans};
+use crate::error::{Error, Result};
+use crate::model::{Scenario, Workspace};
+use crate::plan::schedule::{self, Estimates, Schedule};
+use crate::plan::state::{self, CellState};
+use crate::plan::{self, Cell, Plan};
+use crate::store::{CellData, Store};
+
+/// The version of `plan --json`'s document (docs/FORMAT.md): 2 added `schedule`.
+pub const PLAN_JSON_FORMAT: u32 = 2;
+
+struct Row<'p> {
+    scenario: String,
+    cell: &'p Cell,
+    state: CellState,
+    why: Option<plan::diff::Why>,
+    selected: bool,
+}
+
+#[derive(Default)]
+struct Counts {
+    complete: usize,
+    partial: usize,
+    missing: usize,
+    failed: usize,
+    not_selected: usize,
+    runs_left: usize,
+}
+
+/// The plan as data: rows per cell, counts and the schedule.
+struct View<'p> {
+    rows: Vec<Row<'p>>,
+    counts: Counts,
+    schedule: Schedule,
+}
+
+fn view<'p>(
+    ws: &Workspace,
+    all_plans: &'p [(&Scenario, Plan)],
+    store: &Store,
+    select: &Selection,
+) -> Result<View<'p>> {
+    let data = store.all()?;
+    let nearest = plan::diff::Nearest::new(data.values().filter_map(|d| d.record.as_ref()));
+    let empty = CellData::default();
+    let mut rows = Vec::new();
+    let mut counts = Counts::default();
+    let mut work = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (scenario, plan) in all_plans {
+        for cell in &plan.cells {
+            let recipe = &ws.recipes[&cell.address.test];
+            let primary = recipe.primary_metrics();
+            let stored = data.get(&cell.key).unwrap_or(&empty);
+            let redone;
+            let d = if select.redoes(cell) {
+                redone = stored.redone("plan");
+                &redone
+            } else {
+                stored
+            };
+            let st = state::state(cell, &primary, d);
+            if !select.runs(cell) {
+                counts.not_selected += 1;
+                rows.push(Row {
+                    scenario: scenario.name.clone(),
+                    cell,
+                    state: st,
+                    why: None,
+                    selected: false,
+                });
+                continue;
+            }
+            // Why it must run: a redo, else (when nothing of it is stored) its nearest
+            // stored neighbour's differences. Partial and failed cells speak for themselves.
+            let why = if st.is_complete() {
+                None
+            } else if d.superseded() > 0 {
+                // Asked now (`--redo`) or recorded by an earlier `apply --redo`; a cell
+                // with nothing stored has nothing to redo and is explained below.
+                Some(plan::diff::Why::Redo)
+            } else if matches!(st, CellState::Missing { .. }) {
+                Some(nearest.why(cell))
+            } else {
+                None
+            };
+            match &st {
+                CellState::Complete { .. } => counts.complete += 1,
+                CellState::Partial { .. } => counts.partial += 1,
+                CellState::Missing { .. } => counts.missing += 1,
+                CellState::Failed { .. } => counts.failed += 1,
+            }
+            counts.runs_left += st.remaining();
+            // The same cell from two scenarios runs once.
+            if !st.is_complete() && seen.insert(cell.key.clone()) {
+                work.push(schedule::Work {
+                    cell,
+                    recipe,
+                    runs_left: st.remaining(),
+                });
+            }
+            rows.push(Row {
+                scenario: scenario.name.clone(),
+                cell,
+                state: st,
+                why,
+                selected: true,
+            });
+        }
+    }
+    let schedule = schedule::build(ws, &work, &Estimates::from_store(&data));
+    Ok(View {
+        rows,
+        counts,
+        schedule,
+    })
+}
+
+fn fmt_duration(secs: f64) -> String {
+    let s = secs.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// The summary line both `plan` and `apply --dry-run` end with.
+fn summary(v: &View<'_>) -> String {
+    let c = &v.counts;
+    let eta = if c.runs_left == 0 {
+        "nothing to run".to_string()
+    } else {
+        match v.schedule.estimate_seconds() {
+            Some(e) => format!("estimated {}", fmt_duration(e)),
+            None => "no estimate yet (no run history in the store for some tests)".to_string(),
+        }
+    };
+    let only = if c.not_selected > 0 {
+        format!(", {} skipped by --only", c.not_selected)
+    } else {
+        String::new()
+    };
+    let steps: usize = v.schedule.boards.iter().map(|b| b.steps.len()).sum();
+    format!(
+        "Plan: {} cell(s): {} complete, {} partial, {} missing, {} failed{only}; {} measured run(s) to take in {steps} step(s) on {} board(s); {eta}.\n",
+        v.rows.len(),
+        c.complete,
+        c.partial,
+        c.missing,
+        c.failed,
+        c.runs_left,
+        v.schedule.boards.len(),
+    )
+}
+
+/// The text (or JSON) of `benchpipe plan`.
+pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) -> Result<String> {
+    let all_plans = plans(ws);
+    let v = view(ws, &all_plans, store, select)?;
+    if json {
+        return plan_json(&all_plans, &v);
+    }
+    let mut table = String::new();
+    for row in &v.rows {
+        let cell = row.cell;
+        if !row.selected {
+            table.push_str(&format!(
+                "  {}  {:<22}  {}\n",
+                cell.key,
+                "skipped by --only",
+                cell.address.label()
+            ));
+            continue;
+        }
+        let state = match &row.state {
+            CellState::Complete { have, .. } => format!("complete ({have} runs)"),
+            CellState::Partial { have, want } => format!("partial ({have} of {want})"),
+            CellState::Missing { want } => format!("missing ({want} runs)"),
+            CellState::Failed { have, want, .. } => format!("failed ({have} of {want})"),
+        };
+        table.push_str(&format!(
+            "  {}  {:<22}  {}\n",
+            cell.key,
+            state,
+            cell.address.label()
+        ));
+        if let CellState::Failed { cause, .. } = &row.state {
+            table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
+        }
+        why_lines(&mut table, row.why.as_ref());
+    }
+    for (_, plan) in &all_plans {
+        for s in &plan.skipped {
+            table.push_str(&format!(
+                "  {:<32}  {:<22}  {} [{}]\n",
+                "-",
+                "not applicable",
+                s.address.label(),
+                s.reason
+            ));
+        }
+    }
+    table.push_str(&summary(&v));
+    Ok(table)
+}
+
+fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
+    match why {
+        None => {}
+        Some(plan::diff::Why::New) => {
+            table.push_str(&format!("  {:<32}  + new: no stored cell like it\n", ""));
+        }
+        Some(plan::diff::Why::Redo) => {
+            table.push_str(&format!(
+                "  {:<32}  ! redo: stored runs kept but no longer counted\n",
+                ""
+            ));
+        }
+        Some(plan::diff::Why::Changed {
+            nearest,
+            same_address,
+            diff,
+        }) => {
+            let what = if *same_address {
+                "at this address"
+            } else {
+                "of this test on this board"
+            };
+            let n = diff.total();
+            if n == 0 {
+                table.push_str(&format!(
+                    "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed\n",
+                    ""
+                ));
+                return;
+            }
+            table.push_str(&format!(
+                "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:\n",
+                ""
+            ));
+            for c in &diff.changes {
+                table.push_str(&format!("  {:<32}      {c}\n", ""));
+            }
+            if diff.more > 0 {
+                table.push_str(&format!("  {:<32}      ... and {} more\n", "", diff.more));
+            }
+        }
+    }
+}
+
+fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>) -> Result<String> {
+    let cells: Vec<_> = v
+        .rows
+        .iter()
+        .map(|row| {
+            let mut j = serde_json::json!({
+                "scenario": row.scenario,
+                "key": row.cell.key,
+                "dir": row.cell.dir_name(),
+                "address": row.cell.address,
+                "state": row.state,
+                "selected": row.selected,
+            });
+            if let Some(why) = &row.why {
+                j["why"] = serde_json::json!(why);
+            }
+            j
+        })
+        .collect();
+    let skipped: Vec<_> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
+    let c = &v.counts;
+    let doc = serde_json::json!({
+        "format": PLAN_JSON_FORMAT,
+        "cells": cells,
+        "skipped": skipped,
+        "schedule": v.schedule,
+        "summary": {
+            "complete": c.complete, "partial": c.partial, "missing": c.missing,
+            "failed": c.failed,
+            "skipped_by_only": c.not_selected,
+            "measured_runs_left": c.runs_left,
+            "estimated_seconds": v.schedule.estimate_seconds(),
+        },
+    });
+    let mut s = serde_json::to_string_pretty(&doc).map_err(|e| Error::Other(e.to_string()))?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// `apply --dry-run`: the steps apply would walk, per board, touching no board.
+pub fn dry_run_text(ws: &Workspace, store: &Store, select: &Selection) -> Result<String> {
+    let all_plans = plans(ws);
+    let v = view(ws, &all_plans, store, select)?;
+    let mut out = v.schedule.text();
+    out.push_str(&summary(&v));
+    Ok(out)
+}

@@ -1,0 +1,597 @@
+//! The schedule: per board, the ordered steps apply walks for the cells that need work.
+//!
+//! `plan --json` prints it, `apply --dry-run` prints it as text, and `apply` walks it
+//! (`apply/walk.rs`); all three get it from [`build`], a pure function of the files and
+//! what the store holds. Work is ordered so that each (image, storage, filesystem) is
+//! prepared once per board: by image, then by the mount the cells need, then in plan
+//! order. A step names its cells, its side, the exclusive resources it holds, how apply
+//! knows it is already done, and its time estimate from the store's history.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Cell, CellKey};
+use crate::model::{
+    AS_IS, BoardName, Cooldown, FsName, ImageName, Recipe, RunOrder, Side, StorageName, TestName,
+    Workspace,
+};
+use crate::store::CellData;
+
+/// The schema version of the schedule in `plan --json` (docs/FORMAT.md).
+pub const FORMAT: u32 = 1;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Schedule {
+    pub format: u32,
+    pub boards: Vec<BoardSteps>,
+}
+
+/// One board's steps, walked in order by that board's worker.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BoardSteps {
+    pub board: BoardName,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    /// What the step does, with its own fields (`"action": "mount"`, ...).
+    #[serde(flatten)]
+    pub action: Action,
+    /// The cells it serves: a board step serves all the board's cells, so its failure
+    /// fails them all.
+    pub cells: Vec<CellKey>,
+    pub side: Side,
+    /// Exclusive resources held while it runs: no two boards hold one at once.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+    pub done_when: DoneWhen,
+    /// Seconds, from the store's history of runs; `None` when it has none.
+    pub estimate_seconds: Option<f64>,
+}
+
+/// What a step does. Steps that undo another (`cleanup`) run even after a failure or an
+/// interrupt, when what they undo was done.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Action {
+    /// Open a session to the board.
+    Connect,
+    /// Claim the board's workdir (and, when a step runs there, the controller's).
+    ClaimWorkdir { controller: bool },
+    /// Install what the tests need, per side, and create work and storage directories.
+    Provision { tests: Vec<TestName> },
+    /// Stop services a crashed or killed apply left running.
+    StopLeftoverServices,
+    /// Read the board's facts and its idle temperature, recorded beside every cell.
+    GatherFacts,
+    /// Format and mount a storage (or, for `as-is`, check it) for the cells that need it.
+    Mount {
+        image: ImageName,
+        storage: StorageName,
+        filesystem: FsName,
+        /// Whether this makes a filesystem (`as-is` does not).
+        mkfs: bool,
+    },
+    /// Open one cell in the store, write its facts, run the recipe's setup commands of
+    /// this side (a recipe's consecutive commands on one side form one step).
+    Setup {
+        test: TestName,
+        from: usize,
+        commands: usize,
+    },
+    /// Start one of the cell's services and wait until its ready check passes.
+    StartService { test: TestName, service: String },
+    /// Cool down before the group's first run.
+    Cooldown { cooldown: Cooldown },
+    /// Warm-up runs of one cell, recorded and discarded.
+    WarmUp { test: TestName, runs: u32 },
+    /// Measured runs of the cells, one at a time (blocked) or in turns (interleaved),
+    /// until each cell's stop rule holds.
+    Measure { order: RunOrder, runs_left: usize },
+    /// Stop one of the cell's services (cleanup).
+    StopService { test: TestName, service: String },
+    /// The recipe's teardown commands of this side (cleanup; the controller's run even
+    /// when the board is lost).
+    Teardown {
+        test: TestName,
+        from: usize,
+        commands: usize,
+    },
+    /// Unmount what `Mount` mounted (cleanup).
+    Unmount {
+        storage: StorageName,
+        filesystem: FsName,
+    },
+}
+
+impl Action {
+    /// Whether the step undoes another and so runs after failures and interrupts.
+    pub fn is_cleanup(&self) -> bool {
+        matches!(
+            self,
+            Action::StopService { .. } | Action::Teardown { .. } | Action::Unmount { .. }
+        )
+    }
+
+    /// A short line for people: `mount usb as btrfs-lzo`.
+    pub fn label(&self) -> String {
+        match self {
+            Action::Connect => "connect".into(),
+            Action::ClaimWorkdir { controller: false } => "claim workdir".into(),
+            Action::ClaimWorkdir { controller: true } => {
+                "claim workdir (and the controller's)".into()
+            }
+            Action::Provision { tests } => format!("provision {}", join(tests)),
+            Action::StopLeftoverServices => "stop leftover services".into(),
+            Action::GatherFacts => "gather facts".into(),
+            Action::Mount {
+                image,
+                storage,
+                filesystem,
+                mkfs: true,
+            } => format!("format {storage} as {filesystem} ({image})"),
+            Action::Mount {
+                image,
+                storage,
+                mkfs: false,
+                ..
+            } => format!("check {storage} as-is ({image})"),
+            Action::Setup {
+                test, commands: 0, ..
+            } => format!("open {test}"),
+            Action::Setup { test, commands, .. } => {
+                format!("set up {test} ({commands} command(s))")
+            }
+            Action::StartService { test, service } => format!("start {service} for {test}"),
+            Action::Cooldown { cooldown } => match cooldown {
+                Cooldown::None => "cool-down: none".into(),
+                Cooldown::Fixed { duration } => format!("cool down {}s", duration.as_secs()),
+                Cooldown::UntilBelow {
+                    celsius,
+                    above_idle,
+                    ..
+                } => format!(
+                    "cool down below {}{celsius} °C",
+                    if *above_idle { "idle+" } else { "" }
+                ),
+            },
+            Action::WarmUp { test, runs } => format!("warm up {test} ({runs} run(s))"),
+            Action::Measure { order, runs_left } => {
+                let order = match order {
+                    RunOrder::Blocked => "blocked",
+                    RunOrder::Interleaved => "interleaved",
+                };
+                format!("measure {runs_left} run(s), {order}")
+            }
+            Action::StopService { test, service } => format!("stop {service} for {test}"),
+            Action::Teardown { test, commands, .. } => {
+                format!("tear down {test} ({commands} command(s))")
+            }
+            Action::Unmount {
+                storage,
+                filesystem,
+            } => format!("unmount {storage} ({filesystem})"),
+        }
+    }
+}
+
+fn join(tests: &[TestName]) -> String {
+    tests
+        .iter()
+        .map(|t| t.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How apply knows a step needs no work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DoneWhen {
+    /// Always runs: a session, facts or a cool-down belong to this apply.
+    Never,
+    /// Board state: every command the tests need is found (`command -v`), so nothing is
+    /// installed.
+    CommandsPresent,
+    /// Board state: this walk already has this storage mounted with this filesystem.
+    Mounted,
+    /// Store: every one of its cells is complete (its stop rule holds).
+    CellsComplete,
+    /// Walk state: what it undoes was never done (no service started, nothing mounted,
+    /// the cell never opened), or the board is gone.
+    NothingToUndo,
+}
+
+/// A cell that needs work, with what `build` needs to know of it.
+pub struct Work<'a> {
+    pub cell: &'a Cell,
+    pub recipe: &'a Recipe,
+    /// Measured runs still to take, as far as the plan can tell.
+    pub runs_left: usize,
+}
+
+/// Seconds per run from the store's history: per (test, board), else per test.
+#[derive(Debug, Default)]
+pub struct Estimates {
+    per_run: BTreeMap<(String, String), (f64, usize)>,
+}
+
+impl Estimates {
+    pub fn from_store(data: &BTreeMap<CellKey, CellData>) -> Estimates {
+        let mut per_run: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+        for d in data.values() {
+            let Some(rec) = &d.record else { continue };
+            for s in &d.samples {
+                let secs = (s.ended - s.started).max(0.0);
+                for k in [
+                    (rec.address.test.to_string(), rec.address.board.to_string()),
+                    (rec.address.test.to_string(), String::new()),
+                ] {
+                    let e = per_run.entry(k).or_insert((0.0, 0));
+                    e.0 += secs;
+                    e.1 += 1;
+                }
+            }
+        }
+        Estimates { per_run }
+    }
+
+    /// Mean seconds of one run of this cell's test, on its board if known there.
+    pub fn per_run(&self, cell: &Cell) -> Option<f64> {
+        let (test, board) = (
+            cell.address.test.to_string(),
+            cell.address.board.to_string(),
+        );
+        self.per_run
+            .get(&(test.clone(), board))
+            .or_else(|| self.per_run.get(&(test, String::new())))
+            .map(|(sum, n)| sum / *n as f64)
+    }
+}
+
+/// The mount a cell needs: `None` for tests that touch no storage.
+fn mount_of(cell: &Cell) -> Option<(StorageName, FsName, bool)> {
+    match (&cell.address.storage, &cell.filesystem) {
+        (Some(s), Some(f)) => Some((s.clone(), f.name.clone(), f.kind != AS_IS)),
+        _ => None,
+    }
+}
+
+/// The schedule for `work` (cells that need work, each once, in plan order).
+pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedule {
+    let mut by_board: BTreeMap<&BoardName, Vec<&Work<'_>>> = BTreeMap::new();
+    for w in work {
+        by_board.entry(&w.cell.address.board).or_default().push(w);
+    }
+    let boards = by_board
+        .into_iter()
+        .map(|(board, work)| BoardSteps {
+            board: board.clone(),
+            steps: board_steps(ws, board, work, estimates),
+        })
+        .collect();
+    Schedule {
+        format: FORMAT,
+        boards,
+    }
+}
+
+fn board_steps(
+    ws: &Workspace,
+    board: &BoardName,
+    mut work: Vec<&Work<'_>>,
+    estimates: &Estimates,
+) -> Vec<Step> {
+    let _ = ws.boards.get(board);
+    // Images, then mounts, in the order the plan first names them; plan order inside
+    // each (image, mount). The sort is stable.
+    let mut images: Vec<&ImageName> = Vec::new();
+    let mut mounts: Vec<Option<(StorageName, FsName, bool)>> = Vec::new();
+    for w in &work {
+        if !images.contains(&&w.cell.address.image) {
+            images.push(&w.cell.address.image);
+        }
+        let m = mount_of(w.cell);
+        if !mounts.contains(&m) {
+            mounts.push(m);
+        }
+    }
+    let rank = |w: &Work<'_>| {
+        let image = images.iter().position(|i| *i == &w.cell.address.image);
+        let m = mount_of(w.cell);
+        (image, mounts.iter().position(|x| *x == m))
+    };
+    work.sort_by_cached_key(|w| rank(w));
+    let all: Vec<CellKey> = work.iter().map(|w| w.cell.key.clone()).collect();
+    let mut steps = Vec::new();
+    let board_step = |action: Action, done_when: DoneWhen| Step {
+        action,
+        cells: all.clone(),
+        side: Side::Board,
+        resources: Vec::new(),
+        done_when,
+        estimate_seconds: None,
+    };
+    let mut tests: Vec<TestName> = work.iter().map(|w| w.recipe.name.clone()).collect();
+    tests.sort();
+    tests.dedup();
+    let controller = work.iter().any(|w| uses_controller(w.recipe));
+    steps.push(board_step(Action::Connect, DoneWhen::Never));
+    steps.push(board_step(
+        Action::ClaimWorkdir { controller },
+        DoneWhen::Never,
+    ));
+    steps.push(board_step(
+        Action::Provision { tests },
+        DoneWhen::CommandsPresent,
+    ));
+    steps.push(board_step(Action::StopLeftoverServices, DoneWhen::Never));
+    steps.push(board_step(Action::GatherFacts, DoneWhen::Never));
+
+    let mut rest: &[&Work<'_>] = &work;
+    while let Some(first) = rest.first() {
+        let key = (&first.cell.address.image, mount_of(first.cell));
+        let len = rest
+            .iter()
+            .take_while(|w| (&w.cell.address.image, mount_of(w.cell)) == key)
+            .count();
+        let (same_mount, tail) = rest.split_at(len);
+        rest = tail;
+        let keys: Vec<CellKey> = same_mount.iter().map(|w| w.cell.key.clone()).collect();
+        if let Some((storage, filesystem, mkfs)) = &key.1 {
+            steps.push(Step {
+                action: Action::Mount {
+                    image: first.cell.address.image.clone(),
+                    storage: storage.clone(),
+                    filesystem: filesystem.clone(),
+                    mkfs: *mkfs,
+                },
+                cells: keys.clone(),
+                side: Side::Board,
+                resources: Vec::new(),
+                done_when: DoneWhen::Mounted,
+                estimate_seconds: None,
+            });
+        }
+        // Interleaved cells of one mount take their runs in turns; blocked ones one
+        // cell at a time.
+        let (interleaved, blocked): (Vec<&Work<'_>>, Vec<&Work<'_>>) = same_mount
+            .iter()
+            .partition(|w| w.cell.method.order == RunOrder::Interleaved);
+        let mut groups: Vec<Vec<&Work<'_>>> = blocked.into_iter().map(|w| vec![w]).collect();
+        if !interleaved.is_empty() {
+            groups.insert(0, interleaved);
+        }
+        for group in groups {
+            group_steps(&mut steps, &group, estimates);
+        }
+        if let Some((storage, filesystem, _)) = key.1 {
+            steps.push(Step {
+                action: Action::Unmount {
+                    storage,
+                    filesystem,
+                },
+                cells: keys,
+                side: Side::Board,
+                resources: Vec::new(),
+                done_when: DoneWhen::NothingToUndo,
+                estimate_seconds: None,
+            });
+        }
+    }
+    steps
+}
+
+fn uses_controller(r: &Recipe) -> bool {
+    r.setup
+        .iter()
+        .chain([&r.run])
+        .chain(&r.teardown)
+        .any(|s| s.on == Side::Controller)
+        || r.services.iter().any(|s| s.on == Side::Controller)
+}
+
+/// Consecutive commands on one side: (side, first index, how many).
+fn segments(commands: &[crate::model::Step]) -> Vec<(Side, usize, usize)> {
+    let mut out: Vec<(Side, usize, usize)> = Vec::new();
+    for (i, c) in commands.iter().enumerate() {
+        match out.last_mut() {
+            Some((side, _, n)) if *side == c.on => *n += 1,
+            _ => out.push((c.on, i, 1)),
+        }
+    }
+    out
+}
+
+/// Steps of one group of cells that share a mount and a cool-down.
+fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates: &Estimates) {
+    let keys: Vec<CellKey> = group.iter().map(|w| w.cell.key.clone()).collect();
+    let one = |w: &Work<'_>, action, side, done_when, estimate_seconds| Step {
+        action,
+        cells: vec![w.cell.key.clone()],
+        side,
+        resources: w.recipe.exclusive.clone(),
+        done_when,
+        estimate_seconds,
+    };
+    for w in group {
+        let test = w.recipe.name.clone();
+        let segs = segments(&w.recipe.setup);
+        if segs.is_empty() {
+            steps.push(one(
+                w,
+                Action::Setup {
+                    test: test.clone(),
+                    from: 0,
+                    commands: 0,
+                },
+                Side::Board,
+                DoneWhen::CellsComplete,
+                None,
+            ));
+        }
+        for (side, from, commands) in segs {
+            steps.push(one(
+                w,
+                Action::Setup {
+                    test: test.clone(),
+                    from,
+                    commands,
+                },
+                side,
+                DoneWhen::CellsComplete,
+                None,
+            ));
+        }
+        for s in &w.recipe.services {
+            let mut step = one(
+                w,
+                Action::StartService {
+                    test: test.clone(),
+                    service: s.name.clone(),
+                },
+                s.on,
+                DoneWhen::CellsComplete,
+                None,
+            );
+            step.resources.clear();
+            steps.push(step);
+        }
+    }
+    let method = &group[0].cell.method;
+    steps.push(Step {
+        action: Action::Cooldown {
+            cooldown: method.cooldown.clone(),
+        },
+        cells: keys.clone(),
+        side: Side::Board,
+        resources: Vec::new(),
+        done_when: DoneWhen::CellsComplete,
+        estimate_seconds: match &method.cooldown {
+            Cooldown::None => Some(0.0),
+            Cooldown::Fixed { duration } => Some(duration.as_secs_f64()),
+            Cooldown::UntilBelow { .. } => None,
+        },
+    });
+    for w in group {
+        let warm = &w.cell.method.warmup;
+        if warm.runs == 0 && warm.duration.is_none() {
+            continue;
+        }
+        let estimate = estimates.per_run(w.cell).map(|s| s * warm.runs as f64);
+        steps.push(one(
+            w,
+            Action::WarmUp {
+                test: w.recipe.name.clone(),
+                runs: warm.runs,
+            },
+            w.recipe.run.on,
+            DoneWhen::CellsComplete,
+            estimate,
+        ));
+    }
+    let mut resources: Vec<String> = group
+        .iter()
+        .flat_map(|w| w.recipe.exclusive.iter().cloned())
+        .collect();
+    resources.sort();
+    resources.dedup();
+    let runs_left = group.iter().map(|w| w.runs_left).sum();
+    let estimate = group
+        .iter()
+        .map(|w| estimates.per_run(w.cell).map(|s| s * w.runs_left as f64))
+        .sum::<Option<f64>>();
+    let side = if group.iter().all(|w| w.recipe.run.on == Side::Controller) {
+        Side::Controller
+    } else {
+        Side::Board
+    };
+    steps.push(Step {
+        action: Action::Measure {
+            order: if group.len() > 1 {
+                RunOrder::Interleaved
+            } else {
+                group[0].cell.method.order
+            },
+            runs_left,
+        },
+        cells: keys,
+        side,
+        resources,
+        done_when: DoneWhen::CellsComplete,
+        estimate_seconds: estimate,
+    });
+    for w in group {
+        let test = w.recipe.name.clone();
+        for s in w.recipe.services.iter().rev() {
+            steps.push(one(
+                w,
+                Action::StopService {
+                    test: test.clone(),
+                    service: s.name.clone(),
+                },
+                s.on,
+                DoneWhen::NothingToUndo,
+                None,
+            ));
+        }
+        for (side, from, commands) in segments(&w.recipe.teardown) {
+            steps.push(one(
+                w,
+                Action::Teardown {
+                    test: test.clone(),
+                    from,
+                    commands,
+                },
+                side,
+                DoneWhen::NothingToUndo,
+                None,
+            ));
+        }
+    }
+}
+
+impl Schedule {
+    /// Every step's estimate added up, or `None` when one measured step has none.
+    pub fn estimate_seconds(&self) -> Option<f64> {
+        let mut total = 0.0;
+        for s in self.boards.iter().flat_map(|b| &b.steps) {
+            match (s.estimate_seconds, &s.action) {
+                (Some(e), _) => total += e,
+                (None, Action::Measure { .. } | Action::WarmUp { .. }) => return None,
+                (None, _) => {}
+            }
+        }
+        Some(total)
+    }
+
+    /// `apply --dry-run`: the steps per board, one line each.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for b in &self.boards {
+            out.push_str(&format!("board {}: {} step(s)\n", b.board, b.steps.len()));
+            for (i, s) in b.steps.iter().enumerate() {
+                let side = match s.side {
+                    Side::Board => "board",
+                    Side::Controller => "controller",
+                };
+                let mut line = format!("  {:>3}. {:<44} {:<10}", i + 1, s.action.label(), side);
+                if s.cells.len() == 1 {
+                    line.push_str(&format!(" cell {}", &s.cells[0].as_str()[..12]));
+                } else {
+                    line.push_str(&format!(" {} cell(s)", s.cells.len()));
+                }
+                if let Some(e) = s.estimate_seconds.filter(|e| *e > 0.0) {
+                    line.push_str(&format!(", ~{:.0}s", e));
+                }
+                if !s.resources.is_empty() {
+                    line.push_str(&format!(", holds {}", s.resources.join(", ")));
+                }
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
