@@ -5,6 +5,7 @@
 //! every value; a transport runs the string with `sh -c` semantics and nothing more.
 
 pub mod capture;
+pub mod fake;
 pub mod local;
 pub mod quote;
 pub mod service;

@@ -8,6 +8,7 @@ mod libssh2;
 mod parallel;
 mod parsers;
 mod safety;
+mod schedule;
 mod spine;
 mod stats;
 mod storage;
