@@ -8,7 +8,7 @@ use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
-use crate::model::{AS_IS, Filesystem, Step, Storage};
+use crate::model::{AS_IS, Filesystem, Side, Step, Storage};
 use crate::storage;
 
 impl Worker<'_> {
@@ -47,6 +47,7 @@ impl Worker<'_> {
         let mut vars = Vars::new();
         vars.params(&cell.params)
             .set("workdir", self.board.workdir.clone())
+            .set("controller_dir", self.service_dir(Side::Controller))
             .set(
                 "dir",
                 storage

@@ -32,6 +32,8 @@ pub(super) struct Worker<'a> {
 pub(super) struct BoardState {
     /// Recorded beside every cell's samples.
     pub(super) facts: Value,
+    /// Each recipe's `[facts]`, merged into its cells' facts (`facts_for`).
+    pub(super) tools: std::collections::BTreeMap<crate::model::TestName, Value>,
     /// The storage and filesystem mounted now: reformatted only when a cell needs
     /// another, unmounted when the board is done.
     pub(super) mounted: Option<(Storage, Filesystem)>,
@@ -40,6 +42,17 @@ pub(super) struct BoardState {
     /// The temperature before benchpipe loaded the board: the base of "idle+N".
     pub(super) idle_celsius: Option<f64>,
     pub(super) order: RunOrder,
+}
+
+impl BoardState {
+    /// The board's facts with the recipe's own merged in.
+    pub(super) fn facts_for(&self, recipe: &crate::model::TestName) -> Value {
+        let mut facts = self.facts.clone();
+        if let (Some(obj), Some(Value::Object(extra))) = (facts.as_object_mut(), self.tools.get(recipe)) {
+            obj.extend(extra.clone());
+        }
+        facts
+    }
 }
 
 /// A cell being worked on: its store writer, template values and samples so far.
@@ -114,10 +127,11 @@ impl Worker<'_> {
         let mut controller_t: Box<dyn Transport> = Box::new(Local::new());
         // benchpipe removes files in these directories as root: only in its own.
         self.phase(None, "claim workdir");
-        // The controller's directory only when a service runs there.
-        let controller_services = jobs
-            .iter()
-            .any(|j| j.recipe.services.iter().any(|s| s.on == Side::Controller));
+        // The controller's directory only when a step, service or fact runs there.
+        let controller_services = jobs.iter().any(|j| {
+            j.recipe.sides().contains(&Side::Controller)
+                || j.recipe.facts.iter().any(|f| f.on == Side::Controller)
+        });
         let claimed = crate::transport::workdir::claim(board_t.as_mut(), &self.board.workdir)
             .and_then(|()| match controller_services {
                 true => crate::transport::workdir::claim(
@@ -164,6 +178,7 @@ impl Worker<'_> {
             .any(|j| j.cell.method.order == RunOrder::Interleaved);
         let mut state = BoardState {
             facts,
+            tools: Default::default(),
             mounted: None,
             seq: 0,
             idle_celsius,
@@ -177,6 +192,7 @@ impl Worker<'_> {
             board: board_t.as_mut(),
             controller: controller_t.as_mut(),
         };
+        state.tools = self.recipe_facts(&mut t, jobs);
         let mut rest: &[Job<'_>] = jobs;
         while !rest.is_empty() {
             if self.stop.load(Ordering::SeqCst) {

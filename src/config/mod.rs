@@ -12,6 +12,7 @@ mod parser;
 mod raw;
 mod recipe;
 mod scenario;
+mod sides;
 pub mod shell;
 mod template;
 pub mod units;
