@@ -113,7 +113,11 @@ fn run_fact(t: &mut dyn Transport, command: &str, vars: &Vars) -> Option<String>
     let out = t.run(&script, Some(Duration::from_secs(30))).ok()?;
     let text = out.stdout_str();
     let value = match text.trim_end().rsplit_once("@@") {
-        Some((value, status)) if !status.is_empty() && status.bytes().all(|b| b.is_ascii_digit()) => (status == "0").then_some(value)?,
+        Some((value, status))
+            if !status.is_empty() && status.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (status == "0").then_some(value)?
+        }
         _ => &text,
     };
     let mut end = value.len().min(FACT_BYTES);

@@ -27,7 +27,8 @@ impl Worker<'_> {
         let mut live: Vec<Option<LiveCell<'_, '_>>> = Vec::with_capacity(group.len());
         let mut outcomes: Vec<Option<Result<usize, CellFailure>>> = Vec::new();
         for job in group {
-            match self.begin_cell(t, job, &board.facts_for(&job.recipe.name), &mut board.mounted) {
+            let facts = board.facts_for(&job.recipe.name);
+            match self.begin_cell(t, job, &facts, &mut board.mounted) {
                 Ok(cell) => {
                     live.push(Some(cell));
                     outcomes.push(None);

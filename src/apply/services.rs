@@ -47,7 +47,9 @@ impl Worker<'_> {
                     .map_err(|message| CellFailure::Template { message })?;
                 let t0 = Instant::now();
                 // One check never outlasts the wait, nor takes more than 10 s of it.
-                let each = spec.ready_timeout.clamp(Duration::from_secs(1), Duration::from_secs(10));
+                let each = spec
+                    .ready_timeout
+                    .clamp(Duration::from_secs(1), Duration::from_secs(10));
                 loop {
                     let out = t.side(spec.on).run(&check, Some(each))?;
                     if out.exit.success() {

@@ -48,7 +48,9 @@ impl BoardState {
     /// The board's facts with the recipe's own merged in.
     pub(super) fn facts_for(&self, recipe: &crate::model::TestName) -> Value {
         let mut facts = self.facts.clone();
-        if let (Some(obj), Some(Value::Object(extra))) = (facts.as_object_mut(), self.tools.get(recipe)) {
+        if let (Some(obj), Some(Value::Object(extra))) =
+            (facts.as_object_mut(), self.tools.get(recipe))
+        {
             obj.extend(extra.clone());
         }
         facts

@@ -12,8 +12,8 @@ mod parser;
 mod raw;
 mod recipe;
 mod scenario;
-mod sides;
 pub mod shell;
+mod sides;
 mod template;
 pub mod units;
 

@@ -223,15 +223,26 @@ fn ready_timeout(src: &Source, sv: &raw::Service, diags: &mut Vec<Diagnostic>) -
     };
     if sv.ready.is_none() {
         diags.push(
-            src.at_value(t, "`ready_timeout` without `ready`: there is no check to wait for")
-                .with_help("add a `ready` command, e.g. one that checks the port listens"),
+            src.at_value(
+                t,
+                "`ready_timeout` without `ready`: there is no check to wait for",
+            )
+            .with_help("add a `ready` command, e.g. one that checks the port listens"),
         );
     }
     match units::parse_duration(t.get_ref()) {
         Ok(d) if d.is_zero() || d > MAX => {
             diags.push(
-                src.at_value(t, format!("`ready_timeout` = \"{}\": expected more than 0 s and at most 1 h", t.get_ref()))
-                    .with_help("a service that needs longer to start should be started by a setup step"),
+                src.at_value(
+                    t,
+                    format!(
+                        "`ready_timeout` = \"{}\": expected more than 0 s and at most 1 h",
+                        t.get_ref()
+                    ),
+                )
+                .with_help(
+                    "a service that needs longer to start should be started by a setup step",
+                ),
             );
             DEFAULT
         }
@@ -280,7 +291,11 @@ pub fn refuse_option_like(
 /// grammar (policy 5.6.1: two or more of `a-z 0-9 + - .`, starting alphanumeric), with
 /// an optional `:arch`. Never an option (`-o...`), a path (`./x.deb`), or the `pkg-`
 /// (remove) and `pkg+` forms.
-pub(super) fn packages(src: &Source, v: &[Spanned<String>], diags: &mut Vec<Diagnostic>) -> Vec<String> {
+pub(super) fn packages(
+    src: &Source,
+    v: &[Spanned<String>],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<String> {
     v.iter()
         .map(|s| {
             let name = s.get_ref();
@@ -350,7 +365,11 @@ pub fn param_value(
     }
 }
 
-pub(super) fn side(src: &Source, on: &Option<Spanned<String>>, diags: &mut Vec<Diagnostic>) -> Side {
+pub(super) fn side(
+    src: &Source,
+    on: &Option<Spanned<String>>,
+    diags: &mut Vec<Diagnostic>,
+) -> Side {
     let Some(on) = on else { return Side::Board };
     match on.get_ref().as_str() {
         "board" => Side::Board,

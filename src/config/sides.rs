@@ -44,8 +44,16 @@ pub fn needs(
     let any_sub_table = per_side.iter().any(|(_, t)| t.is_some());
     if let Some(at) = flat_at {
         let flat = Needs {
-            apt: recipe::packages(src, raw.apt.as_ref().map_or(&[][..], |v| v.get_ref()), diags),
-            commands: words(src, raw.commands.as_ref().map_or(&[][..], |v| v.get_ref()), diags),
+            apt: recipe::packages(
+                src,
+                raw.apt.as_ref().map_or(&[][..], |v| v.get_ref()),
+                diags,
+            ),
+            commands: words(
+                src,
+                raw.commands.as_ref().map_or(&[][..], |v| v.get_ref()),
+                diags,
+            ),
         };
         if any_sub_table {
             diags.push(
@@ -66,8 +74,15 @@ pub fn needs(
         if !sides.contains(&side) {
             let name = side_name(side);
             diags.push(
-                src.at_value(table, format!("`[needs.{name}]`, but no step or service of this recipe runs on the {name}"))
-                    .with_help(format!("remove it, or give the steps that need it `on = \"{name}\"`")),
+                src.at_value(
+                    table,
+                    format!(
+                        "`[needs.{name}]`, but no step or service of this recipe runs on the {name}"
+                    ),
+                )
+                .with_help(format!(
+                    "remove it, or give the steps that need it `on = \"{name}\"`"
+                )),
             );
             continue;
         }
@@ -89,7 +104,10 @@ fn words(src: &Source, v: &[Spanned<String>], diags: &mut Vec<Diagnostic>) -> Ve
             if s.get_ref().trim().is_empty() || s.get_ref().contains(char::is_whitespace) {
                 diags.push(src.at_value(
                     s,
-                    format!("bad command `{}`: expected one name without spaces", s.get_ref()),
+                    format!(
+                        "bad command `{}`: expected one name without spaces",
+                        s.get_ref()
+                    ),
                 ));
             }
             s.get_ref().clone()
@@ -119,7 +137,10 @@ pub fn facts(
             raw::Fact::Table(t) => (t.on.as_ref(), t.command.clone()),
         };
         if command.get_ref().trim().is_empty() {
-            diags.push(src.at_value(&command, "the fact's command is empty: there is nothing to run"));
+            diags.push(src.at_value(
+                &command,
+                "the fact's command is empty: there is nothing to run",
+            ));
         }
         if template::check(src, &command, &allowed, diags).is_some() {
             template::check_rendered(src, &command, &samples, diags);

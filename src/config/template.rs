@@ -38,7 +38,10 @@ pub fn sample_builtins() -> Vars {
     v.set("dir", "/var/tmp/benchpipe/sample/mnt/storage")
         .set("device", "/dev/sample")
         .set("workdir", "/var/tmp/benchpipe/sample")
-        .set("controller_dir", "/var/tmp/benchpipe/controller/sample-board")
+        .set(
+            "controller_dir",
+            "/var/tmp/benchpipe/controller/sample-board",
+        )
         .set("board", "sample-board")
         .set("host", "sample-host")
         .set("run", 0);

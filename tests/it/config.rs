@@ -972,8 +972,18 @@ fn each_side_gets_its_own_needs_and_a_flat_needs_means_the_one_side_a_recipe_run
     assert_eq!(up.needs[&Side::Controller].commands, ["iperf3"]);
     assert_eq!(up.needs[&Side::Controller].apt, ["iperf3"]);
     let on: Vec<(&str, Side)> = up.facts.iter().map(|f| (f.name.as_str(), f.on)).collect();
-    assert_eq!(on, [("iperf3", Side::Board), ("iperf3_controller", Side::Controller)]);
-    assert_eq!(up.services[0].ready_timeout, Duration::from_secs(10), "the default");
+    assert_eq!(
+        on,
+        [
+            ("iperf3", Side::Board),
+            ("iperf3_controller", Side::Controller)
+        ]
+    );
+    assert_eq!(
+        up.services[0].ready_timeout,
+        Duration::from_secs(10),
+        "the default"
+    );
     let xz = &ws.recipes[&"xz".into()];
     assert_eq!(xz.needs.keys().collect::<Vec<_>>(), [&Side::Board]);
     assert_eq!(xz.facts[0].command, "xz --version | head -n1");

@@ -8,6 +8,7 @@ mod libssh2;
 mod parallel;
 mod parsers;
 mod safety;
+mod sides;
 mod spine;
 mod stats;
 mod storage;
