@@ -545,6 +545,20 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
     (
         "pipeline/xz.toml",
         "[params]",
+        "[needs.board]\npackages = [\"xz-utils\"]\n\n[params]",
+        "pipeline/xz.toml:5:1",
+        "unknown key `packages`; expected one of `apt`, `commands`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[facts]\nxz = { command = \"xz --version\", side = \"board\" }\n\n[params]",
+        "pipeline/xz.toml:5:",
+        "unknown key `side`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
         "[needs.bord]\napt = [\"xz-utils\"]\n\n[params]",
         "pipeline/xz.toml:4:8",
         "unknown key `bord`; expected one of `apt`, `commands`, `board`, `controller`",
