@@ -162,3 +162,35 @@ pub(super) fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f
             Some(acc.map_or(c, |a| a.max(c)))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::local::Local;
+
+    #[test]
+    fn a_fact_is_trimmed_bounded_and_nothing_when_its_command_fails() {
+        let mut t = Local::new();
+        let mut vars = Vars::new();
+        vars.set("board", "b 1");
+        let fact = |t: &mut Local, c: &str| run_fact(t, c, &vars);
+        assert_eq!(
+            fact(&mut t, "echo '  v1.2 '; echo @@x").as_deref(),
+            Some("v1.2 \n@@x")
+        );
+        assert_eq!(fact(&mut t, "echo {{ board }}").as_deref(), Some("b 1"));
+        assert_eq!(fact(&mut t, "echo partial; exit 3"), None);
+        assert_eq!(fact(&mut t, "true"), None, "no output, nothing recorded");
+        assert_eq!(
+            fact(&mut t, "echo x {{ nope }}"),
+            None,
+            "a template that fails"
+        );
+        // Endless output is cut at the bound, and what it printed is kept.
+        let endless = fact(&mut t, "yes abc").unwrap();
+        assert!(
+            endless.len() <= FACT_BYTES && endless.starts_with("abc\nabc"),
+            "{endless}"
+        );
+    }
+}
