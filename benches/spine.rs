@@ -109,6 +109,27 @@ fn plan_10k() {
         p.cells.len()
     );
 
+    // The schedule of all those cells (they all need work), beside expanding them.
+    let work: Vec<plan::schedule::Work<'_>> = p
+        .cells
+        .iter()
+        .map(|c| plan::schedule::Work {
+            cell: c,
+            recipe: &ws.recipes[&c.address.test],
+            runs_left: 3,
+        })
+        .collect();
+    let t = Instant::now();
+    let schedule = plan::schedule::build(&ws, &work, &plan::schedule::Estimates::default());
+    let schedule_s = secs(t);
+    let steps: usize = schedule.boards.iter().map(|b| b.steps.len()).sum();
+    println!(
+        "schedule of {} cells: {schedule_s:.3} s ({steps} steps on {} boards); baseline \
+         expand+key of the same cells {expand_s:.3} s",
+        p.cells.len(),
+        schedule.boards.len()
+    );
+
     // The whole `plan` command over the store: empty, then holding every cell under
     // other inputs (a changed cool-down), so each cell is diffed against its neighbour.
     let select = benchpipe::cli::Selection::default();

@@ -182,6 +182,16 @@ impl std::fmt::Display for CellFailure {
                 commands,
                 packages,
                 installed: false,
+            } if packages.is_empty() => write!(
+                f,
+                "{side} lacks {}, and the recipe's needs for that side name no package providing it",
+                commands.join(", ")
+            ),
+            CellFailure::MissingCommands {
+                side,
+                commands,
+                packages,
+                installed: false,
             } => write!(
                 f,
                 "{side} lacks {}; install them as root with: apt-get install {}",

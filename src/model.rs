@@ -172,10 +172,11 @@ pub struct Recipe {
     pub name: TestName,
     pub file: PathBuf,
     pub description: String,
-    /// Debian packages the test needs on the side that runs it.
-    pub apt: Vec<String>,
-    /// Commands that must exist (checked before provisioning; `apt` installs them).
-    pub commands: Vec<String>,
+    /// What each side that runs a step or service needs: `[needs.board]`,
+    /// `[needs.controller]`, or a flat `[needs]` for a recipe on one side only.
+    pub needs: BTreeMap<Side, Needs>,
+    /// `[facts]`: tool versions and the like, recorded in each cell's facts.
+    pub facts: Vec<FactSpec>,
     /// Shared resources: cells holding the same resource never run at once across boards.
     pub exclusive: Vec<String>,
     /// Whether the test touches storage. A test that does not collapses the storage
@@ -205,6 +206,15 @@ pub struct Recipe {
 }
 
 impl Recipe {
+    /// The sides its steps and services run on.
+    pub fn sides(&self) -> std::collections::BTreeSet<Side> {
+        let steps = self.setup.iter().chain([&self.run]).chain(&self.teardown);
+        steps
+            .map(|s| s.on)
+            .chain(self.services.iter().map(|s| s.on))
+            .collect()
+    }
+
     /// The metrics that drive the precision target (config makes every metric primary
     /// when none is marked).
     pub fn primary_metrics(&self) -> Vec<String> {
@@ -236,7 +246,7 @@ impl fmt::Display for ParamValue {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
     Board,
@@ -258,9 +268,25 @@ pub struct ServiceSpec {
     pub on: Side,
     /// A template; the process must stay in the foreground.
     pub command: String,
-    /// A template run on the same side until it succeeds (10 s at most) before the
-    /// first run; e.g. a check that the port listens.
+    /// A template run on the same side until it succeeds (for `ready_timeout` at most)
+    /// before the first run; e.g. a check that the port listens.
     pub ready: Option<String>,
+    pub ready_timeout: Duration,
+}
+
+/// Debian packages one side installs and the commands that must exist there.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Needs {
+    pub apt: Vec<String>,
+    pub commands: Vec<String>,
+}
+
+/// One `[facts]` entry: a template whose trimmed stdout is recorded as `tools.<name>`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FactSpec {
+    pub name: String,
+    pub on: Side,
+    pub command: String,
 }
 
 /// A parser of the registry in `bench::parse`, by name. Only the registry makes one,

@@ -9,7 +9,7 @@ use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
-use crate::model::Step;
+use crate::model::{Side, Step};
 
 impl Worker<'_> {
     /// Opens a cell in the store, records the board's facts beside it and fills its
@@ -30,6 +30,7 @@ impl Worker<'_> {
         let mut vars = Vars::new();
         vars.params(&cell.params)
             .set("workdir", self.board.workdir.clone())
+            .set("controller_dir", self.service_dir(Side::Controller))
             .set(
                 "dir",
                 storage

@@ -6,11 +6,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::model::Board;
+use super::Job;
+use super::worker::{Transports, Worker, board_host};
+use crate::bench::Vars;
+use crate::model::{Board, Side, TestName};
 use crate::transport::{Transport, quote};
 
 /// What the board is, recorded beside each cell's samples: the provenance that explains
-/// numbers later (kernel, OS release, CPU, governor, memory, tool versions).
+/// numbers later (kernel, OS release, CPU, governor, memory). Tool versions come from
+/// the recipes' `[facts]` (`recipe_facts`).
 pub(super) fn gather_facts(t: &mut dyn Transport, board: &Board) -> Value {
     const SCRIPT: &str = r#"
 echo "@@kernel"; uname -srm
@@ -19,8 +23,6 @@ echo "@@cpus"; nproc 2>/dev/null
 echo "@@cpu_model"; (grep -m1 -E '^(model name|Model)' /proc/cpuinfo | cut -d: -f2-) 2>/dev/null
 echo "@@governor"; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null
 echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
-echo "@@fio"; fio --version 2>/dev/null
-echo "@@xz"; xz --version 2>/dev/null | head -n1
 "#;
     let mut facts = serde_json::Map::new();
     facts.insert("board".into(), json!(board.name));
@@ -65,6 +67,67 @@ echo "@@xz"; xz --version 2>/dev/null | head -n1
     Value::Object(facts)
 }
 
+/// The most of a fact's output that is kept: a version line, not a stream.
+const FACT_BYTES: usize = 1024;
+
+impl Worker<'_> {
+    /// Each recipe's `[facts]`, gathered once per board: `{"tools": {name: value}}` to
+    /// merge into that recipe's cells' facts. A command that fails records nothing.
+    pub(super) fn recipe_facts(
+        &self,
+        t: &mut Transports<'_>,
+        jobs: &[&Job<'_>],
+    ) -> BTreeMap<TestName, Value> {
+        let mut vars = Vars::new();
+        vars.set("workdir", self.board.workdir.clone())
+            .set("controller_dir", self.service_dir(Side::Controller))
+            .set("board", self.board.name.as_str())
+            .set("host", board_host(self.board));
+        let mut out = BTreeMap::new();
+        for job in jobs {
+            let recipe = job.recipe;
+            if recipe.facts.is_empty() || out.contains_key(&recipe.name) {
+                continue;
+            }
+            let mut tools = serde_json::Map::new();
+            for fact in &recipe.facts {
+                if let Some(v) = run_fact(t.side(fact.on), &fact.command, &vars) {
+                    tools.insert(fact.name.clone(), json!(v));
+                }
+            }
+            out.insert(recipe.name.clone(), json!({ "tools": tools }));
+        }
+        out
+    }
+}
+
+/// A fact command's trimmed output, at most `FACT_BYTES`; None when it failed. The
+/// status is printed after the output, so an output cut at the bound has none: it
+/// printed, and what it printed is kept.
+fn run_fact(t: &mut dyn Transport, command: &str, vars: &Vars) -> Option<String> {
+    let command = crate::bench::render(command, vars).ok()?;
+    let script = format!(
+        "{{ (\n{command}\n) </dev/null 2>/dev/null; echo \"@@$?\"; }} | head -c {}",
+        FACT_BYTES + 8
+    );
+    let out = t.run(&script, Some(Duration::from_secs(30))).ok()?;
+    let text = out.stdout_str();
+    let value = match text.trim_end().rsplit_once("@@") {
+        Some((value, status))
+            if !status.is_empty() && status.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (status == "0").then_some(value)?
+        }
+        _ => &text,
+    };
+    let mut end = value.len().min(FACT_BYTES);
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    let value = value[..end].trim();
+    (!value.is_empty()).then(|| value.to_string())
+}
+
 /// The board's 1-minute load average.
 pub(super) fn read_load(t: &mut dyn Transport) -> Option<f64> {
     let out = t
@@ -98,4 +161,36 @@ pub(super) fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f
         .fold(None, |acc: Option<f64>, c| {
             Some(acc.map_or(c, |a| a.max(c)))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::local::Local;
+
+    #[test]
+    fn a_fact_is_trimmed_bounded_and_nothing_when_its_command_fails() {
+        let mut t = Local::new();
+        let mut vars = Vars::new();
+        vars.set("board", "b 1");
+        let fact = |t: &mut Local, c: &str| run_fact(t, c, &vars);
+        assert_eq!(
+            fact(&mut t, "echo '  v1.2 '; echo @@x").as_deref(),
+            Some("v1.2 \n@@x")
+        );
+        assert_eq!(fact(&mut t, "echo {{ board }}").as_deref(), Some("b 1"));
+        assert_eq!(fact(&mut t, "echo partial; exit 3"), None);
+        assert_eq!(fact(&mut t, "true"), None, "no output, nothing recorded");
+        assert_eq!(
+            fact(&mut t, "echo x {{ nope }}"),
+            None,
+            "a template that fails"
+        );
+        // Endless output is cut at the bound, and what it printed is kept.
+        let endless = fact(&mut t, "yes abc").unwrap();
+        assert!(
+            endless.len() <= FACT_BYTES && endless.starts_with("abc\nabc"),
+            "{endless}"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::Job;
 use super::worker::Worker;
 use crate::failure::CellFailure;
-use crate::model::{Recipe, Side};
+use crate::model::{Needs, Recipe, Side};
 use crate::transport::{Transport, TransportError, quote};
 
 impl Worker<'_> {
@@ -18,30 +18,15 @@ impl Worker<'_> {
         controller: &mut dyn Transport,
         jobs: &[&Job<'_>],
     ) -> Result<(), CellFailure> {
-        let mut board_recipes = BTreeMap::new();
-        let mut controller_recipes = BTreeMap::new();
-        for j in jobs {
-            let steps = j
-                .recipe
-                .setup
-                .iter()
-                .chain([&j.recipe.run])
-                .chain(&j.recipe.teardown)
-                .map(|s| s.on)
-                .chain(j.recipe.services.iter().map(|s| s.on));
-            for on in steps {
-                let side = match on {
-                    Side::Board => &mut board_recipes,
-                    Side::Controller => &mut controller_recipes,
-                };
-                side.insert(j.recipe.name.clone(), j.recipe);
-            }
-        }
-        provision(board, self.name(), board_recipes.values().copied())?;
+        // Each side installs and checks only what the recipes say that side needs.
+        let recipes: BTreeMap<_, &Recipe> =
+            jobs.iter().map(|j| (&j.recipe.name, j.recipe)).collect();
+        provision(board, self.name(), Side::Board, recipes.values().copied())?;
         provision(
             controller,
             "the controller",
-            controller_recipes.values().copied(),
+            Side::Controller,
+            recipes.values().copied(),
         )?;
         let mut dirs = vec![self.board.workdir.clone()];
         for j in jobs {
@@ -67,17 +52,18 @@ impl Worker<'_> {
     }
 }
 
-/// Checks that every command the recipes need exists on a side, installing the
+/// Checks that every command the recipes need on `on` exists there, installing the
 /// missing ones' packages with apt-get when running as root there.
 pub(super) fn provision<'r>(
     t: &mut dyn Transport,
     side: &str,
+    on: Side,
     recipes: impl Iterator<Item = &'r Recipe>,
 ) -> Result<(), CellFailure> {
-    let recipes: Vec<&Recipe> = recipes.collect();
-    let commands: BTreeSet<&str> = recipes
+    let needs: Vec<&Needs> = recipes.filter_map(|r| r.needs.get(&on)).collect();
+    let commands: BTreeSet<&str> = needs
         .iter()
-        .flat_map(|r| r.commands.iter().map(String::as_str))
+        .flat_map(|n| n.commands.iter().map(String::as_str))
         .collect();
     if commands.is_empty() {
         return Ok(());
@@ -86,10 +72,10 @@ pub(super) fn provision<'r>(
     if missing.is_empty() {
         return Ok(());
     }
-    let packages: BTreeSet<&str> = recipes
+    let packages: BTreeSet<&str> = needs
         .iter()
-        .filter(|r| r.commands.iter().any(|c| missing.contains(c)))
-        .flat_map(|r| r.apt.iter().map(String::as_str))
+        .filter(|n| n.commands.iter().any(|c| missing.contains(c)))
+        .flat_map(|n| n.apt.iter().map(String::as_str))
         .collect();
     let packages: Vec<&str> = packages.into_iter().collect();
     let is_root = t
@@ -102,7 +88,8 @@ pub(super) fn provision<'r>(
         packages: packages.iter().map(|p| p.to_string()).collect(),
         installed,
     };
-    if !is_root {
+    // With no package to install, apt-get could not help.
+    if !is_root || packages.is_empty() {
         return Err(lacking(missing, false));
     }
     // Boards that share one system (the lab) provision at the same time: wait for

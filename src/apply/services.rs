@@ -45,15 +45,19 @@ impl Worker<'_> {
             let check = bench::render(ready, &cell.vars)
                 .map_err(|message| CellFailure::Template { message })?;
             let t0 = Instant::now();
+            // One check never outlasts the wait, nor takes more than 10 s of it.
+            let each = spec
+                .ready_timeout
+                .clamp(Duration::from_secs(1), Duration::from_secs(10));
             loop {
-                let out = t.side(spec.on).run(&check, Some(Duration::from_secs(10)))?;
+                let out = t.side(spec.on).run(&check, Some(each))?;
                 if out.exit.success() {
                     break;
                 }
-                if t0.elapsed() > Duration::from_secs(10) {
+                if t0.elapsed() > spec.ready_timeout {
                     return Err(CellFailure::NotReady {
                         service: spec.name.clone(),
-                        after_secs: 10.0,
+                        after_secs: spec.ready_timeout.as_secs_f64(),
                         command: first_line(&check),
                         exit: out.exit.clone(),
                         stderr_tail: stderr_tail(&out.stderr_str()),

@@ -17,7 +17,7 @@ use super::runs::stops_group;
 use super::worker::{LiveCell, Transports, Worker};
 use super::{BoardResult, Event, Job, StepStatus};
 use crate::failure::CellFailure;
-use crate::model::{Filesystem, Side, Storage};
+use crate::model::{Filesystem, Side, Storage, TestName};
 use crate::plan::CellKey;
 use crate::plan::schedule::{Action, DoneWhen, Step};
 use crate::plan::state;
@@ -36,6 +36,8 @@ struct Walk<'j, 'c> {
     outcomes: BTreeMap<CellKey, Result<usize, CellFailure>>,
     /// Recorded beside every cell's samples.
     facts: Value,
+    /// Each recipe's `[facts]`, merged into its cells' facts.
+    tools: BTreeMap<TestName, Value>,
     /// The temperature before benchpipe loaded the board: the base of "idle+N".
     idle_celsius: Option<f64>,
     /// Runs taken on this board in this apply (`Sample::board_seq`).
@@ -93,6 +95,7 @@ impl Worker<'_> {
             live: BTreeMap::new(),
             outcomes: BTreeMap::new(),
             facts: json!({}),
+            tools: BTreeMap::new(),
             idle_celsius: None,
             seq: 0,
             mounted: None,
@@ -281,6 +284,7 @@ impl Worker<'_> {
             jobs,
             live,
             facts,
+            tools,
             idle_celsius,
             seq,
             mounted,
@@ -323,6 +327,8 @@ impl Worker<'_> {
                 if let (Some(c), Some(obj)) = (*idle_celsius, facts.as_object_mut()) {
                     obj.insert("idle_temperature_c".into(), json!(c));
                 }
+                let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
+                *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }
             Action::Mount {
@@ -362,7 +368,14 @@ impl Worker<'_> {
             Action::Setup { from, commands, .. } => {
                 let job = jobs[first];
                 if !live.contains_key(first) {
-                    let cell = self.open_cell(job, facts)?;
+                    // The board's facts with the recipe's own merged in.
+                    let mut facts = facts.clone();
+                    if let (Some(obj), Some(Value::Object(extra))) =
+                        (facts.as_object_mut(), tools.get(&job.recipe.name))
+                    {
+                        obj.extend(extra.clone());
+                    }
+                    let cell = self.open_cell(job, &facts)?;
                     live.insert(first.clone(), cell);
                 }
                 let cell = &live[first];

@@ -13,6 +13,7 @@ mod raw;
 mod recipe;
 mod scenario;
 pub mod shell;
+mod sides;
 mod template;
 pub mod units;
 

@@ -72,6 +72,8 @@ pub struct Recipe {
     pub uses_storage: Option<bool>,
     pub needs: Option<Needs>,
     #[serde(default)]
+    pub facts: BTreeMap<S<String>, S<Fact>>,
+    #[serde(default)]
     pub exclusive: Vec<S<String>>,
     #[serde(default)]
     pub params: BTreeMap<S<String>, S<toml::Value>>,
@@ -105,15 +107,63 @@ pub struct Service {
     pub on: Option<S<String>>,
     pub command: S<String>,
     pub ready: Option<S<String>>,
+    pub ready_timeout: Option<S<String>>,
+}
+
+/// `[needs]`: flat `apt`/`commands` for a recipe on one side, or `[needs.board]` and
+/// `[needs.controller]`; which form fits is checked in validation, with positions.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    pub apt: Option<S<Vec<S<String>>>>,
+    pub commands: Option<S<Vec<S<String>>>>,
+    pub board: Option<S<SideNeeds>>,
+    pub controller: Option<S<SideNeeds>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Needs {
+pub struct SideNeeds {
     #[serde(default)]
     pub apt: Vec<S<String>>,
     #[serde(default)]
     pub commands: Vec<S<String>>,
+}
+
+/// A `[facts]` entry: `name = "command"` or `name = { on = "controller", command = ".." }`.
+#[derive(Debug)]
+pub enum Fact {
+    /// Run on the board; the entry's span is the command's.
+    Command(String),
+    Table(FactTable),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactTable {
+    pub on: Option<S<String>>,
+    pub command: S<String>,
+}
+
+// By hand, as `Cooldown`, so that the table form keeps its own errors and positions.
+impl<'de> Deserialize<'de> for Fact {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Fact;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a command, or a table like { on = \"controller\", command = \"...\" }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Fact, E> {
+                Ok(Fact::Command(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Fact, A::Error> {
+                FactTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Fact::Table)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,6 +1,7 @@
 //! Validates one recipe file (`pipeline/<test>.toml`) into a `model::Recipe`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use toml::Spanned;
 
@@ -135,6 +136,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                 name: name.clone(),
                 on: step.on,
                 command: step.command,
+                ready_timeout: ready_timeout(src, sv, diags),
                 ready,
             }
         })
@@ -178,13 +180,15 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
             })
             .collect()
     };
-    let (apt, commands) = match &raw.needs {
-        Some(n) => (
-            packages(src, &n.apt, diags),
-            strings(&n.commands, "command", diags),
-        ),
-        None => (Vec::new(), Vec::new()),
-    };
+    let sides: BTreeSet<Side> = setup
+        .iter()
+        .chain([&run])
+        .chain(&teardown)
+        .map(|s| s.on)
+        .chain(services.iter().map(|s| s.on))
+        .collect();
+    let needs = super::sides::needs(src, raw.needs.as_ref(), &sides, diags);
+    let facts = super::sides::facts(src, &raw.facts, diags);
     let exclusive = strings(&raw.exclusive, "resource", diags);
 
     if diags.len() > start {
@@ -194,8 +198,8 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         name: TestName::new(src.stem.clone()),
         file: src.rel.clone(),
         description: raw.description.map(Spanned::into_inner).unwrap_or_default(),
-        apt,
-        commands,
+        needs,
+        facts,
         exclusive,
         uses_storage,
         params,
@@ -208,6 +212,46 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         option_params,
         metrics,
     })
+}
+
+/// How long a service's `ready` check is retried: 10 s unless `ready_timeout` says.
+fn ready_timeout(src: &Source, sv: &raw::Service, diags: &mut Vec<Diagnostic>) -> Duration {
+    const DEFAULT: Duration = Duration::from_secs(10);
+    const MAX: Duration = Duration::from_secs(3600);
+    let Some(t) = &sv.ready_timeout else {
+        return DEFAULT;
+    };
+    if sv.ready.is_none() {
+        diags.push(
+            src.at_value(
+                t,
+                "`ready_timeout` without `ready`: there is no check to wait for",
+            )
+            .with_help("add a `ready` command, e.g. one that checks the port listens"),
+        );
+    }
+    match units::parse_duration(t.get_ref()) {
+        Ok(d) if d.is_zero() || d > MAX => {
+            diags.push(
+                src.at_value(
+                    t,
+                    format!(
+                        "`ready_timeout` = \"{}\": expected more than 0 s and at most 1 h",
+                        t.get_ref()
+                    ),
+                )
+                .with_help(
+                    "a service that needs longer to start should be started by a setup step",
+                ),
+            );
+            DEFAULT
+        }
+        Ok(d) => d,
+        Err(e) => {
+            diags.push(src.at_value(t, format!("bad `ready_timeout`: {e}")));
+            DEFAULT
+        }
+    }
 }
 
 /// The identifiers of a template expression (`size | lower` -> size, lower).
@@ -247,7 +291,11 @@ pub fn refuse_option_like(
 /// grammar (policy 5.6.1: two or more of `a-z 0-9 + - .`, starting alphanumeric), with
 /// an optional `:arch`. Never an option (`-o...`), a path (`./x.deb`), or the `pkg-`
 /// (remove) and `pkg+` forms.
-fn packages(src: &Source, v: &[Spanned<String>], diags: &mut Vec<Diagnostic>) -> Vec<String> {
+pub(super) fn packages(
+    src: &Source,
+    v: &[Spanned<String>],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<String> {
     v.iter()
         .map(|s| {
             let name = s.get_ref();
@@ -317,7 +365,11 @@ pub fn param_value(
     }
 }
 
-fn side(src: &Source, on: &Option<Spanned<String>>, diags: &mut Vec<Diagnostic>) -> Side {
+pub(super) fn side(
+    src: &Source,
+    on: &Option<Spanned<String>>,
+    diags: &mut Vec<Diagnostic>,
+) -> Side {
     let Some(on) = on else { return Side::Board };
     match on.get_ref().as_str() {
         "board" => Side::Board,

@@ -16,7 +16,15 @@ use super::shell::{self, Context};
 use crate::bench::{self, Vars};
 
 /// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 6] = ["dir", "device", "workdir", "board", "host", "run"];
+pub const BUILTINS: [&str; 7] = [
+    "dir",
+    "device",
+    "workdir",
+    "controller_dir",
+    "board",
+    "host",
+    "run",
+];
 
 /// Names a recipe parameter cannot take: the builtins, and `params`, which once named
 /// a map of all parameters and must not quietly mean something else now.
@@ -30,6 +38,10 @@ pub fn sample_builtins() -> Vars {
     v.set("dir", "/var/tmp/benchpipe/sample/mnt/storage")
         .set("device", "/dev/sample")
         .set("workdir", "/var/tmp/benchpipe/sample")
+        .set(
+            "controller_dir",
+            "/var/tmp/benchpipe/controller/sample-board",
+        )
         .set("board", "sample-board")
         .set("host", "sample-host")
         .set("run", 0);

@@ -453,8 +453,8 @@ pub(crate) mod fixtures {
             name: TestName::new(name),
             file: PathBuf::from(format!("pipeline/{name}.toml")),
             description: format!("{name} test"),
-            apt: vec!["fio".into()],
-            commands: vec!["fio".into()],
+            needs: Default::default(),
+            facts: Vec::new(),
             exclusive: vec![],
             uses_storage,
             uses_device: false,
@@ -928,6 +928,7 @@ mod tests {
                             on: Side::Controller,
                             command: "iperf3 -s".into(),
                             ready: None,
+                            ready_timeout: Duration::from_secs(10),
                         }]
                 }),
             ),

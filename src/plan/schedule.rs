@@ -383,13 +383,10 @@ fn board_steps(
     steps
 }
 
+/// Whether a step, service or fact of the recipe runs on the controller, whose
+/// directory for this board must then be claimed.
 fn uses_controller(r: &Recipe) -> bool {
-    r.setup
-        .iter()
-        .chain([&r.run])
-        .chain(&r.teardown)
-        .any(|s| s.on == Side::Controller)
-        || r.services.iter().any(|s| s.on == Side::Controller)
+    r.sides().contains(&Side::Controller) || r.facts.iter().any(|f| f.on == Side::Controller)
 }
 
 /// Consecutive commands on one side: (side, first index, how many).

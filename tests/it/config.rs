@@ -520,6 +520,105 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
         "pipeline/xz.toml:7:1",
         "missing required key `parse`",
     ),
+    // Recipes with two sides: what each side needs, services' ready waits, facts.
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[[services]]\nname = \"s\"\non = \"controller\"\ncommand = \"sleep 9\"\n\n[needs]\napt = [\"xz-utils\"]\n\n[params]",
+        "pipeline/xz.toml:10:7",
+        "split it into `[needs.board]` and `[needs.controller]`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[needs.controller]\ncommands = [\"nginx\"]\n\n[params]",
+        "pipeline/xz.toml:4:1",
+        "`[needs.controller]`, but no step or service of this recipe runs on the controller",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[needs]\ncommands = [\"xz\"]\n[needs.board]\napt = [\"xz-utils\"]\n\n[params]",
+        "pipeline/xz.toml:5:12",
+        "mixes flat `apt`/`commands` with `[needs.board]`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[needs.board]\npackages = [\"xz-utils\"]\n\n[params]",
+        "pipeline/xz.toml:5:1",
+        "unknown key `packages`; expected one of `apt`, `commands`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[facts]\nxz = { command = \"xz --version\", side = \"board\" }\n\n[params]",
+        "pipeline/xz.toml:5:",
+        "unknown key `side`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[needs.bord]\napt = [\"xz-utils\"]\n\n[params]",
+        "pipeline/xz.toml:4:8",
+        "unknown key `bord`; expected one of `apt`, `commands`, `board`, `controller`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[[services]]\nname = \"s\"\ncommand = \"sleep 9\"\nready = \"true\"\nready_timeout = \"5 parsecs\"\n\n[params]",
+        "pipeline/xz.toml:8:17",
+        "bad `ready_timeout`: bad duration `5 parsecs`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[[services]]\nname = \"s\"\ncommand = \"sleep 9\"\nready = \"true\"\nready_timeout = \"2h\"\n\n[params]",
+        "pipeline/xz.toml:8:17",
+        "expected more than 0 s and at most 1 h",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[[services]]\nname = \"s\"\ncommand = \"sleep 9\"\nready_timeout = \"1m\"\n\n[params]",
+        "pipeline/xz.toml:7:17",
+        "`ready_timeout` without `ready`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[facts]\nxz = \"cat '{{ workdir }}/v'\"\n\n[params]",
+        "pipeline/xz.toml:5:12",
+        "is inside single quotes",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[facts]\nxz = \"xz --version {{ dir }}\"\n\n[params]",
+        "pipeline/xz.toml:5:23",
+        "unknown template variable `dir`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[facts]\n\"x z\" = \"xz --version\"\n\n[params]",
+        "pipeline/xz.toml:5:1",
+        "bad fact name `x z`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[facts]\nxz = { on = \"moon\", command = \"xz --version\" }\n\n[params]",
+        "pipeline/xz.toml:5:13",
+        "unknown side `moon`",
+    ),
+    (
+        "pipeline/xz.toml",
+        "[params]",
+        "[facts]\nxz = 5\n\n[params]",
+        "pipeline/xz.toml:5:6",
+        "expected a command, or a table like { on = \"controller\"",
+    ),
     // TOML syntax, and a file that cannot be read.
     (
         "scenarios/s.toml",
@@ -872,4 +971,46 @@ fn the_cell_limit_is_counted_before_expanding_and_max_cells_raises_it() {
             "{command}: {err}"
         );
     }
+}
+
+#[test]
+fn each_side_gets_its_own_needs_and_a_flat_needs_means_the_one_side_a_recipe_runs_on() {
+    use benchpipe::model::Side;
+    use std::time::Duration;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ws = config::load(root, &[root.join("scenarios/localhost.toml")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let up = &ws.recipes[&"iperf3-up".into()];
+    // ss is the board's ready check: the controller neither needs nor installs it.
+    assert_eq!(up.needs[&Side::Board].commands, ["iperf3", "ss"]);
+    assert_eq!(up.needs[&Side::Controller].commands, ["iperf3"]);
+    assert_eq!(up.needs[&Side::Controller].apt, ["iperf3"]);
+    let on: Vec<(&str, Side)> = up.facts.iter().map(|f| (f.name.as_str(), f.on)).collect();
+    assert_eq!(
+        on,
+        [
+            ("iperf3", Side::Board),
+            ("iperf3_controller", Side::Controller)
+        ]
+    );
+    assert_eq!(
+        up.services[0].ready_timeout,
+        Duration::from_secs(10),
+        "the default"
+    );
+    let xz = &ws.recipes[&"xz".into()];
+    assert_eq!(xz.needs.keys().collect::<Vec<_>>(), [&Side::Board]);
+    assert_eq!(xz.facts[0].command, "xz --version | head -n1");
+
+    // A recipe that runs only on the controller: its flat [needs] is the controller's.
+    let ws = load_with(
+        "pipeline/xz.toml",
+        "[run]\ncommand",
+        "[needs]\ncommands = [\"xz\"]\n\n[[services]]\nname = \"s\"\non = \"controller\"\n\
+         command = \"sleep 9\"\nready = \"true\"\nready_timeout = \"5m\"\n\n[run]\non = \"controller\"\ncommand",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let xz = &ws.recipes[&"xz".into()];
+    assert_eq!(xz.needs.keys().collect::<Vec<_>>(), [&Side::Controller]);
+    assert_eq!(xz.services[0].ready_timeout, Duration::from_secs(300));
 }

@@ -9,6 +9,7 @@ mod parallel;
 mod parsers;
 mod safety;
 mod schedule;
+mod sides;
 mod spine;
 mod stats;
 mod storage;

@@ -178,6 +178,25 @@ fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
         );
     }
 
+    // Tool versions come from the committed recipes' [facts], each in its own cells.
+    for (test, tool, starts) in [("xz", "xz", "xz (XZ Utils)"), ("disk-4k", "fio", "fio-")] {
+        let dir = std::fs::read_dir(p.dir.join("results"))
+            .unwrap()
+            .flatten()
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .ends_with(&format!("-{test}-here"))
+            })
+            .unwrap()
+            .path();
+        let facts: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("facts.json")).unwrap()).unwrap();
+        let tools = facts["tools"].as_object().unwrap();
+        assert_eq!(tools.keys().collect::<Vec<_>>(), [tool], "{facts}");
+        assert!(tools[tool].as_str().unwrap().starts_with(starts), "{facts}");
+    }
+
     let again = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(again.status.success(), "{}", text(&again));
     assert!(

@@ -1,0 +1,155 @@
+//! Validates what a recipe says per side: `[needs]` (flat for a recipe on one side,
+//! `[needs.board]` / `[needs.controller]` for one on both) and `[facts]` commands.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use toml::Spanned;
+
+use super::diag::Diagnostic;
+use super::{Source, names, raw, recipe, template};
+use crate::model::{FactSpec, Needs, Side};
+
+/// Variables a `[facts]` command may use: facts are gathered once per board and recipe,
+/// before any cell, so nothing of a cell (its storage, parameters or run) exists yet.
+pub const FACT_VARIABLES: [&str; 4] = ["workdir", "controller_dir", "board", "host"];
+
+fn side_name(side: Side) -> &'static str {
+    match side {
+        Side::Board => "board",
+        Side::Controller => "controller",
+    }
+}
+
+/// Each side's needs. `sides` are the sides the recipe's steps and services run on.
+pub fn needs(
+    src: &Source,
+    raw: Option<&raw::Needs>,
+    sides: &BTreeSet<Side>,
+    diags: &mut Vec<Diagnostic>,
+) -> BTreeMap<Side, Needs> {
+    let mut out = BTreeMap::new();
+    let Some(raw) = raw else { return out };
+    // The flat key written first, where an error about the flat form points.
+    let flat_at = [
+        raw.apt.as_ref().map(Spanned::span),
+        raw.commands.as_ref().map(Spanned::span),
+    ]
+    .into_iter()
+    .flatten()
+    .min_by_key(|s| s.start);
+    let per_side = [
+        (Side::Board, raw.board.as_ref()),
+        (Side::Controller, raw.controller.as_ref()),
+    ];
+    let any_sub_table = per_side.iter().any(|(_, t)| t.is_some());
+    if let Some(at) = flat_at {
+        let flat = Needs {
+            apt: recipe::packages(
+                src,
+                raw.apt.as_ref().map_or(&[][..], |v| v.get_ref()),
+                diags,
+            ),
+            commands: words(
+                src,
+                raw.commands.as_ref().map_or(&[][..], |v| v.get_ref()),
+                diags,
+            ),
+        };
+        if any_sub_table {
+            diags.push(
+                src.at(at, "`[needs]` mixes flat `apt`/`commands` with `[needs.board]` or `[needs.controller]`")
+                    .with_help("move these keys into `[needs.board]` or `[needs.controller]`"),
+            );
+        } else if sides.len() > 1 {
+            diags.push(
+                src.at(at, "a flat `[needs]` in a recipe that runs on both the board and the controller: it would install everything on both sides")
+                    .with_help("split it into `[needs.board]` and `[needs.controller]`, each with its own `apt` and `commands`"),
+            );
+        } else if let Some(side) = sides.iter().next() {
+            out.insert(*side, flat);
+        }
+    }
+    for (side, table) in per_side {
+        let Some(table) = table else { continue };
+        if !sides.contains(&side) {
+            let name = side_name(side);
+            diags.push(
+                src.at_value(
+                    table,
+                    format!(
+                        "`[needs.{name}]`, but no step or service of this recipe runs on the {name}"
+                    ),
+                )
+                .with_help(format!(
+                    "remove it, or give the steps that need it `on = \"{name}\"`"
+                )),
+            );
+            continue;
+        }
+        let t = table.get_ref();
+        out.insert(
+            side,
+            Needs {
+                apt: recipe::packages(src, &t.apt, diags),
+                commands: words(src, &t.commands, diags),
+            },
+        );
+    }
+    out
+}
+
+fn words(src: &Source, v: &[Spanned<String>], diags: &mut Vec<Diagnostic>) -> Vec<String> {
+    v.iter()
+        .map(|s| {
+            if s.get_ref().trim().is_empty() || s.get_ref().contains(char::is_whitespace) {
+                diags.push(src.at_value(
+                    s,
+                    format!(
+                        "bad command `{}`: expected one name without spaces",
+                        s.get_ref()
+                    ),
+                ));
+            }
+            s.get_ref().clone()
+        })
+        .collect()
+}
+
+/// `[facts]`: names, sides and command templates checked as every other command is.
+pub fn facts(
+    src: &Source,
+    raw: &BTreeMap<Spanned<String>, Spanned<raw::Fact>>,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<FactSpec> {
+    let allowed: BTreeSet<String> = FACT_VARIABLES.iter().map(|s| s.to_string()).collect();
+    let samples = template::sample_builtins();
+    let mut out = Vec::new();
+    for (key, entry) in raw {
+        let name = key.get_ref();
+        if !names::is_plain_name(name) {
+            diags.push(src.at_value(
+                key,
+                format!("bad fact name `{name}`: use letters, digits, `-`, `_` and `.`"),
+            ));
+        }
+        let (on, command) = match entry.get_ref() {
+            raw::Fact::Command(c) => (None, Spanned::new(entry.span(), c.clone())),
+            raw::Fact::Table(t) => (t.on.as_ref(), t.command.clone()),
+        };
+        if command.get_ref().trim().is_empty() {
+            diags.push(src.at_value(
+                &command,
+                "the fact's command is empty: there is nothing to run",
+            ));
+        }
+        if template::check(src, &command, &allowed, diags).is_some() {
+            template::check_rendered(src, &command, &samples, diags);
+        }
+        out.push(FactSpec {
+            name: name.clone(),
+            on: recipe::side(src, &on.cloned(), diags),
+            command: command.into_inner(),
+        });
+    }
+    out
+}
