@@ -13,6 +13,7 @@ pub mod failure;
 pub mod lab;
 pub mod model;
 pub mod plan;
+pub mod preflight;
 pub mod progress;
 pub mod report;
 pub mod stats;

@@ -230,6 +230,10 @@ pub enum BoardsAction {
     },
     /// List the boards and how they are reached.
     List,
+    /// Preflight every board (or the ones named), all at once: reachable, host key
+    /// known, login, root or sudo, free space, the recipes' tools, throttle state. One
+    /// line per board; exit 1 when one fails.
+    Check { names: Vec<String> },
 }
 
 pub fn main() -> ExitCode {
@@ -504,6 +508,65 @@ pub fn run(cli: Cli) -> Result<()> {
                             crate::model::Connection::Ssh(t) => format!("ssh {}", t.host),
                         };
                         println!("{}  {}  {}", b.name, b.model, how);
+                    }
+                    Ok(())
+                }
+                BoardsAction::Check { names } => {
+                    // Without pipeline/ (a bare lab root) there are no tools to look for.
+                    let recipes = if root.join("pipeline").is_dir() {
+                        config::load_recipes(&root).map_err(Error::Config)?
+                    } else {
+                        Default::default()
+                    };
+                    let recipes: Vec<&crate::model::Recipe> = recipes.values().collect();
+                    let mut chosen = Vec::new();
+                    for n in &names {
+                        match boards.get(&crate::model::BoardName::new(n.as_str())) {
+                            Some(b) => chosen.push(b),
+                            None => {
+                                let known: Vec<String> =
+                                    boards.keys().map(|b| b.to_string()).collect();
+                                return Err(Error::Usage(format!(
+                                    "no board named `{n}` in {}/boards; known: {}",
+                                    root.display(),
+                                    known.join(", ")
+                                )));
+                            }
+                        }
+                    }
+                    if names.is_empty() {
+                        chosen = boards.values().collect();
+                    }
+                    let connector = apply::RealConnector;
+                    let checks: Vec<crate::preflight::BoardCheck> = std::thread::scope(|s| {
+                        let handles: Vec<_> = chosen
+                            .iter()
+                            .map(|b| {
+                                let (recipes, connector) = (&recipes, &connector);
+                                s.spawn(move || crate::preflight::check(b, recipes, connector))
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .zip(&chosen)
+                            .map(|(h, b)| {
+                                h.join().unwrap_or_else(|_| crate::preflight::BoardCheck {
+                                    board: b.name.to_string(),
+                                    ok: false,
+                                    findings: vec!["the check itself failed (a bug)".into()],
+                                })
+                            })
+                            .collect()
+                    });
+                    for c in &checks {
+                        println!("{}", c.line());
+                    }
+                    let failed = checks.iter().filter(|c| !c.ok).count();
+                    if failed > 0 {
+                        return Err(Error::BoardsFailed {
+                            failed,
+                            total: checks.len(),
+                        });
                     }
                     Ok(())
                 }
