@@ -31,29 +31,92 @@ use mounts::{Mounts, covering, mounts, probe, swap_on};
 
 use std::time::Duration;
 
+use crate::failure::CellFailure;
 use crate::model::{AS_IS, Filesystem, Storage, StorageRole};
-use crate::transport::{Transport, quote};
+use crate::transport::{Exit, Transport, TransportError, quote};
 
 const STEP: Option<Duration> = Some(Duration::from_secs(600));
 
-fn run(t: &mut dyn Transport, cmd: &str) -> Result<String, String> {
-    let out = t.run(cmd, STEP).map_err(|e| e.to_string())?;
+/// Why storage was not prepared or released. The texts are what users see, so a
+/// `During` reads as "what benchpipe was doing: what went wrong".
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// benchpipe will not touch the storage: undeclared, in use, holding the system, not
+    /// benchpipe's own, or not the device the board file names.
+    #[error("{reason}")]
+    Refused { reason: String },
+    /// A command on the board ended unsuccessfully.
+    #[error("`{command}` ended with {exit}: {stderr}")]
+    Failed {
+        command: String,
+        exit: Exit,
+        /// The command's stderr, trimmed.
+        stderr: String,
+    },
+    /// The board could not run a command at all.
+    #[error("{0}")]
+    Transport(#[from] TransportError),
+    /// One of the above, with what benchpipe was doing when it happened.
+    #[error("{context}: {source}")]
+    During {
+        context: String,
+        #[source]
+        source: Box<StorageError>,
+    },
+}
+
+impl StorageError {
+    pub fn refused(reason: impl Into<String>) -> StorageError {
+        StorageError::Refused {
+            reason: reason.into(),
+        }
+    }
+
+    fn during(self, context: impl Into<String>) -> StorageError {
+        StorageError::During {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// The error under any `During` layers: what actually went wrong.
+    pub fn cause(&self) -> &StorageError {
+        match self {
+            StorageError::During { source, .. } => source.cause(),
+            other => other,
+        }
+    }
+}
+
+/// A cell whose storage failed stores the error's text, as users have always seen it.
+impl From<StorageError> for CellFailure {
+    fn from(e: StorageError) -> CellFailure {
+        CellFailure::Storage {
+            message: e.to_string(),
+        }
+    }
+}
+
+fn run(t: &mut dyn Transport, cmd: &str) -> Result<String, StorageError> {
+    let out = t.run(cmd, STEP)?;
     if !out.exit.success() {
-        return Err(format!(
-            "`{cmd}` ended with {}: {}",
-            out.exit,
-            out.stderr_str().trim()
-        ));
+        return Err(StorageError::Failed {
+            command: cmd.to_string(),
+            stderr: out.stderr_str().trim().to_string(),
+            exit: out.exit,
+        });
     }
     Ok(out.stdout_str())
 }
 
 /// `path` on the board with symlinks resolved; it must exist.
-fn resolve(t: &mut dyn Transport, path: &str) -> Result<String, String> {
+fn resolve(t: &mut dyn Transport, path: &str) -> Result<String, StorageError> {
     let out = run(t, &format!("readlink -f -- {}", quote::sh(path)))?;
     let real = out.trim().to_string();
     if !real.starts_with('/') {
-        return Err(format!("cannot resolve {path} on the board"));
+        return Err(StorageError::refused(format!(
+            "cannot resolve {path} on the board"
+        )));
     }
     Ok(real)
 }
@@ -65,7 +128,7 @@ fn is_own(t: &mut dyn Transport, storage: &Storage, dev: &Device, path: &str) ->
         t,
         &format!("cat -- {}", quote::sh(&format!("{path}/{}", rules::MARKER))),
     );
-    if marker.as_deref() != Ok(rules::marker_text(storage.name.as_str()).as_str()) {
+    if marker.ok().as_deref() != Some(rules::marker_text(storage.name.as_str()).as_str()) {
         return false;
     }
     let d = quote::sh(&dev.real);
@@ -80,43 +143,52 @@ fn is_own(t: &mut dyn Transport, storage: &Storage, dev: &Device, path: &str) ->
 }
 
 /// The rules `check` applies, again: a model built another way cannot slip past them.
-fn refuse_undeclared(storage: &Storage, fs: &Filesystem) -> Result<(), String> {
+fn refuse_undeclared(storage: &Storage, fs: &Filesystem) -> Result<(), StorageError> {
     let name = &storage.name;
     if let Some(why) = rules::storage_path(
         &storage.path,
         storage.device.is_some() && storage.role == StorageRole::Scratch,
     ) {
-        return Err(format!("storage {name}: path {}: {why}", storage.path));
+        return Err(StorageError::refused(format!(
+            "storage {name}: path {}: {why}",
+            storage.path
+        )));
     }
     if let Some(why) = storage.device.as_deref().and_then(rules::device_path) {
-        return Err(format!("storage {name}: {why}"));
+        return Err(StorageError::refused(format!("storage {name}: {why}")));
     }
     for o in &fs.mkfs_options {
         if let Some(why) = rules::mkfs_option(o) {
-            return Err(format!("filesystem {}: mkfs option {why}", fs.name));
+            return Err(StorageError::refused(format!(
+                "filesystem {}: mkfs option {why}",
+                fs.name
+            )));
         }
     }
     for o in &fs.mount_options {
         if let Some(why) = rules::mount_option(o) {
-            return Err(format!("filesystem {}: {why}", fs.name));
+            return Err(StorageError::refused(format!(
+                "filesystem {}: {why}",
+                fs.name
+            )));
         }
     }
     Ok(())
 }
 
 /// An `as-is` storage with a device must really be that device at its path.
-fn check_as_is(t: &mut dyn Transport, storage: &Storage, device: &str) -> Result<(), String> {
-    let dev = probe(t, device).map_err(|e| format!("storage {}: {e}", storage.name))?;
+fn check_as_is(t: &mut dyn Transport, storage: &Storage, device: &str) -> Result<(), StorageError> {
+    let dev = probe(t, device).map_err(|e| e.during(format!("storage {}", storage.name)))?;
     let Mounts::Info(all) = mounts(t, &dev)? else {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "storage {}: cannot verify that {} is on {device} without /proc/self/mountinfo",
             storage.name, storage.path
-        ));
+        )));
     };
     let path = resolve(t, &storage.path)?;
     match covering(&all, &path) {
         Some(m) if dev.holds(m) => Ok(()),
-        m => Err(format!(
+        m => Err(StorageError::refused(format!(
             "storage {}: {} is on {}, not on the declared device {device}; with filesystem \
              `{AS_IS}` benchpipe measures whatever holds the path, so mount {device} at {} \
              first, or use a filesystem that benchpipe formats",
@@ -125,13 +197,17 @@ fn check_as_is(t: &mut dyn Transport, storage: &Storage, device: &str) -> Result
             m.map(|m| format!("{} (mounted at {})", m.source, m.point))
                 .unwrap_or_else(|| "an unknown filesystem".into()),
             storage.path
-        )),
+        ))),
     }
 }
 
 /// Formats `storage` as `fs` and mounts it at the storage's path. `as-is` only makes
 /// sure the path exists, and that it lies on the storage's device if it declares one.
-pub fn prepare(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Result<(), String> {
+pub fn prepare(
+    t: &mut dyn Transport,
+    storage: &Storage,
+    fs: &Filesystem,
+) -> Result<(), StorageError> {
     refuse_undeclared(storage, fs)?;
     let path = quote::sh(&storage.path);
     if fs.kind == AS_IS {
@@ -143,51 +219,57 @@ pub fn prepare(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Res
     }
     let name = &storage.name;
     if storage.role != StorageRole::Scratch {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "storage {name} is {:?} storage; only scratch storage is formatted",
             storage.role
-        ));
+        )));
     }
     let Some(device) = &storage.device else {
-        return Err(format!("storage {name} declares no device to format"));
+        return Err(StorageError::refused(format!(
+            "storage {name} declares no device to format"
+        )));
     };
     let (mkfs, force) = match fs.kind.as_str() {
         "ext4" => ("mkfs.ext4", "-F"),
         "btrfs" => ("mkfs.btrfs", "-f"),
-        other => return Err(format!("filesystem kind {other} is not supported")),
+        other => {
+            return Err(StorageError::refused(format!(
+                "filesystem kind {other} is not supported"
+            )));
+        }
     };
-    let dev = probe(t, device).map_err(|e| format!("storage {name}: {e}"))?;
+    let dev = probe(t, device).map_err(|e| e.during(format!("storage {name}")))?;
     let mounts = mounts(t, &dev)?;
     let on_dev: Vec<&Mount> = mounts.all().iter().filter(|m| dev.holds(m)).collect();
     if let Some(m) = on_dev
         .iter()
         .find(|m| rules::system_mount(&m.point).is_some())
     {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "refusing to format {device} (storage {name}): it holds the system \
              ({} is mounted at {})",
             m.source, m.point
-        ));
+        )));
     }
     if let Some(swap) = swap_on(t, &dev) {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "refusing to format {device} (storage {name}): {swap} is in use as swap"
-        ));
+        )));
     }
     run(t, &format!("mkdir -p -- {path}"))?;
     let real_path = resolve(t, &storage.path)?;
     if let Some(why) = rules::system_mount(&real_path) {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "refusing to mount storage {name} at {} (it resolves to {real_path}): {why}",
             storage.path
-        ));
+        )));
     }
     if let Some(other) = on_dev.iter().find(|m| m.point != real_path) {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "refusing to format {device} (storage {name}): it is mounted at {}, \
              which benchpipe did not mount",
             other.point
-        ));
+        )));
     }
     let at_path: Vec<&Mount> = mounts
         .all()
@@ -199,7 +281,7 @@ pub fn prepare(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Res
             && dev.holds_directly(at_path[0])
             && is_own(t, storage, &dev, &real_path);
         if !own {
-            return Err(format!(
+            return Err(StorageError::refused(format!(
                 "refusing to format {device} (storage {name}): {} is mounted at {}, and \
                  benchpipe did not mount it (no label {} and marker {}); unmount it \
                  yourself if it may be formatted",
@@ -207,18 +289,18 @@ pub fn prepare(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Res
                 storage.path,
                 rules::label(name.as_str()),
                 rules::MARKER
-            ));
+            )));
         }
         run(t, &format!("umount -- {}", quote::sh(&real_path)))?;
     }
     let rp = quote::sh(&real_path);
     let listing = run(t, &format!("ls -A -- {rp}"))?;
     if !listing.trim().is_empty() {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "refusing to mount storage {name} at {}: the directory is not empty, and \
              mounting over it would hide its files",
             storage.path
-        ));
+        )));
     }
     // Right after an unmount, udev's probe of the device can hold it open for a
     // moment, and mkfs refuses a busy device: let udev settle, and retry briefly.
@@ -258,7 +340,11 @@ pub fn prepare(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Res
 
 /// Unmounts what `prepare` mounted; nothing for `as-is`. A filesystem at the path that
 /// is not benchpipe's own (someone mounted over it meanwhile) is left alone.
-pub fn release(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Result<(), String> {
+pub fn release(
+    t: &mut dyn Transport,
+    storage: &Storage,
+    fs: &Filesystem,
+) -> Result<(), StorageError> {
     if fs.kind == AS_IS {
         return Ok(());
     }
@@ -282,9 +368,9 @@ pub fn release(t: &mut dyn Transport, storage: &Storage, fs: &Filesystem) -> Res
         [m] if dev.holds_directly(m) && is_own(t, storage, &dev, &real_path) => {
             run(t, &format!("umount -- {}", quote::sh(&real_path))).map(|_| ())
         }
-        _ => Err(format!(
+        _ => Err(StorageError::refused(format!(
             "not unmounting {}: what is mounted there is not the filesystem benchpipe made",
             storage.path
-        )),
+        ))),
     }
 }

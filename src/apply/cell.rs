@@ -33,14 +33,12 @@ impl Worker<'_> {
                 != Some(wanted)
             {
                 if let Some((s, f)) = mounted.take() {
-                    storage::release(t.board, &s, &f)
-                        .map_err(|message| CellFailure::Storage { message })?;
+                    storage::release(t.board, &s, &f).map_err(CellFailure::from)?;
                 }
                 if fs.kind != AS_IS {
                     self.phase(Some(addr), format!("format {} as {}", st.name, fs.name));
                 }
-                storage::prepare(t.board, st, fs)
-                    .map_err(|message| CellFailure::Storage { message })?;
+                storage::prepare(t.board, st, fs).map_err(CellFailure::from)?;
                 *mounted = Some((st.clone(), fs.clone()));
             }
         }
@@ -90,8 +88,7 @@ impl Worker<'_> {
         what: &str,
     ) -> Result<(), CellFailure> {
         for step in steps {
-            let command = bench::render(&step.command, vars)
-                .map_err(|message| CellFailure::Template { message })?;
+            let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
             // A lost connection here is the board's loss, as in a run.
             let out = t
                 .side(step.on)

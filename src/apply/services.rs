@@ -33,8 +33,7 @@ impl Worker<'_> {
                 Some(&job.cell.address),
                 format!("start service {}", spec.name),
             );
-            let command = bench::render(&spec.command, vars)
-                .map_err(|message| CellFailure::Template { message })?;
+            let command = bench::render(&spec.command, vars).map_err(CellFailure::from)?;
             // Unique per cell, so interleaved cells never share a pid file.
             let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
             let service = t
@@ -43,8 +42,7 @@ impl Worker<'_> {
                 .map_err(|e| service_failure(&spec.name, "", e))?;
             started.push((spec.on, service));
             if let Some(ready) = &spec.ready {
-                let check = bench::render(ready, vars)
-                    .map_err(|message| CellFailure::Template { message })?;
+                let check = bench::render(ready, vars).map_err(CellFailure::from)?;
                 let t0 = Instant::now();
                 loop {
                     let out = t.side(spec.on).run(&check, Some(Duration::from_secs(10)))?;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::run;
+use super::{StorageError, run};
 use crate::transport::{Transport, quote};
 
 /// One mounted filesystem as the board reports it.
@@ -112,18 +112,18 @@ impl Device {
 }
 
 /// Parses the probe's output (see `probe`).
-pub(super) fn parse_probe(declared: &str, text: &str) -> Result<Device, String> {
+pub(super) fn parse_probe(declared: &str, text: &str) -> Result<Device, StorageError> {
     let mut d = Device::default();
     d.names.insert(declared.to_string());
     for line in text.lines() {
         let mut w = line.split_whitespace();
         match (w.next(), w.next()) {
             (Some("notblock"), r) => {
-                return Err(format!(
+                return Err(StorageError::refused(format!(
                     "{declared} is not a block device on the board{}",
                     r.map(|r| format!(" (it resolves to {r})"))
                         .unwrap_or_default()
-                ));
+                )));
             }
             (Some("real"), Some(r)) => {
                 d.real = r.to_string();
@@ -155,17 +155,17 @@ pub(super) fn parse_probe(declared: &str, text: &str) -> Result<Device, String> 
         }
     }
     if d.real.is_empty() || d.ids.is_empty() {
-        return Err(format!(
+        return Err(StorageError::refused(format!(
             "cannot identify block device {declared} on the board (readlink -f, \
              /sys/class/block and stat gave nothing)"
-        ));
+        )));
     }
     Ok(d)
 }
 
 /// Resolves `device` on the board and lists what could hold it: the sysfs entries of
 /// the device, its partitions, and holders of either (two levels: LVM on crypt).
-pub(super) fn probe(t: &mut dyn Transport, device: &str) -> Result<Device, String> {
+pub(super) fn probe(t: &mut dyn Transport, device: &str) -> Result<Device, StorageError> {
     let script = format!(
         r#"r=$(readlink -f -- {dev}) || exit 3
 [ -b "$r" ] || {{ echo "notblock $r"; exit 0; }}
@@ -185,7 +185,8 @@ else
 fi"#,
         dev = quote::sh(device)
     );
-    let out = run(t, &script).map_err(|e| format!("cannot resolve {device} on the board: {e}"))?;
+    let out =
+        run(t, &script).map_err(|e| e.during(format!("cannot resolve {device} on the board")))?;
     parse_probe(device, &out)
 }
 
@@ -205,7 +206,7 @@ impl Mounts {
 
 /// Every mount on the board, or lsblk's view of `dev` when mountinfo is unreadable.
 /// Fails closed: when neither answers, nobody can say the device is free.
-pub(super) fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, String> {
+pub(super) fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, StorageError> {
     let info = run(t, "cat /proc/self/mountinfo");
     if let Ok(text) = &info
         && !text.trim().is_empty()
@@ -219,13 +220,16 @@ pub(super) fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, Stri
     match lsblk {
         // lsblk always lists the device itself; nothing at all means a broken lsblk.
         Ok(text) if !text.trim().is_empty() => Ok(Mounts::Lsblk(parse_lsblk(&text))),
-        other => Err(format!(
+        other => Err(StorageError::refused(format!(
             "cannot tell whether {} is mounted: /proc/self/mountinfo gave {} and lsblk \
              gave {}; refusing to format it",
             dev.real,
-            info.err().unwrap_or_else(|| "nothing".into()),
-            other.err().unwrap_or_else(|| "nothing".into()),
-        )),
+            info.err()
+                .map_or_else(|| "nothing".into(), |e| e.to_string()),
+            other
+                .err()
+                .map_or_else(|| "nothing".into(), |e| e.to_string()),
+        ))),
     }
 }
 

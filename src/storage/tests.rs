@@ -1,6 +1,6 @@
 //! Parsing mountinfo, lsblk and the device probe, and finding the covering mount.
 
-use super::mounts::{parse_lsblk, parse_probe};
+use super::mounts::{parse_lsblk, parse_probe, probe};
 use super::*;
 
 const INFO: &str = "\
@@ -88,4 +88,47 @@ fn lsblk_raw_output_unescapes() {
     assert_eq!(m.len(), 1);
     assert_eq!(m[0].point, "/mnt/a b");
     assert_eq!(m[0].source, "/dev/loop0p1");
+}
+
+#[test]
+fn a_failed_command_keeps_its_exit_and_stderr_and_reads_as_before() {
+    let mut t = crate::transport::local::Local::new();
+    let e = run(&mut t, "echo no >&2; exit 3").unwrap_err();
+    let StorageError::Failed {
+        command,
+        exit,
+        stderr,
+    } = &e
+    else {
+        panic!("{e:?}")
+    };
+    assert_eq!(
+        (command.as_str(), exit.code, stderr.as_str()),
+        ("echo no >&2; exit 3", Some(3), "no")
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("`echo no >&2; exit 3` ended with {exit}: no")
+    );
+}
+
+#[test]
+fn a_probe_says_what_it_was_doing_and_keeps_the_cause() {
+    let mut t = crate::transport::local::Local::new();
+    let e = probe(&mut t, "/nonexistent/dir/disk").unwrap_err();
+    assert!(
+        matches!(e.cause(), StorageError::Failed { exit, .. } if exit.code == Some(3)),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("cannot resolve /nonexistent/dir/disk on the board: `"),
+        "{e}"
+    );
+    let e = probe(&mut t, "/dev/null").unwrap_err();
+    assert!(matches!(e, StorageError::Refused { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "/dev/null is not a block device on the board (it resolves to /dev/null)"
+    );
 }
