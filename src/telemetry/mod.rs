@@ -49,7 +49,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::model::Board;
-use crate::transport::{Transport, quote};
+use crate::transport::{Exit, Transport, TransportError, quote};
 
 use script::{finish_script, start_script};
 pub use summary::{
@@ -123,6 +123,43 @@ impl SamplerOptions {
     }
 }
 
+/// Why telemetry could not be started or read back. A run goes on without it.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// The board could not run the sampler's command at all.
+    #[error("telemetry: {0}")]
+    Transport(#[from] TransportError),
+    /// The sampler's command ran and failed; `action` is what it was for.
+    #[error("telemetry: cannot {action} on {target} ({exit}): {stderr}")]
+    Failed {
+        action: &'static str,
+        target: String,
+        exit: Exit,
+        /// Its stderr, trimmed.
+        stderr: String,
+    },
+    #[error("telemetry: cannot encode the summary: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+/// Runs one of the sampler's control scripts; its stdout when it succeeded.
+fn control(
+    t: &mut dyn Transport,
+    command: &str,
+    action: &'static str,
+) -> Result<String, TelemetryError> {
+    let out = t.run(command, Some(CONTROL_TIMEOUT))?;
+    if !out.exit.success() {
+        return Err(TelemetryError::Failed {
+            action,
+            target: t.target(),
+            stderr: out.stderr_str().trim().to_string(),
+            exit: out.exit,
+        });
+    }
+    Ok(out.stdout_str())
+}
+
 /// A sampler running on a board for one run.
 #[derive(Debug)]
 #[must_use = "a started probe must be finished or aborted"]
@@ -147,7 +184,11 @@ impl Probe {
     /// Starts the sampler with default options. `run_id` names the run's directory
     /// under `<workdir>/telemetry/`; anything but letters, digits, `-` and `_` is
     /// replaced.
-    pub fn start(t: &mut dyn Transport, board: &Board, run_id: &str) -> Result<Probe, String> {
+    pub fn start(
+        t: &mut dyn Transport,
+        board: &Board,
+        run_id: &str,
+    ) -> Result<Probe, TelemetryError> {
         Probe::start_with(t, board, run_id, &SamplerOptions::default())
     }
 
@@ -158,22 +199,12 @@ impl Probe {
         board: &Board,
         run_id: &str,
         options: &SamplerOptions,
-    ) -> Result<Probe, String> {
+    ) -> Result<Probe, TelemetryError> {
         let root = telemetry_root(&board.workdir);
         let dir = format!("{root}/{}", safe_id(run_id));
         let thermal = board.thermal.as_deref().unwrap_or(DEFAULT_THERMAL);
         let command = start_script(&root, &dir, thermal, options);
-        let out = t
-            .run(&command, Some(CONTROL_TIMEOUT))
-            .map_err(|e| format!("telemetry: {e}"))?;
-        if !out.exit.success() {
-            return Err(format!(
-                "telemetry: cannot start the sampler on {} ({}): {}",
-                t.target(),
-                out.exit,
-                out.stderr_str().trim()
-            ));
-        }
+        control(t, &command, "start the sampler")?;
         Ok(Probe {
             dir,
             path_prefix: options.path_prefix.clone(),
@@ -197,28 +228,16 @@ impl Probe {
         self,
         t: &mut dyn Transport,
         thresholds: &Thresholds,
-    ) -> Result<Finished, String> {
+    ) -> Result<Finished, TelemetryError> {
         let command = finish_script(
             &self.dir,
             self.path_prefix.as_deref(),
             self.kernel_log_file.as_deref(),
         );
-        let out = t
-            .run(&command, Some(CONTROL_TIMEOUT))
-            .map_err(|e| format!("telemetry: {e}"))?;
-        if !out.exit.success() {
-            return Err(format!(
-                "telemetry: cannot read the sampler's trace on {} ({}): {}",
-                t.target(),
-                out.exit,
-                out.stderr_str().trim()
-            ));
-        }
-        let text = out.stdout_str();
+        let text = control(t, &command, "read the sampler's trace")?;
         let summary = summarize(&parse_trace(&text));
         let flags = flags(&summary, thresholds);
-        let telemetry = serde_json::to_value(&summary)
-            .map_err(|e| format!("telemetry: cannot encode the summary: {e}"))?;
+        let telemetry = serde_json::to_value(&summary)?;
         Ok(Finished {
             summary,
             telemetry,
