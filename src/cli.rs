@@ -586,7 +586,7 @@ pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<Pa
         let dir = out.join(&scenario.name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         for exporter in report::exporters() {
-            let bytes = exporter.render(&model).map_err(Error::Other)?;
+            let bytes = exporter.render(&model)?;
             let path = dir.join(exporter.file_name());
             std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
             written.push(path);

@@ -4,14 +4,43 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 use super::Report;
 
+/// Why a report could not be rendered. The templates are built in, so any of these is a
+/// bug in benchpipe, not in the user's files.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A built-in template does not parse.
+    #[error("{0}")]
+    Template(minijinja::Error),
+    /// A built-in template failed on this report.
+    #[error("rendering {name}: {source}")]
+    Render {
+        name: &'static str,
+        #[source]
+        source: minijinja::Error,
+    },
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// `report` stops with the exporter's text, as before exporters had a type.
+impl From<ExportError> for crate::error::Error {
+    fn from(e: ExportError) -> Self {
+        crate::error::Error::Other(e.to_string())
+    }
+}
+
 /// One output format of a report.
 pub trait Exporter {
     /// The file name the report is written under, in the report's directory.
     fn file_name(&self) -> &'static str;
-    fn render(&self, report: &Report) -> Result<Vec<u8>, String>;
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError>;
 }
 
-fn render_template(name: &str, source: &str, report: &Report) -> Result<Vec<u8>, String> {
+pub(super) fn render_template(
+    name: &'static str,
+    source: &str,
+    report: &Report,
+) -> Result<Vec<u8>, ExportError> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     if name.ends_with(".md") {
@@ -24,11 +53,12 @@ fn render_template(name: &str, source: &str, report: &Report) -> Result<Vec<u8>,
                 .map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write"))
         });
     }
-    env.add_template(name, source).map_err(|e| e.to_string())?;
-    let tmpl = env.get_template(name).map_err(|e| e.to_string())?;
+    env.add_template(name, source)
+        .map_err(ExportError::Template)?;
+    let tmpl = env.get_template(name).map_err(ExportError::Template)?;
     let mut out = tmpl
         .render(Value::from(minijinja::value::Serde(report)))
-        .map_err(|e| format!("rendering {name}: {e}"))?;
+        .map_err(|source| ExportError::Render { name, source })?;
     if !out.ends_with('\n') {
         out.push('\n');
     }
@@ -65,7 +95,7 @@ impl Exporter for Markdown {
     fn file_name(&self) -> &'static str {
         "index.md"
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, String> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
         render_template("index.md", include_str!("templates/index.md"), report)
     }
 }
@@ -74,7 +104,7 @@ impl Exporter for Html {
     fn file_name(&self) -> &'static str {
         "index.html"
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, String> {
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
         render_template("index.html", include_str!("templates/index.html"), report)
     }
 }
@@ -83,8 +113,8 @@ impl Exporter for Json {
     fn file_name(&self) -> &'static str {
         "report.json"
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, String> {
-        let mut b = serde_json::to_vec_pretty(report).map_err(|e| e.to_string())?;
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
+        let mut b = serde_json::to_vec_pretty(report)?;
         b.push(b'\n');
         Ok(b)
     }

@@ -23,7 +23,7 @@ mod tests;
 
 pub use chart::bar_chart;
 pub use compare::comparisons;
-pub use export::{Exporter, Html, Json, Markdown, exporters, markdown_escape};
+pub use export::{ExportError, Exporter, Html, Json, Markdown, exporters, markdown_escape};
 use format::duration_text;
 pub use format::{mean_ci, number, p_value, percent, trimmed};
 

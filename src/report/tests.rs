@@ -278,3 +278,23 @@ fn the_interval_decides_the_digits_of_the_mean() {
     assert_eq!(percent(0.95), "95");
     assert_eq!(percent(0.025), "2.5");
 }
+
+#[test]
+fn a_template_that_fails_is_an_export_error_naming_the_template() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let r = build(&ws, &scenario, &plan, &BTreeMap::new());
+    let e = export::render_template("index.md", "{{ nope.deeper }}", &r).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ExportError::Render {
+                name: "index.md",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().starts_with("rendering index.md: "), "{e}");
+    let e = export::render_template("index.md", "{% if %}", &r).unwrap_err();
+    assert!(matches!(e, ExportError::Template(_)), "{e:?}");
+}
