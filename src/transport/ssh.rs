@@ -314,7 +314,6 @@ impl SshTransport {
             }
         }
     }
-
 }
 
 impl Transport for SshTransport {

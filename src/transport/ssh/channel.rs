@@ -280,5 +280,4 @@ impl SshTransport {
             after: timeout.unwrap_or_default(),
         }
     }
-
 }

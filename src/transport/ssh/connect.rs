@@ -23,9 +23,9 @@ pub(super) fn resolve(
             .map(|h| h.join(".ssh/config"))
             .unwrap_or_default(),
     };
-    let ssh_config = SshConfig::load(&path).map_err(|reason| TransportError::Other {
+    let ssh_config = SshConfig::load(&path).map_err(|e| TransportError::Other {
         target: board.to_string(),
-        reason,
+        reason: e.to_string(),
     })?;
     Ok(Resolved::new(target, &ssh_config))
 }
@@ -121,7 +121,9 @@ pub(super) fn verify_host_key(
         known_hosts: file.clone(),
     };
     let pattern = hostkey::host_pattern(&resolved.host, resolved.port);
-    match hostkey::check(session, file, &resolved.host, resolved.port, key).map_err(fail)? {
+    let verdict = hostkey::check(session, file, &resolved.host, resolved.port, key)
+        .map_err(|e| fail(e.to_string()))?;
+    match verdict {
         Verdict::Match => Ok(()),
         Verdict::Unknown => Err(fail(format!(
             "{pattern} is not in the board's known_hosts (it offered {} key {}). Check the \

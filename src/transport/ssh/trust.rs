@@ -85,11 +85,9 @@ pub fn trust_with(
             known_hosts: resolved.known_hosts.clone(),
         });
     }
-    hostkey::append(&resolved.known_hosts, &pattern, &key).map_err(|reason| {
-        TransportError::Other {
-            target: board.to_string(),
-            reason,
-        }
+    hostkey::append(&resolved.known_hosts, &pattern, &key).map_err(|e| TransportError::Other {
+        target: board.to_string(),
+        reason: e.to_string(),
     })?;
     Ok(Trusted {
         host: pattern,
