@@ -373,7 +373,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 })?;
                 inputs.push((f.display().to_string(), text));
             }
-            let out = crate::stats::ministat(&inputs, confidence, json).map_err(Error::Usage)?;
+            let out = crate::stats::ministat(&inputs, confidence, json)?;
             print!("{out}");
             Ok(())
         }

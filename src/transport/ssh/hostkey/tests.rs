@@ -6,8 +6,7 @@ use super::*;
 use std::os::unix::fs::PermissionsExt;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let d =
-        std::env::temp_dir().join(format!("benchpipe-hostkey-{name}-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!("benchpipe-hostkey-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
