@@ -390,7 +390,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 })?;
                 inputs.push((f.display().to_string(), text));
             }
-            let out = crate::stats::ministat(&inputs, confidence, json).map_err(Error::Usage)?;
+            let out = crate::stats::ministat(&inputs, confidence, json)?;
             print!("{out}");
             Ok(())
         }
@@ -662,7 +662,7 @@ pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<Pa
         let dir = out.join(&scenario.name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         for exporter in report::exporters() {
-            let bytes = exporter.render(&model).map_err(Error::Other)?;
+            let bytes = exporter.render(&model)?;
             let path = dir.join(exporter.file_name());
             std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
             written.push(path);
