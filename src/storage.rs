@@ -202,7 +202,7 @@ fn parse_probe(declared: &str, text: &str) -> Result<Device, String> {
 
 /// Resolves `device` on the board and lists what could hold it: the sysfs entries of
 /// the device, its partitions, and holders of either (two levels: LVM on crypt).
-fn probe(t: &mut dyn Transport, device: &str) -> Result<Device, String> {
+pub(crate) fn probe(t: &mut dyn Transport, device: &str) -> Result<Device, String> {
     let script = format!(
         r#"r=$(readlink -f -- {dev}) || exit 3
 [ -b "$r" ] || {{ echo "notblock $r"; exit 0; }}
@@ -227,13 +227,13 @@ fi"#,
 }
 
 /// Where the board's mounts came from; lsblk knows only the mounts of one device.
-enum Mounts {
+pub(crate) enum Mounts {
     Info(Vec<Mount>),
     Lsblk(Vec<Mount>),
 }
 
 impl Mounts {
-    fn all(&self) -> &[Mount] {
+    pub(crate) fn all(&self) -> &[Mount] {
         match self {
             Mounts::Info(m) | Mounts::Lsblk(m) => m,
         }
@@ -242,7 +242,7 @@ impl Mounts {
 
 /// Every mount on the board, or lsblk's view of `dev` when mountinfo is unreadable.
 /// Fails closed: when neither answers, nobody can say the device is free.
-fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, String> {
+pub(crate) fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, String> {
     let info = run(t, "cat /proc/self/mountinfo");
     if let Ok(text) = &info
         && !text.trim().is_empty()
@@ -267,7 +267,7 @@ fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, String> {
 }
 
 /// Whether the device is in use as swap (`/proc/swaps`; absent means no swap).
-fn swap_on(t: &mut dyn Transport, dev: &Device) -> Option<String> {
+pub(crate) fn swap_on(t: &mut dyn Transport, dev: &Device) -> Option<String> {
     let text = run(t, "cat /proc/swaps 2>/dev/null || true").unwrap_or_default();
     text.lines()
         .skip(1)
