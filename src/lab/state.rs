@@ -264,6 +264,7 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), String> {
             sshd_config,
             sshd_pid_file,
             disks,
+            boot,
             sshd_running: _,
         } = b;
         if name != &expected.name || netns != &expected.netns {
@@ -302,6 +303,17 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), String> {
             want("a disk image", &d.file, &e.file)?;
             want("a disk path", Path::new(&d.path), Path::new(&e.path))?;
         }
+        if let Some(d) = boot {
+            let e = super::power::boot_disk(root, &expected, &d.device);
+            if d.name != e.name || !is_loop_device(&d.device) {
+                return Err(format!(
+                    "board {name} has boot disk {:?} on {:?}",
+                    d.name, d.device
+                ));
+            }
+            want("a boot disk image", &d.file, &e.file)?;
+            want("a boot disk path", Path::new(&d.path), Path::new(&e.path))?;
+        }
     }
     Ok(())
 }
@@ -329,6 +341,7 @@ pub(super) fn expected_board(root: &Path, o: &LabOptions, i: usize, subnet: u32)
         sshd_config: dir.join("sshd_config"),
         sshd_pid_file: dir.join("sshd.pid"),
         disks: Vec::new(),
+        boot: None,
         sshd_running: false,
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod hostkey;
+mod input;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -764,6 +765,17 @@ impl Transport for SshTransport {
     ) -> Result<Exit, TransportError> {
         let mut channel = self.start(&wrap(command))?;
         self.drain(&mut channel, command, timeout, stdout, stderr)
+    }
+
+    fn exec_input(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdin: &mut dyn Read,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn Write,
+    ) -> Result<Exit, TransportError> {
+        self.exec_with_input(command, timeout, stdin, stdout, stderr)
     }
 
     fn upload(&mut self, local: &Path, remote: &str) -> Result<(), TransportError> {
