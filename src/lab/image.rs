@@ -143,6 +143,30 @@ pub fn build(
          -U {uuid} -E hash_seed={uuid},root_owner=0:0 -d {st} {im} {}k",
         spec.bytes / 1024
     ));
+    // mke2fs copies each file's ctime, which nobody can set; debugfs pins it after.
+    let made = made.and_then(|()| {
+        let mut cmds = String::from("sif / ctime @1700000000\nsif /lost+found ctime @1700000000\n");
+        let mut dirs = vec![staging.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in fs::read_dir(&d).map_err(io(&d))?.flatten() {
+                let p = e.path();
+                if let Ok(rel) = p.strip_prefix(&staging) {
+                    cmds.push_str(&format!("sif /{} ctime @1700000000\n", rel.display()));
+                }
+                if p.is_dir() {
+                    dirs.push(p);
+                }
+            }
+        }
+        let file = dir.join(format!(".{name}.debugfs"));
+        fs::write(&file, cmds).map_err(io(&file))?;
+        let pinned = sh(&format!(
+            "E2FSPROGS_FAKE_TIME=1700000000 debugfs -w -f {} {im} >/dev/null",
+            quote::sh(&file.to_string_lossy())
+        ));
+        let _ = fs::remove_file(&file);
+        pinned
+    });
     let _ = fs::remove_dir_all(&staging);
     made?;
     let Some(compress) = compression.command() else {

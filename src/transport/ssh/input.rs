@@ -86,6 +86,11 @@ impl SshTransport {
                             c.progressed();
                         }
                     }
+                    // The wrapper holds stdout open until it exits, so EOF there means
+                    // the command is over; sshd stops opening the window for its input.
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && channel.eof() => {
+                        break 'feed;
+                    }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         let wait_until = match deadline {
                             Some(d) if d < stall_deadline => d,
