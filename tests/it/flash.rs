@@ -241,6 +241,74 @@ fn dd_writes_a_loop_device_and_verifies_it_by_read_back() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The local transport behind a fake faulty link: one byte of the input flips on its
+/// way into the command, as a bad cable, card or controller would corrupt it.
+struct FakeCorruptingLink(Local);
+
+impl Transport for FakeCorruptingLink {
+    fn target(&self) -> String {
+        "flaky-link".into()
+    }
+    fn exec(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> Result<benchpipe::transport::Exit, TransportError> {
+        self.0.exec(command, timeout, stdout, stderr)
+    }
+    fn exec_input(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdin: &mut dyn Read,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> Result<benchpipe::transport::Exit, TransportError> {
+        struct Flip<'a>(&'a mut dyn Read, u64);
+        impl Read for Flip<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.read(buf)?;
+                let at = 1_000_000u64;
+                if self.1 <= at && at < self.1 + n as u64 {
+                    buf[(at - self.1) as usize] ^= 0x5a;
+                }
+                self.1 += n as u64;
+                Ok(n)
+            }
+        }
+        self.0
+            .exec_input(command, timeout, &mut Flip(stdin, 0), stdout, stderr)
+    }
+    fn upload(&mut self, local: &Path, remote: &str) -> Result<(), TransportError> {
+        self.0.upload(local, remote)
+    }
+    fn download(&mut self, remote: &str, local: &Path) -> Result<(), TransportError> {
+        self.0.download(remote, local)
+    }
+}
+
+#[test]
+fn a_byte_corrupted_on_a_fake_faulty_link_fails_the_read_back() {
+    let dir = scratch("corrupt");
+    let disk = LoopDisk::new(&dir, "target", 16);
+    let img = image::build(
+        &dir,
+        "img",
+        &ImageSpec::new("bpbad", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    let d = disk.device.clone();
+    let err = flash(&mut FakeCorruptingLink(Local::new()), &d, &[&d], &img, true).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, FlashError::Verify { .. }), "{msg}");
+    assert!(msg.contains(&file_sha256(&img)), "{msg}");
+    drop(disk);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn dd_refuses_an_undeclared_device_and_names_what_a_link_resolves_to() {
     let dir = scratch("undeclared");
