@@ -33,6 +33,9 @@ pub enum Error {
     /// Some cells failed; the others completed. Details were printed as they happened.
     #[error("{failed} of {total} cells failed")]
     CellsFailed { failed: usize, total: usize },
+    /// `boards check`: some boards failed; each printed its line.
+    #[error("{failed} of {total} boards failed the check")]
+    BoardsFailed { failed: usize, total: usize },
     #[error("interrupted; the store is consistent and the next apply resumes")]
     Interrupted,
     #[error("{0}")]

@@ -14,6 +14,7 @@ pub mod flash;
 pub mod lab;
 pub mod model;
 pub mod plan;
+pub mod preflight;
 pub mod progress;
 pub mod report;
 pub mod stats;

@@ -62,8 +62,7 @@ impl Worker<'_> {
         what: &str,
     ) -> Result<(), CellFailure> {
         for step in steps {
-            let command = bench::render(&step.command, vars)
-                .map_err(|message| CellFailure::Template { message })?;
+            let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
             // A lost connection here is the board's loss, as in a run.
             let out = t
                 .side(step.on)

@@ -137,7 +137,7 @@ pub(super) fn read_load(t: &mut dyn Transport) -> Option<f64> {
 }
 
 /// The board's highest temperature in °C, from its thermal source; None when it has none.
-pub(super) fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
+pub(crate) fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
     let source = board
         .thermal
         .as_deref()

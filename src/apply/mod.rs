@@ -14,8 +14,8 @@
 
 mod cell;
 mod cooldown;
-mod facts;
-mod provision;
+pub(crate) mod facts;
+pub(crate) mod provision;
 mod resources;
 mod runs;
 mod services;

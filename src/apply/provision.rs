@@ -117,7 +117,7 @@ pub(super) fn provision<'r>(
     Ok(())
 }
 
-pub(super) fn missing_commands(
+pub(crate) fn missing_commands(
     t: &mut dyn Transport,
     commands: &BTreeSet<&str>,
 ) -> Result<Vec<String>, TransportError> {

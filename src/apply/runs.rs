@@ -132,8 +132,7 @@ impl Worker<'_> {
         vars.set("run", index);
         let _held = self.resources.acquire(&job.recipe.exclusive);
         let step = &job.recipe.run;
-        let command = bench::render(&step.command, vars)
-            .map_err(|message| CellFailure::Template { message })?;
+        let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
         let seq = writer.next_seq();
         // The sampler watches the board during measured runs; warm-ups are discarded
         // anyway. Without it (an odd board), the run goes on unjudged.

@@ -32,8 +32,7 @@ impl Worker<'_> {
             Some(&job.cell.address),
             format!("start service {}", spec.name),
         );
-        let command = bench::render(&spec.command, &cell.vars)
-            .map_err(|message| CellFailure::Template { message })?;
+        let command = bench::render(&spec.command, &cell.vars).map_err(CellFailure::from)?;
         // Unique per cell, so interleaved cells never share a pid file.
         let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
         let service = t
@@ -42,8 +41,7 @@ impl Worker<'_> {
             .map_err(|e| service_failure(&spec.name, "", e))?;
         cell.services.push((spec.on, spec.name.clone(), service));
         if let Some(ready) = &spec.ready {
-            let check = bench::render(ready, &cell.vars)
-                .map_err(|message| CellFailure::Template { message })?;
+            let check = bench::render(ready, &cell.vars).map_err(CellFailure::from)?;
             let t0 = Instant::now();
             // One check never outlasts the wait, nor takes more than 10 s of it.
             let each = spec

@@ -351,8 +351,7 @@ impl Worker<'_> {
                         reason: format!("no filesystem {filesystem} for {name}"),
                     })?;
                 if let Some((s, f)) = mounted.take() {
-                    storage::release(t.board, &s, &f)
-                        .map_err(|message| CellFailure::Storage { message })?;
+                    storage::release(t.board, &s, &f).map_err(CellFailure::from)?;
                 }
                 if fs.kind != crate::model::AS_IS {
                     self.phase(
@@ -360,8 +359,7 @@ impl Worker<'_> {
                         format!("format {} as {}", st.name, fs.name),
                     );
                 }
-                storage::prepare(t.board, st, &fs)
-                    .map_err(|message| CellFailure::Storage { message })?;
+                storage::prepare(t.board, st, &fs).map_err(CellFailure::from)?;
                 *mounted = Some((st.clone(), fs));
                 Ok(())
             }
@@ -549,7 +547,9 @@ impl Worker<'_> {
                     Ok(()) => StepStatus::Ran,
                     Err(e) => {
                         self.phase(None, format!("could not unmount {}: {e}", s.path));
-                        StepStatus::Failed { cause: e }
+                        StepStatus::Failed {
+                            cause: e.to_string(),
+                        }
                     }
                 }
             }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
+use crate::failure::CellFailure;
 use crate::model::{ParamValue, Recipe};
 use crate::transport::quote;
 
@@ -80,43 +81,87 @@ fn environment(mark_strings: bool) -> Environment<'static> {
     env
 }
 
-/// Says what a failed render means, in the terms of the input files.
-pub fn explain(e: &minijinja::Error) -> String {
-    match e.kind() {
-        minijinja::ErrorKind::OutOfFuel => format!(
-            "the template does too much work (more than {TEMPLATE_FUEL} steps); a command template should only insert values"
-        ),
-        minijinja::ErrorKind::TemplateNotFound => {
-            "templates cannot include, import or extend other templates".to_string()
+/// Why a command template did not render.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TemplateError {
+    /// It does not parse, or names something undefined; `line` is the template's.
+    Invalid { detail: String, line: Option<usize> },
+    /// It ran out of fuel (`TEMPLATE_FUEL`).
+    TooMuchWork,
+    /// It tried to include, import or extend another template.
+    Include,
+    /// Its output is over `MAX_RENDERED_BYTES`.
+    TooLong { len: usize },
+}
+
+impl TemplateError {
+    fn of(e: &minijinja::Error) -> TemplateError {
+        match e.kind() {
+            minijinja::ErrorKind::OutOfFuel => TemplateError::TooMuchWork,
+            minijinja::ErrorKind::TemplateNotFound => TemplateError::Include,
+            _ => TemplateError::Invalid {
+                detail: e
+                    .detail()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| e.to_string()),
+                line: e.line(),
+            },
         }
-        _ => {
-            let detail = e
-                .detail()
-                .map(str::to_string)
-                .unwrap_or_else(|| e.to_string());
-            match e.line() {
-                Some(l) => format!("{detail} (line {l} of the template)"),
-                None => detail,
+    }
+
+    /// What the failure means, in the terms of the input files.
+    pub fn reason(&self) -> String {
+        match self {
+            TemplateError::TooMuchWork => format!(
+                "the template does too much work (more than {TEMPLATE_FUEL} steps); a command template should only insert values"
+            ),
+            TemplateError::Include => {
+                "templates cannot include, import or extend other templates".to_string()
             }
+            TemplateError::Invalid { detail, line } => match line {
+                Some(l) => format!("{detail} (line {l} of the template)"),
+                None => detail.clone(),
+            },
+            TemplateError::TooLong { len } => format!(
+                "the rendered command is {len} bytes, more than the limit of {MAX_RENDERED_BYTES}"
+            ),
         }
     }
 }
 
-fn too_long(len: usize) -> String {
-    format!("the rendered command is {len} bytes, more than the limit of {MAX_RENDERED_BYTES}")
+impl std::fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "template: {}", self.reason())
+    }
+}
+
+impl std::error::Error for TemplateError {}
+
+/// A cell whose template failed stores the error's text, `template: ...`.
+impl From<TemplateError> for CellFailure {
+    fn from(e: TemplateError) -> CellFailure {
+        CellFailure::Template {
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Says what a failed render means, in the terms of the input files.
+pub fn explain(e: &minijinja::Error) -> String {
+    TemplateError::of(e).reason()
 }
 
 /// Renders a command template with every value shell-quoted.
-pub fn render(template: &str, vars: &Vars) -> Result<String, String> {
+pub fn render(template: &str, vars: &Vars) -> Result<String, TemplateError> {
     let env = environment(false);
     let tmpl = env
         .template_from_str(template)
-        .map_err(|e| format!("template: {}", explain(&e)))?;
+        .map_err(|e| TemplateError::of(&e))?;
     let out = tmpl
         .render(Value::from(vars.0.clone()))
-        .map_err(|e| format!("template: {}", explain(&e)))?;
+        .map_err(|e| TemplateError::of(&e))?;
     if out.len() > MAX_RENDERED_BYTES {
-        return Err(format!("template: {}", too_long(out.len())));
+        return Err(TemplateError::TooLong { len: out.len() });
     }
     Ok(out.trim().to_string())
 }
@@ -127,14 +172,16 @@ pub fn render(template: &str, vars: &Vars) -> Result<String, String> {
 pub fn render_marked(
     template: &str,
     vars: &Vars,
-) -> Result<(String, Vec<minijinja::OutputSpan>), String> {
+) -> Result<(String, Vec<minijinja::OutputSpan>), TemplateError> {
     let env = environment(true);
-    let tmpl = env.template_from_str(template).map_err(|e| explain(&e))?;
+    let tmpl = env
+        .template_from_str(template)
+        .map_err(|e| TemplateError::of(&e))?;
     let (out, spans) = tmpl
         .render_with_spans(Value::from(vars.0.clone()))
-        .map_err(|e| explain(&e))?;
+        .map_err(|e| TemplateError::of(&e))?;
     if out.len() > MAX_RENDERED_BYTES {
-        return Err(too_long(out.len()));
+        return Err(TemplateError::TooLong { len: out.len() });
     }
     Ok((out, spans))
 }
@@ -173,7 +220,12 @@ mod tests {
 
     #[test]
     fn an_undefined_variable_is_an_error() {
-        assert!(render("echo {{ nope }}", &Vars::new()).is_err());
+        let e = render("echo {{ nope }}", &Vars::new()).unwrap_err();
+        assert!(
+            matches!(e, TemplateError::Invalid { line: Some(1), .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().ends_with("(line 1 of the template)"), "{e}");
         let mut v = Vars::new();
         v.set("dir", "/x");
         assert!(render("echo {{ dir.nope }}", &v).is_err());
@@ -186,20 +238,29 @@ mod tests {
             &Vars::new(),
         )
         .unwrap_err();
-        assert!(e.contains("too much work"), "{e}");
+        assert_eq!(e, TemplateError::TooMuchWork);
+        assert!(
+            e.to_string()
+                .starts_with("template: the template does too much work"),
+            "{e}"
+        );
     }
 
     #[test]
     fn include_finds_nothing() {
         let e = render("{% include 'x' %}", &Vars::new()).unwrap_err();
-        assert!(e.contains("cannot include"), "{e}");
+        assert_eq!(e, TemplateError::Include);
+        assert!(e.to_string().contains("cannot include"), "{e}");
     }
 
     #[test]
     fn output_is_capped() {
         let e = render("{{ 'x' * 300000 }}", &Vars::new()).unwrap_err();
         assert!(
-            e.contains("too much work") || e.contains("more than the limit"),
+            matches!(
+                e,
+                TemplateError::TooMuchWork | TemplateError::TooLong { .. }
+            ),
             "{e}"
         );
     }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 
@@ -16,8 +16,11 @@ use crate::plan::{self, Plan};
 use crate::report;
 use crate::store::Store;
 
+mod boards;
 mod plan_view;
+mod signals;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
+use signals::{SIGNAL, Walk, install_signals};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -242,6 +245,10 @@ pub enum BoardsAction {
     },
     /// List the boards and how they are reached.
     List,
+    /// Preflight every board (or the ones named), all at once: reachable, host key
+    /// known, login, root or sudo, free space, the recipes' tools, throttle state. One
+    /// line per board; exit 1 when one fails.
+    Check { names: Vec<String> },
 }
 
 pub fn main() -> ExitCode {
@@ -398,7 +405,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 })?;
                 inputs.push((f.display().to_string(), text));
             }
-            let out = crate::stats::ministat(&inputs, confidence, json).map_err(Error::Usage)?;
+            let out = crate::stats::ministat(&inputs, confidence, json)?;
             print!("{out}");
             Ok(())
         }
@@ -525,81 +532,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 Ok(())
             }
         },
-        Command::Boards { action, root } => {
-            let boards = config::load_boards(&root).map_err(Error::Config)?;
-            match action {
-                BoardsAction::List => {
-                    for b in boards.values() {
-                        let how = match &b.connection {
-                            crate::model::Connection::Local => "local".to_string(),
-                            crate::model::Connection::Ssh(t) => format!("ssh {}", t.host),
-                        };
-                        println!("{}  {}  {}", b.name, b.model, how);
-                    }
-                    Ok(())
-                }
-                BoardsAction::Trust {
-                    name,
-                    fingerprint,
-                    yes,
-                } => {
-                    let board = boards
-                        .get(&crate::model::BoardName::new(name.as_str()))
-                        .ok_or_else(|| {
-                            let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
-                            Error::Usage(format!(
-                                "no board named `{name}` in {}/boards; known: {}",
-                                root.display(),
-                                known.join(", ")
-                            ))
-                        })?;
-                    let crate::model::Connection::Ssh(target) = &board.connection else {
-                        return Err(Error::Usage(format!(
-                            "board `{name}` is local; it has no host key to trust"
-                        )));
-                    };
-                    use crate::transport::ssh::{self, Accept};
-                    let timeout = std::time::Duration::from_secs(30);
-                    let accept = match (fingerprint, yes) {
-                        (Some(fp), _) => {
-                            if fp.trim().strip_prefix("SHA256:").is_none_or(str::is_empty) {
-                                return Err(Error::Usage(format!(
-                                    "--fingerprint {fp:?}: expected SHA256:... as `ssh-keygen -lf` prints it"
-                                )));
-                            }
-                            Accept::Fingerprint(fp)
-                        }
-                        (None, true) => Accept::Offered,
-                        (None, false) => {
-                            // Show what the board offers, so the user can compare it on the board.
-                            let (_, key) = ssh::scan_host_key(
-                                &board.name,
-                                target,
-                                timeout,
-                                &ssh::ConnectOptions::default(),
-                            )?;
-                            let fp = key.fingerprint();
-                            return Err(Error::Usage(format!(
-                                "board `{name}` offers {} key {fp}. Compare it with the board's own \
-                                 (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the board), then run \
-                                 `benchpipe boards trust {name} --fingerprint {fp}` \
-                                 (or --yes to trust whatever is offered, for scripted labs only)",
-                                key.algorithm
-                            )));
-                        }
-                    };
-                    let t = ssh::trust(&board.name, target, timeout, &accept)?;
-                    println!(
-                        "trusted {name}: wrote {} {} {} to {}",
-                        t.host,
-                        t.algorithm,
-                        t.fingerprint,
-                        t.known_hosts.display()
-                    );
-                    Ok(())
-                }
-            }
-        }
+        Command::Boards { action, root } => boards::run(action, &root),
         Command::Report {
             files,
             store,
@@ -630,71 +563,11 @@ pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<Pa
         let dir = out.join(&scenario.name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         for exporter in report::exporters() {
-            let bytes = exporter.render(&model).map_err(Error::Other)?;
+            let bytes = exporter.render(&model)?;
             let path = dir.join(exporter.file_name());
             std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
             written.push(path);
         }
     }
     Ok(written)
-}
-
-/// The last signal received (SIGINT or SIGTERM), for the exit status.
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
-/// Whether apply is walking its plan: only then does a signal wait for the run in
-/// flight. Every other phase (load, plan, check, reports) owns no board state and the
-/// store's writes are atomic, so the process ends at once.
-static WALKING: AtomicBool = AtomicBool::new(false);
-/// Set by the first signal during a walk; a watcher passes it on to the walk's flag.
-static STOP_RAISED: AtomicBool = AtomicBool::new(false);
-
-/// SIGINT and SIGTERM: outside an apply walk, exit at once with 128 + the signal.
-/// During a walk, the first one stops after the run in flight (its commands are ended,
-/// nothing partial is stored); a second exits at once; the store is still consistent.
-fn install_signals() {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        // SAFETY: the handler only does atomic loads and stores and `_exit`, all
-        // async-signal-safe.
-        let _ = unsafe {
-            signal_hook::low_level::register(sig, move || {
-                SIGNAL.store(sig, Ordering::SeqCst);
-                if !WALKING.load(Ordering::SeqCst) || STOP_RAISED.swap(true, Ordering::SeqCst) {
-                    libc::_exit(128 + sig);
-                }
-            })
-        };
-    }
-}
-
-/// An apply walk in progress: signals set its stop flag instead of exiting, and a
-/// watcher ends the running commands.
-struct Walk;
-
-impl Walk {
-    fn begin(stop: &Arc<AtomicBool>) -> Walk {
-        WALKING.store(true, Ordering::SeqCst);
-        let stop = Arc::clone(stop);
-        std::thread::spawn(move || {
-            loop {
-                if STOP_RAISED.load(Ordering::SeqCst) {
-                    stop.store(true, Ordering::SeqCst);
-                    eprintln!("interrupted: ending running commands; the next apply resumes");
-                    crate::transport::interrupt();
-                    return;
-                }
-                if !WALKING.load(Ordering::SeqCst) {
-                    return;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-        });
-        Walk
-    }
-}
-
-impl Drop for Walk {
-    fn drop(&mut self) {
-        WALKING.store(false, Ordering::SeqCst);
-    }
 }

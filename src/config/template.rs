@@ -125,7 +125,7 @@ pub fn check_rendered(
             diags.push(
                 src.at_value(
                     template,
-                    format!("this template fails when rendered with sample values: {e}"),
+                    format!("this template fails when rendered with sample values: {}", e.reason()),
                 )
                 .with_help("check every name and attribute: only the documented variables exist, and they have no attributes"),
             );

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::{FlashError, Phase, Progress};
-use crate::storage::{self, rules};
+use crate::storage::{self, StorageError, rules};
 use crate::transport::{Transport, quote};
 
 /// dd's block size: large writes, as the issue asks; the same on every host.
@@ -172,7 +172,13 @@ pub fn check(
     if let Some(why) = rules::device_path(device) {
         return Err(refuse(device, why));
     }
-    let dev = storage::probe(t, device).map_err(|e| refuse(device, e))?;
+    // A board that cannot answer is a transport failure; anything else it says about
+    // the device (not a block device, unidentifiable) is a refusal.
+    let refuse_storage = |named: &str, e: StorageError| match e {
+        StorageError::Transport(e) => FlashError::Transport(e),
+        other => refuse(named, other.to_string()),
+    };
+    let dev = storage::probe(t, device).map_err(|e| refuse_storage(device, e))?;
     let named = if dev.real == rules::normalize(device) {
         device.to_string()
     } else {
@@ -201,7 +207,7 @@ pub fn check(
             },
         ));
     }
-    let all = storage::mounts(t, &dev).map_err(|e| refuse(&named, e))?;
+    let all = storage::mounts(t, &dev).map_err(|e| refuse_storage(&named, e))?;
     let on_dev: Vec<&storage::Mount> = all.all().iter().filter(|m| dev.holds(m)).collect();
     if let Some(m) = on_dev
         .iter()

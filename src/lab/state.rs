@@ -19,6 +19,7 @@ use super::{
     subnet_addresses,
 };
 use crate::error::Error;
+use crate::model::BoardName;
 
 /// The state file is small; a larger one is not ours.
 const MAX_STATE_BYTES: u64 = 4 << 20;
@@ -223,29 +224,75 @@ pub(super) fn read(root: &Path, options: &LabOptions) -> Result<Option<LabInfo>,
             info.version
         )));
     }
-    validate(&info, &root, options).map_err(refuse)?;
+    validate(&info, &root, options).map_err(|e| refuse(e.to_string()))?;
     Ok(Some(info))
 }
 
+/// Where a lab state file differs from what `lab up` would have written.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum StateMismatch {
+    #[error(
+        "it names prefixes {prefix:?}/{board_prefix:?}, not this lab's {want_prefix:?}/{want_board_prefix:?}"
+    )]
+    Prefixes {
+        prefix: String,
+        board_prefix: String,
+        want_prefix: String,
+        want_board_prefix: String,
+    },
+    /// Its names would not pass `lab up`'s own checks.
+    #[error("{0}")]
+    Options(Error),
+    #[error("{what} is {}, not {}", got.display(), expected.display())]
+    Path {
+        what: &'static str,
+        got: PathBuf,
+        expected: PathBuf,
+    },
+    #[error(
+        "board {index} names {name:?} in namespace {netns:?}, not {want_name:?} in {want_netns:?}"
+    )]
+    Board {
+        index: usize,
+        /// The name as text: `{:?}` of a `BoardName` would print `BoardName("..")`.
+        name: String,
+        netns: String,
+        want_name: String,
+        want_netns: String,
+    },
+    #[error("board {name} has addresses outside its subnet")]
+    Addresses { name: BoardName },
+    #[error("board {name} has {count} disks")]
+    Disks { name: BoardName, count: usize },
+    #[error("board {name} has disk {disk:?} on {device:?}")]
+    Disk {
+        name: BoardName,
+        disk: String,
+        device: String,
+    },
+}
+
 /// Compares every name and path of `info` with the one `lab up` would make.
-fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), String> {
+fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), StateMismatch> {
     if info.prefix != o.prefix || info.board_prefix != o.board_prefix {
-        return Err(format!(
-            "it names prefixes {:?}/{:?}, not this lab's {:?}/{:?}",
-            info.prefix, info.board_prefix, o.prefix, o.board_prefix
-        ));
+        return Err(StateMismatch::Prefixes {
+            prefix: info.prefix.clone(),
+            board_prefix: info.board_prefix.clone(),
+            want_prefix: o.prefix.clone(),
+            want_board_prefix: o.board_prefix.clone(),
+        });
     }
-    check_options(o, info.boards.len().max(1)).map_err(|e| e.to_string())?;
+    check_options(o, info.boards.len().max(1)).map_err(StateMismatch::Options)?;
     let dir = state_dir(root);
-    let want = |what: &str, got: &Path, expected: &Path| {
+    let want = |what: &'static str, got: &Path, expected: &Path| {
         if got == expected {
             Ok(())
         } else {
-            Err(format!(
-                "{what} is {}, not {}",
-                got.display(),
-                expected.display()
-            ))
+            Err(StateMismatch::Path {
+                what,
+                got: got.to_path_buf(),
+                expected: expected.to_path_buf(),
+            })
         }
     };
     want("state_dir", &info.state_dir, &dir)?;
@@ -268,18 +315,19 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), String> {
             sshd_running: _,
         } = b;
         if name != &expected.name || netns != &expected.netns {
-            return Err(format!(
-                "board {} names {name:?} in namespace {netns:?}, not {:?} in {:?}",
-                i + 1,
-                expected.name.as_str(),
-                expected.netns
-            ));
+            return Err(StateMismatch::Board {
+                index: i + 1,
+                name: name.as_str().to_string(),
+                netns: netns.clone(),
+                want_name: expected.name.as_str().to_string(),
+                want_netns: expected.netns.clone(),
+            });
         }
         if !(1..(1 << 15)).contains(subnet)
             || *controller_address != expected.controller_address
             || *address != expected.address
         {
-            return Err(format!("board {name} has addresses outside its subnet"));
+            return Err(StateMismatch::Addresses { name: name.clone() });
         }
         want(
             "a workdir",
@@ -290,15 +338,19 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), String> {
         want("an sshd config", sshd_config, &expected.sshd_config)?;
         want("an sshd pid file", sshd_pid_file, &expected.sshd_pid_file)?;
         if disks.len() > 2 {
-            return Err(format!("board {name} has {} disks", disks.len()));
+            return Err(StateMismatch::Disks {
+                name: name.clone(),
+                count: disks.len(),
+            });
         }
         for (k, d) in disks.iter().enumerate() {
             let e = expected_disk(root, &expected, k + 1, &d.device);
             if d.name != e.name || !is_loop_device(&d.device) {
-                return Err(format!(
-                    "board {name} has disk {:?} on {:?}",
-                    d.name, d.device
-                ));
+                return Err(StateMismatch::Disk {
+                    name: name.clone(),
+                    disk: d.name.clone(),
+                    device: d.device.clone(),
+                });
             }
             want("a disk image", &d.file, &e.file)?;
             want("a disk path", Path::new(&d.path), Path::new(&e.path))?;
@@ -306,10 +358,11 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), String> {
         if let Some(d) = boot {
             let e = super::power::boot_disk(root, &expected, &d.device);
             if d.name != e.name || !is_loop_device(&d.device) {
-                return Err(format!(
-                    "board {name} has boot disk {:?} on {:?}",
-                    d.name, d.device
-                ));
+                return Err(StateMismatch::Disk {
+                    name: name.clone(),
+                    disk: d.name.clone(),
+                    device: d.device.clone(),
+                });
             }
             want("a boot disk image", &d.file, &e.file)?;
             want("a boot disk path", Path::new(&d.path), Path::new(&e.path))?;

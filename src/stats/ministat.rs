@@ -7,6 +7,35 @@ use serde::Serialize;
 use super::{Comparison, DEFAULT_NOISE_BAND, Summary, compare, summarize};
 use crate::model::Better;
 
+/// Why `benchpipe stats` refused its input. All are the user's to fix (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    #[error("stats: expected at least one file of numbers")]
+    NoFiles,
+    #[error("stats: the confidence must be between 0 and 1 (e.g. 0.95), got {0}")]
+    Confidence(f64),
+    /// `found` is the line's text, cut to 60 characters.
+    #[error("{file}:{line}: expected one number per line, found `{found}`")]
+    NotANumber {
+        file: String,
+        line: usize,
+        found: String,
+    },
+    #[error("{file}: no numbers (only blank lines and comments)")]
+    NoNumbers { file: String },
+    #[error("{file}: no values to summarise")]
+    NothingToSummarise { file: String },
+    #[error("stats: cannot write JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Bad input to `stats` is a usage error, with the text above.
+impl From<StatsError> for crate::error::Error {
+    fn from(e: StatsError) -> Self {
+        crate::error::Error::Usage(e.to_string())
+    }
+}
+
 /// Bumped when the JSON document's shape changes.
 const JSON_VERSION: u32 = 1;
 
@@ -66,14 +95,12 @@ pub fn ministat(
     inputs: &[(String, String)],
     confidence: f64,
     json: bool,
-) -> Result<String, String> {
+) -> Result<String, StatsError> {
     if inputs.is_empty() {
-        return Err("stats: expected at least one file of numbers".into());
+        return Err(StatsError::NoFiles);
     }
     if !(confidence > 0.0 && confidence < 1.0) {
-        return Err(format!(
-            "stats: the confidence must be between 0 and 1 (e.g. 0.95), got {confidence}"
-        ));
+        return Err(StatsError::Confidence(confidence));
     }
     let mut samples = Vec::with_capacity(inputs.len());
     for (name, contents) in inputs {
@@ -82,8 +109,8 @@ pub fn ministat(
     let mut files = Vec::new();
     let mut summaries = Vec::new();
     for ((name, _), xs) in inputs.iter().zip(&samples) {
-        let s =
-            summarize(xs, confidence).ok_or_else(|| format!("{name}: no values to summarise"))?;
+        let s = summarize(xs, confidence)
+            .ok_or_else(|| StatsError::NothingToSummarise { file: name.clone() })?;
         let ci = s.ci();
         files.push(FileStats {
             name,
@@ -127,13 +154,13 @@ pub fn ministat(
                 s.push('\n');
                 s
             })
-            .map_err(|e| format!("stats: cannot write JSON: {e}"))
+            .map_err(StatsError::Json)
     } else {
         Ok(render_text(&doc))
     }
 }
 
-fn read_numbers(name: &str, contents: &str) -> Result<Vec<f64>, String> {
+fn read_numbers(name: &str, contents: &str) -> Result<Vec<f64>, StatsError> {
     let mut values = Vec::new();
     for (i, raw) in contents.lines().enumerate() {
         let text = raw.split('#').next().unwrap_or("").trim();
@@ -143,18 +170,18 @@ fn read_numbers(name: &str, contents: &str) -> Result<Vec<f64>, String> {
         match text.parse::<f64>() {
             Ok(v) if v.is_finite() => values.push(v),
             _ => {
-                let shown: String = raw.trim().chars().take(60).collect();
-                return Err(format!(
-                    "{name}:{}: expected one number per line, found `{shown}`",
-                    i + 1
-                ));
+                return Err(StatsError::NotANumber {
+                    file: name.to_string(),
+                    line: i + 1,
+                    found: raw.trim().chars().take(60).collect(),
+                });
             }
         }
     }
     if values.is_empty() {
-        return Err(format!(
-            "{name}: no numbers (only blank lines and comments)"
-        ));
+        return Err(StatsError::NoNumbers {
+            file: name.to_string(),
+        });
     }
     Ok(values)
 }
@@ -351,11 +378,24 @@ mod tests {
             false,
         )
         .expect_err("a word is not a number");
-        assert_eq!(err, "A.txt:5: expected one number per line, found `fast`");
+        assert_eq!(
+            err.to_string(),
+            "A.txt:5: expected one number per line, found `fast`"
+        );
         let err = ministat(&[input("B.txt", "# nothing\n")], 0.95, false).expect_err("empty");
-        assert!(err.contains("B.txt: no numbers"), "{err}");
-        assert!(ministat(&[], 0.95, false).is_err());
-        assert!(ministat(&[input("A", "1\n2\n")], 95.0, false).is_err());
+        assert!(
+            matches!(&err, StatsError::NoNumbers { file } if file == "B.txt"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("B.txt: no numbers"), "{err}");
+        assert!(matches!(
+            ministat(&[], 0.95, false),
+            Err(StatsError::NoFiles)
+        ));
+        assert!(matches!(
+            ministat(&[input("A", "1\n2\n")], 95.0, false),
+            Err(StatsError::Confidence(c)) if c == 95.0
+        ));
     }
 
     #[test]

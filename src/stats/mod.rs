@@ -16,7 +16,7 @@ mod outliers;
 
 pub use adaptive::{RunDecision, RunRule, StopReason, precision_reached};
 pub use compare::{Comparison, DEFAULT_NOISE_BAND, Verdict, Welch, compare, welch};
-pub use ministat::ministat;
+pub use ministat::{StatsError, ministat};
 pub use outliers::{Outlier, OutlierClass, outliers};
 
 use serde::Serialize;

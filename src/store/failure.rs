@@ -32,13 +32,18 @@ struct FailureFile {
     cause: String,
 }
 
+/// A failure.json of format 2 or later without its typed `failure`.
+#[derive(Debug, thiserror::Error)]
+#[error("no `failure` field")]
+pub struct NoFailureField;
+
 impl TryFrom<FailureFile> for Failure {
-    type Error = String;
-    fn try_from(f: FailureFile) -> std::result::Result<Self, String> {
+    type Error = NoFailureField;
+    fn try_from(f: FailureFile) -> std::result::Result<Self, NoFailureField> {
         let failure = match (f.failure, f.format) {
             (Some(failure), _) => failure,
             (None, 0 | 1) => CellFailure::Legacy { cause: f.cause },
-            (None, _) => return Err("no `failure` field".into()),
+            (None, _) => return Err(NoFailureField),
         };
         Ok(Failure {
             session: f.session,

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +35,14 @@ use crate::failure::CellFailure;
 use crate::plan::{Address, Cell, CellKey};
 
 mod failure;
+mod files;
+#[cfg(test)]
+mod tests;
+
 pub use failure::{FAILURE_FORMAT, Failure};
+use files::{
+    cut_torn_tail, io, read_json, read_json_of, read_samples, sync_dir, to_json_bytes, write_atomic,
+};
 
 /// The version of every file in the store but failure.json; readers refuse newer ones.
 pub const FORMAT: u32 = 1;
@@ -148,134 +155,6 @@ impl CellData {
 #[derive(Clone, Debug)]
 pub struct Store {
     root: PathBuf,
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |e| Error::io(path, e)
-}
-
-/// Writes `bytes` to `path` so that readers see the old file or the new one, never half.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    {
-        let mut f = File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-    }
-    fs::rename(&tmp, path).map_err(io(path))?;
-    sync_dir(dir)
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
-}
-
-/// The most a store file may hold; a larger one is not benchpipe's.
-const MAX_FILE_BYTES: u64 = 64 << 20;
-
-/// Opens a store file for reading: `None` when absent; an error when it is a FIFO, a
-/// device, a symlink or a directory. A FIFO planted in `results/` would otherwise block
-/// `plan` and `report` for ever, and a device would stream without end.
-fn open_regular(path: &Path) -> Result<Option<File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    let meta = file.metadata().map_err(io(path))?;
-    if !meta.is_file() {
-        return Err(Error::Store(format!(
-            "{}: not a regular file; benchpipe writes only regular files in its store",
-            path.display()
-        )));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(Error::Store(format!(
-            "{}: {} bytes, more than the {MAX_FILE_BYTES} a store file may hold",
-            path.display(),
-            meta.len()
-        )));
-    }
-    Ok(Some(file))
-}
-
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
-    read_json_of(path, FORMAT)
-}
-
-/// Reads a file whose newest known format is `newest`.
-fn read_json_of<T: for<'de> Deserialize<'de>>(path: &Path, newest: u32) -> Result<Option<T>> {
-    let read = |path: &Path| -> std::io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        match open_regular(path) {
-            Ok(Some(f)) => {
-                f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
-                Ok(bytes)
-            }
-            Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
-            Err(e) => Err(std::io::Error::other(e.to_string())),
-        }
-    };
-    match read(path) {
-        Ok(bytes) => {
-            let v: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))?;
-            check_format(path, &v, newest)?;
-            serde_json::from_value(v)
-                .map(Some)
-                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
-    }
-}
-
-fn check_format(path: &Path, v: &Value, newest: u32) -> Result<()> {
-    match v.get("format").and_then(Value::as_u64) {
-        Some(f) if f <= newest as u64 => Ok(()),
-        Some(f) => Err(Error::Store(format!(
-            "{}: format {f} is newer than this benchpipe understands ({newest}); upgrade benchpipe",
-            path.display()
-        ))),
-        None => Err(Error::Store(format!("{}: no format field", path.display()))),
-    }
-}
-
-/// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
-fn read_samples(path: &Path) -> Result<Vec<Sample>> {
-    let Some(file) = open_regular(path)? else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::new();
-    let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
-    let mut line = String::new();
-    let mut lineno = 0;
-    loop {
-        line.clear();
-        let n = reader.read_line(&mut line).map_err(io(path))?;
-        if n == 0 || !line.ends_with('\n') {
-            break;
-        }
-        lineno += 1;
-        let v: Value = serde_json::from_str(&line)
-            .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?;
-        check_format(path, &v, FORMAT)?;
-        out.push(
-            serde_json::from_value(v)
-                .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?,
-        );
-    }
-    Ok(out)
 }
 
 impl Store {
@@ -408,12 +287,6 @@ impl Store {
     }
 }
 
-fn to_json_bytes<T: Serialize>(v: &T) -> Result<Vec<u8>> {
-    let mut b = serde_json::to_vec_pretty(v).map_err(|e| Error::Store(e.to_string()))?;
-    b.push(b'\n');
-    Ok(b)
-}
-
 /// Held while an apply writes the store; released on drop (or process death).
 pub struct StoreLock {
     _file: File,
@@ -496,177 +369,10 @@ impl CellWriter {
     }
 }
 
-/// Truncates a final line that a crash left without its newline.
-fn cut_torn_tail(f: &mut File) -> std::io::Result<()> {
-    let len = f.metadata()?.len();
-    if len == 0 {
-        return Ok(());
-    }
-    f.seek(SeekFrom::Start(len - 1))?;
-    let mut last = [0u8; 1];
-    f.read_exact(&mut last)?;
-    if last[0] == b'\n' {
-        return Ok(());
-    }
-    // Find the last newline by reading backwards in chunks.
-    let mut end = len;
-    let mut buf = vec![0u8; 4096];
-    let keep = loop {
-        let start = end.saturating_sub(buf.len() as u64);
-        let n = (end - start) as usize;
-        f.seek(SeekFrom::Start(start))?;
-        f.read_exact(&mut buf[..n])?;
-        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
-            break start + i as u64 + 1;
-        }
-        if start == 0 {
-            break 0;
-        }
-        end = start;
-    };
-    f.set_len(keep)
-}
-
 /// Seconds since the Unix epoch, for provenance fields.
 pub fn now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plan;
-
-    fn temp_store(tag: &str) -> Store {
-        let dir = std::env::temp_dir().join(format!("bp-store-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        Store::open(dir).unwrap()
-    }
-
-    fn sample(seq: u32, kind: RunKind, v: f64) -> Sample {
-        Sample {
-            format: FORMAT,
-            seq,
-            kind,
-            session: "s".into(),
-            started: 1.0,
-            ended: 2.0,
-            metrics: BTreeMap::from([("random_read".to_string(), v)]),
-            flags: vec![],
-            telemetry: None,
-            command: "true".into(),
-            log: format!("logs/{seq:04}.log"),
-            order: None,
-            board_seq: None,
-        }
-    }
-
-    fn a_cell() -> plan::Cell {
-        let ws = plan::fixtures::workspace();
-        plan::expand(&ws, &ws.scenarios[0]).cells.remove(0)
-    }
-
-    #[test]
-    fn a_torn_last_line_is_ignored_then_cut_off() {
-        let store = temp_store("torn");
-        let cell = a_cell();
-        let mut w = store.begin(&cell).unwrap();
-        w.append(&sample(1, RunKind::Warmup, 1.0)).unwrap();
-        w.append(&sample(2, RunKind::Measured, 2.0)).unwrap();
-        // A crash in the middle of the third append.
-        let path = store.cell_dir(&cell).join("samples.jsonl");
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"format\":1,\"seq\":3,\"ki").unwrap();
-        drop(f);
-
-        let data = store.read(&cell).unwrap();
-        assert_eq!(data.samples.len(), 2);
-        assert_eq!(data.measured_count(), 1);
-
-        let mut w = store.begin(&cell).unwrap();
-        assert_eq!(w.next_seq(), 3);
-        w.append(&sample(3, RunKind::Measured, 3.0)).unwrap();
-        let data = store.read(&cell).unwrap();
-        assert_eq!(data.samples.len(), 3);
-        assert_eq!(data.samples[2].metrics["random_read"], 3.0);
-        let text = fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 3, "{text}");
-        let _ = fs::remove_dir_all(store.root());
-    }
-
-    #[test]
-    fn a_newer_format_is_refused_with_a_clear_message() {
-        let store = temp_store("newer");
-        let cell = a_cell();
-        store.begin(&cell).unwrap();
-        let path = store.cell_dir(&cell).join("cell.json");
-        fs::write(&path, b"{\"format\": 99}").unwrap();
-        let err = store.read(&cell).unwrap_err().to_string();
-        assert!(err.contains("format 99 is newer"), "{err}");
-        let _ = fs::remove_dir_all(store.root());
-    }
-
-    /// A FIFO planted where a store file belongs would block `plan` and `report` for
-    /// ever (reading waits for a writer); a symlink could point anywhere. Both are refused.
-    #[test]
-    fn a_fifo_or_symlink_in_the_store_is_refused_without_blocking() {
-        let store = temp_store("fifo");
-        let cell = a_cell();
-        store.begin(&cell).unwrap();
-        let samples = store.cell_dir(&cell).join("samples.jsonl");
-        let c = std::ffi::CString::new(samples.to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let reader = store.clone();
-        let cell2 = cell.clone();
-        std::thread::spawn(move || {
-            let _ = tx.send(reader.read(&cell2).map(|_| ()).map_err(|e| e.to_string()));
-        });
-        // Generous: a blocked read never answers at all.
-        let got = rx.recv_timeout(std::time::Duration::from_secs(30));
-        let err = got
-            .expect("reading the store blocked on a FIFO")
-            .unwrap_err();
-        assert!(err.contains("not a regular file"), "{err}");
-        fs::remove_file(&samples).unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", store.cell_dir(&cell).join("facts.json"))
-            .unwrap();
-        assert!(store.read(&cell).is_err());
-        let _ = fs::remove_dir_all(store.root());
-    }
-
-    #[test]
-    fn a_failure_is_recorded_and_cleared_by_the_next_sample() {
-        let store = temp_store("failure");
-        let cell = a_cell();
-        let mut w = store.begin(&cell).unwrap();
-        let failure = CellFailure::Transport {
-            message: "fio: no such file".into(),
-        };
-        w.record_failure("s", 1.0, &failure).unwrap();
-        assert_eq!(store.read(&cell).unwrap().failure.unwrap().failure, failure);
-        w.append(&sample(1, RunKind::Measured, 1.0)).unwrap();
-        assert!(store.read(&cell).unwrap().failure.is_none());
-        assert_eq!(store.all().unwrap().len(), 1);
-        let _ = fs::remove_dir_all(store.root());
-    }
-
-    #[test]
-    fn the_lock_is_exclusive() {
-        let store = temp_store("lock");
-        let held = store.lock().unwrap();
-        let err = store
-            .lock()
-            .err()
-            .expect("second lock must fail")
-            .to_string();
-        assert!(err.contains("locked"), "{err}");
-        drop(held);
-        store.lock().unwrap();
-        let _ = fs::remove_dir_all(store.root());
-    }
 }

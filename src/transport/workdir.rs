@@ -21,11 +21,10 @@ const MARKER_TEXT: &str = "benchpipe workdir: benchpipe creates and removes file
 /// Checks and creates `workdir` (see the module comment), or says why it is refused.
 /// Components it creates get mode 0700.
 pub fn claim(t: &mut dyn Transport, workdir: &str) -> Result<(), TransportError> {
-    let refuse = |reason: String| TransportError::Other {
+    check_path(workdir).map_err(|e| TransportError::Other {
         target: t.target(),
-        reason: format!("workdir {workdir}: {reason}"),
-    };
-    check_path(workdir).map_err(refuse)?;
+        reason: format!("workdir {workdir}: {e}"),
+    })?;
     let out = t.run(&claim_script(workdir), Some(Duration::from_secs(60)))?;
     if out.exit.success() {
         return Ok(());
@@ -60,20 +59,33 @@ pub fn mark_local(dir: &Path) -> std::io::Result<()> {
     f.write_all(MARKER_TEXT.as_bytes())
 }
 
+/// A workdir refused without asking the board.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadWorkdir {
+    #[error("must be an absolute path")]
+    Relative,
+    #[error("refusing `/`: benchpipe removes files in its workdir")]
+    Root,
+    #[error("must not contain `.` or `..` components")]
+    DotComponent,
+    #[error("must not contain a newline")]
+    Newline,
+}
+
 /// What can be refused without asking the board: not absolute, `/`, `.` or `..`.
-fn check_path(workdir: &str) -> Result<(), String> {
+fn check_path(workdir: &str) -> Result<(), BadWorkdir> {
     if !workdir.starts_with('/') {
-        return Err("must be an absolute path".into());
+        return Err(BadWorkdir::Relative);
     }
     let parts: Vec<&str> = workdir.split('/').filter(|p| !p.is_empty()).collect();
     if parts.is_empty() {
-        return Err("refusing `/`: benchpipe removes files in its workdir".into());
+        return Err(BadWorkdir::Root);
     }
     if parts.iter().any(|p| *p == "." || *p == "..") {
-        return Err("must not contain `.` or `..` components".into());
+        return Err(BadWorkdir::DotComponent);
     }
     if workdir.contains(['\n', '\0']) {
-        return Err("must not contain a newline".into());
+        return Err(BadWorkdir::Newline);
     }
     Ok(())
 }
@@ -152,8 +164,15 @@ mod tests {
 
     #[test]
     fn paths_refused_without_asking_the_board() {
-        for bad in ["/", "//", "relative", "/a/../b", "/a/./b"] {
-            assert!(check_path(bad).is_err(), "{bad}");
+        for (bad, why) in [
+            ("/", BadWorkdir::Root),
+            ("//", BadWorkdir::Root),
+            ("relative", BadWorkdir::Relative),
+            ("/a/../b", BadWorkdir::DotComponent),
+            ("/a/./b", BadWorkdir::DotComponent),
+            ("/a\nb", BadWorkdir::Newline),
+        ] {
+            assert_eq!(check_path(bad), Err(why), "{bad}");
         }
         assert!(check_path("/var/tmp/benchpipe/pi").is_ok());
     }

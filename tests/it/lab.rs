@@ -806,36 +806,46 @@ fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
     );
     let sentinel_ns = s.netns.clone();
     type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
-    let cases: Vec<(&str, u32, Edit, &str)> = vec![
+    let cases: Vec<(&str, u32, Edit, &[&str])> = vec![
         (
             "a workdir escaping with ..",
             0o600,
             Box::new(move |v| v["boards"][0]["workdir"] = escape.into()),
-            "refusing the lab state file",
+            &[
+                "refusing the lab state file",
+                ": a workdir is /var/tmp/benchpipe/../",
+            ],
         ),
         (
             "a foreign namespace",
             0o600,
             Box::new(move |v| v["boards"][0]["netns"] = sentinel_ns.into()),
-            "refusing the lab state file",
+            &["refusing the lab state file", "-1\" in namespace \"bxs"],
         ),
         (
             "another prefix",
             0o600,
             Box::new(|v| v["prefix"] = "bxs".into()),
-            "refusing the lab state file",
+            &[
+                "refusing the lab state file",
+                ": it names prefixes \"bxs\"/",
+            ],
         ),
         (
             "a group-writable state file",
             0o620,
             Box::new(|_| {}),
-            "writable by group or others",
+            &["writable by group or others"],
         ),
     ];
     for (what, mode, edit, expected) in cases {
         plant_state(&root, &o, mode, edit);
         let err = lab::down_with(&root, &o).expect_err(what);
-        assert!(err.to_string().contains(expected), "{what}: {err}");
+        for e in expected {
+            assert!(err.to_string().contains(e), "{what}: {err}");
+        }
+        // Names read as the user wrote them, not as Rust's debug output.
+        assert!(!err.to_string().contains("BoardName("), "{what}: {err}");
         s.assert_untouched();
     }
     let _ = std::fs::remove_dir_all(&root);
@@ -1084,4 +1094,56 @@ fn a_host_key_refusal_stores_a_cause_without_any_path() {
         "{}",
         text(&out)
     );
+}
+
+#[test]
+fn boards_check_gives_one_line_per_board_with_the_real_cause() {
+    let lab = Lab::up(1);
+    let name = lab.board(0).name.to_string();
+    // A board nobody listens for, and the lab board again under a known_hosts that
+    // does not know its key.
+    std::fs::write(
+        lab.root.join("boards/gone.toml"),
+        "model = \"gone\"\nworkdir = \"/var/tmp/bp-gone\"\n[ssh]\nhost = \"127.0.0.1\"\nport = 1\nuser = \"root\"\n",
+    )
+    .unwrap();
+    let kh = lab.root.join("empty_known_hosts");
+    std::fs::write(&kh, "").unwrap();
+    let file = std::fs::read_to_string(&lab.board(0).board_file).unwrap();
+    std::fs::write(
+        lab.root.join("boards/stranger.toml"),
+        file.replace(
+            &format!("known_hosts = \"{}\"", lab.info.known_hosts.display()),
+            &format!("known_hosts = \"{}\"", kh.display()),
+        ),
+    )
+    .unwrap();
+    let out = bp(&lab.root, &["boards", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    let line = |b: &str| {
+        *lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{b}  ")))
+            .unwrap_or_else(|| panic!("no line for {b}: {stdout}"))
+    };
+    let ok = line(&name);
+    assert!(ok.starts_with(&format!("{name}  ok  reachable")), "{ok}");
+    assert!(ok.contains("login root") && ok.contains("free for"), "{ok}");
+    let gone = line("gone");
+    assert!(
+        gone.contains("FAIL  unreachable") && gone.contains("refused"),
+        "{gone}"
+    );
+    let stranger = line("stranger");
+    assert!(
+        stranger.contains("FAIL  host key not trusted"),
+        "{stranger}"
+    );
+    // Naming one board checks only that one.
+    let out = bp(&lab.root, &["boards", "check", &name]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
 }

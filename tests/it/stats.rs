@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use benchpipe::model::Better;
 use benchpipe::stats::{
-    self, OutlierClass, RunDecision, RunRule, StopReason, Verdict, compare, ministat, outliers,
-    precision_reached, summarize, welch,
+    self, OutlierClass, RunDecision, RunRule, StatsError, StopReason, Verdict, compare, ministat,
+    outliers, precision_reached, summarize, welch,
 };
 use serde_json::Value;
 
@@ -372,8 +372,12 @@ fn ministat_rejects_bad_lines_with_file_and_line() {
         ("runs/B.txt".to_string(), "1.0\n\n# c\n1,5\n".to_string()),
     ];
     let err = ministat(&inputs, 0.95, false).expect_err("1,5 is not a number");
+    assert!(
+        matches!(&err, StatsError::NotANumber { file, line: 4, found } if file == "runs/B.txt" && found == "1,5"),
+        "{err:?}"
+    );
     assert_eq!(
-        err,
+        err.to_string(),
         "runs/B.txt:4: expected one number per line, found `1,5`"
     );
 }

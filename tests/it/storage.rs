@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use benchpipe::storage::StorageError;
+
 use crate::spine::Project;
 
 /// A sparse file attached to a loop device, detached (and unmounted) on drop.
@@ -334,7 +336,11 @@ fn mkfs_options_cannot_name_a_second_device_at_check_or_in_prepare() {
             mount_options: mount.clone(),
         };
         let e = benchpipe::storage::prepare(&mut t, &storage, &fs).unwrap_err();
-        assert!(e.contains("option"), "{mkfs:?} {mount:?}: {e}");
+        assert!(
+            matches!(e, StorageError::Refused { .. }),
+            "{mkfs:?} {mount:?}: {e:?}"
+        );
+        assert!(e.to_string().contains("option"), "{mkfs:?} {mount:?}: {e}");
     }
     assert_eq!(
         probe(&other.device, "TYPE"),
@@ -535,9 +541,11 @@ fn benchpipe_takes_back_its_own_leftover_mount_and_nothing_else() {
     std::fs::remove_file(path.join(".benchpipe-mount")).unwrap();
     plant_precious(&path);
     let e = benchpipe::storage::prepare(&mut t, &storage, &fs("ext4")).unwrap_err();
-    assert!(e.contains("benchpipe did not mount it"), "{e}");
+    assert!(matches!(e, StorageError::Refused { .. }), "{e:?}");
+    assert!(e.to_string().contains("benchpipe did not mount it"), "{e}");
     let e = benchpipe::storage::release(&mut t, &storage, &fs("btrfs")).unwrap_err();
-    assert!(e.contains("not unmounting"), "{e}");
+    assert!(matches!(e, StorageError::Refused { .. }), "{e:?}");
+    assert!(e.to_string().contains("not unmounting"), "{e}");
     assert_precious_kept(&path);
     // With its marker back, release unmounts it.
     std::fs::write(

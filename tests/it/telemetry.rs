@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use benchpipe::model::{Board, BoardName, Connection, Flash};
-use benchpipe::telemetry::{Probe, SamplerOptions, Thresholds};
+use benchpipe::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
 use benchpipe::transport::Transport;
 use benchpipe::transport::local::Local;
 
@@ -1052,4 +1052,23 @@ fn over_ssh_on_a_lab_board_the_sampler_runs_detached_and_stops() {
     );
     assert!(processes_with_arg(&run_dir).is_empty());
     assert!(!Path::new(&run_dir).exists());
+}
+
+#[test]
+fn a_sampler_that_cannot_start_is_a_typed_failure_naming_the_board() {
+    let dir = scratch("nostart");
+    // A workdir below a regular file: mkdir fails, for root too.
+    std::fs::write(dir.join("file"), "").unwrap();
+    let b = board(&dir.join("file/work"), None);
+    let mut t = Local::new();
+    let e = Probe::start(&mut t, &b, "x").unwrap_err();
+    let TelemetryError::Failed { action, target, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(
+        (*action, target.as_str()),
+        ("start the sampler", t.target().as_str())
+    );
+    let prefix = format!("telemetry: cannot start the sampler on {} (", t.target());
+    assert!(e.to_string().starts_with(&prefix), "{e}");
 }

@@ -18,6 +18,15 @@ struct Block {
     settings: Vec<(String, String)>,
 }
 
+/// An ssh_config file that exists but cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct SshConfigError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// A parsed ssh_config file. Unknown keywords, `Match` blocks and `Include` are
 /// ignored: benchpipe only needs the four settings that say where and as whom to connect.
 #[derive(Clone, Debug, Default)]
@@ -27,11 +36,14 @@ pub struct SshConfig {
 
 impl SshConfig {
     /// Reads `path`; a missing file is an empty config, as for OpenSSH.
-    pub fn load(path: &Path) -> Result<SshConfig, String> {
+    pub fn load(path: &Path) -> Result<SshConfig, SshConfigError> {
         match std::fs::read_to_string(path) {
             Ok(text) => Ok(SshConfig::parse(&text)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SshConfig::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(source) => Err(SshConfigError {
+                path: path.to_path_buf(),
+                source,
+            }),
         }
     }
 
@@ -261,5 +273,15 @@ Host *
         assert!(glob("*", ""));
         assert!(glob("a*b*c", "axxbyyc"));
         assert!(!glob("a*b*c", "axxbyy"));
+    }
+
+    #[test]
+    fn a_missing_config_is_empty_and_an_unreadable_one_names_its_path() {
+        let missing = SshConfig::load(Path::new("/nonexistent/ssh_config")).unwrap();
+        assert_eq!(missing.resolve("pi"), HostConfig::default());
+        // A directory exists but cannot be read as a file.
+        let e = SshConfig::load(Path::new("/")).unwrap_err();
+        assert_eq!(e.path, PathBuf::from("/"));
+        assert!(e.to_string().starts_with("/: "), "{e}");
     }
 }

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use ssh2::Channel;
 
-use super::{SshTransport, Stop};
+use super::SshTransport;
+use super::channel::Stop;
 use crate::transport::{Exit, TransportError, quote};
 
 /// `$1` is the command; fd 3 carries the channel's stdin past the shell's rule that a

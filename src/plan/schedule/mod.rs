@@ -11,6 +11,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+mod show;
+#[cfg(test)]
+mod tests;
+
 use super::{Cell, CellKey};
 use crate::model::{
     AS_IS, BoardName, Cooldown, FsName, ImageName, Recipe, RunOrder, Side, StorageName, TestName,
@@ -114,75 +118,6 @@ impl Action {
             Action::StopService { .. } | Action::Teardown { .. } | Action::Unmount { .. }
         )
     }
-
-    /// A short line for people: `mount usb as btrfs-lzo`.
-    pub fn label(&self) -> String {
-        match self {
-            Action::Connect => "connect".into(),
-            Action::ClaimWorkdir { controller: false } => "claim workdir".into(),
-            Action::ClaimWorkdir { controller: true } => {
-                "claim workdir (and the controller's)".into()
-            }
-            Action::Provision { tests } => format!("provision {}", join(tests)),
-            Action::StopLeftoverServices => "stop leftover services".into(),
-            Action::GatherFacts => "gather facts".into(),
-            Action::Mount {
-                image,
-                storage,
-                filesystem,
-                mkfs: true,
-            } => format!("format {storage} as {filesystem} ({image})"),
-            Action::Mount {
-                image,
-                storage,
-                mkfs: false,
-                ..
-            } => format!("check {storage} as-is ({image})"),
-            Action::Setup {
-                test, commands: 0, ..
-            } => format!("open {test}"),
-            Action::Setup { test, commands, .. } => {
-                format!("set up {test} ({commands} command(s))")
-            }
-            Action::StartService { test, service } => format!("start {service} for {test}"),
-            Action::Cooldown { cooldown } => match cooldown {
-                Cooldown::None => "cool-down: none".into(),
-                Cooldown::Fixed { duration } => format!("cool down {}s", duration.as_secs()),
-                Cooldown::UntilBelow {
-                    celsius,
-                    above_idle,
-                    ..
-                } => format!(
-                    "cool down below {}{celsius} °C",
-                    if *above_idle { "idle+" } else { "" }
-                ),
-            },
-            Action::WarmUp { test, runs } => format!("warm up {test} ({runs} run(s))"),
-            Action::Measure { order, runs_left } => {
-                let order = match order {
-                    RunOrder::Blocked => "blocked",
-                    RunOrder::Interleaved => "interleaved",
-                };
-                format!("measure {runs_left} run(s), {order}")
-            }
-            Action::StopService { test, service } => format!("stop {service} for {test}"),
-            Action::Teardown { test, commands, .. } => {
-                format!("tear down {test} ({commands} command(s))")
-            }
-            Action::Unmount {
-                storage,
-                filesystem,
-            } => format!("unmount {storage} ({filesystem})"),
-        }
-    }
-}
-
-fn join(tests: &[TestName]) -> String {
-    tests
-        .iter()
-        .map(|t| t.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// How apply knows a step needs no work.
@@ -561,34 +496,5 @@ impl Schedule {
             }
         }
         Some(total)
-    }
-
-    /// `apply --dry-run`: the steps per board, one line each.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        for b in &self.boards {
-            out.push_str(&format!("board {}: {} step(s)\n", b.board, b.steps.len()));
-            for (i, s) in b.steps.iter().enumerate() {
-                let side = match s.side {
-                    Side::Board => "board",
-                    Side::Controller => "controller",
-                };
-                let mut line = format!("  {:>3}. {:<44} {:<10}", i + 1, s.action.label(), side);
-                if s.cells.len() == 1 {
-                    line.push_str(&format!(" cell {}", &s.cells[0].as_str()[..12]));
-                } else {
-                    line.push_str(&format!(" {} cell(s)", s.cells.len()));
-                }
-                if let Some(e) = s.estimate_seconds.filter(|e| *e > 0.0) {
-                    line.push_str(&format!(", ~{:.0}s", e));
-                }
-                if !s.resources.is_empty() {
-                    line.push_str(&format!(", holds {}", s.resources.join(", ")));
-                }
-                out.push_str(line.trim_end());
-                out.push('\n');
-            }
-        }
-        out
     }
 }

@@ -1,0 +1,142 @@
+//! `benchpipe boards`: list the boards, preflight them, trust a host key.
+
+use std::path::Path;
+
+use super::BoardsAction;
+use crate::apply;
+use crate::config;
+use crate::error::{Error, Result};
+
+pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
+    let boards = config::load_boards(root).map_err(Error::Config)?;
+    match action {
+        BoardsAction::List => {
+            for b in boards.values() {
+                let how = match &b.connection {
+                    crate::model::Connection::Local => "local".to_string(),
+                    crate::model::Connection::Ssh(t) => format!("ssh {}", t.host),
+                };
+                println!("{}  {}  {}", b.name, b.model, how);
+            }
+            Ok(())
+        }
+        BoardsAction::Check { names } => {
+            // Without pipeline/ (a bare lab root) there are no tools to look for.
+            let recipes = if root.join("pipeline").is_dir() {
+                config::load_recipes(root).map_err(Error::Config)?
+            } else {
+                Default::default()
+            };
+            let recipes: Vec<&crate::model::Recipe> = recipes.values().collect();
+            let mut chosen = Vec::new();
+            for n in &names {
+                match boards.get(&crate::model::BoardName::new(n.as_str())) {
+                    Some(b) => chosen.push(b),
+                    None => {
+                        let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                        return Err(Error::Usage(format!(
+                            "no board named `{n}` in {}/boards; known: {}",
+                            root.display(),
+                            known.join(", ")
+                        )));
+                    }
+                }
+            }
+            if names.is_empty() {
+                chosen = boards.values().collect();
+            }
+            let connector = apply::RealConnector;
+            let checks: Vec<crate::preflight::BoardCheck> = std::thread::scope(|s| {
+                let handles: Vec<_> = chosen
+                    .iter()
+                    .map(|b| {
+                        let (recipes, connector) = (&recipes, &connector);
+                        s.spawn(move || crate::preflight::check(b, recipes, connector))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .zip(&chosen)
+                    .map(|(h, b)| {
+                        h.join().unwrap_or_else(|_| crate::preflight::BoardCheck {
+                            board: b.name.to_string(),
+                            ok: false,
+                            findings: vec!["the check itself failed (a bug)".into()],
+                        })
+                    })
+                    .collect()
+            });
+            for c in &checks {
+                println!("{}", c.line());
+            }
+            let failed = checks.iter().filter(|c| !c.ok).count();
+            if failed > 0 {
+                return Err(Error::BoardsFailed {
+                    failed,
+                    total: checks.len(),
+                });
+            }
+            Ok(())
+        }
+        BoardsAction::Trust {
+            name,
+            fingerprint,
+            yes,
+        } => {
+            let board = boards
+                .get(&crate::model::BoardName::new(name.as_str()))
+                .ok_or_else(|| {
+                    let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                    Error::Usage(format!(
+                        "no board named `{name}` in {}/boards; known: {}",
+                        root.display(),
+                        known.join(", ")
+                    ))
+                })?;
+            let crate::model::Connection::Ssh(target) = &board.connection else {
+                return Err(Error::Usage(format!(
+                    "board `{name}` is local; it has no host key to trust"
+                )));
+            };
+            use crate::transport::ssh::{self, Accept};
+            let timeout = std::time::Duration::from_secs(30);
+            let accept = match (fingerprint, yes) {
+                (Some(fp), _) => {
+                    if fp.trim().strip_prefix("SHA256:").is_none_or(str::is_empty) {
+                        return Err(Error::Usage(format!(
+                            "--fingerprint {fp:?}: expected SHA256:... as `ssh-keygen -lf` prints it"
+                        )));
+                    }
+                    Accept::Fingerprint(fp)
+                }
+                (None, true) => Accept::Offered,
+                (None, false) => {
+                    // Show what the board offers, so the user can compare it on the board.
+                    let (_, key) = ssh::scan_host_key(
+                        &board.name,
+                        target,
+                        timeout,
+                        &ssh::ConnectOptions::default(),
+                    )?;
+                    let fp = key.fingerprint();
+                    return Err(Error::Usage(format!(
+                        "board `{name}` offers {} key {fp}. Compare it with the board's own \
+                         (ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub on the board), then run \
+                         `benchpipe boards trust {name} --fingerprint {fp}` \
+                         (or --yes to trust whatever is offered, for scripted labs only)",
+                        key.algorithm
+                    )));
+                }
+            };
+            let t = ssh::trust(&board.name, target, timeout, &accept)?;
+            println!(
+                "trusted {name}: wrote {} {} {} to {}",
+                t.host,
+                t.algorithm,
+                t.fingerprint,
+                t.known_hosts.display()
+            );
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! The report's `[[report.compare]]`: baseline and candidate patterns and the metric.
+
+use toml::Spanned;
+
+use super::Known;
+use super::matrix::{Axes, pattern};
+use crate::config::diag::Diagnostic;
+use crate::config::{Source, names, raw};
+use crate::model::{BoardName, Compare, FsName, ImageName, Matrix, TestName};
+
+pub(super) fn compare(
+    src: &Source,
+    raw: &[Spanned<raw::Compare>],
+    matrix: &Matrix,
+    selected_broken: bool,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Compare> {
+    let axes = Axes {
+        image: matrix.image.iter().map(ImageName::as_str).collect(),
+        board: matrix.board.iter().map(BoardName::as_str).collect(),
+        storage: matrix
+            .board
+            .iter()
+            .filter_map(|b| known.boards.get(b))
+            .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()))
+            .collect(),
+        filesystem: matrix.filesystem.iter().map(FsName::as_str).collect(),
+        test: matrix.test.iter().map(TestName::as_str).collect(),
+        skip_storage: selected_broken,
+    };
+    let mut out = Vec::new();
+    for c in raw {
+        let c = c.get_ref();
+        let baseline = pattern(src, &c.baseline, &axes, "baseline", diags);
+        let candidate = c
+            .candidate
+            .as_ref()
+            .map(|p| pattern(src, p, &axes, "candidate", diags))
+            .unwrap_or_default();
+        let Some((test, metric)) = compare_metric(src, &c.metric, matrix, known, diags) else {
+            continue;
+        };
+        out.push(Compare {
+            test,
+            metric,
+            baseline,
+            candidate,
+        });
+    }
+    out
+}
+
+/// Resolves `test.metric`; the test is the longest matrix test name that prefixes it,
+/// since test names may themselves contain dots.
+fn compare_metric(
+    src: &Source,
+    value: &Spanned<String>,
+    matrix: &Matrix,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<(TestName, String)> {
+    let text = value.get_ref();
+    let test = matrix
+        .test
+        .iter()
+        .filter(|t| {
+            text.strip_prefix(t.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+        .max_by_key(|t| t.as_str().len());
+    let Some(test) = test else {
+        let tests: Vec<&str> = matrix.test.iter().map(TestName::as_str).collect();
+        let head = text.split('.').next().unwrap_or(text);
+        let help = names::help_for(head, tests.iter().copied(), "tests in the matrix");
+        if !known.broken_recipes.contains(head) {
+            diags.push(
+                src.at_value(
+                    value,
+                    format!(
+                        "compare metric `{text}`: expected `test.metric` with a test of matrix.test"
+                    ),
+                )
+                .with_help(help),
+            );
+        }
+        return None;
+    };
+    let metric = &text[test.as_str().len() + 1..];
+    let recipe = known.recipes.get(test)?;
+    if recipe.metrics.iter().any(|m| m.name == metric) {
+        Some((test.clone(), metric.to_string()))
+    } else {
+        let help = names::help_for(
+            metric,
+            recipe.metrics.iter().map(|m| m.name.as_str()),
+            "metrics",
+        );
+        diags.push(
+            src.at_value(value, format!("test `{test}` has no metric `{metric}`"))
+                .with_help(format!(
+                    "{help} (see [metrics] in {})",
+                    recipe.file.display()
+                )),
+        );
+        None
+    }
+}

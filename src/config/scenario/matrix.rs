@@ -1,0 +1,348 @@
+//! The scenario's `[matrix]`: each axis checked against what exists, and its include and
+//! exclude patterns.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use toml::Spanned;
+
+use super::Known;
+use crate::config::diag::Diagnostic;
+use crate::config::{Source, names, raw};
+use crate::model::{
+    AS_IS, BoardName, CellPattern, Filesystem, FsName, Image, ImageName, Matrix, TestName,
+};
+
+/// Reports an entry that appears twice in one axis; returns whether `value` is new.
+fn first_time<'a>(
+    src: &Source,
+    seen: &mut BTreeSet<&'a str>,
+    value: &'a Spanned<String>,
+    axis: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    if seen.insert(value.get_ref().as_str()) {
+        true
+    } else {
+        diags.push(src.at_value(
+            value,
+            format!("`{}` is listed twice in matrix.{axis}", value.get_ref()),
+        ));
+        false
+    }
+}
+
+fn empty_axis(
+    src: &Source,
+    raw: &Spanned<raw::Matrix>,
+    values: &[Spanned<String>],
+    axis: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if values.is_empty() {
+        diags.push(src.at_value(
+            raw,
+            format!("matrix.{axis} is empty: the matrix would have no cells"),
+        ));
+    }
+}
+
+pub(super) fn matrix(
+    src: &Source,
+    raw: &Spanned<raw::Matrix>,
+    images: &BTreeMap<ImageName, Image>,
+    filesystems: &BTreeMap<FsName, Filesystem>,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> (Matrix, bool) {
+    let m = raw.get_ref();
+
+    // image: names of this scenario's [images].
+    empty_axis(src, raw, &m.image, "image", diags);
+    let image_names: Vec<&str> = images.keys().map(ImageName::as_str).collect();
+    let mut seen = BTreeSet::new();
+    let mut image = Vec::new();
+    for v in &m.image {
+        if !first_time(src, &mut seen, v, "image", diags) {
+            continue;
+        }
+        if images.contains_key(&ImageName::new(v.get_ref().clone())) {
+            image.push(ImageName::new(v.get_ref().clone()));
+        } else {
+            let help = names::help_for(v.get_ref(), image_names.iter().copied(), "images");
+            diags.push(
+                src.at_value(
+                    v,
+                    format!(
+                        "unknown image `{}`: not defined in this file's [images]",
+                        v.get_ref()
+                    ),
+                )
+                .with_help(help),
+            );
+        }
+    }
+
+    // board: globs over boards/.
+    empty_axis(src, raw, &m.board, "board", diags);
+    let all_boards = known.board_names();
+    let mut seen = BTreeSet::new();
+    let mut board: Vec<BoardName> = Vec::new();
+    for v in &m.board {
+        if !first_time(src, &mut seen, v, "board", diags) {
+            continue;
+        }
+        let matched: Vec<&str> = all_boards
+            .iter()
+            .copied()
+            .filter(|b| names::glob_match(v.get_ref(), b))
+            .collect();
+        if matched.is_empty() {
+            let list: Vec<String> = all_boards.iter().map(|b| format!("`{b}`")).collect();
+            let available = if list.is_empty() {
+                "there are no boards in boards/".to_string()
+            } else {
+                format!("available boards: {}", list.join(", "))
+            };
+            let mut help = match names::did_you_mean(v.get_ref(), all_boards.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`? {available}"),
+                None => available,
+            };
+            if v.get_ref().starts_with("lab-") {
+                help.push_str("; lab boards are written by `benchpipe lab up`");
+            }
+            let what = if names::is_glob(v.get_ref()) {
+                "no board matches"
+            } else {
+                "unknown board"
+            };
+            diags.push(
+                src.at_value(v, format!("{what} `{}`", v.get_ref()))
+                    .with_help(help),
+            );
+        }
+        for b in matched {
+            let name = BoardName::from(b);
+            if known.boards.contains_key(&name) && !board.contains(&name) {
+                board.push(name);
+            }
+        }
+    }
+    let include_boards = m.include.iter().filter_map(|p| p.get_ref().board.as_ref());
+    let mut selected_broken = false;
+    for v in m.board.iter().chain(include_boards) {
+        for b in known.broken_boards {
+            if names::glob_match(v.get_ref(), b) {
+                selected_broken = true;
+                known.used_broken_boards.borrow_mut().insert(b.clone());
+            }
+        }
+    }
+
+    // storage: names or globs over the selected boards' storage.
+    let storage_names: BTreeSet<&str> = board
+        .iter()
+        .filter_map(|b| known.boards.get(b))
+        .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()))
+        .collect();
+    let mut seen = BTreeSet::new();
+    let mut storage = Vec::new();
+    for v in &m.storage {
+        if !first_time(src, &mut seen, v, "storage", diags) {
+            continue;
+        }
+        if !selected_broken
+            && !storage_names
+                .iter()
+                .any(|s| names::glob_match(v.get_ref(), s))
+        {
+            let help = names::help_for(
+                v.get_ref(),
+                storage_names.iter().copied(),
+                "storage of the selected boards",
+            );
+            diags.push(
+                src.at_value(
+                    v,
+                    format!(
+                        "storage `{}` matches no storage of the selected boards",
+                        v.get_ref()
+                    ),
+                )
+                .with_help(help),
+            );
+        }
+        storage.push(v.get_ref().clone());
+    }
+
+    // filesystem: as-is or this file's [filesystems]; as-is alone by default.
+    let fs_names: Vec<&str> = std::iter::once(AS_IS)
+        .chain(filesystems.keys().map(FsName::as_str))
+        .collect();
+    let mut filesystem = Vec::new();
+    match &m.filesystem {
+        None => filesystem.push(FsName::new(AS_IS)),
+        Some(list) => {
+            empty_axis(src, raw, list, "filesystem", diags);
+            let mut seen = BTreeSet::new();
+            for v in list {
+                if !first_time(src, &mut seen, v, "filesystem", diags) {
+                    continue;
+                }
+                if fs_names.contains(&v.get_ref().as_str()) {
+                    filesystem.push(FsName::new(v.get_ref().clone()));
+                } else {
+                    let help =
+                        names::help_for(v.get_ref(), fs_names.iter().copied(), "filesystems");
+                    diags.push(
+                        src.at_value(v, format!("unknown filesystem `{}`: expected `{AS_IS}` or one defined in [filesystems]", v.get_ref()))
+                            .with_help(help),
+                    );
+                }
+            }
+        }
+    }
+
+    // test: recipes in pipeline/.
+    empty_axis(src, raw, &m.test, "test", diags);
+    let all_tests = known.test_names();
+    let mut seen = BTreeSet::new();
+    let mut test = Vec::new();
+    for v in &m.test {
+        if !first_time(src, &mut seen, v, "test", diags) {
+            continue;
+        }
+        if all_tests.contains(v.get_ref().as_str()) {
+            test.push(TestName::new(v.get_ref().clone()));
+        } else {
+            let help = names::help_for(v.get_ref(), all_tests.iter().copied(), "tests");
+            diags.push(
+                src.at_value(
+                    v,
+                    format!(
+                        "unknown test `{}`: no recipe pipeline/{}.toml",
+                        v.get_ref(),
+                        v.get_ref()
+                    ),
+                )
+                .with_help(help),
+            );
+        }
+    }
+    let storage_tests: Vec<String> = test
+        .iter()
+        .filter(|t| known.recipes.get(*t).is_some_and(|r| r.uses_storage))
+        .map(|t| format!("`{t}`"))
+        .collect();
+    if m.storage.is_empty() && !storage_tests.is_empty() {
+        diags.push(
+            src.at_value(
+                raw,
+                format!(
+                    "matrix.storage is empty, but {} use storage",
+                    storage_tests.join(", ")
+                ),
+            )
+            .with_help("list the storage to test on, e.g. `storage = [\"scratch-dir\"]`"),
+        );
+    }
+
+    // exclude/include: a pattern whose glob matches nothing is almost surely a typo that
+    // would otherwise silently exclude (or include) nothing.
+    let axes = Axes {
+        image: image_names.clone(),
+        board: all_boards.iter().copied().collect(),
+        storage: storage_names.iter().copied().collect(),
+        filesystem: fs_names.clone(),
+        test: all_tests.iter().copied().collect(),
+        skip_storage: selected_broken,
+    };
+    let exclude = m
+        .exclude
+        .iter()
+        .map(|p| pattern(src, p, &axes, "exclude", diags))
+        .collect();
+    let include = m
+        .include
+        .iter()
+        .map(|p| pattern(src, p, &axes, "include", diags))
+        .collect();
+
+    let matrix = Matrix {
+        image,
+        board,
+        storage,
+        filesystem,
+        test,
+        exclude,
+        include,
+    };
+    (matrix, selected_broken)
+}
+
+/// The values each axis can take, for checking patterns.
+pub(super) struct Axes<'a> {
+    pub(super) image: Vec<&'a str>,
+    pub(super) board: Vec<&'a str>,
+    pub(super) storage: Vec<&'a str>,
+    pub(super) filesystem: Vec<&'a str>,
+    pub(super) test: Vec<&'a str>,
+    /// A selected board failed to load, so its storage names are unknown.
+    pub(super) skip_storage: bool,
+}
+
+pub(super) fn pattern(
+    src: &Source,
+    raw: &Spanned<raw::Pattern>,
+    axes: &Axes,
+    what: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> CellPattern {
+    let p = raw.get_ref();
+    let fields = [
+        ("image", &p.image, &axes.image),
+        ("board", &p.board, &axes.board),
+        ("storage", &p.storage, &axes.storage),
+        ("filesystem", &p.filesystem, &axes.filesystem),
+        ("test", &p.test, &axes.test),
+    ];
+    if fields.iter().all(|(_, v, _)| v.is_none()) {
+        diags.push(
+            src.at_value(raw, format!("an empty {what} pattern matches every cell"))
+                .with_help("name at least one of image, board, storage, filesystem, test"),
+        );
+    }
+    for (axis, value, candidates) in fields {
+        let Some(value) = value else { continue };
+        if axis == "storage" && axes.skip_storage {
+            continue;
+        }
+        if !candidates
+            .iter()
+            .any(|c| names::glob_match(value.get_ref(), c))
+        {
+            let help = names::help_for(
+                value.get_ref(),
+                candidates.iter().copied(),
+                &format!("{axis} values"),
+            );
+            diags.push(
+                src.at_value(
+                    value,
+                    format!(
+                        "{axis} `{}` in this {what} pattern matches nothing",
+                        value.get_ref()
+                    ),
+                )
+                .with_help(help),
+            );
+        }
+    }
+    let text = |v: &Option<Spanned<String>>| v.as_ref().map(|s| s.get_ref().clone());
+    CellPattern {
+        image: text(&p.image),
+        board: text(&p.board),
+        storage: text(&p.storage),
+        filesystem: text(&p.filesystem),
+        test: text(&p.test),
+    }
+}

@@ -1,0 +1,253 @@
+//! What a recipe (`pipeline/<test>.toml`) means once checked: its steps on each side,
+//! services, needs, facts, parser and metrics.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::TestName;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Recipe {
+    pub name: TestName,
+    pub file: PathBuf,
+    pub description: String,
+    /// What each side that runs a step or service needs: `[needs.board]`,
+    /// `[needs.controller]`, or a flat `[needs]` for a recipe on one side only.
+    pub needs: BTreeMap<Side, Needs>,
+    /// `[facts]`: tool versions and the like, recorded in each cell's facts.
+    pub facts: Vec<FactSpec>,
+    /// Shared resources: cells holding the same resource never run at once across boards.
+    pub exclusive: Vec<String>,
+    /// Whether the test touches storage. A test that does not collapses the storage
+    /// and filesystem axes, so it is not run once per disk for nothing.
+    pub uses_storage: bool,
+    /// Whether a template reads `{{ device }}`, the storage's block device: such a test
+    /// applies only to storage that declares one.
+    pub uses_device: bool,
+    /// String parameters a template puts at the start of a shell word, where a value
+    /// starting with `-` would be taken as an option: such values are refused.
+    #[serde(skip)]
+    pub option_params: std::collections::BTreeSet<String>,
+    /// Default template parameters; a scenario's `[params.TEST]` overrides them.
+    pub params: BTreeMap<String, ParamValue>,
+    /// Run once per cell before warm-up (e.g. generate a corpus).
+    pub setup: Vec<Step>,
+    /// The measured command; run once per warm-up and measured run.
+    pub run: Step,
+    pub parser: ParserSpec,
+    /// Run once per cell after the last run, even when a run failed.
+    pub teardown: Vec<Step>,
+    /// Daemons started after setup and stopped for sure when the cell ends, fails or
+    /// is interrupted (iperf3 -s for a client on the controller).
+    pub services: Vec<ServiceSpec>,
+    /// Metrics in name order.
+    pub metrics: Vec<MetricSpec>,
+}
+
+impl Recipe {
+    /// The sides its steps and services run on.
+    pub fn sides(&self) -> std::collections::BTreeSet<Side> {
+        let steps = self.setup.iter().chain([&self.run]).chain(&self.teardown);
+        steps
+            .map(|s| s.on)
+            .chain(self.services.iter().map(|s| s.on))
+            .collect()
+    }
+
+    /// The metrics that drive the precision target (config makes every metric primary
+    /// when none is marked).
+    pub fn primary_metrics(&self) -> Vec<String> {
+        self.metrics
+            .iter()
+            .filter(|m| m.primary)
+            .map(|m| m.name.clone())
+            .collect()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Float(v) => write!(f, "{v}"),
+            ParamValue::Bool(v) => write!(f, "{v}"),
+            ParamValue::Str(v) => f.write_str(v),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Board,
+    Controller,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    pub on: Side,
+    /// A minijinja template; every interpolated value is shell-quoted.
+    pub command: String,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ServiceSpec {
+    /// Letters, digits, `-`, `_`, `.`: it names the pid and log files.
+    pub name: String,
+    pub on: Side,
+    /// A template; the process must stay in the foreground.
+    pub command: String,
+    /// A template run on the same side until it succeeds (for `ready_timeout` at most)
+    /// before the first run; e.g. a check that the port listens.
+    pub ready: Option<String>,
+    pub ready_timeout: Duration,
+}
+
+/// Debian packages one side installs and the commands that must exist there.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Needs {
+    pub apt: Vec<String>,
+    pub commands: Vec<String>,
+}
+
+/// One `[facts]` entry: a template whose trimmed stdout is recorded as `tools.<name>`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FactSpec {
+    pub name: String,
+    pub on: Side,
+    pub command: String,
+}
+
+/// A parser of the registry in `bench::parse`, by name. Only the registry makes one,
+/// so a value always names a parser that exists; config finds it with "did you mean".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ParserName(&'static str);
+
+impl ParserName {
+    /// The registered parser of that name.
+    pub fn get(name: &str) -> Option<ParserName> {
+        crate::bench::parse::find(name).map(|p| ParserName(p.name()))
+    }
+
+    /// Every registered parser, in registry order.
+    pub fn all() -> impl Iterator<Item = ParserName> {
+        crate::bench::parse::REGISTRY
+            .iter()
+            .map(|p| ParserName(p.name()))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for ParserName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// How a recipe's run output becomes a document that metric paths select from: a
+/// registered parser and, for the data-driven ones, its options. Name, version and
+/// options are part of the cell key.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ParserSpec {
+    pub name: ParserName,
+    pub options: ParserOptions,
+}
+
+impl ParserSpec {
+    /// The registered parser of that name, without options.
+    pub fn named(name: &str) -> Option<ParserSpec> {
+        ParserName::get(name).map(|name| ParserSpec {
+            name,
+            options: ParserOptions::default(),
+        })
+    }
+
+    /// Every registered parser without options, in registry order.
+    pub fn all() -> impl Iterator<Item = ParserSpec> {
+        ParserName::all().map(|name| ParserSpec {
+            name,
+            options: ParserOptions::default(),
+        })
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name.as_str()
+    }
+
+    /// Bumped when a parser's output for the same input changes; part of the cell key.
+    pub fn version(&self) -> u32 {
+        crate::bench::parse::find(self.name()).map_or(1, |p| p.version())
+    }
+}
+
+/// Options of the parsers that take them; empty (the default) for the others.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ParserOptions {
+    /// `[parse_regex]`, for `parse = "regex"`.
+    pub regex: Option<RegexOptions>,
+}
+
+/// The regex parser's options: patterns with named groups, checked by config (syntax,
+/// size, named groups, one name once).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RegexOptions {
+    pub patterns: Vec<String>,
+    pub stream: Stream,
+    /// `94,1` reads as 94.1 (a board's locale); otherwise a capture with a comma is text.
+    pub decimal_comma: bool,
+}
+
+/// A command's output stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stream::Stdout => "stdout",
+            Stream::Stderr => "stderr",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricSpec {
+    pub name: String,
+    /// A path into the parsed document: `jobs[jobname=randread].read.bw_bytes`, `real`.
+    pub from: String,
+    /// Multiplied into the parsed value (e.g. 1e-6 to turn B/s into MB/s).
+    pub scale: f64,
+    pub unit: String,
+    pub better: Better,
+    /// Primary metrics drive the precision target of adaptive run counts.
+    pub primary: bool,
+}

@@ -1,0 +1,300 @@
+//! The report model and its exporters, on a fixture workspace and store.
+
+use super::number;
+use super::*;
+use crate::model::CellPattern;
+use crate::plan::{expand, fixtures};
+use crate::store::{FORMAT, RunKind, Sample};
+
+fn with_samples(values: &[f64]) -> CellData {
+    CellData {
+        samples: values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Sample {
+                format: FORMAT,
+                seq: i as u32 + 1,
+                kind: RunKind::Measured,
+                session: "s".into(),
+                started: 1000.0 + i as f64,
+                ended: 1001.0 + i as f64,
+                metrics: BTreeMap::from([("random_read".to_string(), *v)]),
+                flags: vec![],
+                telemetry: None,
+                command: "fio".into(),
+                log: String::new(),
+                order: None,
+                board_seq: None,
+            })
+            .collect(),
+        ..CellData::default()
+    }
+}
+
+/// The fixture study with one comparison: USB storage against the SD card.
+fn usb_against_sd() -> (
+    crate::model::Workspace,
+    crate::model::Scenario,
+    crate::plan::Plan,
+) {
+    let mut ws = fixtures::workspace();
+    ws.scenarios[0].compare.push(crate::model::Compare {
+        test: "disk-4k".into(),
+        metric: "random_read".into(),
+        baseline: CellPattern {
+            storage: Some("sd".into()),
+            ..CellPattern::default()
+        },
+        candidate: CellPattern {
+            storage: Some("usb".into()),
+            filesystem: Some("as-is".into()),
+            ..CellPattern::default()
+        },
+    });
+    let scenario = ws.scenarios[0].clone();
+    let plan = expand(&ws, &scenario);
+    (ws, scenario, plan)
+}
+
+/// The seed's UASP table (14.41 vs 20.59 MB/s 4K random read), as three runs each.
+#[test]
+fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let mut data = BTreeMap::new();
+    for c in &plan.cells {
+        let v: &[f64] = match (
+            c.address.storage.as_ref().map(|s| s.as_str()),
+            c.address.board.as_str(),
+        ) {
+            (Some("sd"), "pi-1") => &[14.2, 14.5, 14.53],
+            (Some("usb"), "pi-1") => &[20.4, 20.7, 20.67],
+            (Some("sd"), "pi-2") => &[14.2, 14.5, 14.53],
+            (Some("usb"), "pi-2") => &[14.0, 14.9, 14.33],
+            _ => &[1.0, 1.1, 1.2],
+        };
+        data.insert(c.key.clone(), with_samples(v));
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    assert_eq!(r.comparisons.len(), 2, "{:#?}", r.comparisons);
+    let pi1 = &r.comparisons[0];
+    assert_eq!(pi1.baseline, "pi-1 / sd / as-is / installed");
+    assert_eq!(pi1.candidate, "pi-1 / usb / as-is / installed");
+    assert!(
+        pi1.difference.starts_with("+42.9% (95% CI"),
+        "{}",
+        pi1.difference
+    );
+    assert_eq!(pi1.verdict, "better");
+    assert!(pi1.significant);
+    let pi2 = &r.comparisons[1];
+    assert!(!pi2.significant, "{pi2:?}");
+    assert_eq!(pi2.verdict, "no significant difference");
+    assert!(
+        pi1.difference.contains("+35.3% of the mean of both"),
+        "the seed's 35%: {}",
+        pi1.difference
+    );
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(md.contains("| disk-4k.random_read | pi-1 / sd / as-is / installed | pi-1 / usb / as-is / installed | +42.9%"), "{md}");
+    assert!(md.contains("**better**"), "{md}");
+}
+
+/// A run whose throttle state is unknown is counted and shown like a flagged
+/// one, and stays in the statistics even when flagged runs are left out.
+#[test]
+fn a_throttle_state_unknown_is_a_warning_that_excludes_nothing() {
+    let (ws, mut scenario, _) = usb_against_sd();
+    scenario.method.validity.exclude_flagged = true;
+    let plan = expand(&ws, &scenario);
+    let mut data = BTreeMap::new();
+    for c in &plan.cells {
+        let mut d = with_samples(&[14.2, 14.5, 14.53]);
+        for (i, s) in d.samples.iter_mut().enumerate() {
+            let mut t = crate::telemetry::TelemetrySummary::default();
+            if i < 2 {
+                t.throttled_state = Some("unknown".into());
+                t.throttled_error = Some("vcgencmd get_throttled failed: exit 255".into());
+            }
+            if i == 2 {
+                t.swap_out_pages = Some(10);
+            }
+            s.telemetry = Some(serde_json::to_value(&t).unwrap());
+        }
+        data.insert(c.key.clone(), d);
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    let row = &r.tests[0].rows[0];
+    assert_eq!(
+        row.flagged,
+        "1 of 3 (swapping), excluded; 2 of 3 (throttle state unknown), included"
+    );
+    assert_eq!((row.flagged_runs, row.warned_runs), (1, 2));
+    assert_eq!(row.values[0].n, 2, "only the swapping run is left out");
+    assert!(r.tests[0].any_flagged);
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        md.contains("2 of 3 (throttle state unknown), included"),
+        "{md}"
+    );
+}
+
+/// Flagged runs that the method leaves out of the tables must not decide a
+/// comparison either: nine throttled runs would otherwise make the USB "better".
+#[test]
+fn comparisons_leave_out_the_flagged_runs_the_tables_leave_out() {
+    let (mut ws, _, _) = usb_against_sd();
+    ws.scenarios[0].method.validity.exclude_flagged = true;
+    let scenario = ws.scenarios[0].clone();
+    let plan = expand(&ws, &scenario);
+    let mut data = BTreeMap::new();
+    for c in &plan.cells {
+        let usb = c
+            .address
+            .storage
+            .as_ref()
+            .is_some_and(|s| s.as_str() == "usb");
+        let mut d = with_samples(if usb {
+            &[
+                14.0, 14.9, 14.33, 30.0, 30.1, 30.2, 29.9, 30.0, 30.1, 30.2, 29.9, 30.0,
+            ]
+        } else {
+            &[14.2, 14.5, 14.53]
+        });
+        if usb {
+            for s in &mut d.samples[3..] {
+                s.flags = vec!["throttled".into()];
+            }
+        }
+        data.insert(c.key.clone(), d);
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    assert!(!r.comparisons.is_empty());
+    for row in &r.comparisons {
+        assert_eq!(row.verdict, "no significant difference", "{row:?}");
+    }
+}
+
+#[test]
+fn titles_and_descriptions_are_inert_in_markdown() {
+    let (mut ws, _, _) = usb_against_sd();
+    ws.scenarios[0].title = "<script>alert(1)</script> | a & b `x` [l](http://e)".into();
+    ws.scenarios[0].description = Some("<img src=x onerror=alert(1)>\nline".into());
+    ws.recipes.get_mut(&"xz".into()).unwrap().description = "*x* <b>".into();
+    let scenario = ws.scenarios[0].clone();
+    let plan = expand(&ws, &scenario);
+    let r = build(&ws, &scenario, &plan, &BTreeMap::new());
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        !md.contains("<script") && !md.contains("<img") && !md.contains("<b>"),
+        "{md}"
+    );
+    assert!(
+        md.starts_with(
+            "# &lt;script&gt;alert(1)&lt;/script&gt; \\| a &amp; b \\`x\\` \\[l\\](http://e)\n"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("&lt;img src=x onerror=alert(1)&gt;\nline"),
+        "{md}"
+    );
+    assert!(md.contains("\\*x\\* &lt;b&gt;"), "{md}");
+}
+
+#[test]
+fn numbers_have_four_significant_digits() {
+    assert_eq!(number(12.3456), "12.35");
+    assert_eq!(number(0.012345), "0.01235");
+    assert_eq!(number(123456.0), "123456");
+    assert_eq!(number(9.0), "9.000");
+    assert_eq!(number(-0.00001), "-0.00001000");
+    assert_eq!(number(0.0), "0");
+}
+
+/// The whole report of a small study, as Markdown and HTML. Nothing in a report is
+/// volatile (no clock, no absolute path), so the snapshots are compared whole.
+#[test]
+fn report_snapshots() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let mut data = BTreeMap::new();
+    for (i, c) in plan.cells.iter().enumerate() {
+        // One cell left unmeasured, to show the "Not complete" section.
+        if i == 2 {
+            continue;
+        }
+        let base = 10.0 + i as f64 * 3.0;
+        data.insert(
+            c.key.clone(),
+            with_samples(&[base, base * 1.02, base * 0.97, base * 1.01]),
+        );
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    insta::assert_snapshot!(
+        "report_md",
+        String::from_utf8(Markdown.render(&r).unwrap()).unwrap()
+    );
+    insta::assert_snapshot!(
+        "report_html",
+        String::from_utf8(Html.render(&r).unwrap()).unwrap()
+    );
+}
+
+#[test]
+fn a_bar_chart_scales_to_the_widest_interval_and_escapes_labels() {
+    use super::bar_chart;
+    let svg = bar_chart(
+        "random_read",
+        "MB/s",
+        &[
+            ("pi <1> & co".into(), 10.0, 2.0),
+            ("pi-2".into(), 20.0, 4.0),
+        ],
+    );
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.contains("pi &lt;1&gt; &amp; co"), "{svg}");
+    // 24 (20 + 4) is the full 360 px plot: the second bar is 300 px, the first 150.
+    assert!(svg.contains("width=\"300.0\""), "{svg}");
+    assert!(svg.contains("width=\"150.0\""), "{svg}");
+    assert_eq!(
+        svg,
+        bar_chart(
+            "random_read",
+            "MB/s",
+            &[
+                ("pi <1> & co".into(), 10.0, 2.0),
+                ("pi-2".into(), 20.0, 4.0)
+            ]
+        )
+    );
+}
+
+#[test]
+fn the_interval_decides_the_digits_of_the_mean() {
+    use super::{mean_ci, percent};
+    assert_eq!(mean_ci(181.7, 56.18), "182 ± 56");
+    assert_eq!(mean_ci(6.337, 0.5353), "6.34 ± 0.54");
+    assert_eq!(mean_ci(0.07, 0.02484), "0.070 ± 0.025");
+    assert_eq!(mean_ci(44367.0, 13716.0), "44367 ± 13716");
+    assert_eq!(percent(0.95), "95");
+    assert_eq!(percent(0.025), "2.5");
+}
+
+#[test]
+fn a_template_that_fails_is_an_export_error_naming_the_template() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let r = build(&ws, &scenario, &plan, &BTreeMap::new());
+    let e = export::render_template("index.md", "{{ nope.deeper }}", &r).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ExportError::Render {
+                name: "index.md",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().starts_with("rendering index.md: "), "{e}");
+    let e = export::render_template("index.md", "{% if %}", &r).unwrap_err();
+    assert!(matches!(e, ExportError::Template(_)), "{e:?}");
+}

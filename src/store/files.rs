@@ -1,0 +1,180 @@
+//! Store files on disk: atomic whole-file writes, reads that refuse what is not a
+//! regular file or too large or too new, and samples files cut back to whole lines.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{FORMAT, Sample};
+use crate::error::{Error, Result};
+
+pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never half.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id()
+    ));
+    {
+        let mut f = File::create(&tmp).map_err(io(&tmp))?;
+        f.write_all(bytes).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+    }
+    fs::rename(&tmp, path).map_err(io(path))?;
+    sync_dir(dir)
+}
+
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+}
+
+/// The most a store file may hold; a larger one is not benchpipe's.
+pub(super) const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// Opens a store file for reading: `None` when absent; an error when it is a FIFO, a
+/// device, a symlink or a directory. A FIFO planted in `results/` would otherwise block
+/// `plan` and `report` for ever, and a device would stream without end.
+pub(super) fn open_regular(path: &Path) -> Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let meta = file.metadata().map_err(io(path))?;
+    if !meta.is_file() {
+        return Err(Error::Store(format!(
+            "{}: not a regular file; benchpipe writes only regular files in its store",
+            path.display()
+        )));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(Error::Store(format!(
+            "{}: {} bytes, more than the {MAX_FILE_BYTES} a store file may hold",
+            path.display(),
+            meta.len()
+        )));
+    }
+    Ok(Some(file))
+}
+
+pub(super) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
+    read_json_of(path, FORMAT)
+}
+
+/// Reads a file whose newest known format is `newest`.
+pub(super) fn read_json_of<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    newest: u32,
+) -> Result<Option<T>> {
+    let read = |path: &Path| -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        match open_regular(path) {
+            Ok(Some(f)) => {
+                f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
+                Ok(bytes)
+            }
+            Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    };
+    match read(path) {
+        Ok(bytes) => {
+            let v: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))?;
+            check_format(path, &v, newest)?;
+            serde_json::from_value(v)
+                .map(Some)
+                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+pub(super) fn check_format(path: &Path, v: &Value, newest: u32) -> Result<()> {
+    match v.get("format").and_then(Value::as_u64) {
+        Some(f) if f <= newest as u64 => Ok(()),
+        Some(f) => Err(Error::Store(format!(
+            "{}: format {f} is newer than this benchpipe understands ({newest}); upgrade benchpipe",
+            path.display()
+        ))),
+        None => Err(Error::Store(format!("{}: no format field", path.display()))),
+    }
+}
+
+/// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
+pub(super) fn read_samples(path: &Path) -> Result<Vec<Sample>> {
+    let Some(file) = open_regular(path)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
+    let mut line = String::new();
+    let mut lineno = 0;
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).map_err(io(path))?;
+        if n == 0 || !line.ends_with('\n') {
+            break;
+        }
+        lineno += 1;
+        let v: Value = serde_json::from_str(&line)
+            .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?;
+        check_format(path, &v, FORMAT)?;
+        out.push(
+            serde_json::from_value(v)
+                .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?,
+        );
+    }
+    Ok(out)
+}
+
+pub(super) fn to_json_bytes<T: Serialize>(v: &T) -> Result<Vec<u8>> {
+    let mut b = serde_json::to_vec_pretty(v).map_err(|e| Error::Store(e.to_string()))?;
+    b.push(b'\n');
+    Ok(b)
+}
+
+/// Truncates a final line that a crash left without its newline.
+pub(super) fn cut_torn_tail(f: &mut File) -> std::io::Result<()> {
+    let len = f.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    f.seek(SeekFrom::Start(len - 1))?;
+    let mut last = [0u8; 1];
+    f.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Find the last newline by reading backwards in chunks.
+    let mut end = len;
+    let mut buf = vec![0u8; 4096];
+    let keep = loop {
+        let start = end.saturating_sub(buf.len() as u64);
+        let n = (end - start) as usize;
+        f.seek(SeekFrom::Start(start))?;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(i) = buf[..n].iter().rposition(|&b| b == b'\n') {
+            break start + i as u64 + 1;
+        }
+        if start == 0 {
+            break 0;
+        }
+        end = start;
+    };
+    f.set_len(keep)
+}

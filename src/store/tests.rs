@@ -1,0 +1,133 @@
+//! The store on a temporary directory: round trips, torn lines and formats.
+
+use super::*;
+use crate::plan;
+
+fn temp_store(tag: &str) -> Store {
+    let dir = std::env::temp_dir().join(format!("bp-store-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    Store::open(dir).unwrap()
+}
+
+fn sample(seq: u32, kind: RunKind, v: f64) -> Sample {
+    Sample {
+        format: FORMAT,
+        seq,
+        kind,
+        session: "s".into(),
+        started: 1.0,
+        ended: 2.0,
+        metrics: BTreeMap::from([("random_read".to_string(), v)]),
+        flags: vec![],
+        telemetry: None,
+        command: "true".into(),
+        log: format!("logs/{seq:04}.log"),
+        order: None,
+        board_seq: None,
+    }
+}
+
+fn a_cell() -> plan::Cell {
+    let ws = plan::fixtures::workspace();
+    plan::expand(&ws, &ws.scenarios[0]).cells.remove(0)
+}
+
+#[test]
+fn a_torn_last_line_is_ignored_then_cut_off() {
+    let store = temp_store("torn");
+    let cell = a_cell();
+    let mut w = store.begin(&cell).unwrap();
+    w.append(&sample(1, RunKind::Warmup, 1.0)).unwrap();
+    w.append(&sample(2, RunKind::Measured, 2.0)).unwrap();
+    // A crash in the middle of the third append.
+    let path = store.cell_dir(&cell).join("samples.jsonl");
+    let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(b"{\"format\":1,\"seq\":3,\"ki").unwrap();
+    drop(f);
+
+    let data = store.read(&cell).unwrap();
+    assert_eq!(data.samples.len(), 2);
+    assert_eq!(data.measured_count(), 1);
+
+    let mut w = store.begin(&cell).unwrap();
+    assert_eq!(w.next_seq(), 3);
+    w.append(&sample(3, RunKind::Measured, 3.0)).unwrap();
+    let data = store.read(&cell).unwrap();
+    assert_eq!(data.samples.len(), 3);
+    assert_eq!(data.samples[2].metrics["random_read"], 3.0);
+    let text = fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    let _ = fs::remove_dir_all(store.root());
+}
+
+#[test]
+fn a_newer_format_is_refused_with_a_clear_message() {
+    let store = temp_store("newer");
+    let cell = a_cell();
+    store.begin(&cell).unwrap();
+    let path = store.cell_dir(&cell).join("cell.json");
+    fs::write(&path, b"{\"format\": 99}").unwrap();
+    let err = store.read(&cell).unwrap_err().to_string();
+    assert!(err.contains("format 99 is newer"), "{err}");
+    let _ = fs::remove_dir_all(store.root());
+}
+
+/// A FIFO planted where a store file belongs would block `plan` and `report` for
+/// ever (reading waits for a writer); a symlink could point anywhere. Both are refused.
+#[test]
+fn a_fifo_or_symlink_in_the_store_is_refused_without_blocking() {
+    let store = temp_store("fifo");
+    let cell = a_cell();
+    store.begin(&cell).unwrap();
+    let samples = store.cell_dir(&cell).join("samples.jsonl");
+    let c = std::ffi::CString::new(samples.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = store.clone();
+    let cell2 = cell.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(reader.read(&cell2).map(|_| ()).map_err(|e| e.to_string()));
+    });
+    // Generous: a blocked read never answers at all.
+    let got = rx.recv_timeout(std::time::Duration::from_secs(30));
+    let err = got
+        .expect("reading the store blocked on a FIFO")
+        .unwrap_err();
+    assert!(err.contains("not a regular file"), "{err}");
+    fs::remove_file(&samples).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", store.cell_dir(&cell).join("facts.json")).unwrap();
+    assert!(store.read(&cell).is_err());
+    let _ = fs::remove_dir_all(store.root());
+}
+
+#[test]
+fn a_failure_is_recorded_and_cleared_by_the_next_sample() {
+    let store = temp_store("failure");
+    let cell = a_cell();
+    let mut w = store.begin(&cell).unwrap();
+    let failure = CellFailure::Transport {
+        message: "fio: no such file".into(),
+    };
+    w.record_failure("s", 1.0, &failure).unwrap();
+    assert_eq!(store.read(&cell).unwrap().failure.unwrap().failure, failure);
+    w.append(&sample(1, RunKind::Measured, 1.0)).unwrap();
+    assert!(store.read(&cell).unwrap().failure.is_none());
+    assert_eq!(store.all().unwrap().len(), 1);
+    let _ = fs::remove_dir_all(store.root());
+}
+
+#[test]
+fn the_lock_is_exclusive() {
+    let store = temp_store("lock");
+    let held = store.lock().unwrap();
+    let err = store
+        .lock()
+        .err()
+        .expect("second lock must fail")
+        .to_string();
+    assert!(err.contains("locked"), "{err}");
+    drop(held);
+    store.lock().unwrap();
+    let _ = fs::remove_dir_all(store.root());
+}

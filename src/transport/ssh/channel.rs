@@ -1,0 +1,283 @@
+//! One command on a channel in non-blocking mode: `poll(2)` with keepalives, both
+//! streams drained together, and the command's timeout and Ctrl-C.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use ssh2::{Channel, ErrorCode, Session};
+
+use super::SshTransport;
+use super::wrapper::login_shell_neutral;
+use crate::transport::{Exit, TransportError};
+
+/// Why a non-blocking step stopped.
+pub(super) enum Stop {
+    Deadline,
+    Ssh(ssh2::Error),
+    Io(std::io::Error),
+    /// Nothing came back from the server for too long (keepalives unanswered).
+    Silent,
+}
+
+impl Stop {
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Stop::Deadline => "timed out".into(),
+            Stop::Ssh(e) => e.to_string(),
+            Stop::Io(e) => e.to_string(),
+            Stop::Silent => "the server stopped answering keepalives".into(),
+        }
+    }
+}
+
+fn would_block(e: &ssh2::Error) -> bool {
+    e.code() == ErrorCode::Session(-37)
+}
+
+/// Milliseconds since the kernel last received data on this TCP socket.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn ms_since_last_receive(socket: &TcpStream) -> Option<u32> {
+    // SAFETY: tcp_info is plain data; getsockopt writes at most `len` bytes into it.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        (rc == 0).then_some(info.tcpi_last_data_recv)
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn ms_since_last_receive(_socket: &TcpStream) -> Option<u32> {
+    None
+}
+
+fn timespec(d: Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    }
+}
+
+impl SshTransport {
+    /// Waits for the socket to be ready for whatever libssh2 is blocked on, sending
+    /// keepalives and noticing a server that stopped answering.
+    pub(super) fn wait(&mut self, deadline: Option<Instant>) -> Result<(), Stop> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(Stop::Silent);
+        };
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Err(Stop::Deadline);
+        }
+        let silent_limit = self.timeout.max(self.options.keepalive * 3);
+        // Our own record misses packets libssh2 read while doing something else (a
+        // keepalive reply consumed by a channel read); the kernel's does not.
+        let silent_for = match ms_since_last_receive(&conn.socket) {
+            Some(ms) => Duration::from_millis(ms.into()).min(now.duration_since(conn.last_inbound)),
+            None => now.duration_since(conn.last_inbound),
+        };
+        if silent_for > silent_limit {
+            return Err(Stop::Silent);
+        }
+        let mut events = 0;
+        match conn.session.block_directions() {
+            ssh2::BlockDirections::Inbound => events |= libc::POLLIN,
+            ssh2::BlockDirections::Outbound => events |= libc::POLLOUT,
+            ssh2::BlockDirections::Both => events |= libc::POLLIN | libc::POLLOUT,
+            ssh2::BlockDirections::None => events |= libc::POLLIN,
+        }
+        let backoff = Duration::from_micros(500 << conn.idle_polls.min(10));
+        conn.idle_polls += 1;
+        let mut wait = backoff
+            .min(self.options.keepalive)
+            .min(Duration::from_millis(500));
+        if let Some(d) = deadline {
+            wait = wait.min(d.saturating_duration_since(now));
+        }
+        let mut fd = libc::pollfd {
+            fd: conn.socket.as_raw_fd(),
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        let rc = unsafe { libc::ppoll(&mut fd, 1, &timespec(wait), std::ptr::null()) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(Stop::Io(e));
+            }
+        }
+        if fd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            conn.progressed();
+        } else if fd.revents != 0 {
+            conn.idle_polls = 0;
+        }
+        match conn.session.keepalive_send() {
+            Ok(_) => {}
+            Err(e) if would_block(&e) => {}
+            Err(e) => return Err(Stop::Ssh(e)),
+        }
+        Ok(())
+    }
+
+    /// Repeats a non-blocking libssh2 call until it stops saying "would block".
+    pub(super) fn retry<T>(
+        &mut self,
+        deadline: Option<Instant>,
+        mut f: impl FnMut(&Session) -> Result<T, ssh2::Error>,
+    ) -> Result<T, Stop> {
+        loop {
+            let Some(conn) = self.conn.as_ref() else {
+                return Err(Stop::Silent);
+            };
+            match f(&conn.session) {
+                Ok(v) => {
+                    if let Some(c) = self.conn.as_mut() {
+                        c.idle_polls = 0;
+                    }
+                    return Ok(v);
+                }
+                Err(e) if would_block(&e) => self.wait(deadline)?,
+                Err(e) => return Err(Stop::Ssh(e)),
+            }
+        }
+    }
+
+    /// Opens a channel and starts `command` on it under /bin/sh, whatever the login
+    /// shell (`login_shell_neutral`). Retries once on a fresh session when
+    /// the old one turns out dead before anything ran, which is always safe.
+    pub(super) fn start(&mut self, command: &str) -> Result<Channel, TransportError> {
+        for attempt in 0..2 {
+            self.ensure_connected()?;
+            let open_deadline = Some(Instant::now() + self.timeout);
+            let channel = match self.retry(open_deadline, |s| s.channel_session()) {
+                Ok(c) => c,
+                Err(stop) if attempt == 0 => {
+                    let _ = stop;
+                    self.conn = None;
+                    continue;
+                }
+                Err(stop) => return Err(self.lost(stop)),
+            };
+            let mut channel = channel;
+            let request = login_shell_neutral(command);
+            match self.retry(open_deadline, |_| channel.exec(&request)) {
+                Ok(()) => return Ok(channel),
+                Err(stop) => return Err(self.lost(stop)),
+            }
+        }
+        Err(self.lost(Stop::Silent))
+    }
+
+    /// Reads both streams until the remote closes them, then collects the exit.
+    /// With a deadline, closes stdin when it passes (the wrapper then kills the
+    /// command's group) and reports a timeout.
+    pub(super) fn drain(
+        &mut self,
+        channel: &mut Channel,
+        command: &str,
+        timeout: Option<Duration>,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn Write,
+    ) -> Result<Exit, TransportError> {
+        let started = Instant::now();
+        let epoch = crate::transport::interrupt_epoch();
+        let mut deadline = timeout.map(|t| started + t);
+        let mut timed_out = false;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut err_stream = channel.stderr();
+        let (mut out_done, mut err_done) = (false, false);
+        while !(out_done && err_done) {
+            let mut progressed = false;
+            for (done, is_err) in [(&mut out_done, false), (&mut err_done, true)] {
+                if *done {
+                    continue;
+                }
+                let r = if is_err {
+                    err_stream.read(&mut buf)
+                } else {
+                    channel.read(&mut buf)
+                };
+                match r {
+                    Ok(0) => *done = true,
+                    Ok(n) => {
+                        progressed = true;
+                        let sink: &mut dyn Write = if is_err { &mut *stderr } else { &mut *stdout };
+                        if let Err(e) = sink.write_all(&buf[..n]) {
+                            // Dropping the session closes stdin remotely, which ends the command.
+                            self.conn = None;
+                            return Err(self.other(format!("writing output of `{command}`: {e}")));
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(self.lost(Stop::Io(e))),
+                }
+            }
+            if progressed {
+                if let Some(c) = self.conn.as_mut() {
+                    c.progressed();
+                }
+                continue;
+            }
+            // Ctrl-C: end the remote command the way a timeout does (EOF on stdin makes
+            // the wrapper kill its process group), so nothing keeps running on the board.
+            if !timed_out && crate::transport::interrupt_epoch() != epoch {
+                deadline = Some(Instant::now());
+            }
+            match self.wait(deadline) {
+                Ok(()) => {}
+                Err(Stop::Deadline) if !timed_out => {
+                    timed_out = true;
+                    // Give the wrapper a moment to kill the group and the channel to close.
+                    deadline = Some(Instant::now() + Duration::from_secs(5));
+                    let eof_deadline = deadline;
+                    if let Err(stop) = self.retry(eof_deadline, |_| channel.send_eof()) {
+                        return Err(self.lost(stop));
+                    }
+                }
+                Err(Stop::Deadline) => {
+                    // The command ignored the kill (it left its process group); the
+                    // session is in an unknown state, so start afresh next time.
+                    self.conn = None;
+                    return Err(self.timeout_error(command, timeout));
+                }
+                Err(stop) => return Err(self.lost(stop)),
+            }
+        }
+        let close_deadline = Some(Instant::now() + self.timeout.max(Duration::from_secs(5)));
+        if let Err(stop) = self.retry(close_deadline, |_| channel.wait_close()) {
+            return Err(self.lost(stop));
+        }
+        if timed_out {
+            return Err(self.timeout_error(command, timeout));
+        }
+        let signal = channel
+            .exit_signal()
+            .ok()
+            .and_then(|s| s.exit_signal)
+            .filter(|s| !s.is_empty());
+        let status = channel
+            .exit_status()
+            .map_err(|e| self.other(format!("reading exit status: {e}")))?;
+        Ok(Exit {
+            code: if signal.is_some() { None } else { Some(status) },
+            signal,
+        })
+    }
+
+    pub(super) fn timeout_error(&self, command: &str, timeout: Option<Duration>) -> TransportError {
+        TransportError::Timeout {
+            target: self.board.to_string(),
+            command: command.to_string(),
+            after: timeout.unwrap_or_default(),
+        }
+    }
+}
