@@ -26,8 +26,9 @@ pub mod rules;
 #[cfg(test)]
 mod tests;
 
+use mounts::covering;
 pub use mounts::{Device, Mount, parse_mountinfo};
-use mounts::{Mounts, covering, mounts, probe, swap_on};
+pub(crate) use mounts::{Mounts, mounts, probe, swap_on};
 
 use std::time::Duration;
 

@@ -213,6 +213,20 @@ pub enum LabAction {
     Down,
     /// Show the lab's boards and whether their sshd runs.
     Status,
+    /// Power a lab board on, off, or cycle it: off kills everything in its namespace;
+    /// on boots the image on its boot disk (its os-release, maybe a new host key).
+    Power {
+        #[arg(value_enum)]
+        action: PowerArg,
+        board: String,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum PowerArg {
+    On,
+    Off,
+    Cycle,
 }
 
 #[derive(Subcommand, Debug)]
@@ -476,6 +490,25 @@ pub fn run(cli: Cli) -> Result<()> {
             LabAction::Down => {
                 crate::lab::down(&root)?;
                 println!("lab down");
+                Ok(())
+            }
+            LabAction::Power { action, board } => {
+                use crate::lab::PowerAction;
+                let action = match action {
+                    PowerArg::On => PowerAction::On,
+                    PowerArg::Off => PowerAction::Off,
+                    PowerArg::Cycle => PowerAction::Cycle,
+                };
+                let outcome = crate::lab::power(&root, &board, action)?;
+                match (outcome.booted, outcome.note) {
+                    (None, _) => println!("{board}: off"),
+                    (Some(true), None) => println!("{board}: on"),
+                    (Some(true), Some(note)) => println!("{board}: on ({note})"),
+                    (Some(false), note) => println!(
+                        "{board}: powered on, but it does not boot: {}",
+                        note.unwrap_or_default()
+                    ),
+                }
                 Ok(())
             }
             LabAction::Status => {

@@ -88,7 +88,10 @@ pub(super) fn start_sshd_with(board: &LabBoard, sshd: &Path) -> Result<(), Error
         &board.netns,
         "sh",
         "-c",
-        &format!("{DROP_COPIED_LOOP_MOUNTS}\nexec \"$@\""),
+        &format!(
+            "{DROP_COPIED_LOOP_MOUNTS}\n{}exec \"$@\"",
+            super::power::boot_step(board)
+        ),
         "sh",
         &sshd.to_string_lossy(),
         "-f",
@@ -137,7 +140,7 @@ pub(super) fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-pub(super) fn board_file(board: &LabBoard, info: &LabInfo) -> String {
+pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> String {
     let mut s = format!(
         "{BOARD_FILE_MARK}\n\
          # A virtual board: network namespace {ns}, sshd on {addr}.\n\
@@ -160,6 +163,36 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo) -> String {
         identity = toml_str(&info.identity.to_string_lossy()),
         known_hosts = toml_str(&info.known_hosts.to_string_lossy()),
     );
+    if let Some(boot) = &board.boot {
+        s.push_str(&format!(
+            "\n# Flashing: dd through the board itself, as from a maintenance OS; the\n\
+             # power cycle boots the image written to the boot disk.\n\
+             [flash]\n\
+             method = \"dd\"\n\
+             via = {via}\n\
+             device = {device}\n\
+             \n\
+             [power]\n\
+             cycle = {cycle}\n\
+             \n\
+             [[storage]]\n\
+             name = {name}\n\
+             role = \"boot\"\n\
+             device = {device}\n\
+             path = {path}\n\
+             model = {model}\n",
+            via = toml_str(board.name.as_str()),
+            device = toml_str(&boot.device),
+            cycle = toml_str(&format!(
+                "benchpipe lab power cycle {} --root {}",
+                board.name,
+                crate::transport::quote::sh(&root.to_string_lossy())
+            )),
+            name = toml_str(&boot.name),
+            path = toml_str(&boot.path),
+            model = toml_str("loop device on a sparse file (the lab's boot disk)"),
+        ));
+    }
     for d in &board.disks {
         s.push_str(&format!(
             "\n[[storage]]\n\

@@ -11,11 +11,14 @@
 
 mod board;
 mod down;
+pub mod image;
+mod power;
 mod state;
 
 pub use board::{DROP_COPIED_LOOP_MOUNTS, kill_sshd, start_sshd};
 use board::{board_file, keygen, sshd_config, start_sshd_with, write_board_file};
 pub use down::{down, down_with};
+pub use power::{MARKERS, PowerAction, PowerOutcome, power, power_with};
 
 use std::fs;
 use std::net::Ipv4Addr;
@@ -52,6 +55,8 @@ pub struct LabOptions {
     /// Loop-device disks per board (1 or 2).
     pub disks_per_board: usize,
     pub disk_bytes: u64,
+    /// The boot disk's size (the flash target); 0 builds boards without one.
+    pub boot_bytes: u64,
     /// The first /30 to try, counted in 198.18.0.0/15; used ones are skipped.
     pub first_subnet: u32,
     /// The sshd binary every board runs (tests name a missing one).
@@ -65,6 +70,7 @@ impl Default for LabOptions {
             board_prefix: "lab".into(),
             disks_per_board: 2,
             disk_bytes: 256 << 20,
+            boot_bytes: 64 << 20,
             first_subnet: 1,
             sshd: PathBuf::from(DEFAULT_SSHD),
         }
@@ -86,6 +92,9 @@ pub struct LabBoard {
     pub sshd_pid_file: PathBuf,
     /// (loop device, backing file, mount point declared in the board file)
     pub disks: Vec<LabDisk>,
+    /// The boot disk `[flash]` writes and the power cycle boots (`power`).
+    #[serde(default)]
+    pub boot: Option<LabDisk>,
     /// Whether the board's sshd is running (filled in by `status`).
     #[serde(skip)]
     pub sshd_running: bool,
@@ -511,8 +520,12 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         let workdir = PathBuf::from(&board.workdir);
         fresh_private_dir(&workdir, down::remove_workdir)?;
         crate::transport::workdir::mark_local(&workdir).map_err(io(&workdir))?;
-        for k in 1..=o.disks_per_board {
-            let file = state::disk_image(root, &netns, k);
+        let boot = (o.boot_bytes > 0).then_some(0);
+        for k in boot.into_iter().chain(1..=o.disks_per_board) {
+            let (file, bytes) = match k {
+                0 => (state::disk_image(root, &netns, 0), o.boot_bytes),
+                _ => (state::disk_image(root, &netns, k), o.disk_bytes),
+            };
             let f = fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -520,19 +533,25 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&file)
                 .map_err(io(&file))?;
-            f.set_len(o.disk_bytes).map_err(io(&file))?;
+            f.set_len(bytes).map_err(io(&file))?;
             drop(f);
             let file_str = file.to_string_lossy().into_owned();
             let device = cmd(&["losetup", "--find", "--show", &file_str])?
                 .stdout_str()
                 .trim()
                 .to_string();
-            let disk = state::expected_disk(root, &board, k, &device);
+            let disk = match k {
+                0 => power::boot_disk(root, &board, &device),
+                _ => state::expected_disk(root, &board, k, &device),
+            };
             fs::DirBuilder::new()
                 .mode(0o755)
                 .create(&disk.path)
                 .map_err(io(Path::new(&disk.path)))?;
-            board.disks.push(disk);
+            match k {
+                0 => board.boot = Some(disk),
+                _ => board.disks.push(disk),
+            }
             if let Some(last) = info.boards.last_mut() {
                 *last = board.clone();
             }
@@ -553,7 +572,7 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         known_hosts.push_str(&format!("{address} {kind} {blob}\n"));
         state::replace(&info.known_hosts, known_hosts.as_bytes(), 0o600)?;
 
-        write_board_file(&board.board_file, &board_file(&board, info))?;
+        write_board_file(&board.board_file, &board_file(&board, info, root))?;
         board.sshd_running = true;
         if let Some(last) = info.boards.last_mut() {
             *last = board;

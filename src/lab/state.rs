@@ -311,6 +311,7 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), StateMism
             sshd_config,
             sshd_pid_file,
             disks,
+            boot,
             sshd_running: _,
         } = b;
         if name != &expected.name || netns != &expected.netns {
@@ -354,6 +355,18 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), StateMism
             want("a disk image", &d.file, &e.file)?;
             want("a disk path", Path::new(&d.path), Path::new(&e.path))?;
         }
+        if let Some(d) = boot {
+            let e = super::power::boot_disk(root, &expected, &d.device);
+            if d.name != e.name || !is_loop_device(&d.device) {
+                return Err(StateMismatch::Disk {
+                    name: name.clone(),
+                    disk: d.name.clone(),
+                    device: d.device.clone(),
+                });
+            }
+            want("a boot disk image", &d.file, &e.file)?;
+            want("a boot disk path", Path::new(&d.path), Path::new(&e.path))?;
+        }
     }
     Ok(())
 }
@@ -381,6 +394,7 @@ pub(super) fn expected_board(root: &Path, o: &LabOptions, i: usize, subnet: u32)
         sshd_config: dir.join("sshd_config"),
         sshd_pid_file: dir.join("sshd.pid"),
         disks: Vec::new(),
+        boot: None,
         sshd_running: false,
     }
 }

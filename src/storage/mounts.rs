@@ -165,7 +165,7 @@ pub(super) fn parse_probe(declared: &str, text: &str) -> Result<Device, StorageE
 
 /// Resolves `device` on the board and lists what could hold it: the sysfs entries of
 /// the device, its partitions, and holders of either (two levels: LVM on crypt).
-pub(super) fn probe(t: &mut dyn Transport, device: &str) -> Result<Device, StorageError> {
+pub(crate) fn probe(t: &mut dyn Transport, device: &str) -> Result<Device, StorageError> {
     let script = format!(
         r#"r=$(readlink -f -- {dev}) || exit 3
 [ -b "$r" ] || {{ echo "notblock $r"; exit 0; }}
@@ -191,13 +191,13 @@ fi"#,
 }
 
 /// Where the board's mounts came from; lsblk knows only the mounts of one device.
-pub(super) enum Mounts {
+pub(crate) enum Mounts {
     Info(Vec<Mount>),
     Lsblk(Vec<Mount>),
 }
 
 impl Mounts {
-    pub(super) fn all(&self) -> &[Mount] {
+    pub(crate) fn all(&self) -> &[Mount] {
         match self {
             Mounts::Info(m) | Mounts::Lsblk(m) => m,
         }
@@ -206,7 +206,7 @@ impl Mounts {
 
 /// Every mount on the board, or lsblk's view of `dev` when mountinfo is unreadable.
 /// Fails closed: when neither answers, nobody can say the device is free.
-pub(super) fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, StorageError> {
+pub(crate) fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, StorageError> {
     let info = run(t, "cat /proc/self/mountinfo");
     if let Ok(text) = &info
         && !text.trim().is_empty()
@@ -234,7 +234,7 @@ pub(super) fn mounts(t: &mut dyn Transport, dev: &Device) -> Result<Mounts, Stor
 }
 
 /// Whether the device is in use as swap (`/proc/swaps`; absent means no swap).
-pub(super) fn swap_on(t: &mut dyn Transport, dev: &Device) -> Option<String> {
+pub(crate) fn swap_on(t: &mut dyn Transport, dev: &Device) -> Option<String> {
     let text = run(t, "cat /proc/swaps 2>/dev/null || true").unwrap_or_default();
     text.lines()
         .skip(1)

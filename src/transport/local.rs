@@ -80,12 +80,57 @@ const LINGER: Duration = Duration::from_secs(5);
 /// shell ends, the rest of its process group is killed, so a background child holding
 /// a pipe open cannot keep the command alive; on timeout the whole group is. Returns
 /// whether the command timed out.
+/// Input being fed to a command's stdin: the pipe's write end (non-blocking) and what
+/// is read but not yet written.
+struct Feed<'a> {
+    pipe: os_pipe::PipeWriter,
+    source: &'a mut dyn Read,
+    pending: Vec<u8>,
+    at: usize,
+}
+
+impl Feed<'_> {
+    /// Moves what the pipe takes now; `Ok(false)` once the input is all written (or the
+    /// command closed its stdin), when the pipe is to be closed.
+    fn pump(&mut self) -> std::io::Result<bool> {
+        // Bounded, so that a fast reader cannot keep the caller from its timeout.
+        for _ in 0..16 {
+            if self.at == self.pending.len() {
+                self.pending.resize(FEED_CHUNK, 0);
+                let n = loop {
+                    match self.source.read(&mut self.pending) {
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        r => break r?,
+                    }
+                };
+                self.pending.truncate(n);
+                self.at = 0;
+                if n == 0 {
+                    return Ok(false);
+                }
+            }
+            match self.pipe.write(&self.pending[self.at..]) {
+                Ok(n) => self.at += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // The command closed its stdin (or ended): the rest is not wanted.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+}
+
+const FEED_CHUNK: usize = 1 << 20;
+
 fn drain(
     pgid: i32,
     command: &str,
     timeout: Option<Duration>,
     pipes: [os_pipe::PipeReader; 2],
     sinks: [&mut dyn Write; 2],
+    mut feed: Option<Feed<'_>>,
 ) -> Result<bool, TransportError> {
     let err = |reason: String| TransportError::Other {
         target: "localhost".into(),
@@ -100,6 +145,7 @@ fn drain(
         if ended.is_none() && has_ended(pgid) {
             ended = Some(Instant::now());
             kill_group(pgid);
+            feed = None;
         }
         // A process that left the group (`setsid x &`) may hold a pipe open for long;
         // what it writes after the command ended is not the command's output.
@@ -113,8 +159,9 @@ fn drain(
         {
             timed_out = true;
             kill_group(pgid);
+            feed = None;
         }
-        if pipes.iter().all(Option::is_none) {
+        if pipes.iter().all(Option::is_none) && feed.is_none() {
             if ended.is_some() {
                 return Ok(timed_out);
             }
@@ -130,6 +177,13 @@ fn drain(
                 revents: 0,
             })
             .collect();
+        if let Some(f) = &feed {
+            fds.push(libc::pollfd {
+                fd: f.pipe.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            });
+        }
         // SAFETY: `fds` is a valid array of pollfd for the duration of the call.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 20) };
         if rc < 0 {
@@ -139,6 +193,22 @@ fn drain(
                 return Err(err(format!("poll: {e}")));
             }
             continue;
+        }
+        if let Some(f) = &mut feed {
+            let ready = fds
+                .iter()
+                .any(|p| p.fd == f.pipe.as_raw_fd() && p.revents != 0);
+            if ready {
+                match f.pump() {
+                    Ok(true) => {}
+                    // Dropping the write end is the command's EOF.
+                    Ok(false) => feed = None,
+                    Err(e) => {
+                        kill_group(pgid);
+                        return Err(err(format!("feeding the input of `{command}`: {e}")));
+                    }
+                }
+            }
         }
         for (i, slot) in pipes.iter_mut().enumerate() {
             let Some(pipe) = slot else { continue };
@@ -178,55 +248,18 @@ impl Transport for Local {
         stdout: &mut dyn Write,
         stderr: &mut dyn Write,
     ) -> Result<Exit, TransportError> {
-        let err = |reason: String| TransportError::Other {
-            target: "localhost".into(),
-            reason,
-        };
-        let (out_r, out_w) = os_pipe::pipe().map_err(|e| err(format!("pipe: {e}")))?;
-        let (err_r, err_w) = os_pipe::pipe().map_err(|e| err(format!("pipe: {e}")))?;
-        // Its own process group, so that a timeout or interrupt ends the whole tree
-        // (sh and everything it started), not just the shell.
-        let expr = duct::cmd("sh", ["-c", command])
-            .stdin_null()
-            .stdout_file(out_w)
-            .stderr_file(err_w)
-            .unchecked()
-            .before_spawn(|c| {
-                c.process_group(0);
-                Ok(())
-            });
-        let handle = expr
-            .start()
-            .map_err(|e| err(format!("cannot start sh: {e}")))?;
-        // The expression holds the write ends until it is dropped; drop it so the
-        // readers see EOF when the command ends.
-        drop(expr);
-        let pids = handle.pids();
-        let pgid = pids.first().copied().unwrap_or(0) as i32;
-        LIVE_GROUPS.lock().map(|mut g| g.push(pgid)).ok();
-        let result = drain(pgid, command, timeout, [out_r, err_r], [stdout, stderr]);
-        // Whatever the command left running in its group (`sleep 300 &`) ends with it.
-        kill_group(pgid);
-        LIVE_GROUPS
-            .lock()
-            .map(|mut g| g.retain(|&p| p != pgid))
-            .ok();
-        let output = handle
-            .wait()
-            .map_err(|e| err(format!("waiting for command: {e}")))?;
-        let timed_out = result?;
-        if timed_out {
-            return Err(TransportError::Timeout {
-                target: "localhost".into(),
-                command: command.to_string(),
-                after: timeout.unwrap_or_default(),
-            });
-        }
-        use std::os::unix::process::ExitStatusExt;
-        Ok(Exit {
-            code: output.status.code(),
-            signal: output.status.signal().map(signal_name),
-        })
+        run_local(command, timeout, None, stdout, stderr)
+    }
+
+    fn exec_input(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdin: &mut dyn Read,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn Write,
+    ) -> Result<Exit, TransportError> {
+        run_local(command, timeout, Some(stdin), stdout, stderr)
     }
 
     fn upload(&mut self, local: &Path, remote: &str) -> Result<(), TransportError> {
@@ -246,6 +279,97 @@ impl Transport for Local {
                 reason: format!("copy {remote} -> {}: {e}", local.display()),
             })
     }
+}
+
+/// Runs `command` under `sh -c` in its own process group, with stdin from `input` (or
+/// /dev/null), draining its output into the sinks.
+fn run_local(
+    command: &str,
+    timeout: Option<Duration>,
+    input: Option<&mut dyn Read>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<Exit, TransportError> {
+    let err = |reason: String| TransportError::Other {
+        target: "localhost".into(),
+        reason,
+    };
+    let (out_r, out_w) = os_pipe::pipe().map_err(|e| err(format!("pipe: {e}")))?;
+    let (err_r, err_w) = os_pipe::pipe().map_err(|e| err(format!("pipe: {e}")))?;
+    let (feed, stdin_r) = match input {
+        Some(source) => {
+            let (r, w) = os_pipe::pipe().map_err(|e| err(format!("pipe: {e}")))?;
+            // SAFETY: fcntl on a pipe fd we own; a bigger pipe means fewer wake-ups
+            // when streaming images (failure leaves the default size, which works).
+            unsafe {
+                libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, FEED_CHUNK as libc::c_int);
+                let flags = libc::fcntl(w.as_raw_fd(), libc::F_GETFL);
+                libc::fcntl(w.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
+            }
+            let feed = Feed {
+                pipe: w,
+                source,
+                pending: Vec::new(),
+                at: 0,
+            };
+            (Some(feed), Some(r))
+        }
+        None => (None, None),
+    };
+    // Its own process group, so that a timeout or interrupt ends the whole tree
+    // (sh and everything it started), not just the shell.
+    let base = duct::cmd("sh", ["-c", command]);
+    let base = match stdin_r {
+        Some(r) => base.stdin_file(r),
+        None => base.stdin_null(),
+    };
+    let expr = base
+        .stdout_file(out_w)
+        .stderr_file(err_w)
+        .unchecked()
+        .before_spawn(|c| {
+            c.process_group(0);
+            Ok(())
+        });
+    let handle = expr
+        .start()
+        .map_err(|e| err(format!("cannot start sh: {e}")))?;
+    // The expression holds the write ends until it is dropped; drop it so the
+    // readers see EOF when the command ends.
+    drop(expr);
+    let pids = handle.pids();
+    let pgid = pids.first().copied().unwrap_or(0) as i32;
+    LIVE_GROUPS.lock().map(|mut g| g.push(pgid)).ok();
+    let result = drain(
+        pgid,
+        command,
+        timeout,
+        [out_r, err_r],
+        [stdout, stderr],
+        feed,
+    );
+    // Whatever the command left running in its group (`sleep 300 &`) ends with it.
+    kill_group(pgid);
+    LIVE_GROUPS
+        .lock()
+        .map(|mut g| g.retain(|&p| p != pgid))
+        .ok();
+    let output = handle
+        .wait()
+        .map_err(|e| err(format!("waiting for command: {e}")))?;
+    let timed_out = result?;
+    if timed_out {
+        return Err(TransportError::Timeout {
+            target: "localhost".into(),
+            command: command.to_string(),
+            after: timeout.unwrap_or_default(),
+        });
+    }
+    use std::os::unix::process::ExitStatusExt;
+    Ok(Exit {
+        code: output.status.code(),
+        signal: output.status.signal().map(signal_name),
+    })
 }
 
 #[cfg(test)]
@@ -279,6 +403,53 @@ mod tests {
             .unwrap();
         assert_eq!(out.stderr.len(), 3_000_000);
         assert_eq!(out.stdout_str(), "done\n");
+    }
+
+    #[test]
+    fn exec_input_streams_stdin_to_its_end_then_eof() {
+        let data: Vec<u8> = (0..5_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let exit = Local
+            .exec_input(
+                "wc -c; echo done >&2",
+                None,
+                &mut data.as_slice(),
+                &mut out,
+                &mut err,
+            )
+            .unwrap();
+        assert!(exit.success());
+        assert_eq!(String::from_utf8_lossy(&out).trim(), "5000000");
+        assert_eq!(err, b"done\n");
+    }
+
+    #[test]
+    fn exec_input_stops_feeding_a_command_that_ended_early() {
+        let mut endless = std::io::repeat(7u8);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let exit = Local
+            .exec_input(
+                "head -c 10 >/dev/null; exit 4",
+                None,
+                &mut endless,
+                &mut out,
+                &mut err,
+            )
+            .unwrap();
+        assert_eq!(exit.code, Some(4));
+    }
+
+    #[test]
+    fn exec_input_times_out_on_endless_input() {
+        let mut endless = std::io::repeat(0u8);
+        let r = Local.exec_input(
+            "cat >/dev/null",
+            Some(Duration::from_millis(300)),
+            &mut endless,
+            &mut Vec::new(),
+            &mut Vec::new(),
+        );
+        assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
     }
 
     #[test]

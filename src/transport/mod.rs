@@ -12,7 +12,7 @@ pub mod service;
 pub mod ssh;
 pub mod workdir;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -109,6 +109,27 @@ pub trait Transport: Send {
         stdout: &mut dyn Write,
         stderr: &mut dyn Write,
     ) -> Result<Exit, TransportError>;
+
+    /// Runs `command` like `exec`, feeding it `stdin` to its end and then EOF: the way
+    /// an image is streamed into `dd` on a flasher. Input the command leaves unread
+    /// (it ended early) is dropped; its exit says why. On a timeout or an interrupt the
+    /// input stops and EOF is sent, which ends a command that reads its input (dd);
+    /// one that ignores its input is killed with its process group. Transports that
+    /// cannot feed input refuse, and nothing runs.
+    fn exec_input(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdin: &mut dyn Read,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn Write,
+    ) -> Result<Exit, TransportError> {
+        let _ = (command, timeout, stdin, stdout, stderr);
+        Err(TransportError::Other {
+            target: self.target(),
+            reason: "this transport cannot stream input to a command".into(),
+        })
+    }
 
     /// Copies a local file to `remote` (a path on the target).
     fn upload(&mut self, local: &Path, remote: &str) -> Result<(), TransportError>;

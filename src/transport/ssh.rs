@@ -15,6 +15,7 @@ mod channel;
 pub mod config;
 mod connect;
 pub mod hostkey;
+mod input;
 #[cfg(test)]
 mod tests;
 mod transfer;
@@ -24,7 +25,7 @@ mod wrapper;
 pub use trust::{Accept, Trusted, scan_host_key, trust, trust_with};
 pub use wrapper::login_shell_neutral;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -330,6 +331,17 @@ impl Transport for SshTransport {
     ) -> Result<Exit, TransportError> {
         let mut channel = self.start(&wrap(command))?;
         self.drain(&mut channel, command, timeout, stdout, stderr)
+    }
+
+    fn exec_input(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdin: &mut dyn Read,
+        stdout: &mut dyn Write,
+        stderr: &mut dyn Write,
+    ) -> Result<Exit, TransportError> {
+        self.exec_with_input(command, timeout, stdin, stdout, stderr)
     }
 
     fn upload(&mut self, local: &Path, remote: &str) -> Result<(), TransportError> {

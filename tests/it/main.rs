@@ -2,6 +2,7 @@
 //! where the area allows.
 
 mod config;
+mod flash;
 mod hostile;
 mod lab;
 mod libssh2;

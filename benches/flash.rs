@@ -1,0 +1,278 @@
+//! Benchmark: `flash::dd::write` of a 1 GiB image to a lab board's boot disk over SSH,
+//! side by side with OpenSSH feeding the same bytes to `dd of=DEV bs=4M`, and the same
+//! with an `.img.xz` against `xz -dc | ssh board dd`. Prints figures (medians of a few
+//! alternating rounds), verification time separately; no assertions. Needs root.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use benchpipe::flash::dd;
+use benchpipe::lab::{self, LabOptions};
+use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
+
+const IMAGE_BYTES: u64 = 1 << 30;
+const ROUNDS: usize = 3;
+
+struct LabGuard {
+    root: PathBuf,
+    options: LabOptions,
+}
+
+impl Drop for LabGuard {
+    fn drop(&mut self) {
+        if let Err(e) = lab::down_with(&self.root, &self.options) {
+            eprintln!("lab down failed: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn main() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!(
+            "benches/flash: skipped, the lab needs root (run `sudo cargo bench --bench flash`)"
+        );
+        return;
+    }
+    if let Err(e) = run() {
+        eprintln!("benches/flash: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn sh(cmd: &str) -> Result<(), String> {
+    let status = Command::new("sh")
+        .args(["-c", cmd])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{cmd}` failed: {status}"))
+    }
+}
+
+fn run() -> Result<(), String> {
+    let root = std::env::temp_dir().join(format!("benchpipe-bench-flash-{}", std::process::id()));
+    let options = LabOptions {
+        prefix: "bpflashb".into(),
+        board_prefix: "flashb".into(),
+        disks_per_board: 1,
+        disk_bytes: 16 << 20,
+        boot_bytes: IMAGE_BYTES + (16 << 20),
+        first_subnet: 6100,
+        ..LabOptions::default()
+    };
+    lab::down_with(&root, &options).map_err(|e| format!("sweeping an old bench lab: {e}"))?;
+    let info = lab::up_with(&root, 1, &options).map_err(|e| format!("lab up: {e}"))?;
+    let _guard = LabGuard {
+        root: root.clone(),
+        options,
+    };
+    let board = &info.boards[0];
+    let device = board
+        .boot
+        .as_ref()
+        .ok_or("the lab board has no boot disk")?
+        .device
+        .clone();
+    let target = info.ssh_target(board);
+    let opts = ConnectOptions {
+        ssh_config: Some(PathBuf::from("/dev/null")),
+        use_agent_and_default_keys: false,
+        ..ConnectOptions::default()
+    };
+    let mut t = SshTransport::connect_with(&board.name, &target, Duration::from_secs(10), opts)
+        .map_err(|e| e.to_string())?;
+    let openssh = OpenSsh::new(&info, &root);
+    openssh.run("true", None)?;
+
+    // Plain: incompressible bytes. xz: a quarter random per MiB, as OS images compress.
+    let plain = root.join("image.img");
+    sh(&format!(
+        "head -c {IMAGE_BYTES} /dev/urandom > {}",
+        plain.display()
+    ))?;
+    let xz = root.join("image.img.xz");
+    sh(&format!(
+        "i=0; while [ $i -lt {mib} ]; do head -c 262144 /dev/urandom; head -c 786432 /dev/zero; \
+         i=$((i + 1)); done | xz -T2 -1 -c > {}",
+        xz.display(),
+        mib = IMAGE_BYTES >> 20
+    ))?;
+
+    let dd_cmd = format!("dd of={device} bs=4M status=none");
+    let mut rows = Vec::new();
+    for (label, image, compressed) in [("1 GiB .img", &plain, false), ("1 GiB .img.xz", &xz, true)]
+    {
+        let (mut ours, mut verify, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            for side in [round % 2, 1 - round % 2] {
+                if side == 0 {
+                    let report = ours_flash(&mut t, &device, image, compressed)?;
+                    ours.push(report.write_seconds);
+                    verify.push(report.verify_seconds);
+                } else {
+                    let started = Instant::now();
+                    if compressed {
+                        openssh.run_piped(&format!("xz -dc {}", image.display()), &dd_cmd)?;
+                    } else {
+                        openssh.run(&dd_cmd, Some(image))?;
+                    }
+                    theirs.push(started.elapsed().as_secs_f64());
+                }
+            }
+        }
+        rows.push((
+            label,
+            median(&mut ours),
+            median(&mut verify),
+            median(&mut theirs),
+            ours,
+            theirs,
+        ));
+    }
+    openssh.stop();
+
+    let mib = IMAGE_BYTES as f64 / (1 << 20) as f64;
+    let rate = |s: f64| mib / s;
+    println!(
+        "flash::dd::write vs OpenSSH + dd on lab board {} ({}), cipher {}",
+        board.name,
+        board.address,
+        t.cipher().unwrap_or_else(|| "?".into())
+    );
+    println!(
+        "{:<16} {:>16} {:>16} {:>7} {:>14}",
+        "", "benchpipe write", "ssh | dd", "ratio", "verify (ours)"
+    );
+    for (label, ours, verify, theirs, all_ours, all_theirs) in &rows {
+        println!(
+            "{label:<16} {:>10.1} MiB/s {:>10.1} MiB/s {:>6.2}x {:>9.1} s ({:.0} MiB/s)   (goal >= 0.9x)",
+            rate(*ours),
+            rate(*theirs),
+            rate(*ours) / rate(*theirs),
+            verify,
+            rate(*verify)
+        );
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|s| format!("{:.0}", rate(*s)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        println!(
+            "  rounds in MiB/s: benchpipe [{}], ssh | dd [{}]",
+            list(all_ours),
+            list(all_theirs)
+        );
+    }
+    println!(
+        "  benchpipe's write includes conv=fsync and oflag=direct and hashes the stream; the \
+         baseline is plain `dd of=DEV bs=4M` (its data may still be in the page cache)."
+    );
+    Ok(())
+}
+
+fn ours_flash(
+    t: &mut SshTransport,
+    device: &str,
+    image: &Path,
+    compressed: bool,
+) -> Result<dd::DdReport, String> {
+    let no_progress = |_: benchpipe::flash::Progress| {};
+    if compressed {
+        let mut child = Command::new("xz")
+            .arg("-dc")
+            .arg(image)
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let mut out = child.stdout.take().ok_or("xz: no stdout")?;
+        let r = dd::write(t, device, &[device], &mut out, None, &no_progress);
+        let _ = child.wait();
+        r.map_err(|e| e.to_string())
+    } else {
+        let len = std::fs::metadata(image).map_err(|e| e.to_string())?.len();
+        let mut f = std::fs::File::open(image).map_err(|e| e.to_string())?;
+        dd::write(t, device, &[device], &mut f, Some(len), &no_progress).map_err(|e| e.to_string())
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// The OpenSSH client with a reused master connection and the lab's key and known_hosts.
+struct OpenSsh {
+    args: Vec<String>,
+}
+
+impl OpenSsh {
+    fn new(info: &lab::LabInfo, root: &Path) -> OpenSsh {
+        let board = &info.boards[0];
+        let args = vec![
+            "-F".into(),
+            "/dev/null".into(),
+            "-o".into(),
+            "BatchMode=yes".into(),
+            "-o".into(),
+            "StrictHostKeyChecking=yes".into(),
+            "-o".into(),
+            format!("UserKnownHostsFile={}", info.known_hosts.display()),
+            "-i".into(),
+            info.identity.display().to_string(),
+            "-o".into(),
+            "ControlMaster=auto".into(),
+            "-o".into(),
+            format!("ControlPath={}", root.join("cm.sock").display()),
+            "-o".into(),
+            "ControlPersist=120".into(),
+            format!("root@{}", board.address),
+        ];
+        OpenSsh { args }
+    }
+
+    fn run(&self, command: &str, stdin: Option<&Path>) -> Result<(), String> {
+        let stdin = match stdin {
+            Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| e.to_string())?),
+            None => Stdio::null(),
+        };
+        let status = Command::new("ssh")
+            .args(&self.args)
+            .arg(command)
+            .stdin(stdin)
+            .status()
+            .map_err(|e| format!("ssh: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("ssh {command}: {status}"))
+        }
+    }
+
+    /// `producer | ssh board command`.
+    fn run_piped(&self, producer: &str, command: &str) -> Result<(), String> {
+        let ssh: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| benchpipe::transport::quote::sh(a))
+            .collect();
+        sh(&format!(
+            "{producer} | ssh {} {}",
+            ssh.join(" "),
+            benchpipe::transport::quote::sh(command)
+        ))
+    }
+
+    fn stop(&self) {
+        let _ = Command::new("ssh")
+            .args(&self.args)
+            .args(["-O", "exit"])
+            .stderr(Stdio::null())
+            .status();
+    }
+}

@@ -1,0 +1,662 @@
+//! Integration tests: flashing with dd onto real loop devices, locally and over SSH to
+//! lab boards, the refusals that keep dd off the wrong disk, and the lab's power cycle
+//! booting what was flashed. They need root; without it they fail loudly.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use benchpipe::flash::dd::{self, DdReport};
+use benchpipe::flash::{FlashError, Phase, Progress};
+use benchpipe::lab::image::{self, Compression, ImageSpec};
+use benchpipe::lab::{self, PowerAction};
+use benchpipe::transport::local::Local;
+use benchpipe::transport::{Transport, TransportError, quote};
+use sha2::{Digest, Sha256};
+
+use crate::lab::Lab;
+
+fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{cmd}` failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn need_root() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        panic!("FLASH TESTS NEED ROOT for losetup, mount and the lab; they never pass silently");
+    }
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bp-it-flash-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A sparse file on a loop device; unmounted, detached and removed on drop.
+struct LoopDisk {
+    device: String,
+    file: PathBuf,
+    mounted: Option<PathBuf>,
+}
+
+impl LoopDisk {
+    fn new(dir: &Path, name: &str, mib: u64) -> LoopDisk {
+        need_root();
+        let file = dir.join(format!("{name}.disk"));
+        sh(&format!(
+            "truncate -s {mib}M {}",
+            quote::sh(&file.to_string_lossy())
+        ));
+        let device = sh(&format!(
+            "losetup --find --show {}",
+            quote::sh(&file.to_string_lossy())
+        ));
+        LoopDisk {
+            device,
+            file,
+            mounted: None,
+        }
+    }
+
+    fn sha256_of_first(&self, bytes: u64) -> String {
+        let mut f = std::fs::File::open(&self.device).unwrap();
+        let mut buf = vec![0u8; bytes as usize];
+        f.read_exact(&mut buf).unwrap();
+        hex(&Sha256::digest(&buf))
+    }
+}
+
+impl Drop for LoopDisk {
+    fn drop(&mut self) {
+        if let Some(m) = &self.mounted {
+            let _ = Command::new("umount").arg(m).status();
+        }
+        let _ = Command::new("losetup").args(["-d", &self.device]).status();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// A symlink in /dev to a device, as udev's by-id names are; removed on drop.
+struct DevLink(String);
+
+impl DevLink {
+    fn new(device: &str, tag: &str) -> DevLink {
+        let link = format!("/dev/bp-it-flash-{tag}-{}", std::process::id());
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(device, &link).unwrap();
+        DevLink(link)
+    }
+}
+
+impl Drop for DevLink {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn file_sha256(p: &Path) -> String {
+    hex(&Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+/// A reader that must never be read: a refusal comes before any byte is written.
+struct Untouchable;
+
+impl Read for Untouchable {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        panic!("the image was read although the device should have been refused first")
+    }
+}
+
+fn no_progress(_: Progress) {}
+
+fn flash(
+    t: &mut dyn Transport,
+    device: &str,
+    declared: &[&str],
+    image: &Path,
+    known_len: bool,
+) -> Result<DdReport, FlashError> {
+    let len = std::fs::metadata(image).unwrap().len();
+    let mut f = std::fs::File::open(image).unwrap();
+    dd::write(
+        t,
+        device,
+        declared,
+        &mut f,
+        known_len.then_some(len),
+        &no_progress,
+    )
+}
+
+#[test]
+fn the_image_helper_makes_a_real_ext4_with_os_release_the_same_bytes_each_time() {
+    let dir = scratch("image");
+    let spec = ImageSpec::new("bplab", "7");
+    let a = image::build(&dir, "a", &spec, Compression::None).unwrap();
+    let b = image::build(&dir, "b", &spec, Compression::None).unwrap();
+    assert_eq!(std::fs::metadata(&a).unwrap().len(), 8 << 20);
+    assert_eq!(file_sha256(&a), file_sha256(&b), "not reproducible");
+    let fs_type = sh(&format!("blkid -p -o value -s TYPE {}", a.display()));
+    assert_eq!(fs_type, "ext4");
+    let os_release = sh(&format!(
+        "debugfs -R 'cat /etc/os-release' {} 2>/dev/null",
+        a.display()
+    ));
+    assert!(os_release.contains("ID=bplab\n"), "{os_release}");
+    assert!(os_release.contains("VERSION_ID=\"7\""), "{os_release}");
+    let other = image::build(&dir, "c", &ImageSpec::new("bplab", "8"), Compression::None).unwrap();
+    assert_ne!(file_sha256(&a), file_sha256(&other));
+    for (c, decompress) in [
+        (Compression::Xz, "xz -dc"),
+        (Compression::Gz, "gzip -dc"),
+        (Compression::Zstd, "zstd -dcq"),
+    ] {
+        let packed = image::build(&dir, "p", &spec, c).unwrap();
+        assert!(packed.to_string_lossy().ends_with(c.suffix()));
+        let sum = sh(&format!("{decompress} {} | sha256sum", packed.display()));
+        assert_eq!(&sum[..64], file_sha256(&a), "{c:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dd_writes_a_loop_device_and_verifies_it_by_read_back() {
+    let dir = scratch("local");
+    let disk = LoopDisk::new(&dir, "target", 32);
+    let img = image::build(
+        &dir,
+        "img",
+        &ImageSpec::new("bplocal", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    let len = std::fs::metadata(&img).unwrap().len();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let progress = |p: Progress| seen.lock().unwrap().push(p);
+    let mut f = std::fs::File::open(&img).unwrap();
+    let report = dd::write(
+        &mut Local::new(),
+        &disk.device,
+        &[disk.device.as_str()],
+        &mut f,
+        Some(len),
+        &progress,
+    )
+    .unwrap();
+    assert_eq!(report.bytes, len);
+    assert_eq!(report.sha256, file_sha256(&img));
+    assert_eq!(report.device, disk.device);
+    assert_eq!(disk.sha256_of_first(len), report.sha256);
+    let seen = seen.into_inner().unwrap();
+    let last_write = seen.iter().rev().find(|p| p.phase == Phase::Write).unwrap();
+    assert_eq!((last_write.bytes, last_write.total), (len, Some(len)));
+    assert_eq!(seen.last().unwrap().phase, Phase::Verify);
+    assert_eq!(
+        sh(&format!("blkid -p -o value -s TYPE {}", disk.device)),
+        "ext4"
+    );
+
+    // An xz image streamed through a decompressor, its length unknown: same result.
+    let xz = image::build(
+        &dir,
+        "img2",
+        &ImageSpec::new("bplocal", "2"),
+        Compression::Xz,
+    )
+    .unwrap();
+    let mut child = Command::new("xz")
+        .args(["-dc"])
+        .arg(&xz)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stream = child.stdout.take().unwrap();
+    let report = dd::write(
+        &mut Local::new(),
+        &disk.device,
+        &[disk.device.as_str()],
+        &mut stream,
+        None,
+        &no_progress,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    let plain = sh(&format!("xz -dc {} | sha256sum", xz.display()));
+    assert_eq!(report.sha256, &plain[..64]);
+    assert_eq!(disk.sha256_of_first(report.bytes), report.sha256);
+    drop(disk);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The local transport behind a fake faulty link: one byte of the input flips on its
+/// way into the command, as a bad cable, card or controller would corrupt it.
+struct FakeCorruptingLink(Local);
+
+impl Transport for FakeCorruptingLink {
+    fn target(&self) -> String {
+        "flaky-link".into()
+    }
+    fn exec(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> Result<benchpipe::transport::Exit, TransportError> {
+        self.0.exec(command, timeout, stdout, stderr)
+    }
+    fn exec_input(
+        &mut self,
+        command: &str,
+        timeout: Option<Duration>,
+        stdin: &mut dyn Read,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> Result<benchpipe::transport::Exit, TransportError> {
+        struct Flip<'a>(&'a mut dyn Read, u64);
+        impl Read for Flip<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.read(buf)?;
+                let at = 1_000_000u64;
+                if self.1 <= at && at < self.1 + n as u64 {
+                    buf[(at - self.1) as usize] ^= 0x5a;
+                }
+                self.1 += n as u64;
+                Ok(n)
+            }
+        }
+        self.0
+            .exec_input(command, timeout, &mut Flip(stdin, 0), stdout, stderr)
+    }
+    fn upload(&mut self, local: &Path, remote: &str) -> Result<(), TransportError> {
+        self.0.upload(local, remote)
+    }
+    fn download(&mut self, remote: &str, local: &Path) -> Result<(), TransportError> {
+        self.0.download(remote, local)
+    }
+}
+
+#[test]
+fn a_byte_corrupted_on_a_fake_faulty_link_fails_the_read_back() {
+    let dir = scratch("corrupt");
+    let disk = LoopDisk::new(&dir, "target", 16);
+    let img = image::build(
+        &dir,
+        "img",
+        &ImageSpec::new("bpbad", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    let d = disk.device.clone();
+    let err = flash(&mut FakeCorruptingLink(Local::new()), &d, &[&d], &img, true).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, FlashError::Verify { .. }), "{msg}");
+    assert!(msg.contains(&file_sha256(&img)), "{msg}");
+    drop(disk);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dd_refuses_an_undeclared_device_and_names_what_a_link_resolves_to() {
+    let dir = scratch("undeclared");
+    let declared = LoopDisk::new(&dir, "declared", 16);
+    let other = LoopDisk::new(&dir, "other", 16);
+    let link = DevLink::new(&other.device, "byid");
+    let img = image::build(&dir, "img", &ImageSpec::new("x", "1"), Compression::None).unwrap();
+    let err = flash(&mut Local::new(), &link.0, &[&declared.device], &img, true).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, FlashError::Refused { .. }), "{msg}");
+    assert!(
+        msg.contains(&link.0) && msg.contains(&other.device),
+        "{msg}"
+    );
+    assert!(msg.contains(&declared.device), "{msg}");
+    assert_eq!(
+        other.sha256_of_first(1 << 20),
+        hex(&Sha256::digest(vec![0u8; 1 << 20]))
+    );
+    // Nothing declared: nothing may be written.
+    let err = dd::write(
+        &mut Local::new(),
+        &other.device,
+        &[],
+        &mut Untouchable,
+        None,
+        &no_progress,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("declares no device"), "{err}");
+    // Declared by its link, asked by its node: the same device, accepted.
+    let report = flash(&mut Local::new(), &other.device, &[&link.0], &img, true).unwrap();
+    assert_eq!(report.device, other.device);
+    drop((declared, other, link));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dd_refuses_a_mounted_device_and_an_image_larger_than_the_device() {
+    let dir = scratch("mounted");
+    let mut disk = LoopDisk::new(&dir, "disk", 16);
+    let at = dir.join("mnt");
+    std::fs::create_dir_all(&at).unwrap();
+    sh(&format!(
+        "mkfs.ext4 -q -F {d} && mount {d} {}",
+        at.display(),
+        d = disk.device
+    ));
+    disk.mounted = Some(at.clone());
+    std::fs::write(at.join("precious"), "keep me").unwrap();
+    let d = disk.device.clone();
+    let err = dd::write(
+        &mut Local::new(),
+        &d,
+        &[&d],
+        &mut Untouchable,
+        None,
+        &no_progress,
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, FlashError::Refused { .. }), "{msg}");
+    assert!(
+        msg.contains("is mounted") && msg.contains(&at.to_string_lossy().to_string()),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(at.join("precious")).unwrap(),
+        "keep me"
+    );
+    sh(&format!("umount {}", at.display()));
+    disk.mounted = None;
+
+    // Known length: refused before a byte goes out.
+    let big = image::build(
+        &dir,
+        "big",
+        &ImageSpec {
+            bytes: 24 << 20,
+            ..ImageSpec::new("big", "1")
+        },
+        Compression::None,
+    )
+    .unwrap();
+    let before = disk.sha256_of_first(16 << 20);
+    let err = flash(&mut Local::new(), &d, &[&d], &big, true).unwrap_err();
+    assert!(matches!(err, FlashError::Refused { .. }), "{err}");
+    assert!(err.to_string().contains("larger than the device"), "{err}");
+    assert_eq!(
+        disk.sha256_of_first(16 << 20),
+        before,
+        "written although refused"
+    );
+    // Unknown length (a compressed stream): cut at the device's end, and said so.
+    let err = flash(&mut Local::new(), &d, &[&d], &big, false).unwrap_err();
+    assert!(matches!(err, FlashError::TooLarge { .. }), "{err}");
+    drop(disk);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn dd_refuses_the_device_holding_the_running_root() {
+    need_root();
+    let root = sh("findmnt -no SOURCE /");
+    let real = sh(&format!(
+        "readlink -f -- {} 2>/dev/null || true",
+        quote::sh(&root)
+    ));
+    if !Path::new(&real).exists()
+        || !sh(&format!("test -b {} && echo y || true", quote::sh(&real))).contains('y')
+    {
+        crate::cannot_run(
+            "dd_refuses_the_device_holding_the_running_root",
+            &format!("/ is on {root}, not a block device here"),
+        );
+        return;
+    }
+    // Untouchable: were the refusal missing, dd would get no byte to write.
+    let err = dd::write(
+        &mut Local::new(),
+        &real,
+        &[&real],
+        &mut Untouchable,
+        None,
+        &no_progress,
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, FlashError::Refused { .. }), "{msg}");
+    assert!(msg.contains("holds the running system"), "{msg}");
+}
+
+fn os_release_over_ssh(t: &mut dyn Transport) -> String {
+    t.run("cat /etc/os-release", Some(Duration::from_secs(20)))
+        .unwrap()
+        .stdout_str()
+}
+
+fn cycle(lab: &Lab, i: usize) -> lab::PowerOutcome {
+    lab::power_with(
+        &lab.root,
+        &lab.options,
+        lab.board(i).name.as_str(),
+        PowerAction::Cycle,
+    )
+    .unwrap()
+}
+
+#[test]
+fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    let boot = board.boot.clone().expect("the lab board has a boot disk");
+    let text = std::fs::read_to_string(&board.board_file).unwrap();
+    assert!(
+        text.contains("method = \"dd\"") && text.contains("role = \"boot\""),
+        "{text}"
+    );
+    let dir = scratch("ssh");
+    let img = image::build(
+        &dir,
+        "v1",
+        &ImageSpec::new("bpflash", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    let mut t = lab.connect(0);
+    let before = os_release_over_ssh(&mut t);
+    assert!(!before.contains("ID=bpflash"), "{before}");
+
+    let report = flash(&mut t, &boot.device, &[&boot.device], &img, true).unwrap();
+    assert_eq!(report.sha256, file_sha256(&img));
+    assert!(report.write_seconds >= 0.0 && report.verify_seconds >= 0.0);
+    // Still the old system until it reboots.
+    assert!(!os_release_over_ssh(&mut t).contains("ID=bpflash"));
+    drop(t);
+    let outcome = cycle(&lab, 0);
+    assert_eq!(outcome.booted, Some(true), "{outcome:?}");
+    let mut t = lab.connect(0);
+    let after = os_release_over_ssh(&mut t);
+    assert!(
+        after.contains("ID=bpflash") && after.contains("VERSION_ID=\"1\""),
+        "{after}"
+    );
+    // The board holds no mount of its boot disk, so it can be flashed through itself again.
+    let v2 = image::build(
+        &dir,
+        "v2",
+        &ImageSpec::new("bpflash", "2"),
+        Compression::None,
+    )
+    .unwrap();
+    flash(&mut t, &boot.device, &[&boot.device], &v2, true).unwrap();
+    drop(t);
+    cycle(&lab, 0);
+    let mut t = lab.connect(0);
+    assert!(os_release_over_ssh(&mut t).contains("VERSION_ID=\"2\""));
+    // The controller's own os-release is untouched: the bind mount lives in the board.
+    assert!(
+        !std::fs::read_to_string("/etc/os-release")
+            .unwrap()
+            .contains("bpflash")
+    );
+
+    // A mount the board's shell sees: refused over SSH, naming where it is mounted.
+    let mnt = format!("{}/mnt-user", board.workdir);
+    t.run(
+        &format!("mkdir -p {mnt} && mount -o ro {} {mnt}", boot.device),
+        None,
+    )
+    .unwrap();
+    let err = dd::write(
+        &mut t,
+        &boot.device,
+        &[&boot.device],
+        &mut Untouchable,
+        None,
+        &no_progress,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("is mounted") && err.to_string().contains(&mnt),
+        "{err}"
+    );
+    // The same disk holding the board's /boot: refused as the running system.
+    t.run(
+        &format!("umount {mnt} && mount -o ro {} /boot", boot.device),
+        None,
+    )
+    .unwrap();
+    let err = dd::write(
+        &mut t,
+        &boot.device,
+        &[&boot.device],
+        &mut Untouchable,
+        None,
+        &no_progress,
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("holds the running system"),
+        "{err}"
+    );
+    t.run("umount /boot", None).unwrap();
+    drop(t);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_flashed_image_can_bring_a_new_host_key_or_never_come_back() {
+    let lab = Lab::up(1);
+    let boot = lab.board(0).boot.clone().unwrap();
+    let dir = scratch("keys");
+    let rekey = ImageSpec {
+        new_host_key: true,
+        ..ImageSpec::new("bprekey", "1")
+    };
+    let img = image::build(&dir, "rekey", &rekey, Compression::None).unwrap();
+    let mut t = lab.connect(0);
+    flash(&mut t, &boot.device, &[&boot.device], &img, true).unwrap();
+    drop(t);
+    assert_eq!(cycle(&lab, 0).booted, Some(true));
+    let r = benchpipe::transport::ssh::SshTransport::connect_with(
+        &lab.board(0).name,
+        &lab.target(0),
+        Duration::from_secs(5),
+        crate::lab::options(),
+    );
+    assert!(
+        matches!(r, Err(TransportError::HostKey { .. })),
+        "{:?}",
+        r.err()
+    );
+
+    // The lab's key is stale now; trust the new one to flash an image that never boots.
+    benchpipe::transport::ssh::trust_with(
+        &lab.board(0).name,
+        &lab.target(0),
+        Duration::from_secs(5),
+        &crate::lab::options(),
+        &benchpipe::transport::ssh::Accept::Offered,
+    )
+    .unwrap();
+    let dead = ImageSpec {
+        no_boot: true,
+        ..ImageSpec::new("bpdead", "1")
+    };
+    let img = image::build(&dir, "dead", &dead, Compression::None).unwrap();
+    let mut t = lab.connect(0);
+    flash(&mut t, &boot.device, &[&boot.device], &img, true).unwrap();
+    drop(t);
+    let outcome = cycle(&lab, 0);
+    assert_eq!(outcome.booted, Some(false), "{outcome:?}");
+    assert!(outcome.note.unwrap_or_default().contains("does not boot"));
+    let r = benchpipe::transport::ssh::SshTransport::connect_with(
+        &lab.board(0).name,
+        &lab.target(0),
+        Duration::from_secs(2),
+        crate::lab::options(),
+    );
+    assert!(
+        matches!(r, Err(TransportError::Unreachable { .. })),
+        "{:?}",
+        r.err()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn over_ssh_exec_input_streams_input_intact_and_stops_feeding_a_command_that_ended() {
+    let lab = Lab::up(1);
+    let mut t = lab.connect(0);
+    let data = crate::xorshift_bytes(24 << 20, 99);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let exit = t
+        .exec_input(
+            "sha256sum; echo fed >&2",
+            None,
+            &mut data.as_slice(),
+            &mut out,
+            &mut err,
+        )
+        .unwrap();
+    assert!(exit.success(), "{exit}");
+    assert_eq!(
+        String::from_utf8_lossy(&out)[..64],
+        hex(&Sha256::digest(&data))
+    );
+    assert_eq!(err, b"fed\n");
+    // A command that reads a little and exits: its exit, not a hang on endless input.
+    let exit = t
+        .exec_input(
+            "head -c 1000 >/dev/null; exit 5",
+            None,
+            &mut std::io::repeat(1).take(1 << 30),
+            &mut Vec::new(),
+            &mut Vec::new(),
+        )
+        .unwrap();
+    assert_eq!(exit.code, Some(5));
+    // A timeout ends the feeding and the command.
+    let r = t.exec_input(
+        "cat >/dev/null",
+        Some(Duration::from_millis(500)),
+        &mut std::io::repeat(0),
+        &mut Vec::new(),
+        &mut Vec::new(),
+    );
+    assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
+    assert!(t.run("true", None).unwrap().exit.success());
+}
