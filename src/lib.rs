@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod failure;
+pub mod image;
 pub mod lab;
 pub mod model;
 pub mod plan;

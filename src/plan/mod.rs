@@ -539,7 +539,7 @@ pub(crate) mod fixtures {
                 Image {
                     name: ImageName::new("installed"),
                     source: ImageSource::Installed,
-                    expect_os_release: BTreeMap::new(),
+                    expect: Default::default(),
                 },
             )]),
             filesystems: BTreeMap::from([(
@@ -651,7 +651,7 @@ mod tests {
                     url: "https://example.invalid/raspios.img.xz".into(),
                     sha256: "0".repeat(64),
                 },
-                expect_os_release: Default::default(),
+                expect: Default::default(),
             },
         );
         s.matrix.image.push("raspios".into());
@@ -690,7 +690,10 @@ mod tests {
                     url: "https://example.invalid/raspios.img.xz".into(),
                     sha256: "0".repeat(64),
                 },
-                expect_os_release: BTreeMap::from([("ID".into(), "raspbian".into())]),
+                expect: crate::model::Expectations {
+                    os_release: BTreeMap::from([("ID".into(), "raspbian".into())]),
+                    uname_m: None,
+                },
             },
         );
         s.matrix.image.push("raspios".into());
