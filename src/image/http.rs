@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::ImageError;
-use super::cache::{self, Cache};
+use super::cache::{self, Cache, Stamp};
 use super::fetch::{FetchProgress, PROGRESS_EVERY, Phase, sha256_file};
 
 /// Tries per fetch: a download that breaks off after some bytes resumes this many times.
@@ -77,7 +77,11 @@ pub(super) fn download(
     if let Ok(dir) = fs::File::open(cache.dir()) {
         let _ = dir.sync_all();
     }
-    Ok(())
+    // Verified just now: stamped, so the fetch that follows does not hash it again.
+    let blob_err = |e| ImageError::io(name, &blob, e);
+    let full = fs::canonicalize(&blob).map_err(blob_err)?;
+    let stamp = Stamp::of(&fs::metadata(&full).map_err(blob_err)?);
+    cache.add_stamp(sha256, &full, stamp).map_err(blob_err)
 }
 
 struct Failure {

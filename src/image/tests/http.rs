@@ -344,3 +344,51 @@ fn a_wrong_digest_or_a_missing_file_over_http_is_a_clear_error() {
         format!("image `pi`: {missing}: the server answered 404 Not Found")
     );
 }
+
+#[test]
+fn boards_fetching_one_image_at_once_download_and_hash_it_once() {
+    let t = "boards_fetching_one_image_at_once_download_and_hash_it_once";
+    if !have(t, &["mkfs.ext4", "xz"]) {
+        return;
+    }
+    let s = Scratch::new("together");
+    let (body, sha) = xz_image(&s);
+    let server = serve(Behaviour {
+        body: Arc::new(body.clone()),
+        cut_first_after: None,
+        ranges: true,
+        die_after_cut: false,
+    });
+    let cache = s.cache();
+    let url = server.url("/disk.img.xz");
+    let hashes = std::sync::atomic::AtomicUsize::new(0);
+    let count = |p: crate::image::FetchProgress| {
+        if p.phase == crate::image::Phase::Verify && p.done == 0 {
+            hashes.fetch_add(1, Ordering::SeqCst);
+        }
+    };
+    let paths: Vec<PathBuf> = std::thread::scope(|scope| {
+        let fetches: Vec<_> = (0..3)
+            .map(|_| {
+                scope.spawn(|| {
+                    fetch(&cache, "pi", &source(url.clone(), &sha), &count)
+                        .unwrap()
+                        .path
+                })
+            })
+            .collect();
+        fetches.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        server.seen(),
+        [None],
+        "the image was downloaded more than once"
+    );
+    assert_eq!(
+        hashes.load(Ordering::SeqCst),
+        1,
+        "the download was hashed more than once"
+    );
+    assert!(paths.iter().all(|p| *p == cache.blob(&sha)));
+    assert_eq!(std::fs::read(&paths[0]).unwrap(), body);
+}
