@@ -42,6 +42,8 @@ pub(super) struct Stream {
     hasher: Sha256,
     compressed: (u64, String),
     known: Option<ImageFacts>,
+    /// The image file (a second handle) and its stamp when verified.
+    watch: (File, Stamp),
     /// Set at the end: what this pass found.
     pub(super) facts: Option<ImageFacts>,
     cache_facts: PathBuf,
@@ -73,6 +75,14 @@ impl Stream {
             name: f.name.clone(),
             max,
         };
+        let known = facts::cached(f);
+        if let (Some(m), Some(k)) = (max, &known)
+            && k.uncompressed_bytes > m
+        {
+            return Err(too_large(m));
+        }
+        // The same open file, to ask at the end whether it was written to meanwhile.
+        let watch = file.try_clone().map_err(io_err)?;
         let input = Tagged {
             file,
             name: f.name.clone(),
@@ -124,7 +134,8 @@ impl Stream {
             done: 0,
             hasher: Sha256::new(),
             compressed: (f.bytes, f.sha256.clone()),
-            known: facts::cached(f),
+            known,
+            watch: (watch, f.stamp.clone()),
             facts: None,
             cache_facts: f.cache.facts_path(&f.sha256),
         })
@@ -156,20 +167,35 @@ impl Stream {
             uncompressed_bytes: self.done,
             uncompressed_sha256: hex(&self.hasher.clone().finalize()),
         };
+        let changed = |why: String| {
+            ImageError::Changed {
+                name: self.name.clone(),
+                path: self.path.clone(),
+                why,
+            }
+            .into_io()
+        };
+        // A write to the file while it streamed changes its ctime; facts from such a
+        // pass would vouch for bytes nobody verified.
+        let now = self.watch.0.metadata()?;
+        if let Some(why) = Stamp::of(&now).differs(&self.watch.1) {
+            return Err(changed(format!("{why} while it was read")));
+        }
+        if self.format == Format::Raw && found.uncompressed_sha256 != found.sha256 {
+            return Err(changed(format!(
+                "it read as sha256 {}, not the verified {}",
+                found.uncompressed_sha256, found.sha256
+            )));
+        }
         match &self.known {
             Some(k) if *k != found => {
-                return Err(ImageError::Changed {
-                    name: self.name.clone(),
-                    path: self.path.clone(),
-                    why: format!(
-                        "it now decompresses to {} bytes with sha256 {}, not {} bytes with sha256 {}",
-                        found.uncompressed_bytes,
-                        found.uncompressed_sha256,
-                        k.uncompressed_bytes,
-                        k.uncompressed_sha256
-                    ),
-                }
-                .into_io());
+                return Err(changed(format!(
+                    "it now decompresses to {} bytes with sha256 {}, not {} bytes with sha256 {}",
+                    found.uncompressed_bytes,
+                    found.uncompressed_sha256,
+                    k.uncompressed_bytes,
+                    k.uncompressed_sha256
+                )));
             }
             Some(_) => {}
             // Best effort: facts not written are computed again next time.

@@ -332,3 +332,63 @@ fn the_bytes_decide_the_format_and_a_lying_name_is_refused() {
         .to_string();
     assert_eq!(e, "image `pi`: the name says raw (.img) but the data is xz");
 }
+
+#[test]
+fn a_file_written_while_it_streams_or_facts_that_disagree_fail_at_the_end() {
+    let t = "a_file_written_while_it_streams_or_facts_that_disagree_fail_at_the_end";
+    if !have(t, &["mkfs.ext4", "gzip"]) {
+        return;
+    }
+    let s = Scratch::new("changing");
+    let img = ext4_image(&s.0, "debian", "12");
+    let gz = compress(&img, "gz");
+    let cache = s.cache();
+    for file in [&img, &gz] {
+        // An old mtime, so that the write below changes it whatever the clock's grain.
+        sh(&format!("touch -d 2020-01-01 '{}'", file.display()));
+        let f = fetch(&cache, "pi", &path_source(file), &quiet).unwrap();
+        let mut stream = open(&f, None).unwrap();
+        let mut first = vec![0u8; 4096];
+        stream.read_exact(&mut first).unwrap();
+        // Written in place, same size: only the stamp's times tell.
+        sh(&format!(
+            "printf 'x' | dd of='{}' bs=1 seek=100 conv=notrunc status=none",
+            file.display()
+        ));
+        let e = error_of(stream.read_to_end(&mut Vec::new()).unwrap_err(), &f);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("changed after it was verified (it was modified while it was read)"),
+            "{msg}"
+        );
+        assert!(
+            crate::image::facts::cached(&f).is_none(),
+            "facts recorded from a changed file"
+        );
+    }
+    // Cached facts that the bytes no longer give: the stream says so at its end.
+    let gz = compress(&img, "gz");
+    let f = fetch(&cache, "pi", &path_source(&gz), &quiet).unwrap();
+    let good = facts(&f).unwrap();
+    let facts_file = cache.facts_path(&f.sha256);
+    let text = std::fs::read_to_string(&facts_file).unwrap();
+    std::fs::write(
+        &facts_file,
+        text.replace(&good.uncompressed_sha256, &"e".repeat(64)),
+    )
+    .unwrap();
+    let e = read_all(&f, None).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "it now decompresses to {} bytes with sha256 {}",
+            good.uncompressed_bytes, good.uncompressed_sha256
+        )),
+        "{e}"
+    );
+    // Known facts bound the stream before a byte is read.
+    std::fs::write(&facts_file, text).unwrap();
+    assert!(matches!(
+        open(&f, Some(1 << 20)),
+        Err(ImageError::TooLarge { .. })
+    ));
+}
