@@ -7,6 +7,7 @@
 
 mod board;
 pub mod diag;
+mod image;
 pub mod names;
 mod parser;
 mod raw;

@@ -224,7 +224,8 @@ pub struct Image {
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     #[serde(default)]
-    pub os_release: BTreeMap<String, String>,
+    pub os_release: BTreeMap<S<String>, S<String>>,
+    pub uname_m: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -193,10 +193,13 @@ fn images(
                 }
                 ImageSource::Installed
             }
-            (None, Some(url), None) => ImageSource::Url {
-                url: url.get_ref().clone(),
-                sha256: sha(diags),
-            },
+            (None, Some(url), None) => {
+                super::image::check_url(src, url, diags);
+                ImageSource::Url {
+                    url: url.get_ref().clone(),
+                    sha256: sha(diags),
+                }
+            }
             (None, None, Some(path)) => ImageSource::Path {
                 path: PathBuf::from(path.get_ref()),
                 sha256: sha(diags),
@@ -221,11 +224,7 @@ fn images(
             Image {
                 name: ImageName::new(name.clone()),
                 source,
-                expect_os_release: img
-                    .expect
-                    .as_ref()
-                    .map(|e| e.os_release.clone())
-                    .unwrap_or_default(),
+                expect: super::image::expectations(src, img.expect.as_ref(), diags),
             },
         );
     }

@@ -190,8 +190,18 @@ pub struct Scenario {
 pub struct Image {
     pub name: ImageName,
     pub source: ImageSource,
-    /// `/etc/os-release` fields checked after boot.
-    pub expect_os_release: BTreeMap<String, String>,
+    /// What the booted OS must show; checks, not cell-key inputs (the sha256 already is).
+    pub expect: Expectations,
+}
+
+/// `[images.NAME.expect]`: what a board running the image must show after boot
+/// (`image::expect::check` compares).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Expectations {
+    /// `/etc/os-release` fields, by their upper-case names.
+    pub os_release: BTreeMap<String, String>,
+    /// `uname -m`.
+    pub uname_m: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -98,7 +98,7 @@ pub fn workspace() -> Workspace {
             Image {
                 name: ImageName::new("installed"),
                 source: ImageSource::Installed,
-                expect_os_release: BTreeMap::new(),
+                expect: Default::default(),
             },
         )]),
         filesystems: BTreeMap::from([(

@@ -80,7 +80,7 @@ fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reaso
                 url: "https://example.invalid/raspios.img.xz".into(),
                 sha256: "0".repeat(64),
             },
-            expect_os_release: Default::default(),
+            expect: Default::default(),
         },
     );
     s.matrix.image.push("raspios".into());
@@ -119,7 +119,10 @@ fn an_image_on_a_board_with_flash_is_skipped_until_flashing_exists() {
                 url: "https://example.invalid/raspios.img.xz".into(),
                 sha256: "0".repeat(64),
             },
-            expect_os_release: BTreeMap::from([("ID".into(), "raspbian".into())]),
+            expect: crate::model::Expectations {
+                os_release: BTreeMap::from([("ID".into(), "raspbian".into())]),
+                uname_m: None,
+            },
         },
     );
     s.matrix.image.push("raspios".into());

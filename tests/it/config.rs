@@ -1014,3 +1014,28 @@ fn each_side_gets_its_own_needs_and_a_flat_needs_means_the_one_side_a_recipe_run
     assert_eq!(xz.needs.keys().collect::<Vec<_>>(), [&Side::Controller]);
     assert_eq!(xz.services[0].ready_timeout, Duration::from_secs(300));
 }
+
+#[test]
+fn image_expectations_load_into_the_model_and_file_urls_are_accepted() {
+    let ws = load_with(
+        "scenarios/s.toml",
+        r#"url = "https://example.org/debian.img.xz"
+sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+expect = { os_release = { ID = "debian" } }"#,
+        r#"url = "file:///srv/images/debian%2012.img.xz"
+sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+expect = { os_release = { ID = "debian", VERSION_ID = "12" }, uname_m = "aarch64" }"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let image = &ws.scenarios[0].images[&"debian".into()];
+    assert_eq!(image.expect.uname_m.as_deref(), Some("aarch64"));
+    let keys: Vec<(&str, &str)> = image
+        .expect
+        .os_release
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(keys, [("ID", "debian"), ("VERSION_ID", "12")]);
+    let installed = &ws.scenarios[0].images[&"installed".into()];
+    assert_eq!(installed.expect, benchpipe::model::Expectations::default());
+}

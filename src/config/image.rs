@@ -1,0 +1,119 @@
+//! The parts of a scenario's `[images.NAME]` that the image library reads: the source
+//! URL's scheme and the `[images.NAME.expect]` table, validated with file:line:col.
+
+use toml::Spanned;
+
+use super::diag::Diagnostic;
+use super::{Source, names, raw};
+use crate::model::Expectations;
+
+/// The schemes `image::fetch` can read.
+const SCHEMES: [&str; 3] = ["https://", "http://", "file://"];
+
+/// `uname -m` spellings people reach for that `uname -m` never prints, with the one it does.
+const NOT_UNAME: [(&str, &str); 6] = [
+    ("arm64", "aarch64"),
+    ("amd64", "x86_64"),
+    ("x64", "x86_64"),
+    ("armhf", "armv7l"),
+    ("armel", "armv6l"),
+    ("i386", "i686"),
+];
+
+/// The longest value benchpipe compares: os-release values are short lines.
+const MAX_VALUE: usize = 200;
+
+/// Refuses a url no fetcher reads, before anything is downloaded.
+pub(super) fn check_url(src: &Source, url: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
+    let u = url.get_ref();
+    if let Err(e) = names::control_free(u, false) {
+        diags.push(src.at_value(url, format!("bad image url: {e}")));
+        return;
+    }
+    let lower = u.to_ascii_lowercase();
+    match SCHEMES.iter().find(|s| lower.starts_with(**s)) {
+        None => diags.push(
+            src.at_value(
+                url,
+                format!("unsupported image url `{u}`: expected http://, https:// or file://"),
+            )
+            .with_help("a local file can also be given as `path = \"...\"`"),
+        ),
+        Some(s) if lower.len() == s.len() => {
+            diags.push(src.at_value(url, format!("image url `{u}` names no file")))
+        }
+        Some(_) if u.chars().any(char::is_whitespace) => diags.push(
+            src.at_value(url, format!("image url `{u}` contains a space"))
+                .with_help("write it percent-encoded, as `%20`"),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// `[images.NAME.expect]`: each os-release key upper case as os-release(5) spells them,
+/// each value a short one-line text, `uname_m` a word `uname -m` could print.
+pub(super) fn expectations(
+    src: &Source,
+    raw: Option<&raw::Expect>,
+    diags: &mut Vec<Diagnostic>,
+) -> Expectations {
+    let Some(raw) = raw else {
+        return Expectations::default();
+    };
+    let mut out = Expectations::default();
+    for (key, value) in &raw.os_release {
+        let k = key.get_ref();
+        let good_key = k.starts_with(|c: char| c.is_ascii_uppercase())
+            && k.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !good_key {
+            let upper = k.to_ascii_uppercase();
+            let mut d = src.at_value(
+                key,
+                format!("bad os_release key `{k}`: os-release names are upper-case letters, digits and `_`, starting with a letter"),
+            );
+            if upper != *k && !upper.is_empty() {
+                d = d.with_help(format!("write `{upper}`"));
+            }
+            diags.push(d);
+            continue;
+        }
+        if let Some(why) = bad_value(value.get_ref()) {
+            diags.push(src.at_value(value, format!("bad expected os_release.{k}: {why}")));
+            continue;
+        }
+        out.os_release.insert(k.clone(), value.get_ref().clone());
+    }
+    if let Some(m) = &raw.uname_m {
+        let v = m.get_ref();
+        if let Some(why) = bad_value(v) {
+            diags.push(src.at_value(m, format!("bad expected uname_m: {why}")));
+        } else if let Some((_, real)) = NOT_UNAME.iter().find(|(alias, _)| alias == v) {
+            diags.push(
+                src.at_value(m, format!("`{v}` is not what `uname -m` prints"))
+                    .with_help(format!("write `{real}` (`{v}` is a package architecture)")),
+            );
+        } else if !v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        {
+            diags.push(src.at_value(
+                m,
+                format!("bad expected uname_m `{v}`: expected one word like `aarch64`, `armv7l` or `x86_64`"),
+            ));
+        } else {
+            out.uname_m = Some(v.clone());
+        }
+    }
+    out
+}
+
+fn bad_value(v: &str) -> Option<String> {
+    if v.is_empty() {
+        return Some("empty; an empty expectation checks nothing".into());
+    }
+    if v.len() > MAX_VALUE {
+        return Some(format!("{} bytes long; at most {MAX_VALUE}", v.len()));
+    }
+    names::control_free(v, false).err()
+}

@@ -1,0 +1,58 @@
+//! OS images: fetched once into a cache and verified against their declared sha256
+//! before any use, then read as one bounded, decompressed stream for flashing, with
+//! their facts (sizes, hashes) recorded, and checked after boot against their
+//! expectations.
+//!
+//! The flow a flash step follows:
+//! 1. [`fetch`] the image (`path`, `file://` offline; http(s) into the [`Cache`], resumed);
+//! 2. [`open`] it with the target device's size as bound, and stream it to the device,
+//!    reading to the end: the stream fails on damaged data, past the bound, or if the
+//!    file changed since `fetch`;
+//! 3. [`facts`] (already recorded by that pass) give the uncompressed size and sha256
+//!    that the device's read-back must match;
+//! 4. after boot, [`expect::check`] compares os-release and `uname -m`.
+//!
+//! Files: `cache.rs` the cache's layout and locks, `fetch.rs` local files and the
+//! dispatch, `http.rs` downloads, `format.rs` what a file is, `open.rs` the stream,
+//! `archive.rs` a zip's one `.img`, `facts.rs`, `expect.rs`, `error.rs`.
+
+mod archive;
+mod cache;
+mod error;
+pub mod expect;
+mod facts;
+mod fetch;
+pub mod format;
+mod http;
+mod open;
+
+use std::path::PathBuf;
+
+pub use cache::{Cache, DEFAULT_DIR};
+pub use error::ImageError;
+pub use facts::{ImageFacts, MAX_IMAGE_BYTES, facts, facts_within, owned as error_of};
+pub use fetch::{FetchProgress, Phase, fetch, file_url_path};
+pub use format::Format;
+pub use http::MAX_DOWNLOAD;
+pub use open::open;
+
+/// An image whose file was verified to have its declared sha256.
+#[derive(Clone, Debug)]
+pub struct Fetched {
+    /// The image's name in the scenario, for messages.
+    pub name: String,
+    /// The url or path as declared; its file name is checked against the format.
+    pub origin: String,
+    /// The verified file: the user's own file for `path` and `file://`, the cache's
+    /// copy for http(s).
+    pub path: PathBuf,
+    /// Of the file as declared (compressed), lower-case hex.
+    pub sha256: String,
+    /// The file's size.
+    pub bytes: u64,
+    stamp: cache::Stamp,
+    cache: Cache,
+}
+
+#[cfg(test)]
+mod tests;
