@@ -70,8 +70,9 @@ pub fn owned(e: io::Error, f: &Fetched) -> ImageError {
     ImageError::io(&f.name, &f.path, e)
 }
 
-/// The facts cached for this image, if a whole pass recorded them.
-pub(super) fn cached(f: &Fetched) -> Option<ImageFacts> {
+/// The facts cached for this image, if a whole pass recorded them: costs one small
+/// read, so a flash can learn the image's length up front when it is known.
+pub fn cached(f: &Fetched) -> Option<ImageFacts> {
     let bytes = fs::read(f.cache.facts_path(&f.sha256)).ok()?;
     let disk: OnDisk = serde_json::from_slice(&bytes).ok()?;
     (disk.version == VERSION

@@ -5,9 +5,10 @@
 //!
 //! The flow a flash step follows:
 //! 1. [`fetch`] the image (`path`, `file://` offline; http(s) into the [`Cache`], resumed);
-//! 2. [`open`] it with the target device's size as bound, and stream it to the device,
-//!    reading to the end: the stream fails on damaged data, past the bound, or if the
-//!    file changed since `fetch`;
+//! 2. [`open`] it with the target device's size as bound ([`known_facts`] give the
+//!    length up front once any pass has run), and stream it to the device, reading to
+//!    the end: the stream fails on damaged data, past the bound, or if the file changed
+//!    since `fetch` ([`error_of`] turns its `io::Error` back into an [`ImageError`]);
 //! 3. [`facts`] (already recorded by that pass) give the uncompressed size and sha256
 //!    that the device's read-back must match;
 //! 4. after boot, [`expect::check`] compares os-release and `uname -m`.
@@ -30,7 +31,9 @@ use std::path::PathBuf;
 
 pub use cache::{Cache, DEFAULT_DIR};
 pub use error::ImageError;
-pub use facts::{ImageFacts, MAX_IMAGE_BYTES, facts, facts_within, owned as error_of};
+pub use facts::{
+    ImageFacts, MAX_IMAGE_BYTES, cached as known_facts, facts, facts_within, owned as error_of,
+};
 pub use fetch::{FetchProgress, Phase, fetch, file_url_path};
 pub use format::Format;
 pub use http::MAX_DOWNLOAD;
