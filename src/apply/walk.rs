@@ -331,8 +331,8 @@ impl Worker<'_> {
                 *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }
-            Action::VerifyImage { image, os_release } => {
-                self.verify_image(t.board, image, os_release)?;
+            Action::VerifyImage { image, expect } => {
+                self.verify_image(t.board, image, expect)?;
                 // Flashing reads this to know the board is already at the image.
                 self.store.write_board_state(&crate::store::BoardState {
                     format: crate::store::FORMAT,

@@ -394,7 +394,7 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
                 url: "https://example.invalid/raspios.img.xz".into(),
                 sha256: "0".repeat(64),
             },
-            expect_os_release: Default::default(),
+            expect: Default::default(),
         },
     );
     let at =

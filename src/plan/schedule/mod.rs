@@ -17,8 +17,8 @@ mod tests;
 
 use super::{Cell, CellKey};
 use crate::model::{
-    AS_IS, BoardName, Cooldown, FsName, ImageName, Recipe, RunOrder, Side, StorageName, TestName,
-    Workspace,
+    AS_IS, BoardName, Cooldown, Expectations, FsName, ImageName, Recipe, RunOrder, Side,
+    StorageName, TestName, Workspace,
 };
 use crate::store::CellData;
 
@@ -74,7 +74,7 @@ pub enum Action {
     /// as the scenario's `expect` gives them. A mismatch fails the image's cells.
     VerifyImage {
         image: ImageName,
-        os_release: BTreeMap<String, String>,
+        expect: Expectations,
     },
     /// Format and mount a storage (or, for `as-is`, check it) for the cells that need it.
     Mount {
@@ -275,8 +275,8 @@ fn board_steps(
     while let Some(first) = rest.first() {
         if image_now != Some(&first.cell.address.image) {
             image_now = Some(&first.cell.address.image);
-            let expect = &first.cell.image.expect_os_release;
-            if !expect.is_empty() {
+            let expect = &first.cell.image.expect;
+            if !expect.os_release.is_empty() || expect.uname_m.is_some() {
                 let cells = rest
                     .iter()
                     .take_while(|w| w.cell.address.image == first.cell.address.image)
@@ -285,7 +285,7 @@ fn board_steps(
                 steps.push(Step {
                     action: Action::VerifyImage {
                         image: first.cell.address.image.clone(),
-                        os_release: expect.clone(),
+                        expect: expect.clone(),
                     },
                     cells,
                     side: Side::Board,

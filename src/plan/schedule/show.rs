@@ -15,11 +15,13 @@ impl Action {
             Action::Provision { tests } => format!("provision {}", join(tests)),
             Action::StopLeftoverServices => "stop leftover services".into(),
             Action::GatherFacts => "gather facts".into(),
-            Action::VerifyImage { image, os_release } => format!(
+            Action::VerifyImage { image, expect } => format!(
                 "verify image {image} ({})",
-                os_release
+                expect
+                    .os_release
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))
+                    .chain(expect.uname_m.iter().map(|m| format!("uname -m={m}")))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
