@@ -65,6 +65,8 @@ pub enum CellFailure {
         /// What the board has (at most 80 characters); `None` when the field is absent.
         found: Option<String>,
     },
+    /// An image could not be fetched, written or proven on the boot device.
+    Flash { image: String, message: String },
     /// benchpipe refused to act, e.g. on a workdir it cannot claim.
     Refused { reason: String },
     /// The storage could not be (or would not be) formatted, mounted or released.
@@ -167,6 +169,7 @@ impl std::fmt::Display for CellFailure {
                 Hint(stderr_tail)
             ),
             CellFailure::ParseFailed { step, message, .. } => write!(f, "{step}: {message}"),
+            CellFailure::Flash { image, message } => write!(f, "flash {image}: {message}"),
             CellFailure::ImageMismatch {
                 image,
                 field,

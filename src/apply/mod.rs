@@ -15,6 +15,7 @@
 mod cell;
 mod cooldown;
 pub(crate) mod facts;
+mod flash;
 pub(crate) mod provision;
 mod resources;
 mod runs;
@@ -212,6 +213,7 @@ pub fn apply_with(
                 let board = &ws.boards[&crate::model::BoardName::new(*board_name)];
                 let worker = Worker {
                     board,
+                    boards: &ws.boards,
                     store,
                     progress,
                     stop,

@@ -46,6 +46,10 @@ struct Walk<'j, 'c> {
     /// Set when the board is gone: its steps stop, the controller's cleanup goes on.
     lost: Option<CellFailure>,
     interrupted: bool,
+    /// Images fetched and verified in this walk.
+    fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
+    /// Set by a power cycle: the next connect waits for the board to boot.
+    booting: bool,
 }
 
 impl Walk<'_, '_> {
@@ -101,6 +105,8 @@ impl Worker<'_> {
             mounted: None,
             lost: None,
             interrupted: false,
+            fetched: BTreeMap::new(),
+            booting: false,
         };
         // A cell's outcome is final after the last step that names it.
         let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
@@ -262,6 +268,42 @@ impl Worker<'_> {
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
+        match &step.action {
+            Action::FetchImage { image } => {
+                let fetched = self.fetch_image(&w.jobs[&pending[0]].cell.image)?;
+                w.fetched.insert(image.clone(), fetched);
+                return Ok(());
+            }
+            Action::Flash { image, via, device } => {
+                // The board stops running what it ran: nothing proves its image until
+                // the next verification.
+                w.board = None;
+                self.store.write_board_state(&crate::store::BoardState {
+                    format: crate::store::FORMAT,
+                    board: self.board.name.to_string(),
+                    image: image.to_string(),
+                    identity: "unverified".into(),
+                    verified_session: self.session.to_string(),
+                })?;
+                let fetched = w.fetched.get(image).ok_or_else(|| CellFailure::Flash {
+                    image: image.to_string(),
+                    message: "the image was not fetched".into(),
+                })?;
+                return self.flash(image, fetched, via, device);
+            }
+            Action::PowerCycle => {
+                w.board = None;
+                self.power_cycle(w.controller.as_mut())?;
+                w.booting = true;
+                return Ok(());
+            }
+            Action::Connect if w.booting => {
+                w.board = Some(self.connect_after_boot()?);
+                w.booting = false;
+                return Ok(());
+            }
+            _ => {}
+        }
         if let Action::Connect = step.action {
             self.phase(None, "connect");
             return match self.connector.board(self.board) {
@@ -454,7 +496,12 @@ impl Worker<'_> {
                     None => Ok(()),
                 }
             }
-            Action::StopService { .. } | Action::Teardown { .. } | Action::Unmount { .. } => Ok(()),
+            Action::StopService { .. }
+            | Action::Teardown { .. }
+            | Action::Unmount { .. }
+            | Action::FetchImage { .. }
+            | Action::Flash { .. }
+            | Action::PowerCycle => Ok(()),
         }
     }
 

@@ -17,7 +17,7 @@ mod tests;
 
 use super::{Cell, CellKey};
 use crate::model::{
-    AS_IS, BoardName, Cooldown, Expectations, FsName, ImageName, Recipe, RunOrder, Side,
+    AS_IS, BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe, RunOrder, Side,
     StorageName, TestName, Workspace,
 };
 use crate::store::CellData;
@@ -60,7 +60,18 @@ pub struct Step {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum Action {
-    /// Open a session to the board.
+    /// Fetch the image into the cache and verify its sha256 (`image::fetch`).
+    FetchImage { image: ImageName },
+    /// Write the image to the board's boot device through `via` and verify it by
+    /// read-back (`flash::dd::write`). The board's session is closed first.
+    Flash {
+        image: ImageName,
+        via: String,
+        device: String,
+    },
+    /// Run the board's `[power] cycle` on the controller, so it boots the new image.
+    PowerCycle,
+    /// Open a session to the board (after a power cycle: retried until it boots).
     Connect,
     /// Claim the board's workdir (and, when a step runs there, the controller's).
     ClaimWorkdir { controller: bool },
@@ -137,6 +148,9 @@ pub enum DoneWhen {
     CommandsPresent,
     /// Board state: this walk already has this storage mounted with this filesystem.
     Mounted,
+    /// Store: the board's state says it was last verified at this image; the plan then
+    /// leaves the step out.
+    BoardAtImage,
     /// Store: every one of its cells is complete (its stop rule holds).
     CellsComplete,
     /// Walk state: what it undoes was never done (no service started, nothing mounted,
@@ -156,6 +170,8 @@ pub struct Work<'a> {
 #[derive(Debug, Default)]
 pub struct Estimates {
     per_run: BTreeMap<(String, String), (f64, usize)>,
+    /// Each board's last verified image identity (`results/boards/<board>.json`).
+    board_images: BTreeMap<BoardName, String>,
 }
 
 impl Estimates {
@@ -175,7 +191,16 @@ impl Estimates {
                 }
             }
         }
-        Estimates { per_run }
+        Estimates {
+            per_run,
+            board_images: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the image identity each board was last verified at.
+    pub fn with_board_images(mut self, images: BTreeMap<BoardName, String>) -> Estimates {
+        self.board_images = images;
+        self
     }
 
     /// Mean seconds of one run of this cell's test, on its board if known there.
@@ -244,50 +269,45 @@ fn board_steps(
         (image, mounts.iter().position(|x| *x == m))
     };
     work.sort_by_cached_key(|w| rank(w));
-    let all: Vec<CellKey> = work.iter().map(|w| w.cell.key.clone()).collect();
     let mut steps = Vec::new();
-    let board_step = |action: Action, done_when: DoneWhen| Step {
-        action,
-        cells: all.clone(),
-        side: Side::Board,
-        resources: Vec::new(),
-        done_when,
-        estimate_seconds: None,
+    let flash = ws.boards.get(board).map(|b| &b.flash);
+    let at_image = estimates.board_images.get(board);
+    let flashes = |w: &Work<'_>| {
+        !matches!(w.cell.image.source, ImageSource::Installed)
+            && at_image != Some(&w.cell.image.source.identity(&w.cell.address.image))
     };
-    let mut tests: Vec<TestName> = work.iter().map(|w| w.recipe.name.clone()).collect();
-    tests.sort();
-    tests.dedup();
-    let controller = work.iter().any(|w| uses_controller(w.recipe));
-    steps.push(board_step(Action::Connect, DoneWhen::Never));
-    steps.push(board_step(
-        Action::ClaimWorkdir { controller },
-        DoneWhen::Never,
-    ));
-    steps.push(board_step(
-        Action::Provision { tests },
-        DoneWhen::CommandsPresent,
-    ));
-    steps.push(board_step(Action::StopLeftoverServices, DoneWhen::Never));
-    steps.push(board_step(Action::GatherFacts, DoneWhen::Never));
-
     let mut rest: &[&Work<'_>] = &work;
     let mut image_now: Option<&ImageName> = None;
     while let Some(first) = rest.first() {
         if image_now != Some(&first.cell.address.image) {
             image_now = Some(&first.cell.address.image);
-            let expect = &first.cell.image.expect;
-            if !expect.os_release.is_empty() || expect.uname_m.is_some() {
-                let cells = rest
+            let image = &first.cell.address.image;
+            let of_image: Vec<CellKey> = rest
+                .iter()
+                .take_while(|w| &w.cell.address.image == image)
+                .map(|w| w.cell.key.clone())
+                .collect();
+            let flashing = flashes(first);
+            if let (true, Some(Flash::Dd { via, device })) = (flashing, flash) {
+                flash_steps(&mut steps, image, via, device, &of_image);
+            }
+            if flashing || steps.is_empty() {
+                // A session serves the cells up to the next image that is flashed.
+                let span: Vec<&Work<'_>> = rest
                     .iter()
-                    .take_while(|w| w.cell.address.image == first.cell.address.image)
-                    .map(|w| w.cell.key.clone())
+                    .take_while(|w| &w.cell.address.image == image || !flashes(w))
+                    .copied()
                     .collect();
+                prelude(&mut steps, &span);
+            }
+            let expect = &first.cell.image.expect;
+            if flashing || !expect.os_release.is_empty() || expect.uname_m.is_some() {
                 steps.push(Step {
                     action: Action::VerifyImage {
-                        image: first.cell.address.image.clone(),
+                        image: image.clone(),
                         expect: expect.clone(),
                     },
-                    cells,
+                    cells: of_image,
                     side: Side::Board,
                     resources: Vec::new(),
                     done_when: DoneWhen::Never,
@@ -345,6 +365,63 @@ fn board_steps(
         }
     }
     steps
+}
+
+/// Fetch, flash and power-cycle for one image; the steps the plan leaves out when the
+/// board is already at the image.
+fn flash_steps(steps: &mut Vec<Step>, image: &ImageName, via: &str, device: &str, cells: &[CellKey]) {
+    let step = |action, side| Step {
+        action,
+        cells: cells.to_vec(),
+        side,
+        resources: Vec::new(),
+        done_when: DoneWhen::BoardAtImage,
+        estimate_seconds: None,
+    };
+    steps.push(step(
+        Action::FetchImage {
+            image: image.clone(),
+        },
+        Side::Controller,
+    ));
+    steps.push(step(
+        Action::Flash {
+            image: image.clone(),
+            via: via.to_string(),
+            device: device.to_string(),
+        },
+        Side::Board,
+    ));
+    steps.push(step(Action::PowerCycle, Side::Controller));
+}
+
+/// The steps that open a board for work: connect, claim, provision, stop leftovers,
+/// facts; they serve `span`'s cells, and their failure fails them all.
+fn prelude(steps: &mut Vec<Step>, span: &[&Work<'_>]) {
+    let all: Vec<CellKey> = span.iter().map(|w| w.cell.key.clone()).collect();
+    let board_step = |action: Action, done_when: DoneWhen| Step {
+        action,
+        cells: all.clone(),
+        side: Side::Board,
+        resources: Vec::new(),
+        done_when,
+        estimate_seconds: None,
+    };
+    let mut tests: Vec<TestName> = span.iter().map(|w| w.recipe.name.clone()).collect();
+    tests.sort();
+    tests.dedup();
+    let controller = span.iter().any(|w| uses_controller(w.recipe));
+    steps.push(board_step(Action::Connect, DoneWhen::Never));
+    steps.push(board_step(
+        Action::ClaimWorkdir { controller },
+        DoneWhen::Never,
+    ));
+    steps.push(board_step(
+        Action::Provision { tests },
+        DoneWhen::CommandsPresent,
+    ));
+    steps.push(board_step(Action::StopLeftoverServices, DoneWhen::Never));
+    steps.push(board_step(Action::GatherFacts, DoneWhen::Never));
 }
 
 /// Whether a step, service or fact of the recipe runs on the controller, whose

@@ -7,6 +7,11 @@ impl Action {
     /// A short line for people: `mount usb as btrfs-lzo`.
     pub fn label(&self) -> String {
         match self {
+            Action::FetchImage { image } => format!("fetch image {image}"),
+            Action::Flash { image, via, device } => {
+                format!("REFLASH with {image}: dd to {device} via {via}, read back")
+            }
+            Action::PowerCycle => "power cycle".into(),
             Action::Connect => "connect".into(),
             Action::ClaimWorkdir { controller: false } => "claim workdir".into(),
             Action::ClaimWorkdir { controller: true } => {

@@ -1,0 +1,137 @@
+//! The flash steps on a board: fetch the image, write it through `via` and prove it by
+//! read-back, power-cycle the board, and wait for it to boot.
+
+use std::time::{Duration, Instant};
+
+use super::worker::{Worker, board_host};
+use crate::bench::{self, Vars};
+use crate::failure::CellFailure;
+use crate::image::{self, Cache, Fetched};
+use crate::model::{BoardName, Image, ImageName, StorageRole};
+use crate::transport::Transport;
+
+/// How long a board may take from its power cycle until SSH answers.
+pub(super) const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Worker<'_> {
+    /// The image in the cache beside the store, its sha256 verified.
+    pub(super) fn fetch_image(&self, image: &Image) -> Result<Fetched, CellFailure> {
+        self.phase(None, format!("fetch image {}", image.name));
+        let cache = Cache::beside_store(self.store.root());
+        image::fetch(&cache, image.name.as_str(), &image.source, &|_| {}).map_err(|e| {
+            CellFailure::Flash {
+                image: image.name.to_string(),
+                message: e.to_string(),
+            }
+        })
+    }
+
+    /// Writes the image to `device` on `via` (a board of the workspace) and verifies it.
+    pub(super) fn flash(
+        &self,
+        image: &ImageName,
+        fetched: &Fetched,
+        via: &str,
+        device: &str,
+    ) -> Result<(), CellFailure> {
+        let via_board = self
+            .boards
+            .get(&BoardName::new(via))
+            .ok_or_else(|| CellFailure::Refused {
+                reason: format!("[flash] via names no board: {via}"),
+            })?;
+        // Only the board's declared boot storage may be written.
+        let declared: Vec<&str> = self
+            .board
+            .storage
+            .iter()
+            .filter(|s| s.role == StorageRole::Boot)
+            .filter_map(|s| s.device.as_deref())
+            .collect();
+        let device = self
+            .board
+            .storage
+            .iter()
+            .find(|s| s.name.as_str() == device)
+            .and_then(|s| s.device.as_deref())
+            .unwrap_or(device);
+        let mut t = self.connector.board(via_board)?;
+        let facts = image::known_facts(fetched);
+        let max = facts.as_ref().map(|f| f.uncompressed_bytes);
+        let failed = |message: String| CellFailure::Flash {
+            image: image.to_string(),
+            message,
+        };
+        let mut stream = image::open(fetched, max).map_err(|e| failed(e.to_string()))?;
+        self.phase(None, format!("flash {image} to {device} via {via}"));
+        let label = format!("[{}] flash {image}", self.board.name);
+        let show = crate::flash::progress_display(&label);
+        let report = crate::flash::dd::write(
+            t.as_mut(),
+            device,
+            &declared,
+            &mut stream,
+            max,
+            &show,
+        )
+        .map_err(|e| failed(e.to_string()))?;
+        self.phase(
+            None,
+            format!(
+                "flashed {} bytes of {image} in {:.1} s, verified by read-back in {:.1} s",
+                report.bytes, report.write_seconds, report.verify_seconds
+            ),
+        );
+        Ok(())
+    }
+
+    /// Runs the board's `[power] cycle` command on the controller.
+    pub(super) fn power_cycle(&self, controller: &mut dyn Transport) -> Result<(), CellFailure> {
+        let power = self.board.power.as_ref().ok_or_else(|| CellFailure::Refused {
+            reason: format!(
+                "board {} has [flash] but no [power] cycle to boot the new image",
+                self.board.name
+            ),
+        })?;
+        let mut vars = Vars::new();
+        vars.set("board", self.board.name.as_str())
+            .set("host", board_host(self.board));
+        let command = bench::render(&power.cycle, &vars).map_err(CellFailure::from)?;
+        self.phase(None, "power cycle");
+        let out = controller.run(&command, Some(Duration::from_secs(300)))?;
+        if !out.exit.success() {
+            return Err(CellFailure::step_failed(
+                "power cycle",
+                &command,
+                &out.exit,
+                &out.stderr_str(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Connects, retrying until the board answers or `BOOT_TIMEOUT` passes; the last
+    /// error is the cause. A host key refusal is not retried.
+    pub(super) fn connect_after_boot(&self) -> Result<Box<dyn Transport>, CellFailure> {
+        self.phase(None, "wait for boot");
+        let t0 = Instant::now();
+        loop {
+            match self.connector.board(self.board) {
+                Ok(t) => return Ok(t),
+                Err(e @ crate::transport::TransportError::HostKey { .. }) => {
+                    return Err(e.into());
+                }
+                Err(e) if t0.elapsed() > BOOT_TIMEOUT => {
+                    return Err(CellFailure::BoardLost {
+                        cause: format!(
+                            "{}: did not come back within {} s of its power cycle: {e}",
+                            self.board.name,
+                            BOOT_TIMEOUT.as_secs()
+                        ),
+                    });
+                }
+                Err(_) => self.sleep(Duration::from_secs(2))?,
+            }
+        }
+    }
+}
