@@ -173,6 +173,34 @@ fn the_image_helper_makes_a_real_ext4_with_os_release_the_same_bytes_each_time()
 }
 
 #[test]
+fn lab_image_prints_the_same_sha256_for_the_same_options() {
+    let dir = scratch("cli");
+    let run = |id: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["lab", "image", "img", "--id", id, "--version-id", "3"])
+            .args(["--compress", "zstd", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let first = run("bpcli");
+    let path = dir.join("img.img.zst");
+    assert_eq!(
+        first,
+        format!("{}  sha256 {}", path.display(), file_sha256(&path))
+    );
+    assert_eq!(run("bpcli"), first);
+    assert_ne!(run("bpcli2"), first);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn dd_writes_a_loop_device_and_verifies_it_by_read_back() {
     let dir = scratch("local");
     let disk = LoopDisk::new(&dir, "target", 32);
