@@ -57,6 +57,14 @@ pub enum CellFailure {
         packages: Vec<String>,
         installed: bool,
     },
+    /// The board does not run the image the cell names: an expected field differs.
+    ImageMismatch {
+        image: String,
+        field: String,
+        expected: String,
+        /// What the board has (at most 80 characters); `None` when the field is absent.
+        found: Option<String>,
+    },
     /// benchpipe refused to act, e.g. on a workdir it cannot claim.
     Refused { reason: String },
     /// The storage could not be (or would not be) formatted, mounted or released.
@@ -159,6 +167,21 @@ impl std::fmt::Display for CellFailure {
                 Hint(stderr_tail)
             ),
             CellFailure::ParseFailed { step, message, .. } => write!(f, "{step}: {message}"),
+            CellFailure::ImageMismatch {
+                image,
+                field,
+                expected,
+                found,
+            } => match found {
+                Some(found) => write!(
+                    f,
+                    "board does not run image {image}: {field} is {found:?}, expected {expected:?}"
+                ),
+                None => write!(
+                    f,
+                    "board does not run image {image}: {field} is absent, expected {expected:?}"
+                ),
+            },
             CellFailure::Timeout {
                 command,
                 after_secs,

@@ -19,6 +19,7 @@ pub(crate) mod provision;
 mod resources;
 mod runs;
 mod services;
+mod verify;
 mod walk;
 mod worker;
 

@@ -331,6 +331,18 @@ impl Worker<'_> {
                 *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }
+            Action::VerifyImage { image, os_release } => {
+                self.verify_image(t.board, image, os_release)?;
+                // Flashing reads this to know the board is already at the image.
+                self.store.write_board_state(&crate::store::BoardState {
+                    format: crate::store::FORMAT,
+                    board: self.board.name.to_string(),
+                    image: image.to_string(),
+                    identity: jobs[first].cell.image.source.identity(image),
+                    verified_session: self.session.to_string(),
+                })?;
+                Ok(())
+            }
             Action::Mount {
                 storage: name,
                 filesystem,

@@ -20,7 +20,7 @@ use serde_json::Value;
 pub use key::CellKey;
 
 use crate::model::{
-    AS_IS, Board, BoardName, CellPattern, Filesystem, Flash, FsName, ImageName, ImageSource,
+    AS_IS, Board, BoardName, CellPattern, Filesystem, Flash, FsName, Image, ImageName, ImageSource,
     Method, ParamValue, Recipe, Scenario, StorageName, StorageRole, TestName, Workspace,
 };
 
@@ -80,6 +80,9 @@ pub struct Cell {
     pub method: Method,
     /// The filesystem to prepare on the cell's storage (`as-is` prepares nothing).
     pub filesystem: Option<Filesystem>,
+    /// The image as its scenario declares it: what to flash and what to expect after
+    /// boot (its identity is in the key, its expectations are not).
+    pub image: Image,
 }
 
 impl Cell {
@@ -434,6 +437,7 @@ fn make_cell(
         params,
         method: scenario.method.clone(),
         filesystem,
+        image: image.clone(),
     })
 }
 

@@ -8,7 +8,7 @@ use crate::failure::CellFailure;
 /// The version of failure.json; readers refuse newer ones. 2: the failure is typed
 /// (`failure`, tagged by `kind`) and `cause` is only its text for people; 1 held the
 /// `cause` text alone, read back as `CellFailure::Legacy`.
-pub const FAILURE_FORMAT: u32 = 2;
+pub const FAILURE_FORMAT: u32 = 3;
 
 /// `failure.json`: why the last attempt at a cell failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -34,11 +34,13 @@ use crate::error::{Error, Result};
 use crate::failure::CellFailure;
 use crate::plan::{Address, Cell, CellKey};
 
+mod board_state;
 mod failure;
 mod files;
 #[cfg(test)]
 mod tests;
 
+pub use board_state::BoardState;
 pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
     cut_torn_tail, io, read_json, read_json_of, read_samples, sync_dir, to_json_bytes, write_atomic,

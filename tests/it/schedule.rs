@@ -59,7 +59,7 @@ v = { from = "v", unit = "s", better = "lower" }
         r#"description = "a test without storage"
 uses_storage = false
 [run]
-command = "echo RUN-beta"
+command = '''printf '{"v": 2.5}\n' # RUN-beta'''
 parse = "json"
 [metrics]
 v = { from = "v", unit = "s", better = "lower" }
@@ -524,4 +524,94 @@ fn apply_dry_run_prints_the_steps_and_touches_neither_board_nor_store() {
     assert!(!workdir.exists(), "dry-run claimed the board's workdir");
     assert!(!dir.join("results").exists(), "dry-run wrote the store");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The project above with `expect = { os_release = { ID = ID } }` on image os1.
+fn expecting(tag: &str, id: &str) -> PathBuf {
+    let dir = project(tag, &["b1"], &["os1"], "blocked");
+    let s = dir.join("scenarios/s.toml");
+    let text = std::fs::read_to_string(&s).unwrap().replace(
+        "[images.os1]\ninstalled = true\n",
+        &format!(
+            "[images.os1]\ninstalled = true\nexpect = {{ os_release = {{ ID = \"{id}\" }} }}\n"
+        ),
+    );
+    std::fs::write(&s, text).unwrap();
+    dir
+}
+
+#[test]
+fn fake_transport_an_image_that_does_not_match_its_expectations_is_never_measured() {
+    let dir = expecting("mismatch", "raspbian");
+    let w = walk(
+        &dir,
+        script(|_, c| match c {
+            c if c.ends_with("/etc/os-release") => {
+                Reply::Ok("ID=debian\nVERSION_ID=\"12\"\n".into())
+            }
+            c => board_replies(c),
+        }),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let steps = w.of("b1");
+    assert_eq!(
+        steps[5],
+        "verify image os1 (ID=raspbian) [FAILED: board does not run image os1: os-release ID is \"debian\", expected \"raspbian\"]"
+    );
+    assert!(
+        steps[6..].iter().all(|s| !s.contains("[ran]")),
+        "{steps:#?}"
+    );
+    assert_eq!(w.outcome.failed.len(), 3);
+    assert_eq!(w.commands.iter().filter(|c| c.contains("RUN-")).count(), 0);
+    assert!(!w.store.join("boards/b1.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_local_machine_is_verified_against_its_real_os_release() {
+    // This machine's own /etc/os-release: the local board needs no fake.
+    let id = std::fs::read_to_string("/etc/os-release")
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("ID=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
+        .expect("an ID in /etc/os-release");
+    for (want, ok) in [(id.as_str(), true), ("not-this-os", false)] {
+        let dir = expecting(&format!("local-{ok}"), want);
+        // Only beta (no storage, no service) on the local machine.
+        let s = dir.join("scenarios/s.toml");
+        let text = std::fs::read_to_string(&s)
+            .unwrap()
+            .replace("test = [\"alpha\", \"beta\"]", "test = [\"beta\"]");
+        std::fs::write(&s, text).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .current_dir(&dir)
+            .args(["apply", "--no-report", "scenarios/s.toml"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let state = std::fs::read_to_string(dir.join("results/boards/b1.json"));
+        if ok {
+            assert!(out.status.success(), "{err}");
+            let state: serde_json::Value = serde_json::from_str(&state.unwrap()).unwrap();
+            assert_eq!(state["image"], "os1");
+            assert_eq!(state["identity"], "installed:os1");
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert!(
+                err.contains(&format!(
+                    "os-release ID is \"{id}\", expected \"not-this-os\""
+                )),
+                "{err}"
+            );
+            assert!(
+                state.is_err(),
+                "a failed verification is not recorded as the board's state"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

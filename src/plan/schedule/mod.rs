@@ -70,6 +70,12 @@ pub enum Action {
     StopLeftoverServices,
     /// Read the board's facts and its idle temperature, recorded beside every cell.
     GatherFacts,
+    /// Check that the board runs the image its cells name: its `/etc/os-release` fields
+    /// as the scenario's `expect` gives them. A mismatch fails the image's cells.
+    VerifyImage {
+        image: ImageName,
+        os_release: BTreeMap<String, String>,
+    },
     /// Format and mount a storage (or, for `as-is`, check it) for the cells that need it.
     Mount {
         image: ImageName,
@@ -265,7 +271,30 @@ fn board_steps(
     steps.push(board_step(Action::GatherFacts, DoneWhen::Never));
 
     let mut rest: &[&Work<'_>] = &work;
+    let mut image_now: Option<&ImageName> = None;
     while let Some(first) = rest.first() {
+        if image_now != Some(&first.cell.address.image) {
+            image_now = Some(&first.cell.address.image);
+            let expect = &first.cell.image.expect_os_release;
+            if !expect.is_empty() {
+                let cells = rest
+                    .iter()
+                    .take_while(|w| w.cell.address.image == first.cell.address.image)
+                    .map(|w| w.cell.key.clone())
+                    .collect();
+                steps.push(Step {
+                    action: Action::VerifyImage {
+                        image: first.cell.address.image.clone(),
+                        os_release: expect.clone(),
+                    },
+                    cells,
+                    side: Side::Board,
+                    resources: Vec::new(),
+                    done_when: DoneWhen::Never,
+                    estimate_seconds: None,
+                });
+            }
+        }
         let key = (&first.cell.address.image, mount_of(first.cell));
         let len = rest
             .iter()

@@ -15,6 +15,14 @@ impl Action {
             Action::Provision { tests } => format!("provision {}", join(tests)),
             Action::StopLeftoverServices => "stop leftover services".into(),
             Action::GatherFacts => "gather facts".into(),
+            Action::VerifyImage { image, os_release } => format!(
+                "verify image {image} ({})",
+                os_release
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Action::Mount {
                 image,
                 storage,
