@@ -141,6 +141,18 @@ fn flash(
     )
 }
 
+fn flash_len(device: &str, image: &Path, len: u64) -> Result<DdReport, FlashError> {
+    let mut f = std::fs::File::open(image).unwrap();
+    dd::write(
+        &mut Local::new(),
+        device,
+        &[device],
+        &mut f,
+        Some(len),
+        &no_progress,
+    )
+}
+
 #[test]
 fn the_image_helper_makes_a_real_ext4_with_os_release_the_same_bytes_each_time() {
     let dir = scratch("image");
@@ -236,6 +248,10 @@ fn dd_writes_a_loop_device_and_verifies_it_by_read_back() {
         sh(&format!("blkid -p -o value -s TYPE {}", disk.device)),
         "ext4"
     );
+
+    // A stream shorter than its declared length (a decompressor that died) fails.
+    let err = flash_len(&disk.device, &img, len + 4096).unwrap_err();
+    assert!(matches!(err, FlashError::Length { .. }), "{err}");
 
     // An xz image streamed through a decompressor, its length unknown: same result.
     let xz = image::build(
