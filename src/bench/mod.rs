@@ -186,20 +186,52 @@ pub fn render_marked(
     Ok((out, spans))
 }
 
+/// Why a run's output gave no value for a metric. A run that fails so stores the
+/// text as its cell's `parse failed` message.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MetricsError {
+    /// The parser found no result in the output: not JSON, a regex pattern that
+    /// matches nothing, a tool's error report, ...
+    #[error("{parser} output: {source}")]
+    Output {
+        parser: &'static str,
+        source: parse::ParseError,
+    },
+    /// The metric's path selects nothing, or a value that is not a number.
+    #[error("metric {metric}: {source}")]
+    Select {
+        metric: String,
+        source: parse::SelectError,
+    },
+    /// The selected number times the metric's `scale` is not finite.
+    #[error("metric {metric}: not a finite number ({value})")]
+    NotFinite { metric: String, value: f64 },
+}
+
 /// Parses one run's output and selects every metric of the recipe, scaled.
 pub fn metrics(
     recipe: &Recipe,
     stdout: &str,
     stderr: &str,
-) -> Result<BTreeMap<String, f64>, String> {
-    let doc = parse::parse(&recipe.parser, stdout, stderr)
-        .map_err(|e| format!("{} output: {e}", recipe.parser.name()))?;
+) -> Result<BTreeMap<String, f64>, MetricsError> {
+    let doc =
+        parse::parse(&recipe.parser, stdout, stderr).map_err(|source| MetricsError::Output {
+            parser: recipe.parser.name(),
+            source,
+        })?;
     let mut out = BTreeMap::new();
     for m in &recipe.metrics {
-        let v = parse::select(&doc, &m.from).map_err(|e| format!("metric {}: {e}", m.name))?;
+        let metric = || m.name.clone();
+        let v = parse::select_number(&doc, &m.from).map_err(|source| MetricsError::Select {
+            metric: metric(),
+            source,
+        })?;
         let v = v * m.scale;
         if !v.is_finite() {
-            return Err(format!("metric {}: not a finite number ({v})", m.name));
+            return Err(MetricsError::NotFinite {
+                metric: metric(),
+                value: v,
+            });
         }
         out.insert(m.name.clone(), v);
     }
@@ -263,5 +295,61 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    /// A recipe for the metrics tests: the generic JSON parser and one metric.
+    fn json_recipe(from: &str, scale: f64) -> Recipe {
+        let mut r = crate::plan::fixtures::recipe("t", false);
+        r.parser = crate::model::ParserSpec::named("json").unwrap();
+        r.metrics[0].name = "rate".into();
+        r.metrics[0].from = from.into();
+        r.metrics[0].scale = scale;
+        r
+    }
+
+    /// Output that does not parse, a path that selects nothing, a value that is not a
+    /// number, a scale that overflows: each its own variant, with the text a failed
+    /// cell stores.
+    #[test]
+    fn metrics_errors_say_what_went_wrong_by_variant_with_the_same_text() {
+        let e = metrics(&json_recipe("a", 1.0), "not json", "").unwrap_err();
+        let MetricsError::Output { parser, source } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(*parser, "json");
+        assert_eq!(e.to_string(), format!("json output: {source}"));
+
+        let e = metrics(&json_recipe("b", 1.0), r#"{"a": 1}"#, "").unwrap_err();
+        assert!(
+            matches!(&e, MetricsError::Select { metric, source: parse::SelectError::NotFound { .. } } if metric == "rate"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "metric rate: metric path `b`: at `b` in the document: no key `b`; did you mean `a`? keys are `a`"
+        );
+
+        let e = metrics(&json_recipe("a", 1.0), r#"{"a": "fast"}"#, "").unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                MetricsError::Select {
+                    source: parse::SelectError::NotANumber { .. },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "metric rate: metric path `a`: expected a number, found the string \"fast\""
+        );
+
+        let e = metrics(&json_recipe("a", 1e300), r#"{"a": 1e300}"#, "").unwrap_err();
+        assert!(matches!(e, MetricsError::NotFinite { .. }), "{e:?}");
+        assert_eq!(e.to_string(), "metric rate: not a finite number (inf)");
+
+        let m = metrics(&json_recipe("a", 2.0), r#"{"a": 1.5}"#, "").unwrap();
+        assert_eq!(m["rate"], 3.0);
     }
 }

@@ -310,9 +310,11 @@ pub fn expand_in(
                                     filesystem: None,
                                     test: test.clone(),
                                 },
-                                reason: format!(
-                                    "board {board_name} has no storage matching `{pattern}`"
-                                ),
+                                reason: CannotMeasure::NoStorageMatching {
+                                    board: board_name.clone(),
+                                    pattern: pattern.clone(),
+                                }
+                                .to_string(),
                             });
                         }
                         for st in matching {
@@ -336,12 +338,57 @@ pub fn expand_in(
     for a in order {
         match make_cell(boards, recipes, scenario, &a) {
             Ok(c) => cells.push(c),
-            Err(reason) => skipped.push(Skipped { address: a, reason }),
+            Err(e) => skipped.push(Skipped {
+                address: a,
+                reason: e.to_string(),
+            }),
         }
     }
     // Stable and grouped by board: each board's worker walks its cells in this order.
     cells.sort_by(|x, y| x.address.board.cmp(&y.address.board));
     Plan { cells, skipped }
+}
+
+/// Why a combination the matrix names cannot be measured: `Skipped::reason` is its text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CannotMeasure {
+    #[error("unknown board {0}")]
+    UnknownBoard(BoardName),
+    #[error("unknown test {0}")]
+    UnknownTest(TestName),
+    #[error("unknown image {0}")]
+    UnknownImage(ImageName),
+    #[error("unknown filesystem {0}")]
+    UnknownFilesystem(FsName),
+    /// A storage pattern of the matrix matches none of the board's storages.
+    #[error("board {board} has no storage matching `{pattern}`")]
+    NoStorageMatching { board: BoardName, pattern: String },
+    #[error("board {board} has no storage {storage}")]
+    NoSuchStorage {
+        board: BoardName,
+        storage: StorageName,
+    },
+    #[error("image {image} must be flashed, but board {board} has no [flash] method")]
+    NoFlashMethod { image: ImageName, board: BoardName },
+    /// apply would measure the OS already on the board under this image's key.
+    #[error("flashing is not implemented yet; image {image} cannot be verified on board {board}")]
+    FlashingNotImplemented { image: ImageName, board: BoardName },
+    #[error(
+        "test {test} reads the storage's block device, but storage {storage} declares no device"
+    )]
+    NoDeviceToRead {
+        test: TestName,
+        storage: StorageName,
+    },
+    #[error("a filesystem needs a storage")]
+    FilesystemWithoutStorage,
+    #[error("storage {storage} is the boot storage; benchpipe never formats it")]
+    BootStorage { storage: StorageName },
+    #[error("storage {storage} has no device, so it cannot be formatted as {filesystem}")]
+    NoDeviceToFormat {
+        storage: StorageName,
+        filesystem: FsName,
+    },
 }
 
 /// Builds a cell, or says why this combination cannot be measured.
@@ -350,46 +397,50 @@ fn make_cell(
     recipes: &BTreeMap<TestName, Recipe>,
     scenario: &Scenario,
     a: &Address,
-) -> Result<Cell, String> {
+) -> Result<Cell, CannotMeasure> {
     let board = boards
         .get(&a.board)
-        .ok_or_else(|| format!("unknown board {}", a.board))?;
+        .ok_or_else(|| CannotMeasure::UnknownBoard(a.board.clone()))?;
     let recipe = recipes
         .get(&a.test)
-        .ok_or_else(|| format!("unknown test {}", a.test))?;
+        .ok_or_else(|| CannotMeasure::UnknownTest(a.test.clone()))?;
     let image = scenario
         .images
         .get(&a.image)
-        .ok_or_else(|| format!("unknown image {}", a.image))?;
+        .ok_or_else(|| CannotMeasure::UnknownImage(a.image.clone()))?;
     if !matches!(image.source, ImageSource::Installed) {
-        if board.flash == Flash::None {
-            return Err(format!(
-                "image {} must be flashed, but board {} has no [flash] method",
-                a.image, a.board
-            ));
-        }
-        // apply would measure the OS already on the board under this image's key.
-        return Err(format!(
-            "flashing is not implemented yet; image {} cannot be verified on board {}",
-            a.image, a.board
-        ));
+        let (image, board_name) = (a.image.clone(), a.board.clone());
+        return Err(if board.flash == Flash::None {
+            CannotMeasure::NoFlashMethod {
+                image,
+                board: board_name,
+            }
+        } else {
+            CannotMeasure::FlashingNotImplemented {
+                image,
+                board: board_name,
+            }
+        });
     }
     let storage = match &a.storage {
         None => None,
         Some(name) => Some(
             board
                 .storage(name)
-                .ok_or_else(|| format!("board {} has no storage {name}", a.board))?,
+                .ok_or_else(|| CannotMeasure::NoSuchStorage {
+                    board: a.board.clone(),
+                    storage: name.clone(),
+                })?,
         ),
     };
     if let Some(st) = storage
         && recipe.uses_device
         && st.device.is_none()
     {
-        return Err(format!(
-            "test {} reads the storage's block device, but storage {} declares no device",
-            a.test, st.name
-        ));
+        return Err(CannotMeasure::NoDeviceToRead {
+            test: a.test.clone(),
+            storage: st.name.clone(),
+        });
     }
     let filesystem = match &a.filesystem {
         None => None,
@@ -398,19 +449,18 @@ fn make_cell(
             let f = scenario
                 .filesystems
                 .get(fs)
-                .ok_or_else(|| format!("unknown filesystem {fs}"))?;
-            let st = storage.ok_or("a filesystem needs a storage")?;
+                .ok_or_else(|| CannotMeasure::UnknownFilesystem(fs.clone()))?;
+            let st = storage.ok_or(CannotMeasure::FilesystemWithoutStorage)?;
             if st.role == StorageRole::Boot {
-                return Err(format!(
-                    "storage {} is the boot storage; benchpipe never formats it",
-                    st.name
-                ));
+                return Err(CannotMeasure::BootStorage {
+                    storage: st.name.clone(),
+                });
             }
             if st.device.is_none() {
-                return Err(format!(
-                    "storage {} has no device, so it cannot be formatted as {fs}",
-                    st.name
-                ));
+                return Err(CannotMeasure::NoDeviceToFormat {
+                    storage: st.name.clone(),
+                    filesystem: fs.clone(),
+                });
             }
             Some(f.clone())
         }

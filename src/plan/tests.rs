@@ -371,3 +371,121 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
         assert!(differ > 0, "changing the {what} must change some keys");
     }
 }
+
+/// Every reason a combination cannot be measured, by its variant, with the text
+/// `plan` shows (the texts of the `String`s `make_cell` returned before).
+#[test]
+fn cannot_measure_says_why_by_variant_with_the_same_text() {
+    let mut ws = fixtures::workspace();
+    ws.boards.get_mut(&"pi-2".into()).unwrap().storage[1].device = None;
+    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = crate::model::Flash::Dd {
+        via: "helper".into(),
+        device: "/dev/mmcblk0".into(),
+    };
+    ws.recipes.get_mut(&"xz".into()).unwrap().uses_device = true;
+    ws.scenarios[0].images.insert(
+        "raspios".into(),
+        crate::model::Image {
+            name: "raspios".into(),
+            source: ImageSource::Url {
+                url: "https://example.invalid/raspios.img.xz".into(),
+                sha256: "0".repeat(64),
+            },
+            expect_os_release: Default::default(),
+        },
+    );
+    let at =
+        |board: &str, storage: Option<&str>, fs: Option<&str>, test: &str, image: &str| Address {
+            image: image.into(),
+            board: board.into(),
+            storage: storage.map(StorageName::new),
+            filesystem: fs.map(FsName::new),
+            test: test.into(),
+        };
+    use CannotMeasure as C;
+    let cases: Vec<(Address, C, &str)> = vec![
+        (
+            at("pi-9", None, None, "xz", "installed"),
+            C::UnknownBoard("pi-9".into()),
+            "unknown board pi-9",
+        ),
+        (
+            at("pi-1", None, None, "gzip", "installed"),
+            C::UnknownTest("gzip".into()),
+            "unknown test gzip",
+        ),
+        (
+            at("pi-1", None, None, "xz", "nope"),
+            C::UnknownImage("nope".into()),
+            "unknown image nope",
+        ),
+        (
+            at("pi-1", None, None, "xz", "raspios"),
+            C::NoFlashMethod {
+                image: "raspios".into(),
+                board: "pi-1".into(),
+            },
+            "image raspios must be flashed, but board pi-1 has no [flash] method",
+        ),
+        (
+            at("pi-2", None, None, "xz", "raspios"),
+            C::FlashingNotImplemented {
+                image: "raspios".into(),
+                board: "pi-2".into(),
+            },
+            "flashing is not implemented yet; image raspios cannot be verified on board pi-2",
+        ),
+        (
+            at("pi-1", Some("nvme"), None, "disk-4k", "installed"),
+            C::NoSuchStorage {
+                board: "pi-1".into(),
+                storage: StorageName::new("nvme"),
+            },
+            "board pi-1 has no storage nvme",
+        ),
+        (
+            at("pi-2", Some("usb"), None, "xz", "installed"),
+            C::NoDeviceToRead {
+                test: "xz".into(),
+                storage: StorageName::new("usb"),
+            },
+            "test xz reads the storage's block device, but storage usb declares no device",
+        ),
+        (
+            at("pi-1", Some("usb"), Some("zfs"), "disk-4k", "installed"),
+            C::UnknownFilesystem(FsName::new("zfs")),
+            "unknown filesystem zfs",
+        ),
+        (
+            at("pi-1", None, Some("ext4"), "disk-4k", "installed"),
+            C::FilesystemWithoutStorage,
+            "a filesystem needs a storage",
+        ),
+        (
+            at("pi-1", Some("sd"), Some("ext4"), "disk-4k", "installed"),
+            C::BootStorage {
+                storage: StorageName::new("sd"),
+            },
+            "storage sd is the boot storage; benchpipe never formats it",
+        ),
+        (
+            at("pi-2", Some("usb"), Some("ext4"), "disk-4k", "installed"),
+            C::NoDeviceToFormat {
+                storage: StorageName::new("usb"),
+                filesystem: FsName::new("ext4"),
+            },
+            "storage usb has no device, so it cannot be formatted as ext4",
+        ),
+    ];
+    let s = &ws.scenarios[0];
+    for (a, want, text) in cases {
+        let got = make_cell(&ws.boards, &ws.recipes, s, &a).unwrap_err();
+        assert_eq!(got, want, "{}", a.label());
+        assert_eq!(got.to_string(), text);
+    }
+    let e = C::NoStorageMatching {
+        board: "pi-2".into(),
+        pattern: "usb*".into(),
+    };
+    assert_eq!(e.to_string(), "board pi-2 has no storage matching `usb*`");
+}

@@ -766,12 +766,16 @@ fn regex_failures_quote_the_output_and_name_the_fix() {
         ),
     )
     .unwrap();
-    let err = benchpipe::bench::metrics(&smb, &fixture("smbclient-error.txt"), "").unwrap_err();
+    let err = benchpipe::bench::metrics(&smb, &fixture("smbclient-error.txt"), "")
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("regex: pattern 1 `\\(average"), "{err}");
     assert!(err.contains("matched nothing on stdout"), "{err}");
     assert!(err.contains("NT_STATUS_"), "quotes smbclient's line: {err}");
     // The output went to stderr: the error names the stream that holds it.
-    let err = benchpipe::bench::metrics(&smb, "", &fixture("smbclient.txt")).unwrap_err();
+    let err = benchpipe::bench::metrics(&smb, "", &fixture("smbclient.txt"))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("no regex result on stdout"), "{err}");
     assert!(
         err.contains("stderr has 1 line that looks like it"),
@@ -790,6 +794,20 @@ fn regex_failures_quote_the_output_and_name_the_fix() {
     .unwrap();
     let err =
         benchpipe::bench::metrics(&dd, "", &fixture("dd-comma-decimal-rpi4.txt")).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            benchpipe::bench::MetricsError::Select {
+                source: benchpipe::bench::parse::SelectError::NotANumber {
+                    decimal_comma: true,
+                    ..
+                },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(err.contains("found the string \"17,3846\""), "{err}");
     assert!(err.contains("`decimal_comma = true`"), "{err}");
 }

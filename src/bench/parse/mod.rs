@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use crate::model::{ParserOptions, ParserSpec, Stream};
 
 pub use hdparm::HDPARM_KEYS;
-pub use path::{check_path, select};
+pub use path::{PathError, SelectError, SelectorError, check_path, select, select_number};
 pub use text::{escape_controls, visible};
 
 use text::excerpt;
@@ -147,36 +147,56 @@ pub fn parse(spec: &ParserSpec, stdout: &str, stderr: &str) -> Result<Value, Par
     )))
 }
 
+/// Why a metric path can never select anything from what a parser produces.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnreachablePath {
+    /// The path does not parse.
+    #[error(transparent)]
+    Syntax(#[from] PathError),
+    /// The parser gives a number at `key`, and the path goes on into it.
+    #[error("`{key}` is a number; the path must be just `{key}`")]
+    StepsIntoANumber { key: String },
+    /// The parser gives an object or array at `key`, and the path stops there.
+    #[error("`{key}` is not a number: go on into it, like `{key}[0]....`")]
+    StopsAtAnObject { key: String },
+    /// The parser gives numbers at fixed keys, and the path names none of them.
+    #[error("expected one of {}", quoted_list(.keys))]
+    NoSuchNumber { keys: Vec<String> },
+    /// The parser's document starts with these keys, and the path with none of them.
+    #[error("a path here starts with one of {}", quoted_list(.keys))]
+    NoSuchRoot { keys: Vec<String> },
+}
+
+fn quoted_list(keys: &[String]) -> String {
+    keys.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Checks that a (syntactically valid) metric path can select something from what
 /// the parser produces: the fixed keys of the line parsers, the top-level keys of the
 /// tools' JSON reports, the named groups of the regex parser's patterns. The generic
 /// `json` parser takes any path.
-pub fn check_path_for(spec: &ParserSpec, path: &str) -> Result<(), String> {
+pub fn check_path_for(spec: &ParserSpec, path: &str) -> Result<(), UnreachablePath> {
     let first = path::first_key(path)?;
     let (keys, whole): (Vec<String>, bool) = match registered(spec).keys(&spec.options) {
         Keys::Any => return Ok(()),
         Keys::Numbers(keys) => (keys, true),
         Keys::Roots(keys) => (keys.iter().map(|k| k.to_string()).collect(), false),
     };
-    let list = keys
-        .iter()
-        .map(|k| format!("`{k}`"))
-        .collect::<Vec<_>>()
-        .join(", ");
     match first {
-        Some((k, steps)) if keys.contains(&k) => {
+        Some((key, steps)) if keys.contains(&key) => {
             if whole && steps > 1 {
-                Err(format!("`{k}` is a number; the path must be just `{k}`"))
+                Err(UnreachablePath::StepsIntoANumber { key })
             } else if !whole && steps == 1 {
-                Err(format!(
-                    "`{k}` is not a number: go on into it, like `{k}[0]....`"
-                ))
+                Err(UnreachablePath::StopsAtAnObject { key })
             } else {
                 Ok(())
             }
         }
-        _ if whole => Err(format!("expected one of {list}")),
-        _ => Err(format!("a path here starts with one of {list}")),
+        _ if whole => Err(UnreachablePath::NoSuchNumber { keys }),
+        _ => Err(UnreachablePath::NoSuchRoot { keys }),
     }
 }
 
@@ -278,20 +298,55 @@ mod tests {
     fn paths_are_checked_against_the_keys_a_parser_produces() {
         let spec = |n| ParserSpec::named(n).unwrap();
         assert_eq!(check_path_for(&spec("time"), "real"), Ok(()));
-        let e = check_path_for(&spec("time"), "elapsed").unwrap_err();
-        assert!(e.contains("`real`, `user`, `sys`, `max_rss_kib`"), "{e}");
-        let e = check_path_for(&spec("time"), "real.x").unwrap_err();
-        assert!(e.contains("is a number"), "{e}");
         assert_eq!(
             check_path_for(&spec("fio-json"), "jobs[0].read.iops"),
             Ok(())
         );
-        let e = check_path_for(&spec("fio-json"), "jobs").unwrap_err();
-        assert!(e.contains("go on into it"), "{e}");
-        let e = check_path_for(&spec("iperf3-json"), "sum.x").unwrap_err();
-        assert!(e.contains("starts with one of `start`"), "{e}");
         assert_eq!(check_path_for(&spec("json"), "anything[0].x"), Ok(()));
         assert_eq!(check_path_for(&spec("hdparm"), "cached_reads"), Ok(()));
         assert_eq!(check_path_for(&spec("dd"), "bytes_per_second"), Ok(()));
+    }
+
+    /// Each case of `UnreachablePath`, by variant, with the text config shows.
+    #[test]
+    fn unreachable_paths_say_why_by_variant_with_the_same_text() {
+        let spec = |n| ParserSpec::named(n).unwrap();
+        let e = check_path_for(&spec("time"), "elapsed").unwrap_err();
+        assert!(matches!(&e, UnreachablePath::NoSuchNumber { keys } if keys[0] == "real"));
+        assert_eq!(
+            e.to_string(),
+            "expected one of `real`, `user`, `sys`, `max_rss_kib`"
+        );
+        let e = check_path_for(&spec("time"), "real.x").unwrap_err();
+        assert_eq!(e, UnreachablePath::StepsIntoANumber { key: "real".into() });
+        assert_eq!(
+            e.to_string(),
+            "`real` is a number; the path must be just `real`"
+        );
+        let e = check_path_for(&spec("fio-json"), "jobs").unwrap_err();
+        assert_eq!(e, UnreachablePath::StopsAtAnObject { key: "jobs".into() });
+        assert_eq!(
+            e.to_string(),
+            "`jobs` is not a number: go on into it, like `jobs[0]....`"
+        );
+        let e = check_path_for(&spec("iperf3-json"), "sum.x").unwrap_err();
+        assert!(matches!(e, UnreachablePath::NoSuchRoot { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("a path here starts with one of `start`, "),
+            "{e}"
+        );
+        let e = check_path_for(&spec("time"), "a..b").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                UnreachablePath::Syntax(PathError::EmptyKey { character: 3, .. })
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "metric path `a..b`, character 3: empty key (two dots, or a dot at the end?)"
+        );
     }
 }

@@ -18,7 +18,7 @@
 
 use serde_json::{Map, Value};
 
-use super::text::excerpt;
+use super::text::{escape_controls, excerpt};
 use super::{EXCERPT_CHARS, ParseError, parse_number};
 
 /// One step of a metric path.
@@ -40,48 +40,116 @@ impl Step {
     }
 }
 
-fn parse_path(path: &str) -> Result<Vec<Step>, String> {
+/// Why a metric path does not parse. Config refuses such a path where the recipe
+/// gives it; `character` counts from 1.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("empty metric path")]
+    Empty,
+    #[error("metric path `{path}` has leading or trailing spaces")]
+    Spaces { path: String },
+    #[error("metric path `{path}`, character {character}: `[` is never closed")]
+    Unclosed { path: String, character: usize },
+    #[error("metric path `{path}`, character {character}: `]` without `[`")]
+    StrayClose { path: String, character: usize },
+    #[error("metric path `{path}`, character {character}: a path cannot start with `.`")]
+    LeadingDot { path: String, character: usize },
+    #[error("metric path `{path}`, character {character}: expected `.` or `[` before `{found}`")]
+    MissingDot {
+        path: String,
+        character: usize,
+        found: char,
+    },
+    #[error(
+        "metric path `{path}`, character {character}: empty key (two dots, or a dot at the end?)"
+    )]
+    EmptyKey { path: String, character: usize },
+    #[error("metric path `{path}`, character {character}: {source}")]
+    Selector {
+        path: String,
+        character: usize,
+        source: SelectorError,
+    },
+}
+
+/// Why the text between `[` and `]` is none of the three selectors.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    #[error("`[]` is empty; expected an index, `field=value` or a quoted key")]
+    Empty,
+    #[error("`[{inner}]`: a quoted key must look like [\"99.000000\"]")]
+    BadQuotedKey { inner: String },
+    #[error("`[{inner}]`: expected `field=value`, e.g. `[jobname=randread]`")]
+    BadFilter { inner: String },
+    #[error("`[{inner}]`: index too large")]
+    IndexTooLarge { inner: String },
+    #[error(
+        "`[{inner}]`: expected an index (`[0]`), `field=value` (`[jobname=randread]`) \
+         or a quoted key (`[\"99.000000\"]`)"
+    )]
+    Unknown { inner: String },
+}
+
+fn parse_path(path: &str) -> Result<Vec<Step>, PathError> {
     if path.trim().is_empty() {
-        return Err("empty metric path".into());
+        return Err(PathError::Empty);
     }
     if path != path.trim() {
-        return Err(format!(
-            "metric path `{path}` has leading or trailing spaces"
-        ));
+        return Err(PathError::Spaces { path: path.into() });
     }
     let chars: Vec<char> = path.chars().collect();
     let mut steps = Vec::new();
     let mut i = 0;
-    let at = |i: usize| format!("metric path `{path}`, character {}", i + 1);
+    let path = || path.to_string();
     while i < chars.len() {
         let c = chars[i];
+        let character = i + 1;
         if c == '[' {
             let close = (i + 1..chars.len())
                 .find(|&j| chars[j] == ']' && !inside_quotes(&chars[i + 1..j]))
-                .ok_or_else(|| format!("{}: `[` is never closed", at(i)))?;
+                .ok_or_else(|| PathError::Unclosed {
+                    path: path(),
+                    character,
+                })?;
             let inner: String = chars[i + 1..close].iter().collect();
-            steps.push(parse_selector(&inner).map_err(|e| format!("{}: {e}", at(i)))?);
+            steps.push(
+                parse_selector(&inner).map_err(|source| PathError::Selector {
+                    path: path(),
+                    character,
+                    source,
+                })?,
+            );
             i = close + 1;
         } else if c == ']' {
-            return Err(format!("{}: `]` without `[`", at(i)));
+            return Err(PathError::StrayClose {
+                path: path(),
+                character,
+            });
         } else {
             if c == '.' {
                 if steps.is_empty() {
-                    return Err(format!("{}: a path cannot start with `.`", at(i)));
+                    return Err(PathError::LeadingDot {
+                        path: path(),
+                        character,
+                    });
                 }
                 i += 1;
             } else if !steps.is_empty() {
-                return Err(format!("{}: expected `.` or `[` before `{c}`", at(i)));
+                return Err(PathError::MissingDot {
+                    path: path(),
+                    character,
+                    found: c,
+                });
             }
             let start = i;
             while i < chars.len() && !matches!(chars[i], '.' | '[' | ']') {
                 i += 1;
             }
             if start == i {
-                return Err(format!(
-                    "{}: empty key (two dots, or a dot at the end?)",
-                    at(start)
-                ));
+                return Err(PathError::EmptyKey {
+                    path: path(),
+                    character: start + 1,
+                });
             }
             steps.push(Step::Key(chars[start..i].iter().collect()));
         }
@@ -94,25 +162,22 @@ fn inside_quotes(chars: &[char]) -> bool {
     chars.iter().filter(|&&c| c == '"').count() % 2 == 1
 }
 
-fn parse_selector(inner: &str) -> Result<Step, String> {
+fn parse_selector(inner: &str) -> Result<Step, SelectorError> {
     let inner = inner.trim();
+    let owned = || inner.to_string();
     if inner.is_empty() {
-        return Err("`[]` is empty; expected an index, `field=value` or a quoted key".into());
+        return Err(SelectorError::Empty);
     }
     if let Some(rest) = inner.strip_prefix('"') {
         return match rest.strip_suffix('"') {
             Some(key) if !key.is_empty() && !key.contains('"') => Ok(Step::Key(key.to_string())),
-            _ => Err(format!(
-                "`[{inner}]`: a quoted key must look like [\"99.000000\"]"
-            )),
+            _ => Err(SelectorError::BadQuotedKey { inner: owned() }),
         };
     }
     if let Some((field, value)) = inner.split_once('=') {
         let (field, value) = (field.trim(), value.trim());
         if field.is_empty() || value.is_empty() {
-            return Err(format!(
-                "`[{inner}]`: expected `field=value`, e.g. `[jobname=randread]`"
-            ));
+            return Err(SelectorError::BadFilter { inner: owned() });
         }
         return Ok(Step::Filter {
             field: field.to_string(),
@@ -123,21 +188,18 @@ fn parse_selector(inner: &str) -> Result<Step, String> {
         return inner
             .parse::<usize>()
             .map(Step::Index)
-            .map_err(|_| format!("`[{inner}]`: index too large"));
+            .map_err(|_| SelectorError::IndexTooLarge { inner: owned() });
     }
-    Err(format!(
-        "`[{inner}]`: expected an index (`[0]`), `field=value` (`[jobname=randread]`) \
-         or a quoted key (`[\"99.000000\"]`)"
-    ))
+    Err(SelectorError::Unknown { inner: owned() })
 }
 
 /// Checks the syntax of a metric path (`jobs[jobname=randread].read.bw_bytes`).
-pub fn check_path(path: &str) -> Result<(), String> {
+pub fn check_path(path: &str) -> Result<(), PathError> {
     parse_path(path).map(|_| ())
 }
 
 /// The first key of a valid path, if it starts with one, and the number of steps.
-pub(super) fn first_key(path: &str) -> Result<Option<(String, usize)>, String> {
+pub(super) fn first_key(path: &str) -> Result<Option<(String, usize)>, PathError> {
     let steps = parse_path(path)?;
     Ok(match steps.first() {
         Some(Step::Key(k)) => Some((k.clone(), steps.len())),
@@ -145,10 +207,65 @@ pub(super) fn first_key(path: &str) -> Result<Option<(String, usize)>, String> {
     })
 }
 
+/// Why a metric path selects no number from a run's document. The texts quote the
+/// document, which holds what the tool printed, so every quoted part is escaped
+/// (`escape_controls`) when the error is made.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SelectError {
+    /// The path does not parse (config refuses it before any run).
+    #[error(transparent)]
+    Syntax(#[from] PathError),
+    /// A step finds nothing: no such key, an index past the end, no element the
+    /// filter matches, or a value that is not an object or an array.
+    #[error("metric path `{path}`: at `{step}` in {place}: {why}")]
+    NotFound {
+        path: String,
+        step: String,
+        place: String,
+        why: String,
+    },
+    /// The path ends at a value that is not a number: `found` describes it.
+    #[error("metric path `{path}`: expected a number, found {found}{}", comma_hint(.decimal_comma))]
+    NotANumber {
+        path: String,
+        found: String,
+        decimal_comma: bool,
+    },
+    /// The path ends at a JSON number too large for an `f64`.
+    #[error("metric path `{path}`: {number} is not a finite number")]
+    NotFinite { path: String, number: String },
+}
+
+/// `94,1`: a comma locale's decimal, or a thousands separator; the regex parser does
+/// not guess which.
+fn comma_hint(decimal_comma: &bool) -> &'static str {
+    if *decimal_comma {
+        " (a decimal comma? `decimal_comma = true` in `[parse_regex]` reads it as one)"
+    } else {
+        ""
+    }
+}
+
+/// Every quoted part of a `SelectError` is made with this.
+fn esc(text: &str) -> String {
+    escape_controls(text).into_owned()
+}
+
+impl From<SelectError> for ParseError {
+    fn from(e: SelectError) -> ParseError {
+        ParseError::new(e.to_string())
+    }
+}
+
 /// Selects a number from a parsed document by a metric path: a JSON number, or a
 /// string that parses as a finite number.
 pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
-    let steps = parse_path(path).map_err(ParseError)?;
+    select_number(doc, path).map_err(ParseError::from)
+}
+
+/// `select`, saying by its variant why no number was found.
+pub fn select_number(doc: &Value, path: &str) -> Result<f64, SelectError> {
+    let steps = parse_path(path)?;
     let mut current = doc;
     let mut walked = String::new();
     for step in &steps {
@@ -158,10 +275,12 @@ pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
             } else {
                 format!("`{walked}`")
             };
-            ParseError::new(format!(
-                "metric path `{path}`: at `{}` in {place}: {why}",
-                step.display()
-            ))
+            SelectError::NotFound {
+                path: esc(path),
+                step: esc(&step.display()),
+                place: esc(&place),
+                why: esc(&why),
+            }
         };
         current = match step {
             Step::Key(key) => match current {
@@ -205,27 +324,24 @@ pub fn select(doc: &Value, path: &str) -> Result<f64, ParseError> {
         walked.push_str(&step.display());
     }
     match current {
-        Value::Number(n) => n.as_f64().filter(|v| v.is_finite()).ok_or_else(|| {
-            ParseError::new(format!("metric path `{path}`: {n} is not a finite number"))
+        Value::Number(n) => {
+            n.as_f64()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| SelectError::NotFinite {
+                    path: esc(path),
+                    number: n.to_string(),
+                })
+        }
+        Value::String(s) => parse_number(s).ok_or_else(|| SelectError::NotANumber {
+            path: esc(path),
+            found: esc(&format!("the string \"{}\"", excerpt(s, EXCERPT_CHARS))),
+            decimal_comma: s.contains(',') && parse_number(&s.replace(',', ".")).is_some(),
         }),
-        Value::String(s) => parse_number(s).ok_or_else(|| {
-            // `94,1`: a comma locale's decimal, or a thousands separator; the regex
-            // parser does not guess which.
-            let comma = s.contains(',') && parse_number(&s.replace(',', ".")).is_some();
-            ParseError::new(format!(
-                "metric path `{path}`: expected a number, found the string \"{}\"{}",
-                excerpt(s, EXCERPT_CHARS),
-                if comma {
-                    " (a decimal comma? `decimal_comma = true` in `[parse_regex]` reads it as one)"
-                } else {
-                    ""
-                }
-            ))
+        other => Err(SelectError::NotANumber {
+            path: esc(path),
+            found: esc(&describe(other)),
+            decimal_comma: false,
         }),
-        other => Err(ParseError::new(format!(
-            "metric path `{path}`: expected a number, found {}",
-            describe(other)
-        ))),
     }
 }
 
@@ -296,39 +412,4 @@ fn describe(v: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn path_syntax() {
-        for ok in [
-            "real",
-            "end.sum_received.bits_per_second",
-            "jobs[jobname=randread].read.bw_bytes",
-            "jobs[0].read.iops",
-            "[0].x",
-            "jobs[0].read.clat_ns.percentile[\"99.000000\"]",
-            "a[0][1]",
-        ] {
-            assert_eq!(check_path(ok), Ok(()), "{ok}");
-        }
-        for bad in [
-            "", " real", "a..b", "a.", ".a", "a[", "a]", "a[]", "a[x]", "a[=b]", "a[0]b", "a[\"x]",
-        ] {
-            assert!(check_path(bad).is_err(), "{bad:?} should be rejected");
-        }
-    }
-
-    #[test]
-    fn select_walks_filters_and_quoted_keys() {
-        let doc = json!({"jobs": [{"jobname": "a", "groupid": 0, "p": {"99.000000": 7}},
-                                  {"jobname": "b", "groupid": 1, "v": "2.5"}]});
-        assert_eq!(select(&doc, "jobs[jobname=b].v"), Ok(2.5));
-        assert_eq!(select(&doc, "jobs[groupid=0].p[\"99.000000\"]"), Ok(7.0));
-        let err = select(&doc, "jobs[jobname=c].v").unwrap_err().0;
-        assert!(err.contains("[jobname=c]") && err.contains("a, b"), "{err}");
-        let err = select(&doc, "jobs[1].w").unwrap_err().0;
-        assert!(err.contains("`w`") && err.contains("`jobs[1]`"), "{err}");
-    }
-}
+mod tests;

@@ -141,7 +141,7 @@ pub fn check_pattern(pattern: &str) -> Result<Vec<String>, PatternError> {
         return Err(PatternError::new(span, format!("invalid regular expression: {kind}"))
             .help("the syntax is the Rust regex crate's (https://docs.rs/regex): no look-around or backreferences; name a group `(?P<name>...)`"));
     }
-    let re = compile(pattern).map_err(|e| PatternError::new(whole.clone(), e))?;
+    let re = compile(pattern).map_err(|e| PatternError::new(whole.clone(), e.to_string()))?;
     let names: Vec<String> = re.capture_names().flatten().map(str::to_string).collect();
     if names.is_empty() {
         return Err(PatternError::new(
@@ -166,8 +166,22 @@ pub fn check_pattern(pattern: &str) -> Result<Vec<String>, PatternError> {
     Ok(names)
 }
 
+/// Why the bounded engine refuses a pattern.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CompileError {
+    /// The compiled program would be over `limit` bytes (`SIZE_LIMIT`).
+    #[error(
+        "the pattern compiles to more than {limit} bytes; use fewer or smaller repetitions \
+         (`\\d{{1000}}`), or ASCII classes (`[0-9]` rather than Unicode `\\d`, `(?-u:\\w)`)"
+    )]
+    TooBig { limit: usize },
+    /// The regex crate does not parse it.
+    #[error("invalid regular expression: {0}")]
+    Invalid(::regex::Error),
+}
+
 /// The bounded engine: a pattern that would compile too large is an error, not a hang.
-fn compile(pattern: &str) -> Result<::regex::Regex, String> {
+fn compile(pattern: &str) -> Result<::regex::Regex, CompileError> {
     RegexBuilder::new(pattern)
         .multi_line(true)
         .size_limit(SIZE_LIMIT)
@@ -175,11 +189,8 @@ fn compile(pattern: &str) -> Result<::regex::Regex, String> {
         .nest_limit(NEST_LIMIT)
         .build()
         .map_err(|e| match e {
-            ::regex::Error::CompiledTooBig(limit) => format!(
-                "the pattern compiles to more than {limit} bytes; use fewer or smaller repetitions \
-                 (`\\d{{1000}}`), or ASCII classes (`[0-9]` rather than Unicode `\\d`, `(?-u:\\w)`)"
-            ),
-            other => format!("invalid regular expression: {other}"),
+            ::regex::Error::CompiledTooBig(limit) => CompileError::TooBig { limit },
+            other => CompileError::Invalid(other),
         })
 }
 
@@ -307,5 +318,37 @@ mod tests {
         assert!(e.message.contains("invalid"), "{e:?}");
         let e = check_pattern(&format!("(?P<r>{})", "a".repeat(MAX_PATTERN_BYTES))).unwrap_err();
         assert!(e.message.contains("bytes long"), "{e:?}");
+    }
+
+    /// The two ways the bounded engine refuses a pattern, by variant, with the texts
+    /// config and a run show.
+    #[test]
+    fn compile_errors_say_too_big_or_invalid_by_variant_with_the_same_text() {
+        let e = compile(r"(?P<r>\w{1000}){1000}").unwrap_err();
+        assert_eq!(e, CompileError::TooBig { limit: SIZE_LIMIT });
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the pattern compiles to more than {SIZE_LIMIT} bytes; use fewer or smaller \
+                 repetitions (`\\d{{1000}}`), or ASCII classes (`[0-9]` rather than Unicode \
+                 `\\d`, `(?-u:\\w)`)"
+            )
+        );
+        let e = compile(r"(?P<r>\d)\1").unwrap_err();
+        let CompileError::Invalid(inner) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("invalid regular expression: {inner}")
+        );
+        // A run whose recipe holds such a pattern says so as the parser's error.
+        let options = RegexOptions {
+            patterns: vec![r"(?P<r>\d)\1".into()],
+            stream: Stream::Stdout,
+            decimal_comma: false,
+        };
+        let run = parse_regex(&options, "1").unwrap_err();
+        assert_eq!(run, ParseError::new(format!("regex: {e}")));
     }
 }
