@@ -17,6 +17,7 @@ use crate::report;
 use crate::store::Store;
 
 mod boards;
+mod lab;
 mod plan_view;
 mod signals;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
@@ -217,16 +218,12 @@ pub enum LabAction {
     /// on boots the image on its boot disk (its os-release, maybe a new host key).
     Power {
         #[arg(value_enum)]
-        action: PowerArg,
+        action: lab::PowerArg,
         board: String,
     },
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum PowerArg {
-    On,
-    Off,
-    Cycle,
+    /// Build a small test image (ext4 holding /etc/os-release; same options, same
+    /// bytes) and print its path and sha256, for a scenario's `[images]`.
+    Image(lab::ImageArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -492,25 +489,8 @@ pub fn run(cli: Cli) -> Result<()> {
                 println!("lab down");
                 Ok(())
             }
-            LabAction::Power { action, board } => {
-                use crate::lab::PowerAction;
-                let action = match action {
-                    PowerArg::On => PowerAction::On,
-                    PowerArg::Off => PowerAction::Off,
-                    PowerArg::Cycle => PowerAction::Cycle,
-                };
-                let outcome = crate::lab::power(&root, &board, action)?;
-                match (outcome.booted, outcome.note) {
-                    (None, _) => println!("{board}: off"),
-                    (Some(true), None) => println!("{board}: on"),
-                    (Some(true), Some(note)) => println!("{board}: on ({note})"),
-                    (Some(false), note) => println!(
-                        "{board}: powered on, but it does not boot: {}",
-                        note.unwrap_or_default()
-                    ),
-                }
-                Ok(())
-            }
+            LabAction::Image(args) => lab::image(args),
+            LabAction::Power { action, board } => lab::power(&root, action, &board),
             LabAction::Status => {
                 match crate::lab::status(&root)? {
                     None => println!("no lab under {}", root.display()),

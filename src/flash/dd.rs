@@ -28,7 +28,9 @@ pub struct DdReport {
     pub device: String,
     /// Bytes of the image written, which is the range verified.
     pub bytes: u64,
-    /// sha256 (hex) of those bytes: the uncompressed image's digest.
+    /// sha256 (hex) of those bytes: the uncompressed image's digest. With no
+    /// `expected_len`, a stream that ended early (a decompressor that died) is verified
+    /// as what it was, so compare this with the image's recorded uncompressed sha256.
     pub sha256: String,
     /// Streaming the image, including dd's fsync.
     pub write_seconds: f64,

@@ -119,6 +119,17 @@ pub fn build(
             spec.bytes
         )));
     }
+    let plain = |v: &str| {
+        !v.is_empty()
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    if !plain(&spec.id) || !plain(&spec.version_id) || !plain(name) {
+        return Err(fail(format!(
+            "image name, ID and VERSION_ID are a-z, A-Z, 0-9, '.', '_' and '-' (got {name:?}, {:?}, {:?})",
+            spec.id, spec.version_id
+        )));
+    }
     fs::create_dir_all(dir).map_err(io(dir))?;
     let staging = dir.join(format!(".{name}.tree"));
     let _ = fs::remove_dir_all(&staging);

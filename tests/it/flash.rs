@@ -141,6 +141,18 @@ fn flash(
     )
 }
 
+fn flash_len(device: &str, image: &Path, len: u64) -> Result<DdReport, FlashError> {
+    let mut f = std::fs::File::open(image).unwrap();
+    dd::write(
+        &mut Local::new(),
+        device,
+        &[device],
+        &mut f,
+        Some(len),
+        &no_progress,
+    )
+}
+
 #[test]
 fn the_image_helper_makes_a_real_ext4_with_os_release_the_same_bytes_each_time() {
     let dir = scratch("image");
@@ -169,6 +181,34 @@ fn the_image_helper_makes_a_real_ext4_with_os_release_the_same_bytes_each_time()
         let sum = sh(&format!("{decompress} {} | sha256sum", packed.display()));
         assert_eq!(&sum[..64], file_sha256(&a), "{c:?}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn lab_image_prints_the_same_sha256_for_the_same_options() {
+    let dir = scratch("cli");
+    let run = |id: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["lab", "image", "img", "--id", id, "--version-id", "3"])
+            .args(["--compress", "zstd", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let first = run("bpcli");
+    let path = dir.join("img.img.zst");
+    assert_eq!(
+        first,
+        format!("{}  sha256 {}", path.display(), file_sha256(&path))
+    );
+    assert_eq!(run("bpcli"), first);
+    assert_ne!(run("bpcli2"), first);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -208,6 +248,10 @@ fn dd_writes_a_loop_device_and_verifies_it_by_read_back() {
         sh(&format!("blkid -p -o value -s TYPE {}", disk.device)),
         "ext4"
     );
+
+    // A stream shorter than its declared length (a decompressor that died) fails.
+    let err = flash_len(&disk.device, &img, len + 4096).unwrap_err();
+    assert!(matches!(err, FlashError::Length { .. }), "{err}");
 
     // An xz image streamed through a decompressor, its length unknown: same result.
     let xz = image::build(
