@@ -34,12 +34,12 @@ impl Worker<'_> {
         via: &str,
         device: &str,
     ) -> Result<(), CellFailure> {
-        let via_board = self
-            .boards
-            .get(&BoardName::new(via))
-            .ok_or_else(|| CellFailure::Refused {
-                reason: format!("[flash] via names no board: {via}"),
-            })?;
+        let via_board =
+            self.boards
+                .get(&BoardName::new(via))
+                .ok_or_else(|| CellFailure::Refused {
+                    reason: format!("[flash] via names no board: {via}"),
+                })?;
         // Only the board's declared boot storage may be written.
         let declared: Vec<&str> = self
             .board
@@ -66,15 +66,9 @@ impl Worker<'_> {
         self.phase(None, format!("flash {image} to {device} via {via}"));
         let label = format!("[{}] flash {image}", self.board.name);
         let show = crate::flash::progress_display(&label);
-        let report = crate::flash::dd::write(
-            t.as_mut(),
-            device,
-            &declared,
-            &mut stream,
-            max,
-            &show,
-        )
-        .map_err(|e| failed(e.to_string()))?;
+        let report =
+            crate::flash::dd::write(t.as_mut(), device, &declared, &mut stream, max, &show)
+                .map_err(|e| failed(e.to_string()))?;
         self.phase(
             None,
             format!(
@@ -87,12 +81,16 @@ impl Worker<'_> {
 
     /// Runs the board's `[power] cycle` command on the controller.
     pub(super) fn power_cycle(&self, controller: &mut dyn Transport) -> Result<(), CellFailure> {
-        let power = self.board.power.as_ref().ok_or_else(|| CellFailure::Refused {
-            reason: format!(
-                "board {} has [flash] but no [power] cycle to boot the new image",
-                self.board.name
-            ),
-        })?;
+        let power = self
+            .board
+            .power
+            .as_ref()
+            .ok_or_else(|| CellFailure::Refused {
+                reason: format!(
+                    "board {} has [flash] but no [power] cycle to boot the new image",
+                    self.board.name
+                ),
+            })?;
         let mut vars = Vars::new();
         vars.set("board", self.board.name.as_str())
             .set("host", board_host(self.board));

@@ -200,7 +200,10 @@ pub fn apply_with(
             });
     }
 
-    let schedule = schedule_of(ws, &by_board, &schedule::Estimates::default());
+    let boards = by_board.keys().map(|b| crate::model::BoardName::new(*b));
+    let boards: Vec<crate::model::BoardName> = boards.collect();
+    let history = schedule::Estimates::default().with_board_images(store.board_images(&boards)?);
+    let schedule = schedule_of(ws, &by_board, &history);
     progress.event(Event::Start {
         to_run: by_board.values().map(Vec::len).sum(),
         complete: outcome.already_complete,

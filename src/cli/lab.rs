@@ -44,13 +44,24 @@ pub struct ImageArgs {
     out: PathBuf,
 }
 
-pub fn power(root: &Path, action: PowerArg, board: &str) -> Result<(), Error> {
+pub fn power(
+    root: &Path,
+    action: PowerArg,
+    board: &str,
+    prefix: &str,
+    board_prefix: &str,
+) -> Result<(), Error> {
     let action = match action {
         PowerArg::On => PowerAction::On,
         PowerArg::Off => PowerAction::Off,
         PowerArg::Cycle => PowerAction::Cycle,
     };
-    let outcome = crate::lab::power(root, board, action)?;
+    let options = crate::lab::LabOptions {
+        prefix: prefix.to_string(),
+        board_prefix: board_prefix.to_string(),
+        ..crate::lab::LabOptions::default()
+    };
+    let outcome = crate::lab::power_with(root, &options, board, action)?;
     match (outcome.booted, outcome.note) {
         (None, _) => println!("{board}: off"),
         (Some(true), None) => println!("{board}: on"),

@@ -220,6 +220,12 @@ pub enum LabAction {
         #[arg(value_enum)]
         action: lab::PowerArg,
         board: String,
+        /// The lab's namespace prefix, when `lab up` was given another (tests do).
+        #[arg(long, default_value = "bp-lab", hide = true)]
+        prefix: String,
+        /// The lab's board-name prefix, likewise.
+        #[arg(long, default_value = "lab", hide = true)]
+        board_prefix: String,
     },
     /// Build a small test image (ext4 holding /etc/os-release; same options, same
     /// bytes) and print its path and sha256, for a scenario's `[images]`.
@@ -490,7 +496,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 Ok(())
             }
             LabAction::Image(args) => lab::image(args),
-            LabAction::Power { action, board } => lab::power(&root, action, &board),
+            LabAction::Power {
+                action,
+                board,
+                prefix,
+                board_prefix,
+            } => lab::power(&root, action, &board, &prefix, &board_prefix),
             LabAction::Status => {
                 match crate::lab::status(&root)? {
                     None => println!("no lab under {}", root.display()),

@@ -113,7 +113,9 @@ fn view<'p>(
             });
         }
     }
-    let schedule = schedule::build(ws, &work, &Estimates::from_store(&data));
+    let history =
+        Estimates::from_store(&data).with_board_images(store.board_images(ws.boards.keys())?);
+    let schedule = schedule::build(ws, &work, &history);
     Ok(View {
         rows,
         counts,

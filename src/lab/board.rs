@@ -183,11 +183,7 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
              model = {model}\n",
             via = toml_str(board.name.as_str()),
             device = toml_str(&boot.device),
-            cycle = toml_str(&format!(
-                "benchpipe lab power cycle {} --root {}",
-                board.name,
-                crate::transport::quote::sh(&root.to_string_lossy())
-            )),
+            cycle = toml_str(&power_cycle_command(board, info, root)),
             name = toml_str(&boot.name),
             path = toml_str(&boot.path),
             model = toml_str("loop device on a sparse file (the lab's boot disk)"),
@@ -238,4 +234,30 @@ pub(super) fn write_board_file(path: &Path, text: &str) -> Result<(), Error> {
         )));
     }
     state::replace(path, text.as_bytes(), 0o644)
+}
+
+/// The `[power] cycle` of a lab board: this benchpipe (when it runs as `benchpipe`, else
+/// the one on PATH) powering the board off and on, naming the lab's prefixes when they
+/// are not the defaults.
+fn power_cycle_command(board: &LabBoard, info: &LabInfo, root: &Path) -> String {
+    use crate::transport::quote::sh;
+    let exe = std::env::current_exe()
+        .ok()
+        .filter(|p| p.file_name().is_some_and(|n| n == "benchpipe"))
+        .map(|p| sh(&p.to_string_lossy()))
+        .unwrap_or_else(|| "benchpipe".into());
+    let defaults = super::LabOptions::default();
+    let mut cmd = format!(
+        "{exe} lab power cycle {} --root {}",
+        sh(board.name.as_str()),
+        sh(&root.to_string_lossy())
+    );
+    if info.prefix != defaults.prefix || info.board_prefix != defaults.board_prefix {
+        cmd.push_str(&format!(
+            " --prefix {} --board-prefix {}",
+            sh(&info.prefix),
+            sh(&info.board_prefix)
+        ));
+    }
+    cmd
 }

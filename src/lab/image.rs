@@ -113,7 +113,7 @@ pub fn build(
     spec: &ImageSpec,
     compression: Compression,
 ) -> Result<PathBuf, Error> {
-    if spec.bytes < 1 << 20 || spec.bytes % 4096 != 0 {
+    if spec.bytes < 1 << 20 || !spec.bytes.is_multiple_of(4096) {
         return Err(fail(format!(
             "an image is at least 1 MiB and whole 4 KiB blocks, not {} bytes",
             spec.bytes

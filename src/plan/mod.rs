@@ -371,8 +371,14 @@ pub enum CannotMeasure {
     #[error("image {image} must be flashed, but board {board} has no [flash] method")]
     NoFlashMethod { image: ImageName, board: BoardName },
     /// apply would measure the OS already on the board under this image's key.
-    #[error("flashing is not implemented yet; image {image} cannot be verified on board {board}")]
-    FlashingNotImplemented { image: ImageName, board: BoardName },
+    #[error(
+        "flashing with {method} is not implemented yet; image {image} cannot be verified on board {board}"
+    )]
+    FlashingNotImplemented {
+        image: ImageName,
+        board: BoardName,
+        method: &'static str,
+    },
     #[error(
         "test {test} reads the storage's block device, but storage {storage} declares no device"
     )]
@@ -410,17 +416,27 @@ fn make_cell(
         .ok_or_else(|| CannotMeasure::UnknownImage(a.image.clone()))?;
     if !matches!(image.source, ImageSource::Installed) {
         let (image, board_name) = (a.image.clone(), a.board.clone());
-        return Err(if board.flash == Flash::None {
-            CannotMeasure::NoFlashMethod {
-                image,
-                board: board_name,
+        match &board.flash {
+            Flash::None => {
+                return Err(CannotMeasure::NoFlashMethod {
+                    image,
+                    board: board_name,
+                });
             }
-        } else {
-            CannotMeasure::FlashingNotImplemented {
-                image,
-                board: board_name,
+            Flash::Dd { .. } => {}
+            // apply would measure the OS already on the board under this image's key.
+            Flash::Tpi { .. } | Flash::Command { .. } => {
+                return Err(CannotMeasure::FlashingNotImplemented {
+                    image,
+                    board: board_name,
+                    method: if matches!(board.flash, Flash::Tpi { .. }) {
+                        "tpi"
+                    } else {
+                        "a command"
+                    },
+                });
             }
-        });
+        }
     }
     let storage = match &a.storage {
         None => None,

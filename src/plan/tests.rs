@@ -104,11 +104,15 @@ fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reaso
 }
 
 #[test]
-fn an_image_on_a_board_with_flash_is_skipped_until_flashing_exists() {
+fn an_image_is_planned_on_a_board_that_flashes_with_dd_and_skipped_where_its_method_is_missing() {
     let mut ws = fixtures::workspace();
     ws.boards.get_mut(&"pi-1".into()).unwrap().flash = crate::model::Flash::Dd {
         via: "helper".into(),
         device: "/dev/mmcblk0".into(),
+    };
+    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = crate::model::Flash::Tpi {
+        via: "bmc".into(),
+        node: 2,
     };
     let s = &mut ws.scenarios[0];
     s.images.insert(
@@ -129,14 +133,20 @@ fn an_image_on_a_board_with_flash_is_skipped_until_flashing_exists() {
     let plan = expand(&ws, &ws.scenarios[0]);
     assert!(
         plan.skipped.iter().any(|s| s.reason
-            == "flashing is not implemented yet; image raspios cannot be verified on board pi-1"),
+            == "flashing with tpi is not implemented yet; image raspios cannot be verified on board pi-2"),
         "{:?}",
         plan.skipped
     );
+    // pi-1 flashes with dd: its raspios cells are planned, pi-2's are not.
+    let raspios: Vec<&str> = plan
+        .cells
+        .iter()
+        .filter(|c| c.address.image.as_str() == "raspios")
+        .map(|c| c.address.board.as_str())
+        .collect();
     assert!(
-        plan.cells
-            .iter()
-            .all(|c| c.address.image.as_str() == "installed")
+        !raspios.is_empty() && raspios.iter().all(|b| *b == "pi-1"),
+        "{raspios:?}"
     );
 }
 
@@ -381,9 +391,9 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
 fn cannot_measure_says_why_by_variant_with_the_same_text() {
     let mut ws = fixtures::workspace();
     ws.boards.get_mut(&"pi-2".into()).unwrap().storage[1].device = None;
-    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = crate::model::Flash::Dd {
-        via: "helper".into(),
-        device: "/dev/mmcblk0".into(),
+    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = crate::model::Flash::Tpi {
+        via: "bmc".into(),
+        node: 2,
     };
     ws.recipes.get_mut(&"xz".into()).unwrap().uses_device = true;
     ws.scenarios[0].images.insert(
@@ -435,8 +445,9 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
             C::FlashingNotImplemented {
                 image: "raspios".into(),
                 board: "pi-2".into(),
+                method: "tpi",
             },
-            "flashing is not implemented yet; image raspios cannot be verified on board pi-2",
+            "flashing with tpi is not implemented yet; image raspios cannot be verified on board pi-2",
         ),
         (
             at("pi-1", Some("nvme"), None, "disk-4k", "installed"),

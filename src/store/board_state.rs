@@ -32,6 +32,21 @@ impl Store {
         read_json(&self.board_state_path(board))
     }
 
+    /// The image identity each of `boards` was last verified at (boards never verified,
+    /// or left unverified by a flash, are absent).
+    pub fn board_images<'b>(
+        &self,
+        boards: impl IntoIterator<Item = &'b BoardName>,
+    ) -> Result<std::collections::BTreeMap<BoardName, String>> {
+        let mut out = std::collections::BTreeMap::new();
+        for b in boards {
+            if let Some(s) = self.board_state(b)? {
+                out.insert(b.clone(), s.identity);
+            }
+        }
+        Ok(out)
+    }
+
     /// Replaces the board's state atomically.
     pub fn write_board_state(&self, state: &BoardState) -> Result<()> {
         let dir = self.root.join("boards");

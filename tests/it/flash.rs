@@ -704,3 +704,193 @@ fn over_ssh_exec_input_streams_input_intact_and_stops_feeding_a_command_that_end
     assert!(matches!(r, Err(TransportError::Timeout { .. })), "{r:?}");
     assert!(t.run("true", None).unwrap().exit.success());
 }
+
+/// A lab board's project for `apply`: its [power] cycle runs this build's benchpipe,
+/// a recipe that reports the booted image's VERSION_ID, and a scenario flashing `images`
+/// (name, file, VERSION_ID) each with its expectations.
+fn flash_project(lab: &Lab, images: &[(&str, &Path, &str)]) -> String {
+    let board = lab.board(0);
+    let name = board.name.to_string();
+    let text = std::fs::read_to_string(&board.board_file).unwrap();
+    // The test binary built the lab: the power cycle names the benchpipe on PATH.
+    let text = text.replace(
+        "cycle = \"benchpipe lab power",
+        &format!("cycle = \"{} lab power", env!("CARGO_BIN_EXE_benchpipe")),
+    );
+    assert!(text.contains(env!("CARGO_BIN_EXE_benchpipe")), "{text}");
+    std::fs::write(&board.board_file, text).unwrap();
+    for d in ["pipeline", "scenarios"] {
+        std::fs::create_dir_all(lab.root.join(d)).unwrap();
+    }
+    std::fs::write(
+        lab.root.join("pipeline/osver.toml"),
+        r#"description = "the booted image's VERSION_ID, as a number"
+uses_storage = false
+[run]
+command = '''. /etc/os-release && printf '{"version": %s}\n' "$VERSION_ID"'''
+parse = "json"
+[metrics]
+version = { from = "version", unit = "VERSION_ID", better = "higher" }
+"#,
+    )
+    .unwrap();
+    let mut tables = String::new();
+    let mut names = Vec::new();
+    for (image, file, version) in images {
+        tables.push_str(&format!(
+            "[images.{image}]\npath = \"{}\"\nsha256 = \"{}\"\n\
+             [images.{image}.expect]\nos_release = {{ ID = \"bpflash\", VERSION_ID = \"{version}\" }}\n",
+            file.display(),
+            file_sha256(file)
+        ));
+        names.push(format!("\"{image}\""));
+    }
+    std::fs::write(
+        lab.root.join("scenarios/lab-flash.toml"),
+        format!(
+            "title = \"flash\"\n{tables}[matrix]\nimage = [{}]\nboard = [\"{name}\"]\n\
+             test = [\"osver\"]\n[method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n",
+            names.join(", ")
+        ),
+    )
+    .unwrap();
+    name
+}
+
+fn apply(root: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .current_dir(root)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Every stored sample's `version` metric of the cells of `image`.
+fn versions(root: &Path, image: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root.join("results")).unwrap() {
+        let dir = e.unwrap().path();
+        let Ok(cell) = std::fs::read_to_string(dir.join("cell.json")) else {
+            continue;
+        };
+        let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
+        if cell["address"]["image"] != image {
+            continue;
+        }
+        for line in std::fs::read_to_string(dir.join("samples.jsonl"))
+            .unwrap_or_default()
+            .lines()
+        {
+            let s: serde_json::Value = serde_json::from_str(line).unwrap();
+            out.push(s["metrics"]["version"].as_f64().unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn apply_flashes_each_image_once_verifies_its_boot_and_measures_it_on_its_own_image() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("apply");
+    let v1 = image::build(
+        &dir,
+        "v1",
+        &ImageSpec::new("bpflash", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    let v2 = image::build(&dir, "v2", &ImageSpec::new("bpflash", "2"), Compression::Xz).unwrap();
+    let name = flash_project(&lab, &[("v1", &v1, "1"), ("v2", &v2, "2")]);
+
+    // The plan says which board is reflashed with which image, touching nothing.
+    let dry = apply(
+        &lab.root,
+        &["apply", "--dry-run", "scenarios/lab-flash.toml"],
+    );
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.status.success(), "{text}");
+    assert_eq!(text.matches("REFLASH with").count(), 2, "{text}");
+
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("verified by read-back"), "{err}");
+    // Each image's cell was measured on that image, as the board itself reports it.
+    assert_eq!(versions(&lab.root, "v1"), [1.0, 1.0]);
+    assert_eq!(versions(&lab.root, "v2"), [2.0, 2.0]);
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.root.join(format!("results/boards/{name}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["image"], "v2");
+    assert_eq!(state["identity"], format!("sha256:{}", file_sha256(&v2)));
+
+    // The board is at v2: measuring v2 again needs no flash, v1 does.
+    let again = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--dry-run",
+            "--redo",
+            "image=v2",
+            "scenarios/lab-flash.toml",
+        ],
+    );
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(!text.contains("REFLASH"), "{text}");
+    assert!(text.contains("verify image v2"), "{text}");
+    let out = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--no-report",
+            "--redo",
+            "image=v2",
+            "scenarios/lab-flash.toml",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("read-back"), "reflashed: {err}");
+    assert_eq!(versions(&lab.root, "v2"), [2.0, 2.0, 2.0, 2.0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn apply_refuses_an_image_whose_sha256_differs_and_one_that_boots_as_something_else() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("apply-bad");
+    let v1 = image::build(
+        &dir,
+        "v1",
+        &ImageSpec::new("bpflash", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    // v3's expectations say VERSION_ID 3, but the file holds 1.
+    flash_project(&lab, &[("v1", &v1, "1"), ("v3", &v1, "3")]);
+    let s = lab.root.join("scenarios/lab-flash.toml");
+    let text = std::fs::read_to_string(&s).unwrap();
+    // v1's declared digest is wrong.
+    let sha = file_sha256(&v1);
+    let text = text.replacen(&sha, &"0".repeat(64), 1);
+    std::fs::write(&s, text).unwrap();
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("nothing was flashed"), "{err}");
+    assert!(
+        err.contains("os_release.VERSION_ID is \"1\", expected \"3\""),
+        "{err}"
+    );
+    assert!(versions(&lab.root, "v1").is_empty() && versions(&lab.root, "v3").is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,8 +17,8 @@ mod tests;
 
 use super::{Cell, CellKey};
 use crate::model::{
-    AS_IS, BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe, RunOrder, Side,
-    StorageName, TestName, Workspace,
+    AS_IS, BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe,
+    RunOrder, Side, StorageName, TestName, Workspace,
 };
 use crate::store::CellData;
 
@@ -369,7 +369,13 @@ fn board_steps(
 
 /// Fetch, flash and power-cycle for one image; the steps the plan leaves out when the
 /// board is already at the image.
-fn flash_steps(steps: &mut Vec<Step>, image: &ImageName, via: &str, device: &str, cells: &[CellKey]) {
+fn flash_steps(
+    steps: &mut Vec<Step>,
+    image: &ImageName,
+    via: &str,
+    device: &str,
+    cells: &[CellKey],
+) {
     let step = |action, side| Step {
         action,
         cells: cells.to_vec(),
