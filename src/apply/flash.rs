@@ -33,7 +33,7 @@ impl Worker<'_> {
         fetched: &Fetched,
         via: &str,
         device: &str,
-    ) -> Result<(), CellFailure> {
+    ) -> Result<crate::flash::dd::DdReport, CellFailure> {
         let via_board =
             self.boards
                 .get(&BoardName::new(via))
@@ -76,7 +76,18 @@ impl Worker<'_> {
                 report.bytes, report.write_seconds, report.verify_seconds
             ),
         );
-        Ok(())
+        // With the length unknown up front, dd verified whatever arrived: the stream's
+        // digest must still be the image's.
+        // The first full read of the image recorded its facts.
+        if let Some(f) = image::known_facts(fetched)
+            && f.uncompressed_sha256 != report.sha256
+        {
+            return Err(failed(format!(
+                "wrote {} bytes with sha256 {}, but the image's content has sha256 {}",
+                report.bytes, report.sha256, f.uncompressed_sha256
+            )));
+        }
+        Ok(report)
     }
 
     /// Runs the board's `[power] cycle` command on the controller.

@@ -50,6 +50,8 @@ struct Walk<'j, 'c> {
     fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
     /// Set by a power cycle: the next connect waits for the board to boot.
     booting: bool,
+    /// What each image flashed in this walk wrote (facts of its cells).
+    flashed: BTreeMap<crate::model::ImageName, Value>,
 }
 
 impl Walk<'_, '_> {
@@ -107,6 +109,7 @@ impl Worker<'_> {
             interrupted: false,
             fetched: BTreeMap::new(),
             booting: false,
+            flashed: BTreeMap::new(),
         };
         // A cell's outcome is final after the last step that names it.
         let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
@@ -289,7 +292,19 @@ impl Worker<'_> {
                     image: image.to_string(),
                     message: "the image was not fetched".into(),
                 })?;
-                return self.flash(image, fetched, via, device);
+                let report = self.flash(image, fetched, via, device)?;
+                // Recorded beside each cell of the image: what was written and proven.
+                let mut written = json!({
+                    "file_sha256": fetched.sha256,
+                    "written_bytes": report.bytes,
+                    "written_sha256": report.sha256,
+                });
+                if let Some(f) = crate::image::known_facts(fetched) {
+                    written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
+                    written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
+                }
+                w.flashed.insert(image.clone(), written);
+                return Ok(());
             }
             Action::PowerCycle => {
                 w.board = None;
@@ -331,6 +346,7 @@ impl Worker<'_> {
             seq,
             mounted,
             outcomes,
+            flashed,
             ..
         } = &mut *w;
         let Some(board) = board.as_deref_mut() else {
@@ -426,6 +442,11 @@ impl Worker<'_> {
                         (facts.as_object_mut(), tools.get(&job.recipe.name))
                     {
                         obj.extend(extra.clone());
+                    }
+                    if let (Some(obj), Some(written)) =
+                        (facts.as_object_mut(), flashed.get(&job.cell.address.image))
+                    {
+                        obj.insert("flashed".into(), written.clone());
                     }
                     let cell = self.open_cell(job, &facts)?;
                     live.insert(first.clone(), cell);

@@ -828,6 +828,21 @@ fn apply_flashes_each_image_once_verifies_its_boot_and_measures_it_on_its_own_im
     .unwrap();
     assert_eq!(state["image"], "v2");
     assert_eq!(state["identity"], format!("sha256:{}", file_sha256(&v2)));
+    // Each cell's facts say what was written: the xz file's digest and the content's.
+    let facts: Vec<serde_json::Value> = std::fs::read_dir(lab.root.join("results"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("facts.json")).ok())
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .collect();
+    let v2_facts = facts
+        .iter()
+        .find(|f| f["flashed"]["file_sha256"] == file_sha256(&v2))
+        .expect("v2's cell records its flash");
+    assert_eq!(v2_facts["flashed"]["written_bytes"], 8 << 20);
+    assert_eq!(
+        v2_facts["flashed"]["written_sha256"],
+        v2_facts["flashed"]["uncompressed_sha256"]
+    );
 
     // The board is at v2: measuring v2 again needs no flash, v1 does.
     let again = apply(
