@@ -36,6 +36,10 @@ pub struct Ssh {
     pub identity: Option<S<String>>,
     pub password_env: Option<S<String>>,
     pub known_hosts: Option<S<String>>,
+    pub connect_timeout: Option<S<String>>,
+    pub keepalive: Option<S<String>>,
+    pub host_key: Option<S<String>>,
+    pub proxy_jump: Option<S<String>>,
 }
 
 /// All methods' fields in one table; which ones apply is checked against `method`.

@@ -35,9 +35,12 @@ use super::{Exit, Transport, TransportError};
 use crate::model::{BoardName, SshTarget};
 use channel::Stop;
 use config::{SshConfig, expand_tilde};
-use connect::{authenticate, handshake, resolve, verify_host_key};
+use connect::{authenticate, handshake, resolve, tcp_connect, verify_host_key};
 use hostkey::HostKey;
 use wrapper::wrap;
+
+/// How long connecting may take when the board file sets no `connect_timeout`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Settings a caller rarely changes; tests inject their own ssh_config path.
 #[derive(Clone, Debug)]
@@ -73,6 +76,8 @@ pub struct Resolved {
     /// Key files to offer, in order; the board file's own comes first.
     pub identities: Vec<PathBuf>,
     pub known_hosts: PathBuf,
+    /// The host key the board file pins; known_hosts is not consulted then.
+    pub host_key: Option<HostKey>,
 }
 
 impl Resolved {
@@ -100,6 +105,11 @@ impl Resolved {
                 .unwrap_or_else(config::local_user),
             identities,
             known_hosts,
+            // `check` refused a key that does not parse.
+            host_key: target
+                .host_key
+                .as_deref()
+                .and_then(|k| HostKey::parse(k).ok()),
         }
     }
 
@@ -140,8 +150,10 @@ pub struct SshTransport {
     target: SshTarget,
     resolved: Resolved,
     options: ConnectOptions,
-    /// Bounds connecting, and how long a silent connection may go unanswered.
+    /// How long a silent connection may go unanswered.
     timeout: Duration,
+    /// Bounds the TCP connect, the handshake and authentication.
+    connect_timeout: Duration,
     conn: Option<Conn>,
 }
 
@@ -174,12 +186,19 @@ impl SshTransport {
         options: ConnectOptions,
     ) -> Result<SshTransport, TransportError> {
         let resolved = resolve(board, target, &options)?;
+        let mut options = options;
+        if let Some(k) = target.keepalive {
+            options.keepalive = k;
+        }
         Ok(SshTransport {
             board: board.clone(),
             target: target.clone(),
             resolved,
             options,
             timeout,
+            connect_timeout: target
+                .connect_timeout
+                .unwrap_or(timeout.min(DEFAULT_CONNECT_TIMEOUT)),
             conn: None,
         })
     }
@@ -261,11 +280,16 @@ impl SshTransport {
     }
 
     fn open(&self) -> Result<Conn, TransportError> {
+        let started = Instant::now();
+        let stream = tcp_connect(&self.board, &self.resolved, self.connect_timeout)?;
         let (session, socket) = handshake(
             &self.board,
             &self.resolved,
-            self.timeout,
+            stream,
+            started,
+            self.connect_timeout,
             self.options.ciphers.as_deref(),
+            self.resolved.host_key.as_ref(),
         )?;
         let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
             target: self.board.to_string(),

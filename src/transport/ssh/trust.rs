@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::connect::{handshake, resolve};
+use super::connect::{handshake, resolve, tcp_connect};
 use super::hostkey::{self, HostKey};
 use super::{ConnectOptions, Resolved};
 use crate::model::{BoardName, SshTarget};
@@ -17,7 +17,17 @@ pub fn scan_host_key(
     options: &ConnectOptions,
 ) -> Result<(Resolved, HostKey), TransportError> {
     let resolved = resolve(board, target, options)?;
-    let (session, _socket) = handshake(board, &resolved, timeout, options.ciphers.as_deref())?;
+    let started = std::time::Instant::now();
+    let stream = tcp_connect(board, &resolved, timeout)?;
+    let (session, _socket) = handshake(
+        board,
+        &resolved,
+        stream,
+        started,
+        timeout,
+        options.ciphers.as_deref(),
+        None,
+    )?;
     let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
         target: board.to_string(),
         reason: format!("{} sent no host key", resolved.address()),

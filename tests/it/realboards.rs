@@ -1,0 +1,186 @@
+//! Integration tests: real boards as they come. Boards that are off or unroutable,
+//! per-board connect timeouts, pinned host keys, jump hosts and sudo, against the lab's
+//! real sshds in network namespaces.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use benchpipe::transport::local::Local;
+use benchpipe::transport::{Transport, TransportError};
+
+use crate::lab::Lab;
+
+fn bp(root: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(args)
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &std::process::Output) -> String {
+    crate::spine::text(o)
+}
+
+fn local(command: &str) -> benchpipe::transport::Output {
+    Local::new()
+        .run(command, Some(Duration::from_secs(30)))
+        .unwrap()
+}
+
+/// Two one-value recipes and a scenario running both on `boards`.
+fn echo_workspace(root: &Path, boards: &[&str]) {
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    for name in ["echo", "echo2"] {
+        std::fs::write(
+            root.join(format!("pipeline/{name}.toml")),
+            "description = \"a value\"\nuses_storage = false\n[run]\n\
+             command = \"echo '{\\\"value\\\": 1}'\"\nparse = \"json\"\n[metrics]\n\
+             value = { from = \"value\", unit = \"x\", better = \"higher\" }\n",
+        )
+        .unwrap();
+    }
+    let boards: Vec<String> = boards.iter().map(|b| format!("\"{b}\"")).collect();
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"lab\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [{}]\ntest = [\"echo\", \"echo2\"]\n[method]\n\
+             warmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
+            boards.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+fn failure_files(root: &Path) -> Vec<PathBuf> {
+    let Ok(dir) = std::fs::read_dir(root.join("results")) else {
+        return Vec::new();
+    };
+    dir.map(|e| e.unwrap().path().join("failure.json"))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// A lab board's file with its `[ssh]` table's `host = ...` line rewritten, and
+/// `extra` lines added to the table.
+fn board_file_like(lab: &Lab, i: usize, host: &str, extra: &str) -> String {
+    let b = lab.board(i);
+    std::fs::read_to_string(&b.board_file)
+        .unwrap()
+        .replace(
+            &format!("host = \"{}\"", b.address),
+            &format!("host = \"{host}\"\n{extra}"),
+        )
+        .replace(&format!("\"{}\"", b.workdir), "\"/var/tmp/bp-realboards-copy\"")
+}
+
+/// A board that refuses connections and one whose packets are dropped each give one
+/// line with the real cause, their cells get no failure.json and stay missing in
+/// `plan`, and the working board beside them completes its cells.
+#[test]
+fn unreachable_boards_are_one_line_each_with_the_tcp_cause_and_no_failed_cells() {
+    let lab = Lab::up(2);
+    let name = lab.board(0).name.to_string();
+    // Nothing listens on port 1 of the controller: refused.
+    std::fs::write(
+        lab.root.join("boards/closed.toml"),
+        "model = \"off\"\nworkdir = \"/var/tmp/bp-closed\"\n[ssh]\nhost = \"127.0.0.1\"\n\
+         port = 1\nuser = \"root\"\n",
+    )
+    .unwrap();
+    // Lab board 1 drops every reply to the controller: its SYN-ACKs go into a blackhole
+    // route in its own namespace, as if the board were off behind a switch.
+    let dark = lab.board(1);
+    let out = local(&format!(
+        "ip netns exec {} ip route add blackhole {}/32",
+        dark.netns, dark.controller_address
+    ));
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    std::fs::write(
+        lab.root.join("boards/dark.toml"),
+        board_file_like(&lab, 1, &dark.address.to_string(), "connect_timeout = \"1s\""),
+    )
+    .unwrap();
+    echo_workspace(&lab.root, &[&name, "closed", "dark"]);
+
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml", "--no-report"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("apply: 2 cell(s) completed, 0 already complete, 0 failed"),
+        "{all}"
+    );
+    let summary = |board: &str| {
+        stderr
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("board {board} unreachable: ")))
+            .unwrap_or_else(|| panic!("no summary line for {board}: {all}"))
+            .to_string()
+    };
+    let closed = summary("closed");
+    assert!(
+        closed.contains("connection refused") && closed.ends_with("; 2 cell(s) not run"),
+        "{closed}"
+    );
+    let dark_line = summary("dark");
+    assert!(
+        dark_line.contains("timed out connecting (after 1 s")
+            && dark_line.ends_with("; 2 cell(s) not run"),
+        "{dark_line}"
+    );
+    assert!(!all.contains("handshake"), "TCP never connected: {all}");
+    // The failed connect step's line and one summary line per board, never one per cell.
+    for board in ["closed", "dark"] {
+        let lines = stderr
+            .lines()
+            .filter(|l| {
+                l.contains(board) && (l.contains("unreachable") || l.contains("cannot connect"))
+            })
+            .count();
+        assert_eq!(lines, 2, "{board}: {all}");
+    }
+    assert_eq!(failure_files(&lab.root), Vec::<PathBuf>::new(), "{all}");
+
+    let plan = bp(&lab.root, &["plan", "scenarios/s.toml"]);
+    let plan_text = String::from_utf8_lossy(&plan.stdout).to_string();
+    assert!(
+        plan_text.contains("2 complete, 0 partial, 4 missing, 0 failed"),
+        "{}",
+        text(&plan)
+    );
+}
+
+/// The board file's `connect_timeout` bounds the connect, not the caller's timeout.
+#[test]
+fn the_board_files_connect_timeout_bounds_connecting() {
+    let lab = Lab::up(1);
+    let b = lab.board(0);
+    let out = local(&format!(
+        "ip netns exec {} ip route add blackhole {}/32",
+        b.netns, b.controller_address
+    ));
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    let mut target = lab.target(0);
+    target.connect_timeout = Some(Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    let e = match benchpipe::transport::ssh::SshTransport::connect_with(
+        &b.name,
+        &target,
+        Duration::from_secs(60),
+        crate::lab::options(),
+    ) {
+        Err(e) => e,
+        Ok(_) => panic!("connected through a blackhole"),
+    };
+    assert!(matches!(e, TransportError::Unreachable { .. }), "{e}");
+    assert!(
+        e.to_string().contains("timed out connecting (after 0.7 s"),
+        "{e}"
+    );
+    // Far below the 60 s the caller allowed, far above 0.7 s: no timing is judged closer.
+    assert!(started.elapsed() < Duration::from_secs(30), "{e}");
+}
