@@ -184,3 +184,62 @@ fn the_board_files_connect_timeout_bounds_connecting() {
     // Far below the 60 s the caller allowed, far above 0.7 s: no timing is judged closer.
     assert!(started.elapsed() < Duration::from_secs(30), "{e}");
 }
+
+/// The board's real key, as the lab's known_hosts holds it: `ALGORITHM BASE64`.
+fn real_host_key(lab: &Lab, i: usize) -> String {
+    let address = lab.board(i).address.to_string();
+    std::fs::read_to_string(&lab.info.known_hosts)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some(address.as_str())).then(|| w.collect::<Vec<_>>().join(" "))
+        })
+        .expect("the lab's known_hosts has the board")
+}
+
+/// A pinned key stands instead of known_hosts: the real key connects with an empty
+/// known_hosts, another key is refused naming both fingerprints.
+#[test]
+fn a_pinned_host_key_is_the_key_expected_and_another_is_refused() {
+    let lab = Lab::up(1);
+    let b = lab.board(0);
+    let empty = lab.root.join("empty_known_hosts");
+    std::fs::write(&empty, "").unwrap();
+    let mut target = lab.target(0);
+    target.known_hosts = Some(empty);
+    let connect = |target: &benchpipe::model::SshTarget| {
+        benchpipe::transport::ssh::SshTransport::connect_with(
+            &b.name,
+            target,
+            Duration::from_secs(20),
+            crate::lab::options(),
+        )
+    };
+    target.host_key = Some(real_host_key(&lab, 0));
+    let mut t = connect(&target).unwrap_or_else(|e| panic!("the pinned real key: {e}"));
+    assert_eq!(t.run("echo pinned", None).unwrap().stdout_str(), "pinned\n");
+
+    let other = lab.root.join("other_key");
+    let out = local(&format!(
+        "ssh-keygen -q -t ed25519 -N '' -f {} && cat {}.pub",
+        other.display(),
+        other.display()
+    ));
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    let wrong = out.stdout_str();
+    target.host_key = Some(wrong.trim().to_string());
+    let e = match connect(&target) {
+        Err(e) => e,
+        Ok(_) => panic!("a wrong pinned key was accepted"),
+    };
+    let real = benchpipe::transport::ssh::hostkey::HostKey::parse(&real_host_key(&lab, 0)).unwrap();
+    let wrong = benchpipe::transport::ssh::hostkey::HostKey::parse(&wrong).unwrap();
+    assert!(matches!(e, TransportError::HostKey { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&real.fingerprint()) && msg.contains(&wrong.fingerprint()),
+        "{msg}"
+    );
+    assert!(msg.contains("pins"), "{msg}");
+}
