@@ -40,6 +40,8 @@ pub struct Ssh {
     pub keepalive: Option<S<String>>,
     pub host_key: Option<S<String>>,
     pub proxy_jump: Option<S<String>>,
+    pub r#become: Option<S<String>>,
+    pub sudo_password_env: Option<S<String>>,
 }
 
 /// All methods' fields in one table; which ones apply is checked against `method`.

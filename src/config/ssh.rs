@@ -54,6 +54,26 @@ pub(super) fn target(
     if let Some(id) = &ssh.identity {
         identity_exists(src, id, diags);
     }
+    let become_sudo = match &ssh.r#become {
+        Some(b) if b.get_ref() == "sudo" => true,
+        Some(b) => {
+            diags.push(
+                src.at_value(b, format!("unknown `become` `{}`: expected `sudo`", b.get_ref().escape_debug()))
+                    .with_help("`become = \"sudo\"` runs every command on the board as root through sudo; leave it out to run them as the login user"),
+            );
+            false
+        }
+        None => false,
+    };
+    if let Some(var) = &ssh.sudo_password_env {
+        env_name(src, var, "sudo_password_env", diags);
+        if ssh.r#become.is_none() {
+            diags.push(
+                src.at_value(var, "`sudo_password_env` without `become = \"sudo\"` is never used")
+                    .with_help("add `become = \"sudo\"`, or remove `sudo_password_env`"),
+            );
+        }
+    }
     let connect_timeout = ssh
         .connect_timeout
         .as_ref()
@@ -95,6 +115,8 @@ pub(super) fn target(
         keepalive,
         host_key,
         proxy_jump,
+        become_sudo,
+        sudo_password_env: ssh.sudo_password_env.as_ref().map(|p| p.get_ref().clone()),
     })
 }
 

@@ -137,6 +137,10 @@ pub struct SshTarget {
     /// A jump host (`user@host:port`, or a `Host` alias), reached first; its own
     /// ProxyJump from `~/.ssh/config` is not followed.
     pub proxy_jump: Option<String>,
+    /// `become = "sudo"`: every command runs as root through `sudo`.
+    pub become_sudo: bool,
+    /// The name of an environment variable holding the sudo password; never the password.
+    pub sudo_password_env: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -15,6 +15,7 @@ mod channel;
 pub mod config;
 mod connect;
 pub mod hostkey;
+mod sudo;
 #[cfg(test)]
 mod tests;
 mod transfer;
@@ -155,6 +156,8 @@ pub struct SshTransport {
     /// Bounds the TCP connect, the handshake and authentication.
     connect_timeout: Duration,
     conn: Option<Conn>,
+    /// How sudo runs, once asked (`become = "sudo"` only); kept across reconnects.
+    sudo: Option<sudo::Sudo>,
 }
 
 impl SshTransport {
@@ -175,6 +178,7 @@ impl SshTransport {
     ) -> Result<SshTransport, TransportError> {
         let mut t = Self::new(board, target, timeout, options)?;
         t.conn = Some(t.open()?);
+        t.probe_sudo()?;
         Ok(t)
     }
 
@@ -200,6 +204,7 @@ impl SshTransport {
                 .connect_timeout
                 .unwrap_or(timeout.min(DEFAULT_CONNECT_TIMEOUT)),
             conn: None,
+            sudo: None,
         })
     }
 
@@ -325,7 +330,7 @@ impl SshTransport {
             match self.open() {
                 Ok(c) => {
                     self.conn = Some(c);
-                    return Ok(());
+                    return self.probe_sudo();
                 }
                 Err(e @ TransportError::Unreachable { .. })
                     if Instant::now() + delay < deadline =>

@@ -243,3 +243,153 @@ fn a_pinned_host_key_is_the_key_expected_and_another_is_refused() {
     );
     assert!(msg.contains("pins"), "{msg}");
 }
+
+/// Local users for a test, with sudoers entries; removed on drop, also on panic.
+struct Users(Vec<String>);
+
+impl Users {
+    /// `name` with a home, a shell and an unlocked (but unusable) password field, so
+    /// that the lab's sshd (UsePAM no) lets it log in with the lab's key.
+    fn add(&mut self, name: &str, sudoers: &str, password: Option<&str>) {
+        let out = local(&format!(
+            "useradd -m -s /bin/sh {name} && usermod -p '*' {name} && \
+             printf '%s\\n' '{sudoers}' > /etc/sudoers.d/{name} && chmod 0440 /etc/sudoers.d/{name}"
+        ));
+        self.0.push(name.to_string());
+        assert!(out.exit.success(), "{}", out.stderr_str());
+        if let Some(p) = password {
+            let out = local(&format!("printf '%s:%s\\n' {name} {p} | chpasswd"));
+            assert!(out.exit.success(), "{}", out.stderr_str());
+        }
+    }
+}
+
+impl Drop for Users {
+    fn drop(&mut self) {
+        for u in &self.0 {
+            local(&format!(
+                "rm -f /etc/sudoers.d/{u}; pkill -KILL -u {u}; userdel -r {u} 2>/dev/null; true"
+            ));
+        }
+    }
+}
+
+/// A board whose login user is not root: with NOPASSWD sudo, `become = "sudo"` runs
+/// every command as root (check says so, and apply runs a cell); a user whose sudo
+/// asks for a password is refused with the cause, unless `sudo_password_env` names a
+/// variable holding the right password; a wrong one is refused at once.
+#[test]
+fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_password() {
+    if !Path::new("/usr/bin/sudo").exists() {
+        crate::cannot_run(
+            "become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_password",
+            "sudo is not installed (apt-get install sudo)",
+        );
+        return;
+    }
+    let lab = Lab::up(1);
+    let pid = std::process::id() % 100_000;
+    let (np, pw) = (format!("bpnp{pid}"), format!("bppw{pid}"));
+    let mut users = Users(Vec::new());
+    users.add(&np, &format!("{np} ALL=(ALL) NOPASSWD: ALL"), None);
+    users.add(&pw, &format!("{pw} ALL=(ALL) ALL"), Some("s3cret-Pw"));
+    // sshd reads AuthorizedKeysFile as the login user: let them read the lab's
+    // (public keys only).
+    let keys = lab.info.authorized_keys();
+    let out = local(&format!(
+        "chmod 0755 {} && chmod 0644 {}",
+        keys.parent().unwrap().display(),
+        keys.display()
+    ));
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    let b = lab.board(0);
+    let file = |user: &str, extra: &str, workdir: &str| {
+        std::fs::read_to_string(&b.board_file)
+            .unwrap()
+            .replace("user = \"root\"", &format!("user = \"{user}\"\n{extra}"))
+            .replace(&format!("\"{}\"", b.workdir), &format!("\"{workdir}\""))
+    };
+    let become_ = "become = \"sudo\"";
+    let boards = [
+        ("np", file(&np, become_, "/var/tmp/bp-become-np")),
+        ("plain", file(&np, "", "/var/tmp/bp-become-plain")),
+        ("pw", file(&pw, become_, "/var/tmp/bp-become-pw")),
+        (
+            "pwenv",
+            file(&pw, &format!("{become_}\nsudo_password_env = \"BP_TEST_SUDO_PW\""), "/var/tmp/bp-become-pwenv"),
+        ),
+        (
+            "pwbad",
+            file(&pw, &format!("{become_}\nsudo_password_env = \"BP_TEST_SUDO_BAD\""), "/var/tmp/bp-become-pwbad"),
+        ),
+    ];
+    std::fs::remove_file(&b.board_file).unwrap();
+    for (name, text) in &boards {
+        std::fs::write(lab.root.join(format!("boards/{name}.toml")), text).unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["boards", "check"])
+        .current_dir(&lab.root)
+        .env("NO_COLOR", "1")
+        .env("BP_TEST_SUDO_PW", "s3cret-Pw")
+        .env("BP_TEST_SUDO_BAD", "not-the-password")
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = |board: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{board}  ")))
+            .unwrap_or_else(|| panic!("no line for {board}: {all}"))
+            .to_string()
+    };
+    let l = line("np");
+    assert!(
+        l.starts_with("np  ok") && l.contains(&format!("login {np}, root through sudo (become works)")),
+        "{l}"
+    );
+    let l = line("plain");
+    assert!(l.contains(&format!("login {np}")) && l.contains("not root"), "{l}");
+    let l = line("pw");
+    assert!(
+        l.starts_with("pw  FAIL")
+            && l.contains("sudo needs a password on pw; set sudo_password_env or allow NOPASSWD"),
+        "{l}"
+    );
+    let l = line("pwenv");
+    assert!(
+        l.starts_with("pwenv  ok") && l.contains(&format!("login {pw}, root through sudo")),
+        "{l}"
+    );
+    let l = line("pwbad");
+    assert!(
+        l.starts_with("pwbad  FAIL")
+            && l.contains("did not accept the password from $BP_TEST_SUDO_BAD"),
+        "{l}"
+    );
+    assert!(!all.contains("s3cret-Pw") && !all.contains("not-the-password"), "{all}");
+
+    // apply through sudo: the workdir is claimed, tools checked, the cell runs as root.
+    echo_workspace(&lab.root, &["np"]);
+    std::fs::write(
+        lab.root.join("pipeline/echo.toml"),
+        "description = \"uid\"\nuses_storage = false\n[run]\n\
+         command = \"echo {\\\\\\\"value\\\\\\\": $(id -u)}\"\nparse = \"json\"\n[metrics]\n\
+         value = { from = \"value\", unit = \"x\", better = \"lower\" }\n",
+    )
+    .unwrap();
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml", "--no-report"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let run = stderr
+        .lines()
+        .find(|l| l.contains("echo on np") && l.contains("value="))
+        .unwrap_or_else(|| panic!("no run: {}", text(&out)));
+    assert!(run.ends_with("value=0"), "the run was not root: {run}");
+    let owner = local("stat -c %U /var/tmp/bp-become-np").stdout_str();
+    assert_eq!(owner.trim(), "root");
+    local("rm -rf /var/tmp/bp-become-np /var/tmp/bp-become-plain");
+    drop(users);
+}
