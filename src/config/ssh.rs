@@ -10,7 +10,7 @@ use toml::Spanned;
 use super::diag::Diagnostic;
 use super::{Source, names, raw, units};
 use crate::model::SshTarget;
-use crate::transport::ssh::config::expand_tilde;
+use crate::transport::ssh::config::{expand_tilde, split_jump};
 use crate::transport::ssh::hostkey::HostKey;
 
 /// Bounds of `connect_timeout`: below 100 ms no real board answers; past 10 minutes an
@@ -128,30 +128,7 @@ fn is_host_word(host: &str) -> bool {
 
 /// `[user@]host[:port]` (an IPv6 address in brackets), an alias, or `none`.
 fn jump_is_valid(v: &str) -> bool {
-    split_jump(v).is_some() && !v.contains(',')
-}
-
-/// `[user@]host[:port]` into its parts; `None` when it is not that shape.
-pub(crate) fn split_jump(v: &str) -> Option<(Option<&str>, &str, Option<u16>)> {
-    let (user, rest) = match v.rsplit_once('@') {
-        Some((user, rest)) if !user.is_empty() && is_host_word(user) => (Some(user), rest),
-        Some(_) => return None,
-        None => (None, v),
-    };
-    let port = |p: &str| p.parse::<u16>().ok().filter(|p| *p > 0);
-    let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
-        let (host, after) = inner.split_once(']')?;
-        match after {
-            "" => (host, None),
-            _ => (host, Some(port(after.strip_prefix(':')?)?)),
-        }
-    } else {
-        match rest.split_once(':') {
-            Some((host, p)) => (host, Some(port(p)?)),
-            None => (rest, None),
-        }
-    };
-    (!host.is_empty() && is_host_word(host)).then_some((user, host, port))
+    v == "none" || (split_jump(v).is_some() && !v.contains(','))
 }
 
 fn env_name(src: &Source, var: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) {

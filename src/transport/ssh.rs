@@ -14,6 +14,7 @@
 mod channel;
 pub mod config;
 mod connect;
+mod jump;
 pub mod hostkey;
 mod sudo;
 #[cfg(test)]
@@ -79,6 +80,8 @@ pub struct Resolved {
     pub known_hosts: PathBuf,
     /// The host key the board file pins; known_hosts is not consulted then.
     pub host_key: Option<HostKey>,
+    /// The jump host to go through (board file first, then ~/.ssh/config).
+    pub proxy_jump: Option<String>,
 }
 
 impl Resolved {
@@ -106,6 +109,11 @@ impl Resolved {
                 .unwrap_or_else(config::local_user),
             identities,
             known_hosts,
+            proxy_jump: target
+                .proxy_jump
+                .clone()
+                .or(from_config.proxy_jump)
+                .filter(|j| !j.eq_ignore_ascii_case("none")),
             // `check` refused a key that does not parse.
             host_key: target
                 .host_key
@@ -286,7 +294,7 @@ impl SshTransport {
 
     fn open(&self) -> Result<Conn, TransportError> {
         let started = Instant::now();
-        let stream = tcp_connect(&self.board, &self.resolved, self.connect_timeout)?;
+        let stream = self.stream()?;
         let (session, socket) = handshake(
             &self.board,
             &self.resolved,
@@ -317,6 +325,14 @@ impl SshTransport {
             last_inbound: Instant::now(),
             idle_polls: 0,
         })
+    }
+
+    /// A TCP stream to the board's SSH port: direct, or through the jump host.
+    pub(super) fn stream(&self) -> Result<TcpStream, TransportError> {
+        match &self.resolved.proxy_jump {
+            Some(jump) => jump::via(self, jump),
+            None => tcp_connect(&self.board, &self.resolved, self.connect_timeout),
+        }
     }
 
     /// Reconnects after a drop, retrying with backoff within the timeout.

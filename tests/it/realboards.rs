@@ -393,3 +393,96 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
     local("rm -rf /var/tmp/bp-become-np /var/tmp/bp-become-plain");
     drop(users);
 }
+
+/// The address a board's sshd saw the session come from.
+fn client_address(t: &mut benchpipe::transport::ssh::SshTransport) -> String {
+    let out = t.run("echo $SSH_CONNECTION", None).unwrap();
+    out.stdout_str().split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// A jump host from the board file or from ~/.ssh/config carries the session: the
+/// board sees it come from the jump host (here the board itself, from its own address)
+/// instead of the controller. Both hops' host keys are checked strictly.
+#[test]
+fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_keys() {
+    let lab = Lab::up(2);
+    let b = lab.board(0);
+    let (board_addr, controller_addr) = (b.address.to_string(), b.controller_address.to_string());
+    let connect = |target: &benchpipe::model::SshTarget, options| {
+        benchpipe::transport::ssh::SshTransport::connect_with(
+            &b.name,
+            target,
+            Duration::from_secs(20),
+            options,
+        )
+    };
+    let mut direct = connect(&lab.target(0), crate::lab::options()).unwrap();
+    assert_eq!(client_address(&mut direct), controller_addr);
+
+    let mut target = lab.target(0);
+    target.proxy_jump = Some(format!("root@{board_addr}:22"));
+    let mut jumped = connect(&target, crate::lab::options()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(client_address(&mut jumped), board_addr);
+    // The bridge carries bulk data both ways intact.
+    let data = crate::xorshift_bytes(3 << 20, 9);
+    let file = lab.root.join("jump-data");
+    std::fs::write(&file, &data).unwrap();
+    let remote = lab.root.join("jump-data-remote");
+    jumped.upload(&file, &remote.to_string_lossy()).unwrap();
+    assert_eq!(std::fs::read(&remote).unwrap(), data);
+    let out = jumped.run(&format!("sha256sum < {}", remote.display()), None).unwrap();
+    assert!(out.exit.success());
+    drop(jumped);
+
+    let config = lab.root.join("ssh_config");
+    std::fs::write(
+        &config,
+        format!("Host viajump\n  HostName {board_addr}\n  User root\n  ProxyJump root@{board_addr}\n"),
+    )
+    .unwrap();
+    let alias = benchpipe::model::SshTarget {
+        host: "viajump".into(),
+        identity: Some(lab.info.identity.clone()),
+        known_hosts: Some(lab.info.known_hosts.clone()),
+        ..Default::default()
+    };
+    let mut options = crate::lab::options();
+    options.ssh_config = Some(config);
+    let mut via_config = connect(&alias, options).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(client_address(&mut via_config), board_addr);
+    drop(via_config);
+
+    // The jump hop: board 1 as the jump host, under a known_hosts without its key.
+    let jump_addr = lab.board(1).address.to_string();
+    let only_board_0: String = std::fs::read_to_string(&lab.info.known_hosts)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with(&format!("{board_addr} ")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let kh = lab.root.join("known_hosts_board_0");
+    std::fs::write(&kh, only_board_0).unwrap();
+    let mut target = lab.target(0);
+    target.known_hosts = Some(kh);
+    target.proxy_jump = Some(format!("root@{jump_addr}"));
+    let e = match connect(&target, crate::lab::options()) {
+        Err(e) => e,
+        Ok(_) => panic!("an unknown jump host was accepted"),
+    };
+    assert!(matches!(e, TransportError::HostKey { .. }), "{e}");
+    assert!(e.to_string().contains("jump host") && e.to_string().contains(&jump_addr), "{e}");
+
+    // The board's hop: through a trusted jump, a board offering another key than the
+    // one pinned is refused.
+    let other = lab.root.join("other_key");
+    let out = local(&format!("ssh-keygen -q -t ed25519 -N '' -f {0} && cat {0}.pub", other.display()));
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    let mut target = lab.target(0);
+    target.proxy_jump = Some(format!("root@{board_addr}"));
+    target.host_key = Some(out.stdout_str().trim().to_string());
+    let e = match connect(&target, crate::lab::options()) {
+        Err(e) => e,
+        Ok(_) => panic!("a wrong key behind a jump host was accepted"),
+    };
+    assert!(matches!(e, TransportError::HostKey { .. }) && e.to_string().contains("pins"), "{e}");
+}

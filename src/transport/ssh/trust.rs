@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::connect::{handshake, resolve, tcp_connect};
+use super::connect::handshake;
 use super::hostkey::{self, HostKey};
 use super::{ConnectOptions, Resolved};
 use crate::model::{BoardName, SshTarget};
@@ -16,9 +16,11 @@ pub fn scan_host_key(
     timeout: Duration,
     options: &ConnectOptions,
 ) -> Result<(Resolved, HostKey), TransportError> {
-    let resolved = resolve(board, target, options)?;
+    let transport = super::SshTransport::new(board, target, timeout, options.clone())?;
+    let resolved = transport.resolved().clone();
     let started = std::time::Instant::now();
-    let stream = tcp_connect(board, &resolved, timeout)?;
+    // Through the jump host when there is one, whose own key is checked strictly.
+    let stream = transport.stream()?;
     let (session, _socket) = handshake(
         board,
         &resolved,
