@@ -68,9 +68,9 @@ pub fn check(board: &Board, recipes: &[&Recipe], connector: &dyn Connector) -> B
             let user = lines.next().unwrap_or("?").trim().to_string();
             // With `become = "sudo"` every command already runs through sudo.
             match lines.next().map(str::trim).filter(|s| !s.is_empty()) {
-                Some(login) if uid == "0" => {
-                    c.findings.push(format!("login {login}, root through sudo (become works)"))
-                }
+                Some(login) if uid == "0" => c
+                    .findings
+                    .push(format!("login {login}, root through sudo (become works)")),
                 _ => c.findings.push(format!("login {user}")),
             }
             uid == "0"
@@ -86,7 +86,7 @@ pub fn check(board: &Board, recipes: &[&Recipe], connector: &dyn Connector) -> B
         // mkfs, mount and apt-get need root: without it only unprivileged tests run.
         let sudo = t.run("sudo -n true", quick).is_ok_and(|o| o.exit.success());
         c.findings.push(if sudo {
-            "not root; sudo works without a password".to_string()
+            "not root; sudo works without a password (set become = \"sudo\" to use it)".to_string()
         } else {
             "not root and no password-less sudo: formatting, mounting and installing will fail"
                 .to_string()

@@ -7,9 +7,7 @@ use toml::Spanned;
 use super::diag::Diagnostic;
 use super::{Source, names, raw, ssh, template};
 use crate::bench::Vars;
-use crate::model::{
-    Board, BoardName, Connection, Flash, Power, Storage, StorageName, StorageRole,
-};
+use crate::model::{Board, BoardName, Connection, Flash, Power, Storage, StorageName, StorageRole};
 use crate::storage::rules;
 
 pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> Option<Board> {

@@ -69,8 +69,11 @@ pub(super) fn target(
         env_name(src, var, "sudo_password_env", diags);
         if ssh.r#become.is_none() {
             diags.push(
-                src.at_value(var, "`sudo_password_env` without `become = \"sudo\"` is never used")
-                    .with_help("add `become = \"sudo\"`, or remove `sudo_password_env`"),
+                src.at_value(
+                    var,
+                    "`sudo_password_env` without `become = \"sudo\"` is never used",
+                )
+                .with_help("add `become = \"sudo\"`, or remove `sudo_password_env`"),
             );
         }
     }
@@ -191,9 +194,9 @@ fn bounded(
 }
 
 fn human(d: Duration) -> String {
-    if d.as_millis() % 1000 != 0 {
+    if !d.as_millis().is_multiple_of(1000) {
         format!("{}ms", d.as_millis())
-    } else if d.as_secs() % 60 == 0 {
+    } else if d.as_secs().is_multiple_of(60) {
         format!("{}m", d.as_secs() / 60)
     } else {
         format!("{}s", d.as_secs())
@@ -206,10 +209,26 @@ mod tests {
 
     #[test]
     fn jump_hosts() {
-        for ok in ["bastion", "pi@bastion", "pi@10.0.0.1:2222", "[fe80::1]:22", "none"] {
+        for ok in [
+            "bastion",
+            "pi@bastion",
+            "pi@10.0.0.1:2222",
+            "[fe80::1]:22",
+            "none",
+        ] {
             assert!(jump_is_valid(ok), "{ok}");
         }
-        for bad in ["", "-oProxyCommand=x", "pi@", "@h", "h:0", "h:x", "a b", "a,b", "pi@-x"] {
+        for bad in [
+            "",
+            "-oProxyCommand=x",
+            "pi@",
+            "@h",
+            "h:0",
+            "h:x",
+            "a b",
+            "a,b",
+            "pi@-x",
+        ] {
             assert!(!jump_is_valid(bad), "{bad}");
         }
     }

@@ -110,6 +110,9 @@ impl Board {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+// One per board: its size does not matter, and boxing would only add noise to every
+// construction.
+#[allow(clippy::large_enum_variant)]
 pub enum Connection {
     /// The controller itself; commands run through the local transport.
     Local,

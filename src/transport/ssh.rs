@@ -14,8 +14,8 @@
 mod channel;
 pub mod config;
 mod connect;
-mod jump;
 pub mod hostkey;
+mod jump;
 mod sudo;
 #[cfg(test)]
 mod tests;

@@ -74,7 +74,10 @@ fn board_file_like(lab: &Lab, i: usize, host: &str, extra: &str) -> String {
             &format!("host = \"{}\"", b.address),
             &format!("host = \"{host}\"\n{extra}"),
         )
-        .replace(&format!("\"{}\"", b.workdir), "\"/var/tmp/bp-realboards-copy\"")
+        .replace(
+            &format!("\"{}\"", b.workdir),
+            "\"/var/tmp/bp-realboards-copy\"",
+        )
 }
 
 /// A board that refuses connections and one whose packets are dropped each give one
@@ -101,7 +104,12 @@ fn unreachable_boards_are_one_line_each_with_the_tcp_cause_and_no_failed_cells()
     assert!(out.exit.success(), "{}", out.stderr_str());
     std::fs::write(
         lab.root.join("boards/dark.toml"),
-        board_file_like(&lab, 1, &dark.address.to_string(), "connect_timeout = \"1s\""),
+        board_file_like(
+            &lab,
+            1,
+            &dark.address.to_string(),
+            "connect_timeout = \"1s\"",
+        ),
     )
     .unwrap();
     echo_workspace(&lab.root, &[&name, "closed", "dark"]);
@@ -117,7 +125,10 @@ fn unreachable_boards_are_one_line_each_with_the_tcp_cause_and_no_failed_cells()
     let summary = |board: &str| {
         stderr
             .lines()
-            .find(|l| l.trim_start().starts_with(&format!("board {board} unreachable: ")))
+            .find(|l| {
+                l.trim_start()
+                    .starts_with(&format!("board {board} unreachable: "))
+            })
             .unwrap_or_else(|| panic!("no summary line for {board}: {all}"))
             .to_string()
     };
@@ -316,11 +327,19 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
         ("pw", file(&pw, become_, "/var/tmp/bp-become-pw")),
         (
             "pwenv",
-            file(&pw, &format!("{become_}\nsudo_password_env = \"BP_TEST_SUDO_PW\""), "/var/tmp/bp-become-pwenv"),
+            file(
+                &pw,
+                &format!("{become_}\nsudo_password_env = \"BP_TEST_SUDO_PW\""),
+                "/var/tmp/bp-become-pwenv",
+            ),
         ),
         (
             "pwbad",
-            file(&pw, &format!("{become_}\nsudo_password_env = \"BP_TEST_SUDO_BAD\""), "/var/tmp/bp-become-pwbad"),
+            file(
+                &pw,
+                &format!("{become_}\nsudo_password_env = \"BP_TEST_SUDO_BAD\""),
+                "/var/tmp/bp-become-pwbad",
+            ),
         ),
     ];
     std::fs::remove_file(&b.board_file).unwrap();
@@ -347,11 +366,15 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
     };
     let l = line("np");
     assert!(
-        l.starts_with("np  ok") && l.contains(&format!("login {np}, root through sudo (become works)")),
+        l.starts_with("np  ok")
+            && l.contains(&format!("login {np}, root through sudo (become works)")),
         "{l}"
     );
     let l = line("plain");
-    assert!(l.contains(&format!("login {np}")) && l.contains("not root"), "{l}");
+    assert!(
+        l.contains(&format!("login {np}")) && l.contains("not root"),
+        "{l}"
+    );
     let l = line("pw");
     assert!(
         l.starts_with("pw  FAIL")
@@ -369,7 +392,10 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
             && l.contains("did not accept the password from $BP_TEST_SUDO_BAD"),
         "{l}"
     );
-    assert!(!all.contains("s3cret-Pw") && !all.contains("not-the-password"), "{all}");
+    assert!(
+        !all.contains("s3cret-Pw") && !all.contains("not-the-password"),
+        "{all}"
+    );
 
     // apply through sudo: the workdir is claimed, tools checked, the cell runs as root.
     echo_workspace(&lab.root, &["np"]);
@@ -397,7 +423,11 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
 /// The address a board's sshd saw the session come from.
 fn client_address(t: &mut benchpipe::transport::ssh::SshTransport) -> String {
     let out = t.run("echo $SSH_CONNECTION", None).unwrap();
-    out.stdout_str().split_whitespace().next().unwrap_or("").to_string()
+    out.stdout_str()
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string()
 }
 
 /// A jump host from the board file or from ~/.ssh/config carries the session: the
@@ -430,14 +460,18 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
     let remote = lab.root.join("jump-data-remote");
     jumped.upload(&file, &remote.to_string_lossy()).unwrap();
     assert_eq!(std::fs::read(&remote).unwrap(), data);
-    let out = jumped.run(&format!("sha256sum < {}", remote.display()), None).unwrap();
+    let out = jumped
+        .run(&format!("sha256sum < {}", remote.display()), None)
+        .unwrap();
     assert!(out.exit.success());
     drop(jumped);
 
     let config = lab.root.join("ssh_config");
     std::fs::write(
         &config,
-        format!("Host viajump\n  HostName {board_addr}\n  User root\n  ProxyJump root@{board_addr}\n"),
+        format!(
+            "Host viajump\n  HostName {board_addr}\n  User root\n  ProxyJump root@{board_addr}\n"
+        ),
     )
     .unwrap();
     let alias = benchpipe::model::SshTarget {
@@ -470,12 +504,18 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
         Ok(_) => panic!("an unknown jump host was accepted"),
     };
     assert!(matches!(e, TransportError::HostKey { .. }), "{e}");
-    assert!(e.to_string().contains("jump host") && e.to_string().contains(&jump_addr), "{e}");
+    assert!(
+        e.to_string().contains("jump host") && e.to_string().contains(&jump_addr),
+        "{e}"
+    );
 
     // The board's hop: through a trusted jump, a board offering another key than the
     // one pinned is refused.
     let other = lab.root.join("other_key");
-    let out = local(&format!("ssh-keygen -q -t ed25519 -N '' -f {0} && cat {0}.pub", other.display()));
+    let out = local(&format!(
+        "ssh-keygen -q -t ed25519 -N '' -f {0} && cat {0}.pub",
+        other.display()
+    ));
     assert!(out.exit.success(), "{}", out.stderr_str());
     let mut target = lab.target(0);
     target.proxy_jump = Some(format!("root@{board_addr}"));
@@ -484,5 +524,8 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
         Err(e) => e,
         Ok(_) => panic!("a wrong key behind a jump host was accepted"),
     };
-    assert!(matches!(e, TransportError::HostKey { .. }) && e.to_string().contains("pins"), "{e}");
+    assert!(
+        matches!(e, TransportError::HostKey { .. }) && e.to_string().contains("pins"),
+        "{e}"
+    );
 }

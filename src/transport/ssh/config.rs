@@ -140,9 +140,7 @@ pub fn split_jump(v: &str) -> Option<(Option<&str>, &str, Option<u16>)> {
 
 /// Not empty, not an option (`-o...`), no whitespace or control character.
 fn is_host_word(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with('-')
-        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+    !s.is_empty() && !s.starts_with('-') && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// `Keyword value`, `Keyword=value` and `Keyword = value` are all valid.

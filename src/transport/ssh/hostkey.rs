@@ -49,9 +49,11 @@ impl HostKey {
     pub fn parse(text: &str) -> Result<HostKey, String> {
         let mut words = text.split_whitespace();
         let (Some(algorithm), Some(data)) = (words.next(), words.next()) else {
-            return Err("expected `ALGORITHM BASE64`, like `ssh-ed25519 AAAAC3Nza...` \
+            return Err(
+                "expected `ALGORITHM BASE64`, like `ssh-ed25519 AAAAC3Nza...` \
                         (the board's /etc/ssh/ssh_host_ed25519_key.pub)"
-                .into());
+                    .into(),
+            );
         };
         if !PINNABLE.contains(&algorithm) {
             return Err(format!(

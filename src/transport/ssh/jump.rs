@@ -13,8 +13,8 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-use super::config::split_jump;
 use super::SshTransport;
+use super::config::split_jump;
 use crate::model::{BoardName, SshTarget};
 use crate::transport::TransportError;
 
@@ -29,8 +29,11 @@ pub(super) fn via(t: &SshTransport, jump: &str) -> Result<TcpStream, TransportEr
             "ProxyJump `{jump}` has several hops; benchpipe goes through one jump host"
         )));
     }
-    let (user, host, port) = split_jump(jump)
-        .ok_or_else(|| unreachable(format!("bad ProxyJump `{jump}`: expected [user@]host[:port]")))?;
+    let (user, host, port) = split_jump(jump).ok_or_else(|| {
+        unreachable(format!(
+            "bad ProxyJump `{jump}`: expected [user@]host[:port]"
+        ))
+    })?;
     let target = SshTarget {
         host: host.to_string(),
         port,
@@ -48,7 +51,9 @@ pub(super) fn via(t: &SshTransport, jump: &str) -> Result<TcpStream, TransportEr
     let (to_host, to_port) = (t.resolved.host.clone(), t.resolved.port);
     let deadline = Some(Instant::now() + t.connect_timeout);
     let channel = hop
-        .retry(deadline, |s| s.channel_direct_tcpip(&to_host, to_port, None))
+        .retry(deadline, |s| {
+            s.channel_direct_tcpip(&to_host, to_port, None)
+        })
         .map_err(|stop| {
             unreachable(format!(
                 "{}: the jump host {jump} could not connect to {to_host}:{to_port}: {}",

@@ -39,10 +39,9 @@ impl Sudo {
     pub(super) fn request(&self, command: &str) -> String {
         match self {
             Sudo::NoPassword => format!("exec sudo -n -- /bin/sh -c {}", quote::sh(command)),
-            Sudo::Password(_) => format!(
-                "exec sudo -S -k -p '' -- /bin/sh -c {}",
-                quote::sh(command)
-            ),
+            Sudo::Password(_) => {
+                format!("exec sudo -S -k -p '' -- /bin/sh -c {}", quote::sh(command))
+            }
         }
     }
 

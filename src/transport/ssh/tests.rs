@@ -122,3 +122,42 @@ fn tcp_causes_are_the_words_an_operator_looks_for() {
     assert!(connect::tcp_cause(&timed_out, t).starts_with("timed out connecting"));
     assert!(!cause(libc::EACCES).contains("os error"));
 }
+
+#[test]
+fn the_board_files_timeouts_override_the_defaults() {
+    let options = || ConnectOptions {
+        ssh_config: Some(PathBuf::from("/nonexistent/config")),
+        ..ConnectOptions::default()
+    };
+    let mut t = target("pi");
+    let b = BoardName::new("b");
+    let plain = SshTransport::new(&b, &t, Duration::from_secs(30), options()).unwrap();
+    assert_eq!(plain.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+    assert_eq!(plain.options.keepalive, ConnectOptions::default().keepalive);
+    t.connect_timeout = Some(Duration::from_secs(3));
+    t.keepalive = Some(Duration::from_secs(17));
+    let set = SshTransport::new(&b, &t, Duration::from_secs(30), options()).unwrap();
+    assert_eq!(set.connect_timeout, Duration::from_secs(3));
+    assert_eq!(set.options.keepalive, Duration::from_secs(17));
+}
+
+#[test]
+fn proxy_jump_comes_from_the_board_file_then_ssh_config_and_none_turns_it_off() {
+    let cfg = SshConfig::parse("Host pi\n HostName 10.1.1.1\n ProxyJump pi@bastion:2222\n");
+    let mut t = target("pi");
+    assert_eq!(
+        Resolved::new(&t, &cfg).proxy_jump.as_deref(),
+        Some("pi@bastion:2222")
+    );
+    t.proxy_jump = Some("root@other".into());
+    assert_eq!(
+        Resolved::new(&t, &cfg).proxy_jump.as_deref(),
+        Some("root@other")
+    );
+    t.proxy_jump = Some("none".into());
+    assert_eq!(Resolved::new(&t, &cfg).proxy_jump, None);
+    assert_eq!(
+        config::split_jump("pi@[fe80::1]:2200"),
+        Some((Some("pi"), "fe80::1", Some(2200)))
+    );
+}

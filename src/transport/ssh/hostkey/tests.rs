@@ -240,8 +240,24 @@ fn pinned_keys_parse_only_whole_keys_of_their_algorithm() {
     let key = HostKey::parse(&text).unwrap();
     assert_eq!((key.algorithm.as_str(), &key.blob), ("ssh-ed25519", &blob));
     let as_rsa = format!("ssh-rsa {}", base64(&blob, true));
-    assert!(HostKey::parse(&as_rsa).unwrap_err().contains("not an `ssh-rsa` key"));
-    assert!(HostKey::parse("ssh-ed25519").unwrap_err().contains("expected"));
-    assert!(HostKey::parse("ssh-foo AAAA").unwrap_err().contains("unknown host key algorithm"));
-    assert!(HostKey::parse("ssh-ed25519 !!!").unwrap_err().contains("base64"));
+    assert!(
+        HostKey::parse(&as_rsa)
+            .unwrap_err()
+            .contains("not an `ssh-rsa` key")
+    );
+    assert!(
+        HostKey::parse("ssh-ed25519")
+            .unwrap_err()
+            .contains("expected")
+    );
+    assert!(
+        HostKey::parse("ssh-foo AAAA")
+            .unwrap_err()
+            .contains("unknown host key algorithm")
+    );
+    assert!(
+        HostKey::parse("ssh-ed25519 !!!")
+            .unwrap_err()
+            .contains("base64")
+    );
 }
