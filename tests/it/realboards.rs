@@ -420,6 +420,17 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
     drop(users);
 }
 
+/// Threads of this process whose name says they pump a jump host's channel.
+fn jump_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("jump "))
+        })
+        .count()
+}
+
 /// The address a board's sshd saw the session come from.
 fn client_address(t: &mut benchpipe::transport::ssh::SshTransport) -> String {
     let out = t.run("echo $SSH_CONNECTION", None).unwrap();
@@ -464,6 +475,7 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
         .run(&format!("sha256sum < {}", remote.display()), None)
         .unwrap();
     assert!(out.exit.success());
+    assert!(jump_threads() >= 1, "the bridge's pump thread is not named as expected");
     drop(jumped);
 
     let config = lab.root.join("ssh_config");
@@ -485,6 +497,26 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
     let mut via_config = connect(&alias, options).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(client_address(&mut via_config), board_addr);
     drop(via_config);
+    // Each bridge's pump thread ends with its session (no thread per reconnect left).
+    let t0 = std::time::Instant::now();
+    while jump_threads() > 0 && t0.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(jump_threads(), 0, "pump threads outlived their sessions");
+
+    // A jump host that is off: the cause names that hop.
+    let mut target = lab.target(0);
+    target.proxy_jump = Some("root@127.0.0.1:1".into());
+    let e = match connect(&target, crate::lab::options()) {
+        Err(e) => e,
+        Ok(_) => panic!("connected through a closed jump host"),
+    };
+    assert!(matches!(e, TransportError::Unreachable { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("jump host root@127.0.0.1:1: root@127.0.0.1:1: connection refused"),
+        "{e}"
+    );
 
     // The jump hop: board 1 as the jump host, under a known_hosts without its key.
     let jump_addr = lab.board(1).address.to_string();

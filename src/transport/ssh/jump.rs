@@ -47,7 +47,14 @@ pub(super) fn via(t: &SshTransport, jump: &str) -> Result<TcpStream, TransportEr
         ..SshTarget::default()
     };
     let name = BoardName::new(format!("{} (jump host {jump})", t.board));
-    let mut hop = SshTransport::connect_with(&name, &target, t.timeout, t.options.clone())?;
+    let mut hop = SshTransport::connect_with(&name, &target, t.timeout, t.options.clone())
+        .map_err(|e| match e {
+            // The board's own line says which hop could not be reached.
+            TransportError::Unreachable { reason, .. } => {
+                unreachable(format!("jump host {jump}: {reason}"))
+            }
+            other => other,
+        })?;
     let (to_host, to_port) = (t.resolved.host.clone(), t.resolved.port);
     let deadline = Some(Instant::now() + t.connect_timeout);
     let channel = hop
