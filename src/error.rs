@@ -33,6 +33,9 @@ pub enum Error {
     /// Some cells failed; the others completed. Details were printed as they happened.
     #[error("{failed} of {total} cells failed")]
     CellsFailed { failed: usize, total: usize },
+    /// Some boards could not be reached; their cells were not run (and did not fail).
+    #[error("{boards} board(s) unreachable; {cells} cell(s) not run")]
+    BoardsUnreachable { boards: usize, cells: usize },
     /// `boards check`: some boards failed; each printed its line.
     #[error("{failed} of {total} boards failed the check")]
     BoardsFailed { failed: usize, total: usize },

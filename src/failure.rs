@@ -147,6 +147,7 @@ impl From<TransportError> for CellFailure {
             TransportError::Unreachable { .. }
             | TransportError::Auth { .. }
             | TransportError::HostKey { .. }
+            | TransportError::Become { .. }
             | TransportError::Lost { .. } => CellFailure::BoardLost {
                 cause: e.to_string(),
             },

@@ -52,6 +52,7 @@ pub fn check(board: &Board, recipes: &[&Recipe], connector: &dyn Connector) -> B
                     format!("host key not trusted: {e} (see `benchpipe boards trust`)")
                 }
                 TransportError::Auth { .. } => format!("login failed: {e}"),
+                TransportError::Become { .. } => format!("become sudo fails: {e}"),
                 _ => format!("unreachable: {e}"),
             });
             return c;
@@ -59,13 +60,19 @@ pub fn check(board: &Board, recipes: &[&Recipe], connector: &dyn Connector) -> B
     };
     c.findings.push(format!("reachable ({})", t.target()));
     let quick = Some(Duration::from_secs(20));
-    let root = match t.run("id -u; id -un", quick) {
+    let root = match t.run("id -u; id -un; printf '%s\\n' \"${SUDO_USER:-}\"", quick) {
         Ok(o) if o.exit.success() => {
             let text = o.stdout_str();
             let mut lines = text.lines();
             let uid = lines.next().unwrap_or("").trim().to_string();
             let user = lines.next().unwrap_or("?").trim().to_string();
-            c.findings.push(format!("login {user}"));
+            // With `become = "sudo"` every command already runs through sudo.
+            match lines.next().map(str::trim).filter(|s| !s.is_empty()) {
+                Some(login) if uid == "0" => c
+                    .findings
+                    .push(format!("login {login}, root through sudo (become works)")),
+                _ => c.findings.push(format!("login {user}")),
+            }
             uid == "0"
         }
         other => {
@@ -79,7 +86,7 @@ pub fn check(board: &Board, recipes: &[&Recipe], connector: &dyn Connector) -> B
         // mkfs, mount and apt-get need root: without it only unprivileged tests run.
         let sudo = t.run("sudo -n true", quick).is_ok_and(|o| o.exit.success());
         c.findings.push(if sudo {
-            "not root; sudo works without a password".to_string()
+            "not root; sudo works without a password (set become = \"sudo\" to use it)".to_string()
         } else {
             "not root and no password-less sudo: formatting, mounting and installing will fail"
                 .to_string()

@@ -135,6 +135,9 @@ pub struct Outcome {
     pub already_complete: usize,
     pub completed: usize,
     pub failed: Vec<(Address, CellFailure)>,
+    /// Boards `Connect` could not reach (no TCP connection, no SSH handshake): each
+    /// board's name, the cause, and how many of its cells were not run.
+    pub unreachable: Vec<(String, String, usize)>,
     pub interrupted: bool,
 }
 
@@ -241,7 +244,10 @@ pub fn apply_with(
             })
             .collect()
     });
-    for r in results {
+    for ((board, _), r) in by_board.iter().zip(results) {
+        if let Some((cause, cells)) = r.unreachable {
+            outcome.unreachable.push((board.to_string(), cause, cells));
+        }
         outcome.completed += r.completed;
         outcome.failed.extend(r.failed);
         outcome.interrupted |= r.interrupted;
@@ -310,6 +316,7 @@ fn worker_panicked(
     BoardResult {
         completed,
         failed,
+        unreachable: None,
         interrupted: false,
     }
 }
@@ -317,5 +324,7 @@ fn worker_panicked(
 struct BoardResult {
     completed: usize,
     failed: Vec<(Address, CellFailure)>,
+    /// The cause, and the cells not run, when the board could not be reached.
+    unreachable: Option<(String, usize)>,
     interrupted: bool,
 }

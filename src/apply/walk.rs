@@ -45,6 +45,9 @@ struct Walk<'j, 'c> {
     mounted: Option<(Storage, Filesystem)>,
     /// Set when the board is gone: its steps stop, the controller's cleanup goes on.
     lost: Option<CellFailure>,
+    /// Set when `Connect` found no board to talk to: its cells were not run, which is
+    /// not a failure of each (no failure.json; `plan` shows them missing).
+    unreachable: Option<String>,
     interrupted: bool,
     /// Images fetched and verified in this walk.
     fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
@@ -106,6 +109,7 @@ impl Worker<'_> {
             seq: 0,
             mounted: None,
             lost: None,
+            unreachable: None,
             interrupted: false,
             fetched: BTreeMap::new(),
             booting: false,
@@ -121,6 +125,7 @@ impl Worker<'_> {
         let mut result = BoardResult {
             completed: 0,
             failed: Vec::new(),
+            unreachable: None,
             interrupted: false,
         };
         for (i, step) in steps.iter().enumerate() {
@@ -185,6 +190,10 @@ impl Worker<'_> {
                 });
             }
             Err(CellFailure::Interrupted) => result.interrupted = true,
+            Err(_) if w.unreachable.is_some() => {
+                let cause = w.unreachable.clone().unwrap_or_default();
+                result.unreachable.get_or_insert((cause, 0)).1 += 1;
+            }
             Err(cause) => {
                 self.fail_cell(job.cell, &cause);
                 result.failed.push((job.cell.address.clone(), cause));
@@ -325,6 +334,10 @@ impl Worker<'_> {
                 Ok(t) => {
                     w.board = Some(t);
                     Ok(())
+                }
+                Err(TransportError::Unreachable { target, reason }) => {
+                    w.unreachable = Some(reason.clone());
+                    Err(TransportError::Unreachable { target, reason }.into())
                 }
                 Err(e) => {
                     // The stored cause leaves the file out (no absolute path in reports).

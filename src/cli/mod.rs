@@ -380,6 +380,9 @@ pub fn run(cli: Cli) -> Result<()> {
             for (a, cause) in &outcome.failed {
                 eprintln!("  failed: {}: {cause}", a.label());
             }
+            for (board, cause, cells) in &outcome.unreachable {
+                eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
+            }
             if !no_report && !outcome.interrupted {
                 for path in write_reports(&ws, &store, &out)? {
                     eprintln!("report: {}", path.display());
@@ -392,6 +395,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 return Err(Error::CellsFailed {
                     failed: outcome.failed.len(),
                     total: outcome.completed + outcome.already_complete + outcome.failed.len(),
+                });
+            }
+            if !outcome.unreachable.is_empty() {
+                return Err(Error::BoardsUnreachable {
+                    boards: outcome.unreachable.len(),
+                    cells: outcome.unreachable.iter().map(|u| u.2).sum(),
                 });
             }
             Ok(())

@@ -1,16 +1,13 @@
 //! Validates one board file (`boards/<name>.toml`) into a `model::Board`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use toml::Spanned;
 
 use super::diag::Diagnostic;
-use super::{Source, names, raw, template};
+use super::{Source, names, raw, ssh, template};
 use crate::bench::Vars;
-use crate::model::{
-    Board, BoardName, Connection, Flash, Power, SshTarget, Storage, StorageName, StorageRole,
-};
+use crate::model::{Board, BoardName, Connection, Flash, Power, Storage, StorageName, StorageRole};
 use crate::storage::rules;
 
 pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> Option<Board> {
@@ -142,7 +139,7 @@ fn connection(src: &Source, raw: &raw::Board, diags: &mut Vec<Diagnostic>) -> Op
             None
         }
         (Some(_), None) => Some(Connection::Local),
-        (None, Some(ssh)) => ssh_target(src, ssh.get_ref(), diags).map(Connection::Ssh),
+        (None, Some(ssh)) => ssh::target(src, ssh.get_ref(), diags).map(Connection::Ssh),
         (None, None) => {
             diags.push(
                 src.whole("this board says nothing about how to reach it")
@@ -151,53 +148,6 @@ fn connection(src: &Source, raw: &raw::Board, diags: &mut Vec<Diagnostic>) -> Op
             None
         }
     }
-}
-
-fn ssh_target(src: &Source, ssh: &raw::Ssh, diags: &mut Vec<Diagnostic>) -> Option<SshTarget> {
-    let host = non_empty(src, &ssh.host, "host", diags);
-    if host.starts_with('-')
-        || names::control_free(&host, false).is_err()
-        || host.contains(char::is_whitespace)
-    {
-        diags.push(src.at_value(
-            &ssh.host,
-            format!("bad host `{}`: expected a host name, address or ~/.ssh/config alias, not starting with `-`", host.escape_debug()),
-        ));
-    }
-    let port = match &ssh.port {
-        Some(p) => match u16::try_from(*p.get_ref()) {
-            Ok(port) if port > 0 => Some(port),
-            _ => {
-                diags.push(
-                    src.at_value(p, format!("bad port {}: expected 1 to 65535", p.get_ref())),
-                );
-                None
-            }
-        },
-        None => None,
-    };
-    if let Some(var) = &ssh.password_env {
-        let v = var.get_ref();
-        let valid = v
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            diags.push(
-                src.at_value(var, format!("`password_env` names an environment variable, and `{v}` is not a variable name"))
-                    .with_help("use letters, digits and `_`, like `password_env = \"LAB_PI_PASSWORD\"`; the password itself goes in that variable"),
-            );
-        }
-    }
-    Some(SshTarget {
-        host,
-        port,
-        user: ssh.user.as_ref().map(|u| u.get_ref().clone()),
-        identity: ssh.identity.as_ref().map(|p| PathBuf::from(p.get_ref())),
-        password_env: ssh.password_env.as_ref().map(|p| p.get_ref().clone()),
-        known_hosts: ssh.known_hosts.as_ref().map(|p| PathBuf::from(p.get_ref())),
-    })
 }
 
 fn storage(

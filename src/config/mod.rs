@@ -15,6 +15,7 @@ mod recipe;
 mod scenario;
 pub mod shell;
 mod sides;
+mod ssh;
 mod template;
 pub mod units;
 

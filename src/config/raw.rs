@@ -36,6 +36,12 @@ pub struct Ssh {
     pub identity: Option<S<String>>,
     pub password_env: Option<S<String>>,
     pub known_hosts: Option<S<String>>,
+    pub connect_timeout: Option<S<String>>,
+    pub keepalive: Option<S<String>>,
+    pub host_key: Option<S<String>>,
+    pub proxy_jump: Option<S<String>>,
+    pub r#become: Option<S<String>>,
+    pub sudo_password_env: Option<S<String>>,
 }
 
 /// All methods' fields in one table; which ones apply is checked against `method`.

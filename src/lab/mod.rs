@@ -135,6 +135,7 @@ impl LabInfo {
             identity: Some(self.identity.clone()),
             password_env: None,
             known_hosts: Some(self.known_hosts.clone()),
+            ..SshTarget::default()
         }
     }
 

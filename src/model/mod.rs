@@ -110,13 +110,16 @@ impl Board {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+// One per board: its size does not matter, and boxing would only add noise to every
+// construction.
+#[allow(clippy::large_enum_variant)]
 pub enum Connection {
     /// The controller itself; commands run through the local transport.
     Local,
     Ssh(SshTarget),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SshTarget {
     /// A host name, an address, or a `Host` alias from `~/.ssh/config`.
     pub host: String,
@@ -127,6 +130,20 @@ pub struct SshTarget {
     pub password_env: Option<String>,
     /// A known_hosts file to check against instead of `~/.ssh/known_hosts`.
     pub known_hosts: Option<PathBuf>,
+    /// Bounds the TCP connect, the handshake and authentication; `None` means the
+    /// transport's default (10 s).
+    pub connect_timeout: Option<std::time::Duration>,
+    /// How often a keepalive goes out while a command is silent; `None`: the default.
+    pub keepalive: Option<std::time::Duration>,
+    /// The host key to expect (`ssh-ed25519 AAAA...`), checked beside known_hosts.
+    pub host_key: Option<String>,
+    /// A jump host (`user@host:port`, or a `Host` alias), reached first; its own
+    /// ProxyJump from `~/.ssh/config` is not followed.
+    pub proxy_jump: Option<String>,
+    /// `become = "sudo"`: every command runs as root through `sudo`.
+    pub become_sudo: bool,
+    /// The name of an environment variable holding the sudo password; never the password.
+    pub sudo_password_env: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

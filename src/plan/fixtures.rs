@@ -53,6 +53,7 @@ pub fn board(name: &str, model: &str) -> Board {
             identity: None,
             password_env: None,
             known_hosts: None,
+            ..SshTarget::default()
         }),
         flash: Flash::None,
         power: None,

@@ -267,6 +267,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             identity: Some("/root/.ssh/other".into()),
             password_env: Some("PW".into()),
             known_hosts: None,
+            ..SshTarget::default()
         });
         b.file = "elsewhere/b.toml".into();
         b.workdir = "/other".into();

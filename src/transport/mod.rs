@@ -87,6 +87,9 @@ pub enum TransportError {
         command: String,
         after: Duration,
     },
+    /// `become = "sudo"` cannot run commands as root (a password is needed, or refused).
+    #[error("{target}: {reason}")]
+    Become { target: String, reason: String },
     #[error("{target}: connection lost: {reason}")]
     Lost { target: String, reason: String },
     #[error("{target}: {reason}")]

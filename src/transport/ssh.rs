@@ -16,6 +16,8 @@ pub mod config;
 mod connect;
 pub mod hostkey;
 mod input;
+mod jump;
+mod sudo;
 #[cfg(test)]
 mod tests;
 mod transfer;
@@ -36,9 +38,12 @@ use super::{Exit, Transport, TransportError};
 use crate::model::{BoardName, SshTarget};
 use channel::Stop;
 use config::{SshConfig, expand_tilde};
-use connect::{authenticate, handshake, resolve, verify_host_key};
+use connect::{authenticate, handshake, resolve, tcp_connect, verify_host_key};
 use hostkey::HostKey;
 use wrapper::wrap;
+
+/// How long connecting may take when the board file sets no `connect_timeout`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Settings a caller rarely changes; tests inject their own ssh_config path.
 #[derive(Clone, Debug)]
@@ -74,6 +79,10 @@ pub struct Resolved {
     /// Key files to offer, in order; the board file's own comes first.
     pub identities: Vec<PathBuf>,
     pub known_hosts: PathBuf,
+    /// The host key the board file pins; known_hosts is not consulted then.
+    pub host_key: Option<HostKey>,
+    /// The jump host to go through (board file first, then ~/.ssh/config).
+    pub proxy_jump: Option<String>,
 }
 
 impl Resolved {
@@ -101,6 +110,16 @@ impl Resolved {
                 .unwrap_or_else(config::local_user),
             identities,
             known_hosts,
+            proxy_jump: target
+                .proxy_jump
+                .clone()
+                .or(from_config.proxy_jump)
+                .filter(|j| !j.eq_ignore_ascii_case("none")),
+            // `check` refused a key that does not parse.
+            host_key: target
+                .host_key
+                .as_deref()
+                .and_then(|k| HostKey::parse(k).ok()),
         }
     }
 
@@ -141,9 +160,13 @@ pub struct SshTransport {
     target: SshTarget,
     resolved: Resolved,
     options: ConnectOptions,
-    /// Bounds connecting, and how long a silent connection may go unanswered.
+    /// How long a silent connection may go unanswered.
     timeout: Duration,
+    /// Bounds the TCP connect, the handshake and authentication.
+    connect_timeout: Duration,
     conn: Option<Conn>,
+    /// How sudo runs, once asked (`become = "sudo"` only); kept across reconnects.
+    sudo: Option<sudo::Sudo>,
 }
 
 impl SshTransport {
@@ -164,6 +187,7 @@ impl SshTransport {
     ) -> Result<SshTransport, TransportError> {
         let mut t = Self::new(board, target, timeout, options)?;
         t.conn = Some(t.open()?);
+        t.probe_sudo()?;
         Ok(t)
     }
 
@@ -175,13 +199,21 @@ impl SshTransport {
         options: ConnectOptions,
     ) -> Result<SshTransport, TransportError> {
         let resolved = resolve(board, target, &options)?;
+        let mut options = options;
+        if let Some(k) = target.keepalive {
+            options.keepalive = k;
+        }
         Ok(SshTransport {
             board: board.clone(),
             target: target.clone(),
             resolved,
             options,
             timeout,
+            connect_timeout: target
+                .connect_timeout
+                .unwrap_or(timeout.min(DEFAULT_CONNECT_TIMEOUT)),
             conn: None,
+            sudo: None,
         })
     }
 
@@ -262,11 +294,16 @@ impl SshTransport {
     }
 
     fn open(&self) -> Result<Conn, TransportError> {
+        let started = Instant::now();
+        let stream = self.stream()?;
         let (session, socket) = handshake(
             &self.board,
             &self.resolved,
-            self.timeout,
+            stream,
+            started,
+            self.connect_timeout,
             self.options.ciphers.as_deref(),
+            self.resolved.host_key.as_ref(),
         )?;
         let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
             target: self.board.to_string(),
@@ -291,6 +328,14 @@ impl SshTransport {
         })
     }
 
+    /// A TCP stream to the board's SSH port: direct, or through the jump host.
+    pub(super) fn stream(&self) -> Result<TcpStream, TransportError> {
+        match &self.resolved.proxy_jump {
+            Some(jump) => jump::via(self, jump),
+            None => tcp_connect(&self.board, &self.resolved, self.connect_timeout),
+        }
+    }
+
     /// Reconnects after a drop, retrying with backoff within the timeout.
     fn ensure_connected(&mut self) -> Result<(), TransportError> {
         if self.conn.is_some() {
@@ -302,7 +347,7 @@ impl SshTransport {
             match self.open() {
                 Ok(c) => {
                     self.conn = Some(c);
-                    return Ok(());
+                    return self.probe_sudo();
                 }
                 Err(e @ TransportError::Unreachable { .. })
                     if Instant::now() + delay < deadline =>

@@ -324,6 +324,7 @@ fn a_host_alias_from_ssh_config_is_honoured() {
         identity: None,
         password_env: None,
         known_hosts: Some(lab.info.known_hosts.clone()),
+        ..SshTarget::default()
     };
     let opts = ConnectOptions {
         ssh_config: Some(config),

@@ -8,6 +8,7 @@ mod lab;
 mod libssh2;
 mod parallel;
 mod parsers;
+mod realboards;
 mod safety;
 mod schedule;
 mod sides;

@@ -168,9 +168,15 @@ impl SshTransport {
                 Err(stop) => return Err(self.lost(stop)),
             };
             let mut channel = channel;
-            let request = login_shell_neutral(command);
+            let request = match &self.sudo {
+                Some(sudo) => login_shell_neutral(&sudo.request(command)),
+                None => login_shell_neutral(command),
+            };
             match self.retry(open_deadline, |_| channel.exec(&request)) {
-                Ok(()) => return Ok(channel),
+                Ok(()) => {
+                    self.feed_sudo(&mut channel)?;
+                    return Ok(channel);
+                }
                 Err(stop) => return Err(self.lost(stop)),
             }
         }

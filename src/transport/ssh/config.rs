@@ -1,5 +1,5 @@
 //! The part of `~/.ssh/config` benchpipe honours: `Host` blocks with HostName, User,
-//! Port and IdentityFile, resolved the way OpenSSH does (first value wins).
+//! Port, IdentityFile and ProxyJump (one hop), resolved the way OpenSSH does (first value wins).
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +10,8 @@ pub struct HostConfig {
     pub user: Option<String>,
     pub port: Option<u16>,
     pub identity_files: Vec<PathBuf>,
+    /// `ProxyJump`: `[user@]host[:port]`, an alias, or `none`.
+    pub proxy_jump: Option<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -96,6 +98,9 @@ impl SshConfig {
                     }
                     "user" if out.user.is_none() => out.user = Some(value.clone()),
                     "port" if out.port.is_none() => out.port = value.parse().ok(),
+                    "proxyjump" if out.proxy_jump.is_none() => {
+                        out.proxy_jump = Some(value.clone());
+                    }
                     "identityfile" => {
                         let path = expand_tilde(value);
                         if !out.identity_files.contains(&path) {
@@ -108,6 +113,34 @@ impl SshConfig {
         }
         out
     }
+}
+
+/// `[user@]host[:port]` into its parts; `None` when it is not that shape.
+pub fn split_jump(v: &str) -> Option<(Option<&str>, &str, Option<u16>)> {
+    let (user, rest) = match v.rsplit_once('@') {
+        Some((user, rest)) if !user.is_empty() && is_host_word(user) => (Some(user), rest),
+        Some(_) => return None,
+        None => (None, v),
+    };
+    let port = |p: &str| p.parse::<u16>().ok().filter(|p| *p > 0);
+    let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
+        let (host, after) = inner.split_once(']')?;
+        match after {
+            "" => (host, None),
+            _ => (host, Some(port(after.strip_prefix(':')?)?)),
+        }
+    } else {
+        match rest.split_once(':') {
+            Some((host, p)) => (host, Some(port(p)?)),
+            None => (rest, None),
+        }
+    };
+    (!host.is_empty() && is_host_word(host)).then_some((user, host, port))
+}
+
+/// Not empty, not an option (`-o...`), no whitespace or control character.
+fn is_host_word(s: &str) -> bool {
+    !s.is_empty() && !s.starts_with('-') && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 /// `Keyword value`, `Keyword=value` and `Keyword = value` are all valid.

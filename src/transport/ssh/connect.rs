@@ -30,13 +30,12 @@ pub(super) fn resolve(
     Ok(Resolved::new(target, &ssh_config))
 }
 
-/// TCP connect and SSH handshake, bounded by `timeout`. The session is left blocking.
-pub(super) fn handshake(
+/// The TCP connect to the board's SSH port, bounded by `timeout`.
+pub(super) fn tcp_connect(
     board: &BoardName,
     resolved: &Resolved,
     timeout: Duration,
-    ciphers: Option<&str>,
-) -> Result<(Session, TcpStream), TransportError> {
+) -> Result<TcpStream, TransportError> {
     let started = Instant::now();
     let unreachable = |reason: String| TransportError::Unreachable {
         target: board.to_string(),
@@ -44,14 +43,20 @@ pub(super) fn handshake(
     };
     let addrs: Vec<SocketAddr> = (resolved.host.as_str(), resolved.port)
         .to_socket_addrs()
-        .map_err(|e| unreachable(format!("cannot resolve {}: {e}", resolved.host)))?
+        .map_err(|e| {
+            unreachable(format!(
+                "cannot resolve host name {}: {}",
+                resolved.host,
+                strip_os_error(&e.to_string())
+            ))
+        })?
         .collect();
-    let mut last_error = format!("{} resolves to no address", resolved.host);
+    let mut last_error = format!("host name {} resolves to no address", resolved.host);
     let mut stream = None;
     for addr in addrs {
         let left = timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
-            last_error = format!("timed out after {timeout:?}");
+            last_error = timed_out_connecting(timeout);
             break;
         }
         match TcpStream::connect_timeout(&addr, left) {
@@ -59,13 +64,28 @@ pub(super) fn handshake(
                 stream = Some(s);
                 break;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                last_error = format!("timed out after {timeout:?}");
-            }
-            Err(e) => last_error = e.to_string(),
+            Err(e) => last_error = tcp_cause(&e, timeout),
         }
     }
-    let stream = stream.ok_or_else(|| unreachable(last_error))?;
+    stream.ok_or_else(|| unreachable(last_error))
+}
+
+/// The SSH handshake over a connected `stream`, bounded by what is left of `timeout`
+/// since `started`. The session is left blocking. With a pinned host key, the server is
+/// asked for that key's algorithm, so that it does not offer another key it also has.
+pub(super) fn handshake(
+    board: &BoardName,
+    resolved: &Resolved,
+    stream: TcpStream,
+    started: Instant,
+    timeout: Duration,
+    ciphers: Option<&str>,
+    pinned: Option<&HostKey>,
+) -> Result<(Session, TcpStream), TransportError> {
+    let unreachable = |reason: String| TransportError::Unreachable {
+        target: board.to_string(),
+        reason: format!("{}: {reason}", resolved.address()),
+    };
     let _ = stream.set_nodelay(true);
     let socket = stream
         .try_clone()
@@ -80,9 +100,15 @@ pub(super) fn handshake(
         // Unknown names are dropped by libssh2, so this never narrows what we can speak.
         let _ = session.method_pref(dir, ciphers.unwrap_or(CIPHERS));
     }
+    if let Some(key) = pinned {
+        let _ = session.method_pref(ssh2::MethodType::HostKey, &key.algorithm);
+    }
     session.handshake().map_err(|e| {
         if e.code() == ErrorCode::Session(-9) {
-            unreachable(format!("SSH handshake timed out after {timeout:?}"))
+            unreachable(format!(
+                "TCP connected, but the SSH handshake timed out (after {} s)",
+                secs(timeout)
+            ))
         } else {
             unreachable(format!("SSH handshake failed: {e}"))
         }
@@ -92,6 +118,42 @@ pub(super) fn handshake(
         .max(Duration::from_millis(100));
     session.set_timeout(left.as_millis().min(u32::MAX as u128) as u32);
     Ok((session, socket))
+}
+
+/// The cause of a failed TCP connect in the words an operator looks for; no SSH was
+/// spoken yet, so nothing here may say "handshake".
+pub(super) fn tcp_cause(e: &std::io::Error, timeout: Duration) -> String {
+    use std::io::ErrorKind;
+    match (e.kind(), e.raw_os_error()) {
+        (ErrorKind::TimedOut, _) | (_, Some(libc::ETIMEDOUT)) => timed_out_connecting(timeout),
+        (ErrorKind::ConnectionRefused, _) => {
+            "connection refused (the host is up, but nothing listens on that port)".into()
+        }
+        (_, Some(libc::EHOSTUNREACH)) => "no route to host".into(),
+        (_, Some(libc::ENETUNREACH)) => "network unreachable (no route to its network)".into(),
+        _ => strip_os_error(&e.to_string()),
+    }
+}
+
+fn timed_out_connecting(timeout: Duration) -> String {
+    format!(
+        "timed out connecting (after {} s; the host is off, or packets to it are dropped)",
+        secs(timeout)
+    )
+}
+
+/// `1`, `0.5`, `10`: seconds as a person writes them.
+fn secs(d: Duration) -> String {
+    let s = format!("{:.1}", d.as_secs_f64());
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
+/// `No route to host (os error 113)` -> `No route to host`.
+fn strip_os_error(text: &str) -> String {
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text.to_string(),
+    }
 }
 
 /// Cipher preference, fastest first for bulk uploads (`cat > file`) through libssh2.
@@ -121,6 +183,22 @@ pub(super) fn verify_host_key(
         known_hosts: file.clone(),
     };
     let pattern = hostkey::host_pattern(&resolved.host, resolved.port);
+    if let Some(pinned) = &resolved.host_key {
+        // The board file's key stands instead of known_hosts: it is what a flash wrote.
+        return if pinned == key {
+            Ok(())
+        } else {
+            Err(fail(format!(
+                "{pattern} offered {} key {}, but the board file pins {} key {} \
+                 (`host_key` in its [ssh] table). Someone may be intercepting the connection, \
+                 or the board runs another system than the one whose key was pinned",
+                key.algorithm,
+                key.fingerprint(),
+                pinned.algorithm,
+                pinned.fingerprint()
+            )))
+        };
+    }
     let verdict = hostkey::check(session, file, &resolved.host, resolved.port, key)
         .map_err(|e| fail(e.to_string()))?;
     match verdict {

@@ -43,6 +43,51 @@ impl HostKey {
     }
 }
 
+impl HostKey {
+    /// Parses a pinned key as a `.pub` file or known_hosts line writes it:
+    /// `ssh-ed25519 AAAA... [comment]`. The blob must name the same algorithm.
+    pub fn parse(text: &str) -> Result<HostKey, String> {
+        let mut words = text.split_whitespace();
+        let (Some(algorithm), Some(data)) = (words.next(), words.next()) else {
+            return Err(
+                "expected `ALGORITHM BASE64`, like `ssh-ed25519 AAAAC3Nza...` \
+                        (the board's /etc/ssh/ssh_host_ed25519_key.pub)"
+                    .into(),
+            );
+        };
+        if !PINNABLE.contains(&algorithm) {
+            return Err(format!(
+                "unknown host key algorithm `{algorithm}`: expected one of {}",
+                PINNABLE.join(", ")
+            ));
+        }
+        let blob = base64_decode(data).ok_or_else(|| "the key is not valid base64".to_string())?;
+        // The blob opens with its own algorithm name, length-prefixed.
+        let named = blob
+            .get(..4)
+            .map(|n| u32::from_be_bytes([n[0], n[1], n[2], n[3]]) as usize)
+            .and_then(|n| blob.get(4..4 + n));
+        if named != Some(algorithm.as_bytes()) {
+            return Err(format!(
+                "the key data is not an `{algorithm}` key (truncated or pasted from another key)"
+            ));
+        }
+        Ok(HostKey {
+            algorithm: algorithm.to_string(),
+            blob,
+        })
+    }
+}
+
+/// Host key algorithms a board file may pin, as libssh2 can negotiate them.
+pub const PINNABLE: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+];
+
 /// Whether a fingerprint the user typed (`SHA256:...`, padded or not) names `offered`.
 pub fn same_fingerprint(typed: &str, offered: &str) -> bool {
     let strip = |f: &str| {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::connect::{handshake, resolve};
+use super::connect::handshake;
 use super::hostkey::{self, HostKey};
 use super::{ConnectOptions, Resolved};
 use crate::model::{BoardName, SshTarget};
@@ -16,8 +16,20 @@ pub fn scan_host_key(
     timeout: Duration,
     options: &ConnectOptions,
 ) -> Result<(Resolved, HostKey), TransportError> {
-    let resolved = resolve(board, target, options)?;
-    let (session, _socket) = handshake(board, &resolved, timeout, options.ciphers.as_deref())?;
+    let transport = super::SshTransport::new(board, target, timeout, options.clone())?;
+    let resolved = transport.resolved().clone();
+    let started = std::time::Instant::now();
+    // Through the jump host when there is one, whose own key is checked strictly.
+    let stream = transport.stream()?;
+    let (session, _socket) = handshake(
+        board,
+        &resolved,
+        stream,
+        started,
+        timeout,
+        options.ciphers.as_deref(),
+        None,
+    )?;
     let key = HostKey::from_session(&session).ok_or_else(|| TransportError::HostKey {
         target: board.to_string(),
         reason: format!("{} sent no host key", resolved.address()),

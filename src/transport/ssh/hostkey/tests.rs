@@ -226,3 +226,38 @@ fn host_patterns_follow_openssh() {
     assert_eq!(host_pattern("pi", 22), "pi");
     assert_eq!(host_pattern("198.18.1.2", 2222), "[198.18.1.2]:2222");
 }
+
+#[test]
+fn pinned_keys_parse_only_whole_keys_of_their_algorithm() {
+    let blob = {
+        let mut b = vec![0, 0, 0, 11];
+        b.extend_from_slice(b"ssh-ed25519");
+        b.extend_from_slice(&[0, 0, 0, 32]);
+        b.extend_from_slice(&[7; 32]);
+        b
+    };
+    let text = format!("ssh-ed25519 {} root@board", base64(&blob, true));
+    let key = HostKey::parse(&text).unwrap();
+    assert_eq!((key.algorithm.as_str(), &key.blob), ("ssh-ed25519", &blob));
+    let as_rsa = format!("ssh-rsa {}", base64(&blob, true));
+    assert!(
+        HostKey::parse(&as_rsa)
+            .unwrap_err()
+            .contains("not an `ssh-rsa` key")
+    );
+    assert!(
+        HostKey::parse("ssh-ed25519")
+            .unwrap_err()
+            .contains("expected")
+    );
+    assert!(
+        HostKey::parse("ssh-foo AAAA")
+            .unwrap_err()
+            .contains("unknown host key algorithm")
+    );
+    assert!(
+        HostKey::parse("ssh-ed25519 !!!")
+            .unwrap_err()
+            .contains("base64")
+    );
+}
