@@ -10,9 +10,6 @@ use crate::image::{self, Cache, Fetched};
 use crate::model::{BoardName, Image, ImageName, StorageRole};
 use crate::transport::Transport;
 
-/// How long a board may take from its power cycle until SSH answers.
-pub(super) const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
-
 impl Worker<'_> {
     /// The image in the cache beside the store, its sha256 verified.
     pub(super) fn fetch_image(&self, image: &Image) -> Result<Fetched, CellFailure> {
@@ -119,10 +116,15 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// Connects, retrying until the board answers or `BOOT_TIMEOUT` passes; the last
-    /// error is the cause. A host key refusal is not retried.
+    /// Connects, retrying until the board answers or its `[power] boot_timeout` passes;
+    /// the last error is the cause. A host key refusal is not retried.
     pub(super) fn connect_after_boot(&self) -> Result<Box<dyn Transport>, CellFailure> {
         self.phase(None, "wait for boot");
+        let boot_timeout = self
+            .board
+            .power
+            .as_ref()
+            .map_or(crate::model::DEFAULT_BOOT_TIMEOUT, |p| p.boot_timeout);
         let t0 = Instant::now();
         loop {
             match self.connector.board(self.board) {
@@ -130,12 +132,12 @@ impl Worker<'_> {
                 Err(e @ crate::transport::TransportError::HostKey { .. }) => {
                     return Err(e.into());
                 }
-                Err(e) if t0.elapsed() > BOOT_TIMEOUT => {
+                Err(e) if t0.elapsed() > boot_timeout => {
                     return Err(CellFailure::BoardLost {
                         cause: format!(
                             "{}: did not come back within {} s of its power cycle: {e}",
                             self.board.name,
-                            BOOT_TIMEOUT.as_secs()
+                            boot_timeout.as_secs()
                         ),
                     });
                 }

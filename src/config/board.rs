@@ -8,6 +8,14 @@ use super::diag::Diagnostic;
 use super::{Source, names, raw, ssh, template};
 use crate::bench::Vars;
 use crate::model::{Board, BoardName, Connection, Flash, Power, Storage, StorageName, StorageRole};
+
+/// Bounds of `[power] boot_timeout`: a board cannot boot in under a second, and one that
+/// takes over an hour is not coming back.
+const BOOT_TIMEOUT: (std::time::Duration, std::time::Duration) = (
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(3600),
+);
+
 use crate::storage::rules;
 
 pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> Option<Board> {
@@ -41,6 +49,11 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         board_template(src, &p.cycle, &name, &host, false, diags);
         Power {
             cycle: p.cycle.get_ref().clone(),
+            boot_timeout: p
+                .boot_timeout
+                .as_ref()
+                .and_then(|t| super::ssh::bounded(src, t, "boot_timeout", BOOT_TIMEOUT, diags))
+                .unwrap_or(crate::model::DEFAULT_BOOT_TIMEOUT),
         }
     });
 

@@ -59,6 +59,7 @@ pub struct Flash {
 #[serde(deny_unknown_fields)]
 pub struct Power {
     pub cycle: S<String>,
+    pub boot_timeout: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -165,7 +165,7 @@ fn identity_exists(src: &Source, id: &Spanned<String>, diags: &mut Vec<Diagnosti
     );
 }
 
-fn bounded(
+pub(super) fn bounded(
     src: &Source,
     value: &Spanned<String>,
     key: &str,

@@ -159,10 +159,16 @@ pub enum Flash {
     Command { command: String },
 }
 
+/// How long a board may take from its power cycle until SSH answers, by default.
+pub const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Power {
     /// A command template run on the controller that power-cycles the board.
     pub cycle: String,
+    /// How long the board may take from its power cycle until SSH answers.
+    #[serde(with = "secs")]
+    pub boot_timeout: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -909,3 +909,62 @@ fn apply_refuses_an_image_whose_sha256_differs_and_one_that_boots_as_something_e
     assert!(versions(&lab.root, "v1").is_empty() && versions(&lab.root, "v3").is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_board_that_never_comes_back_fails_its_cells_with_the_cause_and_the_others_finish() {
+    need_root();
+    let lab = Lab::up(2);
+    let dir = scratch("no-boot");
+    let spec = ImageSpec {
+        no_boot: true,
+        ..ImageSpec::new("bpflash", "1")
+    };
+    let dead = image::build(&dir, "dead", &spec, Compression::None).unwrap();
+    // Board 1 gets the image that never boots, with a short boot_timeout.
+    let b1 = flash_project(&lab, &[("dead", &dead, "1")]);
+    let file = &lab.board(0).board_file;
+    let text = std::fs::read_to_string(file)
+        .unwrap()
+        .replace("[power]\n", "[power]\nboot_timeout = \"5s\"\n");
+    std::fs::write(file, text).unwrap();
+    // Board 2 runs the same test on what it has installed, in a scenario of its own.
+    let b2 = lab.board(1).name.to_string();
+    std::fs::write(
+        lab.root.join("scenarios/here.toml"),
+        format!(
+            "title = \"here\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+             board = [\"{b2}\"]\ntest = [\"osver\"]\n[method]\nwarmup = {{ runs = 0 }}\n\
+             runs = {{ min = 2, max = 2 }}\n"
+        ),
+    )
+    .unwrap();
+    let out = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--no-report",
+            "scenarios/lab-flash.toml",
+            "scenarios/here.toml",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{b1}: did not come back within 5 s of its power cycle"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("1 cell(s) completed"), "{err}");
+    assert!(versions(&lab.root, "dead").is_empty());
+    assert_eq!(
+        versions(&lab.root, "installed").len(),
+        2,
+        "{b2} finished: {err}"
+    );
+    // Nothing vouches for the dead board's image.
+    let state =
+        std::fs::read_to_string(lab.root.join(format!("results/boards/{b1}.json"))).unwrap();
+    assert!(state.contains("\"unverified\""), "{state}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
