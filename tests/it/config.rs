@@ -797,7 +797,7 @@ fn committed_examples_load() {
         .expect("scenarios dir")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .filter(|p| !p.ends_with("lab.toml"))
+        .filter(|p| !p.ends_with("lab.toml") && !p.ends_with("lab-flash.toml"))
         .collect();
     assert!(!scenarios.is_empty());
     let ws = config::load(root, &scenarios).unwrap_or_else(|e| panic!("{e}"));

@@ -968,3 +968,26 @@ fn a_board_that_never_comes_back_fails_its_cells_with_the_cause_and_the_others_f
     assert!(state.contains("\"unverified\""), "{state}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_shipped_lab_flash_scenario_pins_the_digests_lab_image_builds() {
+    // The README's commands, run here: the scenario's sha256s must be what they build.
+    let dir = scratch("shipped");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario = std::fs::read_to_string(repo.join("scenarios/lab-flash.toml")).unwrap();
+    for (name, version, compression) in [
+        ("bpflash-1", "1", Compression::None),
+        ("bpflash-2", "2", Compression::Xz),
+    ] {
+        let file = image::build(&dir, name, &ImageSpec::new("bpflash", version), compression)
+            .unwrap();
+        let rel = format!("images/{}", file.file_name().unwrap().to_string_lossy());
+        assert!(scenario.contains(&format!("path = \"{rel}\"")), "{rel}");
+        let sha = file_sha256(&file);
+        assert!(
+            scenario.contains(&format!("sha256 = \"{sha}\"")),
+            "{name}: `benchpipe lab image` builds sha256 {sha} here; scenarios/lab-flash.toml pins another"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
