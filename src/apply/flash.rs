@@ -118,7 +118,13 @@ impl Worker<'_> {
 
     /// Connects, retrying until the board answers or its `[power] boot_timeout` passes;
     /// the last error is the cause. A host key refusal is not retried.
-    pub(super) fn connect_after_boot(&self) -> Result<Box<dyn Transport>, CellFailure> {
+    ///
+    /// With `[flash] accept_new_host_key`, a changed host key is trusted once here, right
+    /// after a flash this walk performed and verified, and its fingerprint returned; at
+    /// any other time a changed key is still refused.
+    pub(super) fn connect_after_boot(
+        &self,
+    ) -> Result<(Box<dyn Transport>, Option<String>), CellFailure> {
         self.phase(None, "wait for boot");
         let boot_timeout = self
             .board
@@ -126,9 +132,33 @@ impl Worker<'_> {
             .as_ref()
             .map_or(crate::model::DEFAULT_BOOT_TIMEOUT, |p| p.boot_timeout);
         let t0 = Instant::now();
+        let mut accepted = None;
         loop {
             match self.connector.board(self.board) {
-                Ok(t) => return Ok(t),
+                Ok(t) => return Ok((t, accepted)),
+                Err(crate::transport::TransportError::HostKey { .. })
+                    if self.board.accept_new_host_key && accepted.is_none() =>
+                {
+                    let crate::model::Connection::Ssh(target) = &self.board.connection else {
+                        return Err(CellFailure::Refused {
+                            reason: "a local board has no host key".into(),
+                        });
+                    };
+                    let trusted = crate::transport::ssh::trust(
+                        &self.board.name,
+                        target,
+                        Duration::from_secs(30),
+                        &crate::transport::ssh::Accept::Offered,
+                    )?;
+                    self.phase(
+                        None,
+                        format!(
+                            "accepted the new host key {} after the flash",
+                            trusted.fingerprint
+                        ),
+                    );
+                    accepted = Some(trusted.fingerprint);
+                }
                 Err(e @ crate::transport::TransportError::HostKey { .. }) => {
                     return Err(e.into());
                 }

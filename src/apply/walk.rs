@@ -55,6 +55,8 @@ struct Walk<'j, 'c> {
     booting: bool,
     /// What each image flashed in this walk wrote (facts of its cells).
     flashed: BTreeMap<crate::model::ImageName, Value>,
+    /// The host key accepted after a flash (`[flash] accept_new_host_key`).
+    new_host_key: Option<String>,
 }
 
 impl Walk<'_, '_> {
@@ -114,6 +116,7 @@ impl Worker<'_> {
             fetched: BTreeMap::new(),
             booting: false,
             flashed: BTreeMap::new(),
+            new_host_key: None,
         };
         // A cell's outcome is final after the last step that names it.
         let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
@@ -296,6 +299,7 @@ impl Worker<'_> {
                     image: image.to_string(),
                     identity: "unverified".into(),
                     verified_session: self.session.to_string(),
+                    host_key: None,
                 })?;
                 let fetched = w.fetched.get(image).ok_or_else(|| CellFailure::Flash {
                     image: image.to_string(),
@@ -322,8 +326,16 @@ impl Worker<'_> {
                 return Ok(());
             }
             Action::Connect if w.booting => {
-                w.board = Some(self.connect_after_boot()?);
+                let (t, accepted) = self.connect_after_boot()?;
+                w.board = Some(t);
                 w.booting = false;
+                if let Some(fingerprint) = accepted {
+                    w.new_host_key = Some(fingerprint.clone());
+                    let image = &w.jobs[&pending[0]].cell.address.image;
+                    if let Some(written) = w.flashed.get_mut(image) {
+                        written["accepted_host_key"] = json!(fingerprint);
+                    }
+                }
                 return Ok(());
             }
             _ => {}
@@ -360,6 +372,7 @@ impl Worker<'_> {
             mounted,
             outcomes,
             flashed,
+            new_host_key,
             ..
         } = &mut *w;
         let Some(board) = board.as_deref_mut() else {
@@ -411,6 +424,7 @@ impl Worker<'_> {
                     image: image.to_string(),
                     identity: jobs[first].cell.image.source.identity(image),
                     verified_session: self.session.to_string(),
+                    host_key: new_host_key.clone(),
                 })?;
                 Ok(())
             }

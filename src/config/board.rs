@@ -72,6 +72,11 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         storage,
         workdir,
         thermal: raw.thermal.map(Spanned::into_inner),
+        accept_new_host_key: raw
+            .flash
+            .as_ref()
+            .and_then(|f| f.get_ref().accept_new_host_key.as_ref())
+            .is_some_and(|a| *a.get_ref()),
     })
 }
 
@@ -312,6 +317,13 @@ fn flash(
     let f = raw.get_ref();
     let method = f.method.get_ref().as_str();
     // Which optional keys each method takes; any other key present is a mistake.
+    if let (Some(a), "none") = (&f.accept_new_host_key, method) {
+        diags.push(src.at_value(
+            a,
+            "`accept_new_host_key` does not apply to flash method `none`: only a flash makes a new key",
+        ));
+        return None;
+    }
     let takes: &[&str] = match method {
         "none" => &[],
         "tpi" => &["via", "node"],

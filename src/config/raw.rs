@@ -53,6 +53,7 @@ pub struct Flash {
     pub node: Option<S<i64>>,
     pub device: Option<S<String>>,
     pub command: Option<S<String>>,
+    pub accept_new_host_key: Option<S<bool>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -100,6 +100,9 @@ pub struct Board {
     /// Files whose content is a temperature in millidegrees Celsius (default
     /// `/sys/class/thermal/thermal_zone*/temp`).
     pub thermal: Option<String>,
+    /// `[flash] accept_new_host_key`: a host key that changed is accepted, and recorded,
+    /// only when connecting right after a flash benchpipe performed and verified.
+    pub accept_new_host_key: bool,
 }
 
 impl Board {

@@ -75,6 +75,7 @@ pub fn board(name: &str, model: &str) -> Board {
         ],
         workdir: "/var/tmp/benchpipe".into(),
         thermal: None,
+        accept_new_host_key: false,
     }
 }
 

@@ -20,6 +20,10 @@ pub struct BoardState {
     pub identity: String,
     /// The apply session that verified it.
     pub verified_session: String,
+    /// The host key fingerprint accepted after benchpipe flashed the image, when the
+    /// board opts in (`[flash] accept_new_host_key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key: Option<String>,
 }
 
 impl Store {
@@ -74,6 +78,7 @@ mod tests {
             image: "bookworm".into(),
             identity: "sha256:ab".into(),
             verified_session: "1-2".into(),
+            host_key: None,
         };
         store.write_board_state(&s).unwrap();
         assert_eq!(store.board_state(&b).unwrap(), Some(s));

@@ -979,8 +979,8 @@ fn the_shipped_lab_flash_scenario_pins_the_digests_lab_image_builds() {
         ("bpflash-1", "1", Compression::None),
         ("bpflash-2", "2", Compression::Xz),
     ] {
-        let file = image::build(&dir, name, &ImageSpec::new("bpflash", version), compression)
-            .unwrap();
+        let file =
+            image::build(&dir, name, &ImageSpec::new("bpflash", version), compression).unwrap();
         let rel = format!("images/{}", file.file_name().unwrap().to_string_lossy());
         assert!(scenario.contains(&format!("path = \"{rel}\"")), "{rel}");
         let sha = file_sha256(&file);
@@ -989,5 +989,93 @@ fn the_shipped_lab_flash_scenario_pins_the_digests_lab_image_builds() {
             "{name}: `benchpipe lab image` builds sha256 {sha} here; scenarios/lab-flash.toml pins another"
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_new_host_key_after_a_flash_is_refused_unless_the_board_opts_in_and_then_recorded() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("new-key");
+    let spec = ImageSpec {
+        new_host_key: true,
+        ..ImageSpec::new("bpflash", "1")
+    };
+    let rekeyed = image::build(&dir, "rekeyed", &spec, Compression::None).unwrap();
+    let name = flash_project(&lab, &[("rekeyed", &rekeyed, "1")]);
+    // Strict by default: the flashed board's new key is refused, nothing is measured.
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("host key"), "{err}");
+    assert!(versions(&lab.root, "rekeyed").is_empty());
+
+    // The boot window of that flash has passed: the board (dd runs through it) stays
+    // refused until the user trusts its key, as after any change.
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = apply(&lab.root, &["boards", "trust", &name, "--yes"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Opted in: the key that changes right after benchpipe's own verified flash is
+    // trusted, recorded in the board's state and beside the cell, and the cell runs.
+    // (The lab makes a new key once per filesystem: a second image, so a second key.)
+    let spec2 = ImageSpec {
+        new_host_key: true,
+        ..ImageSpec::new("bpflash", "2")
+    };
+    let rekeyed2 = image::build(&dir, "rekeyed2", &spec2, Compression::None).unwrap();
+    flash_project(&lab, &[("rekeyed2", &rekeyed2, "2")]);
+    let file = &lab.board(0).board_file;
+    let text = std::fs::read_to_string(file)
+        .unwrap()
+        .replace("[flash]\n", "[flash]\naccept_new_host_key = true\n");
+    std::fs::write(file, text).unwrap();
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("accepted the new host key SHA256:"), "{err}");
+    assert_eq!(versions(&lab.root, "rekeyed2"), [2.0, 2.0]);
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.root.join(format!("results/boards/{name}.json"))).unwrap(),
+    )
+    .unwrap();
+    let key = state["host_key"]
+        .as_str()
+        .expect("the accepted key is recorded");
+    assert!(key.starts_with("SHA256:"), "{state}");
+    let facts = std::fs::read_dir(lab.root.join("results"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("facts.json")).ok())
+        .find(|f| f.contains("accepted_host_key"))
+        .expect("the cell's facts name the accepted key");
+    assert!(facts.contains(key), "{facts}");
+    // No flash, no acceptance: measuring again connects with the key now trusted.
+    let out = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--no-report",
+            "--redo",
+            "image=rekeyed2",
+            "scenarios/lab-flash.toml",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("accepted the new host key"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

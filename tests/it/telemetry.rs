@@ -55,6 +55,7 @@ fn board(workdir: &Path, thermal: Option<String>) -> Board {
         storage: Vec::new(),
         workdir: workdir.display().to_string(),
         thermal,
+        accept_new_host_key: false,
     }
 }
 
