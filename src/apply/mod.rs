@@ -13,6 +13,7 @@
 //! `resources.rs`.
 
 mod cell;
+mod cleanup;
 mod cooldown;
 pub(crate) mod facts;
 mod flash;

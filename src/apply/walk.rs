@@ -25,38 +25,38 @@ use crate::storage;
 use crate::transport::{Transport, TransportError};
 
 /// What a board's walk carries from step to step.
-struct Walk<'j, 'c> {
+pub(super) struct Walk<'j, 'c> {
     /// `None` until `Connect` succeeds.
-    board: Option<Box<dyn Transport>>,
-    controller: Box<dyn Transport>,
-    jobs: BTreeMap<CellKey, &'j Job<'c>>,
+    pub(super) board: Option<Box<dyn Transport>>,
+    pub(super) controller: Box<dyn Transport>,
+    pub(super) jobs: BTreeMap<CellKey, &'j Job<'c>>,
     /// Cells opened in the store by their first `Setup` step.
-    live: BTreeMap<CellKey, LiveCell<'j, 'c>>,
+    pub(super) live: BTreeMap<CellKey, LiveCell<'j, 'c>>,
     /// Cells whose fate is known: their measured runs, or why they failed.
-    outcomes: BTreeMap<CellKey, Result<usize, CellFailure>>,
+    pub(super) outcomes: BTreeMap<CellKey, Result<usize, CellFailure>>,
     /// Recorded beside every cell's samples.
-    facts: Value,
+    pub(super) facts: Value,
     /// Each recipe's `[facts]`, merged into its cells' facts.
-    tools: BTreeMap<TestName, Value>,
+    pub(super) tools: BTreeMap<TestName, Value>,
     /// The temperature before benchpipe loaded the board: the base of "idle+N".
-    idle_celsius: Option<f64>,
+    pub(super) idle_celsius: Option<f64>,
     /// Runs taken on this board in this apply (`Sample::board_seq`).
-    seq: u64,
-    mounted: Option<(Storage, Filesystem)>,
+    pub(super) seq: u64,
+    pub(super) mounted: Option<(Storage, Filesystem)>,
     /// Set when the board is gone: its steps stop, the controller's cleanup goes on.
-    lost: Option<CellFailure>,
+    pub(super) lost: Option<CellFailure>,
     /// Set when `Connect` found no board to talk to: its cells were not run, which is
     /// not a failure of each (no failure.json; `plan` shows them missing).
-    unreachable: Option<String>,
-    interrupted: bool,
+    pub(super) unreachable: Option<String>,
+    pub(super) interrupted: bool,
     /// Images fetched and verified in this walk.
-    fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
+    pub(super) fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
     /// Set by a power cycle: the next connect waits for the board to boot.
-    booting: bool,
+    pub(super) booting: bool,
     /// What each image flashed in this walk wrote (facts of its cells).
-    flashed: BTreeMap<crate::model::ImageName, Value>,
+    pub(super) flashed: BTreeMap<crate::model::ImageName, Value>,
     /// The host key accepted after a flash (`[flash] accept_new_host_key`).
-    new_host_key: Option<String>,
+    pub(super) new_host_key: Option<String>,
 }
 
 impl Walk<'_, '_> {
@@ -76,7 +76,7 @@ impl Walk<'_, '_> {
 
     /// A cleanup's failure fails a cell that had none yet (a completed one too: its
     /// board was left unclean).
-    fn fail_cleanup(&mut self, key: &CellKey, cause: CellFailure) {
+    pub(super) fn fail_cleanup(&mut self, key: &CellKey, cause: CellFailure) {
         match self.outcomes.get(key) {
             Some(Err(_)) => {}
             _ => {
@@ -550,117 +550,6 @@ impl Worker<'_> {
             | Action::FetchImage { .. }
             | Action::Flash { .. }
             | Action::PowerCycle => Ok(()),
-        }
-    }
-
-    /// Claims the board's workdir, and the controller's directory when a step runs there.
-    fn claim(&self, t: &mut Transports<'_>, controller: bool) -> Result<(), CellFailure> {
-        // benchpipe removes files in these directories as root: only in its own.
-        let claimed =
-            crate::transport::workdir::claim(t.board, &self.board.workdir).and_then(|()| {
-                match controller {
-                    true => crate::transport::workdir::claim(
-                        t.controller,
-                        &self.service_dir(Side::Controller),
-                    ),
-                    false => Ok(()),
-                }
-            });
-        claimed.map_err(|e| match e {
-            // `Other` is the claim's refusal; anything else is the transport's own.
-            TransportError::Other { .. } => CellFailure::Refused {
-                reason: e.to_string(),
-            },
-            e => e.into(),
-        })
-    }
-
-    /// A cleanup step: runs when what it undoes was done, on the board only while the
-    /// board is there.
-    fn cleanup(&self, w: &mut Walk<'_, '_>, step: &Step) -> StepStatus {
-        if step.side == Side::Board && w.lost.is_some() {
-            return StepStatus::Skipped {
-                reason: "the board is lost".into(),
-            };
-        }
-        let nothing = StepStatus::Done;
-        let Some(board) = w.board.as_deref_mut() else {
-            return nothing;
-        };
-        let mut t = Transports {
-            board,
-            controller: w.controller.as_mut(),
-        };
-        match &step.action {
-            Action::StopService { service, .. } => {
-                let key = &step.cells[0];
-                let Some(cell) = w.live.get_mut(key) else {
-                    return nothing;
-                };
-                if !cell.services.iter().any(|(_, n, _)| n == service) {
-                    return nothing;
-                }
-                self.phase(Some(&cell.job.cell.address), "teardown");
-                match self.stop_service(&mut t, cell, service) {
-                    Ok(()) => StepStatus::Ran,
-                    Err(e) => {
-                        let status = StepStatus::Failed {
-                            cause: e.to_string(),
-                        };
-                        if e.ends_board() {
-                            w.lost.get_or_insert_with(|| e.clone());
-                        }
-                        w.fail_cleanup(key, e);
-                        status
-                    }
-                }
-            }
-            Action::Teardown { from, commands, .. } => {
-                let key = &step.cells[0];
-                let Some(cell) = w.live.get(key) else {
-                    return nothing;
-                };
-                self.phase(Some(&cell.job.cell.address), "teardown");
-                let recipe = cell.job.recipe;
-                let _held = self.resources.acquire(&recipe.exclusive);
-                let commands = &recipe.teardown[*from..from + commands];
-                match self.commands(&mut t, commands, &cell.vars, "teardown") {
-                    Ok(()) => StepStatus::Ran,
-                    Err(e) => {
-                        let status = StepStatus::Failed {
-                            cause: e.to_string(),
-                        };
-                        if e.ends_board() {
-                            w.lost.get_or_insert_with(|| e.clone());
-                        }
-                        w.fail_cleanup(key, e);
-                        status
-                    }
-                }
-            }
-            Action::Unmount {
-                storage,
-                filesystem,
-            } => {
-                let ours = w
-                    .mounted
-                    .as_ref()
-                    .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem);
-                if !ours {
-                    return nothing;
-                }
-                let (s, f) = w.mounted.take().expect("checked above");
-                match storage::release(t.board, &s, &f) {
-                    Ok(()) => StepStatus::Ran,
-                    Err(e) => {
-                        self.phase(None, format!("could not unmount {}: {e}", s.path));
-                        StepStatus::Failed {
-                            cause: e.to_string(),
-                        }
-                    }
-                }
-            }
-            _ => nothing,
         }
     }
 }

@@ -1,0 +1,129 @@
+//! Steps of the walk that make or undo board state outside a cell's commands: claiming
+//! the workdirs, and the cleanup steps (stop a service, tear down, unmount), which run
+//! after failures and interrupts when what they undo was done.
+
+use super::StepStatus;
+use super::walk::Walk;
+use super::worker::{Transports, Worker};
+use crate::failure::CellFailure;
+use crate::model::Side;
+use crate::plan::schedule::{Action, Step};
+use crate::storage;
+use crate::transport::TransportError;
+
+impl Worker<'_> {
+    /// Claims the board's workdir, and the controller's directory when a step runs there.
+    pub(super) fn claim(
+        &self,
+        t: &mut Transports<'_>,
+        controller: bool,
+    ) -> Result<(), CellFailure> {
+        // benchpipe removes files in these directories as root: only in its own.
+        let claimed =
+            crate::transport::workdir::claim(t.board, &self.board.workdir).and_then(|()| {
+                match controller {
+                    true => crate::transport::workdir::claim(
+                        t.controller,
+                        &self.service_dir(Side::Controller),
+                    ),
+                    false => Ok(()),
+                }
+            });
+        claimed.map_err(|e| match e {
+            // `Other` is the claim's refusal; anything else is the transport's own.
+            TransportError::Other { .. } => CellFailure::Refused {
+                reason: e.to_string(),
+            },
+            e => e.into(),
+        })
+    }
+
+    /// A cleanup step: runs when what it undoes was done, on the board only while the
+    /// board is there.
+    pub(super) fn cleanup(&self, w: &mut Walk<'_, '_>, step: &Step) -> StepStatus {
+        if step.side == Side::Board && w.lost.is_some() {
+            return StepStatus::Skipped {
+                reason: "the board is lost".into(),
+            };
+        }
+        let nothing = StepStatus::Done;
+        let Some(board) = w.board.as_deref_mut() else {
+            return nothing;
+        };
+        let mut t = Transports {
+            board,
+            controller: w.controller.as_mut(),
+        };
+        match &step.action {
+            Action::StopService { service, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get_mut(key) else {
+                    return nothing;
+                };
+                if !cell.services.iter().any(|(_, n, _)| n == service) {
+                    return nothing;
+                }
+                self.phase(Some(&cell.job.cell.address), "teardown");
+                match self.stop_service(&mut t, cell, service) {
+                    Ok(()) => StepStatus::Ran,
+                    Err(e) => {
+                        let status = StepStatus::Failed {
+                            cause: e.to_string(),
+                        };
+                        if e.ends_board() {
+                            w.lost.get_or_insert_with(|| e.clone());
+                        }
+                        w.fail_cleanup(key, e);
+                        status
+                    }
+                }
+            }
+            Action::Teardown { from, commands, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get(key) else {
+                    return nothing;
+                };
+                self.phase(Some(&cell.job.cell.address), "teardown");
+                let recipe = cell.job.recipe;
+                let _held = self.resources.acquire(&recipe.exclusive);
+                let commands = &recipe.teardown[*from..from + commands];
+                match self.commands(&mut t, commands, &cell.vars, "teardown") {
+                    Ok(()) => StepStatus::Ran,
+                    Err(e) => {
+                        let status = StepStatus::Failed {
+                            cause: e.to_string(),
+                        };
+                        if e.ends_board() {
+                            w.lost.get_or_insert_with(|| e.clone());
+                        }
+                        w.fail_cleanup(key, e);
+                        status
+                    }
+                }
+            }
+            Action::Unmount {
+                storage,
+                filesystem,
+            } => {
+                let ours = w
+                    .mounted
+                    .as_ref()
+                    .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem);
+                if !ours {
+                    return nothing;
+                }
+                let (s, f) = w.mounted.take().expect("checked above");
+                match storage::release(t.board, &s, &f) {
+                    Ok(()) => StepStatus::Ran,
+                    Err(e) => {
+                        self.phase(None, format!("could not unmount {}: {e}", s.path));
+                        StepStatus::Failed {
+                            cause: e.to_string(),
+                        }
+                    }
+                }
+            }
+            _ => nothing,
+        }
+    }
+}

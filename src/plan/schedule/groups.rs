@@ -1,0 +1,235 @@
+//! The steps of one part of a board's schedule: the flash of an image, the prelude that
+//! opens the board, and a group of cells from setup to teardown.
+
+use super::{Action, DoneWhen, Estimates, Step, Work};
+use crate::model::{Cooldown, ImageName, Recipe, RunOrder, Side, TestName};
+use crate::plan::CellKey;
+
+/// Fetch, flash and power-cycle for one image; the steps the plan leaves out when the
+/// board is already at the image.
+pub(super) fn flash_steps(
+    steps: &mut Vec<Step>,
+    image: &ImageName,
+    via: &str,
+    device: &str,
+    cells: &[CellKey],
+) {
+    let step = |action, side| Step {
+        action,
+        cells: cells.to_vec(),
+        side,
+        resources: Vec::new(),
+        done_when: DoneWhen::BoardAtImage,
+        estimate_seconds: None,
+    };
+    steps.push(step(
+        Action::FetchImage {
+            image: image.clone(),
+        },
+        Side::Controller,
+    ));
+    steps.push(step(
+        Action::Flash {
+            image: image.clone(),
+            via: via.to_string(),
+            device: device.to_string(),
+        },
+        Side::Board,
+    ));
+    steps.push(step(Action::PowerCycle, Side::Controller));
+}
+
+/// The steps that open a board for work: connect, claim, provision, stop leftovers,
+/// facts; they serve `span`'s cells, and their failure fails them all.
+pub(super) fn prelude(steps: &mut Vec<Step>, span: &[&Work<'_>]) {
+    let all: Vec<CellKey> = span.iter().map(|w| w.cell.key.clone()).collect();
+    let board_step = |action: Action, done_when: DoneWhen| Step {
+        action,
+        cells: all.clone(),
+        side: Side::Board,
+        resources: Vec::new(),
+        done_when,
+        estimate_seconds: None,
+    };
+    let mut tests: Vec<TestName> = span.iter().map(|w| w.recipe.name.clone()).collect();
+    tests.sort();
+    tests.dedup();
+    let controller = span.iter().any(|w| uses_controller(w.recipe));
+    steps.push(board_step(Action::Connect, DoneWhen::Never));
+    steps.push(board_step(
+        Action::ClaimWorkdir { controller },
+        DoneWhen::Never,
+    ));
+    steps.push(board_step(
+        Action::Provision { tests },
+        DoneWhen::CommandsPresent,
+    ));
+    steps.push(board_step(Action::StopLeftoverServices, DoneWhen::Never));
+    steps.push(board_step(Action::GatherFacts, DoneWhen::Never));
+}
+
+/// Whether a step, service or fact of the recipe runs on the controller, whose
+/// directory for this board must then be claimed.
+fn uses_controller(r: &Recipe) -> bool {
+    r.sides().contains(&Side::Controller) || r.facts.iter().any(|f| f.on == Side::Controller)
+}
+
+/// Consecutive commands on one side: (side, first index, how many).
+fn segments(commands: &[crate::model::Step]) -> Vec<(Side, usize, usize)> {
+    let mut out: Vec<(Side, usize, usize)> = Vec::new();
+    for (i, c) in commands.iter().enumerate() {
+        match out.last_mut() {
+            Some((side, _, n)) if *side == c.on => *n += 1,
+            _ => out.push((c.on, i, 1)),
+        }
+    }
+    out
+}
+
+/// Steps of one group of cells that share a mount and a cool-down.
+pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates: &Estimates) {
+    let keys: Vec<CellKey> = group.iter().map(|w| w.cell.key.clone()).collect();
+    let one = |w: &Work<'_>, action, side, done_when, estimate_seconds| Step {
+        action,
+        cells: vec![w.cell.key.clone()],
+        side,
+        resources: w.recipe.exclusive.clone(),
+        done_when,
+        estimate_seconds,
+    };
+    for w in group {
+        let test = w.recipe.name.clone();
+        let segs = segments(&w.recipe.setup);
+        if segs.is_empty() {
+            steps.push(one(
+                w,
+                Action::Setup {
+                    test: test.clone(),
+                    from: 0,
+                    commands: 0,
+                },
+                Side::Board,
+                DoneWhen::CellsComplete,
+                None,
+            ));
+        }
+        for (side, from, commands) in segs {
+            steps.push(one(
+                w,
+                Action::Setup {
+                    test: test.clone(),
+                    from,
+                    commands,
+                },
+                side,
+                DoneWhen::CellsComplete,
+                None,
+            ));
+        }
+        for s in &w.recipe.services {
+            let mut step = one(
+                w,
+                Action::StartService {
+                    test: test.clone(),
+                    service: s.name.clone(),
+                },
+                s.on,
+                DoneWhen::CellsComplete,
+                None,
+            );
+            step.resources.clear();
+            steps.push(step);
+        }
+    }
+    let method = &group[0].cell.method;
+    steps.push(Step {
+        action: Action::Cooldown {
+            cooldown: method.cooldown.clone(),
+        },
+        cells: keys.clone(),
+        side: Side::Board,
+        resources: Vec::new(),
+        done_when: DoneWhen::CellsComplete,
+        estimate_seconds: match &method.cooldown {
+            Cooldown::None => Some(0.0),
+            Cooldown::Fixed { duration } => Some(duration.as_secs_f64()),
+            Cooldown::UntilBelow { .. } => None,
+        },
+    });
+    for w in group {
+        let warm = &w.cell.method.warmup;
+        if warm.runs == 0 && warm.duration.is_none() {
+            continue;
+        }
+        let estimate = estimates.per_run(w.cell).map(|s| s * warm.runs as f64);
+        steps.push(one(
+            w,
+            Action::WarmUp {
+                test: w.recipe.name.clone(),
+                runs: warm.runs,
+            },
+            w.recipe.run.on,
+            DoneWhen::CellsComplete,
+            estimate,
+        ));
+    }
+    let mut resources: Vec<String> = group
+        .iter()
+        .flat_map(|w| w.recipe.exclusive.iter().cloned())
+        .collect();
+    resources.sort();
+    resources.dedup();
+    let runs_left = group.iter().map(|w| w.runs_left).sum();
+    let estimate = group
+        .iter()
+        .map(|w| estimates.per_run(w.cell).map(|s| s * w.runs_left as f64))
+        .sum::<Option<f64>>();
+    let side = if group.iter().all(|w| w.recipe.run.on == Side::Controller) {
+        Side::Controller
+    } else {
+        Side::Board
+    };
+    steps.push(Step {
+        action: Action::Measure {
+            order: if group.len() > 1 {
+                RunOrder::Interleaved
+            } else {
+                group[0].cell.method.order
+            },
+            runs_left,
+        },
+        cells: keys,
+        side,
+        resources,
+        done_when: DoneWhen::CellsComplete,
+        estimate_seconds: estimate,
+    });
+    for w in group {
+        let test = w.recipe.name.clone();
+        for s in w.recipe.services.iter().rev() {
+            steps.push(one(
+                w,
+                Action::StopService {
+                    test: test.clone(),
+                    service: s.name.clone(),
+                },
+                s.on,
+                DoneWhen::NothingToUndo,
+                None,
+            ));
+        }
+        for (side, from, commands) in segments(&w.recipe.teardown) {
+            steps.push(one(
+                w,
+                Action::Teardown {
+                    test: test.clone(),
+                    from,
+                    commands,
+                },
+                side,
+                DoneWhen::NothingToUndo,
+                None,
+            ));
+        }
+    }
+}
