@@ -7,15 +7,28 @@ use super::worker::{Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
 use crate::image::{self, Cache, Fetched};
-use crate::model::{BoardName, Image, ImageName, StorageRole};
+use crate::model::{BoardName, Image, ImageName, ImageSource, StorageRole};
 use crate::transport::Transport;
+
+/// A relative image `path` is the scenario's, so it is taken from the workspace root,
+/// wherever benchpipe was started.
+fn in_workspace(root: &std::path::Path, source: &ImageSource) -> ImageSource {
+    match source {
+        ImageSource::Path { path, sha256 } if path.is_relative() => ImageSource::Path {
+            path: root.join(path),
+            sha256: sha256.clone(),
+        },
+        other => other.clone(),
+    }
+}
 
 impl Worker<'_> {
     /// The image in the cache beside the store, its sha256 verified.
     pub(super) fn fetch_image(&self, image: &Image) -> Result<Fetched, CellFailure> {
         self.phase(None, format!("fetch image {}", image.name));
         let cache = Cache::beside_store(self.store.root());
-        image::fetch(&cache, image.name.as_str(), &image.source, &|_| {}).map_err(|e| {
+        let source = in_workspace(self.root, &image.source);
+        image::fetch(&cache, image.name.as_str(), &source, &|_| {}).map_err(|e| {
             CellFailure::Flash {
                 image: image.name.to_string(),
                 message: e.to_string(),
@@ -174,5 +187,36 @@ impl Worker<'_> {
                 Err(_) => self.sleep(Duration::from_secs(2))?,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn a_relative_image_path_is_the_workspaces() {
+        let rel = ImageSource::Path {
+            path: PathBuf::from("images/a.img"),
+            sha256: "ab".into(),
+        };
+        let abs = ImageSource::Path {
+            path: PathBuf::from("/srv/a.img"),
+            sha256: "ab".into(),
+        };
+        let root = Path::new("/work/project");
+        assert_eq!(
+            in_workspace(root, &rel),
+            ImageSource::Path {
+                path: PathBuf::from("/work/project/images/a.img"),
+                sha256: "ab".into(),
+            }
+        );
+        assert_eq!(in_workspace(root, &abs), abs);
+        assert_eq!(
+            in_workspace(root, &ImageSource::Installed),
+            ImageSource::Installed
+        );
     }
 }

@@ -220,6 +220,7 @@ pub fn apply_with(
                 let board = &ws.boards[&crate::model::BoardName::new(*board_name)];
                 let worker = Worker {
                     board,
+                    root: &ws.root,
                     boards: &ws.boards,
                     store,
                     progress,

@@ -16,6 +16,8 @@ use crate::transport::{Service, Transport};
 
 pub(super) struct Worker<'a> {
     pub(super) board: &'a Board,
+    /// The workspace root: relative paths in scenarios are taken from here.
+    pub(super) root: &'a std::path::Path,
     /// Every board of the workspace: a flash runs through `via`, another board.
     pub(super) boards: &'a std::collections::BTreeMap<crate::model::BoardName, Board>,
     pub(super) store: &'a Store,

@@ -10,13 +10,33 @@ use crate::error::{Error, Result};
 pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
     let boards = config::load_boards(root).map_err(Error::Config)?;
     match action {
-        BoardsAction::List => {
+        BoardsAction::List { store } => {
+            // The store as `apply` in this root would use it; none yet is no error.
+            let dir = root.join(&store.store);
+            let store = crate::store::Store::open_read(&dir).ok();
             for b in boards.values() {
                 let how = match &b.connection {
                     crate::model::Connection::Local => "local".to_string(),
                     crate::model::Connection::Ssh(t) => format!("ssh {}", t.host),
                 };
-                println!("{}  {}  {}", b.name, b.model, how);
+                let state = match store.as_ref().map(|s| s.board_state(&b.name)) {
+                    Some(Ok(Some(st))) if st.identity == "unverified" => format!(
+                        "image: unverified (a flash of {} began in session {})",
+                        st.image, st.verified_session
+                    ),
+                    Some(Ok(Some(st))) => format!(
+                        "image: {} ({}), verified in session {}{}",
+                        st.image,
+                        short(&st.identity),
+                        st.verified_session,
+                        st.host_key
+                            .map(|k| format!(", host key accepted after flash {k}"))
+                            .unwrap_or_default()
+                    ),
+                    Some(Err(e)) => format!("image: unreadable state: {e}"),
+                    _ => "image: never verified".to_string(),
+                };
+                println!("{}  {}  {}  {}", b.name, b.model, how, state);
             }
             Ok(())
         }
@@ -138,5 +158,13 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             );
             Ok(())
         }
+    }
+}
+
+/// `sha256:` and the first 12 hex digits, or the identity as it is.
+fn short(identity: &str) -> String {
+    match identity.strip_prefix("sha256:") {
+        Some(hex) => format!("sha256:{}", &hex[..hex.len().min(12)]),
+        None => identity.to_string(),
     }
 }

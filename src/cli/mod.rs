@@ -246,8 +246,12 @@ pub enum BoardsAction {
         #[arg(long, conflicts_with = "fingerprint")]
         yes: bool,
     },
-    /// List the boards and how they are reached.
-    List,
+    /// List the boards, how they are reached, and the image each was last verified
+    /// to run (from the store's results/boards/).
+    List {
+        #[command(flatten)]
+        store: StoreArg,
+    },
     /// Preflight every board (or the ones named), all at once: reachable, host key
     /// known, login, root or sudo, free space, the recipes' tools, throttle state. One
     /// line per board; exit 1 when one fails.

@@ -828,6 +828,17 @@ fn apply_flashes_each_image_once_verifies_its_boot_and_measures_it_on_its_own_im
     .unwrap();
     assert_eq!(state["image"], "v2");
     assert_eq!(state["identity"], format!("sha256:{}", file_sha256(&v2)));
+    let list = apply(&lab.root, &["boards", "list"]);
+    let list = String::from_utf8_lossy(&list.stdout);
+    let sha = file_sha256(&v2);
+    assert!(
+        list.lines().any(|l| l.starts_with(&name)
+            && l.contains(&format!(
+                "image: v2 (sha256:{}), verified in session",
+                &sha[..12]
+            ))),
+        "{list}"
+    );
     // Each cell's facts say what was written: the xz file's digest and the content's.
     let facts: Vec<serde_json::Value> = std::fs::read_dir(lab.root.join("results"))
         .unwrap()
