@@ -100,6 +100,35 @@ impl Worker<'_> {
         Ok(report)
     }
 
+    /// Where systemd runs the board, waits until it has finished booting
+    /// (`systemctl is-system-running --wait`): SSH can answer before the services a
+    /// benchmark needs are up. `degraded` is said and accepted; a board without
+    /// systemd (`offline`, or no systemctl) is not waited for.
+    fn wait_for_systemd(&self, t: &mut dyn Transport, within: Duration) -> Result<(), CellFailure> {
+        self.phase(None, "wait for the system to finish booting");
+        let out = t.run(
+            "if command -v systemctl >/dev/null 2>&1; then systemctl is-system-running --wait; else echo no-systemd; fi",
+            Some(within),
+        );
+        let out = match out {
+            Err(crate::transport::TransportError::Timeout { .. }) => {
+                return Err(CellFailure::BoardLost {
+                    cause: format!(
+                        "{}: answered SSH but systemd did not finish booting within {} s",
+                        self.board.name,
+                        within.as_secs()
+                    ),
+                });
+            }
+            other => other?,
+        };
+        let state = out.stdout_str().trim().to_string();
+        if state == "degraded" {
+            self.phase(None, "booted, but systemd says degraded (a unit failed)");
+        }
+        Ok(())
+    }
+
     /// Runs the board's `[power] cycle` command on the controller.
     pub(super) fn power_cycle(&self, controller: &mut dyn Transport) -> Result<(), CellFailure> {
         let power = self
@@ -148,7 +177,11 @@ impl Worker<'_> {
         let mut accepted = None;
         loop {
             match self.connector.board(self.board) {
-                Ok(t) => return Ok((t, accepted)),
+                Ok(mut t) => {
+                    let left = boot_timeout.saturating_sub(t0.elapsed());
+                    self.wait_for_systemd(t.as_mut(), left.max(Duration::from_secs(10)))?;
+                    return Ok((t, accepted));
+                }
                 Err(crate::transport::TransportError::HostKey { .. })
                     if self.board.accept_new_host_key && accepted.is_none() =>
                 {
