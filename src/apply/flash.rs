@@ -129,6 +129,46 @@ impl Worker<'_> {
         Ok(())
     }
 
+    /// Runs the board's `[flash] command` on the controller, with `image` the verified
+    /// file as the scenario declares it (compressed when it is): usbboot and an SD mux,
+    /// a smart plug, a vendor tool. Its exit status decides; the boot and the image's
+    /// expectations are checked after it, as for dd.
+    pub(super) fn flash_command(
+        &self,
+        controller: &mut dyn Transport,
+        image: &ImageName,
+        fetched: &Fetched,
+    ) -> Result<(), CellFailure> {
+        let crate::model::Flash::Command { command } = &self.board.flash else {
+            return Err(CellFailure::Refused {
+                reason: format!("board {} has no [flash] command", self.board.name),
+            });
+        };
+        let mut vars = Vars::new();
+        vars.set("board", self.board.name.as_str())
+            .set("host", board_host(self.board))
+            .set("image", fetched.path.to_string_lossy().into_owned());
+        let command = bench::render(command, &vars).map_err(CellFailure::from)?;
+        self.phase(
+            None,
+            format!("flash {image} with the board's [flash] command"),
+        );
+        let out = controller.run(&command, Some(Duration::from_secs(3600)))?;
+        if !out.exit.success() {
+            return Err(CellFailure::Flash {
+                image: image.to_string(),
+                message: CellFailure::step_failed(
+                    "[flash] command",
+                    &command,
+                    &out.exit,
+                    &out.stderr_str(),
+                )
+                .to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Runs the board's `[power] cycle` command on the controller.
     pub(super) fn power_cycle(&self, controller: &mut dyn Transport) -> Result<(), CellFailure> {
         let power = self

@@ -319,6 +319,29 @@ impl Worker<'_> {
                 w.flashed.insert(image.clone(), written);
                 return Ok(());
             }
+            Action::FlashCommand { image } => {
+                w.board = None;
+                self.store.write_board_state(&crate::store::BoardState {
+                    format: crate::store::FORMAT,
+                    board: self.board.name.to_string(),
+                    image: image.to_string(),
+                    identity: "unverified".into(),
+                    verified_session: self.session.to_string(),
+                    host_key: None,
+                })?;
+                let fetched = w.fetched.get(image).ok_or_else(|| CellFailure::Flash {
+                    image: image.to_string(),
+                    message: "the image was not fetched".into(),
+                })?;
+                self.flash_command(w.controller.as_mut(), image, fetched)?;
+                w.flashed.insert(
+                    image.clone(),
+                    json!({ "file_sha256": fetched.sha256, "method": "command" }),
+                );
+                // Without a [power] cycle step, the command reboots the board itself.
+                w.booting = true;
+                return Ok(());
+            }
             Action::PowerCycle => {
                 w.board = None;
                 self.power_cycle(w.controller.as_mut())?;
@@ -549,6 +572,7 @@ impl Worker<'_> {
             | Action::Unmount { .. }
             | Action::FetchImage { .. }
             | Action::Flash { .. }
+            | Action::FlashCommand { .. }
             | Action::PowerCycle => Ok(()),
         }
     }

@@ -423,17 +423,13 @@ fn make_cell(
                     board: board_name,
                 });
             }
-            Flash::Dd { .. } => {}
+            Flash::Dd { .. } | Flash::Command { .. } => {}
             // apply would measure the OS already on the board under this image's key.
-            Flash::Tpi { .. } | Flash::Command { .. } => {
+            Flash::Tpi { .. } => {
                 return Err(CannotMeasure::FlashingNotImplemented {
                     image,
                     board: board_name,
-                    method: if matches!(board.flash, Flash::Tpi { .. }) {
-                        "tpi"
-                    } else {
-                        "a command"
-                    },
+                    method: "tpi",
                 });
             }
         }

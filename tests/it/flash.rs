@@ -1090,3 +1090,86 @@ fn a_new_host_key_after_a_flash_is_refused_unless_the_board_opts_in_and_then_rec
     assert!(!err.contains("accepted the new host key"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_flash_command_writes_the_image_on_the_controller_and_the_boot_is_verified() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("command");
+    let v1 = image::build(
+        &dir,
+        "v1",
+        &ImageSpec::new("bpflash", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    let name = flash_project(&lab, &[("v1", &v1, "1")]);
+    // The lab's boot disk is a loop device on this machine: the controller itself can
+    // write it, as a flasher with an SD mux would.
+    let boot = lab.board(0).boot.clone().unwrap();
+    let file = &lab.board(0).board_file;
+    let text = std::fs::read_to_string(file).unwrap();
+    let old = format!(
+        "method = \"dd\"\nvia = \"{name}\"\ndevice = \"{}\"\n",
+        boot.device
+    );
+    assert!(text.contains(&old), "{text}");
+    let text = text.replace(
+        &old,
+        &format!(
+            "method = \"command\"\ncommand = \"dd if={{{{ image }}}} of={} bs=4M conv=fsync status=none\"\n",
+            boot.device
+        ),
+    );
+    std::fs::write(file, text).unwrap();
+    let dry = apply(
+        &lab.root,
+        &["apply", "--dry-run", "scenarios/lab-flash.toml"],
+    );
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains("REFLASH with v1: the board's [flash] command"),
+        "{text}"
+    );
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("flash v1 with the board's [flash] command"),
+        "{err}"
+    );
+    assert_eq!(versions(&lab.root, "v1"), [1.0, 1.0]);
+    // A command that fails fails the image's cells with its cause, and nothing runs.
+    // (Without the board's state, benchpipe no longer knows it is at v1: it reflashes.)
+    let text = std::fs::read_to_string(file).unwrap().replace(
+        "command = \"dd if=",
+        "command = \"echo no SD mux >&2; false && dd if=",
+    );
+    std::fs::write(file, text).unwrap();
+    std::fs::remove_file(lab.root.join(format!("results/boards/{name}.json"))).unwrap();
+    let out = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--no-report",
+            "--redo",
+            "image=v1",
+            "scenarios/lab-flash.toml",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("flash v1: [flash] command") && err.contains("no SD mux"),
+        "{err}"
+    );
+    assert_eq!(
+        versions(&lab.root, "v1").len(),
+        2,
+        "nothing measured after the failure"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

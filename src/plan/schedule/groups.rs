@@ -10,8 +10,8 @@ use crate::plan::CellKey;
 pub(super) fn flash_steps(
     steps: &mut Vec<Step>,
     image: &ImageName,
-    via: &str,
-    device: &str,
+    flash: Action,
+    power_cycle: bool,
     cells: &[CellKey],
 ) {
     let step = |action, side| Step {
@@ -28,15 +28,15 @@ pub(super) fn flash_steps(
         },
         Side::Controller,
     ));
-    steps.push(step(
-        Action::Flash {
-            image: image.clone(),
-            via: via.to_string(),
-            device: device.to_string(),
-        },
-        Side::Board,
-    ));
-    steps.push(step(Action::PowerCycle, Side::Controller));
+    let side = match flash {
+        Action::FlashCommand { .. } => Side::Controller,
+        _ => Side::Board,
+    };
+    steps.push(step(flash, side));
+    // A flash command without a [power] cycle reboots the board itself.
+    if power_cycle {
+        steps.push(step(Action::PowerCycle, Side::Controller));
+    }
 }
 
 /// The steps that open a board for work: connect, claim, provision, stop leftovers,

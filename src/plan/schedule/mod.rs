@@ -71,6 +71,8 @@ pub enum Action {
         via: String,
         device: String,
     },
+    /// Run the board's `[flash] command` on the controller with the image's file.
+    FlashCommand { image: ImageName },
     /// Run the board's `[power] cycle` on the controller, so it boots the new image.
     PowerCycle,
     /// Open a session to the board (after a power cycle: retried until it boots).
@@ -290,8 +292,25 @@ fn board_steps(
                 .map(|w| w.cell.key.clone())
                 .collect();
             let flashing = flashes(first);
-            if let (true, Some(Flash::Dd { via, device })) = (flashing, flash) {
-                flash_steps(&mut steps, image, via, device, &of_image);
+            if flashing {
+                let power = ws.boards.get(board).is_some_and(|b| b.power.is_some());
+                match flash {
+                    Some(Flash::Dd { via, device }) => {
+                        let action = Action::Flash {
+                            image: image.clone(),
+                            via: via.clone(),
+                            device: device.clone(),
+                        };
+                        flash_steps(&mut steps, image, action, true, &of_image);
+                    }
+                    Some(Flash::Command { .. }) => {
+                        let action = Action::FlashCommand {
+                            image: image.clone(),
+                        };
+                        flash_steps(&mut steps, image, action, power, &of_image);
+                    }
+                    _ => {}
+                }
             }
             if flashing || steps.is_empty() {
                 // A session serves the cells up to the next image that is flashed.

@@ -11,6 +11,9 @@ impl Action {
             Action::Flash { image, via, device } => {
                 format!("REFLASH with {image}: dd to {device} via {via}, read back")
             }
+            Action::FlashCommand { image } => {
+                format!("REFLASH with {image}: the board's [flash] command")
+            }
             Action::PowerCycle => "power cycle".into(),
             Action::Connect => "connect".into(),
             Action::ClaimWorkdir { controller: false } => "claim workdir".into(),
