@@ -277,6 +277,32 @@ impl Worker<'_> {
         }
     }
 
+    /// Before any flash: the session goes, and the board's state says `unverified`,
+    /// since nothing proves its image until the next verification. Returns the image
+    /// `fetch-image` verified.
+    fn begin_flash(
+        &self,
+        w: &mut Walk<'_, '_>,
+        image: &crate::model::ImageName,
+    ) -> Result<crate::image::Fetched, CellFailure> {
+        w.board = None;
+        self.store.write_board_state(&crate::store::BoardState {
+            format: crate::store::FORMAT,
+            board: self.board.name.to_string(),
+            image: image.to_string(),
+            identity: "unverified".into(),
+            verified_session: self.session.to_string(),
+            host_key: None,
+        })?;
+        w.fetched
+            .get(image)
+            .cloned()
+            .ok_or_else(|| CellFailure::Flash {
+                image: image.to_string(),
+                message: "the image was not fetched".into(),
+            })
+    }
+
     fn run_step(
         &self,
         w: &mut Walk<'_, '_>,
@@ -290,29 +316,15 @@ impl Worker<'_> {
                 return Ok(());
             }
             Action::Flash { image, via, device } => {
-                // The board stops running what it ran: nothing proves its image until
-                // the next verification.
-                w.board = None;
-                self.store.write_board_state(&crate::store::BoardState {
-                    format: crate::store::FORMAT,
-                    board: self.board.name.to_string(),
-                    image: image.to_string(),
-                    identity: "unverified".into(),
-                    verified_session: self.session.to_string(),
-                    host_key: None,
-                })?;
-                let fetched = w.fetched.get(image).ok_or_else(|| CellFailure::Flash {
-                    image: image.to_string(),
-                    message: "the image was not fetched".into(),
-                })?;
-                let report = self.flash(image, fetched, via, device)?;
+                let fetched = self.begin_flash(w, image)?;
+                let report = self.flash(image, &fetched, via, device)?;
                 // Recorded beside each cell of the image: what was written and proven.
                 let mut written = json!({
                     "file_sha256": fetched.sha256,
                     "written_bytes": report.bytes,
                     "written_sha256": report.sha256,
                 });
-                if let Some(f) = crate::image::known_facts(fetched) {
+                if let Some(f) = crate::image::known_facts(&fetched) {
                     written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
                     written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
                 }
@@ -320,20 +332,8 @@ impl Worker<'_> {
                 return Ok(());
             }
             Action::FlashCommand { image } => {
-                w.board = None;
-                self.store.write_board_state(&crate::store::BoardState {
-                    format: crate::store::FORMAT,
-                    board: self.board.name.to_string(),
-                    image: image.to_string(),
-                    identity: "unverified".into(),
-                    verified_session: self.session.to_string(),
-                    host_key: None,
-                })?;
-                let fetched = w.fetched.get(image).ok_or_else(|| CellFailure::Flash {
-                    image: image.to_string(),
-                    message: "the image was not fetched".into(),
-                })?;
-                self.flash_command(w.controller.as_mut(), image, fetched)?;
+                let fetched = self.begin_flash(w, image)?;
+                self.flash_command(w.controller.as_mut(), image, &fetched)?;
                 w.flashed.insert(
                     image.clone(),
                     json!({ "file_sha256": fetched.sha256, "method": "command" }),

@@ -638,7 +638,7 @@ fn a_non_standard_port_has_its_own_known_hosts_entry() {
     }
 }
 
-fn bp(root: &Path, args: &[&str]) -> std::process::Output {
+pub fn bp(root: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .args(args)
         .current_dir(root)
@@ -647,7 +647,7 @@ fn bp(root: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn text(o: &std::process::Output) -> String {
+pub fn text(o: &std::process::Output) -> String {
     crate::spine::text(o)
 }
 

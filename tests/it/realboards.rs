@@ -10,18 +10,7 @@ use benchpipe::transport::{Transport, TransportError};
 
 use crate::lab::Lab;
 
-fn bp(root: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
-        .current_dir(root)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &std::process::Output) -> String {
-    crate::spine::text(o)
-}
+use crate::lab::{bp, text};
 
 fn local(command: &str) -> benchpipe::transport::Output {
     Local::new()
