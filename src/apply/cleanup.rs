@@ -64,19 +64,8 @@ impl Worker<'_> {
                     return nothing;
                 }
                 self.phase(Some(&cell.job.cell.address), "teardown");
-                match self.stop_service(&mut t, cell, service) {
-                    Ok(()) => StepStatus::Ran,
-                    Err(e) => {
-                        let status = StepStatus::Failed {
-                            cause: e.to_string(),
-                        };
-                        if e.ends_board() {
-                            w.lost.get_or_insert_with(|| e.clone());
-                        }
-                        w.fail_cleanup(key, e);
-                        status
-                    }
-                }
+                let done = self.stop_service(&mut t, cell, service);
+                w.cleanup_status(key, done)
             }
             Action::Teardown { from, commands, .. } => {
                 let key = &step.cells[0];
@@ -87,19 +76,8 @@ impl Worker<'_> {
                 let recipe = cell.job.recipe;
                 let _held = self.resources.acquire(&recipe.exclusive);
                 let commands = &recipe.teardown[*from..from + commands];
-                match self.commands(&mut t, commands, &cell.vars, "teardown") {
-                    Ok(()) => StepStatus::Ran,
-                    Err(e) => {
-                        let status = StepStatus::Failed {
-                            cause: e.to_string(),
-                        };
-                        if e.ends_board() {
-                            w.lost.get_or_insert_with(|| e.clone());
-                        }
-                        w.fail_cleanup(key, e);
-                        status
-                    }
-                }
+                let done = self.commands(&mut t, commands, &cell.vars, "teardown");
+                w.cleanup_status(key, done)
             }
             Action::Unmount {
                 storage,

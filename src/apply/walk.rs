@@ -74,15 +74,27 @@ impl Walk<'_, '_> {
         }
     }
 
-    /// A cleanup's failure fails a cell that had none yet (a completed one too: its
-    /// board was left unclean).
-    pub(super) fn fail_cleanup(&mut self, key: &CellKey, cause: CellFailure) {
-        match self.outcomes.get(key) {
-            Some(Err(_)) => {}
-            _ => {
-                self.outcomes.insert(key.clone(), Err(cause));
-            }
+    /// A cleanup's outcome as a step status. Its failure fails a cell that had none
+    /// yet (a completed one too: its board was left unclean), and a lost connection
+    /// is the board's loss.
+    pub(super) fn cleanup_status(
+        &mut self,
+        key: &CellKey,
+        done: Result<(), CellFailure>,
+    ) -> StepStatus {
+        let Err(cause) = done else {
+            return StepStatus::Ran;
+        };
+        let status = StepStatus::Failed {
+            cause: cause.to_string(),
+        };
+        if cause.ends_board() {
+            self.lost.get_or_insert_with(|| cause.clone());
         }
+        if !matches!(self.outcomes.get(key), Some(Err(_))) {
+            self.outcomes.insert(key.clone(), Err(cause));
+        }
+        status
     }
 
     fn is_complete(&self, key: &CellKey) -> bool {
