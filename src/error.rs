@@ -36,8 +36,8 @@ pub enum Error {
     /// Some boards could not be reached; their cells were not run (and did not fail).
     #[error("{boards} board(s) unreachable; {cells} cell(s) not run")]
     BoardsUnreachable { boards: usize, cells: usize },
-    /// `boards check`: some boards failed; each printed its line.
-    #[error("{failed} of {total} boards failed the check")]
+    /// `boards check` or `boards power`: some boards failed; each printed its line.
+    #[error("{failed} of {total} boards failed")]
     BoardsFailed { failed: usize, total: usize },
     #[error("interrupted; the store is consistent and the next apply resumes")]
     Interrupted,

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::worker::{Worker, board_host};
-use crate::bench::{self, Vars};
+use super::worker::Worker;
+use crate::bench;
 use crate::failure::CellFailure;
 use crate::image::{self, Cache, Fetched};
 use crate::model::{BoardName, Image, ImageName, ImageSource, StorageRole};
@@ -129,72 +129,82 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// Runs the board's `[flash] command` on the controller, with `image` the verified
-    /// file as the scenario declares it (compressed when it is): usbboot and an SD mux,
-    /// a smart plug, a vendor tool. Its exit status decides; the boot and the image's
-    /// expectations are checked after it, as for dd.
+    /// Runs the board's `[flash] command` on the controller (or its `via` host), with
+    /// `image` the verified file as the scenario declares it (compressed when it is):
+    /// usbboot and an SD mux, a smart plug, a vendor tool. On a `via` host, `image` is
+    /// the same path there: the command is for a flasher that shares the file. Its
+    /// exit status decides; the boot and the image's expectations are checked after it.
     pub(super) fn flash_command(
         &self,
         controller: &mut dyn Transport,
         image: &ImageName,
         fetched: &Fetched,
     ) -> Result<(), CellFailure> {
-        let crate::model::Flash::Command { command } = &self.board.flash else {
+        let crate::model::Flash::Command { command, via } = &self.board.flash else {
             return Err(CellFailure::Refused {
                 reason: format!("board {} has no [flash] command", self.board.name),
             });
         };
-        let mut vars = Vars::new();
-        vars.set("board", self.board.name.as_str())
-            .set("host", board_host(self.board))
-            .set("image", fetched.path.to_string_lossy().into_owned());
+        let mut vars = crate::power::board_vars(self.board);
+        vars.set("image", fetched.path.to_string_lossy().into_owned());
         let command = bench::render(command, &vars).map_err(CellFailure::from)?;
+        let failed = |message: String| CellFailure::Flash {
+            image: image.to_string(),
+            message,
+        };
+        let mut remote = match via {
+            Some(v) => Some(self.connect_via(v).map_err(|e| {
+                failed(format!("cannot reach {v} to run the [flash] command: {e}"))
+            })?),
+            None => None,
+        };
+        let t: &mut dyn Transport = match remote.as_mut() {
+            Some(r) => r.as_mut(),
+            None => controller,
+        };
         self.phase(
             None,
-            format!("flash {image} with the board's [flash] command"),
+            format!(
+                "flash {image} with the board's [flash] command{}",
+                via.as_ref().map(|v| format!(" on {v}")).unwrap_or_default()
+            ),
         );
-        let out = controller.run(&command, Some(Duration::from_secs(3600)))?;
+        let out = t.run(&command, Some(Duration::from_secs(3600)))?;
         if !out.exit.success() {
-            return Err(CellFailure::Flash {
-                image: image.to_string(),
-                message: CellFailure::step_failed(
-                    "[flash] command",
-                    &command,
-                    &out.exit,
-                    &out.stderr_str(),
-                )
-                .to_string(),
-            });
+            return Err(failed(
+                CellFailure::step_failed("[flash] command", &command, &out.exit, &out.stderr_str())
+                    .to_string(),
+            ));
         }
         Ok(())
     }
 
-    /// Runs the board's `[power] cycle` command on the controller.
+    /// Power-cycles the board (`crate::power::plan`: `[power] cycle`, or `off` then `on`,
+    /// or a tpi board's BMC), on the controller or the power's `via` host.
     pub(super) fn power_cycle(&self, controller: &mut dyn Transport) -> Result<(), CellFailure> {
-        let power = self
-            .board
-            .power
-            .as_ref()
-            .ok_or_else(|| CellFailure::Refused {
-                reason: format!(
-                    "board {} has [flash] but no [power] cycle to boot the new image",
-                    self.board.name
-                ),
-            })?;
-        let mut vars = Vars::new();
-        vars.set("board", self.board.name.as_str())
-            .set("host", board_host(self.board));
-        let command = bench::render(&power.cycle, &vars).map_err(CellFailure::from)?;
-        self.phase(None, "power cycle");
-        let out = controller.run(&command, Some(Duration::from_secs(300)))?;
-        if !out.exit.success() {
-            return Err(CellFailure::step_failed(
-                "power cycle",
-                &command,
-                &out.exit,
-                &out.stderr_str(),
-            ));
-        }
+        use crate::power::{PowerAction, plan, run};
+        let plan = plan(self.board, PowerAction::Cycle)?;
+        let mut remote = match &plan.via {
+            Some(v) => Some(self.connect_via(v).map_err(|e| CellFailure::Refused {
+                reason: format!("cannot reach {v} to power-cycle {}: {e}", self.board.name),
+            })?),
+            None => None,
+        };
+        let t: &mut dyn Transport = match remote.as_mut() {
+            Some(r) => r.as_mut(),
+            None => controller,
+        };
+        self.phase(
+            None,
+            format!(
+                "power cycle{}",
+                plan.via
+                    .as_ref()
+                    .map(|v| format!(" on {v}"))
+                    .unwrap_or_default()
+            ),
+        );
+        run(t, PowerAction::Cycle, &plan)?;
         Ok(())
     }
 

@@ -21,6 +21,7 @@ pub(crate) mod provision;
 mod resources;
 mod runs;
 mod services;
+mod tpi;
 mod verify;
 mod walk;
 mod worker;

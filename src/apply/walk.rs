@@ -292,7 +292,7 @@ impl Worker<'_> {
     /// Before any flash: the session goes, and the board's state says `unverified`,
     /// since nothing proves its image until the next verification. Returns the image
     /// `fetch-image` verified.
-    fn begin_flash(
+    pub(super) fn begin_flash(
         &self,
         w: &mut Walk<'_, '_>,
         image: &crate::model::ImageName,
@@ -340,6 +340,12 @@ impl Worker<'_> {
                     written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
                     written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
                 }
+                w.flashed.insert(image.clone(), written);
+                return Ok(());
+            }
+            Action::FlashTpi { image, via, node } => {
+                let fetched = self.begin_flash(w, image)?;
+                let written = self.flash_tpi(image, &fetched, via, *node)?;
                 w.flashed.insert(image.clone(), written);
                 return Ok(());
             }
@@ -585,6 +591,7 @@ impl Worker<'_> {
             | Action::FetchImage { .. }
             | Action::Flash { .. }
             | Action::FlashCommand { .. }
+            | Action::FlashTpi { .. }
             | Action::PowerCycle => Ok(()),
         }
     }

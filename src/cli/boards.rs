@@ -6,6 +6,7 @@ use super::BoardsAction;
 use crate::apply;
 use crate::config;
 use crate::error::{Error, Result};
+use crate::power::PowerAction;
 
 pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
     let boards = config::load_boards(root).map_err(Error::Config)?;
@@ -98,6 +99,38 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             }
             Ok(())
         }
+        BoardsAction::Power { action, names } => {
+            let action = match action {
+                super::lab::PowerArg::On => PowerAction::On,
+                super::lab::PowerArg::Off => PowerAction::Off,
+                super::lab::PowerArg::Cycle => PowerAction::Cycle,
+            };
+            let mut failed = 0;
+            for n in &names {
+                let Some(board) = boards.get(&crate::model::BoardName::new(n.as_str())) else {
+                    let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                    return Err(Error::Usage(format!(
+                        "no board named `{n}` in {}/boards; known: {}",
+                        root.display(),
+                        known.join(", ")
+                    )));
+                };
+                match power(board, &boards, action) {
+                    Ok(on) => println!("{n}: power {}: done{on}", action.word()),
+                    Err(e) => {
+                        failed += 1;
+                        println!("{n}: power {} failed: {e}", action.word());
+                    }
+                }
+            }
+            if failed > 0 {
+                return Err(Error::BoardsFailed {
+                    failed,
+                    total: names.len(),
+                });
+            }
+            Ok(())
+        }
         BoardsAction::Trust {
             name,
             fingerprint,
@@ -159,6 +192,24 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Runs `board`'s power `action` where its plan says (`crate::power`); returns " on
+/// HOST" when that was not the controller.
+fn power(
+    board: &crate::model::Board,
+    boards: &std::collections::BTreeMap<crate::model::BoardName, crate::model::Board>,
+    action: PowerAction,
+) -> std::result::Result<String, crate::power::PowerError> {
+    use apply::Connector;
+    let plan = crate::power::plan(board, action)?;
+    let connector = apply::RealConnector;
+    let mut t = match &plan.via {
+        Some(v) => connector.board(&crate::power::via_board(board, boards, v))?,
+        None => connector.controller(),
+    };
+    crate::power::run(t.as_mut(), action, &plan)?;
+    Ok(plan.via.map(|v| format!(" on {v}")).unwrap_or_default())
 }
 
 /// `sha256:` and the first 12 hex digits, or the identity as it is.

@@ -256,6 +256,15 @@ pub enum BoardsAction {
     /// known, login, root or sudo, free space, the recipes' tools, throttle state. One
     /// line per board; exit 1 when one fails.
     Check { names: Vec<String> },
+    /// Switch boards on or off, or power-cycle them: their [power] templates (cycle,
+    /// or off then on), run on the controller or their `via` host; a tpi board without
+    /// [power] through its BMC (`tpi power`). One line per board; exit 1 when one fails.
+    Power {
+        #[arg(value_enum)]
+        action: lab::PowerArg,
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
 }
 
 pub fn main() -> ExitCode {

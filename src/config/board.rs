@@ -7,14 +7,7 @@ use toml::Spanned;
 use super::diag::Diagnostic;
 use super::{Source, names, raw, ssh, template};
 use crate::bench::Vars;
-use crate::model::{Board, BoardName, Connection, Flash, Power, Storage, StorageName, StorageRole};
-
-/// Bounds of `[power] boot_timeout`: a board cannot boot in under a second, and one that
-/// takes over an hour is not coming back.
-const BOOT_TIMEOUT: (std::time::Duration, std::time::Duration) = (
-    std::time::Duration::from_secs(1),
-    std::time::Duration::from_secs(3600),
-);
+use crate::model::{Board, BoardName, Connection, Flash, Storage, StorageName, StorageRole};
 
 use crate::storage::rules;
 
@@ -45,17 +38,11 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         Some(f) => flash(src, f, &storage, &name, &host, diags),
         None => Some(Flash::None),
     };
-    let power = raw.power.as_ref().map(|p| {
-        board_template(src, &p.cycle, &name, &host, false, diags);
-        Power {
-            cycle: p.cycle.get_ref().clone(),
-            boot_timeout: p
-                .boot_timeout
-                .as_ref()
-                .and_then(|t| super::ssh::bounded(src, t, "boot_timeout", BOOT_TIMEOUT, diags))
-                .unwrap_or(crate::model::DEFAULT_BOOT_TIMEOUT),
-        }
-    });
+    let ctx = TemplateContext::new(&name, &host, &storage, flash.as_ref());
+    let power = raw
+        .power
+        .as_ref()
+        .and_then(|p| super::power::power(src, p, raw.flash.as_ref(), flash.as_ref(), &ctx, diags));
 
     if diags.len() > start {
         return None;
@@ -251,19 +238,56 @@ fn storage(
     out
 }
 
-/// Checks a board template (`[power] cycle`, `[flash] command`): it may use `board`
-/// and `host`, and a flash command also `image`, the image file on the controller.
-fn board_template(
+/// What a board's templates (`[flash] command`, `[power] cycle/on/off`) may use:
+/// `board` and `host` always; `device`, the boot storage's device, when the board
+/// declares one; `node`, the Turing Pi node, on a `tpi` board; and a flash command
+/// also `image`, the verified image file on the host that runs it.
+pub(super) struct TemplateContext {
+    pub(super) board: String,
+    pub(super) host: String,
+    pub(super) device: Option<String>,
+    pub(super) node: Option<u32>,
+}
+
+impl TemplateContext {
+    pub(super) fn new(board: &str, host: &str, storage: &[Storage], flash: Option<&Flash>) -> Self {
+        TemplateContext {
+            board: board.to_string(),
+            host: host.to_string(),
+            device: storage
+                .iter()
+                .filter(|s| s.role == StorageRole::Boot)
+                .find_map(|s| s.device.clone()),
+            node: match flash {
+                Some(Flash::Tpi { node, .. }) => Some(*node),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Checks a board template against the variables `ctx` says apply (and `image` for a
+/// flash command): an unknown one is an error at its place.
+pub(super) fn board_template(
     src: &Source,
     template: &Spanned<String>,
-    board: &str,
-    host: &str,
+    ctx: &TemplateContext,
     flash: bool,
     diags: &mut Vec<Diagnostic>,
 ) {
     let mut allowed: BTreeSet<String> = ["board", "host"].map(String::from).into();
     let mut samples = Vars::new();
-    samples.set("board", board).set("host", host);
+    samples
+        .set("board", ctx.board.as_str())
+        .set("host", ctx.host.as_str());
+    if let Some(device) = &ctx.device {
+        allowed.insert("device".into());
+        samples.set("device", device.as_str());
+    }
+    if let Some(node) = ctx.node {
+        allowed.insert("node".into());
+        samples.set("node", node.to_string());
+    }
     if flash {
         allowed.insert("image".into());
         samples.set("image", "/var/tmp/benchpipe/images/sample.img");
@@ -324,11 +348,12 @@ fn flash(
         ));
         return None;
     }
-    let takes: &[&str] = match method {
-        "none" => &[],
-        "tpi" => &["via", "node"],
-        "dd" => &["via", "device"],
-        "command" => &["command"],
+    // Required keys, then optional ones.
+    let (takes, optional): (&[&str], &[&str]) = match method {
+        "none" => (&[], &[]),
+        "tpi" => (&["via", "node"], &["dir"]),
+        "dd" => (&["via", "device"], &[]),
+        "command" => (&["command"], &["via"]),
         other => {
             let help = names::help_for(other, ["tpi", "dd", "command", "none"], "flash methods");
             diags.push(
@@ -343,16 +368,17 @@ fn flash(
             return None;
         }
     };
-    let present: [(&str, Option<std::ops::Range<usize>>); 4] = [
+    let present: [(&str, Option<std::ops::Range<usize>>); 5] = [
         ("via", f.via.as_ref().map(Spanned::span)),
         ("node", f.node.as_ref().map(Spanned::span)),
         ("device", f.device.as_ref().map(Spanned::span)),
         ("command", f.command.as_ref().map(Spanned::span)),
+        ("dir", f.dir.as_ref().map(Spanned::span)),
     ];
     let mut ok = true;
     for (key, span) in &present {
         match span {
-            Some(span) if !takes.contains(key) => {
+            Some(span) if !takes.contains(key) && !optional.contains(key) => {
                 diags.push(src.at(
                     span.clone(),
                     format!("`{key}` does not apply to flash method `{method}`"),
@@ -366,6 +392,12 @@ fn flash(
             _ => {}
         }
     }
+    if let Some(via) = &f.via {
+        ok &= super::power::via_is_valid(src, via, diags);
+    }
+    if let Some(dir) = &f.dir {
+        ok &= absolute(src, dir, "dir", diags);
+    }
     if !ok {
         return None;
     }
@@ -375,11 +407,17 @@ fn flash(
         "tpi" => {
             let node = f.node.as_ref()?;
             match u32::try_from(*node.get_ref()) {
-                Ok(n) => Some(Flash::Tpi {
+                Ok(n @ 1..=4) => Some(Flash::Tpi {
                     via: text(&f.via),
                     node: n,
+                    dir: f
+                        .dir
+                        .as_ref()
+                        .map_or(crate::model::TPI_DEFAULT_DIR.to_string(), |d| {
+                            d.get_ref().trim_end_matches('/').to_string()
+                        }),
                 }),
-                Err(_) => {
+                _ => {
                     diags.push(src.at_value(
                         node,
                         format!(
@@ -400,9 +438,11 @@ fn flash(
         }
         "command" => {
             let command = f.command.as_ref()?;
-            board_template(src, command, board, host, true, diags);
+            let ctx = TemplateContext::new(board, host, storage, None);
+            board_template(src, command, &ctx, true, diags);
             Some(Flash::Command {
                 command: command.get_ref().clone(),
+                via: f.via.as_ref().map(|v| v.get_ref().clone()),
             })
         }
         _ => Some(Flash::None),

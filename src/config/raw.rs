@@ -53,13 +53,17 @@ pub struct Flash {
     pub node: Option<S<i64>>,
     pub device: Option<S<String>>,
     pub command: Option<S<String>>,
+    pub dir: Option<S<String>>,
     pub accept_new_host_key: Option<S<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Power {
-    pub cycle: S<String>,
+    pub cycle: Option<S<String>>,
+    pub on: Option<S<String>>,
+    pub off: Option<S<String>>,
+    pub via: Option<S<String>>,
     pub boot_timeout: Option<S<String>>,
 }
 

@@ -8,6 +8,7 @@
 //! image. Callers (the schedule's flash step) get a `DdReport` or a typed `FlashError`.
 
 pub mod dd;
+pub mod tpi;
 
 use std::io::IsTerminal;
 

@@ -154,21 +154,40 @@ pub struct SshTarget {
 pub enum Flash {
     /// This board is never reflashed; only `installed` images apply to it.
     None,
-    /// Turing Pi BMC: `tpi flash -n NODE -i IMAGE` run on `via`.
-    Tpi { via: String, node: u32 },
+    /// Turing Pi BMC: the image is put in `dir` on `via` (the BMC, reached over SSH),
+    /// then `tpi flash --local -n NODE -i PATH` runs there.
+    Tpi {
+        via: String,
+        node: u32,
+        /// Where on the BMC the images go (its SD card on a real one).
+        dir: String,
+    },
     /// `dd` to a declared boot device over SSH on `via` (a helper host).
     Dd { via: String, device: String },
-    /// A command template run on the controller.
-    Command { command: String },
+    /// A command template run on the controller, or on `via` (a board's name or an SSH
+    /// destination) when given.
+    Command {
+        command: String,
+        via: Option<String>,
+    },
 }
+
+/// Where a `tpi` board's images go on the BMC unless `[flash] dir` says: its SD card.
+pub const TPI_DEFAULT_DIR: &str = "/mnt/sdcard/benchpipe";
 
 /// How long a board may take from its power cycle until SSH answers, by default.
 pub const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(300);
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Power {
-    /// A command template run on the controller that power-cycles the board.
-    pub cycle: String,
+    /// Command templates that power-cycle the board, switch it on, switch it off; each
+    /// optional, but a board that flashes needs `cycle` or both `off` and `on`.
+    pub cycle: Option<String>,
+    pub on: Option<String>,
+    pub off: Option<String>,
+    /// Where the templates run: the controller (`None`), or a board's name or an SSH
+    /// destination (`[user@]host[:port]` or a `~/.ssh/config` alias).
+    pub via: Option<String>,
     /// How long the board may take from its power cycle until SSH answers.
     #[serde(with = "secs")]
     pub boot_timeout: Duration,

@@ -104,15 +104,12 @@ fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reaso
 }
 
 #[test]
-fn an_image_is_planned_on_a_board_that_flashes_with_dd_and_skipped_where_its_method_is_missing() {
+fn an_image_is_planned_on_a_board_that_flashes_and_skipped_where_its_method_is_missing() {
     let mut ws = fixtures::workspace();
-    ws.boards.get_mut(&"pi-1".into()).unwrap().flash = crate::model::Flash::Dd {
-        via: "helper".into(),
-        device: "/dev/mmcblk0".into(),
-    };
-    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = crate::model::Flash::Tpi {
+    ws.boards.get_mut(&"pi-1".into()).unwrap().flash = crate::model::Flash::Tpi {
         via: "bmc".into(),
         node: 2,
+        dir: crate::model::TPI_DEFAULT_DIR.into(),
     };
     let s = &mut ws.scenarios[0];
     s.images.insert(
@@ -132,12 +129,14 @@ fn an_image_is_planned_on_a_board_that_flashes_with_dd_and_skipped_where_its_met
     s.matrix.image.push("raspios".into());
     let plan = expand(&ws, &ws.scenarios[0]);
     assert!(
-        plan.skipped.iter().any(|s| s.reason
-            == "flashing with tpi is not implemented yet; image raspios cannot be verified on board pi-2"),
+        plan.skipped
+            .iter()
+            .any(|s| s.reason
+                == "image raspios must be flashed, but board pi-2 has no [flash] method"),
         "{:?}",
         plan.skipped
     );
-    // pi-1 flashes with dd: its raspios cells are planned, pi-2's are not.
+    // pi-1 flashes with tpi: its raspios cells are planned, pi-2's are not.
     let raspios: Vec<&str> = plan
         .cells
         .iter()
@@ -392,10 +391,6 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
 fn cannot_measure_says_why_by_variant_with_the_same_text() {
     let mut ws = fixtures::workspace();
     ws.boards.get_mut(&"pi-2".into()).unwrap().storage[1].device = None;
-    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = crate::model::Flash::Tpi {
-        via: "bmc".into(),
-        node: 2,
-    };
     ws.recipes.get_mut(&"xz".into()).unwrap().uses_device = true;
     ws.scenarios[0].images.insert(
         "raspios".into(),
@@ -440,15 +435,6 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
                 board: "pi-1".into(),
             },
             "image raspios must be flashed, but board pi-1 has no [flash] method",
-        ),
-        (
-            at("pi-2", None, None, "xz", "raspios"),
-            C::FlashingNotImplemented {
-                image: "raspios".into(),
-                board: "pi-2".into(),
-                method: "tpi",
-            },
-            "flashing with tpi is not implemented yet; image raspios cannot be verified on board pi-2",
         ),
         (
             at("pi-1", Some("nvme"), None, "disk-4k", "installed"),

@@ -27,14 +27,14 @@ fn sh(cmd: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn need_root() {
+pub(crate) fn need_root() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         panic!("FLASH TESTS NEED ROOT for losetup, mount and the lab; they never pass silently");
     }
 }
 
-fn scratch(tag: &str) -> PathBuf {
+pub(crate) fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bp-it-flash-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -107,7 +107,7 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn file_sha256(p: &Path) -> String {
+pub(crate) fn file_sha256(p: &Path) -> String {
     hex(&Sha256::digest(std::fs::read(p).unwrap()))
 }
 
@@ -708,7 +708,7 @@ fn over_ssh_exec_input_streams_input_intact_and_stops_feeding_a_command_that_end
 /// A lab board's project for `apply`: its [power] cycle runs this build's benchpipe,
 /// a recipe that reports the booted image's VERSION_ID, and a scenario flashing `images`
 /// (name, file, VERSION_ID) each with its expectations.
-fn flash_project(lab: &Lab, images: &[(&str, &Path, &str)]) -> String {
+pub(crate) fn flash_project(lab: &Lab, images: &[(&str, &Path, &str)]) -> String {
     let board = lab.board(0);
     let name = board.name.to_string();
     let text = std::fs::read_to_string(&board.board_file).unwrap();
@@ -757,7 +757,7 @@ version = { from = "version", unit = "VERSION_ID", better = "higher" }
     name
 }
 
-fn apply(root: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn apply(root: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .current_dir(root)
         .args(args)
@@ -766,7 +766,7 @@ fn apply(root: &Path, args: &[&str]) -> std::process::Output {
 }
 
 /// Every stored sample's `version` metric of the cells of `image`.
-fn versions(root: &Path, image: &str) -> Vec<f64> {
+pub(crate) fn versions(root: &Path, image: &str) -> Vec<f64> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(root.join("results")).unwrap() {
         let dir = e.unwrap().path();

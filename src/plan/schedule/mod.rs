@@ -73,7 +73,15 @@ pub enum Action {
     },
     /// Run the board's `[flash] command` on the controller with the image's file.
     FlashCommand { image: ImageName },
-    /// Run the board's `[power] cycle` on the controller, so it boots the new image.
+    /// Put the image on the Turing Pi BMC `via` (uploaded, or found there by its
+    /// digest), then `tpi flash` it to `node` there (`flash::tpi`).
+    FlashTpi {
+        image: ImageName,
+        via: String,
+        node: u32,
+    },
+    /// Power-cycle the board so it boots the new image: its `[power] cycle`, or `off`
+    /// then `on`, or (a tpi board without `[power]`) the BMC's `tpi power off`/`on`.
     PowerCycle,
     /// Open a session to the board (after a power cycle: retried until it boots).
     Connect,
@@ -293,13 +301,26 @@ fn board_steps(
                 .collect();
             let flashing = flashes(first);
             if flashing {
-                let power = ws.boards.get(board).is_some_and(|b| b.power.is_some());
+                // A [power] that cannot cycle (only `boot_timeout`, say) adds no step.
+                let power = ws
+                    .boards
+                    .get(board)
+                    .and_then(|b| b.power.as_ref())
+                    .is_some_and(|p| p.cycle.is_some() || (p.on.is_some() && p.off.is_some()));
                 match flash {
                     Some(Flash::Dd { via, device }) => {
                         let action = Action::Flash {
                             image: image.clone(),
                             via: via.clone(),
                             device: device.clone(),
+                        };
+                        flash_steps(&mut steps, image, action, true, &of_image);
+                    }
+                    Some(Flash::Tpi { via, node, .. }) => {
+                        let action = Action::FlashTpi {
+                            image: image.clone(),
+                            via: via.clone(),
+                            node: *node,
                         };
                         flash_steps(&mut steps, image, action, true, &of_image);
                     }

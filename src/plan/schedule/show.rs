@@ -14,6 +14,9 @@ impl Action {
             Action::FlashCommand { image } => {
                 format!("REFLASH with {image}: the board's [flash] command")
             }
+            Action::FlashTpi { image, via, node } => {
+                format!("REFLASH with {image}: tpi flash node {node} on BMC {via}")
+            }
             Action::PowerCycle => "power cycle".into(),
             Action::Connect => "connect".into(),
             Action::ClaimWorkdir { controller: false } => "claim workdir".into(),

@@ -1,0 +1,255 @@
+//! Integration tests: flashing through a Turing Pi 2 BMC (`[flash] method = "tpi"`)
+//! against a FAKE `tpi` on a lab board acting as the BMC (no BMC exists here), and
+//! flash and power templates run on a named lab host (`via`), with `boards power`.
+//! They need root; without it they fail loudly.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use benchpipe::lab::LabBoard;
+use benchpipe::lab::image::{self, Compression, ImageSpec};
+use benchpipe::transport::{Transport, quote};
+
+use crate::flash::{apply, file_sha256, flash_project, need_root, scratch, versions};
+use crate::lab::Lab;
+
+/// The board file's `[power] cycle` (the lab's `lab power cycle B ...`), naming this
+/// build's benchpipe.
+fn lab_cycle(board: &LabBoard) -> String {
+    let text = std::fs::read_to_string(&board.board_file).unwrap();
+    let v: toml::Value = toml::from_str(&text).unwrap();
+    let cycle = v["power"]["cycle"].as_str().unwrap().to_string();
+    let exe = env!("CARGO_BIN_EXE_benchpipe");
+    let cycle = if cycle.starts_with("benchpipe ") {
+        cycle.replacen("benchpipe", &quote::sh(exe), 1)
+    } else {
+        cycle
+    };
+    assert!(cycle.contains(" lab power cycle "), "{cycle}");
+    cycle
+}
+
+/// `lab power WORD B ...` for `$1` = on or off, run in the controller's network and
+/// mount namespaces (the lab checks that the board's sshd listens, and boards cannot
+/// reach one another's subnets).
+fn lab_power_as_controller(board: &LabBoard) -> String {
+    let pid = std::process::id();
+    format!(
+        "nsenter --net=/proc/{pid}/ns/net --mount=/proc/{pid}/ns/mnt -- {}",
+        lab_cycle(board).replacen(" lab power cycle ", " lab power \"$1\" ", 1)
+    )
+}
+
+/// Replaces the board file's `[flash]` and `[power]` tables (everything up to its
+/// first `[[storage]]`) with `tables`.
+fn set_flash_and_power(board: &LabBoard, tables: &str) {
+    let text = std::fs::read_to_string(&board.board_file).unwrap();
+    let (from, to) = (
+        text.find("[flash]\n").unwrap(),
+        text.find("[[storage]]").unwrap(),
+    );
+    let text = format!("{}{tables}\n{}", &text[..from], &text[to..]);
+    std::fs::write(&board.board_file, text).unwrap();
+}
+
+/// Installs a FAKE `tpi` inside the BMC board's own environment only: a tmpfs over
+/// `/usr/local/sbin` (on sshd's default PATH) in the mount namespace of that board's
+/// sshd, holding a script that logs its argv to `log`, writes `flash`'s image to the
+/// node's lab boot disk, and powers nodes through `lab power`. Node N is `nodes[N-1]`;
+/// a file `fail-node-N` in `dir` makes its flash fail the way tpi reports a BMC error.
+fn install_fake_tpi(lab: &Lab, bmc: usize, nodes: &[usize], dir: &Path, log: &Path) {
+    let mut cases = String::new();
+    for (i, &b) in nodes.iter().enumerate() {
+        let board = lab.board(b);
+        cases.push_str(&format!(
+            "  {n}) dev={dev}; power={power};;\n",
+            n = i + 1,
+            dev = quote::sh(&board.boot.as_ref().unwrap().device),
+            power = quote::sh(&lab_power_as_controller(board)),
+        ));
+    }
+    let log = quote::sh(&log.to_string_lossy());
+    let fail = quote::sh(&dir.to_string_lossy());
+    let script = format!(
+        r#"#!/bin/sh
+# A FAKE Turing Pi 2 `tpi` for benchpipe's lab tests: the argv and messages of the real
+# CLI (turing-machines/tpi), a lab boot disk for the node's eMMC, `lab power` for its power.
+printf '%s\n' "$*" >> {log}
+cmd=$1; shift
+word=
+if [ "$cmd" = power ]; then word=$1; shift; fi
+node= image=
+while [ $# -gt 0 ]; do
+  case $1 in
+    -n|--node) node=$2; shift 2;;
+    -i|--image-path) image=$2; shift 2;;
+    -l|--local) shift;;
+    *) echo "error: unexpected argument '$1' found" >&2; exit 2;;
+  esac
+done
+case $node in
+{cases}  *) echo "error: invalid value '$node' for '--node <NODE>'" >&2; exit 2;;
+esac
+case $cmd in
+  flash)
+    if [ -e {fail}/fail-node-$node ]; then echo "Error: Failed to begin flashing: 500 Internal Server Error"; exit 1; fi
+    echo "Flashing from image file $image..."
+    dd if="$image" of="$dev" bs=4M conv=fsync status=none || exit 1
+    echo "Verifying checksum..."
+    echo Done;;
+  power)
+    case $word in on|off) ;; *) echo "error: invalid value '$word'" >&2; exit 2;; esac
+    sh -c "$power" sh "$word" >/dev/null || {{ echo "Error: power $word of node $node failed"; exit 1; }}
+    echo ok;;
+  *) echo "error: unrecognized subcommand '$cmd'" >&2; exit 2;;
+esac
+"#
+    );
+    let pid = std::fs::read_to_string(&lab.board(bmc).sshd_pid_file).unwrap();
+    let mut child = Command::new("nsenter")
+        .arg(format!("--mount=/proc/{}/ns/mnt", pid.trim()))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=1m,mode=0755 bp-fake-tpi /usr/local/sbin \
+             && cat > /usr/local/sbin/tpi && chmod 0755 /usr/local/sbin/tpi",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "installing the fake tpi");
+    // The fake is on the BMC's PATH, and only there.
+    let mut t = lab.connect(bmc);
+    let out = t.run("command -v tpi", None).unwrap();
+    assert_eq!(out.stdout_str().trim(), "/usr/local/sbin/tpi");
+    assert!(!Path::new("/usr/local/sbin/tpi").exists());
+}
+
+#[test]
+fn tpi_flash_through_a_fake_bmc_boots_and_measures_and_a_tpi_error_fails_only_its_node() {
+    need_root();
+    let lab = Lab::up(3);
+    let dir = scratch("tpi");
+    let v1 = image::build(&dir, "v1", &ImageSpec::new("bpflash", "1"), Compression::Xz).unwrap();
+    let b0 = flash_project(&lab, &[("v1", &v1, "1")]);
+    let b1 = lab.board(1).name.to_string();
+    let bmc = lab.board(2).name.to_string();
+    let s = lab.root.join("scenarios/lab-flash.toml");
+    let text = std::fs::read_to_string(&s).unwrap().replace(
+        &format!("board = [\"{b0}\"]"),
+        &format!("board = [\"{b0}\", \"{b1}\"]"),
+    );
+    std::fs::write(&s, text).unwrap();
+    let log = dir.join("tpi.log");
+    install_fake_tpi(&lab, 2, &[0, 1], &dir, &log);
+    let images = dir.join("bmc-images");
+    // Nodes 1 and 2 of the BMC, each without [power]: tpi's own power is the default.
+    for (i, node) in [(0, 1), (1, 2)] {
+        set_flash_and_power(
+            lab.board(i),
+            &format!(
+                "[flash]\nmethod = \"tpi\"\nvia = \"{bmc}\"\nnode = {node}\ndir = \"{}\"\n",
+                images.display()
+            ),
+        );
+    }
+    std::fs::write(dir.join("fail-node-2"), "").unwrap();
+
+    let dry = apply(
+        &lab.root,
+        &["apply", "--dry-run", "scenarios/lab-flash.toml"],
+    );
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.status.success(), "{text}");
+    for node in [1, 2] {
+        assert!(
+            text.contains(&format!(
+                "REFLASH with v1: tpi flash node {node} on BMC {bmc}"
+            )),
+            "{text}"
+        );
+    }
+    assert!(text.contains("power cycle"), "{text}");
+
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // Node 2's tpi error fails its cells with tpi's own words; node 1 was measured.
+    assert!(
+        err.contains("Error: Failed to begin flashing: 500 Internal Server Error"),
+        "{err}"
+    );
+    assert_eq!(versions(&lab.root, "v1"), [1.0, 1.0], "{err}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    // What was uploaded is the image's decompressed content, named by its digest.
+    let facts: Vec<serde_json::Value> = std::fs::read_dir(&lab.root.join("results"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("facts.json")).ok())
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .collect();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let flashed = &facts[0]["flashed"];
+    assert_eq!(flashed["method"], "tpi");
+    assert_eq!(flashed["file_sha256"], file_sha256(&v1));
+    let content = flashed["uncompressed_sha256"].as_str().unwrap();
+    let on_bmc = images.join(format!("{content}.img"));
+    assert_eq!(file_sha256(&on_bmc), content);
+    assert_eq!(std::fs::metadata(&on_bmc).unwrap().len(), 8 << 20);
+    let path = on_bmc.display();
+    for want in [
+        format!("flash --local --node 1 --image-path {path}"),
+        "power off --node 1".to_string(),
+        "power on --node 1".to_string(),
+        format!("flash --local --node 2 --image-path {path}"),
+    ] {
+        assert!(lines.contains(&want.as_str()), "{want:?} not in {calls}");
+    }
+    // Node 1: flashed, then switched off and on, in that order.
+    let at = |l: &str| lines.iter().position(|x| *x == l).unwrap();
+    assert!(
+        at(&format!("flash --local --node 1 --image-path {path}")) < at("power off --node 1")
+            && at("power off --node 1") < at("power on --node 1"),
+        "{calls}"
+    );
+    // A failed flash is not followed by a power cycle of that node.
+    assert!(!lines.contains(&"power off --node 2"), "{calls}");
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.root.join(format!("results/boards/{b0}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["identity"], format!("sha256:{}", file_sha256(&v1)));
+
+    // With the BMC healthy again: node 2 is flashed and measured. Node 1, whose state
+    // is forgotten, is flashed again from the copy already on the BMC, not re-sent.
+    std::fs::remove_file(dir.join("fail-node-2")).unwrap();
+    std::fs::remove_file(lab.root.join(format!("results/boards/{b0}.json"))).unwrap();
+    let out = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--no-report",
+            "--redo",
+            "image=v1",
+            "scenarios/lab-flash.toml",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("is on the BMC already"), "{err}");
+    assert_eq!(versions(&lab.root, "v1").len(), 6, "{err}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.lines().any(|l| l == "power on --node 2"), "{calls}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
