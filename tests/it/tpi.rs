@@ -253,3 +253,126 @@ fn tpi_flash_through_a_fake_bmc_boots_and_measures_and_a_tpi_error_fails_only_it
     assert!(calls.lines().any(|l| l == "power on --node 2"), "{calls}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Whether the board's sshd accepts a TCP connection.
+fn listening(board: &LabBoard) -> bool {
+    let addr = std::net::SocketAddr::from((board.address, 22));
+    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).is_ok()
+}
+
+#[test]
+fn flash_and_power_templates_run_on_a_named_lab_host_and_boards_power_switches_the_board() {
+    need_root();
+    let lab = Lab::up(2);
+    let dir = scratch("via");
+    let v1 = image::build(
+        &dir,
+        "v1",
+        &ImageSpec::new("bpflash", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    let b0 = flash_project(&lab, &[("v1", &v1, "1")]);
+    let host = lab.board(1).name.to_string();
+    let power = lab_power_as_controller(lab.board(0));
+    let log = dir.join("where.log");
+    let logq = quote::sh(&log.to_string_lossy());
+    // Each template says where it ran: the addresses of the host that ran it. The flash
+    // command uses the documented variables `image` and `device`.
+    let whereami = |what: &str| format!("echo {what} {{{{ board }}}} $(hostname -I) >> {logq}");
+    let tables = format!(
+        "[flash]\nmethod = \"command\"\nvia = \"{host}\"\ncommand = {command}\n\n\
+         [power]\nvia = \"{host}\"\noff = {off}\non = {on}\n",
+        command = toml_str(&format!(
+            "dd if={{{{ image }}}} of={{{{ device }}}} bs=4M conv=fsync status=none && {}",
+            whereami("flash")
+        )),
+        off = toml_str(&format!(
+            "{} && sh -c {} sh off",
+            whereami("off"),
+            quote::sh(&power)
+        )),
+        on = toml_str(&format!(
+            "{} && sh -c {} sh on",
+            whereami("on"),
+            quote::sh(&power)
+        )),
+    );
+    set_flash_and_power(lab.board(0), &tables);
+    let host_ip = lab.board(1).address.to_string();
+    let own_ip = lab.board(0).address.to_string();
+    let ran_on_host = |line: &str| line.contains(&host_ip) && !line.contains(&own_ip);
+
+    // `boards power`: off, then on, then a cycle made of off and on, each on the host.
+    let out = apply(&lab.root, &["boards", "power", "off", &b0]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("{b0}: power off: done on {host}")),
+        "{text}"
+    );
+    assert!(!listening(lab.board(0)), "still on after power off");
+    let out = apply(&lab.root, &["boards", "power", "on", &b0]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(listening(lab.board(0)), "not on after power on");
+    let out = apply(&lab.root, &["boards", "power", "cycle", &b0]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(listening(lab.board(0)), "not on after power cycle");
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let words: Vec<&str> = lines
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(words, ["off", "on", "off", "on"], "{lines}");
+    assert!(lines.lines().all(ran_on_host), "{lines}");
+    // A board without a way to do it says so, and exits 1.
+    let out = apply(&lab.root, &["boards", "power", "on", &host]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("its [power] has no `on`"), "{text}");
+    std::fs::remove_file(&log).unwrap();
+
+    // apply: the flash command and the power cycle run on the host, then the boot is
+    // verified and the cell measured.
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("with the board's [flash] command on {host}")),
+        "{err}"
+    );
+    assert_eq!(versions(&lab.root, "v1"), [1.0, 1.0]);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let words: Vec<&str> = lines
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(words, ["flash", "off", "on"], "{lines}");
+    assert!(lines.lines().all(ran_on_host), "{lines}");
+    assert!(
+        lines
+            .lines()
+            .all(|l| l.split(' ').nth(1) == Some(b0.as_str())),
+        "{lines}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
