@@ -376,3 +376,77 @@ fn flash_and_power_templates_run_on_a_named_lab_host_and_boards_power_switches_t
 fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
+
+/// `tests/hostile/base` copied to a fresh directory with `pi.toml`'s `[flash]` table
+/// (up to its storage) replaced by `tables`, loaded as `check` loads it.
+fn load_pi_with(tag: &str, tables: &str) -> benchpipe::model::Workspace {
+    let dir = scratch(tag);
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/base");
+    let out = Command::new("cp")
+        .arg("-r")
+        .arg(base.join("."))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pi = dir.join("boards/pi.toml");
+    let text = std::fs::read_to_string(&pi).unwrap();
+    let (from, to) = (
+        text.find("[flash]").unwrap(),
+        text.find("[[storage]]").unwrap(),
+    );
+    std::fs::write(&pi, format!("{}{tables}\n{}", &text[..from], &text[to..])).unwrap();
+    let ws = benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")])
+        .unwrap_or_else(|d| panic!("{d}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    ws
+}
+
+#[test]
+fn tpi_board_templates_use_node_device_board_and_host_and_tpi_power_is_the_default() {
+    use benchpipe::model::Flash;
+    use benchpipe::power::{PowerAction, plan};
+    // Without [power]: the BMC's own tpi power, on the BMC.
+    let ws = load_pi_with(
+        "tpi-cfg",
+        "[flash]\nmethod = \"tpi\"\nvia = \"bmc\"\nnode = 3\n",
+    );
+    let pi = &ws.boards[&"pi".into()];
+    assert!(
+        matches!(&pi.flash, Flash::Tpi { via, node: 3, dir } if via == "bmc" && dir == "/mnt/sdcard/benchpipe")
+    );
+    let p = plan(pi, PowerAction::Cycle).unwrap();
+    assert_eq!(p.via.as_deref(), Some("bmc"));
+    assert_eq!(
+        p.commands,
+        ["tpi power off --node 3", "tpi power on --node 3"]
+    );
+    assert_eq!(
+        plan(pi, PowerAction::On).unwrap().commands,
+        ["tpi power on --node 3"]
+    );
+    // With [power] off and on (no cycle): a cycle is off then on, with every variable.
+    let ws = load_pi_with(
+        "tpi-cfg-power",
+        "[flash]\nmethod = \"tpi\"\nvia = \"bmc\"\nnode = 3\ndir = \"/srv/images/\"\n\n\
+         [power]\nvia = \"pi@bmc:2222\"\n\
+         off = \"relay {{ board }} {{ host }} {{ node }} {{ device }} off\"\n\
+         on = \"relay {{ board }} {{ host }} {{ node }} {{ device }} on\"\n",
+    );
+    let pi = &ws.boards[&"pi".into()];
+    assert!(matches!(&pi.flash, Flash::Tpi { dir, .. } if dir == "/srv/images"));
+    let p = plan(pi, PowerAction::Cycle).unwrap();
+    assert_eq!(p.via.as_deref(), Some("pi@bmc:2222"));
+    assert_eq!(
+        p.commands,
+        [
+            "relay pi 10.0.0.2 3 /dev/mmcblk0 off",
+            "relay pi 10.0.0.2 3 /dev/mmcblk0 on"
+        ]
+    );
+    let d = benchpipe::power::destination(p.via.as_deref().unwrap());
+    assert_eq!(
+        (d.user.as_deref(), d.host.as_str(), d.port),
+        (Some("pi"), "bmc", Some(2222))
+    );
+}
