@@ -215,3 +215,49 @@ fn the_json_of_a_step_is_pinned() {
     );
     assert_eq!(serde_json::to_value(&s).unwrap()["format"], 1);
 }
+
+#[test]
+fn a_tpi_board_is_flashed_through_its_bmc_then_power_cycled_before_it_connects() {
+    let mut ws = fixtures::workspace();
+    ws.boards.get_mut(&"pi-1".into()).unwrap().flash = crate::model::Flash::Tpi {
+        via: "bmc".into(),
+        node: 2,
+        dir: crate::model::TPI_DEFAULT_DIR.into(),
+    };
+    let s = &mut ws.scenarios[0];
+    s.images.insert(
+        "raspios".into(),
+        crate::model::Image {
+            name: "raspios".into(),
+            source: ImageSource::Url {
+                url: "https://example.invalid/raspios.img.xz".into(),
+                sha256: "0".repeat(64),
+            },
+            expect: Default::default(),
+        },
+    );
+    s.matrix.image = vec!["raspios".into()];
+    let sched = schedule_of(&ws);
+    let b = sched
+        .boards
+        .iter()
+        .find(|b| b.board.as_str() == "pi-1")
+        .expect("pi-1 is scheduled");
+    let labels: Vec<String> = b.steps[..4].iter().map(|s| s.action.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "fetch image raspios",
+            "REFLASH with raspios: tpi flash node 2 on BMC bmc",
+            "power cycle",
+            "connect"
+        ]
+    );
+    let json = serde_json::to_value(&b.steps[1].action).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"action": "flash-tpi", "image": "raspios", "via": "bmc", "node": 2})
+    );
+    // pi-2 has no flash method: its cells are not planned, so it gets no steps.
+    assert!(sched.boards.iter().all(|b| b.board.as_str() != "pi-2"));
+}
