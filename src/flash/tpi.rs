@@ -63,7 +63,7 @@ pub fn judge(exit: &Exit, stdout: &str, stderr: &str) -> Result<(), String> {
         (true, None) => Ok(()),
         (true, Some(line)) => Err(format!("it exited 0 but said: {line}")),
         (false, Some(line)) => Err(format!("{exit}: {line}")),
-        (false, None) => Err(match lines().last() {
+        (false, None) => Err(match lines().next_back() {
             Some(line) => format!("{exit}: {line}"),
             None => format!("{exit}, without a word"),
         }),

@@ -194,7 +194,7 @@ fn tpi_flash_through_a_fake_bmc_boots_and_measures_and_a_tpi_error_fails_only_it
     let calls = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = calls.lines().collect();
     // What was uploaded is the image's decompressed content, named by its digest.
-    let facts: Vec<serde_json::Value> = std::fs::read_dir(&lab.root.join("results"))
+    let facts: Vec<serde_json::Value> = std::fs::read_dir(lab.root.join("results"))
         .unwrap()
         .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("facts.json")).ok())
         .map(|t| serde_json::from_str(&t).unwrap())
