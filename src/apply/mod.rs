@@ -21,6 +21,7 @@ pub(crate) mod provision;
 mod resources;
 mod runs;
 mod services;
+mod uas;
 mod verify;
 mod walk;
 mod worker;
@@ -115,6 +116,11 @@ pub enum StepStatus {
 pub trait Connector: Sync {
     fn board(&self, board: &Board) -> Result<Box<dyn Transport>, TransportError>;
     fn controller(&self) -> Box<dyn Transport>;
+    /// The board's sysfs, where storage facts and the USB driver are read. Only tests
+    /// point it at a fake tree (USB storage cannot exist in the lab).
+    fn sysfs(&self) -> &str {
+        crate::storage::facts::SYSFS
+    }
 }
 
 /// The real transports: `transport::connect`, and the local machine as controller.
