@@ -37,7 +37,9 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
     };
     let connection = connection(src, &raw, diags);
     let boot_cmdline = boot::cmdline(src, raw.boot.as_ref(), diags);
-    let uas = (boot_cmdline.as_deref(), raw.power.is_some());
+    // A `[boot]` whose file was refused is reported there, not again at each `uas`.
+    let declared = boot_cmdline.as_deref().or(raw.boot.as_ref().map(|_| ""));
+    let uas = (declared, raw.power.is_some());
     let storage = storage(src, &raw.storage, &workdir, uas, diags);
     let host = match &raw.ssh {
         Some(ssh) => ssh.get_ref().host.get_ref().clone(),

@@ -401,6 +401,33 @@ fn fake_usb_sysfs_uas_off_and_on_reboot_between_verify_each_driver_and_restore_t
     // The command line is the original again, byte for byte, and no backup is left.
     assert_eq!(std::fs::read_to_string(&cmdline).unwrap(), CMDLINE);
     assert!(!Path::new(&format!("{}.benchpipe-backup", cmdline.display())).exists());
+
+    // Measured again, the uas cell finds the board already in its state: no edit, no
+    // power cycle.
+    let uas_cell = std::fs::read_dir(root.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|d| {
+            std::fs::read_to_string(d.join("cell.json")).is_ok_and(|t| t.contains("\"ssd-uas\""))
+        })
+        .unwrap();
+    std::fs::remove_dir_all(uas_cell).unwrap();
+    let again = apply_fake(&lab, &sys);
+    assert_eq!(again.outcome.completed, 1, "{}", again.steps.join("\n"));
+    assert!(
+        again
+            .steps
+            .iter()
+            .any(|l| l.starts_with("USB driver of ssd-uas: uas") && l.ends_with("[done]")),
+        "{}",
+        again.steps.join("\n")
+    );
+    assert!(
+        !again.steps.iter().any(|l| l == "* power cycle"),
+        "{}",
+        again.steps.join("\n")
+    );
+    assert_eq!(std::fs::read_to_string(&cmdline).unwrap(), CMDLINE);
 }
 
 #[test]
@@ -424,6 +451,14 @@ fn fake_usb_sysfs_a_driver_that_does_not_change_fails_those_cells_with_the_cause
     assert!(failure.contains("not usb-storage"), "{failure}");
     // The uas cell still ran, and the command line is back as it was.
     assert_eq!(w.facts[1].1["storage"]["usb"]["driver"], "uas");
+    assert_eq!(std::fs::read_to_string(&cmdline).unwrap(), CMDLINE);
+
+    // Through the binary the real sysfs is read: the loop device is no USB device, so
+    // nothing is edited and the cell fails saying so.
+    let out = bp(&lab.root, &["apply", "--no-report", "scenarios/uas.toml"]);
+    let err = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not a USB device"), "{err}");
     assert_eq!(std::fs::read_to_string(&cmdline).unwrap(), CMDLINE);
 }
 
