@@ -9,8 +9,8 @@
 //! threads. The walk of a board's steps is `walk.rs`; what its steps share, `worker.rs`;
 //! warm-up and measured runs `runs.rs`; a cell's opening, setup and teardown `cell.rs`;
 //! services `services.rs`; cool-down and idle gate `cooldown.rs`; tools and directories
-//! `provision.rs`; board facts, temperature and load `facts.rs`; exclusive resources
-//! `resources.rs`.
+//! `provision.rs`; board facts, temperature and load `facts.rs`; storage facts and the
+//! UAS board-state steps `uas.rs`; exclusive resources `resources.rs`.
 
 mod cell;
 mod cleanup;
