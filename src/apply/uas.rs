@@ -113,8 +113,12 @@ impl super::worker::Worker<'_> {
         })?;
         w.uas_touched = true;
         let (id, _, path, _) = self.uas_state(board, st)?;
-        let edit_failed = |e: cmdline::CmdlineError| CellFailure::Refused {
-            reason: e.to_string(),
+        // A lost connection is the board's loss; anything else is a refusal to edit.
+        let edit_failed = |e: cmdline::CmdlineError| match e {
+            cmdline::CmdlineError::Transport(t) => CellFailure::from(t),
+            e => CellFailure::Refused {
+                reason: e.to_string(),
+            },
         };
         let text = cmdline::read(board, &path).map_err(edit_failed)?;
         if let Some(new) = cmdline::edit(&path, &text, &id, uas).map_err(edit_failed)? {
@@ -189,8 +193,11 @@ impl super::worker::Worker<'_> {
             }
             Err(e) => {
                 self.phase(None, format!("could not restore {path}: {e}"));
-                let cause = CellFailure::Refused {
-                    reason: e.to_string(),
+                let cause = match e {
+                    cmdline::CmdlineError::Transport(t) => CellFailure::from(t),
+                    e => CellFailure::Refused {
+                        reason: e.to_string(),
+                    },
                 };
                 fail_all(w, cells, cause)
             }

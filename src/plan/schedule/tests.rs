@@ -282,7 +282,10 @@ fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
             .into_iter()
             .find(|c| {
                 c.address.board == pi1
-                    && c.address.storage.as_ref().is_some_and(|s| s.as_str() == storage)
+                    && c.address
+                        .storage
+                        .as_ref()
+                        .is_some_and(|s| s.as_str() == storage)
                     && c.filesystem.as_ref().is_some_and(|f| f.name.as_str() == fs)
             })
             .unwrap()
