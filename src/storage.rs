@@ -21,6 +21,9 @@
 //! An `as-is` cell formats nothing; if its storage declares a device, the path must
 //! sit on that device, or the cell would measure whatever disk holds the path.
 
+pub mod cmdline;
+pub mod facts;
+pub mod lsusb;
 mod mounts;
 pub mod rules;
 #[cfg(test)]

@@ -46,6 +46,9 @@ impl Worker<'_> {
                 reason: "the board is lost".into(),
             };
         }
+        if let Action::RestoreCmdline = step.action {
+            return self.restore_cmdline(w, &step.cells);
+        }
         let nothing = StepStatus::Done;
         let Some(board) = w.board.as_deref_mut() else {
             return nothing;

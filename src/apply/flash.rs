@@ -179,6 +179,32 @@ impl Worker<'_> {
         Ok(())
     }
 
+    /// Before any flash: the session goes, and the board's state says `unverified`,
+    /// since nothing proves its image until the next verification. Returns the image
+    /// `fetch-image` verified.
+    pub(super) fn begin_flash(
+        &self,
+        w: &mut super::walk::Walk<'_, '_>,
+        image: &crate::model::ImageName,
+    ) -> Result<crate::image::Fetched, CellFailure> {
+        w.board = None;
+        self.store.write_board_state(&crate::store::BoardState {
+            format: crate::store::FORMAT,
+            board: self.board.name.to_string(),
+            image: image.to_string(),
+            identity: "unverified".into(),
+            verified_session: self.session.to_string(),
+            host_key: None,
+        })?;
+        w.fetched
+            .get(image)
+            .cloned()
+            .ok_or_else(|| CellFailure::Flash {
+                image: image.to_string(),
+                message: "the image was not fetched".into(),
+            })
+    }
+
     /// Power-cycles the board (`crate::power::plan`: `[power] cycle`, or `off` then `on`,
     /// or a tpi board's BMC), on the controller or the power's `via` host.
     pub(super) fn power_cycle(&self, controller: &mut dyn Transport) -> Result<(), CellFailure> {
@@ -216,6 +242,7 @@ impl Worker<'_> {
     /// any other time a changed key is still refused.
     pub(super) fn connect_after_boot(
         &self,
+        after_flash: bool,
     ) -> Result<(Box<dyn Transport>, Option<String>), CellFailure> {
         self.phase(None, "wait for boot");
         let boot_timeout = self
@@ -233,7 +260,7 @@ impl Worker<'_> {
                     return Ok((t, accepted));
                 }
                 Err(crate::transport::TransportError::HostKey { .. })
-                    if self.board.accept_new_host_key && accepted.is_none() =>
+                    if self.board.accept_new_host_key && after_flash && accepted.is_none() =>
                 {
                     let crate::model::Connection::Ssh(target) = &self.board.connection else {
                         return Err(CellFailure::Refused {

@@ -9,8 +9,8 @@
 //! threads. The walk of a board's steps is `walk.rs`; what its steps share, `worker.rs`;
 //! warm-up and measured runs `runs.rs`; a cell's opening, setup and teardown `cell.rs`;
 //! services `services.rs`; cool-down and idle gate `cooldown.rs`; tools and directories
-//! `provision.rs`; board facts, temperature and load `facts.rs`; exclusive resources
-//! `resources.rs`.
+//! `provision.rs`; board facts, temperature and load `facts.rs`; storage facts and the
+//! UAS board-state steps `uas.rs`; exclusive resources `resources.rs`.
 
 mod cell;
 mod cleanup;
@@ -22,6 +22,7 @@ mod resources;
 mod runs;
 mod services;
 mod tpi;
+mod uas;
 mod verify;
 mod walk;
 mod worker;
@@ -116,6 +117,11 @@ pub enum StepStatus {
 pub trait Connector: Sync {
     fn board(&self, board: &Board) -> Result<Box<dyn Transport>, TransportError>;
     fn controller(&self) -> Box<dyn Transport>;
+    /// The board's sysfs, where storage facts and the USB driver are read. Only tests
+    /// point it at a fake tree (USB storage cannot exist in the lab).
+    fn sysfs(&self) -> &str {
+        crate::storage::facts::SYSFS
+    }
 }
 
 /// The real transports: `transport::connect`, and the local machine as controller.

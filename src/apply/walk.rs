@@ -57,6 +57,10 @@ pub(super) struct Walk<'j, 'c> {
     pub(super) flashed: BTreeMap<crate::model::ImageName, Value>,
     /// The host key accepted after a flash (`[flash] accept_new_host_key`).
     pub(super) new_host_key: Option<String>,
+    /// Each storage's facts, read at its mount or UAS step (`apply/uas.rs`).
+    pub(super) storage_facts: BTreeMap<crate::model::StorageName, Value>,
+    /// Set by a UAS step: the image's `RestoreCmdline` puts the command line back.
+    pub(super) uas_touched: bool,
 }
 
 impl Walk<'_, '_> {
@@ -129,6 +133,8 @@ impl Worker<'_> {
             booting: false,
             flashed: BTreeMap::new(),
             new_host_key: None,
+            storage_facts: BTreeMap::new(),
+            uas_touched: false,
         };
         // A cell's outcome is final after the last step that names it.
         let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
@@ -271,6 +277,9 @@ impl Worker<'_> {
                 .mounted
                 .as_ref()
                 .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem),
+            (DoneWhen::DriverAsWanted, Action::Uas { storage, uas }) => {
+                self.uas_in_place(w, storage, *uas)
+            }
             (DoneWhen::CellsComplete, _) => {
                 if !pending.iter().all(|k| w.is_complete(k)) {
                     return false;
@@ -287,32 +296,6 @@ impl Worker<'_> {
             // is missing; the rest always run.
             _ => false,
         }
-    }
-
-    /// Before any flash: the session goes, and the board's state says `unverified`,
-    /// since nothing proves its image until the next verification. Returns the image
-    /// `fetch-image` verified.
-    pub(super) fn begin_flash(
-        &self,
-        w: &mut Walk<'_, '_>,
-        image: &crate::model::ImageName,
-    ) -> Result<crate::image::Fetched, CellFailure> {
-        w.board = None;
-        self.store.write_board_state(&crate::store::BoardState {
-            format: crate::store::FORMAT,
-            board: self.board.name.to_string(),
-            image: image.to_string(),
-            identity: "unverified".into(),
-            verified_session: self.session.to_string(),
-            host_key: None,
-        })?;
-        w.fetched
-            .get(image)
-            .cloned()
-            .ok_or_else(|| CellFailure::Flash {
-                image: image.to_string(),
-                message: "the image was not fetched".into(),
-            })
     }
 
     fn run_step(
@@ -367,7 +350,7 @@ impl Worker<'_> {
                 return Ok(());
             }
             Action::Connect if w.booting => {
-                let (t, accepted) = self.connect_after_boot()?;
+                let (t, accepted) = self.connect_after_boot(true)?;
                 w.board = Some(t);
                 w.booting = false;
                 if let Some(fingerprint) = accepted {
@@ -379,6 +362,7 @@ impl Worker<'_> {
                 }
                 return Ok(());
             }
+            Action::Uas { storage, uas } => return self.set_uas(w, storage, *uas),
             _ => {}
         }
         if let Action::Connect = step.action {
@@ -414,6 +398,7 @@ impl Worker<'_> {
             outcomes,
             flashed,
             new_host_key,
+            storage_facts,
             ..
         } = &mut *w;
         let Some(board) = board.as_deref_mut() else {
@@ -497,6 +482,9 @@ impl Worker<'_> {
                         format!("format {} as {}", st.name, fs.name),
                     );
                 }
+                if let Ok(Some(f)) = self.storage_facts(t.board, st) {
+                    storage_facts.insert(st.name.clone(), json!(f));
+                }
                 storage::prepare(t.board, st, &fs).map_err(CellFailure::from)?;
                 *mounted = Some((st.clone(), fs));
                 Ok(())
@@ -516,6 +504,11 @@ impl Worker<'_> {
                     {
                         obj.insert("flashed".into(), written.clone());
                     }
+                    let storage = job.cell.address.storage.as_ref();
+                    super::uas::with_storage(
+                        &mut facts,
+                        storage.and_then(|s| storage_facts.get(s)),
+                    );
                     let cell = self.open_cell(job, &facts)?;
                     live.insert(first.clone(), cell);
                 }
@@ -592,6 +585,8 @@ impl Worker<'_> {
             | Action::Flash { .. }
             | Action::FlashCommand { .. }
             | Action::FlashTpi { .. }
+            | Action::Uas { .. }
+            | Action::RestoreCmdline
             | Action::PowerCycle => Ok(()),
         }
     }

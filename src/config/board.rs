@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
 use super::diag::Diagnostic;
-use super::{Source, names, raw, ssh, template};
+use super::{Source, boot, names, raw, ssh, template};
 use crate::bench::Vars;
 use crate::model::{Board, BoardName, Connection, Flash, Storage, StorageName, StorageRole};
 
@@ -29,7 +29,11 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         None => format!("/var/tmp/benchpipe/{name}"),
     };
     let connection = connection(src, &raw, diags);
-    let storage = storage(src, &raw.storage, &workdir, diags);
+    let boot_cmdline = boot::cmdline(src, raw.boot.as_ref(), diags);
+    // A `[boot]` whose file was refused is reported there, not again at each `uas`.
+    let declared = boot_cmdline.as_deref().or(raw.boot.as_ref().map(|_| ""));
+    let uas = (declared, raw.power.is_some());
+    let storage = storage(src, &raw.storage, &workdir, uas, diags);
     let host = match &raw.ssh {
         Some(ssh) => ssh.get_ref().host.get_ref().clone(),
         None => "localhost".to_string(),
@@ -64,6 +68,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
             .as_ref()
             .and_then(|f| f.get_ref().accept_new_host_key.as_ref())
             .is_some_and(|a| *a.get_ref()),
+        boot_cmdline,
     })
 }
 
@@ -159,6 +164,7 @@ fn storage(
     src: &Source,
     raw: &[Spanned<raw::Storage>],
     workdir: &str,
+    (cmdline, power): (Option<&str>, bool),
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<Storage> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -232,6 +238,7 @@ fn storage(
             device: s.device.as_ref().map(|d| d.get_ref().clone()),
             path,
             model: s.model.as_ref().map(|m| m.get_ref().clone()),
+            uas: boot::uas(src, s, cmdline, power, diags),
         });
     }
     boot_overlap(src, raw, diags);

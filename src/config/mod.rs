@@ -6,6 +6,7 @@
 //! file:line:col, and a load reports all of them at once.
 
 mod board;
+mod boot;
 pub mod diag;
 mod image;
 pub mod names;

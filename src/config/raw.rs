@@ -23,8 +23,16 @@ pub struct Board {
     pub ssh: Option<S<Ssh>>,
     pub flash: Option<S<Flash>>,
     pub power: Option<Power>,
+    pub boot: Option<S<Boot>>,
     #[serde(default)]
     pub storage: Vec<S<Storage>>,
+}
+
+/// `[boot]`: the board's boot configuration benchpipe may edit (the UAS step).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boot {
+    pub cmdline: S<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,6 +83,8 @@ pub struct Storage {
     pub device: Option<S<String>>,
     pub path: Option<S<String>>,
     pub model: Option<S<String>>,
+    pub uas: Option<S<bool>>,
+    pub usb_id: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -103,6 +103,9 @@ pub struct Board {
     /// `[flash] accept_new_host_key`: a host key that changed is accepted, and recorded,
     /// only when connecting right after a flash benchpipe performed and verified.
     pub accept_new_host_key: bool,
+    /// `[boot] cmdline`: the kernel command line file the UAS step edits
+    /// (`/boot/firmware/cmdline.txt`); nothing else edits it, and without it nothing does.
+    pub boot_cmdline: Option<String>,
 }
 
 impl Board {
@@ -213,6 +216,18 @@ pub struct Storage {
     pub path: String,
     /// A human description of the medium ("Samsung Evo+ 32GB").
     pub model: Option<String>,
+    /// `uas = true | false`: the driver the USB device must run under for this
+    /// storage's cells (the UAS board-state step); `None` leaves the board as it is.
+    pub uas: Option<Uas>,
+}
+
+/// A storage's `uas` setting and the USB device it applies to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Uas {
+    /// true: the `uas` driver (no quirk); false: `usb-storage` (`usb-storage.quirks=VID:PID:u`).
+    pub enabled: bool,
+    /// `usb_id = "vvvv:pppp"` (lower case); `None`: read from the board's sysfs.
+    pub usb_id: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

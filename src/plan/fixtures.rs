@@ -64,6 +64,7 @@ pub fn board(name: &str, model: &str) -> Board {
                 device: Some("/dev/mmcblk0".into()),
                 path: "/var/tmp/bp".into(),
                 model: Some("Samsung Evo+ 32GB".into()),
+                uas: None,
             },
             Storage {
                 name: StorageName::new("usb"),
@@ -71,11 +72,13 @@ pub fn board(name: &str, model: &str) -> Board {
                 device: Some("/dev/disk/by-id/usb-Kingston".into()),
                 path: "/mnt/usb".into(),
                 model: None,
+                uas: None,
             },
         ],
         workdir: "/var/tmp/benchpipe".into(),
         thermal: None,
         accept_new_host_key: false,
+        boot_cmdline: None,
     }
 }
 

@@ -223,7 +223,7 @@ pub fn cell_inputs(
         (
             "storage",
             Input::from(storage.map(|s| {
-                Input::record([
+                let mut fields = vec![
                     ("name", Input::from(s.name.as_str())),
                     ("model", Input::from(s.model.as_ref())),
                     (
@@ -233,7 +233,13 @@ pub fn cell_inputs(
                             StorageRole::Scratch => "scratch",
                         }),
                     ),
-                ])
+                ];
+                // The driver changes the numbers. Written only when declared, so the
+                // keys of storage without `uas` stay what they were.
+                if let Some(u) = &s.uas {
+                    fields.push(("uas", Input::Bool(u.enabled)));
+                }
+                Input::record(fields)
             })),
         ),
         (

@@ -17,6 +17,7 @@ mod stats;
 mod storage;
 mod telemetry;
 mod tpi;
+mod uas;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`
 /// (a /proc scan, so the search never finds itself the way `pgrep -f` under `sh -c`

@@ -56,6 +56,7 @@ fn board(workdir: &Path, thermal: Option<String>) -> Board {
         workdir: workdir.display().to_string(),
         thermal,
         accept_new_host_key: false,
+        boot_cmdline: None,
     }
 }
 

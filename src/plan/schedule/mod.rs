@@ -137,6 +137,13 @@ pub enum Action {
         storage: StorageName,
         filesystem: FsName,
     },
+    /// Board state for a storage's `uas`: set or clear its USB device's
+    /// `usb-storage.quirks=VID:PID:u` in the board's `[boot] cmdline`, power-cycle, wait
+    /// for the boot, and verify the driver (`uas` or `usb-storage`).
+    Uas { storage: StorageName, uas: bool },
+    /// Put the board's kernel command line back as it was before the `Uas` steps, and
+    /// power-cycle so the board runs it (cleanup).
+    RestoreCmdline,
 }
 
 impl Action {
@@ -144,7 +151,10 @@ impl Action {
     pub fn is_cleanup(&self) -> bool {
         matches!(
             self,
-            Action::StopService { .. } | Action::Teardown { .. } | Action::Unmount { .. }
+            Action::StopService { .. }
+                | Action::Teardown { .. }
+                | Action::Unmount { .. }
+                | Action::RestoreCmdline
         )
     }
 }
@@ -165,6 +175,9 @@ pub enum DoneWhen {
     BoardAtImage,
     /// Store: every one of its cells is complete (its stop rule holds).
     CellsComplete,
+    /// Board state: the kernel command line already says what the step wants and the
+    /// USB device already runs under that driver, so nothing is edited or rebooted.
+    DriverAsWanted,
     /// Walk state: what it undoes was never done (no service started, nothing mounted,
     /// the cell never opened), or the board is gone.
     NothingToUndo,
@@ -236,6 +249,20 @@ fn mount_of(cell: &Cell) -> Option<(StorageName, FsName, bool)> {
     }
 }
 
+/// The USB driver a cell needs: its storage's `uas`, when the board declares one.
+fn uas_of(ws: &Workspace, cell: &Cell) -> Option<(StorageName, bool)> {
+    let name = cell.address.storage.as_ref()?;
+    let storage = ws.boards.get(&cell.address.board)?.storage(name)?;
+    storage.uas.as_ref().map(|u| (name.clone(), u.enabled))
+}
+
+/// Where cells of a `uas` state go within an image: storage left as it is first, then
+/// `uas = false`, then `uas = true` (so a board that started without the quirk ends
+/// without it, and the restore needs no reboot).
+fn uas_rank(u: &Option<(StorageName, bool)>) -> Option<(bool, &StorageName)> {
+    u.as_ref().map(|(s, on)| (*on, s))
+}
+
 /// The schedule for `work` (cells that need work, each once, in plan order).
 pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedule {
     let mut by_board: BTreeMap<&BoardName, Vec<&Work<'_>>> = BTreeMap::new();
@@ -278,7 +305,9 @@ fn board_steps(
     let rank = |w: &Work<'_>| {
         let image = images.iter().position(|i| *i == &w.cell.address.image);
         let m = mount_of(w.cell);
-        (image, mounts.iter().position(|x| *x == m))
+        let uas = uas_of(ws, w.cell);
+        let uas = uas_rank(&uas).map(|(on, s)| (on, s.clone()));
+        (image, uas, mounts.iter().position(|x| *x == m))
     };
     work.sort_by_cached_key(|w| rank(w));
     let mut steps = Vec::new();
@@ -290,8 +319,13 @@ fn board_steps(
     };
     let mut rest: &[&Work<'_>] = &work;
     let mut image_now: Option<&ImageName> = None;
+    let mut uas_now: Option<(StorageName, bool)> = None;
+    // The cells of the image's `uas` steps: the restore after them serves them.
+    let mut uas_cells: Vec<CellKey> = Vec::new();
     while let Some(first) = rest.first() {
         if image_now != Some(&first.cell.address.image) {
+            restore_cmdline(&mut steps, &mut uas_cells);
+            uas_now = None;
             image_now = Some(&first.cell.address.image);
             let image = &first.cell.address.image;
             let of_image: Vec<CellKey> = rest
@@ -357,10 +391,32 @@ fn board_steps(
                 });
             }
         }
+        let uas = uas_of(ws, first.cell);
+        if uas.is_some() && uas != uas_now {
+            let image = &first.cell.address.image;
+            let cells: Vec<CellKey> = rest
+                .iter()
+                .take_while(|w| &w.cell.address.image == image && uas_of(ws, w.cell) == uas)
+                .map(|w| w.cell.key.clone())
+                .collect();
+            uas_cells.extend(cells.iter().cloned());
+            let (storage, on) = uas.clone().expect("checked");
+            steps.push(Step {
+                action: Action::Uas { storage, uas: on },
+                cells,
+                side: Side::Board,
+                resources: Vec::new(),
+                done_when: DoneWhen::DriverAsWanted,
+                estimate_seconds: None,
+            });
+            uas_now = uas.clone();
+        }
         let key = (&first.cell.address.image, mount_of(first.cell));
         let len = rest
             .iter()
-            .take_while(|w| (&w.cell.address.image, mount_of(w.cell)) == key)
+            .take_while(|w| {
+                (&w.cell.address.image, mount_of(w.cell)) == key && uas_of(ws, w.cell) == uas
+            })
             .count();
         let (same_mount, tail) = rest.split_at(len);
         rest = tail;
@@ -406,7 +462,23 @@ fn board_steps(
             });
         }
     }
+    restore_cmdline(&mut steps, &mut uas_cells);
     steps
+}
+
+/// After an image's `uas` steps: the cleanup that puts the command line back.
+fn restore_cmdline(steps: &mut Vec<Step>, uas_cells: &mut Vec<CellKey>) {
+    if uas_cells.is_empty() {
+        return;
+    }
+    steps.push(Step {
+        action: Action::RestoreCmdline,
+        cells: std::mem::take(uas_cells),
+        side: Side::Board,
+        resources: Vec::new(),
+        done_when: DoneWhen::NothingToUndo,
+        estimate_seconds: None,
+    });
 }
 
 impl Schedule {

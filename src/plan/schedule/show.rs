@@ -79,6 +79,13 @@ impl Action {
             Action::Teardown { test, commands, .. } => {
                 format!("tear down {test} ({commands} command(s))")
             }
+            Action::Uas { storage, uas } => format!(
+                "USB driver of {storage}: {} (kernel command line, power cycle, verify)",
+                if *uas { "uas" } else { "usb-storage" }
+            ),
+            Action::RestoreCmdline => {
+                "restore the kernel command line (power cycle if it changed)".into()
+            }
             Action::Unmount {
                 storage,
                 filesystem,

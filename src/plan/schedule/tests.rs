@@ -261,3 +261,89 @@ fn a_tpi_board_is_flashed_through_its_bmc_then_power_cycled_before_it_connects()
     // pi-2 has no flash method: its cells are not planned, so it gets no steps.
     assert!(sched.boards.iter().all(|b| b.board.as_str() != "pi-2"));
 }
+
+#[test]
+fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
+    use crate::model::Uas;
+    let mut ws = fixtures::workspace();
+    let plain = schedule_of(&ws);
+    let pi1 = BoardName::new("pi-1");
+    let b = ws.boards.get_mut(&pi1).unwrap();
+    b.boot_cmdline = Some("/boot/firmware/cmdline.txt".into());
+    let mut bot = b.storage[1].clone();
+    bot.name = StorageName::new("usb-bot");
+    bot.uas = Some(Uas {
+        enabled: false,
+        usb_id: None,
+    });
+    b.storage[1].uas = Some(Uas {
+        enabled: true,
+        usb_id: Some("174c:55aa".into()),
+    });
+    b.storage.push(bot);
+    let s = schedule_of(&ws);
+    // pi-2 declares no uas: its steps are what they were.
+    assert_eq!(s.boards[1], plain.boards[1]);
+    let b = &s.boards[0];
+    let labels: Vec<String> = b
+        .steps
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.action,
+                Action::Uas { .. } | Action::RestoreCmdline | Action::Mount { .. }
+            )
+        })
+        .map(|s| s.action.label())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "check sd as-is (installed)",
+            "USB driver of usb-bot: usb-storage (kernel command line, power cycle, verify)",
+            "check usb-bot as-is (installed)",
+            "format usb-bot as ext4 (installed)",
+            "USB driver of usb: uas (kernel command line, power cycle, verify)",
+            "check usb as-is (installed)",
+            "format usb as ext4 (installed)",
+            "restore the kernel command line (power cycle if it changed)",
+        ]
+    );
+    // Each uas step serves its group's cells; the restore serves them all, after them.
+    let uas: Vec<&Step> = b
+        .steps
+        .iter()
+        .filter(|s| matches!(s.action, Action::Uas { .. }))
+        .collect();
+    assert_eq!((uas[0].cells.len(), uas[1].cells.len()), (2, 2));
+    assert_eq!(uas[0].done_when, DoneWhen::DriverAsWanted);
+    let restore = b.steps.last().unwrap();
+    assert_eq!(restore.done_when, DoneWhen::NothingToUndo);
+    assert!(restore.action.is_cleanup());
+    assert_eq!(restore.cells.len(), 4);
+    // The keys: storage without uas keeps its key; uas on and off differ.
+    let key_of = |ws: &Workspace, storage: &str, fs: &str| {
+        crate::plan::expand(ws, &ws.scenarios[0])
+            .cells
+            .into_iter()
+            .find(|c| {
+                c.address.board == pi1
+                    && c.address
+                        .storage
+                        .as_ref()
+                        .is_some_and(|s| s.as_str() == storage)
+                    && c.filesystem.as_ref().is_some_and(|f| f.name.as_str() == fs)
+            })
+            .unwrap()
+            .key
+    };
+    let before = fixtures::workspace();
+    assert_eq!(key_of(&ws, "sd", "as-is"), key_of(&before, "sd", "as-is"));
+    assert_ne!(key_of(&ws, "usb", "ext4"), key_of(&before, "usb", "ext4"));
+    let mut off = ws.clone();
+    off.boards.get_mut(&pi1).unwrap().storage[1].uas = Some(Uas {
+        enabled: false,
+        usb_id: Some("174c:55aa".into()),
+    });
+    assert_ne!(key_of(&ws, "usb", "ext4"), key_of(&off, "usb", "ext4"));
+}
