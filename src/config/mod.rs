@@ -10,6 +10,7 @@ pub mod diag;
 mod image;
 pub mod names;
 mod parser;
+mod patterns;
 mod raw;
 mod recipe;
 mod scenario;

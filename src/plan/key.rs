@@ -155,7 +155,14 @@ pub fn cell_inputs(
         ),
         (
             "params",
-            Input::Map(params.iter().map(|(k, v)| (k.clone(), param(v))).collect()),
+            // A step's input file is named by its path, an address: left out.
+            Input::Map(
+                params
+                    .iter()
+                    .filter(|(k, _)| !recipe.is_input_param(k))
+                    .map(|(k, v)| (k.clone(), param(v)))
+                    .collect(),
+            ),
         ),
         (
             "parser",
