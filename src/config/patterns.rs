@@ -21,12 +21,17 @@ pub fn compile(pattern: &str) -> Result<Regex, String> {
     if pattern.len() > MAX_PATTERN_BYTES {
         return Err(format!("longer than {MAX_PATTERN_BYTES} bytes"));
     }
-    RegexBuilder::new(&format!("^(?:{pattern})$"))
-        .size_limit(SIZE_LIMIT)
-        .dfa_size_limit(SIZE_LIMIT)
-        .nest_limit(NEST_LIMIT)
-        .build()
-        .map_err(|e| e.to_string())
+    let build = |p: &str| {
+        RegexBuilder::new(p)
+            .size_limit(SIZE_LIMIT)
+            .dfa_size_limit(SIZE_LIMIT)
+            .nest_limit(NEST_LIMIT)
+            .build()
+            .map_err(|e| e.to_string())
+    };
+    // Alone first, so an error's caret points into the pattern as written.
+    build(pattern)?;
+    build(&format!("^(?:{pattern})$"))
 }
 
 /// Checks `[param_patterns]` against the recipe's params, and each default against its
