@@ -16,6 +16,7 @@ mod spine;
 mod stats;
 mod storage;
 mod telemetry;
+mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`
 /// (a /proc scan, so the search never finds itself the way `pgrep -f` under `sh -c`
