@@ -3,6 +3,7 @@
 
 mod config;
 mod flash;
+mod fs_stack;
 mod hostile;
 mod lab;
 mod libssh2;
