@@ -121,3 +121,22 @@ pub(super) fn check(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::compile;
+
+    /// A pattern matches a value whole, with `|` alternatives inside the whole.
+    #[test]
+    fn a_pattern_matches_the_whole_value() {
+        let cpus = compile("([0-9]+(-[0-9]+)?)(,[0-9]+(-[0-9]+)?)*|").unwrap();
+        for ok in ["", "4-7", "0,2", "0-1,4-7"] {
+            assert!(cpus.is_match(ok), "{ok:?}");
+        }
+        for bad in ["4-x", "-4", "4-7;rm", "4,", " 4", "4\n"] {
+            assert!(!cpus.is_match(bad), "{bad:?}");
+        }
+        assert!(compile("(").is_err());
+        assert!(compile(&"a".repeat(3000)).is_err());
+    }
+}

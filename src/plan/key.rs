@@ -375,6 +375,38 @@ mod tests {
         }
     }
 
+    /// A step's input file is named by a path on the controller, an address: moving the
+    /// file changes no key; its digest, another parameter, does.
+    #[test]
+    fn a_step_inputs_path_is_not_an_input_but_its_digest_is() {
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let mut recipe = ws.recipes[&"xz".into()].clone();
+        recipe.setup = vec![crate::model::Step {
+            on: crate::model::Side::Board,
+            command: "cat > f".into(),
+            timeout: None,
+            input: Some("corpus".into()),
+        }];
+        let key = |corpus: &str, digest: &str| {
+            let mut params = recipe.params.clone();
+            params.insert("corpus".into(), ParamValue::Str(corpus.into()));
+            params.insert("digest".into(), ParamValue::Str(digest.into()));
+            CellKey::of(&cell_inputs(
+                &scenario.images[&"installed".into()],
+                board,
+                None,
+                None,
+                &recipe,
+                &params,
+                &scenario.method,
+            ))
+        };
+        assert_eq!(key("a/corpus.txt", "ab"), key("/elsewhere/c.txt", "ab"));
+        assert_ne!(key("a/corpus.txt", "ab"), key("a/corpus.txt", "cd"));
+    }
+
     #[test]
     fn a_regex_parsers_patterns_stream_and_comma_are_inputs() {
         let ws = fixtures::workspace();
