@@ -21,12 +21,9 @@ fn samples(root: &Path) -> Vec<(String, serde_json::Value)> {
     out
 }
 
-#[test]
-fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
-    let lab = Lab::up(1);
-    let board = lab.board(0).clone();
-    let disk = &board.disks[0];
-    in_board(&board, DROP_COPIED_LOOP_MOUNTS);
+/// A lab workspace with the shipped recipe and a scenario on board 0's disk.
+fn fs_stack_scenario(lab: &Lab, filesystems: &str, params: &str) {
+    let board = lab.board(0);
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
@@ -35,6 +32,7 @@ fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
         root.join("pipeline/fs-stack.toml"),
     )
     .unwrap();
+    // Lab disks are 64 MiB: btrfs needs mixed block groups below about 114 MiB.
     std::fs::write(
         root.join("scenarios/s.toml"),
         format!(
@@ -42,18 +40,32 @@ fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
              [filesystems.ext4]\nkind = \"ext4\"\n\
              [filesystems.btrfs-lzo]\nkind = \"btrfs\"\nmkfs_options = [\"--mixed\"]\nmount_options = [\"compress=lzo\"]\n\
              [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"{}\"]\n\
-             filesystem = [\"ext4\", \"btrfs-lzo\"]\ntest = [\"fs-stack\"]\n\
+             filesystem = [{filesystems}]\ntest = [\"fs-stack\"]\n\
              [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
-             [params.fs-stack]\nmib = 24\nblock_mib = 5\n",
-            board.name, disk.name
+             [params.fs-stack]\n{params}\n",
+            board.name, board.disks[0].name
         ),
     )
     .unwrap();
-    // Lab disks are 64 MiB: btrfs needs mixed block groups below about 114 MiB.
+}
+
+#[test]
+fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    let disk = &board.disks[0];
+    in_board(&board, DROP_COPIED_LOOP_MOUNTS);
+    let root = &lab.root;
+    fs_stack_scenario(&lab, "\"ext4\", \"btrfs-lzo\"", "mib = 24\nblock_mib = 5");
     let out = bp(root, &["apply", "scenarios/s.toml"]);
     assert!(out.status.success(), "{}", text(&out));
     let samples = samples(root);
-    assert_eq!(samples.len(), 4, "two runs on each filesystem: {}", text(&out));
+    assert_eq!(
+        samples.len(),
+        4,
+        "two runs on each filesystem: {}",
+        text(&out)
+    );
     for fs in ["\"ext4\"", "\"btrfs\""] {
         assert_eq!(
             samples.iter().filter(|(cell, _)| cell.contains(fs)).count(),
@@ -70,5 +82,34 @@ fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
     let tmpfs = format!("{}/fs-stack-tmpfs", board.workdir);
     assert_eq!(board_mounts(&board, &tmpfs), "", "the tmpfs is gone");
     assert!(!Path::new(&tmpfs).exists());
-    assert_eq!(board_mounts(&board, &disk.path), "", "the disk is unmounted");
+    assert_eq!(
+        board_mounts(&board, &disk.path),
+        "",
+        "the disk is unmounted"
+    );
+}
+
+/// The file does not fit the 64 MiB disk: the run fails, and the teardown still removes
+/// the tmpfs; the disk is unmounted.
+#[test]
+fn a_failing_fs_stack_run_still_removes_its_tmpfs() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    in_board(&board, DROP_COPIED_LOOP_MOUNTS);
+    fs_stack_scenario(&lab, "\"ext4\"", "mib = 100\nblock_mib = 4");
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("No space left on device"),
+        "{}",
+        text(&out)
+    );
+    assert!(samples(&lab.root).is_empty());
+    let tmpfs = format!("{}/fs-stack-tmpfs", board.workdir);
+    assert_eq!(board_mounts(&board, &tmpfs), "", "the tmpfs is gone");
+    assert_eq!(
+        board_mounts(&board, &board.disks[0].path),
+        "",
+        "the disk is unmounted"
+    );
 }

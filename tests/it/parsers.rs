@@ -244,7 +244,12 @@ fn metrics_from_captured_output() {
         ("time", "xz-time-tmpfs-taskset.txt", "real", Literal(19.21)),
         ("time", "xz-time-tmpfs-taskset.txt", "user", Literal(6.46)),
         ("time", "xz-time-tmpfs-taskset.txt", "sys", Literal(0.08)),
-        ("time", "xz-time-threads-reduced.txt", "real", Literal(19.51)),
+        (
+            "time",
+            "xz-time-threads-reduced.txt",
+            "real",
+            Literal(19.51),
+        ),
         ("time", "xz-time-threads-reduced.txt", "sys", Literal(0.07)),
     ];
     for (kind, name, path, expected) in cases {

@@ -51,14 +51,21 @@ fn corpus_with(awk_command: &str, mib: i64) -> Vec<u8> {
         .env("PATH", path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{awk_command}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{awk_command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bytes = std::fs::read(dir.join("work/xz-tmpfs/corpus")).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     bytes
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Two boards get the same corpus whatever awk they have (Debian's and Raspberry Pi
@@ -122,7 +129,17 @@ fn the_corpus_compresses_like_text() {
 pub fn board_mounts(board: &LabBoard, point: &str) -> String {
     let pid = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
     let out = Command::new("nsenter")
-        .args(["-t", pid.trim(), "-m", "findmnt", "-rn", "-o", "FSTYPE,SOURCE", "-M", point])
+        .args([
+            "-t",
+            pid.trim(),
+            "-m",
+            "findmnt",
+            "-rn",
+            "-o",
+            "FSTYPE,SOURCE",
+            "-M",
+            point,
+        ])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -142,7 +159,11 @@ fn xz_scenario(lab: &Lab, params: &str) -> PathBuf {
     let root = lab.root.clone();
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(repo().join("pipeline/xz.toml"), root.join("pipeline/xz.toml")).unwrap();
+    std::fs::copy(
+        repo().join("pipeline/xz.toml"),
+        root.join("pipeline/xz.toml"),
+    )
+    .unwrap();
     std::fs::write(
         root.join("scenarios/s.toml"),
         format!(
@@ -190,7 +211,11 @@ fn xz_on_a_lab_board_compresses_on_its_tmpfs_and_removes_it() {
         assert!(s["metrics"]["real"].as_f64().unwrap() > 0.0, "{s}");
         assert!(s["metrics"]["user"].as_f64().unwrap() > 0.0, "{s}");
     }
-    assert_eq!(board_mounts(&board, &tmpfs_point(&board)), "", "the tmpfs is gone");
+    assert_eq!(
+        board_mounts(&board, &tmpfs_point(&board)),
+        "",
+        "the tmpfs is gone"
+    );
     assert!(
         !Path::new(&tmpfs_point(&board)).exists(),
         "its mount point is removed too"
@@ -206,9 +231,17 @@ fn a_failing_xz_run_still_removes_its_tmpfs() {
     let root = xz_scenario(&lab, "corpus_mib = 1\nthreads = \"4095\"");
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("affinity"), "taskset said why: {}", text(&out));
+    assert!(
+        text(&out).contains("affinity"),
+        "taskset said why: {}",
+        text(&out)
+    );
     assert!(xz_samples(&root).is_empty());
-    assert_eq!(board_mounts(&board, &tmpfs_point(&board)), "", "the tmpfs is gone");
+    assert_eq!(
+        board_mounts(&board, &tmpfs_point(&board)),
+        "",
+        "the tmpfs is gone"
+    );
 }
 
 /// The user's own corpus: streamed from the controller, checked by sha256 on the board;
@@ -225,7 +258,10 @@ fn a_users_corpus_is_copied_to_the_board_and_checked_by_sha256() {
     let good = sha256_hex(&corpus);
     let root = xz_scenario(
         &lab,
-        &format!("corpus = \"mine.txt\"\ncorpus_sha256 = \"{}\"", good.to_uppercase()),
+        &format!(
+            "corpus = \"mine.txt\"\ncorpus_sha256 = \"{}\"",
+            good.to_uppercase()
+        ),
     );
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -240,7 +276,9 @@ fn a_users_corpus_is_copied_to_the_board_and_checked_by_sha256() {
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
-        text(&out).contains(&format!("the corpus on the board has sha256 {good}, expected {wrong}")),
+        text(&out).contains(&format!(
+            "the corpus on the board has sha256 {good}, expected {wrong}"
+        )),
         "{}",
         text(&out)
     );
@@ -302,7 +340,10 @@ fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
 
     let mounted = in_board(
         &board,
-        &format!("mkdir -p {p} && mount -t tmpfs users-own {p} && echo keep > {p}/precious", p = point),
+        &format!(
+            "mkdir -p {p} && mount -t tmpfs users-own {p} && echo keep > {p}/precious",
+            p = point
+        ),
     );
     assert!(mounted.status.success(), "{mounted:?}");
     let root = xz_scenario(&lab, "corpus_mib = 2");
@@ -313,7 +354,11 @@ fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
         "{}",
         text(&out)
     );
-    assert_eq!(board_mounts(&board, &point), "tmpfs users-own", "left mounted");
+    assert_eq!(
+        board_mounts(&board, &point),
+        "tmpfs users-own",
+        "left mounted"
+    );
     let kept = in_board(&board, &format!("cat {point}/precious; umount {point}"));
     assert_eq!(String::from_utf8_lossy(&kept.stdout), "keep\n");
 }
