@@ -44,7 +44,10 @@ impl Worker<'_> {
             )
             .set("board", self.board.name.as_str())
             .set("host", board_host(self.board))
-            .set("run", 0);
+            .set("run", 0)
+            // The cell's key: a name of its own for what a cell keeps on the board
+            // while cells of one group take turns (the xz recipe's tmpfs).
+            .set("cell", cell.key.to_string());
         Ok(LiveCell {
             job,
             writer,

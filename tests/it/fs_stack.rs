@@ -7,7 +7,7 @@ use std::path::Path;
 use benchpipe::lab::DROP_COPIED_LOOP_MOUNTS;
 
 use crate::lab::{Lab, bp, text};
-use crate::xz::{board_mounts, in_board};
+use crate::xz::{benchpipe_tmpfs, board_mounts, in_board};
 
 fn samples(root: &Path) -> Vec<(String, serde_json::Value)> {
     let mut out = Vec::new();
@@ -79,9 +79,13 @@ fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
             assert!(v.is_finite() && v > 0.0, "{m} = {v} MB/s: {s}");
         }
     }
-    let tmpfs = format!("{}/fs-stack-tmpfs", board.workdir);
-    assert_eq!(board_mounts(&board, &tmpfs), "", "the tmpfs is gone");
-    assert!(!Path::new(&tmpfs).exists());
+    assert_eq!(benchpipe_tmpfs(&board), "", "the tmpfs is gone");
+    let left: Vec<_> = std::fs::read_dir(&board.workdir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("fs-stack-"))
+        .collect();
+    assert!(left.is_empty(), "mount points left: {left:?}");
     assert_eq!(
         board_mounts(&board, &disk.path),
         "",
@@ -105,8 +109,7 @@ fn a_failing_fs_stack_run_still_removes_its_tmpfs() {
         text(&out)
     );
     assert!(samples(&lab.root).is_empty());
-    let tmpfs = format!("{}/fs-stack-tmpfs", board.workdir);
-    assert_eq!(board_mounts(&board, &tmpfs), "", "the tmpfs is gone");
+    assert_eq!(benchpipe_tmpfs(&board), "", "the tmpfs is gone");
     assert_eq!(
         board_mounts(&board, &board.disks[0].path),
         "",

@@ -23,7 +23,8 @@ fn corpus_command(workdir: &Path, mib: i64) -> String {
     let mut vars = Vars::new();
     vars.params(&xz.params)
         .set("workdir", workdir.to_string_lossy().to_string())
-        .set("corpus_mib", mib);
+        .set("corpus_mib", mib)
+        .set("cell", "c");
     render(&xz.setup[1].command, &vars).unwrap()
 }
 
@@ -36,7 +37,7 @@ fn corpus_with(awk_command: &str, mib: i64) -> Vec<u8> {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("bin")).unwrap();
-    std::fs::create_dir_all(dir.join("work/xz-tmpfs")).unwrap();
+    std::fs::create_dir_all(dir.join("work/xz-c")).unwrap();
     let shim = dir.join("bin/awk");
     std::fs::write(&shim, format!("#!/bin/sh\nexec {awk_command} \"$@\"\n")).unwrap();
     Command::new("chmod").arg("+x").arg(&shim).status().unwrap();
@@ -56,7 +57,7 @@ fn corpus_with(awk_command: &str, mib: i64) -> Vec<u8> {
         "{awk_command}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let bytes = std::fs::read(dir.join("work/xz-tmpfs/corpus")).unwrap();
+    let bytes = std::fs::read(dir.join("work/xz-c/corpus")).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     bytes
 }
@@ -189,8 +190,25 @@ fn xz_samples(root: &Path) -> Vec<serde_json::Value> {
     out
 }
 
-fn tmpfs_point(board: &LabBoard) -> String {
-    format!("{}/xz-tmpfs", board.workdir)
+/// Where the cell of the scenario in `root` mounts its tmpfs: `<workdir>/xz-<cell key>`.
+fn tmpfs_point(root: &Path, board: &LabBoard) -> String {
+    let plan = bp(root, &["plan", "--json", "scenarios/s.toml"]);
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).expect("plan --json");
+    format!(
+        "{}/xz-{}",
+        board.workdir,
+        plan["cells"][0]["key"].as_str().unwrap()
+    )
+}
+
+/// Every tmpfs benchpipe's recipes made (source `benchpipe-*`) still mounted on the board.
+pub fn benchpipe_tmpfs(board: &LabBoard) -> String {
+    let out = in_board(board, "findmnt -rn -t tmpfs -o SOURCE,TARGET");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("benchpipe-"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -211,13 +229,11 @@ fn xz_on_a_lab_board_compresses_on_its_tmpfs_and_removes_it() {
         assert!(s["metrics"]["real"].as_f64().unwrap() > 0.0, "{s}");
         assert!(s["metrics"]["user"].as_f64().unwrap() > 0.0, "{s}");
     }
-    assert_eq!(
-        board_mounts(&board, &tmpfs_point(&board)),
-        "",
-        "the tmpfs is gone"
-    );
+    let point = tmpfs_point(&root, &board);
+    assert_eq!(board_mounts(&board, &point), "", "the tmpfs is gone");
+    assert_eq!(benchpipe_tmpfs(&board), "");
     assert!(
-        !Path::new(&tmpfs_point(&board)).exists(),
+        !Path::new(&point).exists(),
         "its mount point is removed too"
     );
 }
@@ -237,11 +253,7 @@ fn a_failing_xz_run_still_removes_its_tmpfs() {
         text(&out)
     );
     assert!(xz_samples(&root).is_empty());
-    assert_eq!(
-        board_mounts(&board, &tmpfs_point(&board)),
-        "",
-        "the tmpfs is gone"
-    );
+    assert_eq!(benchpipe_tmpfs(&board), "", "the tmpfs is gone");
 }
 
 /// The user's own corpus: streamed from the controller, checked by sha256 on the board;
@@ -266,7 +278,7 @@ fn a_users_corpus_is_copied_to_the_board_and_checked_by_sha256() {
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(xz_samples(&root).len(), 2);
-    assert_eq!(board_mounts(&board, &tmpfs_point(&board)), "");
+    assert_eq!(benchpipe_tmpfs(&board), "");
 
     let wrong = sha256_hex(b"something else");
     let root = xz_scenario(
@@ -282,7 +294,7 @@ fn a_users_corpus_is_copied_to_the_board_and_checked_by_sha256() {
         "{}",
         text(&out)
     );
-    assert_eq!(board_mounts(&board, &tmpfs_point(&board)), "");
+    assert_eq!(benchpipe_tmpfs(&board), "");
 }
 
 /// Ctrl-C while the corpus is being written: the teardown still unmounts the tmpfs.
@@ -292,6 +304,7 @@ fn an_interrupted_xz_setup_still_removes_its_tmpfs() {
     let board = lab.board(0).clone();
     // Big enough that its generation is still running when the signal comes.
     let root = xz_scenario(&lab, "corpus_mib = 1024");
+    let point = tmpfs_point(&root, &board);
     let child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .args(["apply", "scenarios/s.toml"])
         .current_dir(&root)
@@ -300,7 +313,6 @@ fn an_interrupted_xz_setup_still_removes_its_tmpfs() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let point = tmpfs_point(&board);
     let start = Instant::now();
     while board_mounts(&board, &point) != "tmpfs benchpipe-xz" {
         assert!(
@@ -324,8 +336,8 @@ fn an_interrupted_xz_setup_still_removes_its_tmpfs() {
 fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
     let lab = Lab::up(1);
     let board = lab.board(0).clone();
-    let point = tmpfs_point(&board);
     let root = xz_scenario(&lab, "corpus_mib = 1");
+    let point = tmpfs_point(&root, &board);
     let mounted = in_board(
         &board,
         &format!(
@@ -346,8 +358,8 @@ fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
         ),
     );
     assert!(mounted.status.success(), "{mounted:?}");
-    let root = xz_scenario(&lab, "corpus_mib = 2");
-    let out = bp(&root, &["apply", "scenarios/s.toml"]);
+    let root = xz_scenario(&lab, "corpus_mib = 1");
+    let out = bp(&root, &["apply", "--redo", "test=xz", "scenarios/s.toml"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         text(&out).contains("a mount benchpipe did not make"),
@@ -361,4 +373,38 @@ fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
     );
     let kept = in_board(&board, &format!("cat {point}/precious; umount {point}"));
     assert_eq!(String::from_utf8_lossy(&kept.stdout), "keep\n");
+}
+
+/// The seed's ODROID comparison as a user would write it: a copy of the recipe pinned
+/// with `threads`, taking turns with the unpinned one (interleaved). Each cell has a
+/// tmpfs of its own (`xz-<cell key>`), so neither setup unmounts the other's corpus.
+#[test]
+fn two_xz_cells_taking_turns_on_one_board_keep_their_own_tmpfs() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    let root = xz_scenario(&lab, "corpus_mib = 1");
+    std::fs::copy(
+        repo().join("pipeline/xz.toml"),
+        root.join("pipeline/xz-pinned.toml"),
+    )
+    .unwrap();
+    let s = std::fs::read_to_string(root.join("scenarios/s.toml")).unwrap();
+    let s = s
+        .replace("test = [\"xz\"]", "test = [\"xz\", \"xz-pinned\"]")
+        .replace("[method]\n", "[method]\norder = \"interleaved\"\n")
+        + "[params.xz-pinned]\ncorpus_mib = 1\nthreads = \"0\"\n";
+    std::fs::write(root.join("scenarios/s.toml"), s).unwrap();
+    let out = bp(&root, &["apply", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let mut cells = 0;
+    for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.contains("-xz") {
+            let runs = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap();
+            assert_eq!(runs.lines().count(), 2, "{name}");
+            cells += 1;
+        }
+    }
+    assert_eq!(cells, 2);
+    assert_eq!(benchpipe_tmpfs(&board), "");
 }
