@@ -10,6 +10,7 @@ use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
 use crate::model::{Side, Step};
+use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
 
 impl Worker<'_> {
     /// Opens a cell in the store, records the board's facts beside it and fills its
@@ -43,7 +44,10 @@ impl Worker<'_> {
             )
             .set("board", self.board.name.as_str())
             .set("host", board_host(self.board))
-            .set("run", 0);
+            .set("run", 0)
+            // The cell's key: a name of its own for what a cell keeps on the board
+            // while cells of one group take turns (the xz recipe's tmpfs).
+            .set("cell", cell.key.to_string());
         Ok(LiveCell {
             job,
             writer,
@@ -63,10 +67,12 @@ impl Worker<'_> {
     ) -> Result<(), CellFailure> {
         for step in steps {
             let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
+            let timeout = step.timeout.or(Some(Duration::from_secs(3600)));
             // A lost connection here is the board's loss, as in a run.
-            let out = t
-                .side(step.on)
-                .run(&command, step.timeout.or(Some(Duration::from_secs(3600))))?;
+            let out = match input_file(step, vars)? {
+                Some(mut file) => run_input(t.side(step.on), &command, timeout, &mut file)?,
+                None => t.side(step.on).run(&command, timeout)?,
+            };
             if !out.exit.success() {
                 return Err(CellFailure::step_failed(
                     what,
@@ -78,4 +84,42 @@ impl Worker<'_> {
         }
         Ok(())
     }
+}
+
+/// The controller file a step's `input` parameter names, opened; none when the step
+/// has no input or the parameter is empty.
+fn input_file(step: &Step, vars: &Vars) -> Result<Option<std::fs::File>, CellFailure> {
+    let Some(path) = step.input.as_deref().and_then(|p| vars.string(p)) else {
+        return Ok(None);
+    };
+    if path.is_empty() {
+        return Ok(None);
+    }
+    std::fs::File::open(&path)
+        .map(Some)
+        .map_err(|e| CellFailure::Refused {
+            reason: format!("cannot read the input file `{path}` on the controller: {e}"),
+        })
+}
+
+/// `Transport::run` with the file as the command's stdin.
+fn run_input(
+    t: &mut dyn Transport,
+    command: &str,
+    timeout: Option<Duration>,
+    file: &mut std::fs::File,
+) -> Result<Output, TransportError> {
+    let mut stdout = Capture::new(CAPTURE_LIMIT);
+    let mut stderr = Capture::new(CAPTURE_LIMIT);
+    let mut input = std::io::BufReader::new(file);
+    let exit = t.exec_input(command, timeout, &mut input, &mut stdout, &mut stderr)?;
+    let (stdout, stdout_dropped) = stdout.finish();
+    let (stderr, stderr_dropped) = stderr.finish();
+    Ok(Output {
+        exit,
+        stdout,
+        stderr,
+        stdout_dropped,
+        stderr_dropped,
+    })
 }

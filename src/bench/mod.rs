@@ -26,6 +26,14 @@ impl Vars {
         self
     }
 
+    /// A string value, as set (not quoted).
+    pub fn string(&self, name: &str) -> Option<String> {
+        self.0
+            .get(name)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    }
+
     pub fn params(&mut self, params: &BTreeMap<String, ParamValue>) -> &mut Self {
         for (k, v) in params {
             let value = match v {

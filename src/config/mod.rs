@@ -12,6 +12,7 @@ mod image;
 pub mod names;
 mod parser;
 mod power;
+mod patterns;
 mod raw;
 mod recipe;
 mod scenario;

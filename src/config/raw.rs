@@ -100,6 +100,8 @@ pub struct Recipe {
     #[serde(default)]
     pub params: BTreeMap<S<String>, S<toml::Value>>,
     #[serde(default)]
+    pub param_patterns: BTreeMap<S<String>, S<ParamPattern>>,
+    #[serde(default)]
     pub setup: Vec<Step>,
     pub run: S<RunStep>,
     #[serde(default)]
@@ -194,6 +196,16 @@ pub struct Step {
     pub on: Option<S<String>>,
     pub command: S<String>,
     pub timeout: Option<S<String>>,
+    /// A string parameter naming a controller file streamed to the command's stdin.
+    pub input: Option<S<String>>,
+}
+
+/// `[param_patterns.NAME]`: the form a string parameter's value must have.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamPattern {
+    pub pattern: S<String>,
+    pub expected: S<String>,
 }
 
 /// `[run]`: a step plus its parser. Not `flatten`ed, which would defeat deny_unknown_fields.

@@ -84,6 +84,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         Step {
             on: side(src, on, diags),
             command: command.get_ref().clone(),
+            input: None,
             timeout: timeout
                 .as_ref()
                 .and_then(|t| match units::parse_duration(t.get_ref()) {
@@ -95,18 +96,14 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                 }),
         }
     };
-    let setup: Vec<Step> = raw
-        .setup
-        .iter()
-        .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
-        .collect();
+    let with_input = |s: &raw::Step, diags: &mut Vec<Diagnostic>| Step {
+        input: input(src, s.input.as_ref(), &params, diags),
+        ..check_step(&s.on, &s.command, &s.timeout, diags)
+    };
+    let setup: Vec<Step> = raw.setup.iter().map(|s| with_input(s, diags)).collect();
     let run_raw = raw.run.get_ref();
     let run = check_step(&run_raw.on, &run_raw.command, &run_raw.timeout, diags);
-    let teardown: Vec<Step> = raw
-        .teardown
-        .iter()
-        .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
-        .collect();
+    let teardown: Vec<Step> = raw.teardown.iter().map(|s| with_input(s, diags)).collect();
 
     let mut service_names = std::collections::BTreeSet::new();
     let services: Vec<ServiceSpec> = raw
@@ -190,6 +187,8 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let needs = super::sides::needs(src, raw.needs.as_ref(), &sides, diags);
     let facts = super::sides::facts(src, &raw.facts, diags);
     let exclusive = strings(&raw.exclusive, "resource", diags);
+    let param_patterns =
+        super::patterns::recipe(src, &raw.param_patterns, &raw.params, &params, diags);
 
     if diags.len() > start {
         return None;
@@ -203,6 +202,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         exclusive,
         uses_storage,
         params,
+        param_patterns,
         setup,
         run,
         parser: parser?,
@@ -212,6 +212,31 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         option_params,
         metrics,
     })
+}
+
+/// A step's `input`: the name of a string parameter holding a controller path.
+fn input(
+    src: &Source,
+    input: Option<&Spanned<String>>,
+    params: &BTreeMap<String, ParamValue>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    let input = input?;
+    let name = input.get_ref();
+    if !matches!(params.get(name), Some(ParamValue::Str(_))) {
+        let help = names::help_for(name, params.keys().map(String::as_str), "parameters");
+        diags.push(
+            src.at_value(
+                input,
+                format!("`input` = \"{name}\" is not a string parameter of this recipe"),
+            )
+            .with_help(format!(
+                "{help}; `input` names a [params] entry holding a path on the controller"
+            )),
+        );
+        return None;
+    }
+    Some(name.clone())
 }
 
 /// How long a service's `ready` check is retried: 10 s unless `ready_timeout` says.

@@ -16,7 +16,7 @@ use super::shell::{self, Context};
 use crate::bench::{self, Vars};
 
 /// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 7] = [
+pub const BUILTINS: [&str; 8] = [
     "dir",
     "device",
     "workdir",
@@ -24,6 +24,7 @@ pub const BUILTINS: [&str; 7] = [
     "board",
     "host",
     "run",
+    "cell",
 ];
 
 /// Names a recipe parameter cannot take: the builtins, and `params`, which once named
@@ -44,7 +45,8 @@ pub fn sample_builtins() -> Vars {
         )
         .set("board", "sample-board")
         .set("host", "sample-host")
-        .set("run", 0);
+        .set("run", 0)
+        .set("cell", "0123456789abcdef0123456789abcdef");
     v
 }
 

@@ -34,6 +34,10 @@ pub struct Recipe {
     pub option_params: std::collections::BTreeSet<String>,
     /// Default template parameters; a scenario's `[params.TEST]` overrides them.
     pub params: BTreeMap<String, ParamValue>,
+    /// `[param_patterns]`: the form a string parameter's value must have, checked on
+    /// the default and on every scenario's override. A check, not an input of the key.
+    #[serde(skip)]
+    pub param_patterns: BTreeMap<String, ParamPattern>,
     /// Run once per cell before warm-up (e.g. generate a corpus).
     pub setup: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
@@ -49,6 +53,16 @@ pub struct Recipe {
 }
 
 impl Recipe {
+    /// Whether a step streams the controller file this parameter names to its stdin:
+    /// such a parameter is the file's address, left out of the cell key (the file's
+    /// content is an input through the digest the step checks).
+    pub fn is_input_param(&self, name: &str) -> bool {
+        self.setup
+            .iter()
+            .chain(&self.teardown)
+            .any(|s| s.input.as_deref() == Some(name))
+    }
+
     /// The sides its steps and services run on.
     pub fn sides(&self) -> std::collections::BTreeSet<Side> {
         let steps = self.setup.iter().chain([&self.run]).chain(&self.teardown);
@@ -102,6 +116,17 @@ pub struct Step {
     /// A minijinja template; every interpolated value is shell-quoted.
     pub command: String,
     pub timeout: Option<Duration>,
+    /// A string parameter naming a file on the controller (relative to where benchpipe
+    /// runs) that is streamed to the command's stdin; an empty value streams nothing.
+    pub input: Option<String>,
+}
+
+/// `[param_patterns]`: a regular expression a string parameter's value must match
+/// whole, and what it means in words for the error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamPattern {
+    pub pattern: String,
+    pub expected: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -155,7 +155,14 @@ pub fn cell_inputs(
         ),
         (
             "params",
-            Input::Map(params.iter().map(|(k, v)| (k.clone(), param(v))).collect()),
+            // A step's input file is named by its path, an address: left out.
+            Input::Map(
+                params
+                    .iter()
+                    .filter(|(k, _)| !recipe.is_input_param(k))
+                    .map(|(k, v)| (k.clone(), param(v)))
+                    .collect(),
+            ),
         ),
         (
             "parser",
@@ -372,6 +379,38 @@ mod tests {
         for w in sorted.windows(2) {
             assert!(at(w[0]) < at(w[1]), "{} before {}", w[0], w[1]);
         }
+    }
+
+    /// A step's input file is named by a path on the controller, an address: moving the
+    /// file changes no key; its digest, another parameter, does.
+    #[test]
+    fn a_step_inputs_path_is_not_an_input_but_its_digest_is() {
+        let ws = fixtures::workspace();
+        let scenario = &ws.scenarios[0];
+        let board = &ws.boards[&"pi-1".into()];
+        let mut recipe = ws.recipes[&"xz".into()].clone();
+        recipe.setup = vec![crate::model::Step {
+            on: crate::model::Side::Board,
+            command: "cat > f".into(),
+            timeout: None,
+            input: Some("corpus".into()),
+        }];
+        let key = |corpus: &str, digest: &str| {
+            let mut params = recipe.params.clone();
+            params.insert("corpus".into(), ParamValue::Str(corpus.into()));
+            params.insert("digest".into(), ParamValue::Str(digest.into()));
+            CellKey::of(&cell_inputs(
+                &scenario.images[&"installed".into()],
+                board,
+                None,
+                None,
+                &recipe,
+                &params,
+                &scenario.method,
+            ))
+        };
+        assert_eq!(key("a/corpus.txt", "ab"), key("/elsewhere/c.txt", "ab"));
+        assert_ne!(key("a/corpus.txt", "ab"), key("a/corpus.txt", "cd"));
     }
 
     #[test]

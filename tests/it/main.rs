@@ -3,6 +3,7 @@
 
 mod config;
 mod flash;
+mod fs_stack;
 mod hostile;
 mod lab;
 mod libssh2;
@@ -18,6 +19,7 @@ mod storage;
 mod telemetry;
 mod tpi;
 mod uas;
+mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`
 /// (a /proc scan, so the search never finds itself the way `pgrep -f` under `sh -c`

@@ -239,6 +239,18 @@ fn metrics_from_captured_output() {
             "max_rss_kib",
             Literal(1920.0),
         ),
+        // pipeline/xz.toml's own command, pinned with taskset; and xz's warning when
+        // it cuts its threads to fit the memory limit (a small board) before the line.
+        ("time", "xz-time-tmpfs-taskset.txt", "real", Literal(19.21)),
+        ("time", "xz-time-tmpfs-taskset.txt", "user", Literal(6.46)),
+        ("time", "xz-time-tmpfs-taskset.txt", "sys", Literal(0.08)),
+        (
+            "time",
+            "xz-time-threads-reduced.txt",
+            "real",
+            Literal(19.51),
+        ),
+        ("time", "xz-time-threads-reduced.txt", "sys", Literal(0.07)),
     ];
     for (kind, name, path, expected) in cases {
         let label = format!("{kind} {name} {path}");

@@ -6,7 +6,7 @@ use toml::Spanned;
 
 use super::Known;
 use crate::config::diag::Diagnostic;
-use crate::config::{Source, names, recipe};
+use crate::config::{Source, names, patterns, recipe};
 use crate::model::{ParamValue, TestName};
 
 pub(super) fn params(
@@ -49,6 +49,9 @@ pub(super) fn params(
             };
             if recipe.option_params.contains(name) {
                 recipe::refuse_option_like(src, name, value, diags);
+            }
+            if let Some(pattern) = recipe.param_patterns.get(name) {
+                patterns::check(src, name, pattern, value, diags);
             }
             let Some(v) = recipe::param_value(src, value, diags) else {
                 continue;

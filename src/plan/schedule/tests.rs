@@ -148,6 +148,7 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
         on,
         command: c.into(),
         timeout: None,
+        input: None,
     };
     let r = ws.recipes.get_mut(&TestName::new("xz")).unwrap();
     r.setup = vec![
