@@ -384,6 +384,9 @@ pub fn run(cli: Cli) -> Result<()> {
             for (a, cause) in &outcome.failed {
                 eprintln!("  failed: {}: {cause}", a.label());
             }
+            for (a, reason) in &outcome.skipped {
+                eprintln!("  skipped: {}: {reason}", a.label());
+            }
             for (board, cause, cells) in &outcome.unreachable {
                 eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
             }

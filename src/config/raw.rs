@@ -77,7 +77,8 @@ pub struct Storage {
 #[serde(deny_unknown_fields)]
 pub struct Recipe {
     pub description: Option<S<String>>,
-    pub uses_storage: Option<bool>,
+    /// true, false, "filesystem" (= true) or "device".
+    pub uses_storage: Option<S<toml::Value>>,
     pub needs: Option<Needs>,
     #[serde(default)]
     pub facts: BTreeMap<S<String>, S<Fact>>,
@@ -85,6 +86,8 @@ pub struct Recipe {
     pub exclusive: Vec<S<String>>,
     #[serde(default)]
     pub params: BTreeMap<S<String>, S<toml::Value>>,
+    #[serde(default)]
+    pub requires: Vec<Step>,
     #[serde(default)]
     pub setup: Vec<Step>,
     pub run: S<RunStep>,

@@ -26,6 +26,13 @@ pub enum CellState {
     Missing {
         want: usize,
     },
+    /// The last attempt found the test cannot apply on the board (`skip.json`): not a
+    /// failure. The next apply checks again (the tool may be installed by then).
+    Skipped {
+        have: usize,
+        want: usize,
+        reason: String,
+    },
     /// The last attempt failed; `have` measured runs are kept and the next apply retries.
     Failed {
         have: usize,
@@ -43,9 +50,9 @@ impl CellState {
     pub fn remaining(&self) -> usize {
         match self {
             CellState::Complete { .. } => 0,
-            CellState::Partial { have, want } | CellState::Failed { have, want, .. } => {
-                want.saturating_sub(*have)
-            }
+            CellState::Partial { have, want }
+            | CellState::Failed { have, want, .. }
+            | CellState::Skipped { have, want, .. } => want.saturating_sub(*have),
             CellState::Missing { want } => *want,
         }
     }
@@ -121,6 +128,15 @@ pub fn state(cell: &Cell, primary: &[String], data: &CellData) -> CellState {
             have,
             want,
             cause: f.failure.clone(),
+        },
+        (None, _) if data.skip.is_some() => CellState::Skipped {
+            have,
+            want,
+            reason: data
+                .skip
+                .as_ref()
+                .map(|s| s.reason.clone())
+                .unwrap_or_default(),
         },
         (None, 0) => CellState::Missing { want },
         (None, _) => CellState::Partial { have, want },

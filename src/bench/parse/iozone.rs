@@ -26,7 +26,9 @@ impl Parser for Iozone {
         Keys::Roots(&["rows"])
     }
     fn result_lines<'a>(&self, _: &ParserOptions, text: &'a str) -> Vec<&'a str> {
-        text.lines().filter(|l| is_header(&expand_tabs(l))).collect()
+        text.lines()
+            .filter(|l| is_header(&expand_tabs(l)))
+            .collect()
     }
 }
 
@@ -179,7 +181,10 @@ mod tests {
     const HEADER: &str = "              kB  reclen    write  rewrite    read    reread    read     write     read   rewrite      read   fwrite frewrite    fread  freread";
 
     fn table(rows: &[&str]) -> String {
-        format!("{QUALIFIERS}\n{HEADER}\n{}\n\niozone test complete.\n", rows.join("\n"))
+        format!(
+            "{QUALIFIERS}\n{HEADER}\n{}\n\niozone test complete.\n",
+            rows.join("\n")
+        )
     }
 
     #[test]
