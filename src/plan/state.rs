@@ -166,6 +166,33 @@ mod tests {
         }
     }
 
+    /// A stored skip is its own state, not a failure; the next apply checks again.
+    #[test]
+    fn a_stored_skip_is_skipped_with_its_reason_and_runs_remain() {
+        let ws = crate::plan::fixtures::workspace();
+        let cell = crate::plan::expand(&ws, &ws.scenarios[0]).cells.remove(0);
+        let data = CellData {
+            skip: Some(crate::store::Skip {
+                format: FORMAT,
+                session: "s".into(),
+                at: 0.0,
+                reason: "iozone is not installed on pi-1".into(),
+            }),
+            ..Default::default()
+        };
+        let st = state(&cell, &["random_read".to_string()], &data);
+        assert_eq!(
+            st,
+            CellState::Skipped {
+                have: 0,
+                want: 3,
+                reason: "iozone is not installed on pi-1".into()
+            }
+        );
+        assert_eq!(st.remaining(), 3);
+        assert!(!st.is_complete());
+    }
+
     #[test]
     fn runs_before_a_redo_marker_stay_stored_but_do_not_count() {
         let method = Method::default();
