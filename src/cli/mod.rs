@@ -463,6 +463,13 @@ pub fn run(cli: Cli) -> Result<()> {
                         known.join(", ")
                     )));
                 }
+                if recipe.raw_device
+                    && (baseline.filesystem.is_some() || candidate.filesystem.is_some())
+                {
+                    return Err(Error::Usage(format!(
+                        "--metric `{metric}`: test `{test}` reads the raw device (`uses_storage = \"device\"`): its cells have no filesystem, so there is no filesystem comparison to draw"
+                    )));
+                }
                 let mut s = scenario.clone();
                 s.compare = vec![crate::model::Compare {
                     test: crate::model::TestName::new(test),

@@ -331,6 +331,20 @@ fn raw_device_recipes_are_checked_and_planned_once_per_device() {
     );
     let check = p.bp(&["check", "scenarios/r.toml"]);
     assert!(check.status.success(), "{}", out_text(&check));
+    let cmp = p.bp(&[
+        "compare",
+        "scenarios/r.toml",
+        "--metric",
+        "hdparm.buffered_read",
+        "--baseline",
+        "filesystem=ext4",
+    ]);
+    assert_eq!(cmp.status.code(), Some(2), "{}", out_text(&cmp));
+    assert!(
+        String::from_utf8_lossy(&cmp.stderr).contains("no filesystem comparison to draw"),
+        "{}",
+        out_text(&cmp)
+    );
 
     // A raw-device recipe cannot write files in `dir`, and uses_storage takes four forms.
     let p = p.write("scenarios/r.toml", &scenario("")).edit(
