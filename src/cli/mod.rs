@@ -375,8 +375,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 apply::apply(&ws, &cells, &store, progress.as_ref(), &stop)
             }?;
             drop(progress);
+            let skipped = match outcome.skipped.len() {
+                0 => String::new(),
+                n => format!(", {n} skipped (cannot apply on the board)"),
+            };
             eprintln!(
-                "apply: {} cell(s) completed, {} already complete, {} failed",
+                "apply: {} cell(s) completed, {} already complete, {} failed{skipped}",
                 outcome.completed,
                 outcome.already_complete,
                 outcome.failed.len()
