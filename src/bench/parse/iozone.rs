@@ -52,16 +52,18 @@ fn words(line: &str) -> Vec<(usize, &str)> {
     out
 }
 
+/// Tabs to spaces at 8-column stops, so positions are columns as a terminal shows them.
 fn expand_tabs(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
+    let mut col = 0;
     for c in line.chars() {
         if c == '\t' {
-            out.push(' ');
-            while out.chars().count() % 8 != 0 {
-                out.push(' ');
-            }
+            let next = (col / 8 + 1) * 8;
+            out.extend(std::iter::repeat_n(' ', next - col));
+            col = next;
         } else {
             out.push(c);
+            col += 1;
         }
     }
     out
@@ -212,6 +214,14 @@ mod tests {
         // Unrelated text above the header qualifies nothing.
         let text = format!("\tFile stride size set to 17 * record size.\n{text}");
         assert_eq!(parse_iozone(&text).unwrap()["rows"][0]["write"], 26108);
+    }
+
+    #[test]
+    fn tabs_count_as_the_columns_a_terminal_shows() {
+        assert_eq!(expand_tabs("\tab\tc"), "        ab      c");
+        // A tab is 8 columns here: the kB value ends where its header does.
+        let doc = parse_iozone(&format!("{HEADER}\n\t   81920       4    26108\n")).unwrap();
+        assert_eq!(doc["rows"][0]["write"], 26108);
     }
 
     #[test]
