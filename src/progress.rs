@@ -45,6 +45,11 @@ pub fn line(e: &Event<'_>, quiet: bool) -> Option<String> {
             ),
             None => format!("[{board}] FAILED {}: {cause}", cell.label()),
         },
+        Event::CellSkipped {
+            board,
+            cell,
+            reason,
+        } => format!("[{board}] SKIPPED {}: {reason}", cell.label()),
         _ if quiet => return None,
         // Steps show as phases; only a failed one gets a line of its own.
         Event::Step {
@@ -175,7 +180,7 @@ impl Progress for Bars {
                 self.bar(board).inc(1);
                 self.overall.inc(1);
             }
-            Event::CellFailed { board, .. } => {
+            Event::CellFailed { board, .. } | Event::CellSkipped { board, .. } => {
                 if let Some(l) = line(&e, false) {
                     self.multi.suspend(|| eprintln!("{l}"));
                 }

@@ -12,6 +12,9 @@ use crate::failure::CellFailure;
 use crate::model::{Side, Step};
 use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
 
+/// How much of a `[[requires]]` check's reason is kept.
+const REASON_CHARS: usize = 240;
+
 impl Worker<'_> {
     /// Opens a cell in the store, records the board's facts beside it and fills its
     /// template values. Its storage is mounted already (the schedule's `Mount` step).
@@ -55,6 +58,40 @@ impl Worker<'_> {
             data: job.data.clone(),
             services: Vec::new(),
         })
+    }
+
+    /// The recipe's `[[requires]]` checks, in order. One that exits non-zero having
+    /// printed a reason on stdout says the test cannot apply here (the storage is no
+    /// disk, or on tmpfs): the cell is skipped with the reason's first line. One that
+    /// exits non-zero without a word is a failure, like any other step.
+    pub(super) fn requires(
+        &self,
+        t: &mut Transports<'_>,
+        cell: &LiveCell<'_, '_>,
+    ) -> Result<(), CellFailure> {
+        for step in &cell.job.recipe.requires {
+            let command = bench::render(&step.command, &cell.vars).map_err(CellFailure::from)?;
+            let out = t
+                .side(step.on)
+                .run(&command, step.timeout.or(Some(Duration::from_secs(60))))?;
+            if out.exit.success() {
+                continue;
+            }
+            let stdout = bench::parse::visible(&out.stdout_str());
+            let reason = stdout.lines().map(str::trim).find(|l| !l.is_empty());
+            return Err(match reason {
+                Some(r) => CellFailure::NotApplicable {
+                    reason: bench::parse::escape_controls(
+                        &r.chars().take(REASON_CHARS).collect::<String>(),
+                    )
+                    .into_owned(),
+                },
+                None => {
+                    CellFailure::step_failed("requires", &command, &out.exit, &out.stderr_str())
+                }
+            });
+        }
+        Ok(())
     }
 
     /// Runs setup or teardown commands in order; the first failure stops them.

@@ -85,6 +85,12 @@ pub enum Event<'a> {
         /// The failing step's output, for the terminal; reports leave it out.
         log: Option<&'a std::path::Path>,
     },
+    /// The test cannot apply on the board; recorded as a skip, not a failure.
+    CellSkipped {
+        board: &'a str,
+        cell: &'a Address,
+        reason: &'a str,
+    },
     BoardDone {
         board: &'a str,
         failed: usize,
@@ -143,6 +149,8 @@ pub struct Outcome {
     pub already_complete: usize,
     pub completed: usize,
     pub failed: Vec<(Address, CellFailure)>,
+    /// Cells whose test cannot apply on their board, with the reason (`skip.json`).
+    pub skipped: Vec<(Address, String)>,
     /// Boards `Connect` could not reach (no TCP connection, no SSH handshake): each
     /// board's name, the cause, and how many of its cells were not run.
     pub unreachable: Vec<(String, String, usize)>,
@@ -259,6 +267,7 @@ pub fn apply_with(
         }
         outcome.completed += r.completed;
         outcome.failed.extend(r.failed);
+        outcome.skipped.extend(r.skipped);
         outcome.interrupted |= r.interrupted;
     }
     Ok(outcome)
@@ -325,6 +334,7 @@ fn worker_panicked(
     BoardResult {
         completed,
         failed,
+        skipped: Vec::new(),
         unreachable: None,
         interrupted: false,
     }
@@ -333,6 +343,7 @@ fn worker_panicked(
 struct BoardResult {
     completed: usize,
     failed: Vec<(Address, CellFailure)>,
+    skipped: Vec<(Address, String)>,
     /// The cause, and the cells not run, when the board could not be reached.
     unreachable: Option<(String, usize)>,
     interrupted: bool,

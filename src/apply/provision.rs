@@ -7,27 +7,35 @@ use std::time::Duration;
 use super::Job;
 use super::worker::Worker;
 use crate::failure::CellFailure;
-use crate::model::{Needs, Recipe, Side};
+use crate::model::{Needs, Recipe, Side, TestName};
+use crate::plan::CellKey;
 use crate::transport::{Transport, TransportError, quote};
 
 impl Worker<'_> {
     /// Makes the board ready for its cells: tools installed, work and storage dirs there.
+    /// The cells of a test that cannot run here (a tool no package provides is not
+    /// installed) get their outcome, a skip with the reason; the others go on.
     pub(super) fn prepare(
         &self,
         board: &mut dyn Transport,
         controller: &mut dyn Transport,
         jobs: &[&Job<'_>],
+        outcomes: &mut BTreeMap<CellKey, Result<usize, CellFailure>>,
     ) -> Result<(), CellFailure> {
         // Each side installs and checks only what the recipes say that side needs.
         let recipes: BTreeMap<_, &Recipe> =
             jobs.iter().map(|j| (&j.recipe.name, j.recipe)).collect();
-        provision(board, self.name(), Side::Board, recipes.values().copied())?;
-        provision(
+        let mut unavailable =
+            provision(board, self.name(), Side::Board, recipes.values().copied())?;
+        unavailable.extend(provision(
             controller,
             "the controller",
             Side::Controller,
-            recipes.values().copied(),
-        )?;
+            recipes
+                .values()
+                .copied()
+                .filter(|r| !unavailable.contains_key(&r.name)),
+        )?);
         let mut dirs = vec![self.board.workdir.clone()];
         for j in jobs {
             if let Some(st) = &j.cell.address.storage
@@ -48,29 +56,69 @@ impl Worker<'_> {
                 &out.stderr_str(),
             ));
         }
+        for j in jobs {
+            if let Some(reason) = unavailable.get(&j.recipe.name) {
+                let reason = reason.clone();
+                outcomes.insert(
+                    j.cell.key.clone(),
+                    Err(CellFailure::NotApplicable { reason }),
+                );
+            }
+        }
         Ok(())
     }
 }
 
 /// Checks that every command the recipes need on `on` exists there, installing the
-/// missing ones' packages with apt-get when running as root there.
+/// missing ones' packages with apt-get when running as root there. A recipe that
+/// names no package for a command it lacks (iozone, which Debian does not package)
+/// cannot run there: it is returned with the reason, and the others go on.
 pub(super) fn provision<'r>(
     t: &mut dyn Transport,
     side: &str,
     on: Side,
     recipes: impl Iterator<Item = &'r Recipe>,
-) -> Result<(), CellFailure> {
-    let needs: Vec<&Needs> = recipes.filter_map(|r| r.needs.get(&on)).collect();
+) -> Result<BTreeMap<TestName, String>, CellFailure> {
+    let needs: Vec<(&TestName, &Needs)> = recipes
+        .filter_map(|r| r.needs.get(&on).map(|n| (&r.name, n)))
+        .collect();
+    let all: BTreeSet<&str> = needs
+        .iter()
+        .flat_map(|(_, n)| n.commands.iter().map(String::as_str))
+        .collect();
+    let mut unavailable = BTreeMap::new();
+    if all.is_empty() {
+        return Ok(unavailable);
+    }
+    let missing = missing_commands(t, &all)?;
+    for (name, n) in &needs {
+        let lacking: Vec<&str> = n
+            .commands
+            .iter()
+            .filter(|c| missing.contains(c))
+            .map(String::as_str)
+            .collect();
+        if !lacking.is_empty() && n.apt.is_empty() {
+            let verb = if lacking.len() == 1 { "is" } else { "are" };
+            let reason = format!("{} {verb} not installed on {side}", lacking.join(", "));
+            unavailable.insert((*name).clone(), reason);
+        }
+    }
+    let needs: Vec<&Needs> = needs
+        .iter()
+        .filter(|(name, _)| !unavailable.contains_key(*name))
+        .map(|(_, n)| *n)
+        .collect();
     let commands: BTreeSet<&str> = needs
         .iter()
         .flat_map(|n| n.commands.iter().map(String::as_str))
         .collect();
-    if commands.is_empty() {
-        return Ok(());
-    }
-    let missing = missing_commands(t, &commands)?;
+    let missing: Vec<String> = missing
+        .into_iter()
+        .filter(|c| commands.contains(c.as_str()))
+        .collect();
     if missing.is_empty() {
-        return Ok(());
+        return Ok(unavailable);
     }
     let packages: BTreeSet<&str> = needs
         .iter()
@@ -114,7 +162,7 @@ pub(super) fn provision<'r>(
     if !still.is_empty() {
         return Err(lacking(still, true));
     }
-    Ok(())
+    Ok(unavailable)
 }
 
 pub(crate) fn missing_commands(

@@ -146,6 +146,7 @@ impl Worker<'_> {
         let mut result = BoardResult {
             completed: 0,
             failed: Vec::new(),
+            skipped: Vec::new(),
             unreachable: None,
             interrupted: false,
         };
@@ -211,6 +212,10 @@ impl Worker<'_> {
                 });
             }
             Err(CellFailure::Interrupted) => result.interrupted = true,
+            Err(CellFailure::NotApplicable { reason }) => {
+                self.skip_cell(job.cell, &reason);
+                result.skipped.push((job.cell.address.clone(), reason));
+            }
             Err(_) if w.unreachable.is_some() => {
                 let cause = w.unreachable.clone().unwrap_or_default();
                 result.unreachable.get_or_insert((cause, 0)).1 += 1;
@@ -256,8 +261,11 @@ impl Worker<'_> {
             Ok(()) => StepStatus::Ran,
             Err(cause) => {
                 w.fail(&pending, &cause);
-                StepStatus::Failed {
-                    cause: cause.to_string(),
+                match cause {
+                    CellFailure::NotApplicable { reason } => StepStatus::Skipped { reason },
+                    _ => StepStatus::Failed {
+                        cause: cause.to_string(),
+                    },
                 }
             }
         }
@@ -420,7 +428,7 @@ impl Worker<'_> {
             Action::Provision { .. } => {
                 self.phase(None, "provision");
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
-                self.prepare(t.board, t.controller, &jobs)
+                self.prepare(t.board, t.controller, &jobs, outcomes)
             }
             Action::StopLeftoverServices => {
                 // Services a crashed or killed apply left running would skew every number.
@@ -510,6 +518,7 @@ impl Worker<'_> {
                         storage.and_then(|s| storage_facts.get(s)),
                     );
                     let cell = self.open_cell(job, &facts)?;
+                    self.requires(&mut t, &cell)?;
                     live.insert(first.clone(), cell);
                 }
                 let cell = &live[first];

@@ -82,6 +82,18 @@ impl Worker<'_> {
         }
     }
 
+    /// Records that the cell's test cannot apply on this board, and says so.
+    pub(super) fn skip_cell(&self, cell: &Cell, reason: &str) {
+        self.progress.event(Event::CellSkipped {
+            board: self.name(),
+            cell: &cell.address,
+            reason,
+        });
+        if let Ok(w) = self.store.begin(cell) {
+            let _ = w.record_skip(self.session, store::now(), reason);
+        }
+    }
+
     /// Sleeps, waking early on interrupt.
     pub(super) fn sleep(&self, d: Duration) -> Result<(), CellFailure> {
         let t0 = Instant::now();

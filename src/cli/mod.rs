@@ -384,14 +384,21 @@ pub fn run(cli: Cli) -> Result<()> {
                 apply::apply(&ws, &cells, &store, progress.as_ref(), &stop)
             }?;
             drop(progress);
+            let skipped = match outcome.skipped.len() {
+                0 => String::new(),
+                n => format!(", {n} skipped (cannot apply on the board)"),
+            };
             eprintln!(
-                "apply: {} cell(s) completed, {} already complete, {} failed",
+                "apply: {} cell(s) completed, {} already complete, {} failed{skipped}",
                 outcome.completed,
                 outcome.already_complete,
                 outcome.failed.len()
             );
             for (a, cause) in &outcome.failed {
                 eprintln!("  failed: {}: {cause}", a.label());
+            }
+            for (a, reason) in &outcome.skipped {
+                eprintln!("  skipped: {}: {reason}", a.label());
             }
             for (board, cause, cells) in &outcome.unreachable {
                 eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
@@ -467,6 +474,13 @@ pub fn run(cli: Cli) -> Result<()> {
                     return Err(Error::Usage(format!(
                         "--metric `{metric}`: test `{test}` has no metric `{metric_name}`; it has {}",
                         known.join(", ")
+                    )));
+                }
+                if recipe.raw_device
+                    && (baseline.filesystem.is_some() || candidate.filesystem.is_some())
+                {
+                    return Err(Error::Usage(format!(
+                        "--metric `{metric}`: test `{test}` reads the raw device (`uses_storage = \"device\"`): its cells have no filesystem, so there is no filesystem comparison to draw"
                     )));
                 }
                 let mut s = scenario.clone();

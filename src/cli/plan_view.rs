@@ -28,6 +28,8 @@ struct Counts {
     partial: usize,
     missing: usize,
     failed: usize,
+    /// Cells the last apply found could not apply on their board (`skip.json`).
+    skipped: usize,
     not_selected: usize,
     runs_left: usize,
 }
@@ -94,6 +96,7 @@ fn view<'p>(
                 CellState::Partial { .. } => counts.partial += 1,
                 CellState::Missing { .. } => counts.missing += 1,
                 CellState::Failed { .. } => counts.failed += 1,
+                CellState::Skipped { .. } => counts.skipped += 1,
             }
             counts.runs_left += st.remaining();
             // The same cell from two scenarios runs once.
@@ -151,8 +154,13 @@ fn summary(v: &View<'_>) -> String {
         String::new()
     };
     let steps: usize = v.schedule.boards.iter().map(|b| b.steps.len()).sum();
+    let skipped = if c.skipped > 0 {
+        format!(", {} skipped on the board", c.skipped)
+    } else {
+        String::new()
+    };
     format!(
-        "Plan: {} cell(s): {} complete, {} partial, {} missing, {} failed{only}; {} measured run(s) to take in {steps} step(s) on {} board(s); {eta}.\n",
+        "Plan: {} cell(s): {} complete, {} partial, {} missing, {} failed{skipped}{only}; {} measured run(s) to take in {steps} step(s) on {} board(s); {eta}.\n",
         v.rows.len(),
         c.complete,
         c.partial,
@@ -187,6 +195,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             CellState::Partial { have, want } => format!("partial ({have} of {want})"),
             CellState::Missing { want } => format!("missing ({want} runs)"),
             CellState::Failed { have, want, .. } => format!("failed ({have} of {want})"),
+            CellState::Skipped { have, want, .. } => format!("skipped ({have} of {want})"),
         };
         table.push_str(&format!(
             "  {}  {:<22}  {}\n",
@@ -196,6 +205,12 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
         ));
         if let CellState::Failed { cause, .. } = &row.state {
             table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
+        }
+        if let CellState::Skipped { reason, .. } = &row.state {
+            table.push_str(&format!(
+                "  {:<32}  skipped by the last apply: {reason} (apply checks again)\n",
+                ""
+            ));
         }
         why_lines(&mut table, row.why.as_ref());
     }
@@ -287,6 +302,7 @@ fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>) -> Result<String> {
         "summary": {
             "complete": c.complete, "partial": c.partial, "missing": c.missing,
             "failed": c.failed,
+            "skipped_on_board": c.skipped,
             "skipped_by_only": c.not_selected,
             "measured_runs_left": c.runs_left,
             "estimated_seconds": v.schedule.estimate_seconds(),

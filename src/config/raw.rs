@@ -91,7 +91,8 @@ pub struct Storage {
 #[serde(deny_unknown_fields)]
 pub struct Recipe {
     pub description: Option<S<String>>,
-    pub uses_storage: Option<bool>,
+    /// true, false, "filesystem" (= true) or "device".
+    pub uses_storage: Option<S<toml::Value>>,
     pub needs: Option<Needs>,
     #[serde(default)]
     pub facts: BTreeMap<S<String>, S<Fact>>,
@@ -101,6 +102,8 @@ pub struct Recipe {
     pub params: BTreeMap<S<String>, S<toml::Value>>,
     #[serde(default)]
     pub param_patterns: BTreeMap<S<String>, S<ParamPattern>>,
+    #[serde(default)]
+    pub requires: Vec<Step>,
     #[serde(default)]
     pub setup: Vec<Step>,
     pub run: S<RunStep>,

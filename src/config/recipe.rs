@@ -13,7 +13,7 @@ use crate::model::{
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
     let start = diags.len();
-    let uses_storage = raw.uses_storage.unwrap_or(true);
+    let (uses_storage, raw_device) = uses_storage(src, raw.uses_storage.as_ref(), diags);
 
     let mut params = BTreeMap::new();
     for (key, value) in &raw.params {
@@ -69,6 +69,13 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
             }
             None => BTreeSet::new(),
         };
+        if raw_device && used.contains("dir") {
+            let span = template::word_span(&src.text, command.span(), "dir");
+            diags.push(
+                src.at(span, "`dir` is a filesystem's directory, but this recipe says `uses_storage = \"device\"`: it reads the raw device, with no filesystem mounted for it")
+                    .with_help("read `device`, or say `uses_storage = true` for a test that writes files"),
+            );
+        }
         for storage_var in ["dir", "device"] {
             if !uses_storage && used.contains(storage_var) {
                 let span = template::word_span(&src.text, command.span(), storage_var);
@@ -96,6 +103,11 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                 }),
         }
     };
+    let requires: Vec<Step> = raw
+        .requires
+        .iter()
+        .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
+        .collect();
     let with_input = |s: &raw::Step, diags: &mut Vec<Diagnostic>| Step {
         input: input(src, s.input.as_ref(), &params, diags),
         ..check_step(&s.on, &s.command, &s.timeout, diags)
@@ -181,6 +193,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         .iter()
         .chain([&run])
         .chain(&teardown)
+        .chain(&requires)
         .map(|s| s.on)
         .chain(services.iter().map(|s| s.on))
         .collect();
@@ -208,7 +221,9 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         parser: parser?,
         teardown,
         services,
-        uses_device: uses_device.get(),
+        uses_device: uses_device.get() || raw_device,
+        raw_device,
+        requires,
         option_params,
         metrics,
     })
@@ -237,6 +252,36 @@ fn input(
         return None;
     }
     Some(name.clone())
+}
+
+/// `uses_storage`: whether the test touches the cell's storage, and whether it reads
+/// the raw device (`"device"`) rather than files on a filesystem (`true`,
+/// `"filesystem"`). Absent means `true`.
+fn uses_storage(
+    src: &Source,
+    value: Option<&Spanned<toml::Value>>,
+    diags: &mut Vec<Diagnostic>,
+) -> (bool, bool) {
+    let Some(v) = value else {
+        return (true, false);
+    };
+    match v.get_ref() {
+        toml::Value::Boolean(b) => (*b, false),
+        toml::Value::String(s) if s == "filesystem" => (true, false),
+        toml::Value::String(s) if s == "device" => (true, true),
+        other => {
+            diags.push(
+                src.at_value(
+                    v,
+                    format!(
+                        "`uses_storage` = {other}: expected true, false, \"filesystem\" or \"device\""
+                    ),
+                )
+                .with_help("\"device\" is for tests that read the raw block device (hdparm): they run once per device, whatever the filesystems"),
+            );
+            (true, false)
+        }
+    }
 }
 
 /// How long a service's `ready` check is retried: 10 s unless `ready_timeout` says.

@@ -28,6 +28,15 @@ pub struct Recipe {
     /// Whether a template reads `{{ device }}`, the storage's block device: such a test
     /// applies only to storage that declares one.
     pub uses_device: bool,
+    /// `uses_storage = "device"`: the test reads the raw block device (hdparm), so its
+    /// numbers do not depend on any filesystem: one cell per device, with no
+    /// filesystem in its address or key, and no filesystem comparison drawn from it.
+    pub raw_device: bool,
+    /// `[[requires]]`: checks run before the cell's setup. One that exits non-zero and
+    /// prints a reason means the test cannot apply there, and the cell is skipped with
+    /// it; one that fails without a word is a failure. Not in the key: they decide
+    /// whether to measure, not what.
+    pub requires: Vec<Step>,
     /// String parameters a template puts at the start of a shell word, where a value
     /// starting with `-` would be taken as an option: such values are refused.
     #[serde(skip)]

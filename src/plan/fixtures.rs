@@ -17,6 +17,8 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         exclusive: vec![],
         uses_storage,
         uses_device: false,
+        raw_device: false,
+        requires: vec![],
         option_params: Default::default(),
         param_patterns: Default::default(),
         params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),

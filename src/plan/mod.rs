@@ -1,6 +1,7 @@
 //! Matrix expansion and cell keys: scenario -> the list of cells to measure. Pure, no I/O.
 //!
-//! A cell is one (image, board, storage, filesystem, test). Cells that cannot apply
+//! A cell is one (image, board, storage, filesystem, test); a raw-device test
+//! (`uses_storage = "device"`) has no filesystem. Cells that cannot apply
 //! (a storage the board lacks, formatting a storage with no device) are kept aside
 //! with the reason, so `plan` can say why they are not there.
 
@@ -228,11 +229,16 @@ pub fn bound(
                         .count() as u128
                 })
                 .sum();
-            let per_image = (without.len() as u128).saturating_add(
-                (with.len() as u128)
-                    .saturating_mul(storages)
-                    .saturating_mul(b.filesystems.len() as u128),
-            );
+            // A raw-device test has one cell per storage, whatever the filesystems.
+            let devices = with.iter().filter(|r| r.raw_device).count() as u128;
+            let files = with.len() as u128 - devices;
+            let per_image = (without.len() as u128)
+                .saturating_add(devices.saturating_mul(storages))
+                .saturating_add(
+                    files
+                        .saturating_mul(storages)
+                        .saturating_mul(b.filesystems.len() as u128),
+                );
             cells = cells.saturating_add((b.images.len() as u128).saturating_mul(per_image));
         }
     }
@@ -318,6 +324,18 @@ pub fn expand_in(
                             });
                         }
                         for st in matching {
+                            // A raw-device test reads the device whatever filesystem is
+                            // on it: one cell per device, with no filesystem.
+                            if recipe.raw_device {
+                                push(Address {
+                                    image: image.clone(),
+                                    board: board_name.clone(),
+                                    storage: Some(st.name.clone()),
+                                    filesystem: None,
+                                    test: test.clone(),
+                                });
+                                continue;
+                            }
                             for fs in &block.filesystems {
                                 push(Address {
                                     image: image.clone(),

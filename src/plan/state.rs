@@ -26,6 +26,13 @@ pub enum CellState {
     Missing {
         want: usize,
     },
+    /// The last attempt found the test cannot apply on the board (`skip.json`): not a
+    /// failure. The next apply checks again (the tool may be installed by then).
+    Skipped {
+        have: usize,
+        want: usize,
+        reason: String,
+    },
     /// The last attempt failed; `have` measured runs are kept and the next apply retries.
     Failed {
         have: usize,
@@ -43,9 +50,9 @@ impl CellState {
     pub fn remaining(&self) -> usize {
         match self {
             CellState::Complete { .. } => 0,
-            CellState::Partial { have, want } | CellState::Failed { have, want, .. } => {
-                want.saturating_sub(*have)
-            }
+            CellState::Partial { have, want }
+            | CellState::Failed { have, want, .. }
+            | CellState::Skipped { have, want, .. } => want.saturating_sub(*have),
             CellState::Missing { want } => *want,
         }
     }
@@ -122,6 +129,15 @@ pub fn state(cell: &Cell, primary: &[String], data: &CellData) -> CellState {
             want,
             cause: f.failure.clone(),
         },
+        (None, _) if data.skip.is_some() => CellState::Skipped {
+            have,
+            want,
+            reason: data
+                .skip
+                .as_ref()
+                .map(|s| s.reason.clone())
+                .unwrap_or_default(),
+        },
         (None, 0) => CellState::Missing { want },
         (None, _) => CellState::Partial { have, want },
     }
@@ -148,6 +164,33 @@ mod tests {
             order: None,
             board_seq: None,
         }
+    }
+
+    /// A stored skip is its own state, not a failure; the next apply checks again.
+    #[test]
+    fn a_stored_skip_is_skipped_with_its_reason_and_runs_remain() {
+        let ws = crate::plan::fixtures::workspace();
+        let cell = crate::plan::expand(&ws, &ws.scenarios[0]).cells.remove(0);
+        let data = CellData {
+            skip: Some(crate::store::Skip {
+                format: FORMAT,
+                session: "s".into(),
+                at: 0.0,
+                reason: "iozone is not installed on pi-1".into(),
+            }),
+            ..Default::default()
+        };
+        let st = state(&cell, &["random_read".to_string()], &data);
+        assert_eq!(
+            st,
+            CellState::Skipped {
+                have: 0,
+                want: 3,
+                reason: "iozone is not installed on pi-1".into()
+            }
+        );
+        assert_eq!(st.remaining(), 3);
+        assert!(!st.is_complete());
     }
 
     #[test]

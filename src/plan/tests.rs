@@ -172,6 +172,71 @@ fn a_test_reading_the_device_skips_storage_without_one() {
     );
 }
 
+/// A raw-device test (`uses_storage = "device"`) has one cell per device, with no
+/// filesystem, also on boot storage (it only reads); its key does not change with the
+/// filesystems the matrix lists, and `bound` counts it once per storage.
+#[test]
+fn a_raw_device_test_runs_once_per_device_whatever_the_filesystems() {
+    let mut ws = fixtures::workspace();
+    let mut hdparm = fixtures::recipe("hdparm", true);
+    hdparm.raw_device = true;
+    hdparm.uses_device = true;
+    hdparm.run.command = "hdparm -t {{ device }}".into();
+    ws.recipes.insert(hdparm.name.clone(), hdparm);
+    ws.scenarios[0].matrix.test.push(TestName::new("hdparm"));
+    let plan = expand(&ws, &ws.scenarios[0]);
+    let raw: Vec<&Cell> = plan
+        .cells
+        .iter()
+        .filter(|c| c.address.test.as_str() == "hdparm")
+        .collect();
+    let labels: Vec<String> = raw.iter().map(|c| c.address.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "hdparm on pi-1 sd (installed)",
+            "hdparm on pi-1 usb (installed)",
+            "hdparm on pi-2 sd (installed)",
+            "hdparm on pi-2 usb (installed)"
+        ]
+    );
+    assert!(
+        raw.iter()
+            .all(|c| c.filesystem.is_none() && c.inputs["filesystem"].is_null())
+    );
+    // Per board: disk-4k on 3 (storage, filesystem), xz once, hdparm on 2 devices.
+    let b = bound(&ws.boards, &ws.recipes, &ws.scenarios[0]);
+    assert_eq!(b.cells, 2 * (2 * 2 + 1 + 2));
+    assert_eq!(plan.cells.len(), 2 * (3 + 1 + 2));
+    let keys_with = |filesystems: &[&str]| -> Vec<CellKey> {
+        let mut ws = ws.clone();
+        ws.scenarios[0].matrix.filesystem = filesystems.iter().map(|f| FsName::new(*f)).collect();
+        expand(&ws, &ws.scenarios[0])
+            .cells
+            .into_iter()
+            .filter(|c| c.address.test.as_str() == "hdparm")
+            .map(|c| c.key)
+            .collect()
+    };
+    let all = keys_with(&[AS_IS, "ext4"]);
+    assert_eq!(all.len(), 4);
+    assert_eq!(keys_with(&["ext4"]), all);
+    assert_eq!(keys_with(&[AS_IS]), all);
+    // A filesystem exclude does not remove a cell that has no filesystem.
+    ws.scenarios[0].matrix.exclude.push(CellPattern {
+        filesystem: Some("ext4".into()),
+        ..CellPattern::default()
+    });
+    let plan = expand(&ws, &ws.scenarios[0]);
+    assert_eq!(
+        plan.cells
+            .iter()
+            .filter(|c| c.address.test.as_str() == "hdparm")
+            .count(),
+        4
+    );
+}
+
 #[test]
 fn golden_keys() {
     // Pinned: a change here means every stored cell gets a new key. Do it only on

@@ -39,6 +39,8 @@ pub struct Report {
     pub comparisons: Vec<ComparisonRow>,
     /// Cells without enough data yet, with their state.
     pub incomplete: Vec<Incomplete>,
+    /// Cells that cannot apply, with the reason: the plan's (a storage with no device)
+    /// and those the last apply found on the board (a tool not installed).
     pub skipped: Vec<String>,
 }
 
@@ -209,6 +211,7 @@ pub fn build(
     let empty = CellData::default();
     let mut tests = Vec::new();
     let mut incomplete = Vec::new();
+    let mut skipped_on_board = Vec::new();
     for test in &scenario.matrix.test {
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
@@ -235,7 +238,10 @@ pub fn build(
                 )),
                 _ => None,
             };
-            if !st.is_complete() {
+            // A cell the board cannot run is listed with the plan's skipped cells.
+            if let CellState::Skipped { reason, .. } = &st {
+                skipped_on_board.push(format!("{}: {reason}", cell.address.label()));
+            } else if !st.is_complete() {
                 incomplete.push(Incomplete {
                     cell: cell.address.label(),
                     state: match st {
@@ -248,7 +254,7 @@ pub fn build(
                         CellState::Failed { have, want, cause } => {
                             format!("failed ({have} of {want} runs): {cause}")
                         }
-                        CellState::Complete { .. } => String::new(),
+                        CellState::Complete { .. } | CellState::Skipped { .. } => String::new(),
                     },
                 });
             }
@@ -372,6 +378,7 @@ pub fn build(
             .skipped
             .iter()
             .map(|s| format!("{}: {}", s.address.label(), s.reason))
+            .chain(skipped_on_board)
             .collect(),
     }
 }

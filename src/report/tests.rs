@@ -298,3 +298,48 @@ fn a_template_that_fails_is_an_export_error_naming_the_template() {
     let e = export::render_template("index.md", "{% if %}", &r).unwrap_err();
     assert!(matches!(e, ExportError::Template(_)), "{e:?}");
 }
+
+/// No filesystem comparison is drawn from a raw-device test, even from cells that carry
+/// filesystems (a plan made before the recipe said `uses_storage = "device"`): the
+/// differences between them are the device's noise ("btrfs -68.8%" for hdparm).
+#[test]
+fn a_raw_device_test_gives_no_filesystem_comparison() {
+    let mut ws = fixtures::workspace();
+    ws.scenarios[0].compare.push(crate::model::Compare {
+        test: "disk-4k".into(),
+        metric: "random_read".into(),
+        baseline: CellPattern {
+            filesystem: Some("as-is".into()),
+            ..CellPattern::default()
+        },
+        candidate: CellPattern {
+            filesystem: Some("ext4".into()),
+            ..CellPattern::default()
+        },
+    });
+    let scenario = ws.scenarios[0].clone();
+    let plan = expand(&ws, &scenario);
+    let data: BTreeMap<_, _> = plan
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let base = if c.filesystem.as_ref().is_some_and(|f| f.kind == "ext4") {
+                30.0
+            } else {
+                100.0
+            };
+            (
+                c.key.clone(),
+                with_samples(&[base, base + 1.0 + i as f64, base + 2.0]),
+            )
+        })
+        .collect();
+    let rows = comparisons(&ws, &scenario, &plan, &data);
+    assert!(
+        !rows.is_empty(),
+        "a file-writing test is compared across filesystems"
+    );
+    ws.recipes.get_mut(&"disk-4k".into()).unwrap().raw_device = true;
+    assert!(comparisons(&ws, &scenario, &plan, &data).is_empty());
+}

@@ -12,6 +12,9 @@
 //!     facts.json                    what the board was: kernel, os-release, tools
 //!     failure.json                  why the last attempt failed (typed: see
 //!                                   `failure::CellFailure`), removed on success
+//!     skip.json                     why the last attempt found the test could not apply
+//!                                   on the board (a reason, not a failure), removed
+//!                                   when a run is stored or a failure recorded
 //!     redo.json                     `--redo`: the samples up to `after_seq` no longer
 //!                                   count (they stay in samples.jsonl)
 //!     logs/<seq>.log                raw output of every run
@@ -110,6 +113,17 @@ pub struct Redo {
     pub session: String,
 }
 
+/// `skip.json`: the last attempt found that the test cannot apply on the board (its
+/// tool is not installed, a `[[requires]]` check said why). Not a failure; the next
+/// apply checks again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Skip {
+    pub format: u32,
+    pub session: String,
+    pub at: f64,
+    pub reason: String,
+}
+
 /// What the store holds for one cell.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CellData {
@@ -118,6 +132,7 @@ pub struct CellData {
     pub facts: Option<Value>,
     pub failure: Option<Failure>,
     pub redo: Option<Redo>,
+    pub skip: Option<Skip>,
 }
 
 impl CellData {
@@ -198,6 +213,7 @@ impl Store {
             facts: read_json(&dir.join("facts.json"))?,
             failure: read_json_of(&dir.join("failure.json"), FAILURE_FORMAT)?,
             redo: read_json(&dir.join("redo.json"))?,
+            skip: read_json(&dir.join("skip.json"))?,
         })
     }
 
@@ -345,12 +361,30 @@ impl CellWriter {
         f.write_all(&line).map_err(io(&path))?;
         f.sync_all().map_err(io(&path))?;
         self.next_seq += 1;
-        // A success supersedes an earlier failure of this cell.
-        let failure = self.dir.join("failure.json");
-        if failure.exists() {
-            fs::remove_file(&failure).map_err(io(&failure))?;
+        // A success supersedes an earlier failure or skip of this cell.
+        self.remove("failure.json")?;
+        self.remove("skip.json")
+    }
+
+    fn remove(&self, name: &str) -> Result<()> {
+        let path = self.dir.join(name);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(&path, e)),
+            _ => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Records that the test cannot apply on the board, and why; it replaces an earlier
+    /// failure, since it is what the last attempt found.
+    pub fn record_skip(&self, session: &str, at: f64, reason: &str) -> Result<()> {
+        let s = Skip {
+            format: FORMAT,
+            session: session.to_string(),
+            at,
+            reason: reason.to_string(),
+        };
+        write_atomic(&self.dir.join("skip.json"), &to_json_bytes(&s)?)?;
+        self.remove("failure.json")
     }
 
     pub fn write_facts(&self, facts: &Value) -> Result<()> {
@@ -367,7 +401,8 @@ impl CellWriter {
             at,
             failure: failure.clone(),
         };
-        write_atomic(&self.dir.join("failure.json"), &to_json_bytes(&f)?)
+        write_atomic(&self.dir.join("failure.json"), &to_json_bytes(&f)?)?;
+        self.remove("skip.json")
     }
 }
 

@@ -131,3 +131,28 @@ fn the_lock_is_exclusive() {
     store.lock().unwrap();
     let _ = fs::remove_dir_all(store.root());
 }
+
+/// skip.json holds the last attempt's reason; a failure or a stored run replaces it,
+/// and a skip replaces a failure: the store holds what the last attempt found.
+#[test]
+fn a_skip_is_stored_apart_from_failures_and_each_replaces_the_other() {
+    let store = temp_store("skip");
+    let cell = a_cell();
+    let mut w = store.begin(&cell).unwrap();
+    let failure = crate::failure::CellFailure::Interrupted;
+    w.record_failure("s1", 1.0, &failure).unwrap();
+    w.record_skip("s2", 2.0, "iozone is not installed on pi-1")
+        .unwrap();
+    let d = store.read(&cell).unwrap();
+    assert!(d.failure.is_none(), "a skip replaces the failure");
+    let skip = d.skip.unwrap();
+    assert_eq!(skip.reason, "iozone is not installed on pi-1");
+    assert_eq!((skip.format, skip.session.as_str()), (FORMAT, "s2"));
+    w.record_failure("s3", 3.0, &failure).unwrap();
+    let d = store.read(&cell).unwrap();
+    assert!(d.skip.is_none() && d.failure.is_some());
+    w.record_skip("s4", 4.0, "r").unwrap();
+    w.append(&sample(1, RunKind::Measured, 1.0)).unwrap();
+    let d = store.read(&cell).unwrap();
+    assert!(d.skip.is_none() && d.failure.is_none());
+}

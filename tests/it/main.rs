@@ -2,6 +2,7 @@
 //! where the area allows.
 
 mod config;
+mod disks;
 mod flash;
 mod fs_stack;
 mod hostile;

@@ -9,6 +9,7 @@
 mod dd;
 mod fio;
 mod hdparm;
+mod iozone;
 mod iperf3;
 mod json;
 mod path;
@@ -75,6 +76,7 @@ pub static REGISTRY: &[&dyn Parser] = &[
     &hdparm::Hdparm,
     &dd::Dd,
     &self::regex::RegexParser,
+    &iozone::Iozone,
 ];
 
 /// The registered parser of that name.
@@ -261,7 +263,8 @@ mod tests {
                 ("json", 1),
                 ("hdparm", 1),
                 ("dd", 1),
-                ("regex", 1)
+                ("regex", 1),
+                ("iozone", 1)
             ]
         );
     }

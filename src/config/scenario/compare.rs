@@ -41,6 +41,19 @@ pub(super) fn compare(
         let Some((test, metric)) = compare_metric(src, &c.metric, matrix, known, diags) else {
             continue;
         };
+        // A raw-device test's numbers are the device's: any difference between
+        // filesystems would be noise, so none is drawn.
+        let names_filesystem = baseline.filesystem.is_some() || candidate.filesystem.is_some();
+        if names_filesystem && known.recipes.get(&test).is_some_and(|r| r.raw_device) {
+            diags.push(
+                src.at_value(
+                    &c.metric,
+                    format!("test `{test}` reads the raw device (`uses_storage = \"device\"`): its cells have no filesystem, so there is no filesystem comparison to draw"),
+                )
+                .with_help("compare it across storages or boards, or compare a test that writes files"),
+            );
+            continue;
+        }
         out.push(Compare {
             test,
             metric,
