@@ -447,6 +447,7 @@ impl Worker<'_> {
                     obj.insert("idle_temperature_c".into(), json!(c));
                 }
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
+                self.judge_drift(t.board, &jobs, facts, outcomes)?;
                 *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }
