@@ -2,6 +2,7 @@
 //! where the area allows.
 
 mod config;
+mod drift;
 mod flash;
 mod hostile;
 mod lab;
