@@ -160,7 +160,7 @@ mod tests {
                     board_seq: None,
                 })
                 .collect(),
-            fingerprint: stored.map(|f| CellFingerprint::new(f)),
+            fingerprint: stored.map(CellFingerprint::new),
             ..Default::default()
         }
     }
