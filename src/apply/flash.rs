@@ -72,17 +72,39 @@ impl Worker<'_> {
             image: image.to_string(),
             message,
         };
-        let mut stream = image::open(fetched, max).map_err(|e| failed(e.to_string()))?;
+        // A `.bmap` shipped beside the image file: bmaptool then writes only its
+        // mapped blocks, where the host has bmaptool.
+        let bmap = match crate::flash::bmap::beside(&fetched.path) {
+            Some(p) => {
+                Some(crate::flash::bmap::read(&p).map_err(|e| failed(format!("bmap: {e}")))?)
+            }
+            None => None,
+        };
+        // The stream hashes itself (for the image's facts); dd does not hash it again.
+        let mut stream = image::open_hashed(fetched, max).map_err(|e| failed(e.to_string()))?;
         self.phase(None, format!("flash {image} to {device} via {via}"));
         let label = format!("[{}] flash {image}", self.board.name);
         let show = crate::flash::progress_display(&label);
+        let options = crate::flash::dd::Options {
+            expected_len: max,
+            bmap: bmap.as_ref(),
+        };
+        let source = crate::flash::dd::Source::Hashed(stream.as_mut());
         let report =
-            crate::flash::dd::write(t.as_mut(), device, &declared, &mut stream, max, &show)
+            crate::flash::dd::write_with(t.as_mut(), device, &declared, source, &options, &show)
                 .map_err(|e| failed(e.to_string()))?;
+        let how = match (&report.bmap, &bmap) {
+            (Some(b), _) => format!(
+                " ({} mapped bytes written by bmaptool, read back)",
+                b.mapped_bytes
+            ),
+            (None, Some(_)) => " (no bmaptool on the host: the .bmap was not used)".into(),
+            (None, None) => String::new(),
+        };
         self.phase(
             None,
             format!(
-                "flashed {} bytes of {image} in {:.1} s, verified by read-back in {:.1} s",
+                "flashed {} bytes of {image} in {:.1} s, verified by read-back in {:.1} s{how}",
                 report.bytes, report.write_seconds, report.verify_seconds
             ),
         );

@@ -340,6 +340,9 @@ impl Worker<'_> {
                     written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
                     written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
                 }
+                if let Some(b) = &report.bmap {
+                    written["bmap_mapped_bytes"] = json!(b.mapped_bytes);
+                }
                 w.flashed.insert(image.clone(), written);
                 return Ok(());
             }

@@ -2,6 +2,7 @@
 //! where the area allows.
 
 mod config;
+mod dd;
 mod drift;
 mod flash;
 mod hostile;
