@@ -124,31 +124,44 @@ impl Worker<'_> {
 
     /// Where systemd runs the board, waits until it has finished booting
     /// (`systemctl is-system-running --wait`): SSH can answer before the services a
-    /// benchmark needs are up. `degraded` is said and accepted; a board without
+    /// benchmark needs are up. While it still says `initializing` or `starting` (a
+    /// systemctl without `--wait`, or one that returned early), it is asked again every
+    /// 2 s until `within` is up. `degraded` is said and accepted; a board without
     /// systemd (`offline`, or no systemctl) is not waited for.
     fn wait_for_systemd(&self, t: &mut dyn Transport, within: Duration) -> Result<(), CellFailure> {
         self.phase(None, "wait for the system to finish booting");
-        let out = t.run(
-            "if command -v systemctl >/dev/null 2>&1; then systemctl is-system-running --wait; else echo no-systemd; fi",
-            Some(within),
-        );
-        let out = match out {
-            Err(crate::transport::TransportError::Timeout { .. }) => {
-                return Err(CellFailure::BoardLost {
-                    cause: format!(
-                        "{}: answered SSH but systemd did not finish booting within {} s",
-                        self.board.name,
-                        within.as_secs()
-                    ),
-                });
-            }
-            other => other?,
+        let t0 = Instant::now();
+        let late = || CellFailure::BoardLost {
+            cause: format!(
+                "{}: answered SSH but systemd did not finish booting within {} s",
+                self.board.name,
+                within.as_secs()
+            ),
         };
-        let state = out.stdout_str().trim().to_string();
-        if state == "degraded" {
-            self.phase(None, "booted, but systemd says degraded (a unit failed)");
+        loop {
+            let left = within.saturating_sub(t0.elapsed());
+            let out = t.run(
+                "if command -v systemctl >/dev/null 2>&1; then systemctl is-system-running --wait; else echo no-systemd; fi",
+                Some(left.max(Duration::from_secs(1))),
+            );
+            let out = match out {
+                Err(crate::transport::TransportError::Timeout { .. }) => return Err(late()),
+                other => other?,
+            };
+            let state = out.stdout_str().trim().to_string();
+            match state.as_str() {
+                "initializing" | "starting" if t0.elapsed() < within => {
+                    self.phase(None, format!("systemd says {state}: waiting"));
+                    self.sleep(Duration::from_secs(2))?;
+                }
+                "initializing" | "starting" => return Err(late()),
+                "degraded" => {
+                    self.phase(None, "booted, but systemd says degraded (a unit failed)");
+                    return Ok(());
+                }
+                _ => return Ok(()),
+            }
         }
-        Ok(())
     }
 
     /// Runs the board's `[flash] command` on the controller, with `image` the verified

@@ -1,7 +1,8 @@
 //! Integration tests: dd flashing with a block map (bmaptool on the host writes only the
 //! mapped blocks of a real sparse ext4 image, and only those are read back), a bmap
 //! that leaves out data, and a self-hashing image stream whose digest is the one the
-//! read-back is compared with. They need root (loop devices, the lab).
+//! read-back is compared with; and, after a flash, the wait for boot asking a fake
+//! systemctl again while it says `starting`. They need root (loop devices, the lab).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -277,5 +278,100 @@ fn fake_self_hashing_stream_its_digest_is_the_one_the_read_back_must_match() {
         }
         other => panic!("{other:?}"),
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A lab board whose `[power] cycle` also puts `fake` over `/usr/bin/systemctl` in the
+/// booted sshd's mount namespace (that board's only), and a scenario flashing `img`.
+fn fake_systemctl_project(lab: &Lab, img: &Path, fake: &Path) {
+    let board = lab.board(0);
+    let text = std::fs::read_to_string(&board.board_file).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cycle = "))
+        .expect("the lab board declares a power cycle")
+        .to_string();
+    let command: String = toml::from_str::<toml::Value>(&line).unwrap()["cycle"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let command = command.replacen("benchpipe", env!("CARGO_BIN_EXE_benchpipe"), 1);
+    let command = format!(
+        "{command} && nsenter -t \"$(cat {})\" -m mount --bind {} /usr/bin/systemctl",
+        quote::sh(&board.sshd_pid_file.to_string_lossy()),
+        quote::sh(&fake.to_string_lossy())
+    );
+    let value = toml::Value::String(command).to_string();
+    std::fs::write(
+        &board.board_file,
+        text.replace(&line, &format!("cycle = {value}")),
+    )
+    .unwrap();
+    for d in ["pipeline", "scenarios"] {
+        std::fs::create_dir_all(lab.root.join(d)).unwrap();
+    }
+    std::fs::write(
+        lab.root.join("pipeline/osver.toml"),
+        r#"description = "the booted image's VERSION_ID, as a number"
+uses_storage = false
+[run]
+command = '''. /etc/os-release && printf '{"version": %s}\n' "$VERSION_ID"'''
+parse = "json"
+[metrics]
+version = { from = "version", unit = "VERSION_ID", better = "higher" }
+"#,
+    )
+    .unwrap();
+    let sha = hex(&Sha256::digest(std::fs::read(img).unwrap()));
+    std::fs::write(
+        lab.root.join("scenarios/boot.toml"),
+        format!(
+            "title = \"boot\"\n[images.v1]\npath = \"{}\"\nsha256 = \"{sha}\"\n\
+             [images.v1.expect]\nos_release = {{ ID = \"bpboot\", VERSION_ID = \"1\" }}\n\
+             [matrix]\nimage = [\"v1\"]\nboard = [\"{}\"]\ntest = [\"osver\"]\n\
+             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
+            img.display(),
+            board.name
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn fake_systemctl_the_wait_for_boot_keeps_asking_while_systemd_says_starting() {
+    let lab = Lab::up(1);
+    let dir = scratch("systemctl");
+    let img = benchpipe::lab::image::build(
+        &dir,
+        "v1",
+        &benchpipe::lab::image::ImageSpec::new("bpboot", "1"),
+        benchpipe::lab::image::Compression::None,
+    )
+    .unwrap();
+    // Says `starting` (and returns at once, as a systemctl without --wait does) on its
+    // first three calls, then `running`; counts the calls.
+    let calls = dir.join("calls");
+    let fake = dir.join("systemctl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in *is-system-running*) ;; *) exit 0;; esac\n\
+             n=$(($(cat {c} 2>/dev/null || echo 0) + 1)); echo \"$n\" > {c}\n\
+             if [ \"$n\" -le 3 ]; then echo starting; exit 1; fi\necho running\n",
+            c = quote::sh(&calls.to_string_lossy())
+        ),
+    )
+    .unwrap();
+    sh(&format!("chmod 755 {}", quote::sh(&fake.to_string_lossy())));
+    fake_systemctl_project(&lab, &img, &fake);
+    let out = crate::lab::bp(&lab.root, &["apply", "--no-report", "scenarios/boot.toml"]);
+    let said = crate::lab::text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap().trim(),
+        "4",
+        "{said}"
+    );
+    assert!(said.contains("systemd says starting: waiting"), "{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }
