@@ -238,6 +238,18 @@ fn a_board_whose_os_release_changed_drifts_and_apply_refuses_keeps_or_redoes_as_
     let plan = text(&bp(&root, &["plan", SCENARIO]));
     assert!(!plan.contains("drift"), "{plan}");
     assert_eq!(plan.matches("complete (4 runs)").count(), 2, "{plan}");
+    // The report shows both choices.
+    let out = bp(&root, &["report", SCENARIO]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(root.join("reports/drift/index.md")).unwrap();
+    assert!(
+        md.contains("after run 2; the runs before it are kept (--on-drift keep)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("the 2 run(s) before it no longer count (--on-drift redo)"),
+        "{md}"
+    );
 
     // Complete cells drift too: back to v1, seen by an apply that redoes only osa. osb,
     // complete and untouched, is shown drifted and redone before the walk on request.
