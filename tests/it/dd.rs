@@ -281,9 +281,10 @@ fn fake_self_hashing_stream_its_digest_is_the_one_the_read_back_must_match() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A lab board whose `[power] cycle` also puts `fake` over `/usr/bin/systemctl` in the
-/// booted sshd's mount namespace (that board's only), and a scenario flashing `img`.
-fn fake_systemctl_project(lab: &Lab, img: &Path, fake: &Path) {
+/// A lab board whose `[power] cycle` runs this build's benchpipe and, with `fake`, also
+/// puts it over `/usr/bin/systemctl` in the booted sshd's mount namespace (that board's
+/// only), and a scenario flashing `img`.
+fn boot_project(lab: &Lab, img: &Path, fake: Option<&Path>) {
     let board = lab.board(0);
     let text = std::fs::read_to_string(&board.board_file).unwrap();
     let line = text
@@ -296,11 +297,14 @@ fn fake_systemctl_project(lab: &Lab, img: &Path, fake: &Path) {
         .unwrap()
         .to_string();
     let command = command.replacen("benchpipe", env!("CARGO_BIN_EXE_benchpipe"), 1);
-    let command = format!(
-        "{command} && nsenter -t \"$(cat {})\" -m mount --bind {} /usr/bin/systemctl",
-        quote::sh(&board.sshd_pid_file.to_string_lossy()),
-        quote::sh(&fake.to_string_lossy())
-    );
+    let command = match fake {
+        Some(fake) => format!(
+            "{command} && nsenter -t \"$(cat {})\" -m mount --bind {} /usr/bin/systemctl",
+            quote::sh(&board.sshd_pid_file.to_string_lossy()),
+            quote::sh(&fake.to_string_lossy())
+        ),
+        None => command,
+    };
     let value = toml::Value::String(command).to_string();
     std::fs::write(
         &board.board_file,
@@ -363,7 +367,7 @@ fn fake_systemctl_the_wait_for_boot_keeps_asking_while_systemd_says_starting() {
     )
     .unwrap();
     sh(&format!("chmod 755 {}", quote::sh(&fake.to_string_lossy())));
-    fake_systemctl_project(&lab, &img, &fake);
+    boot_project(&lab, &img, Some(&fake));
     let out = crate::lab::bp(&lab.root, &["apply", "--no-report", "scenarios/boot.toml"]);
     let said = crate::lab::text(&out);
     assert!(out.status.success(), "{said}");
@@ -373,5 +377,40 @@ fn fake_systemctl_the_wait_for_boot_keeps_asking_while_systemd_says_starting() {
         "{said}"
     );
     assert!(said.contains("systemd says starting: waiting"), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn apply_flashes_with_the_bmap_beside_the_image_and_records_the_mapped_bytes() {
+    let lab = Lab::up(1);
+    let dir = scratch("bmap-apply");
+    let img = benchpipe::lab::image::build(
+        &dir,
+        "v1",
+        &benchpipe::lab::image::ImageSpec::new("bpboot", "1"),
+        benchpipe::lab::image::Compression::None,
+    )
+    .unwrap();
+    let i = quote::sh(&img.to_string_lossy());
+    sh(&format!("bmaptool create {i} > {i}.bmap"));
+    let map = bmap::read(&bmap::beside(&img).unwrap()).unwrap();
+    boot_project(&lab, &img, None);
+    let out = crate::lab::bp(&lab.root, &["apply", "--no-report", "scenarios/boot.toml"]);
+    let said = crate::lab::text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "({} mapped bytes written by bmaptool, read back)",
+            map.mapped_bytes()
+        )),
+        "{said}"
+    );
+    let facts: Vec<serde_json::Value> = std::fs::read_dir(lab.root.join("results"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("facts.json")).ok())
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .collect();
+    assert_eq!(facts.len(), 1);
+    assert_eq!(facts[0]["flashed"]["bmap_mapped_bytes"], map.mapped_bytes());
     let _ = std::fs::remove_dir_all(&dir);
 }
