@@ -3,54 +3,27 @@
 //! with an `.img.xz` against `xz -dc | ssh board dd`. Prints figures (medians of a few
 //! alternating rounds), verification time separately; no assertions. Needs root.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use benchpipe::flash::dd;
-use benchpipe::lab::{self, LabOptions};
-use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
+use benchpipe::lab::LabOptions;
+use benchpipe::transport::ssh::SshTransport;
+use common::{OpenSsh, sh};
 
 const IMAGE_BYTES: u64 = 1 << 30;
 const ROUNDS: usize = 3;
 
-struct LabGuard {
-    root: PathBuf,
-    options: LabOptions,
-}
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        if let Err(e) = lab::down_with(&self.root, &self.options) {
-            eprintln!("lab down failed: {e}");
-        }
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!(
-            "benches/flash: skipped, the lab needs root (run `sudo cargo bench --bench flash`)"
-        );
+    if !common::is_root("flash") {
         return;
     }
     if let Err(e) = run() {
         eprintln!("benches/flash: {e}");
         std::process::exit(1);
-    }
-}
-
-fn sh(cmd: &str) -> Result<(), String> {
-    let status = Command::new("sh")
-        .args(["-c", cmd])
-        .status()
-        .map_err(|e| e.to_string())?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`{cmd}` failed: {status}"))
     }
 }
 
@@ -65,12 +38,7 @@ fn run() -> Result<(), String> {
         first_subnet: 6100,
         ..LabOptions::default()
     };
-    lab::down_with(&root, &options).map_err(|e| format!("sweeping an old bench lab: {e}"))?;
-    let info = lab::up_with(&root, 1, &options).map_err(|e| format!("lab up: {e}"))?;
-    let _guard = LabGuard {
-        root: root.clone(),
-        options,
-    };
+    let (info, _guard) = common::lab_up(&root, options)?;
     let board = &info.boards[0];
     let device = board
         .boot
@@ -78,14 +46,7 @@ fn run() -> Result<(), String> {
         .ok_or("the lab board has no boot disk")?
         .device
         .clone();
-    let target = info.ssh_target(board);
-    let opts = ConnectOptions {
-        ssh_config: Some(PathBuf::from("/dev/null")),
-        use_agent_and_default_keys: false,
-        ..ConnectOptions::default()
-    };
-    let mut t = SshTransport::connect_with(&board.name, &target, Duration::from_secs(10), opts)
-        .map_err(|e| e.to_string())?;
+    let mut t = common::connect(&info)?;
     let openssh = OpenSsh::new(&info, &root);
     openssh.run("true", None)?;
 
@@ -204,75 +165,4 @@ fn ours_flash(
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
-/// The OpenSSH client with a reused master connection and the lab's key and known_hosts.
-struct OpenSsh {
-    args: Vec<String>,
-}
-
-impl OpenSsh {
-    fn new(info: &lab::LabInfo, root: &Path) -> OpenSsh {
-        let board = &info.boards[0];
-        let args = vec![
-            "-F".into(),
-            "/dev/null".into(),
-            "-o".into(),
-            "BatchMode=yes".into(),
-            "-o".into(),
-            "StrictHostKeyChecking=yes".into(),
-            "-o".into(),
-            format!("UserKnownHostsFile={}", info.known_hosts.display()),
-            "-i".into(),
-            info.identity.display().to_string(),
-            "-o".into(),
-            "ControlMaster=auto".into(),
-            "-o".into(),
-            format!("ControlPath={}", root.join("cm.sock").display()),
-            "-o".into(),
-            "ControlPersist=120".into(),
-            format!("root@{}", board.address),
-        ];
-        OpenSsh { args }
-    }
-
-    fn run(&self, command: &str, stdin: Option<&Path>) -> Result<(), String> {
-        let stdin = match stdin {
-            Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| e.to_string())?),
-            None => Stdio::null(),
-        };
-        let status = Command::new("ssh")
-            .args(&self.args)
-            .arg(command)
-            .stdin(stdin)
-            .status()
-            .map_err(|e| format!("ssh: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(format!("ssh {command}: {status}"))
-        }
-    }
-
-    /// `producer | ssh board command`.
-    fn run_piped(&self, producer: &str, command: &str) -> Result<(), String> {
-        let ssh: Vec<String> = self
-            .args
-            .iter()
-            .map(|a| benchpipe::transport::quote::sh(a))
-            .collect();
-        sh(&format!(
-            "{producer} | ssh {} {}",
-            ssh.join(" "),
-            benchpipe::transport::quote::sh(command)
-        ))
-    }
-
-    fn stop(&self) {
-        let _ = Command::new("ssh")
-            .args(&self.args)
-            .args(["-O", "exit"])
-            .stderr(Stdio::null())
-            .status();
-    }
 }

@@ -2,38 +2,22 @@
 //! side by side (per-command latency against a ControlMaster connection, bulk upload
 //! against `ssh board 'cat > file'`); no assertions. Needs root for the lab.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod common;
+
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use benchpipe::lab::{self, LabInfo, LabOptions};
+use benchpipe::lab::LabOptions;
 use benchpipe::transport::Transport;
-use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
+use common::OpenSsh;
 
 const COMMANDS: usize = 200;
 const UPLOAD_BYTES: u64 = 512 << 20;
 const UPLOAD_ROUNDS: usize = 5;
 
-struct LabGuard {
-    root: PathBuf,
-    options: LabOptions,
-}
-
-impl Drop for LabGuard {
-    fn drop(&mut self) {
-        if let Err(e) = lab::down_with(&self.root, &self.options) {
-            eprintln!("lab down failed: {e}");
-        }
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!(
-            "benches/transport: skipped, the lab needs root (run `sudo cargo bench --bench transport`)"
-        );
+    if !common::is_root("transport") {
         return;
     }
     if let Err(e) = run() {
@@ -52,23 +36,10 @@ fn run() -> Result<(), String> {
         first_subnet: 6000,
         ..LabOptions::default()
     };
-    // Sweep what an interrupted earlier run may have left under the same names.
-    lab::down_with(&root, &options).map_err(|e| format!("sweeping an old bench lab: {e}"))?;
-    let info = lab::up_with(&root, 1, &options).map_err(|e| format!("lab up: {e}"))?;
-    let _guard = LabGuard {
-        root: root.clone(),
-        options,
-    };
+    let (info, _guard) = common::lab_up(&root, options)?;
     let board = &info.boards[0];
-    let target = info.ssh_target(board);
-    let opts = ConnectOptions {
-        ssh_config: Some(PathBuf::from("/dev/null")),
-        use_agent_and_default_keys: false,
-        ..ConnectOptions::default()
-    };
-    let mut t = SshTransport::connect_with(&board.name, &target, Duration::from_secs(10), opts)
-        .map_err(|e| e.to_string())?;
-    let openssh = OpenSsh::new(&info, &root)?;
+    let mut t = common::connect(&info)?;
+    let openssh = OpenSsh::new(&info, &root);
 
     // Per-command latency: the master connection and our session are set up first.
     t.run("true", None).map_err(|e| e.to_string())?;
@@ -177,58 +148,4 @@ fn make_file(path: &Path, bytes: u64) -> Result<(), String> {
         .status()
         .map_err(|e| e.to_string())?;
     ok(status.success())
-}
-
-/// The OpenSSH client with a reused master connection and the lab's key and known_hosts.
-struct OpenSsh {
-    args: Vec<String>,
-}
-
-impl OpenSsh {
-    fn new(info: &LabInfo, root: &Path) -> Result<OpenSsh, String> {
-        let board = &info.boards[0];
-        let control = root.join("cm.sock");
-        let args = vec![
-            "-F".into(),
-            "/dev/null".into(),
-            "-o".into(),
-            "BatchMode=yes".into(),
-            "-o".into(),
-            "StrictHostKeyChecking=yes".into(),
-            "-o".into(),
-            format!("UserKnownHostsFile={}", info.known_hosts.display()),
-            "-i".into(),
-            info.identity.display().to_string(),
-            "-o".into(),
-            "ControlMaster=auto".into(),
-            "-o".into(),
-            format!("ControlPath={}", control.display()),
-            "-o".into(),
-            "ControlPersist=60".into(),
-            format!("root@{}", board.address),
-        ];
-        Ok(OpenSsh { args })
-    }
-
-    fn run(&self, command: &str, stdin: Option<&Path>) -> Result<(), String> {
-        let stdin = match stdin {
-            Some(p) => Stdio::from(std::fs::File::open(p).map_err(|e| e.to_string())?),
-            None => Stdio::null(),
-        };
-        let status = Command::new("ssh")
-            .args(&self.args)
-            .arg(command)
-            .stdin(stdin)
-            .status()
-            .map_err(|e| format!("ssh: {e}"))?;
-        ok(status.success())
-    }
-
-    fn stop(&self) {
-        let _ = Command::new("ssh")
-            .args(&self.args)
-            .args(["-O", "exit"])
-            .stderr(Stdio::null())
-            .status();
-    }
 }

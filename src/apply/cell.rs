@@ -26,6 +26,12 @@ impl Worker<'_> {
         let cell = job.cell;
         let writer = self.store.begin(cell)?;
         writer.write_facts(facts)?;
+        if let Some(fp) = facts.get("fingerprint").cloned() {
+            let fp = serde_json::from_value(fp).map_err(|e| CellFailure::Store {
+                message: format!("fingerprint: {e}"),
+            })?;
+            self.store.adopt_fingerprint(cell, &fp)?;
+        }
         let storage = cell
             .address
             .storage
@@ -55,7 +61,8 @@ impl Worker<'_> {
             job,
             writer,
             vars,
-            data: job.data.clone(),
+            // Read again: a drift choice at `gather-facts` may have marked a redo.
+            data: self.store.read(cell)?,
             services: Vec::new(),
         })
     }

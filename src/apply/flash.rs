@@ -72,17 +72,39 @@ impl Worker<'_> {
             image: image.to_string(),
             message,
         };
-        let mut stream = image::open(fetched, max).map_err(|e| failed(e.to_string()))?;
+        // A `.bmap` shipped beside the image file: bmaptool then writes only its
+        // mapped blocks, where the host has bmaptool.
+        let bmap = match crate::flash::bmap::beside(&fetched.path) {
+            Some(p) => {
+                Some(crate::flash::bmap::read(&p).map_err(|e| failed(format!("bmap: {e}")))?)
+            }
+            None => None,
+        };
+        // The stream hashes itself (for the image's facts); dd does not hash it again.
+        let mut stream = image::open_hashed(fetched, max).map_err(|e| failed(e.to_string()))?;
         self.phase(None, format!("flash {image} to {device} via {via}"));
         let label = format!("[{}] flash {image}", self.board.name);
         let show = crate::flash::progress_display(&label);
+        let options = crate::flash::dd::Options {
+            expected_len: max,
+            bmap: bmap.as_ref(),
+        };
+        let source = crate::flash::dd::Source::Hashed(stream.as_mut());
         let report =
-            crate::flash::dd::write(t.as_mut(), device, &declared, &mut stream, max, &show)
+            crate::flash::dd::write_with(t.as_mut(), device, &declared, source, &options, &show)
                 .map_err(|e| failed(e.to_string()))?;
+        let how = match (&report.bmap, &bmap) {
+            (Some(b), _) => format!(
+                " ({} mapped bytes written by bmaptool, read back)",
+                b.mapped_bytes
+            ),
+            (None, Some(_)) => " (no bmaptool on the host: the .bmap was not used)".into(),
+            (None, None) => String::new(),
+        };
         self.phase(
             None,
             format!(
-                "flashed {} bytes of {image} in {:.1} s, verified by read-back in {:.1} s",
+                "flashed {} bytes of {image} in {:.1} s, verified by read-back in {:.1} s{how}",
                 report.bytes, report.write_seconds, report.verify_seconds
             ),
         );
@@ -102,31 +124,44 @@ impl Worker<'_> {
 
     /// Where systemd runs the board, waits until it has finished booting
     /// (`systemctl is-system-running --wait`): SSH can answer before the services a
-    /// benchmark needs are up. `degraded` is said and accepted; a board without
+    /// benchmark needs are up. While it still says `initializing` or `starting` (a
+    /// systemctl without `--wait`, or one that returned early), it is asked again every
+    /// 2 s until `within` is up. `degraded` is said and accepted; a board without
     /// systemd (`offline`, or no systemctl) is not waited for.
     fn wait_for_systemd(&self, t: &mut dyn Transport, within: Duration) -> Result<(), CellFailure> {
         self.phase(None, "wait for the system to finish booting");
-        let out = t.run(
-            "if command -v systemctl >/dev/null 2>&1; then systemctl is-system-running --wait; else echo no-systemd; fi",
-            Some(within),
-        );
-        let out = match out {
-            Err(crate::transport::TransportError::Timeout { .. }) => {
-                return Err(CellFailure::BoardLost {
-                    cause: format!(
-                        "{}: answered SSH but systemd did not finish booting within {} s",
-                        self.board.name,
-                        within.as_secs()
-                    ),
-                });
-            }
-            other => other?,
+        let t0 = Instant::now();
+        let late = || CellFailure::BoardLost {
+            cause: format!(
+                "{}: answered SSH but systemd did not finish booting within {} s",
+                self.board.name,
+                within.as_secs()
+            ),
         };
-        let state = out.stdout_str().trim().to_string();
-        if state == "degraded" {
-            self.phase(None, "booted, but systemd says degraded (a unit failed)");
+        loop {
+            let left = within.saturating_sub(t0.elapsed());
+            let out = t.run(
+                "if command -v systemctl >/dev/null 2>&1; then systemctl is-system-running --wait; else echo no-systemd; fi",
+                Some(left.max(Duration::from_secs(1))),
+            );
+            let out = match out {
+                Err(crate::transport::TransportError::Timeout { .. }) => return Err(late()),
+                other => other?,
+            };
+            let state = out.stdout_str().trim().to_string();
+            match state.as_str() {
+                "initializing" | "starting" if t0.elapsed() < within => {
+                    self.phase(None, format!("systemd says {state}: waiting"));
+                    self.sleep(Duration::from_secs(2))?;
+                }
+                "initializing" | "starting" => return Err(late()),
+                "degraded" => {
+                    self.phase(None, "booted, but systemd says degraded (a unit failed)");
+                    return Ok(());
+                }
+                _ => return Ok(()),
+            }
         }
-        Ok(())
     }
 
     /// Runs the board's `[flash] command` on the controller (or its `via` host), with

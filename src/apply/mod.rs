@@ -15,6 +15,7 @@
 mod cell;
 mod cleanup;
 mod cooldown;
+mod drift;
 pub(crate) mod facts;
 mod flash;
 pub(crate) mod provision;
@@ -187,9 +188,33 @@ pub fn apply_with(
     stop: &AtomicBool,
     connector: &dyn Connector,
 ) -> Result<Outcome> {
+    let options = Options::default();
+    apply_with_options(ws, cells, store, progress, stop, connector, &options)
+}
+
+/// What the user chose for this apply beyond the cells.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Cells measured on a board that changed since (`--on-drift`): judged against the
+    /// board's last-seen fingerprint before the walk (so complete cells can be kept or
+    /// redone, as `plan` shows), and against the board's own when facts are gathered.
+    pub on_drift: crate::plan::drift::OnDrift,
+}
+
+/// `apply_with` with the user's `options`.
+pub fn apply_with_options(
+    ws: &Workspace,
+    cells: &[Cell],
+    store: &Store,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+    connector: &dyn Connector,
+    options: &Options,
+) -> Result<Outcome> {
     let _lock = store.lock()?;
     let session = format!("{:.0}-{}", store::now(), std::process::id());
     let mut outcome = Outcome::default();
+    let boards_seen = store.board_fingerprints(cells.iter().map(|c| &c.address.board))?;
 
     // The same cell may come from two scenarios; it runs once.
     let mut seen = BTreeSet::new();
@@ -203,7 +228,15 @@ pub fn apply_with(
             .get(&cell.address.test)
             .ok_or_else(|| Error::Other(format!("unknown test {}", cell.address.test)))?;
         let primary = recipe.primary_metrics();
-        let data = store.read(cell)?;
+        let mut data = store.read(cell)?;
+        let board_now = boards_seen.get(&cell.address.board);
+        if options.on_drift != crate::plan::drift::OnDrift::Refuse
+            && let (Some(now), Some(_)) =
+                (board_now, crate::plan::drift::cell_drift(&data, board_now))
+        {
+            store.record_drift(cell, options.on_drift, now, &session)?;
+            data = store.read(cell)?;
+        }
         if state::state(cell, &primary, &data).is_complete() {
             outcome.already_complete += 1;
             continue;
@@ -243,6 +276,7 @@ pub fn apply_with(
                     session: &session,
                     resources: &resources,
                     connector,
+                    on_drift: options.on_drift,
                 };
                 let steps = schedule
                     .boards

@@ -331,6 +331,9 @@ impl Worker<'_> {
                     written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
                     written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
                 }
+                if let Some(b) = &report.bmap {
+                    written["bmap_mapped_bytes"] = json!(b.mapped_bytes);
+                }
                 w.flashed.insert(image.clone(), written);
                 return Ok(());
             }
@@ -446,6 +449,7 @@ impl Worker<'_> {
                     obj.insert("idle_temperature_c".into(), json!(c));
                 }
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
+                self.judge_drift(t.board, &jobs, facts, outcomes)?;
                 *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }

@@ -26,6 +26,8 @@ pub(super) struct Worker<'a> {
     pub(super) session: &'a str,
     pub(super) resources: &'a Resources,
     pub(super) connector: &'a dyn super::Connector,
+    /// What to do with cells measured on a board that changed since (`--on-drift`).
+    pub(super) on_drift: crate::plan::drift::OnDrift,
 }
 
 /// A cell being worked on: its store writer, template values and samples so far.

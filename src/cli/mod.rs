@@ -12,6 +12,7 @@ use crate::apply;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
+use crate::plan::drift::OnDrift;
 use crate::plan::{self, Plan};
 use crate::report;
 use crate::store::Store;
@@ -59,6 +60,11 @@ pub struct SelectArg {
     /// records it in the store (redo.json) before running.
     #[arg(long, value_name = "PATTERN")]
     pub redo: Vec<String>,
+    /// What to do with cells measured on a board that has changed since (kernel,
+    /// os-release, firmware, boot config): refuse to add runs to them (default), keep
+    /// their runs and add new ones, or redo them. The choice is recorded in the store.
+    #[arg(long, value_enum, default_value_t = OnDrift::Refuse, value_name = "CHOICE")]
+    pub on_drift: OnDrift,
 }
 
 /// `SelectArg`, parsed.
@@ -66,6 +72,7 @@ pub struct SelectArg {
 pub struct Selection {
     pub only: Vec<plan::select::Selector>,
     pub redo: Vec<plan::select::Selector>,
+    pub on_drift: OnDrift,
 }
 
 impl SelectArg {
@@ -76,6 +83,7 @@ impl SelectArg {
         Ok(Selection {
             only: parse(&self.only)?,
             redo: parse(&self.redo)?,
+            on_drift: self.on_drift,
         })
     }
 }
@@ -381,7 +389,19 @@ pub fn run(cli: Cli) -> Result<()> {
             let progress = crate::progress::for_terminal(quiet);
             let outcome = {
                 let _walk = Walk::begin(&stop);
-                apply::apply(&ws, &cells, &store, progress.as_ref(), &stop)
+                let options = apply::Options {
+                    on_drift: select.on_drift,
+                };
+                let connector = apply::RealConnector;
+                apply::apply_with_options(
+                    &ws,
+                    &cells,
+                    &store,
+                    progress.as_ref(),
+                    &stop,
+                    &connector,
+                    &options,
+                )
             }?;
             drop(progress);
             let skipped = match outcome.skipped.len() {

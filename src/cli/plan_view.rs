@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use super::{Selection, plans};
 use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
+use crate::plan::drift::OnDrift;
 use crate::plan::schedule::{self, Estimates, Schedule};
 use crate::plan::state::{self, CellState};
 use crate::plan::{self, Cell, Plan};
@@ -19,6 +20,8 @@ struct Row<'p> {
     cell: &'p Cell,
     state: CellState,
     why: Option<plan::diff::Why>,
+    /// What changed on the board since the cell's runs (its last-seen fingerprint).
+    drift: Option<Vec<plan::diff::Change>>,
     selected: bool,
 }
 
@@ -50,6 +53,7 @@ fn view<'p>(
     let data = store.all()?;
     let nearest = plan::diff::Nearest::new(data.values().filter_map(|d| d.record.as_ref()));
     let empty = CellData::default();
+    let boards_seen = store.board_fingerprints(ws.boards.keys())?;
     let mut rows = Vec::new();
     let mut counts = Counts::default();
     let mut work = Vec::new();
@@ -59,8 +63,10 @@ fn view<'p>(
             let recipe = &ws.recipes[&cell.address.test];
             let primary = recipe.primary_metrics();
             let stored = data.get(&cell.key).unwrap_or(&empty);
+            let drift = plan::drift::cell_drift(stored, boards_seen.get(&cell.address.board));
             let redone;
-            let d = if select.redoes(cell) {
+            let redo_drift = drift.is_some() && select.on_drift == plan::drift::OnDrift::Redo;
+            let d = if select.redoes(cell) || (redo_drift && select.runs(cell)) {
                 redone = stored.redone("plan");
                 &redone
             } else {
@@ -74,6 +80,7 @@ fn view<'p>(
                     cell,
                     state: st,
                     why: None,
+                    drift,
                     selected: false,
                 });
                 continue;
@@ -112,6 +119,7 @@ fn view<'p>(
                 cell,
                 state: st,
                 why,
+                drift,
                 selected: true,
             });
         }
@@ -176,7 +184,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
     let all_plans = plans(ws);
     let v = view(ws, &all_plans, store, select)?;
     if json {
-        return plan_json(&all_plans, &v);
+        return plan_json(&all_plans, &v, select.on_drift);
     }
     let mut table = String::new();
     for row in &v.rows {
@@ -213,6 +221,14 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             ));
         }
         why_lines(&mut table, row.why.as_ref());
+        if let Some(changes) = &row.drift {
+            drift_line(
+                &mut table,
+                changes,
+                select.on_drift,
+                row.state.is_complete(),
+            );
+        }
     }
     for (_, plan) in &all_plans {
         for s in &plan.skipped {
@@ -227,6 +243,22 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
     }
     table.push_str(&summary(&v));
     Ok(table)
+}
+
+fn drift_line(table: &mut String, changes: &[plan::diff::Change], on: OnDrift, complete: bool) {
+    let what = match (on, complete) {
+        (OnDrift::Refuse, true) => "kept as measured; `--on-drift redo` measures it again",
+        (OnDrift::Refuse, false) => {
+            "apply adds no runs until you choose `--on-drift keep` or `--on-drift redo`"
+        }
+        (OnDrift::Keep, _) => "--on-drift keep: its runs stay and count",
+        (OnDrift::Redo, _) => "--on-drift redo: measured again",
+    };
+    table.push_str(&format!(
+        "  {:<32}  ! drift: the board changed since these runs ({}); {what}\n",
+        "",
+        plan::drift::summary(changes)
+    ));
 }
 
 fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
@@ -273,7 +305,7 @@ fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
     }
 }
 
-fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>) -> Result<String> {
+fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>, on_drift: OnDrift) -> Result<String> {
     let cells: Vec<_> = v
         .rows
         .iter()
@@ -288,6 +320,9 @@ fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>) -> Result<String> {
             });
             if let Some(why) = &row.why {
                 j["why"] = serde_json::json!(why);
+            }
+            if let Some(changes) = &row.drift {
+                j["drift"] = serde_json::json!({ "changes": changes, "choice": on_drift });
             }
             j
         })

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::bmap::{Bmap, Mapped, bmap_on_host, read_back_mapped, remove_host_dir};
+use super::stream::{Hashing, Streamed};
+pub use super::stream::{SelfHashing, Source};
 use super::{FlashError, Phase, Progress};
 use crate::storage::{self, StorageError, rules};
 use crate::transport::{Transport, quote};
@@ -19,7 +22,7 @@ use crate::transport::{Transport, quote};
 /// dd's block size: large writes, as the issue asks; the same on every host.
 pub const BLOCK: u64 = 4 << 20;
 /// Bound on each check command (probing, listing mounts, sizes).
-const CHECK: Option<Duration> = Some(Duration::from_secs(60));
+pub(super) const CHECK: Option<Duration> = Some(Duration::from_secs(60));
 
 /// What a verified flash wrote.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,6 +39,18 @@ pub struct DdReport {
     pub write_seconds: f64,
     /// Reading the range back and hashing it on the host.
     pub verify_seconds: f64,
+    /// When bmaptool wrote only the image's mapped blocks: what was verified instead
+    /// of the whole range.
+    pub bmap: Option<BmapReport>,
+}
+
+/// What a flash with a block map wrote and verified.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BmapReport {
+    /// Bytes in the mapped ranges: written, read back and compared.
+    pub mapped_bytes: u64,
+    /// sha256 of the mapped ranges, in order.
+    pub mapped_sha256: String,
 }
 
 /// A device that passed the checks.
@@ -72,6 +87,44 @@ pub fn write(
     expected_len: Option<u64>,
     progress: &dyn Fn(Progress),
 ) -> Result<DdReport, FlashError> {
+    let options = Options {
+        expected_len,
+        bmap: None,
+    };
+    write_with(
+        t,
+        device,
+        declared,
+        Source::Plain(image),
+        &options,
+        progress,
+    )
+}
+
+/// What `write_with` knows of the image beside its bytes.
+#[derive(Clone, Debug, Default)]
+pub struct Options<'a> {
+    /// Its length when known (see `write`).
+    pub expected_len: Option<u64>,
+    /// Its block map: used where the host has `bmaptool` (see `super::bmap`).
+    pub bmap: Option<&'a Bmap>,
+}
+
+/// `write` with a self-hashing stream or a block map. With a bmap on a host that has
+/// `bmaptool`, bmaptool writes only the mapped blocks (checking each range's sha256 in
+/// the bmap as it reads), the controller checks that the image holds only zeros outside
+/// them (`FlashError::Image` otherwise: the bmap leaves out data), and only the mapped
+/// ranges are read back and compared (`FlashError::VerifyMapped`). Without bmaptool on
+/// the host, the bmap is not used and dd writes everything.
+pub fn write_with(
+    t: &mut dyn Transport,
+    device: &str,
+    declared: &[&str],
+    mut source: Source<'_>,
+    options: &Options<'_>,
+    progress: &dyn Fn(Progress),
+) -> Result<DdReport, FlashError> {
+    let expected_len = options.expected_len;
     let target = check(t, device, declared, expected_len)?;
     let host = t.target();
     let direct = supports(t, &format!("of={} oflag=direct", quote::sh(&target.real)));
@@ -84,10 +137,26 @@ pub fn write(
         // GNU dd drops O_DIRECT for a last block shorter than `bs`, so any length works.
         flags.push_str(" oflag=direct");
     }
-    let command = format!("dd of={} {flags}", quote::sh(&target.real));
+    let bmap = match options.bmap {
+        Some(b) => bmap_on_host(t, b, expected_len)?,
+        None => None,
+    };
+    let command = match &bmap {
+        Some((_, dir)) => format!(
+            "bmaptool copy --bmap {} /dev/stdin {}",
+            quote::sh(&format!("{dir}/image.bmap")),
+            quote::sh(&target.real)
+        ),
+        None => format!("dd of={} {flags}", quote::sh(&target.real)),
+    };
+    let self_hashed = matches!(source, Source::Hashed(_));
     let mut reader = Hashing {
-        inner: image,
-        hash: Sha256::new(),
+        inner: match &mut source {
+            Source::Plain(r) => &mut **r,
+            Source::Hashed(s) => &mut **s,
+        },
+        hash: (!self_hashed).then(Sha256::new),
+        mapped: bmap.as_ref().map(|(b, _)| Mapped::new(b)),
         bytes: 0,
         limit: target.bytes,
         total: expected_len,
@@ -99,63 +168,145 @@ pub fn write(
     let mut err = crate::transport::Capture::new(64 << 10);
     let ran = t.exec_input(&command, None, &mut reader, &mut std::io::sink(), &mut err);
     let write_seconds = started.elapsed().as_secs_f64();
-    let (stderr, _) = err.finish();
-    let stderr = String::from_utf8_lossy(&stderr).trim().to_string();
-    if reader.overflow {
-        return Err(FlashError::TooLarge {
-            host,
-            device: target.named,
-            device_bytes: target.bytes,
-        });
-    }
-    if let Some(why) = reader.failed.take() {
-        return Err(FlashError::Image(why));
-    }
-    let exit = ran?;
-    let bytes = reader.bytes;
-    if !exit.success() {
-        return Err(FlashError::Write {
-            host,
-            device: target.named,
-            exit,
-            bytes,
-            stderr,
-        });
-    }
-    if let Some(expected) = expected_len
-        && expected != bytes
-    {
-        return Err(FlashError::Length {
-            host,
-            expected,
-            got: bytes,
-        });
-    }
-    let sha256 = hex(&reader.hash.finalize());
+    let streamed = reader.streamed();
+    let outcome = finish_write(
+        t,
+        source,
+        streamed,
+        bmap.as_ref(),
+        ran,
+        err,
+        &target,
+        options,
+    )?;
+    let (bytes, sha256, mapped) = outcome;
     progress(Progress {
         phase: Phase::Verify,
         bytes,
         total: expected_len,
     });
     let started = Instant::now();
-    let found = read_back(t, &target.real, bytes, direct)?;
+    let bmap_report = match (&bmap, mapped) {
+        (Some((b, dir)), Some(m)) => {
+            let found = read_back_mapped(t, &target.real, b, dir, direct);
+            remove_host_dir(t, dir);
+            let found = found?;
+            let expected = m.sha256();
+            if found != expected {
+                return Err(FlashError::VerifyMapped {
+                    host,
+                    device: target.named,
+                    ranges: b.ranges.len(),
+                    bytes: b.mapped_bytes(),
+                    expected,
+                    found,
+                });
+            }
+            Some(BmapReport {
+                mapped_bytes: b.mapped_bytes(),
+                mapped_sha256: expected,
+            })
+        }
+        _ => {
+            let found = read_back(t, &target.real, bytes, direct)?;
+            if found != sha256 {
+                return Err(FlashError::Verify {
+                    host,
+                    device: target.named,
+                    bytes,
+                    expected: sha256,
+                    found,
+                });
+            }
+            None
+        }
+    };
     let verify_seconds = started.elapsed().as_secs_f64();
-    if found != sha256 {
-        return Err(FlashError::Verify {
-            host,
-            device: target.named,
-            bytes,
-            expected: sha256,
-            found,
-        });
-    }
     Ok(DdReport {
         device: target.real,
         bytes,
         sha256,
         write_seconds,
         verify_seconds,
+        bmap: bmap_report,
     })
+}
+
+/// After the stream: why it failed, or its length, digest and mapped-range hash. The
+/// host's temporary bmap directory is removed on failure.
+#[allow(clippy::too_many_arguments)]
+fn finish_write(
+    t: &mut dyn Transport,
+    source: Source<'_>,
+    reader: Streamed,
+    bmap: Option<&(Bmap, String)>,
+    ran: Result<crate::transport::Exit, crate::transport::TransportError>,
+    err: crate::transport::Capture,
+    target: &Target,
+    options: &Options<'_>,
+) -> Result<(u64, String, Option<Mapped>), FlashError> {
+    let host = t.target();
+    let Streamed {
+        hash,
+        mapped,
+        bytes,
+        failed,
+        overflow,
+    } = reader;
+    let checked = (|| {
+        let (stderr, _) = err.finish();
+        let stderr = String::from_utf8_lossy(&stderr).trim().to_string();
+        if overflow {
+            return Err(FlashError::TooLarge {
+                host: host.clone(),
+                device: target.named.clone(),
+                device_bytes: target.bytes,
+            });
+        }
+        if let Some(why) = failed {
+            return Err(FlashError::Image(why));
+        }
+        let exit = ran?;
+        if !exit.success() {
+            return Err(FlashError::Write {
+                host: host.clone(),
+                device: target.named.clone(),
+                exit,
+                bytes,
+                stderr,
+            });
+        }
+        let expected = options.expected_len.or(bmap.map(|(b, _)| b.image_bytes));
+        if let Some(expected) = expected
+            && expected != bytes
+        {
+            return Err(FlashError::Length {
+                host: host.clone(),
+                expected,
+                got: bytes,
+            });
+        }
+        let sha256 = match (&source, hash) {
+            (Source::Hashed(s), _) => s.sha256().ok_or_else(|| {
+                FlashError::Image("the image stream ended without its digest".into())
+            })?,
+            (_, Some(h)) => hex(&h.finalize()),
+            (Source::Plain(_), None) => unreachable!("a plain source is hashed here"),
+        };
+        if let (Some((b, _)), Some(off)) = (bmap, mapped.as_ref().and_then(|m| m.stray)) {
+            return Err(FlashError::Image(format!(
+                "the bmap {} leaves out data: byte {off} of the image is not zero, outside                  its mapped ranges",
+                b.path.display()
+            )));
+        }
+        Ok((bytes, sha256, mapped))
+    })();
+    if checked.is_err()
+        && let Some((_, dir)) = bmap
+    {
+        remove_host_dir(t, dir);
+    }
+    checked
 }
 
 /// The checks `write` makes before writing, on their own (for `plan`-time preflight).
@@ -321,8 +472,17 @@ fn read_back(
         format!("head -c {bytes} {dev}")
     };
     let cmd = format!("blockdev --flushbufs {dev} 2>/dev/null; {source} | sha256sum");
+    digest_of(t, &cmd, real)
+}
+
+/// Runs a read-back pipeline ending in `sha256sum` and returns its digest.
+pub(super) fn digest_of(
+    t: &mut dyn Transport,
+    cmd: &str,
+    real: &str,
+) -> Result<String, FlashError> {
     let host = t.target();
-    let out = t.run(&cmd, None)?;
+    let out = t.run(cmd, None)?;
     let digest = out
         .stdout_str()
         .split_whitespace()
@@ -341,75 +501,4 @@ fn read_back(
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The image as dd receives it: hashed, counted, reported, and cut at the device's end.
-struct Hashing<'a> {
-    inner: &'a mut dyn Read,
-    hash: Sha256,
-    bytes: u64,
-    limit: u64,
-    total: Option<u64>,
-    progress: &'a dyn Fn(Progress),
-    /// Why reading the image failed; the transport only sees an I/O error.
-    failed: Option<String>,
-    overflow: bool,
-}
-
-impl Read for Hashing<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = match self.inner.read(buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
-            Err(e) => {
-                self.failed = Some(e.to_string());
-                return Err(e);
-            }
-        };
-        if self.bytes + n as u64 > self.limit {
-            self.overflow = true;
-            return Err(std::io::Error::other("the image is larger than the device"));
-        }
-        self.hash.update(&buf[..n]);
-        self.bytes += n as u64;
-        if n > 0 {
-            (self.progress)(Progress {
-                phase: Phase::Write,
-                bytes: self.bytes,
-                total: self.total,
-            });
-        }
-        Ok(n)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_hashing_reader_stops_at_the_device_end_and_keeps_the_digest_of_what_it_passed() {
-        let data = vec![5u8; 3000];
-        let mut src = data.as_slice();
-        let calls = std::cell::Cell::new(0);
-        let progress = |_: Progress| calls.set(calls.get() + 1);
-        let mut r = Hashing {
-            inner: &mut src,
-            hash: Sha256::new(),
-            bytes: 0,
-            limit: 2048,
-            total: None,
-            progress: &progress,
-            failed: None,
-            overflow: false,
-        };
-        let mut buf = [0u8; 1024];
-        assert_eq!(r.read(&mut buf).unwrap(), 1024);
-        assert_eq!(r.read(&mut buf).unwrap(), 1024);
-        assert!(r.read(&mut buf).is_err());
-        assert!(r.overflow);
-        assert_eq!(r.bytes, 2048);
-        assert_eq!(calls.get(), 2);
-        assert_eq!(hex(&r.hash.finalize()), hex(&Sha256::digest(&data[..2048])));
-    }
 }

@@ -7,8 +7,10 @@
 //! one, is mounted, holds the host's running system, is swap, or is smaller than the
 //! image. Callers (the schedule's flash step) get a `DdReport` or a typed `FlashError`.
 
+pub mod bmap;
 pub mod dd;
 pub mod tpi;
+mod stream;
 
 use std::io::IsTerminal;
 
@@ -74,6 +76,19 @@ pub enum FlashError {
     Verify {
         host: String,
         device: String,
+        bytes: u64,
+        expected: String,
+        found: String,
+    },
+    /// With a block map: the mapped ranges read back differ from the image's.
+    #[error(
+        "{host}: {device} does not hold what was written: the image's {ranges} mapped \
+         range(s) ({bytes} bytes) have sha256 {expected}, read back as {found}"
+    )]
+    VerifyMapped {
+        host: String,
+        device: String,
+        ranges: usize,
         bytes: u64,
         expected: String,
         found: String,

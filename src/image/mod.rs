@@ -37,7 +37,7 @@ pub use facts::{
 pub use fetch::{FetchProgress, Phase, fetch, file_url_path};
 pub use format::Format;
 pub use http::MAX_DOWNLOAD;
-pub use open::open;
+pub use open::{open, open_hashed};
 
 /// An image whose file was verified to have its declared sha256.
 #[derive(Clone, Debug)]

@@ -32,6 +32,21 @@ pub fn open(f: &Fetched, max: Option<u64>) -> Result<Box<dyn Read + Send>, Image
     Ok(Box::new(Stream::open(f, max)?))
 }
 
+/// [`open`] as a stream that hashes itself: at its end its sha256 is the image's
+/// uncompressed sha256, so a flash need not hash the same bytes again.
+pub fn open_hashed(
+    f: &Fetched,
+    max: Option<u64>,
+) -> Result<Box<dyn crate::flash::dd::SelfHashing + Send>, ImageError> {
+    Ok(Box::new(Stream::open(f, max)?))
+}
+
+impl crate::flash::dd::SelfHashing for Stream {
+    fn sha256(&self) -> Option<String> {
+        self.facts.as_ref().map(|f| f.uncompressed_sha256.clone())
+    }
+}
+
 pub(super) struct Stream {
     inner: Box<dyn Read + Send>,
     name: String,

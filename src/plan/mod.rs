@@ -7,6 +7,7 @@
 
 pub mod canonical;
 pub mod diff;
+pub mod drift;
 pub mod glob;
 pub mod key;
 pub mod schedule;

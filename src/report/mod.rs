@@ -56,6 +56,8 @@ pub struct TestTable {
     pub adaptive: bool,
     /// Whether any row has flagged runs (the table then shows a column for them).
     pub any_flagged: bool,
+    /// `config: note` for every row's drift choices, listed under the table.
+    pub drift: Vec<String>,
     /// One inline SVG bar chart per metric (mean with its confidence interval), for
     /// the HTML report; empty when there is nothing to draw.
     pub charts: Vec<String>,
@@ -89,6 +91,9 @@ pub struct Row {
     pub warned_runs: usize,
     /// The distinct warnings of this row's runs.
     pub warnings: Vec<String>,
+    /// The board changed under the cell's runs, and what the user chose
+    /// (`--on-drift keep|redo`), one line per choice.
+    pub drift: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -124,6 +129,29 @@ pub struct ComparisonRow {
 pub struct Incomplete {
     pub cell: String,
     pub state: String,
+}
+
+/// What the user chose when the board changed under a cell's runs, one line each.
+fn drift_notes(d: &CellData) -> Vec<String> {
+    let Some(f) = &d.fingerprint else {
+        return Vec::new();
+    };
+    f.decisions
+        .iter()
+        .map(|c| {
+            let what = crate::plan::drift::summary(&crate::plan::drift::changes(&c.from, &c.to));
+            match c.choice {
+                crate::plan::drift::OnDrift::Redo => format!(
+                    "the board changed ({what}); the {} run(s) before it no longer count (--on-drift redo)",
+                    c.after_seq
+                ),
+                _ => format!(
+                    "the board changed ({what}) after run {}; the runs before it are kept (--on-drift keep)",
+                    c.after_seq
+                ),
+            }
+        })
+        .collect()
 }
 
 fn methodology(scenario: &Scenario) -> String {
@@ -323,6 +351,7 @@ pub fn build(
                 flags: kinds,
                 warned_runs,
                 warnings,
+                drift: drift_notes(d),
             });
         }
         let charts = recipe
@@ -340,7 +369,16 @@ pub fn build(
                 (!bars.is_empty()).then(|| bar_chart(&m.name, &m.unit, &bars))
             })
             .collect();
+        let drift = rows
+            .iter()
+            .flat_map(|r: &Row| {
+                r.drift
+                    .iter()
+                    .map(|n| format!("{}: {n}", r.config.join(" / ")))
+            })
+            .collect();
         tests.push(TestTable {
+            drift,
             charts,
             any_flagged: rows
                 .iter()

@@ -5,6 +5,8 @@
 //! results/
 //!   store.json                      {"format": 1}
 //!   .lock                           held (flock) by the one apply writing the store
+//!   boards/<board>.json             the image the board was last verified at
+//!   boards/<board>.fingerprint.json the board as apply last saw it (`drift.rs`)
 //!   <key>-<test>-<board>/
 //!     cell.json                     the cell's address and canonical inputs
 //!     samples.jsonl                 one line per run (warm-up or measured), appended
@@ -17,6 +19,8 @@
 //!                                   when a run is stored or a failure recorded
 //!     redo.json                     `--redo`: the samples up to `after_seq` no longer
 //!                                   count (they stay in samples.jsonl)
+//!     fingerprint.json              the board (kernel, os-release, firmware, boot
+//!                                   config) the runs saw, and drift choices (`drift.rs`)
 //!     logs/<seq>.log                raw output of every run
 //! ```
 //! Crash safety: whole files are written to a temporary name, fsynced and renamed;
@@ -38,12 +42,14 @@ use crate::failure::CellFailure;
 use crate::plan::{Address, Cell, CellKey};
 
 mod board_state;
+mod drift;
 mod failure;
 mod files;
 #[cfg(test)]
 mod tests;
 
 pub use board_state::BoardState;
+pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
     cut_torn_tail, io, read_json, read_json_of, read_samples, sync_dir, to_json_bytes, write_atomic,
@@ -133,6 +139,7 @@ pub struct CellData {
     pub failure: Option<Failure>,
     pub redo: Option<Redo>,
     pub skip: Option<Skip>,
+    pub fingerprint: Option<CellFingerprint>,
 }
 
 impl CellData {
@@ -214,6 +221,7 @@ impl Store {
             failure: read_json_of(&dir.join("failure.json"), FAILURE_FORMAT)?,
             redo: read_json(&dir.join("redo.json"))?,
             skip: read_json(&dir.join("skip.json"))?,
+            fingerprint: read_json(&dir.join("fingerprint.json"))?,
         })
     }
 

@@ -2,6 +2,8 @@
 //! where the area allows.
 
 mod config;
+mod dd;
+mod drift;
 mod disks;
 mod flash;
 mod fs_stack;

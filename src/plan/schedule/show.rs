@@ -97,6 +97,17 @@ impl Action {
 impl Schedule {
     /// `apply --dry-run`: the steps per board, one line each.
     pub fn text(&self) -> String {
+        // One label column for every board, as wide as the widest label up to
+        // `MAX_LABEL` (a REFLASH step names a device path): a longer label pushes only
+        // its own line's columns.
+        let width = self
+            .boards
+            .iter()
+            .flat_map(|b| &b.steps)
+            .map(|s| s.action.label().chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(MIN_LABEL, MAX_LABEL);
         let mut out = String::new();
         for b in &self.boards {
             out.push_str(&format!("board {}: {} step(s)\n", b.board, b.steps.len()));
@@ -105,7 +116,7 @@ impl Schedule {
                     Side::Board => "board",
                     Side::Controller => "controller",
                 };
-                let mut line = format!("  {:>3}. {:<44} {:<10}", i + 1, s.action.label(), side);
+                let mut line = format!("  {:>3}. {:<width$} {:<10}", i + 1, s.action.label(), side);
                 if s.cells.len() == 1 {
                     line.push_str(&format!(" cell {}", &s.cells[0].as_str()[..12]));
                 } else {
@@ -125,10 +136,93 @@ impl Schedule {
     }
 }
 
+/// The label column's width bounds in `Schedule::text`.
+const MIN_LABEL: usize = 24;
+const MAX_LABEL: usize = 100;
+
 fn join(tests: &[TestName]) -> String {
     tests
         .iter()
         .map(|t| t.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{BoardSteps, DoneWhen, Schedule, Step};
+    use super::*;
+    use crate::model::{BoardName, ImageName};
+
+    fn step(action: Action, side: Side) -> Step {
+        Step {
+            action,
+            cells: vec![],
+            side,
+            resources: vec![],
+            done_when: DoneWhen::Never,
+            estimate_seconds: None,
+        }
+    }
+
+    /// Where the side column starts on each line of the dry-run text.
+    fn side_columns(text: &str) -> Vec<usize> {
+        text.lines()
+            .filter(|l| l.starts_with("  "))
+            .map(|l| {
+                let at = l
+                    .find(" board ")
+                    .or_else(|| l.find(" controller "))
+                    .unwrap();
+                l[..at].chars().count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dry_run_columns_line_up_past_a_long_reflash_label() {
+        let flash = Action::Flash {
+            image: ImageName::new("raspios-64"),
+            via: "pi-maint".into(),
+            device: "/dev/disk/by-id/usb-SD_MUX_0001-0:0".into(),
+        };
+        assert!(flash.label().chars().count() > 44, "{}", flash.label());
+        let schedule = Schedule {
+            format: 1,
+            boards: vec![BoardSteps {
+                board: BoardName::new("pi-1"),
+                steps: vec![
+                    step(
+                        Action::FetchImage {
+                            image: ImageName::new("raspios-64"),
+                        },
+                        Side::Controller,
+                    ),
+                    step(flash, Side::Controller),
+                    step(Action::PowerCycle, Side::Controller),
+                    step(Action::Connect, Side::Board),
+                    step(
+                        Action::Cooldown {
+                            cooldown: Cooldown::None,
+                        },
+                        Side::Board,
+                    ),
+                ],
+            }],
+        };
+        let text = schedule.text();
+        let cols = side_columns(&text);
+        assert_eq!(cols.len(), 5, "{text}");
+        assert!(cols.iter().all(|c| *c == cols[0]), "{cols:?}\n{text}");
+        // A label past the widest column pushes only its own line.
+        let mut long = schedule.clone();
+        long.boards[0].steps[1].action = Action::Flash {
+            image: ImageName::new("x"),
+            via: "v".into(),
+            device: format!("/dev/disk/by-id/{}", "a".repeat(80)),
+        };
+        let cols = side_columns(&long.text());
+        assert_eq!(cols[0], cols[2]);
+        assert!(cols[1] > cols[0]);
+    }
 }
