@@ -17,6 +17,7 @@ mod cleanup;
 mod cooldown;
 pub(crate) mod facts;
 mod flash;
+mod power;
 pub(crate) mod provision;
 mod resources;
 mod runs;

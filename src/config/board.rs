@@ -56,6 +56,10 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
                 .unwrap_or(crate::model::DEFAULT_BOOT_TIMEOUT),
         }
     });
+    let meter = raw
+        .meter
+        .as_ref()
+        .and_then(|m| super::meter::validate(src, m, &name, &host, diags));
 
     if diags.len() > start {
         return None;
@@ -69,6 +73,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         connection: connection?,
         flash: flash?,
         power,
+        meter,
         storage,
         workdir,
         thermal: raw.thermal.map(Spanned::into_inner),
@@ -253,7 +258,7 @@ fn storage(
 
 /// Checks a board template (`[power] cycle`, `[flash] command`): it may use `board`
 /// and `host`, and a flash command also `image`, the image file on the controller.
-fn board_template(
+pub(super) fn board_template(
     src: &Source,
     template: &Spanned<String>,
     board: &str,

@@ -8,6 +8,7 @@
 mod board;
 pub mod diag;
 mod image;
+mod meter;
 pub mod names;
 mod parser;
 mod raw;

@@ -38,6 +38,8 @@
 //! cannot show an event during a run when they were already set before it, while the
 //! kernel logs each new under-voltage.
 
+pub mod plug;
+pub mod power;
 mod script;
 pub mod summary;
 #[cfg(test)]
@@ -98,6 +100,9 @@ pub struct SamplerOptions {
     /// A regular file holding the kernel log in `dmesg`'s format (`[  12.345678] text`),
     /// read instead of running `dmesg` (tests put a fake kernel log there).
     pub kernel_log_file: Option<String>,
+    /// The board's meter: a board-side one is read at every tick after an idle window
+    /// before the run (`power`); a controller-side one is ignored here (`plug`).
+    pub meter: Option<crate::model::Meter>,
 }
 
 impl Default for SamplerOptions {
@@ -107,6 +112,7 @@ impl Default for SamplerOptions {
             max_duration: Duration::from_secs(4 * 3600),
             path_prefix: None,
             kernel_log_file: None,
+            meter: None,
         }
     }
 }

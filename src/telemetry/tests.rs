@@ -54,7 +54,7 @@ fn the_scripts_are_valid_sh() {
         ..SamplerOptions::default()
     };
     for script in [
-        sampler_script(),
+        sampler_script(None),
         start_script("/w/telemetry", "/w/telemetry/r 1", DEFAULT_THERMAL, &o),
         finish_script("/w/telemetry/r 1", Some("/opt/x"), Some("/var/log/k l")),
     ] {

@@ -1,0 +1,154 @@
+//! Validates a board's `[meter]` table into a `model::Meter`: exactly one source (a
+//! file, a current and voltage pair, the Pi 5's PMIC, or a controller command), its
+//! units, and the idle window.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::diag::Diagnostic;
+use super::{Source, board, names, raw};
+use crate::model::{DEFAULT_METER_IDLE, Meter, MeterSource};
+
+/// Bounds of `idle`: the board's start script waits it out within its own 60 s limit.
+const IDLE: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(30));
+
+pub(super) fn validate(
+    src: &Source,
+    raw: &Spanned<raw::Meter>,
+    board: &str,
+    host: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Meter> {
+    let m = raw.get_ref();
+    let start = diags.len();
+    let present = |v: bool, name: &'static str| v.then_some(name);
+    let sources: Vec<&str> = [
+        present(m.file.is_some(), "file"),
+        present(m.current.is_some() || m.voltage.is_some(), "current/voltage"),
+        present(m.pmic.as_ref().is_some_and(|p| *p.get_ref()), "pmic"),
+        present(m.command.is_some(), "command"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if sources.len() != 1 {
+        let what = if sources.is_empty() {
+            "`[meter]` names no source".to_string()
+        } else {
+            format!("`[meter]` names {} sources ({}); one is read", sources.len(), sources.join(", "))
+        };
+        diags.push(src.at_value(raw, what).with_help(
+            "give one of `file = \"/sys/class/hwmon/hwmonN/power1_input\"`, `current` with `voltage`, `pmic = true`, or `command = \"curl ...\"` (run on the controller)",
+        ));
+        return None;
+    }
+    // Keys that belong to another source are mistakes, not silently ignored.
+    let takes: &[&str] = match sources[0] {
+        "file" => &["unit"],
+        "current/voltage" => &["current_unit", "voltage_unit"],
+        "command" => &["json"],
+        _ => &[],
+    };
+    let optional = [
+        ("unit", m.unit.as_ref().map(Spanned::span)),
+        ("current_unit", m.current_unit.as_ref().map(Spanned::span)),
+        ("voltage_unit", m.voltage_unit.as_ref().map(Spanned::span)),
+        ("json", m.json.as_ref().map(Spanned::span)),
+    ];
+    for (key, span) in optional {
+        if let Some(span) = span
+            && !takes.contains(&key)
+        {
+            diags.push(src.at(span, format!("`{key}` does not apply to a `{}` meter", sources[0])));
+        }
+    }
+    let idle = m
+        .idle
+        .as_ref()
+        .and_then(|t| super::ssh::bounded(src, t, "idle", IDLE, diags))
+        .unwrap_or(DEFAULT_METER_IDLE);
+    let source = match sources[0] {
+        "file" => {
+            let path = m.file.as_ref()?;
+            board_file(src, path, "file", diags);
+            let scale = unit(src, m.unit.as_ref(), &[("uW", 1e-6), ("mW", 1e-3), ("W", 1.0)], "uW", diags);
+            MeterSource::File {
+                path: path.get_ref().clone(),
+                scale,
+            }
+        }
+        "current/voltage" => {
+            let (Some(current), Some(voltage)) = (&m.current, &m.voltage) else {
+                diags.push(src.at_value(raw, "a meter with `current` needs `voltage` too, and the other way round"));
+                return None;
+            };
+            board_file(src, current, "current", diags);
+            board_file(src, voltage, "voltage", diags);
+            let a = unit(src, m.current_unit.as_ref(), &[("uA", 1e-6), ("mA", 1e-3), ("A", 1.0)], "mA", diags);
+            let v = unit(src, m.voltage_unit.as_ref(), &[("uV", 1e-6), ("mV", 1e-3), ("V", 1.0)], "mV", diags);
+            MeterSource::Pair {
+                current: current.get_ref().clone(),
+                voltage: voltage.get_ref().clone(),
+                scale: a * v,
+            }
+        }
+        "pmic" => MeterSource::Pmic,
+        _ => {
+            let command = m.command.as_ref()?;
+            if command.get_ref().trim().is_empty() {
+                diags.push(src.at_value(command, "`command` must not be empty"));
+            }
+            board::board_template(src, command, board, host, false, diags);
+            if let Some(json) = &m.json
+                && let Err(e) = crate::bench::parse::check_path(json.get_ref())
+            {
+                diags.push(src.at_value(json, format!("bad `json` path `{}`: {e}", json.get_ref())));
+            }
+            MeterSource::Command {
+                command: command.get_ref().clone(),
+                json: m.json.as_ref().map(|j| j.get_ref().clone()),
+            }
+        }
+    };
+    (diags.len() == start).then_some(Meter { source, idle })
+}
+
+/// A file the board's sampler reads: an absolute path without control characters or
+/// glob characters (it is read as one file, quoted).
+fn board_file(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Diagnostic>) {
+    let v = value.get_ref();
+    let why = if !v.starts_with('/') {
+        Some(format!("`{key}` must be an absolute path on the board, starting with `/`"))
+    } else if let Err(e) = names::control_free(v, false) {
+        Some(format!("`{key}` {e}"))
+    } else if v.contains(['*', '?', '[']) {
+        Some(format!("`{key}` names one file; a pattern such as `{v}` is not expanded"))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        diags.push(src.at_value(value, why));
+    }
+}
+
+/// The factor of a unit name from `known`, `default` when absent.
+fn unit(
+    src: &Source,
+    value: Option<&Spanned<String>>,
+    known: &[(&str, f64)],
+    default: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> f64 {
+    let name = value.map_or(default, |v| v.get_ref().as_str());
+    match known.iter().find(|(n, _)| *n == name) {
+        Some((_, f)) => *f,
+        None => {
+            let list: Vec<String> = known.iter().map(|(n, _)| format!("`{n}`")).collect();
+            if let Some(v) = value {
+                diags.push(src.at_value(v, format!("unknown unit `{name}`; expected {}", list.join(", "))));
+            }
+            1.0
+        }
+    }
+}
