@@ -268,3 +268,148 @@ pub fn watts_of(stdout: &str, json: Option<&str>) -> Result<f64, String> {
     }
     Ok(w)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::trace::parse_trace;
+    use crate::transport::Transport;
+    use crate::transport::local::Local;
+
+    const PMIC: &str = include_str!("../../tests/data/power/pmic_read_adc-pi5.txt");
+
+    /// Pairs `_A` and `_V` rails by name, in Rust, to check the board's awk against.
+    fn rails_sum(text: &str) -> f64 {
+        let mut amps = std::collections::BTreeMap::new();
+        let mut volts = std::collections::BTreeMap::new();
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(name), Some(reading)) = (f.next(), f.next()) else {
+                continue;
+            };
+            let value: f64 = reading.split('=').nth(1).unwrap().trim_end_matches(['A', 'V']).parse().unwrap();
+            if let Some(rail) = name.strip_suffix("_A") {
+                amps.insert(rail.to_string(), value);
+            } else if let Some(rail) = name.strip_suffix("_V") {
+                volts.insert(rail.to_string(), value);
+            }
+        }
+        amps.iter().filter_map(|(r, a)| volts.get(r).map(|v| a * v)).sum()
+    }
+
+    fn awk(input: &str) -> String {
+        let out = Local::new()
+            .run(&format!("printf '%s' {} | awk {}", quote::sh(input), quote::sh(PMIC_AWK)), None)
+            .unwrap();
+        assert!(out.exit.success(), "{}", out.stderr_str());
+        out.stdout_str().trim().to_string()
+    }
+
+    #[test]
+    fn the_boards_awk_sums_the_rails_of_a_real_pi5_pmic_read_adc() {
+        let got = awk(&format!("{PMIC}\nrc=0\n"));
+        let watts: f64 = got.strip_prefix("ok ").expect(&got).parse().unwrap();
+        let want = rails_sum(PMIC);
+        // 12 rails with both a current and a voltage; EXT5V and BATT have no current.
+        assert!((watts - want).abs() < 1e-5, "{watts} vs {want}");
+        assert!(watts > 5.0 && watts < 10.0, "a busy Pi 5's rails: {watts}");
+        // VDD_CORE alone: 6.22421 A at 0.861733 V.
+        assert!(watts > 6.22421 * 0.861733);
+    }
+
+    #[test]
+    fn a_failing_or_foreign_pmic_read_adc_is_a_failure_not_zero_watts() {
+        assert_eq!(awk("VCHI initialization failed\n\nrc=255\n"), "fail exit 255");
+        // A Pi 4's firmware answers the unknown command with an error and exit 0.
+        assert_eq!(
+            awk("error=1 error_msg=\"Command not registered\"\n\nrc=0\n"),
+            "fail no current and voltage of one rail"
+        );
+    }
+
+    #[test]
+    fn every_board_side_power_function_is_valid_sh() {
+        for source in [
+            MeterSource::File { path: "/sys/x y/power1_input".into(), scale: 1e-6 },
+            MeterSource::Pair { current: "/sys/a".into(), voltage: "/sys/b'c".into(), scale: 1e-6 },
+            MeterSource::Pmic,
+        ] {
+            let script = format!("{}{}", power_fn(&source), header(&source));
+            let out = Local::new().run(&format!("sh -n -c {}", quote::sh(&script)), None).unwrap();
+            assert!(out.exit.success(), "{}\n{script}", out.stderr_str());
+        }
+    }
+
+    #[test]
+    fn the_power_function_reads_a_fake_file_and_tells_a_missing_one_once() {
+        let dir = std::env::temp_dir().join(format!("bp-power-fn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("power1_input");
+        std::fs::write(&fake, "4870000\n").unwrap();
+        let run = |path: &std::path::Path| {
+            let source = MeterSource::File { path: path.display().to_string(), scale: 1e-6 };
+            let script = format!("bp_dir={}\n{}bp_power\nbp_power\n", quote::sh(&dir.display().to_string()), power_fn(&source));
+            Local::new().run(&script, None).unwrap().stdout_str()
+        };
+        let text = format!("power_source fake\npower_scale 1e-6\nload_start 0 0\n{}", run(&fake));
+        let s = summarize(&parse_trace(&text).power).unwrap();
+        assert_eq!(s.load_samples, 2, "{text}");
+        assert!((s.power_w.unwrap() - 4.87).abs() < 1e-9, "{s:?}");
+        let missing = run(&dir.join("gone"));
+        assert_eq!(missing.matches("power_error").count(), 1, "{missing}");
+        assert!(missing.contains("not a readable regular file"), "{missing}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn readings_before_load_start_are_idle_and_after_it_the_runs() {
+        let t = parse_trace(
+            "power_source file /f\npower_scale 1e-3\nw 10.0 3000\nw 11.0 3500\nload_start 11.5 2\n\
+             w 12.0 7000\nw 13.0 8000\n",
+        );
+        let s = summarize(&t.power).unwrap();
+        assert_eq!((s.idle_samples, s.load_samples), (2, 2));
+        assert!((s.idle_w.unwrap() - 3.25).abs() < 1e-9);
+        assert!((s.power_w.unwrap() - 7.5).abs() < 1e-9);
+        assert_eq!((s.power_w_min, s.power_w_max), (Some(7.0), Some(8.0)));
+        assert!(!s.unknown());
+        assert_eq!(s.metrics(), vec![(POWER_W, 7.5), (IDLE_W, 3.25)]);
+        // A current and voltage pair multiplies (mA × mV = µW, scale 1e-6).
+        let pair = parse_trace("power_source files\npower_scale 1e-6\nload_start 0 0\nw 1 1000 5000\n");
+        assert_eq!(summarize(&pair.power).unwrap().power_w, Some(5.0));
+        // No idle window: readings before the run are not idle watts.
+        let no_idle = parse_trace("power_source f\npower_scale 1\nw 1 3\nload_start 1.5 0\nw 2 7\n");
+        assert_eq!(summarize(&no_idle.power).unwrap().idle_w, None);
+    }
+
+    #[test]
+    fn a_failed_reading_makes_the_run_power_unknown_without_metrics() {
+        let t = parse_trace(
+            "power_source file /f\npower_scale 1\npower_error cannot read /f: not a readable regular file\n\
+             load_start 1 5\nw 2 4\n",
+        );
+        let s = summarize(&t.power).unwrap();
+        assert!(s.unknown());
+        assert!(s.metrics().is_empty());
+        let summary = crate::telemetry::summarize(&t);
+        assert_eq!(crate::telemetry::warnings(&summary), vec![POWER_UNKNOWN.to_string()]);
+        // A trace without a meter says nothing about power.
+        assert_eq!(summarize(&parse_trace("s 1 0.1 | | | | | -\n").power), None);
+        // A run shorter than a tick has no reading: unknown, said why.
+        let short = summarize(&parse_trace("power_source f\npower_scale 1\nw 1 3\nload_start 1.5 1\n").power).unwrap();
+        assert!(short.unknown() && short.error.unwrap().contains("no reading"));
+    }
+
+    #[test]
+    fn watts_come_from_a_number_or_a_json_path() {
+        let shelly = include_str!("../../tests/data/power/shelly-switch-getstatus.json");
+        assert_eq!(watts_of(shelly, Some("apower")), Ok(4.87));
+        let tasmota = r#"{"StatusSNS":{"Time":"2024-01-01T00:00:00","ENERGY":{"Power":12,"Voltage":231}}}"#;
+        assert_eq!(watts_of(tasmota, Some("StatusSNS.ENERGY.Power")), Ok(12.0));
+        assert_eq!(watts_of(" 5.29\n", None), Ok(5.29));
+        assert!(watts_of(shelly, Some("watts")).is_err());
+        assert!(watts_of("<html>", None).unwrap_err().contains("expected a number"));
+        assert!(watts_of("-1", None).is_err());
+        assert!(watts_of("{\"apower\": 1", Some("apower")).unwrap_err().contains("not JSON"));
+    }
+}
