@@ -21,11 +21,7 @@ impl Worker<'_> {
     /// The sampler's options for a measured run: a board-side meter goes with them.
     pub(super) fn sampler_options(&self, timeout: Option<Duration>) -> SamplerOptions {
         let mut o = SamplerOptions::for_run(timeout);
-        o.meter = self
-            .board
-            .meter
-            .clone()
-            .filter(|m| m.source.on_board());
+        o.meter = self.board.meter.clone().filter(|m| m.source.on_board());
         o
     }
 

@@ -1,6 +1,5 @@
 //! Validates one recipe file (`pipeline/<test>.toml`) into a `model::Recipe`.
 
-use crate::model::Derived;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -419,7 +418,7 @@ fn metrics(
         let spanned = m;
         let m = m.get_ref();
         if m.per_watt.is_some() || m.joules.is_some() {
-            if let Some(d) = derived(src, name, spanned, table.get_ref(), diags) {
+            if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
                 out.push(d);
             }
             continue;
@@ -440,10 +439,7 @@ fn metrics(
             continue;
         };
         if let Err(e) = crate::bench::parse::check_path(from.get_ref()) {
-            diags.push(src.at_value(
-                from,
-                format!("bad metric path `{}`: {e}", from.get_ref()),
-            ));
+            diags.push(src.at_value(from, format!("bad metric path `{}`: {e}", from.get_ref())));
         } else if let Some(parser) = parser
             && let Err(e) = crate::bench::parse::check_path_for(parser, from.get_ref())
         {
@@ -485,7 +481,7 @@ fn metrics(
     out
 }
 
-fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
+pub(super) fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
     if let Err(e) = names::control_free(unit.get_ref(), false) {
         diags.push(src.at_value(unit, format!("`unit` {e}")));
     }
@@ -497,7 +493,11 @@ fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>)
     }
 }
 
-fn direction(src: &Source, better: &Spanned<String>, diags: &mut Vec<Diagnostic>) -> Better {
+pub(super) fn direction(
+    src: &Source,
+    better: &Spanned<String>,
+    diags: &mut Vec<Diagnostic>,
+) -> Better {
     match better.get_ref().as_str() {
         "higher" => Better::Higher,
         "lower" => Better::Lower,
@@ -509,89 +509,4 @@ fn direction(src: &Source, better: &Spanned<String>, diags: &mut Vec<Diagnostic>
             Better::Higher
         }
     }
-}
-
-/// A derived metric: `per_watt = "metric"` (that metric over the run's mean watts) or
-/// `joules = true` (the run's energy); computed from stored values, so it takes no
-/// `from`, `scale` or `primary`. `unit` and `better` default to what it derives.
-fn derived(
-    src: &Source,
-    name: &str,
-    spanned: &Spanned<raw::Metric>,
-    table: &BTreeMap<Spanned<String>, Spanned<raw::Metric>>,
-    diags: &mut Vec<Diagnostic>,
-) -> Option<MetricSpec> {
-    let m = spanned.get_ref();
-    let start = diags.len();
-    let not_here = [
-        ("from", m.from.as_ref().map(Spanned::span)),
-        ("scale", m.scale.as_ref().map(Spanned::span)),
-        ("primary", m.primary.as_ref().map(Spanned::span)),
-    ];
-    for (key, span) in not_here {
-        if let Some(span) = span {
-            diags.push(src.at(span, format!("`{key}` does not apply to derived metric `{name}`: it is computed from the run's other values")));
-        }
-    }
-    let (derive, unit, better) = match (&m.per_watt, &m.joules) {
-        (Some(_), Some(j)) => {
-            diags.push(src.at_value(j, format!("metric `{name}` is either `per_watt` or `joules`, not both")));
-            return None;
-        }
-        (Some(of), None) => {
-            let base = table
-                .iter()
-                .find(|(k, _)| k.get_ref() == of.get_ref())
-                .map(|(_, v)| v.get_ref());
-            match base {
-                Some(b) if b.per_watt.is_none() && b.joules.is_none() => (
-                    Derived::PerWatt(of.get_ref().clone()),
-                    b.unit.as_ref().map(|u| format!("{}/W", u.get_ref())).unwrap_or_else(|| "/W".into()),
-                    b.better.as_ref().map_or(Better::Higher, |d| {
-                        if d.get_ref() == "lower" { Better::Lower } else { Better::Higher }
-                    }),
-                ),
-                _ => {
-                    let parsed: Vec<String> = table
-                        .iter()
-                        .filter(|(_, v)| v.get_ref().per_watt.is_none() && v.get_ref().joules.is_none())
-                        .map(|(k, _)| format!("`{}`", k.get_ref()))
-                        .collect();
-                    diags.push(
-                        src.at_value(of, format!("`per_watt` names `{}`, which is not a parsed metric of this recipe", of.get_ref()))
-                            .with_help(format!("parsed metrics here: {}", parsed.join(", "))),
-                    );
-                    return None;
-                }
-            }
-        }
-        (None, Some(j)) => {
-            if !*j.get_ref() {
-                diags.push(src.at_value(j, "`joules = false` declares nothing: remove the metric"));
-                return None;
-            }
-            (Derived::Joules, "J".to_string(), Better::Lower)
-        }
-        (None, None) => return None,
-    };
-    let unit = match &m.unit {
-        Some(u) => {
-            check_unit(src, u, diags);
-            u.get_ref().clone()
-        }
-        None => unit,
-    };
-    let better = match &m.better {
-        Some(b) => direction(src, b, diags),
-        None => better,
-    };
-    (diags.len() == start).then(|| MetricSpec {
-        name: name.to_string(),
-        from: String::new(),
-        scale: 1.0,
-        unit,
-        better,
-        primary: false,
-        derive: Some(derive),
-    })
 }

@@ -33,7 +33,10 @@ pub enum MeterSource {
     Pmic,
     /// A command template run on the controller that prints watts, or JSON holding
     /// them at `json` (a smart plug's HTTP API through curl, a USB meter's tool).
-    Command { command: String, json: Option<String> },
+    Command {
+        command: String,
+        json: Option<String>,
+    },
 }
 
 impl MeterSource {
@@ -46,7 +49,9 @@ impl MeterSource {
     pub fn label(&self) -> String {
         match self {
             MeterSource::File { path, .. } => format!("file {path}"),
-            MeterSource::Pair { current, voltage, .. } => format!("files {current} × {voltage}"),
+            MeterSource::Pair {
+                current, voltage, ..
+            } => format!("files {current} × {voltage}"),
             MeterSource::Pmic => "vcgencmd pmic_read_adc".into(),
             MeterSource::Command { .. } => "controller command".into(),
         }

@@ -63,7 +63,9 @@ impl PlugMeter {
                             Err(format!(
                                 "the meter's command failed ({}): {}",
                                 out.exit,
-                                crate::bench::parse::visible(err.trim().chars().take(200).collect::<String>().as_str())
+                                crate::bench::parse::visible(
+                                    err.trim().chars().take(200).collect::<String>().as_str()
+                                )
                             ))
                         }
                     });

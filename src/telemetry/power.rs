@@ -117,47 +117,53 @@ pub struct PowerTrace {
 }
 
 impl PowerTrace {
-    /// Parses one power record into the trace; None when `word` is not one (or the
-    /// record is malformed).
-    pub(super) fn record(&mut self, word: &str, rest: &str) -> Option<Option<()>> {
-        let parsed = match word {
+    /// Parses one power record into the trace: None when `word` is not one, else
+    /// whether the record was well formed.
+    pub(super) fn record(&mut self, word: &str, rest: &str) -> Option<bool> {
+        let ok = match word {
             "power_source" => {
                 self.source = Some(rest.to_string());
-                Some(())
+                true
             }
-            "power_scale" => rest
-                .parse::<f64>()
-                .ok()
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(|s| self.scale = Some(s)),
+            "power_scale" => match rest.parse::<f64>() {
+                Ok(s) if s.is_finite() && s > 0.0 => {
+                    self.scale = Some(s);
+                    true
+                }
+                _ => false,
+            },
             "w" => {
                 let scale = self.scale.unwrap_or(1.0);
                 let nums: Option<Vec<f64>> = rest
                     .split_whitespace()
                     .map(|f| f.parse::<f64>().ok().filter(|v| v.is_finite()))
                     .collect();
-                match nums.as_deref() {
-                    Some([up, v]) => Some(self.readings.push((*up, v * scale))),
-                    Some([up, a, v]) => Some(self.readings.push((*up, a * v * scale))),
+                let reading = match nums.as_deref() {
+                    Some([up, v]) => Some((*up, v * scale)),
+                    Some([up, a, v]) => Some((*up, a * v * scale)),
                     _ => None,
-                }
+                };
+                reading.map(|r| self.readings.push(r)).is_some()
             }
             "power_error" => {
                 if self.error.is_none() {
                     self.error = Some(crate::bench::parse::visible(rest));
                 }
-                Some(())
+                true
             }
             "load_start" => {
                 let mut f = rest.split_whitespace().map(|v| v.parse::<f64>().ok());
                 match (f.next().flatten(), f.next().flatten()) {
-                    (Some(up), idle) => Some(self.load_start = Some((up, idle.unwrap_or(0.0)))),
-                    _ => None,
+                    (Some(up), idle) => {
+                        self.load_start = Some((up, idle.unwrap_or(0.0)));
+                        true
+                    }
+                    _ => false,
                 }
             }
             _ => return None,
         };
-        Some(parsed)
+        Some(ok)
     }
 }
 
@@ -219,7 +225,6 @@ impl PowerSummary {
     }
 }
 
-
 /// The power summary of a board-side trace; None when the trace has no meter.
 pub fn summarize(t: &PowerTrace) -> Option<PowerSummary> {
     let source = t.source.clone()?;
@@ -240,7 +245,8 @@ pub fn summarize(t: &PowerTrace) -> Option<PowerSummary> {
         .collect();
     let mut s = PowerSummary::of(source, &idle, &load, t.error.clone());
     if s.power_w.is_none() && s.error.is_none() {
-        s.error = Some("no reading fell within the run (shorter than the sampler's interval?)".into());
+        s.error =
+            Some("no reading fell within the run (shorter than the sampler's interval?)".into());
     }
     Some(s)
 }
@@ -287,19 +293,34 @@ mod tests {
             let (Some(name), Some(reading)) = (f.next(), f.next()) else {
                 continue;
             };
-            let value: f64 = reading.split('=').nth(1).unwrap().trim_end_matches(['A', 'V']).parse().unwrap();
+            let value: f64 = reading
+                .split('=')
+                .nth(1)
+                .unwrap()
+                .trim_end_matches(['A', 'V'])
+                .parse()
+                .unwrap();
             if let Some(rail) = name.strip_suffix("_A") {
                 amps.insert(rail.to_string(), value);
             } else if let Some(rail) = name.strip_suffix("_V") {
                 volts.insert(rail.to_string(), value);
             }
         }
-        amps.iter().filter_map(|(r, a)| volts.get(r).map(|v| a * v)).sum()
+        amps.iter()
+            .filter_map(|(r, a)| volts.get(r).map(|v| a * v))
+            .sum()
     }
 
     fn awk(input: &str) -> String {
         let out = Local::new()
-            .run(&format!("printf '%s' {} | awk {}", quote::sh(input), quote::sh(PMIC_AWK)), None)
+            .run(
+                &format!(
+                    "printf '%s' {} | awk {}",
+                    quote::sh(input),
+                    quote::sh(PMIC_AWK)
+                ),
+                None,
+            )
             .unwrap();
         assert!(out.exit.success(), "{}", out.stderr_str());
         out.stdout_str().trim().to_string()
@@ -319,7 +340,10 @@ mod tests {
 
     #[test]
     fn a_failing_or_foreign_pmic_read_adc_is_a_failure_not_zero_watts() {
-        assert_eq!(awk("VCHI initialization failed\n\nrc=255\n"), "fail exit 255");
+        assert_eq!(
+            awk("VCHI initialization failed\n\nrc=255\n"),
+            "fail exit 255"
+        );
         // A Pi 4's firmware answers the unknown command with an error and exit 0.
         assert_eq!(
             awk("error=1 error_msg=\"Command not registered\"\n\nrc=0\n"),
@@ -330,12 +354,21 @@ mod tests {
     #[test]
     fn every_board_side_power_function_is_valid_sh() {
         for source in [
-            MeterSource::File { path: "/sys/x y/power1_input".into(), scale: 1e-6 },
-            MeterSource::Pair { current: "/sys/a".into(), voltage: "/sys/b'c".into(), scale: 1e-6 },
+            MeterSource::File {
+                path: "/sys/x y/power1_input".into(),
+                scale: 1e-6,
+            },
+            MeterSource::Pair {
+                current: "/sys/a".into(),
+                voltage: "/sys/b'c".into(),
+                scale: 1e-6,
+            },
             MeterSource::Pmic,
         ] {
             let script = format!("{}{}", power_fn(&source), header(&source));
-            let out = Local::new().run(&format!("sh -n -c {}", quote::sh(&script)), None).unwrap();
+            let out = Local::new()
+                .run(&format!("sh -n -c {}", quote::sh(&script)), None)
+                .unwrap();
             assert!(out.exit.success(), "{}\n{script}", out.stderr_str());
         }
     }
@@ -347,11 +380,21 @@ mod tests {
         let fake = dir.join("power1_input");
         std::fs::write(&fake, "4870000\n").unwrap();
         let run = |path: &std::path::Path| {
-            let source = MeterSource::File { path: path.display().to_string(), scale: 1e-6 };
-            let script = format!("bp_dir={}\n{}bp_power\nbp_power\n", quote::sh(&dir.display().to_string()), power_fn(&source));
+            let source = MeterSource::File {
+                path: path.display().to_string(),
+                scale: 1e-6,
+            };
+            let script = format!(
+                "bp_dir={}\n{}bp_power\nbp_power\n",
+                quote::sh(&dir.display().to_string()),
+                power_fn(&source)
+            );
             Local::new().run(&script, None).unwrap().stdout_str()
         };
-        let text = format!("power_source fake\npower_scale 1e-6\nload_start 0 0\n{}", run(&fake));
+        let text = format!(
+            "power_source fake\npower_scale 1e-6\nload_start 0 0\n{}",
+            run(&fake)
+        );
         let s = summarize(&parse_trace(&text).power).unwrap();
         assert_eq!(s.load_samples, 2, "{text}");
         assert!((s.power_w.unwrap() - 4.87).abs() < 1e-9, "{s:?}");
@@ -375,10 +418,12 @@ mod tests {
         assert!(!s.unknown());
         assert_eq!(s.metrics(), vec![(POWER_W, 7.5), (IDLE_W, 3.25)]);
         // A current and voltage pair multiplies (mA × mV = µW, scale 1e-6).
-        let pair = parse_trace("power_source files\npower_scale 1e-6\nload_start 0 0\nw 1 1000 5000\n");
+        let pair =
+            parse_trace("power_source files\npower_scale 1e-6\nload_start 0 0\nw 1 1000 5000\n");
         assert_eq!(summarize(&pair.power).unwrap().power_w, Some(5.0));
         // No idle window: readings before the run are not idle watts.
-        let no_idle = parse_trace("power_source f\npower_scale 1\nw 1 3\nload_start 1.5 0\nw 2 7\n");
+        let no_idle =
+            parse_trace("power_source f\npower_scale 1\nw 1 3\nload_start 1.5 0\nw 2 7\n");
         assert_eq!(summarize(&no_idle.power).unwrap().idle_w, None);
     }
 
@@ -392,11 +437,17 @@ mod tests {
         assert!(s.unknown());
         assert!(s.metrics().is_empty());
         let summary = crate::telemetry::summarize(&t);
-        assert_eq!(crate::telemetry::warnings(&summary), vec![POWER_UNKNOWN.to_string()]);
+        assert_eq!(
+            crate::telemetry::warnings(&summary),
+            vec![POWER_UNKNOWN.to_string()]
+        );
         // A trace without a meter says nothing about power.
         assert_eq!(summarize(&parse_trace("s 1 0.1 | | | | | -\n").power), None);
         // A run shorter than a tick has no reading: unknown, said why.
-        let short = summarize(&parse_trace("power_source f\npower_scale 1\nw 1 3\nload_start 1.5 1\n").power).unwrap();
+        let short = summarize(
+            &parse_trace("power_source f\npower_scale 1\nw 1 3\nload_start 1.5 1\n").power,
+        )
+        .unwrap();
         assert!(short.unknown() && short.error.unwrap().contains("no reading"));
     }
 
@@ -404,12 +455,21 @@ mod tests {
     fn watts_come_from_a_number_or_a_json_path() {
         let shelly = include_str!("../../tests/data/power/shelly-switch-getstatus.json");
         assert_eq!(watts_of(shelly, Some("apower")), Ok(4.87));
-        let tasmota = r#"{"StatusSNS":{"Time":"2024-01-01T00:00:00","ENERGY":{"Power":12,"Voltage":231}}}"#;
+        let tasmota =
+            r#"{"StatusSNS":{"Time":"2024-01-01T00:00:00","ENERGY":{"Power":12,"Voltage":231}}}"#;
         assert_eq!(watts_of(tasmota, Some("StatusSNS.ENERGY.Power")), Ok(12.0));
         assert_eq!(watts_of(" 5.29\n", None), Ok(5.29));
         assert!(watts_of(shelly, Some("watts")).is_err());
-        assert!(watts_of("<html>", None).unwrap_err().contains("expected a number"));
+        assert!(
+            watts_of("<html>", None)
+                .unwrap_err()
+                .contains("expected a number")
+        );
         assert!(watts_of("-1", None).is_err());
-        assert!(watts_of("{\"apower\": 1", Some("apower")).unwrap_err().contains("not JSON"));
+        assert!(
+            watts_of("{\"apower\": 1", Some("apower"))
+                .unwrap_err()
+                .contains("not JSON")
+        );
     }
 }

@@ -1,10 +1,10 @@
 //! The shell the board runs: the sampler's loop, and the scripts that start it and
 //! that stop it and read its trace back.
 
+use super::power;
 use super::{
     KLOG_FILTER, KLOG_KEEP_BYTES, KLOG_READ_BYTES, MAX_TRACE_BYTES, RUN_MARK, SamplerOptions,
 };
-use super::power;
 use crate::model::MeterSource;
 use crate::transport::quote;
 

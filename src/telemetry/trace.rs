@@ -215,7 +215,7 @@ pub fn parse_trace(text: &str) -> Trace {
             }
             "trace_dropped" => rest.parse().ok().map(|n| trace.dropped_bytes = Some(n)),
             "power_source" | "power_scale" | "w" | "power_error" | "load_start" => {
-                trace.power.record(word, rest).flatten()
+                trace.power.record(word, rest).filter(|ok| *ok).map(|_| ())
             }
             _ if section != Section::None => {
                 let policies = match section {

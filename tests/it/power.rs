@@ -182,27 +182,55 @@ fn fake_power_file_and_fake_smart_plug_give_separate_idle_and_load_watts() {
             assert_eq!(s["metrics"]["power_w"], p["power_w"], "{s}");
             assert_eq!(s["metrics"]["idle_w"], p["idle_w"], "{s}");
             assert_eq!(s["metrics"]["value"], 20.0, "{s}");
-            assert!(s["metrics"].get("value_per_w").is_none(), "derived, never stored: {s}");
+            assert!(
+                s["metrics"].get("value_per_w").is_none(),
+                "derived, never stored: {s}"
+            );
         }
     }
 
     let report = bp(&lab.root, &["report", "scenarios/s.toml"]);
     assert!(report.status.success(), "{}", text(&report));
     let md = std::fs::read_to_string(lab.root.join("reports/s/index.md")).unwrap();
-    for column in ["idle_w", "power_w", "value_per_w", "energy", "MB/W", " J (n=2", " W (n=2"] {
+    for column in [
+        "idle_w",
+        "power_w",
+        "value_per_w",
+        "energy",
+        "MB/W",
+        " J (n=2",
+        " W (n=2",
+    ] {
         assert!(md.contains(column), "{column}\n{md}");
     }
     assert!(!md.contains("power unknown"), "{md}");
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(lab.root.join("reports/s/report.json")).unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.root.join("reports/s/report.json")).unwrap(),
+    )
+    .unwrap();
     let table = &json["tests"][0];
-    let names: Vec<&str> = table["metrics"].as_array().unwrap().iter().map(|m| m["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["energy", "value", "value_per_w", "idle_w", "power_w"], "{table}");
+    let names: Vec<&str> = table["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["energy", "value", "value_per_w", "idle_w", "power_w"],
+        "{table}"
+    );
     for row in table["rows"].as_array().unwrap() {
         let v = |i: usize| row["values"][i]["mean"].as_f64().unwrap();
         // value / power_w and power_w × seconds, from the same runs.
-        assert!(v(2) > 20.0 / 5.29 - 1e-6 && v(2) < 20.0 / 3.4 + 1e-6, "{row}");
-        assert!(v(0) > 3.4 * 4.0 - 1e-6, "at least 4 s at no less than idle: {row}");
+        assert!(
+            v(2) > 20.0 / 5.29 - 1e-6 && v(2) < 20.0 / 3.4 + 1e-6,
+            "{row}"
+        );
+        assert!(
+            v(0) > 3.4 * 4.0 - 1e-6,
+            "at least 4 s at no less than idle: {row}"
+        );
         assert_eq!(row["values"][4]["n"], 2, "{row}");
     }
 }
@@ -213,14 +241,25 @@ fn fake_meters_that_fail_warn_on_the_sample_and_the_cell_completes() {
     let (b0, b1) = (lab.board(0).name.to_string(), lab.board(1).name.to_string());
     let f = fakes("broken", &[(&b0, "1\n", "2\n"), (&b1, "1\n", "2\n")]);
     project(&lab, &f.0);
-    add_meter(&lab, 0, &format!("file = \"{}/{b0}/gone\"\n", f.0.display()));
+    add_meter(
+        &lab,
+        0,
+        &format!("file = \"{}/{b0}/gone\"\n", f.0.display()),
+    );
     add_meter(
         &lab,
         1,
-        &format!("command = \"curl -fsS --max-time 2 file://{}/{b1}/gone\"\n", f.0.display()),
+        &format!(
+            "command = \"curl -fsS --max-time 2 file://{}/{b1}/gone\"\n",
+            f.0.display()
+        ),
     );
     let apply = bp(&lab.root, &["apply", "scenarios/s.toml"]);
-    assert!(apply.status.success(), "a broken meter fails no cell: {}", text(&apply));
+    assert!(
+        apply.status.success(),
+        "a broken meter fails no cell: {}",
+        text(&apply)
+    );
     for (board, why) in [
         (&b0, "not a readable regular file"),
         (&b1, "the meter's command failed (exit status 37)"),
@@ -228,7 +267,9 @@ fn fake_meters_that_fail_warn_on_the_sample_and_the_cell_completes() {
         let samples = measured(&lab.root, "busy", board);
         assert_eq!(samples.len(), 2, "{board}");
         for s in &samples {
-            let err = s["telemetry"]["power"]["error"].as_str().unwrap_or_default();
+            let err = s["telemetry"]["power"]["error"]
+                .as_str()
+                .unwrap_or_default();
             assert!(err.contains(why), "{s}");
             assert!(s["metrics"].get("power_w").is_none(), "{s}");
             assert_eq!(s["metrics"]["value"], 20.0, "{s}");
@@ -238,5 +279,96 @@ fn fake_meters_that_fail_warn_on_the_sample_and_the_cell_completes() {
     assert!(report.status.success(), "{}", text(&report));
     let md = std::fs::read_to_string(lab.root.join("reports/s/index.md")).unwrap();
     assert!(md.contains("2 of 2 (power unknown), included"), "{md}");
-    assert!(!md.contains("| power_w"), "no watts column without watts: {md}");
+    assert!(
+        !md.contains("| power_w"),
+        "no watts column without watts: {md}"
+    );
+}
+
+/// The sum over rails with both a current and a voltage line, paired by name.
+fn pmic_rails_watts(text: &str) -> f64 {
+    let mut amps = std::collections::BTreeMap::new();
+    let mut volts = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(name), Some(reading)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let value: f64 = reading
+            .rsplit('=')
+            .next()
+            .unwrap()
+            .trim_end_matches(['A', 'V'])
+            .parse()
+            .unwrap();
+        match (name.strip_suffix("_A"), name.strip_suffix("_V")) {
+            (Some(rail), _) => amps.insert(rail.to_string(), value),
+            (_, Some(rail)) => volts.insert(rail.to_string(), value),
+            _ => None,
+        };
+    }
+    amps.iter()
+        .filter_map(|(r, a)| volts.get(r).map(|v| a * v))
+        .sum()
+}
+
+/// A Pi 5's PMIC through a FAKE `vcgencmd` (no Pi here) printing real
+/// `pmic_read_adc` output: the board's sampler sums the rails at every tick.
+#[test]
+fn fake_vcgencmd_pmic_read_adc_gives_the_rails_sum_idle_and_during_the_run() {
+    use benchpipe::model::{Board, BoardName, Connection, Flash, Meter, MeterSource};
+    use benchpipe::telemetry::{Probe, SamplerOptions, Thresholds};
+    use benchpipe::transport::Transport;
+    use benchpipe::transport::local::Local;
+
+    let dir = Fakes(std::env::temp_dir().join(format!("bp-power-pmic-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    let bin = dir.0.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/power/pmic_read_adc-pi5.txt");
+    let fake = bin.join("vcgencmd");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\ncase $1 in\n  pmic_read_adc) cat '{}' ;;\n  get_throttled) echo throttled=0x0 ;;\n  *) exit 2 ;;\nesac\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let board = Board {
+        name: BoardName::new("pi5"),
+        file: PathBuf::from("boards/pi5.toml"),
+        model: "fake Pi 5".into(),
+        arch: None,
+        memory: None,
+        connection: Connection::Local,
+        flash: Flash::None,
+        power: None,
+        meter: None,
+        storage: Vec::new(),
+        workdir: dir.0.join("work").display().to_string(),
+        thermal: None,
+        accept_new_host_key: false,
+    };
+    let options = SamplerOptions {
+        path_prefix: Some(bin.display().to_string()),
+        meter: Some(Meter {
+            source: MeterSource::Pmic,
+            idle: std::time::Duration::from_secs(2),
+        }),
+        ..SamplerOptions::default()
+    };
+    let mut t = Local::new();
+    let probe = Probe::start_with(&mut t, &board, "pmic", &options).unwrap();
+    let out = t.run(&probe.wrap("sleep 2"), None).unwrap();
+    assert!(out.exit.success(), "{}", out.stderr_str());
+    let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
+    let p = done.summary.power.expect("a power summary");
+    let want = pmic_rails_watts(&std::fs::read_to_string(&data).unwrap());
+    assert_eq!(p.source, "vcgencmd pmic_read_adc", "{}", done.trace);
+    assert_eq!(p.error, None, "{}", done.trace);
+    assert!(p.idle_samples >= 1 && p.load_samples >= 1, "{}", done.trace);
+    assert!((p.idle_w.unwrap() - want).abs() < 1e-5, "{p:?} vs {want}");
+    assert!((p.power_w.unwrap() - want).abs() < 1e-5, "{p:?} vs {want}");
 }
