@@ -25,7 +25,9 @@
 //! Only POSIX `sh`, coreutils and /proc are needed on the board; `setsid` (util-linux,
 //! busybox) is used when present. The sampler is one `sh` loop reading files with the
 //! `read` builtin; per tick it starts `sleep` (and `vcgencmd` with a `head` where it
-//! exists) and nothing else. The trace stays on the board and is read back once, by
+//! exists; with a `pmic` meter also `vcgencmd pmic_read_adc`, `head` and `awk`) and
+//! nothing else. A board-side `[meter]` is read at each tick (`power.rs`), after an idle
+//! window the start script waits out before the run begins. The trace stays on the board and is read back once, by
 //! `finish`, at most `MAX_TRACE_BYTES` of it.
 //!
 //! Every file is read bounded: a thermal source is kept only if it is a regular file
