@@ -18,6 +18,7 @@ mod cooldown;
 mod drift;
 pub(crate) mod facts;
 mod flash;
+mod power;
 pub(crate) mod provision;
 mod resources;
 mod runs;

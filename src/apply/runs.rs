@@ -141,7 +141,7 @@ impl Worker<'_> {
                 t.board,
                 self.board,
                 &format!("{}-{seq}", self.session),
-                &SamplerOptions::for_run(step.timeout),
+                &self.sampler_options(step.timeout),
             ) {
                 Ok(p) => Some(p),
                 Err(e) => {
@@ -151,6 +151,20 @@ impl Worker<'_> {
             },
             RunKind::Warmup => None,
         };
+        // A controller-side meter reads from its idle window to the run's end.
+        let plug = match kind {
+            RunKind::Measured => {
+                self.start_plug(SamplerOptions::for_run(step.timeout).max_duration)
+            }
+            RunKind::Warmup => None,
+        };
+        if self.stop.load(Ordering::SeqCst) {
+            if let Some(p) = probe {
+                p.abort(t.board);
+            }
+            drop(plug.map(|p| p.finish()));
+            return Err(CellFailure::Interrupted);
+        }
         let run_command = match (&probe, step.on) {
             (Some(p), Side::Board) => p.wrap(&command),
             _ => command.clone(),
@@ -160,6 +174,7 @@ impl Worker<'_> {
         let out = t.side(step.on).run(&run_command, step.timeout);
         let seconds = t0.elapsed().as_secs_f64();
         let ended = store::now();
+        let plug = plug.map(|p| p.finish());
         let probe = if self.stop.load(Ordering::SeqCst) || out.is_err() {
             if let Some(p) = probe {
                 p.abort(t.board);
@@ -200,7 +215,8 @@ impl Worker<'_> {
             )
             .with_log(rel));
         }
-        let metrics = match bench::metrics(job.recipe, &stdout, &stderr) {
+        let mut telemetry = telemetry;
+        let mut metrics = match bench::metrics(job.recipe, &stdout, &stderr) {
             Ok(m) => m,
             Err(e) => {
                 let name = format!("failed-{}-{seq:04}", self.session);
@@ -212,6 +228,7 @@ impl Worker<'_> {
                 });
             }
         };
+        super::power::attach(&mut telemetry, &mut metrics, plug);
         let rel = writer.write_log(seq, log.as_bytes())?;
         let sample = Sample {
             format: store::FORMAT,

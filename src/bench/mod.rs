@@ -228,7 +228,7 @@ pub fn metrics(
             source,
         })?;
     let mut out = BTreeMap::new();
-    for m in &recipe.metrics {
+    for m in recipe.parsed_metrics() {
         let metric = || m.name.clone();
         let v = parse::select_number(&doc, &m.from).map_err(|source| MetricsError::Select {
             metric: metric(),

@@ -489,7 +489,7 @@ pub fn run(cli: Cli) -> Result<()> {
                     .ok_or_else(|| {
                         Error::Usage(format!("--metric `{metric}`: no test named `{test}`"))
                     })?;
-                if !recipe.metrics.iter().any(|m| m.name == metric_name) {
+                if recipe.metric(metric_name).is_none() {
                     let known: Vec<&str> = recipe.metrics.iter().map(|m| m.name.as_str()).collect();
                     return Err(Error::Usage(format!(
                         "--metric `{metric}`: test `{test}` has no metric `{metric_name}`; it has {}",

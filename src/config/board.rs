@@ -47,6 +47,10 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         .power
         .as_ref()
         .and_then(|p| super::power::power(src, p, raw.flash.as_ref(), flash.as_ref(), &ctx, diags));
+    let meter = raw
+        .meter
+        .as_ref()
+        .and_then(|m| super::meter::validate(src, m, &name, &host, diags));
 
     if diags.len() > start {
         return None;
@@ -60,6 +64,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         connection: connection?,
         flash: flash?,
         power,
+        meter,
         storage,
         workdir,
         thermal: raw.thermal.map(Spanned::into_inner),

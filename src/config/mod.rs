@@ -9,6 +9,7 @@ mod board;
 mod boot;
 pub mod diag;
 mod image;
+mod meter;
 pub mod names;
 mod parser;
 mod power;

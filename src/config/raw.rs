@@ -24,6 +24,7 @@ pub struct Board {
     pub flash: Option<S<Flash>>,
     pub power: Option<Power>,
     pub boot: Option<S<Boot>>,
+    pub meter: Option<S<Meter>>,
     #[serde(default)]
     pub storage: Vec<S<Storage>>,
 }
@@ -33,6 +34,23 @@ pub struct Board {
 #[serde(deny_unknown_fields)]
 pub struct Boot {
     pub cmdline: S<String>,
+}
+
+/// `[meter]`: every source's keys in one table; which apply is checked in
+/// `config::meter`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meter {
+    pub file: Option<S<String>>,
+    pub unit: Option<S<String>>,
+    pub current: Option<S<String>>,
+    pub voltage: Option<S<String>>,
+    pub current_unit: Option<S<String>>,
+    pub voltage_unit: Option<S<String>>,
+    pub pmic: Option<S<bool>>,
+    pub command: Option<S<String>>,
+    pub json: Option<S<String>>,
+    pub idle: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -224,11 +242,13 @@ pub struct RunStep {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Metric {
-    pub from: S<String>,
-    pub unit: S<String>,
-    pub better: S<String>,
+    pub from: Option<S<String>>,
+    pub unit: Option<S<String>>,
+    pub better: Option<S<String>>,
     pub scale: Option<S<f64>>,
-    pub primary: Option<bool>,
+    pub primary: Option<S<bool>>,
+    pub per_watt: Option<S<String>>,
+    pub joules: Option<S<bool>>,
 }
 
 #[derive(Debug, Deserialize)]

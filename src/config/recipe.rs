@@ -479,44 +479,51 @@ fn metrics(
                 format!("bad metric name `{name}`: use letters, digits, `-`, `_` and `.`"),
             ));
         }
-        let m = m.get_ref();
-        if let Err(e) = crate::bench::parse::check_path(m.from.get_ref()) {
+        if name == crate::model::POWER_W || name == crate::model::IDLE_W {
             diags.push(src.at_value(
-                &m.from,
-                format!("bad metric path `{}`: {e}", m.from.get_ref()),
+                key,
+                format!("metric name `{name}` is taken: a board with a `[meter]` stores its watts under it"),
             ));
+        }
+        let spanned = m;
+        let m = m.get_ref();
+        if m.per_watt.is_some() || m.joules.is_some() {
+            if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
+                out.push(d);
+            }
+            continue;
+        }
+        let (Some(from), Some(unit), Some(better)) = (&m.from, &m.unit, &m.better) else {
+            let missing: Vec<&str> = [
+                (m.from.is_none(), "`from`"),
+                (m.unit.is_none(), "`unit`"),
+                (m.better.is_none(), "`better`"),
+            ]
+            .into_iter()
+            .filter_map(|(absent, k)| absent.then_some(k))
+            .collect();
+            diags.push(
+                src.at_value(spanned, format!("metric `{name}` needs {}", missing.join(" and ")))
+                    .with_help("a parsed metric is `{ from = \"path\", unit = \"MB/s\", better = \"higher\" }`; a derived one is `{ per_watt = \"metric\" }` or `{ joules = true }`"),
+            );
+            continue;
+        };
+        if let Err(e) = crate::bench::parse::check_path(from.get_ref()) {
+            diags.push(src.at_value(from, format!("bad metric path `{}`: {e}", from.get_ref())));
         } else if let Some(parser) = parser
-            && let Err(e) = crate::bench::parse::check_path_for(parser, m.from.get_ref())
+            && let Err(e) = crate::bench::parse::check_path_for(parser, from.get_ref())
         {
             diags.push(src.at_value(
-                &m.from,
+                from,
                 format!(
                     "metric path `{}` can never be found in what parser `{}` produces: {e}",
-                    m.from.get_ref(),
+                    from.get_ref(),
                     parser.name()
                 ),
             ));
         }
-        if let Err(e) = names::control_free(m.unit.get_ref(), false) {
-            diags.push(src.at_value(&m.unit, format!("`unit` {e}")));
-        }
-        if m.unit.get_ref().trim().is_empty() {
-            diags.push(src.at_value(
-                &m.unit,
-                "`unit` must not be empty; use e.g. \"s\", \"MB/s\", \"IOPS\"",
-            ));
-        }
-        let better = match m.better.get_ref().as_str() {
-            "higher" => Better::Higher,
-            "lower" => Better::Lower,
-            other => {
-                diags.push(src.at_value(
-                    &m.better,
-                    format!("unknown direction `{other}`; expected `higher` or `lower`"),
-                ));
-                Better::Higher
-            }
-        };
+        check_unit(src, unit, diags);
+        let better = direction(src, better, diags);
         let scale = match &m.scale {
             Some(s) if !s.get_ref().is_finite() || *s.get_ref() == 0.0 => {
                 diags.push(src.at_value(s, "`scale` must be a finite, non-zero number"));
@@ -527,18 +534,49 @@ fn metrics(
         };
         out.push(MetricSpec {
             name: name.clone(),
-            from: m.from.get_ref().clone(),
+            from: from.get_ref().clone(),
             scale,
-            unit: m.unit.get_ref().clone(),
+            unit: unit.get_ref().clone(),
             better,
-            primary: m.primary.unwrap_or(false),
+            primary: m.primary.as_ref().is_some_and(|p| *p.get_ref()),
+            derive: None,
         });
     }
-    // No metric marked primary means none was singled out: all of them count.
+    // No metric marked primary means none was singled out: all parsed ones count.
     if !out.iter().any(|m| m.primary) {
-        for m in &mut out {
+        for m in out.iter_mut().filter(|m| m.derive.is_none()) {
             m.primary = true;
         }
     }
     out
+}
+
+pub(super) fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
+    if let Err(e) = names::control_free(unit.get_ref(), false) {
+        diags.push(src.at_value(unit, format!("`unit` {e}")));
+    }
+    if unit.get_ref().trim().is_empty() {
+        diags.push(src.at_value(
+            unit,
+            "`unit` must not be empty; use e.g. \"s\", \"MB/s\", \"IOPS\"",
+        ));
+    }
+}
+
+pub(super) fn direction(
+    src: &Source,
+    better: &Spanned<String>,
+    diags: &mut Vec<Diagnostic>,
+) -> Better {
+    match better.get_ref().as_str() {
+        "higher" => Better::Higher,
+        "lower" => Better::Lower,
+        other => {
+            diags.push(src.at_value(
+                better,
+                format!("unknown direction `{other}`; expected `higher` or `lower`"),
+            ));
+            Better::Higher
+        }
+    }
 }

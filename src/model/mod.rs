@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod meter;
 mod recipe;
+pub use meter::*;
 pub use recipe::*;
 
 macro_rules! typed_name {
@@ -93,6 +95,8 @@ pub struct Board {
     pub connection: Connection,
     pub flash: Flash,
     pub power: Option<Power>,
+    /// `[meter]`: where the board's watts are read, if anywhere.
+    pub meter: Option<Meter>,
     pub storage: Vec<Storage>,
     /// Where benchpipe keeps its files on the board (corpus, sampler output).
     /// Distinct per board, because lab boards share one filesystem.

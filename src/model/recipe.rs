@@ -284,4 +284,66 @@ pub struct MetricSpec {
     pub better: Better,
     /// Primary metrics drive the precision target of adaptive run counts.
     pub primary: bool,
+    /// A metric computed from a run's other values rather than parsed from its
+    /// output: never part of a cell's key, never primary, `from` and `scale` unused.
+    pub derive: Option<Derived>,
+}
+
+/// What a derived metric is computed from.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Derived {
+    /// `per_watt = "metric"`: that metric over the run's mean watts (MB/s per W).
+    PerWatt(String),
+    /// `joules = true`: the run's mean watts times its duration.
+    Joules,
+}
+
+impl MetricSpec {
+    /// The metric's value for a run with these metrics lasting `seconds`: parsed ones
+    /// as stored, derived ones computed (absent without the run's watts).
+    pub fn value(&self, metrics: &BTreeMap<String, f64>, seconds: f64) -> Option<f64> {
+        let w = || metrics.get(POWER_W).copied().filter(|w| *w > 0.0);
+        let v = match &self.derive {
+            None => metrics.get(&self.name).copied(),
+            Some(Derived::PerWatt(of)) => Some(metrics.get(of)? / w()?),
+            Some(Derived::Joules) => Some(w()? * seconds),
+        };
+        v.filter(|v| v.is_finite())
+    }
+
+    /// The metrics power gives every run on a board with a `[meter]`: stored by the
+    /// sampler, never by a parser.
+    pub fn power() -> [MetricSpec; 2] {
+        let spec = |name: &str| MetricSpec {
+            name: name.into(),
+            from: String::new(),
+            scale: 1.0,
+            unit: "W".into(),
+            better: Better::Lower,
+            primary: false,
+            derive: None,
+        };
+        [spec(IDLE_W), spec(POWER_W)]
+    }
+}
+
+/// The metric names of a run's mean watts during it and in the idle window before.
+pub const POWER_W: &str = "power_w";
+pub const IDLE_W: &str = "idle_w";
+
+impl Recipe {
+    /// A metric of the recipe by name, or one of the power metrics.
+    pub fn metric(&self, name: &str) -> Option<MetricSpec> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .cloned()
+            .or_else(|| MetricSpec::power().into_iter().find(|m| m.name == name))
+    }
+
+    /// The metrics parsed from a run's output (not the derived ones).
+    pub fn parsed_metrics(&self) -> impl Iterator<Item = &MetricSpec> {
+        self.metrics.iter().filter(|m| m.derive.is_none())
+    }
 }

@@ -39,6 +39,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
             unit: "MB/s".into(),
             better: Better::Higher,
             primary: true,
+            derive: None,
         }],
     }
 }
@@ -61,6 +62,7 @@ pub fn board(name: &str, model: &str) -> Board {
         }),
         flash: Flash::None,
         power: None,
+        meter: None,
         storage: vec![
             Storage {
                 name: StorageName::new("sd"),

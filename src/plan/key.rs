@@ -185,9 +185,10 @@ pub fn cell_inputs(
         (
             "metrics",
             Input::List(
+                // Derived metrics are computed from stored values: they change no
+                // measurement, so a recipe that adds one keeps its cells.
                 recipe
-                    .metrics
-                    .iter()
+                    .parsed_metrics()
                     .map(|m| {
                         Input::record([
                             ("name", Input::from(&m.name)),

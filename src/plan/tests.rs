@@ -347,11 +347,32 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
         r.file = "pipeline/elsewhere.toml".into();
         r.description = "described otherwise".into();
         r.run.timeout = Some(Duration::from_secs(5));
+        // Metrics derived from stored values measure nothing new.
+        let of = r.metrics[0].name.clone();
+        r.metrics.push(crate::model::MetricSpec {
+            name: "per_w".into(),
+            from: String::new(),
+            scale: 1.0,
+            unit: "x/W".into(),
+            better: crate::model::Better::Higher,
+            primary: false,
+            derive: Some(crate::model::Derived::PerWatt(of)),
+        });
+    }
+    // A power meter adds readings beside the numbers; it changes none of them.
+    for b in ws.boards.values_mut() {
+        b.meter = Some(crate::model::Meter {
+            source: crate::model::MeterSource::File {
+                path: "/sys/class/hwmon/hwmon0/power1_input".into(),
+                scale: 1e-6,
+            },
+            idle: Duration::from_secs(5),
+        });
     }
     assert_eq!(
         keys(&ws),
         k0,
-        "addresses, credentials, run counts, timeouts, titles and file names are not inputs"
+        "addresses, credentials, run counts, timeouts, titles, file names, power meters and derived metrics are not inputs"
     );
 
     type Change = Box<dyn Fn(&mut Workspace)>;

@@ -37,9 +37,10 @@ pub fn comparisons(
         let Some(recipe) = ws.recipes.get(&c.test) else {
             continue;
         };
-        let Some(spec) = recipe.metrics.iter().find(|m| m.name == c.metric) else {
+        let Some(spec) = recipe.metric(&c.metric) else {
             continue;
         };
+        let spec = &spec;
         let cells: Vec<_> = plan
             .cells
             .iter()
@@ -76,7 +77,7 @@ pub fn comparisons(
             data.get(&cell.key)
                 .map(|d| {
                     state::counted(&cell.method, d)
-                        .filter_map(|s| s.metrics.get(&c.metric).copied())
+                        .filter_map(|s| spec.value(&s.metrics, s.ended - s.started))
                         .collect()
                 })
                 .unwrap_or_default()

@@ -245,6 +245,7 @@ pub fn build(
             continue;
         };
         let primary = recipe.primary_metrics();
+        let metrics = table_metrics(recipe, plan, data, test);
         let axes = varying_axes(
             plan.cells
                 .iter()
@@ -298,12 +299,11 @@ pub fn build(
                 .measured()
                 .filter(|s| !state::flags_of(method, s).is_empty())
                 .count();
-            let values = recipe
-                .metrics
+            let values = metrics
                 .iter()
                 .map(|m| {
                     let xs: Vec<f64> = state::counted(method, d)
-                        .filter_map(|s| s.metrics.get(&m.name).copied())
+                        .filter_map(|s| m.value(&s.metrics, s.ended - s.started))
                         .collect();
                     stat(&xs, method.confidence, &m.unit)
                 })
@@ -354,8 +354,7 @@ pub fn build(
                 drift: drift_notes(d),
             });
         }
-        let charts = recipe
-            .metrics
+        let charts = metrics
             .iter()
             .enumerate()
             .filter_map(|(i, m)| {
@@ -387,8 +386,7 @@ pub fn build(
             test: test.to_string(),
             axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
             description: recipe.description.clone(),
-            metrics: recipe
-                .metrics
+            metrics: metrics
                 .iter()
                 .map(|m| MetricHeader {
                     name: m.name.clone(),
@@ -419,6 +417,30 @@ pub fn build(
             .chain(skipped_on_board)
             .collect(),
     }
+}
+
+/// A test table's metrics: the recipe's, then idle and load watts when any of the
+/// table's runs has them (a board with a `[meter]`).
+fn table_metrics(
+    recipe: &crate::model::Recipe,
+    plan: &Plan,
+    data: &BTreeMap<CellKey, CellData>,
+    test: &crate::model::TestName,
+) -> Vec<crate::model::MetricSpec> {
+    let mut out = recipe.metrics.clone();
+    for power in crate::model::MetricSpec::power() {
+        let measured = plan
+            .cells
+            .iter()
+            .filter(|c| &c.address.test == test)
+            .filter_map(|c| data.get(&c.key))
+            .flat_map(|d| d.measured())
+            .any(|s| s.metrics.contains_key(&power.name));
+        if measured {
+            out.push(power);
+        }
+    }
+    out
 }
 
 type AxisFn = fn(&Address) -> String;

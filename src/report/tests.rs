@@ -343,3 +343,91 @@ fn a_raw_device_test_gives_no_filesystem_comparison() {
     ws.recipes.get_mut(&"disk-4k".into()).unwrap().raw_device = true;
     assert!(comparisons(&ws, &scenario, &plan, &data).is_empty());
 }
+
+/// Watts are columns of their own with every metric's statistics, present only when
+/// runs have them; per-watt and joules metrics come from the same runs; and a
+/// comparison may be drawn on watts (the seed's UASP power savings).
+#[test]
+fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
+    let (mut ws, mut scenario, _) = usb_against_sd();
+    let recipe = ws.recipes.get_mut(&"disk-4k".into()).unwrap();
+    for (name, derive, unit) in [
+        (
+            "read_per_w",
+            crate::model::Derived::PerWatt("random_read".into()),
+            "B/s/W",
+        ),
+        ("energy", crate::model::Derived::Joules, "J"),
+    ] {
+        recipe.metrics.push(crate::model::MetricSpec {
+            name: name.into(),
+            from: String::new(),
+            scale: 1.0,
+            unit: unit.into(),
+            better: Better::Higher,
+            primary: false,
+            derive: Some(derive),
+        });
+    }
+    scenario.compare[0].metric = "power_w".into();
+    let plan = expand(&ws, &scenario);
+    let without = BTreeMap::from_iter(
+        plan.cells
+            .iter()
+            .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53]))),
+    );
+    let r = build(&ws, &scenario, &plan, &without);
+    let names: Vec<&str> = r.tests[0].metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["random_read", "read_per_w", "energy"]);
+    assert_eq!(
+        r.tests[0].rows[0].values[1].n, 0,
+        "no watts, no per-watt value"
+    );
+
+    let mut data = BTreeMap::new();
+    for c in &plan.cells {
+        let usb = c
+            .address
+            .storage
+            .as_ref()
+            .is_some_and(|s| s.as_str() == "usb");
+        let mut d = with_samples(&[14.0, 14.0, 14.0]);
+        for (i, s) in d.samples.iter_mut().enumerate() {
+            // Each run lasts 1 s (`with_samples`).
+            let w = if usb { 4.87 } else { 5.29 } + i as f64 * 0.01;
+            s.metrics.insert("power_w".into(), w);
+            s.metrics
+                .insert("idle_w".into(), if usb { 3.40 } else { 3.75 });
+        }
+        data.insert(c.key.clone(), d);
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = &r.tests[0];
+    let names: Vec<&str> = t.metrics.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["random_read", "read_per_w", "energy", "idle_w", "power_w"]
+    );
+    assert_eq!(t.metrics[4].unit, "W");
+    assert_eq!(t.metrics[4].better, "lower is better");
+    for row in &t.rows {
+        let w = row.values[4].mean.unwrap();
+        assert_eq!(row.values[4].n, 3);
+        assert!(row.values[4].ci_half.is_some(), "{row:?}");
+        // Means of per-run ratios and products: 14 / W and W × 1 s.
+        let per_w: f64 = (0..3)
+            .map(|i| 14.0 / (w - 0.01 + i as f64 * 0.01))
+            .sum::<f64>()
+            / 3.0;
+        assert!(
+            (row.values[1].mean.unwrap() - per_w).abs() < 1e-9,
+            "{row:?}"
+        );
+        assert!((row.values[2].mean.unwrap() - w).abs() < 1e-9, "{row:?}");
+        assert_eq!(row.values[3].sd, Some(0.0));
+    }
+    let cmp = &r.comparisons[0];
+    assert_eq!(cmp.metric, "disk-4k.power_w");
+    assert!(cmp.difference.starts_with('-'), "{cmp:?}");
+    assert_eq!(cmp.verdict, "better", "{cmp:?}");
+}

@@ -25,7 +25,9 @@
 //! Only POSIX `sh`, coreutils and /proc are needed on the board; `setsid` (util-linux,
 //! busybox) is used when present. The sampler is one `sh` loop reading files with the
 //! `read` builtin; per tick it starts `sleep` (and `vcgencmd` with a `head` where it
-//! exists) and nothing else. The trace stays on the board and is read back once, by
+//! exists; with a `pmic` meter also `vcgencmd pmic_read_adc`, `head` and `awk`) and
+//! nothing else. A board-side `[meter]` is read at each tick (`power.rs`), after an idle
+//! window the start script waits out before the run begins. The trace stays on the board and is read back once, by
 //! `finish`, at most `MAX_TRACE_BYTES` of it.
 //!
 //! Every file is read bounded: a thermal source is kept only if it is a regular file
@@ -38,6 +40,8 @@
 //! cannot show an event during a run when they were already set before it, while the
 //! kernel logs each new under-voltage.
 
+pub mod plug;
+pub mod power;
 mod script;
 pub mod summary;
 #[cfg(test)]
@@ -98,6 +102,9 @@ pub struct SamplerOptions {
     /// A regular file holding the kernel log in `dmesg`'s format (`[  12.345678] text`),
     /// read instead of running `dmesg` (tests put a fake kernel log there).
     pub kernel_log_file: Option<String>,
+    /// The board's meter: a board-side one is read at every tick after an idle window
+    /// before the run (`power`); a controller-side one is ignored here (`plug`).
+    pub meter: Option<crate::model::Meter>,
 }
 
 impl Default for SamplerOptions {
@@ -107,6 +114,7 @@ impl Default for SamplerOptions {
             max_duration: Duration::from_secs(4 * 3600),
             path_prefix: None,
             kernel_log_file: None,
+            meter: None,
         }
     }
 }

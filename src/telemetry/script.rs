@@ -1,9 +1,11 @@
 //! The shell the board runs: the sampler's loop, and the scripts that start it and
 //! that stop it and read its trace back.
 
+use super::power;
 use super::{
     KLOG_FILTER, KLOG_KEEP_BYTES, KLOG_READ_BYTES, MAX_TRACE_BYTES, RUN_MARK, SamplerOptions,
 };
+use crate::model::MeterSource;
 use crate::transport::quote;
 
 pub(super) fn path_line(prefix: Option<&str>) -> String {
@@ -135,18 +137,24 @@ const STOP_FN: &str = r#"bp_stop() {
 
 /// The sampler loop: `$1` the run directory, `$2` its maximum seconds, `$3` the
 /// interval. It stops when the marker goes, at the deadline, or on a signal.
-pub(super) fn sampler_script() -> String {
+pub(super) fn sampler_script(meter: Option<&MeterSource>) -> String {
+    let power_fn = meter.map(power::power_fn).unwrap_or_default();
+    let power_tick = if power_fn.is_empty() {
+        ""
+    } else {
+        "  bp_power >> \"$bp_dir/trace\"\n"
+    };
     format!(
         r#"bp_dir=$1
 echo $$ > "$bp_dir/pid"
 trap 'rm -f "$bp_dir/pid"' EXIT
 trap 'exit 0' TERM INT HUP
 bp_vcg=; command -v vcgencmd >/dev/null 2>&1 && bp_vcg=1
-{SAMPLE_FN}read up _ < /proc/uptime
+{SAMPLE_FN}{power_fn}read up _ < /proc/uptime
 bp_deadline=$(( ${{up%.*}} + $2 ))
 while [ -e "$bp_dir/marker" ]; do
   bp_sample >> "$bp_dir/trace"
-  [ "${{up%.*}}" -lt "$bp_deadline" ] || exit 0
+{power_tick}  [ "${{up%.*}}" -lt "$bp_deadline" ] || exit 0
   sleep "$3"
 done
 "#
@@ -154,7 +162,23 @@ done
 }
 
 pub(super) fn start_script(root: &str, dir: &str, thermal: &str, o: &SamplerOptions) -> String {
-    let sampler = quote::sh(&sampler_script());
+    let meter = o.meter.as_ref().filter(|m| m.source.on_board());
+    let sampler = quote::sh(&sampler_script(meter.map(|m| &m.source)));
+    let power_header = meter.map(|m| power::header(&m.source)).unwrap_or_default();
+    // The idle window: the sampler reads the meter while nothing but it runs, then
+    // the run begins (its readings are told apart by this record's uptime).
+    let load_start = match meter {
+        Some(m) => format!(
+            "{wait}read bp_up _ < /proc/uptime\necho \"load_start $bp_up {idle}\" >> \"$bp_dir/trace\"\n",
+            wait = if m.idle.as_secs() > 0 {
+                format!("sleep {}\n", m.idle.as_secs())
+            } else {
+                String::new()
+            },
+            idle = m.idle.as_secs()
+        ),
+        None => String::new(),
+    };
     let args = format!(
         "benchpipe-sampler \"$bp_dir\" {} {}",
         o.max_duration.as_secs().max(1),
@@ -186,7 +210,7 @@ mkdir -- "$bp_dir" || {{ echo "cannot create $bp_dir: it exists and is not a run
   echo "ncpu $(grep -c '^cpu[0-9]' /proc/stat)"
   echo "wall $(date +%s)"
   if command -v vcgencmd >/dev/null 2>&1; then echo "vcgencmd $(command -v vcgencmd)"; fi
-  echo "tis start"
+  {power_header}echo "tis start"
   bp_tis
 }} > "$bp_dir/trace"
 # Only regular files whose value is one short line are read at every tick: the
@@ -220,7 +244,7 @@ until [ -s "$bp_dir/pid" ] && grep -q '^s ' "$bp_dir/trace"; do
   fi
   sleep 0.05 2>/dev/null || sleep 1
 done
-"#,
+{load_start}"#,
         root = quote::sh(root),
         dir = quote::sh(dir),
         path = path_line(o.path_prefix.as_deref()),

@@ -131,6 +131,9 @@ pub struct TelemetrySummary {
     /// The first of those kernel log lines, for people reading the store.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_lines: Vec<String>,
+    /// Watts idle before the run and during it, from the board's `[meter]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<super::power::PowerSummary>,
 }
 
 /// The kernel's own words for events that invalidate a run, lower case:
@@ -290,6 +293,7 @@ pub fn summarize(trace: &Trace) -> TelemetrySummary {
         out.kernel_events.sort();
     }
 
+    out.power = super::power::summarize(&trace.power);
     if trace.has_vcgencmd {
         let failed = samples.iter().any(|s| s.throttled_failed)
             || (!samples.is_empty() && throttles.is_empty());
@@ -362,6 +366,9 @@ pub fn warnings(summary: &TelemetrySummary) -> Vec<String> {
     let mut out = Vec::new();
     if summary.throttled_state.as_deref() == Some("unknown") {
         out.push(THROTTLE_UNKNOWN.to_string());
+    }
+    if summary.power.as_ref().is_some_and(|p| p.unknown()) {
+        out.push(super::power::POWER_UNKNOWN.to_string());
     }
     out
 }

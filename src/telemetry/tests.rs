@@ -54,8 +54,21 @@ fn the_scripts_are_valid_sh() {
         ..SamplerOptions::default()
     };
     for script in [
-        sampler_script(),
+        sampler_script(None),
         start_script("/w/telemetry", "/w/telemetry/r 1", DEFAULT_THERMAL, &o),
+        start_script(
+            "/w/telemetry",
+            "/w/telemetry/r 1",
+            DEFAULT_THERMAL,
+            &SamplerOptions {
+                meter: Some(crate::model::Meter {
+                    source: crate::model::MeterSource::Pmic,
+                    idle: std::time::Duration::from_secs(3),
+                }),
+                ..o.clone()
+            },
+        ),
+        sampler_script(Some(&crate::model::MeterSource::Pmic)),
         finish_script("/w/telemetry/r 1", Some("/opt/x"), Some("/var/log/k l")),
     ] {
         let out = Local

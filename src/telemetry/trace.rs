@@ -117,6 +117,8 @@ pub struct Trace {
     pub dropped_bytes: Option<u64>,
     /// Lines that matched no record: a truncated last line, a newer format.
     pub skipped_lines: usize,
+    /// The meter's records (`power.rs`), when the board has a board-side meter.
+    pub power: super::power::PowerTrace,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -212,6 +214,9 @@ pub fn parse_trace(text: &str) -> Trace {
                 Some(())
             }
             "trace_dropped" => rest.parse().ok().map(|n| trace.dropped_bytes = Some(n)),
+            "power_source" | "power_scale" | "w" | "power_error" | "load_start" => {
+                trace.power.record(word, rest).filter(|ok| *ok).map(|_| ())
+            }
             _ if section != Section::None => {
                 let policies = match section {
                     Section::TisStart => &mut trace.tis_start,

@@ -1039,3 +1039,91 @@ expect = { os_release = { ID = "debian", VERSION_ID = "12" }, uname_m = "aarch64
     let installed = &ws.scenarios[0].images[&"installed".into()];
     assert_eq!(installed.expect, benchpipe::model::Expectations::default());
 }
+
+#[test]
+fn each_kind_of_meter_loads_with_its_scale_and_idle_window() {
+    use benchpipe::model::{Meter, MeterSource};
+    let meter = |table: &str| -> Meter {
+        let ws = load_with(
+            "boards/pi.toml",
+            "[[storage]]",
+            &format!("[meter]\n{table}\n[[storage]]"),
+        )
+        .unwrap_or_else(|e| panic!("{table}: {e}"));
+        ws.boards[&"pi".into()].meter.clone().expect("a meter")
+    };
+    let m = meter("file = \"/sys/class/hwmon/hwmon2/power1_input\"");
+    assert_eq!(
+        m.source,
+        MeterSource::File {
+            path: "/sys/class/hwmon/hwmon2/power1_input".into(),
+            scale: 1e-6
+        }
+    );
+    assert_eq!(m.idle, std::time::Duration::from_secs(5));
+    let m = meter(
+        "current = \"/sys/a/curr1_input\"\nvoltage = \"/sys/a/in1_input\"\nvoltage_unit = \"V\"\nidle = \"0s\"",
+    );
+    assert!(matches!(m.source, MeterSource::Pair { scale, .. } if (scale - 1e-3).abs() < 1e-15));
+    assert!(m.idle.is_zero());
+    assert_eq!(meter("pmic = true").source, MeterSource::Pmic);
+    let m = meter(
+        "command = \"curl -fsS --max-time 2 http://{{ board }}-plug/rpc/Switch.GetStatus?id=0\"\njson = \"apower\"",
+    );
+    assert!(matches!(&m.source, MeterSource::Command { json: Some(j), .. } if j == "apower"));
+    assert!(!m.source.on_board());
+    // No meter: nothing is read.
+    let ws = load_with("scenarios/s.toml", "", "").unwrap();
+    assert!(ws.boards[&"pi".into()].meter.is_none());
+    let err = load_with(
+        "boards/pi.toml",
+        "[[storage]]",
+        "[meter]\nidle = \"1m\"\npmic = true\n[[storage]]",
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("`idle` `1m` is out of range: expected 0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn derived_metrics_load_with_their_defaults_and_are_never_primary() {
+    use benchpipe::model::{Better, Derived};
+    let ws = load_with(
+        "pipeline/xz.toml",
+        "real = { from = \"real\", unit = \"s\", better = \"lower\" }",
+        "real = { from = \"real\", unit = \"s\", better = \"lower\" }\n\
+         real_per_w = { per_watt = \"real\" }\nenergy = { joules = true, unit = \"kJ\" }",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let r = &ws.recipes[&"xz".into()];
+    let m = |n: &str| r.metrics.iter().find(|m| m.name == n).unwrap().clone();
+    assert_eq!(
+        m("real_per_w").derive,
+        Some(Derived::PerWatt("real".into()))
+    );
+    assert_eq!(
+        (m("real_per_w").unit.as_str(), m("real_per_w").better),
+        ("s/W", Better::Lower)
+    );
+    assert_eq!(
+        (m("energy").unit.as_str(), m("energy").derive),
+        ("kJ", Some(Derived::Joules))
+    );
+    assert_eq!(r.primary_metrics(), vec!["real".to_string()]);
+    let err = load_with(
+        "pipeline/xz.toml",
+        "real = { from = \"real\", unit = \"s\", better = \"lower\" }",
+        "real = { from = \"real\", unit = \"s\", better = \"lower\" }\nj = { joules = true, from = \"real\" }\nbare = { unit = \"s\" }",
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("`from` does not apply to derived metric `j`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("metric `bare` needs `from` and `better`"),
+        "{err}"
+    );
+}

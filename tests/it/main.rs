@@ -12,6 +12,7 @@ mod lab;
 mod libssh2;
 mod parallel;
 mod parsers;
+mod power;
 mod realboards;
 mod safety;
 mod schedule;

@@ -52,6 +52,7 @@ fn board(workdir: &Path, thermal: Option<String>) -> Board {
         connection: Connection::Local,
         flash: Flash::None,
         power: None,
+        meter: None,
         storage: Vec::new(),
         workdir: workdir.display().to_string(),
         thermal,

@@ -101,7 +101,7 @@ fn compare_metric(
     };
     let metric = &text[test.as_str().len() + 1..];
     let recipe = known.recipes.get(test)?;
-    if recipe.metrics.iter().any(|m| m.name == metric) {
+    if recipe.metric(metric).is_some() {
         Some((test.clone(), metric.to_string()))
     } else {
         let help = names::help_for(
