@@ -87,6 +87,10 @@ pub enum CellFailure {
     Panicked { board: String, message: String },
     /// Ctrl-C or a signal stopped the cell.
     Interrupted,
+    /// Not a failure: the cell cannot apply on this board, found out on the board (its
+    /// kernel has no such filesystem). Apply reports it as skipped, never in
+    /// failure.json, and the plan shows it skipped from then on (`plan::known`).
+    Skipped { reason: String },
     /// A failure recorded before failures were typed (`failure.json` format 1): its
     /// cause as text, shown without the log path it ended with.
     Legacy { cause: String },
@@ -256,6 +260,7 @@ impl std::fmt::Display for CellFailure {
                 "benchpipe's worker for board {board} panicked (a bug): {message}"
             ),
             CellFailure::Interrupted => write!(f, "interrupted"),
+            CellFailure::Skipped { reason } => write!(f, "skipped: {reason}"),
             // Format-1 causes ended with `; log: <absolute path>`, which names the
             // store's location and the session's start time: no report may hold either.
             CellFailure::Legacy { cause } => {

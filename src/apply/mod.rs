@@ -17,6 +17,7 @@ mod cleanup;
 mod cooldown;
 pub(crate) mod facts;
 mod flash;
+mod mount;
 pub(crate) mod provision;
 mod resources;
 mod runs;
@@ -136,6 +137,8 @@ pub struct Outcome {
     pub already_complete: usize,
     pub completed: usize,
     pub failed: Vec<(Address, CellFailure)>,
+    /// Cells found not to apply on their board, and why (`the kernel of B has no f2fs`).
+    pub skipped: Vec<(Address, String)>,
     /// Boards `Connect` could not reach (no TCP connection, no SSH handshake): each
     /// board's name, the cause, and how many of its cells were not run.
     pub unreachable: Vec<(String, String, usize)>,
@@ -252,6 +255,7 @@ pub fn apply_with(
         }
         outcome.completed += r.completed;
         outcome.failed.extend(r.failed);
+        outcome.skipped.extend(r.skipped);
         outcome.interrupted |= r.interrupted;
     }
     Ok(outcome)
@@ -318,6 +322,7 @@ fn worker_panicked(
     BoardResult {
         completed,
         failed,
+        skipped: Vec::new(),
         unreachable: None,
         interrupted: false,
     }
@@ -326,6 +331,7 @@ fn worker_panicked(
 struct BoardResult {
     completed: usize,
     failed: Vec<(Address, CellFailure)>,
+    skipped: Vec<(Address, String)>,
     /// The cause, and the cells not run, when the board could not be reached.
     unreachable: Option<(String, usize)>,
     interrupted: bool,

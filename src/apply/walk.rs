@@ -13,11 +13,12 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use super::facts::{gather_facts, read_temperature};
+use super::mount::MountState;
 use super::runs::stops_group;
 use super::worker::{LiveCell, Transports, Worker};
 use super::{BoardResult, Event, Job, StepStatus};
 use crate::failure::CellFailure;
-use crate::model::{Filesystem, Side, Storage, TestName};
+use crate::model::{Side, TestName};
 use crate::plan::CellKey;
 use crate::plan::schedule::{Action, DoneWhen, Step};
 use crate::plan::state;
@@ -42,7 +43,7 @@ pub(super) struct Walk<'j, 'c> {
     pub(super) idle_celsius: Option<f64>,
     /// Runs taken on this board in this apply (`Sample::board_seq`).
     pub(super) seq: u64,
-    pub(super) mounted: Option<(Storage, Filesystem)>,
+    pub(super) mounted: MountState,
     /// Set when the board is gone: its steps stop, the controller's cleanup goes on.
     pub(super) lost: Option<CellFailure>,
     /// Set when `Connect` found no board to talk to: its cells were not run, which is
@@ -121,7 +122,7 @@ impl Worker<'_> {
             tools: BTreeMap::new(),
             idle_celsius: None,
             seq: 0,
-            mounted: None,
+            mounted: MountState::default(),
             lost: None,
             unreachable: None,
             interrupted: false,
@@ -140,6 +141,7 @@ impl Worker<'_> {
         let mut result = BoardResult {
             completed: 0,
             failed: Vec::new(),
+            skipped: Vec::new(),
             unreachable: None,
             interrupted: false,
         };
@@ -168,7 +170,7 @@ impl Worker<'_> {
             self.finish_cell(&mut w, k, &mut result);
         }
         if w.lost.is_none()
-            && let (Some((s, f)), Some(board)) = (w.mounted.take(), w.board.as_deref_mut())
+            && let (Some((s, f)), Some(board)) = (w.mounted.current.take(), w.board.as_deref_mut())
             && let Err(e) = storage::release(board, &s, &f)
         {
             self.phase(None, format!("could not unmount {}: {e}", s.path));
@@ -205,6 +207,10 @@ impl Worker<'_> {
                 });
             }
             Err(CellFailure::Interrupted) => result.interrupted = true,
+            Err(CellFailure::Skipped { reason }) => {
+                self.phase(Some(&job.cell.address), format!("skipped: {reason}"));
+                result.skipped.push((job.cell.address.clone(), reason));
+            }
             Err(_) if w.unreachable.is_some() => {
                 let cause = w.unreachable.clone().unwrap_or_default();
                 result.unreachable.get_or_insert((cause, 0)).1 += 1;
@@ -248,6 +254,12 @@ impl Worker<'_> {
         }
         match self.run_step(w, step, &pending) {
             Ok(()) => StepStatus::Ran,
+            Err(CellFailure::Skipped { reason }) => {
+                w.fail(&pending, &CellFailure::Skipped {
+                    reason: reason.clone(),
+                });
+                StepStatus::Skipped { reason }
+            }
             Err(cause) => {
                 w.fail(&pending, &cause);
                 StepStatus::Failed {
@@ -269,6 +281,7 @@ impl Worker<'_> {
                 },
             ) => w
                 .mounted
+                .current
                 .as_ref()
                 .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem),
             (DoneWhen::CellsComplete, _) => {
@@ -467,34 +480,7 @@ impl Worker<'_> {
                 storage: name,
                 filesystem,
                 ..
-            } => {
-                let st = self
-                    .board
-                    .storage(name)
-                    .ok_or_else(|| CellFailure::Refused {
-                        reason: format!("board {} declares no storage {name}", self.board.name),
-                    })?;
-                let fs = jobs[first]
-                    .cell
-                    .filesystem
-                    .clone()
-                    .filter(|f| &f.name == filesystem)
-                    .ok_or_else(|| CellFailure::Refused {
-                        reason: format!("no filesystem {filesystem} for {name}"),
-                    })?;
-                if let Some((s, f)) = mounted.take() {
-                    storage::release(t.board, &s, &f).map_err(CellFailure::from)?;
-                }
-                if fs.kind != crate::model::AS_IS {
-                    self.phase(
-                        Some(&jobs[first].cell.address),
-                        format!("format {} as {}", st.name, fs.name),
-                    );
-                }
-                storage::prepare(t.board, st, &fs).map_err(CellFailure::from)?;
-                *mounted = Some((st.clone(), fs));
-                Ok(())
-            }
+            } => self.mount(t.board, jobs[first], name, filesystem, mounted),
             Action::Setup { from, commands, .. } => {
                 let job = jobs[first];
                 if !live.contains_key(first) {
@@ -509,6 +495,14 @@ impl Worker<'_> {
                         (facts.as_object_mut(), flashed.get(&job.cell.address.image))
                     {
                         obj.insert("flashed".into(), written.clone());
+                    }
+                    // What holds the storage's path: the type `as-flashed` measures.
+                    if let (Some(obj), Some(on), true) = (
+                        facts.as_object_mut(),
+                        &mounted.fact,
+                        job.cell.address.storage.is_some(),
+                    ) {
+                        obj.insert("storage_filesystem".into(), on.clone());
                     }
                     let cell = self.open_cell(job, &facts)?;
                     live.insert(first.clone(), cell);

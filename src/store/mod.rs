@@ -4,6 +4,8 @@
 //! ```text
 //! results/
 //!   store.json                      {"format": 1}
+//!   boards/<board>.json             the image the board was last verified at
+//!   boards/<board>.facts.json       its kernel's filesystems, per image
 //!   .lock                           held (flock) by the one apply writing the store
 //!   <key>-<test>-<board>/
 //!     cell.json                     the cell's address and canonical inputs
@@ -34,12 +36,14 @@ use crate::error::{Error, Result};
 use crate::failure::CellFailure;
 use crate::plan::{Address, Cell, CellKey};
 
+mod board_facts;
 mod board_state;
 mod failure;
 mod files;
 #[cfg(test)]
 mod tests;
 
+pub use board_facts::{BoardFacts, KernelFacts};
 pub use board_state::BoardState;
 pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
