@@ -255,9 +255,12 @@ impl Worker<'_> {
         match self.run_step(w, step, &pending) {
             Ok(()) => StepStatus::Ran,
             Err(CellFailure::Skipped { reason }) => {
-                w.fail(&pending, &CellFailure::Skipped {
-                    reason: reason.clone(),
-                });
+                w.fail(
+                    &pending,
+                    &CellFailure::Skipped {
+                        reason: reason.clone(),
+                    },
+                );
                 StepStatus::Skipped { reason }
             }
             Err(cause) => {

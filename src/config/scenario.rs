@@ -9,9 +9,8 @@ use toml::Spanned;
 use super::diag::Diagnostic;
 use super::{Source, names, raw, units};
 use crate::model::{
-    AS_FLASHED, AS_IS, Board, BoardName, Filesystem, FsName, Image, ImageName, ImageSource, Recipe, Scenario,
-    FS_KINDS,
-    TestName,
+    AS_FLASHED, AS_IS, Board, BoardName, FS_KINDS, Filesystem, FsName, Image, ImageName,
+    ImageSource, Recipe, Scenario, TestName,
 };
 use crate::storage::rules;
 

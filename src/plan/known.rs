@@ -16,16 +16,20 @@ pub fn skip_known(plan: &mut Plan, facts: &BTreeMap<BoardName, BoardFacts>) {
     }
     let cells = std::mem::take(&mut plan.cells);
     for cell in cells {
-        let lacks = cell.filesystem.as_ref().filter(|f| f.is_made()).and_then(|f| {
-            let identity = cell.image.source.identity(&cell.address.image);
-            let known = facts
-                .get(&cell.address.board)?
-                .images
-                .get(&identity)?
-                .filesystems
-                .get(&f.kind)?;
-            (!known).then(|| f.kind.clone())
-        });
+        let lacks = cell
+            .filesystem
+            .as_ref()
+            .filter(|f| f.is_made())
+            .and_then(|f| {
+                let identity = cell.image.source.identity(&cell.address.image);
+                let known = facts
+                    .get(&cell.address.board)?
+                    .images
+                    .get(&identity)?
+                    .filesystems
+                    .get(&f.kind)?;
+                (!known).then(|| f.kind.clone())
+            });
         match lacks {
             Some(kind) => plan.skipped.push(Skipped {
                 reason: CannotMeasure::KernelLacks {
@@ -97,7 +101,11 @@ mod tests {
         let skipped_before = plan.skipped.len();
         skip_known(&mut plan, &facts);
         assert_eq!(plan.cells.len(), before - on_board);
-        assert_eq!(f2fs_cells(&plan), on_f2fs - on_board, "other boards keep theirs");
+        assert_eq!(
+            f2fs_cells(&plan),
+            on_f2fs - on_board,
+            "other boards keep theirs"
+        );
         let new = &plan.skipped[skipped_before..];
         assert_eq!(new.len(), on_board);
         for s in new {

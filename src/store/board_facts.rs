@@ -92,9 +92,15 @@ mod tests {
         let store = Store::open(&dir).unwrap();
         let b = BoardName::new("pi-1");
         assert_eq!(store.board_facts(&b).unwrap(), None);
-        store.record_kernel_filesystem(&b, "installed:x", "f2fs", false).unwrap();
-        store.record_kernel_filesystem(&b, "installed:x", "xfs", true).unwrap();
-        store.record_kernel_filesystem(&b, "sha256:ab", "f2fs", true).unwrap();
+        store
+            .record_kernel_filesystem(&b, "installed:x", "f2fs", false)
+            .unwrap();
+        store
+            .record_kernel_filesystem(&b, "installed:x", "xfs", true)
+            .unwrap();
+        store
+            .record_kernel_filesystem(&b, "sha256:ab", "f2fs", true)
+            .unwrap();
         let f = store.board_facts(&b).unwrap().unwrap();
         assert_eq!(f.images["installed:x"].filesystems["f2fs"], false);
         assert_eq!(f.images["installed:x"].filesystems["xfs"], true);

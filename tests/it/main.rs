@@ -2,6 +2,7 @@
 //! where the area allows.
 
 mod config;
+mod filesystems;
 mod flash;
 mod hostile;
 mod lab;

@@ -19,8 +19,8 @@ mod tests;
 
 use super::{Cell, CellKey};
 use crate::model::{
-    BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe,
-    RunOrder, Side, StorageName, TestName, Workspace,
+    BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe, RunOrder,
+    Side, StorageName, TestName, Workspace,
 };
 use crate::store::CellData;
 
