@@ -445,7 +445,14 @@ impl Worker<'_> {
             Action::Provision { .. } => {
                 self.phase(None, "provision");
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
-                self.prepare(t.board, t.controller, &jobs)
+                let unserved = self.prepare(t.board, t.controller, &jobs)?;
+                // A recipe left without its tools fails its own cells only.
+                for j in jobs {
+                    if let Some(cause) = unserved.get(&j.recipe.name) {
+                        outcomes.insert(j.cell.key.clone(), Err(cause.clone()));
+                    }
+                }
+                Ok(())
             }
             Action::StopLeftoverServices => {
                 // Services a crashed or killed apply left running would skew every number.

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod packages;
 mod recipe;
+pub use packages::PackageManager;
 pub use recipe::*;
 
 macro_rules! typed_name {

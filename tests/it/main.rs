@@ -9,6 +9,7 @@ mod lab;
 mod libssh2;
 mod parallel;
 mod parsers;
+mod provision;
 mod realboards;
 mod safety;
 mod schedule;
