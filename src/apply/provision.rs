@@ -117,7 +117,7 @@ fn unavailable(
 }
 
 /// The side's package manager, from its os-release; `Err` holds what the side runs.
-fn manager_of(t: &mut dyn Transport) -> Result<PackageManager, String> {
+pub(super) fn manager_of(t: &mut dyn Transport) -> Result<PackageManager, String> {
     let out = t
         .run(
             "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release 2>/dev/null",
@@ -286,6 +286,44 @@ pub(super) fn provision<'r>(
         }
     }
     Ok(unserved)
+}
+
+/// The installed version of each of `packages` (those not installed are left out), as
+/// the side's package database says: recorded in the cells' facts beside the tools'
+/// own `[facts]`.
+pub(super) fn package_versions(
+    t: &mut dyn Transport,
+    m: PackageManager,
+    packages: &[String],
+) -> BTreeMap<String, String> {
+    if packages.is_empty() {
+        return BTreeMap::new();
+    }
+    let query = match m {
+        PackageManager::Apt => "dpkg-query -W -f='${Version}' -- \"$p\"",
+        PackageManager::Dnf => "rpm -q --qf '%{VERSION}-%{RELEASE}' -- \"$p\"",
+        // `apk info -e -v fio` prints `fio-3.36-r0`: the name's prefix is cut below.
+        PackageManager::Apk => "apk info -e -v \"$p\"",
+        PackageManager::Pacman => "pacman -Q -- \"$p\" | cut -d' ' -f2",
+    };
+    let script = format!(
+        "for p in {}; do v=$({query} 2>/dev/null | head -c 200); \
+         [ -n \"$v\" ] && printf '%s\\t%s\\n' \"$p\" \"$v\"; done",
+        quote::join(packages)
+    );
+    let Ok(out) = t.run(&script, Some(Duration::from_secs(60))) else {
+        return BTreeMap::new();
+    };
+    out.stdout_str()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(p, v)| {
+            let v = v.trim();
+            let v = v.strip_prefix(&format!("{p}-")).unwrap_or(v);
+            (p.to_string(), v.to_string())
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect()
 }
 
 pub(crate) fn missing_commands(

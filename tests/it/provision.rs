@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::lab::Lab;
 
 #[test]
-fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it() {
+fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it_and_versions_are_facts()
+ {
     let lab = Lab::up(1);
     let root = &lab.root;
     let board = lab.board(0).clone();
@@ -97,6 +98,23 @@ fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it() 
             let s: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
             let v = s["metrics"]["sequential_write"].as_f64().unwrap();
             assert!(v.is_finite() && v > 0.0, "{s}");
+            // The version of the package the recipe names, as dpkg has it installed.
+            let facts: Value = serde_json::from_str(
+                &std::fs::read_to_string(e.path().join("facts.json")).unwrap(),
+            )
+            .unwrap();
+            let dpkg = Command::new("dpkg-query")
+                .args(["-W", "-f=${Version}", "coreutils"])
+                .output()
+                .unwrap();
+            let version = String::from_utf8_lossy(&dpkg.stdout).to_string();
+            assert!(!version.is_empty());
+            assert_eq!(facts["packages"]["manager"], "apt", "{facts}");
+            assert_eq!(
+                facts["packages"]["installed"]["coreutils"],
+                version.as_str(),
+                "{facts}"
+            );
             seen += 1;
         }
         if name.contains("-ghost-") {
