@@ -547,7 +547,7 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
         "[params]",
         "[needs.board]\npackages = [\"xz-utils\"]\n\n[params]",
         "pipeline/xz.toml:5:1",
-        "unknown key `packages`; expected one of `apt`, `commands`",
+        "unknown key `packages`; expected one of `apt`, `dnf`, `apk`, `pacman`, `commands`",
     ),
     (
         "pipeline/xz.toml",
@@ -561,7 +561,7 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
         "[params]",
         "[needs.bord]\napt = [\"xz-utils\"]\n\n[params]",
         "pipeline/xz.toml:4:8",
-        "unknown key `bord`; expected one of `apt`, `commands`, `board`, `controller`",
+        "unknown key `bord`; expected one of `apt`, `dnf`, `apk`, `pacman`, `commands`, `board`, `controller`",
     ),
     (
         "pipeline/xz.toml",
