@@ -251,7 +251,12 @@ pub(super) fn provision<'r>(
     }
     let installable: Vec<&str> = installable.into_iter().collect();
     let install = install_command(manager, &installable);
-    let out = t.run(&install, Some(Duration::from_secs(1800)))?;
+    let mut out = t.run(&install, Some(Duration::from_secs(1800)))?;
+    if !out.exit.success() {
+        // Stale lists name versions the mirror no longer has: refresh, try once more.
+        let _ = t.run(update_command(manager), Some(Duration::from_secs(900)))?;
+        out = t.run(&install, Some(Duration::from_secs(1800)))?;
+    }
     if !out.exit.success() {
         let cause = CellFailure::step_failed(
             format!("{side}: provision"),
