@@ -40,7 +40,6 @@ pub fn needs(
         .iter()
         .map(|(_, l)| l.map(Spanned::span))
         .chain([raw.commands.as_ref().map(Spanned::span)])
-        .into_iter()
         .flatten()
         .min_by_key(|s| s.start);
     let per_side = [

@@ -77,9 +77,7 @@ fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it_an
     assert_eq!(out.status.code(), Some(1), "{err}");
     let cause = format!("package {ghost} not available from apt on {}", board.name);
     assert!(
-        err.contains(&format!(
-            "1 cell(s) completed, 0 already complete, 1 failed"
-        )),
+        err.contains("1 cell(s) completed, 0 already complete, 1 failed"),
         "{err}"
     );
     assert!(
