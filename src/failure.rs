@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::PackageManager;
 use crate::transport::{Exit, TransportError};
 
 /// Why the last attempt at a cell failed.
@@ -56,6 +57,24 @@ pub enum CellFailure {
         commands: Vec<String>,
         packages: Vec<String>,
         installed: bool,
+        /// The side's package manager (absent in failures recorded before it was
+        /// chosen per distribution: apt).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        manager: Option<PackageManager>,
+    },
+    /// Packages a recipe needs that the side's package manager does not have, even
+    /// after refreshing its lists: only that recipe's cells fail.
+    PackageUnavailable {
+        side: String,
+        manager: PackageManager,
+        packages: Vec<String>,
+    },
+    /// Commands are missing on a side whose distribution benchpipe knows no package
+    /// manager for (its os-release `PRETTY_NAME` or `ID`).
+    NoPackageManager {
+        side: String,
+        os: String,
+        commands: Vec<String>,
     },
     /// The board does not run the image the cell names: an expected field differs.
     ImageMismatch {
@@ -213,32 +232,58 @@ impl std::fmt::Display for CellFailure {
                 commands,
                 packages,
                 installed: false,
+                manager,
             } if packages.is_empty() => write!(
                 f,
-                "{side} lacks {}, and the recipe's needs for that side name no package providing it",
-                commands.join(", ")
+                "{side} lacks {}, and the recipe's needs for that side name no {} package providing it",
+                commands.join(", "),
+                manager.unwrap_or(PackageManager::Apt)
             ),
             CellFailure::MissingCommands {
                 side,
                 commands,
                 packages,
                 installed: false,
+                manager,
             } => write!(
                 f,
-                "{side} lacks {}; install them as root with: apt-get install {}",
+                "{side} lacks {}; install them as root with: {}",
                 commands.join(", "),
-                packages.join(" ")
+                manager
+                    .unwrap_or(PackageManager::Apt)
+                    .install_hint(packages)
             ),
             CellFailure::MissingCommands {
                 side,
                 commands,
                 packages,
                 installed: true,
+                ..
             } => write!(
                 f,
                 "{side} still lacks {} after installing {}",
                 commands.join(", "),
                 packages.join(" ")
+            ),
+            CellFailure::PackageUnavailable {
+                side,
+                manager,
+                packages,
+            } => write!(
+                f,
+                "{} {} not available from {manager} on {side}",
+                if packages.len() == 1 {
+                    "package"
+                } else {
+                    "packages"
+                },
+                packages.join(", ")
+            ),
+            CellFailure::NoPackageManager { side, os, commands } => write!(
+                f,
+                "{side} lacks {}, and runs {os}, for which benchpipe knows no package manager \
+                 (apt, dnf, apk, pacman): install them yourself",
+                commands.join(", ")
             ),
             CellFailure::Refused { reason } => write!(f, "{reason}"),
             CellFailure::Storage { message } => write!(f, "{message}"),

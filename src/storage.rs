@@ -36,7 +36,7 @@ pub(crate) use mounts::{Mounts, mounts, probe, swap_on};
 use std::time::Duration;
 
 use crate::failure::CellFailure;
-use crate::model::{AS_IS, Filesystem, Storage, StorageRole};
+use crate::model::{Filesystem, Storage, StorageRole};
 use crate::transport::{Exit, Transport, TransportError, quote};
 
 const STEP: Option<Duration> = Some(Duration::from_secs(600));
@@ -127,7 +127,13 @@ fn resolve(t: &mut dyn Transport, path: &str) -> Result<String, StorageError> {
 
 /// Whether the filesystem mounted at `path` is one benchpipe made for `storage`: its
 /// label and its marker file both say so.
-fn is_own(t: &mut dyn Transport, storage: &Storage, dev: &Device, path: &str) -> bool {
+fn is_own(
+    t: &mut dyn Transport,
+    storage: &Storage,
+    fs: &Filesystem,
+    dev: &Device,
+    path: &str,
+) -> bool {
     let marker = run(
         t,
         &format!("cat -- {}", quote::sh(&format!("{path}/{}", rules::MARKER))),
@@ -143,7 +149,7 @@ fn is_own(t: &mut dyn Transport, storage: &Storage, dev: &Device, path: &str) ->
              || btrfs filesystem label {d} 2>/dev/null"
         ),
     );
-    label.is_ok_and(|l| l.trim() == rules::label(storage.name.as_str()))
+    label.is_ok_and(|l| l.trim() == rules::label_for(&fs.kind, storage.name.as_str()))
 }
 
 /// The rules `check` applies, again: a model built another way cannot slip past them.
@@ -162,7 +168,7 @@ fn refuse_undeclared(storage: &Storage, fs: &Filesystem) -> Result<(), StorageEr
         return Err(StorageError::refused(format!("storage {name}: {why}")));
     }
     for o in &fs.mkfs_options {
-        if let Some(why) = rules::mkfs_option(o) {
+        if let Some(why) = rules::mkfs_option(o).or_else(|| rules::mkfs_option_for(&fs.kind, o)) {
             return Err(StorageError::refused(format!(
                 "filesystem {}: mkfs option {why}",
                 fs.name
@@ -181,7 +187,12 @@ fn refuse_undeclared(storage: &Storage, fs: &Filesystem) -> Result<(), StorageEr
 }
 
 /// An `as-is` storage with a device must really be that device at its path.
-fn check_as_is(t: &mut dyn Transport, storage: &Storage, device: &str) -> Result<(), StorageError> {
+fn check_as_is(
+    t: &mut dyn Transport,
+    storage: &Storage,
+    kind: &str,
+    device: &str,
+) -> Result<(), StorageError> {
     let dev = probe(t, device).map_err(|e| e.during(format!("storage {}", storage.name)))?;
     let Mounts::Info(all) = mounts(t, &dev)? else {
         return Err(StorageError::refused(format!(
@@ -194,7 +205,7 @@ fn check_as_is(t: &mut dyn Transport, storage: &Storage, device: &str) -> Result
         Some(m) if dev.holds(m) => Ok(()),
         m => Err(StorageError::refused(format!(
             "storage {}: {} is on {}, not on the declared device {device}; with filesystem \
-             `{AS_IS}` benchpipe measures whatever holds the path, so mount {device} at {} \
+             `{kind}` benchpipe measures whatever holds the path, so mount {device} at {} \
              first, or use a filesystem that benchpipe formats",
             storage.name,
             storage.path,
@@ -205,8 +216,46 @@ fn check_as_is(t: &mut dyn Transport, storage: &Storage, device: &str) -> Result
     }
 }
 
-/// Formats `storage` as `fs` and mounts it at the storage's path. `as-is` only makes
-/// sure the path exists, and that it lies on the storage's device if it declares one.
+/// What holds `path` on the board, recorded beside the cells measured there: findmnt's
+/// type, source and mount point, or where findmnt is missing (busybox) `stat -f`'s
+/// type. `None` when neither answers.
+pub fn filesystem_at(t: &mut dyn Transport, path: &str) -> Option<serde_json::Value> {
+    let p = quote::sh(path);
+    let out = run(
+        t,
+        &format!("findmnt -n -P -o FSTYPE,SOURCE,TARGET -T {p} 2>/dev/null | head -n 1"),
+    );
+    if let Ok(line) = &out {
+        let fields = parse_pairs(line);
+        if fields.contains_key("FSTYPE") {
+            return Some(serde_json::json!({
+                "type": fields["FSTYPE"],
+                "source": fields.get("SOURCE"),
+                "mount_point": fields.get("TARGET"),
+            }));
+        }
+    }
+    let out = run(t, &format!("stat -f -c %T -- {p}")).ok()?;
+    let kind = out.trim();
+    (!kind.is_empty()).then(|| serde_json::json!({ "type": kind }))
+}
+
+/// `KEY="value"` pairs as `findmnt -P` prints them (values have `"` and `\` escaped
+/// as `\x22`, `\x5c`, which are kept as printed).
+fn parse_pairs(line: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut rest = line.trim();
+    while let Some((key, after)) = rest.split_once("=\"") {
+        let Some(end) = after.find('"') else { break };
+        out.insert(key.trim().to_string(), after[..end].to_string());
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// Formats `storage` as `fs` and mounts it at the storage's path. `as-is` and
+/// `as-flashed` only make sure the path exists, and that it lies on the storage's
+/// device if it declares one.
 pub fn prepare(
     t: &mut dyn Transport,
     storage: &Storage,
@@ -214,10 +263,10 @@ pub fn prepare(
 ) -> Result<(), StorageError> {
     refuse_undeclared(storage, fs)?;
     let path = quote::sh(&storage.path);
-    if fs.kind == AS_IS {
+    if !fs.is_made() {
         run(t, &format!("mkdir -p -- {path}"))?;
         if let Some(device) = &storage.device {
-            check_as_is(t, storage, device)?;
+            check_as_is(t, storage, &fs.kind, device)?;
         }
         return Ok(());
     }
@@ -233,14 +282,11 @@ pub fn prepare(
             "storage {name} declares no device to format"
         )));
     };
-    let (mkfs, force) = match fs.kind.as_str() {
-        "ext4" => ("mkfs.ext4", "-F"),
-        "btrfs" => ("mkfs.btrfs", "-f"),
-        other => {
-            return Err(StorageError::refused(format!(
-                "filesystem kind {other} is not supported"
-            )));
-        }
+    let Some((mkfs, force, label_flag)) = rules::mkfs_of(&fs.kind) else {
+        return Err(StorageError::refused(format!(
+            "filesystem kind {} is not supported",
+            fs.kind
+        )));
     };
     let dev = probe(t, device).map_err(|e| e.during(format!("storage {name}")))?;
     let mounts = mounts(t, &dev)?;
@@ -283,7 +329,7 @@ pub fn prepare(
     if !at_path.is_empty() {
         let own = at_path.len() == 1
             && dev.holds_directly(at_path[0])
-            && is_own(t, storage, &dev, &real_path);
+            && is_own(t, storage, fs, &dev, &real_path);
         if !own {
             return Err(StorageError::refused(format!(
                 "refusing to format {device} (storage {name}): {} is mounted at {}, and \
@@ -291,7 +337,7 @@ pub fn prepare(
                  yourself if it may be formatted",
                 at_path[0].source,
                 storage.path,
-                rules::label(name.as_str()),
+                rules::label_for(&fs.kind, name.as_str()),
                 rules::MARKER
             )));
         }
@@ -308,18 +354,19 @@ pub fn prepare(
     }
     // Right after an unmount, udev's probe of the device can hold it open for a
     // moment, and mkfs refuses a busy device: let udev settle, and retry briefly.
-    // mke2fs and mkfs.btrfs both parse with getopt, so `--` ends the options and the
-    // device after it is the only operand; the label goes first so that a user option
-    // missing its value can swallow only `--`, never the label or the device.
+    // mke2fs, mkfs.btrfs, mkfs.xfs and mkfs.f2fs all parse with getopt, so `--` ends
+    // the options and the device after it is the only operand; the label goes first so
+    // that a user option missing its value can swallow only `--`, never the label or
+    // the device.
     run(
         t,
         &format!(
             "i=0; while :; do \
                udevadm settle 2>/dev/null; \
-               {mkfs} -q {force} -L {label} {opts} -- {dev} && break; \
+               {mkfs} -q {force} {label_flag} {label} {opts} -- {dev} && break; \
                i=$((i + 1)); [ $i -lt 5 ] || exit 1; sleep 1; \
              done",
-            label = quote::sh(&rules::label(name.as_str())),
+            label = quote::sh(&rules::label_for(&fs.kind, name.as_str())),
             opts = quote::join(&fs.mkfs_options),
             dev = quote::sh(&dev.real),
         ),
@@ -349,7 +396,7 @@ pub fn release(
     storage: &Storage,
     fs: &Filesystem,
 ) -> Result<(), StorageError> {
-    if fs.kind == AS_IS {
+    if !fs.is_made() {
         return Ok(());
     }
     let Some(device) = &storage.device else {
@@ -369,7 +416,7 @@ pub fn release(
         .collect();
     match at_path.as_slice() {
         [] => Ok(()),
-        [m] if dev.holds_directly(m) && is_own(t, storage, &dev, &real_path) => {
+        [m] if dev.holds_directly(m) && is_own(t, storage, fs, &dev, &real_path) => {
             run(t, &format!("umount -- {}", quote::sh(&real_path))).map(|_| ())
         }
         _ => Err(StorageError::refused(format!(

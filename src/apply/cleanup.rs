@@ -88,12 +88,13 @@ impl Worker<'_> {
             } => {
                 let ours = w
                     .mounted
+                    .current
                     .as_ref()
                     .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem);
                 if !ours {
                     return nothing;
                 }
-                let (s, f) = w.mounted.take().expect("checked above");
+                let (s, f) = w.mounted.current.take().expect("checked above");
                 match storage::release(t.board, &s, &f) {
                     Ok(()) => StepStatus::Ran,
                     Err(e) => {

@@ -72,7 +72,9 @@ const FACT_BYTES: usize = 1024;
 
 impl Worker<'_> {
     /// Each recipe's `[facts]`, gathered once per board: `{"tools": {name: value}}` to
-    /// merge into that recipe's cells' facts. A command that fails records nothing.
+    /// merge into that recipe's cells' facts, with the installed versions of the
+    /// packages its `[needs]` name (`packages`, `controller_packages`). A command that
+    /// fails records nothing.
     pub(super) fn recipe_facts(
         &self,
         t: &mut Transports<'_>,
@@ -84,9 +86,12 @@ impl Worker<'_> {
             .set("board", self.board.name.as_str())
             .set("host", board_host(self.board));
         let mut out = BTreeMap::new();
+        let mut managers = BTreeMap::new();
         for job in jobs {
             let recipe = job.recipe;
-            if recipe.facts.is_empty() || out.contains_key(&recipe.name) {
+            if (recipe.facts.is_empty() && recipe.needs.is_empty())
+                || out.contains_key(&recipe.name)
+            {
                 continue;
             }
             let mut tools = serde_json::Map::new();
@@ -95,7 +100,24 @@ impl Worker<'_> {
                     tools.insert(fact.name.clone(), json!(v));
                 }
             }
-            out.insert(recipe.name.clone(), json!({ "tools": tools }));
+            let mut entry = json!({ "tools": tools });
+            // The versions of the packages the recipe names, as installed on each side.
+            for (side, needs) in &recipe.needs {
+                let manager = *managers
+                    .entry(*side)
+                    .or_insert_with(|| super::provision::manager_of(t.side(*side)).ok());
+                let Some(m) = manager else { continue };
+                let versions =
+                    super::provision::package_versions(t.side(*side), m, needs.packages_for(m));
+                if !versions.is_empty() {
+                    let key = match side {
+                        Side::Board => "packages",
+                        Side::Controller => "controller_packages",
+                    };
+                    entry[key] = json!({ "manager": m, "installed": versions });
+                }
+            }
+            out.insert(recipe.name.clone(), entry);
         }
         out
     }

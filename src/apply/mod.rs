@@ -19,6 +19,7 @@ mod drift;
 pub(crate) mod facts;
 mod flash;
 mod power;
+mod mount;
 pub(crate) mod provision;
 mod resources;
 mod runs;

@@ -1,5 +1,10 @@
-//! Provisioning: commands the recipes need, installed with apt-get where missing, and
-//! the work and storage directories.
+//! Provisioning: the commands the recipes need, installed where missing with the
+//! package manager of the side's distribution (its os-release picks apt, dnf, apk or
+//! pacman), and the work and storage directories.
+//!
+//! Each recipe stands alone: a package its manager does not have, or an install that
+//! fails, fails only the cells of the recipes that need it, with that cause; the other
+//! recipes' cells go on.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -7,35 +12,34 @@ use std::time::Duration;
 use super::Job;
 use super::worker::Worker;
 use crate::failure::CellFailure;
-use crate::model::{Needs, Recipe, Side, TestName};
-use crate::plan::CellKey;
+use crate::model::{Needs, PackageManager, Recipe, Side, TestName};
 use crate::transport::{Transport, TransportError, quote};
 
+/// The recipes provisioning could not serve, and why: their cells fail with it.
+pub(super) type Unserved = BTreeMap<TestName, CellFailure>;
+
 impl Worker<'_> {
-    /// Makes the board ready for its cells: tools installed, work and storage dirs there.
-    /// The cells of a test that cannot run here (a tool no package provides is not
-    /// installed) get their outcome, a skip with the reason; the others go on.
+    /// Makes the board ready for its cells: tools installed, work and storage dirs
+    /// there. `Err` fails every cell; the returned recipes fail only their own.
     pub(super) fn prepare(
         &self,
         board: &mut dyn Transport,
         controller: &mut dyn Transport,
         jobs: &[&Job<'_>],
-        outcomes: &mut BTreeMap<CellKey, Result<usize, CellFailure>>,
-    ) -> Result<(), CellFailure> {
+    ) -> Result<Unserved, CellFailure> {
         // Each side installs and checks only what the recipes say that side needs.
         let recipes: BTreeMap<_, &Recipe> =
             jobs.iter().map(|j| (&j.recipe.name, j.recipe)).collect();
-        let mut unavailable =
-            provision(board, self.name(), Side::Board, recipes.values().copied())?;
-        unavailable.extend(provision(
+        let mut unserved = provision(board, self.name(), Side::Board, recipes.values().copied())?;
+        let on_controller = provision(
             controller,
             "the controller",
             Side::Controller,
-            recipes
-                .values()
-                .copied()
-                .filter(|r| !unavailable.contains_key(&r.name)),
-        )?);
+            recipes.values().copied(),
+        )?;
+        for (test, cause) in on_controller {
+            unserved.entry(test).or_insert(cause);
+        }
         let mut dirs = vec![self.board.workdir.clone()];
         for j in jobs {
             if let Some(st) = &j.cell.address.storage
@@ -56,113 +60,292 @@ impl Worker<'_> {
                 &out.stderr_str(),
             ));
         }
-        for j in jobs {
-            if let Some(reason) = unavailable.get(&j.recipe.name) {
-                let reason = reason.clone();
-                outcomes.insert(
-                    j.cell.key.clone(),
-                    Err(CellFailure::NotApplicable { reason }),
-                );
-            }
-        }
-        Ok(())
+        Ok(unserved)
     }
 }
 
+/// How a package manager is driven: every command runs as root, non-interactive, and
+/// waits for a lock another install holds (boards that share one system, as the lab's
+/// do, provision at the same time).
+fn install_command(m: PackageManager, packages: &[&str]) -> String {
+    let p = quote::join(packages);
+    match m {
+        PackageManager::Apt => format!(
+            "export DEBIAN_FRONTEND=noninteractive; \
+             apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p}"
+        ),
+        PackageManager::Dnf => format!("dnf install -y -q {p}"),
+        PackageManager::Apk => format!("apk add -q {p}"),
+        PackageManager::Pacman => format!("pacman -S --noconfirm --needed {p}"),
+    }
+}
+
+/// Refreshes the manager's package lists (its failure, offline say, is not fatal:
+/// the lists it had are asked again).
+fn update_command(m: PackageManager) -> &'static str {
+    match m {
+        PackageManager::Apt => "apt-get -o DPkg::Lock::Timeout=600 update -q",
+        PackageManager::Dnf => "dnf makecache -q",
+        PackageManager::Apk => "apk update -q",
+        PackageManager::Pacman => "pacman -Sy --noconfirm",
+    }
+}
+
+/// A shell test that succeeds when the manager's lists have the package `"$p"`.
+fn available_test(m: PackageManager) -> &'static str {
+    match m {
+        PackageManager::Apt => "apt-cache show -- \"$p\" >/dev/null 2>&1",
+        PackageManager::Dnf => "dnf -q info \"$p\" >/dev/null 2>&1",
+        PackageManager::Apk => "apk search -q -e \"$p\" 2>/dev/null | grep -q .",
+        PackageManager::Pacman => "pacman -Si \"$p\" >/dev/null 2>&1",
+    }
+}
+
+/// The packages of `packages` the manager's lists lack.
+fn unavailable(
+    t: &mut dyn Transport,
+    m: PackageManager,
+    packages: &[&str],
+) -> Result<BTreeSet<String>, TransportError> {
+    let script = format!(
+        "for p in {}; do {} || echo \"$p\"; done",
+        quote::join(packages),
+        available_test(m)
+    );
+    let out = t.run(&script, Some(Duration::from_secs(300)))?;
+    Ok(out.stdout_str().lines().map(str::to_string).collect())
+}
+
+/// The side's package manager, from its os-release; `Err` holds what the side runs.
+pub(super) fn manager_of(t: &mut dyn Transport) -> Result<PackageManager, String> {
+    let out = t
+        .run(
+            "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release 2>/dev/null",
+            Some(Duration::from_secs(30)),
+        )
+        .map_err(|e| e.to_string())?;
+    let fields = crate::image::expect::parse_os_release(&out.stdout_str());
+    PackageManager::for_os_release(&fields).ok_or_else(|| {
+        fields
+            .get("PRETTY_NAME")
+            .or(fields.get("ID"))
+            .cloned()
+            .unwrap_or_else(|| "a system without /etc/os-release".into())
+    })
+}
+
 /// Checks that every command the recipes need on `on` exists there, installing the
-/// missing ones' packages with apt-get when running as root there. A recipe that
-/// names no package for a command it lacks (iozone, which Debian does not package)
-/// cannot run there: it is returned with the reason, and the others go on.
+/// missing ones' packages, when running as root there, with the side's package
+/// manager. Returns the recipes left without their commands, each with its cause.
 pub(super) fn provision<'r>(
     t: &mut dyn Transport,
     side: &str,
     on: Side,
     recipes: impl Iterator<Item = &'r Recipe>,
-) -> Result<BTreeMap<TestName, String>, CellFailure> {
+) -> Result<Unserved, CellFailure> {
     let needs: Vec<(&TestName, &Needs)> = recipes
         .filter_map(|r| r.needs.get(&on).map(|n| (&r.name, n)))
         .collect();
-    let all: BTreeSet<&str> = needs
+    let commands: BTreeSet<&str> = needs
         .iter()
         .flat_map(|(_, n)| n.commands.iter().map(String::as_str))
         .collect();
-    let mut unavailable = BTreeMap::new();
-    if all.is_empty() {
-        return Ok(unavailable);
+    let mut unserved = Unserved::new();
+    if commands.is_empty() {
+        return Ok(unserved);
     }
-    let missing = missing_commands(t, &all)?;
-    for (name, n) in &needs {
-        let lacking: Vec<&str> = n
-            .commands
-            .iter()
-            .filter(|c| missing.contains(c))
-            .map(String::as_str)
-            .collect();
-        if !lacking.is_empty() && n.apt.is_empty() {
-            let verb = if lacking.len() == 1 { "is" } else { "are" };
-            let reason = format!("{} {verb} not installed on {side}", lacking.join(", "));
-            unavailable.insert((*name).clone(), reason);
+    let missing = missing_commands(t, &commands)?;
+    let lacking: Vec<(&TestName, &Needs, Vec<String>)> = needs
+        .iter()
+        .map(|(name, n)| {
+            let m: Vec<String> = n
+                .commands
+                .iter()
+                .filter(|c| missing.contains(c))
+                .cloned()
+                .collect();
+            (*name, *n, m)
+        })
+        .filter(|(_, _, m)| !m.is_empty())
+        .collect();
+    // A recipe naming no package for a command it lacks (iozone, which Debian does not
+    // package) cannot run here: a skip with the reason, not a failure, and the other
+    // recipes go on.
+    let not_installed = |m: &[String], why: &str| {
+        let verb = if m.len() == 1 { "is" } else { "are" };
+        CellFailure::NotApplicable {
+            reason: format!("{} {verb} not installed on {side}{why}", m.join(", ")),
         }
+    };
+    let (lacking, no_package): (Vec<_>, Vec<_>) =
+        lacking.into_iter().partition(|(_, n, _)| n.has_packages());
+    for (name, _, m) in no_package {
+        unserved.insert(name.clone(), not_installed(&m, ""));
     }
-    let needs: Vec<&Needs> = needs
-        .iter()
-        .filter(|(name, _)| !unavailable.contains_key(*name))
-        .map(|(_, n)| *n)
-        .collect();
-    let commands: BTreeSet<&str> = needs
-        .iter()
-        .flat_map(|n| n.commands.iter().map(String::as_str))
-        .collect();
-    let missing: Vec<String> = missing
-        .into_iter()
-        .filter(|c| commands.contains(c.as_str()))
-        .collect();
-    if missing.is_empty() {
-        return Ok(unavailable);
+    if lacking.is_empty() {
+        return Ok(unserved);
     }
-    let packages: BTreeSet<&str> = needs
-        .iter()
-        .filter(|n| n.commands.iter().any(|c| missing.contains(c)))
-        .flat_map(|n| n.apt.iter().map(String::as_str))
-        .collect();
-    let packages: Vec<&str> = packages.into_iter().collect();
+    let manager = match manager_of(t) {
+        Ok(m) => m,
+        Err(os) => {
+            for (name, _, m) in lacking {
+                unserved.insert(
+                    name.clone(),
+                    CellFailure::NoPackageManager {
+                        side: side.to_string(),
+                        os: os.clone(),
+                        commands: m,
+                    },
+                );
+            }
+            return Ok(unserved);
+        }
+    };
     let is_root = t
         .run("id -u", Some(Duration::from_secs(30)))
         .map(|o| o.stdout_str().trim() == "0")
         .unwrap_or(false);
-    let lacking = |commands: Vec<String>, installed| CellFailure::MissingCommands {
-        side: side.to_string(),
-        commands,
-        packages: packages.iter().map(|p| p.to_string()).collect(),
-        installed,
-    };
-    // With no package to install, apt-get could not help.
-    if !is_root || packages.is_empty() {
-        return Err(lacking(missing, false));
+    let lacks =
+        |commands: Vec<String>, packages: &[String], installed| CellFailure::MissingCommands {
+            side: side.to_string(),
+            commands,
+            packages: packages.to_vec(),
+            installed,
+            manager: Some(manager),
+        };
+    // Without root, or with no package named for this manager, nothing can help.
+    let mut wanted: Vec<(&TestName, &[String])> = Vec::new();
+    for (name, n, m) in &lacking {
+        let packages = n.packages_for(manager);
+        if packages.is_empty() {
+            let why = format!(" (the recipe names no {} package for it)", manager.name());
+            unserved.insert((*name).clone(), not_installed(m, &why));
+        } else if !is_root {
+            unserved.insert((*name).clone(), lacks(m.clone(), packages, false));
+        } else {
+            wanted.push((name, packages));
+        }
     }
-    // Boards that share one system (the lab) provision at the same time: wait for
-    // dpkg's lock rather than fail on it.
-    let install = format!(
-        "export DEBIAN_FRONTEND=noninteractive; \
-         apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p} || \
-         (apt-get -o DPkg::Lock::Timeout=600 update -q && \
-          apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p})",
-        p = quote::join(&packages)
-    );
-    let out = t.run(&install, Some(Duration::from_secs(1800)))?;
+    let all: BTreeSet<&str> = wanted
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(String::as_str))
+        .collect();
+    if all.is_empty() {
+        return Ok(unserved);
+    }
+    let all: Vec<&str> = all.into_iter().collect();
+    // Packages the lists lack, after one refresh of the lists, fail only their recipes.
+    let mut gone = unavailable(t, manager, &all)?;
+    if !gone.is_empty() {
+        let _ = t.run(update_command(manager), Some(Duration::from_secs(900)))?;
+        let again: Vec<&str> = gone.iter().map(String::as_str).collect();
+        gone = unavailable(t, manager, &again)?;
+    }
+    let mut installable: BTreeSet<&str> = BTreeSet::new();
+    let mut to_install: Vec<(&TestName, &[String])> = Vec::new();
+    for (name, packages) in wanted {
+        let absent: Vec<String> = packages
+            .iter()
+            .filter(|p| gone.contains(*p))
+            .cloned()
+            .collect();
+        if absent.is_empty() {
+            installable.extend(packages.iter().map(String::as_str));
+            to_install.push((name, packages));
+        } else {
+            unserved.insert(
+                name.clone(),
+                CellFailure::PackageUnavailable {
+                    side: side.to_string(),
+                    manager,
+                    packages: absent,
+                },
+            );
+        }
+    }
+    if installable.is_empty() {
+        return Ok(unserved);
+    }
+    let installable: Vec<&str> = installable.into_iter().collect();
+    let install = install_command(manager, &installable);
+    let mut out = t.run(&install, Some(Duration::from_secs(1800)))?;
     if !out.exit.success() {
-        return Err(CellFailure::step_failed(
+        // Stale lists name versions the mirror no longer has: refresh, try once more.
+        let _ = t.run(update_command(manager), Some(Duration::from_secs(900)))?;
+        out = t.run(&install, Some(Duration::from_secs(1800)))?;
+    }
+    if !out.exit.success() {
+        let cause = CellFailure::step_failed(
             format!("{side}: provision"),
-            &format!("apt-get install {}", packages.join(" ")),
+            &manager.install_hint(
+                &installable
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>(),
+            ),
             &out.exit,
             &out.stderr_str(),
-        ));
+        );
+        for (name, _) in to_install {
+            unserved.insert(name.clone(), cause.clone());
+        }
+        return Ok(unserved);
     }
     let still = missing_commands(t, &commands)?;
-    if !still.is_empty() {
-        return Err(lacking(still, true));
+    for (name, packages) in to_install {
+        let n = needs.iter().find(|(r, _)| *r == name).map(|(_, n)| *n);
+        let left: Vec<String> = n
+            .map(|n| {
+                n.commands
+                    .iter()
+                    .filter(|c| still.contains(c))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !left.is_empty() {
+            unserved.insert(name.clone(), lacks(left, packages, true));
+        }
     }
-    Ok(unavailable)
+    Ok(unserved)
+}
+
+/// The installed version of each of `packages` (those not installed are left out), as
+/// the side's package database says: recorded in the cells' facts beside the tools'
+/// own `[facts]`.
+pub(super) fn package_versions(
+    t: &mut dyn Transport,
+    m: PackageManager,
+    packages: &[String],
+) -> BTreeMap<String, String> {
+    if packages.is_empty() {
+        return BTreeMap::new();
+    }
+    let query = match m {
+        PackageManager::Apt => "dpkg-query -W -f='${Version}' -- \"$p\"",
+        PackageManager::Dnf => "rpm -q --qf '%{VERSION}-%{RELEASE}' -- \"$p\"",
+        // `apk info -e -v fio` prints `fio-3.36-r0`: the name's prefix is cut below.
+        PackageManager::Apk => "apk info -e -v \"$p\"",
+        PackageManager::Pacman => "pacman -Q -- \"$p\" | cut -d' ' -f2",
+    };
+    let script = format!(
+        "for p in {}; do v=$({query} 2>/dev/null | head -c 200); \
+         [ -n \"$v\" ] && printf '%s\\t%s\\n' \"$p\" \"$v\"; done",
+        quote::join(packages)
+    );
+    let Ok(out) = t.run(&script, Some(Duration::from_secs(60))) else {
+        return BTreeMap::new();
+    };
+    out.stdout_str()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(p, v)| {
+            let v = v.trim();
+            let v = v.strip_prefix(&format!("{p}-")).unwrap_or(v);
+            (p.to_string(), v.to_string())
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect()
 }
 
 pub(crate) fn missing_commands(

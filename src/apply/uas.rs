@@ -158,7 +158,7 @@ impl super::worker::Worker<'_> {
     /// Unmounts what is mounted (a reboot would drop it), power-cycles through the
     /// board's `[power] cycle` and connects once it is back.
     fn reboot(&self, w: &mut Walk<'_, '_>) -> Result<(), CellFailure> {
-        if let (Some((s, f)), Some(board)) = (w.mounted.take(), w.board.as_deref_mut()) {
+        if let (Some((s, f)), Some(board)) = (w.mounted.current.take(), w.board.as_deref_mut()) {
             storage::release(board, &s, &f).map_err(CellFailure::from)?;
         }
         w.board = None;

@@ -13,11 +13,12 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use super::facts::{gather_facts, read_temperature};
+use super::mount::MountState;
 use super::runs::stops_group;
 use super::worker::{LiveCell, Transports, Worker};
 use super::{BoardResult, Event, Job, StepStatus};
 use crate::failure::CellFailure;
-use crate::model::{Filesystem, Side, Storage, TestName};
+use crate::model::{Side, TestName};
 use crate::plan::CellKey;
 use crate::plan::schedule::{Action, DoneWhen, Step};
 use crate::plan::state;
@@ -42,7 +43,7 @@ pub(super) struct Walk<'j, 'c> {
     pub(super) idle_celsius: Option<f64>,
     /// Runs taken on this board in this apply (`Sample::board_seq`).
     pub(super) seq: u64,
-    pub(super) mounted: Option<(Storage, Filesystem)>,
+    pub(super) mounted: MountState,
     /// Set when the board is gone: its steps stop, the controller's cleanup goes on.
     pub(super) lost: Option<CellFailure>,
     /// Set when `Connect` found no board to talk to: its cells were not run, which is
@@ -125,7 +126,7 @@ impl Worker<'_> {
             tools: BTreeMap::new(),
             idle_celsius: None,
             seq: 0,
-            mounted: None,
+            mounted: MountState::default(),
             lost: None,
             unreachable: None,
             interrupted: false,
@@ -175,7 +176,7 @@ impl Worker<'_> {
             self.finish_cell(&mut w, k, &mut result);
         }
         if w.lost.is_none()
-            && let (Some((s, f)), Some(board)) = (w.mounted.take(), w.board.as_deref_mut())
+            && let (Some((s, f)), Some(board)) = (w.mounted.current.take(), w.board.as_deref_mut())
             && let Err(e) = storage::release(board, &s, &f)
         {
             self.phase(None, format!("could not unmount {}: {e}", s.path));
@@ -283,6 +284,7 @@ impl Worker<'_> {
                 },
             ) => w
                 .mounted
+                .current
                 .as_ref()
                 .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem),
             (DoneWhen::DriverAsWanted, Action::Uas { storage, uas }) => {
@@ -431,7 +433,14 @@ impl Worker<'_> {
             Action::Provision { .. } => {
                 self.phase(None, "provision");
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
-                self.prepare(t.board, t.controller, &jobs, outcomes)
+                let unserved = self.prepare(t.board, t.controller, &jobs)?;
+                // A recipe left without its tools fails its own cells only.
+                for j in jobs {
+                    if let Some(cause) = unserved.get(&j.recipe.name) {
+                        outcomes.insert(j.cell.key.clone(), Err(cause.clone()));
+                    }
+                }
+                Ok(())
             }
             Action::StopLeftoverServices => {
                 // Services a crashed or killed apply left running would skew every number.
@@ -471,35 +480,13 @@ impl Worker<'_> {
                 filesystem,
                 ..
             } => {
-                let st = self
-                    .board
-                    .storage(name)
-                    .ok_or_else(|| CellFailure::Refused {
-                        reason: format!("board {} declares no storage {name}", self.board.name),
-                    })?;
-                let fs = jobs[first]
-                    .cell
-                    .filesystem
-                    .clone()
-                    .filter(|f| &f.name == filesystem)
-                    .ok_or_else(|| CellFailure::Refused {
-                        reason: format!("no filesystem {filesystem} for {name}"),
-                    })?;
-                if let Some((s, f)) = mounted.take() {
-                    storage::release(t.board, &s, &f).map_err(CellFailure::from)?;
-                }
-                if fs.kind != crate::model::AS_IS {
-                    self.phase(
-                        Some(&jobs[first].cell.address),
-                        format!("format {} as {}", st.name, fs.name),
-                    );
-                }
-                if let Ok(Some(f)) = self.storage_facts(t.board, st) {
+                // The device's own facts (model, driver, link speed) for every cell here.
+                if let Some(st) = self.board.storage(name)
+                    && let Ok(Some(f)) = self.storage_facts(t.board, st)
+                {
                     storage_facts.insert(st.name.clone(), json!(f));
                 }
-                storage::prepare(t.board, st, &fs).map_err(CellFailure::from)?;
-                *mounted = Some((st.clone(), fs));
-                Ok(())
+                self.mount(t.board, jobs[first], name, filesystem, mounted)
             }
             Action::Setup { from, commands, .. } => {
                 let job = jobs[first];
@@ -521,6 +508,14 @@ impl Worker<'_> {
                         &mut facts,
                         storage.and_then(|s| storage_facts.get(s)),
                     );
+                    // What holds the storage's path: the type `as-flashed` measures.
+                    if let (Some(obj), Some(on), true) = (
+                        facts.as_object_mut(),
+                        &mounted.fact,
+                        job.cell.address.storage.is_some(),
+                    ) {
+                        obj.insert("storage_filesystem".into(), on.clone());
+                    }
                     let cell = self.open_cell(job, &facts)?;
                     self.requires(&mut t, &cell)?;
                     live.insert(first.clone(), cell);

@@ -326,6 +326,17 @@ pub fn plans(ws: &Workspace) -> Vec<(&Scenario, Plan)> {
         .collect()
 }
 
+/// `plans`, with the cells the store already knows cannot run (their board's kernel
+/// lacks their filesystem) moved to each plan's `skipped`.
+pub fn known_plans<'w>(ws: &'w Workspace, store: &Store) -> Result<Vec<(&'w Scenario, Plan)>> {
+    let facts = store.all_board_facts(ws.boards.keys())?;
+    let mut all = plans(ws);
+    for (_, p) in &mut all {
+        plan::known::skip_known(p, &facts);
+    }
+    Ok(all)
+}
+
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Check { files, cells } => {
@@ -372,7 +383,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 return Ok(());
             }
             let store = Store::open(&store.store)?;
-            let cells: Vec<_> = plans(&ws)
+            let cells: Vec<_> = known_plans(&ws, &store)?
                 .into_iter()
                 .flat_map(|(_, p)| p.cells)
                 .filter(|c| select.runs(c))
@@ -605,7 +616,7 @@ fn parse_pattern(text: &str) -> Result<crate::model::CellPattern> {
 pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
     let data = store.all()?;
     let mut written = Vec::new();
-    for (scenario, plan) in plans(ws) {
+    for (scenario, plan) in known_plans(ws, store)? {
         let model = report::build(ws, scenario, &plan, &data);
         let dir = out.join(&scenario.name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;

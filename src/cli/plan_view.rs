@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Selection, plans};
+use super::{Selection, known_plans};
 use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
 use crate::plan::drift::OnDrift;
@@ -181,7 +181,7 @@ fn summary(v: &View<'_>) -> String {
 
 /// The text (or JSON) of `benchpipe plan`.
 pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) -> Result<String> {
-    let all_plans = plans(ws);
+    let all_plans = known_plans(ws, store)?;
     let v = view(ws, &all_plans, store, select)?;
     if json {
         return plan_json(&all_plans, &v, select.on_drift);
@@ -350,7 +350,7 @@ fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>, on_drift: OnDrift) -
 
 /// `apply --dry-run`: the steps apply would walk, per board, touching no board.
 pub fn dry_run_text(ws: &Workspace, store: &Store, select: &Selection) -> Result<String> {
-    let all_plans = plans(ws);
+    let all_plans = known_plans(ws, store)?;
     let v = view(ws, &all_plans, store, select)?;
     let mut out = v.schedule.text();
     out.push_str(&summary(&v));

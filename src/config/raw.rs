@@ -155,12 +155,16 @@ pub struct Service {
     pub ready_timeout: Option<S<String>>,
 }
 
-/// `[needs]`: flat `apt`/`commands` for a recipe on one side, or `[needs.board]` and
+/// `[needs]`: flat package lists (`apt`, `dnf`, `apk`, `pacman`) and `commands` for a
+/// recipe on one side, or `[needs.board]` and
 /// `[needs.controller]`; which form fits is checked in validation, with positions.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Needs {
     pub apt: Option<S<Vec<S<String>>>>,
+    pub dnf: Option<S<Vec<S<String>>>>,
+    pub apk: Option<S<Vec<S<String>>>>,
+    pub pacman: Option<S<Vec<S<String>>>>,
     pub commands: Option<S<Vec<S<String>>>>,
     pub board: Option<S<SideNeeds>>,
     pub controller: Option<S<SideNeeds>>,
@@ -171,6 +175,12 @@ pub struct Needs {
 pub struct SideNeeds {
     #[serde(default)]
     pub apt: Vec<S<String>>,
+    #[serde(default)]
+    pub dnf: Vec<S<String>>,
+    #[serde(default)]
+    pub apk: Vec<S<String>>,
+    #[serde(default)]
+    pub pacman: Vec<S<String>>,
     #[serde(default)]
     pub commands: Vec<S<String>>,
 }

@@ -390,6 +390,51 @@ pub(super) fn packages(
         .collect()
 }
 
+/// `needs.dnf`, `needs.apk`, `needs.pacman`: names that reach the package manager as
+/// root. RPM, apk and pacman names share a plain grammar: a letter or digit, then
+/// letters, digits and `+ - . _ @`; never an option, a path or a URL.
+pub(super) fn packages_of(
+    src: &Source,
+    manager: crate::model::PackageManager,
+    v: &[Spanned<String>],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    if manager == crate::model::PackageManager::Apt {
+        return packages(src, v, diags);
+    }
+    v.iter()
+        .map(|s| {
+            let name = s.get_ref();
+            if !is_plain_package(name) {
+                diags.push(
+                    src.at_value(
+                        s,
+                        format!(
+                            "bad package `{}`: expected a {manager} package name",
+                            name.escape_debug()
+                        ),
+                    )
+                    .with_help(
+                        "letters, digits, `+`, `-`, `.`, `_` and `@`, starting with a letter \
+                         or digit, at most 128, e.g. `fio` or `perl-Time-HiRes`",
+                    ),
+                );
+            }
+            name.clone()
+        })
+        .collect()
+}
+
+/// A package name for dnf, apk or pacman (see `packages_of`).
+pub fn is_plain_package(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 128
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|&c| c.is_ascii_alphanumeric() || b"+-._@".contains(&c))
+}
+
 pub fn is_debian_package(s: &str) -> bool {
     let (name, arch) = match s.split_once(':') {
         Some((n, a)) => (n, Some(a)),

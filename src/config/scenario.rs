@@ -9,8 +9,8 @@ use toml::Spanned;
 use super::diag::Diagnostic;
 use super::{Source, names, raw, units};
 use crate::model::{
-    AS_IS, Board, BoardName, Filesystem, FsName, Image, ImageName, ImageSource, Recipe, Scenario,
-    TestName,
+    AS_FLASHED, AS_IS, Board, BoardName, FS_KINDS, Filesystem, FsName, Image, ImageName,
+    ImageSource, Recipe, Scenario, TestName,
 };
 use crate::storage::rules;
 
@@ -254,18 +254,34 @@ fn filesystems(
         plain_key(src, key, "filesystem", diags);
         let fs = fs.get_ref();
         let kind = fs.kind.get_ref();
-        if !matches!(kind.as_str(), "ext4" | "btrfs") {
-            let help = names::help_for(kind, ["ext4", "btrfs"], "filesystem kinds");
+        if !FS_KINDS.contains(&kind.as_str()) {
+            let help = names::help_for(kind, FS_KINDS, "filesystem kinds");
             diags.push(
                 src.at_value(
                     &fs.kind,
-                    format!("unknown filesystem kind `{kind}`; expected `ext4` or `btrfs`"),
+                    format!(
+                        "unknown filesystem kind `{kind}`; expected one of {}",
+                        FS_KINDS.map(|k| format!("`{k}`")).join(", ")
+                    ),
                 )
                 .with_help(help),
             );
         }
+        if kind == AS_FLASHED
+            && let Some(opt) = fs.mkfs_options.first().or(fs.mount_options.first())
+        {
+            diags.push(
+                src.at_value(
+                    opt,
+                    format!("`{AS_FLASHED}` formats and mounts nothing, so it takes no mkfs or mount options"),
+                )
+                .with_help("remove the options, or declare a kind benchpipe makes (`ext4`, `btrfs`, `xfs`, `f2fs`)"),
+            );
+        }
         for opt in &fs.mkfs_options {
-            if let Some(why) = rules::mkfs_option(opt.get_ref()) {
+            if let Some(why) = rules::mkfs_option(opt.get_ref())
+                .or_else(|| rules::mkfs_option_for(kind, opt.get_ref()))
+            {
                 diags.push(
                     src.at_value(opt, format!("bad mkfs option: {why}"))
                         .with_help("write an option and its value as one item (`-O^has_journal`, `--nodesize=16k`); benchpipe names the device itself"),

@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, names, raw, recipe, template};
-use crate::model::{FactSpec, Needs, Side};
+use crate::model::{FactSpec, Needs, PackageManager, Side};
 
 /// Variables a `[facts]` command may use: facts are gathered once per board and recipe,
 /// before any cell, so nothing of a cell (its storage, parameters or run) exists yet.
@@ -30,25 +30,35 @@ pub fn needs(
     let mut out = BTreeMap::new();
     let Some(raw) = raw else { return out };
     // The flat key written first, where an error about the flat form points.
-    let flat_at = [
-        raw.apt.as_ref().map(Spanned::span),
-        raw.commands.as_ref().map(Spanned::span),
-    ]
-    .into_iter()
-    .flatten()
-    .min_by_key(|s| s.start);
+    let flat_lists = [
+        (PackageManager::Apt, raw.apt.as_ref()),
+        (PackageManager::Dnf, raw.dnf.as_ref()),
+        (PackageManager::Apk, raw.apk.as_ref()),
+        (PackageManager::Pacman, raw.pacman.as_ref()),
+    ];
+    let flat_at = flat_lists
+        .iter()
+        .map(|(_, l)| l.map(Spanned::span))
+        .chain([raw.commands.as_ref().map(Spanned::span)])
+        .flatten()
+        .min_by_key(|s| s.start);
     let per_side = [
         (Side::Board, raw.board.as_ref()),
         (Side::Controller, raw.controller.as_ref()),
     ];
     let any_sub_table = per_side.iter().any(|(_, t)| t.is_some());
     if let Some(at) = flat_at {
+        let mut packages = BTreeMap::new();
+        for (manager, list) in flat_lists {
+            if let Some(list) = list {
+                packages.insert(
+                    manager,
+                    recipe::packages_of(src, manager, list.get_ref(), diags),
+                );
+            }
+        }
         let flat = Needs {
-            apt: recipe::packages(
-                src,
-                raw.apt.as_ref().map_or(&[][..], |v| v.get_ref()),
-                diags,
-            ),
+            packages,
             commands: words(
                 src,
                 raw.commands.as_ref().map_or(&[][..], |v| v.get_ref()),
@@ -63,7 +73,7 @@ pub fn needs(
         } else if sides.len() > 1 {
             diags.push(
                 src.at(at, "a flat `[needs]` in a recipe that runs on both the board and the controller: it would install everything on both sides")
-                    .with_help("split it into `[needs.board]` and `[needs.controller]`, each with its own `apt` and `commands`"),
+                    .with_help("split it into `[needs.board]` and `[needs.controller]`, each with its own package lists and `commands`"),
             );
         } else if let Some(side) = sides.iter().next() {
             out.insert(*side, flat);
@@ -87,10 +97,21 @@ pub fn needs(
             continue;
         }
         let t = table.get_ref();
+        let mut packages = BTreeMap::new();
+        for (manager, list) in [
+            (PackageManager::Apt, &t.apt),
+            (PackageManager::Dnf, &t.dnf),
+            (PackageManager::Apk, &t.apk),
+            (PackageManager::Pacman, &t.pacman),
+        ] {
+            if !list.is_empty() {
+                packages.insert(manager, recipe::packages_of(src, manager, list, diags));
+            }
+        }
         out.insert(
             side,
             Needs {
-                apt: recipe::packages(src, &t.apt, diags),
+                packages,
                 commands: words(src, &t.commands, diags),
             },
         );

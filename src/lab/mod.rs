@@ -69,7 +69,9 @@ impl Default for LabOptions {
             prefix: "bp-lab".into(),
             board_prefix: "lab".into(),
             disks_per_board: 2,
-            disk_bytes: 256 << 20,
+            // mkfs.xfs (xfsprogs 5.19 and later) refuses filesystems under 300 MB;
+            // the files are sparse.
+            disk_bytes: 320 << 20,
             boot_bytes: 64 << 20,
             first_subnet: 1,
             sshd: PathBuf::from(DEFAULT_SSHD),

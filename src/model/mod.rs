@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 mod meter;
 mod recipe;
 pub use meter::*;
+mod packages;
+pub use packages::PackageManager;
 pub use recipe::*;
 
 macro_rules! typed_name {
@@ -68,6 +70,15 @@ typed_name!(
 
 /// The built-in filesystem that means "use the storage as it is, format nothing".
 pub const AS_IS: &str = "as-is";
+
+/// The filesystem kind that means "what the image gave us at the storage's path": the
+/// root filesystem or any directory the image holds; never formatted, never unmounted,
+/// its type recorded as a fact.
+pub const AS_FLASHED: &str = "as-flashed";
+
+/// The kinds a scenario's `[filesystems]` may declare: benchpipe's mkfs makes the first
+/// four; `as-flashed` formats nothing.
+pub const FS_KINDS: [&str; 5] = ["ext4", "btrfs", "xfs", "f2fs", AS_FLASHED];
 
 /// Everything loaded for one invocation: the scenarios named on the command line and
 /// the boards and recipes they can refer to.
@@ -299,10 +310,18 @@ impl ImageSource {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Filesystem {
     pub name: FsName,
-    /// `ext4` or `btrfs`.
+    /// One of `FS_KINDS`, or `as-is`.
     pub kind: String,
     pub mkfs_options: Vec<String>,
     pub mount_options: Vec<String>,
+}
+
+impl Filesystem {
+    /// Whether benchpipe makes (and later unmounts) this filesystem; `as-is` and
+    /// `as-flashed` measure what is there.
+    pub fn is_made(&self) -> bool {
+        self.kind != AS_IS && self.kind != AS_FLASHED
+    }
 }
 
 /// The axes, with board globs already resolved to names.

@@ -151,11 +151,24 @@ pub struct ServiceSpec {
     pub ready_timeout: Duration,
 }
 
-/// Debian packages one side installs and the commands that must exist there.
+/// The commands that must exist on one side, and per package manager the packages that
+/// provide them there (the board's os-release picks the manager).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Needs {
-    pub apt: Vec<String>,
+    pub packages: BTreeMap<super::PackageManager, Vec<String>>,
     pub commands: Vec<String>,
+}
+
+impl Needs {
+    /// The packages for `manager`; none when the recipe names none for it.
+    pub fn packages_for(&self, manager: super::PackageManager) -> &[String] {
+        self.packages.get(&manager).map_or(&[], Vec::as_slice)
+    }
+
+    /// Whether any package manager has a package named for these commands.
+    pub fn has_packages(&self) -> bool {
+        self.packages.values().any(|p| !p.is_empty())
+    }
 }
 
 /// One `[facts]` entry: a template whose trimmed stdout is recorded as `tools.<name>`.

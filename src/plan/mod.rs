@@ -10,6 +10,7 @@ pub mod diff;
 pub mod drift;
 pub mod glob;
 pub mod key;
+pub mod known;
 pub mod schedule;
 pub mod select;
 pub mod state;
@@ -400,6 +401,10 @@ pub enum CannotMeasure {
     FilesystemWithoutStorage,
     #[error("storage {storage} is the boot storage; benchpipe never formats it")]
     BootStorage { storage: StorageName },
+    /// The board's kernel cannot mount the filesystem: probed before mkfs, and known
+    /// from the store's board facts thereafter (`known`).
+    #[error("the kernel of {board} has no {kind}")]
+    KernelLacks { board: BoardName, kind: String },
     #[error("storage {storage} has no device, so it cannot be formatted as {filesystem}")]
     NoDeviceToFormat {
         storage: StorageName,
@@ -465,6 +470,10 @@ fn make_cell(
                 .get(fs)
                 .ok_or_else(|| CannotMeasure::UnknownFilesystem(fs.clone()))?;
             let st = storage.ok_or(CannotMeasure::FilesystemWithoutStorage)?;
+            // `as-flashed` formats nothing: any storage, boot included, and any path.
+            if !f.is_made() {
+                return finish(recipe, scenario, image, board, storage, Some(f.clone()), a);
+            }
             if st.role == StorageRole::Boot {
                 return Err(CannotMeasure::BootStorage {
                     storage: st.name.clone(),
@@ -479,6 +488,19 @@ fn make_cell(
             Some(f.clone())
         }
     };
+    finish(recipe, scenario, image, board, storage, filesystem, a)
+}
+
+/// The cell of an address whose inputs are all found and allowed.
+fn finish(
+    recipe: &Recipe,
+    scenario: &Scenario,
+    image: &Image,
+    board: &Board,
+    storage: Option<&crate::model::Storage>,
+    filesystem: Option<Filesystem>,
+    a: &Address,
+) -> Result<Cell, CannotMeasure> {
     let mut params = recipe.params.clone();
     if let Some(over) = scenario.params.get(&a.test) {
         for (k, v) in over {

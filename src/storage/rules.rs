@@ -55,6 +55,61 @@ pub fn label(storage: &str) -> String {
     l
 }
 
+/// The label for a filesystem of `kind`: `label`, cut to the 12 bytes XFS allows.
+pub fn label_for(kind: &str, storage: &str) -> String {
+    let mut l = label(storage);
+    if kind == "xfs" {
+        l.truncate(12);
+    }
+    l
+}
+
+/// The mkfs binary for a kind benchpipe makes, and the flag that lets it overwrite an
+/// old filesystem (given once; each tool still refuses a mounted device).
+pub fn mkfs_of(kind: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    // (binary, force flag, label flag)
+    match kind {
+        "ext4" => Some(("mkfs.ext4", "-F", "-L")),
+        "btrfs" => Some(("mkfs.btrfs", "-f", "-L")),
+        "xfs" => Some(("mkfs.xfs", "-f", "-L")),
+        "f2fs" => Some(("mkfs.f2fs", "-f", "-l")),
+        _ => None,
+    }
+}
+
+/// Why `opt` is refused for mkfs of `kind` in particular: options of that tool that name
+/// another device or file, or set the label.
+pub fn mkfs_option_for(kind: &str, opt: &str) -> Option<String> {
+    let short = |flag: char| {
+        opt.strip_prefix('-')
+            .is_some_and(|c| !c.starts_with('-') && c.starts_with(flag))
+    };
+    match kind {
+        // mkfs.xfs: `-d name=`, `-l logdev=`, `-r rtdev=` name devices or files, `-p`
+        // a prototype file, `-c options=` a config file.
+        "xfs" => {
+            for tag in ["name=", "logdev=", "rtdev=", "options="] {
+                if opt.contains(tag) {
+                    return Some(format!(
+                        "`{opt}` names another device or file (`{tag}`); mkfs touches only the declared device"
+                    ));
+                }
+            }
+            (short('p') || short('c')).then(|| {
+                format!("`{opt}` makes mkfs.xfs read a file; mkfs touches only the declared device")
+            })
+        }
+        // mkfs.f2fs: `-c` adds a device, `-l` sets the label.
+        "f2fs" if short('c') => Some(format!(
+            "`{opt}` adds another device; mkfs touches only the declared device"
+        )),
+        "f2fs" if short('l') => Some(format!(
+            "`{opt}` sets the label, which benchpipe sets itself to recognise its own filesystems"
+        )),
+        _ => None,
+    }
+}
+
 /// What the marker file holds for `storage`: a mount is benchpipe's own only when it
 /// carries this text and the label.
 pub fn marker_text(storage: &str) -> String {
@@ -327,6 +382,27 @@ mod tests {
     }
 
     #[test]
+    fn xfs_and_f2fs_options_that_name_files_devices_or_the_label_are_refused() {
+        for (kind, ok) in [("xfs", "-mcrc=1"), ("xfs", "-dagcount=4"), ("f2fs", "-O")] {
+            assert_eq!(mkfs_option_for(kind, ok), None, "{kind} {ok}");
+        }
+        for (kind, bad) in [
+            ("xfs", "-dname=other.img"),
+            ("xfs", "-llogdev=sdb1"),
+            ("xfs", "-rrtdev=sdc"),
+            ("xfs", "-pproto"),
+            ("xfs", "-coptions=x"),
+            ("f2fs", "-csdb"),
+            ("f2fs", "-lmine"),
+        ] {
+            assert!(mkfs_option_for(kind, bad).is_some(), "{kind} {bad}");
+        }
+        assert_eq!(mkfs_option_for("ext4", "-lbadblocks"), None);
+        assert_eq!(mkfs_of("xfs").map(|m| m.0), Some("mkfs.xfs"));
+        assert_eq!(mkfs_of("as-flashed"), None);
+    }
+
+    #[test]
     fn mkfs_options_are_options_only() {
         for ok in [
             "-O^has_journal",
@@ -422,5 +498,7 @@ mod tests {
     fn labels_fit_ext4() {
         assert_eq!(label("usb"), "bp-usb");
         assert_eq!(label("a-very-long-storage-name").len(), 16);
+        assert_eq!(label_for("xfs", "a-very-long-storage-name"), "bp-a-very-lo");
+        assert_eq!(label_for("f2fs", "usb"), "bp-usb");
     }
 }

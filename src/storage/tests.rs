@@ -132,3 +132,40 @@ fn a_probe_says_what_it_was_doing_and_keeps_the_cause() {
         "/dev/null is not a block device on the board (it resolves to /dev/null)"
     );
 }
+
+#[test]
+fn findmnt_pairs_give_type_source_and_mount_point() {
+    // Real `findmnt -n -P -o FSTYPE,SOURCE,TARGET -T /tmp` output of this machine, and
+    // one with a space and a quote in the mount point, which findmnt escapes.
+    let p = parse_pairs("FSTYPE=\"ext4\" SOURCE=\"/dev/vda\" TARGET=\"/\"\n");
+    assert_eq!(p["FSTYPE"], "ext4");
+    assert_eq!(p["SOURCE"], "/dev/vda");
+    assert_eq!(p["TARGET"], "/");
+    let p = parse_pairs("FSTYPE=\"xfs\" SOURCE=\"/dev/loop3\" TARGET=\"/mnt/a b\\x22c\"");
+    assert_eq!(p["FSTYPE"], "xfs");
+    assert_eq!(p["TARGET"], "/mnt/a b\\x22c");
+    assert!(parse_pairs("").is_empty());
+    assert!(parse_pairs("garbage without pairs").is_empty());
+}
+
+#[test]
+fn filesystem_at_names_what_holds_a_path_on_this_machine() {
+    use crate::transport::local::Local;
+    let mut t = Local::new();
+    let got = filesystem_at(&mut t, "/").expect("findmnt or stat answers for /");
+    // The root's type as the kernel's mountinfo says it.
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let root = info
+        .lines()
+        .find(|l| l.split_whitespace().nth(4) == Some("/"))
+        .unwrap();
+    let fstype = root
+        .split(" - ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_eq!(got["type"], fstype, "{got}");
+    assert_eq!(got["mount_point"], "/", "{got}");
+}

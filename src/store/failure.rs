@@ -7,8 +7,9 @@ use crate::failure::CellFailure;
 
 /// The version of failure.json; readers refuse newer ones. 2: the failure is typed
 /// (`failure`, tagged by `kind`) and `cause` is only its text for people; 1 held the
-/// `cause` text alone, read back as `CellFailure::Legacy`.
-pub const FAILURE_FORMAT: u32 = 3;
+/// `cause` text alone, read back as `CellFailure::Legacy`. 4: `package_unavailable`,
+/// `no_package_manager` and `missing_commands.manager`.
+pub const FAILURE_FORMAT: u32 = 4;
 
 /// `failure.json`: why the last attempt at a cell failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -131,6 +132,24 @@ mod tests {
                 commands: vec!["fio".into()],
                 packages: vec!["fio".into()],
                 installed: true,
+                manager: None,
+            },
+            CellFailure::MissingCommands {
+                side: "pi".into(),
+                commands: vec!["fio".into()],
+                packages: vec!["fio".into()],
+                installed: false,
+                manager: Some(crate::model::PackageManager::Dnf),
+            },
+            CellFailure::PackageUnavailable {
+                side: "pi".into(),
+                manager: crate::model::PackageManager::Apt,
+                packages: vec!["nope".into()],
+            },
+            CellFailure::NoPackageManager {
+                side: "pi".into(),
+                os: "Void Linux".into(),
+                commands: vec!["fio".into()],
             },
             CellFailure::Refused {
                 reason: "workdir /x: not empty".into(),

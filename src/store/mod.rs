@@ -4,6 +4,8 @@
 //! ```text
 //! results/
 //!   store.json                      {"format": 1}
+//!   boards/<board>.json             the image the board was last verified at
+//!   boards/<board>.facts.json       its kernel's filesystems, per image
 //!   .lock                           held (flock) by the one apply writing the store
 //!   boards/<board>.json             the image the board was last verified at
 //!   boards/<board>.fingerprint.json the board as apply last saw it (`drift.rs`)
@@ -41,6 +43,7 @@ use crate::error::{Error, Result};
 use crate::failure::CellFailure;
 use crate::plan::{Address, Cell, CellKey};
 
+mod board_facts;
 mod board_state;
 mod drift;
 mod failure;
@@ -48,6 +51,7 @@ mod files;
 #[cfg(test)]
 mod tests;
 
+pub use board_facts::{BoardFacts, KernelFacts};
 pub use board_state::BoardState;
 pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};

@@ -547,7 +547,7 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
         "[params]",
         "[needs.board]\npackages = [\"xz-utils\"]\n\n[params]",
         "pipeline/xz.toml:5:1",
-        "unknown key `packages`; expected one of `apt`, `commands`",
+        "unknown key `packages`; expected one of `apt`, `dnf`, `apk`, `pacman`, `commands`",
     ),
     (
         "pipeline/xz.toml",
@@ -561,7 +561,7 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
         "[params]",
         "[needs.bord]\napt = [\"xz-utils\"]\n\n[params]",
         "pipeline/xz.toml:4:8",
-        "unknown key `bord`; expected one of `apt`, `commands`, `board`, `controller`",
+        "unknown key `bord`; expected one of `apt`, `dnf`, `apk`, `pacman`, `commands`, `board`, `controller`",
     ),
     (
         "pipeline/xz.toml",
@@ -984,7 +984,10 @@ fn each_side_gets_its_own_needs_and_a_flat_needs_means_the_one_side_a_recipe_run
     // ss is the board's ready check: the controller neither needs nor installs it.
     assert_eq!(up.needs[&Side::Board].commands, ["iperf3", "ss"]);
     assert_eq!(up.needs[&Side::Controller].commands, ["iperf3"]);
-    assert_eq!(up.needs[&Side::Controller].apt, ["iperf3"]);
+    assert_eq!(
+        up.needs[&Side::Controller].packages_for(benchpipe::model::PackageManager::Apt),
+        ["iperf3"]
+    );
     let on: Vec<(&str, Side)> = up.facts.iter().map(|f| (f.name.as_str(), f.on)).collect();
     assert_eq!(
         on,

@@ -36,6 +36,11 @@ pub struct Lab {
 
 impl Lab {
     pub fn up(boards: usize) -> Lab {
+        Lab::up_with_disks(boards, None)
+    }
+
+    /// `up`, with loop disks of `disk_bytes` each when given (mkfs.xfs wants 300 MB).
+    pub fn up_with_disks(boards: usize, disk_bytes: Option<u64>) -> Lab {
         let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -44,7 +49,10 @@ impl Lab {
                  devices and sshds. Run them as root (the CI does); they never pass silently."
             );
         }
-        let (root, options) = fresh_workspace("bt", "lab");
+        let (root, mut options) = fresh_workspace("bt", "lab");
+        if let Some(bytes) = disk_bytes {
+            options.disk_bytes = bytes;
+        }
         let info = lab::up_with(&root, boards, &options).unwrap_or_else(|e| {
             panic!("LAB UP FAILED (needs root, `ip netns`, loop devices, /usr/sbin/sshd): {e}")
         });

@@ -19,8 +19,8 @@ mod tests;
 
 use super::{Cell, CellKey};
 use crate::model::{
-    AS_IS, BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe,
-    RunOrder, Side, StorageName, TestName, Workspace,
+    BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe, RunOrder,
+    Side, StorageName, TestName, Workspace,
 };
 use crate::store::CellData;
 
@@ -244,7 +244,7 @@ impl Estimates {
 /// The mount a cell needs: `None` for tests that touch no storage.
 fn mount_of(cell: &Cell) -> Option<(StorageName, FsName, bool)> {
     match (&cell.address.storage, &cell.filesystem) {
-        (Some(s), Some(f)) => Some((s.clone(), f.name.clone(), f.kind != AS_IS)),
+        (Some(s), Some(f)) => Some((s.clone(), f.name.clone(), f.is_made())),
         _ => None,
     }
 }

@@ -348,3 +348,66 @@ fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
     });
     assert_ne!(key_of(&ws, "usb", "ext4"), key_of(&off, "usb", "ext4"));
 }
+
+#[test]
+fn xfs_f2fs_and_as_flashed_are_each_prepared_once_and_only_the_made_ones_format() {
+    let mut ws = fixtures::workspace();
+    let s = &mut ws.scenarios[0];
+    for (name, kind) in [("xfs", "xfs"), ("f2fs", "f2fs"), ("image", "as-flashed")] {
+        s.filesystems.insert(
+            FsName::new(name),
+            crate::model::Filesystem {
+                name: FsName::new(name),
+                kind: kind.into(),
+                mkfs_options: vec![],
+                mount_options: vec![],
+            },
+        );
+    }
+    s.matrix.filesystem = ["xfs", "f2fs", "image"].map(FsName::new).to_vec();
+    let plan = expand(&ws, &ws.scenarios[0]);
+    // as-flashed applies to the boot storage too; xfs and f2fs only to scratch.
+    assert!(
+        plan.cells.iter().any(|c| c
+            .address
+            .storage
+            .as_ref()
+            .is_some_and(|s| s.as_str() == "sd")
+            && c.address
+                .filesystem
+                .as_ref()
+                .is_some_and(|f| f.as_str() == "image")),
+        "{:?}",
+        plan.skipped
+    );
+    let s = schedule_of(&ws);
+    for b in &s.boards {
+        let mounts: Vec<(String, String, bool)> = actions(b)
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::Mount {
+                    storage,
+                    filesystem,
+                    mkfs,
+                    ..
+                } => Some((storage.to_string(), filesystem.to_string(), *mkfs)),
+                _ => None,
+            })
+            .collect();
+        let unmounts = actions(b)
+            .into_iter()
+            .filter(|a| matches!(a, Action::Unmount { .. }))
+            .count();
+        let mut want = vec![
+            ("sd".to_string(), "image".to_string(), false),
+            ("usb".into(), "xfs".into(), true),
+            ("usb".into(), "f2fs".into(), true),
+            ("usb".into(), "image".into(), false),
+        ];
+        let mut got = mounts.clone();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "each (storage, filesystem) once");
+        assert_eq!(unmounts, mounts.len());
+    }
+}
