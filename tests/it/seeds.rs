@@ -41,10 +41,8 @@ fn copy_tomls(from: &Path, to: &Path) {
 
 /// A workspace with the repository's boards, recipes and scenarios, and an empty store.
 fn workspace(tag: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!(
-        "benchpipe-it-seeds-{tag}-{}",
-        std::process::id()
-    ));
+    let root =
+        std::env::temp_dir().join(format!("benchpipe-it-seeds-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     for d in ["boards", "pipeline", "scenarios"] {
         copy_tomls(&repo().join(d), &root.join(d));
@@ -59,7 +57,11 @@ fn toml_of(path: &Path) -> toml::Table {
 /// `plan --json` of a scenario after `check` accepted it.
 fn plan(root: &Path, scenario: &str) -> Value {
     let check = bp(root, &["check", scenario]);
-    assert!(check.status.success(), "check {scenario}: {}", stderr(&check));
+    assert!(
+        check.status.success(),
+        "check {scenario}: {}",
+        stderr(&check)
+    );
     let out = bp(root, &["plan", "--json", scenario]);
     assert!(out.status.success(), "plan {scenario}: {}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap()
@@ -74,7 +76,13 @@ fn addresses(plan: &Value) -> BTreeSet<[String; 5]> {
         .map(|c| {
             let a = &c["address"];
             let f = |k: &str| a[k].as_str().unwrap_or("-").to_string();
-            [f("image"), f("board"), f("storage"), f("filesystem"), f("test")]
+            [
+                f("image"),
+                f("board"),
+                f("storage"),
+                f("filesystem"),
+                f("test"),
+            ]
         })
         .collect()
 }
@@ -113,8 +121,15 @@ fn the_turing_pi_disk_study_plans_every_cell_of_the_first_seeds_disk_tables() {
         }
     }
     let missing: Vec<_> = want.difference(&got).collect();
-    assert!(missing.is_empty(), "cells of the seed's tables not planned: {missing:?}");
-    assert_eq!(got.len(), 54, "6 rows x 3 tests x 3 images, nothing else: {got:?}");
+    assert!(
+        missing.is_empty(),
+        "cells of the seed's tables not planned: {missing:?}"
+    );
+    assert_eq!(
+        got.len(),
+        54,
+        "6 rows x 3 tests x 3 images, nothing else: {got:?}"
+    );
     for c in doc["cells"].as_array().unwrap() {
         assert_eq!(c["state"]["want"], 3, "3 measured runs: {c}");
     }
@@ -129,9 +144,15 @@ fn the_turing_pi_disk_study_plans_every_cell_of_the_first_seeds_disk_tables() {
     // The three images by url and a 64-hex-digit sha256.
     for image in ["hypriotos", "raspios-32", "raspios-64"] {
         let i = &s["images"][image];
-        assert!(i["url"].as_str().unwrap().starts_with("https://"), "{image}");
+        assert!(
+            i["url"].as_str().unwrap().starts_with("https://"),
+            "{image}"
+        );
         let sha = i["sha256"].as_str().unwrap();
-        assert!(sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()), "{image}");
+        assert!(
+            sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()),
+            "{image}"
+        );
     }
     // UASP off against on, on the same SSD.
     let compares = s["report"]["compare"].as_array().unwrap();
@@ -141,14 +162,22 @@ fn the_turing_pi_disk_study_plans_every_cell_of_the_first_seeds_disk_tables() {
     }));
     let pi4 = toml_of(&root.join("boards/dramble-pi4-1.toml"));
     let storage = pi4["storage"].as_array().unwrap();
-    let by_name = |n: &str| storage.iter().find(|s| s["name"].as_str() == Some(n)).unwrap();
+    let by_name = |n: &str| {
+        storage
+            .iter()
+            .find(|s| s["name"].as_str() == Some(n))
+            .unwrap()
+    };
     let (bot, uas) = (by_name("kingston-usb3-bot"), by_name("kingston-usb3-uas"));
     assert_eq!(bot["uas"].as_bool(), Some(false));
     assert_eq!(uas["uas"].as_bool(), Some(true));
     assert_eq!(bot["device"], uas["device"], "the same SSD both ways");
     // Each UAS state is set once per image on the Pi 4 (a board-state step).
     let schedule = doc["schedule"].to_string();
-    assert!(schedule.contains("\"uas\""), "no uas step in the schedule: {schedule}");
+    assert!(
+        schedule.contains("\"uas\""),
+        "no uas step in the schedule: {schedule}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -180,13 +209,18 @@ fn the_sbc_study_plans_every_cell_of_the_second_seeds_xz_and_filesystem_tables()
         }
     }
     let missing: Vec<_> = want.difference(&got).collect();
-    assert!(missing.is_empty(), "cells of the seed's tables not planned: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "cells of the seed's tables not planned: {missing:?}"
+    );
     let extra: Vec<_> = got.difference(&want).collect();
     assert!(extra.is_empty(), "cells the seed has not: {extra:?}");
 
     let s = toml_of(&root.join("scenarios/sbc-xz-fs.toml"));
     assert_eq!(s["params"]["xz-pinned"]["threads"].as_str(), Some("4-7"));
-    let lzo = s["filesystems"]["btrfs-lzo"]["mount_options"].as_array().unwrap();
+    let lzo = s["filesystems"]["btrfs-lzo"]["mount_options"]
+        .as_array()
+        .unwrap();
     assert!(lzo.iter().any(|o| o.as_str() == Some("compress-force=lzo")));
     let compares = s["report"]["compare"].as_array().unwrap();
     assert!(compares.iter().any(|c| {
@@ -207,7 +241,10 @@ fn the_localhost_demo_plans_only_localhost_beside_the_seed_hardware_boards() {
     }
     let schedule = doc["schedule"].to_string();
     for other in ["turing-cm3", "dramble", "rpi3", "opi-", "odroid"] {
-        assert!(!schedule.contains(other), "{other} in the schedule: {schedule}");
+        assert!(
+            !schedule.contains(other),
+            "{other} in the schedule: {schedule}"
+        );
     }
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -253,7 +290,11 @@ fn measured_cells(root: &Path) -> std::collections::BTreeMap<String, usize> {
         };
         let cell: Value = serde_json::from_str(&text).unwrap();
         let test = cell["address"]["test"].as_str().unwrap().to_string();
-        assert!(!e.path().join("failure.json").exists(), "{}", e.path().display());
+        assert!(
+            !e.path().join("failure.json").exists(),
+            "{}",
+            e.path().display()
+        );
         let recipe = toml_of(&repo().join(format!("pipeline/{test}.toml")));
         let samples = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
         let mut n = 0;
@@ -335,12 +376,19 @@ fn the_shipped_lab_storage_scenario_measures_every_storage_and_filesystem_and_sk
     let report = bp(&lab.root, &["report", "scenarios/lab-storage.toml"]);
     assert!(report.status.success(), "{}", stderr(&report));
     let md = std::fs::read_to_string(lab.root.join("reports/lab-storage/index.md")).unwrap();
-    let section = md.split("disk-4k").nth(1).unwrap_or_else(|| panic!("no disk-4k in {md}"));
-    assert!(section.contains("random_read") && section.contains("random_write"), "{md}");
+    let section = md
+        .split("disk-4k")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no disk-4k in {md}"));
+    assert!(
+        section.contains("random_read") && section.contains("random_write"),
+        "{md}"
+    );
     for disk in ["disk1", "disk2"] {
         for fs in ["ext4", "btrfs-lzo", "xfs"] {
             assert!(
-                md.lines().any(|l| l.contains(&board) && l.contains(disk) && l.contains(fs)),
+                md.lines()
+                    .any(|l| l.contains(&board) && l.contains(disk) && l.contains(fs)),
                 "no row for {board} {disk} {fs} in:\n{md}"
             );
         }
@@ -353,11 +401,24 @@ fn the_shipped_lab_turing_pi_disk_scenario_runs_dd_and_skips_iozone_and_hdparm_w
     let measured = measured_cells(&lab.root);
     assert_eq!(measured.get("dd-write"), Some(&2), "{measured:?}\n{err}");
     let skipped = skip_reasons(&lab.root);
-    let of = |t: &str| skipped.iter().filter(|(test, _)| test == t).collect::<Vec<_>>();
+    let of = |t: &str| {
+        skipped
+            .iter()
+            .filter(|(test, _)| test == t)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(of("iozone").len(), 2, "{skipped:?}");
-    assert!(of("iozone").iter().all(|(_, r)| r.contains("iozone is not installed")), "{skipped:?}");
+    assert!(
+        of("iozone")
+            .iter()
+            .all(|(_, r)| r.contains("iozone is not installed")),
+        "{skipped:?}"
+    );
     assert_eq!(of("hdparm").len(), 2, "{skipped:?}");
-    assert!(of("hdparm").iter().all(|(_, r)| !r.is_empty()), "{skipped:?}");
+    assert!(
+        of("hdparm").iter().all(|(_, r)| !r.is_empty()),
+        "{skipped:?}"
+    );
 }
 
 #[test]
@@ -366,5 +427,9 @@ fn the_shipped_lab_sbc_scenario_measures_xz_pinned_and_unpinned_and_ext4_against
     let measured = measured_cells(&lab.root);
     assert_eq!(measured.get("xz"), Some(&1), "{measured:?}\n{err}");
     assert_eq!(measured.get("xz-pinned"), Some(&1), "{measured:?}\n{err}");
-    assert_eq!(measured.get("fs-stack"), Some(&4), "2 disks x 2 filesystems: {measured:?}");
+    assert_eq!(
+        measured.get("fs-stack"),
+        Some(&4),
+        "2 disks x 2 filesystems: {measured:?}"
+    );
 }
