@@ -41,6 +41,15 @@ impl Lab {
 
     /// `up`, with loop disks of `disk_bytes` each when given (mkfs.xfs wants 300 MB).
     pub fn up_with_disks(boards: usize, disk_bytes: Option<u64>) -> Lab {
+        Lab::up_with_options(boards, |o| {
+            if let Some(bytes) = disk_bytes {
+                o.disk_bytes = bytes;
+            }
+        })
+    }
+
+    /// `up`, with the test's own changes to the options (disks per board, their size).
+    pub fn up_with_options(boards: usize, edit: impl FnOnce(&mut LabOptions)) -> Lab {
         let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -50,9 +59,7 @@ impl Lab {
             );
         }
         let (root, mut options) = fresh_workspace("bt", "lab");
-        if let Some(bytes) = disk_bytes {
-            options.disk_bytes = bytes;
-        }
+        edit(&mut options);
         let info = lab::up_with(&root, boards, &options).unwrap_or_else(|e| {
             panic!("LAB UP FAILED (needs root, `ip netns`, loop devices, /usr/sbin/sshd): {e}")
         });

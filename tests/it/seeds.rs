@@ -1,0 +1,435 @@
+//! Integration tests: the shipped seed scenarios. The hardware studies
+//! (`turing-pi-disk`, `sbc-xz-fs`) pass `check` and their plans name every cell of the
+//! seeds' tables, with no hardware; the lab-shaped variants and `lab-storage` run as
+//! shipped (only the board glob renamed to the test lab's prefix) on a lab of their
+//! own, every cell completed with numbers or skipped with its reason.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::lab::Lab;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bp(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(args)
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn copy_tomls(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// A workspace with the repository's boards, recipes and scenarios, and an empty store.
+fn workspace(tag: &str) -> PathBuf {
+    let root =
+        std::env::temp_dir().join(format!("benchpipe-it-seeds-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for d in ["boards", "pipeline", "scenarios"] {
+        copy_tomls(&repo().join(d), &root.join(d));
+    }
+    root
+}
+
+fn toml_of(path: &Path) -> toml::Table {
+    std::fs::read_to_string(path).unwrap().parse().unwrap()
+}
+
+/// `plan --json` of a scenario after `check` accepted it.
+fn plan(root: &Path, scenario: &str) -> Value {
+    let check = bp(root, &["check", scenario]);
+    assert!(
+        check.status.success(),
+        "check {scenario}: {}",
+        stderr(&check)
+    );
+    let out = bp(root, &["plan", "--json", scenario]);
+    assert!(out.status.success(), "plan {scenario}: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each planned cell as (image, board, storage, filesystem, test); "-" for none.
+fn addresses(plan: &Value) -> BTreeSet<[String; 5]> {
+    plan["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let a = &c["address"];
+            let f = |k: &str| a[k].as_str().unwrap_or("-").to_string();
+            [
+                f("image"),
+                f("board"),
+                f("storage"),
+                f("filesystem"),
+                f("test"),
+            ]
+        })
+        .collect()
+}
+
+fn cell(image: &str, board: &str, storage: &str, fs: &str, test: &str) -> [String; 5] {
+    [image, board, storage, fs, test].map(String::from)
+}
+
+#[test]
+fn the_turing_pi_disk_study_plans_every_cell_of_the_first_seeds_disk_tables() {
+    let root = workspace("turing");
+    let doc = plan(&root, "scenarios/turing-pi-disk.toml");
+    let got = addresses(&doc);
+    // The seed's rows (disk table, UASP table, CM3+ table): board and storage, with the
+    // filesystem it was measured on (the image's own for boot media, ext4 on the SSDs).
+    let rows = [
+        ("turing-cm3-1", "emmc", "image"),              // CM3+ 8 GB eMMC
+        ("turing-cm3-2", "microsd", "image"),           // CM3+ microSD, Samsung Evo+
+        ("turing-cm3-1", "kingston-usb", "ext4"),       // CM3+ Kingston USB SSD
+        ("dramble-pi4-1", "microsd", "image"),          // Pi 4 microSD
+        ("dramble-pi4-1", "kingston-usb3-bot", "ext4"), // Pi 4 USB 3.0 SSD w/o UASP
+        ("dramble-pi4-1", "kingston-usb3-uas", "ext4"), // Pi 4 USB 3.0 SSD w/ UASP
+    ];
+    let mut want = BTreeSet::new();
+    for image in ["hypriotos", "raspios-32", "raspios-64"] {
+        for (board, storage, fs) in rows {
+            for test in ["iozone", "dd-write"] {
+                want.insert(cell(image, board, storage, fs, test));
+            }
+            // hdparm reads the raw device: no filesystem in its address.
+            let hdparm = got
+                .iter()
+                .filter(|c| c[0] == image && c[1] == board && c[2] == storage && c[4] == "hdparm")
+                .count();
+            assert_eq!(hdparm, 1, "hdparm on {board} {storage} ({image}): {got:?}");
+        }
+    }
+    let missing: Vec<_> = want.difference(&got).collect();
+    assert!(
+        missing.is_empty(),
+        "cells of the seed's tables not planned: {missing:?}"
+    );
+    assert_eq!(
+        got.len(),
+        54,
+        "6 rows x 3 tests x 3 images, nothing else: {got:?}"
+    );
+    for c in doc["cells"].as_array().unwrap() {
+        assert_eq!(c["state"]["want"], 3, "3 measured runs: {c}");
+    }
+
+    // The method: 4 runs, the first discarded, after a 15-minute cool-down.
+    let s = toml_of(&root.join("scenarios/turing-pi-disk.toml"));
+    let m = &s["method"];
+    assert_eq!(m["cooldown"].as_str(), Some("15m"));
+    assert_eq!(m["warmup"]["runs"].as_integer(), Some(1));
+    assert_eq!(m["runs"]["min"].as_integer(), Some(3));
+    assert_eq!(m["runs"]["max"].as_integer(), Some(3));
+    // The three images by url and a 64-hex-digit sha256.
+    for image in ["hypriotos", "raspios-32", "raspios-64"] {
+        let i = &s["images"][image];
+        assert!(
+            i["url"].as_str().unwrap().starts_with("https://"),
+            "{image}"
+        );
+        let sha = i["sha256"].as_str().unwrap();
+        assert!(
+            sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit()),
+            "{image}"
+        );
+    }
+    // UASP off against on, on the same SSD.
+    let compares = s["report"]["compare"].as_array().unwrap();
+    assert!(compares.iter().any(|c| {
+        c["baseline"]["storage"].as_str() == Some("kingston-usb3-bot")
+            && c["candidate"]["storage"].as_str() == Some("kingston-usb3-uas")
+    }));
+    let pi4 = toml_of(&root.join("boards/dramble-pi4-1.toml"));
+    let storage = pi4["storage"].as_array().unwrap();
+    let by_name = |n: &str| {
+        storage
+            .iter()
+            .find(|s| s["name"].as_str() == Some(n))
+            .unwrap()
+    };
+    let (bot, uas) = (by_name("kingston-usb3-bot"), by_name("kingston-usb3-uas"));
+    assert_eq!(bot["uas"].as_bool(), Some(false));
+    assert_eq!(uas["uas"].as_bool(), Some(true));
+    assert_eq!(bot["device"], uas["device"], "the same SSD both ways");
+    // Each UAS state is set once per image on the Pi 4 (a board-state step).
+    let schedule = doc["schedule"].to_string();
+    assert!(
+        schedule.contains("\"uas\""),
+        "no uas step in the schedule: {schedule}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn the_sbc_study_plans_every_cell_of_the_second_seeds_xz_and_filesystem_tables() {
+    let root = workspace("sbc");
+    let doc = plan(&root, "scenarios/sbc-xz-fs.toml");
+    let got = addresses(&doc);
+    let boards = [
+        ("rpi3-1", "raspbian-stretch"),
+        ("opi-zero-plus-1", "armbian-stretch"),
+        ("opi-one-plus-1", "armbian-stretch"),
+        ("odroid-hc2-1", "ubuntu-bionic"),
+    ];
+    let mut want = BTreeSet::new();
+    // The xz table: one row per board (xz uses no storage).
+    for (board, image) in boards {
+        want.insert(cell(image, board, "-", "-", "xz"));
+    }
+    // The seed's ODROID pinned to its fast cores.
+    want.insert(cell("ubuntu-bionic", "odroid-hc2-1", "-", "-", "xz-pinned"));
+    // The EXT4 vs BTRFS LZO table: every board's USB disk, and the HC2's SATA disk.
+    let mut disks: Vec<(&str, &str, &str)> =
+        boards.iter().map(|(b, i)| (*b, *i, "usb-hdd")).collect();
+    disks.push(("odroid-hc2-1", "ubuntu-bionic", "sata-hdd"));
+    for (board, image, storage) in disks {
+        for fs in ["ext4", "btrfs-lzo"] {
+            want.insert(cell(image, board, storage, fs, "fs-stack"));
+        }
+    }
+    let missing: Vec<_> = want.difference(&got).collect();
+    assert!(
+        missing.is_empty(),
+        "cells of the seed's tables not planned: {missing:?}"
+    );
+    let extra: Vec<_> = got.difference(&want).collect();
+    assert!(extra.is_empty(), "cells the seed has not: {extra:?}");
+
+    let s = toml_of(&root.join("scenarios/sbc-xz-fs.toml"));
+    assert_eq!(s["params"]["xz-pinned"]["threads"].as_str(), Some("4-7"));
+    let lzo = s["filesystems"]["btrfs-lzo"]["mount_options"]
+        .as_array()
+        .unwrap();
+    assert!(lzo.iter().any(|o| o.as_str() == Some("compress-force=lzo")));
+    let compares = s["report"]["compare"].as_array().unwrap();
+    assert!(compares.iter().any(|c| {
+        c["baseline"]["filesystem"].as_str() == Some("ext4")
+            && c["candidate"]["filesystem"].as_str() == Some("btrfs-lzo")
+    }));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The README's first command's scenario selects only localhost beside the seed boards:
+/// no step of its schedule names another board.
+#[test]
+fn the_localhost_demo_plans_only_localhost_beside_the_seed_hardware_boards() {
+    let root = workspace("localhost");
+    let doc = plan(&root, "scenarios/localhost.toml");
+    for c in doc["cells"].as_array().unwrap() {
+        assert_eq!(c["address"]["board"], "localhost", "{c}");
+    }
+    let schedule = doc["schedule"].to_string();
+    for other in ["turing-cm3", "dramble", "rpi3", "opi-", "odroid"] {
+        assert!(
+            !schedule.contains(other),
+            "{other} in the schedule: {schedule}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Runs a shipped lab scenario on a 1-board lab with two 320 MiB disks (mkfs.xfs wants
+/// 300 MB), as shipped but for the board glob; returns the lab and the plan after.
+fn run_shipped_on_a_lab(name: &str) -> (Lab, Value, String) {
+    let lab = Lab::up_with_options(1, |o| {
+        o.disks_per_board = 2;
+        o.disk_bytes = 320 << 20;
+    });
+    let root = lab.root.clone();
+    copy_tomls(&repo().join("pipeline"), &root.join("pipeline"));
+    let shipped = std::fs::read_to_string(repo().join(format!("scenarios/{name}.toml"))).unwrap();
+    assert_eq!(shipped.matches("board = [\"lab-*\"]").count(), 1, "{name}");
+    let text = shipped.replace(
+        "board = [\"lab-*\"]",
+        &format!("board = [\"{}-*\"]", lab.options.board_prefix),
+    );
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    let file = format!("scenarios/{name}.toml");
+    std::fs::write(root.join(&file), text).unwrap();
+    let check = bp(&root, &["check", &file]);
+    assert!(check.status.success(), "{}", stderr(&check));
+    let out = bp(&root, &["apply", &file]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "apply {name}: {err}");
+    let doc = plan(&root, &file);
+    let s = &doc["summary"];
+    for k in ["missing", "partial", "failed"] {
+        assert_eq!(s[k], 0, "{k} cells after apply of {name}: {s}\n{err}");
+    }
+    (lab, doc, err)
+}
+
+/// Every stored cell's samples: each metric finite and not negative, and the test's
+/// primary metrics above zero; returns how many cells were measured per test.
+fn measured_cells(root: &Path) -> std::collections::BTreeMap<String, usize> {
+    let mut per_test = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path().join("cell.json")) else {
+            continue;
+        };
+        let cell: Value = serde_json::from_str(&text).unwrap();
+        let test = cell["address"]["test"].as_str().unwrap().to_string();
+        assert!(
+            !e.path().join("failure.json").exists(),
+            "{}",
+            e.path().display()
+        );
+        let recipe = toml_of(&repo().join(format!("pipeline/{test}.toml")));
+        let samples = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+        let mut n = 0;
+        for line in samples.lines() {
+            let sample: Value = serde_json::from_str(line).unwrap();
+            for (metric, v) in sample["metrics"].as_object().unwrap() {
+                let v = v.as_f64().unwrap();
+                assert!(v.is_finite() && v >= 0.0, "{test}.{metric} = {v}: {cell}");
+                let primary = recipe["metrics"][metric.as_str()]
+                    .get("primary")
+                    .and_then(|p| p.as_bool())
+                    .unwrap_or(false);
+                assert!(!primary || v > 0.0, "{test}.{metric} = {v}: {cell}");
+            }
+            n += 1;
+        }
+        if n > 0 {
+            *per_test.entry(test).or_insert(0) += 1;
+        }
+    }
+    per_test
+}
+
+/// What was skipped at run time and why, as (test, reason), from the store's skip.json
+/// (a tool that is not installed, a device that is no disk).
+fn skip_reasons(root: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
+        let (Ok(cell), Ok(skip)) = (
+            std::fs::read_to_string(e.path().join("cell.json")),
+            std::fs::read_to_string(e.path().join("skip.json")),
+        ) else {
+            continue;
+        };
+        let cell: Value = serde_json::from_str(&cell).unwrap();
+        let skip: Value = serde_json::from_str(&skip).unwrap();
+        out.push((
+            cell["address"]["test"].as_str().unwrap().to_string(),
+            skip["reason"].as_str().unwrap_or("").to_string(),
+        ));
+    }
+    out
+}
+
+/// What the plan skips and why, as (test, reason): known before a run (a kernel
+/// without f2fs, from the board's stored facts).
+fn plan_skips(doc: &Value) -> Vec<(String, String)> {
+    doc["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["address"]["test"].as_str().unwrap_or("").to_string(),
+                s["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_shipped_lab_storage_scenario_measures_every_storage_and_filesystem_and_skips_f2fs_with_its_reason()
+ {
+    let (lab, doc, err) = run_shipped_on_a_lab("lab-storage");
+    let board = lab.board(0).name.to_string();
+    let measured = measured_cells(&lab.root);
+    // 2 disks x ext4, btrfs-lzo, xfs (f2fs skipped here) for each disk test; xz once.
+    for test in ["disk-4k", "disk-1m", "dd-write", "fs-stack"] {
+        assert_eq!(measured.get(test), Some(&6), "{test}: {measured:?}\n{err}");
+    }
+    assert_eq!(measured.get("xz"), Some(&1), "{measured:?}");
+    let reason = format!("the kernel of {board} has no f2fs");
+    let skipped = plan_skips(&doc);
+    let f2fs = skipped.iter().filter(|(_, r)| *r == reason).count();
+    assert_eq!(f2fs, 8, "2 disks x 4 disk tests on f2fs: {skipped:?}");
+
+    // The report's disk table: one row per board, storage and filesystem, with 4K
+    // random read and write.
+    let report = bp(&lab.root, &["report", "scenarios/lab-storage.toml"]);
+    assert!(report.status.success(), "{}", stderr(&report));
+    let md = std::fs::read_to_string(lab.root.join("reports/lab-storage/index.md")).unwrap();
+    let section = md
+        .split("disk-4k")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no disk-4k in {md}"));
+    assert!(
+        section.contains("random_read") && section.contains("random_write"),
+        "{md}"
+    );
+    for disk in ["disk1", "disk2"] {
+        for fs in ["ext4", "btrfs-lzo", "xfs"] {
+            assert!(
+                md.lines()
+                    .any(|l| l.contains(&board) && l.contains(disk) && l.contains(fs)),
+                "no row for {board} {disk} {fs} in:\n{md}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_shipped_lab_turing_pi_disk_scenario_runs_dd_and_skips_iozone_and_hdparm_with_reasons() {
+    let (lab, _doc, err) = run_shipped_on_a_lab("lab-turing-pi-disk");
+    let measured = measured_cells(&lab.root);
+    assert_eq!(measured.get("dd-write"), Some(&2), "{measured:?}\n{err}");
+    let skipped = skip_reasons(&lab.root);
+    let of = |t: &str| {
+        skipped
+            .iter()
+            .filter(|(test, _)| test == t)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of("iozone").len(), 2, "{skipped:?}");
+    assert!(
+        of("iozone")
+            .iter()
+            .all(|(_, r)| r.contains("iozone is not installed")),
+        "{skipped:?}"
+    );
+    assert_eq!(of("hdparm").len(), 2, "{skipped:?}");
+    assert!(
+        of("hdparm").iter().all(|(_, r)| !r.is_empty()),
+        "{skipped:?}"
+    );
+}
+
+#[test]
+fn the_shipped_lab_sbc_scenario_measures_xz_pinned_and_unpinned_and_ext4_against_btrfs_lzo() {
+    let (lab, _doc, err) = run_shipped_on_a_lab("lab-sbc-xz-fs");
+    let measured = measured_cells(&lab.root);
+    assert_eq!(measured.get("xz"), Some(&1), "{measured:?}\n{err}");
+    assert_eq!(measured.get("xz-pinned"), Some(&1), "{measured:?}\n{err}");
+    assert_eq!(
+        measured.get("fs-stack"),
+        Some(&4),
+        "2 disks x 2 filesystems: {measured:?}"
+    );
+}
