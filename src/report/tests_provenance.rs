@@ -111,11 +111,7 @@ fn two_kernels_within_one_configuration_are_a_warning() {
         fact("image").value,
         "as installed on the board (not flashed by benchpipe)"
     );
-    assert_eq!(
-        fact("mount options").value,
-        "noatime",
-        "the fixture's ext4"
-    );
+    assert_eq!(fact("mount options").value, "noatime", "the fixture's ext4");
     assert_eq!(p.cells.len(), 2);
     assert!(p.cells[1] == "disk-4k-again 0123456789ab", "{:?}", p.cells);
 

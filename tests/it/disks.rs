@@ -507,7 +507,10 @@ fn provenance_of_the_lab_board(root: &Path, md: &str, canary: &str) {
         .unwrap_or_else(|| panic!("no provenance section: {md}"));
     let uname = Command::new("uname").arg("-srm").output().unwrap();
     let kernel = String::from_utf8_lossy(&uname.stdout).trim().to_string();
-    assert!(section.contains(&format!("| kernel | {kernel} |")), "{section}");
+    assert!(
+        section.contains(&format!("| kernel | {kernel} |")),
+        "{section}"
+    );
     let os = std::fs::read_to_string("/etc/os-release").unwrap();
     let pretty = os
         .lines()
@@ -520,10 +523,20 @@ fn provenance_of_the_lab_board(root: &Path, md: &str, canary: &str) {
     );
     let fio = Command::new("fio").arg("--version").output().unwrap();
     let fio = String::from_utf8_lossy(&fio.stdout).trim().to_string();
-    assert!(section.contains(&format!("| tool fio | {fio} |")), "{section}");
-    assert!(section.contains("| package fio (board, apt) | "), "{section}");
+    assert!(
+        section.contains(&format!("| tool fio | {fio} |")),
+        "{section}"
+    );
+    assert!(
+        section.contains("| package fio (board, apt) | "),
+        "{section}"
+    );
     // The loop disk: its size, kind and scheduler, as sysfs said them.
-    for row in ["| storage size | ", "| storage kind | ", "| I/O scheduler | "] {
+    for row in [
+        "| storage size | ",
+        "| storage kind | ",
+        "| I/O scheduler | ",
+    ] {
         assert!(section.contains(row), "{row}: {section}");
     }
     assert!(section.contains("| filesystem | ext4 |"), "{section}");
@@ -533,7 +546,10 @@ fn provenance_of_the_lab_board(root: &Path, md: &str, canary: &str) {
         "{section}"
     );
     assert!(section.contains("| cells | disk-1m "), "{section}");
-    assert!(!section.contains("Warning"), "one cell, nothing differs: {section}");
+    assert!(
+        !section.contains("Warning"),
+        "one cell, nothing differs: {section}"
+    );
     for name in ["index.md", "index.html", "report.json"] {
         let text = std::fs::read_to_string(root.join("reports/s").join(name)).unwrap();
         for leak in [canary, root.to_str().unwrap(), "PASSWORD"] {
