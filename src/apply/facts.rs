@@ -27,6 +27,8 @@ echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
     let mut facts = serde_json::Map::new();
     facts.insert("board".into(), json!(board.name));
     facts.insert("model".into(), json!(board.model));
+    // Which benchpipe measured: the report's provenance shows it.
+    facts.insert("benchpipe".into(), json!(env!("CARGO_PKG_VERSION")));
     match t.run(SCRIPT, Some(Duration::from_secs(60))) {
         Ok(out) => {
             let text = out.stdout_str();

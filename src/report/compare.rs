@@ -11,7 +11,7 @@ use crate::stats;
 use crate::store::CellData;
 
 /// A short name of a cell's configuration for comparison rows.
-fn config_label(a: &Address) -> String {
+pub(super) fn config_label(a: &Address) -> String {
     let mut parts = vec![a.board.to_string()];
     if let Some(s) = &a.storage {
         parts.push(s.to_string());

@@ -18,14 +18,18 @@ mod chart;
 mod compare;
 mod export;
 mod format;
+mod provenance;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_provenance;
 
 pub use chart::bar_chart;
 pub use compare::comparisons;
 pub use export::{ExportError, Exporter, Html, Json, Markdown, exporters, markdown_escape};
 use format::duration_text;
 pub use format::{mean_ci, number, p_value, percent, trimmed};
+pub use provenance::{Fact, Provenance, host_key_fingerprint};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -42,6 +46,12 @@ pub struct Report {
     /// Cells that cannot apply, with the reason: the plan's (a storage with no device)
     /// and those the last apply found on the board (a tool not installed).
     pub skipped: Vec<String>,
+    /// Per configuration, what produced its numbers, from the facts stored with its
+    /// cells; a fact that differs between them is a warning (`provenance.rs`).
+    pub provenance: Vec<Provenance>,
+    /// The benchpipe that rendered the report (each configuration shows the one that
+    /// measured it, where its facts say).
+    pub benchpipe: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -402,6 +412,8 @@ pub fn build(
     }
     let comparisons = comparisons(ws, scenario, plan, data);
     Report {
+        provenance: provenance::provenance(plan, data),
+        benchpipe: env!("CARGO_PKG_VERSION").to_string(),
         comparisons,
         title: scenario.title.clone(),
         description: scenario.description.clone(),

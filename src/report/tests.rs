@@ -6,7 +6,7 @@ use crate::model::CellPattern;
 use crate::plan::{expand, fixtures};
 use crate::store::{FORMAT, RunKind, Sample};
 
-fn with_samples(values: &[f64]) -> CellData {
+pub(super) fn with_samples(values: &[f64]) -> CellData {
     CellData {
         samples: values
             .iter()
@@ -32,7 +32,7 @@ fn with_samples(values: &[f64]) -> CellData {
 }
 
 /// The fixture study with one comparison: USB storage against the SD card.
-fn usb_against_sd() -> (
+pub(super) fn usb_against_sd() -> (
     crate::model::Workspace,
     crate::model::Scenario,
     crate::plan::Plan,
@@ -223,20 +223,29 @@ fn report_snapshots() {
             continue;
         }
         let base = 10.0 + i as f64 * 3.0;
-        data.insert(
-            c.key.clone(),
-            with_samples(&[base, base * 1.02, base * 0.97, base * 1.01]),
-        );
+        let mut d = with_samples(&[base, base * 1.02, base * 0.97, base * 1.01]);
+        // Stored facts for the first cells, to show the provenance section.
+        if i < 2 {
+            let f = super::tests_provenance::cell_with_facts(c, "Linux 6.1.0 aarch64");
+            (d.record, d.facts) = (f.record, f.facts);
+        }
+        data.insert(c.key.clone(), d);
     }
     let r = build(&ws, &scenario, &plan, &data);
-    insta::assert_snapshot!(
-        "report_md",
-        String::from_utf8(Markdown.render(&r).unwrap()).unwrap()
-    );
-    insta::assert_snapshot!(
-        "report_html",
-        String::from_utf8(Html.render(&r).unwrap()).unwrap()
-    );
+    // Volatile between builds, not between renders: the rendering benchpipe's version
+    // and the cell keys (a fixture or key-format change moves them).
+    let filtered = |bytes: Vec<u8>| {
+        let mut text = String::from_utf8(bytes).unwrap().replace(
+            &format!("benchpipe {}.", env!("CARGO_PKG_VERSION")),
+            "benchpipe [version].",
+        );
+        for c in &plan.cells {
+            text = text.replace(&c.key.to_string()[..super::provenance::SHORT_KEY], "[key]");
+        }
+        text
+    };
+    insta::assert_snapshot!("report_md", filtered(Markdown.render(&r).unwrap()));
+    insta::assert_snapshot!("report_html", filtered(Html.render(&r).unwrap()));
 }
 
 #[test]

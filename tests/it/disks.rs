@@ -432,7 +432,16 @@ fn on_a_lab_board_disk_1m_measures_while_iozone_and_hdparm_are_skipped_with_reas
     )
     .unwrap();
     let board = lab.board(0).name.to_string();
-    let apply = crate::lab::bp(root, &["apply", "scenarios/s.toml"]);
+    // A value in apply's environment, like a password a board file names by variable:
+    // it must reach neither the store's facts nor a report.
+    let canary = "canary-8f3e1d0b-secret";
+    let apply = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .env("BENCHPIPE_TEST_SUDO_PASSWORD", canary)
+        .output()
+        .unwrap();
     assert!(apply.status.success(), "{}", out_text(&apply));
 
     let disk = stored(root, "disk-1m");
@@ -484,4 +493,84 @@ fn on_a_lab_board_disk_1m_measures_while_iozone_and_hdparm_are_skipped_with_reas
         )),
         "{md}"
     );
+    provenance_of_the_lab_board(root, &md, canary);
+}
+
+/// The report's provenance of a real lab board (a network namespace on this host):
+/// this host's kernel and os-release, fio's version, the loop disk's facts and the ext4
+/// made on it, and no secret, local path or device node.
+fn provenance_of_the_lab_board(root: &Path, md: &str, canary: &str) {
+    let section = md
+        .split("## Provenance")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or_else(|| panic!("no provenance section: {md}"));
+    let uname = Command::new("uname").arg("-srm").output().unwrap();
+    let kernel = String::from_utf8_lossy(&uname.stdout).trim().to_string();
+    assert!(
+        section.contains(&format!("| kernel | {kernel} |")),
+        "{section}"
+    );
+    let os = std::fs::read_to_string("/etc/os-release").unwrap();
+    let pretty = os
+        .lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .unwrap()
+        .trim_matches('"');
+    assert!(
+        section.contains(&format!("| os-release | {pretty} (")),
+        "{section}"
+    );
+    let fio = Command::new("fio").arg("--version").output().unwrap();
+    let fio = String::from_utf8_lossy(&fio.stdout).trim().to_string();
+    assert!(
+        section.contains(&format!("| tool fio | {fio} |")),
+        "{section}"
+    );
+    assert!(
+        section.contains("| package fio (board, apt) | "),
+        "{section}"
+    );
+    // The loop disk: its size, kind and scheduler, as sysfs said them.
+    for row in [
+        "| storage size | ",
+        "| storage kind | ",
+        "| I/O scheduler | ",
+    ] {
+        assert!(section.contains(row), "{row}: {section}");
+    }
+    assert!(section.contains("| filesystem | ext4 |"), "{section}");
+    assert!(section.contains("| path is on | ext4 |"), "{section}");
+    assert!(
+        section.contains(&format!("| benchpipe | {} |", env!("CARGO_PKG_VERSION"))),
+        "{section}"
+    );
+    assert!(section.contains("| cells | disk-1m "), "{section}");
+    assert!(
+        !section.contains("Warning"),
+        "one cell, nothing differs: {section}"
+    );
+    for name in ["index.md", "index.html", "report.json"] {
+        let text = std::fs::read_to_string(root.join("reports/s").join(name)).unwrap();
+        for leak in [canary, root.to_str().unwrap(), "PASSWORD"] {
+            assert!(!text.contains(leak), "{leak} in {name}");
+        }
+    }
+    // The loop device's node and backing file stay out of the provenance (the hdparm
+    // skip's reason elsewhere names the device on purpose).
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("reports/s/report.json")).unwrap())
+            .unwrap();
+    let provenance = json["provenance"].to_string();
+    assert!(provenance.contains("ext4"), "{provenance}");
+    for leak in ["/dev/", "/tmp/", ".img"] {
+        assert!(!section.contains(leak), "{leak}: {section}");
+        assert!(!provenance.contains(leak), "{leak}: {provenance}");
+    }
+    for cell in std::fs::read_dir(root.join("results")).unwrap() {
+        let facts = cell.unwrap().path().join("facts.json");
+        if let Ok(text) = std::fs::read_to_string(&facts) {
+            assert!(!text.contains(canary), "{}", facts.display());
+        }
+    }
 }

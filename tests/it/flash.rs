@@ -1074,6 +1074,19 @@ fn a_new_host_key_after_a_flash_is_refused_unless_the_board_opts_in_and_then_rec
         .find(|f| f.contains("accepted_host_key"))
         .expect("the cell's facts name the accepted key");
     assert!(facts.contains(key), "{facts}");
+    // The report's provenance shows the accepted key as its fingerprint.
+    let out = apply(&lab.root, &["report", "scenarios/lab-flash.toml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(lab.root.join("reports/lab-flash/index.md")).unwrap();
+    assert!(
+        md.contains(&format!("| host key accepted after the flash | {key} |")),
+        "{md}"
+    );
+    assert!(md.contains("| image | sha256:"), "{md}");
     // No flash, no acceptance: measuring again connects with the key now trusted.
     let out = apply(
         &lab.root,

@@ -1,0 +1,413 @@
+//! The report's provenance: per configuration (a table row's image, board, storage and
+//! filesystem, across tests), what produced its numbers, read only from what the store
+//! kept with each cell (`cell.json` inputs, `facts.json`, `fingerprint.json`, the runs'
+//! telemetry). A fact whose value differs between the configuration's cells is a warning.
+//!
+//! Nothing shown is a local path, a device node or a secret: board-side device names and
+//! loop backing files are left out, and a host key shows only as its `SHA256:`
+//! fingerprint.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::plan::{Address, Plan};
+use crate::store::CellData;
+
+/// How many hex digits of a cell key are shown (enough to find its directory).
+pub const SHORT_KEY: usize = 12;
+
+/// One configuration's provenance.
+#[derive(Clone, Debug, Serialize)]
+pub struct Provenance {
+    /// `pi-1 / usb / ext4 / raspios`, as comparisons name it.
+    pub config: String,
+    /// `fact`, `value` rows in a fixed order; a differing fact lists each value with
+    /// the tests it was seen under.
+    pub facts: Vec<Fact>,
+    /// The cells behind the configuration's rows: `test key-prefix`.
+    pub cells: Vec<String>,
+    /// Facts that differ between the configuration's cells, one line each.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Fact {
+    pub name: String,
+    pub value: String,
+    /// Whether the configuration's cells disagree on it.
+    pub differs: bool,
+}
+
+/// The address without its test: what a provenance entry is per.
+fn config_of(a: &Address) -> (String, String, String, String) {
+    (
+        a.board.to_string(),
+        a.storage
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        a.filesystem
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+        a.image.to_string(),
+    )
+}
+
+/// The provenance of every configuration with measured runs, in plan order.
+pub fn provenance(plan: &Plan, data: &BTreeMap<crate::plan::CellKey, CellData>) -> Vec<Provenance> {
+    let mut order: Vec<(String, (String, String, String, String))> = Vec::new();
+    let mut groups: BTreeMap<_, Vec<(String, String, &CellData)>> = BTreeMap::new();
+    for cell in &plan.cells {
+        let Some(d) = data.get(&cell.key) else {
+            continue;
+        };
+        if d.measured_count() == 0 {
+            continue;
+        }
+        let c = config_of(&cell.address);
+        if !groups.contains_key(&c) {
+            order.push((super::compare::config_label(&cell.address), c.clone()));
+        }
+        groups
+            .entry(c)
+            .or_default()
+            .push((cell.address.test.to_string(), cell.key.to_string(), d));
+    }
+    order
+        .into_iter()
+        .map(|(label, c)| entry(label, &groups[&c]))
+        .collect()
+}
+
+fn entry(config: String, cells: &[(String, String, &CellData)]) -> Provenance {
+    // fact name -> value -> the tests it was seen under; names keep first-seen order.
+    let mut names: Vec<String> = Vec::new();
+    let mut seen: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for (test, _, d) in cells {
+        for (name, value) in cell_facts(d) {
+            if !seen.contains_key(&name) {
+                names.push(name.clone());
+            }
+            let tests = seen.entry(name).or_default().entry(value).or_default();
+            if !tests.contains(test) {
+                tests.push(test.clone());
+            }
+        }
+    }
+    let mut facts = Vec::new();
+    let mut warnings = Vec::new();
+    for name in names {
+        let values = &seen[&name];
+        let differs = values.len() > 1;
+        let value = if differs {
+            let each: Vec<String> = values
+                .iter()
+                .map(|(v, tests)| format!("{v} ({})", tests.join(", ")))
+                .collect();
+            warnings.push(format!(
+                "{name} differs between the cells of {config}: {}",
+                each.join("; ")
+            ));
+            each.join("; ")
+        } else {
+            values.keys().next().cloned().unwrap_or_default()
+        };
+        facts.push(Fact {
+            name,
+            value,
+            differs,
+        });
+    }
+    Provenance {
+        config,
+        facts,
+        cells: cells
+            .iter()
+            .map(|(test, key, _)| format!("{test} {}", &key[..key.len().min(SHORT_KEY)]))
+            .collect(),
+        warnings,
+    }
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    match v? {
+        Value::String(s) => {
+            // A fact is a line: a tool's banner or a multi-line value shows its first.
+            let line = s.lines().map(str::trim).find(|l| !l.is_empty())?;
+            Some(clean(line))
+        }
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// No control byte reaches a report, and a value stays a readable size.
+fn clean(s: &str) -> String {
+    const MAX: usize = 200;
+    let mut out: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX)
+        .collect();
+    if s.chars().count() > MAX {
+        out.push('…');
+    }
+    out
+}
+
+/// Bytes in binary units (`14.9 GiB`).
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{} {}", super::number(v), UNITS[u])
+    }
+}
+
+/// A host key as its `SHA256:` fingerprint: stored as one already, or, from an
+/// OpenSSH public key line (`type base64 ...`), computed here. Anything else is not shown.
+pub fn host_key_fingerprint(stored: &str) -> Option<String> {
+    let s = stored.trim();
+    if let Some(rest) = s.strip_prefix("SHA256:") {
+        let ok = !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+        return ok.then(|| format!("SHA256:{}", rest.trim_end_matches('=')));
+    }
+    let mut words = s.split_whitespace();
+    let kind = words.next()?;
+    let blob = decode_base64(words.next()?)?;
+    if !(kind.starts_with("ssh-") || kind.starts_with("ecdsa-")) {
+        return None;
+    }
+    let digest = Sha256::digest(&blob);
+    Some(format!("SHA256:{}", encode_base64(&digest)))
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for b in s.trim_end_matches('=').bytes() {
+        let v = B64.iter().position(|&c| c == b)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// Unpadded, as `ssh-keygen -l` prints fingerprints.
+fn encode_base64(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().fold(0u32, |a, &b| (a << 8) | b as u32) << (8 * (3 - chunk.len()));
+        for i in 0..=chunk.len() {
+            out.push(B64[(n >> (18 - 6 * i)) as usize & 63] as char);
+        }
+    }
+    out
+}
+
+/// One cell's facts as `(name, value)`, in the order the report shows them.
+fn cell_facts(d: &CellData) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut put = |name: &str, value: Option<String>| {
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            out.push((name.to_string(), v));
+        }
+    };
+    let facts = d.facts.as_ref();
+    let get = |k: &str| facts.and_then(|f| f.get(k));
+    let inputs = d.record.as_ref().map(|r| &r.inputs);
+    let flashed = get("flashed");
+
+    // The image: the one the scenario declares (its sha256, in the cell's inputs), and
+    // how it was put on the board when benchpipe flashed it.
+    put(
+        "image",
+        text(inputs.and_then(|i| i.get("image"))).map(|i| match i.strip_prefix("installed:") {
+            Some(_) => "as installed on the board (not flashed by benchpipe)".to_string(),
+            None => i,
+        }),
+    );
+    put(
+        "flashed",
+        flashed.map(|f| {
+            let mut s = text(f.get("method")).unwrap_or_else(|| "dd".into());
+            if f.get("written_sha256").is_some() {
+                s.push_str(", verified by read-back");
+            }
+            if let Some(b) = f.get("bmap_mapped_bytes").and_then(Value::as_u64) {
+                s.push_str(&format!(", {} mapped by bmap", size(b)));
+            }
+            s
+        }),
+    );
+    put(
+        "host key accepted after the flash",
+        flashed
+            .and_then(|f| f.get("accepted_host_key"))
+            .and_then(Value::as_str)
+            .and_then(host_key_fingerprint),
+    );
+    put(
+        "board model",
+        text(get("model")).or_else(|| text(inputs.and_then(|i| i.pointer("/board/model")))),
+    );
+    put("kernel", text(get("kernel")));
+    let fp = d.fingerprint.as_ref().map(|f| &f.fingerprint);
+    put("kernel build", fp.map(|f| clean(&f.kernel_version)));
+    let os = get("os_release");
+    put(
+        "os-release",
+        os.and_then(|o| {
+            let pretty = text(o.get("PRETTY_NAME"));
+            let id = [text(o.get("ID")), text(o.get("VERSION_ID"))]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            match (pretty, id.is_empty()) {
+                (Some(p), false) => Some(format!("{p} ({id})")),
+                (Some(p), true) => Some(p),
+                (None, false) => Some(id),
+                (None, true) => None,
+            }
+        }),
+    );
+    put(
+        "firmware",
+        fp.and_then(|f| f.firmware.as_deref().map(clean)),
+    );
+    put(
+        "cpu",
+        text(get("cpu_model")).map(|m| match text(get("cpus")) {
+            Some(n) => format!("{m} × {n}"),
+            None => m,
+        }),
+    );
+    put("governor", text(get("governor")));
+    put(
+        "memory",
+        get("memory_kib").and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str()?.trim().parse().ok())
+                .map(|k| size(k * 1024))
+        }),
+    );
+    if let Some(Value::Object(tools)) = get("tools") {
+        for (name, v) in tools {
+            put(&format!("tool {name}"), text(Some(v)));
+        }
+    }
+    for (key, side) in [("packages", "board"), ("controller_packages", "controller")] {
+        let Some(p) = get(key) else { continue };
+        let manager = text(p.get("manager")).unwrap_or_default();
+        if let Some(Value::Object(installed)) = p.get("installed") {
+            for (name, v) in installed {
+                put(
+                    &format!("package {name} ({side}, {manager})"),
+                    text(Some(v)),
+                );
+            }
+        }
+    }
+    if let Some(st) = get("storage") {
+        let model = [text(st.get("vendor")), text(st.get("model"))]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
+        put("storage model", Some(model));
+        put("storage serial", text(st.get("serial")));
+        put(
+            "storage size",
+            st.get("size_bytes").and_then(Value::as_u64).map(size),
+        );
+        put(
+            "storage kind",
+            st.get("rotational")
+                .and_then(Value::as_bool)
+                .map(|r| if r { "rotational" } else { "non-rotational" }.to_string()),
+        );
+        put("I/O scheduler", text(st.get("scheduler")));
+        if let Some(usb) = st.get("usb") {
+            put(
+                "USB driver",
+                text(usb.get("driver")).map(|d| match text(usb.get("driver_from")) {
+                    Some(from) => format!("{d} (from {from})"),
+                    None => d,
+                }),
+            );
+            put("USB link speed", text(usb.get("speed")));
+            put("USB id", text(usb.get("id")));
+        }
+    }
+    if let Some(fs) = inputs
+        .and_then(|i| i.get("filesystem"))
+        .filter(|f| f.is_object())
+    {
+        let list = |k: &str| {
+            fs.get(k)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| text(Some(v))).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        put("filesystem", text(fs.get("kind")));
+        let kind = text(fs.get("kind")).unwrap_or_default();
+        let made = kind != crate::model::AS_IS && kind != crate::model::AS_FLASHED;
+        let mount = list("mount_options");
+        put(
+            "mount options",
+            match (mount.is_empty(), made) {
+                (false, _) => Some(mount.join(",")),
+                (true, true) => Some("defaults".into()),
+                (true, false) => None,
+            },
+        );
+        let mkfs = list("mkfs_options");
+        put("mkfs options", (!mkfs.is_empty()).then(|| mkfs.join(" ")));
+    }
+    put(
+        "path is on",
+        get("storage_filesystem").and_then(|f| text(f.get("type"))),
+    );
+    // The meter a board's watts were read from (the runs' telemetry).
+    let mut meters: Vec<String> = d
+        .measured()
+        .filter_map(|s| {
+            s.telemetry
+                .as_ref()?
+                .pointer("/power/source")?
+                .as_str()
+                .map(clean)
+        })
+        .collect();
+    meters.sort();
+    meters.dedup();
+    put(
+        "power meter",
+        (!meters.is_empty()).then(|| meters.join("; ")),
+    );
+    put("benchpipe", text(get("benchpipe")));
+    out
+}

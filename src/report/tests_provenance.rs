@@ -1,0 +1,177 @@
+//! The report's provenance section, on the fixture study with stored facts.
+
+use super::tests::{usb_against_sd, with_samples};
+use super::*;
+use crate::plan::Cell;
+use crate::store::CellRecord;
+
+/// Facts as apply stores them (`apply/facts.rs`, the mount and storage steps).
+pub(super) fn stored_facts(kernel: &str) -> serde_json::Value {
+    serde_json::json!({
+        "board": "pi-1", "model": "Raspberry Pi 4 Model B Rev 1.4",
+        "benchpipe": "0.1.0",
+        "kernel": kernel,
+        "os_release": {"PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)", "ID": "debian",
+                       "VERSION_ID": "12", "HOME_URL": "https://www.debian.org/"},
+        "cpus": "4", "cpu_model": " Cortex-A72", "governor": "ondemand",
+        "memory_kib": "3884376",
+        "tools": {"fio": "fio-3.33\n"},
+        "packages": {"manager": "apt", "installed": {"fio": "3.33-3"}},
+        "flashed": {"file_sha256": "ab", "written_bytes": 4096, "written_sha256": "cd",
+                    "bmap_mapped_bytes": 2048,
+                    "accepted_host_key": "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU"},
+        "storage": {"device": "/dev/sda", "real": "/dev/sda", "disk": "sda", "partition": false,
+                    "size_bytes": 500107862016u64, "rotational": false, "scheduler": "mq-deadline",
+                    "vendor": "Kingston", "model": "SA400S37", "serial": "50026B77",
+                    "backing_file": "/var/tmp/secret/backing.img",
+                    "usb": {"device": "2-1", "interface": "2-1:1.0", "driver": "uas",
+                            "driver_from": "sysfs", "speed": "5000M", "id": "174c:55aa"}},
+        "storage_filesystem": {"type": "ext4", "source": "/dev/sda1", "mount_point": "/mnt/x"},
+        "format": 1
+    })
+}
+
+/// A measured cell with its record and facts.
+pub(super) fn cell_with_facts(cell: &Cell, kernel: &str) -> CellData {
+    let mut d = with_samples(&[10.0, 10.2, 9.9]);
+    d.record = Some(CellRecord {
+        format: 1,
+        key: cell.key.clone(),
+        address: cell.address.clone(),
+        inputs: cell.inputs.clone(),
+    });
+    d.facts = Some(stored_facts(kernel));
+    d
+}
+
+/// Two tests measured on one configuration (pi-1, usb, ext4) under two kernels: the
+/// provenance says so, as a warning, and shows both kernels with their tests.
+#[test]
+fn two_kernels_within_one_configuration_are_a_warning() {
+    let (ws, scenario, mut plan) = usb_against_sd();
+    let first = plan
+        .cells
+        .iter()
+        .position(|c| c.address.label() == "disk-4k on pi-2 usb/ext4 (installed)")
+        .expect("the fixture has pi-2 usb/ext4");
+    // The same configuration under a second test, as a wider matrix would have it.
+    let mut other = plan.cells[first].clone();
+    other.address.test = "disk-4k-again".into();
+    other.key = CellKey::parse("0123456789abcdef0123456789abcdef").unwrap();
+    plan.cells.push(other.clone());
+    let mut data = BTreeMap::new();
+    data.insert(
+        plan.cells[first].key.clone(),
+        cell_with_facts(&plan.cells[first], "Linux 6.1.0-rpi7-rpi-v8 aarch64"),
+    );
+    data.insert(
+        other.key.clone(),
+        cell_with_facts(&other, "Linux 6.6.20-rpi-v8 aarch64"),
+    );
+    let r = build(&ws, &scenario, &plan, &data);
+    assert_eq!(r.provenance.len(), 1, "{:#?}", r.provenance);
+    let p = &r.provenance[0];
+    assert_eq!(p.config, "pi-2 / usb / ext4 / installed");
+    assert_eq!(
+        p.warnings,
+        vec![
+            "kernel differs between the cells of pi-2 / usb / ext4 / installed: \
+             Linux 6.1.0-rpi7-rpi-v8 aarch64 (disk-4k); Linux 6.6.20-rpi-v8 aarch64 (disk-4k-again)"
+                .to_string()
+        ]
+    );
+    let fact = |n: &str| {
+        p.facts
+            .iter()
+            .find(|f| f.name == n)
+            .unwrap_or_else(|| panic!("no {n}: {:#?}", p.facts))
+    };
+    assert!(fact("kernel").differs);
+    assert!(!fact("os-release").differs);
+    assert_eq!(
+        fact("os-release").value,
+        "Debian GNU/Linux 12 (bookworm) (debian 12)"
+    );
+    assert_eq!(fact("tool fio").value, "fio-3.33");
+    assert_eq!(fact("package fio (board, apt)").value, "3.33-3");
+    assert_eq!(fact("board model").value, "Raspberry Pi 4 Model B Rev 1.4");
+    assert_eq!(fact("storage model").value, "Kingston SA400S37");
+    assert_eq!(fact("storage size").value, "465.8 GiB");
+    assert_eq!(fact("storage kind").value, "non-rotational");
+    assert_eq!(fact("USB driver").value, "uas (from sysfs)");
+    assert_eq!(fact("USB link speed").value, "5000M");
+    assert_eq!(fact("filesystem").value, "ext4");
+    assert_eq!(fact("path is on").value, "ext4");
+    assert_eq!(fact("benchpipe").value, "0.1.0");
+    assert_eq!(
+        fact("host key accepted after the flash").value,
+        "SHA256:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU"
+    );
+    assert_eq!(
+        fact("image").value,
+        "as installed on the board (not flashed by benchpipe)"
+    );
+    assert_eq!(fact("mount options").value, "noatime", "the fixture's ext4");
+    assert_eq!(p.cells.len(), 2);
+    assert!(p.cells[1] == "disk-4k-again 0123456789ab", "{:?}", p.cells);
+
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(md.contains("## Provenance"), "{md}");
+    assert!(
+        md.contains(
+            "> **Warning:** kernel differs between the cells of pi-2 / usb / ext4 / installed"
+        ),
+        "{md}"
+    );
+    let html = String::from_utf8(Html.render(&r).unwrap()).unwrap();
+    assert!(
+        html.contains("<strong>Warning:</strong> kernel differs"),
+        "{html}"
+    );
+    // No device node, board path or backing file of the host reaches a report.
+    for text in [
+        &md,
+        &html,
+        &String::from_utf8(Json.render(&r).unwrap()).unwrap(),
+    ] {
+        for leak in ["/dev/sda", "/var/tmp", "/mnt/x", "backing"] {
+            assert!(!text.contains(leak), "{leak} in {text}");
+        }
+    }
+}
+
+/// One kernel for every cell of a configuration is no warning.
+#[test]
+fn the_same_facts_in_every_cell_are_no_warning() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let data: BTreeMap<_, _> = plan
+        .cells
+        .iter()
+        .map(|c| (c.key.clone(), cell_with_facts(c, "Linux 6.1.0 aarch64")))
+        .collect();
+    let r = build(&ws, &scenario, &plan, &data);
+    assert!(!r.provenance.is_empty());
+    assert!(
+        r.provenance.iter().all(|p| p.warnings.is_empty()),
+        "{:#?}",
+        r.provenance
+    );
+}
+
+/// A host key shows only as its fingerprint, computed as `ssh-keygen -l` does.
+#[test]
+fn a_host_key_shows_as_its_sha256_fingerprint() {
+    // Expected: `ssh-keygen -l -f` on this public key (a throwaway lab key).
+    let key =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA4Xa6br3rtsvJErskKS4A9SLiIlDdMZUYkd9ZavhNmj lab";
+    assert_eq!(
+        host_key_fingerprint(key).as_deref(),
+        Some("SHA256:QGhkiYzSUX6CZOT0Fq+9dG1/g3yxYUnKx17AD2eKaFA")
+    );
+    assert_eq!(
+        host_key_fingerprint("SHA256:abc+/=").as_deref(),
+        Some("SHA256:abc+/")
+    );
+    assert_eq!(host_key_fingerprint("hunter2 password"), None);
+    assert_eq!(host_key_fingerprint("SHA256:a b"), None);
+}
