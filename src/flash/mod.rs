@@ -9,8 +9,8 @@
 
 pub mod bmap;
 pub mod dd;
-mod stream;
 pub mod tpi;
+mod stream;
 
 use std::io::IsTerminal;
 

@@ -3,8 +3,8 @@
 
 mod config;
 mod dd;
-mod disks;
 mod drift;
+mod disks;
 mod filesystems;
 mod flash;
 mod fs_stack;
