@@ -11,6 +11,7 @@ mod fs_stack;
 mod hostile;
 mod lab;
 mod libssh2;
+mod network;
 mod parallel;
 mod parsers;
 mod power;

@@ -131,6 +131,64 @@ fn metrics_from_captured_output() {
             "bytes_per_second",
             Literal(335544320.0 / 17.3846),
         ),
+        // iperf3 without -J on real boards (Pis, Orange Pis): the summary lines.
+        (
+            "iperf3-text",
+            "iperf3-text-rpi4.txt",
+            "receiver_bits_per_second",
+            Literal(98.6e6),
+        ),
+        (
+            "iperf3-text",
+            "real-sbc-iperf3-opizerolts-eth.txt",
+            "sender_bits_per_second",
+            Literal(94.1e6),
+        ),
+        (
+            "iperf3-text",
+            "real-sbc-iperf3-opizerolts-eth.txt",
+            "receiver_bytes",
+            Literal(112.0 * 1048576.0),
+        ),
+        (
+            "iperf3-text",
+            "real-sbc-iperf3-rpi1b-eth.txt",
+            "receiver_bits_per_second",
+            Literal(46.4e6),
+        ),
+        (
+            "iperf3-text",
+            "real-sbc-iperf3-rpi1b-eth.txt",
+            "receiver_seconds",
+            Literal(11.30),
+        ),
+        (
+            "iperf3-text",
+            "real-sbc-iperf3-rpizerow-wifi.txt",
+            "receiver_bits_per_second",
+            Literal(32.3e6),
+        ),
+        (
+            "iperf3-text",
+            "real-sbc-iperf3-rpizerow-wifi.txt",
+            "retransmits",
+            Literal(0.0),
+        ),
+        // iperf 2: its CSV (exact bit/s) and its text.
+        (
+            "iperf2",
+            "iperf2-csv.txt",
+            "bits_per_second",
+            Literal(4948913933.0),
+        ),
+        ("iperf2", "iperf2-csv.txt", "seconds", Literal(2.0)),
+        ("iperf2", "iperf2.txt", "bits_per_second", Literal(4.55e9)),
+        (
+            "iperf2",
+            "iperf2-reverse.txt",
+            "bytes",
+            Literal((1.33_f64 * 1073741824.0).round()),
+        ),
         (
             "fio-json",
             "fio-randread.json",
@@ -326,6 +384,34 @@ fn parser_errors_say_what_was_expected_and_quote_what_was_found() {
                 "iperf3 reported an error",
                 "unable to connect to server: Connection refused",
             ],
+        ),
+        // A real Orange Pi Zero 2 whose summary lines are missing: an error, no number.
+        (
+            "iperf3-text",
+            fixture("real-sbc-iperf3-opizero2-eth-nosummary.txt"),
+            String::new(),
+            vec![
+                "iperf3-text",
+                "no summary lines",
+                "10 interval lines",
+                "not summed",
+            ],
+        ),
+        (
+            "iperf3-text",
+            fixture("iperf3-up.json"),
+            String::new(),
+            vec![
+                "iperf3-text",
+                "expected iperf3's summary lines",
+                "the last line is `}`",
+            ],
+        ),
+        (
+            "iperf2",
+            "connect failed: Connection refused\n".into(),
+            String::new(),
+            vec!["iperf2", "expected iperf 2's report", "Connection refused"],
         ),
         (
             "iperf3-json",

@@ -10,7 +10,9 @@ mod dd;
 mod fio;
 mod hdparm;
 mod iozone;
+mod iperf2;
 mod iperf3;
+mod iperf3_text;
 mod json;
 mod path;
 pub mod regex;
@@ -77,6 +79,8 @@ pub static REGISTRY: &[&dyn Parser] = &[
     &dd::Dd,
     &self::regex::RegexParser,
     &iozone::Iozone,
+    &iperf3_text::Iperf3Text,
+    &iperf2::Iperf2,
 ];
 
 /// The registered parser of that name.
@@ -264,7 +268,9 @@ mod tests {
                 ("hdparm", 1),
                 ("dd", 1),
                 ("regex", 1),
-                ("iozone", 1)
+                ("iozone", 1),
+                ("iperf3-text", 1),
+                ("iperf2", 1)
             ]
         );
     }
