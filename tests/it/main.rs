@@ -18,6 +18,7 @@ mod provision;
 mod realboards;
 mod safety;
 mod schedule;
+mod serving;
 mod sides;
 mod spine;
 mod stats;
