@@ -301,3 +301,48 @@ fn an_http_port_in_use_on_the_board_is_refused() {
     assert_nothing_left(&board);
 }
 
+
+/// benchpipe itself is killed (SIGKILL) while nginx and smbd serve: the servers outlive
+/// it, and the next apply stops them (its stop-leftover-services step, before any setup
+/// would find the port taken), measures, and leaves no server and no tmpfs behind.
+#[test]
+fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
+    for (test, server) in [("http", "nginx"), ("smb", "smbd")] {
+        let lab = Lab::up(1);
+        let board = lab.board(0).clone();
+        scenario(
+            &lab,
+            &format!("\"{test}\""),
+            "",
+            &format!("[params.{test}]\nsize_mib = 4\n"),
+        );
+        let s = lab.root.join("scenarios/s.toml");
+        let two = std::fs::read_to_string(&s).unwrap();
+        std::fs::write(&s, two.replace("max = 2", "max = 500").replace("min = 2", "min = 500"))
+            .unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["apply", "scenarios/s.toml"])
+            .current_dir(&lab.root)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while samples(&lab.root).is_empty() {
+            assert!(t0.elapsed().as_secs() < 120, "{test}: never measured");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let running = crate::processes_matching(&[&board.workdir]);
+        assert!(
+            running.contains(server),
+            "{test}: the server outlives the killed apply: {running}"
+        );
+        std::fs::write(&s, two).unwrap();
+        let rerun = bp(&lab.root, &["apply", "--redo", &format!("test={test}"), "scenarios/s.toml"]);
+        assert!(rerun.status.success(), "{test}: {}", text(&rerun));
+        assert_nothing_left(&board);
+    }
+}
