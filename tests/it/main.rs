@@ -20,6 +20,7 @@ mod realboards;
 mod safety;
 mod schedule;
 mod seeds;
+mod serving;
 mod sides;
 mod spine;
 mod stats;

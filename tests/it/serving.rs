@@ -1,0 +1,348 @@
+//! Integration tests: the serving recipes (pipeline/http.toml, smb.toml, smb-fs.toml):
+//! their parsing of real curl and smbclient output, and on real lab boards nginx and
+//! smbd serving a tmpfs or the cell's filesystem to curl and smbclient on the
+//! controller; afterwards no server of theirs runs and nothing of theirs is mounted,
+//! after a success and after a failed run.
+
+use std::path::Path;
+
+use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
+
+use crate::lab::{Lab, bp, text};
+use crate::xz::{benchpipe_tmpfs, board_mounts, in_board};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> String {
+    let path = repo().join("tests/data/tool-outputs").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn shipped(name: &str) -> benchpipe::model::Recipe {
+    let mut recipes = benchpipe::config::load_recipes(repo()).expect("the shipped recipes load");
+    recipes
+        .remove(&benchpipe::model::TestName::new(name))
+        .expect("the recipe")
+}
+
+/// curl's `-w '%{json}'` (real, curl 7.88): speed_download is bytes per second.
+#[test]
+fn http_reads_curls_json_speed_in_mb_per_s() {
+    let http = shipped("http");
+    let got = benchpipe::bench::metrics(&http, &fixture("curl-json.json"), "").unwrap();
+    assert_eq!(got["download"], 535939320.0 * 1e-6);
+    assert_eq!(got["seconds"], 0.097826);
+}
+
+/// smbclient's get and put lines (real, smbclient 4.17, on stderr): KiloBytes/sec and
+/// kb/s are both KiB/s; a failed get, or output with no put line, is no number.
+#[test]
+fn smb_recipes_read_smbclients_get_and_put_rates_in_mb_per_s() {
+    for name in ["smb", "smb-fs"] {
+        let smb = shipped(name);
+        let got =
+            benchpipe::bench::metrics(&smb, "", &fixture("smbclient-get-put.txt")).unwrap();
+        assert_eq!(got["read"], 691891.0 * 0.001024, "{name}");
+        assert_eq!(got["write"], 184504.3 * 0.001024, "{name}");
+        let err = benchpipe::bench::metrics(&smb, "", &fixture("smbclient-error.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("NT_STATUS_OBJECT_NAME_NOT_FOUND"), "{name}: {err}");
+        // Only the get: the put's pattern matches nothing.
+        let err = benchpipe::bench::metrics(&smb, "", &fixture("smbclient.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pattern 2"), "{name}: {err}");
+    }
+}
+
+/// `pid cmdline` of the live processes in the board's network namespace (lab boards
+/// share the controller's process table, so the namespace tells a board's own) whose
+/// command line names one of `names`, after they had up to 15 s to die.
+fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
+    let sshd = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
+    let ns = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())).unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut left = String::new();
+        for line in crate::processes_matching(names).lines() {
+            let pid = line.split(' ').next().unwrap();
+            if std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().as_ref() == Some(&ns) {
+                left.push_str(line);
+                left.push('\n');
+            }
+        }
+        if left.is_empty() || t0.elapsed() > std::time::Duration::from_secs(15) {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A lab workspace with the shipped serving recipes and a scenario for board 0.
+fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    for r in ["http", "smb", "smb-fs"] {
+        std::fs::copy(
+            repo().join(format!("pipeline/{r}.toml")),
+            root.join(format!("pipeline/{r}.toml")),
+        )
+        .unwrap();
+    }
+    let board = lab.board(0);
+    let storage = if filesystems.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "storage = [\"{}\"]\nfilesystem = [{filesystems}]\n",
+            board.disks[0].name
+        )
+    };
+    // Lab disks are 64 MiB: btrfs needs mixed block groups below about 114 MiB.
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"serving\"\n[images.installed]\ninstalled = true\n\
+             [filesystems.ext4]\nkind = \"ext4\"\n\
+             [filesystems.btrfs-lzo]\nkind = \"btrfs\"\nmkfs_options = [\"--mixed\"]\n\
+             mount_options = [\"compress-force=lzo\"]\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\n{storage}test = [{tests}]\n\
+             [method]\nwarmup = {{ runs = 1 }}\nruns = {{ min = 2, max = 2 }}\n{params}\n",
+            board.name
+        ),
+    )
+    .unwrap();
+}
+
+/// (cell.json, sample) of every stored measured run (warm-ups are checked too: every
+/// run's numbers are asserted on).
+fn samples(root: &Path) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir(root.join("results")) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let cell = std::fs::read_to_string(e.path().join("cell.json")).unwrap_or_default();
+        let text = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+        for l in text.lines() {
+            let s: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_positive_metrics(&s);
+            if s["kind"] == "measured" {
+                out.push((cell.clone(), s));
+            }
+        }
+    }
+    out
+}
+
+/// Every metric a run stored is a finite positive number.
+fn assert_positive_metrics(s: &serde_json::Value) {
+    for (m, v) in s["metrics"].as_object().unwrap() {
+        let v = v.as_f64().unwrap_or(f64::NAN);
+        assert!(v.is_finite() && v > 0.0, "{m} = {v}: {s}");
+    }
+}
+
+fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
+    for (_, s) in samples {
+        for m in metrics {
+            let v = s["metrics"][m].as_f64().unwrap_or(f64::NAN);
+            assert!(v.is_finite() && v > 0.0, "{m} = {v}: {s}");
+        }
+    }
+}
+
+/// Nothing of the serving recipes is left on the board: no nginx or smbd in its
+/// network namespace, no tmpfs of benchpipe's, no directory of theirs in the workdir.
+fn assert_nothing_left(board: &LabBoard) {
+    assert_eq!(board_servers_left(board, &["nginx", "smbd"]), "", "servers left");
+    assert_eq!(benchpipe_tmpfs(board), "", "tmpfs left mounted");
+    let left: Vec<_> = std::fs::read_dir(&board.workdir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .filter(|n| n.starts_with("http-") || n.starts_with("smb-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in the workdir: {left:?}");
+}
+
+#[test]
+fn http_and_smb_on_a_lab_board_serve_a_tmpfs_and_stop_their_servers() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    scenario(
+        &lab,
+        "\"http\", \"smb\"",
+        "",
+        "[params.http]\nsize_mib = 16\n[params.smb]\nsize_mib = 16\n",
+    );
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let samples = samples(&lab.root);
+    let http: Vec<_> = samples
+        .iter()
+        .filter(|(c, _)| c.contains("\"http\""))
+        .cloned()
+        .collect();
+    let smb: Vec<_> = samples
+        .iter()
+        .filter(|(c, _)| c.contains("\"smb\""))
+        .cloned()
+        .collect();
+    assert_eq!(http.len(), 2, "{}", text(&out));
+    assert_eq!(smb.len(), 2, "{}", text(&out));
+    assert_positive(&http, &["download", "seconds"]);
+    assert_positive(&smb, &["read", "write"]);
+    assert_nothing_left(&board);
+}
+
+/// The seed's comparison on a lab disk: Samba to and from ext4 and btrfs with lzo.
+#[test]
+fn smb_fs_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    in_board(&board, DROP_COPIED_LOOP_MOUNTS);
+    scenario(
+        &lab,
+        "\"smb-fs\"",
+        "\"ext4\", \"btrfs-lzo\"",
+        "[params.smb-fs]\nsize_mib = 12\n",
+    );
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let samples = samples(&lab.root);
+    assert_eq!(samples.len(), 4, "two runs per filesystem: {}", text(&out));
+    for fs in ["\"ext4\"", "\"btrfs\""] {
+        assert_eq!(
+            samples.iter().filter(|(c, _)| c.contains(fs)).count(),
+            2,
+            "{fs}"
+        );
+    }
+    assert_positive(&samples, &["read", "write"]);
+    assert_nothing_left(&board);
+    assert_eq!(board_mounts(&board, &board.disks[0].path), "", "the disk is unmounted");
+}
+
+/// Runs that fail while the servers run (a file the server does not have): the cells
+/// fail, and nginx and smbd are stopped, their tmpfs unmounted all the same.
+#[test]
+fn failing_http_and_smb_runs_still_stop_their_servers_and_unmount() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    scenario(
+        &lab,
+        "\"http\", \"smb\"",
+        "",
+        "[params.http]\nsize_mib = 1\n[params.smb]\nsize_mib = 1\n",
+    );
+    for (r, from, to) in [
+        ("http", ":{{ port }}/file", ":{{ port }}/missing"),
+        ("smb", "'get file /dev/null'", "'get missing /dev/null'"),
+    ] {
+        let p = lab.root.join(format!("pipeline/{r}.toml"));
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(t.contains(from), "{r}");
+        std::fs::write(&p, t.replace(from, to)).unwrap();
+    }
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("404"), "curl said why: {}", text(&out));
+    assert!(
+        text(&out).contains("NT_STATUS_OBJECT_NAME_NOT_FOUND"),
+        "smbclient said why: {}",
+        text(&out)
+    );
+    assert!(samples(&lab.root).is_empty());
+    assert_nothing_left(&board);
+}
+
+/// A port something else listens on: the setup refuses it, naming the parameter, and
+/// the tmpfs is never left mounted.
+#[test]
+fn an_http_port_in_use_on_the_board_is_refused() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    scenario(&lab, "\"http\"", "", "[params.http]\nsize_mib = 1\nport = 8090\n");
+    // A listener of someone else's in the board's network namespace.
+    let mut other = std::process::Command::new("ip")
+        .args(["netns", "exec", &board.netns, "iperf3", "-s", "-p", "8090"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !String::from_utf8_lossy(
+        &std::process::Command::new("ip")
+            .args(["netns", "exec", &board.netns, "ss", "-Hltn", "sport = :8090"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .contains("8090")
+    {
+        assert!(t0.elapsed().as_secs() < 30, "iperf3 never listened");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("port 8090 is already in use on the board"),
+        "{}",
+        text(&out)
+    );
+    assert_nothing_left(&board);
+}
+
+
+/// benchpipe itself is killed (SIGKILL) while nginx and smbd serve: the servers outlive
+/// it, and the next apply stops them (its stop-leftover-services step, before any setup
+/// would find the port taken), measures, and leaves no server and no tmpfs behind.
+#[test]
+fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
+    for (test, server) in [("http", "nginx"), ("smb", "smbd")] {
+        let lab = Lab::up(1);
+        let board = lab.board(0).clone();
+        scenario(
+            &lab,
+            &format!("\"{test}\""),
+            "",
+            &format!("[params.{test}]\nsize_mib = 4\n"),
+        );
+        let s = lab.root.join("scenarios/s.toml");
+        let two = std::fs::read_to_string(&s).unwrap();
+        std::fs::write(&s, two.replace("max = 2", "max = 500").replace("min = 2", "min = 500"))
+            .unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["apply", "scenarios/s.toml"])
+            .current_dir(&lab.root)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while samples(&lab.root).is_empty() {
+            assert!(t0.elapsed().as_secs() < 120, "{test}: never measured");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let running = crate::processes_matching(&[&board.workdir]);
+        assert!(
+            running.contains(server),
+            "{test}: the server outlives the killed apply: {running}"
+        );
+        std::fs::write(&s, two).unwrap();
+        let rerun = bp(&lab.root, &["apply", "--redo", &format!("test={test}"), "scenarios/s.toml"]);
+        assert!(rerun.status.success(), "{test}: {}", text(&rerun));
+        assert_nothing_left(&board);
+    }
+}
