@@ -47,6 +47,11 @@ pub struct Recipe {
     /// the default and on every scenario's override. A check, not an input of the key.
     #[serde(skip)]
     pub param_patterns: BTreeMap<String, ParamPattern>,
+    /// `series = true`: each run's sample keeps the telemetry's temperature and CPU
+    /// clock over time (bounded, `telemetry::summary::SERIES_MAX` points), and the
+    /// report draws them. Not part of the cell key: it changes what is kept, not the
+    /// numbers.
+    pub series: bool,
     /// Run once per cell before warm-up (e.g. generate a corpus).
     pub setup: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
@@ -136,6 +141,9 @@ pub struct Step {
 pub struct ParamPattern {
     pub pattern: String,
     pub expected: String,
+    /// The value is a regular expression a board's `grep -E` runs: it must compile and
+    /// keep to what POSIX ERE and the regex crate read alike (`patterns::ere`).
+    pub regex: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

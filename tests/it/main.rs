@@ -20,6 +20,7 @@ mod safety;
 mod schedule;
 mod sides;
 mod spine;
+mod startup;
 mod stats;
 mod storage;
 mod telemetry;
