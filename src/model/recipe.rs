@@ -349,6 +349,31 @@ impl MetricSpec {
     }
 }
 
+impl MetricSpec {
+    /// The metrics a `series = true` recipe's runs get from the sampler: the hottest
+    /// temperature and the mean CPU clock over the run (absent where the board has no
+    /// thermal zone or no cpufreq).
+    pub fn series() -> [MetricSpec; 2] {
+        let spec = |name: &str, unit: &str, better| MetricSpec {
+            name: name.into(),
+            from: String::new(),
+            scale: 1.0,
+            unit: unit.into(),
+            better,
+            primary: false,
+            derive: None,
+        };
+        [
+            spec(TEMP_MAX_C, "°C", Better::Lower),
+            spec(FREQ_MEAN_MHZ, "MHz", Better::Higher),
+        ]
+    }
+}
+
+/// The metric names of a series recipe's hottest temperature and mean clock.
+pub const TEMP_MAX_C: &str = "temp_max_c";
+pub const FREQ_MEAN_MHZ: &str = "freq_mean_mhz";
+
 /// The metric names of a run's mean watts during it and in the idle window before.
 pub const POWER_W: &str = "power_w";
 pub const IDLE_W: &str = "idle_w";
@@ -361,6 +386,11 @@ impl Recipe {
             .find(|m| m.name == name)
             .cloned()
             .or_else(|| MetricSpec::power().into_iter().find(|m| m.name == name))
+            .or_else(|| {
+                (self.series)
+                    .then(|| MetricSpec::series().into_iter().find(|m| m.name == name))
+                    .flatten()
+            })
     }
 
     /// The metrics parsed from a run's output (not the derived ones).

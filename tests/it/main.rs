@@ -1,6 +1,7 @@
 //! The one integration-test binary. Each module is one area; cases are data-driven
 //! where the area allows.
 
+mod burnin;
 mod config;
 mod dd;
 mod drift;

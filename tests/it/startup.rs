@@ -118,3 +118,44 @@ fn a_ready_regex_grep_cannot_read_is_refused_at_check() {
     assert!(t.contains("not POSIX ERE"), "{t}");
     let _ = std::fs::remove_dir_all(&lab_less);
 }
+
+/// The seed's Minecraft recipe passes `check` and `plan` with each way of reading its
+/// log (journal, file, kubectl logs through the cluster), and a `follow` it does not
+/// know is refused at its value. It cannot run here: no Minecraft server, no cluster.
+#[test]
+fn minecraft_startup_passes_check_and_plan_with_each_follower() {
+    let root = std::env::temp_dir().join(format!("bp-it-mc-startup-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for d in ["pipeline", "scenarios", "boards"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::copy(
+        repo().join("pipeline/minecraft-startup.toml"),
+        root.join("pipeline/minecraft-startup.toml"),
+    )
+    .unwrap();
+    std::fs::write(root.join("boards/b.toml"), "model = \"m\"\nlocal = true\n").unwrap();
+    let scenario = |follow: &str| {
+        std::fs::write(
+            root.join("scenarios/s.toml"),
+            format!(
+                "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+                 image = [\"installed\"]\nboard = [\"b\"]\ntest = [\"minecraft-startup\"]\n\
+                 [params.minecraft-startup]\nfollow = \"{follow}\"\n"
+            ),
+        )
+        .unwrap();
+    };
+    for follow in ["journal", "file", "kubectl"] {
+        scenario(follow);
+        for cmd in ["check", "plan"] {
+            let out = bp(&root, &[cmd, "scenarios/s.toml"]);
+            assert!(out.status.success(), "{follow} {cmd}: {}", text(&out));
+        }
+    }
+    scenario("docker");
+    let out = bp(&root, &["check", "scenarios/s.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("scenarios/s.toml:9:10"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&root);
+}
