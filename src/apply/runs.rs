@@ -273,7 +273,10 @@ fn series_metrics(
     telemetry: Option<&serde_json::Value>,
     metrics: &mut std::collections::BTreeMap<String, f64>,
 ) {
-    let Some(series) = telemetry.and_then(|t| t.get("series")).and_then(|s| s.as_array()) else {
+    let Some(series) = telemetry
+        .and_then(|t| t.get("series"))
+        .and_then(|s| s.as_array())
+    else {
         return;
     };
     let values = |k: &str| -> Vec<f64> {

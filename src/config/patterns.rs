@@ -62,8 +62,12 @@ pub fn ere(value: &str) -> Result<(), String> {
             b'(' if b.get(i + 1) == Some(&b'?') => {
                 return Err(format!("`(?` at byte {i} is not POSIX ERE"));
             }
-            b'?' | b'+' | b'*' | b'}' if matches!(b.get(i + 1), Some(b'?') | Some(b'+')) && i > 0 => {
-                return Err(format!("a lazy or possessive quantifier at byte {i} is not POSIX ERE"));
+            b'?' | b'+' | b'*' | b'}'
+                if matches!(b.get(i + 1), Some(b'?') | Some(b'+')) && i > 0 =>
+            {
+                return Err(format!(
+                    "a lazy or possessive quantifier at byte {i} is not POSIX ERE"
+                ));
             }
             _ => {}
         }
@@ -191,7 +195,12 @@ mod tests {
     /// A log line's regex is checked as grep -E will read it.
     #[test]
     fn a_log_regex_is_refused_where_grep_e_would_read_it_otherwise() {
-        for ok in [r"Done \(.*\)! For help", "start worker process", r"ready for connections\.", "a[0-9]+b"] {
+        for ok in [
+            r"Done \(.*\)! For help",
+            "start worker process",
+            r"ready for connections\.",
+            "a[0-9]+b",
+        ] {
             assert_eq!(super::ere(ok), Ok(()), "{ok:?}");
         }
         for bad in ["", "(", r"\d+ ready", r"(?i)done", "a.*?b", "x\ny"] {

@@ -528,7 +528,9 @@ fn metrics(
         if [crate::model::TEMP_MAX_C, crate::model::FREQ_MEAN_MHZ].contains(&name.as_str()) {
             diags.push(src.at_value(
                 key,
-                format!("metric name `{name}` is taken: a `series = true` recipe's sampler stores it"),
+                format!(
+                    "metric name `{name}` is taken: a `series = true` recipe's sampler stores it"
+                ),
             ));
         }
         if name == crate::model::POWER_W || name == crate::model::IDLE_W {

@@ -72,7 +72,14 @@ pub fn bar_chart(metric: &str, unit: &str, bars: &[(String, f64, f64)]) -> Strin
 
 /// One panel of `series_chart`: a polyline of the values present, on a y scale from
 /// their minimum to their maximum, or the word "absent" when there are none.
-fn panel(svg: &mut String, top: f64, name: &str, unit: &str, pts: &[(f64, Option<f64>)], t_max: f64) {
+fn panel(
+    svg: &mut String,
+    top: f64,
+    name: &str,
+    unit: &str,
+    pts: &[(f64, Option<f64>)],
+    t_max: f64,
+) {
     const LEFT: f64 = 70.0;
     const W: f64 = 520.0;
     const H: f64 = 80.0;
@@ -153,13 +160,23 @@ mod tests {
     /// title cannot inject markup.
     #[test]
     fn a_series_chart_is_deterministic_and_says_absent_for_a_missing_clock() {
-        let pts = [(0.0, Some(40.0), None), (1.0, Some(45.5), None), (2.0, Some(44.0), None)];
+        let pts = [
+            (0.0, Some(40.0), None),
+            (1.0, Some(45.5), None),
+            (2.0, Some(44.0), None),
+        ];
         let a = series_chart("burn-in <x>", &pts);
         assert_eq!(a, series_chart("burn-in <x>", &pts));
         assert!(a.contains("burn-in &lt;x&gt;") && !a.contains("<x>"));
         assert!(a.contains("<path d=\"M70.0 "), "{a}");
         assert!(a.contains("absent on this board"));
-        let both = series_chart("b", &[(0.0, Some(40.0), Some(1500.0)), (3.0, Some(50.0), Some(600.0))]);
+        let both = series_chart(
+            "b",
+            &[
+                (0.0, Some(40.0), Some(1500.0)),
+                (3.0, Some(50.0), Some(600.0)),
+            ],
+        );
         assert_eq!(both.matches("<path").count(), 2, "{both}");
         assert!(!both.contains("absent"));
     }

@@ -25,7 +25,11 @@ fn burn_in_reads_bogo_ops_per_second_from_real_stress_ng_output() {
     assert_eq!(m["bogo_ops_per_s"], 893.29);
     assert_eq!(m["bogo_ops_per_s_cpu"], 1954.36);
     // A run that printed no metrics table is a parse failure, never a number.
-    let cut: String = stderr.lines().filter(|l| !l.contains("metrc")).collect::<Vec<_>>().join("\n");
+    let cut: String = stderr
+        .lines()
+        .filter(|l| !l.contains("metrc"))
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(benchpipe::bench::metrics(r, "", &cut).is_err());
 }
 
@@ -46,7 +50,11 @@ fn a_short_burn_in_on_a_lab_board_stores_a_series_and_draws_it() {
     let root = lab.root.clone();
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(repo().join("pipeline/burn-in.toml"), root.join("pipeline/burn-in.toml")).unwrap();
+    std::fs::copy(
+        repo().join("pipeline/burn-in.toml"),
+        root.join("pipeline/burn-in.toml"),
+    )
+    .unwrap();
     std::fs::write(
         root.join("scenarios/s.toml"),
         format!(
@@ -64,23 +72,34 @@ fn a_short_burn_in_on_a_lab_board_stores_a_series_and_draws_it() {
     for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
         if e.file_name().to_string_lossy().contains("burn-in") {
             let t = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
-            samples.extend(t.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()));
+            samples.extend(
+                t.lines()
+                    .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()),
+            );
         }
     }
     assert_eq!(samples.len(), 1, "{}", text(&out));
     let s = &samples[0];
     let v = s["metrics"]["bogo_ops_per_s"].as_f64().unwrap();
     assert!(v.is_finite() && v > 0.0, "bogo-ops/s = {v}");
-    let series = s["telemetry"]["series"].as_array().expect("a series is stored");
+    let series = s["telemetry"]["series"]
+        .as_array()
+        .expect("a series is stored");
     assert!(series.len() >= 2, "{s}");
     assert!(series.len() <= 240);
     let ts: Vec<f64> = series.iter().map(|p| p["t"].as_f64().unwrap()).collect();
-    assert!(ts.windows(2).all(|w| w[0] <= w[1]) && ts[0] == 0.0, "{ts:?}");
+    assert!(
+        ts.windows(2).all(|w| w[0] <= w[1]) && ts[0] == 0.0,
+        "{ts:?}"
+    );
     // Temperature and clock are numbers where the board has them, null where not (the
     // lab's virtual machine may have neither), and the metrics follow.
     for p in series {
         for k in ["temp_c", "freq_mhz"] {
-            assert!(p[k].is_null() || p[k].as_f64().is_some_and(f64::is_finite), "{p}");
+            assert!(
+                p[k].is_null() || p[k].as_f64().is_some_and(f64::is_finite),
+                "{p}"
+            );
         }
     }
     let has_temp = series.iter().any(|p| p["temp_c"].is_number());
@@ -88,6 +107,9 @@ fn a_short_burn_in_on_a_lab_board_stores_a_series_and_draws_it() {
     let report = bp(&root, &["report", "scenarios/s.toml"]);
     assert!(report.status.success(), "{}", text(&report));
     let html = std::fs::read_to_string(root.join("reports/s/index.html")).unwrap();
-    assert!(html.contains("temperature and clock over the last run"), "no series chart");
+    assert!(
+        html.contains("temperature and clock over the last run"),
+        "no series chart"
+    );
     assert!(html.contains("CPU clock (MHz)"));
 }

@@ -65,7 +65,11 @@ fn startup_time_of_nginx_on_a_lab_board_is_seconds_and_leaves_nothing_running() 
         let v = x["metrics"]["seconds"].as_f64().unwrap();
         assert!(v.is_finite() && v > 0.0 && v < 60.0, "seconds = {v}");
     }
-    assert_eq!(leftovers(&board.workdir), "", "nginx and the follower are stopped");
+    assert_eq!(
+        leftovers(&board.workdir),
+        "",
+        "nginx and the follower are stopped"
+    );
 }
 
 #[test]
@@ -86,7 +90,11 @@ fn a_service_that_never_prints_its_ready_line_fails_with_a_timeout_cause() {
         "failure: {failures}\n{}",
         text(&out)
     );
-    assert_eq!(leftovers(&board.workdir), "", "nginx and the follower are stopped");
+    assert_eq!(
+        leftovers(&board.workdir),
+        "",
+        "nginx and the follower are stopped"
+    );
 }
 
 /// A ready regex `grep -E` would read otherwise than `check` does is refused at its
@@ -103,7 +111,11 @@ fn a_ready_regex_grep_cannot_read_is_refused_at_check() {
         lab_less.join("pipeline/startup-nginx.toml"),
     )
     .unwrap();
-    std::fs::write(lab_less.join("boards/b.toml"), "model = \"m\"\nlocal = true\n").unwrap();
+    std::fs::write(
+        lab_less.join("boards/b.toml"),
+        "model = \"m\"\nlocal = true\n",
+    )
+    .unwrap();
     std::fs::write(
         lab_less.join("scenarios/s.toml"),
         "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
@@ -156,6 +168,10 @@ fn minecraft_startup_passes_check_and_plan_with_each_follower() {
     scenario("docker");
     let out = bp(&root, &["check", "scenarios/s.toml"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("scenarios/s.toml:9:10"), "{}", text(&out));
+    assert!(
+        text(&out).contains("scenarios/s.toml:9:10"),
+        "{}",
+        text(&out)
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

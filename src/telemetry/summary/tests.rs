@@ -292,7 +292,13 @@ fn a_series_is_bounded_evenly_picked_and_null_where_absent() {
     assert_eq!(s[239].temp_c, Some(40.999));
     assert!(s.iter().all(|p| p.freq_mhz == Some(1050.0)));
     assert!(s.windows(2).all(|w| w[0].t < w[1].t));
-    let bare = vec![TraceSample { uptime: 1.0, ..TraceSample::default() }; 3];
+    let bare = vec![
+        TraceSample {
+            uptime: 1.0,
+            ..TraceSample::default()
+        };
+        3
+    ];
     let s = series(&bare, 240);
     assert_eq!(s.len(), 3);
     assert!(s.iter().all(|p| p.temp_c.is_none() && p.freq_mhz.is_none()));
