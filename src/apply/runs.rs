@@ -228,6 +228,15 @@ impl Worker<'_> {
                 });
             }
         };
+        if job.recipe.series {
+            series_metrics(telemetry.as_ref(), &mut metrics);
+        } else {
+            // Only recipes that ask keep the series: a line per second would swell
+            // every other sample for nothing.
+            if let Some(serde_json::Value::Object(o)) = telemetry.as_mut() {
+                o.remove("series");
+            }
+        }
         super::power::attach(&mut telemetry, &mut metrics, plug);
         let rel = writer.write_log(seq, log.as_bytes())?;
         let sample = Sample {
@@ -255,6 +264,37 @@ impl Worker<'_> {
             seconds,
         });
         Ok(sample)
+    }
+}
+
+/// A series recipe's `temp_max_c` and `freq_mean_mhz`, from the run's series (every
+/// tick when the run had fewer than `SERIES_MAX`, else the evenly picked ones).
+fn series_metrics(
+    telemetry: Option<&serde_json::Value>,
+    metrics: &mut std::collections::BTreeMap<String, f64>,
+) {
+    let Some(series) = telemetry
+        .and_then(|t| t.get("series"))
+        .and_then(|s| s.as_array())
+    else {
+        return;
+    };
+    let values = |k: &str| -> Vec<f64> {
+        series
+            .iter()
+            .filter_map(|p| p.get(k).and_then(|v| v.as_f64()))
+            .filter(|v| v.is_finite())
+            .collect()
+    };
+    let temps = values("temp_c");
+    if !temps.is_empty() {
+        let max = temps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        metrics.insert(crate::model::TEMP_MAX_C.into(), max);
+    }
+    let freqs = values("freq_mhz");
+    if !freqs.is_empty() {
+        let mean = freqs.iter().sum::<f64>() / freqs.len() as f64;
+        metrics.insert(crate::model::FREQ_MEAN_MHZ.into(), mean);
     }
 }
 

@@ -34,6 +34,48 @@ pub fn compile(pattern: &str) -> Result<Regex, String> {
     build(&format!("^(?:{pattern})$"))
 }
 
+/// Checks a regex a board's `grep -E` will run: it compiles (bounded, like any pattern)
+/// and uses nothing that POSIX ERE reads differently from the regex crate or lacks
+/// (Perl classes, `(?` groups, lazy quantifiers), so `check` judges what runs.
+pub fn ere(value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err("it is empty, and would match every line".into());
+    }
+    if value.contains(['\n', '\r']) {
+        return Err("it holds a line break; a log line never does".into());
+    }
+    compile(value)?;
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if i + 1 < b.len() => {
+                let c = b[i + 1] as char;
+                if c.is_ascii_alphanumeric() {
+                    return Err(format!(
+                        "`\\{c}` at byte {i} is not POSIX ERE; write a bracket class like [0-9] or [[:space:]]"
+                    ));
+                }
+                i += 2;
+                continue;
+            }
+            b'(' if b.get(i + 1) == Some(&b'?') => {
+                return Err(format!("`(?` at byte {i} is not POSIX ERE"));
+            }
+            b'?' | b'+' | b'*' | b'}'
+                if matches!(b.get(i + 1), Some(b'?') | Some(b'+')) && i > 0 =>
+            {
+                return Err(format!(
+                    "a lazy or possessive quantifier at byte {i} is not POSIX ERE"
+                ));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 /// Checks `[param_patterns]` against the recipe's params, and each default against its
 /// pattern.
 pub(super) fn recipe(
@@ -80,6 +122,7 @@ pub(super) fn recipe(
         let pattern = ParamPattern {
             pattern: spec.pattern.get_ref().clone(),
             expected: spec.expected.get_ref().clone(),
+            regex: spec.regex.as_ref().is_some_and(|r| *r.get_ref()),
         };
         if let Some((_, value)) = raw_params
             .iter()
@@ -108,6 +151,15 @@ pub(super) fn check(
     let Ok(re) = compile(&pattern.pattern) else {
         return;
     };
+    if pattern.regex {
+        if let Err(e) = ere(s) {
+            diags.push(
+                src.at_value(value, format!("parameter `{name}` = {s:?} is not a usable regex: {e}"))
+                    .with_help("it is matched by `grep -E` on the board: POSIX ERE, e.g. `Done \\(.*\\)! For help`"),
+            );
+            return;
+        }
+    }
     if !re.is_match(s) {
         diags.push(
             src.at_value(
@@ -138,5 +190,21 @@ mod tests {
         }
         assert!(compile("(").is_err());
         assert!(compile(&"a".repeat(3000)).is_err());
+    }
+
+    /// A log line's regex is checked as grep -E will read it.
+    #[test]
+    fn a_log_regex_is_refused_where_grep_e_would_read_it_otherwise() {
+        for ok in [
+            r"Done \(.*\)! For help",
+            "start worker process",
+            r"ready for connections\.",
+            "a[0-9]+b",
+        ] {
+            assert_eq!(super::ere(ok), Ok(()), "{ok:?}");
+        }
+        for bad in ["", "(", r"\d+ ready", r"(?i)done", "a.*?b", "x\ny"] {
+            assert!(super::ere(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -120,6 +120,8 @@ pub struct Recipe {
     pub params: BTreeMap<S<String>, S<toml::Value>>,
     #[serde(default)]
     pub param_patterns: BTreeMap<S<String>, S<ParamPattern>>,
+    /// Keep each run's temperature and clock over time (`burn-in`).
+    pub series: Option<S<bool>>,
     #[serde(default)]
     pub requires: Vec<Step>,
     #[serde(default)]
@@ -237,6 +239,8 @@ pub struct Step {
 pub struct ParamPattern {
     pub pattern: S<String>,
     pub expected: S<String>,
+    /// The value is itself a regular expression, checked as one (`grep -E`'s subset).
+    pub regex: Option<S<bool>>,
 }
 
 /// `[run]`: a step plus its parser. Not `flatten`ed, which would defeat deny_unknown_fields.

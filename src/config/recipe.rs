@@ -216,6 +216,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         uses_storage,
         params,
         param_patterns,
+        series: raw.series.as_ref().is_some_and(|s| *s.get_ref()),
         setup,
         run,
         parser: parser?,
@@ -522,6 +523,14 @@ fn metrics(
             diags.push(src.at_value(
                 key,
                 format!("bad metric name `{name}`: use letters, digits, `-`, `_` and `.`"),
+            ));
+        }
+        if [crate::model::TEMP_MAX_C, crate::model::FREQ_MEAN_MHZ].contains(&name.as_str()) {
+            diags.push(src.at_value(
+                key,
+                format!(
+                    "metric name `{name}` is taken: a `series = true` recipe's sampler stores it"
+                ),
             ));
         }
         if name == crate::model::POWER_W || name == crate::model::IDLE_W {

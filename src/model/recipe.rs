@@ -47,6 +47,11 @@ pub struct Recipe {
     /// the default and on every scenario's override. A check, not an input of the key.
     #[serde(skip)]
     pub param_patterns: BTreeMap<String, ParamPattern>,
+    /// `series = true`: each run's sample keeps the telemetry's temperature and CPU
+    /// clock over time (bounded, `telemetry::summary::SERIES_MAX` points), and the
+    /// report draws them. Not part of the cell key: it changes what is kept, not the
+    /// numbers.
+    pub series: bool,
     /// Run once per cell before warm-up (e.g. generate a corpus).
     pub setup: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
@@ -136,6 +141,9 @@ pub struct Step {
 pub struct ParamPattern {
     pub pattern: String,
     pub expected: String,
+    /// The value is a regular expression a board's `grep -E` runs: it must compile and
+    /// keep to what POSIX ERE and the regex crate read alike (`patterns::ere`).
+    pub regex: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -341,6 +349,31 @@ impl MetricSpec {
     }
 }
 
+impl MetricSpec {
+    /// The metrics a `series = true` recipe's runs get from the sampler: the hottest
+    /// temperature and the mean CPU clock over the run (absent where the board has no
+    /// thermal zone or no cpufreq).
+    pub fn series() -> [MetricSpec; 2] {
+        let spec = |name: &str, unit: &str, better| MetricSpec {
+            name: name.into(),
+            from: String::new(),
+            scale: 1.0,
+            unit: unit.into(),
+            better,
+            primary: false,
+            derive: None,
+        };
+        [
+            spec(TEMP_MAX_C, "°C", Better::Lower),
+            spec(FREQ_MEAN_MHZ, "MHz", Better::Higher),
+        ]
+    }
+}
+
+/// The metric names of a series recipe's hottest temperature and mean clock.
+pub const TEMP_MAX_C: &str = "temp_max_c";
+pub const FREQ_MEAN_MHZ: &str = "freq_mean_mhz";
+
 /// The metric names of a run's mean watts during it and in the idle window before.
 pub const POWER_W: &str = "power_w";
 pub const IDLE_W: &str = "idle_w";
@@ -353,6 +386,11 @@ impl Recipe {
             .find(|m| m.name == name)
             .cloned()
             .or_else(|| MetricSpec::power().into_iter().find(|m| m.name == name))
+            .or_else(|| {
+                (self.series)
+                    .then(|| MetricSpec::series().into_iter().find(|m| m.name == name))
+                    .flatten()
+            })
     }
 
     /// The metrics parsed from a run's output (not the derived ones).

@@ -21,6 +21,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         requires: vec![],
         option_params: Default::default(),
         param_patterns: Default::default(),
+        series: false,
         params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
         setup: vec![],
         run: Step {

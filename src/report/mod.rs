@@ -239,6 +239,32 @@ fn methodology(scenario: &Scenario) -> String {
     parts.join("; ") + "."
 }
 
+/// The temperature and clock over a cell's last measured run, when it kept a series of
+/// at least two points (`series = true` recipes).
+fn series_chart_of(
+    d: &CellData,
+    axes: &[(&'static str, AxisFn)],
+    address: &Address,
+) -> Option<String> {
+    let last = d.measured().last()?;
+    let series = last.telemetry.as_ref()?.get("series")?.as_array()?;
+    let num = |p: &serde_json::Value, k: &str| p.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite());
+    let points: Vec<(f64, Option<f64>, Option<f64>)> = series
+        .iter()
+        .filter_map(|p| Some((num(p, "t")?, num(p, "temp_c"), num(p, "freq_mhz"))))
+        .collect();
+    if points.len() < 2 {
+        return None;
+    }
+    let label: Vec<String> = axes.iter().map(|(_, f)| f(address)).collect();
+    let title = if label.is_empty() {
+        "temperature and clock over the last run".to_string()
+    } else {
+        format!("{}: temperature and clock over the last run", label.join(" / "))
+    };
+    Some(chart::series_chart(&title, &points))
+}
+
 /// Builds the report model of one scenario from its plan and the store's data.
 pub fn build(
     ws: &Workspace,
@@ -263,8 +289,12 @@ pub fn build(
                 .map(|c| &c.address),
         );
         let mut rows = Vec::new();
+        let mut series_charts = Vec::new();
         for cell in plan.cells.iter().filter(|c| &c.address.test == test) {
             let d = data.get(&cell.key).unwrap_or(&empty);
+            if recipe.series {
+                series_charts.extend(series_chart_of(d, &axes, &cell.address));
+            }
             let st = state::state(cell, &primary, d);
             let runs = match (&st, cell.method.runs.target) {
                 (CellState::Complete { have, rule }, Some(_)) => Some(format!(
@@ -364,7 +394,7 @@ pub fn build(
                 drift: drift_notes(d),
             });
         }
-        let charts = metrics
+        let mut charts: Vec<String> = metrics
             .iter()
             .enumerate()
             .filter_map(|(i, m)| {
@@ -378,6 +408,7 @@ pub fn build(
                 (!bars.is_empty()).then(|| bar_chart(&m.name, &m.unit, &bars))
             })
             .collect();
+        charts.extend(series_charts);
         let drift = rows
             .iter()
             .flat_map(|r: &Row| {
@@ -440,7 +471,12 @@ fn table_metrics(
     test: &crate::model::TestName,
 ) -> Vec<crate::model::MetricSpec> {
     let mut out = recipe.metrics.clone();
-    for power in crate::model::MetricSpec::power() {
+    let series = if recipe.series {
+        crate::model::MetricSpec::series().to_vec()
+    } else {
+        Vec::new()
+    };
+    for power in crate::model::MetricSpec::power().into_iter().chain(series) {
         let measured = plan
             .cells
             .iter()

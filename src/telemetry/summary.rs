@@ -67,6 +67,48 @@ const SLOWED: u32 = 0b1110 | (0b1110 << 16);
 /// running at the top: frequency changes are sampled in 10 ms units.
 const BELOW_MAX_TOLERANCE: f64 = 0.01;
 
+/// Points a run's series keeps at most: a 15-minute burn-in at ~1 Hz is 900 ticks.
+pub const SERIES_MAX: usize = 240;
+
+/// One tick of a run's series: seconds since the first tick, the hottest thermal
+/// source, the mean clock over the CPUs that report one (absent where no cpufreq).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    pub t: f64,
+    pub temp_c: Option<f64>,
+    pub freq_mhz: Option<f64>,
+}
+
+/// Up to `max` ticks evenly picked, first and last included: the same ticks for the
+/// same trace.
+pub fn series(samples: &[super::trace::TraceSample], max: usize) -> Vec<SeriesPoint> {
+    let Some(first) = samples.first() else {
+        return Vec::new();
+    };
+    let n = samples.len();
+    let picks: Vec<usize> = if n <= max {
+        (0..n).collect()
+    } else {
+        let mut v: Vec<usize> = (0..max).map(|i| i * (n - 1) / (max - 1).max(1)).collect();
+        v.dedup();
+        v
+    };
+    picks
+        .into_iter()
+        .map(|i| {
+            let s = &samples[i];
+            SeriesPoint {
+                t: ((s.uptime - first.uptime).max(0.0) * 100.0).round() / 100.0,
+                temp_c: s.temps_milli.iter().max().map(|m| *m as f64 / 1000.0),
+                freq_mhz: (!s.freqs_khz.is_empty()).then(|| {
+                    let sum: u64 = s.freqs_khz.iter().sum();
+                    (sum as f64 / s.freqs_khz.len() as f64 / 1000.0 * 10.0).round() / 10.0
+                }),
+            }
+        })
+        .collect()
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Range {
     pub min: f64,
@@ -131,6 +173,11 @@ pub struct TelemetrySummary {
     /// The first of those kernel log lines, for people reading the store.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernel_lines: Vec<String>,
+    /// Temperature and CPU clock over the run, at most `SERIES_MAX` points evenly
+    /// picked from the ticks (the first and last kept); kept in the store only for
+    /// recipes with `series = true`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<SeriesPoint>,
     /// Watts idle before the run and during it, from the board's `[meter]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<super::power::PowerSummary>,
@@ -294,6 +341,7 @@ pub fn summarize(trace: &Trace) -> TelemetrySummary {
     }
 
     out.power = super::power::summarize(&trace.power);
+    out.series = series(samples, SERIES_MAX);
     if trace.has_vcgencmd {
         let failed = samples.iter().any(|s| s.throttled_failed)
             || (!samples.is_empty() && throttles.is_empty());

@@ -1,6 +1,7 @@
 //! The one integration-test binary. Each module is one area; cases are data-driven
 //! where the area allows.
 
+mod burnin;
 mod config;
 mod dd;
 mod drift;
@@ -23,6 +24,7 @@ mod seeds;
 mod serving;
 mod sides;
 mod spine;
+mod startup;
 mod stats;
 mod storage;
 mod telemetry;

@@ -1,6 +1,6 @@
 //! Summaries and flags from real trace lines: throttle bits, kernel events, swap, load.
 
-use super::super::trace::parse_trace;
+use super::super::trace::{TraceSample, parse_trace};
 use super::*;
 
 fn th() -> Thresholds {
@@ -270,4 +270,37 @@ fn an_empty_trace_summarizes_to_nothing() {
     assert_eq!(s.samples, 0);
     assert!(flags(&s, &th()).is_empty());
     assert!(serde_json::to_value(&s).is_ok());
+}
+
+/// A long run's series is at most `max` points, evenly picked with the first and the
+/// last tick kept; the clock is the mean over the CPUs that report one, and a tick
+/// without thermal zones or cpufreq gives nulls, never zeros.
+#[test]
+fn a_series_is_bounded_evenly_picked_and_null_where_absent() {
+    let samples: Vec<TraceSample> = (0..1000)
+        .map(|i| TraceSample {
+            uptime: 100.0 + i as f64,
+            temps_milli: vec![40_000 + i, 30_000],
+            freqs_khz: vec![1_500_000, 600_000],
+            ..TraceSample::default()
+        })
+        .collect();
+    let s = series(&samples, 240);
+    assert_eq!(s.len(), 240);
+    assert_eq!(s[0].t, 0.0);
+    assert_eq!(s[239].t, 999.0);
+    assert_eq!(s[239].temp_c, Some(40.999));
+    assert!(s.iter().all(|p| p.freq_mhz == Some(1050.0)));
+    assert!(s.windows(2).all(|w| w[0].t < w[1].t));
+    let bare = vec![
+        TraceSample {
+            uptime: 1.0,
+            ..TraceSample::default()
+        };
+        3
+    ];
+    let s = series(&bare, 240);
+    assert_eq!(s.len(), 3);
+    assert!(s.iter().all(|p| p.temp_c.is_none() && p.freq_mhz.is_none()));
+    assert!(series(&[], 240).is_empty());
 }
