@@ -303,8 +303,10 @@ fn measured_cells(root: &Path) -> std::collections::BTreeMap<String, usize> {
             for (metric, v) in sample["metrics"].as_object().unwrap() {
                 let v = v.as_f64().unwrap();
                 assert!(v.is_finite() && v >= 0.0, "{test}.{metric} = {v}: {cell}");
-                let primary = recipe["metrics"][metric.as_str()]
-                    .get("primary")
+                // Metrics apply adds (watts, a series' maxima) are no recipe's.
+                let primary = recipe["metrics"]
+                    .get(metric.as_str())
+                    .and_then(|m| m.get("primary"))
                     .and_then(|p| p.as_bool())
                     .unwrap_or(false);
                 assert!(!primary || v > 0.0, "{test}.{metric} = {v}: {cell}");
@@ -432,4 +434,22 @@ fn the_shipped_lab_sbc_scenario_measures_xz_pinned_and_unpinned_and_ext4_against
         Some(&4),
         "2 disks x 2 filesystems: {measured:?}"
     );
+}
+
+#[test]
+fn the_shipped_lab_serving_scenario_serves_measures_the_network_and_leaves_nothing_running() {
+    let (lab, _doc, err) = run_shipped_on_a_lab("lab-serving");
+    let measured = measured_cells(&lab.root);
+    for (test, cells) in [
+        ("http", 1),
+        ("smb", 1),
+        ("smb-fs", 2),
+        ("iperf3-bidir", 1),
+        ("iperf", 1),
+        ("startup-nginx", 1),
+        ("burn-in", 1),
+    ] {
+        assert_eq!(measured.get(test), Some(&cells), "{test}: {measured:?}\n{err}");
+    }
+    crate::serving::assert_nothing_left(lab.board(0));
 }

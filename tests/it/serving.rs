@@ -158,8 +158,12 @@ fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
 
 /// Nothing of the serving recipes is left on the board: no nginx or smbd in its
 /// network namespace, no tmpfs of benchpipe's, no directory of theirs in the workdir.
-fn assert_nothing_left(board: &LabBoard) {
-    assert_eq!(board_servers_left(board, &["nginx", "smbd"]), "", "servers left");
+pub(crate) fn assert_nothing_left(board: &LabBoard) {
+    assert_eq!(
+        board_servers_left(board, &["nginx", "smbd", "iperf", "stress-ng"]),
+        "",
+        "servers left"
+    );
     assert_eq!(benchpipe_tmpfs(board), "", "tmpfs left mounted");
     let left: Vec<_> = std::fs::read_dir(&board.workdir)
         .map(|d| {
