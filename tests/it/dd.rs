@@ -4,6 +4,7 @@
 //! read-back is compared with; and, after a flash, the wait for boot asking a fake
 //! systemctl again while it says `starting`. They need root (loop devices, the lab).
 
+use crate::lab::sh;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,15 +18,6 @@ use sha2::{Digest, Sha256};
 
 use crate::lab::Lab;
 
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "`{cmd}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn need_root() {
     // SAFETY: geteuid has no preconditions.

@@ -3,31 +3,15 @@
 //! skipped with its reason where the board's kernel has none (this machine's has none);
 //! `as-flashed` measuring the image's own filesystem at a path, never formatted.
 
+use crate::lab::{bp, sh};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 use crate::lab::Lab;
 
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "`{cmd}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
-fn bp(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
-        .current_dir(root)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()

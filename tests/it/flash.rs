@@ -2,6 +2,7 @@
 //! lab boards, the refusals that keep dd off the wrong disk, and the lab's power cycle
 //! booting what was flashed. They need root; without it they fail loudly.
 
+use crate::lab::sh;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,15 +18,6 @@ use sha2::{Digest, Sha256};
 
 use crate::lab::Lab;
 
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "`{cmd}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 pub(crate) fn need_root() {
     // SAFETY: geteuid has no preconditions.

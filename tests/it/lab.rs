@@ -662,6 +662,18 @@ pub fn bp(root: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// Runs `cmd` under `sh -c` on the controller; its trimmed stdout, or a panic naming the
+/// command and its stderr.
+pub fn sh(cmd: &str) -> String {
+    let out = std::process::Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "`{cmd}` failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 pub fn text(o: &std::process::Output) -> String {
     crate::spine::text(o)
 }

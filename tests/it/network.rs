@@ -2,20 +2,12 @@
 //! `--bidir` and iperf 2, servers on the boards, clients on the controller; nothing of
 //! theirs is left running afterwards.
 
+use crate::lab::bp;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use crate::lab::Lab;
 use crate::spine::text;
 
-fn bp(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
-        .current_dir(root)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 /// Each measured run's metrics of `test`, by board.
 fn metrics(root: &Path, test: &str) -> Vec<(String, serde_json::Value)> {

@@ -1,21 +1,14 @@
 //! Integration tests: apply on the virtual lab over real SSH: boards in parallel,
 //! exclusive resources, a board whose sshd dies mid-run, and the resume after it.
 
+use crate::lab::bp;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::lab::Lab;
 use crate::spine::text;
 
-fn bp(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
-        .current_dir(root)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 /// `benchpipe apply scenarios/s.toml` in the background, its stderr piped.
 fn spawn_apply(root: &Path) -> std::process::Child {

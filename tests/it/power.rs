@@ -4,19 +4,12 @@
 //! Shelly-shaped JSON answer real curl fetches from a file. The recipe under test
 //! switches each fake to its load value while it runs and back to idle after.
 
+use crate::lab::bp;
 use std::path::{Path, PathBuf};
 
 use crate::lab::Lab;
 use crate::spine::text;
 
-fn bp(root: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
-        .current_dir(root)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 /// Measured samples of `test` per board name.
 fn measured(root: &Path, test: &str, board: &str) -> Vec<serde_json::Value> {

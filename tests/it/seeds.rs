@@ -4,9 +4,10 @@
 //! shipped (only the board glob renamed to the test lab's prefix) on a lab of their
 //! own, every cell completed with numbers or skipped with its reason.
 
+use crate::lab::bp;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -16,14 +17,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn bp(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
-        .current_dir(root)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()

@@ -2,6 +2,7 @@
 //! filesystem cells, and the refusals that keep benchpipe from formatting the wrong disk.
 //! They need root for losetup and mount; without it they fail loudly.
 
+use crate::lab::sh;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -16,15 +17,6 @@ struct LoopDisk {
     mounted: Vec<PathBuf>,
 }
 
-fn sh(cmd: &str) -> String {
-    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-    assert!(
-        out.status.success(),
-        "`{cmd}` failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 impl LoopDisk {
     fn new(dir: &Path, mib: u64) -> LoopDisk {
