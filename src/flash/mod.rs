@@ -9,8 +9,8 @@
 
 pub mod bmap;
 pub mod dd;
-pub mod tpi;
 mod stream;
+pub mod tpi;
 
 use std::io::IsTerminal;
 

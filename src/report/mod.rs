@@ -248,7 +248,9 @@ fn series_chart_of(
 ) -> Option<String> {
     let last = d.measured().last()?;
     let series = last.telemetry.as_ref()?.get("series")?.as_array()?;
-    let num = |p: &serde_json::Value, k: &str| p.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite());
+    let num = |p: &serde_json::Value, k: &str| {
+        p.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite())
+    };
     let points: Vec<(f64, Option<f64>, Option<f64>)> = series
         .iter()
         .filter_map(|p| Some((num(p, "t")?, num(p, "temp_c"), num(p, "freq_mhz"))))
@@ -260,7 +262,10 @@ fn series_chart_of(
     let title = if label.is_empty() {
         "temperature and clock over the last run".to_string()
     } else {
-        format!("{}: temperature and clock over the last run", label.join(" / "))
+        format!(
+            "{}: temperature and clock over the last run",
+            label.join(" / ")
+        )
     };
     Some(chart::series_chart(&title, &points))
 }

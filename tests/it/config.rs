@@ -803,7 +803,10 @@ fn committed_examples_load() {
             stem != "lab" && !stem.starts_with("lab-")
         })
         .collect();
-    assert!(scenarios.len() >= 3, "localhost and the two seed studies: {scenarios:?}");
+    assert!(
+        scenarios.len() >= 3,
+        "localhost and the two seed studies: {scenarios:?}"
+    );
     let ws = config::load(root, &scenarios).unwrap_or_else(|e| panic!("{e}"));
     assert!(ws.boards.contains_key(&"localhost".into()));
     assert!(ws.recipes.contains_key(&"xz".into()) && ws.recipes.contains_key(&"disk-4k".into()));

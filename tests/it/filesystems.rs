@@ -11,8 +11,6 @@ use serde_json::Value;
 
 use crate::lab::Lab;
 
-
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }

@@ -18,7 +18,6 @@ use sha2::{Digest, Sha256};
 
 use crate::lab::Lab;
 
-
 pub(crate) fn need_root() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

@@ -665,7 +665,11 @@ pub fn bp(root: &Path, args: &[&str]) -> std::process::Output {
 /// Runs `cmd` under `sh -c` on the controller; its trimmed stdout, or a panic naming the
 /// command and its stderr.
 pub fn sh(cmd: &str) -> String {
-    let out = std::process::Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "`{cmd}` failed: {}",

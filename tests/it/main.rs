@@ -4,8 +4,8 @@
 mod burnin;
 mod config;
 mod dd;
-mod drift;
 mod disks;
+mod drift;
 mod filesystems;
 mod flash;
 mod fs_stack;

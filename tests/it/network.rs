@@ -8,13 +8,15 @@ use std::path::Path;
 use crate::lab::Lab;
 use crate::spine::text;
 
-
 /// Each measured run's metrics of `test`, by board.
 fn metrics(root: &Path, test: &str) -> Vec<(String, serde_json::Value)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        let Some(board) = name.get(33..).and_then(|r| r.strip_prefix(&format!("{test}-"))) else {
+        let Some(board) = name
+            .get(33..)
+            .and_then(|r| r.strip_prefix(&format!("{test}-")))
+        else {
             continue;
         };
         let text = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
@@ -60,7 +62,9 @@ fn iperf3_bidir_and_iperf2_measure_both_ways_on_lab_boards_and_leave_nothing_run
     assert_eq!(bidir.len(), 4, "2 boards x 2 runs: {bidir:?}");
     for (board, m) in &bidir {
         for key in ["download", "upload"] {
-            let mbit = m[key].as_f64().unwrap_or_else(|| panic!("{board}: no {key}: {m}"));
+            let mbit = m[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{board}: no {key}: {m}"));
             assert!(mbit.is_finite() && mbit > 0.0, "{board} {key}: {mbit}");
         }
         // Two directions, two numbers: not one direction's rate reported twice.

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use crate::lab::Lab;
 use crate::spine::text;
 
-
 /// `benchpipe apply scenarios/s.toml` in the background, its stderr piped.
 fn spawn_apply(root: &Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_benchpipe"))

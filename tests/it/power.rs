@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use crate::lab::Lab;
 use crate::spine::text;
 
-
 /// Measured samples of `test` per board name.
 fn measured(root: &Path, test: &str, board: &str) -> Vec<serde_json::Value> {
     let mut out = Vec::new();

@@ -17,7 +17,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
@@ -442,7 +441,11 @@ fn the_shipped_lab_serving_scenario_serves_measures_the_network_and_leaves_nothi
         ("startup-nginx", 1),
         ("burn-in", 1),
     ] {
-        assert_eq!(measured.get(test), Some(&cells), "{test}: {measured:?}\n{err}");
+        assert_eq!(
+            measured.get(test),
+            Some(&cells),
+            "{test}: {measured:?}\n{err}"
+        );
     }
     crate::serving::assert_nothing_left(lab.board(0));
 }

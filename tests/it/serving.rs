@@ -42,14 +42,16 @@ fn http_reads_curls_json_speed_in_mb_per_s() {
 fn smb_recipes_read_smbclients_get_and_put_rates_in_mb_per_s() {
     for name in ["smb", "smb-fs"] {
         let smb = shipped(name);
-        let got =
-            benchpipe::bench::metrics(&smb, "", &fixture("smbclient-get-put.txt")).unwrap();
+        let got = benchpipe::bench::metrics(&smb, "", &fixture("smbclient-get-put.txt")).unwrap();
         assert_eq!(got["read"], 691891.0 * 0.001024, "{name}");
         assert_eq!(got["write"], 184504.3 * 0.001024, "{name}");
         let err = benchpipe::bench::metrics(&smb, "", &fixture("smbclient-error.txt"))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("NT_STATUS_OBJECT_NAME_NOT_FOUND"), "{name}: {err}");
+        assert!(
+            err.contains("NT_STATUS_OBJECT_NAME_NOT_FOUND"),
+            "{name}: {err}"
+        );
         // Only the get: the put's pattern matches nothing.
         let err = benchpipe::bench::metrics(&smb, "", &fixture("smbclient.txt"))
             .unwrap_err()
@@ -69,7 +71,11 @@ fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
         let mut left = String::new();
         for line in crate::processes_matching(names).lines() {
             let pid = line.split(' ').next().unwrap();
-            if std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().as_ref() == Some(&ns) {
+            if std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                .ok()
+                .as_ref()
+                == Some(&ns)
+            {
                 left.push_str(line);
                 left.push('\n');
             }
@@ -231,7 +237,11 @@ fn smb_fs_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
     }
     assert_positive(&samples, &["read", "write"]);
     assert_nothing_left(&board);
-    assert_eq!(board_mounts(&board, &board.disks[0].path), "", "the disk is unmounted");
+    assert_eq!(
+        board_mounts(&board, &board.disks[0].path),
+        "",
+        "the disk is unmounted"
+    );
 }
 
 /// Runs that fail while the servers run (a file the server does not have): the cells
@@ -273,7 +283,12 @@ fn failing_http_and_smb_runs_still_stop_their_servers_and_unmount() {
 fn an_http_port_in_use_on_the_board_is_refused() {
     let lab = Lab::up(1);
     let board = lab.board(0).clone();
-    scenario(&lab, "\"http\"", "", "[params.http]\nsize_mib = 1\nport = 8090\n");
+    scenario(
+        &lab,
+        "\"http\"",
+        "",
+        "[params.http]\nsize_mib = 1\nport = 8090\n",
+    );
     // A listener of someone else's in the board's network namespace.
     let mut other = std::process::Command::new("ip")
         .args(["netns", "exec", &board.netns, "iperf3", "-s", "-p", "8090"])
@@ -283,7 +298,14 @@ fn an_http_port_in_use_on_the_board_is_refused() {
     let t0 = std::time::Instant::now();
     while !String::from_utf8_lossy(
         &std::process::Command::new("ip")
-            .args(["netns", "exec", &board.netns, "ss", "-Hltn", "sport = :8090"])
+            .args([
+                "netns",
+                "exec",
+                &board.netns,
+                "ss",
+                "-Hltn",
+                "sport = :8090",
+            ])
             .output()
             .unwrap()
             .stdout,
@@ -305,7 +327,6 @@ fn an_http_port_in_use_on_the_board_is_refused() {
     assert_nothing_left(&board);
 }
 
-
 /// benchpipe itself is killed (SIGKILL) while nginx and smbd serve: the servers outlive
 /// it, and the next apply stops them (its stop-leftover-services step, before any setup
 /// would find the port taken), measures, and leaves no server and no tmpfs behind.
@@ -322,8 +343,12 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
         );
         let s = lab.root.join("scenarios/s.toml");
         let two = std::fs::read_to_string(&s).unwrap();
-        std::fs::write(&s, two.replace("max = 2", "max = 500").replace("min = 2", "min = 500"))
-            .unwrap();
+        std::fs::write(
+            &s,
+            two.replace("max = 2", "max = 500")
+                .replace("min = 2", "min = 500"),
+        )
+        .unwrap();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
             .args(["apply", "scenarios/s.toml"])
             .current_dir(&lab.root)
@@ -345,7 +370,15 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
             "{test}: the server outlives the killed apply: {running}"
         );
         std::fs::write(&s, two).unwrap();
-        let rerun = bp(&lab.root, &["apply", "--redo", &format!("test={test}"), "scenarios/s.toml"]);
+        let rerun = bp(
+            &lab.root,
+            &[
+                "apply",
+                "--redo",
+                &format!("test={test}"),
+                "scenarios/s.toml",
+            ],
+        );
         assert!(rerun.status.success(), "{test}: {}", text(&rerun));
         assert_nothing_left(&board);
     }

@@ -17,7 +17,6 @@ struct LoopDisk {
     mounted: Vec<PathBuf>,
 }
 
-
 impl LoopDisk {
     fn new(dir: &Path, mib: u64) -> LoopDisk {
         LoopDisk::named(dir, "disk", mib)
