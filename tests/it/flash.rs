@@ -25,6 +25,18 @@ pub(crate) fn need_root() {
     }
 }
 
+/// A raw lab image `name` in `dir`, whose os-release says `ID=bpflash` and
+/// `VERSION_ID=version`: the image most flash tests write and boot.
+pub(crate) fn bpflash_image(dir: &Path, name: &str, version: &str) -> PathBuf {
+    image::build(
+        dir,
+        name,
+        &ImageSpec::new("bpflash", version),
+        Compression::None,
+    )
+    .unwrap()
+}
+
 pub(crate) fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bp-it-flash-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -503,13 +515,7 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
         "{text}"
     );
     let dir = scratch("ssh");
-    let img = image::build(
-        &dir,
-        "v1",
-        &ImageSpec::new("bpflash", "1"),
-        Compression::None,
-    )
-    .unwrap();
+    let img = bpflash_image(&dir, "v1", "1");
     let mut t = lab.connect(0);
     let before = os_release_over_ssh(&mut t);
     assert!(!before.contains("ID=bpflash"), "{before}");
@@ -529,13 +535,7 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
         "{after}"
     );
     // The board holds no mount of its boot disk, so it can be flashed through itself again.
-    let v2 = image::build(
-        &dir,
-        "v2",
-        &ImageSpec::new("bpflash", "2"),
-        Compression::None,
-    )
-    .unwrap();
+    let v2 = bpflash_image(&dir, "v2", "2");
     flash(&mut t, &boot.device, &[&boot.device], &v2, true).unwrap();
     drop(t);
     cycle(&lab, 0);
@@ -784,13 +784,7 @@ fn apply_flashes_each_image_once_verifies_its_boot_and_measures_it_on_its_own_im
     need_root();
     let lab = Lab::up(1);
     let dir = scratch("apply");
-    let v1 = image::build(
-        &dir,
-        "v1",
-        &ImageSpec::new("bpflash", "1"),
-        Compression::None,
-    )
-    .unwrap();
+    let v1 = bpflash_image(&dir, "v1", "1");
     let v2 = image::build(&dir, "v2", &ImageSpec::new("bpflash", "2"), Compression::Xz).unwrap();
     let name = flash_project(&lab, &[("v1", &v1, "1"), ("v2", &v2, "2")]);
 
@@ -882,13 +876,7 @@ fn apply_refuses_an_image_whose_sha256_differs_and_one_that_boots_as_something_e
     need_root();
     let lab = Lab::up(1);
     let dir = scratch("apply-bad");
-    let v1 = image::build(
-        &dir,
-        "v1",
-        &ImageSpec::new("bpflash", "1"),
-        Compression::None,
-    )
-    .unwrap();
+    let v1 = bpflash_image(&dir, "v1", "1");
     // v3's expectations say VERSION_ID 3, but the file holds 1.
     flash_project(&lab, &[("v1", &v1, "1"), ("v3", &v1, "3")]);
     let s = lab.root.join("scenarios/lab-flash.toml");
@@ -1100,13 +1088,7 @@ fn a_flash_command_writes_the_image_on_the_controller_and_the_boot_is_verified()
     need_root();
     let lab = Lab::up(1);
     let dir = scratch("command");
-    let v1 = image::build(
-        &dir,
-        "v1",
-        &ImageSpec::new("bpflash", "1"),
-        Compression::None,
-    )
-    .unwrap();
+    let v1 = bpflash_image(&dir, "v1", "1");
     let name = flash_project(&lab, &[("v1", &v1, "1")]);
     // The lab's boot disk is a loop device on this machine: the controller itself can
     // write it, as a flasher with an SD mux would.

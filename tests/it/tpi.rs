@@ -3,6 +3,7 @@
 //! flash and power templates run on a named lab host (`via`), with `boards power`.
 //! They need root; without it they fail loudly.
 
+use crate::flash::bpflash_image;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -265,13 +266,7 @@ fn flash_and_power_templates_run_on_a_named_lab_host_and_boards_power_switches_t
     need_root();
     let lab = Lab::up(2);
     let dir = scratch("via");
-    let v1 = image::build(
-        &dir,
-        "v1",
-        &ImageSpec::new("bpflash", "1"),
-        Compression::None,
-    )
-    .unwrap();
+    let v1 = bpflash_image(&dir, "v1", "1");
     let b0 = flash_project(&lab, &[("v1", &v1, "1")]);
     let host = lab.board(1).name.to_string();
     let power = lab_power_as_controller(lab.board(0));
