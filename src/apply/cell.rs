@@ -57,6 +57,10 @@ impl Worker<'_> {
             // The cell's key: a name of its own for what a cell keeps on the board
             // while cells of one group take turns (the xz recipe's tmpfs).
             .set("cell", cell.key.to_string());
+        if let Some(peer) = cell.peer.as_ref().and_then(|p| self.boards.get(p)) {
+            vars.set(crate::config::PEER_HOST, board_host(peer))
+                .set(crate::config::PEER_DIR, self.peer_dir(peer));
+        }
         Ok(LiveCell {
             job,
             writer,

@@ -41,7 +41,7 @@ impl Worker<'_> {
     /// A cleanup step: runs when what it undoes was done, on the board only while the
     /// board is there.
     pub(super) fn cleanup(&self, w: &mut Walk<'_, '_>, step: &Step) -> StepStatus {
-        if step.side == Side::Board && w.lost.is_some() {
+        if step.side.on_board() && w.lost.is_some() {
             return StepStatus::Skipped {
                 reason: "the board is lost".into(),
             };
@@ -53,10 +53,19 @@ impl Worker<'_> {
         let Some(board) = w.board.as_deref_mut() else {
             return nothing;
         };
-        let mut t = Transports {
-            board,
-            controller: w.controller.as_mut(),
-        };
+        let peer = step
+            .cells
+            .first()
+            .and_then(|k| w.jobs.get(k).copied())
+            .and_then(|j| j.cell.peer.as_ref());
+        // A peer's cleanup runs while the peer is there, whatever became of the board.
+        let peer_gone = peer.is_none_or(|p| w.peers.get(p).is_none_or(|s| s.lost.is_some()));
+        if step.side == Side::Peer && peer_gone {
+            return StepStatus::Skipped {
+                reason: "the peer board is lost".into(),
+            };
+        }
+        let mut t = Transports::new(board, w.controller.as_mut()).with_peers(&mut w.peers, peer);
         match &step.action {
             Action::StopService { service, .. } => {
                 let key = &step.cells[0];

@@ -91,6 +91,7 @@ impl Worker<'_> {
         let mut managers = BTreeMap::new();
         for job in jobs {
             let recipe = job.recipe;
+            t.peer = job.cell.peer.clone();
             if (recipe.facts.is_empty() && recipe.needs.is_empty())
                 || out.contains_key(&recipe.name)
             {
@@ -113,8 +114,9 @@ impl Worker<'_> {
                     super::provision::package_versions(t.side(*side), m, needs.packages_for(m));
                 if !versions.is_empty() {
                     let key = match side {
-                        Side::Board => "packages",
+                        Side::Board | Side::Members => "packages",
                         Side::Controller => "controller_packages",
+                        Side::Peer => "peer_packages",
                     };
                     entry[key] = json!({ "manager": m, "installed": versions });
                 }

@@ -19,6 +19,8 @@ mod drift;
 pub(crate) mod facts;
 mod flash;
 mod mount;
+mod peer;
+mod per_member;
 mod power;
 pub(crate) mod provision;
 mod resources;
@@ -263,6 +265,7 @@ pub fn apply_with_options(
         complete: outcome.already_complete,
     });
     let resources = Resources::default();
+    let held = Resources::default();
     let results: Vec<BoardResult> = std::thread::scope(|s| {
         let handles: Vec<_> = by_board
             .iter()
@@ -277,6 +280,7 @@ pub fn apply_with_options(
                     stop,
                     session: &session,
                     resources: &resources,
+                    held: &held,
                     connector,
                     on_drift: options.on_drift,
                 };

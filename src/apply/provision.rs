@@ -30,11 +30,17 @@ impl Worker<'_> {
         // Each side installs and checks only what the recipes say that side needs.
         let recipes: BTreeMap<_, &Recipe> =
             jobs.iter().map(|j| (&j.recipe.name, j.recipe)).collect();
-        let mut unserved = provision(board, self.name(), Side::Board, recipes.values().copied())?;
+        // A board is the only member of itself: it gets what every member needs.
+        let mut unserved = provision(
+            board,
+            self.name(),
+            &[Side::Board, Side::Members],
+            recipes.values().copied(),
+        )?;
         let on_controller = provision(
             controller,
             "the controller",
-            Side::Controller,
+            &[Side::Controller],
             recipes.values().copied(),
         )?;
         for (test, cause) in on_controller {
@@ -61,6 +67,38 @@ impl Worker<'_> {
             ));
         }
         Ok(unserved)
+    }
+
+    /// Provisions each connected peer for the recipes of the cells that use it; a peer
+    /// that cannot serve a recipe fails that recipe's cells (added to `unserved`).
+    pub(super) fn prepare_peers(
+        &self,
+        peers: &mut super::peer::Peers,
+        jobs: &[&Job<'_>],
+        unserved: &mut Unserved,
+    ) {
+        for (name, session) in peers.iter_mut() {
+            let recipes: BTreeMap<_, &Recipe> = jobs
+                .iter()
+                .filter(|j| j.cell.peer.as_ref() == Some(name))
+                .map(|j| (&j.recipe.name, j.recipe))
+                .collect();
+            if recipes.is_empty() {
+                continue;
+            }
+            match provision(session, name.as_str(), &[Side::Peer], recipes.values().copied()) {
+                Ok(lacking) => {
+                    for (test, cause) in lacking {
+                        unserved.entry(test).or_insert(cause);
+                    }
+                }
+                Err(cause) => {
+                    for test in recipes.keys() {
+                        unserved.entry((*test).clone()).or_insert(cause.clone());
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -140,12 +178,13 @@ pub(super) fn manager_of(t: &mut dyn Transport) -> Result<PackageManager, String
 pub(super) fn provision<'r>(
     t: &mut dyn Transport,
     side: &str,
-    on: Side,
+    on: &[Side],
     recipes: impl Iterator<Item = &'r Recipe>,
 ) -> Result<Unserved, CellFailure> {
-    let needs: Vec<(&TestName, &Needs)> = recipes
-        .filter_map(|r| r.needs.get(&on).map(|n| (&r.name, n)))
+    let owned: Vec<(&TestName, Needs)> = recipes
+        .filter_map(|r| merged(r, on).map(|n| (&r.name, n)))
         .collect();
+    let needs: Vec<(&TestName, &Needs)> = owned.iter().map(|(t, n)| (*t, n)).collect();
     let commands: BTreeSet<&str> = needs
         .iter()
         .flat_map(|(_, n)| n.commands.iter().map(String::as_str))
@@ -308,6 +347,28 @@ pub(super) fn provision<'r>(
         }
     }
     Ok(unserved)
+}
+
+/// What a recipe needs on these sides together; `None` when it names nothing there.
+fn merged(r: &Recipe, on: &[Side]) -> Option<Needs> {
+    let mut out: Option<Needs> = None;
+    for n in on.iter().filter_map(|s| r.needs.get(s)) {
+        let o = out.get_or_insert_with(Needs::default);
+        for (m, p) in &n.packages {
+            let list = o.packages.entry(*m).or_default();
+            for x in p {
+                if !list.contains(x) {
+                    list.push(x.clone());
+                }
+            }
+        }
+        for c in &n.commands {
+            if !o.commands.contains(c) {
+                o.commands.push(c.clone());
+            }
+        }
+    }
+    out
 }
 
 /// The installed version of each of `packages` (those not installed are left out), as

@@ -127,12 +127,26 @@ impl Worker<'_> {
             return Err(CellFailure::Interrupted);
         }
         let job = cell.job;
+        t.peer = job.cell.peer.clone();
         let writer = &mut cell.writer;
         let vars = &mut cell.vars;
         vars.set("run", index);
         let _held = self.resources.acquire(&job.recipe.exclusive);
         let step = &job.recipe.run;
-        let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
+        // A board is the only member of itself: a per-member run runs its one command.
+        let (command, composed) = if job.recipe.run_per_member {
+            let dir = format!(
+                "{}/members-{}",
+                self.side_dir(t, step.on).trim_end_matches('/'),
+                job.cell.key
+            );
+            let each = [(self.name().to_string(), vars.clone())];
+            let (script, composed) = super::per_member::compose(&step.command, &each, &dir)?;
+            (script, Some(composed))
+        } else {
+            let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
+            (command, None)
+        };
         let seq = writer.next_seq();
         // The sampler watches the board during measured runs; warm-ups are discarded
         // anyway. Without it (an odd board), the run goes on unjudged.
@@ -204,28 +218,32 @@ impl Worker<'_> {
             "$ {command}\n# {kind:?} run {index}, {}, {seconds:.3} s\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
             out.exit
         );
-        if !out.exit.success() {
-            let name = format!("failed-{}-{seq:04}", self.session);
-            let rel = writer.write_log_named(&name, log.as_bytes())?;
-            return Err(CellFailure::step_failed(
-                format!("{kind:?} run {index}"),
+        let what = format!("{kind:?} run {index}");
+        let read = match &composed {
+            // Each member's status and output, read apart: one member's failure fails
+            // the run, naming it.
+            Some(c) => super::per_member::outcome(job.recipe, c, &what, &stdout, &stderr),
+            None if !out.exit.success() => Err(CellFailure::step_failed(
+                what.clone(),
                 &command,
                 &out.exit,
                 &stderr,
-            )
-            .with_log(rel));
-        }
+            )),
+            None => bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| {
+                CellFailure::ParseFailed {
+                    step: what.clone(),
+                    message: e.to_string(),
+                    log: None,
+                }
+            }),
+        };
         let mut telemetry = telemetry;
-        let mut metrics = match bench::metrics(job.recipe, &stdout, &stderr) {
+        let mut metrics = match read {
             Ok(m) => m,
             Err(e) => {
                 let name = format!("failed-{}-{seq:04}", self.session);
                 let rel = writer.write_log_named(&name, log.as_bytes())?;
-                return Err(CellFailure::ParseFailed {
-                    step: format!("{kind:?} run {index}"),
-                    message: e.to_string(),
-                    log: Some(rel),
-                });
+                return Err(e.with_log(rel));
             }
         };
         if job.recipe.series {

@@ -14,8 +14,27 @@ impl Worker<'_> {
     /// not stop another board's services.
     pub(super) fn service_dir(&self, side: Side) -> String {
         match side {
-            Side::Board => self.board.workdir.clone(),
+            Side::Board | Side::Members | Side::Peer => self.board.workdir.clone(),
             Side::Controller => format!("/var/tmp/benchpipe/controller/{}", self.board.name),
+        }
+    }
+
+    /// Where this board's cells keep what they run on a peer board: a directory of the
+    /// peer's claimed workdir, per board, so that a board's cleanup never stops what
+    /// another board runs on the same peer.
+    pub(super) fn peer_dir(&self, peer: &crate::model::Board) -> String {
+        format!(
+            "{}/peer-{}",
+            peer.workdir.trim_end_matches('/'),
+            self.board.name
+        )
+    }
+
+    /// Where a step on `side` keeps its services: the peer's directory for a peer step.
+    pub(super) fn side_dir(&self, t: &Transports<'_>, side: Side) -> String {
+        match (side, t.peer.as_ref().and_then(|p| self.boards.get(p))) {
+            (Side::Peer, Some(peer)) => self.peer_dir(peer),
+            _ => self.service_dir(side),
         }
     }
 
@@ -35,9 +54,10 @@ impl Worker<'_> {
         let command = bench::render(&spec.command, &cell.vars).map_err(CellFailure::from)?;
         // Unique per cell, so interleaved cells never share a pid file.
         let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
+        let dir = self.side_dir(t, spec.on);
         let service = t
             .side(spec.on)
-            .start_service(&self.service_dir(spec.on), &name, &command)
+            .start_service(&dir, &name, &command)
             .map_err(|e| service_failure(&spec.name, "", e))?;
         cell.services.push((spec.on, spec.name.clone(), service));
         if let Some(ready) = &spec.ready {

@@ -62,6 +62,8 @@ pub(super) struct Walk<'j, 'c> {
     pub(super) storage_facts: BTreeMap<crate::model::StorageName, Value>,
     /// Set by a UAS step: the image's `RestoreCmdline` puts the command line back.
     pub(super) uas_touched: bool,
+    /// The peer boards of the walk's cells, connected by their `ConnectPeer` steps.
+    pub(super) peers: super::peer::Peers,
 }
 
 impl Walk<'_, '_> {
@@ -136,7 +138,10 @@ impl Worker<'_> {
             new_host_key: None,
             storage_facts: BTreeMap::new(),
             uas_touched: false,
+            peers: BTreeMap::new(),
         };
+        // The boards a `Hold` step took, kept to the walk's end.
+        let mut held = None;
         // A cell's outcome is final after the last step that names it.
         let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
         for (i, s) in steps.iter().enumerate() {
@@ -152,7 +157,21 @@ impl Worker<'_> {
             interrupted: false,
         };
         for (i, step) in steps.iter().enumerate() {
-            let status = self.step(&mut w, step);
+            let status = match &step.action {
+                Action::Hold { boards } => match self.hold(boards) {
+                    Some(g) => {
+                        held = Some(g);
+                        StepStatus::Ran
+                    }
+                    None => {
+                        w.interrupted = true;
+                        StepStatus::Skipped {
+                            reason: "interrupted".into(),
+                        }
+                    }
+                },
+                _ => self.step(&mut w, step),
+            };
             self.progress.event(Event::Step {
                 board: self.name(),
                 index: i,
@@ -182,6 +201,7 @@ impl Worker<'_> {
             self.phase(None, format!("could not unmount {}: {e}", s.path));
         }
         result.interrupted |= w.interrupted;
+        drop(held);
         self.done(&result);
         result
     }
@@ -376,6 +396,11 @@ impl Worker<'_> {
                 return Ok(());
             }
             Action::Uas { storage, uas } => return self.set_uas(w, storage, *uas),
+            Action::ConnectPeer { peer } => {
+                let session = self.connect_peer(peer)?;
+                w.peers.insert(peer.clone(), session);
+                return Ok(());
+            }
             _ => {}
         }
         if let Action::Connect = step.action {
@@ -412,6 +437,7 @@ impl Worker<'_> {
             flashed,
             new_host_key,
             storage_facts,
+            peers,
             ..
         } = &mut *w;
         let Some(board) = board.as_deref_mut() else {
@@ -419,11 +445,9 @@ impl Worker<'_> {
                 reason: "the board is not connected".into(),
             });
         };
-        let mut t = Transports {
-            board,
-            controller: controller.as_mut(),
-        };
         let first = &pending[0];
+        let peer = jobs[first].cell.peer.as_ref();
+        let mut t = Transports::new(board, controller.as_mut()).with_peers(peers, peer);
         match &step.action {
             Action::Connect => Ok(()),
             Action::ClaimWorkdir { controller } => {
@@ -433,7 +457,10 @@ impl Worker<'_> {
             Action::Provision { .. } => {
                 self.phase(None, "provision");
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
-                let unserved = self.prepare(t.board, t.controller, &jobs)?;
+                let mut unserved = self.prepare(t.board, t.controller, &jobs)?;
+                if let Some(peers) = t.peers.as_deref_mut() {
+                    self.prepare_peers(peers, &jobs, &mut unserved);
+                }
                 // A recipe left without its tools fails its own cells only.
                 for j in jobs {
                     if let Some(cause) = unserved.get(&j.recipe.name) {
@@ -447,6 +474,15 @@ impl Worker<'_> {
                 for side in [Side::Board, Side::Controller] {
                     if let Err(e) = t.side(side).stop_all_services(&self.service_dir(side)) {
                         self.phase(None, format!("could not stop leftover services: {e}"));
+                    }
+                }
+                // What this board left running on its peers.
+                for (name, session) in t.peers.iter_mut().flat_map(|p| p.iter_mut()) {
+                    let Some(peer) = self.boards.get(name) else {
+                        continue;
+                    };
+                    if let Err(e) = session.stop_all_services(&self.peer_dir(peer)) {
+                        self.phase(None, format!("could not stop leftover services on {name}: {e}"));
                     }
                 }
                 Ok(())
@@ -595,7 +631,15 @@ impl Worker<'_> {
             | Action::FlashTpi { .. }
             | Action::Uas { .. }
             | Action::RestoreCmdline
-            | Action::PowerCycle => Ok(()),
+            | Action::PowerCycle
+            | Action::Hold { .. }
+            | Action::ConnectPeer { .. }
+            | Action::ConnectMember { .. }
+            | Action::MemberFacts { .. }
+            | Action::ArmGuard
+            | Action::Deploy { .. }
+            | Action::Undeploy { .. }
+            | Action::DisarmGuard => Ok(()),
         }
     }
 }

@@ -25,6 +25,8 @@ pub(super) struct Worker<'a> {
     pub(super) stop: &'a AtomicBool,
     pub(super) session: &'a str,
     pub(super) resources: &'a Resources,
+    /// The boards walks hold to themselves (`Hold` steps).
+    pub(super) held: &'a super::peer::BoardHolds,
     pub(super) connector: &'a dyn super::Connector,
     /// What to do with cells measured on a board that changed since (`--on-drift`).
     pub(super) on_drift: crate::plan::drift::OnDrift,
@@ -109,18 +111,98 @@ impl Worker<'_> {
     }
 }
 
-/// The board's and the controller's transports, picked by a step's `on`.
+/// The board's and the controller's transports, and the peers', picked by a step's
+/// `on` (a peer step: the peer of the cell at hand, `peer`).
 pub(super) struct Transports<'a> {
     pub(super) board: &'a mut dyn Transport,
     pub(super) controller: &'a mut dyn Transport,
+    /// The walk's connected peers.
+    pub(super) peers: Option<&'a mut super::peer::Peers>,
+    /// The peer of the cell at hand, when its recipe has one.
+    pub(super) peer: Option<crate::model::BoardName>,
+    /// What a step on a peer that is not connected runs on: nothing.
+    pub(super) no_peer: NoPeer,
 }
 
-impl Transports<'_> {
+impl<'a> Transports<'a> {
+    pub(super) fn new(board: &'a mut dyn Transport, controller: &'a mut dyn Transport) -> Self {
+        Transports {
+            board,
+            controller,
+            peers: None,
+            peer: None,
+            no_peer: NoPeer,
+        }
+    }
+
+    /// With the walk's peers, for the cell whose peer is `peer`.
+    pub(super) fn with_peers(
+        mut self,
+        peers: &'a mut super::peer::Peers,
+        peer: Option<&crate::model::BoardName>,
+    ) -> Self {
+        self.peers = Some(peers);
+        self.peer = peer.cloned();
+        self
+    }
+
     pub(super) fn side(&mut self, side: Side) -> &mut dyn Transport {
         match side {
-            Side::Board => &mut *self.board,
+            // A board is the only member of itself.
+            Side::Board | Side::Members => &mut *self.board,
             Side::Controller => &mut *self.controller,
+            Side::Peer => {
+                let session = match (&mut self.peers, &self.peer) {
+                    (Some(peers), Some(p)) => peers.get_mut(p).filter(|s| s.lost.is_none()),
+                    _ => None,
+                };
+                match session {
+                    Some(s) => s,
+                    None => &mut self.no_peer,
+                }
+            }
         }
+    }
+}
+
+/// The transport of a peer step whose peer is not connected: every command is refused,
+/// so nothing meant for the peer ever runs on another board.
+pub(super) struct NoPeer;
+
+impl Transport for NoPeer {
+    fn target(&self) -> String {
+        "the peer board".into()
+    }
+
+    fn exec(
+        &mut self,
+        _command: &str,
+        _timeout: Option<Duration>,
+        _stdout: &mut dyn std::io::Write,
+        _stderr: &mut dyn std::io::Write,
+    ) -> Result<crate::transport::Exit, crate::transport::TransportError> {
+        Err(crate::transport::TransportError::Other {
+            target: self.target(),
+            reason: "no peer board is connected for this cell".into(),
+        })
+    }
+
+    fn upload(
+        &mut self,
+        _local: &std::path::Path,
+        _remote: &str,
+    ) -> Result<(), crate::transport::TransportError> {
+        self.exec("", None, &mut std::io::sink(), &mut std::io::sink())
+            .map(|_| ())
+    }
+
+    fn download(
+        &mut self,
+        _remote: &str,
+        _local: &std::path::Path,
+    ) -> Result<(), crate::transport::TransportError> {
+        self.exec("", None, &mut std::io::sink(), &mut std::io::sink())
+            .map(|_| ())
     }
 }
 

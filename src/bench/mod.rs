@@ -1,6 +1,7 @@
 //! Running one recipe on one board: rendering its command templates and turning a run's
 //! output into metric values.
 
+pub mod members;
 pub mod parse;
 
 use std::collections::BTreeMap;
@@ -214,6 +215,12 @@ pub enum MetricsError {
     /// The selected number times the metric's `scale` is not finite.
     #[error("metric {metric}: not a finite number ({value})")]
     NotFinite { metric: String, value: f64 },
+    /// One member's output of a `per_member` run gave no value: the run has no sum.
+    #[error("member {member}: {source}")]
+    Member {
+        member: String,
+        source: Box<MetricsError>,
+    },
 }
 
 /// Parses one run's output and selects every metric of the recipe, scaled.
@@ -228,7 +235,10 @@ pub fn metrics(
             source,
         })?;
     let mut out = BTreeMap::new();
-    for m in recipe.parsed_metrics() {
+    for m in recipe
+        .parsed_metrics()
+        .filter(|m| m.member == crate::model::MemberMetric::Whole)
+    {
         let metric = || m.name.clone();
         let v = parse::select_number(&doc, &m.from).map_err(|source| MetricsError::Select {
             metric: metric(),

@@ -297,5 +297,6 @@ pub(super) fn derived(
         better,
         primary: false,
         derive: Some(derive),
+        member: crate::model::MemberMetric::Whole,
     })
 }

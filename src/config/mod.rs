@@ -9,6 +9,8 @@ mod board;
 mod boot;
 pub mod diag;
 mod image;
+mod members;
+pub use members::{PEER_DIR, PEER_HOST};
 mod meter;
 pub mod names;
 mod parser;

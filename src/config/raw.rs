@@ -170,6 +170,8 @@ pub struct Needs {
     pub commands: Option<S<Vec<S<String>>>>,
     pub board: Option<S<SideNeeds>>,
     pub controller: Option<S<SideNeeds>>,
+    pub members: Option<S<SideNeeds>>,
+    pub peer: Option<S<SideNeeds>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -251,6 +253,8 @@ pub struct RunStep {
     pub command: S<String>,
     pub timeout: Option<S<String>>,
     pub parse: S<String>,
+    /// Run once per member of the system under test, all at once.
+    pub per_member: Option<S<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -263,6 +267,10 @@ pub struct Metric {
     pub primary: Option<S<bool>>,
     pub per_watt: Option<S<String>>,
     pub joules: Option<S<bool>>,
+    /// In a `per_member` run: a value per member.
+    pub per_member: Option<S<bool>>,
+    /// In a `per_member` run: the sum over the members of a `per_member` metric.
+    pub sum_of: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -279,6 +287,41 @@ pub struct Scenario {
     #[serde(default)]
     pub params: BTreeMap<S<String>, BTreeMap<S<String>, S<toml::Value>>>,
     pub report: Option<Report>,
+    /// `[clusters.NAME]`: several boards measured as one system.
+    #[serde(default)]
+    pub clusters: BTreeMap<S<String>, S<Cluster>>,
+}
+
+/// `[clusters.NAME]`: members, where board-side steps go, the endpoint, and the deploy
+/// and teardown commands.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    pub members: S<Vec<S<String>>>,
+    pub control: Option<S<String>>,
+    pub endpoint: Option<S<Endpoint>>,
+    #[serde(default)]
+    pub deploy: Vec<S<ClusterStep>>,
+    #[serde(default)]
+    pub teardown: Vec<S<ClusterStep>>,
+}
+
+/// `endpoint = { board = "lab-1", port = 8080 }` or `{ host = "...", port = ... }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    pub board: Option<S<String>>,
+    pub host: Option<S<String>>,
+    pub port: Option<S<i64>>,
+}
+
+/// `[[clusters.NAME.deploy]]` and `[[clusters.NAME.teardown]]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterStep {
+    pub on: Option<S<String>>,
+    pub command: S<String>,
+    pub timeout: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -53,6 +53,16 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let uses_device = std::cell::Cell::new(false);
     let mut samples = template::sample_builtins();
     samples.params(&params);
+    // A recipe with a peer board knows where the peer is.
+    if params.contains_key(crate::model::PEER_PARAM) {
+        variables.insert(super::members::PEER_HOST.to_string());
+        variables.insert(super::members::PEER_DIR.to_string());
+        samples.set(super::members::PEER_HOST, "sample-peer-host");
+        samples.set(
+            super::members::PEER_DIR,
+            "/var/tmp/benchpipe/sample-peer/peer-sample-board",
+        );
+    }
     let word_starts = std::cell::RefCell::new(Vec::new());
     let check_step = |on: &Option<Spanned<String>>,
                       command: &Spanned<String>,
@@ -115,6 +125,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let setup: Vec<Step> = raw.setup.iter().map(|s| with_input(s, diags)).collect();
     let run_raw = raw.run.get_ref();
     let run = check_step(&run_raw.on, &run_raw.command, &run_raw.timeout, diags);
+    let run_per_member = super::members::run(src, run_raw, run.on, diags);
     let teardown: Vec<Step> = raw.teardown.iter().map(|s| with_input(s, diags)).collect();
 
     let mut service_names = std::collections::BTreeSet::new();
@@ -159,6 +170,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         diags.push(src.at_value(d, format!("`description` {e}")));
     }
     let metrics = metrics(src, &raw, parser.as_ref(), diags);
+    super::members::metrics(src, &raw, run_per_member, &metrics, diags);
 
     // String parameters that begin a shell word: there a value starting with `-` would
     // be read as an option, so such a value is refused (here and in scenarios).
@@ -197,6 +209,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         .map(|s| s.on)
         .chain(services.iter().map(|s| s.on))
         .collect();
+    super::members::peer(src, &raw, &sides, &params, diags);
     let needs = super::sides::needs(src, raw.needs.as_ref(), &sides, diags);
     let facts = super::sides::facts(src, &raw.facts, diags);
     let exclusive = strings(&raw.exclusive, "resource", diags);
@@ -219,6 +232,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         series: raw.series.as_ref().is_some_and(|s| *s.get_ref()),
         setup,
         run,
+        run_per_member,
         parser: parser?,
         teardown,
         services,
@@ -490,10 +504,12 @@ pub(super) fn side(
     match on.get_ref().as_str() {
         "board" => Side::Board,
         "controller" => Side::Controller,
+        "members" => Side::Members,
+        "peer" => Side::Peer,
         other => {
             diags.push(
-                src.at_value(on, format!("unknown side `{other}`; expected `board` or `controller`"))
-                    .with_help("`board` runs the command on the board under test, `controller` on this machine"),
+                src.at_value(on, format!("unknown side `{other}`; expected `board`, `controller`, `members` or `peer`"))
+                    .with_help("`board` runs the command on the board under test (a cluster's control member), `controller` on this machine, `members` on every member of the system under test, `peer` on the board the `peer` parameter names"),
             );
             Side::Board
         }
@@ -541,6 +557,10 @@ fn metrics(
         }
         let spanned = m;
         let m = m.get_ref();
+        if let Some(sum) = super::members::sum_metric(src, name, spanned, diags) {
+            out.push(sum);
+            continue;
+        }
         if m.per_watt.is_some() || m.joules.is_some() {
             if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
                 out.push(d);
@@ -594,11 +614,19 @@ fn metrics(
             better,
             primary: m.primary.as_ref().is_some_and(|p| *p.get_ref()),
             derive: None,
+            member: match &m.per_member {
+                Some(p) if *p.get_ref() => crate::model::MemberMetric::Each,
+                _ => crate::model::MemberMetric::Whole,
+            },
         });
     }
-    // No metric marked primary means none was singled out: all parsed ones count.
+    // No metric marked primary means none was singled out: all parsed ones count (a
+    // value per member has a name per member, so it cannot drive the stop rule).
     if !out.iter().any(|m| m.primary) {
-        for m in out.iter_mut().filter(|m| m.derive.is_none()) {
+        for m in out
+            .iter_mut()
+            .filter(|m| m.derive.is_none() && m.member != crate::model::MemberMetric::Each)
+        {
             m.primary = true;
         }
     }

@@ -14,6 +14,7 @@ use crate::model::{
 };
 use crate::storage::rules;
 
+mod cluster;
 mod compare;
 mod matrix;
 mod method;
@@ -73,7 +74,17 @@ pub fn validate(
     }
     let images = images(src, &raw.images, diags);
     let filesystems = filesystems(src, &raw.filesystems, diags);
-    let (matrix, selected_broken) = matrix(src, &raw.matrix, &images, &filesystems, known, diags);
+    let clusters = cluster::clusters(src, &raw.clusters, known, diags);
+    let (matrix, selected_broken) = matrix(
+        src,
+        &raw.matrix,
+        &images,
+        &filesystems,
+        &clusters,
+        known,
+        diags,
+    );
+    cluster::peers(src, &raw, &clusters, known, diags);
     let method = method(src, raw.method.as_ref(), diags);
     let params = params(src, &raw.params, known, diags);
     let compare = match &raw.report {
@@ -94,6 +105,7 @@ pub fn validate(
         method,
         params,
         compare,
+        clusters,
     };
     cell_count(src, &raw.matrix, &scenario, known, diags)?;
     Some(scenario)

@@ -14,10 +14,7 @@ use crate::model::{FactSpec, Needs, PackageManager, Side};
 pub const FACT_VARIABLES: [&str; 4] = ["workdir", "controller_dir", "board", "host"];
 
 fn side_name(side: Side) -> &'static str {
-    match side {
-        Side::Board => "board",
-        Side::Controller => "controller",
-    }
+    side.name()
 }
 
 /// Each side's needs. `sides` are the sides the recipe's steps and services run on.
@@ -45,6 +42,8 @@ pub fn needs(
     let per_side = [
         (Side::Board, raw.board.as_ref()),
         (Side::Controller, raw.controller.as_ref()),
+        (Side::Members, raw.members.as_ref()),
+        (Side::Peer, raw.peer.as_ref()),
     ];
     let any_sub_table = per_side.iter().any(|(_, t)| t.is_some());
     if let Some(at) = flat_at {

@@ -30,7 +30,10 @@ pub const BUILTINS: [&str; 8] = [
 /// Names a recipe parameter cannot take: the builtins, and `params`, which once named
 /// a map of all parameters and must not quietly mean something else now.
 pub fn reserved(name: &str) -> bool {
-    BUILTINS.contains(&name) || name == "params"
+    BUILTINS.contains(&name)
+        || name == "params"
+        || name == super::members::PEER_HOST
+        || name == super::members::PEER_DIR
 }
 
 /// Sample values of the builtins, typed as at run time.

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod cluster;
 mod meter;
 mod recipe;
+pub use cluster::*;
 pub use meter::*;
 mod packages;
 pub use packages::PackageManager;
@@ -259,6 +261,8 @@ pub struct Scenario {
     /// Per-test parameter overrides.
     pub params: BTreeMap<TestName, BTreeMap<String, ParamValue>>,
     pub compare: Vec<Compare>,
+    /// `[clusters.NAME]`: systems of several boards, values of the board axis.
+    pub clusters: BTreeMap<BoardName, Cluster>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -324,7 +328,7 @@ impl Filesystem {
     }
 }
 
-/// The axes, with board globs already resolved to names.
+/// The axes, with board globs already resolved to names (a board's or a cluster's).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Matrix {
     pub image: Vec<ImageName>,

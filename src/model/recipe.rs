@@ -56,6 +56,11 @@ pub struct Recipe {
     pub setup: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
     pub run: Step,
+    /// `[run] per_member = true`: the command is run once per member of the system
+    /// under test (a board is its only member), all at once on the run's side, each
+    /// with that member's `board` and `host`; the run's document is
+    /// `{"members": {NAME: document}}` and its metrics are `per_member` or `sum_of`.
+    pub run_per_member: bool,
     pub parser: ParserSpec,
     /// Run once per cell after the last run, even when a run failed.
     pub teardown: Vec<Step>,
@@ -120,9 +125,36 @@ impl fmt::Display for ParamValue {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
+    /// The board under test; for a cluster, its `control` member.
     Board,
     Controller,
+    /// Every member of the system under test, in order (a board is its only member);
+    /// not for a run.
+    Members,
+    /// The cell's peer board, named by the recipe's `peer` parameter: a client on
+    /// another board (iperf3 from one board to another).
+    Peer,
 }
+
+impl Side {
+    /// As the files write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Board => "board",
+            Side::Controller => "controller",
+            Side::Members => "members",
+            Side::Peer => "peer",
+        }
+    }
+
+    /// Whether the step runs on a board of the system under test.
+    pub fn on_board(self) -> bool {
+        matches!(self, Side::Board | Side::Members)
+    }
+}
+
+/// The parameter that names a recipe's peer board (`on = "peer"` steps).
+pub const PEER_PARAM: &str = "peer";
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Step {
@@ -308,6 +340,28 @@ pub struct MetricSpec {
     /// A metric computed from a run's other values rather than parsed from its
     /// output: never part of a cell's key, never primary, `from` and `scale` unused.
     pub derive: Option<Derived>,
+    /// In a `per_member` run: one value per member, or the sum of such a metric.
+    pub member: MemberMetric,
+}
+
+/// How a metric of a `per_member` run is taken.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberMetric {
+    /// A metric of the whole run (the only kind outside `per_member` runs).
+    #[default]
+    Whole,
+    /// `per_member = true`: `from` read in each member's document, stored as
+    /// `NAME@MEMBER` (`member_metric`); never primary.
+    Each,
+    /// `sum_of = "metric"`: the sum over every member of that `Each` metric, of the same
+    /// run; a member without its value fails the run, so no partial sum is stored.
+    SumOf(String),
+}
+
+/// The stored name of a `per_member` metric's value for one member.
+pub fn member_metric(metric: &str, member: &str) -> String {
+    format!("{metric}@{member}")
 }
 
 /// What a derived metric is computed from.
@@ -344,6 +398,7 @@ impl MetricSpec {
             better: Better::Lower,
             primary: false,
             derive: None,
+            member: MemberMetric::Whole,
         };
         [spec(IDLE_W), spec(POWER_W)]
     }
@@ -362,6 +417,7 @@ impl MetricSpec {
             better,
             primary: false,
             derive: None,
+            member: MemberMetric::Whole,
         };
         [
             spec(TEMP_MAX_C, "°C", Better::Lower),

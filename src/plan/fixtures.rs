@@ -30,6 +30,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
             timeout: Some(Duration::from_secs(60)),
             input: None,
         },
+        run_per_member: false,
         parser: ParserSpec::named("fio-json").expect("a registered parser"),
         teardown: vec![],
         services: vec![],
@@ -41,6 +42,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
             better: Better::Higher,
             primary: true,
             derive: None,
+            member: MemberMetric::Whole,
         }],
     }
 }
@@ -134,6 +136,7 @@ pub fn workspace() -> Workspace {
         method: Method::default(),
         params: BTreeMap::new(),
         compare: vec![],
+        clusters: BTreeMap::new(),
     };
     ws.scenarios.push(scenario);
     ws

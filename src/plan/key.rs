@@ -23,8 +23,8 @@ use super::canonical::HEX;
 pub use super::canonical::{CanonicalWriter, Input, canonical_bytes};
 
 use crate::model::{
-    Board, Cooldown, Filesystem, Image, Method, ParamValue, Recipe, Side, Step, Storage,
-    StorageRole,
+    Board, BoardName, Cluster, ClusterStep, Cooldown, EndpointAt, Filesystem, Image,
+    MemberMetric, Method, ParamValue, Recipe, Side, Step, Storage, StorageRole,
 };
 
 /// The domain prefix of the hashed bytes; part of the key's identity.
@@ -32,7 +32,9 @@ use crate::model::{
 /// v1: compact JSON through serde_json with sorted object keys; `idle`, `services` and
 /// `parse_regex` were added later without a bump, present only when set.
 /// v2: `CanonicalWriter`; every field always present.
-pub const ENCODING: &str = "benchpipe-cell-v2";
+/// v3: `cluster` and `peer` after `method`; the run's `per_member`; each metric's
+/// `per_member` and `sum_of`; sides `members` and `peer`.
+pub const ENCODING: &str = "benchpipe-cell-v3";
 
 /// A cell's identity: 32 hex digits (128 bits) of the sha256 of its canonical inputs.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -84,10 +86,7 @@ fn param(v: &ParamValue) -> Input {
 }
 
 fn side(s: Side) -> Input {
-    Input::from(match s {
-        Side::Board => "board",
-        Side::Controller => "controller",
-    })
+    Input::from(s.name())
 }
 
 fn step(s: &Step) -> Input {
@@ -97,6 +96,56 @@ fn step(s: &Step) -> Input {
 
 fn strings(v: &[String]) -> Input {
     Input::List(v.iter().map(Input::from).collect())
+}
+
+/// A board's identity: its name, model and architecture (never its address).
+fn board_identity(board: &Board) -> Input {
+    Input::record([
+        ("name", Input::from(board.name.as_str())),
+        ("model", Input::from(&board.model)),
+        ("arch", Input::from(board.arch.as_ref())),
+    ])
+}
+
+/// What the system under test is, beyond one board: a cluster and its members, and
+/// the board a cell's peer steps run on.
+#[derive(Clone, Copy, Default)]
+pub struct Others<'a> {
+    /// The cluster, with its member boards in its order.
+    pub cluster: Option<(&'a Cluster, &'a [&'a Board])>,
+    pub peer: Option<&'a Board>,
+}
+
+/// A cluster's identity: its name, its members' identities, the control and endpoint
+/// members, and its deploy and teardown text; no host, address or port.
+fn cluster_identity(c: &Cluster, members: &[&Board]) -> Input {
+    fn steps(v: &[ClusterStep]) -> Input {
+        Input::List(
+            v.iter()
+                .map(|s| {
+                    Input::record([
+                        ("on", Input::from(s.on.name())),
+                        ("command", Input::from(&s.command)),
+                    ])
+                })
+                .collect(),
+        )
+    }
+    let endpoint = match &c.endpoint.at {
+        EndpointAt::Board(b) => Some(b.as_str()),
+        EndpointAt::Host(_) => None,
+    };
+    Input::record([
+        ("name", Input::from(c.name.as_str())),
+        (
+            "members",
+            Input::List(members.iter().map(|b| board_identity(b)).collect()),
+        ),
+        ("control", Input::from(c.control.as_str())),
+        ("endpoint_member", Input::from(endpoint)),
+        ("deploy", steps(&c.deploy)),
+        ("teardown", steps(&c.teardown)),
+    ])
 }
 
 /// The inputs of one cell, as hashed and as `cell.json` records them. Addresses,
@@ -109,6 +158,31 @@ pub fn cell_inputs(
     recipe: &Recipe,
     params: &BTreeMap<String, ParamValue>,
     method: &Method,
+) -> Input {
+    inputs_of(
+        image,
+        Some(board),
+        storage,
+        filesystem,
+        recipe,
+        params,
+        method,
+        Others::default(),
+    )
+}
+
+/// `cell_inputs` for any system under test: a board (`board`), or a cluster (`others`,
+/// with no board); and a peer board when the recipe has one.
+#[allow(clippy::too_many_arguments)]
+pub fn inputs_of(
+    image: &Image,
+    board: Option<&Board>,
+    storage: Option<&Storage>,
+    filesystem: Option<&Filesystem>,
+    recipe: &Recipe,
+    params: &BTreeMap<String, ParamValue>,
+    method: &Method,
+    others: Others<'_>,
 ) -> Input {
     let cooldown = match &method.cooldown {
         Cooldown::None => Input::from("none"),
@@ -148,7 +222,14 @@ pub fn cell_inputs(
             "setup",
             Input::List(recipe.setup.iter().map(step).collect()),
         ),
-        ("run", step(&recipe.run)),
+        (
+            "run",
+            Input::record([
+                ("on", side(recipe.run.on)),
+                ("command", Input::from(&recipe.run.command)),
+                ("per_member", Input::Bool(recipe.run_per_member)),
+            ]),
+        ),
         (
             "teardown",
             Input::List(recipe.teardown.iter().map(step).collect()),
@@ -194,6 +275,14 @@ pub fn cell_inputs(
                             ("name", Input::from(&m.name)),
                             ("from", Input::from(&m.from)),
                             ("scale", Input::Float(m.scale)),
+                            ("per_member", Input::Bool(m.member == MemberMetric::Each)),
+                            (
+                                "sum_of",
+                                Input::from(match &m.member {
+                                    MemberMetric::SumOf(of) => Some(of.as_str()),
+                                    _ => None,
+                                }),
+                            ),
                         ])
                     })
                     .collect(),
@@ -218,14 +307,7 @@ pub fn cell_inputs(
     ]);
     Input::record([
         ("image", Input::from(image.source.identity(&image.name))),
-        (
-            "board",
-            Input::record([
-                ("name", Input::from(board.name.as_str())),
-                ("model", Input::from(&board.model)),
-                ("arch", Input::from(board.arch.as_ref())),
-            ]),
-        ),
+        ("board", Input::from(board.map(board_identity))),
         // The medium is its name and model; the device path is an address (a loop
         // device number, a by-id link) that may change while the medium does not.
         (
@@ -262,7 +344,24 @@ pub fn cell_inputs(
         ),
         ("test", test_doc),
         ("method", method_doc),
+        (
+            "cluster",
+            Input::from(others.cluster.map(|(c, m)| cluster_identity(c, m))),
+        ),
+        ("peer", Input::from(others.peer.map(board_identity))),
     ])
+}
+
+/// The members of `cluster` among `boards`, in its order (config checked they exist).
+pub fn members_of<'a>(
+    cluster: &Cluster,
+    boards: &'a BTreeMap<BoardName, Board>,
+) -> Vec<&'a Board> {
+    cluster
+        .members
+        .iter()
+        .filter_map(|m| boards.get(m))
+        .collect()
 }
 
 #[cfg(test)]
@@ -295,7 +394,7 @@ mod tests {
     #[test]
     fn the_key_is_sha256_of_the_canonical_bytes_behind_the_encoding_prefix() {
         // Expected values computed outside the project:
-        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v3\x00'
         //   + b'r4:s1:bs1:xs1:al3:i1;f4004000000000000i-3;s1:mm2:s1:kns1:zb1'
         //   + b's1:dd1500000000;').hexdigest()[:32])"
         // Record fields keep their written order (b before a); map keys are sorted.
@@ -305,7 +404,7 @@ mod tests {
         );
         assert_eq!(
             CellKey::of(&doc()).as_str(),
-            "03835d9fb1a98829429b2c56e44da17e"
+            "7506872a4cccb6ad1730d794c0969102"
         );
     }
 

@@ -23,8 +23,9 @@ use serde_json::Value;
 pub use key::CellKey;
 
 use crate::model::{
-    AS_IS, Board, BoardName, CellPattern, Filesystem, Flash, FsName, Image, ImageName, ImageSource,
-    Method, ParamValue, Recipe, Scenario, StorageName, StorageRole, TestName, Workspace,
+    AS_IS, Board, BoardName, CellPattern, Cluster, Filesystem, Flash, FsName, Image,
+    ImageName, ImageSource, Method, PEER_PARAM, ParamValue, Recipe, Scenario, Side, StorageName,
+    StorageRole, TestName, Workspace,
 };
 
 /// Where a cell sits in the matrix. `storage` and `filesystem` are None for tests
@@ -86,6 +87,11 @@ pub struct Cell {
     /// The image as its scenario declares it: what to flash and what to expect after
     /// boot (its identity is in the key, its expectations are not).
     pub image: Image,
+    /// The cluster the cell's board axis value names, when it names one: its cells
+    /// run on every member (the identity of the members is in the key).
+    pub cluster: Option<Cluster>,
+    /// The board its `on = "peer"` steps run on (its `peer` parameter).
+    pub peer: Option<BoardName>,
 }
 
 impl Cell {
@@ -219,6 +225,17 @@ pub fn bound(
             .iter()
             .filter_map(|t| recipes.get(t))
             .partition(|r| r.uses_storage);
+        // A cluster has one cell per (image, test): it has no storage axis.
+        let clusters = b
+            .boards
+            .iter()
+            .filter(|n| scenario.clusters.contains_key(*n))
+            .count() as u128;
+        cells = cells.saturating_add(
+            clusters
+                .saturating_mul(b.images.len() as u128)
+                .saturating_mul(b.tests.len() as u128),
+        );
         for board in b.boards.iter().filter_map(|n| boards.get(n)) {
             let storages: u128 = b
                 .storages
@@ -280,6 +297,24 @@ pub fn expand_in(
     for (i, block) in blocks(boards, recipes, scenario).iter().enumerate() {
         let excludes = if i == 0 { m.exclude.as_slice() } else { &[] };
         for board_name in &block.boards {
+            if scenario.clusters.contains_key(board_name) {
+                for image in &block.images {
+                    for test in block.tests.iter().filter(|t| recipes.contains_key(*t)) {
+                        let a = Address {
+                            image: image.clone(),
+                            board: board_name.clone(),
+                            storage: None,
+                            filesystem: None,
+                            test: test.clone(),
+                        };
+                        if !excludes.iter().any(|p| a.matches(p)) && candidates.insert(a.clone())
+                        {
+                            order.push(a);
+                        }
+                    }
+                }
+                continue;
+            }
             let Some(board) = boards.get(board_name) else {
                 continue;
             };
@@ -410,6 +445,20 @@ pub enum CannotMeasure {
         storage: StorageName,
         filesystem: FsName,
     },
+    /// A cluster has no storage axis: its cells touch no storage.
+    #[error("test {test} uses storage, and cluster {cluster} has no storage axis")]
+    ClusterStorage { test: TestName, cluster: BoardName },
+    /// A cluster's members are flashed as boards of their own, not as a cluster.
+    #[error(
+        "image {image} must be flashed, and cluster {cluster} runs only on installed images (flash its members as boards first)"
+    )]
+    ClusterImage { image: ImageName, cluster: BoardName },
+    #[error("test {test} runs a step on a peer board; a cluster's tests run on its members")]
+    ClusterPeer { test: TestName, cluster: BoardName },
+    #[error("the peer of test {test} on {board} is {board} itself")]
+    PeerIsBoard { test: TestName, board: BoardName },
+    #[error("the peer `{peer}` of test {test} is no board")]
+    UnknownPeer { test: TestName, peer: String },
 }
 
 /// Builds a cell, or says why this combination cannot be measured.
@@ -419,9 +468,6 @@ fn make_cell(
     scenario: &Scenario,
     a: &Address,
 ) -> Result<Cell, CannotMeasure> {
-    let board = boards
-        .get(&a.board)
-        .ok_or_else(|| CannotMeasure::UnknownBoard(a.board.clone()))?;
     let recipe = recipes
         .get(&a.test)
         .ok_or_else(|| CannotMeasure::UnknownTest(a.test.clone()))?;
@@ -429,6 +475,12 @@ fn make_cell(
         .images
         .get(&a.image)
         .ok_or_else(|| CannotMeasure::UnknownImage(a.image.clone()))?;
+    if let Some(cluster) = scenario.clusters.get(&a.board) {
+        return cluster_cell(boards, recipe, scenario, image, cluster, a);
+    }
+    let board = boards
+        .get(&a.board)
+        .ok_or_else(|| CannotMeasure::UnknownBoard(a.board.clone()))?;
     if !matches!(image.source, ImageSource::Installed) {
         let (image, board_name) = (a.image.clone(), a.board.clone());
         match &board.flash {
@@ -472,7 +524,16 @@ fn make_cell(
             let st = storage.ok_or(CannotMeasure::FilesystemWithoutStorage)?;
             // `as-flashed` formats nothing: any storage, boot included, and any path.
             if !f.is_made() {
-                return finish(recipe, scenario, image, board, storage, Some(f.clone()), a);
+                return finish(
+                    recipe,
+                    scenario,
+                    image,
+                    board,
+                    storage,
+                    Some(f.clone()),
+                    a,
+                    boards,
+                );
             }
             if st.role == StorageRole::Boot {
                 return Err(CannotMeasure::BootStorage {
@@ -488,10 +549,13 @@ fn make_cell(
             Some(f.clone())
         }
     };
-    finish(recipe, scenario, image, board, storage, filesystem, a)
+    finish(
+        recipe, scenario, image, board, storage, filesystem, a, boards,
+    )
 }
 
 /// The cell of an address whose inputs are all found and allowed.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     recipe: &Recipe,
     scenario: &Scenario,
@@ -500,21 +564,22 @@ fn finish(
     storage: Option<&crate::model::Storage>,
     filesystem: Option<Filesystem>,
     a: &Address,
+    boards: &BTreeMap<BoardName, Board>,
 ) -> Result<Cell, CannotMeasure> {
-    let mut params = recipe.params.clone();
-    if let Some(over) = scenario.params.get(&a.test) {
-        for (k, v) in over {
-            params.insert(k.clone(), v.clone());
-        }
-    }
-    let inputs = key::cell_inputs(
+    let params = params_of(recipe, scenario, a);
+    let peer = peer_of(boards, recipe, &params, a)?;
+    let inputs = key::inputs_of(
         image,
-        board,
+        Some(board),
         storage,
         filesystem.as_ref(),
         recipe,
         &params,
         &scenario.method,
+        key::Others {
+            cluster: None,
+            peer,
+        },
     );
     Ok(Cell {
         key: CellKey::of(&inputs),
@@ -524,6 +589,118 @@ fn finish(
         method: scenario.method.clone(),
         filesystem,
         image: image.clone(),
+        cluster: None,
+        peer: peer.map(|p| p.name.clone()),
+    })
+}
+
+/// The recipe's parameters with the scenario's overrides.
+fn params_of(recipe: &Recipe, scenario: &Scenario, a: &Address) -> BTreeMap<String, ParamValue> {
+    let mut params = recipe.params.clone();
+    if let Some(over) = scenario.params.get(&a.test) {
+        for (k, v) in over {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    params
+}
+
+/// The board a recipe's peer steps run on, from its `peer` parameter.
+fn peer_of<'b>(
+    boards: &'b BTreeMap<BoardName, Board>,
+    recipe: &Recipe,
+    params: &BTreeMap<String, ParamValue>,
+    a: &Address,
+) -> Result<Option<&'b Board>, CannotMeasure> {
+    if !recipe.sides().contains(&Side::Peer) {
+        return Ok(None);
+    }
+    let name = match params.get(PEER_PARAM) {
+        Some(ParamValue::Str(s)) => s.clone(),
+        _ => String::new(),
+    };
+    if name == a.board.as_str() {
+        return Err(CannotMeasure::PeerIsBoard {
+            test: a.test.clone(),
+            board: a.board.clone(),
+        });
+    }
+    boards
+        .get(&BoardName::new(name.clone()))
+        .map(Some)
+        .ok_or(CannotMeasure::UnknownPeer {
+            test: a.test.clone(),
+            peer: name,
+        })
+}
+
+/// A cell of a cluster: no storage, an installed image, no peer; the endpoint's port,
+/// when given, is the recipe's `port` parameter.
+fn cluster_cell(
+    boards: &BTreeMap<BoardName, Board>,
+    recipe: &Recipe,
+    scenario: &Scenario,
+    image: &Image,
+    cluster: &Cluster,
+    a: &Address,
+) -> Result<Cell, CannotMeasure> {
+    if recipe.uses_storage {
+        return Err(CannotMeasure::ClusterStorage {
+            test: a.test.clone(),
+            cluster: cluster.name.clone(),
+        });
+    }
+    if !matches!(image.source, ImageSource::Installed) {
+        return Err(CannotMeasure::ClusterImage {
+            image: a.image.clone(),
+            cluster: cluster.name.clone(),
+        });
+    }
+    if recipe.sides().contains(&Side::Peer) {
+        return Err(CannotMeasure::ClusterPeer {
+            test: a.test.clone(),
+            cluster: cluster.name.clone(),
+        });
+    }
+    let mut params = params_of(recipe, scenario, a);
+    if let Some(port) = cluster.endpoint.port
+        && params.contains_key("port")
+    {
+        params.insert("port".into(), ParamValue::Int(i64::from(port)));
+    }
+    let members = key::members_of(cluster, boards);
+    if members.len() != cluster.members.len() {
+        let missing = cluster
+            .members
+            .iter()
+            .find(|m| !boards.contains_key(*m))
+            .cloned()
+            .unwrap_or_else(|| cluster.name.clone());
+        return Err(CannotMeasure::UnknownBoard(missing));
+    }
+    let inputs = key::inputs_of(
+        image,
+        None,
+        None,
+        None,
+        recipe,
+        &params,
+        &scenario.method,
+        key::Others {
+            cluster: Some((cluster, &members)),
+            peer: None,
+        },
+    );
+    Ok(Cell {
+        key: CellKey::of(&inputs),
+        address: a.clone(),
+        inputs: inputs.to_json(),
+        params,
+        method: scenario.method.clone(),
+        filesystem: None,
+        image: image.clone(),
+        cluster: Some(cluster.clone()),
+        peer: None,
     })
 }
 

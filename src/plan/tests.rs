@@ -248,17 +248,21 @@ fn golden_keys() {
     // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
     // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
     // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
+    // Changed again, from v2 to v3: clusters and peer boards (`cluster`, `peer`, the
+    // run's and metrics' `per_member`, `sum_of`). The v2 keys were b1e2564f...,
+    // 18ce5500..., 726dd468..., a90e31b2..., 72c72452..., 044bb906..., 894fe5cb...,
+    // ba351674... in this order.
     let ws = fixtures::workspace();
     let got = keys(&ws);
     let want = [
-        "b1e2564f2786a07a798e25db6c93fe94 disk-4k on pi-1 sd/as-is (installed)",
-        "18ce5500e7d7a3eb8e821f47d4fdaf29 disk-4k on pi-1 usb/as-is (installed)",
-        "726dd468405936b0343482645b544bcc disk-4k on pi-1 usb/ext4 (installed)",
-        "a90e31b259b4b6ae7ee6c152059f65d7 xz on pi-1 (installed)",
-        "72c72452d4f9e51d758080169c259fc9 disk-4k on pi-2 sd/as-is (installed)",
-        "044bb9060db0e25c174271621171a9a2 disk-4k on pi-2 usb/as-is (installed)",
-        "894fe5cba0e732746a16c54ee6bcde7a disk-4k on pi-2 usb/ext4 (installed)",
-        "ba351674369e6f36da59b62625737694 xz on pi-2 (installed)",
+        "0e4a92cdf4da69763d8c0ed36e9c684a disk-4k on pi-1 sd/as-is (installed)",
+        "50e770ee5bce394b73ec7e27ca103873 disk-4k on pi-1 usb/as-is (installed)",
+        "17870427b2d0192ce41e62cdaff1e035 disk-4k on pi-1 usb/ext4 (installed)",
+        "0b768c8215c709123d6e7d86b8196326 xz on pi-1 (installed)",
+        "21d9bfe223916bbd9b8d39e32cfc8ee1 disk-4k on pi-2 sd/as-is (installed)",
+        "5d36ca85a177b3e5b79138bfeeff42db disk-4k on pi-2 usb/as-is (installed)",
+        "3605c1b0805a54b59a1857ee7feb547e disk-4k on pi-2 usb/ext4 (installed)",
+        "cd7e341d13b771cecf6655977ea0eaa4 xz on pi-2 (installed)",
     ];
     assert_eq!(got, want);
 }
@@ -267,7 +271,7 @@ fn golden_keys() {
 fn golden_canonical_bytes() {
     // The whole encoding of one cell, so that a changed key shows which field moved.
     // Its key, computed outside the project:
-    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v3\x00'
     //   + sys.stdin.buffer.read()).hexdigest()[:32])" < bytes
     let ws = fixtures::workspace();
     let scenario = &ws.scenarios[0];
@@ -283,7 +287,7 @@ fn golden_canonical_bytes() {
         &scenario.method,
     );
     let want = concat!(
-        "r6:",
+        "r8:",
         "s5:images19:installed:installed",
         "s5:boardr3:s4:names4:pi-1s5:models14:Raspberry Pi 4s4:archs7:aarch64",
         "s7:storagen",
@@ -291,20 +295,25 @@ fn golden_canonical_bytes() {
         "s4:testr9:",
         "s4:names2:xz",
         "s5:setupl0:",
-        "s3:runr2:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
+        "s3:runr3:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
+        "s10:per_memberb0",
         "s8:teardownl0:",
         "s6:paramsm1:s4:sizes3:64M",
         "s6:parserr2:s4:names8:fio-jsons7:versioni1;",
         "s11:parse_regexn",
-        "s7:metricsl1:r3:s4:names11:random_read",
+        "s7:metricsl1:r5:s4:names11:random_read",
         "s4:froms36:jobs[jobname=randread].read.bw_bytes",
         "s5:scalef3eb0c6f7a0b5ed8d", // 1e-6
+        "s10:per_memberb0",
+        "s6:sum_ofn",
         "s8:servicesl0:",
         "s6:methodr4:",
         "s8:cooldowns4:none",
         "s4:idlen",
         "s11:warmup_runsi1;",
         "s8:warmup_sn",
+        "s7:clustern",
+        "s4:peern",
     );
     assert_eq!(
         String::from_utf8(key::canonical_bytes(&inputs)).unwrap(),
@@ -312,7 +321,7 @@ fn golden_canonical_bytes() {
     );
     assert_eq!(
         CellKey::of(&inputs).as_str(),
-        "a90e31b259b4b6ae7ee6c152059f65d7",
+        "0b768c8215c709123d6e7d86b8196326",
         "the key of xz on pi-1 in golden_keys"
     );
 }
@@ -357,6 +366,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             better: crate::model::Better::Higher,
             primary: false,
             derive: Some(crate::model::Derived::PerWatt(of)),
+            member: crate::model::MemberMetric::Whole,
         });
     }
     // A power meter adds readings beside the numbers; it changes none of them.

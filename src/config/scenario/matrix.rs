@@ -9,7 +9,8 @@ use super::Known;
 use crate::config::diag::Diagnostic;
 use crate::config::{Source, names, raw};
 use crate::model::{
-    AS_IS, BoardName, CellPattern, Filesystem, FsName, Image, ImageName, Matrix, TestName,
+    AS_IS, BoardName, CellPattern, Cluster, Filesystem, FsName, Image, ImageName, Matrix,
+    TestName,
 };
 
 /// Reports an entry that appears twice in one axis; returns whether `value` is new.
@@ -51,6 +52,7 @@ pub(super) fn matrix(
     raw: &Spanned<raw::Matrix>,
     images: &BTreeMap<ImageName, Image>,
     filesystems: &BTreeMap<FsName, Filesystem>,
+    clusters: &BTreeMap<BoardName, Cluster>,
     known: &Known,
     diags: &mut Vec<Diagnostic>,
 ) -> (Matrix, bool) {
@@ -82,9 +84,10 @@ pub(super) fn matrix(
         }
     }
 
-    // board: globs over boards/.
+    // board: globs over boards/ and this file's [clusters].
     empty_axis(src, raw, &m.board, "board", diags);
-    let all_boards = known.board_names();
+    let mut all_boards = known.board_names();
+    all_boards.extend(clusters.keys().map(BoardName::as_str));
     let mut seen = BTreeSet::new();
     let mut board: Vec<BoardName> = Vec::new();
     for v in &m.board {
@@ -122,7 +125,8 @@ pub(super) fn matrix(
         }
         for b in matched {
             let name = BoardName::from(b);
-            if known.boards.contains_key(&name) && !board.contains(&name) {
+            let exists = known.boards.contains_key(&name) || clusters.contains_key(&name);
+            if exists && !board.contains(&name) {
                 board.push(name);
             }
         }

@@ -56,6 +56,29 @@ pub(super) fn prelude(steps: &mut Vec<Step>, span: &[&Work<'_>]) {
     tests.dedup();
     let controller = span.iter().any(|w| uses_controller(w.recipe));
     steps.push(board_step(Action::Connect, DoneWhen::Never));
+    // Each peer serves the cells that use it: its loss is theirs alone.
+    let mut peers: Vec<&crate::model::BoardName> = Vec::new();
+    for w in span {
+        if let Some(p) = &w.cell.peer
+            && !peers.contains(&p)
+        {
+            peers.push(p);
+        }
+    }
+    for peer in peers {
+        steps.push(Step {
+            action: Action::ConnectPeer { peer: peer.clone() },
+            cells: span
+                .iter()
+                .filter(|w| w.cell.peer.as_ref() == Some(peer))
+                .map(|w| w.cell.key.clone())
+                .collect(),
+            side: Side::Peer,
+            resources: Vec::new(),
+            done_when: DoneWhen::Never,
+            estimate_seconds: None,
+        });
+    }
     steps.push(board_step(
         Action::ClaimWorkdir { controller },
         DoneWhen::Never,
@@ -75,7 +98,7 @@ fn uses_controller(r: &Recipe) -> bool {
 }
 
 /// Consecutive commands on one side: (side, first index, how many).
-fn segments(commands: &[crate::model::Step]) -> Vec<(Side, usize, usize)> {
+pub(super) fn segments(commands: &[crate::model::Step]) -> Vec<(Side, usize, usize)> {
     let mut out: Vec<(Side, usize, usize)> = Vec::new();
     for (i, c) in commands.iter().enumerate() {
         match out.last_mut() {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+mod cluster;
 mod groups;
 mod show;
 use groups::{flash_steps, group_steps, prelude};
@@ -33,10 +34,14 @@ pub struct Schedule {
     pub boards: Vec<BoardSteps>,
 }
 
-/// One board's steps, walked in order by that board's worker.
+/// One board's steps, walked in order by that board's worker (a cluster's, by the
+/// cluster's).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BoardSteps {
     pub board: BoardName,
+    /// A cluster's member boards, in its order; empty for a board.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<BoardName>,
     pub steps: Vec<Step>,
 }
 
@@ -62,6 +67,10 @@ pub struct Step {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
 pub enum Action {
+    /// Wait until no other walk holds any of these boards, then hold them all until
+    /// this walk ends (all at once, so two walks never hold a part each): a cluster's
+    /// members, a board's own and its peers, when another walk of the apply needs them.
+    Hold { boards: Vec<BoardName> },
     /// Fetch the image into the cache and verify its sha256 (`image::fetch`).
     FetchImage { image: ImageName },
     /// Write the image to the board's boot device through `via` and verify it by
@@ -85,6 +94,32 @@ pub enum Action {
     PowerCycle,
     /// Open a session to the board (after a power cycle: retried until it boots).
     Connect,
+    /// Open a session to a peer board of the walk's cells and claim their directory
+    /// there; its failure fails only the cells that use that peer.
+    ConnectPeer { peer: BoardName },
+    /// A cluster: open a session to one member.
+    ConnectMember { member: BoardName },
+    /// A cluster: read one member's facts, recorded beside every cell under its name.
+    MemberFacts { member: BoardName },
+    /// A cluster: on every member and the controller, start the guard that runs that
+    /// side's teardown and stops that side's services when benchpipe's connection to
+    /// it ends without a goodbye (a lost member, a killed benchpipe).
+    ArmGuard,
+    /// A cluster's deploy commands `from` .. `from + commands`, all on `on`.
+    Deploy {
+        on: String,
+        from: usize,
+        commands: usize,
+    },
+    /// A cluster's teardown commands on `on` (cleanup; a lost member's own are run by
+    /// its guard).
+    Undeploy {
+        on: String,
+        from: usize,
+        commands: usize,
+    },
+    /// Stop the guards: the cluster was taken down in order (cleanup).
+    DisarmGuard,
     /// Claim the board's workdir (and, when a step runs there, the controller's).
     ClaimWorkdir { controller: bool },
     /// Install what the tests need, per side, and create work and storage directories.
@@ -155,6 +190,8 @@ impl Action {
                 | Action::Teardown { .. }
                 | Action::Unmount { .. }
                 | Action::RestoreCmdline
+                | Action::Undeploy { .. }
+                | Action::DisarmGuard
         )
     }
 }
@@ -269,13 +306,60 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
     for w in work {
         by_board.entry(&w.cell.address.board).or_default().push(w);
     }
-    let boards = by_board
-        .into_iter()
-        .map(|(board, work)| BoardSteps {
+    // The boards each walk needs to itself: a cluster's members; a board and its peers.
+    let mut needs: Vec<std::collections::BTreeSet<BoardName>> = Vec::new();
+    let mut boards: Vec<BoardSteps> = Vec::new();
+    for (board, work) in by_board {
+        let (members, steps, mine) = match work.first().and_then(|w| w.cell.cluster.as_ref()) {
+            Some(c) => (
+                c.members.clone(),
+                cluster::cluster_steps(c, work, estimates),
+                c.members.iter().cloned().collect(),
+            ),
+            None => {
+                let mut mine: std::collections::BTreeSet<BoardName> =
+                    work.iter().filter_map(|w| w.cell.peer.clone()).collect();
+                mine.insert(board.clone());
+                (Vec::new(), board_steps(ws, board, work, estimates), mine)
+            }
+        };
+        needs.push(mine);
+        boards.push(BoardSteps {
             board: board.clone(),
-            steps: board_steps(ws, board, work, estimates),
-        })
-        .collect();
+            members,
+            steps,
+        });
+    }
+    // A walk holds what another walk also needs: it waits for it, and keeps it to the end.
+    for (i, b) in boards.iter_mut().enumerate() {
+        let contended: Vec<BoardName> = needs[i]
+            .iter()
+            .filter(|n| needs.iter().enumerate().any(|(j, o)| j != i && o.contains(*n)))
+            .cloned()
+            .collect();
+        if contended.is_empty() {
+            continue;
+        }
+        let mut cells: Vec<CellKey> = Vec::new();
+        for s in &b.steps {
+            for k in &s.cells {
+                if !cells.contains(k) {
+                    cells.push(k.clone());
+                }
+            }
+        }
+        b.steps.insert(
+            0,
+            Step {
+                action: Action::Hold { boards: contended },
+                cells,
+                side: Side::Controller,
+                resources: Vec::new(),
+                done_when: DoneWhen::Never,
+                estimate_seconds: None,
+            },
+        );
+    }
     Schedule {
         format: FORMAT,
         boards,

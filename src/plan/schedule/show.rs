@@ -1,12 +1,24 @@
 //! The schedule for people: a step's one-line label, and `apply --dry-run`'s text.
 
 use super::{Action, Schedule};
-use crate::model::{Cooldown, RunOrder, Side, TestName};
+use crate::model::{Cooldown, RunOrder, TestName};
 
 impl Action {
     /// A short line for people: `mount usb as btrfs-lzo`.
     pub fn label(&self) -> String {
         match self {
+            Action::Hold { boards } => format!("hold {} (wait for other walks)", join_boards(boards)),
+            Action::ConnectPeer { peer } => format!("connect peer {peer}"),
+            Action::ConnectMember { member } => format!("connect member {member}"),
+            Action::MemberFacts { member } => format!("gather facts of member {member}"),
+            Action::ArmGuard => "arm the guards (teardown if a connection ends)".into(),
+            Action::Deploy { on, commands, .. } => {
+                format!("deploy on {on} ({commands} command(s))")
+            }
+            Action::Undeploy { on, commands, .. } => {
+                format!("tear down the cluster on {on} ({commands} command(s))")
+            }
+            Action::DisarmGuard => "disarm the guards".into(),
             Action::FetchImage { image } => format!("fetch image {image}"),
             Action::Flash { image, via, device } => {
                 format!("REFLASH with {image}: dd to {device} via {via}, read back")
@@ -110,12 +122,18 @@ impl Schedule {
             .clamp(MIN_LABEL, MAX_LABEL);
         let mut out = String::new();
         for b in &self.boards {
-            out.push_str(&format!("board {}: {} step(s)\n", b.board, b.steps.len()));
+            if b.members.is_empty() {
+                out.push_str(&format!("board {}: {} step(s)\n", b.board, b.steps.len()));
+            } else {
+                out.push_str(&format!(
+                    "cluster {} ({}): {} step(s)\n",
+                    b.board,
+                    join_boards(&b.members),
+                    b.steps.len()
+                ));
+            }
             for (i, s) in b.steps.iter().enumerate() {
-                let side = match s.side {
-                    Side::Board => "board",
-                    Side::Controller => "controller",
-                };
+                let side = s.side.name();
                 let mut line = format!("  {:>3}. {:<width$} {:<10}", i + 1, s.action.label(), side);
                 if s.cells.len() == 1 {
                     line.push_str(&format!(" cell {}", &s.cells[0].as_str()[..12]));
@@ -140,6 +158,14 @@ impl Schedule {
 const MIN_LABEL: usize = 24;
 const MAX_LABEL: usize = 100;
 
+fn join_boards(boards: &[crate::model::BoardName]) -> String {
+    boards
+        .iter()
+        .map(|b| b.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn join(tests: &[TestName]) -> String {
     tests
         .iter()
@@ -152,7 +178,7 @@ fn join(tests: &[TestName]) -> String {
 mod tests {
     use super::super::{BoardSteps, DoneWhen, Schedule, Step};
     use super::*;
-    use crate::model::{BoardName, ImageName};
+    use crate::model::{BoardName, ImageName, Side};
 
     fn step(action: Action, side: Side) -> Step {
         Step {
@@ -191,6 +217,7 @@ mod tests {
             format: 1,
             boards: vec![BoardSteps {
                 board: BoardName::new("pi-1"),
+                members: vec![],
                 steps: vec![
                     step(
                         Action::FetchImage {

@@ -1,0 +1,84 @@
+//! A `per_member` run as apply runs it: each member's command rendered with that
+//! member's values, composed into one script (`bench::members`), and its outcome read
+//! back per member, where one member's failure fails the whole run.
+
+use std::collections::BTreeMap;
+
+use crate::bench::{self, Vars, members};
+use crate::failure::CellFailure;
+use crate::transport::Exit;
+
+/// What a composed run needs to read its output back.
+pub(super) struct Composed {
+    pub(super) nonce: String,
+    pub(super) members: Vec<String>,
+    /// Each member's own command, for its failure's message.
+    pub(super) commands: Vec<String>,
+}
+
+/// Renders `template` once per `(member, vars)` and composes the script that runs them
+/// all at once, its output files in `dir`.
+pub(super) fn compose(
+    template: &str,
+    each: &[(String, Vars)],
+    dir: &str,
+) -> Result<(String, Composed), CellFailure> {
+    let mut commands = Vec::with_capacity(each.len());
+    for (member, vars) in each {
+        commands.push((member.clone(), bench::render(template, vars)?));
+    }
+    let nonce = members::nonce();
+    let script = members::script(dir, &nonce, &commands);
+    Ok((
+        script,
+        Composed {
+            nonce,
+            members: commands.iter().map(|(m, _)| m.clone()).collect(),
+            commands: commands.into_iter().map(|(_, c)| c).collect(),
+        },
+    ))
+}
+
+/// The run's metrics, or why it failed: a member's section missing, a member's
+/// command failing (named, with its own stderr), a member's output with no value.
+pub(super) fn outcome(
+    recipe: &crate::model::Recipe,
+    composed: &Composed,
+    what: &str,
+    stdout: &str,
+    stderr: &str,
+) -> Result<BTreeMap<String, f64>, CellFailure> {
+    let sections = members::split(&composed.nonce, &composed.members, stdout, stderr).map_err(
+        |e| CellFailure::ParseFailed {
+            step: what.to_string(),
+            message: e.to_string(),
+            log: None,
+        },
+    )?;
+    for (s, command) in sections.iter().zip(&composed.commands) {
+        if s.status != 0 {
+            let exit = if s.status > 128 && s.status < 160 {
+                Exit {
+                    code: None,
+                    signal: Some(format!("{}", s.status - 128)),
+                }
+            } else {
+                Exit {
+                    code: Some(s.status),
+                    signal: None,
+                }
+            };
+            return Err(CellFailure::step_failed(
+                format!("{what} on member {}", s.member),
+                command,
+                &exit,
+                &s.stderr,
+            ));
+        }
+    }
+    members::metrics(recipe, &sections).map_err(|e| CellFailure::ParseFailed {
+        step: what.to_string(),
+        message: e.to_string(),
+        log: None,
+    })
+}
