@@ -130,7 +130,7 @@ impl Worker<'_> {
 /// A fact command's trimmed output, at most `FACT_BYTES`; None when it failed. The
 /// status is printed after the output, so an output cut at the bound has none: it
 /// printed, and what it printed is kept.
-fn run_fact(t: &mut dyn Transport, command: &str, vars: &Vars) -> Option<String> {
+pub(super) fn run_fact(t: &mut dyn Transport, command: &str, vars: &Vars) -> Option<String> {
     let command = crate::bench::render(command, vars).ok()?;
     let script = format!(
         "{{ (\n{command}\n) </dev/null 2>/dev/null; echo \"@@$?\"; }} | head -c {}",

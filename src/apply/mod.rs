@@ -14,6 +14,7 @@
 
 mod cell;
 mod cleanup;
+mod cluster;
 mod cooldown;
 mod drift;
 pub(crate) mod facts;
@@ -266,11 +267,19 @@ pub fn apply_with_options(
     });
     let resources = Resources::default();
     let held = Resources::default();
+    // Each cluster walks as a board of its own: its name, and the control member's
+    // workdir for what a step there keeps.
+    let clusters = clusters_of(ws, &by_board)?;
     let results: Vec<BoardResult> = std::thread::scope(|s| {
         let handles: Vec<_> = by_board
             .iter()
             .map(|(board_name, jobs)| {
-                let board = &ws.boards[&crate::model::BoardName::new(*board_name)];
+                let name = crate::model::BoardName::new(*board_name);
+                let cluster = clusters.get(&name);
+                let board = match cluster {
+                    Some((as_board, _)) => as_board,
+                    None => &ws.boards[&name],
+                };
                 let worker = Worker {
                     board,
                     root: &ws.root,
@@ -289,7 +298,20 @@ pub fn apply_with_options(
                     .iter()
                     .find(|b| b.board.as_str() == *board_name)
                     .map_or(&[][..], |b| &b.steps[..]);
-                s.spawn(move || worker.walk(steps, jobs))
+                match cluster {
+                    Some((_, c)) => {
+                        let members = crate::plan::key::members_of(c, &ws.boards);
+                        let control = members.iter().position(|m| m.name == c.control).unwrap_or(0);
+                        let cw = cluster::ClusterWorker {
+                            w: worker,
+                            cluster: c,
+                            members,
+                            control,
+                        };
+                        s.spawn(move || cw.walk(steps, jobs))
+                    }
+                    None => s.spawn(move || worker.walk(steps, jobs)),
+                }
             })
             .collect();
         handles
@@ -311,6 +333,49 @@ pub fn apply_with_options(
         outcome.interrupted |= r.interrupted;
     }
     Ok(outcome)
+}
+
+/// Each cluster among the jobs' boards, as a board of its own (its name, the control
+/// member's workdir) and as declared. Two scenarios that give one name to two
+/// different clusters cannot be applied together.
+fn clusters_of<'w>(
+    ws: &'w Workspace,
+    by_board: &BTreeMap<&str, Vec<Job<'w>>>,
+) -> Result<BTreeMap<crate::model::BoardName, (Board, &'w crate::model::Cluster)>> {
+    let mut out = BTreeMap::new();
+    for jobs in by_board.values() {
+        let Some(c) = jobs.first().and_then(|j| j.cell.cluster.as_ref()) else {
+            continue;
+        };
+        if jobs.iter().any(|j| j.cell.cluster.as_ref() != Some(c)) {
+            return Err(Error::Other(format!(
+                "cluster {} is declared differently by two scenarios of this apply; give one of them another name",
+                c.name
+            )));
+        }
+        let control = ws
+            .boards
+            .get(&c.control)
+            .ok_or_else(|| Error::Other(format!("unknown board {}", c.control)))?;
+        let as_board = Board {
+            name: c.name.clone(),
+            file: control.file.clone(),
+            model: format!("cluster of {}", c.members.len()),
+            arch: None,
+            memory: None,
+            connection: crate::model::Connection::Local,
+            flash: crate::model::Flash::None,
+            power: None,
+            meter: None,
+            storage: Vec::new(),
+            workdir: control.workdir.clone(),
+            thermal: None,
+            accept_new_host_key: false,
+            boot_cmdline: None,
+        };
+        out.insert(c.name.clone(), (as_board, c));
+    }
+    Ok(out)
 }
 
 /// The schedule of the jobs: what apply walks.

@@ -51,7 +51,24 @@ impl From<Error> for CellFailure {
     }
 }
 
-impl Worker<'_> {
+impl<'a> Worker<'a> {
+    /// The same worker, for another board's helpers to be given (`Worker { board, ..w.same() }`).
+    pub(super) fn same(&self) -> Worker<'a> {
+        Worker {
+            board: self.board,
+            root: self.root,
+            boards: self.boards,
+            store: self.store,
+            progress: self.progress,
+            stop: self.stop,
+            session: self.session,
+            resources: self.resources,
+            held: self.held,
+            connector: self.connector,
+            on_drift: self.on_drift,
+        }
+    }
+
     pub(super) fn name(&self) -> &str {
         self.board.name.as_str()
     }

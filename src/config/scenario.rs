@@ -75,12 +75,18 @@ pub fn validate(
     let images = images(src, &raw.images, diags);
     let filesystems = filesystems(src, &raw.filesystems, diags);
     let clusters = cluster::clusters(src, &raw.clusters, known, diags);
+    // Every cluster declared, also one with errors of its own: naming it is no error.
+    let declared: BTreeSet<BoardName> = raw
+        .clusters
+        .keys()
+        .map(|k| BoardName::new(k.get_ref().clone()))
+        .collect();
     let (matrix, selected_broken) = matrix(
         src,
         &raw.matrix,
         &images,
         &filesystems,
-        &clusters,
+        &declared,
         known,
         diags,
     );

@@ -519,6 +519,7 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         cmd(&["ip", "-n", &netns, "link", "set", "lo", "up"])?;
         cmd(&["ip", "addr", "add", &controller_cidr, "dev", &netns])?;
         cmd(&["ip", "link", "set", &netns, "up"])?;
+        route_between_boards(&netns, controller_address)?;
 
         let workdir = PathBuf::from(&board.workdir);
         fresh_private_dir(&workdir, down::remove_workdir)?;
@@ -584,6 +585,24 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
     }
     Ok(())
 }
+
+/// Lets lab boards reach one another, as boards on one LAN do (a cluster's load
+/// balancer and its app members, iperf3 from one board to another): the board routes
+/// the lab's range through the controller, and the controller forwards what arrives on
+/// this board's link only (the link's own `forwarding`, gone with the link; never the
+/// machine-wide `ip_forward`).
+fn route_between_boards(netns: &str, controller: Ipv4Addr) -> Result<(), Error> {
+    let via = controller.to_string();
+    cmd(&[
+        "ip", "-n", netns, "route", "add", LAB_RANGE, "via", &via, "dev", "eth0",
+    ])?;
+    let knob = format!("/proc/sys/net/ipv4/conf/{netns}/forwarding");
+    state::check_no_links(Path::new(&knob))?;
+    fs::write(&knob, b"1").map_err(io(Path::new(&knob)))
+}
+
+/// The lab's addresses (RFC 2544's benchmarking range): boards route it to each other.
+const LAB_RANGE: &str = "198.18.0.0/15";
 
 fn netns_pids(netns: &str) -> Result<Vec<i32>, Error> {
     let out = cmd(&["ip", "netns", "pids", netns])?;

@@ -663,7 +663,11 @@ fn cluster_cell(
         });
     }
     let mut params = params_of(recipe, scenario, a);
+    // A client (every step on the controller, no service of its own) hits the
+    // endpoint: its `port` is the endpoint's. A test that serves has a port of its own.
+    let client = recipe.sides().iter().all(|s| *s == Side::Controller);
     if let Some(port) = cluster.endpoint.port
+        && client
         && params.contains_key("port")
     {
         params.insert("port".into(), ParamValue::Int(i64::from(port)));

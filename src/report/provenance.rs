@@ -227,6 +227,37 @@ fn encode_base64(bytes: &[u8]) -> String {
     out
 }
 
+/// `PRETTY_NAME (ID VERSION_ID)` of an os-release object.
+fn os_release_text(o: &Value) -> Option<String> {
+    let pretty = text(o.get("PRETTY_NAME"));
+    let id = [text(o.get("ID")), text(o.get("VERSION_ID"))]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    match (pretty, id.is_empty()) {
+        (Some(p), false) => Some(format!("{p} ({id})")),
+        (Some(p), true) => Some(p),
+        (None, false) => Some(id),
+        (None, true) => None,
+    }
+}
+
+/// `MODEL × CPUS` of a board's facts.
+fn cpu_text(f: &Value) -> Option<String> {
+    text(f.get("cpu_model")).map(|m| match text(f.get("cpus")) {
+        Some(n) => format!("{m} × {n}"),
+        None => m,
+    })
+}
+
+/// A board's memory in binary units, from its KiB.
+fn memory_text(v: &Value) -> Option<String> {
+    v.as_u64()
+        .or_else(|| v.as_str()?.trim().parse().ok())
+        .map(|k| size(k * 1024))
+}
+
 /// One cell's facts as `(name, value)`, in the order the report shows them.
 fn cell_facts(d: &CellData) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -276,43 +307,59 @@ fn cell_facts(d: &CellData) -> Vec<(String, String)> {
     put("kernel", text(get("kernel")));
     let fp = d.fingerprint.as_ref().map(|f| &f.fingerprint);
     put("kernel build", fp.map(|f| clean(&f.kernel_version)));
-    let os = get("os_release");
-    put(
-        "os-release",
-        os.and_then(|o| {
-            let pretty = text(o.get("PRETTY_NAME"));
-            let id = [text(o.get("ID")), text(o.get("VERSION_ID"))]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join(" ");
-            match (pretty, id.is_empty()) {
-                (Some(p), false) => Some(format!("{p} ({id})")),
-                (Some(p), true) => Some(p),
-                (None, false) => Some(id),
-                (None, true) => None,
-            }
-        }),
-    );
+    put("os-release", get("os_release").and_then(os_release_text));
     put(
         "firmware",
         fp.and_then(|f| f.firmware.as_deref().map(clean)),
     );
-    put(
-        "cpu",
-        text(get("cpu_model")).map(|m| match text(get("cpus")) {
-            Some(n) => format!("{m} × {n}"),
-            None => m,
-        }),
-    );
+    put("cpu", facts.and_then(cpu_text));
     put("governor", text(get("governor")));
+    put("memory", get("memory_kib").and_then(memory_text));
+    // A cluster's members, in its order, each one's facts under its name.
+    if let Some(cluster) = get("cluster") {
+        let names: Vec<String> = cluster
+            .get("members")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| text(Some(v))).collect())
+            .unwrap_or_default();
+        put("cluster members", Some(names.join(", ")));
+        put("control member", text(cluster.get("control")));
+        for name in &names {
+            let Some(m) = get("members").and_then(|ms| ms.get(name)) else {
+                continue;
+            };
+            put(&format!("{name} board model"), text(m.get("model")));
+            put(&format!("{name} kernel"), text(m.get("kernel")));
+            put(
+                &format!("{name} os-release"),
+                m.get("os_release").and_then(os_release_text),
+            );
+            put(&format!("{name} cpu"), cpu_text(m));
+            put(&format!("{name} governor"), text(m.get("governor")));
+            put(
+                &format!("{name} memory"),
+                m.get("memory_kib").and_then(memory_text),
+            );
+            if let Some(Value::Object(tools)) = m.get("tools") {
+                for (tool, v) in tools {
+                    put(&format!("{name} tool {tool}"), text(Some(v)));
+                }
+            }
+        }
+    }
+    // The board a peer step ran on.
     put(
-        "memory",
-        get("memory_kib").and_then(|v| {
-            v.as_u64()
-                .or_else(|| v.as_str()?.trim().parse().ok())
-                .map(|k| size(k * 1024))
-        }),
+        "peer board",
+        inputs
+            .and_then(|i| i.get("peer"))
+            .filter(|p| p.is_object())
+            .and_then(|p| {
+                let name = text(p.get("name"))?;
+                Some(match text(p.get("model")) {
+                    Some(m) => format!("{name} ({m})"),
+                    None => name,
+                })
+            }),
     );
     if let Some(Value::Object(tools)) = get("tools") {
         for (name, v) in tools {

@@ -272,6 +272,16 @@ impl Probe {
 /// Re-judges a stored run from its `telemetry` value, e.g. after the scenario's
 /// thresholds changed. None when the value is not a telemetry summary.
 pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>> {
+    // A cluster's run: each member's summary, and the run has every member's flags.
+    if let Some(Value::Object(members)) = telemetry.get("members") {
+        let mut all = Vec::new();
+        for m in members.values() {
+            all.extend(rejudge(m, thresholds)?);
+        }
+        all.sort();
+        all.dedup();
+        return Some(all);
+    }
     let summary: TelemetrySummary = serde_json::from_value(telemetry.clone()).ok()?;
     Some(flags(&summary, thresholds))
 }
@@ -279,6 +289,12 @@ pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>
 /// The validity warnings of a stored run (see `summary::warnings`); none when the
 /// value is not a telemetry summary.
 pub fn warnings_of(telemetry: &Value) -> Vec<String> {
+    if let Some(Value::Object(members)) = telemetry.get("members") {
+        let mut all: Vec<String> = members.values().flat_map(warnings_of).collect();
+        all.sort();
+        all.dedup();
+        return all;
+    }
     serde_json::from_value::<TelemetrySummary>(telemetry.clone())
         .map(|s| warnings(&s))
         .unwrap_or_default()

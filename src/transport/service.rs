@@ -28,7 +28,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Shell functions shared by start and stop. A pid file holds `PID STARTTIME TOKEN`:
 /// the group leader's pid, its start time (field 22 of /proc/PID/stat, which a reused
 /// pid does not share), and a random token in the service's environment.
-const PROC_FNS: &str = r#"start_time() {
+pub(super) const PROC_FNS: &str = r#"start_time() {
   st=; { read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
   set -f; set -- ${st##*") "}; set +f
   [ $# -ge 20 ] || return 1
@@ -56,7 +56,7 @@ ours_alive() {
 /// Stops the service in pid file `$1`: TERM to its process group, KILL after 5 s, and
 /// proves it gone. Only a group whose leader still has the recorded start time is
 /// signalled; when the leader is gone, only members of its session carrying its token.
-const STOP_FN: &str = r#"stop_group() {
+pub(super) const STOP_FN: &str = r#"stop_group() {
   pf=$1
   [ -e "$pf" ] || return 0
   read_pid_file "$pf" || { rm -f "$pf"; return 1; }

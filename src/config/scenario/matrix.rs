@@ -9,8 +9,7 @@ use super::Known;
 use crate::config::diag::Diagnostic;
 use crate::config::{Source, names, raw};
 use crate::model::{
-    AS_IS, BoardName, CellPattern, Cluster, Filesystem, FsName, Image, ImageName, Matrix,
-    TestName,
+    AS_IS, BoardName, CellPattern, Filesystem, FsName, Image, ImageName, Matrix, TestName,
 };
 
 /// Reports an entry that appears twice in one axis; returns whether `value` is new.
@@ -52,7 +51,7 @@ pub(super) fn matrix(
     raw: &Spanned<raw::Matrix>,
     images: &BTreeMap<ImageName, Image>,
     filesystems: &BTreeMap<FsName, Filesystem>,
-    clusters: &BTreeMap<BoardName, Cluster>,
+    clusters: &BTreeSet<BoardName>,
     known: &Known,
     diags: &mut Vec<Diagnostic>,
 ) -> (Matrix, bool) {
@@ -87,7 +86,7 @@ pub(super) fn matrix(
     // board: globs over boards/ and this file's [clusters].
     empty_axis(src, raw, &m.board, "board", diags);
     let mut all_boards = known.board_names();
-    all_boards.extend(clusters.keys().map(BoardName::as_str));
+    all_boards.extend(clusters.iter().map(BoardName::as_str));
     let mut seen = BTreeSet::new();
     let mut board: Vec<BoardName> = Vec::new();
     for v in &m.board {
@@ -125,7 +124,7 @@ pub(super) fn matrix(
         }
         for b in matched {
             let name = BoardName::from(b);
-            let exists = known.boards.contains_key(&name) || clusters.contains_key(&name);
+            let exists = known.boards.contains_key(&name) || clusters.contains(&name);
             if exists && !board.contains(&name) {
                 board.push(name);
             }

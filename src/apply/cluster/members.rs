@@ -1,0 +1,204 @@
+//! A cluster's members as its walk sees them: a session each, lost for good once its
+//! connection goes; and a cell's template values on each side.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{ClusterWorker, Slot, Walk};
+use crate::bench::Vars;
+use crate::failure::CellFailure;
+use crate::model::{Board, Side, TestName, Where};
+use crate::transport::{Output, Service, Transport};
+
+/// One member's session and what the walk learnt of it.
+pub(super) struct Member<'b> {
+    pub(super) board: &'b Board,
+    /// `None` until `ConnectMember`, and again once the member is lost.
+    pub(super) t: Option<Box<dyn Transport>>,
+    /// Why it is gone, once it is: its steps are skipped, its guard tears it down.
+    pub(super) lost: Option<String>,
+    pub(super) facts: Value,
+    /// Its temperature before benchpipe loaded it: the base of "idle+N".
+    pub(super) idle: Option<f64>,
+    /// Each recipe's `[facts]` and package versions on this member.
+    pub(super) tools: BTreeMap<TestName, Value>,
+    pub(super) guard: Option<Service>,
+}
+
+impl<'b> Member<'b> {
+    pub(super) fn new(board: &'b Board) -> Member<'b> {
+        Member {
+            board,
+            t: None,
+            lost: None,
+            facts: Value::Null,
+            idle: None,
+            tools: BTreeMap::new(),
+            guard: None,
+        }
+    }
+}
+
+impl ClusterWorker<'_> {
+    /// A failure of member `i`: when its connection is gone, the member is lost for
+    /// good and the failure is the cluster's (`BoardLost`, naming the member).
+    pub(super) fn on_member(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        i: usize,
+        cause: CellFailure,
+    ) -> CellFailure {
+        if !cause.ends_board() {
+            return cause;
+        }
+        let m = &mut w.members[i];
+        let why = format!(
+            "member {} of cluster {} is lost: {cause}",
+            m.board.name, self.cluster.name
+        );
+        m.lost.get_or_insert_with(|| why.clone());
+        m.t = None;
+        CellFailure::BoardLost { cause: why }
+    }
+
+    /// The session of member `i`, or why there is none.
+    pub(super) fn session<'x>(
+        w: &'x mut Walk<'_, '_, '_>,
+        i: usize,
+    ) -> Result<&'x mut dyn Transport, CellFailure> {
+        let m = &mut w.members[i];
+        if let Some(why) = &m.lost {
+            return Err(CellFailure::BoardLost { cause: why.clone() });
+        }
+        match m.t.as_deref_mut() {
+            Some(t) => Ok(t),
+            None => Err(CellFailure::Refused {
+                reason: format!("member {} is not connected", m.board.name),
+            }),
+        }
+    }
+
+    /// Runs `command` on a slot; a lost connection is the member's loss.
+    pub(super) fn run_on(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        slot: Slot,
+        command: &str,
+        timeout: Option<Duration>,
+    ) -> Result<Output, CellFailure> {
+        match slot {
+            Slot::Controller => Ok(w.controller.run(command, timeout)?),
+            Slot::Member(i) => {
+                let r = Self::session(w, i)?.run(command, timeout);
+                r.map_err(|e| self.on_member(w, i, e.into()))
+            }
+        }
+    }
+
+    /// Where a recipe step on `side` runs in a cluster cell.
+    pub(super) fn slots(&self, side: Side) -> Vec<Slot> {
+        match side {
+            Side::Controller => vec![Slot::Controller],
+            Side::Board => vec![Slot::Member(self.control)],
+            Side::Members => (0..self.members.len()).map(Slot::Member).collect(),
+            // The plan gives a cluster no test with a peer.
+            Side::Peer => Vec::new(),
+        }
+    }
+
+    /// Where a cluster's deploy or teardown step runs.
+    pub(super) fn place(&self, on: &Where) -> Slot {
+        match on {
+            Where::Controller => Slot::Controller,
+            Where::Board(b) => Slot::Member(
+                self.members
+                    .iter()
+                    .position(|m| &m.name == b)
+                    .unwrap_or(self.control),
+            ),
+        }
+    }
+
+    /// The cluster's directory on the controller.
+    pub(super) fn controller_dir(&self) -> String {
+        self.w.service_dir(Side::Controller)
+    }
+
+    /// A cell's values on the controller (`host` is the endpoint's) and on each member.
+    pub(super) fn cell_vars(&self, cell: &crate::plan::Cell) -> (Vars, Vec<Vars>) {
+        let base = |board: &str, host: String, workdir: &str| {
+            let mut v = Vars::new();
+            v.params(&cell.params)
+                .set("workdir", workdir.to_string())
+                .set("controller_dir", self.controller_dir())
+                .set("dir", workdir.to_string())
+                .set("device", "")
+                .set("board", board.to_string())
+                .set("host", host)
+                .set("run", 0)
+                .set("cell", cell.key.to_string());
+            v
+        };
+        let control = self.members[self.control];
+        let controller = base(self.name(), self.endpoint_host(), &control.workdir);
+        let members = self
+            .members
+            .iter()
+            .map(|m| base(m.name.as_str(), super::super::worker::board_host(m), &m.workdir))
+            .collect();
+        (controller, members)
+    }
+
+    /// The values of a deploy or teardown template run at `slot`.
+    pub(super) fn deploy_vars(&self, slot: Slot) -> Vars {
+        #[derive(Serialize)]
+        struct M {
+            name: String,
+            host: String,
+            workdir: String,
+        }
+        let members: Vec<M> = self
+            .members
+            .iter()
+            .map(|m| M {
+                name: m.name.to_string(),
+                host: super::super::worker::board_host(m),
+                workdir: m.workdir.clone(),
+            })
+            .collect();
+        let (board, host, workdir) = match slot {
+            Slot::Controller => (
+                self.name().to_string(),
+                self.endpoint_host(),
+                self.members[self.control].workdir.clone(),
+            ),
+            Slot::Member(i) => {
+                let m = self.members[i];
+                (
+                    m.name.to_string(),
+                    super::super::worker::board_host(m),
+                    m.workdir.clone(),
+                )
+            }
+        };
+        let mut v = Vars::new();
+        v.set("cluster", self.name())
+            .set(
+                "members",
+                minijinja::Value::from(minijinja::value::Serde(members)),
+            )
+            .set("endpoint_host", self.endpoint_host())
+            .set(
+                "endpoint_port",
+                i64::from(self.cluster.endpoint.port.unwrap_or(0)),
+            )
+            .set("board", board)
+            .set("host", host)
+            .set("workdir", workdir)
+            .set("controller_dir", self.controller_dir());
+        v
+    }
+}

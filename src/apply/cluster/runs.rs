@@ -1,0 +1,299 @@
+//! A cluster cell's warm-up and measured runs: the run on the controller or the control
+//! member (once per member, all at once, for a `per_member` run), with the sampler on
+//! every member during measured runs. A member lost during a run voids the run: its
+//! numbers are not stored, and the cluster's cells fail with the member's loss.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::{ClusterWorker, Slot, Walk};
+use crate::bench;
+use crate::failure::CellFailure;
+use crate::model::{RunOrder, Side};
+use crate::plan::{CellKey, state};
+use crate::store::{self, RunKind, Sample};
+use crate::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
+
+use super::super::Event;
+use super::super::runs::stops_group;
+
+impl ClusterWorker<'_> {
+    pub(super) fn warm_up(&self, w: &mut Walk<'_, '_, '_>, key: &CellKey) -> Result<(), CellFailure> {
+        let job = w.jobs[key];
+        let warmup = job.cell.method.warmup.clone();
+        let started = Instant::now();
+        let mut k = 0u32;
+        while k < warmup.runs || warmup.duration.is_some_and(|d| started.elapsed() < d) {
+            k += 1;
+            self.w.phase(
+                Some(&job.cell.address),
+                format!("warm-up {k}/{}", warmup.runs.max(k)),
+            );
+            self.one_run(w, key, RunKind::Warmup, k, job.cell.method.order)?;
+        }
+        Ok(())
+    }
+
+    /// Measured runs of the group's cells (in turns when there are several) until each
+    /// cell's stop rule holds, bounded as on a board (`run_budget`).
+    pub(super) fn measure(&self, w: &mut Walk<'_, '_, '_>, pending: &[CellKey]) -> Result<(), CellFailure> {
+        let order = if pending.len() > 1 {
+            RunOrder::Interleaved
+        } else {
+            w.jobs[&pending[0]].cell.method.order
+        };
+        let mut open: Vec<CellKey> = pending
+            .iter()
+            .filter(|k| w.live.contains_key(*k))
+            .cloned()
+            .collect();
+        while !open.is_empty() {
+            let mut next = Vec::new();
+            for key in open {
+                let cell = &w.live[&key];
+                let method = &cell.job.cell.method;
+                let have = state::counted(method, &cell.data).count();
+                let primaries = state::primary_values(method, &cell.job.primary, &cell.data);
+                if state::stop_rule(method, &primaries, have).is_some() {
+                    w.outcomes.insert(key, Ok(have));
+                    continue;
+                }
+                let taken = cell
+                    .data
+                    .samples
+                    .iter()
+                    .filter(|s| s.kind == RunKind::Measured && s.session == self.w.session)
+                    .count();
+                let budget = super::super::run_budget(method);
+                if taken >= budget {
+                    let cause = CellFailure::TooManyFlaggedRuns {
+                        taken,
+                        valid: have,
+                        min: method.runs.min,
+                        budget,
+                    };
+                    w.outcomes.insert(key, Err(cause));
+                    continue;
+                }
+                let want = method.runs.min.max(have as u32 + 1);
+                self.w.phase(
+                    Some(&cell.job.cell.address),
+                    format!("run {}/{}", have + 1, want),
+                );
+                match self.one_run(w, &key, RunKind::Measured, have as u32 + 1, order) {
+                    Ok(()) => next.push(key),
+                    Err(e) if stops_group(&e) => return Err(e),
+                    Err(e) => {
+                        w.outcomes.insert(key, Err(e));
+                    }
+                }
+            }
+            open = next;
+        }
+        Ok(())
+    }
+
+    /// One run of a cluster cell: execute, log, parse, append.
+    fn one_run(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        key: &CellKey,
+        kind: RunKind,
+        index: u32,
+        order: RunOrder,
+    ) -> Result<(), CellFailure> {
+        if self.w.stop.load(Ordering::SeqCst) {
+            return Err(CellFailure::Interrupted);
+        }
+        let job = w.jobs[key];
+        let step = &job.recipe.run;
+        let slot = match step.on {
+            Side::Controller => Slot::Controller,
+            _ => Slot::Member(self.control),
+        };
+        let _held = self.w.resources.acquire(&job.recipe.exclusive);
+        let (command, composed) = {
+            let cell = w.live.get_mut(key).ok_or(CellFailure::Interrupted)?;
+            cell.vars.set("run", index);
+            for v in &mut cell.member_vars {
+                v.set("run", index);
+            }
+            if job.recipe.run_per_member {
+                let dir = match slot {
+                    Slot::Controller => self.controller_dir(),
+                    Slot::Member(i) => self.members[i].workdir.clone(),
+                };
+                let dir = format!("{}/members-{}", dir.trim_end_matches('/'), job.cell.key);
+                let each: Vec<(String, bench::Vars)> = self
+                    .members
+                    .iter()
+                    .zip(&cell.member_vars)
+                    .map(|(m, v)| (m.name.to_string(), v.clone()))
+                    .collect();
+                let (script, c) = super::super::per_member::compose(&step.command, &each, &dir)?;
+                (script, Some(c))
+            } else {
+                let vars = match slot {
+                    Slot::Controller => &cell.vars,
+                    Slot::Member(i) => &cell.member_vars[i],
+                };
+                (bench::render(&step.command, vars)?, None)
+            }
+        };
+        let seq = w.live[key].writer.next_seq();
+        // The sampler on every member during measured runs.
+        let mut probes: Vec<Option<Probe>> = Vec::new();
+        if kind == RunKind::Measured {
+            let options = SamplerOptions::for_run(step.timeout);
+            for i in 0..self.members.len() {
+                let run_id = format!("{}-{seq}-{}", self.w.session, &job.cell.key.as_str()[..8]);
+                let started = Self::session(w, i)
+                    .map_err(Some)
+                    .and_then(|t| Probe::start_with(t, self.members[i], &run_id, &options).map_err(|e| {
+                        self.w.phase(Some(&job.cell.address), format!("no telemetry on {}: {e}", self.members[i].name));
+                        lost_in(&e)
+                    }));
+                match started {
+                    Ok(p) => probes.push(Some(p)),
+                    Err(Some(cause)) => {
+                        self.abort_probes(w, probes);
+                        return Err(self.on_member(w, i, cause));
+                    }
+                    Err(None) => probes.push(None),
+                }
+            }
+        }
+        if self.w.stop.load(Ordering::SeqCst) {
+            self.abort_probes(w, probes);
+            return Err(CellFailure::Interrupted);
+        }
+        let run_command = match (slot, probes.get(self.control).and_then(Option::as_ref)) {
+            (Slot::Member(_), Some(p)) => p.wrap(&command),
+            _ => command.clone(),
+        };
+        let started = store::now();
+        let t0 = Instant::now();
+        let out = self.run_on(w, slot, &run_command, step.timeout);
+        let seconds = t0.elapsed().as_secs_f64();
+        let ended = store::now();
+        let stopped = self.w.stop.load(Ordering::SeqCst);
+        let out = match out {
+            Ok(out) if !stopped => out,
+            // Cut short by an interrupt, or failed: nothing of it is recorded.
+            other => {
+                self.abort_probes(w, probes);
+                return Err(match other {
+                    Err(e) if !stopped => e,
+                    _ => CellFailure::Interrupted,
+                });
+            }
+        };
+        // Every member's sampler, read back: a member gone now voids the run.
+        let thresholds = Thresholds::from(&job.cell.method.validity);
+        let mut flags: Vec<String> = Vec::new();
+        let mut telemetry = Map::new();
+        for (i, p) in probes.into_iter().enumerate() {
+            let Some(p) = p else { continue };
+            let finished = Self::session(w, i).map_err(Some).and_then(|t| p.finish(t, &thresholds).map_err(|e| lost_in(&e)));
+            match finished {
+                Ok(done) => {
+                    flags.extend(done.flags);
+                    telemetry.insert(self.members[i].name.to_string(), done.telemetry);
+                }
+                Err(Some(cause)) => return Err(self.on_member(w, i, cause)),
+                Err(None) => self.w.phase(
+                    Some(&job.cell.address),
+                    format!("telemetry of {} lost", self.members[i].name),
+                ),
+            }
+        }
+        flags.sort();
+        flags.dedup();
+        let stdout = out.stdout_str();
+        let stderr = out.stderr_str();
+        let log = format!(
+            "$ {command}\n# {kind:?} run {index}, {}, {seconds:.3} s\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+            out.exit
+        );
+        let what = format!("{kind:?} run {index}");
+        let read = match &composed {
+            Some(c) => super::super::per_member::outcome(job.recipe, c, &what, &stdout, &stderr),
+            None if !out.exit.success() => Err(CellFailure::step_failed(
+                what.clone(),
+                &command,
+                &out.exit,
+                &stderr,
+            )),
+            None => bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| {
+                CellFailure::ParseFailed {
+                    step: what.clone(),
+                    message: e.to_string(),
+                    log: None,
+                }
+            }),
+        };
+        let cell = w.live.get_mut(key).ok_or(CellFailure::Interrupted)?;
+        let writer = &mut cell.writer;
+        let metrics = match read {
+            Ok(m) => m,
+            Err(e) => {
+                let name = format!("failed-{}-{seq:04}", self.w.session);
+                let rel = writer.write_log_named(&name, log.as_bytes())?;
+                return Err(e.with_log(rel));
+            }
+        };
+        let rel = writer.write_log(seq, log.as_bytes())?;
+        let telemetry = (kind == RunKind::Measured && !telemetry.is_empty())
+            .then(|| serde_json::json!({ "members": Value::Object(telemetry) }));
+        let sample = Sample {
+            format: store::FORMAT,
+            seq,
+            kind,
+            session: self.w.session.to_string(),
+            started,
+            ended,
+            metrics,
+            flags,
+            telemetry,
+            command,
+            log: rel,
+            order: Some(order),
+            board_seq: Some(w.seq + 1),
+        };
+        writer.append(&sample)?;
+        w.seq += 1;
+        self.w.progress.event(Event::Run {
+            board: self.name(),
+            cell: &job.cell.address,
+            kind,
+            metrics: &sample.metrics,
+            seconds,
+        });
+        cell.data.samples.push(sample);
+        Ok(())
+    }
+
+    /// Stops samplers already started, on the members that are there.
+    fn abort_probes(&self, w: &mut Walk<'_, '_, '_>, probes: Vec<Option<Probe>>) {
+        for (i, p) in probes.into_iter().enumerate() {
+            if let (Some(p), Ok(t)) = (p, Self::session(w, i)) {
+                p.abort(t);
+            }
+        }
+    }
+}
+
+/// A sampler's failure that means the member's connection is gone, as the cluster's
+/// failure; `None` for one the run survives (no telemetry from that member).
+fn lost_in(e: &TelemetryError) -> Option<CellFailure> {
+    match e {
+        TelemetryError::Transport(t) if super::super::peer::ends_connection(t) => {
+            Some(CellFailure::BoardLost {
+                cause: t.to_string(),
+            })
+        }
+        _ => None,
+    }
+}

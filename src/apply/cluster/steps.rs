@@ -1,0 +1,688 @@
+//! The steps of a cluster's walk: sessions, claims, provisioning and facts on every
+//! member, the guards, the deploy, a cell's setup, services and teardown on the sides
+//! its recipe names, and the cluster's teardown.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::{Cell, ClusterWorker, Slot, Walk};
+use crate::bench;
+use crate::failure::{CellFailure, first_line, stderr_tail};
+use crate::model::{ClusterStep, Connection, Side, Step as RecipeStep};
+use crate::plan::CellKey;
+use crate::plan::schedule::{Action, DoneWhen, Step};
+use crate::plan::state;
+use crate::transport::guard::{self, Carrier};
+use crate::transport::{Transport, TransportError};
+
+use super::super::StepStatus;
+
+/// How long one deploy or teardown command may run unless its `timeout` says.
+const CLUSTER_STEP_TIMEOUT: Duration = Duration::from_secs(3600);
+
+impl ClusterWorker<'_> {
+    /// One step: skipped, found done, run, or failed.
+    pub(super) fn step(&self, w: &mut Walk<'_, '_, '_>, step: &Step) -> StepStatus {
+        if step.action.is_cleanup() {
+            return self.cleanup(w, step);
+        }
+        if let Some(lost) = &w.lost {
+            return StepStatus::Skipped {
+                reason: format!("the cluster is broken: {lost}"),
+            };
+        }
+        if w.interrupted || self.w.stop.load(Ordering::SeqCst) {
+            w.interrupted = true;
+            return StepStatus::Skipped {
+                reason: "interrupted".into(),
+            };
+        }
+        let pending: Vec<CellKey> = step
+            .cells
+            .iter()
+            .filter(|k| !w.outcomes.contains_key(*k))
+            .cloned()
+            .collect();
+        if pending.is_empty() {
+            return StepStatus::Skipped {
+                reason: "its cells failed".into(),
+            };
+        }
+        if step.done_when == DoneWhen::CellsComplete && pending.iter().all(|k| w.is_complete(k)) {
+            for k in &pending {
+                let job = w.jobs[k];
+                let data = w.live.get(k).map_or(&job.data, |l| &l.data);
+                let have = state::counted(&job.cell.method, data).count();
+                w.outcomes.insert(k.clone(), Ok(have));
+            }
+            return StepStatus::Done;
+        }
+        match self.run_step(w, step, &pending) {
+            Ok(()) => StepStatus::Ran,
+            Err(cause) => {
+                w.fail(&pending, &cause);
+                match cause {
+                    CellFailure::NotApplicable { reason } => StepStatus::Skipped { reason },
+                    _ => StepStatus::Failed {
+                        cause: cause.to_string(),
+                    },
+                }
+            }
+        }
+    }
+
+    fn run_step(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        let first = &pending[0];
+        match &step.action {
+            Action::ConnectMember { member } => self.connect(w, member),
+            Action::ClaimWorkdir { .. } => {
+                self.w.phase(None, "claim workdirs");
+                let refused = |e: TransportError| match e {
+                    TransportError::Other { .. } => CellFailure::Refused {
+                        reason: e.to_string(),
+                    },
+                    e => e.into(),
+                };
+                for i in 0..self.members.len() {
+                    let workdir = self.members[i].workdir.clone();
+                    let r = crate::transport::workdir::claim(Self::session(w, i)?, &workdir);
+                    r.map_err(|e| self.on_member(w, i, refused(e)))?;
+                }
+                crate::transport::workdir::claim(w.controller.as_mut(), &self.controller_dir())
+                    .map_err(refused)
+            }
+            Action::Provision { .. } => self.provision(w, pending),
+            Action::StopLeftoverServices => {
+                for i in 0..self.members.len() {
+                    let dir = self.members[i].workdir.clone();
+                    let r = Self::session(w, i)?.stop_all_services(&dir);
+                    if let Err(e) = r {
+                        let cause = self.on_member(w, i, e.into());
+                        if cause.ends_board() {
+                            return Err(cause);
+                        }
+                        self.w
+                            .phase(None, format!("could not stop leftover services: {cause}"));
+                    }
+                }
+                if let Err(e) = w.controller.stop_all_services(&self.controller_dir()) {
+                    self.w
+                        .phase(None, format!("could not stop leftover services: {e}"));
+                }
+                Ok(())
+            }
+            Action::MemberFacts { member } => self.member_facts(w, member, pending),
+            Action::VerifyImage { image, expect } => {
+                for i in 0..self.members.len() {
+                    let mw = self.member(i);
+                    let r = mw.verify_image(Self::session(w, i)?, image, expect);
+                    r.map_err(|e| self.on_member(w, i, e))?;
+                }
+                Ok(())
+            }
+            Action::ArmGuard => self.arm(w),
+            Action::Deploy { from, commands, .. } => {
+                w.deployed = true;
+                self.w.phase(None, "deploy");
+                let steps = &self.cluster.deploy[*from..from + commands];
+                self.cluster_commands(w, steps, "deploy")
+            }
+            Action::Setup { from, commands, .. } => {
+                if !w.live.contains_key(first) {
+                    let cell = self.open_cell(w, first)?;
+                    w.live.insert(first.clone(), cell);
+                    self.requires(w, first)?;
+                }
+                if *commands == 0 {
+                    return Ok(());
+                }
+                let job = w.jobs[first];
+                self.w.phase(Some(&job.cell.address), "setup");
+                let _held = self.w.resources.acquire(&job.recipe.exclusive);
+                let steps = &job.recipe.setup[*from..from + commands];
+                self.commands(w, first, steps, "setup", false)
+            }
+            Action::StartService { service, .. } => self.start_service(w, first, service),
+            Action::Cooldown { .. } => {
+                let job = w.jobs[first];
+                for i in 0..self.members.len() {
+                    let idle = w.members[i].idle;
+                    let mw = self.member(i);
+                    let r = mw.cooldown(
+                        Self::session(w, i)?,
+                        Some(&job.cell.address),
+                        &job.cell.method,
+                        idle,
+                    );
+                    r.map_err(|e| self.on_member(w, i, e))?;
+                }
+                Ok(())
+            }
+            Action::WarmUp { .. } => self.warm_up(w, first),
+            Action::Measure { .. } => self.measure(w, pending),
+            _ => Ok(()),
+        }
+    }
+
+    fn connect(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        member: &crate::model::BoardName,
+    ) -> Result<(), CellFailure> {
+        let Some(i) = self.members.iter().position(|m| &m.name == member) else {
+            return Err(CellFailure::Refused {
+                reason: format!("{member} is not a member of {}", self.cluster.name),
+            });
+        };
+        self.w.phase(None, format!("connect {member}"));
+        match self.w.connector.board(self.members[i]) {
+            Ok(t) => {
+                w.members[i].t = Some(t);
+                Ok(())
+            }
+            Err(TransportError::Unreachable { target, reason }) => {
+                let why = format!("member {member}: {reason}");
+                w.unreachable = Some(why.clone());
+                w.members[i].lost = Some(why);
+                Err(TransportError::Unreachable { target, reason }.into())
+            }
+            Err(e) => Err(self.on_member(w, i, e.into())),
+        }
+    }
+
+    /// Tools per member (the recipes' `members` and, on the control member, `board`
+    /// needs) and on the controller; a recipe one of them cannot serve fails its cells.
+    fn provision(&self, w: &mut Walk<'_, '_, '_>, pending: &[CellKey]) -> Result<(), CellFailure> {
+        self.w.phase(None, "provision");
+        let recipes: std::collections::BTreeMap<_, &crate::model::Recipe> = pending
+            .iter()
+            .map(|k| (&w.jobs[k].recipe.name, w.jobs[k].recipe))
+            .collect();
+        let mut unserved = super::super::provision::Unserved::new();
+        for i in 0..self.members.len() {
+            let sides: &[Side] = if i == self.control {
+                &[Side::Board, Side::Members]
+            } else {
+                &[Side::Members]
+            };
+            let name = self.members[i].name.to_string();
+            let r = super::super::provision::provision(
+                Self::session(w, i)?,
+                &name,
+                sides,
+                recipes.values().copied(),
+            );
+            for (test, cause) in r.map_err(|e| self.on_member(w, i, e))? {
+                unserved.entry(test).or_insert(cause);
+            }
+        }
+        let on_controller = super::super::provision::provision(
+            w.controller.as_mut(),
+            "the controller",
+            &[Side::Controller],
+            recipes.values().copied(),
+        )?;
+        for (test, cause) in on_controller {
+            unserved.entry(test).or_insert(cause);
+        }
+        for k in pending {
+            if let Some(cause) = unserved.get(&w.jobs[k].recipe.name) {
+                w.outcomes.insert(k.clone(), Err(cause.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// One member's facts and idle temperature, and the recipes' `[facts]` it runs:
+    /// `members` facts on each member, `board` facts on the control member, controller
+    /// facts with the control member's.
+    fn member_facts(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        member: &crate::model::BoardName,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        let Some(i) = self.members.iter().position(|m| &m.name == member) else {
+            return Ok(());
+        };
+        self.w.phase(None, format!("gather facts of {member}"));
+        let board = self.members[i];
+        let t = Self::session(w, i)?;
+        let idle = super::super::facts::read_temperature(t, board);
+        let mut facts = super::super::facts::gather_facts(t, board);
+        if let (Some(c), Some(obj)) = (idle, facts.as_object_mut()) {
+            obj.insert("idle_temperature_c".into(), json!(c));
+        }
+        if let Some(e) = facts.get("error").and_then(Value::as_str) {
+            // A fact script that could not run on a connection that is gone.
+            let cause = CellFailure::BoardLost {
+                cause: format!("{member}: {e}"),
+            };
+            return Err(self.on_member(w, i, cause));
+        }
+        let mut vars = bench::Vars::new();
+        vars.set("workdir", board.workdir.clone())
+            .set("controller_dir", self.controller_dir())
+            .set("board", board.name.as_str())
+            .set("host", super::super::worker::board_host(board));
+        let recipes: Vec<&crate::model::Recipe> = {
+            let mut v: Vec<&crate::model::Recipe> =
+                pending.iter().map(|k| w.jobs[k].recipe).collect();
+            v.sort_by(|a, b| a.name.cmp(&b.name));
+            v.dedup_by(|a, b| a.name == b.name);
+            v
+        };
+        for r in recipes {
+            let mut mine = serde_json::Map::new();
+            let mut cluster = serde_json::Map::new();
+            for fact in &r.facts {
+                let to = match fact.on {
+                    Side::Members => &mut mine,
+                    Side::Board if i == self.control => &mut cluster,
+                    Side::Controller if i == self.control => &mut cluster,
+                    _ => continue,
+                };
+                let t: &mut dyn Transport = match fact.on {
+                    Side::Controller => w.controller.as_mut(),
+                    _ => match w.members[i].t.as_deref_mut() {
+                        Some(t) => t,
+                        None => continue,
+                    },
+                };
+                if let Some(v) = super::super::facts::run_fact(t, &fact.command, &vars) {
+                    to.insert(fact.name.clone(), json!(v));
+                }
+            }
+            w.members[i]
+                .tools
+                .insert(r.name.clone(), json!({ "tools": mine }));
+            if i == self.control {
+                w.tools.insert(r.name.clone(), json!({ "tools": cluster }));
+            }
+        }
+        let m = &mut w.members[i];
+        m.facts = facts;
+        m.idle = idle;
+        Ok(())
+    }
+
+    /// The guards: on every member, its own teardown commands; on the controller, the
+    /// controller's. Without a guard a lost member would keep what the deploy started,
+    /// so a guard that cannot be armed fails the cluster's cells.
+    fn arm(&self, w: &mut Walk<'_, '_, '_>) -> Result<(), CellFailure> {
+        self.w.phase(None, "arm the guards");
+        let name = format!("guard-{}", self.cluster.name);
+        for i in 0..self.members.len() {
+            let teardown = self.rendered(&self.cluster.teardown, Slot::Member(i))?;
+            let board = self.members[i];
+            let carrier = match board.connection {
+                Connection::Local => Carrier::Process(std::process::id()),
+                Connection::Ssh(_) => Carrier::Session,
+            };
+            let dir = board.workdir.clone();
+            let r = guard::arm(Self::session(w, i)?, &dir, &name, carrier, &teardown);
+            let g = r.map_err(|e| match self.on_member(w, i, e.into()) {
+                lost if lost.ends_board() => lost,
+                other => CellFailure::Refused {
+                    reason: format!("cannot arm the guard on {}: {other}", board.name),
+                },
+            })?;
+            w.members[i].guard = Some(g);
+        }
+        let teardown = self.rendered(&self.cluster.teardown, Slot::Controller)?;
+        let g = guard::arm(
+            w.controller.as_mut(),
+            &self.controller_dir(),
+            &name,
+            Carrier::Process(std::process::id()),
+            &teardown,
+        )
+        .map_err(|e| CellFailure::Refused {
+            reason: format!("cannot arm the guard on the controller: {e}"),
+        })?;
+        w.controller_guard = Some(g);
+        Ok(())
+    }
+
+    /// The cluster's steps at `slot`, rendered (a guard's teardown).
+    fn rendered(&self, steps: &[ClusterStep], slot: Slot) -> Result<Vec<String>, CellFailure> {
+        let vars = self.deploy_vars(slot);
+        steps
+            .iter()
+            .filter(|s| self.place(&s.on) == slot)
+            .map(|s| bench::render(&s.command, &vars).map_err(CellFailure::from))
+            .collect()
+    }
+
+    /// Deploy or teardown commands, each where it says; the first failure stops them.
+    fn cluster_commands(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        steps: &[ClusterStep],
+        what: &str,
+    ) -> Result<(), CellFailure> {
+        for s in steps {
+            let slot = self.place(&s.on);
+            let command = bench::render(&s.command, &self.deploy_vars(slot))?;
+            let out = self.run_on(w, slot, &command, s.timeout.or(Some(CLUSTER_STEP_TIMEOUT)))?;
+            if !out.exit.success() {
+                return Err(CellFailure::step_failed(
+                    format!("{what} on {}", s.on.name()),
+                    &command,
+                    &out.exit,
+                    &out.stderr_str(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens a cluster cell in the store, with every member's facts.
+    fn open_cell<'j, 'c>(
+        &self,
+        w: &Walk<'j, 'c, '_>,
+        key: &CellKey,
+    ) -> Result<Cell<'j, 'c>, CellFailure> {
+        let job = w.jobs[key];
+        let cell = job.cell;
+        let writer = self.w.store.begin(cell)?;
+        let mut members = serde_json::Map::new();
+        for m in &w.members {
+            let mut f = m.facts.clone();
+            if let (Some(obj), Some(Value::Object(extra))) =
+                (f.as_object_mut(), m.tools.get(&job.recipe.name))
+            {
+                obj.extend(extra.clone());
+            }
+            members.insert(m.board.name.to_string(), f);
+        }
+        let mut facts = json!({
+            "cluster": {
+                "name": self.cluster.name,
+                "members": self.cluster.members,
+                "control": self.cluster.control,
+            },
+            "members": members,
+            "benchpipe": env!("CARGO_PKG_VERSION"),
+        });
+        if let (Some(obj), Some(Value::Object(extra))) =
+            (facts.as_object_mut(), w.tools.get(&job.recipe.name))
+        {
+            obj.extend(extra.clone());
+        }
+        writer.write_facts(&facts)?;
+        let (vars, member_vars) = self.cell_vars(cell);
+        Ok(Cell {
+            job,
+            writer,
+            data: self.w.store.read(cell)?,
+            vars,
+            member_vars,
+            services: Vec::new(),
+        })
+    }
+
+    /// The vars of a cell at a slot.
+    fn vars_at<'v>(cell: &'v Cell<'_, '_>, slot: Slot) -> &'v bench::Vars {
+        match slot {
+            Slot::Controller => &cell.vars,
+            Slot::Member(i) => &cell.member_vars[i],
+        }
+    }
+
+    /// The recipe's `[[requires]]` on each slot of its side (see `Worker::requires`).
+    fn requires(&self, w: &mut Walk<'_, '_, '_>, key: &CellKey) -> Result<(), CellFailure> {
+        let job = w.jobs[key];
+        for step in &job.recipe.requires {
+            for slot in self.slots(step.on) {
+                let command = bench::render(&step.command, Self::vars_at(&w.live[key], slot))?;
+                let out = self.run_on(
+                    w,
+                    slot,
+                    &command,
+                    step.timeout.or(Some(Duration::from_secs(60))),
+                )?;
+                if out.exit.success() {
+                    continue;
+                }
+                let stdout = bench::parse::visible(&out.stdout_str());
+                return Err(match stdout.lines().map(str::trim).find(|l| !l.is_empty()) {
+                    Some(r) => CellFailure::NotApplicable {
+                        reason: bench::parse::escape_controls(
+                            &r.chars().take(240).collect::<String>(),
+                        )
+                        .into_owned(),
+                    },
+                    None => CellFailure::step_failed(
+                        "requires",
+                        &command,
+                        &out.exit,
+                        &out.stderr_str(),
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A cell's setup or teardown commands on the slots of each one's side. In cleanup
+    /// (`skip_lost`), a lost member's slot is skipped.
+    pub(super) fn commands(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        key: &CellKey,
+        steps: &[RecipeStep],
+        what: &str,
+        skip_lost: bool,
+    ) -> Result<(), CellFailure> {
+        for step in steps {
+            for slot in self.slots(step.on) {
+                if let Slot::Member(i) = slot
+                    && skip_lost
+                    && w.members[i].lost.is_some()
+                {
+                    continue;
+                }
+                let command = bench::render(&step.command, Self::vars_at(&w.live[key], slot))?;
+                let timeout = step.timeout.or(Some(CLUSTER_STEP_TIMEOUT));
+                let out = self.run_on(w, slot, &command, timeout)?;
+                if !out.exit.success() {
+                    return Err(CellFailure::step_failed(
+                        what,
+                        &command,
+                        &out.exit,
+                        &out.stderr_str(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts one of the cell's services on every slot of its side, each waited for
+    /// by its ready check.
+    fn start_service(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        key: &CellKey,
+        service: &str,
+    ) -> Result<(), CellFailure> {
+        let job = w.jobs[key];
+        let Some(spec) = job.recipe.services.iter().find(|s| s.name == service) else {
+            return Err(CellFailure::Refused {
+                reason: format!("{} has no service {service}", job.recipe.name),
+            });
+        };
+        self.w.phase(
+            Some(&job.cell.address),
+            format!("start service {}", spec.name),
+        );
+        let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
+        for slot in self.slots(spec.on) {
+            let vars = Self::vars_at(&w.live[key], slot).clone();
+            let command = bench::render(&spec.command, &vars)?;
+            let dir = match slot {
+                Slot::Controller => self.controller_dir(),
+                Slot::Member(i) => self.members[i].workdir.clone(),
+            };
+            let started = match slot {
+                Slot::Controller => w.controller.start_service(&dir, &name, &command),
+                Slot::Member(i) => Self::session(w, i)?.start_service(&dir, &name, &command),
+            };
+            let started = started.map_err(|e| match slot {
+                Slot::Member(i) => self.on_member(w, i, e.into()),
+                Slot::Controller => e.into(),
+            });
+            let started = match started {
+                Ok(s) => s,
+                Err(e) if e.ends_board() => return Err(e),
+                Err(e) => {
+                    return Err(CellFailure::Service {
+                        service: spec.name.clone(),
+                        message: e.to_string(),
+                    });
+                }
+            };
+            if let Some(c) = w.live.get_mut(key) {
+                c.services.push((slot, spec.name.clone(), started));
+            }
+            let Some(ready) = &spec.ready else { continue };
+            let check = bench::render(ready, &vars)?;
+            let each = spec
+                .ready_timeout
+                .clamp(Duration::from_secs(1), Duration::from_secs(10));
+            let t0 = Instant::now();
+            loop {
+                let out = self.run_on(w, slot, &check, Some(each))?;
+                if out.exit.success() {
+                    break;
+                }
+                if t0.elapsed() > spec.ready_timeout {
+                    return Err(CellFailure::NotReady {
+                        service: spec.name.clone(),
+                        after_secs: spec.ready_timeout.as_secs_f64(),
+                        command: first_line(&check),
+                        exit: out.exit.clone(),
+                        stderr_tail: stderr_tail(&out.stderr_str()),
+                    });
+                }
+                self.w.sleep(Duration::from_millis(200))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A cleanup step: runs when what it undoes was done, at each slot that is there.
+    fn cleanup(&self, w: &mut Walk<'_, '_, '_>, step: &Step) -> StepStatus {
+        let done = match &step.action {
+            Action::StopService { service, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get_mut(key) else {
+                    return StepStatus::Done;
+                };
+                let mine: Vec<(Slot, crate::transport::Service)> = {
+                    let (take, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut cell.services)
+                        .into_iter()
+                        .partition(|(_, n, _)| n == service);
+                    cell.services = keep;
+                    take.into_iter().map(|(s, _, sv)| (s, sv)).collect()
+                };
+                if mine.is_empty() {
+                    return StepStatus::Done;
+                }
+                let mut result = Ok(());
+                for (slot, sv) in mine {
+                    let r = match slot {
+                        Slot::Controller => w.controller.stop_service(&sv).map_err(Into::into),
+                        Slot::Member(i) if w.members[i].lost.is_some() => Ok(()),
+                        Slot::Member(i) => match Self::session(w, i) {
+                            Ok(t) => t.stop_service(&sv).map_err(|e| self.on_member(w, i, e.into())),
+                            Err(e) => Err(e),
+                        },
+                    };
+                    if result.is_ok() {
+                        result = r;
+                    }
+                }
+                result
+            }
+            Action::Teardown { from, commands, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get(key) else {
+                    return StepStatus::Done;
+                };
+                let recipe = cell.job.recipe;
+                let _held = self.w.resources.acquire(&recipe.exclusive);
+                let steps = &recipe.teardown[*from..from + commands];
+                self.commands(w, key, steps, "teardown", true)
+            }
+            Action::Undeploy { on, from, commands } => {
+                if !w.deployed {
+                    return StepStatus::Done;
+                }
+                let steps = &self.cluster.teardown[*from..from + commands];
+                if let Some(Slot::Member(i)) = steps.first().map(|s| self.place(&s.on))
+                    && w.members[i].lost.is_some()
+                {
+                    return StepStatus::Skipped {
+                        reason: format!("{on} is lost; its guard tears it down"),
+                    };
+                }
+                self.w.phase(None, "tear down the cluster");
+                self.cluster_commands(w, steps, "teardown")
+            }
+            Action::DisarmGuard => {
+                self.disarm(w);
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        match done {
+            Ok(()) => StepStatus::Ran,
+            Err(cause) => {
+                let status = StepStatus::Failed {
+                    cause: cause.to_string(),
+                };
+                if cause.ends_board() {
+                    w.lost.get_or_insert_with(|| cause.clone());
+                }
+                for k in &step.cells {
+                    if !matches!(w.outcomes.get(k), Some(Err(_))) {
+                        w.outcomes.insert(k.clone(), Err(cause.clone()));
+                    }
+                }
+                status
+            }
+        }
+    }
+
+    /// Stops every guard that is there: the cluster was taken down in order.
+    pub(super) fn disarm(&self, w: &mut Walk<'_, '_, '_>) {
+        for i in 0..w.members.len() {
+            let Some(g) = w.members[i].guard.take() else {
+                continue;
+            };
+            if w.members[i].lost.is_some() {
+                continue;
+            }
+            if let Some(t) = w.members[i].t.as_deref_mut()
+                && let Err(e) = guard::disarm(t, &g)
+            {
+                self.w.phase(None, format!("could not stop the guard on {}: {e}", self.members[i].name));
+            }
+        }
+        if let Some(g) = w.controller_guard.take()
+            && let Err(e) = guard::disarm(w.controller.as_mut(), &g)
+        {
+            self.w
+                .phase(None, format!("could not stop the controller's guard: {e}"));
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Integration tests: clusters as the system under test and peer boards, on lab
+//! boards. The shipped `scenarios/lab-cluster.toml` (an nginx load balancer on one
+//! member in front of the app on the others, deployed by shell templates) runs end to
+//! end, 2 nodes against 3; iperf3 to every member at once sums the rates of one run;
+//! a client runs on a peer board; afterwards no server, guard or deployed process is
+//! left on any member or the controller, also when a member is lost mid-run.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::lab::{Lab, bp, text};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The shipped recipes and the shipped lab-cluster scenario with the lab's board names.
+fn workspace(lab: &Lab, edit: impl FnOnce(String) -> String) -> String {
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    for e in std::fs::read_dir(repo().join("pipeline")).unwrap().flatten() {
+        std::fs::copy(e.path(), root.join("pipeline").join(e.file_name())).unwrap();
+    }
+    let mut text = std::fs::read_to_string(repo().join("scenarios/lab-cluster.toml")).unwrap();
+    for i in 1..=3 {
+        text = text.replace(&format!("\"lab-{i}\""), &format!("\"{}\"", lab.board(i - 1).name));
+    }
+    let text = edit(text);
+    std::fs::write(root.join("scenarios/lab-cluster.toml"), text).unwrap();
+    "scenarios/lab-cluster.toml".to_string()
+}
+
+/// `(address, samples)` of every stored cell.
+fn cells(root: &Path) -> Vec<(Value, Vec<Value>)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir(root.join("results")) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Ok(cell) = std::fs::read_to_string(e.path().join("cell.json")) else {
+            continue;
+        };
+        let cell: Value = serde_json::from_str(&cell).unwrap();
+        let samples = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+        let samples = samples
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        out.push((cell["address"].clone(), samples));
+    }
+    out
+}
+
+fn measured(samples: &[Value]) -> Vec<&Value> {
+    samples.iter().filter(|s| s["kind"] == "measured").collect()
+}
+
+/// Processes of the lab boards' network namespaces, or of the controller (its own
+/// network namespace), whose command line names one of `names`, after up to 20 s.
+pub(crate) fn left_on(lab: &Lab, names: &[&str]) -> String {
+    let own = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let mut spaces = vec![own];
+    for b in &lab.info.boards {
+        let sshd = std::fs::read_to_string(&b.sshd_pid_file).unwrap_or_default();
+        if let Ok(ns) = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())) {
+            spaces.push(ns);
+        }
+        if let Ok(out) = std::process::Command::new("ip")
+            .args(["netns", "pids", &b.netns])
+            .output()
+            && let Some(pid) = String::from_utf8_lossy(&out.stdout).split_whitespace().next()
+            && let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/ns/net"))
+        {
+            spaces.push(ns);
+        }
+    }
+    let t0 = Instant::now();
+    loop {
+        let mut left = String::new();
+        for line in crate::processes_matching(names).lines() {
+            let pid = line.split(' ').next().unwrap();
+            let ns = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+            if ns.is_some_and(|n| spaces.contains(&n)) {
+                left.push_str(line);
+                left.push('\n');
+            }
+        }
+        if left.is_empty() || t0.elapsed() > Duration::from_secs(20) {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Nothing of the cluster's is left: no nginx, iperf3, wrk or guard on any member or
+/// the controller, and no directory of the deploy in any member's workdir.
+fn assert_nothing_left(lab: &Lab) {
+    let mut names: Vec<String> = vec!["nginx".into(), "iperf3".into(), "wrk ".into()];
+    for b in &lab.info.boards {
+        names.push(b.workdir.clone());
+    }
+    let needles: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(left_on(lab, &needles), "", "processes left");
+    for b in &lab.info.boards {
+        for d in ["cluster-app", "cluster-lb"] {
+            let p = Path::new(&b.workdir).join(d);
+            assert!(!p.exists(), "{} is left", p.display());
+        }
+    }
+}
+
+#[test]
+fn the_lab_cluster_compares_two_nodes_with_three_and_leaves_nothing_running() {
+    let lab = Lab::up(3);
+    let file = workspace(&lab, |t| t);
+    let check = bp(&lab.root, &["check", &file]);
+    assert!(check.status.success(), "{}", text(&check));
+    let dry = bp(&lab.root, &["apply", "--dry-run", &file]);
+    let dry_text = text(&dry);
+    assert!(dry.status.success(), "{dry_text}");
+    for want in ["cluster lab-c3 (", "connect member", "arm the guards", "deploy on", "disarm the guards"] {
+        assert!(dry_text.contains(want), "{want}: {dry_text}");
+    }
+    let out = bp(&lab.root, &["apply", &file]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = cells(&lab.root);
+    assert_eq!(all.len(), 4, "2 clusters x 2 tests: {all:?}");
+    for (address, samples) in &all {
+        let runs = measured(samples);
+        assert_eq!(runs.len(), 3, "{address}");
+        let test = address["test"].as_str().unwrap();
+        let cluster = address["board"].as_str().unwrap();
+        let members = if cluster == "lab-c3" { 3 } else { 2 };
+        for s in runs {
+            let m = &s["metrics"];
+            match test {
+                "http-load" => {
+                    assert!(m["requests_per_sec"].as_f64().unwrap() > 0.0, "{s}");
+                    assert_eq!(m["errors"], 0.0, "{s}");
+                }
+                _ => {
+                    let rates: Vec<f64> = lab.info.boards[..members]
+                        .iter()
+                        .map(|b| m[format!("rate@{}", b.name)].as_f64().unwrap())
+                        .collect();
+                    assert!(rates.iter().all(|r| *r > 0.0), "{s}");
+                    let sum = m["sum"].as_f64().unwrap();
+                    assert!((sum - rates.iter().sum::<f64>()).abs() < 1e-6 * sum, "{s}");
+                }
+            }
+            // The sampler ran on every member.
+            let t = s["telemetry"]["members"].as_object().unwrap();
+            assert_eq!(t.len(), members, "{s}");
+        }
+    }
+    let report = std::fs::read_to_string(lab.root.join("reports/lab-cluster/index.md")).unwrap();
+    assert!(report.contains("lab-c2") && report.contains("lab-c3"), "{report}");
+    assert!(
+        report.contains(&format!("{}, {}, {}", lab.board(0).name, lab.board(1).name, lab.board(2).name)),
+        "the report names the members: {report}"
+    );
+    assert_nothing_left(&lab);
+}
