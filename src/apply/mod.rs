@@ -301,7 +301,10 @@ pub fn apply_with_options(
                 match cluster {
                     Some((_, c)) => {
                         let members = crate::plan::key::members_of(c, &ws.boards);
-                        let control = members.iter().position(|m| m.name == c.control).unwrap_or(0);
+                        let control = members
+                            .iter()
+                            .position(|m| m.name == c.control)
+                            .unwrap_or(0);
                         let cw = cluster::ClusterWorker {
                             w: worker,
                             cluster: c,

@@ -9,6 +9,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use super::StepStatus;
 use super::resources::{ResourceGuard, Resources};
 use super::worker::Worker;
 use crate::failure::CellFailure;
@@ -123,12 +124,44 @@ impl Worker<'_> {
         Ok(session)
     }
 
-    /// Waits until no other walk holds any of `boards`, then holds them all until the
-    /// guard is dropped at the walk's end. Interrupted: `None`, holding nothing.
-    pub(super) fn hold(&self, boards: &[BoardName]) -> Option<ResourceGuard<'_>> {
+    /// A `Hold` step: waits until no other walk holds any of `boards`, then holds them
+    /// all in `held` until the walk drops it at its end. An interrupt ends the wait,
+    /// holding nothing.
+    pub(super) fn hold_step<'h>(
+        &'h self,
+        boards: &[BoardName],
+        held: &mut Option<ResourceGuard<'h>>,
+        interrupted: &mut bool,
+    ) -> StepStatus {
         let names: Vec<String> = boards.iter().map(|b| b.to_string()).collect();
         self.phase(None, format!("waiting to hold {}", names.join(", ")));
-        self.held.acquire_unless(&names, self.stop)
+        match self.held.acquire_unless(&names, self.stop) {
+            Some(g) => {
+                *held = Some(g);
+                StepStatus::Ran
+            }
+            None => {
+                *interrupted = true;
+                StepStatus::Skipped {
+                    reason: "interrupted".into(),
+                }
+            }
+        }
+    }
+
+    /// Stops what this board's cells left running on its peers (a killed apply).
+    pub(super) fn stop_peer_leftovers(&self, peers: &mut Peers) {
+        for (name, session) in peers.iter_mut() {
+            let Some(peer) = self.boards.get(name) else {
+                continue;
+            };
+            if let Err(e) = session.stop_all_services(&self.peer_dir(peer)) {
+                self.phase(
+                    None,
+                    format!("could not stop leftover services on {name}: {e}"),
+                );
+            }
+        }
     }
 }
 

@@ -48,13 +48,14 @@ pub(super) fn outcome(
     stdout: &str,
     stderr: &str,
 ) -> Result<BTreeMap<String, f64>, CellFailure> {
-    let sections = members::split(&composed.nonce, &composed.members, stdout, stderr).map_err(
-        |e| CellFailure::ParseFailed {
-            step: what.to_string(),
-            message: e.to_string(),
-            log: None,
-        },
-    )?;
+    let sections =
+        members::split(&composed.nonce, &composed.members, stdout, stderr).map_err(|e| {
+            CellFailure::ParseFailed {
+                step: what.to_string(),
+                message: e.to_string(),
+                log: None,
+            }
+        })?;
     for (s, command) in sections.iter().zip(&composed.commands) {
         if s.status != 0 {
             let exit = if s.status > 128 && s.status < 160 {

@@ -86,7 +86,12 @@ impl Worker<'_> {
             if recipes.is_empty() {
                 continue;
             }
-            match provision(session, name.as_str(), &[Side::Peer], recipes.values().copied()) {
+            match provision(
+                session,
+                name.as_str(),
+                &[Side::Peer],
+                recipes.values().copied(),
+            ) {
                 Ok(lacking) => {
                     for (test, cause) in lacking {
                         unserved.entry(test).or_insert(cause);

@@ -91,7 +91,10 @@ mod tests {
             assert!(b3.is_some(), "b3 is free while the waiter waits for b2");
             drop(b3);
             drop(a);
-            assert!(waiter.join().unwrap(), "the waiter gets both once b2 is free");
+            assert!(
+                waiter.join().unwrap(),
+                "the waiter gets both once b2 is free"
+            );
         });
         let _held = r.acquire_unless(&names(&["b1"]), &stop).unwrap();
         stop.store(true, Ordering::SeqCst);

@@ -229,13 +229,13 @@ impl Worker<'_> {
                 &out.exit,
                 &stderr,
             )),
-            None => bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| {
-                CellFailure::ParseFailed {
+            None => {
+                bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| CellFailure::ParseFailed {
                     step: what.clone(),
                     message: e.to_string(),
                     log: None,
-                }
-            }),
+                })
+            }
         };
         let mut telemetry = telemetry;
         let mut metrics = match read {

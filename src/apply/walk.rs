@@ -158,18 +158,7 @@ impl Worker<'_> {
         };
         for (i, step) in steps.iter().enumerate() {
             let status = match &step.action {
-                Action::Hold { boards } => match self.hold(boards) {
-                    Some(g) => {
-                        held = Some(g);
-                        StepStatus::Ran
-                    }
-                    None => {
-                        w.interrupted = true;
-                        StepStatus::Skipped {
-                            reason: "interrupted".into(),
-                        }
-                    }
-                },
+                Action::Hold { boards } => self.hold_step(boards, &mut held, &mut w.interrupted),
                 _ => self.step(&mut w, step),
             };
             self.progress.event(Event::Step {
@@ -476,14 +465,8 @@ impl Worker<'_> {
                         self.phase(None, format!("could not stop leftover services: {e}"));
                     }
                 }
-                // What this board left running on its peers.
-                for (name, session) in t.peers.iter_mut().flat_map(|p| p.iter_mut()) {
-                    let Some(peer) = self.boards.get(name) else {
-                        continue;
-                    };
-                    if let Err(e) = session.stop_all_services(&self.peer_dir(peer)) {
-                        self.phase(None, format!("could not stop leftover services on {name}: {e}"));
-                    }
+                if let Some(peers) = t.peers.as_deref_mut() {
+                    self.stop_peer_leftovers(peers);
                 }
                 Ok(())
             }

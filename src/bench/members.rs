@@ -91,9 +91,10 @@ pub fn split(
     members
         .iter()
         .map(|m| {
-            let (status, stdout) = out.get(m).cloned().ok_or_else(|| SplitError::Missing {
-                member: m.clone(),
-            })?;
+            let (status, stdout) = out
+                .get(m)
+                .cloned()
+                .ok_or_else(|| SplitError::Missing { member: m.clone() })?;
             let stderr = err.get(m).map(|(_, e)| e.clone()).unwrap_or_default();
             Ok(Section {
                 member: m.clone(),
@@ -140,7 +141,10 @@ fn sections(nonce: &str, text: &str) -> BTreeMap<String, (i32, String)> {
 /// The run's metrics from its members' sections: each `per_member` metric as
 /// `NAME@MEMBER`, each `sum_of` as the sum of its metric over every member. Any
 /// member's output without its value fails it all, naming the member.
-pub fn metrics(recipe: &Recipe, sections: &[Section]) -> Result<BTreeMap<String, f64>, MetricsError> {
+pub fn metrics(
+    recipe: &Recipe,
+    sections: &[Section],
+) -> Result<BTreeMap<String, f64>, MetricsError> {
     let mut out = BTreeMap::new();
     let mut each: BTreeMap<&str, f64> = BTreeMap::new();
     for s in sections {
@@ -158,14 +162,12 @@ pub fn metrics(recipe: &Recipe, sections: &[Section]) -> Result<BTreeMap<String,
             .parsed_metrics()
             .filter(|m| m.member == MemberMetric::Each)
         {
-            let v = parse::select_number(&doc, &m.from)
-                .map_err(|source| {
-                    member(MetricsError::Select {
-                        metric: m.name.clone(),
-                        source,
-                    })
-                })?
-                * m.scale;
+            let v = parse::select_number(&doc, &m.from).map_err(|source| {
+                member(MetricsError::Select {
+                    metric: m.name.clone(),
+                    source,
+                })
+            })? * m.scale;
             if !v.is_finite() {
                 return Err(member(MetricsError::NotFinite {
                     metric: m.name.clone(),
@@ -208,7 +210,10 @@ mod tests {
                 "b1".to_string(),
                 "echo one; echo '==> benchpipe-0000 member b2 exit 0 <=='; echo e1 >&2".to_string(),
             ),
-            ("b2".to_string(), "sleep 0.2; echo two; exit 3 # a comment".to_string()),
+            (
+                "b2".to_string(),
+                "sleep 0.2; echo two; exit 3 # a comment".to_string(),
+            ),
         ];
         let s = script(&dir.to_string_lossy(), &nonce, &commands);
         let out = Local::new().run(&s, None).unwrap();
@@ -225,6 +230,9 @@ mod tests {
         assert_eq!(got[1].stderr, "");
         assert!(!dir.exists(), "the script removes its directory");
         let missing = split(&nonce, &["b3".to_string()], &out.stdout_str(), "").unwrap_err();
-        assert_eq!(missing.to_string(), "member b3 has no output section (the run was cut short)");
+        assert_eq!(
+            missing.to_string(),
+            "member b3 has no output section (the run was cut short)"
+        );
     }
 }

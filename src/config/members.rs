@@ -54,8 +54,11 @@ pub fn sum_metric(
     }
     let (Some(unit), Some(better)) = (&m.unit, &m.better) else {
         diags.push(
-            src.at_value(spanned, format!("metric `{name}` needs `unit` and `better`"))
-                .with_help("e.g. `{ sum_of = \"rate\", unit = \"Mbit/s\", better = \"higher\" }`"),
+            src.at_value(
+                spanned,
+                format!("metric `{name}` needs `unit` and `better`"),
+            )
+            .with_help("e.g. `{ sum_of = \"rate\", unit = \"Mbit/s\", better = \"higher\" }`"),
         );
         return None;
     };
@@ -142,8 +145,7 @@ pub fn peer(
     params: &BTreeMap<String, ParamValue>,
     diags: &mut Vec<Diagnostic>,
 ) {
-    if !sides.contains(&Side::Peer) || matches!(params.get(PEER_PARAM), Some(ParamValue::Str(_)))
-    {
+    if !sides.contains(&Side::Peer) || matches!(params.get(PEER_PARAM), Some(ParamValue::Str(_))) {
         return;
     }
     let ons = raw

@@ -10,6 +10,7 @@ mod boot;
 pub mod diag;
 mod image;
 mod members;
+mod metrics;
 pub use members::{PEER_DIR, PEER_HOST};
 mod meter;
 pub mod names;

@@ -7,9 +7,7 @@ use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
-use crate::model::{
-    Better, MetricSpec, ParamValue, ParserSpec, Recipe, ServiceSpec, Side, Step, TestName,
-};
+use crate::model::{Better, ParamValue, Recipe, ServiceSpec, Side, Step, TestName};
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
     let start = diags.len();
@@ -169,7 +167,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     {
         diags.push(src.at_value(d, format!("`description` {e}")));
     }
-    let metrics = metrics(src, &raw, parser.as_ref(), diags);
+    let metrics = super::metrics::metrics(src, &raw, parser.as_ref(), diags);
     super::members::metrics(src, &raw, run_per_member, &metrics, diags);
 
     // String parameters that begin a shell word: there a value starting with `-` would
@@ -514,123 +512,6 @@ pub(super) fn side(
             Side::Board
         }
     }
-}
-
-fn metrics(
-    src: &Source,
-    raw: &raw::Recipe,
-    parser: Option<&ParserSpec>,
-    diags: &mut Vec<Diagnostic>,
-) -> Vec<MetricSpec> {
-    let Some(table) = &raw.metrics else {
-        diags.push(
-            src.at_value(&raw.run, "this recipe has no `[metrics]`: it would measure nothing")
-                .with_help("add e.g. `[metrics]` with `real = { from = \"real\", unit = \"s\", better = \"lower\" }`"),
-        );
-        return Vec::new();
-    };
-    if table.get_ref().is_empty() {
-        diags.push(src.at_value(table, "`[metrics]` is empty: declare at least one metric"));
-    }
-    let mut out = Vec::new();
-    for (key, m) in table.get_ref() {
-        let name = key.get_ref();
-        if !names::is_plain_name(name) {
-            diags.push(src.at_value(
-                key,
-                format!("bad metric name `{name}`: use letters, digits, `-`, `_` and `.`"),
-            ));
-        }
-        if [crate::model::TEMP_MAX_C, crate::model::FREQ_MEAN_MHZ].contains(&name.as_str()) {
-            diags.push(src.at_value(
-                key,
-                format!(
-                    "metric name `{name}` is taken: a `series = true` recipe's sampler stores it"
-                ),
-            ));
-        }
-        if name == crate::model::POWER_W || name == crate::model::IDLE_W {
-            diags.push(src.at_value(
-                key,
-                format!("metric name `{name}` is taken: a board with a `[meter]` stores its watts under it"),
-            ));
-        }
-        let spanned = m;
-        let m = m.get_ref();
-        if let Some(sum) = super::members::sum_metric(src, name, spanned, diags) {
-            out.push(sum);
-            continue;
-        }
-        if m.per_watt.is_some() || m.joules.is_some() {
-            if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
-                out.push(d);
-            }
-            continue;
-        }
-        let (Some(from), Some(unit), Some(better)) = (&m.from, &m.unit, &m.better) else {
-            let missing: Vec<&str> = [
-                (m.from.is_none(), "`from`"),
-                (m.unit.is_none(), "`unit`"),
-                (m.better.is_none(), "`better`"),
-            ]
-            .into_iter()
-            .filter_map(|(absent, k)| absent.then_some(k))
-            .collect();
-            diags.push(
-                src.at_value(spanned, format!("metric `{name}` needs {}", missing.join(" and ")))
-                    .with_help("a parsed metric is `{ from = \"path\", unit = \"MB/s\", better = \"higher\" }`; a derived one is `{ per_watt = \"metric\" }` or `{ joules = true }`"),
-            );
-            continue;
-        };
-        if let Err(e) = crate::bench::parse::check_path(from.get_ref()) {
-            diags.push(src.at_value(from, format!("bad metric path `{}`: {e}", from.get_ref())));
-        } else if let Some(parser) = parser
-            && let Err(e) = crate::bench::parse::check_path_for(parser, from.get_ref())
-        {
-            diags.push(src.at_value(
-                from,
-                format!(
-                    "metric path `{}` can never be found in what parser `{}` produces: {e}",
-                    from.get_ref(),
-                    parser.name()
-                ),
-            ));
-        }
-        check_unit(src, unit, diags);
-        let better = direction(src, better, diags);
-        let scale = match &m.scale {
-            Some(s) if !s.get_ref().is_finite() || *s.get_ref() == 0.0 => {
-                diags.push(src.at_value(s, "`scale` must be a finite, non-zero number"));
-                1.0
-            }
-            Some(s) => *s.get_ref(),
-            None => 1.0,
-        };
-        out.push(MetricSpec {
-            name: name.clone(),
-            from: from.get_ref().clone(),
-            scale,
-            unit: unit.get_ref().clone(),
-            better,
-            primary: m.primary.as_ref().is_some_and(|p| *p.get_ref()),
-            derive: None,
-            member: match &m.per_member {
-                Some(p) if *p.get_ref() => crate::model::MemberMetric::Each,
-                _ => crate::model::MemberMetric::Whole,
-            },
-        });
-    }
-    // No metric marked primary means none was singled out: all parsed ones count (a
-    // value per member has a name per member, so it cannot drive the stop rule).
-    if !out.iter().any(|m| m.primary) {
-        for m in out
-            .iter_mut()
-            .filter(|m| m.derive.is_none() && m.member != crate::model::MemberMetric::Each)
-        {
-            m.primary = true;
-        }
-    }
-    out
 }
 
 pub(super) fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {

@@ -23,8 +23,8 @@ use super::canonical::HEX;
 pub use super::canonical::{CanonicalWriter, Input, canonical_bytes};
 
 use crate::model::{
-    Board, BoardName, Cluster, ClusterStep, Cooldown, EndpointAt, Filesystem, Image,
-    MemberMetric, Method, ParamValue, Recipe, Side, Step, Storage, StorageRole,
+    Board, BoardName, Cluster, ClusterStep, Cooldown, EndpointAt, Filesystem, Image, MemberMetric,
+    Method, ParamValue, Recipe, Side, Step, Storage, StorageRole,
 };
 
 /// The domain prefix of the hashed bytes; part of the key's identity.
@@ -353,10 +353,7 @@ pub fn inputs_of(
 }
 
 /// The members of `cluster` among `boards`, in its order (config checked they exist).
-pub fn members_of<'a>(
-    cluster: &Cluster,
-    boards: &'a BTreeMap<BoardName, Board>,
-) -> Vec<&'a Board> {
+pub fn members_of<'a>(cluster: &Cluster, boards: &'a BTreeMap<BoardName, Board>) -> Vec<&'a Board> {
     cluster
         .members
         .iter()

@@ -14,6 +14,7 @@ pub mod known;
 pub mod schedule;
 pub mod select;
 pub mod state;
+mod systems;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,9 +24,9 @@ use serde_json::Value;
 pub use key::CellKey;
 
 use crate::model::{
-    AS_IS, Board, BoardName, CellPattern, Cluster, Filesystem, Flash, FsName, Image,
-    ImageName, ImageSource, Method, PEER_PARAM, ParamValue, Recipe, Scenario, Side, StorageName,
-    StorageRole, TestName, Workspace,
+    AS_IS, Board, BoardName, CellPattern, Cluster, Filesystem, Flash, FsName, Image, ImageName,
+    ImageSource, Method, ParamValue, Recipe, Scenario, StorageName, StorageRole, TestName,
+    Workspace,
 };
 
 /// Where a cell sits in the matrix. `storage` and `filesystem` are None for tests
@@ -307,8 +308,7 @@ pub fn expand_in(
                             filesystem: None,
                             test: test.clone(),
                         };
-                        if !excludes.iter().any(|p| a.matches(p)) && candidates.insert(a.clone())
-                        {
+                        if !excludes.iter().any(|p| a.matches(p)) && candidates.insert(a.clone()) {
                             order.push(a);
                         }
                     }
@@ -452,7 +452,10 @@ pub enum CannotMeasure {
     #[error(
         "image {image} must be flashed, and cluster {cluster} runs only on installed images (flash its members as boards first)"
     )]
-    ClusterImage { image: ImageName, cluster: BoardName },
+    ClusterImage {
+        image: ImageName,
+        cluster: BoardName,
+    },
     #[error("test {test} runs a step on a peer board; a cluster's tests run on its members")]
     ClusterPeer { test: TestName, cluster: BoardName },
     #[error("the peer of test {test} on {board} is {board} itself")]
@@ -476,7 +479,7 @@ fn make_cell(
         .get(&a.image)
         .ok_or_else(|| CannotMeasure::UnknownImage(a.image.clone()))?;
     if let Some(cluster) = scenario.clusters.get(&a.board) {
-        return cluster_cell(boards, recipe, scenario, image, cluster, a);
+        return systems::cluster_cell(boards, recipe, scenario, image, cluster, a);
     }
     let board = boards
         .get(&a.board)
@@ -566,8 +569,8 @@ fn finish(
     a: &Address,
     boards: &BTreeMap<BoardName, Board>,
 ) -> Result<Cell, CannotMeasure> {
-    let params = params_of(recipe, scenario, a);
-    let peer = peer_of(boards, recipe, &params, a)?;
+    let params = systems::params_of(recipe, scenario, a);
+    let peer = systems::peer_of(boards, recipe, &params, a)?;
     let inputs = key::inputs_of(
         image,
         Some(board),
@@ -591,120 +594,6 @@ fn finish(
         image: image.clone(),
         cluster: None,
         peer: peer.map(|p| p.name.clone()),
-    })
-}
-
-/// The recipe's parameters with the scenario's overrides.
-fn params_of(recipe: &Recipe, scenario: &Scenario, a: &Address) -> BTreeMap<String, ParamValue> {
-    let mut params = recipe.params.clone();
-    if let Some(over) = scenario.params.get(&a.test) {
-        for (k, v) in over {
-            params.insert(k.clone(), v.clone());
-        }
-    }
-    params
-}
-
-/// The board a recipe's peer steps run on, from its `peer` parameter.
-fn peer_of<'b>(
-    boards: &'b BTreeMap<BoardName, Board>,
-    recipe: &Recipe,
-    params: &BTreeMap<String, ParamValue>,
-    a: &Address,
-) -> Result<Option<&'b Board>, CannotMeasure> {
-    if !recipe.sides().contains(&Side::Peer) {
-        return Ok(None);
-    }
-    let name = match params.get(PEER_PARAM) {
-        Some(ParamValue::Str(s)) => s.clone(),
-        _ => String::new(),
-    };
-    if name == a.board.as_str() {
-        return Err(CannotMeasure::PeerIsBoard {
-            test: a.test.clone(),
-            board: a.board.clone(),
-        });
-    }
-    boards
-        .get(&BoardName::new(name.clone()))
-        .map(Some)
-        .ok_or(CannotMeasure::UnknownPeer {
-            test: a.test.clone(),
-            peer: name,
-        })
-}
-
-/// A cell of a cluster: no storage, an installed image, no peer; the endpoint's port,
-/// when given, is the recipe's `port` parameter.
-fn cluster_cell(
-    boards: &BTreeMap<BoardName, Board>,
-    recipe: &Recipe,
-    scenario: &Scenario,
-    image: &Image,
-    cluster: &Cluster,
-    a: &Address,
-) -> Result<Cell, CannotMeasure> {
-    if recipe.uses_storage {
-        return Err(CannotMeasure::ClusterStorage {
-            test: a.test.clone(),
-            cluster: cluster.name.clone(),
-        });
-    }
-    if !matches!(image.source, ImageSource::Installed) {
-        return Err(CannotMeasure::ClusterImage {
-            image: a.image.clone(),
-            cluster: cluster.name.clone(),
-        });
-    }
-    if recipe.sides().contains(&Side::Peer) {
-        return Err(CannotMeasure::ClusterPeer {
-            test: a.test.clone(),
-            cluster: cluster.name.clone(),
-        });
-    }
-    let mut params = params_of(recipe, scenario, a);
-    // A client (every step on the controller, no service of its own) hits the
-    // endpoint: its `port` is the endpoint's. A test that serves has a port of its own.
-    let client = recipe.sides().iter().all(|s| *s == Side::Controller);
-    if let Some(port) = cluster.endpoint.port
-        && client
-        && params.contains_key("port")
-    {
-        params.insert("port".into(), ParamValue::Int(i64::from(port)));
-    }
-    let members = key::members_of(cluster, boards);
-    if members.len() != cluster.members.len() {
-        let missing = cluster
-            .members
-            .iter()
-            .find(|m| !boards.contains_key(*m))
-            .cloned()
-            .unwrap_or_else(|| cluster.name.clone());
-        return Err(CannotMeasure::UnknownBoard(missing));
-    }
-    let inputs = key::inputs_of(
-        image,
-        None,
-        None,
-        None,
-        recipe,
-        &params,
-        &scenario.method,
-        key::Others {
-            cluster: Some((cluster, &members)),
-            peer: None,
-        },
-    );
-    Ok(Cell {
-        key: CellKey::of(&inputs),
-        address: a.clone(),
-        inputs: inputs.to_json(),
-        params,
-        method: scenario.method.clone(),
-        filesystem: None,
-        image: image.clone(),
-        cluster: Some(cluster.clone()),
-        peer: None,
     })
 }
 

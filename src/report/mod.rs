@@ -18,6 +18,7 @@ mod chart;
 mod compare;
 mod export;
 mod format;
+mod members;
 mod provenance;
 #[cfg(test)]
 mod tests;
@@ -475,7 +476,7 @@ fn table_metrics(
     data: &BTreeMap<CellKey, CellData>,
     test: &crate::model::TestName,
 ) -> Vec<crate::model::MetricSpec> {
-    let mut out = per_member_columns(recipe, plan, test);
+    let mut out = members::per_member_columns(recipe, plan, test);
     let series = if recipe.series {
         crate::model::MetricSpec::series().to_vec()
     } else {
@@ -491,45 +492,6 @@ fn table_metrics(
             .any(|s| s.metrics.contains_key(&power.name));
         if measured {
             out.push(power);
-        }
-    }
-    out
-}
-
-/// The recipe's metrics with each `per_member` one as a column per member (`rate@pi-1`),
-/// members in the order the table's cells name them (a cluster's order; a board is
-/// its own only member).
-fn per_member_columns(
-    recipe: &crate::model::Recipe,
-    plan: &Plan,
-    test: &crate::model::TestName,
-) -> Vec<crate::model::MetricSpec> {
-    use crate::model::{MemberMetric, member_metric};
-    let mut members: Vec<String> = Vec::new();
-    for c in plan.cells.iter().filter(|c| &c.address.test == test) {
-        let names: Vec<String> = match &c.cluster {
-            Some(cl) => cl.members.iter().map(|m| m.to_string()).collect(),
-            None => vec![c.address.board.to_string()],
-        };
-        for n in names {
-            if !members.contains(&n) {
-                members.push(n);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for m in &recipe.metrics {
-        if m.member != MemberMetric::Each {
-            out.push(m.clone());
-            continue;
-        }
-        for member in &members {
-            out.push(crate::model::MetricSpec {
-                name: member_metric(&m.name, member),
-                member: MemberMetric::Whole,
-                primary: false,
-                ..m.clone()
-            });
         }
     }
     out

@@ -126,12 +126,25 @@ mod tests {
         let d = dir.to_string_lossy().to_string();
         let mut t = Local::new();
         let other = t.start_service(&d, "other", "sleep 300").unwrap();
-        let mut carrier = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+        let mut carrier = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
         let marker = dir.join("torn-down");
         let teardown = vec![format!("touch {}", quote::sh(&marker.to_string_lossy()))];
-        let g = arm(&mut t, &d, "guard", Carrier::Process(carrier.id()), &teardown).unwrap();
+        let g = arm(
+            &mut t,
+            &d,
+            "guard",
+            Carrier::Process(carrier.id()),
+            &teardown,
+        )
+        .unwrap();
         std::thread::sleep(Duration::from_millis(300));
-        assert!(!marker.exists(), "nothing is torn down while the carrier lives");
+        assert!(
+            !marker.exists(),
+            "nothing is torn down while the carrier lives"
+        );
         carrier.kill().unwrap();
         carrier.wait().unwrap();
         let t0 = std::time::Instant::now();
@@ -145,8 +158,18 @@ mod tests {
         assert!(!alive(g.pgid), "the guard ended");
 
         std::fs::remove_file(&marker).unwrap();
-        let mut carrier = std::process::Command::new("sleep").arg("300").spawn().unwrap();
-        let g = arm(&mut t, &d, "guard2", Carrier::Process(carrier.id()), &teardown).unwrap();
+        let mut carrier = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .unwrap();
+        let g = arm(
+            &mut t,
+            &d,
+            "guard2",
+            Carrier::Process(carrier.id()),
+            &teardown,
+        )
+        .unwrap();
         disarm(&mut t, &g).unwrap();
         carrier.kill().unwrap();
         carrier.wait().unwrap();

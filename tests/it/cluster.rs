@@ -21,12 +21,18 @@ fn workspace(lab: &Lab, edit: impl FnOnce(String) -> String) -> String {
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for e in std::fs::read_dir(repo().join("pipeline")).unwrap().flatten() {
+    for e in std::fs::read_dir(repo().join("pipeline"))
+        .unwrap()
+        .flatten()
+    {
         std::fs::copy(e.path(), root.join("pipeline").join(e.file_name())).unwrap();
     }
     let mut text = std::fs::read_to_string(repo().join("scenarios/lab-cluster.toml")).unwrap();
     for i in 1..=3 {
-        text = text.replace(&format!("\"lab-{i}\""), &format!("\"{}\"", lab.board(i - 1).name));
+        text = text.replace(
+            &format!("\"lab-{i}\""),
+            &format!("\"{}\"", lab.board(i - 1).name),
+        );
     }
     let text = edit(text);
     std::fs::write(root.join("scenarios/lab-cluster.toml"), text).unwrap();
@@ -71,7 +77,9 @@ pub(crate) fn left_on(lab: &Lab, names: &[&str]) -> String {
         if let Ok(out) = std::process::Command::new("ip")
             .args(["netns", "pids", &b.netns])
             .output()
-            && let Some(pid) = String::from_utf8_lossy(&out.stdout).split_whitespace().next()
+            && let Some(pid) = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .next()
             && let Ok(ns) = std::fs::read_link(format!("/proc/{pid}/ns/net"))
         {
             spaces.push(ns);
@@ -121,7 +129,13 @@ fn the_lab_cluster_compares_two_nodes_with_three_and_leaves_nothing_running() {
     let dry = bp(&lab.root, &["apply", "--dry-run", &file]);
     let dry_text = text(&dry);
     assert!(dry.status.success(), "{dry_text}");
-    for want in ["cluster lab-c3 (", "connect member", "arm the guards", "deploy on", "disarm the guards"] {
+    for want in [
+        "cluster lab-c3 (",
+        "connect member",
+        "arm the guards",
+        "deploy on",
+        "disarm the guards",
+    ] {
         assert!(dry_text.contains(want), "{want}: {dry_text}");
     }
     let out = bp(&lab.root, &["apply", &file]);
@@ -157,9 +171,17 @@ fn the_lab_cluster_compares_two_nodes_with_three_and_leaves_nothing_running() {
         }
     }
     let report = std::fs::read_to_string(lab.root.join("reports/lab-cluster/index.md")).unwrap();
-    assert!(report.contains("lab-c2") && report.contains("lab-c3"), "{report}");
     assert!(
-        report.contains(&format!("{}, {}, {}", lab.board(0).name, lab.board(1).name, lab.board(2).name)),
+        report.contains("lab-c2") && report.contains("lab-c3"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "{}, {}, {}",
+            lab.board(0).name,
+            lab.board(1).name,
+            lab.board(2).name
+        )),
         "the report names the members: {report}"
     );
     assert_nothing_left(&lab);

@@ -147,7 +147,13 @@ impl ClusterWorker<'_> {
         let members = self
             .members
             .iter()
-            .map(|m| base(m.name.as_str(), super::super::worker::board_host(m), &m.workdir))
+            .map(|m| {
+                base(
+                    m.name.as_str(),
+                    super::super::worker::board_host(m),
+                    &m.workdir,
+                )
+            })
             .collect();
         (controller, members)
     }

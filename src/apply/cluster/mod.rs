@@ -8,6 +8,8 @@
 //! (armed before the deploy) tears its own side down. `members.rs` holds the sessions
 //! and a cell's values on each side, `steps.rs` the steps, `runs.rs` the measured runs.
 
+mod cell;
+mod cleanup;
 mod members;
 mod runs;
 mod steps;
@@ -17,7 +19,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::worker::Worker;
-use super::{BoardResult, Event, Job, StepStatus};
+use super::{BoardResult, Event, Job};
 use crate::failure::CellFailure;
 use crate::model::{Board, Cluster, EndpointAt, TestName};
 use crate::plan::CellKey;
@@ -161,18 +163,7 @@ impl<'a> ClusterWorker<'a> {
         let mut held = None;
         for (i, step) in steps.iter().enumerate() {
             let status = match &step.action {
-                Action::Hold { boards } => match self.w.hold(boards) {
-                    Some(g) => {
-                        held = Some(g);
-                        StepStatus::Ran
-                    }
-                    None => {
-                        w.interrupted = true;
-                        StepStatus::Skipped {
-                            reason: "interrupted".into(),
-                        }
-                    }
-                },
+                Action::Hold { boards } => self.w.hold_step(boards, &mut held, &mut w.interrupted),
                 _ => self.step(&mut w, step),
             };
             self.w.progress.event(Event::Step {

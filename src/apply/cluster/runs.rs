@@ -20,7 +20,11 @@ use super::super::Event;
 use super::super::runs::stops_group;
 
 impl ClusterWorker<'_> {
-    pub(super) fn warm_up(&self, w: &mut Walk<'_, '_, '_>, key: &CellKey) -> Result<(), CellFailure> {
+    pub(super) fn warm_up(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        key: &CellKey,
+    ) -> Result<(), CellFailure> {
         let job = w.jobs[key];
         let warmup = job.cell.method.warmup.clone();
         let started = Instant::now();
@@ -38,7 +42,11 @@ impl ClusterWorker<'_> {
 
     /// Measured runs of the group's cells (in turns when there are several) until each
     /// cell's stop rule holds, bounded as on a board (`run_budget`).
-    pub(super) fn measure(&self, w: &mut Walk<'_, '_, '_>, pending: &[CellKey]) -> Result<(), CellFailure> {
+    pub(super) fn measure(
+        &self,
+        w: &mut Walk<'_, '_, '_>,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
         let order = if pending.len() > 1 {
             RunOrder::Interleaved
         } else {
@@ -149,12 +157,15 @@ impl ClusterWorker<'_> {
             let options = SamplerOptions::for_run(step.timeout);
             for i in 0..self.members.len() {
                 let run_id = format!("{}-{seq}-{}", self.w.session, &job.cell.key.as_str()[..8]);
-                let started = Self::session(w, i)
-                    .map_err(Some)
-                    .and_then(|t| Probe::start_with(t, self.members[i], &run_id, &options).map_err(|e| {
-                        self.w.phase(Some(&job.cell.address), format!("no telemetry on {}: {e}", self.members[i].name));
+                let started = Self::session(w, i).map_err(Some).and_then(|t| {
+                    Probe::start_with(t, self.members[i], &run_id, &options).map_err(|e| {
+                        self.w.phase(
+                            Some(&job.cell.address),
+                            format!("no telemetry on {}: {e}", self.members[i].name),
+                        );
                         lost_in(&e)
-                    }));
+                    })
+                });
                 match started {
                     Ok(p) => probes.push(Some(p)),
                     Err(Some(cause)) => {
@@ -196,7 +207,9 @@ impl ClusterWorker<'_> {
         let mut telemetry = Map::new();
         for (i, p) in probes.into_iter().enumerate() {
             let Some(p) = p else { continue };
-            let finished = Self::session(w, i).map_err(Some).and_then(|t| p.finish(t, &thresholds).map_err(|e| lost_in(&e)));
+            let finished = Self::session(w, i)
+                .map_err(Some)
+                .and_then(|t| p.finish(t, &thresholds).map_err(|e| lost_in(&e)));
             match finished {
                 Ok(done) => {
                     flags.extend(done.flags);
@@ -226,13 +239,13 @@ impl ClusterWorker<'_> {
                 &out.exit,
                 &stderr,
             )),
-            None => bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| {
-                CellFailure::ParseFailed {
+            None => {
+                bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| CellFailure::ParseFailed {
                     step: what.clone(),
                     message: e.to_string(),
                     log: None,
-                }
-            }),
+                })
+            }
         };
         let cell = w.live.get_mut(key).ok_or(CellFailure::Interrupted)?;
         let writer = &mut cell.writer;

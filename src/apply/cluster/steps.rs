@@ -3,14 +3,14 @@
 //! its recipe names, and the cluster's teardown.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Cell, ClusterWorker, Slot, Walk};
+use super::{ClusterWorker, Slot, Walk};
 use crate::bench;
-use crate::failure::{CellFailure, first_line, stderr_tail};
-use crate::model::{ClusterStep, Connection, Side, Step as RecipeStep};
+use crate::failure::CellFailure;
+use crate::model::{ClusterStep, Connection, Side};
 use crate::plan::CellKey;
 use crate::plan::schedule::{Action, DoneWhen, Step};
 use crate::plan::state;
@@ -20,7 +20,7 @@ use crate::transport::{Transport, TransportError};
 use super::super::StepStatus;
 
 /// How long one deploy or teardown command may run unless its `timeout` says.
-const CLUSTER_STEP_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(super) const CLUSTER_STEP_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl ClusterWorker<'_> {
     /// One step: skipped, found done, run, or failed.
@@ -362,7 +362,7 @@ impl ClusterWorker<'_> {
     }
 
     /// Deploy or teardown commands, each where it says; the first failure stops them.
-    fn cluster_commands(
+    pub(super) fn cluster_commands(
         &self,
         w: &mut Walk<'_, '_, '_>,
         steps: &[ClusterStep],
@@ -382,307 +382,5 @@ impl ClusterWorker<'_> {
             }
         }
         Ok(())
-    }
-
-    /// Opens a cluster cell in the store, with every member's facts.
-    fn open_cell<'j, 'c>(
-        &self,
-        w: &Walk<'j, 'c, '_>,
-        key: &CellKey,
-    ) -> Result<Cell<'j, 'c>, CellFailure> {
-        let job = w.jobs[key];
-        let cell = job.cell;
-        let writer = self.w.store.begin(cell)?;
-        let mut members = serde_json::Map::new();
-        for m in &w.members {
-            let mut f = m.facts.clone();
-            if let (Some(obj), Some(Value::Object(extra))) =
-                (f.as_object_mut(), m.tools.get(&job.recipe.name))
-            {
-                obj.extend(extra.clone());
-            }
-            members.insert(m.board.name.to_string(), f);
-        }
-        let mut facts = json!({
-            "cluster": {
-                "name": self.cluster.name,
-                "members": self.cluster.members,
-                "control": self.cluster.control,
-            },
-            "members": members,
-            "benchpipe": env!("CARGO_PKG_VERSION"),
-        });
-        if let (Some(obj), Some(Value::Object(extra))) =
-            (facts.as_object_mut(), w.tools.get(&job.recipe.name))
-        {
-            obj.extend(extra.clone());
-        }
-        writer.write_facts(&facts)?;
-        let (vars, member_vars) = self.cell_vars(cell);
-        Ok(Cell {
-            job,
-            writer,
-            data: self.w.store.read(cell)?,
-            vars,
-            member_vars,
-            services: Vec::new(),
-        })
-    }
-
-    /// The vars of a cell at a slot.
-    fn vars_at<'v>(cell: &'v Cell<'_, '_>, slot: Slot) -> &'v bench::Vars {
-        match slot {
-            Slot::Controller => &cell.vars,
-            Slot::Member(i) => &cell.member_vars[i],
-        }
-    }
-
-    /// The recipe's `[[requires]]` on each slot of its side (see `Worker::requires`).
-    fn requires(&self, w: &mut Walk<'_, '_, '_>, key: &CellKey) -> Result<(), CellFailure> {
-        let job = w.jobs[key];
-        for step in &job.recipe.requires {
-            for slot in self.slots(step.on) {
-                let command = bench::render(&step.command, Self::vars_at(&w.live[key], slot))?;
-                let out = self.run_on(
-                    w,
-                    slot,
-                    &command,
-                    step.timeout.or(Some(Duration::from_secs(60))),
-                )?;
-                if out.exit.success() {
-                    continue;
-                }
-                let stdout = bench::parse::visible(&out.stdout_str());
-                return Err(match stdout.lines().map(str::trim).find(|l| !l.is_empty()) {
-                    Some(r) => CellFailure::NotApplicable {
-                        reason: bench::parse::escape_controls(
-                            &r.chars().take(240).collect::<String>(),
-                        )
-                        .into_owned(),
-                    },
-                    None => CellFailure::step_failed(
-                        "requires",
-                        &command,
-                        &out.exit,
-                        &out.stderr_str(),
-                    ),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// A cell's setup or teardown commands on the slots of each one's side. In cleanup
-    /// (`skip_lost`), a lost member's slot is skipped.
-    pub(super) fn commands(
-        &self,
-        w: &mut Walk<'_, '_, '_>,
-        key: &CellKey,
-        steps: &[RecipeStep],
-        what: &str,
-        skip_lost: bool,
-    ) -> Result<(), CellFailure> {
-        for step in steps {
-            for slot in self.slots(step.on) {
-                if let Slot::Member(i) = slot
-                    && skip_lost
-                    && w.members[i].lost.is_some()
-                {
-                    continue;
-                }
-                let command = bench::render(&step.command, Self::vars_at(&w.live[key], slot))?;
-                let timeout = step.timeout.or(Some(CLUSTER_STEP_TIMEOUT));
-                let out = self.run_on(w, slot, &command, timeout)?;
-                if !out.exit.success() {
-                    return Err(CellFailure::step_failed(
-                        what,
-                        &command,
-                        &out.exit,
-                        &out.stderr_str(),
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Starts one of the cell's services on every slot of its side, each waited for
-    /// by its ready check.
-    fn start_service(
-        &self,
-        w: &mut Walk<'_, '_, '_>,
-        key: &CellKey,
-        service: &str,
-    ) -> Result<(), CellFailure> {
-        let job = w.jobs[key];
-        let Some(spec) = job.recipe.services.iter().find(|s| s.name == service) else {
-            return Err(CellFailure::Refused {
-                reason: format!("{} has no service {service}", job.recipe.name),
-            });
-        };
-        self.w.phase(
-            Some(&job.cell.address),
-            format!("start service {}", spec.name),
-        );
-        let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
-        for slot in self.slots(spec.on) {
-            let vars = Self::vars_at(&w.live[key], slot).clone();
-            let command = bench::render(&spec.command, &vars)?;
-            let dir = match slot {
-                Slot::Controller => self.controller_dir(),
-                Slot::Member(i) => self.members[i].workdir.clone(),
-            };
-            let started = match slot {
-                Slot::Controller => w.controller.start_service(&dir, &name, &command),
-                Slot::Member(i) => Self::session(w, i)?.start_service(&dir, &name, &command),
-            };
-            let started = started.map_err(|e| match slot {
-                Slot::Member(i) => self.on_member(w, i, e.into()),
-                Slot::Controller => e.into(),
-            });
-            let started = match started {
-                Ok(s) => s,
-                Err(e) if e.ends_board() => return Err(e),
-                Err(e) => {
-                    return Err(CellFailure::Service {
-                        service: spec.name.clone(),
-                        message: e.to_string(),
-                    });
-                }
-            };
-            if let Some(c) = w.live.get_mut(key) {
-                c.services.push((slot, spec.name.clone(), started));
-            }
-            let Some(ready) = &spec.ready else { continue };
-            let check = bench::render(ready, &vars)?;
-            let each = spec
-                .ready_timeout
-                .clamp(Duration::from_secs(1), Duration::from_secs(10));
-            let t0 = Instant::now();
-            loop {
-                let out = self.run_on(w, slot, &check, Some(each))?;
-                if out.exit.success() {
-                    break;
-                }
-                if t0.elapsed() > spec.ready_timeout {
-                    return Err(CellFailure::NotReady {
-                        service: spec.name.clone(),
-                        after_secs: spec.ready_timeout.as_secs_f64(),
-                        command: first_line(&check),
-                        exit: out.exit.clone(),
-                        stderr_tail: stderr_tail(&out.stderr_str()),
-                    });
-                }
-                self.w.sleep(Duration::from_millis(200))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// A cleanup step: runs when what it undoes was done, at each slot that is there.
-    fn cleanup(&self, w: &mut Walk<'_, '_, '_>, step: &Step) -> StepStatus {
-        let done = match &step.action {
-            Action::StopService { service, .. } => {
-                let key = &step.cells[0];
-                let Some(cell) = w.live.get_mut(key) else {
-                    return StepStatus::Done;
-                };
-                let mine: Vec<(Slot, crate::transport::Service)> = {
-                    let (take, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut cell.services)
-                        .into_iter()
-                        .partition(|(_, n, _)| n == service);
-                    cell.services = keep;
-                    take.into_iter().map(|(s, _, sv)| (s, sv)).collect()
-                };
-                if mine.is_empty() {
-                    return StepStatus::Done;
-                }
-                let mut result = Ok(());
-                for (slot, sv) in mine {
-                    let r = match slot {
-                        Slot::Controller => w.controller.stop_service(&sv).map_err(Into::into),
-                        Slot::Member(i) if w.members[i].lost.is_some() => Ok(()),
-                        Slot::Member(i) => match Self::session(w, i) {
-                            Ok(t) => t.stop_service(&sv).map_err(|e| self.on_member(w, i, e.into())),
-                            Err(e) => Err(e),
-                        },
-                    };
-                    if result.is_ok() {
-                        result = r;
-                    }
-                }
-                result
-            }
-            Action::Teardown { from, commands, .. } => {
-                let key = &step.cells[0];
-                let Some(cell) = w.live.get(key) else {
-                    return StepStatus::Done;
-                };
-                let recipe = cell.job.recipe;
-                let _held = self.w.resources.acquire(&recipe.exclusive);
-                let steps = &recipe.teardown[*from..from + commands];
-                self.commands(w, key, steps, "teardown", true)
-            }
-            Action::Undeploy { on, from, commands } => {
-                if !w.deployed {
-                    return StepStatus::Done;
-                }
-                let steps = &self.cluster.teardown[*from..from + commands];
-                if let Some(Slot::Member(i)) = steps.first().map(|s| self.place(&s.on))
-                    && w.members[i].lost.is_some()
-                {
-                    return StepStatus::Skipped {
-                        reason: format!("{on} is lost; its guard tears it down"),
-                    };
-                }
-                self.w.phase(None, "tear down the cluster");
-                self.cluster_commands(w, steps, "teardown")
-            }
-            Action::DisarmGuard => {
-                self.disarm(w);
-                Ok(())
-            }
-            _ => Ok(()),
-        };
-        match done {
-            Ok(()) => StepStatus::Ran,
-            Err(cause) => {
-                let status = StepStatus::Failed {
-                    cause: cause.to_string(),
-                };
-                if cause.ends_board() {
-                    w.lost.get_or_insert_with(|| cause.clone());
-                }
-                for k in &step.cells {
-                    if !matches!(w.outcomes.get(k), Some(Err(_))) {
-                        w.outcomes.insert(k.clone(), Err(cause.clone()));
-                    }
-                }
-                status
-            }
-        }
-    }
-
-    /// Stops every guard that is there: the cluster was taken down in order.
-    pub(super) fn disarm(&self, w: &mut Walk<'_, '_, '_>) {
-        for i in 0..w.members.len() {
-            let Some(g) = w.members[i].guard.take() else {
-                continue;
-            };
-            if w.members[i].lost.is_some() {
-                continue;
-            }
-            if let Some(t) = w.members[i].t.as_deref_mut()
-                && let Err(e) = guard::disarm(t, &g)
-            {
-                self.w.phase(None, format!("could not stop the guard on {}: {e}", self.members[i].name));
-            }
-        }
-        if let Some(g) = w.controller_guard.take()
-            && let Err(e) = guard::disarm(w.controller.as_mut(), &g)
-        {
-            self.w
-                .phase(None, format!("could not stop the controller's guard: {e}"));
-        }
     }
 }

@@ -39,7 +39,10 @@ pub fn sample_vars() -> Vars {
     ];
     let mut v = Vars::new();
     v.set("cluster", "sample-cluster")
-        .set("members", minijinja::Value::from(minijinja::value::Serde(members)))
+        .set(
+            "members",
+            minijinja::Value::from(minijinja::value::Serde(members)),
+        )
         .set("endpoint_host", "sample-endpoint")
         .set("endpoint_port", 8080)
         .set("board", "sample-board-1")
@@ -136,23 +139,29 @@ fn cluster(
                     None
                 }
             };
-            let port = ep.port.as_ref().and_then(|p| match u16::try_from(*p.get_ref()) {
-                Ok(port) if port > 0 => Some(port),
-                _ => {
-                    diags.push(src.at_value(
-                        p,
-                        format!("`port` = {}: expected 1 to 65535", p.get_ref()),
-                    ));
-                    None
-                }
-            });
+            let port =
+                ep.port
+                    .as_ref()
+                    .and_then(|p| match u16::try_from(*p.get_ref()) {
+                        Ok(port) if port > 0 => Some(port),
+                        _ => {
+                            diags.push(src.at_value(
+                                p,
+                                format!("`port` = {}: expected 1 to 65535", p.get_ref()),
+                            ));
+                            None
+                        }
+                    });
             at.map(|at| Endpoint { at, port })
         }
     };
     if c.deploy.is_empty() && !c.teardown.is_empty() {
         diags.push(
-            src.at_value(&c.teardown[0], "a teardown without a deploy: there is nothing to undo")
-                .with_help("add the `[[clusters.NAME.deploy]]` steps it undoes, or remove it"),
+            src.at_value(
+                &c.teardown[0],
+                "a teardown without a deploy: there is nothing to undo",
+            )
+            .with_help("add the `[[clusters.NAME.deploy]]` steps it undoes, or remove it"),
         );
     }
     let deploy = steps(src, &c.deploy, &member_names, diags);
@@ -202,8 +211,11 @@ fn members(
                 "unknown board"
             };
             diags.push(
-                src.at_value(v, format!("{what} `{}` in cluster `{cluster}`", v.get_ref()))
-                    .with_help(help),
+                src.at_value(
+                    v,
+                    format!("{what} `{}` in cluster `{cluster}`", v.get_ref()),
+                )
+                .with_help(help),
             );
         }
         for b in matched {
@@ -288,7 +300,11 @@ fn steps(
                             v.get_ref()
                         ),
                     )
-                    .with_help(names::help_for(v.get_ref(), candidates, "places")),
+                    .with_help(names::help_for(
+                        v.get_ref(),
+                        candidates,
+                        "places",
+                    )),
                 );
                 None
             }
@@ -299,20 +315,20 @@ fn steps(
         if template::check(src, &step.command, &allowed, diags).is_some() {
             template::check_rendered(src, &step.command, &samples, diags);
         }
-        let timeout = step
-            .timeout
-            .as_ref()
-            .and_then(|t| match units::parse_duration(t.get_ref()) {
-                Ok(d) if !d.is_zero() => Some(d),
-                Ok(_) => {
-                    diags.push(src.at_value(t, "`timeout` must be more than 0 s"));
-                    None
-                }
-                Err(e) => {
-                    diags.push(src.at_value(t, e));
-                    None
-                }
-            });
+        let timeout =
+            step.timeout
+                .as_ref()
+                .and_then(|t| match units::parse_duration(t.get_ref()) {
+                    Ok(d) if !d.is_zero() => Some(d),
+                    Ok(_) => {
+                        diags.push(src.at_value(t, "`timeout` must be more than 0 s"));
+                        None
+                    }
+                    Err(e) => {
+                        diags.push(src.at_value(t, e));
+                        None
+                    }
+                });
         if let Some(on) = on {
             out.push(ClusterStep {
                 on,
@@ -336,7 +352,9 @@ pub(super) fn peers(
 ) {
     let all = known.board_names();
     for t in &raw.matrix.get_ref().test {
-        let Some(recipe) = known.recipes.get(&crate::model::TestName::new(t.get_ref().clone()))
+        let Some(recipe) = known
+            .recipes
+            .get(&crate::model::TestName::new(t.get_ref().clone()))
         else {
             continue;
         };
@@ -347,7 +365,10 @@ pub(super) fn peers(
             .params
             .iter()
             .find(|(k, _)| k.get_ref() == t.get_ref())
-            .and_then(|(_, o)| o.iter().find(|(k, _)| k.get_ref() == crate::model::PEER_PARAM))
+            .and_then(|(_, o)| {
+                o.iter()
+                    .find(|(k, _)| k.get_ref() == crate::model::PEER_PARAM)
+            })
             .map(|(_, v)| v);
         let value = match over {
             Some(v) => v.get_ref().as_str().map(str::to_string),
@@ -366,17 +387,26 @@ pub(super) fn peers(
         let help = names::help_for(&value, all.iter().copied(), "boards");
         let (message, help) = if value.is_empty() {
             (
-                format!("test `{}` runs a step on a peer board, but no peer is named", t.get_ref()),
+                format!(
+                    "test `{}` runs a step on a peer board, but no peer is named",
+                    t.get_ref()
+                ),
                 format!("name it: `[params.{}]` `peer = \"BOARD\"`", t.get_ref()),
             )
         } else if clusters.contains_key(&BoardName::new(value.clone())) {
             (
-                format!("the peer of test `{}` is cluster `{value}`: a peer is one board", t.get_ref()),
+                format!(
+                    "the peer of test `{}` is cluster `{value}`: a peer is one board",
+                    t.get_ref()
+                ),
                 help,
             )
         } else {
             (
-                format!("the peer of test `{}` is `{value}`, which is no board", t.get_ref()),
+                format!(
+                    "the peer of test `{}` is `{value}`, which is no board",
+                    t.get_ref()
+                ),
                 help,
             )
         };

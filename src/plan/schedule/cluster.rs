@@ -135,6 +135,10 @@ pub(super) fn cluster_steps(
             DoneWhen::NothingToUndo,
         ));
     }
-    steps.push(step(Action::DisarmGuard, Side::Members, DoneWhen::NothingToUndo));
+    steps.push(step(
+        Action::DisarmGuard,
+        Side::Members,
+        DoneWhen::NothingToUndo,
+    ));
     steps
 }

@@ -334,7 +334,12 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
     for (i, b) in boards.iter_mut().enumerate() {
         let contended: Vec<BoardName> = needs[i]
             .iter()
-            .filter(|n| needs.iter().enumerate().any(|(j, o)| j != i && o.contains(*n)))
+            .filter(|n| {
+                needs
+                    .iter()
+                    .enumerate()
+                    .any(|(j, o)| j != i && o.contains(*n))
+            })
             .cloned()
             .collect();
         if contended.is_empty() {

@@ -7,7 +7,9 @@ impl Action {
     /// A short line for people: `mount usb as btrfs-lzo`.
     pub fn label(&self) -> String {
         match self {
-            Action::Hold { boards } => format!("hold {} (wait for other walks)", join_boards(boards)),
+            Action::Hold { boards } => {
+                format!("hold {} (wait for other walks)", join_boards(boards))
+            }
             Action::ConnectPeer { peer } => format!("connect peer {peer}"),
             Action::ConnectMember { member } => format!("connect member {member}"),
             Action::MemberFacts { member } => format!("gather facts of member {member}"),

@@ -1,0 +1,123 @@
+//! A cluster's cleanup steps: a cell's services and teardown where they ran, the
+//! cluster's teardown, and the guards stopped; each at the slots that are there (a lost
+//! member's own side is its guard's to tear down).
+
+use super::{ClusterWorker, Slot, Walk};
+use crate::plan::schedule::{Action, Step};
+use crate::transport::guard;
+
+use super::super::StepStatus;
+
+impl ClusterWorker<'_> {
+    /// A cleanup step: runs when what it undoes was done, at each slot that is there.
+    pub(super) fn cleanup(&self, w: &mut Walk<'_, '_, '_>, step: &Step) -> StepStatus {
+        let done = match &step.action {
+            Action::StopService { service, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get_mut(key) else {
+                    return StepStatus::Done;
+                };
+                let mine: Vec<(Slot, crate::transport::Service)> = {
+                    let (take, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut cell.services)
+                        .into_iter()
+                        .partition(|(_, n, _)| n == service);
+                    cell.services = keep;
+                    take.into_iter().map(|(s, _, sv)| (s, sv)).collect()
+                };
+                if mine.is_empty() {
+                    return StepStatus::Done;
+                }
+                let mut result = Ok(());
+                for (slot, sv) in mine {
+                    let r = match slot {
+                        Slot::Controller => w.controller.stop_service(&sv).map_err(Into::into),
+                        Slot::Member(i) if w.members[i].lost.is_some() => Ok(()),
+                        Slot::Member(i) => match Self::session(w, i) {
+                            Ok(t) => t
+                                .stop_service(&sv)
+                                .map_err(|e| self.on_member(w, i, e.into())),
+                            Err(e) => Err(e),
+                        },
+                    };
+                    if result.is_ok() {
+                        result = r;
+                    }
+                }
+                result
+            }
+            Action::Teardown { from, commands, .. } => {
+                let key = &step.cells[0];
+                let Some(cell) = w.live.get(key) else {
+                    return StepStatus::Done;
+                };
+                let recipe = cell.job.recipe;
+                let _held = self.w.resources.acquire(&recipe.exclusive);
+                let steps = &recipe.teardown[*from..from + commands];
+                self.commands(w, key, steps, "teardown", true)
+            }
+            Action::Undeploy { on, from, commands } => {
+                if !w.deployed {
+                    return StepStatus::Done;
+                }
+                let steps = &self.cluster.teardown[*from..from + commands];
+                if let Some(Slot::Member(i)) = steps.first().map(|s| self.place(&s.on))
+                    && w.members[i].lost.is_some()
+                {
+                    return StepStatus::Skipped {
+                        reason: format!("{on} is lost; its guard tears it down"),
+                    };
+                }
+                self.w.phase(None, "tear down the cluster");
+                self.cluster_commands(w, steps, "teardown")
+            }
+            Action::DisarmGuard => {
+                self.disarm(w);
+                Ok(())
+            }
+            _ => Ok(()),
+        };
+        match done {
+            Ok(()) => StepStatus::Ran,
+            Err(cause) => {
+                let status = StepStatus::Failed {
+                    cause: cause.to_string(),
+                };
+                if cause.ends_board() {
+                    w.lost.get_or_insert_with(|| cause.clone());
+                }
+                for k in &step.cells {
+                    if !matches!(w.outcomes.get(k), Some(Err(_))) {
+                        w.outcomes.insert(k.clone(), Err(cause.clone()));
+                    }
+                }
+                status
+            }
+        }
+    }
+
+    /// Stops every guard that is there: the cluster was taken down in order.
+    pub(super) fn disarm(&self, w: &mut Walk<'_, '_, '_>) {
+        for i in 0..w.members.len() {
+            let Some(g) = w.members[i].guard.take() else {
+                continue;
+            };
+            if w.members[i].lost.is_some() {
+                continue;
+            }
+            if let Some(t) = w.members[i].t.as_deref_mut()
+                && let Err(e) = guard::disarm(t, &g)
+            {
+                self.w.phase(
+                    None,
+                    format!("could not stop the guard on {}: {e}", self.members[i].name),
+                );
+            }
+        }
+        if let Some(g) = w.controller_guard.take()
+            && let Err(e) = guard::disarm(w.controller.as_mut(), &g)
+        {
+            self.w
+                .phase(None, format!("could not stop the controller's guard: {e}"));
+        }
+    }
+}

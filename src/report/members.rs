@@ -1,0 +1,42 @@
+//! A per-member metric's columns: one per member of the table's systems under test.
+
+use crate::plan::Plan;
+
+/// The recipe's metrics with each `per_member` one as a column per member (`rate@pi-1`),
+/// members in the order the table's cells name them (a cluster's order; a board is
+/// its own only member).
+pub(super) fn per_member_columns(
+    recipe: &crate::model::Recipe,
+    plan: &Plan,
+    test: &crate::model::TestName,
+) -> Vec<crate::model::MetricSpec> {
+    use crate::model::{MemberMetric, member_metric};
+    let mut members: Vec<String> = Vec::new();
+    for c in plan.cells.iter().filter(|c| &c.address.test == test) {
+        let names: Vec<String> = match &c.cluster {
+            Some(cl) => cl.members.iter().map(|m| m.to_string()).collect(),
+            None => vec![c.address.board.to_string()],
+        };
+        for n in names {
+            if !members.contains(&n) {
+                members.push(n);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for m in &recipe.metrics {
+        if m.member != MemberMetric::Each {
+            out.push(m.clone());
+            continue;
+        }
+        for member in &members {
+            out.push(crate::model::MetricSpec {
+                name: member_metric(&m.name, member),
+                member: MemberMetric::Whole,
+                primary: false,
+                ..m.clone()
+            });
+        }
+    }
+    out
+}
