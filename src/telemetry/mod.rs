@@ -269,6 +269,15 @@ impl Probe {
     }
 }
 
+/// Shell text that ends every sampler of benchpipe's under `workdir` at its next tick
+/// (their run directories' markers removed): what a guard runs when benchpipe is gone.
+pub fn end_samplers_script(workdir: &str) -> String {
+    format!(
+        "for bp_d in {}/*; do [ -d \"$bp_d\" ] && [ ! -L \"$bp_d\" ] && [ -f \"$bp_d/{RUN_MARK}\" ] && rm -f -- \"$bp_d/marker\"; done\n",
+        quote::sh(&telemetry_root(workdir))
+    )
+}
+
 /// Re-judges a stored run from its `telemetry` value, e.g. after the scenario's
 /// thresholds changed. None when the value is not a telemetry summary.
 pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>> {

@@ -66,8 +66,15 @@ echo "no sshd among this command's ancestors" >&2; exit 1"#
 }
 
 /// The guard's own script: wait while the carrier lives, then the teardown, then every
-/// other service of `dir`.
-pub fn script(dir: &str, name: &str, pid: u32, start: &str, teardown: &[String]) -> String {
+/// other service of `dir`, then `after` (shell text: ending the side's samplers).
+pub fn script(
+    dir: &str,
+    name: &str,
+    pid: u32,
+    start: &str,
+    teardown: &[String],
+    after: &str,
+) -> String {
     let services = format!("{}/services", dir.trim_end_matches('/'));
     let own = format!("{services}/{name}.pid");
     let mut s = format!(
@@ -87,20 +94,23 @@ pub fn script(dir: &str, name: &str, pid: u32, start: &str, teardown: &[String])
         quote::sh(&services),
         quote::sh(&own)
     ));
+    s.push_str(after);
     s
 }
 
 /// Arms a guard on the target: its service `name` under `dir`, running `teardown`
-/// (rendered shell commands) when the carrier ends.
+/// (rendered shell commands) when the carrier ends, then stopping the other services
+/// under `dir`, then `after`.
 pub fn arm(
     t: &mut dyn Transport,
     dir: &str,
     name: &str,
     on: Carrier,
     teardown: &[String],
+    after: &str,
 ) -> Result<Service, TransportError> {
     let (pid, start) = carrier(t, on)?;
-    t.start_service(dir, name, &script(dir, name, pid, &start, teardown))
+    t.start_service(dir, name, &script(dir, name, pid, &start, teardown, after))
 }
 
 /// Stops a guard: the orderly teardown has run, or is about to be run by benchpipe.

@@ -67,9 +67,14 @@ fn measured(samples: &[Value]) -> Vec<&Value> {
 /// Processes of the lab boards' network namespaces, or of the controller (its own
 /// network namespace), whose command line names one of `names`, after up to 20 s.
 pub(crate) fn left_on(lab: &Lab, names: &[&str]) -> String {
+    left_on_boards(lab, lab.info.boards.len(), names)
+}
+
+/// `left_on` for the controller and the first `n` boards.
+fn left_on_boards(lab: &Lab, n: usize, names: &[&str]) -> String {
     let own = std::fs::read_link("/proc/self/ns/net").unwrap();
     let mut spaces = vec![own];
-    for b in &lab.info.boards {
+    for b in &lab.info.boards[..n] {
         let sshd = std::fs::read_to_string(&b.sshd_pid_file).unwrap_or_default();
         if let Ok(ns) = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())) {
             spaces.push(ns);
@@ -106,13 +111,23 @@ pub(crate) fn left_on(lab: &Lab, names: &[&str]) -> String {
 /// Nothing of the cluster's is left: no nginx, iperf3, wrk or guard on any member or
 /// the controller, and no directory of the deploy in any member's workdir.
 fn assert_nothing_left(lab: &Lab) {
-    let mut names: Vec<String> = vec!["nginx".into(), "iperf3".into(), "wrk ".into()];
-    for b in &lab.info.boards {
+    assert_nothing_left_on(lab, lab.info.boards.len());
+}
+
+/// `assert_nothing_left` on the controller and the first `n` boards.
+fn assert_nothing_left_on(lab: &Lab, n: usize) {
+    let mut names: Vec<String> = vec![
+        "nginx".into(),
+        "iperf3".into(),
+        "wrk ".into(),
+        "benchpipe-sampler".into(),
+    ];
+    for b in &lab.info.boards[..n] {
         names.push(b.workdir.clone());
     }
     let needles: Vec<&str> = names.iter().map(String::as_str).collect();
-    assert_eq!(left_on(lab, &needles), "", "processes left");
-    for b in &lab.info.boards {
+    assert_eq!(left_on_boards(lab, n, &needles), "", "processes left");
+    for b in &lab.info.boards[..n] {
         for d in ["cluster-app", "cluster-lb"] {
             let p = Path::new(&b.workdir).join(d);
             assert!(!p.exists(), "{} is left", p.display());
@@ -184,5 +199,115 @@ fn the_lab_cluster_compares_two_nodes_with_three_and_leaves_nothing_running() {
         )),
         "the report names the members: {report}"
     );
+    assert_nothing_left(&lab);
+}
+
+/// The shipped scenario cut to the 3-node cluster's load test, with many short runs,
+/// and a plain board beside it measuring iperf3 to itself (a per-member run of one).
+fn long_running(lab: &Lab) -> String {
+    let plain = lab.board(3).name.to_string();
+    workspace(lab, |t| {
+        t.replace("board = [\"lab-c2\", \"lab-c3\"]", &format!("board = [\"lab-c3\", \"{plain}\"]"))
+            .replace(
+                "test = [\"http-load\", \"iperf3-all-boards\"]",
+                &format!(
+                    "test = [\"http-load\", \"iperf3-all-boards\"]\n\
+                     exclude = [{{ board = \"lab-c3\", test = \"iperf3-all-boards\" }}, \
+                     {{ board = \"{plain}\", test = \"http-load\" }}]"
+                ),
+            )
+            .replace("runs = { min = 3, max = 3 }", "runs = { min = 15, max = 15 }")
+            .replace("[params.http-load]\nseconds = 2", "[params.http-load]\nseconds = 1")
+            .replace("[params.iperf3-all-boards]\nseconds = 2", "[params.iperf3-all-boards]\nseconds = 1")
+            .replace(
+                "[[report.compare]]\nmetric = \"http-load.requests_per_sec\"\nbaseline = { board = \"lab-c2\" }\ncandidate = { board = \"lab-c3\" }\n",
+                "",
+            )
+    })
+}
+
+fn spawn_apply(root: &Path, file: &str) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", file])
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the cluster's load test has stored a measured run.
+fn wait_for_a_cluster_run(lab: &Lab) {
+    let t0 = Instant::now();
+    loop {
+        let measuring = cells(&lab.root).iter().any(|(a, s)| {
+            a["board"] == "lab-c3" && a["test"] == "http-load" && !measured(s).is_empty()
+        });
+        if measuring {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(300), "the cluster never measured");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A member lost mid-run (its sshd killed): the cluster's cells fail with the member's
+/// loss, the board beside it finishes its cells, and nothing is left running: the
+/// other members and the controller are torn down by benchpipe, the lost member by its
+/// guard.
+#[test]
+fn a_member_lost_mid_run_fails_the_cluster_alone_and_its_guard_tears_it_down() {
+    let lab = Lab::up(4);
+    let file = long_running(&lab);
+    let child = spawn_apply(&lab.root, &file);
+    wait_for_a_cluster_run(&lab);
+    let lost = lab.board(1);
+    let app = crate::processes_matching(&[&format!("{}/cluster-app", lost.workdir)]);
+    assert!(app.contains("nginx"), "the app runs on the member: {app}");
+    benchpipe::lab::kill_sshd(lost).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let failure = std::fs::read_dir(lab.root.join("results"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with("http-load-lab-c3"))
+        .map(|e| std::fs::read_to_string(e.path().join("failure.json")).unwrap())
+        .expect("the cluster's cell failed");
+    let failure: Value = serde_json::from_str(&failure).unwrap();
+    assert_eq!(failure["failure"]["kind"], "board_lost", "{failure}");
+    let cause = failure["failure"]["cause"].as_str().unwrap();
+    assert!(
+        cause.contains(&format!("member {} of cluster lab-c3 is lost", lost.name)),
+        "{cause}"
+    );
+    // The plain board went on to the end.
+    let plain = cells(&lab.root)
+        .into_iter()
+        .find(|(a, _)| a["board"] == lab.board(3).name.as_str())
+        .expect("the plain board's cell");
+    assert_eq!(measured(&plain.1).len(), 15, "{err}");
+    assert_nothing_left(&lab);
+}
+
+/// benchpipe killed (SIGKILL) while the cluster serves: its connections end, and every
+/// member's guard (and the controller's) tears its own side down by itself.
+#[test]
+fn a_killed_apply_leaves_nothing_on_the_cluster_its_guards_tear_it_down() {
+    let lab = Lab::up(4);
+    let file = long_running(&lab);
+    let mut child = spawn_apply(&lab.root, &file);
+    wait_for_a_cluster_run(&lab);
+    let deployed = left_on(&lab, &["nginx"]);
+    assert!(deployed.contains("nginx"), "the cluster serves: {deployed}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The members and the controller by their guards; the plain board's server, as
+    // for any board, waits for the next apply to stop it.
+    assert_nothing_left_on(&lab, 3);
+    // The next apply finds nothing in its way and measures.
+    let rerun = bp(&lab.root, &["apply", &file]);
+    assert!(rerun.status.success(), "{}", text(&rerun));
     assert_nothing_left(&lab);
 }

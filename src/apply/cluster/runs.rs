@@ -205,8 +205,16 @@ impl ClusterWorker<'_> {
         let thresholds = Thresholds::from(&job.cell.method.validity);
         let mut flags: Vec<String> = Vec::new();
         let mut telemetry = Map::new();
+        let mut gone = None;
         for (i, p) in probes.into_iter().enumerate() {
             let Some(p) = p else { continue };
+            // Once a member is gone the run is void: the others' samplers are stopped.
+            if gone.is_some() {
+                if let Ok(t) = Self::session(w, i) {
+                    p.abort(t);
+                }
+                continue;
+            }
             let finished = Self::session(w, i)
                 .map_err(Some)
                 .and_then(|t| p.finish(t, &thresholds).map_err(|e| lost_in(&e)));
@@ -215,12 +223,15 @@ impl ClusterWorker<'_> {
                     flags.extend(done.flags);
                     telemetry.insert(self.members[i].name.to_string(), done.telemetry);
                 }
-                Err(Some(cause)) => return Err(self.on_member(w, i, cause)),
+                Err(Some(cause)) => gone = Some(self.on_member(w, i, cause)),
                 Err(None) => self.w.phase(
                     Some(&job.cell.address),
                     format!("telemetry of {} lost", self.members[i].name),
                 ),
             }
+        }
+        if let Some(cause) = gone {
+            return Err(cause);
         }
         flags.sort();
         flags.dedup();

@@ -327,7 +327,8 @@ impl ClusterWorker<'_> {
                 Connection::Ssh(_) => Carrier::Session,
             };
             let dir = board.workdir.clone();
-            let r = guard::arm(Self::session(w, i)?, &dir, &name, carrier, &teardown);
+            let samplers = crate::telemetry::end_samplers_script(&board.workdir);
+            let r = guard::arm(Self::session(w, i)?, &dir, &name, carrier, &teardown, &samplers);
             let g = r.map_err(|e| match self.on_member(w, i, e.into()) {
                 lost if lost.ends_board() => lost,
                 other => CellFailure::Refused {
@@ -343,6 +344,7 @@ impl ClusterWorker<'_> {
             &name,
             Carrier::Process(std::process::id()),
             &teardown,
+            "",
         )
         .map_err(|e| CellFailure::Refused {
             reason: format!("cannot arm the guard on the controller: {e}"),
