@@ -311,3 +311,137 @@ fn a_killed_apply_leaves_nothing_on_the_cluster_its_guards_tear_it_down() {
     assert!(rerun.status.success(), "{}", text(&rerun));
     assert_nothing_left(&lab);
 }
+
+/// A workspace of the shipped recipes and a scenario over boards 1 and 2.
+fn peer_workspace(lab: &Lab, tests: &str, params: &str, extra: &[(&str, &str)]) -> String {
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    for e in std::fs::read_dir(repo().join("pipeline")).unwrap().flatten() {
+        std::fs::copy(e.path(), root.join("pipeline").join(e.file_name())).unwrap();
+    }
+    for (name, text) in extra {
+        std::fs::write(root.join(format!("pipeline/{name}.toml")), text).unwrap();
+    }
+    std::fs::write(
+        root.join("scenarios/peer.toml"),
+        format!(
+            "title = \"peer\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+             board = [\"{}\", \"{}\"]\ntest = [{tests}]\n[method]\ncooldown = \"0s\"\n\
+             warmup = {{ runs = 1 }}\nruns = {{ min = 3, max = 3 }}\n{params}",
+            lab.board(0).name,
+            lab.board(1).name
+        ),
+    )
+    .unwrap();
+    "scenarios/peer.toml".to_string()
+}
+
+/// iperf3 from a peer board to the board: measured, the peer held so that its own
+/// cells never run at the same time, its own cell of the test skipped (a board is no
+/// peer of itself), and nothing left running on either.
+#[test]
+fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
+    let lab = Lab::up(2);
+    let (a, b) = (lab.board(0).name.to_string(), lab.board(1).name.to_string());
+    let file = peer_workspace(
+        &lab,
+        "\"iperf3-peer\", \"iperf3-all-boards\"",
+        &format!("[params.iperf3-peer]\npeer = \"{b}\"\nseconds = 1\n[params.iperf3-all-boards]\nseconds = 1\n"),
+        &[],
+    );
+    let check = bp(&lab.root, &["check", &file]);
+    assert!(check.status.success(), "{}", text(&check));
+    let plan = bp(&lab.root, &["plan", &file]);
+    let plan_text = text(&plan);
+    assert!(
+        plan_text.contains(&format!("the peer of test iperf3-peer on {b} is {b} itself")),
+        "{plan_text}"
+    );
+    let dry = bp(&lab.root, &["apply", "--dry-run", &file]);
+    let dry_text = text(&dry);
+    assert!(dry_text.contains(&format!("connect peer {b}")), "{dry_text}");
+    assert!(dry_text.contains(&format!("hold {b}")), "{dry_text}");
+    let out = bp(&lab.root, &["apply", &file]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = cells(&lab.root);
+    let peer = all
+        .iter()
+        .find(|(c, _)| c["test"] == "iperf3-peer")
+        .expect("the peer cell");
+    assert_eq!(peer.0["board"], a.as_str());
+    let runs = measured(&peer.1);
+    assert_eq!(runs.len(), 3);
+    for s in &runs {
+        assert!(s["metrics"]["throughput"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    // The peer's own cell never ran while the peer was held by the other walk.
+    let (ps, pe) = (
+        runs.iter().map(|s| s["started"].as_f64().unwrap()).fold(f64::MAX, f64::min),
+        runs.iter().map(|s| s["ended"].as_f64().unwrap()).fold(0.0, f64::max),
+    );
+    let own = all
+        .iter()
+        .find(|(c, _)| c["test"] == "iperf3-all-boards" && c["board"] == b.as_str())
+        .expect("the peer's own cell");
+    for s in measured(&own.1) {
+        let (s0, s1) = (s["started"].as_f64().unwrap(), s["ended"].as_f64().unwrap());
+        assert!(s1 <= ps || s0 >= pe, "the peer ran its own cell meanwhile: {s}");
+    }
+    let cell = std::fs::read_to_string(
+        std::fs::read_dir(lab.root.join("results"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().contains("iperf3-peer"))
+            .unwrap()
+            .path()
+            .join("cell.json"),
+    )
+    .unwrap();
+    let cell: Value = serde_json::from_str(&cell).unwrap();
+    assert_eq!(cell["inputs"]["peer"]["name"], b.as_str(), "the peer is in the key");
+    let report = std::fs::read_to_string(lab.root.join("reports/peer/index.md")).unwrap();
+    assert!(report.contains(&format!("| peer board | {b} (")), "{report}");
+    assert_nothing_left(&lab);
+}
+
+/// A service of the cell's on the peer, and the board lost mid-run: the peer's service
+/// is stopped all the same, as the controller's would be.
+#[test]
+fn a_peers_services_are_stopped_when_the_board_is_lost() {
+    let lab = Lab::up(2);
+    let b = lab.board(1).name.to_string();
+    let marker = lab.root.join("run-started");
+    let recipe = format!(
+        "description = \"a server on the peer, a long run on the board\"\nuses_storage = false\n\
+         [params]\npeer = \"\"\n\
+         [[services]]\nname = \"holder\"\non = \"peer\"\ncommand = \"cd {{{{ peer_dir }}}} && sleep 600\"\n\
+         [run]\ncommand = \"touch {} && sleep 30 && echo '{{\\\"v\\\": 1}}'\"\nparse = \"json\"\n\
+         [metrics]\nv = {{ from = \"v\", unit = \"x\", better = \"higher\" }}\n",
+        marker.display()
+    );
+    let file = peer_workspace(
+        &lab,
+        "\"holds-peer\"",
+        &format!("[params.holds-peer]\npeer = \"{b}\"\n"),
+        &[("holds-peer", &recipe)],
+    );
+    let check = bp(&lab.root, &["check", &file]);
+    assert!(check.status.success(), "{}", text(&check));
+    let child = spawn_apply(&lab.root, &file);
+    let t0 = Instant::now();
+    while !marker.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(120), "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let holder = crate::processes_matching(&["sleep 600"]);
+    assert!(holder.contains("peer-"), "the service runs on the peer: {holder}");
+    benchpipe::lab::kill_sshd(lab.board(0)).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        crate::processes_left(&["sleep 600"]),
+        "",
+        "the peer's service outlived the board's loss"
+    );
+}
