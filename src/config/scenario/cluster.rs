@@ -98,6 +98,10 @@ fn cluster(
     let c = raw.get_ref();
     let name = key.get_ref();
     let members = members(src, name, &c.members, known, diags);
+    if members.is_empty() {
+        // Nothing to check a member's name against: each would be one more error.
+        return None;
+    }
     let member_names: Vec<&str> = members.iter().map(BoardName::as_str).collect();
     let member = |v: &Spanned<String>, what: &str, diags: &mut Vec<Diagnostic>| {
         if member_names.contains(&v.get_ref().as_str()) {
@@ -227,7 +231,7 @@ fn members(
                 let by = if first == v.get_ref() {
                     String::new()
                 } else {
-                    format!(" (also by `{first}`)")
+                    format!(" (listed first as `{first}`)")
                 };
                 diags.push(
                     src.at_value(
