@@ -445,3 +445,96 @@ fn a_peers_services_are_stopped_when_the_board_is_lost() {
         "the peer's service outlived the board's loss"
     );
 }
+
+fn fixture(name: &str) -> String {
+    repo()
+        .join("tests/data/tool-outputs")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// iperf3-all-boards' metrics from real iperf3 output, through the real script: each
+/// member's rate and their sum; a member's refused connection (iperf3's error JSON,
+/// whatever its exit status) gives no sum at all.
+#[test]
+fn iperf3_all_boards_sums_every_members_rate_and_a_refused_member_gives_no_sum() {
+    use benchpipe::bench::members;
+    use benchpipe::transport::Transport;
+    let recipes = benchpipe::config::load_recipes(repo()).unwrap();
+    let recipe = &recipes[&benchpipe::model::TestName::new("iperf3-all-boards")];
+    let dir = std::env::temp_dir().join(format!("bp-sum-{}", std::process::id()));
+    let run = |commands: &[(&str, String)]| {
+        let nonce = members::nonce();
+        let owned: Vec<(String, String)> =
+            commands.iter().map(|(m, c)| (m.to_string(), c.clone())).collect();
+        let script = members::script(&dir.to_string_lossy(), &nonce, &owned);
+        let out = benchpipe::transport::local::Local::new().run(&script, None).unwrap();
+        let names: Vec<String> = owned.iter().map(|(m, _)| m.clone()).collect();
+        members::split(&nonce, &names, &out.stdout_str(), &out.stderr_str()).unwrap()
+    };
+    let cat = |f: &str| format!("cat {}", benchpipe::transport::quote::sh(&fixture(f)));
+    let sections = run(&[("a", cat("iperf3-down.json")), ("b", cat("iperf3-up.json"))]);
+    let got = members::metrics(recipe, &sections).unwrap();
+    let rate = |f: &str| {
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture(f)).unwrap()).unwrap();
+        doc["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() * 1e-6
+    };
+    assert_eq!(got["rate@a"], rate("iperf3-down.json"));
+    assert_eq!(got["rate@b"], rate("iperf3-up.json"));
+    assert_eq!(got["sum"], got["rate@a"] + got["rate@b"]);
+    for (exit, label) in [("exit 0", "exit 0"), ("exit 1", "exit 1")] {
+        let sections = run(&[
+            ("a", cat("iperf3-down.json")),
+            ("b", format!("{}; {exit}", cat("iperf3-error.json"))),
+        ]);
+        let e = members::metrics(recipe, &sections).unwrap_err().to_string();
+        assert!(e.starts_with("member b: ") && e.contains("Connection refused"), "{label}: {e}");
+    }
+}
+
+/// Through apply on a 2-board cluster: one member's client fails, so the run fails
+/// naming that member, and no sample (no partial sum) is stored.
+#[test]
+fn a_member_whose_client_fails_fails_the_run_and_no_partial_sum_is_stored() {
+    let lab = Lab::up(2);
+    let bad = lab.board(1).name.to_string();
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    let shipped = std::fs::read_to_string(repo().join("pipeline/iperf3-all-boards.toml")).unwrap();
+    let from = "command = \"iperf3 -J -c {{ host }}";
+    assert!(shipped.contains(from));
+    let failing = shipped.replace(
+        from,
+        &format!("command = \"if [ {{{{ board }}}} = {bad} ]; then echo refused >&2; exit 3; fi; iperf3 -J -c {{{{ host }}}}"),
+    );
+    std::fs::write(root.join("pipeline/iperf3-all-boards.toml"), failing).unwrap();
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"sum\"\n[images.installed]\ninstalled = true\n\
+             [clusters.pair]\nmembers = [\"{}\", \"{bad}\"]\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"pair\"]\ntest = [\"iperf3-all-boards\"]\n\
+             [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
+             [params.iperf3-all-boards]\nseconds = 1\n",
+            lab.board(0).name
+        ),
+    )
+    .unwrap();
+    let out = bp(root, &["apply", "scenarios/s.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let all = cells(root);
+    assert_eq!(all.len(), 1);
+    assert!(all[0].1.is_empty(), "no sample: {:?}", all[0].1);
+    let failure = std::fs::read_dir(root.join("results"))
+        .unwrap()
+        .flatten()
+        .find_map(|e| std::fs::read_to_string(e.path().join("failure.json")).ok())
+        .expect("a failure.json");
+    assert!(
+        failure.contains(&format!("Measured run 1 on member {bad}")) && failure.contains("refused"),
+        "{failure}"
+    );
+    assert_nothing_left(&lab);
+}
