@@ -602,3 +602,5 @@ pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_systems;

@@ -148,6 +148,7 @@ mod tests {
             "guard",
             Carrier::Process(carrier.id()),
             &teardown,
+            "",
         )
         .unwrap();
         std::thread::sleep(Duration::from_millis(300));
@@ -178,6 +179,7 @@ mod tests {
             "guard2",
             Carrier::Process(carrier.id()),
             &teardown,
+            "",
         )
         .unwrap();
         disarm(&mut t, &g).unwrap();

@@ -538,3 +538,174 @@ fn a_member_whose_client_fails_fails_the_run_and_no_partial_sum_is_stored() {
     );
     assert_nothing_left(&lab);
 }
+
+/// A K3s-shaped cluster on the shipped Turing Pi boards (which CI cannot reach): a helm
+/// deploy and a kubectl teardown on the controller, the Minecraft start-up read with
+/// kubectl on the control member and on the controller, web load on the ingress. It
+/// passes `check`, and its plan holds the cluster's steps.
+#[test]
+fn a_k3s_shaped_cluster_scenario_passes_check_and_plan() {
+    let root = std::env::temp_dir().join(format!("bp-k3s-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for dir in ["boards", "pipeline"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
+            std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::write(
+        root.join("scenarios/k3s.toml"),
+        r#"title = "K3s on a Turing Pi: Minecraft and Drupal through one ingress"
+
+[images.installed]
+installed = true
+
+[clusters.turing-k3s]
+members = ["turing-cm3-*"]
+control = "turing-cm3-1"
+endpoint = { host = "drupal.turing.local", port = 80 }
+
+[[clusters.turing-k3s.deploy]]
+command = "helm upgrade --install drupal oci://registry-1.docker.io/bitnamicharts/drupal -n drupal --create-namespace --wait --timeout 15m"
+
+[[clusters.turing-k3s.deploy]]
+on = "turing-cm3-1"
+command = "kubectl apply -f /home/pi/k3s/minecraft.yaml && kubectl -n minecraft rollout status deploy/minecraft --timeout=15m"
+
+[[clusters.turing-k3s.teardown]]
+on = "turing-cm3-1"
+command = "kubectl delete -f /home/pi/k3s/minecraft.yaml --wait --ignore-not-found"
+
+[[clusters.turing-k3s.teardown]]
+command = "helm uninstall drupal -n drupal --wait"
+
+[matrix]
+image = ["installed"]
+board = ["turing-k3s"]
+test = ["http-load", "minecraft-startup", "startup-kubectl"]
+
+[method]
+cooldown = "1m"
+runs = { min = 3, max = 3 }
+
+[params.minecraft-startup]
+follow = "kubectl"
+
+[params.http-load]
+seconds = 30
+threads = 4
+connections = 100
+"#,
+    )
+    .unwrap();
+    let check = bp(&root, &["check", "scenarios/k3s.toml"]);
+    assert!(check.status.success(), "{}", text(&check));
+    let plan = bp(&root, &["plan", "--json", "scenarios/k3s.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let doc: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let walk = &doc["schedule"]["boards"][0];
+    assert_eq!(walk["board"], "turing-k3s");
+    assert_eq!(walk["members"], serde_json::json!(["turing-cm3-1", "turing-cm3-2"]));
+    let actions: Vec<String> = walk["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let a = s["action"].as_str().unwrap().to_string();
+            match s.get("on").and_then(Value::as_str) {
+                Some(on) => format!("{a} {on}"),
+                None => a,
+            }
+        })
+        .collect();
+    for want in [
+        "connect-member",
+        "member-facts",
+        "arm-guard",
+        "deploy controller",
+        "deploy turing-cm3-1",
+        "measure",
+        "undeploy turing-cm3-1",
+        "undeploy controller",
+        "disarm-guard",
+    ] {
+        assert!(actions.iter().any(|a| a == want || a.starts_with(&format!("{want} "))), "{want}: {actions:?}");
+    }
+    assert_eq!(doc["cells"].as_array().unwrap().len(), 3);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The start-up time read through a command template (`kubectl logs -f`, a fake
+/// kubectl on the test's PATH, since there is no Kubernetes here): on the cluster's
+/// control member (minecraft-startup, `follow = "kubectl"`) and on the controller
+/// (startup-kubectl). The fake says where it ran.
+#[test]
+fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controller() {
+    let lab = Lab::up(2);
+    let root = &lab.root;
+    let bin = root.join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = bin.join("calls");
+    std::fs::write(
+        bin.join("kubectl"),
+        format!(
+            "#!/bin/sh\necho \"$1 $2 $3 ${{SSH_CONNECTION:-controller}}\" >> {calls}\n\
+             case \"$*\" in\n*delete*) exit 0 ;;\n\
+             *logs*) sleep 0.3; echo '[12:00:00] [Server thread/INFO]: Done (1.234s)! For help, type \"help\"'; exec sleep 600 ;;\n\
+             esac\nexit 1\n",
+            calls = benchpipe::transport::quote::sh(&calls.to_string_lossy())
+        ),
+    )
+    .unwrap();
+    crate::lab::sh(&format!("chmod 755 {}", benchpipe::transport::quote::sh(&bin.join("kubectl").to_string_lossy())));
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    let path = format!("PATH={}:$PATH; export PATH\n", bin.display());
+    for name in ["minecraft-startup", "startup-kubectl"] {
+        let shipped = std::fs::read_to_string(repo().join(format!("pipeline/{name}.toml"))).unwrap();
+        let (head, tail) = shipped.split_once("command = \"\"\"\n").unwrap();
+        std::fs::write(
+            root.join(format!("pipeline/{name}.toml")),
+            format!("{head}command = \"\"\"\n{path}{tail}"),
+        )
+        .unwrap();
+    }
+    let control = lab.board(1);
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"start-up\"\n[images.installed]\ninstalled = true\n\
+             [clusters.k]\nmembers = [\"{}\", \"{}\"]\ncontrol = \"{}\"\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"k\"]\ntest = [\"minecraft-startup\", \"startup-kubectl\"]\n\
+             [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
+             [params.minecraft-startup]\nfollow = \"kubectl\"\ntimeout_s = 30\n\
+             [params.startup-kubectl]\ntimeout_s = 30\n",
+            lab.board(0).name,
+            control.name,
+            control.name
+        ),
+    )
+    .unwrap();
+    let out = bp(root, &["apply", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = cells(root);
+    assert_eq!(all.len(), 2);
+    for (address, samples) in &all {
+        let runs = measured(samples);
+        assert_eq!(runs.len(), 2, "{address}");
+        for s in runs {
+            let secs = s["metrics"]["seconds"].as_f64().unwrap();
+            assert!(secs >= 0.3 && secs < 30.0, "{address}: {s}");
+        }
+    }
+    let calls = std::fs::read_to_string(&calls).unwrap();
+    let on_member = calls
+        .lines()
+        .filter(|l| l.contains(&format!(" {} 22", control.address)))
+        .count();
+    let on_controller = calls.lines().filter(|l| l.ends_with(" controller")).count();
+    assert!(on_member >= 2 && on_controller >= 2, "{calls}");
+    assert!(!calls.contains(&format!(" {} 22", lab.board(0).address)), "{calls}");
+    assert_eq!(crate::processes_left(&["sleep 600"]), "", "the follower outlived its run");
+}
