@@ -709,3 +709,253 @@ fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controlle
     assert!(!calls.contains(&format!(" {} 22", lab.board(0).address)), "{calls}");
     assert_eq!(crate::processes_left(&["sleep 600"]), "", "the follower outlived its run");
 }
+
+/// A project of two fake boards (`local`, nothing runs) and a cluster of both, whose
+/// deploy and teardown run on b2 and the controller, with a per-member test.
+fn fake_project(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("bp-it-cluster-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["boards", "pipeline", "scenarios"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    let write = |rel: &str, text: &str| std::fs::write(dir.join(rel), text).unwrap();
+    for b in ["b1", "b2"] {
+        write(
+            &format!("boards/{b}.toml"),
+            &format!("model = \"fake board\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-cluster/{b}\"\n"),
+        );
+    }
+    write(
+        "pipeline/gamma.toml",
+        r#"description = "a server on every member, a client per member on the controller"
+uses_storage = false
+[[services]]
+name = "srv"
+on = "members"
+command = "serve {{ board }}"
+[run]
+on = "controller"
+per_member = true
+command = "client {{ host }} RUN-gamma"
+parse = "json"
+[metrics]
+rate = { from = "v", unit = "x", better = "higher", per_member = true }
+sum = { sum_of = "rate", unit = "x", better = "higher" }
+"#,
+    );
+    write(
+        "scenarios/s.toml",
+        r#"title = "fake cluster"
+[images.installed]
+installed = true
+[clusters.c]
+members = ["b1", "b2"]
+[[clusters.c.deploy]]
+on = "b2"
+command = "echo DEPLOY-b2 {{ host }}"
+[[clusters.c.deploy]]
+command = "echo DEPLOY-controller {{ endpoint_host }}"
+[[clusters.c.teardown]]
+on = "b2"
+command = "echo UNDEPLOY-b2"
+[[clusters.c.teardown]]
+command = "echo UNDEPLOY-controller"
+[matrix]
+image = ["installed"]
+board = ["c"]
+test = ["gamma"]
+[method]
+cooldown = "0s"
+warmup = { runs = 1 }
+runs = { min = 2, max = 2 }
+"#,
+    );
+    dir
+}
+
+/// The fake's answers: a guard's carrier, and each member's section of a per-member
+/// run (read from the marker lines the script would print).
+fn fake_replies(command: &str) -> benchpipe::transport::fake::Reply {
+    use benchpipe::transport::fake::Reply;
+    if command.contains("start_time") && command.starts_with("start_time()") && command.contains("echo ") && !command.contains("stop_group") {
+        return Reply::Ok("4242 99\n".into());
+    }
+    if command.contains("RUN-gamma") {
+        let mut out = String::new();
+        for line in command.lines().filter(|l| l.starts_with("printf '\\n%s %s <==\\n' '==> benchpipe-") && !l.contains(">&2")) {
+            let marker = line.split('\'').nth(3).unwrap();
+            out.push_str(&format!("\n{marker} 0 <==\n{{\"v\": 2}}\n"));
+        }
+        return Reply::Ok(out);
+    }
+    Reply::Ok(String::new())
+}
+
+#[derive(Default)]
+struct Steps(std::sync::Mutex<Vec<String>>);
+
+impl benchpipe::apply::Progress for Steps {
+    fn event(&self, e: benchpipe::apply::Event<'_>) {
+        use benchpipe::apply::{Event, StepStatus};
+        let line = match e {
+            Event::Step { step, status, .. } => {
+                let status = match status {
+                    StepStatus::Ran => "ran".to_string(),
+                    StepStatus::Done => "done".to_string(),
+                    StepStatus::Skipped { reason } => format!("skipped: {reason}"),
+                    StepStatus::Failed { cause } => format!("FAILED: {cause}"),
+                };
+                format!("{} [{status}]", step.action.label())
+            }
+            Event::CellFailed { cell, cause, .. } => format!("= failed {}: {cause}", cell.label()),
+            Event::CellDone { cell, .. } => format!("= done {}", cell.label()),
+            _ => return,
+        };
+        self.0.lock().unwrap().push(line);
+    }
+}
+
+fn fake_walk(
+    dir: &Path,
+    script: benchpipe::transport::fake::Script,
+) -> (Vec<String>, Vec<String>, benchpipe::apply::Outcome) {
+    let ws = benchpipe::config::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
+    let cells: Vec<_> = benchpipe::cli::plans(&ws)
+        .into_iter()
+        .flat_map(|(_, p)| p.cells)
+        .collect();
+    let store = benchpipe::store::Store::open(&dir.join("results")).unwrap();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let connector = benchpipe::transport::fake::FakeConnector {
+        script,
+        log: log.clone(),
+    };
+    let steps = Steps::default();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let outcome =
+        benchpipe::apply::apply_with(&ws, &cells, &store, &steps, &stop, &connector).unwrap();
+    let commands = log.lock().unwrap().clone();
+    (steps.0.into_inner().unwrap(), commands, outcome)
+}
+
+/// The cluster's walk over fakes: every member connected and asked for its facts, the
+/// guards armed before the deploy, the cell's service on every member and a client per
+/// member in one run, then the teardown where it says and the guards disarmed; the
+/// steps walked are the ones `plan --json` shows, in its order.
+#[test]
+fn fake_transport_cluster_walk_is_the_planned_one() {
+    let dir = fake_project("walk");
+    let plan = bp(&dir, &["plan", "--json", "scenarios/s.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let doc: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let planned: Vec<String> = doc["schedule"]["boards"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["action"].as_str().unwrap().to_string())
+        .collect();
+    let (steps, commands, outcome) =
+        fake_walk(&dir, std::sync::Arc::new(|_, c| fake_replies(c)));
+    let want = [
+        "connect member b1 [ran]",
+        "connect member b2 [ran]",
+        "claim workdir (and the controller's) [ran]",
+        "provision gamma [ran]",
+        "stop leftover services [ran]",
+        "gather facts of member b1 [ran]",
+        "gather facts of member b2 [ran]",
+        "arm the guards (teardown if a connection ends) [ran]",
+        "deploy on b2 (1 command(s)) [ran]",
+        "deploy on controller (1 command(s)) [ran]",
+        "open gamma [ran]",
+        "start srv for gamma [ran]",
+        "cool-down: none [ran]",
+        "warm up gamma (1 run(s)) [ran]",
+        "measure 2 run(s), blocked [ran]",
+        "stop srv for gamma [ran]",
+        "tear down the cluster on b2 (1 command(s)) [ran]",
+        "tear down the cluster on controller (1 command(s)) [ran]",
+        "disarm the guards [ran]",
+        "= done gamma on c (installed)",
+    ];
+    assert_eq!(steps, want, "{steps:#?}");
+    assert_eq!(planned.len(), want.len() - 1, "{planned:?}");
+    assert_eq!(outcome.completed, 1);
+    let at = |needle: &str| {
+        commands
+            .iter()
+            .position(|c| c.contains(needle))
+            .unwrap_or_else(|| panic!("{needle}: {commands:#?}"))
+    };
+    assert!(commands[at("DEPLOY-b2")].starts_with("b2: "));
+    assert!(commands[at("DEPLOY-controller")].starts_with("controller: "));
+    assert!(at("#start-service guard-c") < at("DEPLOY-b2"), "guards first");
+    assert!(at("UNDEPLOY-b2") < at("#stop-service guard-c"), "guards last");
+    for b in ["b1", "b2"] {
+        assert!(
+            commands.iter().any(|c| c.starts_with(&format!("{b}: #start-service")) && c.contains(&format!("serve {b}"))),
+            "the service runs on {b}: {commands:#?}"
+        );
+    }
+    let store = std::fs::read_dir(dir.join("results"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().join("samples.jsonl").exists())
+        .unwrap();
+    let samples = std::fs::read_to_string(store.path().join("samples.jsonl")).unwrap();
+    let last: Value = serde_json::from_str(samples.lines().last().unwrap()).unwrap();
+    assert_eq!(last["metrics"]["rate@b1"], 2.0);
+    assert_eq!(last["metrics"]["sum"], 4.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// b2 lost during the measured runs: the cluster's cell fails with the member's loss;
+/// b2's own teardown is left to its guard, the controller's still runs.
+#[test]
+fn fake_transport_a_lost_member_fails_the_cluster_and_the_controller_still_tears_down() {
+    use benchpipe::transport::fake::Reply;
+    let dir = fake_project("lost");
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = runs.clone();
+    let (steps, commands, outcome) = fake_walk(
+        &dir,
+        std::sync::Arc::new(move |target, c| {
+            if c.contains("RUN-gamma") {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            let measuring = counter.load(std::sync::atomic::Ordering::SeqCst) >= 2;
+            if target == "b2" && measuring && !c.contains("#connect") {
+                return Reply::Lost;
+            }
+            fake_replies(c)
+        }),
+    );
+    let lost = "member b2 of cluster c is lost: b2: connection lost: fake: connection lost";
+    let walked: Vec<&str> = steps
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.starts_with("= "))
+        .collect();
+    let tail = &walked[walked.len() - 5..];
+    assert_eq!(
+        tail,
+        [
+            format!("measure 2 run(s), blocked [FAILED: {lost}]").as_str(),
+            "stop srv for gamma [ran]",
+            "tear down the cluster on b2 (1 command(s)) [skipped: b2 is lost; its guard tears it down]",
+            "tear down the cluster on controller (1 command(s)) [ran]",
+            "disarm the guards [ran]",
+        ],
+        "{steps:#?}"
+    );
+    assert!(
+        steps.iter().any(|s| s == &format!("= failed gamma on c (installed): {lost}")),
+        "{steps:#?}"
+    );
+    assert_eq!(outcome.failed.len(), 1);
+    // b2's teardown went to its guard when it was armed, and was never run by benchpipe.
+    assert!(commands.iter().any(|c| c.starts_with("b2: #start-service guard-c") && c.contains("echo UNDEPLOY-b2")));
+    assert!(!commands.iter().any(|c| c == "b2: echo UNDEPLOY-b2"), "{commands:#?}");
+    assert!(commands.iter().any(|c| c == "controller: echo UNDEPLOY-controller"), "{commands:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
