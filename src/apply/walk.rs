@@ -189,6 +189,13 @@ impl Worker<'_> {
         {
             self.phase(None, format!("could not unmount {}: {e}", s.path));
         }
+        // An interrupt can cut a sampler's start short after it was started: end them.
+        if w.interrupted
+            && w.lost.is_none()
+            && let Some(board) = w.board.as_deref_mut()
+        {
+            let _ = crate::telemetry::end_samplers(board, &self.board.workdir);
+        }
         result.interrupted |= w.interrupted;
         drop(held);
         self.done(&result);

@@ -26,13 +26,9 @@ fn with_cluster(port: Option<u16>) -> Workspace {
     };
     let mut client = fixtures::recipe("client", false);
     client.run.on = Side::Controller;
-    client
-        .params
-        .insert("port".into(), ParamValue::Int(5201));
+    client.params.insert("port".into(), ParamValue::Int(5201));
     let mut server = fixtures::recipe("server", false);
-    server
-        .params
-        .insert("port".into(), ParamValue::Int(5201));
+    server.params.insert("port".into(), ParamValue::Int(5201));
     for r in [client, server] {
         ws.recipes.insert(r.name.clone(), r);
     }
@@ -78,7 +74,9 @@ fn a_cluster_has_one_cell_per_test_and_no_storage() {
 #[test]
 fn a_clusters_key_holds_its_members_and_deploy_but_no_address() {
     let base = with_cluster(None);
-    let k0 = cell(&expand(&base, &base.scenarios[0]), "client").key.clone();
+    let k0 = cell(&expand(&base, &base.scenarios[0]), "client")
+        .key
+        .clone();
     let key = |edit: &dyn Fn(&mut Workspace)| {
         let mut ws = base.clone();
         edit(&mut ws);
@@ -96,28 +94,44 @@ fn a_clusters_key_holds_its_members_and_deploy_but_no_address() {
     let ingress = |h: &str| {
         let h = h.to_string();
         key(&move |ws: &mut Workspace| {
-            let c = ws.scenarios[0].clusters.get_mut(&BoardName::new("c")).unwrap();
+            let c = ws.scenarios[0]
+                .clusters
+                .get_mut(&BoardName::new("c"))
+                .unwrap();
             c.endpoint.at = EndpointAt::Host(h.clone());
         })
     };
-    assert_eq!(ingress("a.local"), ingress("10.0.0.9"), "an endpoint's host");
+    assert_eq!(
+        ingress("a.local"),
+        ingress("10.0.0.9"),
+        "an endpoint's host"
+    );
     assert_ne!(ingress("a.local"), k0, "which member the clients hit");
     let model = key(&|ws| {
         ws.boards.get_mut(&BoardName::new("pi-2")).unwrap().model = "Raspberry Pi 5".into();
     });
     assert_ne!(model, k0, "a member's model");
     let deploy = key(&|ws| {
-        let c = ws.scenarios[0].clusters.get_mut(&BoardName::new("c")).unwrap();
+        let c = ws.scenarios[0]
+            .clusters
+            .get_mut(&BoardName::new("c"))
+            .unwrap();
         c.deploy[0].command = "start another app".into();
     });
     assert_ne!(deploy, k0, "the deploy's text");
     let members = key(&|ws| {
-        let c = ws.scenarios[0].clusters.get_mut(&BoardName::new("c")).unwrap();
+        let c = ws.scenarios[0]
+            .clusters
+            .get_mut(&BoardName::new("c"))
+            .unwrap();
         c.members.pop();
     });
     assert_ne!(members, k0, "who the members are");
     let control = key(&|ws| {
-        let c = ws.scenarios[0].clusters.get_mut(&BoardName::new("c")).unwrap();
+        let c = ws.scenarios[0]
+            .clusters
+            .get_mut(&BoardName::new("c"))
+            .unwrap();
         c.control = BoardName::new("pi-2");
     });
     assert_ne!(control, k0, "where the board-side steps run");
@@ -182,7 +196,11 @@ fn walks_hold_the_boards_another_walk_needs() {
     assert_eq!(s.boards.len(), 2);
     let first = |b: &schedule::BoardSteps| b.steps[0].action.clone();
     let c = s.boards.iter().find(|b| b.board.as_str() == "c").unwrap();
-    let pi2 = s.boards.iter().find(|b| b.board.as_str() == "pi-2").unwrap();
+    let pi2 = s
+        .boards
+        .iter()
+        .find(|b| b.board.as_str() == "pi-2")
+        .unwrap();
     assert_eq!(
         first(c),
         schedule::Action::Hold {
@@ -196,7 +214,10 @@ fn walks_hold_the_boards_another_walk_needs() {
             boards: vec![BoardName::new("pi-2")]
         }
     );
-    assert_eq!(c.members, vec![BoardName::new("pi-1"), BoardName::new("pi-2")]);
+    assert_eq!(
+        c.members,
+        vec![BoardName::new("pi-1"), BoardName::new("pi-2")]
+    );
     // Alone, nothing is held.
     ws.scenarios[0].matrix.board = vec![BoardName::new("c")];
     let plan = expand(&ws, &ws.scenarios[0]);

@@ -278,6 +278,13 @@ pub fn end_samplers_script(workdir: &str) -> String {
     )
 }
 
+/// Ends every sampler of benchpipe's under the board's `workdir` (an interrupted walk,
+/// where a sampler's start may have been cut short after it started).
+pub fn end_samplers(t: &mut dyn Transport, workdir: &str) -> Result<(), TransportError> {
+    t.run(&end_samplers_script(workdir), Some(CONTROL_TIMEOUT))
+        .map(|_| ())
+}
+
 /// Re-judges a stored run from its `telemetry` value, e.g. after the scenario's
 /// thresholds changed. None when the value is not a telemetry summary.
 pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>> {

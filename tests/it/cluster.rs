@@ -64,8 +64,9 @@ fn measured(samples: &[Value]) -> Vec<&Value> {
     samples.iter().filter(|s| s["kind"] == "measured").collect()
 }
 
-/// Processes of the lab boards' network namespaces, or of the controller (its own
-/// network namespace), whose command line names one of `names`, after up to 20 s.
+/// Processes of the lab boards' network namespaces whose command line names one of
+/// `names`, and of the controller's that also name one of the lab's boards (its
+/// address or workdir: other tests' tools run on the controller too), after up to 20 s.
 pub(crate) fn left_on(lab: &Lab, names: &[&str]) -> String {
     left_on_boards(lab, lab.info.boards.len(), names)
 }
@@ -73,7 +74,24 @@ pub(crate) fn left_on(lab: &Lab, names: &[&str]) -> String {
 /// `left_on` for the controller and the first `n` boards.
 fn left_on_boards(lab: &Lab, n: usize, names: &[&str]) -> String {
     let own = std::fs::read_link("/proc/self/ns/net").unwrap();
-    let mut spaces = vec![own];
+    let mut spaces = Vec::new();
+    let ours: Vec<String> = lab
+        .info
+        .boards
+        .iter()
+        .flat_map(|b| {
+            [
+                format!("{} ", b.address),
+                format!("{}:", b.address),
+                b.workdir.clone(),
+                format!("/{}", b.name),
+            ]
+        })
+        .chain([
+            lab.root.to_string_lossy().into_owned(),
+            "controller/lab-c".into(),
+        ])
+        .collect();
     for b in &lab.info.boards[..n] {
         let sshd = std::fs::read_to_string(&b.sshd_pid_file).unwrap_or_default();
         if let Ok(ns) = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())) {
@@ -94,11 +112,28 @@ fn left_on_boards(lab: &Lab, n: usize, names: &[&str]) -> String {
     loop {
         let mut left = String::new();
         for line in crate::processes_matching(names).lines() {
-            let pid = line.split(' ').next().unwrap();
+            let Some(pid) = line
+                .split(' ')
+                .next()
+                .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
             let ns = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
-            if ns.is_some_and(|n| spaces.contains(&n)) {
-                left.push_str(line);
-                left.push('\n');
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace(['\0', '\n'], " ");
+            let on_controller =
+                ns.as_ref() == Some(&own) && ours.iter().any(|o| cmd.contains(o.as_str()));
+            if on_controller || ns.is_some_and(|n| spaces.contains(&n)) {
+                let cmd: String = cmd
+                    .chars()
+                    .rev()
+                    .take(160)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                left.push_str(&format!("{pid} ...{cmd}\n"));
             }
         }
         if left.is_empty() || t0.elapsed() > Duration::from_secs(20) {
@@ -247,7 +282,10 @@ fn wait_for_a_cluster_run(lab: &Lab) {
         if measuring {
             return;
         }
-        assert!(t0.elapsed() < Duration::from_secs(300), "the cluster never measured");
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the cluster never measured"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -272,7 +310,11 @@ fn a_member_lost_mid_run_fails_the_cluster_alone_and_its_guard_tears_it_down() {
     let failure = std::fs::read_dir(lab.root.join("results"))
         .unwrap()
         .flatten()
-        .find(|e| e.file_name().to_string_lossy().ends_with("http-load-lab-c3"))
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with("http-load-lab-c3")
+        })
         .map(|e| std::fs::read_to_string(e.path().join("failure.json")).unwrap())
         .expect("the cluster's cell failed");
     let failure: Value = serde_json::from_str(&failure).unwrap();
@@ -317,7 +359,10 @@ fn peer_workspace(lab: &Lab, tests: &str, params: &str, extra: &[(&str, &str)]) 
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for e in std::fs::read_dir(repo().join("pipeline")).unwrap().flatten() {
+    for e in std::fs::read_dir(repo().join("pipeline"))
+        .unwrap()
+        .flatten()
+    {
         std::fs::copy(e.path(), root.join("pipeline").join(e.file_name())).unwrap();
     }
     for (name, text) in extra {
@@ -347,7 +392,9 @@ fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
     let file = peer_workspace(
         &lab,
         "\"iperf3-peer\", \"iperf3-all-boards\"",
-        &format!("[params.iperf3-peer]\npeer = \"{b}\"\nseconds = 1\n[params.iperf3-all-boards]\nseconds = 1\n"),
+        &format!(
+            "[params.iperf3-peer]\npeer = \"{b}\"\nseconds = 1\n[params.iperf3-all-boards]\nseconds = 1\n"
+        ),
         &[],
     );
     let check = bp(&lab.root, &["check", &file]);
@@ -355,12 +402,17 @@ fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
     let plan = bp(&lab.root, &["plan", &file]);
     let plan_text = text(&plan);
     assert!(
-        plan_text.contains(&format!("the peer of test iperf3-peer on {b} is {b} itself")),
+        plan_text.contains(&format!(
+            "the peer of test iperf3-peer on {b} is {b} itself"
+        )),
         "{plan_text}"
     );
     let dry = bp(&lab.root, &["apply", "--dry-run", &file]);
     let dry_text = text(&dry);
-    assert!(dry_text.contains(&format!("connect peer {b}")), "{dry_text}");
+    assert!(
+        dry_text.contains(&format!("connect peer {b}")),
+        "{dry_text}"
+    );
     assert!(dry_text.contains(&format!("hold {b}")), "{dry_text}");
     let out = bp(&lab.root, &["apply", &file]);
     assert!(out.status.success(), "{}", text(&out));
@@ -377,8 +429,12 @@ fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
     }
     // The peer's own cell never ran while the peer was held by the other walk.
     let (ps, pe) = (
-        runs.iter().map(|s| s["started"].as_f64().unwrap()).fold(f64::MAX, f64::min),
-        runs.iter().map(|s| s["ended"].as_f64().unwrap()).fold(0.0, f64::max),
+        runs.iter()
+            .map(|s| s["started"].as_f64().unwrap())
+            .fold(f64::MAX, f64::min),
+        runs.iter()
+            .map(|s| s["ended"].as_f64().unwrap())
+            .fold(0.0, f64::max),
     );
     let own = all
         .iter()
@@ -386,7 +442,10 @@ fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
         .expect("the peer's own cell");
     for s in measured(&own.1) {
         let (s0, s1) = (s["started"].as_f64().unwrap(), s["ended"].as_f64().unwrap());
-        assert!(s1 <= ps || s0 >= pe, "the peer ran its own cell meanwhile: {s}");
+        assert!(
+            s1 <= ps || s0 >= pe,
+            "the peer ran its own cell meanwhile: {s}"
+        );
     }
     let cell = std::fs::read_to_string(
         std::fs::read_dir(lab.root.join("results"))
@@ -399,9 +458,16 @@ fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
     )
     .unwrap();
     let cell: Value = serde_json::from_str(&cell).unwrap();
-    assert_eq!(cell["inputs"]["peer"]["name"], b.as_str(), "the peer is in the key");
+    assert_eq!(
+        cell["inputs"]["peer"]["name"],
+        b.as_str(),
+        "the peer is in the key"
+    );
     let report = std::fs::read_to_string(lab.root.join("reports/peer/index.md")).unwrap();
-    assert!(report.contains(&format!("| peer board | {b} (")), "{report}");
+    assert!(
+        report.contains(&format!("| peer board | {b} (")),
+        "{report}"
+    );
     assert_nothing_left(&lab);
 }
 
@@ -431,14 +497,25 @@ fn a_peers_services_are_stopped_when_the_board_is_lost() {
     let child = spawn_apply(&lab.root, &file);
     let t0 = Instant::now();
     while !marker.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(120), "the run never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "the run never started"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let holder = crate::processes_matching(&["sleep 600"]);
-    assert!(holder.contains("peer-"), "the service runs on the peer: {holder}");
+    assert!(
+        holder.contains("peer-"),
+        "the service runs on the peer: {holder}"
+    );
     benchpipe::lab::kill_sshd(lab.board(0)).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         crate::processes_left(&["sleep 600"]),
         "",
@@ -466,10 +543,14 @@ fn iperf3_all_boards_sums_every_members_rate_and_a_refused_member_gives_no_sum()
     let dir = std::env::temp_dir().join(format!("bp-sum-{}", std::process::id()));
     let run = |commands: &[(&str, String)]| {
         let nonce = members::nonce();
-        let owned: Vec<(String, String)> =
-            commands.iter().map(|(m, c)| (m.to_string(), c.clone())).collect();
+        let owned: Vec<(String, String)> = commands
+            .iter()
+            .map(|(m, c)| (m.to_string(), c.clone()))
+            .collect();
         let script = members::script(&dir.to_string_lossy(), &nonce, &owned);
-        let out = benchpipe::transport::local::Local::new().run(&script, None).unwrap();
+        let out = benchpipe::transport::local::Local::new()
+            .run(&script, None)
+            .unwrap();
         let names: Vec<String> = owned.iter().map(|(m, _)| m.clone()).collect();
         members::split(&nonce, &names, &out.stdout_str(), &out.stderr_str()).unwrap()
     };
@@ -477,8 +558,12 @@ fn iperf3_all_boards_sums_every_members_rate_and_a_refused_member_gives_no_sum()
     let sections = run(&[("a", cat("iperf3-down.json")), ("b", cat("iperf3-up.json"))]);
     let got = members::metrics(recipe, &sections).unwrap();
     let rate = |f: &str| {
-        let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture(f)).unwrap()).unwrap();
-        doc["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() * 1e-6
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture(f)).unwrap()).unwrap();
+        doc["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .unwrap()
+            * 1e-6
     };
     assert_eq!(got["rate@a"], rate("iperf3-down.json"));
     assert_eq!(got["rate@b"], rate("iperf3-up.json"));
@@ -489,7 +574,10 @@ fn iperf3_all_boards_sums_every_members_rate_and_a_refused_member_gives_no_sum()
             ("b", format!("{}; {exit}", cat("iperf3-error.json"))),
         ]);
         let e = members::metrics(recipe, &sections).unwrap_err().to_string();
-        assert!(e.starts_with("member b: ") && e.contains("Connection refused"), "{label}: {e}");
+        assert!(
+            e.starts_with("member b: ") && e.contains("Connection refused"),
+            "{label}: {e}"
+        );
     }
 }
 
@@ -606,7 +694,10 @@ connections = 100
     let doc: Value = serde_json::from_slice(&plan.stdout).unwrap();
     let walk = &doc["schedule"]["boards"][0];
     assert_eq!(walk["board"], "turing-k3s");
-    assert_eq!(walk["members"], serde_json::json!(["turing-cm3-1", "turing-cm3-2"]));
+    assert_eq!(
+        walk["members"],
+        serde_json::json!(["turing-cm3-1", "turing-cm3-2"])
+    );
     let actions: Vec<String> = walk["steps"]
         .as_array()
         .unwrap()
@@ -630,7 +721,12 @@ connections = 100
         "undeploy controller",
         "disarm-guard",
     ] {
-        assert!(actions.iter().any(|a| a == want || a.starts_with(&format!("{want} "))), "{want}: {actions:?}");
+        assert!(
+            actions
+                .iter()
+                .any(|a| a == want || a.starts_with(&format!("{want} "))),
+            "{want}: {actions:?}"
+        );
     }
     assert_eq!(doc["cells"].as_array().unwrap().len(), 3);
     let _ = std::fs::remove_dir_all(&root);
@@ -658,12 +754,16 @@ fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controlle
         ),
     )
     .unwrap();
-    crate::lab::sh(&format!("chmod 755 {}", benchpipe::transport::quote::sh(&bin.join("kubectl").to_string_lossy())));
+    crate::lab::sh(&format!(
+        "chmod 755 {}",
+        benchpipe::transport::quote::sh(&bin.join("kubectl").to_string_lossy())
+    ));
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     let path = format!("PATH={}:$PATH; export PATH\n", bin.display());
     for name in ["minecraft-startup", "startup-kubectl"] {
-        let shipped = std::fs::read_to_string(repo().join(format!("pipeline/{name}.toml"))).unwrap();
+        let shipped =
+            std::fs::read_to_string(repo().join(format!("pipeline/{name}.toml"))).unwrap();
         let (head, tail) = shipped.split_once("command = \"\"\"\n").unwrap();
         std::fs::write(
             root.join(format!("pipeline/{name}.toml")),
@@ -696,7 +796,7 @@ fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controlle
         assert_eq!(runs.len(), 2, "{address}");
         for s in runs {
             let secs = s["metrics"]["seconds"].as_f64().unwrap();
-            assert!(secs >= 0.3 && secs < 30.0, "{address}: {s}");
+            assert!((0.3..30.0).contains(&secs), "{address}: {s}");
         }
     }
     let calls = std::fs::read_to_string(&calls).unwrap();
@@ -706,8 +806,15 @@ fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controlle
         .count();
     let on_controller = calls.lines().filter(|l| l.ends_with(" controller")).count();
     assert!(on_member >= 2 && on_controller >= 2, "{calls}");
-    assert!(!calls.contains(&format!(" {} 22", lab.board(0).address)), "{calls}");
-    assert_eq!(crate::processes_left(&["sleep 600"]), "", "the follower outlived its run");
+    assert!(
+        !calls.contains(&format!(" {} 22", lab.board(0).address)),
+        "{calls}"
+    );
+    assert_eq!(
+        crate::processes_left(&["sleep 600"]),
+        "",
+        "the follower outlived its run"
+    );
 }
 
 /// A project of two fake boards (`local`, nothing runs) and a cluster of both, whose
@@ -722,7 +829,9 @@ fn fake_project(tag: &str) -> std::path::PathBuf {
     for b in ["b1", "b2"] {
         write(
             &format!("boards/{b}.toml"),
-            &format!("model = \"fake board\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-cluster/{b}\"\n"),
+            &format!(
+                "model = \"fake board\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-cluster/{b}\"\n"
+            ),
         );
     }
     write(
@@ -777,12 +886,18 @@ runs = { min = 2, max = 2 }
 /// run (read from the marker lines the script would print).
 fn fake_replies(command: &str) -> benchpipe::transport::fake::Reply {
     use benchpipe::transport::fake::Reply;
-    if command.contains("start_time") && command.starts_with("start_time()") && command.contains("echo ") && !command.contains("stop_group") {
+    if command.contains("start_time")
+        && command.starts_with("start_time()")
+        && command.contains("echo ")
+        && !command.contains("stop_group")
+    {
         return Reply::Ok("4242 99\n".into());
     }
     if command.contains("RUN-gamma") {
         let mut out = String::new();
-        for line in command.lines().filter(|l| l.starts_with("printf '\\n%s %s <==\\n' '==> benchpipe-") && !l.contains(">&2")) {
+        for line in command.lines().filter(|l| {
+            l.starts_with("printf '\\n%s %s <==\\n' '==> benchpipe-") && !l.contains(">&2")
+        }) {
             let marker = line.split('\'').nth(3).unwrap();
             out.push_str(&format!("\n{marker} 0 <==\n{{\"v\": 2}}\n"));
         }
@@ -824,7 +939,7 @@ fn fake_walk(
         .into_iter()
         .flat_map(|(_, p)| p.cells)
         .collect();
-    let store = benchpipe::store::Store::open(&dir.join("results")).unwrap();
+    let store = benchpipe::store::Store::open(dir.join("results")).unwrap();
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let connector = benchpipe::transport::fake::FakeConnector {
         script,
@@ -854,8 +969,7 @@ fn fake_transport_cluster_walk_is_the_planned_one() {
         .iter()
         .map(|s| s["action"].as_str().unwrap().to_string())
         .collect();
-    let (steps, commands, outcome) =
-        fake_walk(&dir, std::sync::Arc::new(|_, c| fake_replies(c)));
+    let (steps, commands, outcome) = fake_walk(&dir, std::sync::Arc::new(|_, c| fake_replies(c)));
     let want = [
         "connect member b1 [ran]",
         "connect member b2 [ran]",
@@ -889,11 +1003,20 @@ fn fake_transport_cluster_walk_is_the_planned_one() {
     };
     assert!(commands[at("DEPLOY-b2")].starts_with("b2: "));
     assert!(commands[at("DEPLOY-controller")].starts_with("controller: "));
-    assert!(at("#start-service guard-c") < at("DEPLOY-b2"), "guards first");
-    assert!(at("UNDEPLOY-b2") < at("#stop-service guard-c"), "guards last");
+    assert!(
+        at("#start-service guard-c") < at("DEPLOY-b2"),
+        "guards first"
+    );
+    assert!(
+        at("UNDEPLOY-b2") < at("#stop-service guard-c"),
+        "guards last"
+    );
     for b in ["b1", "b2"] {
         assert!(
-            commands.iter().any(|c| c.starts_with(&format!("{b}: #start-service")) && c.contains(&format!("serve {b}"))),
+            commands
+                .iter()
+                .any(|c| c.starts_with(&format!("{b}: #start-service"))
+                    && c.contains(&format!("serve {b}"))),
             "the service runs on {b}: {commands:#?}"
         );
     }
@@ -949,13 +1072,49 @@ fn fake_transport_a_lost_member_fails_the_cluster_and_the_controller_still_tears
         "{steps:#?}"
     );
     assert!(
-        steps.iter().any(|s| s == &format!("= failed gamma on c (installed): {lost}")),
+        steps
+            .iter()
+            .any(|s| s == &format!("= failed gamma on c (installed): {lost}")),
         "{steps:#?}"
     );
     assert_eq!(outcome.failed.len(), 1);
     // b2's teardown went to its guard when it was armed, and was never run by benchpipe.
-    assert!(commands.iter().any(|c| c.starts_with("b2: #start-service guard-c") && c.contains("echo UNDEPLOY-b2")));
-    assert!(!commands.iter().any(|c| c == "b2: echo UNDEPLOY-b2"), "{commands:#?}");
-    assert!(commands.iter().any(|c| c == "controller: echo UNDEPLOY-controller"), "{commands:#?}");
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.starts_with("b2: #start-service guard-c") && c.contains("echo UNDEPLOY-b2"))
+    );
+    assert!(
+        !commands.iter().any(|c| c == "b2: echo UNDEPLOY-b2"),
+        "{commands:#?}"
+    );
+    assert!(
+        commands
+            .iter()
+            .any(|c| c == "controller: echo UNDEPLOY-controller"),
+        "{commands:#?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Ctrl-C while the cluster serves: the walk stops, the cluster's teardown runs in
+/// order on every member (its guards then disarmed), and nothing is left anywhere.
+#[test]
+fn ctrl_c_tears_the_cluster_down_in_order() {
+    let lab = Lab::up(4);
+    let file = long_running(&lab);
+    let child = spawn_apply(&lab.root, &file);
+    wait_for_a_cluster_run(&lab);
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(128 + libc::SIGINT), "{err}");
+    assert!(
+        err.contains("tear down the cluster") || err.contains("teardown"),
+        "{err}"
+    );
+    assert_nothing_left(&lab);
 }

@@ -190,6 +190,14 @@ impl<'a> ClusterWorker<'a> {
         // Guards a step could not disarm (none, unless the schedule is wrong) must not
         // tear down a cluster benchpipe has finished with: disarm what is reachable.
         self.disarm(&mut w);
+        // An interrupt can cut a sampler's start short after it was started: end them.
+        if w.interrupted {
+            for m in &mut w.members {
+                if let (Some(t), None) = (m.t.as_deref_mut(), &m.lost) {
+                    let _ = crate::telemetry::end_samplers(t, &m.board.workdir);
+                }
+            }
+        }
         result.interrupted |= w.interrupted;
         drop(held);
         self.w.done(&result);

@@ -328,7 +328,14 @@ impl ClusterWorker<'_> {
             };
             let dir = board.workdir.clone();
             let samplers = crate::telemetry::end_samplers_script(&board.workdir);
-            let r = guard::arm(Self::session(w, i)?, &dir, &name, carrier, &teardown, &samplers);
+            let r = guard::arm(
+                Self::session(w, i)?,
+                &dir,
+                &name,
+                carrier,
+                &teardown,
+                &samplers,
+            );
             let g = r.map_err(|e| match self.on_member(w, i, e.into()) {
                 lost if lost.ends_board() => lost,
                 other => CellFailure::Refused {
