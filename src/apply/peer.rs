@@ -121,7 +121,24 @@ impl Worker<'_> {
                 reason: e.to_string(),
             }
         })?;
-        Ok(session)
+        // This board's directory there, for its steps' `peer_dir`.
+        let dir = self.peer_dir(peer);
+        let made = session.run(
+            &format!("mkdir -p -m 700 -- {}", crate::transport::quote::sh(&dir)),
+            Some(Duration::from_secs(30)),
+        );
+        match made {
+            Ok(out) if out.exit.success() => Ok(session),
+            Ok(out) => Err(CellFailure::step_failed(
+                format!("create {dir} on {name}"),
+                "mkdir -p",
+                &out.exit,
+                &out.stderr_str(),
+            )),
+            Err(e) => Err(CellFailure::Transport {
+                message: format!("the peer board {name}: {e}"),
+            }),
+        }
     }
 
     /// A `Hold` step: waits until no other walk holds any of `boards`, then holds them
