@@ -2,7 +2,9 @@
 //!
 //! `up` builds N boards on this machine: a namespace joined to the controller by a veth
 //! pair with addresses in 198.18.0.0/15 (RFC 2544's benchmarking range), an sshd with its
-//! own host key accepting a lab key, and loop-device "disks". It writes the boards'
+//! own host key accepting a lab key, and loop-device "disks". Each board also has a
+//! second link, a veth pair on a subnet of its own shaped by `tc` (tbf) to a Wi-Fi-like
+//! rate, so that its board file declares `lan` and `wifi` networks. It writes the boards'
 //! files and the lab's own known_hosts; the user's `~/.ssh` is never touched.
 //! `down` removes all of it, from the state file and also by naming convention, so it
 //! works after a crash. Every process in a board's namespace (sshd, its sessions, any
@@ -61,6 +63,8 @@ pub struct LabOptions {
     pub first_subnet: u32,
     /// The sshd binary every board runs (tests name a missing one).
     pub sshd: PathBuf,
+    /// The rate the second link (`wifi`) is shaped to, in Mbit/s, each way.
+    pub wifi_rate_mbit: u32,
 }
 
 impl Default for LabOptions {
@@ -75,6 +79,8 @@ impl Default for LabOptions {
             boot_bytes: 64 << 20,
             first_subnet: 1,
             sshd: PathBuf::from(DEFAULT_SSHD),
+            // About what the second seed's boards got over 802.11n (44 to 82 Mbit/s).
+            wifi_rate_mbit: 50,
         }
     }
 }
@@ -97,10 +103,26 @@ pub struct LabBoard {
     /// The boot disk `[flash]` writes and the power cycle boots (`power`).
     #[serde(default)]
     pub boot: Option<LabDisk>,
+    /// The second, shaped link (`wlan0` in the namespace, `<netns>w` on the controller).
+    #[serde(default)]
+    pub wifi: Option<LabLink>,
     /// Whether the board's sshd is running (filled in by `status`).
     #[serde(skip)]
     pub sshd_running: bool,
 }
+
+/// A board's second link: its /30 and the rate `tc` shapes it to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LabLink {
+    pub subnet: u32,
+    pub controller_address: Ipv4Addr,
+    pub address: Ipv4Addr,
+    pub rate_mbit: u32,
+}
+
+/// The board-side names of the lab's two links.
+pub const LAN_INTERFACE: &str = "eth0";
+pub const WIFI_INTERFACE: &str = "wlan0";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LabDisk {
@@ -256,6 +278,9 @@ fn check_options(o: &LabOptions, boards: usize) -> Result<(), Error> {
     if !(1..=2).contains(&o.disks_per_board) {
         return Err(fail("a lab board has 1 or 2 disks"));
     }
+    if !(1..=10_000).contains(&o.wifi_rate_mbit) {
+        return Err(fail("the lab's wifi link is shaped to 1 to 10000 Mbit/s"));
+    }
     Ok(())
 }
 
@@ -368,6 +393,7 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
 const TOOLS: &[(&str, &str)] = &[
     ("ssh-keygen", "openssh-client"),
     ("ip", "iproute2"),
+    ("tc", "iproute2"),
     ("losetup", "mount"),
     ("mkfs.ext4", "e2fsprogs"),
 ];
@@ -475,16 +501,27 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
     let used = used_subnets()?;
     let mut next_subnet = o.first_subnet.max(1);
     let mut known_hosts = String::new();
-    for i in 1..=boards {
+    let mut free_subnet = || {
         while used.contains(&next_subnet) {
             next_subnet += 1;
         }
         if next_subnet >= (1 << 15) {
             return Err(fail("no free /30 left in 198.18.0.0/15"));
         }
-        let subnet = next_subnet;
         next_subnet += 1;
+        Ok(next_subnet - 1)
+    };
+    for i in 1..=boards {
+        let subnet = free_subnet()?;
         let mut board = state::expected_board(root, o, i, subnet);
+        let wifi_subnet = free_subnet()?;
+        let (wifi_controller, wifi_address) = subnet_addresses(wifi_subnet);
+        board.wifi = Some(LabLink {
+            subnet: wifi_subnet,
+            controller_address: wifi_controller,
+            address: wifi_address,
+            rate_mbit: o.wifi_rate_mbit,
+        });
         let (name, netns) = (board.name.to_string(), board.netns.clone());
         let (address, controller_address) = (board.address, board.controller_address);
         let dir = state.join(&name);
@@ -519,6 +556,9 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         cmd(&["ip", "-n", &netns, "link", "set", "lo", "up"])?;
         cmd(&["ip", "addr", "add", &controller_cidr, "dev", &netns])?;
         cmd(&["ip", "link", "set", &netns, "up"])?;
+        if let Some(link) = &board.wifi {
+            shaped_link(&netns, link)?;
+        }
 
         let workdir = PathBuf::from(&board.workdir);
         fresh_private_dir(&workdir, down::remove_workdir)?;
@@ -582,6 +622,54 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         }
         state::write(info)?;
     }
+    Ok(())
+}
+
+/// The second link: a veth pair `<netns>w` (controller) and `wlan0` (board) on its own
+/// /30, shaped each way by a token bucket (`tc qdisc ... tbf`) to the link's rate, so
+/// that traffic to and from the board's second address crosses a slower link.
+fn shaped_link(netns: &str, link: &LabLink) -> Result<(), Error> {
+    let outer = format!("{netns}w");
+    let peer = format!("{netns}v");
+    cmd(&[
+        "ip", "link", "add", &outer, "type", "veth", "peer", "name", &peer,
+    ])?;
+    cmd(&["ip", "link", "set", &peer, "netns", netns])?;
+    cmd(&[
+        "ip",
+        "-n",
+        netns,
+        "link",
+        "set",
+        &peer,
+        "name",
+        WIFI_INTERFACE,
+    ])?;
+    let board_cidr = format!("{}/30", link.address);
+    let controller_cidr = format!("{}/30", link.controller_address);
+    cmd(&[
+        "ip",
+        "-n",
+        netns,
+        "addr",
+        "add",
+        &board_cidr,
+        "dev",
+        WIFI_INTERFACE,
+    ])?;
+    cmd(&["ip", "-n", netns, "link", "set", WIFI_INTERFACE, "up"])?;
+    cmd(&["ip", "addr", "add", &controller_cidr, "dev", &outer])?;
+    cmd(&["ip", "link", "set", &outer, "up"])?;
+    let rate = format!("{}mbit", link.rate_mbit);
+    let tbf = [
+        "root", "tbf", "rate", &rate, "burst", "64kb", "latency", "50ms",
+    ];
+    let mut controller_side = vec!["tc", "qdisc", "add", "dev", &outer];
+    controller_side.extend(tbf);
+    cmd(&controller_side)?;
+    let mut board_side = vec!["tc", "-n", netns, "qdisc", "add", "dev", WIFI_INTERFACE];
+    board_side.extend(tbf);
+    cmd(&board_side)?;
     Ok(())
 }
 
