@@ -338,16 +338,19 @@ pub fn expand_in(
                                 .iter()
                                 .filter(|n| glob::matches(pattern, n.name.as_str()))
                                 .collect();
-                            if matching.is_empty() {
+                            let address = Address {
+                                image: image.clone(),
+                                board: board_name.clone(),
+                                storage: None,
+                                filesystem: None,
+                                network: Some(NetworkName::new(pattern.clone())),
+                                test: test.clone(),
+                            };
+                            // A combination the scenario excludes is not news: only
+                            // what it asks for and cannot have is listed.
+                            if matching.is_empty() && !excludes.iter().any(|p| address.matches(p)) {
                                 skipped.push(Skipped {
-                                    address: Address {
-                                        image: image.clone(),
-                                        board: board_name.clone(),
-                                        storage: None,
-                                        filesystem: None,
-                                        network: Some(NetworkName::new(pattern.clone())),
-                                        test: test.clone(),
-                                    },
+                                    address,
                                     reason: CannotMeasure::NoNetworkMatching {
                                         board: board_name.clone(),
                                         pattern: pattern.clone(),

@@ -83,7 +83,7 @@ fn iperf3_bidir_and_iperf2_measure_both_ways_on_lab_boards_and_leave_nothing_run
 
 /// Each measured run's `metric` of `test`, by the network its cell ran over, with the
 /// link facts its cell recorded.
-fn by_network(root: &Path, test: &str, metric: &str) -> Vec<(String, f64, serde_json::Value)> {
+pub fn by_network(root: &Path, test: &str, metric: &str) -> Vec<(String, f64, serde_json::Value)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
         let Ok(cell) = std::fs::read_to_string(e.path().join("cell.json")) else {
