@@ -103,6 +103,8 @@ fn strings(v: &[String]) -> Input {
 
 /// The inputs of one cell, as hashed and as `cell.json` records them. Addresses,
 /// credentials, run counts, comments, file names and key order are deliberately absent.
+// One argument per input of the key, in the key's order: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn cell_inputs(
     image: &Image,
     board: &Board,

@@ -44,8 +44,11 @@ pub struct Fact {
     pub differs: bool,
 }
 
+/// Board, storage, filesystem, network and image: a configuration.
+type Config = (String, String, String, String, String);
+
 /// The address without its test: what a provenance entry is per.
-fn config_of(a: &Address) -> (String, String, String, String, String) {
+fn config_of(a: &Address) -> Config {
     (
         a.board.to_string(),
         a.storage
@@ -66,7 +69,7 @@ fn config_of(a: &Address) -> (String, String, String, String, String) {
 
 /// The provenance of every configuration with measured runs, in plan order.
 pub fn provenance(plan: &Plan, data: &BTreeMap<crate::plan::CellKey, CellData>) -> Vec<Provenance> {
-    let mut order: Vec<(String, (String, String, String, String, String))> = Vec::new();
+    let mut order: Vec<(String, Config)> = Vec::new();
     let mut groups: BTreeMap<_, Vec<(String, String, &CellData)>> = BTreeMap::new();
     for cell in &plan.cells {
         let Some(d) = data.get(&cell.key) else {
