@@ -72,8 +72,11 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
             let peer = ['b', 'w', 'v']
                 .iter()
                 .any(|c| name.strip_suffix(*c).is_some_and(ours));
+            // A link of a namespace just deleted goes away on its own, a moment later:
+            // one gone by the time it is deleted is no problem.
             if (ours(name) || peer)
                 && let Err(e) = cmd(&["ip", "link", "delete", name])
+                && Path::new("/sys/class/net").join(name).exists()
             {
                 problems.push(e.to_string());
             }

@@ -363,6 +363,26 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
         down_with(root, options)?;
     }
     let lock = LabLock::take()?;
+    // A namespace or link of this prefix that no state of this workspace names is
+    // another lab's (another workspace's, a test's): building would fail on it, and the
+    // teardown after a failure removes labs by their names. Refused before anything.
+    for i in 1..=boards {
+        let netns = format!("{}-{i}", options.prefix);
+        let taken = Path::new("/run/netns").join(&netns).exists()
+            || ["", "b", "w", "v"].iter().any(|s| {
+                Path::new("/sys/class/net")
+                    .join(format!("{netns}{s}"))
+                    .exists()
+            });
+        if taken {
+            return Err(fail(format!(
+                "network namespace or link {netns} exists: another lab with prefix {} is up, \
+                 perhaps of another workspace; run `benchpipe lab down` where it was built, or \
+                 give this lab another prefix",
+                options.prefix
+            )));
+        }
+    }
     fs::create_dir_all(root).map_err(io(root))?;
     let root = workspace(root)?;
     let state = prepare_state_dir(&root)?;
