@@ -1194,7 +1194,7 @@ fn lab_up_refuses_a_prefix_another_lab_holds_and_leaves_that_lab_alone() {
     let state = lab::state_dir(&root).join("state.json").exists();
     local(&format!("ip netns delete {netns}"));
     let _ = std::fs::remove_dir_all(&root);
-    let e = r.err().expect("lab up over a namespace another lab holds");
+    let e = r.expect_err("lab up over a namespace another lab holds");
     assert!(e.to_string().contains("another lab with prefix"), "{e}");
     assert!(still, "the other lab's namespace was removed");
     assert!(!state, "a state file was written");
