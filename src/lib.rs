@@ -14,6 +14,7 @@ pub mod flash;
 pub mod image;
 pub mod lab;
 pub mod model;
+pub mod network;
 pub mod plan;
 pub mod power;
 pub mod preflight;

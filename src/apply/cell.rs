@@ -52,7 +52,7 @@ impl Worker<'_> {
                 storage.and_then(|s| s.device.clone()).unwrap_or_default(),
             )
             .set("board", self.board.name.as_str())
-            .set("host", board_host(self.board))
+            .set("host", cell_host(self.board, cell))
             .set("run", 0)
             // The cell's key: a name of its own for what a cell keeps on the board
             // while cells of one group take turns (the xz recipe's tmpfs).
@@ -128,6 +128,16 @@ impl Worker<'_> {
         }
         Ok(())
     }
+}
+
+/// Where the cell's tests reach the board: its network's address when it runs over one,
+/// else the board's SSH host.
+fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
+    cell.address
+        .network
+        .as_ref()
+        .and_then(|n| board.network(n))
+        .map_or_else(|| board_host(board), |n| n.address.clone())
 }
 
 /// The controller file a step's `input` parameter names, opened; none when the step

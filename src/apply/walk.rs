@@ -508,6 +508,12 @@ impl Worker<'_> {
                         &mut facts,
                         storage.and_then(|s| storage_facts.get(s)),
                     );
+                    // The link the cell runs over, read now: a Wi-Fi rate changes.
+                    if let (Some(obj), Some(link)) =
+                        (facts.as_object_mut(), self.network_facts(t.board, job.cell))
+                    {
+                        obj.insert("network".into(), link);
+                    }
                     // What holds the storage's path: the type `as-flashed` measures.
                     if let (Some(obj), Some(on), true) = (
                         facts.as_object_mut(),

@@ -11,6 +11,7 @@ pub mod diag;
 mod image;
 mod meter;
 pub mod names;
+mod network;
 mod parser;
 mod patterns;
 mod power;

@@ -27,6 +27,19 @@ pub struct Board {
     pub meter: Option<S<Meter>>,
     #[serde(default)]
     pub storage: Vec<S<Storage>>,
+    #[serde(default)]
+    pub network: Vec<S<Network>>,
+}
+
+/// `[[network]]`: a link the board is reached over by tests.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    pub name: S<String>,
+    pub address: S<String>,
+    pub interface: S<String>,
+    pub kind: Option<S<String>>,
+    pub model: Option<S<String>>,
 }
 
 /// `[boot]`: the board's boot configuration benchpipe may edit (the UAS step).
@@ -111,6 +124,8 @@ pub struct Recipe {
     pub description: Option<S<String>>,
     /// true, false, "filesystem" (= true) or "device".
     pub uses_storage: Option<S<toml::Value>>,
+    /// Whether the test goes over the network (default: its templates read `host`).
+    pub uses_network: Option<S<bool>>,
     pub needs: Option<Needs>,
     #[serde(default)]
     pub facts: BTreeMap<S<String>, S<Fact>>,
@@ -316,6 +331,8 @@ pub struct Matrix {
     pub board: Vec<S<String>>,
     #[serde(default)]
     pub storage: Vec<S<String>>,
+    #[serde(default)]
+    pub network: Vec<S<String>>,
     pub filesystem: Option<Vec<S<String>>>,
     pub test: Vec<S<String>>,
     #[serde(default)]
@@ -331,6 +348,7 @@ pub struct Pattern {
     pub board: Option<S<String>>,
     pub storage: Option<S<String>>,
     pub filesystem: Option<S<String>>,
+    pub network: Option<S<String>>,
     pub test: Option<S<String>>,
 }
 

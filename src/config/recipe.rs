@@ -51,6 +51,8 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         template::BUILTINS.iter().map(|s| s.to_string()).collect();
     variables.extend(params.keys().cloned());
     let uses_device = std::cell::Cell::new(false);
+    // Where a step or service reads `{{ host }}`: the test goes over the network.
+    let host_at = std::cell::RefCell::new(None);
     let mut samples = template::sample_builtins();
     samples.params(&params);
     let word_starts = std::cell::RefCell::new(Vec::new());
@@ -87,6 +89,9 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         }
         if used.contains("device") {
             uses_device.set(true);
+        }
+        if used.contains("host") && host_at.borrow().is_none() {
+            *host_at.borrow_mut() = Some(template::word_span(&src.text, command.span(), "host"));
         }
         Step {
             on: side(src, on, diags),
@@ -202,6 +207,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let exclusive = strings(&raw.exclusive, "resource", diags);
     let param_patterns =
         super::patterns::recipe(src, &raw.param_patterns, &raw.params, &params, diags);
+    let uses_network = uses_network(src, raw.uses_network.as_ref(), host_at.into_inner(), diags);
 
     if diags.len() > start {
         return None;
@@ -224,6 +230,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         services,
         uses_device: uses_device.get() || raw_device,
         raw_device,
+        uses_network,
         requires,
         option_params,
         metrics,
@@ -253,6 +260,28 @@ fn input(
         return None;
     }
     Some(name.clone())
+}
+
+/// `uses_network`: as declared, else whether a template reads `{{ host }}` (`host_at`,
+/// where the first one does). Declared false, a template that reads it is an error: the
+/// network axis would leave the test out, and `host` would silently be the SSH host.
+fn uses_network(
+    src: &Source,
+    declared: Option<&Spanned<bool>>,
+    host_at: Option<std::ops::Range<usize>>,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    match (declared, host_at) {
+        (Some(d), Some(span)) if !*d.get_ref() => {
+            diags.push(
+                src.at(span, "`host` is the address of the cell's network, but this recipe says `uses_network = false`")
+                    .with_help("remove `uses_network = false` (a recipe that reads `host` uses the network), or use `workdir` and `board` instead"),
+            );
+            false
+        }
+        (Some(d), _) => *d.get_ref(),
+        (None, at) => at.is_some(),
+    }
 }
 
 /// `uses_storage`: whether the test touches the cell's storage, and whether it reads

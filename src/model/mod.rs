@@ -67,6 +67,11 @@ typed_name!(
     /// A filesystem setup's name: `as-is` or a key of a scenario's `[filesystems]` table.
     FsName
 );
+typed_name!(
+    /// A network interface's name as a board declares it (`lan`, `wifi`), unique within
+    /// one board.
+    NetworkName
+);
 
 /// The built-in filesystem that means "use the storage as it is, format nothing".
 pub const AS_IS: &str = "as-is";
@@ -109,6 +114,9 @@ pub struct Board {
     /// `[meter]`: where the board's watts are read, if anywhere.
     pub meter: Option<Meter>,
     pub storage: Vec<Storage>,
+    /// `[[network]]`: the links tests can reach the board over; empty when it declares
+    /// none (tests then reach it at its SSH host).
+    pub network: Vec<Network>,
     /// Where benchpipe keeps its files on the board (corpus, sampler output).
     /// Distinct per board, because lab boards share one filesystem.
     pub workdir: String,
@@ -126,6 +134,41 @@ pub struct Board {
 impl Board {
     pub fn storage(&self, name: &StorageName) -> Option<&Storage> {
         self.storage.iter().find(|s| &s.name == name)
+    }
+
+    pub fn network(&self, name: &NetworkName) -> Option<&Network> {
+        self.network.iter().find(|n| &n.name == name)
+    }
+}
+
+/// `[[network]]`: one link a board can be reached over (its wired LAN, its Wi-Fi).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Network {
+    pub name: NetworkName,
+    /// The address tests reach the board at over this link (`{{ host }}` in a cell of
+    /// this network): an IPv4 address or a host name. An address, so never in a key.
+    pub address: String,
+    /// The board-side interface (`eth0`, `wlan0`) whose link facts are read.
+    pub interface: String,
+    /// `wired` or `wifi`, when declared.
+    pub kind: Option<LinkKind>,
+    /// A human description of the link ("100 Mbit/s LAN9514 over USB").
+    pub model: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    Wired,
+    Wifi,
+}
+
+impl LinkKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkKind::Wired => "wired",
+            LinkKind::Wifi => "wifi",
+        }
     }
 }
 
@@ -331,6 +374,9 @@ pub struct Matrix {
     pub board: Vec<BoardName>,
     /// Storage names or globs, matched against each board's own storage at expansion.
     pub storage: Vec<String>,
+    /// Network names or globs, matched against each board's `[[network]]` at expansion;
+    /// empty: no network axis (tests reach each board at its SSH host).
+    pub network: Vec<String>,
     pub filesystem: Vec<FsName>,
     pub test: Vec<TestName>,
     pub exclude: Vec<CellPattern>,
@@ -345,6 +391,7 @@ pub struct CellPattern {
     pub board: Option<String>,
     pub storage: Option<String>,
     pub filesystem: Option<String>,
+    pub network: Option<String>,
     pub test: Option<String>,
 }
 

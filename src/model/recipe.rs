@@ -32,6 +32,10 @@ pub struct Recipe {
     /// numbers do not depend on any filesystem: one cell per device, with no
     /// filesystem in its address or key, and no filesystem comparison drawn from it.
     pub raw_device: bool,
+    /// Whether the test goes over the network to the board: a scenario's `network` axis
+    /// repeats it per link, and `{{ host }}` is the link's address. `uses_network`, by
+    /// default whether a step or service template reads `{{ host }}`.
+    pub uses_network: bool,
     /// `[[requires]]`: checks run before the cell's setup. One that exits non-zero and
     /// prints a reason means the test cannot apply there, and the cell is skipped with
     /// it; one that fails without a word is a failure. Not in the key: they decide

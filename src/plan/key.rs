@@ -23,7 +23,7 @@ use super::canonical::HEX;
 pub use super::canonical::{CanonicalWriter, Input, canonical_bytes};
 
 use crate::model::{
-    Board, Cooldown, Filesystem, Image, Method, ParamValue, Recipe, Side, Step, Storage,
+    Board, Cooldown, Filesystem, Image, Method, Network, ParamValue, Recipe, Side, Step, Storage,
     StorageRole,
 };
 
@@ -32,7 +32,9 @@ use crate::model::{
 /// v1: compact JSON through serde_json with sorted object keys; `idle`, `services` and
 /// `parse_regex` were added later without a bump, present only when set.
 /// v2: `CanonicalWriter`; every field always present.
-pub const ENCODING: &str = "benchpipe-cell-v2";
+/// v3: `network` (the link a networked cell runs over: name, kind, model), after
+/// `filesystem`.
+pub const ENCODING: &str = "benchpipe-cell-v3";
 
 /// A cell's identity: 32 hex digits (128 bits) of the sha256 of its canonical inputs.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -101,11 +103,14 @@ fn strings(v: &[String]) -> Input {
 
 /// The inputs of one cell, as hashed and as `cell.json` records them. Addresses,
 /// credentials, run counts, comments, file names and key order are deliberately absent.
+// One argument per input of the key, in the key's order: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn cell_inputs(
     image: &Image,
     board: &Board,
     storage: Option<&Storage>,
     filesystem: Option<&Filesystem>,
+    network: Option<&Network>,
     recipe: &Recipe,
     params: &BTreeMap<String, ParamValue>,
     method: &Method,
@@ -260,6 +265,19 @@ pub fn cell_inputs(
                 ])
             })),
         ),
+        // The link is its name, kind and model; the address and the board-side
+        // interface name are addresses (DHCP, `eth0` renamed `end0`) that may change
+        // while the link does not.
+        (
+            "network",
+            Input::from(network.map(|n| {
+                Input::record([
+                    ("name", Input::from(n.name.as_str())),
+                    ("kind", Input::from(n.kind.map(|k| k.name()))),
+                    ("model", Input::from(n.model.as_ref())),
+                ])
+            })),
+        ),
         ("test", test_doc),
         ("method", method_doc),
     ])
@@ -295,7 +313,7 @@ mod tests {
     #[test]
     fn the_key_is_sha256_of_the_canonical_bytes_behind_the_encoding_prefix() {
         // Expected values computed outside the project:
-        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v3\x00'
         //   + b'r4:s1:bs1:xs1:al3:i1;f4004000000000000i-3;s1:mm2:s1:kns1:zb1'
         //   + b's1:dd1500000000;').hexdigest()[:32])"
         // Record fields keep their written order (b before a); map keys are sorted.
@@ -305,7 +323,7 @@ mod tests {
         );
         assert_eq!(
             CellKey::of(&doc()).as_str(),
-            "03835d9fb1a98829429b2c56e44da17e"
+            "7506872a4cccb6ad1730d794c0969102"
         );
     }
 
@@ -339,6 +357,7 @@ mod tests {
                 image,
                 board,
                 board.storage.first(),
+                None,
                 None,
                 recipe,
                 params,
@@ -405,6 +424,7 @@ mod tests {
                 board,
                 None,
                 None,
+                None,
                 &recipe,
                 &params,
                 &scenario.method,
@@ -426,6 +446,7 @@ mod tests {
             CellKey::of(&cell_inputs(
                 &scenario.images[&"installed".into()],
                 board,
+                None,
                 None,
                 None,
                 &recipe,
@@ -460,6 +481,7 @@ mod tests {
             &scenario.images[&"installed".into()],
             board,
             board.storage.first(),
+            None,
             None,
             &ws.recipes[&"xz".into()],
             &BTreeMap::from([("level".into(), ParamValue::Int(6))]),

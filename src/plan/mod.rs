@@ -1,10 +1,12 @@
 //! Matrix expansion and cell keys: scenario -> the list of cells to measure. Pure, no I/O.
 //!
-//! A cell is one (image, board, storage, filesystem, test); a raw-device test
-//! (`uses_storage = "device"`) has no filesystem. Cells that cannot apply
+//! A cell is one (image, board, storage, filesystem, network, test); a raw-device test
+//! (`uses_storage = "device"`) has no filesystem, and a test that does not use the
+//! network (or a matrix without a `network` axis) has no network. Cells that cannot apply
 //! (a storage the board lacks, formatting a storage with no device) are kept aside
 //! with the reason, so `plan` can say why they are not there.
 
+mod bound;
 pub mod canonical;
 pub mod diff;
 pub mod drift;
@@ -20,11 +22,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use bound::{Bound, bound};
 pub use key::CellKey;
 
 use crate::model::{
     AS_IS, Board, BoardName, CellPattern, Filesystem, Flash, FsName, Image, ImageName, ImageSource,
-    Method, ParamValue, Recipe, Scenario, StorageName, StorageRole, TestName, Workspace,
+    Method, NetworkName, ParamValue, Recipe, Scenario, StorageName, StorageRole, TestName,
+    Workspace,
 };
 
 /// Where a cell sits in the matrix. `storage` and `filesystem` are None for tests
@@ -35,6 +39,9 @@ pub struct Address {
     pub board: BoardName,
     pub storage: Option<StorageName>,
     pub filesystem: Option<FsName>,
+    /// The link a networked test runs over, when the matrix has a `network` axis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkName>,
     pub test: TestName,
 }
 
@@ -47,6 +54,9 @@ impl Address {
             if let Some(fs) = &self.filesystem {
                 s.push_str(&format!("/{fs}"));
             }
+        }
+        if let Some(n) = &self.network {
+            s.push_str(&format!(" over {n}"));
         }
         s.push_str(&format!(" ({})", self.image));
         s
@@ -66,6 +76,7 @@ impl Address {
             && axis(&p.board, Some(self.board.as_str()))
             && axis(&p.storage, self.storage.as_ref().map(|s| s.as_str()))
             && axis(&p.filesystem, self.filesystem.as_ref().map(|s| s.as_str()))
+            && axis(&p.network, self.network.as_ref().map(|s| s.as_str()))
             && axis(&p.test, Some(self.test.as_str()))
     }
 }
@@ -126,6 +137,8 @@ struct Block {
     images: Vec<ImageName>,
     boards: Vec<BoardName>,
     storages: Vec<String>,
+    /// Network patterns; empty: no network axis.
+    networks: Vec<String>,
     filesystems: Vec<FsName>,
     tests: Vec<TestName>,
 }
@@ -143,6 +156,7 @@ fn blocks(
         images: m.image.clone(),
         boards: m.board.clone(),
         storages: m.storage.clone(),
+        networks: m.network.clone(),
         filesystems: m.filesystem.clone(),
         tests: m.test.clone(),
     }];
@@ -176,6 +190,10 @@ fn blocks(
                 None => m.storage.clone(),
                 Some(p) => vec![p.clone()],
             },
+            networks: match &inc.network {
+                None => m.network.clone(),
+                Some(p) => vec![p.clone()],
+            },
             filesystems: pick(
                 &inc.filesystem,
                 m.filesystem.iter().map(|x| x.0.clone()).collect(),
@@ -195,68 +213,6 @@ fn blocks(
         });
     }
     out
-}
-
-/// How many cells a matrix can expand to at most, counted without expanding it: the
-/// combinations of every block, before `exclude`, with storage globs resolved per
-/// board. `axes` describes the sizes for a message.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bound {
-    pub cells: u128,
-    pub axes: String,
-}
-
-pub fn bound(
-    boards: &BTreeMap<BoardName, Board>,
-    recipes: &BTreeMap<TestName, Recipe>,
-    scenario: &Scenario,
-) -> Bound {
-    let all = blocks(boards, recipes, scenario);
-    let mut cells: u128 = 0;
-    for b in &all {
-        let (with, without): (Vec<_>, Vec<_>) = b
-            .tests
-            .iter()
-            .filter_map(|t| recipes.get(t))
-            .partition(|r| r.uses_storage);
-        for board in b.boards.iter().filter_map(|n| boards.get(n)) {
-            let storages: u128 = b
-                .storages
-                .iter()
-                .map(|p| {
-                    board
-                        .storage
-                        .iter()
-                        .filter(|s| glob::matches(p, s.name.as_str()))
-                        .count() as u128
-                })
-                .sum();
-            // A raw-device test has one cell per storage, whatever the filesystems.
-            let devices = with.iter().filter(|r| r.raw_device).count() as u128;
-            let files = with.len() as u128 - devices;
-            let per_image = (without.len() as u128)
-                .saturating_add(devices.saturating_mul(storages))
-                .saturating_add(
-                    files
-                        .saturating_mul(storages)
-                        .saturating_mul(b.filesystems.len() as u128),
-                );
-            cells = cells.saturating_add((b.images.len() as u128).saturating_mul(per_image));
-        }
-    }
-    let m = &all[0];
-    let mut axes = format!(
-        "image {} x board {} x storage {} x filesystem {} x test {}",
-        m.images.len(),
-        m.boards.len(),
-        m.storages.len(),
-        m.filesystems.len(),
-        m.tests.len()
-    );
-    if all.len() > 1 {
-        axes.push_str(&format!(", plus {} include(s)", all.len() - 1));
-    }
-    Bound { cells, axes }
 }
 
 /// Expands one scenario's matrix into cells, in a stable order (board, then the
@@ -293,59 +249,85 @@ pub fn expand_in(
                             order.push(a);
                         }
                     };
-                    if !recipe.uses_storage {
-                        push(Address {
-                            image: image.clone(),
-                            board: board_name.clone(),
-                            storage: None,
-                            filesystem: None,
-                            test: test.clone(),
-                        });
-                        continue;
-                    }
-                    for pattern in &block.storages {
-                        let matching: Vec<_> = board
-                            .storage
-                            .iter()
-                            .filter(|s| glob::matches(pattern, s.name.as_str()))
-                            .collect();
-                        if matching.is_empty() {
-                            skipped.push(Skipped {
-                                address: Address {
-                                    image: image.clone(),
-                                    board: board_name.clone(),
-                                    storage: Some(StorageName::new(pattern.clone())),
-                                    filesystem: None,
-                                    test: test.clone(),
-                                },
-                                reason: CannotMeasure::NoStorageMatching {
-                                    board: board_name.clone(),
-                                    pattern: pattern.clone(),
-                                }
-                                .to_string(),
-                            });
-                        }
-                        for st in matching {
-                            // A raw-device test reads the device whatever filesystem is
-                            // on it: one cell per device, with no filesystem.
-                            if recipe.raw_device {
-                                push(Address {
-                                    image: image.clone(),
-                                    board: board_name.clone(),
-                                    storage: Some(st.name.clone()),
-                                    filesystem: None,
-                                    test: test.clone(),
+                    // The links a networked test runs over: each network the board
+                    // declares that a pattern names; none without a network axis.
+                    let mut networks: Vec<Option<NetworkName>> = Vec::new();
+                    if recipe.uses_network && !block.networks.is_empty() {
+                        for pattern in &block.networks {
+                            let matching: Vec<_> = board
+                                .network
+                                .iter()
+                                .filter(|n| glob::matches(pattern, n.name.as_str()))
+                                .collect();
+                            let address = Address {
+                                image: image.clone(),
+                                board: board_name.clone(),
+                                storage: None,
+                                filesystem: None,
+                                network: Some(NetworkName::new(pattern.clone())),
+                                test: test.clone(),
+                            };
+                            // A combination the scenario excludes is not news: only
+                            // what it asks for and cannot have is listed.
+                            if matching.is_empty() && !excludes.iter().any(|p| address.matches(p)) {
+                                skipped.push(Skipped {
+                                    address,
+                                    reason: CannotMeasure::NoNetworkMatching {
+                                        board: board_name.clone(),
+                                        pattern: pattern.clone(),
+                                    }
+                                    .to_string(),
                                 });
-                                continue;
                             }
-                            for fs in &block.filesystems {
-                                push(Address {
-                                    image: image.clone(),
-                                    board: board_name.clone(),
-                                    storage: Some(st.name.clone()),
-                                    filesystem: Some(fs.clone()),
-                                    test: test.clone(),
+                            for n in matching {
+                                if !networks.contains(&Some(n.name.clone())) {
+                                    networks.push(Some(n.name.clone()));
+                                }
+                            }
+                        }
+                    } else {
+                        networks.push(None);
+                    }
+                    for network in networks {
+                        let at =
+                            |storage: Option<StorageName>, filesystem: Option<FsName>| Address {
+                                image: image.clone(),
+                                board: board_name.clone(),
+                                storage,
+                                filesystem,
+                                network: network.clone(),
+                                test: test.clone(),
+                            };
+                        if !recipe.uses_storage {
+                            push(at(None, None));
+                            continue;
+                        }
+                        for pattern in &block.storages {
+                            let matching: Vec<_> = board
+                                .storage
+                                .iter()
+                                .filter(|s| glob::matches(pattern, s.name.as_str()))
+                                .collect();
+                            if matching.is_empty() {
+                                skipped.push(Skipped {
+                                    address: at(Some(StorageName::new(pattern.clone())), None),
+                                    reason: CannotMeasure::NoStorageMatching {
+                                        board: board_name.clone(),
+                                        pattern: pattern.clone(),
+                                    }
+                                    .to_string(),
                                 });
+                            }
+                            for st in matching {
+                                // A raw-device test reads the device whatever filesystem
+                                // is on it: one cell per device, with no filesystem.
+                                if recipe.raw_device {
+                                    push(at(Some(st.name.clone()), None));
+                                    continue;
+                                }
+                                for fs in &block.filesystems {
+                                    push(at(Some(st.name.clone()), Some(fs.clone())));
+                                }
                             }
                         }
                     }
@@ -383,6 +365,14 @@ pub enum CannotMeasure {
     /// A storage pattern of the matrix matches none of the board's storages.
     #[error("board {board} has no storage matching `{pattern}`")]
     NoStorageMatching { board: BoardName, pattern: String },
+    /// A network pattern of the matrix matches none of the board's `[[network]]`.
+    #[error("board {board} has no network matching `{pattern}`")]
+    NoNetworkMatching { board: BoardName, pattern: String },
+    #[error("board {board} has no network {network}")]
+    NoSuchNetwork {
+        board: BoardName,
+        network: NetworkName,
+    },
     #[error("board {board} has no storage {storage}")]
     NoSuchStorage {
         board: BoardName,
@@ -452,6 +442,17 @@ fn make_cell(
                 })?,
         ),
     };
+    let network = match &a.network {
+        None => None,
+        Some(name) => Some(
+            board
+                .network(name)
+                .ok_or_else(|| CannotMeasure::NoSuchNetwork {
+                    board: a.board.clone(),
+                    network: name.clone(),
+                })?,
+        ),
+    };
     if let Some(st) = storage
         && recipe.uses_device
         && st.device.is_none()
@@ -472,7 +473,8 @@ fn make_cell(
             let st = storage.ok_or(CannotMeasure::FilesystemWithoutStorage)?;
             // `as-flashed` formats nothing: any storage, boot included, and any path.
             if !f.is_made() {
-                return finish(recipe, scenario, image, board, storage, Some(f.clone()), a);
+                let on = (storage, network);
+                return finish(recipe, scenario, image, board, on, Some(f.clone()), a);
             }
             if st.role == StorageRole::Boot {
                 return Err(CannotMeasure::BootStorage {
@@ -488,7 +490,15 @@ fn make_cell(
             Some(f.clone())
         }
     };
-    finish(recipe, scenario, image, board, storage, filesystem, a)
+    finish(
+        recipe,
+        scenario,
+        image,
+        board,
+        (storage, network),
+        filesystem,
+        a,
+    )
 }
 
 /// The cell of an address whose inputs are all found and allowed.
@@ -497,7 +507,10 @@ fn finish(
     scenario: &Scenario,
     image: &Image,
     board: &Board,
-    storage: Option<&crate::model::Storage>,
+    (storage, network): (
+        Option<&crate::model::Storage>,
+        Option<&crate::model::Network>,
+    ),
     filesystem: Option<Filesystem>,
     a: &Address,
 ) -> Result<Cell, CannotMeasure> {
@@ -512,6 +525,7 @@ fn finish(
         board,
         storage,
         filesystem.as_ref(),
+        network,
         recipe,
         &params,
         &scenario.method,
@@ -532,3 +546,6 @@ pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_network;

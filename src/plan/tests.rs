@@ -248,17 +248,20 @@ fn golden_keys() {
     // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
     // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
     // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
+    // Changed again, to v3: the `network` field (a networked cell's link). The v2 keys
+    // were b1e2564f..., 18ce5500..., 726dd468..., a90e31b2..., 72c72452...,
+    // 044bb906..., 894fe5cb..., ba351674... in this order.
     let ws = fixtures::workspace();
     let got = keys(&ws);
     let want = [
-        "b1e2564f2786a07a798e25db6c93fe94 disk-4k on pi-1 sd/as-is (installed)",
-        "18ce5500e7d7a3eb8e821f47d4fdaf29 disk-4k on pi-1 usb/as-is (installed)",
-        "726dd468405936b0343482645b544bcc disk-4k on pi-1 usb/ext4 (installed)",
-        "a90e31b259b4b6ae7ee6c152059f65d7 xz on pi-1 (installed)",
-        "72c72452d4f9e51d758080169c259fc9 disk-4k on pi-2 sd/as-is (installed)",
-        "044bb9060db0e25c174271621171a9a2 disk-4k on pi-2 usb/as-is (installed)",
-        "894fe5cba0e732746a16c54ee6bcde7a disk-4k on pi-2 usb/ext4 (installed)",
-        "ba351674369e6f36da59b62625737694 xz on pi-2 (installed)",
+        "b3a959ec187bf5848d1aafd846bc130f disk-4k on pi-1 sd/as-is (installed)",
+        "48ba3d6ac6837708b763afc85bac79a9 disk-4k on pi-1 usb/as-is (installed)",
+        "7ce5a0d8b706844a1bebfc2965b31f66 disk-4k on pi-1 usb/ext4 (installed)",
+        "7b704c2a7ce7e9fdf2e55b9b61352ef5 xz on pi-1 (installed)",
+        "85b62b0fa1583dbe6a9f3070903a90f0 disk-4k on pi-2 sd/as-is (installed)",
+        "d124b124055bdfeb4eb90728b462628d disk-4k on pi-2 usb/as-is (installed)",
+        "ee3b35c15d541b6820d2f943e9feaf49 disk-4k on pi-2 usb/ext4 (installed)",
+        "3238ae1276a6bf66c989cafd171bf236 xz on pi-2 (installed)",
     ];
     assert_eq!(got, want);
 }
@@ -267,7 +270,7 @@ fn golden_keys() {
 fn golden_canonical_bytes() {
     // The whole encoding of one cell, so that a changed key shows which field moved.
     // Its key, computed outside the project:
-    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v3\x00'
     //   + sys.stdin.buffer.read()).hexdigest()[:32])" < bytes
     let ws = fixtures::workspace();
     let scenario = &ws.scenarios[0];
@@ -278,16 +281,18 @@ fn golden_canonical_bytes() {
         board,
         None,
         None,
+        None,
         recipe,
         &recipe.params,
         &scenario.method,
     );
     let want = concat!(
-        "r6:",
+        "r7:",
         "s5:images19:installed:installed",
         "s5:boardr3:s4:names4:pi-1s5:models14:Raspberry Pi 4s4:archs7:aarch64",
         "s7:storagen",
         "s10:filesystemn",
+        "s7:networkn",
         "s4:testr9:",
         "s4:names2:xz",
         "s5:setupl0:",
@@ -312,7 +317,7 @@ fn golden_canonical_bytes() {
     );
     assert_eq!(
         CellKey::of(&inputs).as_str(),
-        "a90e31b259b4b6ae7ee6c152059f65d7",
+        "7b704c2a7ce7e9fdf2e55b9b61352ef5",
         "the key of xz on pi-1 in golden_keys"
     );
 }
@@ -495,6 +500,7 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
             board: board.into(),
             storage: storage.map(StorageName::new),
             filesystem: fs.map(FsName::new),
+            network: None,
             test: test.into(),
         };
     use CannotMeasure as C;

@@ -19,6 +19,9 @@ pub(super) fn config_label(a: &Address) -> String {
     if let Some(f) = &a.filesystem {
         parts.push(f.to_string());
     }
+    if let Some(n) = &a.network {
+        parts.push(n.to_string());
+    }
     parts.push(a.image.to_string());
     parts.join(" / ")
 }
@@ -66,6 +69,7 @@ pub fn comparisons(
             (named(|p| &p.board), |a| a.board.to_string()),
             (named(|p| &p.storage), |a| format!("{:?}", a.storage)),
             (named(|p| &p.filesystem), |a| format!("{:?}", a.filesystem)),
+            (named(|p| &p.network), |a| format!("{:?}", a.network)),
         ]
         .into_iter()
         .filter(|(n, _)| !n)

@@ -503,7 +503,7 @@ type AxisFn = fn(&Address) -> String;
 fn varying_axes<'a>(
     cells: impl Iterator<Item = &'a Address> + Clone,
 ) -> Vec<(&'static str, AxisFn)> {
-    let all: [(&'static str, AxisFn); 4] = [
+    let all: [(&'static str, AxisFn); 5] = [
         ("image", |a| a.image.to_string()),
         ("board", |a| a.board.to_string()),
         ("storage", |a| {
@@ -514,6 +514,12 @@ fn varying_axes<'a>(
         }),
         ("filesystem", |a| {
             a.filesystem
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "—".into())
+        }),
+        ("network", |a| {
+            a.network
                 .as_ref()
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "—".into())

@@ -339,6 +339,7 @@ fn fake_vcgencmd_pmic_read_adc_gives_the_rails_sum_idle_and_during_the_run() {
         power: None,
         meter: None,
         storage: Vec::new(),
+        network: Vec::new(),
         workdir: dir.0.join("work").display().to_string(),
         thermal: None,
         accept_new_host_key: false,

@@ -54,6 +54,7 @@ fn board(workdir: &Path, thermal: Option<String>) -> Board {
         power: None,
         meter: None,
         storage: Vec::new(),
+        network: Vec::new(),
         workdir: workdir.display().to_string(),
         thermal,
         accept_new_host_key: false,

@@ -26,6 +26,12 @@ pub(super) fn compare(
             .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()))
             .collect(),
         filesystem: matrix.filesystem.iter().map(FsName::as_str).collect(),
+        network: matrix
+            .board
+            .iter()
+            .filter_map(|b| known.boards.get(b))
+            .flat_map(|b| b.network.iter().map(|n| n.name.as_str()))
+            .collect(),
         test: matrix.test.iter().map(TestName::as_str).collect(),
         skip_storage: selected_broken,
     };
