@@ -6,6 +6,7 @@ mod config;
 mod dd;
 mod disks;
 mod drift;
+mod example;
 mod filesystems;
 mod flash;
 mod fs_stack;
