@@ -14,6 +14,7 @@ mod hostile;
 mod lab;
 mod libssh2;
 mod network;
+mod nix;
 mod parallel;
 mod parsers;
 mod power;
