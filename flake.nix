@@ -66,13 +66,15 @@
 
       checks = forAll (pkgs: {
         # The unit tests (`cargo test --lib`), which need no root; the one that makes a
-        # loop device is left out, and findmnt (util-linux), ssh-keygen and setsid are
-        # what the others run beside sh and coreutils.
+        # loop device is left out. Beside sh and coreutils they run findmnt and setsid
+        # (util-linux), ssh-keygen, mkfs.ext4 and the image compressors; a test that
+        # would skip for a missing tool fails instead, as under `.ci/run`.
         unit-tests = pkgs.rustPlatform.buildRustPackage (crate pkgs // {
           pname = "benchpipe-unit-tests";
           cargoTestFlags = [ "--lib" ];
           checkFlags = [ "--skip=lab::down::tests::a_loop_device_backed_by_another_file_is_never_detached" ];
-          nativeCheckInputs = [ pkgs.openssh pkgs.util-linux ];
+          nativeCheckInputs = with pkgs; [ openssh util-linux e2fsprogs xz gzip zstd zip ];
+          BENCHPIPE_TESTS_MUST_RUN = "1";
         });
 
         # The committed reports are what the committed store renders to.

@@ -8,7 +8,8 @@
 # store stays small), takes the lab down, and only when everything succeeded replaces
 # examples/lab/boards/, results/ and reports/. Nothing of this machine's paths or name
 # may reach them: the script refuses to write them if any does. Needs no other lab up
-# (`benchpipe lab down` first) and a few minutes. BENCHPIPE names a prebuilt binary.
+# (`benchpipe lab down` first) and a few minutes. BENCHPIPE names a prebuilt binary;
+# KEEP=1 leaves the workspace (not the lab) behind for a look.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -18,6 +19,12 @@ if [ "$(id -u)" != 0 ]; then
   echo "regenerate.sh: the lab needs root; run: sudo $0" >&2
   exit 2
 fi
+scenarios=()
+while read -r name; do
+  case "$name" in '' | '#'*) continue ;; esac
+  scenarios+=("$name")
+done <"$here/SCENARIOS"
+
 if [ -n "${BENCHPIPE:-}" ]; then
   bp=$BENCHPIPE
 else
@@ -25,21 +32,18 @@ else
   bp=$repo/target/release/benchpipe
 fi
 
-scenarios=()
-while read -r name; do
-  case "$name" in '' | '#'*) continue ;; esac
-  scenarios+=("$name")
-done <"$here/SCENARIOS"
-
 # The run's workspace: the repository's scenarios and recipes, and the boards and disks
 # the lab makes. A lab board shares this machine's filesystem, so its disks' backing
 # files (a storage fact of each cell) lie here: a fixed path, the same wherever the
 # example is regenerated, and marked so that only a directory this script made is
 # ever removed.
-ws=/var/tmp/benchpipe-example
+ws=${WORKSPACE:-/var/tmp/benchpipe-example} # WORKSPACE: for tests only
 mark=.benchpipe-example-workspace
 if [ -e "$ws" ] || [ -L "$ws" ]; then
-  if [ ! -d "$ws" ] || [ -L "$ws" ] || [ ! -f "$ws/$mark" ]; then
+  # Only a root-owned directory (no link) holding this script's root-owned marker: in
+  # world-writable /var/tmp, anything else may be anyone's, planted for root to follow.
+  if [ -L "$ws" ] || [ ! -d "$ws" ] || [ "$(stat -c %u "$ws")" != 0 ] \
+    || [ -L "$ws/$mark" ] || [ ! -f "$ws/$mark" ] || [ "$(stat -c %u "$ws/$mark")" != 0 ]; then
     echo "regenerate.sh: $ws exists and is not a workspace of this script's; move it away" >&2
     exit 2
   fi

@@ -394,3 +394,88 @@ fn reports_are_the_same_bytes_whatever_tz_locale_cwd_store_path_file_order_and_p
         diff.join("\n")
     );
 }
+
+/// regenerate.sh runs as root and removes its workspace in world-writable /var/tmp
+/// before it starts: only a root-owned directory, no link, holding its root-owned
+/// marker. A planted link, a directory of another user's or one without the marker is
+/// refused (exit 2) and left as it was. The script runs from a copy of examples/lab/
+/// in a scratch repository, so that a wrong acceptance could touch no checkout.
+#[test]
+fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
+    let test = "example::regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was";
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        cannot_run(test, "regenerate.sh runs as root only; run the tests as root");
+        return;
+    }
+    let scratch = Scratch::new(&std::env::temp_dir(), "planted");
+    let fake_repo = scratch.0.join("repo");
+    let scripts = fake_repo.join("examples/lab");
+    std::fs::create_dir_all(&scripts).unwrap();
+    for d in ["scenarios", "pipeline"] {
+        std::fs::create_dir_all(fake_repo.join(d)).unwrap();
+    }
+    for f in ["regenerate.sh", "render.sh"] {
+        std::fs::copy(example().join(f), scripts.join(f)).unwrap();
+    }
+    std::fs::write(scripts.join("SCENARIOS"), "no-such-scenario\n").unwrap();
+    let mark = ".benchpipe-example-workspace";
+    let victim = scratch.0.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("precious"), "keep me").unwrap();
+    std::fs::write(victim.join(mark), "").unwrap();
+
+    let planted: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+        (
+            "a link to a directory holding the marker",
+            Box::new(|ws: &Path| std::os::unix::fs::symlink(&victim, ws).unwrap()),
+        ),
+        (
+            "another user's directory holding the marker",
+            Box::new(|ws: &Path| {
+                std::fs::create_dir(ws).unwrap();
+                std::fs::write(ws.join("precious"), "keep me").unwrap();
+                std::fs::write(ws.join(mark), "").unwrap();
+                std::os::unix::fs::chown(ws, Some(65534), Some(65534)).unwrap();
+            }),
+        ),
+        (
+            "a root directory without the marker",
+            Box::new(|ws: &Path| {
+                std::fs::create_dir(ws).unwrap();
+                std::fs::write(ws.join("precious"), "keep me").unwrap();
+            }),
+        ),
+        (
+            "a root directory whose marker is a link",
+            Box::new(|ws: &Path| {
+                std::fs::create_dir(ws).unwrap();
+                std::fs::write(ws.join("precious"), "keep me").unwrap();
+                std::os::unix::fs::symlink(victim.join(mark), ws.join(mark)).unwrap();
+            }),
+        ),
+    ];
+    for (i, (what, plant)) in planted.iter().enumerate() {
+        let ws = scratch.0.join(format!("ws-{i}"));
+        plant(&ws);
+        let o = Command::new("bash")
+            .arg(scripts.join("regenerate.sh"))
+            .env("WORKSPACE", &ws)
+            .env("BENCHPIPE", env!("CARGO_BIN_EXE_benchpipe"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{what}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("is not a workspace of this script's"),
+            "{what}: {}",
+            text(&o)
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.join("precious")).unwrap(),
+            "keep me",
+            "{what}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(victim.join("precious")).unwrap(), "keep me");
+    assert!(victim.join(mark).exists());
+}
