@@ -91,7 +91,7 @@ fn project(dir: &Path) {
 
 /// A value that varies by cell and run the way measurements do, the same every run.
 fn value(cell: usize, seq: u32, metric: u64) -> f64 {
-    let mut x = (cell as u64 + 1) * 0x9E37_79B9_7F4A_7C15 ^ (u64::from(seq) << 32) ^ metric;
+    let mut x = ((cell as u64 + 1) * 0x9E37_79B9_7F4A_7C15) ^ (u64::from(seq) << 32) ^ metric;
     x ^= x >> 33;
     x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
     x ^= x >> 33;

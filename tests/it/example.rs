@@ -405,7 +405,10 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
     let test = "example::regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was";
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        cannot_run(test, "regenerate.sh runs as root only; run the tests as root");
+        cannot_run(
+            test,
+            "regenerate.sh runs as root only; run the tests as root",
+        );
         return;
     }
     let scratch = Scratch::new(&std::env::temp_dir(), "planted");
@@ -425,7 +428,8 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
     std::fs::write(victim.join("precious"), "keep me").unwrap();
     std::fs::write(victim.join(mark), "").unwrap();
 
-    let planted: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
+    let planted: Vec<(&str, Plant)> = vec![
         (
             "a link to a directory holding the marker",
             Box::new(|ws: &Path| std::os::unix::fs::symlink(&victim, ws).unwrap()),
@@ -476,6 +480,9 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
             "{what}"
         );
     }
-    assert_eq!(std::fs::read_to_string(victim.join("precious")).unwrap(), "keep me");
+    assert_eq!(
+        std::fs::read_to_string(victim.join("precious")).unwrap(),
+        "keep me"
+    );
     assert!(victim.join(mark).exists());
 }
