@@ -23,7 +23,8 @@
         src = crateSource;
         cargoLock.lockFile = ./Cargo.lock;
         # ssh2 links the system OpenSSL through pkg-config; the vendored libssh2 and the
-        # bundled liblzma and zstd are built with cc.
+        # bundled liblzma and zstd are built with cc. LIBSSH2_SYS_USE_PKG_CONFIG stays
+        # unset and no libssh2 is an input, so the patched copy in vendor/ is the one.
         nativeBuildInputs = [ pkgs.pkg-config ];
         buildInputs = [ pkgs.openssl pkgs.zlib ];
         meta = {
@@ -34,8 +35,10 @@
       };
 
       # The tools the recipes run and the tests use (`.ci/run` installs the same on Debian).
+      # Not iozone: nixpkgs has it under an unfree licence, which it refuses by default
+      # (the iozone recipes skip their cells where it is not installed).
       benchTools = pkgs: with pkgs; [
-        openssh iproute2 util-linux procps fio xz time iperf3 iperf2 hdparm iozone
+        openssh iproute2 util-linux procps fio xz time iperf3 iperf2 hdparm
         e2fsprogs btrfs-progs xfsprogs f2fs-tools gzip zstd zip bmaptool curl nginx samba
         stress-ng wrk apacheHttpd gawk sudo
       ];

@@ -21,9 +21,9 @@
       tools = [
         "pkg-config" "openssl" "zlib" "cargo" "rustc" "clippy" "rustfmt" "rust-analyzer"
         "openssh" "iproute2" "util-linux" "procps" "coreutils" "fio" "xz" "time" "iperf3"
-        "iperf2" "hdparm" "iozone" "e2fsprogs" "btrfs-progs" "xfsprogs" "f2fs-tools" "gzip"
+        "iperf2" "hdparm" "e2fsprogs" "btrfs-progs" "xfsprogs" "f2fs-tools" "gzip"
         "zstd" "zip" "bmaptool" "curl" "nginx" "samba" "stress-ng" "wrk" "apacheHttpd"
-        "gawk" "sudo" "git" "diffutils" "python3" "chromium"
+        "gawk" "sudo" "git" "diffutils"
       ];
       # Inputs are forced, so a misspelt package fails here as it would in nixpkgs.
       packages = l: assert builtins.all (p: p ? outPath) l; l;
