@@ -114,4 +114,4 @@ fi
 
 rm -rf "$here/boards" "$here/results" "$here/reports"
 mv "$new/boards" "$new/results" "$new/reports" "$here/"
-echo "regenerate.sh: examples/lab/ holds $(find "$here/results" -name cell.json | wc -l) cells, $(du -sh "$here/results" | cut -f1); review with git status"
+echo "regenerate.sh: examples/lab/ holds $(find "$here/results" -name cell.json | wc -l) cells, $(du -sh --apparent-size "$here/results" | cut -f1); review with git status"
