@@ -14,6 +14,7 @@ pub mod known;
 pub mod schedule;
 pub mod select;
 pub mod state;
+pub mod stored;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -108,7 +109,7 @@ pub struct Plan {
     pub skipped: Vec<Skipped>,
 }
 
-fn as_is() -> Filesystem {
+pub(crate) fn as_is() -> Filesystem {
     Filesystem {
         name: FsName::new(AS_IS),
         kind: AS_IS.to_string(),
@@ -491,6 +492,17 @@ fn make_cell(
     finish(recipe, scenario, image, board, storage, filesystem, a)
 }
 
+/// A cell's template parameters: the recipe's defaults with the scenario's overrides.
+fn cell_params(recipe: &Recipe, scenario: &Scenario) -> BTreeMap<String, ParamValue> {
+    let mut params = recipe.params.clone();
+    if let Some(over) = scenario.params.get(&recipe.name) {
+        for (k, v) in over {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    params
+}
+
 /// The cell of an address whose inputs are all found and allowed.
 fn finish(
     recipe: &Recipe,
@@ -501,12 +513,7 @@ fn finish(
     filesystem: Option<Filesystem>,
     a: &Address,
 ) -> Result<Cell, CannotMeasure> {
-    let mut params = recipe.params.clone();
-    if let Some(over) = scenario.params.get(&a.test) {
-        for (k, v) in over {
-            params.insert(k.clone(), v.clone());
-        }
-    }
+    let params = cell_params(recipe, scenario);
     let inputs = key::cell_inputs(
         image,
         board,

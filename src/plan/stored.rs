@@ -1,0 +1,158 @@
+//! The cells a report shows of boards that have no board file any more (retired,
+//! renamed, a lab torn down): rebuilt from what the store kept (`cell.json`: the address
+//! and the inputs the key hashed, board model and storage included) and the scenario.
+//! Pure: the caller reads the store.
+//!
+//! A stored cell counts for a scenario when its address lies in the scenario's matrix
+//! (the board globs as written, since no file resolves them) and its key is the one the
+//! scenario gives that address today: its board and storage inputs as stored, the rest
+//! (image, filesystem, test, parameters, method) from the scenario and recipes. A cell
+//! measured under other inputs is another cell, here as in `plan`.
+
+use std::collections::BTreeMap;
+
+use super::key::{self, BoardInputs, StorageInputs};
+use super::{Address, Cell, CellKey, Plan, as_is, cell_params, glob};
+use crate::model::{
+    AS_IS, Board, BoardName, CellPattern, FsName, ImageName, Recipe, Scenario, TestName,
+};
+use crate::store::CellRecord;
+
+/// `plan` with, after its own cells, the stored cells of the scenario whose board has no
+/// file in `boards`, in store (key) order.
+pub fn with_stored<'r>(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    mut plan: Plan,
+    records: impl IntoIterator<Item = &'r CellRecord>,
+) -> Plan {
+    for record in records {
+        if boards.contains_key(&record.address.board) {
+            continue;
+        }
+        if let Some(cell) = rebuild(recipes, scenario, record) {
+            plan.cells.push(cell);
+        }
+    }
+    plan
+}
+
+/// The cell `record` is under `scenario`, if the scenario has it.
+fn rebuild(
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    record: &CellRecord,
+) -> Option<Cell> {
+    let a = &record.address;
+    let recipe = recipes.get(&a.test)?;
+    if !in_matrix(recipes, scenario, recipe, a) {
+        return None;
+    }
+    let image = scenario.images.get(&a.image)?;
+    let filesystem = match &a.filesystem {
+        None => None,
+        Some(f) if f.as_str() == AS_IS => Some(as_is()),
+        Some(f) => Some(scenario.filesystems.get(f)?.clone()),
+    };
+    let board = BoardInputs::from_json(record.inputs.get("board")?)?;
+    let storage = StorageInputs::from_json(record.inputs.get("storage")?)?;
+    // The address and the stored inputs must agree, as apply wrote them.
+    let storage_name = storage.as_ref().map(|s| s.name.as_str());
+    if board.name != a.board.as_str() || storage_name != a.storage.as_ref().map(|s| s.as_str()) {
+        return None;
+    }
+    let params = cell_params(recipe, scenario);
+    let inputs = key::cell_inputs_of(
+        image,
+        &board,
+        storage.as_ref(),
+        filesystem.as_ref(),
+        recipe,
+        &params,
+        &scenario.method,
+    );
+    let key = CellKey::of(&inputs);
+    (key == record.key).then(|| Cell {
+        key,
+        address: a.clone(),
+        inputs: inputs.to_json(),
+        params,
+        method: scenario.method.clone(),
+        filesystem,
+        image: image.clone(),
+    })
+}
+
+/// Whether the matrix (or one of its includes) names this address, with board globs
+/// matched as written; excludes remove from the matrix, not from includes, as in
+/// `expand`.
+fn in_matrix(
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    recipe: &Recipe,
+    a: &Address,
+) -> bool {
+    let m = &scenario.matrix;
+    // The storage and filesystem an address of this test has, given the block's.
+    let shape = |storages: &dyn Fn(&str) -> bool, filesystems: &dyn Fn(&FsName) -> bool| match (
+        &a.storage,
+        &a.filesystem,
+    ) {
+        (None, None) => !recipe.uses_storage,
+        (Some(s), None) => recipe.uses_storage && recipe.raw_device && storages(s.as_str()),
+        (Some(s), Some(f)) => {
+            recipe.uses_storage && !recipe.raw_device && storages(s.as_str()) && filesystems(f)
+        }
+        (None, Some(_)) => false,
+    };
+    let main = m.image.contains(&a.image)
+        && m.board_patterns
+            .iter()
+            .any(|p| glob::matches(p, a.board.as_str()))
+        && m.test.contains(&a.test)
+        && shape(&|s| m.storage.iter().any(|p| glob::matches(p, s)), &|f| {
+            m.filesystem.contains(f)
+        })
+        && !m.exclude.iter().any(|p| a.matches(p));
+    main || m
+        .include
+        .iter()
+        .any(|inc| in_include(recipes, scenario, inc, a, &shape))
+}
+
+/// Whether one `include` names the address: each axis it names is a glob over what
+/// exists, each it leaves out takes the matrix's values.
+fn in_include(
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    inc: &CellPattern,
+    a: &Address,
+    shape: &dyn Fn(&dyn Fn(&str) -> bool, &dyn Fn(&FsName) -> bool) -> bool,
+) -> bool {
+    let m = &scenario.matrix;
+    let image = |i: &ImageName| match &inc.image {
+        None => m.image.contains(i),
+        Some(p) => glob::matches(p, i.as_str()) && scenario.images.contains_key(i),
+    };
+    let board = |b: &str| match &inc.board {
+        None => m.board_patterns.iter().any(|p| glob::matches(p, b)),
+        Some(p) => glob::matches(p, b),
+    };
+    let test = |t: &TestName| match &inc.test {
+        None => m.test.contains(t),
+        Some(p) => glob::matches(p, t.as_str()) && recipes.contains_key(t),
+    };
+    let storage = |s: &str| match &inc.storage {
+        None => m.storage.iter().any(|p| glob::matches(p, s)),
+        Some(p) => glob::matches(p, s),
+    };
+    let filesystem = |f: &FsName| match &inc.filesystem {
+        None => m.filesystem.contains(f),
+        Some(p) => {
+            glob::matches(p, f.as_str())
+                && (f.as_str() == AS_IS || scenario.filesystems.contains_key(f))
+        }
+    };
+    image(&a.image) && board(a.board.as_str()) && test(&a.test) && shape(&storage, &filesystem)
+}
