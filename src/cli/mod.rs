@@ -437,6 +437,7 @@ pub fn run(cli: Cli) -> Result<()> {
             for (board, cause, cells) in &outcome.unreachable {
                 eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
             }
+            reports::record_plan_skips(&ws, &store)?;
             if !no_report && !outcome.interrupted {
                 for path in write_reports(&ws, &store, &out)? {
                     eprintln!("report: {}", path.display());

@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::known_plans;
 use crate::config;
 use crate::error::{Error, Result};
-use crate::model::Workspace;
+use crate::model::{BoardName, Workspace};
 use crate::plan;
 use crate::report;
 use crate::store::{CellData, Store};
@@ -56,10 +55,29 @@ pub(super) fn write_reports_of(
     data: &BTreeMap<plan::CellKey, CellData>,
     out: &Path,
 ) -> Result<Vec<PathBuf>> {
+    // Boards the store knows without a file: their kernel facts and the plan skips
+    // apply recorded stand in for the board file.
+    let mut boards: Vec<BoardName> = ws.boards.keys().cloned().collect();
+    boards.extend(
+        data.values()
+            .filter_map(|d| d.record.as_ref())
+            .map(|r| r.address.board.clone()),
+    );
+    boards.sort();
+    boards.dedup();
+    let facts = store.all_board_facts(&boards)?;
+    let recorded = store.all_plan_skips(boards.iter().filter(|b| !ws.boards.contains_key(*b)))?;
     let mut written = Vec::new();
-    for (scenario, plan) in known_plans(ws, store)? {
-        let records = data.values().filter_map(|d| d.record.as_ref());
-        let plan = plan::stored::with_stored(&ws.boards, &ws.recipes, scenario, plan, records);
+    for (scenario, plan) in super::plans(ws) {
+        let plan = plan::stored::for_report(
+            &ws.boards,
+            &ws.recipes,
+            scenario,
+            plan,
+            data,
+            &recorded,
+            &facts,
+        );
         let model = report::build(ws, scenario, &plan, data);
         let dir = out.join(&scenario.name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -71,4 +89,27 @@ pub(super) fn write_reports_of(
         }
     }
     Ok(written)
+}
+
+/// Records, per board with a file, what each scenario's plan could not make a cell of
+/// there, so that a report made after the board file is gone still lists it.
+pub(super) fn record_plan_skips(ws: &Workspace, store: &Store) -> Result<()> {
+    for (scenario, plan) in super::plans(ws) {
+        let mut per_board: BTreeMap<&BoardName, Vec<plan::Skipped>> = scenario
+            .matrix
+            .board
+            .iter()
+            .filter(|b| ws.boards.contains_key(*b))
+            .map(|b| (b, Vec::new()))
+            .collect();
+        for s in &plan.skipped {
+            if let Some(v) = per_board.get_mut(&s.address.board) {
+                v.push(s.clone());
+            }
+        }
+        for (board, skipped) in per_board {
+            store.record_plan_skips(board, &scenario.name, &skipped)?;
+        }
+    }
+    Ok(())
 }

@@ -97,7 +97,7 @@ impl Cell {
 }
 
 /// A combination the matrix names that cannot be measured, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub address: Address,
     pub reason: String,

@@ -12,29 +12,66 @@
 use std::collections::BTreeMap;
 
 use super::key::{self, BoardInputs, StorageInputs};
-use super::{Address, Cell, CellKey, Plan, as_is, cell_params, glob};
+use super::{Address, Cell, CellKey, Plan, Skipped, as_is, cell_params, glob};
 use crate::model::{
     AS_IS, Board, BoardName, CellPattern, FsName, ImageName, Recipe, Scenario, TestName,
 };
-use crate::store::CellRecord;
+use crate::store::{BoardFacts, CellData, CellRecord, PlanSkips};
+
+/// A scenario's plan as a report needs it: `plan` (expanded from the board files) with
+/// the stored cells and recorded plan skips of boards without a file, and every cell the
+/// stored kernel facts say cannot run moved to the skipped (`known`).
+pub fn for_report(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    plan: Plan,
+    data: &BTreeMap<CellKey, CellData>,
+    recorded: &BTreeMap<BoardName, PlanSkips>,
+    facts: &BTreeMap<BoardName, BoardFacts>,
+) -> Plan {
+    let mut plan = with_stored(boards, recipes, scenario, plan, data);
+    add_skips(boards, recipes, scenario, &mut plan, recorded);
+    super::known::skip_known(&mut plan, facts);
+    plan
+}
 
 /// `plan` with, after its own cells, the stored cells of the scenario whose board has no
-/// file in `boards`, in store (key) order.
-pub fn with_stored<'r>(
+/// file in `boards`, in address order. Where the store holds several cells of one
+/// address (the board file changed its model between applies), the one measured last
+/// stands for it, as the board file would have chosen its current one: the sample that
+/// ended last decides, then the key.
+pub fn with_stored(
     boards: &BTreeMap<BoardName, Board>,
     recipes: &BTreeMap<TestName, Recipe>,
     scenario: &Scenario,
     mut plan: Plan,
-    records: impl IntoIterator<Item = &'r CellRecord>,
+    data: &BTreeMap<CellKey, CellData>,
 ) -> Plan {
-    for record in records {
+    let mut best: BTreeMap<Address, (f64, Cell)> = BTreeMap::new();
+    for d in data.values() {
+        let Some(record) = &d.record else { continue };
         if boards.contains_key(&record.address.board) {
             continue;
         }
-        if let Some(cell) = rebuild(recipes, scenario, record) {
-            plan.cells.push(cell);
+        let Some(cell) = rebuild(recipes, scenario, record) else {
+            continue;
+        };
+        let last = d
+            .samples
+            .iter()
+            .map(|s| s.ended)
+            .filter(|t| t.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max);
+        let newer = match best.get(&cell.address) {
+            None => true,
+            Some((t, c)) => last > *t || (last == *t && cell.key > c.key),
+        };
+        if newer {
+            best.insert(cell.address.clone(), (last, cell));
         }
     }
+    plan.cells.extend(best.into_values().map(|(_, c)| c));
     plan
 }
 
@@ -155,4 +192,57 @@ fn in_include(
         }
     };
     image(&a.image) && board(a.board.as_str()) && test(&a.test) && shape(&storage, &filesystem)
+}
+
+/// Adds to `plan.skipped` what apply recorded its plan could not make a cell of on boards
+/// that have no file now (`Store::record_plan_skips`), where the scenario still names
+/// the image, board and test.
+pub fn add_skips(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    plan: &mut Plan,
+    recorded: &BTreeMap<BoardName, PlanSkips>,
+) {
+    for (board, skips) in recorded {
+        if boards.contains_key(board) {
+            continue;
+        }
+        let Some(entries) = skips.scenarios.get(&scenario.name) else {
+            continue;
+        };
+        for s in entries {
+            if &s.address.board == board && names(recipes, scenario, &s.address) {
+                plan.skipped.push(Skipped {
+                    address: s.address.clone(),
+                    reason: s.reason.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// Whether the matrix or an include names the address's image, board and test (a
+/// skipped combination's storage is a pattern and its filesystem may be absent).
+fn names(recipes: &BTreeMap<TestName, Recipe>, scenario: &Scenario, a: &Address) -> bool {
+    let m = &scenario.matrix;
+    let board = |p: &Option<String>| match p {
+        None => m
+            .board_patterns
+            .iter()
+            .any(|g| glob::matches(g, a.board.as_str())),
+        Some(g) => glob::matches(g, a.board.as_str()),
+    };
+    let main = m.image.contains(&a.image) && board(&None) && m.test.contains(&a.test);
+    main || m.include.iter().any(|inc| {
+        let image = match &inc.image {
+            None => m.image.contains(&a.image),
+            Some(g) => glob::matches(g, a.image.as_str()) && scenario.images.contains_key(&a.image),
+        };
+        let test = match &inc.test {
+            None => m.test.contains(&a.test),
+            Some(g) => glob::matches(g, a.test.as_str()) && recipes.contains_key(&a.test),
+        };
+        image && board(&inc.board) && test
+    })
 }

@@ -142,38 +142,51 @@ pub(super) fn views<'a>(
         .collect()
 }
 
-/// The report's order of cells: by board, then the matrix's order of image, test,
-/// storage pattern and filesystem, names breaking ties. It needs no board file (the
+/// Where an address sorts in a report: by board, then the matrix's order of image,
+/// test, storage pattern and filesystem, names breaking ties.
+pub(super) type Place = (
+    String,
+    usize,
+    String,
+    usize,
+    String,
+    usize,
+    String,
+    Option<usize>,
+    Option<String>,
+);
+
+pub(super) fn place(scenario: &Scenario, a: &Address) -> Place {
+    let m = &scenario.matrix;
+    let index = |found: Option<usize>| found.unwrap_or(usize::MAX);
+    let storage = a.storage.as_ref().map(|s| s.as_str()).unwrap_or("");
+    (
+        a.board.to_string(),
+        index(m.image.iter().position(|i| i == &a.image)),
+        a.image.to_string(),
+        index(m.test.iter().position(|t| t == &a.test)),
+        a.test.to_string(),
+        index(
+            m.storage
+                .iter()
+                .position(|p| crate::plan::glob::matches(p, storage)),
+        ),
+        storage.to_string(),
+        a.filesystem
+            .as_ref()
+            .map(|f| index(m.filesystem.iter().position(|x| x == f))),
+        a.filesystem.as_ref().map(|f| f.to_string()),
+    )
+}
+
+/// The report's order of cells (`place`, then the key). It needs no board file (the
 /// plan's order follows a board file's storage order), so a report made from the store
 /// alone lists what one made with the board files does, in the same order.
 pub(super) fn order<'a>(
     scenario: &Scenario,
     cells: impl Iterator<Item = &'a Cell>,
 ) -> Vec<&'a Cell> {
-    let m = &scenario.matrix;
-    let index = |found: Option<usize>| found.unwrap_or(usize::MAX);
     let mut v: Vec<&Cell> = cells.collect();
-    v.sort_by_cached_key(|c| {
-        let a = &c.address;
-        let storage = a.storage.as_ref().map(|s| s.as_str()).unwrap_or("");
-        (
-            a.board.clone(),
-            index(m.image.iter().position(|i| i == &a.image)),
-            a.image.clone(),
-            index(m.test.iter().position(|t| t == &a.test)),
-            a.test.clone(),
-            index(
-                m.storage
-                    .iter()
-                    .position(|p| crate::plan::glob::matches(p, storage)),
-            ),
-            storage.to_string(),
-            a.filesystem
-                .as_ref()
-                .map(|f| index(m.filesystem.iter().position(|x| x == f))),
-            a.filesystem.clone(),
-            c.key.clone(),
-        )
-    });
+    v.sort_by_cached_key(|c| (place(scenario, &c.address), c.key.clone()));
     v
 }

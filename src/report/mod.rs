@@ -370,7 +370,7 @@ pub fn build(
         tables.push(t);
     }
 
-    let (incomplete, failed, skipped) = sections::states(plan, &views);
+    let (incomplete, failed, skipped) = sections::states(scenario, plan, &views);
     // Comparisons and provenance see the cells in report order, so that a report made
     // without board files lists them as one made with them does.
     let ordered_plan = Plan {

@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use super::cells::View;
+use super::cells::{Place, View, place};
+use crate::model::Scenario;
 use crate::plan::Plan;
 use crate::plan::state::CellState;
 
@@ -125,20 +126,30 @@ pub(super) fn validity(views: &[View]) -> Vec<Validity> {
         .collect()
 }
 
-/// The cells that are not complete, split into incomplete, failed and skipped; the plan's
-/// own skipped combinations come first among the skipped.
-pub(super) fn states(plan: &Plan, views: &[View]) -> (Vec<Incomplete>, Vec<Failed>, Vec<Skipped>) {
+/// The cells that are not complete, split into incomplete, failed and skipped; the
+/// plan's skipped combinations and the cells the board skipped are listed together, in
+/// report order.
+pub(super) fn states(
+    scenario: &Scenario,
+    plan: &Plan,
+    views: &[View],
+) -> (Vec<Incomplete>, Vec<Failed>, Vec<Skipped>) {
     let mut incomplete = Vec::new();
     let mut failed = Vec::new();
-    let mut skipped: Vec<Skipped> = plan
+    let mut skipped: Vec<(Place, Skipped)> = plan
         .skipped
         .iter()
-        .map(|s| Skipped {
-            cell: s.address.label(),
-            key: None,
-            test: s.address.test.to_string(),
-            reason: s.reason.clone(),
-            text: format!("{}: {}", s.address.label(), s.reason),
+        .map(|s| {
+            (
+                place(scenario, &s.address),
+                Skipped {
+                    cell: s.address.label(),
+                    key: None,
+                    test: s.address.test.to_string(),
+                    reason: s.reason.clone(),
+                    text: format!("{}: {}", s.address.label(), s.reason),
+                },
+            )
         })
         .collect();
     for v in views {
@@ -149,13 +160,16 @@ pub(super) fn states(plan: &Plan, views: &[View]) -> (Vec<Incomplete>, Vec<Faile
         );
         match &v.state {
             CellState::Complete { .. } => {}
-            CellState::Skipped { reason, .. } => skipped.push(Skipped {
-                text: format!("{cell}: {reason}"),
-                cell,
-                key: Some(key),
-                test,
-                reason: reason.clone(),
-            }),
+            CellState::Skipped { reason, .. } => skipped.push((
+                place(scenario, v.address()),
+                Skipped {
+                    text: format!("{cell}: {reason}"),
+                    cell,
+                    key: Some(key),
+                    test,
+                    reason: reason.clone(),
+                },
+            )),
             // The failure's text leaves out its log, whose name holds the failing
             // session's start time.
             CellState::Failed { have, want, cause } => failed.push(Failed {
@@ -185,5 +199,10 @@ pub(super) fn states(plan: &Plan, views: &[View]) -> (Vec<Incomplete>, Vec<Faile
             }),
         }
     }
-    (incomplete, failed, skipped)
+    skipped.sort_by(|a, b| a.0.cmp(&b.0));
+    (
+        incomplete,
+        failed,
+        skipped.into_iter().map(|(_, s)| s).collect(),
+    )
 }

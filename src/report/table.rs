@@ -31,11 +31,10 @@ pub(super) struct Shape {
     pub charts: bool,
 }
 
-/// The axes whose values differ among `cells`, in matrix order, leaving out `except`.
-pub(super) fn varying(cells: &[&View], except: Option<Axis>) -> Vec<Axis> {
+/// The axes whose values differ among `cells`, in matrix order.
+fn varying(cells: &[&View]) -> Vec<Axis> {
     Axis::ALL
         .into_iter()
-        .filter(|a| Some(*a) != except)
         .filter(|a| {
             let mut v: Vec<String> = cells.iter().map(|c| value(*a, c.address())).collect();
             v.sort();
@@ -45,14 +44,13 @@ pub(super) fn varying(cells: &[&View], except: Option<Axis>) -> Vec<Axis> {
         .collect()
 }
 
-/// The row axes: those asked for (or that vary), plus any that must be added so that no
-/// two cells of one test and pivot value share a row. Never empty: the board, else the
-/// first axis that is not the pivot, names a lone row.
+/// The row axes: those asked for, plus those that must be added, in matrix order, so
+/// that no two cells of one test and pivot value share a row (so by default the axes
+/// that vary within a test: a raw-device test's missing filesystem does not split the
+/// rows of a table it shares with a file test). Never empty: the board (the image when
+/// the board is the pivot) names a lone row.
 fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
-    let mut axes = shape
-        .rows
-        .clone()
-        .unwrap_or_else(|| varying(cells, shape.pivot));
+    let mut axes = shape.rows.clone().unwrap_or_default();
     loop {
         let mut groups: BTreeMap<Vec<String>, Vec<&View>> = BTreeMap::new();
         for c in cells {
@@ -66,7 +64,7 @@ fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
         let extra = Axis::ALL.into_iter().find(|a| {
             Some(*a) != shape.pivot
                 && !axes.contains(a)
-                && groups.values().any(|g| varying(g, None).contains(a))
+                && groups.values().any(|g| varying(g).contains(a))
         });
         match extra {
             Some(a) => axes.push(a),
