@@ -103,7 +103,11 @@ fn load_with(
     if !stored.boards.is_empty() {
         // A report of stored cells needs no board file: an empty or missing boards/ (the
         // lab torn down, the boards retired) is only worth a warning.
-        boards.diags = boards.diags.into_iter().map(Diagnostic::as_warning).collect();
+        boards.diags = boards
+            .diags
+            .into_iter()
+            .map(Diagnostic::as_warning)
+            .collect();
     }
     let recipes = gather_recipes(root);
     // Board files' own errors are placed once the scenarios say which boards they use.

@@ -213,12 +213,21 @@ fn metrics_keep_their_order_and_report_labels_and_tables_load() {
         };
         dir.write(path, text);
     }
-    let ws = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).unwrap_or_else(|e| panic!("{e}"));
+    let ws =
+        config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).unwrap_or_else(|e| panic!("{e}"));
     let xz = &ws.recipes[&"xz".into()];
-    let metrics: Vec<(&str, &str)> = xz.metrics.iter().map(|m| (m.name.as_str(), m.label())).collect();
+    let metrics: Vec<(&str, &str)> = xz
+        .metrics
+        .iter()
+        .map(|m| (m.name.as_str(), m.label()))
+        .collect();
     assert_eq!(
         metrics,
-        [("real", "real time"), ("user", "user"), ("sys", "system CPU")]
+        [
+            ("real", "real time"),
+            ("user", "user"),
+            ("sys", "system CPU")
+        ]
     );
     let r = &ws.scenarios[0].report;
     let boards: Vec<(&str, &str)> = r.labels.axes[&benchpipe::model::Axis::Board]

@@ -17,7 +17,10 @@ fn reports(root: &Path, scenario: &str) -> BTreeMap<&'static str, Vec<u8>> {
         .iter()
         .map(|f| {
             let path = root.join("reports").join(scenario).join(f);
-            (*f, std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+            (
+                *f,
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+            )
         })
         .collect()
 }
@@ -92,7 +95,11 @@ fn a_lab_report_renders_the_same_after_lab_down_from_the_store_alone() {
     );
 
     lab.down();
-    assert_eq!(board_files(&root), Vec::<String>::new(), "lab down removes its board files");
+    assert_eq!(
+        board_files(&root),
+        Vec::<String>::new(),
+        "lab down removes its board files"
+    );
     let check = bp(&root, &["check", scenario]);
     assert_eq!(check.status.code(), Some(2), "{}", text(&check));
     assert!(String::from_utf8_lossy(&check.stderr).contains("no board matches"));
@@ -112,8 +119,17 @@ fn a_lab_report_renders_the_same_after_lab_down_from_the_store_alone() {
 #[test]
 fn without_board_files_a_report_keeps_the_plans_skips_and_every_number() {
     let p = Project::new("report-alone")
-        .scenario("s", &["xz", "dd-write"], 2, "\n[params.dd-write]\nmib = 4\n")
-        .edit("scenarios/s.toml", "board = [\"here\"]", "board = [\"here\", \"there\"]");
+        .scenario(
+            "s",
+            &["xz", "dd-write"],
+            2,
+            "\n[params.dd-write]\nmib = 4\n",
+        )
+        .edit(
+            "scenarios/s.toml",
+            "board = [\"here\"]",
+            "board = [\"here\", \"there\"]",
+        );
     let there = p.dir.join("there-work");
     let p = p.write(
         "boards/there.toml",
@@ -134,7 +150,10 @@ fn without_board_files_a_report_keeps_the_plans_skips_and_every_number() {
         "{md}"
     );
     assert!(p.dir.join("results/boards/there.skipped.json").is_file());
-    assert!(!p.dir.join("results/boards/here.skipped.json").exists(), "nothing skipped there");
+    assert!(
+        !p.dir.join("results/boards/here.skipped.json").exists(),
+        "nothing skipped there"
+    );
 
     for b in ["here", "there"] {
         std::fs::remove_file(p.dir.join(format!("boards/{b}.toml"))).unwrap();
