@@ -121,6 +121,12 @@ fn rebuild(
     })
 }
 
+/// Which values of an axis a block takes.
+type Accepts<'a, T> = dyn Fn(&T) -> bool + 'a;
+/// Whether an address's storage and filesystem fit its test, given a block's storages
+/// and filesystems.
+type Shape<'a> = dyn Fn(&Accepts<str>, &Accepts<FsName>) -> bool + 'a;
+
 /// Whether the matrix (or one of its includes) names this address, with board globs
 /// matched as written; excludes remove from the matrix, not from includes, as in
 /// `expand`.
@@ -132,7 +138,7 @@ fn in_matrix(
 ) -> bool {
     let m = &scenario.matrix;
     // The storage and filesystem an address of this test has, given the block's.
-    let shape = |storages: &dyn Fn(&str) -> bool, filesystems: &dyn Fn(&FsName) -> bool| match (
+    let shape = |storages: &Accepts<str>, filesystems: &Accepts<FsName>| match (
         &a.storage,
         &a.filesystem,
     ) {
@@ -165,7 +171,7 @@ fn in_include(
     scenario: &Scenario,
     inc: &CellPattern,
     a: &Address,
-    shape: &dyn Fn(&dyn Fn(&str) -> bool, &dyn Fn(&FsName) -> bool) -> bool,
+    shape: &Shape,
 ) -> bool {
     let m = &scenario.matrix;
     let image = |i: &ImageName| match &inc.image {

@@ -300,9 +300,11 @@ fn flagged_runs_are_marked_in_their_cell_and_listed_under_validity() {
     let d = data.get_mut(&first).unwrap();
     d.samples[0].flags = vec!["hot".into(), "background-load".into()];
     d.samples[1].flags = vec!["hot".into()];
-    let mut t = crate::telemetry::TelemetrySummary::default();
-    t.throttled_state = Some("unknown".into());
-    t.throttled_error = Some("vcgencmd get_throttled failed: exit 255".into());
+    let t = crate::telemetry::TelemetrySummary {
+        throttled_state: Some("unknown".into()),
+        throttled_error: Some("vcgencmd get_throttled failed: exit 255".into()),
+        ..Default::default()
+    };
     d.samples[2].telemetry = Some(serde_json::to_value(&t).unwrap());
     let r = build(&ws, &scenario, &plan, &data);
     let v = &table(&r, "disk-4k").rows[0].values[0];
