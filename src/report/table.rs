@@ -163,12 +163,11 @@ pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidenc
         }
         members.entry(k).or_default().push(c);
     }
-    let several = shape.columns.len() > 1 && {
-        let mut tests: Vec<&TestName> = shape.columns.iter().map(|c| &c.test).collect();
-        tests.sort();
-        tests.dedup();
-        tests.len() > 1
-    } || shape.pivot.is_some();
+    // A row holds several cells when the table spans tests or pivots an axis.
+    let mut tests: Vec<&TestName> = shape.columns.iter().map(|c| &c.test).collect();
+    tests.sort();
+    tests.dedup();
+    let several = tests.len() > 1 || shape.pivot.is_some();
     let mut rows = Vec::new();
     for k in order {
         let group = &members[&k];
