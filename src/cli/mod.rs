@@ -1,7 +1,7 @@
 //! Command-line arguments -> library calls -> exit code. No logic of its own beyond
 //! choosing what to print.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,8 +20,11 @@ use crate::store::Store;
 mod boards;
 mod lab;
 mod plan_view;
+mod reports;
 mod signals;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
+pub use reports::write_reports;
+use reports::{load_for_report, stored_names, write_reports_of};
 use signals::{SIGNAL, Walk, install_signals};
 
 #[derive(Parser, Debug)]
@@ -434,6 +437,7 @@ pub fn run(cli: Cli) -> Result<()> {
             for (board, cause, cells) in &outcome.unreachable {
                 eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
             }
+            reports::record_plan_skips(&ws, &store)?;
             if !no_report && !outcome.interrupted {
                 for path in write_reports(&ws, &store, &out)? {
                     eprintln!("report: {}", path.display());
@@ -597,9 +601,12 @@ pub fn run(cli: Cli) -> Result<()> {
             out,
             cells,
         } => {
-            let ws = load(&files, cells.max_cells)?;
+            // The store first: a board it holds cells of needs no board file to be
+            // reported (retired, renamed, a lab torn down).
             let store = Store::open_read(&store.store)?;
-            for path in write_reports(&ws, &store, &out)? {
+            let data = store.all()?;
+            let ws = load_for_report(&files, cells.max_cells, &stored_names(&data))?;
+            for path in write_reports_of(&ws, &store, &data, &out)? {
                 println!("{}", path.display());
             }
             Ok(())
@@ -610,22 +617,4 @@ pub fn run(cli: Cli) -> Result<()> {
 /// Parses `axis=glob,axis=glob` into a cell pattern.
 fn parse_pattern(text: &str) -> Result<crate::model::CellPattern> {
     crate::plan::select::cell_pattern(text)
-}
-
-/// Renders and writes every scenario's reports; returns the files written.
-pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
-    let data = store.all()?;
-    let mut written = Vec::new();
-    for (scenario, plan) in known_plans(ws, store)? {
-        let model = report::build(ws, scenario, &plan, &data);
-        let dir = out.join(&scenario.name);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        for exporter in report::exporters() {
-            let bytes = exporter.render(&model)?;
-            let path = dir.join(exporter.file_name());
-            std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
-            written.push(path);
-        }
-    }
-    Ok(written)
 }

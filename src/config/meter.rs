@@ -291,6 +291,7 @@ pub(super) fn derived(
     };
     (diags.len() == start).then(|| MetricSpec {
         name: name.to_string(),
+        label: None,
         from: String::new(),
         scale: 1.0,
         unit,

@@ -271,6 +271,8 @@ pub struct RunStep {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Metric {
+    /// What reports call it: "4K random read".
+    pub label: Option<S<String>>,
     pub from: Option<S<String>>,
     pub unit: Option<S<String>>,
     pub better: Option<S<String>>,
@@ -441,6 +443,40 @@ pub struct Runs {
 pub struct Report {
     #[serde(default)]
     pub compare: Vec<S<Compare>>,
+    /// `[report.labels]`: per axis, glob -> label; `metric`: `test.metric` -> label.
+    pub labels: Option<S<Labels>>,
+    /// `[[report.table]]`.
+    #[serde(default)]
+    pub table: Vec<S<Table>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labels {
+    #[serde(default)]
+    pub image: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub board: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub storage: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub filesystem: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub network: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub metric: BTreeMap<S<String>, S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub title: S<String>,
+    pub description: Option<S<String>>,
+    pub columns: S<Vec<S<String>>>,
+    pub rows: Option<S<Vec<S<String>>>>,
+    pub pivot: Option<S<String>>,
+    #[serde(default)]
+    pub labels: BTreeMap<S<String>, S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -546,7 +546,11 @@ fn metrics(
         diags.push(src.at_value(table, "`[metrics]` is empty: declare at least one metric"));
     }
     let mut out = Vec::new();
-    for (key, m) in table.get_ref() {
+    // In the order the file declares them (the table's keys sort by name): that is the
+    // order of the report's columns.
+    let mut declared: Vec<_> = table.get_ref().iter().collect();
+    declared.sort_by_key(|(key, _)| key.span().start);
+    for (key, m) in declared {
         let name = key.get_ref();
         if !names::is_plain_name(name) {
             diags.push(src.at_value(
@@ -570,9 +574,10 @@ fn metrics(
         }
         let spanned = m;
         let m = m.get_ref();
+        let label = metric_label(src, m.label.as_ref(), diags);
         if m.per_watt.is_some() || m.joules.is_some() {
             if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
-                out.push(d);
+                out.push(MetricSpec { label, ..d });
             }
             continue;
         }
@@ -617,6 +622,7 @@ fn metrics(
         };
         out.push(MetricSpec {
             name: name.clone(),
+            label,
             from: from.get_ref().clone(),
             scale,
             unit: unit.get_ref().clone(),
@@ -632,6 +638,47 @@ fn metrics(
         }
     }
     out
+}
+
+/// The most characters a metric's label may have: it heads a table column.
+pub(super) const MAX_LABEL_CHARS: usize = 80;
+
+/// A `label`: one line of text a report shows, neither empty nor long.
+pub(super) fn metric_label(
+    src: &Source,
+    label: Option<&Spanned<String>>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    let label = label?;
+    check_label(src, label, "label", diags);
+    Some(label.get_ref().trim().to_string())
+}
+
+/// Checks one line of text a report shows (a label, a table title): no control
+/// character, not empty, at most `MAX_LABEL_CHARS`.
+pub(super) fn check_label(
+    src: &Source,
+    text: &Spanned<String>,
+    what: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let t = text.get_ref();
+    if let Err(e) = names::control_free(t, false) {
+        diags.push(src.at_value(text, format!("`{what}` {e}")));
+    } else if t.trim().is_empty() {
+        diags.push(src.at_value(
+            text,
+            format!("`{what}` must not be empty: it is what the report shows"),
+        ));
+    } else if t.chars().count() > MAX_LABEL_CHARS {
+        diags.push(src.at_value(
+            text,
+            format!(
+                "`{what}` has {} characters; at most {MAX_LABEL_CHARS} fit a table",
+                t.chars().count()
+            ),
+        ));
+    }
 }
 
 pub(super) fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {

@@ -16,6 +16,8 @@ pub use meter::*;
 mod packages;
 pub use packages::PackageManager;
 pub use recipe::*;
+mod report;
+pub use report::{Axis, ColumnSpec, Labels, ReportSpec, TableSpec};
 
 macro_rules! typed_name {
     ($(#[$doc:meta])* $name:ident) => {
@@ -302,6 +304,8 @@ pub struct Scenario {
     /// Per-test parameter overrides.
     pub params: BTreeMap<TestName, BTreeMap<String, ParamValue>>,
     pub compare: Vec<Compare>,
+    /// `[report]`'s labels and tables.
+    pub report: ReportSpec,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -371,7 +375,11 @@ impl Filesystem {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Matrix {
     pub image: Vec<ImageName>,
+    /// The boards with a board file that the globs select.
     pub board: Vec<BoardName>,
+    /// The board globs as written: a report also shows the stored cells of boards whose
+    /// file is gone when these select them (`plan::stored`).
+    pub board_patterns: Vec<String>,
     /// Storage names or globs, matched against each board's own storage at expansion.
     pub storage: Vec<String>,
     /// Network names or globs, matched against each board's `[[network]]` at expansion;

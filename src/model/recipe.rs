@@ -66,7 +66,8 @@ pub struct Recipe {
     /// Daemons started after setup and stopped for sure when the cell ends, fails or
     /// is interrupted (iperf3 -s for a client on the controller).
     pub services: Vec<ServiceSpec>,
-    /// Metrics in name order.
+    /// Metrics in the order the recipe declares them: the order of a report's columns.
+    /// The cell key lists the parsed ones by name, so reordering changes no key.
     pub metrics: Vec<MetricSpec>,
 }
 
@@ -301,6 +302,9 @@ pub enum Better {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MetricSpec {
     pub name: String,
+    /// `label`: what reports call it ("4K random read"); the name when absent. Not part
+    /// of the cell key: it changes no number.
+    pub label: Option<String>,
     /// A path into the parsed document: `jobs[jobname=randread].read.bw_bytes`, `real`.
     pub from: String,
     /// Multiplied into the parsed value (e.g. 1e-6 to turn B/s into MB/s).
@@ -325,6 +329,11 @@ pub enum Derived {
 }
 
 impl MetricSpec {
+    /// What reports call the metric: its label, else its name.
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
+    }
+
     /// The metric's value for a run with these metrics lasting `seconds`: parsed ones
     /// as stored, derived ones computed (absent without the run's watts).
     pub fn value(&self, metrics: &BTreeMap<String, f64>, seconds: f64) -> Option<f64> {
@@ -340,8 +349,9 @@ impl MetricSpec {
     /// The metrics power gives every run on a board with a `[meter]`: stored by the
     /// sampler, never by a parser.
     pub fn power() -> [MetricSpec; 2] {
-        let spec = |name: &str| MetricSpec {
+        let spec = |name: &str, label: &str| MetricSpec {
             name: name.into(),
+            label: Some(label.into()),
             from: String::new(),
             scale: 1.0,
             unit: "W".into(),
@@ -349,7 +359,7 @@ impl MetricSpec {
             primary: false,
             derive: None,
         };
-        [spec(IDLE_W), spec(POWER_W)]
+        [spec(IDLE_W, "idle power"), spec(POWER_W, "power")]
     }
 }
 
@@ -358,8 +368,9 @@ impl MetricSpec {
     /// temperature and the mean CPU clock over the run (absent where the board has no
     /// thermal zone or no cpufreq).
     pub fn series() -> [MetricSpec; 2] {
-        let spec = |name: &str, unit: &str, better| MetricSpec {
+        let spec = |name: &str, label: &str, unit: &str, better| MetricSpec {
             name: name.into(),
+            label: Some(label.into()),
             from: String::new(),
             scale: 1.0,
             unit: unit.into(),
@@ -368,8 +379,8 @@ impl MetricSpec {
             derive: None,
         };
         [
-            spec(TEMP_MAX_C, "°C", Better::Lower),
-            spec(FREQ_MEAN_MHZ, "MHz", Better::Higher),
+            spec(TEMP_MAX_C, "hottest temperature", "°C", Better::Lower),
+            spec(FREQ_MEAN_MHZ, "mean CPU clock", "MHz", Better::Higher),
         ]
     }
 }

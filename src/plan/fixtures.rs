@@ -36,6 +36,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         services: vec![],
         metrics: vec![MetricSpec {
             name: "random_read".into(),
+            label: None,
             from: "jobs[jobname=randread].read.bw_bytes".into(),
             scale: 1e-6,
             unit: "MB/s".into(),
@@ -127,6 +128,7 @@ pub fn workspace() -> Workspace {
         matrix: Matrix {
             image: vec![ImageName::new("installed")],
             board: vec![BoardName::new("pi-1"), BoardName::new("pi-2")],
+            board_patterns: vec!["pi-*".into()],
             storage: vec!["*".into()],
             network: vec![],
             filesystem: vec![FsName::new(AS_IS), FsName::new("ext4")],
@@ -137,6 +139,7 @@ pub fn workspace() -> Workspace {
         method: Method::default(),
         params: BTreeMap::new(),
         compare: vec![],
+        report: ReportSpec::default(),
     };
     ws.scenarios.push(scenario);
     ws

@@ -16,6 +16,7 @@ pub mod known;
 pub mod schedule;
 pub mod select;
 pub mod state;
+pub mod stored;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -107,7 +108,7 @@ impl Cell {
 }
 
 /// A combination the matrix names that cannot be measured, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub address: Address,
     pub reason: String,
@@ -119,7 +120,7 @@ pub struct Plan {
     pub skipped: Vec<Skipped>,
 }
 
-fn as_is() -> Filesystem {
+pub(crate) fn as_is() -> Filesystem {
     Filesystem {
         name: FsName::new(AS_IS),
         kind: AS_IS.to_string(),
@@ -501,6 +502,17 @@ fn make_cell(
     )
 }
 
+/// A cell's template parameters: the recipe's defaults with the scenario's overrides.
+fn cell_params(recipe: &Recipe, scenario: &Scenario) -> BTreeMap<String, ParamValue> {
+    let mut params = recipe.params.clone();
+    if let Some(over) = scenario.params.get(&recipe.name) {
+        for (k, v) in over {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    params
+}
+
 /// The cell of an address whose inputs are all found and allowed.
 fn finish(
     recipe: &Recipe,
@@ -514,12 +526,7 @@ fn finish(
     filesystem: Option<Filesystem>,
     a: &Address,
 ) -> Result<Cell, CannotMeasure> {
-    let mut params = recipe.params.clone();
-    if let Some(over) = scenario.params.get(&a.test) {
-        for (k, v) in over {
-            params.insert(k.clone(), v.clone());
-        }
-    }
+    let params = cell_params(recipe, scenario);
     let inputs = key::cell_inputs(
         image,
         board,

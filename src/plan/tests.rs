@@ -352,10 +352,16 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
         r.file = "pipeline/elsewhere.toml".into();
         r.description = "described otherwise".into();
         r.run.timeout = Some(Duration::from_secs(5));
+        // A metric's label and the order metrics are declared in are the report's.
+        r.metrics[0].label = Some("4K random read".into());
+        let mut second = r.metrics[0].clone();
+        second.name = "a_second_parsed_metric".into();
+        r.metrics.push(second);
         // Metrics derived from stored values measure nothing new.
         let of = r.metrics[0].name.clone();
         r.metrics.push(crate::model::MetricSpec {
             name: "per_w".into(),
+            label: None,
             from: String::new(),
             scale: 1.0,
             unit: "x/W".into(),
@@ -374,10 +380,25 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             idle: Duration::from_secs(5),
         });
     }
+    let with_second = keys(&ws);
+    assert_ne!(with_second, k0, "a second parsed metric is an input");
+    // Declared before the first one instead: the same keys.
+    for r in ws.recipes.values_mut() {
+        r.metrics.swap(0, 1);
+        r.metrics[0].label = Some("reordered".into());
+    }
+    assert_eq!(
+        keys(&ws),
+        with_second,
+        "metric order and labels are not inputs"
+    );
+    for r in ws.recipes.values_mut() {
+        r.metrics.remove(0);
+    }
     assert_eq!(
         keys(&ws),
         k0,
-        "addresses, credentials, run counts, timeouts, titles, file names, power meters and derived metrics are not inputs"
+        "addresses, credentials, run counts, timeouts, titles, file names, power meters, metric labels and derived metrics are not inputs"
     );
 
     type Change = Box<dyn Fn(&mut Workspace)>;

@@ -111,6 +111,7 @@ pub fn comparisons(
                 p: String::new(),
                 verdict: String::new(),
                 significant: false,
+                numbers: None,
             };
             match stats::compare(
                 &b,
@@ -137,6 +138,19 @@ pub fn comparisons(
                     row.p = format!("p = {}", p_value(cmp.welch.p));
                     row.verdict = cmp.verdict.to_string();
                     row.significant = cmp.significant;
+                    row.numbers = Some(super::ComparisonNumbers {
+                        confidence: cmp.confidence,
+                        baseline_n: b.len(),
+                        candidate_n: x.len(),
+                        baseline_mean: cmp.baseline_mean,
+                        candidate_mean: cmp.candidate_mean,
+                        ratio: cmp.candidate_mean / cmp.baseline_mean,
+                        difference_pct: cmp.diff_pct,
+                        ci_low_pct: cmp.ci_low_pct,
+                        ci_high_pct: cmp.ci_high_pct,
+                        p: cmp.welch.p,
+                        runs_needed: None,
+                    });
                 }
                 None => {
                     row.difference = format!(

@@ -161,7 +161,7 @@ fn text(v: Option<&Value>) -> Option<String> {
 }
 
 /// No control byte reaches a report, and a value stays a readable size.
-fn clean(s: &str) -> String {
+pub(super) fn clean(s: &str) -> String {
     const MAX: usize = 200;
     let mut out: String = s
         .chars()

@@ -123,14 +123,14 @@ fn a_throttle_state_unknown_is_a_warning_that_excludes_nothing() {
         data.insert(c.key.clone(), d);
     }
     let r = build(&ws, &scenario, &plan, &data);
-    let row = &r.tests[0].rows[0];
+    let row = &r.tables[0].rows[0];
     assert_eq!(
         row.flagged,
         "1 of 3 (swapping), excluded; 2 of 3 (throttle state unknown), included"
     );
     assert_eq!((row.flagged_runs, row.warned_runs), (1, 2));
     assert_eq!(row.values[0].n, 2, "only the swapping run is left out");
-    assert!(r.tests[0].any_flagged);
+    assert!(r.tables[0].any_flagged);
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
     assert!(
         md.contains("2 of 3 (throttle state unknown), included"),
@@ -370,10 +370,11 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     ] {
         recipe.metrics.push(crate::model::MetricSpec {
             name: name.into(),
+            label: None,
             from: String::new(),
             scale: 1.0,
             unit: unit.into(),
-            better: Better::Higher,
+            better: crate::model::Better::Higher,
             primary: false,
             derive: Some(derive),
         });
@@ -386,10 +387,14 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
             .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53]))),
     );
     let r = build(&ws, &scenario, &plan, &without);
-    let names: Vec<&str> = r.tests[0].metrics.iter().map(|m| m.name.as_str()).collect();
+    let names: Vec<&str> = r.tables[0]
+        .columns
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
     assert_eq!(names, ["random_read", "read_per_w", "energy"]);
     assert_eq!(
-        r.tests[0].rows[0].values[1].n, 0,
+        r.tables[0].rows[0].values[1].n, 0,
         "no watts, no per-watt value"
     );
 
@@ -411,14 +416,14 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
         data.insert(c.key.clone(), d);
     }
     let r = build(&ws, &scenario, &plan, &data);
-    let t = &r.tests[0];
-    let names: Vec<&str> = t.metrics.iter().map(|m| m.name.as_str()).collect();
+    let t = &r.tables[0];
+    let names: Vec<&str> = t.columns.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(
         names,
         ["random_read", "read_per_w", "energy", "idle_w", "power_w"]
     );
-    assert_eq!(t.metrics[4].unit, "W");
-    assert_eq!(t.metrics[4].better, "lower is better");
+    assert_eq!(t.columns[4].unit, "W");
+    assert_eq!(t.columns[4].better, "lower is better");
     for row in &t.rows {
         let w = row.values[4].mean.unwrap();
         assert_eq!(row.values[4].n, 3);

@@ -9,6 +9,9 @@
 //!   .lock                           held (flock) by the one apply writing the store
 //!   boards/<board>.json             the image the board was last verified at
 //!   boards/<board>.fingerprint.json the board as apply last saw it (`drift.rs`)
+//!   boards/<board>.skipped.json     per scenario, the combinations its plan could not
+//!                                   make a cell of on the board, and why
+//!                                   (`plan_skips.rs`: a report without the board file)
 //!   <key>-<test>-<board>/
 //!     cell.json                     the cell's address and canonical inputs
 //!     samples.jsonl                 one line per run (warm-up or measured), appended
@@ -48,6 +51,7 @@ mod board_state;
 mod drift;
 mod failure;
 mod files;
+mod plan_skips;
 #[cfg(test)]
 mod tests;
 
@@ -58,6 +62,7 @@ pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
     cut_torn_tail, io, read_json, read_json_of, read_samples, sync_dir, to_json_bytes, write_atomic,
 };
+pub use plan_skips::PlanSkips;
 
 /// The version of every file in the store but failure.json; readers refuse newer ones.
 pub const FORMAT: u32 = 1;

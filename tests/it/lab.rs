@@ -85,7 +85,7 @@ impl Lab {
             .unwrap_or_else(|e| panic!("connect to lab board: {e}"))
     }
 
-    fn down(&mut self) {
+    pub fn down(&mut self) {
         self.down_done = true;
         lab::down_with(&self.root, &self.options).expect("lab down");
     }

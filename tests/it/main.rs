@@ -20,6 +20,7 @@ mod parsers;
 mod power;
 mod provision;
 mod realboards;
+mod reports;
 mod safety;
 mod schedule;
 mod seeds;

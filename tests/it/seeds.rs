@@ -375,7 +375,7 @@ fn the_shipped_lab_storage_scenario_measures_every_storage_and_filesystem_and_sk
         .nth(1)
         .unwrap_or_else(|| panic!("no disk-4k in {md}"));
     assert!(
-        section.contains("random_read") && section.contains("random_write"),
+        section.contains("4K random read (MB/s") && section.contains("4K random write (MB/s"),
         "{md}"
     );
     for disk in ["disk1", "disk2"] {

@@ -364,7 +364,8 @@ fn fake_vcgencmd_failing_shows_in_the_report_as_a_warning() {
         md.contains("2 of 2 (throttle state unknown), included"),
         "{md}"
     );
-    assert!(md.contains("(n=2)"), "{md}");
+    // Both runs count (`(n=2, 2 flagged)` on a machine loaded enough to flag them).
+    assert!(md.contains("(n=2"), "{md}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use super::Known;
 use super::matrix::{Axes, pattern};
 use crate::config::diag::Diagnostic;
 use crate::config::{Source, names, raw};
-use crate::model::{BoardName, Compare, FsName, ImageName, Matrix, TestName};
+use crate::model::{Compare, FsName, ImageName, Matrix, TestName};
 
 pub(super) fn compare(
     src: &Source,
@@ -18,12 +18,10 @@ pub(super) fn compare(
 ) -> Vec<Compare> {
     let axes = Axes {
         image: matrix.image.iter().map(ImageName::as_str).collect(),
-        board: matrix.board.iter().map(BoardName::as_str).collect(),
-        storage: matrix
-            .board
-            .iter()
-            .filter_map(|b| known.boards.get(b))
-            .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()))
+        board: known.selected_boards(&matrix.board_patterns),
+        storage: known
+            .storage_names(&matrix.board_patterns)
+            .into_iter()
             .collect(),
         filesystem: matrix.filesystem.iter().map(FsName::as_str).collect(),
         network: matrix
@@ -72,7 +70,7 @@ pub(super) fn compare(
 
 /// Resolves `test.metric`; the test is the longest matrix test name that prefixes it,
 /// since test names may themselves contain dots.
-fn compare_metric(
+pub(super) fn compare_metric(
     src: &Source,
     value: &Spanned<String>,
     matrix: &Matrix,

@@ -87,10 +87,12 @@ pub(super) fn matrix(
     let all_boards = known.board_names();
     let mut seen = BTreeSet::new();
     let mut board: Vec<BoardName> = Vec::new();
+    let mut board_patterns: Vec<String> = Vec::new();
     for v in &m.board {
         if !first_time(src, &mut seen, v, "board", diags) {
             continue;
         }
+        board_patterns.push(v.get_ref().clone());
         let matched: Vec<&str> = all_boards
             .iter()
             .copied()
@@ -138,12 +140,9 @@ pub(super) fn matrix(
         }
     }
 
-    // storage: names or globs over the selected boards' storage.
-    let storage_names: BTreeSet<&str> = board
-        .iter()
-        .filter_map(|b| known.boards.get(b))
-        .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()))
-        .collect();
+    // storage: names or globs over the selected boards' storage (for a report, also
+    // what the store holds of boards without a file).
+    let storage_names = known.storage_names(&board_patterns);
     let mut seen = BTreeSet::new();
     let mut storage = Vec::new();
     for v in &m.storage {
@@ -274,6 +273,7 @@ pub(super) fn matrix(
     let matrix = Matrix {
         image,
         board,
+        board_patterns,
         storage,
         network,
         filesystem,
