@@ -248,17 +248,21 @@ fn golden_keys() {
     // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
     // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
     // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
+    // Changed again, from v2 to v3: the test's `setup_after_services` steps (setup
+    // run once the services are ready, the web-app recipes' install and login). The
+    // v2 keys were b1e2564f..., 18ce5500..., 726dd468..., a90e31b2..., 72c72452...,
+    // 044bb906..., 894fe5cb..., ba351674....
     let ws = fixtures::workspace();
     let got = keys(&ws);
     let want = [
-        "b1e2564f2786a07a798e25db6c93fe94 disk-4k on pi-1 sd/as-is (installed)",
-        "18ce5500e7d7a3eb8e821f47d4fdaf29 disk-4k on pi-1 usb/as-is (installed)",
-        "726dd468405936b0343482645b544bcc disk-4k on pi-1 usb/ext4 (installed)",
-        "a90e31b259b4b6ae7ee6c152059f65d7 xz on pi-1 (installed)",
-        "72c72452d4f9e51d758080169c259fc9 disk-4k on pi-2 sd/as-is (installed)",
-        "044bb9060db0e25c174271621171a9a2 disk-4k on pi-2 usb/as-is (installed)",
-        "894fe5cba0e732746a16c54ee6bcde7a disk-4k on pi-2 usb/ext4 (installed)",
-        "ba351674369e6f36da59b62625737694 xz on pi-2 (installed)",
+        "b3720480ac548cd6805baa78e0a5b9db disk-4k on pi-1 sd/as-is (installed)",
+        "794b83f7743e76b9f40e757fe7fca412 disk-4k on pi-1 usb/as-is (installed)",
+        "6ab6e66cbdb47233a165d497707912fb disk-4k on pi-1 usb/ext4 (installed)",
+        "9681fcfb0fe8716b5feaac5bc9a0d30d xz on pi-1 (installed)",
+        "de01e7a0a39c38751340ac400434ad90 disk-4k on pi-2 sd/as-is (installed)",
+        "918f8eb747b17d119d184c07a5117d03 disk-4k on pi-2 usb/as-is (installed)",
+        "e265401696ef675f768d90a839631cb5 disk-4k on pi-2 usb/ext4 (installed)",
+        "9cc7edf81abc68042d2e79a2d7870201 xz on pi-2 (installed)",
     ];
     assert_eq!(got, want);
 }
@@ -267,7 +271,7 @@ fn golden_keys() {
 fn golden_canonical_bytes() {
     // The whole encoding of one cell, so that a changed key shows which field moved.
     // Its key, computed outside the project:
-    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v3\x00'
     //   + sys.stdin.buffer.read()).hexdigest()[:32])" < bytes
     let ws = fixtures::workspace();
     let scenario = &ws.scenarios[0];
@@ -288,9 +292,10 @@ fn golden_canonical_bytes() {
         "s5:boardr3:s4:names4:pi-1s5:models14:Raspberry Pi 4s4:archs7:aarch64",
         "s7:storagen",
         "s10:filesystemn",
-        "s4:testr9:",
+        "s4:testr10:",
         "s4:names2:xz",
         "s5:setupl0:",
+        "s20:setup_after_servicesl0:",
         "s3:runr2:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
         "s8:teardownl0:",
         "s6:paramsm1:s4:sizes3:64M",
@@ -312,7 +317,7 @@ fn golden_canonical_bytes() {
     );
     assert_eq!(
         CellKey::of(&inputs).as_str(),
-        "a90e31b259b4b6ae7ee6c152059f65d7",
+        "9681fcfb0fe8716b5feaac5bc9a0d30d",
         "the key of xz on pi-1 in golden_keys"
     );
 }
@@ -357,6 +362,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             better: crate::model::Better::Higher,
             primary: false,
             derive: Some(crate::model::Derived::PerWatt(of)),
+            flag: None,
         });
     }
     // A power meter adds readings beside the numbers; it changes none of them.

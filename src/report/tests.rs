@@ -376,6 +376,7 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
             better: Better::Higher,
             primary: false,
             derive: Some(derive),
+            flag: None,
         });
     }
     scenario.compare[0].metric = "power_w".into();
