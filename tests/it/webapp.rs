@@ -1,0 +1,292 @@
+//! Integration tests: the web-app recipes (pipeline/wordpress.toml, drupal.toml) and
+//! the mechanisms they use: WordPress from Debian's packages with its own MariaDB,
+//! php-fpm and nginx on each lab board, wrk and ab on the controller after a real
+//! login; the secrets (the admin password, the login cookie) in no log, store file,
+//! report or output, also when a run fails after the login; metric flags (non-2xx
+//! responses) shown in reports; and nothing left running afterwards.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use benchpipe::lab::LabBoard;
+use serde_json::Value;
+
+use crate::lab::{Lab, bp, text};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The board's directory on the controller (secrets live in it, per cell).
+fn controller_dir(board: &LabBoard) -> PathBuf {
+    Path::new("/var/tmp/benchpipe/controller").join(board.name.as_str())
+}
+
+/// A workspace with the shipped wordpress recipe (edited by `edit`) and the shipped
+/// lab-apps scenario on this lab's boards.
+fn workspace(lab: &Lab, edit: impl Fn(String) -> String) {
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    let recipe = std::fs::read_to_string(repo().join("pipeline/wordpress.toml")).unwrap();
+    std::fs::write(root.join("pipeline/wordpress.toml"), edit(recipe)).unwrap();
+    let shipped = std::fs::read_to_string(repo().join("scenarios/lab-apps.toml")).unwrap();
+    assert_eq!(shipped.matches("board = [\"lab-*\"]").count(), 1);
+    let text = shipped.replace(
+        "board = [\"lab-*\"]",
+        &format!("board = [\"{}-*\"]", lab.options.board_prefix),
+    );
+    std::fs::write(root.join("scenarios/s.toml"), text).unwrap();
+}
+
+/// Copies every secret file that appears in the boards' directories on the controller
+/// while `run` runs (the secret directories exist from a cell's opening to its end).
+fn capturing_secrets<T>(boards: &[LabBoard], run: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
+    let seen = Arc::new(Mutex::new(BTreeSet::new()));
+    let done = Arc::new(AtomicBool::new(false));
+    let dirs: Vec<PathBuf> = boards.iter().map(controller_dir).collect();
+    let watcher = {
+        let (seen, done) = (seen.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                for d in &dirs {
+                    for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+                        if !e.file_name().to_string_lossy().starts_with("secrets-") {
+                            continue;
+                        }
+                        for name in ["admin_password", "cookie"] {
+                            if let Ok(v) = std::fs::read_to_string(e.path().join(name))
+                                && !v.trim().is_empty()
+                                && (name != "cookie" || v.ends_with('\n'))
+                            {
+                                seen.lock().unwrap().insert(v.trim().to_string());
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        })
+    };
+    let out = run();
+    done.store(true, Ordering::SeqCst);
+    watcher.join().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (out, seen)
+}
+
+/// What must never appear: each secret whole, and each cookie's value alone, as sent
+/// and percent-decoded (as PHP shows it).
+fn needles(secrets: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in secrets {
+        out.push(s.clone());
+        for part in s.split(';') {
+            if let Some((_, v)) = part.split_once('=') {
+                out.push(v.trim().to_string());
+                out.push(v.trim().replace("%7C", "|"));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Every file under `dir` that holds one of `needles`, with which.
+fn files_holding(dir: &Path, needles: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let text = String::from_utf8_lossy(&bytes);
+                for n in needles {
+                    if text.contains(n.as_str()) {
+                        found.push(format!("{} holds `{n}`", p.display()));
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Processes of the web-app recipes left for this board: its daemons (mariadbd,
+/// php-fpm, nginx) in its network namespace, and wrk or ab aimed at its address on
+/// the controller, after they had up to 15 s to die. Lab boards share the process
+/// table; other tests' servers are in other namespaces, their clients aimed elsewhere.
+fn left_for(board: &LabBoard) -> String {
+    let sshd = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
+    let ns = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())).unwrap();
+    let address = format!("//{}:", board.address);
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut left = String::new();
+        for line in crate::processes_matching(&["mariadbd", "php-fpm", "nginx", "wrk", "ab "])
+            .lines()
+        {
+            let (pid, cmd) = line.split_once(' ').unwrap();
+            let argv0 = cmd.split(' ').next().unwrap_or("");
+            let name = argv0.rsplit('/').next().unwrap_or("");
+            let daemon = ["mariadbd", "nginx"].contains(&name)
+                || name.starts_with("php-fpm")
+                || cmd.starts_with("php-fpm");
+            let in_board = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().as_ref()
+                == Some(&ns);
+            let client = ["wrk", "ab"].contains(&name) && cmd.contains(&address);
+            if (daemon && in_board) || client {
+                left.push_str(line);
+                left.push('\n');
+            }
+        }
+        if left.is_empty() || t0.elapsed() > std::time::Duration::from_secs(15) {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Nothing of the recipe is left: no process, no cell directory on the board, no
+/// secret directory on the controller.
+fn assert_nothing_left(board: &LabBoard) {
+    assert_eq!(left_for(board), "", "processes left for {}", board.name);
+    let left: Vec<String> = std::fs::read_dir(&board.workdir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("wp-"))
+        .collect();
+    assert!(left.is_empty(), "left in the workdir: {left:?}");
+    let secrets: Vec<String> = std::fs::read_dir(controller_dir(board))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("secrets-"))
+        .collect();
+    assert!(secrets.is_empty(), "secrets left on the controller: {secrets:?}");
+}
+
+/// Every stored sample of the store, as (the cell's test, the sample).
+fn samples(root: &Path) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root.join("results")).into_iter().flatten().flatten() {
+        let Ok(cell) = std::fs::read_to_string(e.path().join("cell.json")) else {
+            continue;
+        };
+        let cell: Value = serde_json::from_str(&cell).unwrap();
+        let test = cell["address"]["test"].as_str().unwrap_or("").to_string();
+        let text = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+        for l in text.lines() {
+            out.push((test.clone(), serde_json::from_str(l).unwrap()));
+        }
+    }
+    out
+}
+
+/// The shipped lab scenario on two lab boards: each board's own WordPress (MariaDB,
+/// php-fpm, nginx in its workdir) is loaded by wrk and by ab with a real login's
+/// cookie; both rates are stored for every run; the password and cookie, captured on
+/// the controller while the cells ran, are in no store file, report or output; and
+/// nothing is left running or on disk.
+#[test]
+fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
+    let lab = Lab::up(2);
+    let boards: Vec<LabBoard> = lab.info.boards.clone();
+    workspace(&lab, |r| r);
+    let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
+    assert!(check.status.success(), "{}", text(&check));
+    let (out, secrets) = capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
+    let output = text(&out);
+    assert!(out.status.success(), "{output}");
+    let measured: Vec<Value> = samples(&lab.root)
+        .into_iter()
+        .filter(|(t, s)| t == "wordpress" && s["kind"] == "measured")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(measured.len(), 4, "two runs per board: {output}");
+    for s in &measured {
+        for m in ["anonymous", "authenticated"] {
+            let v = s["metrics"][m].as_f64().unwrap_or(f64::NAN);
+            assert!(v.is_finite() && v > 0.0, "{m} = {v}: {s}");
+        }
+        for m in ["anonymous_non_2xx", "authenticated_non_2xx"] {
+            assert_eq!(s["metrics"][m], 0.0, "{m}: the site answered 200: {s}");
+        }
+    }
+    // Two passwords and two cookies, one of each per board, really captured.
+    let cookies: Vec<&String> = secrets
+        .iter()
+        .filter(|s| s.contains("wordpress_logged_in_"))
+        .collect();
+    assert_eq!(cookies.len(), 2, "{secrets:?}");
+    assert_eq!(secrets.len(), 4, "{secrets:?}");
+    let report = bp(&lab.root, &["report", "scenarios/s.toml", "--out", "reports"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let needles = needles(&secrets);
+    for dir in ["results", "reports"] {
+        let found = files_holding(&lab.root.join(dir), &needles);
+        assert!(found.is_empty(), "{found:?}");
+    }
+    for n in &needles {
+        assert!(!output.contains(n.as_str()), "apply printed a secret");
+        assert!(!text(&report).contains(n.as_str()), "report printed a secret");
+    }
+    for b in &boards {
+        assert_nothing_left(b);
+    }
+}
+
+/// A run that fails after the login, printing both secrets (to stderr and stdout):
+/// the cell fails, its failure and its log keep what the run said with the secrets
+/// replaced by `[secret NAME]`, no secret is anywhere in the store, the reports or
+/// apply's output, and every server is stopped.
+#[test]
+fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
+    let lab = Lab::up(1);
+    let boards: Vec<LabBoard> = lab.info.boards.clone();
+    workspace(&lab, |r| {
+        let from = "s={{ secrets }}; u=http://{{ host }}:{{ port }}{{ path }}\n";
+        assert!(r.contains(from));
+        r.replace(
+            from,
+            &format!(
+                "{from}echo \"the cookie: $(cat \"$s/cookie\")\" >&2; echo \"pw=$(cat \"$s/admin_password\")\"; exit 3\n"
+            ),
+        )
+    });
+    let (out, secrets) = capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{output}");
+    assert_eq!(secrets.len(), 2, "{secrets:?}\n{output}");
+    assert!(
+        output.contains("the cookie: [secret cookie]"),
+        "the cause keeps its words: {output}"
+    );
+    let failure = std::fs::read_dir(lab.root.join("results"))
+        .unwrap()
+        .flatten()
+        .find_map(|e| std::fs::read_to_string(e.path().join("failure.json")).ok())
+        .expect("the cell failed");
+    assert!(failure.contains("[secret cookie]"), "{failure}");
+    let logs = files_holding(&lab.root.join("results"), &["pw=[secret admin_password]".into()]);
+    assert!(!logs.is_empty(), "the failed run's log keeps its stdout");
+    let report = bp(&lab.root, &["report", "scenarios/s.toml", "--out", "reports"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let needles = needles(&secrets);
+    for dir in ["results", "reports"] {
+        let found = files_holding(&lab.root.join(dir), &needles);
+        assert!(found.is_empty(), "{found:?}");
+    }
+    for n in &needles {
+        assert!(!output.contains(n.as_str()), "apply printed a secret: {output}");
+    }
+    assert_nothing_left(&boards[0]);
+}
