@@ -290,3 +290,134 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
     }
     assert_nothing_left(&boards[0]);
 }
+
+/// A recipe whose metric has a `flag`: wrk on a page nginx answers 404 (real nginx on
+/// a lab board, real wrk on the controller). Every run stores its numbers and the flag
+/// `non-2xx`, the report counts the flagged runs by that name, and a scenario that
+/// excludes flagged runs leaves them out (so the cell cannot complete).
+#[test]
+fn runs_with_non_2xx_responses_are_flagged_and_reported() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::write(
+        root.join("pipeline/missing.toml"),
+        r#"description = "wrk on a page nginx does not have"
+uses_storage = false
+exclusive = ["controller-network"]
+[needs.board]
+commands = ["nginx"]
+[needs.controller]
+commands = ["wrk"]
+[params]
+port = 8093
+[[setup]]
+command = '''
+d={{ workdir }}/wp-flag-{{ cell }}; mkdir -p "$d/t" && cat > "$d/nginx.conf" <<EOF
+daemon off; pid $d/nginx.pid; error_log $d/error.log; user root; worker_processes 1;
+events { worker_connections 64; }
+http { access_log off; client_body_temp_path $d/t; proxy_temp_path $d/t; fastcgi_temp_path $d/t; uwsgi_temp_path $d/t; scgi_temp_path $d/t;
+  server { listen {{ port }}; location / { return 404; } } }
+EOF
+'''
+[[services]]
+name = "nginx"
+command = "d={{ workdir }}/wp-flag-{{ cell }}; exec nginx -p \"$d\" -e \"$d/error.log\" -c \"$d/nginx.conf\""
+ready = "ss -Hltn \"sport = :{{ port }}\" | grep -q ."
+[run]
+on = "controller"
+command = "wrk -t1 -c2 -d1s --timeout 5s http://{{ host }}:{{ port }}/missing"
+parse = "wrk"
+[metrics]
+rate = { from = "requests_per_second", unit = "req/s", better = "higher", primary = true }
+non_2xx = { from = "non_2xx_or_3xx", unit = "responses", better = "lower", flag = "non-2xx" }
+socket_errors = { from = "socket_errors", unit = "errors", better = "lower", flag = "socket-errors" }
+[[teardown]]
+command = "rm -rf {{ workdir }}/wp-flag-{{ cell }}"
+"#,
+    )
+    .unwrap();
+    let scenario = |exclude: bool| {
+        format!(
+            "title = \"flags\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"missing\"]\n\
+             [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
+             validity = {{ exclude_flagged = {exclude} }}\n",
+            board.name
+        )
+    };
+    std::fs::write(root.join("scenarios/s.toml"), scenario(false)).unwrap();
+    let out = bp(root, &["apply", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let measured: Vec<Value> = samples(root)
+        .into_iter()
+        .filter(|(_, s)| s["kind"] == "measured")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(measured.len(), 2, "{}", text(&out));
+    for s in &measured {
+        assert!(s["metrics"]["non_2xx"].as_f64().unwrap() > 0.0, "{s}");
+        assert_eq!(s["metrics"]["socket_errors"], 0.0, "{s}");
+        let flags: Vec<&str> = s["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f.as_str())
+            .collect();
+        assert!(flags.contains(&"non-2xx"), "{s}");
+        assert!(!flags.contains(&"socket-errors"), "{s}");
+    }
+    let report = bp(root, &["report", "scenarios/s.toml", "--out", "reports"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let md = std::fs::read_to_string(root.join("reports/s/index.md")).unwrap();
+    assert!(md.contains("2 of 2 (non-2xx), included"), "{md}");
+    // Excluded, the flagged runs do not count: the plan still wants runs.
+    std::fs::write(root.join("scenarios/s.toml"), scenario(true)).unwrap();
+    let plan = bp(root, &["plan", "--json", "scenarios/s.toml"]);
+    let doc: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(doc["summary"]["complete"], 0, "{doc}");
+    assert_eq!(left_for(&board), "");
+}
+
+/// Drupal cannot run here (Debian 12 packages none, and no release can be fetched):
+/// its shipped recipe, given a tarball and its digest as the recipe asks, passes
+/// `check` and `plan` beside WordPress; without them its setup would refuse.
+#[test]
+fn the_drupal_recipe_passes_check_and_plan_beside_wordpress() {
+    let root = std::env::temp_dir().join(format!("benchpipe-it-drupal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for dir in ["pipeline", "boards"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+        for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
+            std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::write(
+        root.join("scenarios/apps.toml"),
+        "title = \"apps\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+         image = [\"installed\"]\nboard = [\"rpi3-1\"]\ntest = [\"wordpress\", \"drupal\"]\n\
+         [params.drupal]\ntarball = \"drupal-10.1.8.tar.gz\"\n\
+         tarball_sha256 = \"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"\n",
+    )
+    .unwrap();
+    let check = bp(&root, &["check", "scenarios/apps.toml"]);
+    assert!(check.status.success(), "{}", text(&check));
+    let plan = bp(&root, &["plan", "--json", "scenarios/apps.toml"]);
+    assert!(plan.status.success(), "{}", text(&plan));
+    let doc: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(doc["summary"]["missing"], 2, "{doc}");
+    let steps = doc.to_string();
+    assert!(steps.contains("\"after_services\":true"), "{steps}");
+    // A digest that is not one is refused at check, at its line.
+    let bad = std::fs::read_to_string(root.join("scenarios/apps.toml"))
+        .unwrap()
+        .replace("0123456789abcdef0123", "not-a-digest");
+    std::fs::write(root.join("scenarios/apps.toml"), bad).unwrap();
+    let check = bp(&root, &["check", "scenarios/apps.toml"]);
+    assert_eq!(check.status.code(), Some(2), "{}", text(&check));
+    assert!(text(&check).contains("the tarball's sha256"), "{}", text(&check));
+    let _ = std::fs::remove_dir_all(&root);
+}
