@@ -32,6 +32,11 @@ fn workspace(lab: &Lab, edit: impl Fn(String) -> String) {
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     let recipe = std::fs::read_to_string(repo().join("pipeline/wordpress.toml")).unwrap();
     std::fs::write(root.join("pipeline/wordpress.toml"), edit(recipe)).unwrap();
+    std::fs::copy(
+        repo().join("pipeline/burn-in-wordpress.toml"),
+        root.join("pipeline/burn-in-wordpress.toml"),
+    )
+    .unwrap();
     let shipped = std::fs::read_to_string(repo().join("scenarios/lab-apps.toml")).unwrap();
     assert_eq!(shipped.matches("board = [\"lab-*\"]").count(), 1);
     let text = shipped.replace(
@@ -221,13 +226,27 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
             assert_eq!(s["metrics"][m], 0.0, "{m}: the site answered 200: {s}");
         }
     }
-    // Two passwords and two cookies, one of each per board, really captured.
+    // The burn-in under wrk: its rate, and the board's temperature and clock over the run.
+    let burn_in: Vec<Value> = samples(&lab.root)
+        .into_iter()
+        .filter(|(t, s)| t == "burn-in-wordpress" && s["kind"] == "measured")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(burn_in.len(), 4, "two runs per board: {output}");
+    for s in &burn_in {
+        let v = s["metrics"]["requests_per_second"].as_f64().unwrap_or(f64::NAN);
+        assert!(v.is_finite() && v > 0.0, "{v}: {s}");
+        let series = s["telemetry"]["series"].as_array().expect("a series");
+        assert!(series.len() >= 2, "{s}");
+    }
+    // Per board, wordpress's password and cookie and the burn-in's password, really
+    // captured.
     let cookies: Vec<&String> = secrets
         .iter()
         .filter(|s| s.contains("wordpress_logged_in_"))
         .collect();
     assert_eq!(cookies.len(), 2, "{secrets:?}");
-    assert_eq!(secrets.len(), 4, "{secrets:?}");
+    assert_eq!(secrets.len(), 6, "{secrets:?}");
     let report = bp(&lab.root, &["report", "scenarios/s.toml", "--out", "reports"]);
     assert!(report.status.success(), "{}", text(&report));
     let needles = needles(&secrets);
@@ -242,6 +261,26 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
     for b in &boards {
         assert_nothing_left(b);
     }
+}
+
+/// The burn-in's WordPress is wordpress's: the same board setup, install, services and
+/// teardown, so a fix to one cannot miss the other.
+#[test]
+fn the_wordpress_burn_in_sets_up_the_same_wordpress() {
+    let recipes = benchpipe::config::load_recipes(repo()).expect("the shipped recipes load");
+    let wp = &recipes[&"wordpress".into()];
+    let burn = &recipes[&"burn-in-wordpress".into()];
+    assert!(burn.series && !wp.series);
+    assert_eq!(burn.setup, wp.setup);
+    assert_eq!(burn.setup_after_services[0], wp.setup_after_services[0]);
+    assert_eq!(burn.setup_after_services.len(), 1, "no login");
+    assert_eq!(burn.services, wp.services);
+    assert_eq!(burn.teardown, wp.teardown);
+    let wrk = std::fs::read_to_string(repo().join("tests/data/tool-outputs/wrk-404.txt")).unwrap();
+    let m = benchpipe::bench::metrics(burn, &wrk, "").unwrap();
+    assert_eq!(m["requests_per_second"], 17144.83);
+    assert_eq!(m["non_2xx"], 17194.0);
+    assert_eq!(burn.metric_flags(&m), ["non-2xx"]);
 }
 
 /// A run that fails after the login, printing both secrets (to stderr and stdout):
@@ -262,6 +301,11 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
             ),
         )
     });
+    let s = lab.root.join("scenarios/s.toml");
+    let both = "test = [\"wordpress\", \"burn-in-wordpress\"]";
+    let scenario = std::fs::read_to_string(&s).unwrap();
+    assert!(scenario.contains(both));
+    std::fs::write(&s, scenario.replace(both, "test = [\"wordpress\"]")).unwrap();
     let (out, secrets) = capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
     let output = text(&out);
     assert_eq!(out.status.code(), Some(1), "{output}");
