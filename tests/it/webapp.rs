@@ -333,6 +333,15 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
         assert!(!output.contains(n.as_str()), "apply printed a secret: {output}");
     }
     assert_nothing_left(&boards[0]);
+    // A secret directory an apply killed with SIGKILL would leave: the next apply
+    // removes it before any cell runs.
+    let planted = controller_dir(&boards[0]).join(format!("secrets-{}", "ab".repeat(16)));
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::write(planted.join("cookie"), "left=by-a-killed-apply\n").unwrap();
+    let again = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(!planted.exists(), "{}", text(&again));
+    assert_nothing_left(&boards[0]);
 }
 
 /// A recipe whose metric has a `flag`: wrk on a page nginx answers 404 (real nginx on
