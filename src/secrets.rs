@@ -85,7 +85,10 @@ impl Redactions {
         let mut tail = self.redact(tail).into_owned();
         for (value, name) in &self.values {
             let m = marker(name);
-            if let Some(k) = (4..value.len()).rev().find(|&k| head.ends_with(&value[..k])) {
+            if let Some(k) = (4..value.len())
+                .rev()
+                .find(|&k| head.ends_with(&value[..k]))
+            {
                 head.truncate(head.len() - k);
                 head.extend_from_slice(m.as_bytes());
             }
@@ -206,7 +209,8 @@ mod tests {
 
     #[test]
     fn cookie_values_are_redacted_alone_and_percent_decoded() {
-        let line = "wordpress_logged_in_ab12=admin%7C1700000000%7CtokenTOKEN%7Chmac0123; wp_sec=short";
+        let line =
+            "wordpress_logged_in_ab12=admin%7C1700000000%7CtokenTOKEN%7Chmac0123; wp_sec=short";
         let r = r("cookie", line);
         let value = "admin%7C1700000000%7CtokenTOKEN%7Chmac0123";
         let decoded = "admin|1700000000|tokenTOKEN|hmac0123";
@@ -244,7 +248,10 @@ mod tests {
         assert_eq!(h, b"head [secret pw]");
         assert_eq!(t, b"[secret pw] tail");
         let (h, t) = r.redact_cut(b"head 012", b"ef tail");
-        assert_eq!((h.as_slice(), t.as_slice()), (&b"head 012"[..], &b"ef tail"[..]));
+        assert_eq!(
+            (h.as_slice(), t.as_slice()),
+            (&b"head 012"[..], &b"ef tail"[..])
+        );
     }
 
     #[test]

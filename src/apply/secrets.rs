@@ -162,8 +162,8 @@ impl<'a> Redacting<'a> {
         exit.map_err(|e| self.redact_error(e))
     }
 
-    /// A transport error's text never names a secret (it quotes commands, which are
-    /// templates, but a command may be a secret's own file name's neighbour).
+    /// A transport error's text is redacted too: a timeout quotes its command, and an
+    /// error's reason may quote what the command said.
     fn redact_error(&self, e: TransportError) -> TransportError {
         match e {
             TransportError::Timeout {
@@ -214,7 +214,9 @@ impl Transport for Redacting<'_> {
         stderr: &mut dyn Write,
     ) -> Result<Exit, TransportError> {
         if !self.secrets.active() {
-            return self.inner.exec_input(command, timeout, stdin, stdout, stderr);
+            return self
+                .inner
+                .exec_input(command, timeout, stdin, stdout, stderr);
         }
         let mut out = Capture::new(CAPTURE_LIMIT);
         let mut err = Capture::new(CAPTURE_LIMIT);

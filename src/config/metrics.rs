@@ -51,7 +51,12 @@ pub(super) fn metrics(
         let m = m.get_ref();
         if m.per_watt.is_some() || m.joules.is_some() {
             if let Some(f) = &m.flag {
-                diags.push(src.at_value(f, format!("metric `{name}` is derived from watts: only a parsed metric raises a flag")));
+                diags.push(src.at_value(
+                    f,
+                    format!(
+                        "metric `{name}` is derived from watts: only a parsed metric raises a flag"
+                    ),
+                ));
             }
             if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
                 out.push(d);
@@ -158,8 +163,14 @@ fn flag(src: &Source, f: &Spanned<String>, diags: &mut Vec<Diagnostic>) -> Optio
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if !plain {
         diags.push(
-            src.at_value(f, format!("bad flag `{}`: expected lowercase letters, digits and `-`, at most 32", name.escape_debug()))
-                .with_help("e.g. `non-2xx` or `socket-errors`"),
+            src.at_value(
+                f,
+                format!(
+                    "bad flag `{}`: expected lowercase letters, digits and `-`, at most 32",
+                    name.escape_debug()
+                ),
+            )
+            .with_help("e.g. `non-2xx` or `socket-errors`"),
         );
         return None;
     }
@@ -167,7 +178,9 @@ fn flag(src: &Source, f: &Spanned<String>, diags: &mut Vec<Diagnostic>) -> Optio
     if crate::telemetry::FLAGS.contains(&name.as_str()) {
         diags.push(src.at_value(
             f,
-            format!("flag `{name}` is the telemetry's own: name the recipe's flag after what it counts"),
+            format!(
+                "flag `{name}` is the telemetry's own: name the recipe's flag after what it counts"
+            ),
         ));
         return None;
     }

@@ -7,9 +7,7 @@ use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
-use crate::model::{
-    ParamValue, Recipe, ServiceSpec, Side, Step, TestName,
-};
+use crate::model::{ParamValue, Recipe, ServiceSpec, Side, Step, TestName};
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
     let start = diags.len();

@@ -55,13 +55,19 @@ pub(super) fn check_use(
     let span = template::word_span(&src.text, command.span(), "secrets");
     if declared.is_empty() {
         diags.push(
-            src.at(span, "`secrets` is the cell's secret directory, but this recipe declares no `secrets`")
-                .with_help("declare them at the top of the recipe: `secrets = [\"cookie\"]`"),
+            src.at(
+                span,
+                "`secrets` is the cell's secret directory, but this recipe declares no `secrets`",
+            )
+            .with_help("declare them at the top of the recipe: `secrets = [\"cookie\"]`"),
         );
     } else if on == Side::Board {
         diags.push(
-            src.at(span, "`secrets` is a directory on the controller: a board command cannot read it")
-                .with_help("give the board command the secret on its stdin: `input_secret = \"NAME\"`"),
+            src.at(
+                span,
+                "`secrets` is a directory on the controller: a board command cannot read it",
+            )
+            .with_help("give the board command the secret on its stdin: `input_secret = \"NAME\"`"),
         );
     }
 }
@@ -119,16 +125,16 @@ pub(super) fn after_services(src: &Source, step: &raw::Step, diags: &mut Vec<Dia
 }
 
 /// `after` and `input_secret` belong to setup (and `input_secret` to teardown) steps.
-pub(super) fn refuse_on(
-    src: &Source,
-    step: &raw::Step,
-    table: &str,
-    diags: &mut Vec<Diagnostic>,
-) {
+pub(super) fn refuse_on(src: &Source, step: &raw::Step, table: &str, diags: &mut Vec<Diagnostic>) {
     if let Some(a) = &step.after {
         diags.push(
-            src.at_value(a, format!("`after` is for `[[setup]]` steps, not `[[{table}]]`"))
-                .with_help("`after = \"services\"` runs a setup step once the cell's services are ready"),
+            src.at_value(
+                a,
+                format!("`after` is for `[[setup]]` steps, not `[[{table}]]`"),
+            )
+            .with_help(
+                "`after = \"services\"` runs a setup step once the cell's services are ready",
+            ),
         );
     }
     if table == "requires" {

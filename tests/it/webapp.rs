@@ -133,8 +133,8 @@ fn left_for(board: &LabBoard) -> String {
     let t0 = std::time::Instant::now();
     loop {
         let mut left = String::new();
-        for line in crate::processes_matching(&["mariadbd", "php-fpm", "nginx", "wrk", "ab "])
-            .lines()
+        for line in
+            crate::processes_matching(&["mariadbd", "php-fpm", "nginx", "wrk", "ab "]).lines()
         {
             let (pid, cmd) = line.split_once(' ').unwrap();
             let argv0 = cmd.split(' ').next().unwrap_or("");
@@ -142,7 +142,9 @@ fn left_for(board: &LabBoard) -> String {
             let daemon = ["mariadbd", "nginx"].contains(&name)
                 || name.starts_with("php-fpm")
                 || cmd.starts_with("php-fpm");
-            let in_board = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok().as_ref()
+            let in_board = std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                .ok()
+                .as_ref()
                 == Some(&ns);
             let client = ["wrk", "ab"].contains(&name) && cmd.contains(&address);
             if (daemon && in_board) || client {
@@ -176,13 +178,20 @@ fn assert_nothing_left(board: &LabBoard) {
         .map(|e| e.file_name().to_string_lossy().to_string())
         .filter(|n| n.starts_with("secrets-"))
         .collect();
-    assert!(secrets.is_empty(), "secrets left on the controller: {secrets:?}");
+    assert!(
+        secrets.is_empty(),
+        "secrets left on the controller: {secrets:?}"
+    );
 }
 
 /// Every stored sample of the store, as (the cell's test, the sample).
 fn samples(root: &Path) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(root.join("results")).into_iter().flatten().flatten() {
+    for e in std::fs::read_dir(root.join("results"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let Ok(cell) = std::fs::read_to_string(e.path().join("cell.json")) else {
             continue;
         };
@@ -208,7 +217,8 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
     workspace(&lab, |r| r);
     let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
     assert!(check.status.success(), "{}", text(&check));
-    let (out, secrets) = capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
+    let (out, secrets) =
+        capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
     let output = text(&out);
     assert!(out.status.success(), "{output}");
     let measured: Vec<Value> = samples(&lab.root)
@@ -234,7 +244,9 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
         .collect();
     assert_eq!(burn_in.len(), 4, "two runs per board: {output}");
     for s in &burn_in {
-        let v = s["metrics"]["requests_per_second"].as_f64().unwrap_or(f64::NAN);
+        let v = s["metrics"]["requests_per_second"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
         assert!(v.is_finite() && v > 0.0, "{v}: {s}");
         let series = s["telemetry"]["series"].as_array().expect("a series");
         assert!(series.len() >= 2, "{s}");
@@ -247,7 +259,10 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
         .collect();
     assert_eq!(cookies.len(), 2, "{secrets:?}");
     assert_eq!(secrets.len(), 6, "{secrets:?}");
-    let report = bp(&lab.root, &["report", "scenarios/s.toml", "--out", "reports"]);
+    let report = bp(
+        &lab.root,
+        &["report", "scenarios/s.toml", "--out", "reports"],
+    );
     assert!(report.status.success(), "{}", text(&report));
     let needles = needles(&secrets);
     for dir in ["results", "reports"] {
@@ -256,7 +271,10 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
     }
     for n in &needles {
         assert!(!output.contains(n.as_str()), "apply printed a secret");
-        assert!(!text(&report).contains(n.as_str()), "report printed a secret");
+        assert!(
+            !text(&report).contains(n.as_str()),
+            "report printed a secret"
+        );
     }
     for b in &boards {
         assert_nothing_left(b);
@@ -306,7 +324,8 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
     let scenario = std::fs::read_to_string(&s).unwrap();
     assert!(scenario.contains(both));
     std::fs::write(&s, scenario.replace(both, "test = [\"wordpress\"]")).unwrap();
-    let (out, secrets) = capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
+    let (out, secrets) =
+        capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
     let output = text(&out);
     assert_eq!(out.status.code(), Some(1), "{output}");
     assert_eq!(secrets.len(), 2, "{secrets:?}\n{output}");
@@ -320,9 +339,15 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
         .find_map(|e| std::fs::read_to_string(e.path().join("failure.json")).ok())
         .expect("the cell failed");
     assert!(failure.contains("[secret cookie]"), "{failure}");
-    let logs = files_holding(&lab.root.join("results"), &["pw=[secret admin_password]".into()]);
+    let logs = files_holding(
+        &lab.root.join("results"),
+        &["pw=[secret admin_password]".into()],
+    );
     assert!(!logs.is_empty(), "the failed run's log keeps its stdout");
-    let report = bp(&lab.root, &["report", "scenarios/s.toml", "--out", "reports"]);
+    let report = bp(
+        &lab.root,
+        &["report", "scenarios/s.toml", "--out", "reports"],
+    );
     assert!(report.status.success(), "{}", text(&report));
     let needles = needles(&secrets);
     for dir in ["results", "reports"] {
@@ -330,7 +355,10 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
         assert!(found.is_empty(), "{found:?}");
     }
     for n in &needles {
-        assert!(!output.contains(n.as_str()), "apply printed a secret: {output}");
+        assert!(
+            !output.contains(n.as_str()),
+            "apply printed a secret: {output}"
+        );
     }
     assert_nothing_left(&boards[0]);
     // A secret directory an apply killed with SIGKILL would leave: the next apply
@@ -471,6 +499,10 @@ fn the_drupal_recipe_passes_check_and_plan_beside_wordpress() {
     std::fs::write(root.join("scenarios/apps.toml"), bad).unwrap();
     let check = bp(&root, &["check", "scenarios/apps.toml"]);
     assert_eq!(check.status.code(), Some(2), "{}", text(&check));
-    assert!(text(&check).contains("the tarball's sha256"), "{}", text(&check));
+    assert!(
+        text(&check).contains("the tarball's sha256"),
+        "{}",
+        text(&check)
+    );
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -175,7 +175,10 @@ pub(super) fn parse_ab(text: &str) -> Result<Value, ParseError> {
     pairs.push(("failed_exceptions", exceptions));
     pairs.push(("write_errors", write_errors));
     pairs.push(("non_2xx", non_2xx));
-    pairs.push(("socket_errors", connect + receive + exceptions + write_errors));
+    pairs.push((
+        "socket_errors",
+        connect + receive + exceptions + write_errors,
+    ));
     Ok(numbers(pairs))
 }
 
@@ -201,7 +204,12 @@ mod tests {
         assert_eq!(d["seconds"], 17.297);
         assert_eq!(d["transfer_kib_per_second"], 591999.52);
         assert_eq!(d["total_bytes"], 10485811400u64);
-        for k in ["failed_requests", "non_2xx", "socket_errors", "write_errors"] {
+        for k in [
+            "failed_requests",
+            "non_2xx",
+            "socket_errors",
+            "write_errors",
+        ] {
             assert_eq!(d[k], 0, "{k}");
         }
     }

@@ -133,7 +133,8 @@ pub(super) fn parse_wrk(text: &str) -> Result<Value, ParseError> {
         } else if let Some((t, c)) = l.split_once(" threads and ") {
             if let (Ok(t), Some(Ok(c))) = (
                 t.trim().parse::<u64>(),
-                c.strip_suffix(" connections").map(|c| c.trim().parse::<u64>()),
+                c.strip_suffix(" connections")
+                    .map(|c| c.trim().parse::<u64>()),
             ) {
                 pairs.push(("threads", t as f64));
                 pairs.push(("connections", c as f64));

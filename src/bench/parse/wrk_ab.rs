@@ -93,6 +93,10 @@ mod tests {
     fn paths_into_a_part_are_checked_by_its_keys() {
         assert_eq!(check_part("wrk.requests_per_second"), None);
         assert_eq!(check_part("ab.non_2xx"), None);
-        assert!(check_part("ab.requests").unwrap().contains("`complete_requests`"));
+        assert!(
+            check_part("ab.requests")
+                .unwrap()
+                .contains("`complete_requests`")
+        );
     }
 }

@@ -204,7 +204,11 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
     let order: Vec<&str> = b.steps[first..]
         .iter()
         .take_while(|s| !matches!(s.action, Action::Cooldown { .. }))
-        .chain(b.steps[first..].iter().find(|s| matches!(s.action, Action::Cooldown { .. })))
+        .chain(
+            b.steps[first..]
+                .iter()
+                .find(|s| matches!(s.action, Action::Cooldown { .. })),
+        )
         .filter_map(|s| match &s.action {
             Action::Setup {
                 after_services: false,
@@ -221,7 +225,9 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
         .collect();
     assert_eq!(
         order,
-        ["setup", "setup", "setup", "service", "after", "after", "cooldown"]
+        [
+            "setup", "setup", "setup", "service", "after", "after", "cooldown"
+        ]
     );
     let teardowns: Vec<(Side, usize)> = b
         .steps
