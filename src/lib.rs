@@ -20,6 +20,7 @@ pub mod power;
 pub mod preflight;
 pub mod progress;
 pub mod report;
+pub mod secrets;
 pub mod stats;
 pub mod storage;
 pub mod store;

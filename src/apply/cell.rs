@@ -9,7 +9,7 @@ use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
-use crate::model::{Side, Step};
+use crate::model::{Side, Step, StepInput};
 use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
 
 /// How much of a `[[requires]]` check's reason is kept.
@@ -56,7 +56,12 @@ impl Worker<'_> {
             .set("run", 0)
             // The cell's key: a name of its own for what a cell keeps on the board
             // while cells of one group take turns (the xz recipe's tmpfs).
-            .set("cell", cell.key.to_string());
+            .set("cell", cell.key.to_string())
+            // Its secret directory on the controller, made when the cell opens.
+            .set(
+                "secrets",
+                super::secrets::dir_of(&self.service_dir(Side::Controller), &cell.key),
+            );
         Ok(LiveCell {
             job,
             writer,
@@ -140,15 +145,28 @@ fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
         .map_or_else(|| board_host(board), |n| n.address.clone())
 }
 
-/// The controller file a step's `input` parameter names, opened; none when the step
-/// has no input or the parameter is empty.
+/// The controller file a step's `input` names, opened: the file a parameter names
+/// (none when empty), or one of the cell's secrets; none when the step has no input.
 fn input_file(step: &Step, vars: &Vars) -> Result<Option<std::fs::File>, CellFailure> {
-    let Some(path) = step.input.as_deref().and_then(|p| vars.string(p)) else {
-        return Ok(None);
+    let path = match &step.input {
+        None => return Ok(None),
+        Some(StepInput::Param(p)) => match vars.string(p) {
+            Some(path) if !path.is_empty() => path,
+            _ => return Ok(None),
+        },
+        Some(StepInput::Secret(name)) => {
+            let dir = vars.string("secrets").unwrap_or_default();
+            // No path in the cause: failure.json and reports hold none.
+            return std::fs::File::open(format!("{dir}/{name}"))
+                .map(Some)
+                .map_err(|e| CellFailure::Refused {
+                    reason: format!(
+                        "cannot read the secret `{name}` for the step's stdin: {}; no earlier step made it",
+                        e.kind()
+                    ),
+                });
+        }
     };
-    if path.is_empty() {
-        return Ok(None);
-    }
     std::fs::File::open(&path)
         .map(Some)
         .map_err(|e| CellFailure::Refused {

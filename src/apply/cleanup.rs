@@ -53,9 +53,11 @@ impl Worker<'_> {
         let Some(board) = w.board.as_deref_mut() else {
             return nothing;
         };
+        let mut board = super::secrets::Redacting::new(board, &w.secrets);
+        let mut controller = super::secrets::Redacting::new(w.controller.as_mut(), &w.secrets);
         let mut t = Transports {
-            board,
-            controller: w.controller.as_mut(),
+            board: &mut board,
+            controller: &mut controller,
         };
         match &step.action {
             Action::StopService { service, .. } => {

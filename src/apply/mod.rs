@@ -23,6 +23,7 @@ mod power;
 pub(crate) mod provision;
 mod resources;
 mod runs;
+mod secrets;
 mod services;
 mod tpi;
 mod uas;

@@ -238,6 +238,14 @@ impl Worker<'_> {
             }
         }
         super::power::attach(&mut telemetry, &mut metrics, plug);
+        // The recipe's own flags (non-2xx responses, socket errors), after the
+        // telemetry's; `plan::state::flags_of` keeps them when it re-judges the rest.
+        let mut flags = flags;
+        for f in job.recipe.metric_flags(&metrics) {
+            if !flags.contains(&f) {
+                flags.push(f);
+            }
+        }
         let rel = writer.write_log(seq, log.as_bytes())?;
         let sample = Sample {
             format: store::FORMAT,

@@ -62,6 +62,10 @@ pub(super) struct Walk<'j, 'c> {
     pub(super) storage_facts: BTreeMap<crate::model::StorageName, Value>,
     /// Set by a UAS step: the image's `RestoreCmdline` puts the command line back.
     pub(super) uas_touched: bool,
+    /// The cells' secrets: redacted from every command's output of this walk.
+    pub(super) secrets: super::secrets::Secrets,
+    /// Set when this walk claimed the board's directory on the controller.
+    pub(super) controller_claimed: bool,
 }
 
 impl Walk<'_, '_> {
@@ -136,6 +140,8 @@ impl Worker<'_> {
             new_host_key: None,
             storage_facts: BTreeMap::new(),
             uas_touched: false,
+            secrets: super::secrets::Secrets::default(),
+            controller_claimed: false,
         };
         // A cell's outcome is final after the last step that names it.
         let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
@@ -189,6 +195,19 @@ impl Worker<'_> {
     fn finish_cell(&self, w: &mut Walk<'_, '_>, key: &CellKey, result: &mut BoardResult) {
         let live = w.live.remove(key);
         let job = w.jobs[key];
+        // The cell's secrets go with it, whatever became of it (after its teardown).
+        if w.secrets.close(key)
+            && let Err(e) = super::secrets::remove_dirs(
+                w.controller.as_mut(),
+                &self.service_dir(Side::Controller),
+                Some(key),
+            )
+        {
+            self.phase(
+                Some(&job.cell.address),
+                format!("could not remove the cell's secrets: {e}"),
+            );
+        }
         let outcome = match w.outcomes.remove(key) {
             Some(o) => o,
             None => match (&w.lost, w.interrupted) {
@@ -222,6 +241,7 @@ impl Worker<'_> {
                 result.unreachable.get_or_insert((cause, 0)).1 += 1;
             }
             Err(cause) => {
+                let cause = w.secrets.redact_failure(&cause);
                 self.fail_cell(job.cell, &cause);
                 result.failed.push((job.cell.address.clone(), cause));
             }
@@ -261,6 +281,7 @@ impl Worker<'_> {
         match self.run_step(w, step, &pending) {
             Ok(()) => StepStatus::Ran,
             Err(cause) => {
+                let cause = w.secrets.redact_failure(&cause);
                 w.fail(&pending, &cause);
                 match cause {
                     CellFailure::NotApplicable { reason } => StepStatus::Skipped { reason },
@@ -412,6 +433,8 @@ impl Worker<'_> {
             flashed,
             new_host_key,
             storage_facts,
+            secrets,
+            controller_claimed,
             ..
         } = &mut *w;
         let Some(board) = board.as_deref_mut() else {
@@ -419,16 +442,21 @@ impl Worker<'_> {
                 reason: "the board is not connected".into(),
             });
         };
+        let secrets = &*secrets;
+        let mut board = super::secrets::Redacting::new(board, secrets);
+        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
         let mut t = Transports {
-            board,
-            controller: controller.as_mut(),
+            board: &mut board,
+            controller: &mut controller,
         };
         let first = &pending[0];
         match &step.action {
             Action::Connect => Ok(()),
             Action::ClaimWorkdir { controller } => {
                 self.phase(None, "claim workdir");
-                self.claim(&mut t, *controller)
+                self.claim(&mut t, *controller)?;
+                *controller_claimed = *controller;
+                Ok(())
             }
             Action::Provision { .. } => {
                 self.phase(None, "provision");
@@ -448,6 +476,16 @@ impl Worker<'_> {
                     if let Err(e) = t.side(side).stop_all_services(&self.service_dir(side)) {
                         self.phase(None, format!("could not stop leftover services: {e}"));
                     }
+                }
+                // Secrets a killed apply left in the board's directory on the controller.
+                if *controller_claimed
+                    && let Err(e) = super::secrets::remove_dirs(
+                        t.controller,
+                        &self.service_dir(Side::Controller),
+                        None,
+                    )
+                {
+                    self.phase(None, format!("could not remove leftover secrets: {e}"));
                 }
                 Ok(())
             }
@@ -488,7 +526,12 @@ impl Worker<'_> {
                 }
                 self.mount(t.board, jobs[first], name, filesystem, mounted)
             }
-            Action::Setup { from, commands, .. } => {
+            Action::Setup {
+                from,
+                commands,
+                after_services,
+                ..
+            } => {
                 let job = jobs[first];
                 if !live.contains_key(first) {
                     // The board's facts with the recipe's own merged in.
@@ -523,6 +566,14 @@ impl Worker<'_> {
                         obj.insert("storage_filesystem".into(), on.clone());
                     }
                     let cell = self.open_cell(job, &facts)?;
+                    if !job.recipe.secrets.is_empty() {
+                        let dir = super::secrets::dir_of(
+                            &self.service_dir(Side::Controller),
+                            &job.cell.key,
+                        );
+                        super::secrets::make_dir(t.controller, &dir)?;
+                        secrets.open(&job.cell.key, &dir, &job.recipe.secrets);
+                    }
                     self.requires(&mut t, &cell)?;
                     live.insert(first.clone(), cell);
                 }
@@ -532,8 +583,11 @@ impl Worker<'_> {
                 }
                 self.phase(Some(&job.cell.address), "setup");
                 let _held = self.resources.acquire(&job.recipe.exclusive);
-                let commands = &job.recipe.setup[*from..from + commands];
-                self.commands(&mut t, commands, &cell.vars, "setup")
+                let steps = match after_services {
+                    true => &job.recipe.setup_after_services,
+                    false => &job.recipe.setup,
+                };
+                self.commands(&mut t, &steps[*from..from + commands], &cell.vars, "setup")
             }
             Action::StartService { service, .. } => {
                 let job = jobs[first];

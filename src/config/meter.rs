@@ -280,13 +280,13 @@ pub(super) fn derived(
     };
     let unit = match &m.unit {
         Some(u) => {
-            super::recipe::check_unit(src, u, diags);
+            super::metrics::check_unit(src, u, diags);
             u.get_ref().clone()
         }
         None => unit,
     };
     let better = match &m.better {
-        Some(b) => super::recipe::direction(src, b, diags),
+        Some(b) => super::metrics::direction(src, b, diags),
         None => better,
     };
     (diags.len() == start).then(|| MetricSpec {
@@ -298,5 +298,6 @@ pub(super) fn derived(
         better,
         primary: false,
         derive: Some(derive),
+        flag: None,
     })
 }

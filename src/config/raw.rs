@@ -141,6 +141,9 @@ pub struct Recipe {
     pub requires: Vec<Step>,
     #[serde(default)]
     pub setup: Vec<Step>,
+    /// Names of values steps make that must never be stored or shown.
+    #[serde(default)]
+    pub secrets: Vec<S<String>>,
     pub run: S<RunStep>,
     #[serde(default)]
     pub teardown: Vec<Step>,
@@ -246,6 +249,10 @@ pub struct Step {
     pub timeout: Option<S<String>>,
     /// A string parameter naming a controller file streamed to the command's stdin.
     pub input: Option<S<String>>,
+    /// A secret of the recipe streamed to the command's stdin.
+    pub input_secret: Option<S<String>>,
+    /// `"services"`: a setup step run once the cell's services are ready.
+    pub after: Option<S<String>>,
 }
 
 /// `[param_patterns.NAME]`: the form a string parameter's value must have.
@@ -280,6 +287,8 @@ pub struct Metric {
     pub primary: Option<S<bool>>,
     pub per_watt: Option<S<String>>,
     pub joules: Option<S<bool>>,
+    /// The flag a run gets when this metric is above 0.
+    pub flag: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

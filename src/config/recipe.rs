@@ -7,9 +7,7 @@ use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
-use crate::model::{
-    Better, MetricSpec, ParamValue, ParserSpec, Recipe, ServiceSpec, Side, Step, TestName,
-};
+use crate::model::{ParamValue, Recipe, ServiceSpec, Side, Step, TestName};
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
     let start = diags.len();
@@ -47,6 +45,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         }
     }
 
+    let secrets = super::secrets::names(src, &raw.secrets, diags);
     let mut variables: BTreeSet<String> =
         template::BUILTINS.iter().map(|s| s.to_string()).collect();
     variables.extend(params.keys().cloned());
@@ -60,6 +59,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                       command: &Spanned<String>,
                       timeout: &Option<Spanned<String>>,
                       diags: &mut Vec<Diagnostic>| {
+        let on = side(src, on, diags);
         if command.get_ref().trim().is_empty() {
             diags.push(src.at_value(command, "`command` is empty: there is nothing to run"));
         }
@@ -93,8 +93,11 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         if used.contains("host") && host_at.borrow().is_none() {
             *host_at.borrow_mut() = Some(template::word_span(&src.text, command.span(), "host"));
         }
+        if used.contains("secrets") {
+            super::secrets::check_use(src, command, &secrets, on, diags);
+        }
         Step {
-            on: side(src, on, diags),
+            on,
             command: command.get_ref().clone(),
             input: None,
             timeout: timeout
@@ -111,16 +114,39 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let requires: Vec<Step> = raw
         .requires
         .iter()
-        .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
+        .map(|s| {
+            super::secrets::refuse_on(src, s, "requires", diags);
+            check_step(&s.on, &s.command, &s.timeout, diags)
+        })
         .collect();
-    let with_input = |s: &raw::Step, diags: &mut Vec<Diagnostic>| Step {
-        input: input(src, s.input.as_ref(), &params, diags),
-        ..check_step(&s.on, &s.command, &s.timeout, diags)
+    let with_input = |s: &raw::Step, diags: &mut Vec<Diagnostic>| {
+        let param = input(src, s.input.as_ref(), &params, diags);
+        Step {
+            input: super::secrets::step_input(src, s, param, &secrets, diags),
+            ..check_step(&s.on, &s.command, &s.timeout, diags)
+        }
     };
-    let setup: Vec<Step> = raw.setup.iter().map(|s| with_input(s, diags)).collect();
+    let mut setup: Vec<Step> = Vec::new();
+    let mut setup_after_services: Vec<Step> = Vec::new();
+    for s in &raw.setup {
+        let after = super::secrets::after_services(src, s, diags);
+        let step = with_input(s, diags);
+        if after {
+            setup_after_services.push(step);
+        } else {
+            setup.push(step);
+        }
+    }
     let run_raw = raw.run.get_ref();
     let run = check_step(&run_raw.on, &run_raw.command, &run_raw.timeout, diags);
-    let teardown: Vec<Step> = raw.teardown.iter().map(|s| with_input(s, diags)).collect();
+    let teardown: Vec<Step> = raw
+        .teardown
+        .iter()
+        .map(|s| {
+            super::secrets::refuse_on(src, s, "teardown", diags);
+            with_input(s, diags)
+        })
+        .collect();
 
     let mut service_names = std::collections::BTreeSet::new();
     let services: Vec<ServiceSpec> = raw
@@ -163,7 +189,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     {
         diags.push(src.at_value(d, format!("`description` {e}")));
     }
-    let metrics = metrics(src, &raw, parser.as_ref(), diags);
+    let metrics = super::metrics::metrics(src, &raw, parser.as_ref(), diags);
 
     // String parameters that begin a shell word: there a value starting with `-` would
     // be read as an option, so such a value is refused (here and in scenarios).
@@ -196,12 +222,21 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     };
     let sides: BTreeSet<Side> = setup
         .iter()
+        .chain(&setup_after_services)
         .chain([&run])
         .chain(&teardown)
         .chain(&requires)
         .map(|s| s.on)
         .chain(services.iter().map(|s| s.on))
         .collect();
+    if let Some(first) = raw.secrets.first()
+        && !sides.contains(&Side::Controller)
+    {
+        diags.push(
+            src.at_value(first, "secrets are files in the cell's directory on the controller, but no step of this recipe runs there to make them")
+                .with_help("make each secret with a `[[setup]]` step `on = \"controller\"`"),
+        );
+    }
     let needs = super::sides::needs(src, raw.needs.as_ref(), &sides, diags);
     let facts = super::sides::facts(src, &raw.facts, diags);
     let exclusive = strings(&raw.exclusive, "resource", diags);
@@ -224,6 +259,8 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         param_patterns,
         series: raw.series.as_ref().is_some_and(|s| *s.get_ref()),
         setup,
+        setup_after_services,
+        secrets,
         run,
         parser: parser?,
         teardown,
@@ -529,117 +566,6 @@ pub(super) fn side(
     }
 }
 
-fn metrics(
-    src: &Source,
-    raw: &raw::Recipe,
-    parser: Option<&ParserSpec>,
-    diags: &mut Vec<Diagnostic>,
-) -> Vec<MetricSpec> {
-    let Some(table) = &raw.metrics else {
-        diags.push(
-            src.at_value(&raw.run, "this recipe has no `[metrics]`: it would measure nothing")
-                .with_help("add e.g. `[metrics]` with `real = { from = \"real\", unit = \"s\", better = \"lower\" }`"),
-        );
-        return Vec::new();
-    };
-    if table.get_ref().is_empty() {
-        diags.push(src.at_value(table, "`[metrics]` is empty: declare at least one metric"));
-    }
-    let mut out = Vec::new();
-    // In the order the file declares them (the table's keys sort by name): that is the
-    // order of the report's columns.
-    let mut declared: Vec<_> = table.get_ref().iter().collect();
-    declared.sort_by_key(|(key, _)| key.span().start);
-    for (key, m) in declared {
-        let name = key.get_ref();
-        if !names::is_plain_name(name) {
-            diags.push(src.at_value(
-                key,
-                format!("bad metric name `{name}`: use letters, digits, `-`, `_` and `.`"),
-            ));
-        }
-        if [crate::model::TEMP_MAX_C, crate::model::FREQ_MEAN_MHZ].contains(&name.as_str()) {
-            diags.push(src.at_value(
-                key,
-                format!(
-                    "metric name `{name}` is taken: a `series = true` recipe's sampler stores it"
-                ),
-            ));
-        }
-        if name == crate::model::POWER_W || name == crate::model::IDLE_W {
-            diags.push(src.at_value(
-                key,
-                format!("metric name `{name}` is taken: a board with a `[meter]` stores its watts under it"),
-            ));
-        }
-        let spanned = m;
-        let m = m.get_ref();
-        let label = metric_label(src, m.label.as_ref(), diags);
-        if m.per_watt.is_some() || m.joules.is_some() {
-            if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
-                out.push(MetricSpec { label, ..d });
-            }
-            continue;
-        }
-        let (Some(from), Some(unit), Some(better)) = (&m.from, &m.unit, &m.better) else {
-            let missing: Vec<&str> = [
-                (m.from.is_none(), "`from`"),
-                (m.unit.is_none(), "`unit`"),
-                (m.better.is_none(), "`better`"),
-            ]
-            .into_iter()
-            .filter_map(|(absent, k)| absent.then_some(k))
-            .collect();
-            diags.push(
-                src.at_value(spanned, format!("metric `{name}` needs {}", missing.join(" and ")))
-                    .with_help("a parsed metric is `{ from = \"path\", unit = \"MB/s\", better = \"higher\" }`; a derived one is `{ per_watt = \"metric\" }` or `{ joules = true }`"),
-            );
-            continue;
-        };
-        if let Err(e) = crate::bench::parse::check_path(from.get_ref()) {
-            diags.push(src.at_value(from, format!("bad metric path `{}`: {e}", from.get_ref())));
-        } else if let Some(parser) = parser
-            && let Err(e) = crate::bench::parse::check_path_for(parser, from.get_ref())
-        {
-            diags.push(src.at_value(
-                from,
-                format!(
-                    "metric path `{}` can never be found in what parser `{}` produces: {e}",
-                    from.get_ref(),
-                    parser.name()
-                ),
-            ));
-        }
-        check_unit(src, unit, diags);
-        let better = direction(src, better, diags);
-        let scale = match &m.scale {
-            Some(s) if !s.get_ref().is_finite() || *s.get_ref() == 0.0 => {
-                diags.push(src.at_value(s, "`scale` must be a finite, non-zero number"));
-                1.0
-            }
-            Some(s) => *s.get_ref(),
-            None => 1.0,
-        };
-        out.push(MetricSpec {
-            name: name.clone(),
-            label,
-            from: from.get_ref().clone(),
-            scale,
-            unit: unit.get_ref().clone(),
-            better,
-            primary: m.primary.as_ref().is_some_and(|p| *p.get_ref()),
-            derive: None,
-        });
-    }
-    // No metric marked primary means none was singled out: all parsed ones count.
-    if !out.iter().any(|m| m.primary) {
-        for m in out.iter_mut().filter(|m| m.derive.is_none()) {
-            m.primary = true;
-        }
-    }
-    out
-}
-
 /// The most characters a metric's label may have: it heads a table column.
 pub(super) const MAX_LABEL_CHARS: usize = 80;
 
@@ -678,35 +604,5 @@ pub(super) fn check_label(
                 t.chars().count()
             ),
         ));
-    }
-}
-
-pub(super) fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
-    if let Err(e) = names::control_free(unit.get_ref(), false) {
-        diags.push(src.at_value(unit, format!("`unit` {e}")));
-    }
-    if unit.get_ref().trim().is_empty() {
-        diags.push(src.at_value(
-            unit,
-            "`unit` must not be empty; use e.g. \"s\", \"MB/s\", \"IOPS\"",
-        ));
-    }
-}
-
-pub(super) fn direction(
-    src: &Source,
-    better: &Spanned<String>,
-    diags: &mut Vec<Diagnostic>,
-) -> Better {
-    match better.get_ref().as_str() {
-        "higher" => Better::Higher,
-        "lower" => Better::Lower,
-        other => {
-            diags.push(src.at_value(
-                better,
-                format!("unknown direction `{other}`; expected `higher` or `lower`"),
-            ));
-            Better::Higher
-        }
     }
 }

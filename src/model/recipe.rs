@@ -56,8 +56,18 @@ pub struct Recipe {
     /// report draws them. Not part of the cell key: it changes what is kept, not the
     /// numbers.
     pub series: bool,
-    /// Run once per cell before warm-up (e.g. generate a corpus).
+    /// Run once per cell before its services start (e.g. generate a corpus).
     pub setup: Vec<Step>,
+    /// `[[setup]]` with `after = "services"`: run once per cell after its services are
+    /// ready and before warm-up (create the database, install the application, log in).
+    pub setup_after_services: Vec<Step>,
+    /// `secrets`: names of values a step makes at run time that must never be stored
+    /// or shown (a generated password, a login cookie). Each is the file
+    /// `{{ secrets }}/NAME` in the cell's secret directory on the controller (mode
+    /// 0700, removed when the cell ends); commands read it at shell time, board
+    /// commands get it on stdin (`input_secret`), and its value is redacted from every
+    /// output benchpipe keeps or prints. Not part of the cell key.
+    pub secrets: Vec<String>,
     /// The measured command; run once per warm-up and measured run.
     pub run: Step,
     pub parser: ParserSpec,
@@ -78,13 +88,19 @@ impl Recipe {
     pub fn is_input_param(&self, name: &str) -> bool {
         self.setup
             .iter()
+            .chain(&self.setup_after_services)
             .chain(&self.teardown)
-            .any(|s| s.input.as_deref() == Some(name))
+            .any(|s| matches!(&s.input, Some(StepInput::Param(p)) if p == name))
     }
 
     /// The sides its steps and services run on.
     pub fn sides(&self) -> std::collections::BTreeSet<Side> {
-        let steps = self.setup.iter().chain([&self.run]).chain(&self.teardown);
+        let steps = self
+            .setup
+            .iter()
+            .chain(&self.setup_after_services)
+            .chain([&self.run])
+            .chain(&self.teardown);
         steps
             .map(|s| s.on)
             .chain(self.services.iter().map(|s| s.on))
@@ -135,9 +151,22 @@ pub struct Step {
     /// A minijinja template; every interpolated value is shell-quoted.
     pub command: String,
     pub timeout: Option<Duration>,
-    /// A string parameter naming a file on the controller (relative to where benchpipe
-    /// runs) that is streamed to the command's stdin; an empty value streams nothing.
-    pub input: Option<String>,
+    /// What is streamed to the command's stdin: a controller file a parameter names,
+    /// or one of the recipe's secrets.
+    pub input: Option<StepInput>,
+}
+
+/// A setup or teardown step's stdin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepInput {
+    /// `input = "NAME"`: a string parameter naming a file on the controller (relative
+    /// to where benchpipe runs); an empty value streams nothing.
+    Param(String),
+    /// `input_secret = "NAME"`: the secret's file in the cell's secret directory on the
+    /// controller, so a board command gets the value without it being on any command
+    /// line; a missing file fails the step.
+    Secret(String),
 }
 
 /// `[param_patterns]`: a regular expression a string parameter's value must match
@@ -316,6 +345,10 @@ pub struct MetricSpec {
     /// A metric computed from a run's other values rather than parsed from its
     /// output: never part of a cell's key, never primary, `from` and `scale` unused.
     pub derive: Option<Derived>,
+    /// `flag = "NAME"`: a run whose value is above 0 (non-2xx responses, socket
+    /// errors) is flagged NAME, shown and counted like the telemetry's flags and left
+    /// out of the statistics with `exclude_flagged`. A judgment, not a key input.
+    pub flag: Option<String>,
 }
 
 /// What a derived metric is computed from.
@@ -358,6 +391,7 @@ impl MetricSpec {
             better: Better::Lower,
             primary: false,
             derive: None,
+            flag: None,
         };
         [spec(IDLE_W, "idle power"), spec(POWER_W, "power")]
     }
@@ -377,6 +411,7 @@ impl MetricSpec {
             better,
             primary: false,
             derive: None,
+            flag: None,
         };
         [
             spec(TEMP_MAX_C, "hottest temperature", "°C", Better::Lower),
@@ -406,6 +441,21 @@ impl Recipe {
                     .then(|| MetricSpec::series().into_iter().find(|m| m.name == name))
                     .flatten()
             })
+    }
+
+    /// The recipe's own flags that a run's metrics raise: each `flag` metric above 0,
+    /// in metric order, each flag once.
+    pub fn metric_flags(&self, metrics: &BTreeMap<String, f64>) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in &self.metrics {
+            if let Some(flag) = &m.flag
+                && metrics.get(&m.name).is_some_and(|v| *v > 0.0)
+                && !out.contains(flag)
+            {
+                out.push(flag.clone());
+            }
+        }
+        out
     }
 
     /// The metrics parsed from a run's output (not the derived ones).

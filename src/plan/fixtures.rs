@@ -25,6 +25,8 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         series: false,
         params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
         setup: vec![],
+        setup_after_services: vec![],
+        secrets: vec![],
         run: Step {
             on: Side::Board,
             command: "fio --size={{ size }} --filename={{ dir }}/f".into(),
@@ -43,6 +45,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
             better: Better::Higher,
             primary: true,
             derive: None,
+            flag: None,
         }],
     }
 }

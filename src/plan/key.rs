@@ -34,7 +34,7 @@ use crate::model::{
 /// `parse_regex` were added later without a bump, present only when set.
 /// v2: `CanonicalWriter`; every field always present.
 /// v3: `network` (the link a networked cell runs over: name, kind, model), after
-/// `filesystem`.
+/// `filesystem`; the test's `setup_after_services` steps, after `setup`.
 pub const ENCODING: &str = "benchpipe-cell-v3";
 
 /// A cell's identity: 32 hex digits (128 bits) of the sha256 of its canonical inputs.
@@ -338,6 +338,12 @@ pub fn cell_inputs_of(
             "setup",
             Input::List(recipe.setup.iter().map(step).collect()),
         ),
+        // Steps that run once the services are up: the same command before or after
+        // them can mean another setup.
+        (
+            "setup_after_services",
+            Input::List(recipe.setup_after_services.iter().map(step).collect()),
+        ),
         ("run", step(&recipe.run)),
         (
             "teardown",
@@ -561,7 +567,7 @@ mod tests {
             on: crate::model::Side::Board,
             command: "cat > f".into(),
             timeout: None,
-            input: Some("corpus".into()),
+            input: Some(crate::model::StepInput::Param("corpus".into())),
         }];
         let key = |corpus: &str, digest: &str| {
             let mut params = recipe.params.clone();

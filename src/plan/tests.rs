@@ -248,20 +248,22 @@ fn golden_keys() {
     // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
     // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
     // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
-    // Changed again, to v3: the `network` field (a networked cell's link). The v2 keys
-    // were b1e2564f..., 18ce5500..., 726dd468..., a90e31b2..., 72c72452...,
-    // 044bb906..., 894fe5cb..., ba351674... in this order.
+    // Changed again, to v3: the `network` field (a networked cell's link) and the
+    // test's `setup_after_services` steps (setup run once the services are ready, the
+    // web-app recipes' install and login). The v2 keys were b1e2564f..., 18ce5500...,
+    // 726dd468..., a90e31b2..., 72c72452..., 044bb906..., 894fe5cb..., ba351674... in
+    // this order.
     let ws = fixtures::workspace();
     let got = keys(&ws);
     let want = [
-        "b3a959ec187bf5848d1aafd846bc130f disk-4k on pi-1 sd/as-is (installed)",
-        "48ba3d6ac6837708b763afc85bac79a9 disk-4k on pi-1 usb/as-is (installed)",
-        "7ce5a0d8b706844a1bebfc2965b31f66 disk-4k on pi-1 usb/ext4 (installed)",
-        "7b704c2a7ce7e9fdf2e55b9b61352ef5 xz on pi-1 (installed)",
-        "85b62b0fa1583dbe6a9f3070903a90f0 disk-4k on pi-2 sd/as-is (installed)",
-        "d124b124055bdfeb4eb90728b462628d disk-4k on pi-2 usb/as-is (installed)",
-        "ee3b35c15d541b6820d2f943e9feaf49 disk-4k on pi-2 usb/ext4 (installed)",
-        "3238ae1276a6bf66c989cafd171bf236 xz on pi-2 (installed)",
+        "fc410147780918d1ff94482329290923 disk-4k on pi-1 sd/as-is (installed)",
+        "e90a2f1ab12c5187dc02ec05fc3495de disk-4k on pi-1 usb/as-is (installed)",
+        "ec081c165917a7350199e628bb5f6560 disk-4k on pi-1 usb/ext4 (installed)",
+        "7210dd828f8b2aee49523124be2d1620 xz on pi-1 (installed)",
+        "3a51842d6664adfee9daeaf0f704e2cf disk-4k on pi-2 sd/as-is (installed)",
+        "93b41f526d0b79f36c9fda370aa1c3c0 disk-4k on pi-2 usb/as-is (installed)",
+        "a4b4f537c20b7bae9bd9a90cd199a21a disk-4k on pi-2 usb/ext4 (installed)",
+        "a97608684732bd9921b650e9f86b0615 xz on pi-2 (installed)",
     ];
     assert_eq!(got, want);
 }
@@ -293,9 +295,10 @@ fn golden_canonical_bytes() {
         "s7:storagen",
         "s10:filesystemn",
         "s7:networkn",
-        "s4:testr9:",
+        "s4:testr10:",
         "s4:names2:xz",
         "s5:setupl0:",
+        "s20:setup_after_servicesl0:",
         "s3:runr2:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
         "s8:teardownl0:",
         "s6:paramsm1:s4:sizes3:64M",
@@ -317,7 +320,7 @@ fn golden_canonical_bytes() {
     );
     assert_eq!(
         CellKey::of(&inputs).as_str(),
-        "7b704c2a7ce7e9fdf2e55b9b61352ef5",
+        "7210dd828f8b2aee49523124be2d1620",
         "the key of xz on pi-1 in golden_keys"
     );
 }
@@ -368,6 +371,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             better: crate::model::Better::Higher,
             primary: false,
             derive: Some(crate::model::Derived::PerWatt(of)),
+            flag: None,
         });
     }
     // A power meter adds readings beside the numbers; it changes none of them.

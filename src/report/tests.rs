@@ -377,6 +377,7 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
             better: crate::model::Better::Higher,
             primary: false,
             derive: Some(derive),
+            flag: None,
         });
     }
     scenario.compare[0].metric = "power_w".into();

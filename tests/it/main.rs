@@ -33,6 +33,7 @@ mod storage;
 mod telemetry;
 mod tpi;
 mod uas;
+mod webapp;
 mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`

@@ -107,6 +107,7 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
                     test: test.clone(),
                     from: 0,
                     commands: 0,
+                    after_services: false,
                 },
                 Side::Board,
                 DoneWhen::CellsComplete,
@@ -120,6 +121,7 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
                     test: test.clone(),
                     from,
                     commands,
+                    after_services: false,
                 },
                 side,
                 DoneWhen::CellsComplete,
@@ -139,6 +141,20 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
             );
             step.resources.clear();
             steps.push(step);
+        }
+        for (side, from, commands) in segments(&w.recipe.setup_after_services) {
+            steps.push(one(
+                w,
+                Action::Setup {
+                    test: test.clone(),
+                    from,
+                    commands,
+                    after_services: true,
+                },
+                side,
+                DoneWhen::CellsComplete,
+                None,
+            ));
         }
     }
     let method = &group[0].cell.method;

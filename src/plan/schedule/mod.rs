@@ -113,6 +113,10 @@ pub enum Action {
         test: TestName,
         from: usize,
         commands: usize,
+        /// The recipe's `after = "services"` setup commands, run once its services
+        /// are ready (`from` indexes those).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        after_services: bool,
     },
     /// Start one of the cell's services and wait until its ready check passes.
     StartService { test: TestName, service: String },

@@ -51,6 +51,12 @@ impl Action {
             Action::Setup {
                 test, commands: 0, ..
             } => format!("open {test}"),
+            Action::Setup {
+                test,
+                commands,
+                after_services: true,
+                ..
+            } => format!("set up {test} after its services ({commands} command(s))"),
             Action::Setup { test, commands, .. } => {
                 format!("set up {test} ({commands} command(s))")
             }
