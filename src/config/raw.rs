@@ -423,6 +423,10 @@ pub struct Runs {
 pub struct Report {
     #[serde(default)]
     pub compare: Vec<S<Compare>>,
+    /// `"2%"`: differences within it are noise.
+    pub noise_band: Option<S<String>>,
+    /// `"10%"`: CI half-widths beyond this share of the mean are warned about.
+    pub wide_ci: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -431,4 +435,7 @@ pub struct Compare {
     pub metric: S<String>,
     pub baseline: S<Pattern>,
     pub candidate: Option<S<Pattern>>,
+    /// `"model"`: one pooled verdict per board model too.
+    pub pool: Option<S<String>>,
+    pub noise_band: Option<S<String>>,
 }

@@ -19,7 +19,7 @@ mod matrix;
 mod method;
 mod params;
 
-use compare::compare;
+use compare::{compare, precision};
 use matrix::matrix;
 use method::method;
 use params::params;
@@ -80,6 +80,7 @@ pub fn validate(
         Some(r) => compare(src, &r.compare, &matrix, selected_broken, known, diags),
         None => Vec::new(),
     };
+    let precision = precision(src, raw.report.as_ref(), diags);
     if diags.len() > start {
         return None;
     }
@@ -94,6 +95,7 @@ pub fn validate(
         method,
         params,
         compare,
+        precision,
     };
     cell_count(src, &raw.matrix, &scenario, known, diags)?;
     Some(scenario)

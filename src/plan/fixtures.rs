@@ -134,6 +134,7 @@ pub fn workspace() -> Workspace {
         method: Method::default(),
         params: BTreeMap::new(),
         compare: vec![],
+        precision: Default::default(),
     };
     ws.scenarios.push(scenario);
     ws

@@ -14,10 +14,12 @@ use crate::plan::{Address, CellKey, Plan};
 use crate::stats;
 use crate::store::CellData;
 
+mod across;
 mod chart;
 mod compare;
 mod export;
 mod format;
+mod precision;
 mod provenance;
 #[cfg(test)]
 mod tests;
@@ -25,10 +27,12 @@ mod tests;
 mod tests_provenance;
 
 pub use chart::bar_chart;
-pub use compare::comparisons;
+pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
+pub use compare::{ComparisonRow, Pooled, comparisons};
 pub use export::{ExportError, Exporter, Html, Json, Markdown, exporters, markdown_escape};
 use format::duration_text;
 pub use format::{mean_ci, number, p_value, percent, trimmed};
+pub use precision::{PrecisionNotes, WideInterval};
 pub use provenance::{Fact, Provenance, host_key_fingerprint};
 
 #[derive(Clone, Debug, Serialize)]
@@ -41,6 +45,11 @@ pub struct Report {
     pub tests: Vec<TestTable>,
     /// `[[report.compare]]`: candidates against their baseline, with significance.
     pub comparisons: Vec<ComparisonRow>,
+    /// How comparison rows are judged, in words (`compare::method_text`).
+    pub comparison_method: String,
+    /// Intervals wider than `[report] wide_ci` and what would narrow them; the outlier
+    /// rule where outliers are counted (`precision.rs`).
+    pub precision: PrecisionNotes,
     /// Cells without enough data yet, with their state.
     pub incomplete: Vec<Incomplete>,
     /// Cells that cannot apply, with the reason: the plan's (a storage with no device)
@@ -119,20 +128,6 @@ pub struct Stat {
     pub max: Option<f64>,
     /// Values classified as outliers (kept in the statistics, shown here).
     pub outliers: usize,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct ComparisonRow {
-    pub metric: String,
-    pub baseline: String,
-    pub candidate: String,
-    /// `+53.2% (95% CI +40.1% .. +66.3%)`, or why there is no comparison.
-    pub difference: String,
-    /// `p = 0.0012`.
-    pub p: String,
-    /// better / worse / no significant difference.
-    pub verdict: String,
-    pub significant: bool,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -448,6 +443,8 @@ pub fn build(
     }
     let comparisons = comparisons(ws, scenario, plan, data);
     Report {
+        comparison_method: compare::method_text(scenario),
+        precision: precision::notes(ws, scenario, plan, data),
         provenance: provenance::provenance(plan, data),
         benchpipe: env!("CARGO_PKG_VERSION").to_string(),
         comparisons,
