@@ -136,6 +136,7 @@ pub fn notes(
 /// The warning in words: how wide, and what would narrow it.
 fn advice(w: &WideInterval, scenario: &Scenario) -> String {
     let pct = |f: f64| super::number(f * 100.0);
+    let limit = super::percent(w.limit);
     let conf = super::percent(scenario.method.confidence);
     let mut ways = vec![format!(
         "{} runs at this spread (the interval narrows with the square root of the runs; `runs = {{ min = N }}` or a `target`)",
@@ -164,7 +165,7 @@ fn advice(w: &WideInterval, scenario: &Scenario) -> String {
         ));
     }
     format!(
-        "{} {} on {}: {} {} (n={}), the {conf}% CI is ±{}% of the mean, wider than ±{}%. What would narrow it: {}.",
+        "{} {} on {}: {} {} (n={}), the {conf}% CI is ±{}% of the mean, wider than ±{limit}%. What would narrow it: {}.",
         w.test,
         w.metric,
         w.config,
@@ -172,7 +173,6 @@ fn advice(w: &WideInterval, scenario: &Scenario) -> String {
         w.unit,
         w.n,
         pct(w.half_rel),
-        pct(w.limit),
         ways.join("; ")
     )
 }
