@@ -32,7 +32,7 @@ pub use compare::{ComparisonRow, Pooled, comparisons};
 pub use export::{ExportError, Exporter, Html, Json, Markdown, exporters, markdown_escape};
 use format::duration_text;
 pub use format::{mean_ci, number, p_value, percent, trimmed};
-pub use precision::{PrecisionNotes, WideInterval};
+pub use precision::{PrecisionNotes, WideInterval, WideValue};
 pub use provenance::{Fact, Provenance, host_key_fingerprint};
 
 #[derive(Clone, Debug, Serialize)]

@@ -271,21 +271,25 @@ fn a_report_warns_about_a_wide_interval_and_states_the_outlier_rule() {
     let md = std::fs::read_to_string(p.dir.join("reports/w/index.md")).unwrap();
     assert!(md.contains("## Wide intervals"), "{md}");
     assert!(
-        md.contains("the 95% CI is ±29.7") && md.contains("wider than ±5%"),
+        md.contains("Values whose 95% CI is wider than ±5% of the mean. What would narrow them: more runs"),
         "{md}"
     );
-    assert!(md.contains("runs at this spread"), "{md}");
-    assert!(md.contains("1 severe outlier among these runs"), "{md}");
+    assert!(
+        md.contains("- feed on here / installed: value 112 ± 33 MB/s (n=5, ±29.76%, 1 severe outlier); about "),
+        "{md}"
+    );
+    assert!(md.contains("runs would narrow it"), "{md}");
     assert!(md.contains("Outliers: an outlier lies beyond Tukey's fences"), "{md}");
     let doc: Value =
         serde_json::from_slice(&std::fs::read(p.dir.join("reports/w/report.json")).unwrap())
             .unwrap();
-    let w = &doc["precision"]["wide"][0];
-    assert_eq!((w["n"].as_u64(), w["limit"].as_f64()), (Some(5), Some(0.05)));
-    let runs = w["runs_needed"]["runs"].as_u64().unwrap();
+    assert_eq!(doc["precision"]["wide_ci"], 0.05);
+    let v = &doc["precision"]["wide"][0]["values"][0];
+    assert_eq!(v["n"], 5);
+    let runs = v["runs_needed"]["runs"].as_u64().unwrap();
     // 26.8 / 112 = 24% relative sd: about (2 · 0.24 / 0.05)² ≈ 90 runs.
-    assert!((60..140).contains(&runs), "{w}");
-    assert_eq!(w["outliers"]["severe"], 1);
+    assert!((60..140).contains(&runs), "{v}");
+    assert_eq!(v["outliers"]["severe"], 1);
 }
 
 /// The shipped lab scenario on a lab of two boards, as shipped but for the board glob:
