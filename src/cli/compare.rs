@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{load, parse_pattern, plans};
 use crate::error::{Error, Result};
-use crate::model::{Compare, CellPattern, Pool, TestName};
+use crate::model::{CellPattern, Compare, Pool, TestName};
 use crate::report;
 use crate::store::Store;
 
@@ -80,8 +80,7 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
                 known.join(", ")
             )));
         }
-        if recipe.raw_device && (baseline.filesystem.is_some() || candidate.filesystem.is_some())
-        {
+        if recipe.raw_device && (baseline.filesystem.is_some() || candidate.filesystem.is_some()) {
             return Err(Error::Usage(format!(
                 "--metric `{metric}`: test `{test}` reads the raw device (`uses_storage = \"device\"`): its cells have no filesystem, so there is no filesystem comparison to draw"
             )));
@@ -136,7 +135,8 @@ pub fn report_across(
         (true, true) => {
             if !files.is_empty() {
                 return Err(Error::Usage(
-                    "--compare A.toml B.toml compares two scenarios: name no other scenario files".into(),
+                    "--compare A.toml B.toml compares two scenarios: name no other scenario files"
+                        .into(),
                 ));
             }
             let ws = load(&[a.clone(), b.clone()], max_cells)?;

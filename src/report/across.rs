@@ -61,8 +61,11 @@ pub struct Across {
     pub configs: Vec<AcrossConfig>,
 }
 
-/// The axes of an address, by name, in matrix order.
-const AXES: [(&str, fn(&Address) -> String); 4] = [
+/// An axis of an address, by name.
+type Axis = (&'static str, fn(&Address) -> String);
+
+/// The axes of an address, in matrix order.
+const AXES: [Axis; 4] = [
     ("image", |a| a.image.to_string()),
     ("board", |a| a.board.to_string()),
     ("storage", |a| format!("{:?}", a.storage)),
@@ -124,10 +127,7 @@ fn changes(a: &CellData, b: &CellData, cell_a: &Cell, cell_b: &Cell) -> Vec<Stri
     if let (Some(fa), Some(fb)) = (&a.fingerprint, &b.fingerprint) {
         let board = crate::plan::drift::changes(&fa.fingerprint, &fb.fingerprint);
         if !board.is_empty() {
-            out.push(format!(
-                "board {}",
-                crate::plan::drift::summary(&board)
-            ));
+            out.push(format!("board {}", crate::plan::drift::summary(&board)));
         }
     }
     out
@@ -145,12 +145,10 @@ pub fn across(ws: &Workspace, baseline: &Side, candidate: &Side) -> Across {
     let values = |plan: &Plan, f: fn(&Address) -> String| -> BTreeSet<String> {
         plan.cells.iter().map(|c| f(&c.address)).collect()
     };
-    let matched: Vec<(&str, fn(&Address) -> String)> = AXES
+    let matched: Vec<Axis> = AXES
         .iter()
         .copied()
-        .filter(|(_, f)| {
-            !values(baseline.plan, *f).is_disjoint(&values(candidate.plan, *f))
-        })
+        .filter(|(_, f)| !values(baseline.plan, *f).is_disjoint(&values(candidate.plan, *f)))
         .collect();
     let key = |c: &Cell| -> Vec<String> {
         std::iter::once(c.address.test.to_string())
@@ -184,7 +182,11 @@ pub fn across(ws: &Workspace, baseline: &Side, candidate: &Side) -> Across {
         let test = first.address.test.to_string();
         let label = |b: &Cell, c: &Cell| {
             let (lb, lc) = (config_label(&b.address), config_label(&c.address));
-            if lb == lc { lb } else { format!("{lb} -> {lc}") }
+            if lb == lc {
+                lb
+            } else {
+                format!("{lb} -> {lc}")
+            }
         };
         let mut cfg = AcrossConfig {
             test: test.clone(),

@@ -24,10 +24,12 @@ mod provenance;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_compare;
+#[cfg(test)]
 mod tests_provenance;
 
-pub use chart::bar_chart;
 pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
+pub use chart::bar_chart;
 pub use compare::{ComparisonRow, Pooled, comparisons};
 pub use export::{ExportError, Exporter, Html, Json, Markdown, exporters, markdown_escape};
 use format::duration_text;

@@ -89,8 +89,15 @@ fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
     assert_eq!(pi1.verdict, stats::Verdict::Better);
     assert!(pi1.significant);
     assert!(pi1.verdict_text.starts_with("faster (p = "), "{pi1:?}");
-    let (ratio, lo, hi) = (pi1.ratio.unwrap(), pi1.ci_low_pct.unwrap(), pi1.ci_high_pct.unwrap());
-    assert!((ratio - 20.59 / 14.41).abs() < 1e-3 && lo < 42.9 && 42.9 < hi, "{pi1:?}");
+    let (ratio, lo, hi) = (
+        pi1.ratio.unwrap(),
+        pi1.ci_low_pct.unwrap(),
+        pi1.ci_high_pct.unwrap(),
+    );
+    assert!(
+        (ratio - 20.59 / 14.41).abs() < 1e-3 && lo < 42.9 && 42.9 < hi,
+        "{pi1:?}"
+    );
     let pi2 = &r.comparisons[1];
     assert!(!pi2.significant, "{pi2:?}");
     // Equal means from three noisy runs each: too few runs to say, not "no difference".

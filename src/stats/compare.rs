@@ -280,9 +280,7 @@ pub fn compare_strata(
         })
         .flatten();
     let symmetric = |r: f64| 2.0 * (r - 1.0) / (r + 1.0) * 100.0;
-    let sym = |r: Option<f64>, unbounded: f64| {
-        positive.then(|| r.map_or(unbounded, symmetric))
-    };
+    let sym = |r: Option<f64>, unbounded: f64| positive.then(|| r.map_or(unbounded, symmetric));
     w.se *= scale;
     Ok(Comparison {
         baseline_mean: eb.mean * scale,
@@ -399,6 +397,9 @@ mod tests {
         let two = compare_strata(&[&b, &b], &[&c, &c], 0.95, 0.02, Better::Higher).unwrap();
         assert_eq!(two.strata, 2);
         assert!((two.ratio - plain.ratio).abs() < 1e-12);
-        assert!(two.welch.p < plain.welch.p, "twice the runs, the same effect");
+        assert!(
+            two.welch.p < plain.welch.p,
+            "twice the runs, the same effect"
+        );
     }
 }

@@ -29,8 +29,8 @@ pub use compare::{
 pub use ministat::{StatsError, ministat};
 pub use outliers::{OUTLIER_RULE, Outlier, OutlierClass, OutlierCount, OutlierRule, outliers};
 pub use power::{
-    DECIDING_POWER, DEFAULT_WIDE_CI, MAX_RUNS_ESTIMATE, RunsNeeded, WideCi, runs_for_precision, runs_to_detect,
-    wide_ci,
+    DECIDING_POWER, DEFAULT_WIDE_CI, MAX_RUNS_ESTIMATE, RunsNeeded, WideCi, runs_for_precision,
+    runs_to_detect, wide_ci,
 };
 pub use ratio::{MeanEstimate, RatioInterval, fieller};
 pub use verdict::{

@@ -201,7 +201,7 @@ pub struct WideCi {
 /// interval (n < 2), or the mean is 0 (a relative width means nothing there).
 pub fn wide_ci(summary: &Summary, limit: f64) -> Option<WideCi> {
     let half_rel = summary.ci_rel()?;
-    if !(half_rel > limit) {
+    if half_rel.is_nan() || half_rel <= limit {
         return None;
     }
     let runs_needed = runs_for_precision(
@@ -230,7 +230,10 @@ mod tests {
         let never = runs_to_detect(1e6, 1e12, 1e-3, 0.95, 2).unwrap();
         assert_eq!(never, RunsNeeded::beyond());
         assert_eq!(never.text(), "more than 1000");
-        assert_eq!(runs_to_detect(1.0, 1.0, 0.0, 0.95, 2), Some(RunsNeeded::beyond()));
+        assert_eq!(
+            runs_to_detect(1.0, 1.0, 0.0, 0.95, 2),
+            Some(RunsNeeded::beyond())
+        );
         assert_eq!(runs_to_detect(1.0, 1.0, 1.0, 1.5, 2), None);
         // Never fewer than asked for.
         assert_eq!(runs_to_detect(1e-6, 1e-12, 100.0, 0.95, 7).unwrap().runs, 7);

@@ -87,10 +87,7 @@ impl MeanEstimate {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum RatioInterval {
     /// `low ≤ ρ ≤ high`; None is unbounded on that side.
-    Interval {
-        low: Option<f64>,
-        high: Option<f64>,
-    },
+    Interval { low: Option<f64>, high: Option<f64> },
     /// `ρ ≤ below` or `ρ ≥ above`: the baseline's mean is not significantly different
     /// from 0, and the data exclude only the ratios between. No finite interval is
     /// honest here, so none is printed.

@@ -128,11 +128,7 @@ pub fn interval_text(c: &Comparison, decimals: usize) -> String {
         (_, _, RatioInterval::Outside { .. }) | (None, None, _) => {
             format!("{conf}% CI {unbounded}")
         }
-        (Some(l), Some(h), _) => format!(
-            "{conf}% CI {} .. {}",
-            pct(l, decimals),
-            pct(h, decimals)
-        ),
+        (Some(l), Some(h), _) => format!("{conf}% CI {} .. {}", pct(l, decimals), pct(h, decimals)),
         (Some(l), None, _) => format!("{conf}% CI at least {} ({unbounded})", pct(l, decimals)),
         (None, Some(h), _) => format!("{conf}% CI at most {} ({unbounded})", pct(h, decimals)),
     }
@@ -184,12 +180,7 @@ pub fn describe(c: &Comparison, words: Words, decimals: usize, runs: &str) -> De
             };
             let more = c
                 .runs_needed
-                .map(|r| {
-                    format!(
-                        "; {} {runs} would likely decide it",
-                        r.text()
-                    )
-                })
+                .map(|r| format!("; {} {runs} would likely decide it", r.text()))
                 .unwrap_or_default();
             Description {
                 difference: interval_text(c, decimals),
@@ -234,7 +225,8 @@ mod tests {
         let d = describe(&c, Words::Speed, 1, "runs per side");
         assert!(d.difference.starts_with("95% CI "), "{d:?}");
         assert!(
-            d.verdict.starts_with("inconclusive: no significant difference")
+            d.verdict
+                .starts_with("inconclusive: no significant difference")
                 && d.verdict.ends_with("runs per side would likely decide it"),
             "{d:?}"
         );

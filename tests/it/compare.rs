@@ -95,21 +95,36 @@ fn every_shipped_comparison_selects_pairs_of_cells_and_pools_the_lab_boards() {
             let mut one = scenario.clone();
             one.compare = vec![c.clone()];
             let rows = benchpipe::report::comparisons(&ws, &one, &plan, &BTreeMap::new());
-            let what = format!("{} compare #{} ({}.{})", scenario.name, i + 1, c.test, c.metric);
+            let what = format!(
+                "{} compare #{} ({}.{})",
+                scenario.name,
+                i + 1,
+                c.test,
+                c.metric
+            );
             assert!(!rows.is_empty(), "{what} selects no pair of cells");
             for r in &rows {
                 assert_ne!(r.baseline, r.candidate, "{what}");
                 assert_eq!(r.verdict, Verdict::NotComparable, "{what}: {r:?}");
                 assert_eq!((r.ratio, r.diff_pct), (None, None), "{what}");
-                assert!(r.verdict_text.contains("needs at least 2 runs"), "{what}: {r:?}");
+                assert!(
+                    r.verdict_text.contains("needs at least 2 runs"),
+                    "{what}: {r:?}"
+                );
             }
-            let on_lab = plan.cells.iter().all(|c| c.address.board.as_str().starts_with("lab-"));
+            let on_lab = plan
+                .cells
+                .iter()
+                .all(|c| c.address.board.as_str().starts_with("lab-"));
             if c.pool == Some(Pool::Model) && on_lab {
                 let pooled: Vec<_> = rows.iter().filter_map(|r| r.pooled.as_ref()).collect();
                 assert!(!pooled.is_empty(), "{what}: no pooled row");
                 for p in pooled {
                     assert_eq!(p.model, "benchpipe virtual lab board", "{what}");
-                    assert!(p.boards.is_empty() && p.left_out.len() == 2, "{what}: {p:?}");
+                    assert!(
+                        p.boards.is_empty() && p.left_out.len() == 2,
+                        "{what}: {p:?}"
+                    );
                 }
             }
             compared.insert(scenario.name.clone());
@@ -186,7 +201,10 @@ fn report_compare_judges_configurations_across_two_stores_and_two_scenarios() {
 
     // Tonight: another parameter, and a second image measured only now.
     let p = p.write("scenarios/s.toml", &feed_scenario(&["before", "after"], 1));
-    feed(&p, &[150.0, 151.0, 149.0, 150.5, 150.0, 151.0, 149.0, 150.5]);
+    feed(
+        &p,
+        &[150.0, 151.0, 149.0, 150.5, 150.0, 151.0, 149.0, 150.5],
+    );
     let out = p.bp(&["apply", "--store", "new", "--no-report", "scenarios/s.toml"]);
     assert!(out.status.success(), "{}", text(&out));
 
@@ -195,7 +213,10 @@ fn report_compare_judges_configurations_across_two_stores_and_two_scenarios() {
     let md = String::from_utf8_lossy(&md.stdout).to_string();
     assert!(md.starts_with("# new against old (s)"), "{md}");
     assert!(md.contains("## feed on here / before"), "{md}");
-    assert!(md.contains("- differs: input ~ ") && md.contains("pad"), "{md}");
+    assert!(
+        md.contains("- differs: input ~ ") && md.contains("pad"),
+        "{md}"
+    );
     assert!(md.contains("| feed.value (MB/s) | 4 vs 4 | +"), "{md}");
     assert!(md.contains("faster (p = "), "{md}");
     assert!(
@@ -203,16 +224,32 @@ fn report_compare_judges_configurations_across_two_stores_and_two_scenarios() {
         "{md}"
     );
 
-    let doc = json(&p.bp(&["report", "scenarios/s.toml", "--compare", "old", "new", "--json"]));
+    let doc = json(&p.bp(&[
+        "report",
+        "scenarios/s.toml",
+        "--compare",
+        "old",
+        "new",
+        "--json",
+    ]));
     let configs = doc[0]["configs"].as_array().unwrap();
-    let both = configs.iter().find(|c| c["presence"] == "both").expect("a pair");
+    let both = configs
+        .iter()
+        .find(|c| c["presence"] == "both")
+        .expect("a pair");
     let row = &both["rows"][0];
     assert_eq!(row["verdict"], "better", "{row}");
     assert_eq!(row["significant"], true);
     let ratio = row["ratio"].as_f64().unwrap();
     assert!((ratio - 150.125 / 100.125).abs() < 1e-9, "{row}");
-    let (lo, hi) = (row["ci_low_pct"].as_f64().unwrap(), row["ci_high_pct"].as_f64().unwrap());
-    assert!(lo > 40.0 && hi < 60.0 && lo < (ratio - 1.0) * 100.0, "{row}");
+    let (lo, hi) = (
+        row["ci_low_pct"].as_f64().unwrap(),
+        row["ci_high_pct"].as_f64().unwrap(),
+    );
+    assert!(
+        lo > 40.0 && hi < 60.0 && lo < (ratio - 1.0) * 100.0,
+        "{row}"
+    );
     assert!(
         configs.iter().any(|c| c["presence"] == "only-candidate"),
         "{doc}"
@@ -231,7 +268,10 @@ fn report_compare_judges_configurations_across_two_stores_and_two_scenarios() {
         "scenarios/after.toml",
         "--json",
     ]));
-    assert_eq!(doc[0]["matched_axes"], serde_json::json!(["board", "storage", "filesystem"]));
+    assert_eq!(
+        doc[0]["matched_axes"],
+        serde_json::json!(["board", "storage", "filesystem"])
+    );
     let c = &doc[0]["configs"][0];
     assert_eq!(c["presence"], "both", "{doc}");
     assert_eq!(c["config"], "here / before -> here / after");
@@ -241,10 +281,28 @@ fn report_compare_judges_configurations_across_two_stores_and_two_scenarios() {
     assert_eq!(c["rows"][0]["ratio"], 1.0);
 
     for (args, want) in [
-        (vec!["report", "scenarios/s.toml", "--compare", "nope", "new"], "no store at nope"),
-        (vec!["report", "scenarios/s.toml", "--compare", "old", "scenarios/s.toml"], "not one of each"),
-        (vec!["report", "--compare", "old", "new"], "name the scenario files"),
-        (vec!["report", "scenarios/s.toml", "--compare", "old"], "--compare"),
+        (
+            vec!["report", "scenarios/s.toml", "--compare", "nope", "new"],
+            "no store at nope",
+        ),
+        (
+            vec![
+                "report",
+                "scenarios/s.toml",
+                "--compare",
+                "old",
+                "scenarios/s.toml",
+            ],
+            "not one of each",
+        ),
+        (
+            vec!["report", "--compare", "old", "new"],
+            "name the scenario files",
+        ),
+        (
+            vec!["report", "scenarios/s.toml", "--compare", "old"],
+            "--compare",
+        ),
     ] {
         let out = p.bp(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
@@ -271,7 +329,9 @@ fn a_report_warns_about_a_wide_interval_and_states_the_outlier_rule() {
     let md = std::fs::read_to_string(p.dir.join("reports/w/index.md")).unwrap();
     assert!(md.contains("## Wide intervals"), "{md}");
     assert!(
-        md.contains("Values whose 95% CI is wider than ±5% of the mean. What would narrow them: more runs"),
+        md.contains(
+            "Values whose 95% CI is wider than ±5% of the mean. What would narrow them: more runs"
+        ),
         "{md}"
     );
     assert!(
@@ -279,7 +339,10 @@ fn a_report_warns_about_a_wide_interval_and_states_the_outlier_rule() {
         "{md}"
     );
     assert!(md.contains("runs would narrow it"), "{md}");
-    assert!(md.contains("Outliers: an outlier lies beyond Tukey's fences"), "{md}");
+    assert!(
+        md.contains("Outliers: an outlier lies beyond Tukey's fences"),
+        "{md}"
+    );
     let doc: Value =
         serde_json::from_slice(&std::fs::read(p.dir.join("reports/w/report.json")).unwrap())
             .unwrap();
@@ -303,7 +366,10 @@ fn the_shipped_lab_scenario_on_two_boards_answers_ext4_against_btrfs_lzo_per_mod
         o.disk_bytes = 256 << 20;
     });
     let root = lab.root.clone();
-    for e in std::fs::read_dir(repo().join("pipeline")).unwrap().flatten() {
+    for e in std::fs::read_dir(repo().join("pipeline"))
+        .unwrap()
+        .flatten()
+    {
         std::fs::create_dir_all(root.join("pipeline")).unwrap();
         std::fs::copy(e.path(), root.join("pipeline").join(e.file_name())).unwrap();
     }
@@ -319,21 +385,35 @@ fn the_shipped_lab_scenario_on_two_boards_answers_ext4_against_btrfs_lzo_per_mod
         serde_json::from_slice(&std::fs::read(root.join("reports/lab/report.json")).unwrap())
             .unwrap();
     let rows = doc["comparisons"].as_array().unwrap();
-    for metric in ["disk-4k.random_read", "disk-4k.random_write", "dd-write.sequential_write"] {
+    for metric in [
+        "disk-4k.random_read",
+        "disk-4k.random_write",
+        "dd-write.sequential_write",
+    ] {
         let of: Vec<&Value> = rows.iter().filter(|r| r["metric"] == metric).collect();
         let pooled: Vec<&&Value> = of.iter().filter(|r| !r["pooled"].is_null()).collect();
-        assert_eq!((of.len(), pooled.len()), (3, 1), "2 boards and their model: {of:?}");
+        assert_eq!(
+            (of.len(), pooled.len()),
+            (3, 1),
+            "2 boards and their model: {of:?}"
+        );
         let p = &pooled[0]["pooled"];
         assert_eq!(p["model"], "benchpipe virtual lab board");
         assert_eq!(p["boards"].as_array().unwrap().len(), 2, "{p}");
         assert_eq!(pooled[0]["baseline_n"], 6, "3 runs on each of 2 boards");
         for r in &of {
             let v = r["verdict"].as_str().unwrap();
-            assert!(["better", "worse", "equivalent", "inconclusive"].contains(&v), "{r}");
+            assert!(
+                ["better", "worse", "equivalent", "inconclusive"].contains(&v),
+                "{r}"
+            );
             assert!(r["ci_low_pct"].as_f64().is_none_or(|l| l >= -100.0), "{r}");
             if v == "inconclusive" {
                 assert!(r["runs_needed"]["runs"].as_u64().unwrap() > 3, "{r}");
-                assert!(r["difference"].as_str().unwrap().starts_with("95% CI"), "{r}");
+                assert!(
+                    r["difference"].as_str().unwrap().starts_with("95% CI"),
+                    "{r}"
+                );
             }
         }
     }

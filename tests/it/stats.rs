@@ -79,13 +79,28 @@ fn reference_covers_the_hard_cases() {
     );
     let pairs = reference["pairs"].as_array().expect("pairs");
     let has = |f: &dyn Fn(&Value) -> bool| pairs.iter().any(f);
-    assert!(has(&|p| p["baseline"] == p["candidate"]), "identical samples");
-    assert!(has(&|p| p["ratio_ci"]["0.95"]["kind"] == "outside"), "a mean near zero");
-    assert!(has(&|p| num(p, "ratio") > 0.0 && p["positive"] == false), "negative metrics");
-    assert!(has(&|p| p["ratio_ci"]["0.95"]["high"].is_null()
-        && p["ratio_ci"]["0.95"]["kind"] == "interval"), "an interval cut at 0, unbounded above");
+    assert!(
+        has(&|p| p["baseline"] == p["candidate"]),
+        "identical samples"
+    );
+    assert!(
+        has(&|p| p["ratio_ci"]["0.95"]["kind"] == "outside"),
+        "a mean near zero"
+    );
+    assert!(
+        has(&|p| num(p, "ratio") > 0.0 && p["positive"] == false),
+        "negative metrics"
+    );
+    assert!(
+        has(&|p| p["ratio_ci"]["0.95"]["high"].is_null()
+            && p["ratio_ci"]["0.95"]["kind"] == "interval"),
+        "an interval cut at 0, unbounded above"
+    );
     for verdict in ["significant", "equivalent", "inconclusive"] {
-        assert!(has(&|p| p["runs_needed"]["0.95"]["verdict"] == verdict), "{verdict}");
+        assert!(
+            has(&|p| p["runs_needed"]["0.95"]["verdict"] == verdict),
+            "{verdict}"
+        );
     }
 }
 
@@ -163,22 +178,41 @@ fn check_comparison(label: &str, want: &Value, at: impl Fn(f64) -> stats::Compar
             None => assert!(cmp.welch.t.is_infinite(), "{label}: t {}", cmp.welch.t),
         }
         close(cmp.ratio, num(want, "ratio"), &format!("{label} ratio"));
-        close(cmp.diff_pct, num(want, "diff_pct"), &format!("{label} diff_pct"));
+        close(
+            cmp.diff_pct,
+            num(want, "diff_pct"),
+            &format!("{label} diff_pct"),
+        );
         match (ci["kind"].as_str(), cmp.ratio_ci) {
             (Some("interval"), RatioInterval::Interval { low, high }) => {
                 close_bound(low, opt(ci, "low"), &format!("{label} ratio CI low at {c}"));
-                close_bound(high, opt(ci, "high"), &format!("{label} ratio CI high at {c}"));
+                close_bound(
+                    high,
+                    opt(ci, "high"),
+                    &format!("{label} ratio CI high at {c}"),
+                );
             }
             (Some("outside"), RatioInterval::Outside { below, above }) => {
-                close(below, num(ci, "below"), &format!("{label} excluded below at {c}"));
-                close(above, num(ci, "above"), &format!("{label} excluded above at {c}"));
+                close(
+                    below,
+                    num(ci, "below"),
+                    &format!("{label} excluded below at {c}"),
+                );
+                close(
+                    above,
+                    num(ci, "above"),
+                    &format!("{label} excluded above at {c}"),
+                );
                 assert_eq!((cmp.ci_low_pct, cmp.ci_high_pct), (None, None), "{label}");
             }
             (kind, got) => panic!("{label} at {c}: reference {kind:?}, got {got:?}"),
         }
         // A positive metric's difference never reaches below -100%.
         if want["positive"].as_bool() == Some(true) {
-            assert!(cmp.ci_low_pct.is_some_and(|l| l >= -100.0), "{label}: {cmp:?}");
+            assert!(
+                cmp.ci_low_pct.is_some_and(|l| l >= -100.0),
+                "{label}: {cmp:?}"
+            );
         }
         let decided = &want["runs_needed"][conf];
         let verdict = match cmp.verdict {
@@ -187,7 +221,11 @@ fn check_comparison(label: &str, want: &Value, at: impl Fn(f64) -> stats::Compar
             Verdict::Inconclusive => "inconclusive",
             Verdict::NotComparable => "not comparable",
         };
-        assert_eq!(Some(verdict), decided["verdict"].as_str(), "{label} at {c}: {cmp:?}");
+        assert_eq!(
+            Some(verdict),
+            decided["verdict"].as_str(),
+            "{label} at {c}: {cmp:?}"
+        );
         let want_runs = decided["runs_needed"].as_object().map(|r| RunsNeeded {
             runs: r["runs"].as_u64().expect("runs") as usize,
             more_than: r["more_than"].as_bool().expect("more_than"),
@@ -216,7 +254,11 @@ fn welch_and_compare_match_scipy() {
             for (conf, ci) in p["diff_ci"].as_object().expect("diff_ci") {
                 let half = stats::t_quantile(conf.parse().unwrap(), w.df).unwrap() * w.se;
                 let (lo, hi) = pair(ci);
-                close(half, (hi - lo) / 2.0, &format!("{label} Welch CI at {conf}"));
+                close(
+                    half,
+                    (hi - lo) / 2.0,
+                    &format!("{label} Welch CI at {conf}"),
+                );
             }
         }
         let swapped = welch(&base, &cand).expect("swapped");
@@ -236,7 +278,13 @@ fn pooled_boards_match_the_reference() {
         v.as_array()
             .expect("strata")
             .iter()
-            .map(|s| s.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect())
+            .map(|s| {
+                s.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect()
+            })
             .collect()
     };
     for s in reference["strata"].as_array().expect("strata") {
@@ -273,7 +321,10 @@ fn runs_to_decide_match_the_rule_and_statsmodels() {
         let rule = &case["rule"];
         assert_eq!(
             (got.runs as u64, got.more_than),
-            (rule["runs"].as_u64().unwrap(), rule["more_than"].as_bool().unwrap()),
+            (
+                rule["runs"].as_u64().unwrap(),
+                rule["more_than"].as_bool().unwrap()
+            ),
             "{case}"
         );
         if let Some(n) = opt(case, "statsmodels_n") {
@@ -284,7 +335,10 @@ fn runs_to_decide_match_the_rule_and_statsmodels() {
             }
         }
     }
-    for case in reference["precision_cases"].as_array().expect("precision_cases") {
+    for case in reference["precision_cases"]
+        .as_array()
+        .expect("precision_cases")
+    {
         let xs = dataset(&reference, case["dataset"].as_str().unwrap());
         let got = runs_for_precision(
             num(case, "sd"),
@@ -297,7 +351,10 @@ fn runs_to_decide_match_the_rule_and_statsmodels() {
         let want = &case["runs"];
         assert_eq!(
             (got.runs as u64, got.more_than),
-            (want["runs"].as_u64().unwrap(), want["more_than"].as_bool().unwrap()),
+            (
+                want["runs"].as_u64().unwrap(),
+                want["more_than"].as_bool().unwrap()
+            ),
             "{case}"
         );
         let s = summarize(&xs, 0.95).unwrap();
@@ -470,7 +527,10 @@ fn ministat_text_is_aligned_and_says_the_verdict() {
         out.contains("  inconclusive: no significant difference (p = "),
         "{out}"
     );
-    assert!(out.contains("values per file would likely decide it"), "{out}");
+    assert!(
+        out.contains("values per file would likely decide it"),
+        "{out}"
+    );
     assert!(
         out.contains("n2.txt vs tight.txt:") && out.contains("  lower (p = "),
         "{out}"
@@ -528,7 +588,10 @@ fn the_stats_command_reads_files_and_exits_2_on_a_bad_line() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("difference +42.89%"), "{text}");
-    assert!(text.contains("  higher (p = "), "significant and higher: {text}");
+    assert!(
+        text.contains("  higher (p = "),
+        "significant and higher: {text}"
+    );
 
     let out = run(&["--confidence", "0.99", "--json", "bot.txt", "uasp.txt"]);
     assert!(out.status.success());

@@ -32,9 +32,9 @@ pub(super) fn precision(
     p
 }
 
-const NOISE_BAND_HELP: &str = "the share of the baseline within which a difference is noise, like `2%`";
-const WIDE_CI_HELP: &str =
-    "the share of the mean beyond which a confidence interval's half-width is warned about, like `10%`";
+const NOISE_BAND_HELP: &str =
+    "the share of the baseline within which a difference is noise, like `2%`";
+const WIDE_CI_HELP: &str = "the share of the mean beyond which a confidence interval's half-width is warned about, like `10%`";
 
 fn percent(
     src: &Source,
