@@ -384,33 +384,15 @@ fn pooled_rows(
                 )
             })
             .collect();
-        let b: Vec<&[f64]> = used.iter().map(|p| p.2.as_slice()).collect();
-        let x: Vec<&[f64]> = used.iter().map(|p| p.3.as_slice()).collect();
+        // Every board too short: the row is "not comparable", with their run counts.
+        let strata = if used.is_empty() { &short } else { &used };
+        let b: Vec<&[f64]> = strata.iter().map(|p| p.2.as_slice()).collect();
+        let x: Vec<&[f64]> = strata.iter().map(|p| p.3.as_slice()).collect();
         let pooled = Pooled {
             model,
             boards,
             left_out,
         };
-        if b.is_empty() {
-            // Every board too short: one honest "not comparable" row.
-            let e = Incomparable::TooFewRuns {
-                baseline: short.iter().map(|p| p.2.len()).sum(),
-                candidate: short.iter().map(|p| p.3.len()).sum(),
-            };
-            let mut r = row(
-                metric.to_string(),
-                spec,
-                (base_label, cand_label),
-                Some(pooled),
-                (&[&[]], &[&[]]),
-                confidence,
-                noise_band,
-            );
-            let d = stats::describe_incomparable(&e);
-            (r.difference, r.verdict_text) = (d.difference, d.verdict);
-            rows.push(r);
-            continue;
-        }
         rows.push(row(
             metric.to_string(),
             spec,
