@@ -44,6 +44,9 @@ pub struct ComparisonRow {
     /// The difference over the mean of both (the seed's "53% faster"); positive data
     /// only.
     pub symmetric_pct: Option<f64>,
+    /// Its interval (the ratio's, mapped); None on an unbounded side.
+    pub symmetric_ci_low_pct: Option<f64>,
+    pub symmetric_ci_high_pct: Option<f64>,
     /// Welch's two-sided p.
     pub p: Option<f64>,
     pub confidence: f64,
@@ -184,6 +187,8 @@ pub(super) fn row(
         ci_low_pct: None,
         ci_high_pct: None,
         symmetric_pct: None,
+        symmetric_ci_low_pct: None,
+        symmetric_ci_high_pct: None,
         p: None,
         confidence,
         noise_band,
@@ -222,6 +227,8 @@ pub(super) fn fill(r: &mut ComparisonRow, c: &Comparison, words: Words, per_side
     r.ci_low_pct = c.ci_low_pct;
     r.ci_high_pct = c.ci_high_pct;
     r.symmetric_pct = c.symmetric_pct;
+    r.symmetric_ci_low_pct = c.symmetric_ci_low_pct;
+    r.symmetric_ci_high_pct = c.symmetric_ci_high_pct;
     r.p = Some(c.welch.p);
     r.p_text = format!("p = {}", super::p_value(c.welch.p));
     r.verdict = c.verdict;

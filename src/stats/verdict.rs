@@ -83,7 +83,8 @@ impl Words {
 /// verdict with its reason.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Description {
-    /// `+42.9% (95% CI +38.0% .. +47.9%; +35.3% of the mean of both)`; for an
+    /// `+42.9% (95% CI +38.0% .. +47.9%; +35.3% of the mean of both, 95% CI +31.9% ..
+    /// +38.6%)`; for an
     /// equivalent or inconclusive result only the interval, never a lone percent.
     pub difference: String,
     /// `faster (p = 0.0012, beyond the ±2% noise band)`, `equivalent: ...`,
@@ -147,8 +148,16 @@ pub fn describe(c: &Comparison, words: Words, decimals: usize, runs: &str) -> De
     match c.verdict {
         Verdict::Better | Verdict::Worse => {
             let mut inner = interval_text(c, decimals);
+            // The seed's "53% faster" (over the mean of both), with its own interval.
             if let Some(s) = c.symmetric_pct {
                 inner.push_str(&format!("; {} of the mean of both", pct(s, decimals)));
+                if let (Some(l), Some(h)) = (c.symmetric_ci_low_pct, c.symmetric_ci_high_pct) {
+                    inner.push_str(&format!(
+                        ", {conf}% CI {} .. {}",
+                        pct(l, decimals),
+                        pct(h, decimals)
+                    ));
+                }
             }
             Description {
                 difference: format!("{} ({inner})", pct(c.diff_pct, decimals)),

@@ -207,11 +207,28 @@ fn check_comparison(label: &str, want: &Value, at: impl Fn(f64) -> stats::Compar
             }
             (kind, got) => panic!("{label} at {c}: reference {kind:?}, got {got:?}"),
         }
-        // A positive metric's difference never reaches below -100%.
+        // A positive metric's difference never reaches below -100%, and the difference
+        // over the mean of both (the seed's "53% faster") has the ratio's interval,
+        // mapped: (-200%, +200%).
         if want["positive"].as_bool() == Some(true) {
             assert!(
                 cmp.ci_low_pct.is_some_and(|l| l >= -100.0),
                 "{label}: {cmp:?}"
+            );
+            let sym = |r: f64| 2.0 * (r - 1.0) / (r + 1.0) * 100.0;
+            let (lo, hi) = (
+                opt(ci, "low").map(sym),
+                Some(opt(ci, "high").map_or(200.0, sym)),
+            );
+            close_bound(
+                cmp.symmetric_ci_low_pct,
+                lo,
+                &format!("{label} symmetric low"),
+            );
+            close_bound(
+                cmp.symmetric_ci_high_pct,
+                hi,
+                &format!("{label} symmetric high"),
             );
         }
         let decided = &want["runs_needed"][conf];
