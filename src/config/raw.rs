@@ -457,6 +457,10 @@ pub struct Report {
     /// `[[report.table]]`.
     #[serde(default)]
     pub table: Vec<S<Table>>,
+    /// `"2%"`: differences within it are noise.
+    pub noise_band: Option<S<String>>,
+    /// `"10%"`: CI half-widths beyond this share of the mean are warned about.
+    pub wide_ci: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -494,4 +498,7 @@ pub struct Compare {
     pub metric: S<String>,
     pub baseline: S<Pattern>,
     pub candidate: Option<S<Pattern>>,
+    /// `"model"`: one pooled verdict per board model too.
+    pub pool: Option<S<String>>,
+    pub noise_band: Option<S<String>>,
 }

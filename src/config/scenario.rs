@@ -20,7 +20,7 @@ mod method;
 mod params;
 mod report;
 
-use compare::compare;
+use compare::{compare, precision};
 use matrix::matrix;
 use method::method;
 use params::params;
@@ -131,6 +131,7 @@ pub fn validate(
         ),
         None => Default::default(),
     };
+    let precision = precision(src, raw.report.as_ref(), diags);
     if diags.len() > start {
         return None;
     }
@@ -146,6 +147,7 @@ pub fn validate(
         params,
         compare,
         report: report_spec,
+        precision,
     };
     cell_count(src, &raw.matrix, &scenario, known, diags)?;
     Some(scenario)

@@ -306,6 +306,8 @@ pub struct Scenario {
     pub compare: Vec<Compare>,
     /// `[report]`'s labels and tables.
     pub report: ReportSpec,
+    /// `[report] noise_band` and `wide_ci`: how the report judges its numbers.
+    pub precision: Precision,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -523,6 +525,38 @@ pub struct Compare {
     pub metric: String,
     pub baseline: CellPattern,
     pub candidate: CellPattern,
+    /// `pool = "model"`: beside the per-board rows, one verdict per board model.
+    pub pool: Option<Pool>,
+    /// `noise_band = "5%"`: this comparison's band; None takes `[report] noise_band`.
+    pub noise_band: Option<f64>,
+}
+
+/// What a `[[report.compare]]` pools its per-board pairs by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pool {
+    /// The boards' `model`: "ext4 vs btrfs-lzo on a Raspberry Pi 4".
+    Model,
+}
+
+/// `[report]`'s judgement of numbers. Not part of any cell key: it changes how runs
+/// read, never what is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Precision {
+    /// Differences within this fraction of the baseline are noise (0.02 = ±2%).
+    pub noise_band: f64,
+    /// A table value whose CI half-width exceeds this fraction of its mean is warned
+    /// about (0.1 = ±10%).
+    pub wide_ci: f64,
+}
+
+impl Default for Precision {
+    fn default() -> Self {
+        Precision {
+            noise_band: crate::stats::DEFAULT_NOISE_BAND,
+            wide_ci: crate::stats::DEFAULT_WIDE_CI,
+        }
+    }
 }
 
 mod secs {

@@ -143,6 +143,7 @@ pub fn workspace() -> Workspace {
         params: BTreeMap::new(),
         compare: vec![],
         report: ReportSpec::default(),
+        precision: Default::default(),
     };
     ws.scenarios.push(scenario);
     ws

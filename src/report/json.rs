@@ -92,18 +92,46 @@ struct ValueDoc<'a> {
     text: &'a str,
 }
 
-/// A comparison. The numbers the statistics give are numbers; `difference`, `p` and
-/// `verdict` keep the words the Markdown shows.
+/// A comparison. The verdict is a kind and the statistics are numbers (null where
+/// there is none: an unbounded side, too few runs); `difference`, `verdict_text` and
+/// `p_text` keep the words the Markdown shows.
 #[derive(Serialize)]
 struct ComparisonDoc<'a> {
     metric: &'a str,
+    unit: &'a str,
+    better: &'static str,
     baseline: &'a str,
     candidate: &'a str,
+    pooled: Option<&'a super::Pooled>,
+    verdict: crate::stats::Verdict,
     significant: bool,
-    verdict: &'a str,
-    numbers: Option<&'a super::ComparisonNumbers>,
+    numbers: NumbersDoc,
     difference: &'a str,
-    p: &'a str,
+    verdict_text: &'a str,
+    p_text: &'a str,
+}
+
+#[derive(Serialize)]
+struct NumbersDoc {
+    confidence: f64,
+    noise_band: f64,
+    baseline_n: usize,
+    candidate_n: usize,
+    baseline_mean: Option<f64>,
+    candidate_mean: Option<f64>,
+    ratio: Option<f64>,
+    ratio_ci_low: Option<f64>,
+    ratio_ci_high: Option<f64>,
+    difference_pct: Option<f64>,
+    ci_low_pct: Option<f64>,
+    ci_high_pct: Option<f64>,
+    symmetric_pct: Option<f64>,
+    symmetric_ci_low_pct: Option<f64>,
+    symmetric_ci_high_pct: Option<f64>,
+    p: Option<f64>,
+    runs_needed: Option<crate::stats::RunsNeeded>,
+    baseline_outliers: crate::stats::OutlierCount,
+    candidate_outliers: crate::stats::OutlierCount,
 }
 
 fn finite(x: Option<f64>) -> Option<f64> {
@@ -184,13 +212,40 @@ fn table(t: &Table) -> TableDoc<'_> {
 fn comparison(c: &ComparisonRow) -> ComparisonDoc<'_> {
     ComparisonDoc {
         metric: &c.metric,
+        unit: &c.unit,
+        better: match c.better {
+            crate::model::Better::Higher => "higher",
+            crate::model::Better::Lower => "lower",
+        },
         baseline: &c.baseline,
         candidate: &c.candidate,
+        pooled: c.pooled.as_ref(),
+        verdict: c.verdict,
         significant: c.significant,
-        verdict: &c.verdict,
-        numbers: c.numbers.as_ref(),
+        numbers: NumbersDoc {
+            confidence: c.confidence,
+            noise_band: c.noise_band,
+            baseline_n: c.baseline_n,
+            candidate_n: c.candidate_n,
+            baseline_mean: finite(c.baseline_mean),
+            candidate_mean: finite(c.candidate_mean),
+            ratio: finite(c.ratio),
+            ratio_ci_low: finite(c.ratio_ci_low),
+            ratio_ci_high: finite(c.ratio_ci_high),
+            difference_pct: finite(c.diff_pct),
+            ci_low_pct: finite(c.ci_low_pct),
+            ci_high_pct: finite(c.ci_high_pct),
+            symmetric_pct: finite(c.symmetric_pct),
+            symmetric_ci_low_pct: finite(c.symmetric_ci_low_pct),
+            symmetric_ci_high_pct: finite(c.symmetric_ci_high_pct),
+            p: finite(c.p),
+            runs_needed: c.runs_needed,
+            baseline_outliers: c.baseline_outliers,
+            candidate_outliers: c.candidate_outliers,
+        },
         difference: &c.difference,
-        p: &c.p,
+        verdict_text: &c.verdict_text,
+        p_text: &c.p_text,
     }
 }
 

@@ -15,6 +15,7 @@ use crate::model::{Axis, MetricSpec, Scenario, TestName, Workspace};
 use crate::plan::{Address, CellKey, Plan};
 use crate::store::CellData;
 
+mod across;
 mod cells;
 mod chart;
 mod compare;
@@ -24,11 +25,14 @@ mod format;
 mod json;
 mod labels;
 mod method;
+mod precision;
 mod provenance;
 mod sections;
 mod table;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_compare;
 #[cfg(test)]
 mod tests_exports;
 #[cfg(test)]
@@ -36,13 +40,15 @@ mod tests_provenance;
 #[cfg(test)]
 mod tests_tables;
 
+pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
 pub use chart::bar_chart;
-pub use compare::comparisons;
+pub use compare::{ComparisonRow, Pooled, comparisons};
 pub use csv::{CSV_COLUMNS, Csv, SampleRow};
 pub use export::{ExportError, Exporter, Html, Markdown, exporters, markdown_escape};
 pub use format::{mean_ci, number, p_value, percent, trimmed};
 pub use json::{Json, REPORT_FORMAT};
 pub use method::Method;
+pub use precision::{PrecisionNotes, WideInterval, WideValue};
 pub use provenance::{Fact, Provenance, host_key_fingerprint};
 pub use sections::{Count, Failed, Incomplete, Skipped, Validity, flag_words};
 
@@ -61,6 +67,11 @@ pub struct Report {
     pub comparisons: Vec<ComparisonRow>,
     /// Cells whose runs raised validity flags or warnings.
     pub validity: Vec<Validity>,
+    /// How comparison rows are judged, in words (`compare::method_text`).
+    pub comparison_method: String,
+    /// Intervals wider than `[report] wide_ci` and what would narrow them; the outlier
+    /// rule where outliers are counted (`precision.rs`).
+    pub precision: PrecisionNotes,
     /// Cells without enough data yet, with their state.
     pub incomplete: Vec<Incomplete>,
     /// Cells whose last attempt failed, with the cause.
@@ -193,43 +204,6 @@ impl Stat {
             excluded: 0,
         }
     }
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct ComparisonRow {
-    pub metric: String,
-    pub baseline: String,
-    pub candidate: String,
-    /// `+53.2% (95% CI +40.1% .. +66.3%)`, or why there is no comparison.
-    pub difference: String,
-    /// `p = 0.0012`.
-    pub p: String,
-    /// better / worse / no significant difference.
-    pub verdict: String,
-    pub significant: bool,
-    /// The statistics behind the words, for `report.json`; None without a comparison.
-    pub numbers: Option<ComparisonNumbers>,
-}
-
-/// A comparison's numbers (`report.json`'s `comparisons[].numbers`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ComparisonNumbers {
-    pub confidence: f64,
-    pub baseline_n: usize,
-    pub candidate_n: usize,
-    pub baseline_mean: f64,
-    pub candidate_mean: f64,
-    /// candidate mean / baseline mean.
-    pub ratio: f64,
-    /// `(ratio - 1) · 100`, with its confidence interval in percent.
-    pub difference_pct: f64,
-    pub ci_low_pct: f64,
-    pub ci_high_pct: f64,
-    /// Welch's two-sided p.
-    pub p: f64,
-    /// How many runs per side would likely decide an inconclusive comparison; None
-    /// until the statistics say.
-    pub runs_needed: Option<usize>,
 }
 
 /// Comparisons name a configuration by its axes' values (`compare.rs`).
@@ -379,6 +353,8 @@ pub fn build(
     };
     let method = method::method(scenario, &views);
     Report {
+        comparison_method: compare::method_text(scenario),
+        precision: precision::notes(ws, scenario, &ordered_plan, data),
         provenance: provenance::provenance(&ordered_plan, data),
         benchpipe: env!("CARGO_PKG_VERSION").to_string(),
         comparisons: comparisons(ws, scenario, &ordered_plan, data),

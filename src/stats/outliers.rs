@@ -30,6 +30,71 @@ pub struct Outlier {
     pub tukey: Option<OutlierClass>,
 }
 
+/// The rule [`outliers`] applies, as data a report can show beside its counts.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct OutlierRule {
+    /// Mild beyond this many IQRs past a quartile (Tukey's inner fences).
+    pub tukey_mild_iqr: f64,
+    /// Severe beyond this many (the outer fences).
+    pub tukey_severe_iqr: f64,
+    /// At least mild when the modified z-score's magnitude exceeds this.
+    pub modified_z: f64,
+}
+
+/// The rule of [`outliers`].
+pub const OUTLIER_RULE: OutlierRule = OutlierRule {
+    tukey_mild_iqr: 1.5,
+    tukey_severe_iqr: 3.0,
+    modified_z: MODIFIED_Z_LIMIT,
+};
+
+impl OutlierRule {
+    /// The rule in one sentence, for a report's note where outliers are counted.
+    pub fn text(&self) -> String {
+        format!(
+            "an outlier lies beyond Tukey's fences (mild: more than {} IQR past a quartile; severe: more than {} IQR) or has a modified z-score |0.6745 (x - median) / MAD| above {}; outliers are counted and kept in the statistics, never dropped",
+            self.tukey_mild_iqr, self.tukey_severe_iqr, self.modified_z
+        )
+    }
+}
+
+/// How many outliers of each class a sample has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OutlierCount {
+    pub mild: usize,
+    pub severe: usize,
+}
+
+impl OutlierCount {
+    /// Counts [`outliers`] of `xs` by class.
+    pub fn of(xs: &[f64]) -> OutlierCount {
+        let mut c = OutlierCount::default();
+        for o in outliers(xs) {
+            match o.class {
+                OutlierClass::Mild => c.mild += 1,
+                OutlierClass::Severe => c.severe += 1,
+            }
+        }
+        c
+    }
+
+    pub fn total(&self) -> usize {
+        self.mild + self.severe
+    }
+
+    /// `1 outlier`, `3 outliers (1 severe)`; empty for none.
+    pub fn text(&self) -> String {
+        let n = self.total();
+        let noun = if n == 1 { "outlier" } else { "outliers" };
+        match (n, self.severe) {
+            (0, _) => String::new(),
+            (_, 0) => format!("{n} {noun}"),
+            (_, s) if s == n && n == 1 => "1 severe outlier".to_string(),
+            (_, s) => format!("{n} {noun} ({s} severe)"),
+        }
+    }
+}
+
 /// Iglewicz and Hoaglin's cut-off for the modified z-score (also hyperfine's).
 const MODIFIED_Z_LIMIT: f64 = 3.5;
 /// 0.6745 is the 0.75 quantile of the standard normal: it makes the MAD comparable to
@@ -112,5 +177,10 @@ mod tests {
         assert!(classes(&[1.0, 1.0, 1.0]).is_empty());
         assert!(classes(&[1.0, 50.0]).is_empty(), "too few to judge");
         assert_eq!(classes(&[5.0, 5.0, 5.0, 5.0, 6.0]), vec![(4, Severe)]);
+        let count = OutlierCount::of(&xs);
+        assert_eq!((count.mild, count.severe, count.total()), (1, 1, 2));
+        assert_eq!(count.text(), "2 outliers (1 severe)");
+        assert_eq!(OutlierCount::of(&[1.0, 1.0, 1.0]).text(), "");
+        assert!(OUTLIER_RULE.text().contains("1.5 IQR") && OUTLIER_RULE.text().contains("3.5"));
     }
 }

@@ -2,6 +2,7 @@
 //! where the area allows.
 
 mod burnin;
+mod compare;
 mod config;
 mod dd;
 mod disks;
