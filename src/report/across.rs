@@ -36,7 +36,7 @@ pub enum Presence {
 #[derive(Clone, Debug, Serialize)]
 pub struct AcrossConfig {
     pub test: String,
-    /// The baseline's configuration (`board / storage / filesystem / image`); with
+    /// The baseline's configuration (`board / storage / filesystem / network / image`); with
     /// two scenarios, `baseline -> candidate` where they differ.
     pub config: String,
     pub presence: Presence,
@@ -65,11 +65,12 @@ pub struct Across {
 type Axis = (&'static str, fn(&Address) -> String);
 
 /// The axes of an address, in matrix order.
-const AXES: [Axis; 4] = [
+const AXES: [Axis; 5] = [
     ("image", |a| a.image.to_string()),
     ("board", |a| a.board.to_string()),
     ("storage", |a| format!("{:?}", a.storage)),
     ("filesystem", |a| format!("{:?}", a.filesystem)),
+    ("network", |a| format!("{:?}", a.network)),
 ];
 
 /// The data for `cell` on a side: under its key, else the stored cell at its address

@@ -92,6 +92,9 @@ fn label_with_board(a: &Address, board: &str) -> String {
     if let Some(f) = &a.filesystem {
         parts.push(f.to_string());
     }
+    if let Some(n) = &a.network {
+        parts.push(n.to_string());
+    }
     parts.push(a.image.to_string());
     parts.join(" / ")
 }

@@ -21,6 +21,8 @@ struct Doc<'a> {
     method: &'a Method,
     tables: Vec<TableDoc<'a>>,
     comparisons: Vec<ComparisonDoc<'a>>,
+    /// Intervals wider than `[report] wide_ci`, and the outlier rule.
+    precision: &'a super::PrecisionNotes,
     validity: &'a [Validity],
     incomplete: &'a [Incomplete],
     failed: &'a [Failed],
@@ -267,6 +269,7 @@ impl Exporter for Json {
             method: &report.method,
             tables: report.tables.iter().map(table).collect(),
             comparisons: report.comparisons.iter().map(comparison).collect(),
+            precision: &report.precision,
             validity: &report.validity,
             incomplete: &report.incomplete,
             failed: &report.failed,

@@ -175,7 +175,10 @@ fn across_two_stores_pairs_by_address_and_names_the_changed_input() {
         data,
     };
     let a = across(&ws, &side("june", &old), &side("tonight", &new));
-    assert_eq!(a.matched_axes, ["image", "board", "storage", "filesystem"]);
+    assert_eq!(
+        a.matched_axes,
+        ["image", "board", "storage", "filesystem", "network"]
+    );
     let usb = a
         .configs
         .iter()

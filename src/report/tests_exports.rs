@@ -243,6 +243,17 @@ fn report_json_is_versioned_valid_against_its_schema_and_keeps_numbers_as_number
         n["p"].as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)),
         "{c}"
     );
+    assert!(
+        [
+            "better",
+            "worse",
+            "equivalent",
+            "inconclusive",
+            "not-comparable"
+        ]
+        .contains(&c["verdict"].as_str().unwrap()),
+        "{c}"
+    );
     let ratio = n["candidate_mean"].as_f64().unwrap() / n["baseline_mean"].as_f64().unwrap();
     assert!((n["ratio"].as_f64().unwrap() - ratio).abs() < 1e-12, "{c}");
     assert!(c["difference"].as_str().unwrap().contains('%'));

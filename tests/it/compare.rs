@@ -27,7 +27,9 @@ fn lab_board(i: usize) -> String {
          [power]\ncycle = \"true\"\n\
          [[storage]]\nname = \"boot\"\nrole = \"boot\"\ndevice = \"/dev/loop9{i}0\"\npath = \"/var/tmp/benchpipe-plan/lab-{i}/boot\"\n\
          [[storage]]\nname = \"disk1\"\nrole = \"scratch\"\ndevice = \"/dev/loop9{i}1\"\npath = \"/var/tmp/benchpipe-plan/lab-{i}/disk1\"\n\
-         [[storage]]\nname = \"disk2\"\nrole = \"scratch\"\ndevice = \"/dev/loop9{i}2\"\npath = \"/var/tmp/benchpipe-plan/lab-{i}/disk2\"\n",
+         [[storage]]\nname = \"disk2\"\nrole = \"scratch\"\ndevice = \"/dev/loop9{i}2\"\npath = \"/var/tmp/benchpipe-plan/lab-{i}/disk2\"\n\
+         [[network]]\nname = \"lan\"\naddress = \"198.18.0.{h}\"\ninterface = \"eth0\"\nkind = \"wired\"\n\
+         [[network]]\nname = \"wifi\"\naddress = \"198.18.2.{h}\"\ninterface = \"wlan0\"\nkind = \"wifi\"\n",
         h = i + 1
     )
 }
@@ -270,7 +272,7 @@ fn report_compare_judges_configurations_across_two_stores_and_two_scenarios() {
     ]));
     assert_eq!(
         doc[0]["matched_axes"],
-        serde_json::json!(["board", "storage", "filesystem"])
+        serde_json::json!(["board", "storage", "filesystem", "network"])
     );
     let c = &doc[0]["configs"][0];
     assert_eq!(c["presence"], "both", "{doc}");
@@ -400,16 +402,27 @@ fn the_shipped_lab_scenario_on_two_boards_answers_ext4_against_btrfs_lzo_per_mod
         let p = &pooled[0]["pooled"];
         assert_eq!(p["model"], "benchpipe virtual lab board");
         assert_eq!(p["boards"].as_array().unwrap().len(), 2, "{p}");
-        assert_eq!(pooled[0]["baseline_n"], 6, "3 runs on each of 2 boards");
+        assert_eq!(
+            pooled[0]["numbers"]["baseline_n"], 6,
+            "3 runs on each of 2 boards"
+        );
         for r in &of {
             let v = r["verdict"].as_str().unwrap();
             assert!(
                 ["better", "worse", "equivalent", "inconclusive"].contains(&v),
                 "{r}"
             );
-            assert!(r["ci_low_pct"].as_f64().is_none_or(|l| l >= -100.0), "{r}");
+            assert!(
+                r["numbers"]["ci_low_pct"]
+                    .as_f64()
+                    .is_none_or(|l| l >= -100.0),
+                "{r}"
+            );
             if v == "inconclusive" {
-                assert!(r["runs_needed"]["runs"].as_u64().unwrap() > 3, "{r}");
+                assert!(
+                    r["numbers"]["runs_needed"]["runs"].as_u64().unwrap() > 3,
+                    "{r}"
+                );
                 assert!(
                     r["difference"].as_str().unwrap().starts_with("95% CI"),
                     "{r}"
