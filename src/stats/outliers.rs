@@ -52,8 +52,8 @@ impl OutlierRule {
     /// The rule in one sentence, for a report's note where outliers are counted.
     pub fn text(&self) -> String {
         format!(
-            "an outlier lies beyond Tukey's fences (mild: more than {} IQR past a quartile; severe: more than {} IQR) or has a modified z-score |0.6745 (x - median) / MAD| above {}; outliers are counted and kept in the statistics, never dropped",
-            self.tukey_mild_iqr, self.tukey_severe_iqr, self.modified_z
+            "an outlier lies beyond Tukey's fences (mild: more than {} IQR past a quartile; severe: more than {} IQR) or has a modified z-score |0.6745 (x - median) / MAD| above {}, among at least {} runs; outliers are counted and kept in the statistics, never dropped",
+            self.tukey_mild_iqr, self.tukey_severe_iqr, self.modified_z, MIN_OUTLIER_SAMPLES
         )
     }
 }
@@ -95,6 +95,10 @@ impl OutlierCount {
     }
 }
 
+/// The fewest samples [`outliers`] classifies: below it there is no "rest" for a
+/// sample to stand out from.
+pub const MIN_OUTLIER_SAMPLES: usize = 5;
+
 /// Iglewicz and Hoaglin's cut-off for the modified z-score (also hyperfine's).
 const MODIFIED_Z_LIMIT: f64 = 3.5;
 /// 0.6745 is the 0.75 quantile of the standard normal: it makes the MAD comparable to
@@ -109,12 +113,14 @@ const MAD_TO_SD: f64 = 0.6745;
 /// - The modified z-score (median and MAD, robust to the outliers themselves):
 ///   |z| > 3.5 is at least mild.
 ///
-/// The class is the more severe of the two. Fewer than 3 samples, or any NaN or
-/// infinity, give an empty list: there is no "rest" to stand out from. When the IQR is
+/// The class is the more severe of the two. Fewer than [`MIN_OUTLIER_SAMPLES`]
+/// samples, or any NaN or infinity, give an empty list: with 3 or 4 the quartiles and
+/// the MAD rest on one or two values, so any spread at all looks outlying (14.2 among
+/// 14.2, 14.5, 14.53 has a modified z-score of 6.7). When the IQR is
 /// 0 (most samples equal), any sample different from the quartiles lies beyond both
 /// fences and is severe; that is Tukey's rule taken literally.
 pub fn outliers(xs: &[f64]) -> Vec<Outlier> {
-    if xs.len() < 3 || xs.iter().any(|x| !x.is_finite()) {
+    if xs.len() < MIN_OUTLIER_SAMPLES || xs.iter().any(|x| !x.is_finite()) {
         return Vec::new();
     }
     let s = sorted(xs);
