@@ -1,6 +1,7 @@
 //! A cell's own steps on a board: opened in the store with its template values, and
 //! the recipe's setup and teardown commands.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -9,7 +10,7 @@ use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
-use crate::model::{Side, Step};
+use crate::model::{Side, Step, TestName};
 use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
 
 /// How much of a `[[requires]]` check's reason is kept.
@@ -55,8 +56,11 @@ impl Worker<'_> {
             .set("host", board_host(self.board))
             .set("run", 0)
             // The cell's key: a name of its own for what a cell keeps on the board
-            // while cells of one group take turns (the xz recipe's tmpfs).
+            // while cells of one group take turns.
             .set("cell", cell.key.to_string());
+        if job.recipe.tmpfs.is_some() {
+            vars.set("tmpfs", self.tmpfs_point(job));
+        }
         Ok(LiveCell {
             job,
             writer,
@@ -64,6 +68,7 @@ impl Worker<'_> {
             // Read again: a drift choice at `gather-facts` may have marked a redo.
             data: self.store.read(cell)?,
             services: Vec::new(),
+            tmpfs: None,
         })
     }
 
@@ -166,4 +171,38 @@ fn run_input(
         stdout_dropped,
         stderr_dropped,
     })
+}
+
+/// The facts recorded beside a cell: the board's, with the recipe's own merged in, the
+/// image's flash, the storage's facts and what holds its path.
+pub(super) fn cell_facts(
+    job: &Job<'_>,
+    facts: &Value,
+    tools: &BTreeMap<TestName, Value>,
+    flashed: &BTreeMap<crate::model::ImageName, Value>,
+    storage_facts: &BTreeMap<crate::model::StorageName, Value>,
+    mounted: &super::mount::MountState,
+) -> Value {
+    let mut facts = facts.clone();
+    if let (Some(obj), Some(Value::Object(extra))) =
+        (facts.as_object_mut(), tools.get(&job.recipe.name))
+    {
+        obj.extend(extra.clone());
+    }
+    if let (Some(obj), Some(written)) =
+        (facts.as_object_mut(), flashed.get(&job.cell.address.image))
+    {
+        obj.insert("flashed".into(), written.clone());
+    }
+    let storage = job.cell.address.storage.as_ref();
+    super::uas::with_storage(&mut facts, storage.and_then(|s| storage_facts.get(s)));
+    // What holds the storage's path: the type `as-flashed` measures.
+    if let (Some(obj), Some(on), true) = (
+        facts.as_object_mut(),
+        &mounted.fact,
+        job.cell.address.storage.is_some(),
+    ) {
+        obj.insert("storage_filesystem".into(), on.clone());
+    }
+    facts
 }

@@ -24,6 +24,7 @@ pub(crate) mod provision;
 mod resources;
 mod runs;
 mod services;
+mod tmpfs;
 mod tpi;
 mod uas;
 mod verify;

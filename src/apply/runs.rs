@@ -11,7 +11,8 @@ use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
 use crate::plan::state;
 use crate::store::{self, RunKind, Sample};
-use crate::telemetry::{Probe, SamplerOptions, Thresholds};
+use crate::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
+use crate::transport::TransportError;
 
 impl Worker<'_> {
     /// Measured runs of a group of cells (in turns when interleaved, a group of one when
@@ -144,7 +145,10 @@ impl Worker<'_> {
                 &self.sampler_options(step.timeout),
             ) {
                 Ok(p) => Some(p),
+                // A board that is gone is no odd board: a run on the controller must
+                // not go on measuring a server nobody watches.
                 Err(e) => {
+                    let e = board_gone(e)?;
                     self.phase(Some(&job.cell.address), format!("no telemetry: {e}"));
                     None
                 }
@@ -188,11 +192,18 @@ impl Worker<'_> {
             return Err(CellFailure::Interrupted);
         }
         let out = out?;
+        // A controller-side run that failed while the board went away (its server
+        // gone with it) failed because the board is lost: that is its cause.
+        if !out.exit.success() && step.on == Side::Controller {
+            self.board_still_there(t)?;
+        }
         let (flags, telemetry) = match probe {
             None => (Vec::new(), None),
             Some(p) => match p.finish(t.board, &Thresholds::from(&job.cell.method.validity)) {
                 Ok(done) => (done.flags, Some(done.telemetry)),
+                // The board went away during the run: nothing of it is kept.
                 Err(e) => {
+                    let e = board_gone(e)?;
                     self.phase(Some(&job.cell.address), format!("telemetry lost: {e}"));
                     (Vec::new(), None)
                 }
@@ -295,6 +306,38 @@ fn series_metrics(
     if !freqs.is_empty() {
         let mean = freqs.iter().sum::<f64>() / freqs.len() as f64;
         metrics.insert(crate::model::FREQ_MEAN_MHZ.into(), mean);
+    }
+}
+
+impl Worker<'_> {
+    /// Whether the board still answers: its loss when it does not.
+    fn board_still_there(&self, t: &mut Transports<'_>) -> Result<(), CellFailure> {
+        match t
+            .board
+            .run("true", Some(std::time::Duration::from_secs(30)))
+        {
+            Err(e) => match CellFailure::from(e) {
+                lost if lost.ends_board() => Err(lost),
+                _ => Ok(()),
+            },
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+/// The board's loss when telemetry failed because the board is gone; the error itself
+/// (the run goes on without telemetry) otherwise.
+fn board_gone(e: TelemetryError) -> Result<TelemetryError, CellFailure> {
+    match e {
+        TelemetryError::Transport(t)
+            if !matches!(
+                t,
+                TransportError::Timeout { .. } | TransportError::Other { .. }
+            ) =>
+        {
+            Err(CellFailure::from(t))
+        }
+        other => Ok(other),
     }
 }
 

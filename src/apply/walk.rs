@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use super::cell::cell_facts;
 use super::facts::{gather_facts, read_temperature};
 use super::mount::MountState;
 use super::runs::stops_group;
@@ -449,6 +450,10 @@ impl Worker<'_> {
                         self.phase(None, format!("could not stop leftover services: {e}"));
                     }
                 }
+                // Then the tmpfs they may have held open.
+                if let Err(e) = storage::tmpfs::sweep(t.board, &self.board.workdir) {
+                    self.phase(None, format!("could not unmount a leftover tmpfs: {e}"));
+                }
                 Ok(())
             }
             Action::GatherFacts => {
@@ -488,34 +493,26 @@ impl Worker<'_> {
                 }
                 self.mount(t.board, jobs[first], name, filesystem, mounted)
             }
+            Action::MountTmpfs { size, .. } => {
+                let job = jobs[first];
+                if !live.contains_key(first) {
+                    let facts = cell_facts(job, facts, tools, flashed, storage_facts, mounted);
+                    let cell = self.open_cell(job, &facts)?;
+                    self.requires(&mut t, &cell)?;
+                    live.insert(first.clone(), cell);
+                }
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                let mounted = self.mount_tmpfs(&mut t, cell, *size);
+                if cell.tmpfs.is_none() {
+                    // Refused: none of the cell's commands may touch what is there.
+                    live.remove(first);
+                }
+                mounted
+            }
             Action::Setup { from, commands, .. } => {
                 let job = jobs[first];
                 if !live.contains_key(first) {
-                    // The board's facts with the recipe's own merged in.
-                    let mut facts = facts.clone();
-                    if let (Some(obj), Some(Value::Object(extra))) =
-                        (facts.as_object_mut(), tools.get(&job.recipe.name))
-                    {
-                        obj.extend(extra.clone());
-                    }
-                    if let (Some(obj), Some(written)) =
-                        (facts.as_object_mut(), flashed.get(&job.cell.address.image))
-                    {
-                        obj.insert("flashed".into(), written.clone());
-                    }
-                    let storage = job.cell.address.storage.as_ref();
-                    super::uas::with_storage(
-                        &mut facts,
-                        storage.and_then(|s| storage_facts.get(s)),
-                    );
-                    // What holds the storage's path: the type `as-flashed` measures.
-                    if let (Some(obj), Some(on), true) = (
-                        facts.as_object_mut(),
-                        &mounted.fact,
-                        job.cell.address.storage.is_some(),
-                    ) {
-                        obj.insert("storage_filesystem".into(), on.clone());
-                    }
+                    let facts = cell_facts(job, facts, tools, flashed, storage_facts, mounted);
                     let cell = self.open_cell(job, &facts)?;
                     self.requires(&mut t, &cell)?;
                     live.insert(first.clone(), cell);
@@ -588,6 +585,7 @@ impl Worker<'_> {
             }
             Action::StopService { .. }
             | Action::Teardown { .. }
+            | Action::UnmountTmpfs { .. }
             | Action::Unmount { .. }
             | Action::FetchImage { .. }
             | Action::Flash { .. }

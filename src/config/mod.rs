@@ -21,6 +21,7 @@ pub mod shell;
 mod sides;
 mod ssh;
 mod template;
+mod tmpfs;
 pub mod units;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -88,6 +88,13 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         if used.contains("device") {
             uses_device.set(true);
         }
+        if raw.tmpfs.is_none() && used.contains("tmpfs") {
+            let span = template::word_span(&src.text, command.span(), "tmpfs");
+            diags.push(
+                src.at(span, "`tmpfs` is the cell's own tmpfs, but this recipe has no `[tmpfs]`")
+                    .with_help("add `[tmpfs]` with its `size` in MiB (e.g. `size = 64`), and benchpipe mounts it before the setup and unmounts it after the teardown"),
+            );
+        }
         Step {
             on: side(src, on, diags),
             command: command.get_ref().clone(),
@@ -202,6 +209,17 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let exclusive = strings(&raw.exclusive, "resource", diags);
     let param_patterns =
         super::patterns::recipe(src, &raw.param_patterns, &raw.params, &params, diags);
+    let tmpfs = super::tmpfs::validate(src, raw.tmpfs.as_ref(), &params, diags);
+    // benchpipe itself mounts and unmounts the tmpfs on the board.
+    let mut needs = needs;
+    if tmpfs.is_some() {
+        let board = needs.entry(Side::Board).or_default();
+        for c in ["mount", "umount", "findmnt", "mountpoint"] {
+            if !board.commands.iter().any(|have| have == c) {
+                board.commands.push(c.to_string());
+            }
+        }
+    }
 
     if diags.len() > start {
         return None;
@@ -217,6 +235,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         params,
         param_patterns,
         series: raw.series.as_ref().is_some_and(|s| *s.get_ref()),
+        tmpfs,
         setup,
         run,
         parser: parser?,

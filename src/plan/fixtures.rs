@@ -22,6 +22,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         option_params: Default::default(),
         param_patterns: Default::default(),
         series: false,
+        tmpfs: None,
         params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
         setup: vec![],
         run: Step {

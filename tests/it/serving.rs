@@ -1,8 +1,8 @@
-//! Integration tests: the serving recipes (pipeline/http.toml, smb.toml, smb-fs.toml):
-//! their parsing of real curl and smbclient output, and on real lab boards nginx and
-//! smbd serving a tmpfs or the cell's filesystem to curl and smbclient on the
-//! controller; afterwards no server of theirs runs and nothing of theirs is mounted,
-//! after a success and after a failed run.
+//! Integration tests: the serving recipes (pipeline/http.toml, smb.toml, nfs.toml,
+//! smb-fs.toml): their parsing of real curl and smbclient output, and on real lab boards
+//! nginx, smbd and nfs-ganesha serving a tmpfs or the cell's filesystem to curl,
+//! smbclient and nfs-cat on the controller; afterwards no server of theirs runs and
+//! nothing of theirs is mounted, after a success and after a failed run.
 
 use std::path::Path;
 
@@ -60,31 +60,54 @@ fn smb_recipes_read_smbclients_get_and_put_rates_in_mb_per_s() {
     }
 }
 
-/// `pid cmdline` of the live processes in the board's network namespace (lab boards
-/// share the controller's process table, so the namespace tells a board's own) whose
-/// command line names one of `names`, after they had up to 15 s to die.
-fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
-    let sshd = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
-    let ns = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())).unwrap();
+/// Whether process `pid` lives in the board's network namespace (lab boards share the
+/// controller's process table, so the namespace tells a board's own; read from
+/// `/run/netns`, so it holds also once the board's sshd is gone).
+pub(crate) fn in_board_netns(board: &LabBoard, pid: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ns) = std::fs::metadata(format!("/run/netns/{}", board.netns)) else {
+        return false;
+    };
+    std::fs::read_link(format!("/proc/{pid}/ns/net"))
+        .is_ok_and(|l| l.to_string_lossy() == format!("net:[{}]", ns.ino()))
+}
+
+/// `pid cmdline` of the live processes in the board's network namespace whose command
+/// line names one of `names`, after they had up to `wait` to die.
+pub(crate) fn board_processes_left(
+    board: &LabBoard,
+    names: &[&str],
+    wait: std::time::Duration,
+) -> String {
     let t0 = std::time::Instant::now();
     loop {
         let mut left = String::new();
         for line in crate::processes_matching(names).lines() {
             let pid = line.split(' ').next().unwrap();
-            if std::fs::read_link(format!("/proc/{pid}/ns/net"))
-                .ok()
-                .as_ref()
-                == Some(&ns)
-            {
+            if in_board_netns(board, pid) {
                 left.push_str(line);
                 left.push('\n');
             }
         }
-        if left.is_empty() || t0.elapsed() > std::time::Duration::from_secs(15) {
+        if left.is_empty() || t0.elapsed() > wait {
             return left;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+}
+
+/// The serving recipes' servers and benchpipe's board-side helpers.
+pub(crate) const SERVERS: [&str; 6] = [
+    "nginx",
+    "smbd",
+    "ganesha.nfsd",
+    "iperf",
+    "stress-ng",
+    "benchpipe-guard",
+];
+
+fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
+    board_processes_left(board, names, std::time::Duration::from_secs(15))
 }
 
 /// A lab workspace with the shipped serving recipes and a scenario for board 0.
@@ -92,7 +115,7 @@ fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for r in ["http", "smb", "smb-fs"] {
+    for r in ["http", "smb", "nfs", "smb-fs"] {
         std::fs::copy(
             repo().join(format!("pipeline/{r}.toml")),
             root.join(format!("pipeline/{r}.toml")),
@@ -162,24 +185,37 @@ fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
     }
 }
 
-/// Nothing of the serving recipes is left on the board: no nginx or smbd in its
-/// network namespace, no tmpfs of benchpipe's, no directory of theirs in the workdir.
+/// Nothing of the serving recipes is left on the board: no nginx, smbd or ganesha (nor
+/// a guard of benchpipe's) in its network namespace, no tmpfs of benchpipe's, no
+/// directory of theirs in the workdir; and no client of theirs on the controller.
 pub(crate) fn assert_nothing_left(board: &LabBoard) {
-    assert_eq!(
-        board_servers_left(board, &["nginx", "smbd", "iperf", "stress-ng"]),
-        "",
-        "servers left"
-    );
+    assert_eq!(board_servers_left(board, &SERVERS), "", "servers left");
     assert_eq!(benchpipe_tmpfs(board), "", "tmpfs left mounted");
+    assert_workdir_clean(board);
+    assert_eq!(clients_left(board), "", "clients left on the controller");
+}
+
+/// No directory of the serving recipes (a tmpfs mount point, smbd's) in the workdir.
+pub(crate) fn assert_workdir_clean(board: &LabBoard) {
     let left: Vec<_> = std::fs::read_dir(&board.workdir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| n.starts_with("http-") || n.starts_with("smb-"))
+                .filter(|n| ["http-", "smb-", "nfs-"].iter().any(|p| n.starts_with(p)))
                 .collect()
         })
         .unwrap_or_default();
     assert!(left.is_empty(), "left in the workdir: {left:?}");
+}
+
+/// curl, smbclient or nfs-cat on the controller still talking to the board.
+pub(crate) fn clients_left(board: &LabBoard) -> String {
+    let host = board.address.to_string();
+    crate::processes_matching(&["curl", "smbclient", "nfs-cat"])
+        .lines()
+        .filter(|l| l.contains(&host))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 #[test]
@@ -327,12 +363,40 @@ fn an_http_port_in_use_on_the_board_is_refused() {
     assert_nothing_left(&board);
 }
 
-/// benchpipe itself is killed (SIGKILL) while nginx and smbd serve: the servers outlive
-/// it, and the next apply stops them (its stop-leftover-services step, before any setup
-/// would find the port taken), measures, and leaves no server and no tmpfs behind.
+/// Starts an apply of the scenario in `lab` with 500 runs per cell, waits until it has
+/// measured one, and returns it running.
+fn apply_until_measuring(lab: &Lab, test: &str) -> std::process::Child {
+    let s = lab.root.join("scenarios/s.toml");
+    let two = std::fs::read_to_string(&s).unwrap();
+    std::fs::write(
+        &s,
+        two.replace("max = 2", "max = 500")
+            .replace("min = 2", "min = 500"),
+    )
+    .unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(&lab.root)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while samples(&lab.root).is_empty() {
+        assert!(t0.elapsed().as_secs() < 120, "{test}: never measured");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::write(&s, two).unwrap();
+    child
+}
+
+/// benchpipe itself is killed (SIGKILL) while nginx and smbd serve: their SSH session
+/// dies with it, and their guards stop them and unmount the tmpfs; the next apply
+/// measures and leaves nothing behind.
 #[test]
-fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
-    for (test, server) in [("http", "nginx"), ("smb", "smbd")] {
+fn servers_of_a_killed_apply_stop_with_its_session() {
+    for test in ["http", "smb"] {
         let lab = Lab::up(1);
         let board = lab.board(0).clone();
         scenario(
@@ -341,35 +405,16 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
             "",
             &format!("[params.{test}]\nsize_mib = 4\n"),
         );
-        let s = lab.root.join("scenarios/s.toml");
-        let two = std::fs::read_to_string(&s).unwrap();
-        std::fs::write(
-            &s,
-            two.replace("max = 2", "max = 500")
-                .replace("min = 2", "min = 500"),
-        )
-        .unwrap();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(["apply", "scenarios/s.toml"])
-            .current_dir(&lab.root)
-            .env("NO_COLOR", "1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let t0 = std::time::Instant::now();
-        while samples(&lab.root).is_empty() {
-            assert!(t0.elapsed().as_secs() < 120, "{test}: never measured");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let mut child = apply_until_measuring(&lab, test);
         child.kill().unwrap();
         child.wait().unwrap();
-        let running = crate::processes_matching(&[&board.workdir]);
-        assert!(
-            running.contains(server),
-            "{test}: the server outlives the killed apply: {running}"
+        assert_eq!(
+            board_processes_left(&board, &SERVERS, std::time::Duration::from_secs(60)),
+            "",
+            "{test}: servers outlived the killed apply's session"
         );
-        std::fs::write(&s, two).unwrap();
+        assert_eq!(benchpipe_tmpfs(&board), "", "{test}: tmpfs left mounted");
+        assert_workdir_clean(&board);
         let rerun = bp(
             &lab.root,
             &[
@@ -382,4 +427,158 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
         assert!(rerun.status.success(), "{test}: {}", text(&rerun));
         assert_nothing_left(&board);
     }
+}
+
+/// benchpipe is killed (SIGKILL) while nginx and smbd serve, and their guards are gone
+/// too (killed first), so nothing on the board can clean up: the servers outlive it,
+/// the tmpfs stays mounted, and the next apply (of another cell) stops them (its
+/// stop-leftovers step, before any setup would find the port taken) and unmounts the
+/// old cell's tmpfs, measures, and leaves no server and no tmpfs behind.
+#[test]
+fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
+    for (test, server) in [("http", "nginx"), ("smb", "smbd")] {
+        let lab = Lab::up(1);
+        let board = lab.board(0).clone();
+        scenario(
+            &lab,
+            &format!("\"{test}\""),
+            "",
+            &format!("[params.{test}]\nsize_mib = 4\n"),
+        );
+        let mut child = apply_until_measuring(&lab, test);
+        let guards = board_processes_left(&board, &["benchpipe-guard"], Default::default());
+        assert!(
+            guards.lines().count() >= 2,
+            "{test}: a service's and the tmpfs's: {guards}"
+        );
+        for pid in guards.lines().filter_map(|l| l.split(' ').next()) {
+            // SAFETY: kill(2) on a pid just listed as a guard in the board's namespace.
+            unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let running = crate::processes_matching(&[&board.workdir]);
+        assert!(
+            running.contains(server),
+            "{test}: the server outlives the killed apply: {running}"
+        );
+        assert!(
+            benchpipe_tmpfs(&board).contains(&format!("benchpipe-{test}")),
+            "{test}: the tmpfs is still mounted"
+        );
+        // Another size is another cell: only the stop-leftovers step can unmount the
+        // old cell's tmpfs, whose cell no longer runs.
+        let s = lab.root.join("scenarios/s.toml");
+        let text_s = std::fs::read_to_string(&s).unwrap();
+        std::fs::write(&s, text_s.replace("size_mib = 4", "size_mib = 3")).unwrap();
+        let rerun = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+        assert!(rerun.status.success(), "{test}: {}", text(&rerun));
+        assert_nothing_left(&board);
+    }
+}
+
+/// nfs-ganesha exports the cell's tmpfs read-only over NFSv4 alone (no rpcbind here),
+/// nfs-cat reads the file: MB/s and seconds of each run, a write refused by the export,
+/// and afterwards no ganesha and no tmpfs.
+#[test]
+fn nfs_on_a_lab_board_exports_a_tmpfs_read_only_and_stops_ganesha() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    scenario(&lab, "\"nfs\"", "", "[params.nfs]\nsize_mib = 16\n");
+    // Before each read, a write that the read-only export must refuse.
+    let p = lab.root.join("pipeline/nfs.toml");
+    let t = std::fs::read_to_string(&p).unwrap();
+    let read = "t0=$(date +%s%N) && \\\\\n";
+    assert!(t.contains(read), "{t}");
+    let write = "if nfs-cp /etc/hostname nfs://{{ host }}/bench/written'?version=4&nfsport='{{ port }}; \
+                 then echo 'the export took a write' >&2; exit 9; fi; \\\\\n";
+    std::fs::write(&p, t.replace(read, &format!("{write}{read}"))).unwrap();
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let samples = samples(&lab.root);
+    assert_eq!(samples.len(), 2, "{}", text(&out));
+    assert_positive(&samples, &["read", "seconds"]);
+    for (_, s) in &samples {
+        let (mb_s, secs) = (
+            s["metrics"]["read"].as_f64().unwrap(),
+            s["metrics"]["seconds"].as_f64().unwrap(),
+        );
+        // The rate is the file's bytes over the time taken.
+        let bytes = mb_s * 1e6 * secs;
+        assert!(
+            (bytes - 16.0 * 1048576.0).abs() < 16.0 * 1048576.0 * 1e-3,
+            "{s}"
+        );
+    }
+    assert_nothing_left(&board);
+}
+
+/// A read of a file the export does not have: nfs-cat's non-zero exit fails the run,
+/// no number is stored, and ganesha is stopped and the tmpfs unmounted all the same.
+#[test]
+fn a_failing_nfs_read_stores_no_number_and_still_stops_ganesha_and_unmounts() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    scenario(&lab, "\"nfs\"", "", "[params.nfs]\nsize_mib = 1\n");
+    let p = lab.root.join("pipeline/nfs.toml");
+    let t = std::fs::read_to_string(&p).unwrap();
+    assert!(t.contains("/bench/file'"));
+    std::fs::write(&p, t.replace("/bench/file'", "/bench/missing'")).unwrap();
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("NFS4ERR_NOENT"),
+        "nfs-cat said why: {}",
+        text(&out)
+    );
+    assert!(samples(&lab.root).is_empty());
+    assert_nothing_left(&board);
+}
+
+/// A port something else listens on: ganesha's setup refuses it, naming the
+/// parameter, and neither ganesha nor the tmpfs is left.
+#[test]
+fn an_nfs_port_in_use_on_the_board_is_refused() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    scenario(
+        &lab,
+        "\"nfs\"",
+        "",
+        "[params.nfs]\nsize_mib = 1\nport = 20491\n",
+    );
+    let mut other = std::process::Command::new("ip")
+        .args(["netns", "exec", &board.netns, "iperf3", "-s", "-p", "20491"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let listening = || {
+        let out = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &board.netns,
+                "ss",
+                "-Hltn",
+                "sport = :20491",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("20491")
+    };
+    while !listening() {
+        assert!(t0.elapsed().as_secs() < 30, "iperf3 never listened");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("nfs: port 20491 is already in use on the board"),
+        "{}",
+        text(&out)
+    );
+    assert_nothing_left(&board);
 }
