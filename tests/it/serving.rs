@@ -36,6 +36,20 @@ fn http_reads_curls_json_speed_in_mb_per_s() {
     assert_eq!(got["seconds"], 0.097826);
 }
 
+/// The nfs recipe's own summary of a real timed nfs-cat read (16 MiB from nfs-ganesha
+/// 4.3): MB/s and seconds. nfs-cat's refusal of a missing file (exit 10) never gets
+/// that far: its run fails on the exit status, and its words alone are no number.
+#[test]
+fn nfs_reads_its_own_timing_of_nfs_cat_in_mb_per_s() {
+    let nfs = shipped("nfs");
+    let got = benchpipe::bench::metrics(&nfs, &fixture("nfs-cat-timed.json"), "").unwrap();
+    assert_eq!(got["read"], 252666761.9 * 1e-6);
+    assert_eq!(got["seconds"], 0.066401);
+    let missing = fixture("nfs-cat-missing.txt");
+    assert!(missing.contains("NFS4ERR_NOENT"), "{missing}");
+    assert!(benchpipe::bench::metrics(&nfs, "", &missing).is_err());
+}
+
 /// smbclient's get and put lines (real, smbclient 4.17, on stderr): KiloBytes/sec and
 /// kb/s are both KiB/s; a failed get, or output with no put line, is no number.
 #[test]
