@@ -132,6 +132,20 @@ impl Worker<'_> {
         let vars = &mut cell.vars;
         vars.set("run", index);
         let _held = self.resources.acquire(&job.recipe.exclusive);
+        // Untimed, before the run and its telemetry (dropping the page cache, say).
+        for (i, before) in job.recipe.before_run.iter().enumerate() {
+            let command = bench::render(&before.command, vars).map_err(CellFailure::from)?;
+            let timeout = before.timeout.or(Some(std::time::Duration::from_secs(600)));
+            let out = t.side(before.on).run(&command, timeout)?;
+            if !out.exit.success() {
+                return Err(CellFailure::step_failed(
+                    format!("{kind:?} run {index}, before_run {}", i + 1),
+                    &command,
+                    &out.exit,
+                    &out.stderr_str(),
+                ));
+            }
+        }
         let step = &job.recipe.run;
         let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
         let seq = writer.next_seq();

@@ -128,6 +128,9 @@ pub struct Recipe {
     pub requires: Vec<Step>,
     #[serde(default)]
     pub setup: Vec<Step>,
+    /// Untimed steps before every warm-up and measured run.
+    #[serde(default)]
+    pub before_run: Vec<Step>,
     pub run: S<RunStep>,
     #[serde(default)]
     pub teardown: Vec<Step>,

@@ -88,13 +88,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         if used.contains("device") {
             uses_device.set(true);
         }
-        if raw.tmpfs.is_none() && used.contains("tmpfs") {
-            let span = template::word_span(&src.text, command.span(), "tmpfs");
-            diags.push(
-                src.at(span, "`tmpfs` is the cell's own tmpfs, but this recipe has no `[tmpfs]`")
-                    .with_help("add `[tmpfs]` with its `size` in MiB (e.g. `size = 64`), and benchpipe mounts it before the setup and unmounts it after the teardown"),
-            );
-        }
+        super::tmpfs::refuse_use_without_table(src, command, &used, raw.tmpfs.is_some(), diags);
         Step {
             on: side(src, on, diags),
             command: command.get_ref().clone(),
@@ -123,6 +117,16 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let run_raw = raw.run.get_ref();
     let run = check_step(&run_raw.on, &run_raw.command, &run_raw.timeout, diags);
     let teardown: Vec<Step> = raw.teardown.iter().map(|s| with_input(s, diags)).collect();
+    let before_run: Vec<Step> = raw
+        .before_run
+        .iter()
+        .map(|s| {
+            if let Some(i) = &s.input {
+                diags.push(src.at_value(i, "`input` streams a file to a setup or teardown step, not to one before every run"));
+            }
+            check_step(&s.on, &s.command, &s.timeout, diags)
+        })
+        .collect();
 
     let mut service_names = std::collections::BTreeSet::new();
     let services: Vec<ServiceSpec> = raw
@@ -198,6 +202,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     };
     let sides: BTreeSet<Side> = setup
         .iter()
+        .chain(&before_run)
         .chain([&run])
         .chain(&teardown)
         .chain(&requires)
@@ -210,16 +215,8 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let param_patterns =
         super::patterns::recipe(src, &raw.param_patterns, &raw.params, &params, diags);
     let tmpfs = super::tmpfs::validate(src, raw.tmpfs.as_ref(), &params, diags);
-    // benchpipe itself mounts and unmounts the tmpfs on the board.
     let mut needs = needs;
-    if tmpfs.is_some() {
-        let board = needs.entry(Side::Board).or_default();
-        for c in ["mount", "umount", "findmnt", "mountpoint"] {
-            if !board.commands.iter().any(|have| have == c) {
-                board.commands.push(c.to_string());
-            }
-        }
-    }
+    super::tmpfs::add_needs(tmpfs.as_ref(), &mut needs);
 
     if diags.len() > start {
         return None;
@@ -237,6 +234,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         series: raw.series.as_ref().is_some_and(|s| *s.get_ref()),
         tmpfs,
         setup,
+        before_run,
         run,
         parser: parser?,
         teardown,

@@ -9,7 +9,7 @@ use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, raw, template};
-use crate::model::{ParamValue, Recipe, TmpfsSpec};
+use crate::model::{Needs, ParamValue, Recipe, Side, TmpfsSpec};
 use crate::storage::tmpfs::{self, MAX_MIB, MAX_PERCENT};
 
 const HELP: &str = "`size` is whole MiB (`size = 64`), a share of the board's RAM (`size = \"50%\"`), or a template of the recipe's parameters giving one (`size = \"{{ size_mib + 8 }}\"`)";
@@ -78,5 +78,38 @@ pub(super) fn check_params(
                 spec.size
             )),
         );
+    }
+}
+
+/// A command using `{{ tmpfs }}` in a recipe without `[tmpfs]`: nothing would be mounted
+/// there.
+pub(super) fn refuse_use_without_table(
+    src: &Source,
+    command: &Spanned<String>,
+    used: &std::collections::BTreeSet<String>,
+    has_table: bool,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if has_table || !used.contains("tmpfs") {
+        return;
+    }
+    let span = template::word_span(&src.text, command.span(), "tmpfs");
+    diags.push(
+        src.at(span, "`tmpfs` is the cell's own tmpfs, but this recipe has no `[tmpfs]`")
+            .with_help("add `[tmpfs]` with its `size` in MiB (e.g. `size = 64`), and benchpipe mounts it before the setup and unmounts it after the teardown"),
+    );
+}
+
+/// benchpipe itself mounts and unmounts the tmpfs on the board: its commands join the
+/// board's needs.
+pub(super) fn add_needs(tmpfs: Option<&TmpfsSpec>, needs: &mut BTreeMap<Side, Needs>) {
+    if tmpfs.is_none() {
+        return;
+    }
+    let board = needs.entry(Side::Board).or_default();
+    for c in ["mount", "umount", "findmnt", "mountpoint"] {
+        if !board.commands.iter().any(|have| have == c) {
+            board.commands.push(c.to_string());
+        }
     }
 }

@@ -59,6 +59,10 @@ pub struct Recipe {
     pub tmpfs: Option<TmpfsSpec>,
     /// Run once per cell before warm-up (e.g. generate a corpus).
     pub setup: Vec<Step>,
+    /// `[[before_run]]`: run before every warm-up and measured run, untimed (outside
+    /// the measured command and its telemetry): dropping the page cache so that each
+    /// read comes from the disk. In the key: they change the numbers.
+    pub before_run: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
     pub run: Step,
     pub parser: ParserSpec,
@@ -84,7 +88,12 @@ impl Recipe {
 
     /// The sides its steps and services run on.
     pub fn sides(&self) -> std::collections::BTreeSet<Side> {
-        let steps = self.setup.iter().chain([&self.run]).chain(&self.teardown);
+        let steps = self
+            .setup
+            .iter()
+            .chain(&self.before_run)
+            .chain([&self.run])
+            .chain(&self.teardown);
         steps
             .map(|s| s.on)
             .chain(self.services.iter().map(|s| s.on))

@@ -23,6 +23,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         param_patterns: Default::default(),
         series: false,
         tmpfs: None,
+        before_run: Vec::new(),
         params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
         setup: vec![],
         run: Step {

@@ -32,7 +32,8 @@ use crate::model::{
 /// v1: compact JSON through serde_json with sorted object keys; `idle`, `services` and
 /// `parse_regex` were added later without a bump, present only when set.
 /// v2: `CanonicalWriter`; every field always present.
-pub const ENCODING: &str = "benchpipe-cell-v2";
+/// v3: the test's `before_run` steps, after `setup`.
+pub const ENCODING: &str = "benchpipe-cell-v3";
 
 /// A cell's identity: 32 hex digits (128 bits) of the sha256 of its canonical inputs.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -147,6 +148,10 @@ pub fn cell_inputs(
         (
             "setup",
             Input::List(recipe.setup.iter().map(step).collect()),
+        ),
+        (
+            "before_run",
+            Input::List(recipe.before_run.iter().map(step).collect()),
         ),
         ("run", step(&recipe.run)),
         (
@@ -295,7 +300,7 @@ mod tests {
     #[test]
     fn the_key_is_sha256_of_the_canonical_bytes_behind_the_encoding_prefix() {
         // Expected values computed outside the project:
-        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+        // python3 -c "import hashlib; print(hashlib.sha256(b'benchpipe-cell-v3\x00'
         //   + b'r4:s1:bs1:xs1:al3:i1;f4004000000000000i-3;s1:mm2:s1:kns1:zb1'
         //   + b's1:dd1500000000;').hexdigest()[:32])"
         // Record fields keep their written order (b before a); map keys are sorted.
@@ -305,7 +310,7 @@ mod tests {
         );
         assert_eq!(
             CellKey::of(&doc()).as_str(),
-            "03835d9fb1a98829429b2c56e44da17e"
+            "7506872a4cccb6ad1730d794c0969102"
         );
     }
 

@@ -242,23 +242,26 @@ fn golden_keys() {
     // Pinned: a change here means every stored cell gets a new key. Do it only on
     // purpose, with a new `key::ENCODING`.
     //
-    // Changed once, from benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
+    // Changed twice. From benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
     // relied on its `preserve_order` feature staying off, which any dependency can
     // switch on; and `idle`, `services` and `parse_regex` had been added to v1
     // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
+    // v3 added the test's `before_run` steps after `setup`; the v2 keys were
+    // b1e2564f..., 18ce5500..., 726dd468..., a90e31b2..., 72c72452..., 044bb906...,
+    // 894fe5cb..., ba351674... in this order.
     // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
     // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
     let ws = fixtures::workspace();
     let got = keys(&ws);
     let want = [
-        "b1e2564f2786a07a798e25db6c93fe94 disk-4k on pi-1 sd/as-is (installed)",
-        "18ce5500e7d7a3eb8e821f47d4fdaf29 disk-4k on pi-1 usb/as-is (installed)",
-        "726dd468405936b0343482645b544bcc disk-4k on pi-1 usb/ext4 (installed)",
-        "a90e31b259b4b6ae7ee6c152059f65d7 xz on pi-1 (installed)",
-        "72c72452d4f9e51d758080169c259fc9 disk-4k on pi-2 sd/as-is (installed)",
-        "044bb9060db0e25c174271621171a9a2 disk-4k on pi-2 usb/as-is (installed)",
-        "894fe5cba0e732746a16c54ee6bcde7a disk-4k on pi-2 usb/ext4 (installed)",
-        "ba351674369e6f36da59b62625737694 xz on pi-2 (installed)",
+        "6730cf55ee8cceff246fee588e6cbf89 disk-4k on pi-1 sd/as-is (installed)",
+        "e9a7505b9f43a0e9f9562131f4df19d1 disk-4k on pi-1 usb/as-is (installed)",
+        "4c9ce4daa6e17e287353bd86665303e0 disk-4k on pi-1 usb/ext4 (installed)",
+        "d156c0650afa45e0e831a742e72430a5 xz on pi-1 (installed)",
+        "5126144be8aeb3bb0da091a676fffb0d disk-4k on pi-2 sd/as-is (installed)",
+        "1e8318eacec7552d837be74596dadc65 disk-4k on pi-2 usb/as-is (installed)",
+        "c1b966f7dd76c0d2328346e238c96b36 disk-4k on pi-2 usb/ext4 (installed)",
+        "1ce2aa6790fac6c6a9c2596ab7d8c376 xz on pi-2 (installed)",
     ];
     assert_eq!(got, want);
 }
@@ -267,7 +270,7 @@ fn golden_keys() {
 fn golden_canonical_bytes() {
     // The whole encoding of one cell, so that a changed key shows which field moved.
     // Its key, computed outside the project:
-    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v2\x00'
+    // python3 -c "import hashlib,sys; print(hashlib.sha256(b'benchpipe-cell-v3\x00'
     //   + sys.stdin.buffer.read()).hexdigest()[:32])" < bytes
     let ws = fixtures::workspace();
     let scenario = &ws.scenarios[0];
@@ -288,9 +291,10 @@ fn golden_canonical_bytes() {
         "s5:boardr3:s4:names4:pi-1s5:models14:Raspberry Pi 4s4:archs7:aarch64",
         "s7:storagen",
         "s10:filesystemn",
-        "s4:testr9:",
+        "s4:testr10:",
         "s4:names2:xz",
         "s5:setupl0:",
+        "s10:before_runl0:",
         "s3:runr2:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
         "s8:teardownl0:",
         "s6:paramsm1:s4:sizes3:64M",
@@ -312,7 +316,7 @@ fn golden_canonical_bytes() {
     );
     assert_eq!(
         CellKey::of(&inputs).as_str(),
-        "a90e31b259b4b6ae7ee6c152059f65d7",
+        "d156c0650afa45e0e831a742e72430a5",
         "the key of xz on pi-1 in golden_keys"
     );
 }

@@ -14,6 +14,7 @@ mod lab;
 mod libssh2;
 mod lost_board;
 mod network;
+mod nfs;
 mod parallel;
 mod parsers;
 mod power;

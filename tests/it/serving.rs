@@ -15,12 +15,12 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     let path = repo().join("tests/data/tool-outputs").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn shipped(name: &str) -> benchpipe::model::Recipe {
+pub(crate) fn shipped(name: &str) -> benchpipe::model::Recipe {
     let mut recipes = benchpipe::config::load_recipes(repo()).expect("the shipped recipes load");
     recipes
         .remove(&benchpipe::model::TestName::new(name))
@@ -34,20 +34,6 @@ fn http_reads_curls_json_speed_in_mb_per_s() {
     let got = benchpipe::bench::metrics(&http, &fixture("curl-json.json"), "").unwrap();
     assert_eq!(got["download"], 535939320.0 * 1e-6);
     assert_eq!(got["seconds"], 0.097826);
-}
-
-/// The nfs recipe's own summary of a real timed nfs-cat read (16 MiB from nfs-ganesha
-/// 4.3): MB/s and seconds. nfs-cat's refusal of a missing file (exit 10) never gets
-/// that far: its run fails on the exit status, and its words alone are no number.
-#[test]
-fn nfs_reads_its_own_timing_of_nfs_cat_in_mb_per_s() {
-    let nfs = shipped("nfs");
-    let got = benchpipe::bench::metrics(&nfs, &fixture("nfs-cat-timed.json"), "").unwrap();
-    assert_eq!(got["read"], 252666761.9 * 1e-6);
-    assert_eq!(got["seconds"], 0.066401);
-    let missing = fixture("nfs-cat-missing.txt");
-    assert!(missing.contains("NFS4ERR_NOENT"), "{missing}");
-    assert!(benchpipe::bench::metrics(&nfs, "", &missing).is_err());
 }
 
 /// smbclient's get and put lines (real, smbclient 4.17, on stderr): KiloBytes/sec and
@@ -125,7 +111,7 @@ fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
 }
 
 /// A lab workspace with the shipped serving recipes and a scenario for board 0.
-fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
+pub(crate) fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
@@ -163,7 +149,7 @@ fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
 
 /// (cell.json, sample) of every stored measured run (warm-ups are checked too: every
 /// run's numbers are asserted on).
-fn samples(root: &Path) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn samples(root: &Path) -> Vec<(String, serde_json::Value)> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir(root.join("results")) else {
         return out;
@@ -190,7 +176,7 @@ fn assert_positive_metrics(s: &serde_json::Value) {
     }
 }
 
-fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
+pub(crate) fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
     for (_, s) in samples {
         for m in metrics {
             let v = s["metrics"][m].as_f64().unwrap_or(f64::NAN);
@@ -491,108 +477,107 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
     }
 }
 
-/// nfs-ganesha exports the cell's tmpfs read-only over NFSv4 alone (no rpcbind here),
-/// nfs-cat reads the file: MB/s and seconds of each run, a write refused by the export,
-/// and afterwards no ganesha and no tmpfs.
+/// `[[before_run]]` (smb-fs drops the page cache with it): on its side before every
+/// warm-up and measured run, ahead of the run's command; one that fails fails that run,
+/// and its number is never stored. A recording fake transport, no board.
 #[test]
-fn nfs_on_a_lab_board_exports_a_tmpfs_read_only_and_stops_ganesha() {
-    let lab = Lab::up(1);
-    let board = lab.board(0).clone();
-    scenario(&lab, "\"nfs\"", "", "[params.nfs]\nsize_mib = 16\n");
-    // Before each read, a write that the read-only export must refuse.
-    let p = lab.root.join("pipeline/nfs.toml");
-    let t = std::fs::read_to_string(&p).unwrap();
-    let read = "t0=$(date +%s%N) && \\\\\n";
-    assert!(t.contains(read), "{t}");
-    let write = "if nfs-cp /etc/hostname nfs://{{ host }}/bench/written'?version=4&nfsport='{{ port }}; \
-                 then echo 'the export took a write' >&2; exit 9; fi; \\\\\n";
-    std::fs::write(&p, t.replace(read, &format!("{write}{read}"))).unwrap();
-    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let samples = samples(&lab.root);
-    assert_eq!(samples.len(), 2, "{}", text(&out));
-    assert_positive(&samples, &["read", "seconds"]);
-    for (_, s) in &samples {
-        let (mb_s, secs) = (
-            s["metrics"]["read"].as_f64().unwrap(),
-            s["metrics"]["seconds"].as_f64().unwrap(),
-        );
-        // The rate is the file's bytes over the time taken.
-        let bytes = mb_s * 1e6 * secs;
-        assert!(
-            (bytes - 16.0 * 1048576.0).abs() < 16.0 * 1048576.0 * 1e-3,
-            "{s}"
-        );
+fn fake_transport_before_run_steps_come_before_every_run_and_a_failing_one_fails_it() {
+    use benchpipe::transport::fake::{FakeConnector, Log, Reply};
+    use std::sync::{Arc, Mutex};
+    struct Quiet;
+    impl benchpipe::apply::Progress for Quiet {
+        fn event(&self, _: benchpipe::apply::Event<'_>) {}
     }
-    assert_nothing_left(&board);
-}
-
-/// A read of a file the export does not have: nfs-cat's non-zero exit fails the run,
-/// no number is stored, and ganesha is stopped and the tmpfs unmounted all the same.
-#[test]
-fn a_failing_nfs_read_stores_no_number_and_still_stops_ganesha_and_unmounts() {
-    let lab = Lab::up(1);
-    let board = lab.board(0).clone();
-    scenario(&lab, "\"nfs\"", "", "[params.nfs]\nsize_mib = 1\n");
-    let p = lab.root.join("pipeline/nfs.toml");
-    let t = std::fs::read_to_string(&p).unwrap();
-    assert!(t.contains("/bench/file'"));
-    std::fs::write(&p, t.replace("/bench/file'", "/bench/missing'")).unwrap();
-    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("NFS4ERR_NOENT"),
-        "nfs-cat said why: {}",
-        text(&out)
-    );
-    assert!(samples(&lab.root).is_empty());
-    assert_nothing_left(&board);
-}
-
-/// A port something else listens on: ganesha's setup refuses it, naming the
-/// parameter, and neither ganesha nor the tmpfs is left.
-#[test]
-fn an_nfs_port_in_use_on_the_board_is_refused() {
-    let lab = Lab::up(1);
-    let board = lab.board(0).clone();
-    scenario(
-        &lab,
-        "\"nfs\"",
-        "",
-        "[params.nfs]\nsize_mib = 1\nport = 20491\n",
-    );
-    let mut other = std::process::Command::new("ip")
-        .args(["netns", "exec", &board.netns, "iperf3", "-s", "-p", "20491"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
+    let dir = std::env::temp_dir().join(format!("bp-it-before-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["boards", "pipeline", "scenarios"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(
+        dir.join("boards/b1.toml"),
+        "model = \"fake\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-before/b1\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pipeline/cold.toml"),
+        "description = \"cold reads\"\nuses_storage = false\n\
+         [[before_run]]\non = \"board\"\ncommand = \"echo BEFORE-{{ run }}\"\n\
+         [run]\non = \"controller\"\ncommand = \"echo RUN-{{ run }}\"\nparse = \"json\"\n\
+         [metrics]\nv = { from = \"v\", unit = \"s\", better = \"lower\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scenarios/s.toml"),
+        "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+         image = [\"installed\"]\nboard = [\"b1\"]\ntest = [\"cold\"]\n\
+         [method]\ncooldown = \"0s\"\nwarmup = { runs = 1 }\nruns = { min = 2, max = 2 }\n",
+    )
+    .unwrap();
+    let walk = |fail_second: bool| {
+        let ws = benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")]).unwrap();
+        let cells: Vec<_> = benchpipe::cli::plans(&ws)
+            .into_iter()
+            .flat_map(|(_, p)| p.cells)
+            .collect();
+        let _ = std::fs::remove_dir_all(dir.join("results"));
+        let store = benchpipe::store::Store::open(dir.join("results")).unwrap();
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        let connector = FakeConnector {
+            script: Arc::new(move |_, c: &str| {
+                if c.contains("RUN-") {
+                    Reply::Ok("{\"v\": 1}\n".into())
+                } else if fail_second && c.contains("BEFORE-2") {
+                    Reply::Fail(1, "cannot drop the page cache".into())
+                } else {
+                    Reply::Ok(String::new())
+                }
+            }),
+            log: log.clone(),
+        };
+        let outcome = benchpipe::apply::apply_with(
+            &ws,
+            &cells,
+            &store,
+            &Quiet,
+            &std::sync::atomic::AtomicBool::new(false),
+            &connector,
+        )
         .unwrap();
-    let t0 = std::time::Instant::now();
-    let listening = || {
-        let out = std::process::Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &board.netns,
-                "ss",
-                "-Hltn",
-                "sport = :20491",
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("20491")
+        let order: Vec<String> = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains("BEFORE-") || l.contains("RUN-"))
+            .cloned()
+            .collect();
+        (outcome, order)
     };
-    while !listening() {
-        assert!(t0.elapsed().as_secs() < 30, "iperf3 never listened");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
-    let _ = other.kill();
-    let _ = other.wait();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("nfs: port 20491 is already in use on the board"),
-        "{}",
-        text(&out)
+    let (outcome, order) = walk(false);
+    assert_eq!(outcome.completed, 1);
+    assert_eq!(
+        order,
+        [
+            "b1: echo BEFORE-1",
+            "controller: echo RUN-1",
+            "b1: echo BEFORE-1",
+            "controller: echo RUN-1",
+            "b1: echo BEFORE-2",
+            "controller: echo RUN-2",
+        ],
+        "the warm-up, then two measured runs"
     );
-    assert_nothing_left(&board);
+    let (outcome, order) = walk(true);
+    assert_eq!(outcome.failed.len(), 1, "{order:?}");
+    let cause = outcome.failed[0].1.to_string();
+    assert!(
+        cause.contains("before_run 1") && cause.contains("cannot drop the page cache"),
+        "{cause}"
+    );
+    assert_eq!(order.last().map(String::as_str), Some("b1: echo BEFORE-2"));
+    let measured = samples(&dir).len();
+    assert_eq!(
+        measured, 1,
+        "only the run before the failing step is stored"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
