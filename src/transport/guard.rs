@@ -20,9 +20,17 @@ pub const ANCHOR_ENV: &str = "BENCHPIPE_ANCHOR";
 const SSHD_NAMES: &str = "sshd|sshd-session|dropbear";
 
 /// `start_time PID`: field 22 of /proc/PID/stat, which a reused pid does not share;
-/// nothing (and failure) when the process is gone, or dead and not yet reaped (a
-/// zombie: where PID 1 reaps late, as in containers, one lingers for seconds).
+/// nothing (and failure) when the process is gone. A zombie still has it: its pid (and
+/// process group id) cannot be reused until it is reaped, so signalling its group is
+/// safe. `live_start_time PID` fails for a zombie too: a dead process, which where PID
+/// 1 reaps late (as in containers) lingers for seconds, is no live anchor.
 pub const START_TIME_FN: &str = r#"start_time() {
+  st=; { read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
+  set -f; set -- ${st##*") "}; set +f
+  [ $# -ge 20 ] || return 1
+  shift 19; echo "$1"
+}
+live_start_time() {
   st=; { read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
   set -f; set -- ${st##*") "}; set +f
   [ $# -ge 20 ] || return 1
@@ -96,7 +104,7 @@ pub fn launch(g: &Guard<'_>) -> String {
 {START_TIME_FN}bp_ap=$2; bp_at=$3; : > "$1" 2>/dev/null; shift 3
 while :; do
   {alive} || exit 0
-  [ "$(start_time "$bp_ap")" = "$bp_at" ] || break
+  [ "$(live_start_time "$bp_ap")" = "$bp_at" ] || break
   sleep 1
 done
 {undo}
@@ -139,9 +147,9 @@ bp_session_alive() {
 }
 "#;
 
-/// The shell condition, for a guard's `alive`, that process `$1` still has start time
-/// `$2` (a service's group leader).
-pub const LEADER_ALIVE: &str = r#"[ "$(start_time "$1")" = "$2" ]"#;
+/// The shell condition, for a guard's `alive`, that process `$1` still runs with start
+/// time `$2` (a service's group leader).
+pub const LEADER_ALIVE: &str = r#"[ "$(live_start_time "$1")" = "$2" ]"#;
 
 #[cfg(test)]
 mod tests {

@@ -163,7 +163,7 @@ if [ -e "$pf" ]; then
 fi
 BENCHPIPE_SERVICE={tok} setsid sh -c {c} </dev/null >{log} 2>&1 &
 pid=$!
-t=$(start_time "$pid") || {{ kill -s KILL -- "-$pid" "$pid" 2>/dev/null; echo "service {n}: no start time in /proc/$pid/stat" >&2; exit 1; }}
+t=$(start_time "$pid") || {{ kill -s KILL -- "-$pid" "$pid" 2>/dev/null; echo "service {n} exited at once (no live process in /proc/$pid/stat); its log:" >&2; sleep 0.1; tail -n 20 {log} >&2; exit 1; }}
 echo "$pid $t {tok}" > "$pf"
 sleep 0.2
 if ! kill -s 0 -- "-$pid" 2>/dev/null; then
