@@ -49,6 +49,9 @@ impl Worker<'_> {
         if let Action::RestoreCmdline = step.action {
             return self.restore_cmdline(w, &step.cells);
         }
+        if let Action::UnmountTmpfs { .. } = step.action {
+            return self.unmount_tmpfs(w, step);
+        }
         let nothing = StepStatus::Done;
         let Some(board) = w.board.as_deref_mut() else {
             return nothing;

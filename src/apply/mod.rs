@@ -25,6 +25,7 @@ mod resources;
 mod runs;
 mod secrets;
 mod services;
+mod tmpfs;
 mod tpi;
 mod uas;
 mod verify;

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use super::cell::cell_facts;
 use super::facts::{gather_facts, read_temperature};
 use super::mount::MountState;
 use super::runs::stops_group;
@@ -487,6 +488,10 @@ impl Worker<'_> {
                 {
                     self.phase(None, format!("could not remove leftover secrets: {e}"));
                 }
+                // Then the tmpfs they may have held open.
+                if let Err(e) = storage::tmpfs::sweep(t.board, &self.board.workdir) {
+                    self.phase(None, format!("could not unmount a leftover tmpfs: {e}"));
+                }
                 Ok(())
             }
             Action::GatherFacts => {
@@ -526,6 +531,23 @@ impl Worker<'_> {
                 }
                 self.mount(t.board, jobs[first], name, filesystem, mounted)
             }
+            Action::MountTmpfs { size, .. } => {
+                let job = jobs[first];
+                if !live.contains_key(first) {
+                    // The link the cell runs over, read now: a Wi-Fi rate changes.
+                    let link = self.network_facts(t.board, job.cell);
+                    let facts =
+                        cell_facts(job, facts, tools, flashed, storage_facts, mounted, link);
+                    live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
+                }
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                let mounted = self.mount_tmpfs(&mut t, cell, *size);
+                if cell.tmpfs.is_none() {
+                    // Refused: none of the cell's commands may touch what is there.
+                    live.remove(first);
+                }
+                mounted
+            }
             Action::Setup {
                 from,
                 commands,
@@ -534,48 +556,11 @@ impl Worker<'_> {
             } => {
                 let job = jobs[first];
                 if !live.contains_key(first) {
-                    // The board's facts with the recipe's own merged in.
-                    let mut facts = facts.clone();
-                    if let (Some(obj), Some(Value::Object(extra))) =
-                        (facts.as_object_mut(), tools.get(&job.recipe.name))
-                    {
-                        obj.extend(extra.clone());
-                    }
-                    if let (Some(obj), Some(written)) =
-                        (facts.as_object_mut(), flashed.get(&job.cell.address.image))
-                    {
-                        obj.insert("flashed".into(), written.clone());
-                    }
-                    let storage = job.cell.address.storage.as_ref();
-                    super::uas::with_storage(
-                        &mut facts,
-                        storage.and_then(|s| storage_facts.get(s)),
-                    );
                     // The link the cell runs over, read now: a Wi-Fi rate changes.
-                    if let (Some(obj), Some(link)) =
-                        (facts.as_object_mut(), self.network_facts(t.board, job.cell))
-                    {
-                        obj.insert("network".into(), link);
-                    }
-                    // What holds the storage's path: the type `as-flashed` measures.
-                    if let (Some(obj), Some(on), true) = (
-                        facts.as_object_mut(),
-                        &mounted.fact,
-                        job.cell.address.storage.is_some(),
-                    ) {
-                        obj.insert("storage_filesystem".into(), on.clone());
-                    }
-                    let cell = self.open_cell(job, &facts)?;
-                    if !job.recipe.secrets.is_empty() {
-                        let dir = super::secrets::dir_of(
-                            &self.service_dir(Side::Controller),
-                            &job.cell.key,
-                        );
-                        super::secrets::make_dir(t.controller, &dir)?;
-                        secrets.open(&job.cell.key, &dir, &job.recipe.secrets);
-                    }
-                    self.requires(&mut t, &cell)?;
-                    live.insert(first.clone(), cell);
+                    let link = self.network_facts(t.board, job.cell);
+                    let facts =
+                        cell_facts(job, facts, tools, flashed, storage_facts, mounted, link);
+                    live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
                 }
                 let cell = &live[first];
                 if *commands == 0 {
@@ -648,6 +633,7 @@ impl Worker<'_> {
             }
             Action::StopService { .. }
             | Action::Teardown { .. }
+            | Action::UnmountTmpfs { .. }
             | Action::Unmount { .. }
             | Action::FetchImage { .. }
             | Action::Flash { .. }

@@ -24,6 +24,7 @@ pub mod shell;
 mod sides;
 mod ssh;
 mod template;
+mod tmpfs;
 pub mod units;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -137,6 +137,8 @@ pub struct Recipe {
     pub param_patterns: BTreeMap<S<String>, S<ParamPattern>>,
     /// Keep each run's temperature and clock over time (`burn-in`).
     pub series: Option<S<bool>>,
+    /// `[tmpfs]`: a tmpfs of the cell's own, mounted by benchpipe.
+    pub tmpfs: Option<S<Tmpfs>>,
     #[serde(default)]
     pub requires: Vec<Step>,
     #[serde(default)]
@@ -144,6 +146,9 @@ pub struct Recipe {
     /// Names of values steps make that must never be stored or shown.
     #[serde(default)]
     pub secrets: Vec<S<String>>,
+    /// Untimed steps before every warm-up and measured run.
+    #[serde(default)]
+    pub before_run: Vec<Step>,
     pub run: S<RunStep>,
     #[serde(default)]
     pub teardown: Vec<Step>,
@@ -152,6 +157,13 @@ pub struct Recipe {
     pub metrics: Option<S<BTreeMap<S<String>, S<Metric>>>>,
     /// Options of `parse = "regex"`.
     pub parse_regex: Option<S<ParseRegex>>,
+}
+
+/// `[tmpfs]`: its `size`, MiB as an integer, or a string template giving MiB or `N%`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tmpfs {
+    pub size: S<toml::Value>,
 }
 
 /// `[parse_regex]`: one `pattern` or a list of `patterns`, each with named groups.

@@ -96,6 +96,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         if used.contains("secrets") {
             super::secrets::check_use(src, command, &secrets, on, diags);
         }
+        super::tmpfs::refuse_use_without_table(src, command, &used, raw.tmpfs.is_some(), diags);
         Step {
             on,
             command: command.get_ref().clone(),
@@ -145,6 +146,16 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         .map(|s| {
             super::secrets::refuse_on(src, s, "teardown", diags);
             with_input(s, diags)
+        })
+        .collect();
+    let before_run: Vec<Step> = raw
+        .before_run
+        .iter()
+        .map(|s| {
+            if let Some(i) = &s.input {
+                diags.push(src.at_value(i, "`input` streams a file to a setup or teardown step, not to one before every run"));
+            }
+            check_step(&s.on, &s.command, &s.timeout, diags)
         })
         .collect();
 
@@ -223,6 +234,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let sides: BTreeSet<Side> = setup
         .iter()
         .chain(&setup_after_services)
+        .chain(&before_run)
         .chain([&run])
         .chain(&teardown)
         .chain(&requires)
@@ -243,6 +255,9 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let param_patterns =
         super::patterns::recipe(src, &raw.param_patterns, &raw.params, &params, diags);
     let uses_network = uses_network(src, raw.uses_network.as_ref(), host_at.into_inner(), diags);
+    let tmpfs = super::tmpfs::validate(src, raw.tmpfs.as_ref(), &params, diags);
+    let mut needs = needs;
+    super::tmpfs::add_needs(tmpfs.as_ref(), &mut needs);
 
     if diags.len() > start {
         return None;
@@ -258,9 +273,11 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         params,
         param_patterns,
         series: raw.series.as_ref().is_some_and(|s| *s.get_ref()),
+        tmpfs,
         setup,
         setup_after_services,
         secrets,
+        before_run,
         run,
         parser: parser?,
         teardown,

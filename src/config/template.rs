@@ -16,7 +16,7 @@ use super::shell::{self, Context};
 use crate::bench::{self, Vars};
 
 /// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 9] = [
+pub const BUILTINS: [&str; 10] = [
     "dir",
     "device",
     "workdir",
@@ -26,6 +26,7 @@ pub const BUILTINS: [&str; 9] = [
     "run",
     "cell",
     "secrets",
+    "tmpfs",
 ];
 
 /// Names a recipe parameter cannot take: the builtins, and `params`, which once named
@@ -51,6 +52,9 @@ pub fn sample_builtins() -> Vars {
         .set(
             "secrets",
             "/var/tmp/benchpipe/controller/sample-board/secrets-0123456789abcdef0123456789abcdef",
+        )        .set(
+            "tmpfs",
+            "/var/tmp/benchpipe/sample/sample-test-0123456789abcdef0123456789abcdef",
         );
     v
 }

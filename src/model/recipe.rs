@@ -56,6 +56,11 @@ pub struct Recipe {
     /// report draws them. Not part of the cell key: it changes what is kept, not the
     /// numbers.
     pub series: bool,
+    /// `[tmpfs]`: a tmpfs of the cell's own at `{{ tmpfs }}`, which benchpipe mounts
+    /// before the setup and unmounts after the teardown (`storage::tmpfs`). Not in the
+    /// key: its size bounds the space, it changes no number, and the commands that use
+    /// the tmpfs name it in their text.
+    pub tmpfs: Option<TmpfsSpec>,
     /// Run once per cell before its services start (e.g. generate a corpus).
     pub setup: Vec<Step>,
     /// `[[setup]]` with `after = "services"`: run once per cell after its services are
@@ -68,6 +73,10 @@ pub struct Recipe {
     /// commands get it on stdin (`input_secret`), and its value is redacted from every
     /// output benchpipe keeps or prints. Not part of the cell key.
     pub secrets: Vec<String>,
+    /// `[[before_run]]`: run before every warm-up and measured run, untimed (outside
+    /// the measured command and its telemetry): dropping the page cache so that each
+    /// read comes from the disk. In the key: they change the numbers.
+    pub before_run: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
     pub run: Step,
     pub parser: ParserSpec,
@@ -99,6 +108,7 @@ impl Recipe {
             .setup
             .iter()
             .chain(&self.setup_after_services)
+            .chain(&self.before_run)
             .chain([&self.run])
             .chain(&self.teardown);
         steps
@@ -115,6 +125,34 @@ impl Recipe {
             .filter(|m| m.primary)
             .map(|m| m.name.clone())
             .collect()
+    }
+}
+
+/// A recipe's `[tmpfs]`: its `size` as written, a template of the recipe's parameters
+/// giving MiB (`"{{ size_mib + 8 }}"`, or a TOML integer) or a share of the board's RAM
+/// (`"50%"`); `storage::tmpfs::resolve` turns it into a `TmpfsSize` per cell.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TmpfsSpec {
+    pub size: String,
+}
+
+/// The size of a cell's tmpfs, resolved from its parameters and checked against the
+/// bounds (`storage::tmpfs::MAX_MIB`, `MAX_PERCENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TmpfsSize {
+    /// MiB; the board must have that much memory available when it is mounted.
+    Mib(u64),
+    /// A share of the board's RAM, as tmpfs's own `size=N%`.
+    PercentOfRam(u64),
+}
+
+impl fmt::Display for TmpfsSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TmpfsSize::Mib(n) => write!(f, "{n} MiB"),
+            TmpfsSize::PercentOfRam(p) => write!(f, "{p}% of RAM"),
+        }
     }
 }
 

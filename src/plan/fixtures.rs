@@ -23,6 +23,8 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         option_params: Default::default(),
         param_patterns: Default::default(),
         series: false,
+        tmpfs: None,
+        before_run: Vec::new(),
         params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
         setup: vec![],
         setup_after_services: vec![],

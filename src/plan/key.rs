@@ -34,7 +34,8 @@ use crate::model::{
 /// `parse_regex` were added later without a bump, present only when set.
 /// v2: `CanonicalWriter`; every field always present.
 /// v3: `network` (the link a networked cell runs over: name, kind, model), after
-/// `filesystem`; the test's `setup_after_services` steps, after `setup`.
+/// `filesystem`; the test's `setup_after_services` and `before_run` steps, after
+/// `setup`.
 pub const ENCODING: &str = "benchpipe-cell-v3";
 
 /// A cell's identity: 32 hex digits (128 bits) of the sha256 of its canonical inputs.
@@ -343,6 +344,10 @@ pub fn cell_inputs_of(
         (
             "setup_after_services",
             Input::List(recipe.setup_after_services.iter().map(step).collect()),
+        ),
+        (
+            "before_run",
+            Input::List(recipe.before_run.iter().map(step).collect()),
         ),
         ("run", step(&recipe.run)),
         (

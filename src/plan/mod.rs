@@ -98,6 +98,9 @@ pub struct Cell {
     /// The image as its scenario declares it: what to flash and what to expect after
     /// boot (its identity is in the key, its expectations are not).
     pub image: Image,
+    /// The size of the cell's own tmpfs, when its recipe has a `[tmpfs]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmpfs: Option<crate::model::TmpfsSize>,
 }
 
 impl Cell {
@@ -401,6 +404,10 @@ pub enum CannotMeasure {
         storage: StorageName,
         filesystem: FsName,
     },
+    /// The recipe's `[tmpfs] size` gives no usable size with the cell's parameters
+    /// (`check` refuses this first).
+    #[error("the tmpfs of {test}: {reason}")]
+    TmpfsSize { test: TestName, reason: String },
 }
 
 /// Builds a cell, or says why this combination cannot be measured.
@@ -527,6 +534,15 @@ fn finish(
     a: &Address,
 ) -> Result<Cell, CannotMeasure> {
     let params = cell_params(recipe, scenario);
+    let tmpfs = match &recipe.tmpfs {
+        None => None,
+        Some(spec) => Some(crate::storage::tmpfs::resolve(&spec.size, &params).map_err(
+            |reason| CannotMeasure::TmpfsSize {
+                test: a.test.clone(),
+                reason,
+            },
+        )?),
+    };
     let inputs = key::cell_inputs(
         image,
         board,
@@ -545,6 +561,7 @@ fn finish(
         method: scenario.method.clone(),
         filesystem,
         image: image.clone(),
+        tmpfs,
     })
 }
 

@@ -116,7 +116,15 @@ fn rebuild(
         &scenario.method,
     );
     let key = CellKey::of(&inputs);
-    (key == record.key).then(|| Cell {
+    if key != record.key {
+        return None;
+    }
+    // As `expand` resolves it; a size the parameters cannot give made no cell there.
+    let tmpfs = match &recipe.tmpfs {
+        None => None,
+        Some(spec) => Some(crate::storage::tmpfs::resolve(&spec.size, &params).ok()?),
+    };
+    Some(Cell {
         key,
         address: a.clone(),
         inputs: inputs.to_json(),
@@ -124,6 +132,7 @@ fn rebuild(
         method: scenario.method.clone(),
         filesystem,
         image: image.clone(),
+        tmpfs,
     })
 }
 

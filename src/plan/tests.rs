@@ -242,10 +242,13 @@ fn golden_keys() {
     // Pinned: a change here means every stored cell gets a new key. Do it only on
     // purpose, with a new `key::ENCODING`.
     //
-    // Changed once, from benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
+    // Changed twice. From benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
     // relied on its `preserve_order` feature staying off, which any dependency can
     // switch on; and `idle`, `services` and `parse_regex` had been added to v1
     // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
+    // v3 added the test's `before_run` steps after `setup`; the v2 keys were
+    // b1e2564f..., 18ce5500..., 726dd468..., a90e31b2..., 72c72452..., 044bb906...,
+    // 894fe5cb..., ba351674... in this order.
     // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
     // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
     // Changed again, to v3: the `network` field (a networked cell's link) and the
@@ -256,14 +259,14 @@ fn golden_keys() {
     let ws = fixtures::workspace();
     let got = keys(&ws);
     let want = [
-        "fc410147780918d1ff94482329290923 disk-4k on pi-1 sd/as-is (installed)",
-        "e90a2f1ab12c5187dc02ec05fc3495de disk-4k on pi-1 usb/as-is (installed)",
-        "ec081c165917a7350199e628bb5f6560 disk-4k on pi-1 usb/ext4 (installed)",
-        "7210dd828f8b2aee49523124be2d1620 xz on pi-1 (installed)",
-        "3a51842d6664adfee9daeaf0f704e2cf disk-4k on pi-2 sd/as-is (installed)",
-        "93b41f526d0b79f36c9fda370aa1c3c0 disk-4k on pi-2 usb/as-is (installed)",
-        "a4b4f537c20b7bae9bd9a90cd199a21a disk-4k on pi-2 usb/ext4 (installed)",
-        "a97608684732bd9921b650e9f86b0615 xz on pi-2 (installed)",
+        "5ff846027a3e5dd624e794866212b345 disk-4k on pi-1 sd/as-is (installed)",
+        "653aca2bfd82b7fba85d0e2393139825 disk-4k on pi-1 usb/as-is (installed)",
+        "04c85d1d649e68bfd71c6aa69e43a3ad disk-4k on pi-1 usb/ext4 (installed)",
+        "03370cdbca71351ebdc230c92a975164 xz on pi-1 (installed)",
+        "27d3290ae0ee3ecbbd4615dbc269d745 disk-4k on pi-2 sd/as-is (installed)",
+        "e938e0b985fbea546d69f48e61d98b15 disk-4k on pi-2 usb/as-is (installed)",
+        "193ff08b30dd1f57969f5200347779e9 disk-4k on pi-2 usb/ext4 (installed)",
+        "d97e94279cfb85dcdb134e862b52b173 xz on pi-2 (installed)",
     ];
     assert_eq!(got, want);
 }
@@ -295,10 +298,11 @@ fn golden_canonical_bytes() {
         "s7:storagen",
         "s10:filesystemn",
         "s7:networkn",
-        "s4:testr10:",
+        "s4:testr11:",
         "s4:names2:xz",
         "s5:setupl0:",
         "s20:setup_after_servicesl0:",
+        "s10:before_runl0:",
         "s3:runr2:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
         "s8:teardownl0:",
         "s6:paramsm1:s4:sizes3:64M",
@@ -320,7 +324,7 @@ fn golden_canonical_bytes() {
     );
     assert_eq!(
         CellKey::of(&inputs).as_str(),
-        "7210dd828f8b2aee49523124be2d1620",
+        "03370cdbca71351ebdc230c92a975164",
         "the key of xz on pi-1 in golden_keys"
     );
 }

@@ -6,6 +6,7 @@
 
 pub mod capture;
 pub mod fake;
+pub mod guard;
 pub mod local;
 pub mod quote;
 pub mod service;

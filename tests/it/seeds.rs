@@ -435,6 +435,7 @@ fn the_shipped_lab_serving_scenario_serves_measures_the_network_and_leaves_nothi
     for (test, cells) in [
         ("http", 1),
         ("smb", 1),
+        ("nfs", 1),
         ("smb-fs", 2),
         ("iperf3-bidir", 1),
         ("iperf", 1),

@@ -99,6 +99,20 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
     };
     for w in group {
         let test = w.recipe.name.clone();
+        if let Some(size) = w.cell.tmpfs {
+            let mut step = one(
+                w,
+                Action::MountTmpfs {
+                    test: test.clone(),
+                    size,
+                },
+                Side::Board,
+                DoneWhen::CellsComplete,
+                None,
+            );
+            step.resources.clear();
+            steps.push(step);
+        }
         let segs = segments(&w.recipe.setup);
         if segs.is_empty() {
             steps.push(one(
@@ -246,6 +260,17 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
                 DoneWhen::NothingToUndo,
                 None,
             ));
+        }
+        if w.cell.tmpfs.is_some() {
+            let mut step = one(
+                w,
+                Action::UnmountTmpfs { test: test.clone() },
+                Side::Board,
+                DoneWhen::NothingToUndo,
+                None,
+            );
+            step.resources.clear();
+            steps.push(step);
         }
     }
 }

@@ -89,7 +89,8 @@ pub enum Action {
     ClaimWorkdir { controller: bool },
     /// Install what the tests need, per side, and create work and storage directories.
     Provision { tests: Vec<TestName> },
-    /// Stop services a crashed or killed apply left running.
+    /// Stop services a crashed or killed apply left running, and unmount the cells'
+    /// tmpfs it left mounted (`storage::tmpfs::sweep`).
     StopLeftoverServices,
     /// Read the board's facts and its idle temperature, recorded beside every cell.
     GatherFacts,
@@ -106,6 +107,13 @@ pub enum Action {
         filesystem: FsName,
         /// Whether this makes a filesystem (`as-is` does not).
         mkfs: bool,
+    },
+    /// Open the cell (as its first `Setup` would) and mount its own tmpfs, before its
+    /// setup (`storage::tmpfs::mount`): marked as benchpipe's, replacing a leftover of
+    /// benchpipe's, refusing any other mount or a non-empty directory.
+    MountTmpfs {
+        test: TestName,
+        size: crate::model::TmpfsSize,
     },
     /// Open one cell in the store, write its facts, run the recipe's setup commands of
     /// this side (a recipe's consecutive commands on one side form one step).
@@ -136,6 +144,9 @@ pub enum Action {
         from: usize,
         commands: usize,
     },
+    /// Unmount the cell's tmpfs and remove its mount point, after its teardown
+    /// (cleanup).
+    UnmountTmpfs { test: TestName },
     /// Unmount what `Mount` mounted (cleanup).
     Unmount {
         storage: StorageName,
@@ -157,6 +168,7 @@ impl Action {
             self,
             Action::StopService { .. }
                 | Action::Teardown { .. }
+                | Action::UnmountTmpfs { .. }
                 | Action::Unmount { .. }
                 | Action::RestoreCmdline
         )

@@ -48,6 +48,8 @@ impl Action {
                 mkfs: false,
                 ..
             } => format!("check {storage} as-is ({image})"),
+            Action::MountTmpfs { test, size } => format!("mount a tmpfs of {size} for {test}"),
+            Action::UnmountTmpfs { test } => format!("unmount the tmpfs of {test}"),
             Action::Setup {
                 test, commands: 0, ..
             } => format!("open {test}"),
