@@ -5,41 +5,96 @@
 
   outputs = { self, nixpkgs }:
     let
+      inherit (nixpkgs) lib;
       systems = [ "x86_64-linux" "aarch64-linux" ];
-      forAll = f: nixpkgs.lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
-      # The scenarios whose reports `nix build .#reports` renders from the committed
-      # store. The lab's scenario needs `benchpipe lab up` first, so it is not here.
-      reportScenarios = [ "localhost" ];
+      forAll = f: lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
+
+      # What cargo builds: the crate, its vendored libssh2 ([patch] in Cargo.toml) and
+      # the files its tests read; not the example store, so a new store rebuilds nothing.
+      crateSource = lib.fileset.toSource {
+        root = ./.;
+        fileset = lib.fileset.unions [
+          ./Cargo.toml ./Cargo.lock ./src ./vendor ./benches ./tests ./pipeline ./scenarios ./boards
+        ];
+      };
+      crate = pkgs: {
+        pname = "benchpipe";
+        version = "0.1.0";
+        src = crateSource;
+        cargoLock.lockFile = ./Cargo.lock;
+        # ssh2 links the system OpenSSL through pkg-config; the vendored libssh2 and the
+        # bundled liblzma and zstd are built with cc. LIBSSH2_SYS_USE_PKG_CONFIG stays
+        # unset and no libssh2 is an input, so the patched copy in vendor/ is the one.
+        nativeBuildInputs = [ pkgs.pkg-config ];
+        buildInputs = [ pkgs.openssl pkgs.zlib ];
+        meta = {
+          description = "Declarative, reproducible benchmarking of single-board computers";
+          mainProgram = "benchpipe";
+          platforms = lib.platforms.linux;
+        };
+      };
+
+      # The tools the recipes run and the tests use (`.ci/run` installs the same on Debian).
+      # Not iozone: nixpkgs has it under an unfree licence, which it refuses by default
+      # (the iozone recipes skip their cells where it is not installed).
+      benchTools = pkgs: with pkgs; [
+        openssh iproute2 util-linux procps fio xz time iperf3 iperf2 hdparm
+        e2fsprogs btrfs-progs xfsprogs f2fs-tools gzip zstd zip bmaptool curl nginx samba
+        stress-ng wrk apacheHttpd gawk sudo
+      ];
     in
     {
       packages = forAll (pkgs: rec {
-        benchpipe = pkgs.rustPlatform.buildRustPackage {
-          pname = "benchpipe";
-          version = "0.1.0";
-          src = self;
-          cargoLock.lockFile = ./Cargo.lock;
-          nativeBuildInputs = [ pkgs.pkg-config ];
-          buildInputs = [ pkgs.openssl pkgs.zlib ];
-          # The tests need root, network namespaces, sshd and fio: `.ci/run` runs them.
+        benchpipe = pkgs.rustPlatform.buildRustPackage (crate pkgs // {
+          # The tests need root, network namespaces, sshd and the tools: `.ci/run` runs
+          # them; `checks.unit-tests` runs the ones that need none of it.
           doCheck = false;
-        };
+        });
         default = benchpipe;
 
-        # Reports are a pure function of the scenario files and the store, so this
-        # rebuilds them byte for byte anywhere.
-        reports = pkgs.runCommand "benchpipe-reports" { nativeBuildInputs = [ benchpipe ]; } ''
-          cd ${self}
-          mkdir -p $out
-          benchpipe report --store results --out $out \
-            ${builtins.concatStringsSep " " (map (s: "scenarios/${s}.toml") reportScenarios)}
+        # The committed example store's reports (examples/lab/): a pure function of the
+        # scenarios, the recipes, the recorded boards and the store, so this rebuilds
+        # them byte for byte anywhere; `checks.reports` compares them with the committed.
+        reports = pkgs.runCommand "benchpipe-reports"
+          {
+            src = lib.fileset.toSource {
+              root = ./.;
+              fileset = lib.fileset.unions [ ./examples ./scenarios ./pipeline ];
+            };
+            nativeBuildInputs = [ benchpipe ];
+          } ''
+          bash "$src/examples/lab/render.sh" "$out"
+        '';
+      });
+
+      checks = forAll (pkgs: {
+        # The unit tests (`cargo test --lib`), which need no root; the one that makes a
+        # loop device is left out. Beside sh and coreutils they run findmnt and setsid
+        # (util-linux), ssh-keygen, mkfs.ext4 and the image compressors; a test that
+        # would skip for a missing tool fails instead, as under `.ci/run`.
+        unit-tests = pkgs.rustPlatform.buildRustPackage (crate pkgs // {
+          pname = "benchpipe-unit-tests";
+          cargoTestFlags = [ "--lib" ];
+          checkFlags = [ "--skip=lab::down::tests::a_loop_device_backed_by_another_file_is_never_detached" ];
+          nativeCheckInputs = with pkgs; [ openssh util-linux e2fsprogs xz gzip zstd zip ];
+          BENCHPIPE_TESTS_MUST_RUN = "1";
+        });
+
+        # The committed reports are what the committed store renders to.
+        reports = pkgs.runCommand "benchpipe-reports-match-committed"
+          { nativeBuildInputs = [ pkgs.diffutils ]; } ''
+          diff -r ${./examples/lab/reports} ${self.packages.${pkgs.stdenv.hostPlatform.system}.reports}
+          touch $out
         '';
       });
 
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
-          nativeBuildInputs = [ pkgs.cargo pkgs.rustc pkgs.clippy pkgs.rustfmt pkgs.pkg-config ];
-          buildInputs = [ pkgs.openssl pkgs.zlib ];
+          packages = with pkgs; [ cargo rustc clippy rustfmt rust-analyzer pkg-config openssl zlib git ]
+            ++ benchTools pkgs;
         };
       });
+
+      nixosModules.default = import ./nix/module.nix self;
     };
 }

@@ -96,6 +96,7 @@ fn plan_10k() {
             board,
             c.address.storage.as_ref().and_then(|n| board.storage(n)),
             c.filesystem.as_ref(),
+            c.address.network.as_ref().and_then(|n| board.network(n)),
             &ws.recipes[&c.address.test],
             &c.params,
             &c.method,

@@ -28,6 +28,7 @@ mod mounts;
 pub mod rules;
 #[cfg(test)]
 mod tests;
+pub mod tmpfs;
 
 use mounts::covering;
 pub use mounts::{Device, Mount, parse_mountinfo};

@@ -1,6 +1,7 @@
 //! A cell's own steps on a board: opened in the store with its template values, and
 //! the recipe's setup and teardown commands.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -9,7 +10,7 @@ use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
-use crate::model::{Side, Step};
+use crate::model::{Side, Step, StepInput, TestName};
 use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
 
 /// How much of a `[[requires]]` check's reason is kept.
@@ -52,11 +53,19 @@ impl Worker<'_> {
                 storage.and_then(|s| s.device.clone()).unwrap_or_default(),
             )
             .set("board", self.board.name.as_str())
-            .set("host", board_host(self.board))
+            .set("host", cell_host(self.board, cell))
             .set("run", 0)
             // The cell's key: a name of its own for what a cell keeps on the board
             // while cells of one group take turns (the xz recipe's tmpfs).
-            .set("cell", cell.key.to_string());
+            .set("cell", cell.key.to_string())
+            // Its secret directory on the controller, made when the cell opens.
+            .set(
+                "secrets",
+                super::secrets::dir_of(&self.service_dir(Side::Controller), &cell.key),
+            );
+        if job.recipe.tmpfs.is_some() {
+            vars.set("tmpfs", self.tmpfs_point(job));
+        }
         if let Some(peer) = cell.peer.as_ref().and_then(|p| self.boards.get(p)) {
             vars.set(crate::config::PEER_HOST, board_host(peer))
                 .set(crate::config::PEER_DIR, self.peer_dir(peer));
@@ -68,6 +77,7 @@ impl Worker<'_> {
             // Read again: a drift choice at `gather-facts` may have marked a redo.
             data: self.store.read(cell)?,
             services: Vec::new(),
+            tmpfs: None,
         })
     }
 
@@ -75,6 +85,25 @@ impl Worker<'_> {
     /// printed a reason on stdout says the test cannot apply here (the storage is no
     /// disk, or on tmpfs): the cell is skipped with the reason's first line. One that
     /// exits non-zero without a word is a failure, like any other step.
+    /// Opens a cell at its first step (its tmpfs or its setup): its store entry, its
+    /// secret directory on the controller, then its `[[requires]]` checks.
+    pub(super) fn open_live<'j, 'c>(
+        &self,
+        t: &mut Transports<'_>,
+        job: &'j Job<'c>,
+        facts: &Value,
+        secrets: &super::secrets::Secrets,
+    ) -> Result<LiveCell<'j, 'c>, CellFailure> {
+        let cell = self.open_cell(job, facts)?;
+        if !job.recipe.secrets.is_empty() {
+            let dir = super::secrets::dir_of(&self.service_dir(Side::Controller), &job.cell.key);
+            super::secrets::make_dir(t.controller, &dir)?;
+            secrets.open(&job.cell.key, &dir, &job.recipe.secrets);
+        }
+        self.requires(t, &cell)?;
+        Ok(cell)
+    }
+
     pub(super) fn requires(
         &self,
         t: &mut Transports<'_>,
@@ -134,15 +163,38 @@ impl Worker<'_> {
     }
 }
 
-/// The controller file a step's `input` parameter names, opened; none when the step
-/// has no input or the parameter is empty.
+/// Where the cell's tests reach the board: its network's address when it runs over one,
+/// else the board's SSH host.
+fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
+    cell.address
+        .network
+        .as_ref()
+        .and_then(|n| board.network(n))
+        .map_or_else(|| board_host(board), |n| n.address.clone())
+}
+
+/// The controller file a step's `input` names, opened: the file a parameter names
+/// (none when empty), or one of the cell's secrets; none when the step has no input.
 fn input_file(step: &Step, vars: &Vars) -> Result<Option<std::fs::File>, CellFailure> {
-    let Some(path) = step.input.as_deref().and_then(|p| vars.string(p)) else {
-        return Ok(None);
+    let path = match &step.input {
+        None => return Ok(None),
+        Some(StepInput::Param(p)) => match vars.string(p) {
+            Some(path) if !path.is_empty() => path,
+            _ => return Ok(None),
+        },
+        Some(StepInput::Secret(name)) => {
+            let dir = vars.string("secrets").unwrap_or_default();
+            // No path in the cause: failure.json and reports hold none.
+            return std::fs::File::open(format!("{dir}/{name}"))
+                .map(Some)
+                .map_err(|e| CellFailure::Refused {
+                    reason: format!(
+                        "cannot read the secret `{name}` for the step's stdin: {}; no earlier step made it",
+                        e.kind()
+                    ),
+                });
+        }
     };
-    if path.is_empty() {
-        return Ok(None);
-    }
     std::fs::File::open(&path)
         .map(Some)
         .map_err(|e| CellFailure::Refused {
@@ -170,4 +222,42 @@ fn run_input(
         stdout_dropped,
         stderr_dropped,
     })
+}
+
+/// The facts recorded beside a cell: the board's, with the recipe's own merged in, the
+/// image's flash, the storage's facts, what holds its path, and the link it runs over.
+pub(super) fn cell_facts(
+    job: &Job<'_>,
+    facts: &Value,
+    tools: &BTreeMap<TestName, Value>,
+    flashed: &BTreeMap<crate::model::ImageName, Value>,
+    storage_facts: &BTreeMap<crate::model::StorageName, Value>,
+    mounted: &super::mount::MountState,
+    link: Option<Value>,
+) -> Value {
+    let mut facts = facts.clone();
+    if let (Some(obj), Some(Value::Object(extra))) =
+        (facts.as_object_mut(), tools.get(&job.recipe.name))
+    {
+        obj.extend(extra.clone());
+    }
+    if let (Some(obj), Some(written)) =
+        (facts.as_object_mut(), flashed.get(&job.cell.address.image))
+    {
+        obj.insert("flashed".into(), written.clone());
+    }
+    let storage = job.cell.address.storage.as_ref();
+    super::uas::with_storage(&mut facts, storage.and_then(|s| storage_facts.get(s)));
+    // What holds the storage's path: the type `as-flashed` measures.
+    if let (Some(obj), Some(on), true) = (
+        facts.as_object_mut(),
+        &mounted.fact,
+        job.cell.address.storage.is_some(),
+    ) {
+        obj.insert("storage_filesystem".into(), on.clone());
+    }
+    if let (Some(obj), Some(link)) = (facts.as_object_mut(), link) {
+        obj.insert("network".into(), link);
+    }
+    facts
 }

@@ -49,6 +49,9 @@ impl Worker<'_> {
         if let Action::RestoreCmdline = step.action {
             return self.restore_cmdline(w, &step.cells);
         }
+        if let Action::UnmountTmpfs { .. } = step.action {
+            return self.unmount_tmpfs(w, step);
+        }
         let nothing = StepStatus::Done;
         let Some(board) = w.board.as_deref_mut() else {
             return nothing;
@@ -65,7 +68,9 @@ impl Worker<'_> {
                 reason: "the peer board is lost".into(),
             };
         }
-        let mut t = Transports::new(board, w.controller.as_mut()).with_peers(&mut w.peers, peer);
+        let mut board = super::secrets::Redacting::new(board, &w.secrets);
+        let mut controller = super::secrets::Redacting::new(w.controller.as_mut(), &w.secrets);
+        let mut t = Transports::new(&mut board, &mut controller).with_peers(&mut w.peers, peer);
         match &step.action {
             Action::StopService { service, .. } => {
                 let key = &step.cells[0];

@@ -127,6 +127,31 @@ impl Worker<'_> {
     }
 }
 
+impl Worker<'_> {
+    /// The facts of the link a networked cell runs over (`network::gather`): the
+    /// network as declared (never its address) and what the board says of its
+    /// interface; none for a cell without a network. A board that cannot say records
+    /// the error instead, and the cell goes on.
+    pub(super) fn network_facts(
+        &self,
+        t: &mut dyn Transport,
+        cell: &crate::plan::Cell,
+    ) -> Option<Value> {
+        let net = self.board.network(cell.address.network.as_ref()?)?;
+        let mut doc = json!({
+            "name": net.name,
+            "interface": net.interface,
+            "kind": net.kind,
+            "model": net.model,
+        });
+        match crate::network::gather(t, self.connector.sysfs(), &net.interface) {
+            Ok(link) => doc["link"] = json!(link),
+            Err(e) => doc["error"] = json!(e.to_string()),
+        }
+        Some(doc)
+    }
+}
+
 /// A fact command's trimmed output, at most `FACT_BYTES`; None when it failed. The
 /// status is printed after the output, so an output cut at the bound has none: it
 /// printed, and what it printed is kept.

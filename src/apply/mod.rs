@@ -26,7 +26,9 @@ mod power;
 pub(crate) mod provision;
 mod resources;
 mod runs;
+mod secrets;
 mod services;
+mod tmpfs;
 mod tpi;
 mod uas;
 mod verify;
@@ -371,6 +373,7 @@ fn clusters_of<'w>(
             power: None,
             meter: None,
             storage: Vec::new(),
+            network: Vec::new(),
             workdir: control.workdir.clone(),
             thermal: None,
             accept_new_host_key: false,

@@ -11,7 +11,8 @@ use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
 use crate::plan::state;
 use crate::store::{self, RunKind, Sample};
-use crate::telemetry::{Probe, SamplerOptions, Thresholds};
+use crate::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
+use crate::transport::TransportError;
 
 impl Worker<'_> {
     /// Measured runs of a group of cells (in turns when interleaved, a group of one when
@@ -132,6 +133,20 @@ impl Worker<'_> {
         let vars = &mut cell.vars;
         vars.set("run", index);
         let _held = self.resources.acquire(&job.recipe.exclusive);
+        // Untimed, before the run and its telemetry (dropping the page cache, say).
+        for (i, before) in job.recipe.before_run.iter().enumerate() {
+            let command = bench::render(&before.command, vars).map_err(CellFailure::from)?;
+            let timeout = before.timeout.or(Some(std::time::Duration::from_secs(600)));
+            let out = t.side(before.on).run(&command, timeout)?;
+            if !out.exit.success() {
+                return Err(CellFailure::step_failed(
+                    format!("{kind:?} run {index}, before_run {}", i + 1),
+                    &command,
+                    &out.exit,
+                    &out.stderr_str(),
+                ));
+            }
+        }
         let step = &job.recipe.run;
         // A board is the only member of itself: a per-member run runs its one command.
         let (command, composed) = if job.recipe.run_per_member {
@@ -158,7 +173,10 @@ impl Worker<'_> {
                 &self.sampler_options(step.timeout),
             ) {
                 Ok(p) => Some(p),
+                // A board that is gone is no odd board: a run on the controller must
+                // not go on measuring a server nobody watches.
                 Err(e) => {
+                    let e = board_gone(e)?;
                     self.phase(Some(&job.cell.address), format!("no telemetry: {e}"));
                     None
                 }
@@ -202,11 +220,18 @@ impl Worker<'_> {
             return Err(CellFailure::Interrupted);
         }
         let out = out?;
+        // A controller-side run that failed while the board went away (its server
+        // gone with it) failed because the board is lost: that is its cause.
+        if !out.exit.success() && step.on == Side::Controller {
+            self.board_still_there(t)?;
+        }
         let (flags, telemetry) = match probe {
             None => (Vec::new(), None),
             Some(p) => match p.finish(t.board, &Thresholds::from(&job.cell.method.validity)) {
                 Ok(done) => (done.flags, Some(done.telemetry)),
+                // The board went away during the run: nothing of it is kept.
                 Err(e) => {
+                    let e = board_gone(e)?;
                     self.phase(Some(&job.cell.address), format!("telemetry lost: {e}"));
                     (Vec::new(), None)
                 }
@@ -256,6 +281,14 @@ impl Worker<'_> {
             }
         }
         super::power::attach(&mut telemetry, &mut metrics, plug);
+        // The recipe's own flags (non-2xx responses, socket errors), after the
+        // telemetry's; `plan::state::flags_of` keeps them when it re-judges the rest.
+        let mut flags = flags;
+        for f in job.recipe.metric_flags(&metrics) {
+            if !flags.contains(&f) {
+                flags.push(f);
+            }
+        }
         let rel = writer.write_log(seq, log.as_bytes())?;
         let sample = Sample {
             format: store::FORMAT,
@@ -313,6 +346,38 @@ fn series_metrics(
     if !freqs.is_empty() {
         let mean = freqs.iter().sum::<f64>() / freqs.len() as f64;
         metrics.insert(crate::model::FREQ_MEAN_MHZ.into(), mean);
+    }
+}
+
+impl Worker<'_> {
+    /// Whether the board still answers: its loss when it does not.
+    fn board_still_there(&self, t: &mut Transports<'_>) -> Result<(), CellFailure> {
+        match t
+            .board
+            .run("true", Some(std::time::Duration::from_secs(30)))
+        {
+            Err(e) => match CellFailure::from(e) {
+                lost if lost.ends_board() => Err(lost),
+                _ => Ok(()),
+            },
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+/// The board's loss when telemetry failed because the board is gone; the error itself
+/// (the run goes on without telemetry) otherwise.
+fn board_gone(e: TelemetryError) -> Result<TelemetryError, CellFailure> {
+    match e {
+        TelemetryError::Transport(t)
+            if !matches!(
+                t,
+                TransportError::Timeout { .. } | TransportError::Other { .. }
+            ) =>
+        {
+            Err(CellFailure::from(t))
+        }
+        other => Ok(other),
     }
 }
 

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
+use super::cell::cell_facts;
 use super::facts::{gather_facts, read_temperature};
 use super::mount::MountState;
 use super::runs::stops_group;
@@ -64,6 +65,10 @@ pub(super) struct Walk<'j, 'c> {
     pub(super) uas_touched: bool,
     /// The peer boards of the walk's cells, connected by their `ConnectPeer` steps.
     pub(super) peers: super::peer::Peers,
+    /// The cells' secrets: redacted from every command's output of this walk.
+    pub(super) secrets: super::secrets::Secrets,
+    /// Set when this walk claimed the board's directory on the controller.
+    pub(super) controller_claimed: bool,
 }
 
 impl Walk<'_, '_> {
@@ -139,6 +144,8 @@ impl Worker<'_> {
             storage_facts: BTreeMap::new(),
             uas_touched: false,
             peers: BTreeMap::new(),
+            secrets: super::secrets::Secrets::default(),
+            controller_claimed: false,
         };
         // The boards a `Hold` step took, kept to the walk's end.
         let mut held = None;
@@ -205,6 +212,19 @@ impl Worker<'_> {
     fn finish_cell(&self, w: &mut Walk<'_, '_>, key: &CellKey, result: &mut BoardResult) {
         let live = w.live.remove(key);
         let job = w.jobs[key];
+        // The cell's secrets go with it, whatever became of it (after its teardown).
+        if w.secrets.close(key)
+            && let Err(e) = super::secrets::remove_dirs(
+                w.controller.as_mut(),
+                &self.service_dir(Side::Controller),
+                Some(key),
+            )
+        {
+            self.phase(
+                Some(&job.cell.address),
+                format!("could not remove the cell's secrets: {e}"),
+            );
+        }
         let outcome = match w.outcomes.remove(key) {
             Some(o) => o,
             None => match (&w.lost, w.interrupted) {
@@ -238,6 +258,7 @@ impl Worker<'_> {
                 result.unreachable.get_or_insert((cause, 0)).1 += 1;
             }
             Err(cause) => {
+                let cause = w.secrets.redact_failure(&cause);
                 self.fail_cell(job.cell, &cause);
                 result.failed.push((job.cell.address.clone(), cause));
             }
@@ -277,6 +298,7 @@ impl Worker<'_> {
         match self.run_step(w, step, &pending) {
             Ok(()) => StepStatus::Ran,
             Err(cause) => {
+                let cause = w.secrets.redact_failure(&cause);
                 w.fail(&pending, &cause);
                 match cause {
                     CellFailure::NotApplicable { reason } => StepStatus::Skipped { reason },
@@ -434,6 +456,8 @@ impl Worker<'_> {
             new_host_key,
             storage_facts,
             peers,
+            secrets,
+            controller_claimed,
             ..
         } = &mut *w;
         let Some(board) = board.as_deref_mut() else {
@@ -441,14 +465,19 @@ impl Worker<'_> {
                 reason: "the board is not connected".into(),
             });
         };
+        let secrets = &*secrets;
+        let mut board = super::secrets::Redacting::new(board, secrets);
+        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
         let first = &pending[0];
         let peer = jobs[first].cell.peer.as_ref();
-        let mut t = Transports::new(board, controller.as_mut()).with_peers(peers, peer);
+        let mut t = Transports::new(&mut board, &mut controller).with_peers(peers, peer);
         match &step.action {
             Action::Connect => Ok(()),
             Action::ClaimWorkdir { controller } => {
                 self.phase(None, "claim workdir");
-                self.claim(&mut t, *controller)
+                self.claim(&mut t, *controller)?;
+                *controller_claimed = *controller;
+                Ok(())
             }
             Action::Provision { .. } => {
                 self.phase(None, "provision");
@@ -474,6 +503,20 @@ impl Worker<'_> {
                 }
                 if let Some(peers) = t.peers.as_deref_mut() {
                     self.stop_peer_leftovers(peers);
+                }
+                // Secrets a killed apply left in the board's directory on the controller.
+                if *controller_claimed
+                    && let Err(e) = super::secrets::remove_dirs(
+                        t.controller,
+                        &self.service_dir(Side::Controller),
+                        None,
+                    )
+                {
+                    self.phase(None, format!("could not remove leftover secrets: {e}"));
+                }
+                // Then the tmpfs they may have held open.
+                if let Err(e) = storage::tmpfs::sweep(t.board, &self.board.workdir) {
+                    self.phase(None, format!("could not unmount a leftover tmpfs: {e}"));
                 }
                 Ok(())
             }
@@ -514,37 +557,36 @@ impl Worker<'_> {
                 }
                 self.mount(t.board, jobs[first], name, filesystem, mounted)
             }
-            Action::Setup { from, commands, .. } => {
+            Action::MountTmpfs { size, .. } => {
                 let job = jobs[first];
                 if !live.contains_key(first) {
-                    // The board's facts with the recipe's own merged in.
-                    let mut facts = facts.clone();
-                    if let (Some(obj), Some(Value::Object(extra))) =
-                        (facts.as_object_mut(), tools.get(&job.recipe.name))
-                    {
-                        obj.extend(extra.clone());
-                    }
-                    if let (Some(obj), Some(written)) =
-                        (facts.as_object_mut(), flashed.get(&job.cell.address.image))
-                    {
-                        obj.insert("flashed".into(), written.clone());
-                    }
-                    let storage = job.cell.address.storage.as_ref();
-                    super::uas::with_storage(
-                        &mut facts,
-                        storage.and_then(|s| storage_facts.get(s)),
-                    );
-                    // What holds the storage's path: the type `as-flashed` measures.
-                    if let (Some(obj), Some(on), true) = (
-                        facts.as_object_mut(),
-                        &mounted.fact,
-                        job.cell.address.storage.is_some(),
-                    ) {
-                        obj.insert("storage_filesystem".into(), on.clone());
-                    }
-                    let cell = self.open_cell(job, &facts)?;
-                    self.requires(&mut t, &cell)?;
-                    live.insert(first.clone(), cell);
+                    // The link the cell runs over, read now: a Wi-Fi rate changes.
+                    let link = self.network_facts(t.board, job.cell);
+                    let facts =
+                        cell_facts(job, facts, tools, flashed, storage_facts, mounted, link);
+                    live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
+                }
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                let mounted = self.mount_tmpfs(&mut t, cell, *size);
+                if cell.tmpfs.is_none() {
+                    // Refused: none of the cell's commands may touch what is there.
+                    live.remove(first);
+                }
+                mounted
+            }
+            Action::Setup {
+                from,
+                commands,
+                after_services,
+                ..
+            } => {
+                let job = jobs[first];
+                if !live.contains_key(first) {
+                    // The link the cell runs over, read now: a Wi-Fi rate changes.
+                    let link = self.network_facts(t.board, job.cell);
+                    let facts =
+                        cell_facts(job, facts, tools, flashed, storage_facts, mounted, link);
+                    live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
                 }
                 let cell = &live[first];
                 if *commands == 0 {
@@ -552,8 +594,11 @@ impl Worker<'_> {
                 }
                 self.phase(Some(&job.cell.address), "setup");
                 let _held = self.resources.acquire(&job.recipe.exclusive);
-                let commands = &job.recipe.setup[*from..from + commands];
-                self.commands(&mut t, commands, &cell.vars, "setup")
+                let steps = match after_services {
+                    true => &job.recipe.setup_after_services,
+                    false => &job.recipe.setup,
+                };
+                self.commands(&mut t, &steps[*from..from + commands], &cell.vars, "setup")
             }
             Action::StartService { service, .. } => {
                 let job = jobs[first];
@@ -614,6 +659,7 @@ impl Worker<'_> {
             }
             Action::StopService { .. }
             | Action::Teardown { .. }
+            | Action::UnmountTmpfs { .. }
             | Action::Unmount { .. }
             | Action::FetchImage { .. }
             | Action::Flash { .. }

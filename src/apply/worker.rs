@@ -40,6 +40,8 @@ pub(super) struct LiveCell<'j, 'c> {
     pub(super) data: crate::store::CellData,
     /// The recipe's services started so far (side, the recipe's name for it, handle).
     pub(super) services: Vec<(Side, String, Service)>,
+    /// Where the cell's tmpfs is, once its mount step ran (or may have).
+    pub(super) tmpfs: Option<String>,
 }
 
 /// In apply, the crate's errors come from the store: opening a cell, writing a run.

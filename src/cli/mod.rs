@@ -1,7 +1,7 @@
 //! Command-line arguments -> library calls -> exit code. No logic of its own beyond
 //! choosing what to print.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,14 +14,17 @@ use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
 use crate::plan::drift::OnDrift;
 use crate::plan::{self, Plan};
-use crate::report;
 use crate::store::Store;
 
 mod boards;
+mod compare;
 mod lab;
 mod plan_view;
+mod reports;
 mod signals;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
+pub use reports::write_reports;
+use reports::{load_for_report, stored_names, write_reports_of};
 use signals::{SIGNAL, Walk, install_signals};
 
 #[derive(Parser, Debug)]
@@ -159,7 +162,9 @@ pub enum Command {
         json: bool,
     },
     /// Compare two configurations of a scenario on one metric from the store, like a
-    /// `[[report.compare]]` entry: difference with its CI, Welch's p, verdict.
+    /// `[[report.compare]]` entry: the difference with Fieller's CI of the ratio of
+    /// means, Welch's p, and a verdict (faster/slower, equivalent, or inconclusive with
+    /// the runs that would likely decide it).
     Compare {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -172,6 +177,13 @@ pub enum Command {
         /// The candidate cells (default: every other cell).
         #[arg(long)]
         candidate: Option<String>,
+        /// `model`: also one pooled verdict per board model, beside the per-board rows.
+        #[arg(long, value_name = "model")]
+        pool: Option<String>,
+        /// Differences within this share of the baseline are noise (default: the
+        /// scenario's `[report] noise_band`, 2%).
+        #[arg(long, value_name = "PERCENT")]
+        noise_band: Option<String>,
         #[command(flatten)]
         store: StoreArg,
         /// Print JSON.
@@ -198,13 +210,21 @@ pub enum Command {
     },
     /// Render the reports of the scenarios from the store.
     Report {
-        #[arg(required = true)]
+        #[arg(required_unless_present = "compare")]
         files: Vec<PathBuf>,
         #[command(flatten)]
         store: StoreArg,
         /// Where reports go: one directory per scenario inside.
         #[arg(long, default_value = "reports", value_name = "DIR")]
         out: PathBuf,
+        /// Compare configurations across two runs instead of writing reports: two
+        /// stores (last month's against tonight's) on the scenario FILES, or two
+        /// scenario files in --store. Prints Markdown, one table per configuration.
+        #[arg(long, num_args = 2, value_names = ["A", "B"])]
+        compare: Option<Vec<PathBuf>>,
+        /// With --compare: print JSON.
+        #[arg(long, requires = "compare")]
+        json: bool,
         #[command(flatten)]
         cells: CellsArg,
     },
@@ -434,6 +454,7 @@ pub fn run(cli: Cli) -> Result<()> {
             for (board, cause, cells) in &outcome.unreachable {
                 eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
             }
+            reports::record_plan_skips(&ws, &store)?;
             if !no_report && !outcome.interrupted {
                 for path in write_reports(&ws, &store, &out)? {
                     eprintln!("report: {}", path.display());
@@ -460,92 +481,30 @@ pub fn run(cli: Cli) -> Result<()> {
             files,
             confidence,
             json,
-        } => {
-            let mut inputs = Vec::new();
-            for f in &files {
-                let text = std::fs::read_to_string(f).map_err(|e| {
-                    Error::Usage(format!("stats: cannot read {}: {e}", f.display()))
-                })?;
-                inputs.push((f.display().to_string(), text));
-            }
-            let out = crate::stats::ministat(&inputs, confidence, json)?;
-            print!("{out}");
-            Ok(())
-        }
+        } => compare::stats(&files, confidence, json),
         Command::Compare {
             files,
             metric,
             baseline,
             candidate,
+            pool,
+            noise_band,
             store,
             json,
             cells,
-        } => {
-            let ws = load(&files, cells.max_cells)?;
-            let store = Store::open_read(&store.store)?;
-            let (test, metric_name) = metric.split_once('.').ok_or_else(|| {
-                Error::Usage(format!("--metric `{metric}`: expected `test.metric`"))
-            })?;
-            let baseline = parse_pattern(&baseline)?;
-            let candidate = match &candidate {
-                Some(c) => parse_pattern(c)?,
-                None => crate::model::CellPattern::default(),
-            };
-            let data = store.all()?;
-            let mut rows = Vec::new();
-            for (scenario, plan) in plans(&ws) {
-                let recipe = ws
-                    .recipes
-                    .get(&crate::model::TestName::new(test))
-                    .ok_or_else(|| {
-                        Error::Usage(format!("--metric `{metric}`: no test named `{test}`"))
-                    })?;
-                if recipe.metric(metric_name).is_none() {
-                    let known: Vec<&str> = recipe.metrics.iter().map(|m| m.name.as_str()).collect();
-                    return Err(Error::Usage(format!(
-                        "--metric `{metric}`: test `{test}` has no metric `{metric_name}`; it has {}",
-                        known.join(", ")
-                    )));
-                }
-                if recipe.raw_device
-                    && (baseline.filesystem.is_some() || candidate.filesystem.is_some())
-                {
-                    return Err(Error::Usage(format!(
-                        "--metric `{metric}`: test `{test}` reads the raw device (`uses_storage = \"device\"`): its cells have no filesystem, so there is no filesystem comparison to draw"
-                    )));
-                }
-                let mut s = scenario.clone();
-                s.compare = vec![crate::model::Compare {
-                    test: crate::model::TestName::new(test),
-                    metric: metric_name.to_string(),
-                    baseline: baseline.clone(),
-                    candidate: candidate.clone(),
-                }];
-                rows.extend(report::comparisons(&ws, &s, &plan, &data));
-            }
-            if json {
-                let mut out =
-                    serde_json::to_string_pretty(&rows).map_err(|e| Error::Other(e.to_string()))?;
-                out.push('\n');
-                print!("{out}");
-            } else if rows.is_empty() {
-                println!("no candidate cell pairs with a baseline cell");
-            } else {
-                for r in &rows {
-                    println!(
-                        "{}: {} vs {}\n  {} {}; {}{}",
-                        r.metric,
-                        r.candidate,
-                        r.baseline,
-                        r.difference,
-                        r.p,
-                        r.verdict,
-                        if r.significant { " (significant)" } else { "" }
-                    );
-                }
-            }
-            Ok(())
-        }
+        } => compare::compare(
+            &files,
+            &store.store,
+            &compare::CompareArgs {
+                metric,
+                baseline,
+                candidate,
+                pool,
+                noise_band,
+                json,
+                max_cells: cells.max_cells,
+            },
+        ),
         Command::Lab { action, root } => match action {
             LabAction::Up { boards } => {
                 let info = crate::lab::up(&root, boards)?;
@@ -594,12 +553,24 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Report {
             files,
             store,
+            compare: Some(sides),
+            json,
+            cells,
+            ..
+        } => compare::report_across(&files, &sides, &store.store, json, cells.max_cells),
+        Command::Report {
+            files,
+            store,
             out,
             cells,
+            ..
         } => {
-            let ws = load(&files, cells.max_cells)?;
+            // The store first: a board it holds cells of needs no board file to be
+            // reported (retired, renamed, a lab torn down).
             let store = Store::open_read(&store.store)?;
-            for path in write_reports(&ws, &store, &out)? {
+            let data = store.all()?;
+            let ws = load_for_report(&files, cells.max_cells, &stored_names(&data))?;
+            for path in write_reports_of(&ws, &store, &data, &out)? {
                 println!("{}", path.display());
             }
             Ok(())
@@ -610,22 +581,4 @@ pub fn run(cli: Cli) -> Result<()> {
 /// Parses `axis=glob,axis=glob` into a cell pattern.
 fn parse_pattern(text: &str) -> Result<crate::model::CellPattern> {
     crate::plan::select::cell_pattern(text)
-}
-
-/// Renders and writes every scenario's reports; returns the files written.
-pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
-    let data = store.all()?;
-    let mut written = Vec::new();
-    for (scenario, plan) in known_plans(ws, store)? {
-        let model = report::build(ws, scenario, &plan, &data);
-        let dir = out.join(&scenario.name);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        for exporter in report::exporters() {
-            let bytes = exporter.render(&model)?;
-            let path = dir.join(exporter.file_name());
-            std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
-            written.push(path);
-        }
-    }
-    Ok(written)
 }

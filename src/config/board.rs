@@ -34,6 +34,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
     let declared = boot_cmdline.as_deref().or(raw.boot.as_ref().map(|_| ""));
     let uas = (declared, raw.power.is_some());
     let storage = storage(src, &raw.storage, &workdir, uas, diags);
+    let network = super::network::networks(src, &raw.network, diags);
     let host = match &raw.ssh {
         Some(ssh) => ssh.get_ref().host.get_ref().clone(),
         None => "localhost".to_string(),
@@ -66,6 +67,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         power,
         meter,
         storage,
+        network,
         workdir,
         thermal: raw.thermal.map(Spanned::into_inner),
         accept_new_host_key: raw

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
 use super::diag::Diagnostic;
-use super::{Source, raw, recipe};
+use super::{Source, metrics, raw};
 use crate::model::{MemberMetric, MetricSpec, PEER_PARAM, ParamValue, Side};
 
 /// The template variable holding the peer board's host, in recipes with a `peer`.
@@ -62,16 +62,18 @@ pub fn sum_metric(
         );
         return None;
     };
-    recipe::check_unit(src, unit, diags);
+    metrics::check_unit(src, unit, diags);
     Some(MetricSpec {
         name: name.to_string(),
+        label: None,
         from: String::new(),
         scale: 1.0,
         unit: unit.get_ref().clone(),
-        better: recipe::direction(src, better, diags),
+        better: metrics::direction(src, better, diags),
         primary: m.primary.as_ref().is_some_and(|p| *p.get_ref()),
         derive: None,
         member: MemberMetric::SumOf(of.get_ref().clone()),
+        flag: None,
     })
 }
 

@@ -280,17 +280,18 @@ pub(super) fn derived(
     };
     let unit = match &m.unit {
         Some(u) => {
-            super::recipe::check_unit(src, u, diags);
+            super::metrics::check_unit(src, u, diags);
             u.get_ref().clone()
         }
         None => unit,
     };
     let better = match &m.better {
-        Some(b) => super::recipe::direction(src, b, diags),
+        Some(b) => super::metrics::direction(src, b, diags),
         None => better,
     };
     (diags.len() == start).then(|| MetricSpec {
         name: name.to_string(),
+        label: None,
         from: String::new(),
         scale: 1.0,
         unit,
@@ -298,5 +299,6 @@ pub(super) fn derived(
         primary: false,
         derive: Some(derive),
         member: crate::model::MemberMetric::Whole,
+        flag: None,
     })
 }

@@ -1,10 +1,12 @@
-//! A recipe's `[metrics]`: parsed ones (a path into the parser's document, a unit, a
-//! direction, a scale), derived ones (watts) and a per-member run's sums.
+//! A recipe's `[metrics]`: parsed metrics with their paths checked against the
+//! parser, derived ones (`per_watt`, `joules`), the flag a metric raises above 0, and
+//! the unit and direction every metric has, and a per-member run's sums.
+
+use toml::Spanned;
 
 use super::diag::Diagnostic;
-use super::recipe::{check_unit, direction};
 use super::{Source, names, raw};
-use crate::model::{MetricSpec, ParserSpec};
+use crate::model::{Better, MetricSpec, ParserSpec};
 
 pub(super) fn metrics(
     src: &Source,
@@ -23,7 +25,11 @@ pub(super) fn metrics(
         diags.push(src.at_value(table, "`[metrics]` is empty: declare at least one metric"));
     }
     let mut out = Vec::new();
-    for (key, m) in table.get_ref() {
+    // In the order the file declares them (the table's keys sort by name): that is the
+    // order of the report's columns.
+    let mut declared: Vec<_> = table.get_ref().iter().collect();
+    declared.sort_by_key(|(key, _)| key.span().start);
+    for (key, m) in declared {
         let name = key.get_ref();
         if !names::is_plain_name(name) {
             diags.push(src.at_value(
@@ -47,13 +53,22 @@ pub(super) fn metrics(
         }
         let spanned = m;
         let m = m.get_ref();
+        let label = super::recipe::metric_label(src, m.label.as_ref(), diags);
         if let Some(sum) = super::members::sum_metric(src, name, spanned, diags) {
-            out.push(sum);
+            out.push(MetricSpec { label, ..sum });
             continue;
         }
         if m.per_watt.is_some() || m.joules.is_some() {
+            if let Some(f) = &m.flag {
+                diags.push(src.at_value(
+                    f,
+                    format!(
+                        "metric `{name}` is derived from watts: only a parsed metric raises a flag"
+                    ),
+                ));
+            }
             if let Some(d) = super::meter::derived(src, name, spanned, table.get_ref(), diags) {
-                out.push(d);
+                out.push(MetricSpec { label, ..d });
             }
             continue;
         }
@@ -98,12 +113,14 @@ pub(super) fn metrics(
         };
         out.push(MetricSpec {
             name: name.clone(),
+            label,
             from: from.get_ref().clone(),
             scale,
             unit: unit.get_ref().clone(),
             better,
             primary: m.primary.as_ref().is_some_and(|p| *p.get_ref()),
             derive: None,
+            flag: m.flag.as_ref().and_then(|f| flag(src, f, diags)),
             member: match &m.per_member {
                 Some(p) if *p.get_ref() => crate::model::MemberMetric::Each,
                 _ => crate::model::MemberMetric::Whole,
@@ -121,4 +138,69 @@ pub(super) fn metrics(
         }
     }
     out
+}
+
+pub(super) fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
+    if let Err(e) = names::control_free(unit.get_ref(), false) {
+        diags.push(src.at_value(unit, format!("`unit` {e}")));
+    }
+    if unit.get_ref().trim().is_empty() {
+        diags.push(src.at_value(
+            unit,
+            "`unit` must not be empty; use e.g. \"s\", \"MB/s\", \"IOPS\"",
+        ));
+    }
+}
+
+pub(super) fn direction(
+    src: &Source,
+    better: &Spanned<String>,
+    diags: &mut Vec<Diagnostic>,
+) -> Better {
+    match better.get_ref().as_str() {
+        "higher" => Better::Higher,
+        "lower" => Better::Lower,
+        other => {
+            diags.push(src.at_value(
+                better,
+                format!("unknown direction `{other}`; expected `higher` or `lower`"),
+            ));
+            Better::Higher
+        }
+    }
+}
+
+/// A metric's `flag`: lowercase letters, digits and `-` (it is shown in reports and
+/// counted by name), not one of the telemetry's.
+fn flag(src: &Source, f: &Spanned<String>, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    let name = f.get_ref();
+    let plain = (1..=32).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !plain {
+        diags.push(
+            src.at_value(
+                f,
+                format!(
+                    "bad flag `{}`: expected lowercase letters, digits and `-`, at most 32",
+                    name.escape_debug()
+                ),
+            )
+            .with_help("e.g. `non-2xx` or `socket-errors`"),
+        );
+        return None;
+    }
+    // The stored telemetry re-judges those names: a recipe's flag may not take one.
+    if crate::telemetry::FLAGS.contains(&name.as_str()) {
+        diags.push(src.at_value(
+            f,
+            format!(
+                "flag `{name}` is the telemetry's own: name the recipe's flag after what it counts"
+            ),
+        ));
+        return None;
+    }
+    Some(name.clone())
 }

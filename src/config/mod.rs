@@ -14,16 +14,19 @@ mod metrics;
 pub use members::{PEER_DIR, PEER_HOST};
 mod meter;
 pub mod names;
+mod network;
 mod parser;
 mod patterns;
 mod power;
 mod raw;
 mod recipe;
 mod scenario;
+mod secrets;
 pub mod shell;
 mod sides;
 mod ssh;
 mod template;
+mod tmpfs;
 pub mod units;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -68,13 +71,50 @@ pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
     load_limited(root, files, crate::plan::DEFAULT_MAX_CELLS)
 }
 
+/// Boards the store holds cells of, with their storage names: a report still shows the
+/// cells of a board whose file is gone (retired, renamed, a lab torn down), so for
+/// `report` a matrix glob or label that matches only such a board is no mistake.
+#[derive(Clone, Debug, Default)]
+pub struct StoredNames {
+    pub boards: BTreeMap<String, BTreeSet<String>>,
+}
+
 /// `load`, refusing a scenario whose matrix could expand to more than `max_cells`.
 pub fn load_limited(
     root: &Path,
     files: &[PathBuf],
     max_cells: u64,
 ) -> Result<Workspace, Diagnostics> {
-    let boards = gather_boards(root);
+    load_with(root, files, max_cells, &StoredNames::default())
+}
+
+/// `load_limited` for a report: the store's boards count as known where the scenario
+/// names boards and storage.
+pub fn load_for_report(
+    root: &Path,
+    files: &[PathBuf],
+    max_cells: u64,
+    stored: &StoredNames,
+) -> Result<Workspace, Diagnostics> {
+    load_with(root, files, max_cells, stored)
+}
+
+fn load_with(
+    root: &Path,
+    files: &[PathBuf],
+    max_cells: u64,
+    stored: &StoredNames,
+) -> Result<Workspace, Diagnostics> {
+    let mut boards = gather_boards(root);
+    if !stored.boards.is_empty() {
+        // A report of stored cells needs no board file: an empty or missing boards/ (the
+        // lab torn down, the boards retired) is only worth a warning.
+        boards.diags = boards
+            .diags
+            .into_iter()
+            .map(Diagnostic::as_warning)
+            .collect();
+    }
     let recipes = gather_recipes(root);
     // Board files' own errors are placed once the scenarios say which boards they use.
     let mut diags = Vec::new();
@@ -88,6 +128,7 @@ pub fn load_limited(
         broken_recipes: &recipes.broken,
         used_broken_boards: Default::default(),
         max_cells,
+        stored,
     };
     let mut scenarios = Vec::new();
     let mut seen_names: BTreeMap<String, PathBuf> = BTreeMap::new();

@@ -27,6 +27,19 @@ pub struct Board {
     pub meter: Option<S<Meter>>,
     #[serde(default)]
     pub storage: Vec<S<Storage>>,
+    #[serde(default)]
+    pub network: Vec<S<Network>>,
+}
+
+/// `[[network]]`: a link the board is reached over by tests.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    pub name: S<String>,
+    pub address: S<String>,
+    pub interface: S<String>,
+    pub kind: Option<S<String>>,
+    pub model: Option<S<String>>,
 }
 
 /// `[boot]`: the board's boot configuration benchpipe may edit (the UAS step).
@@ -111,6 +124,8 @@ pub struct Recipe {
     pub description: Option<S<String>>,
     /// true, false, "filesystem" (= true) or "device".
     pub uses_storage: Option<S<toml::Value>>,
+    /// Whether the test goes over the network (default: its templates read `host`).
+    pub uses_network: Option<S<bool>>,
     pub needs: Option<Needs>,
     #[serde(default)]
     pub facts: BTreeMap<S<String>, S<Fact>>,
@@ -122,10 +137,18 @@ pub struct Recipe {
     pub param_patterns: BTreeMap<S<String>, S<ParamPattern>>,
     /// Keep each run's temperature and clock over time (`burn-in`).
     pub series: Option<S<bool>>,
+    /// `[tmpfs]`: a tmpfs of the cell's own, mounted by benchpipe.
+    pub tmpfs: Option<S<Tmpfs>>,
     #[serde(default)]
     pub requires: Vec<Step>,
     #[serde(default)]
     pub setup: Vec<Step>,
+    /// Names of values steps make that must never be stored or shown.
+    #[serde(default)]
+    pub secrets: Vec<S<String>>,
+    /// Untimed steps before every warm-up and measured run.
+    #[serde(default)]
+    pub before_run: Vec<Step>,
     pub run: S<RunStep>,
     #[serde(default)]
     pub teardown: Vec<Step>,
@@ -134,6 +157,13 @@ pub struct Recipe {
     pub metrics: Option<S<BTreeMap<S<String>, S<Metric>>>>,
     /// Options of `parse = "regex"`.
     pub parse_regex: Option<S<ParseRegex>>,
+}
+
+/// `[tmpfs]`: its `size`, MiB as an integer, or a string template giving MiB or `N%`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tmpfs {
+    pub size: S<toml::Value>,
 }
 
 /// `[parse_regex]`: one `pattern` or a list of `patterns`, each with named groups.
@@ -233,6 +263,10 @@ pub struct Step {
     pub timeout: Option<S<String>>,
     /// A string parameter naming a controller file streamed to the command's stdin.
     pub input: Option<S<String>>,
+    /// A secret of the recipe streamed to the command's stdin.
+    pub input_secret: Option<S<String>>,
+    /// `"services"`: a setup step run once the cell's services are ready.
+    pub after: Option<S<String>>,
 }
 
 /// `[param_patterns.NAME]`: the form a string parameter's value must have.
@@ -260,6 +294,8 @@ pub struct RunStep {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Metric {
+    /// What reports call it: "4K random read".
+    pub label: Option<S<String>>,
     pub from: Option<S<String>>,
     pub unit: Option<S<String>>,
     pub better: Option<S<String>>,
@@ -271,6 +307,8 @@ pub struct Metric {
     pub per_member: Option<S<bool>>,
     /// In a `per_member` run: the sum over the members of a `per_member` metric.
     pub sum_of: Option<S<String>>,
+    /// The flag a run gets when this metric is above 0.
+    pub flag: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -359,6 +397,8 @@ pub struct Matrix {
     pub board: Vec<S<String>>,
     #[serde(default)]
     pub storage: Vec<S<String>>,
+    #[serde(default)]
+    pub network: Vec<S<String>>,
     pub filesystem: Option<Vec<S<String>>>,
     pub test: Vec<S<String>>,
     #[serde(default)]
@@ -374,6 +414,7 @@ pub struct Pattern {
     pub board: Option<S<String>>,
     pub storage: Option<S<String>>,
     pub filesystem: Option<S<String>>,
+    pub network: Option<S<String>>,
     pub test: Option<S<String>>,
 }
 
@@ -466,6 +507,44 @@ pub struct Runs {
 pub struct Report {
     #[serde(default)]
     pub compare: Vec<S<Compare>>,
+    /// `[report.labels]`: per axis, glob -> label; `metric`: `test.metric` -> label.
+    pub labels: Option<S<Labels>>,
+    /// `[[report.table]]`.
+    #[serde(default)]
+    pub table: Vec<S<Table>>,
+    /// `"2%"`: differences within it are noise.
+    pub noise_band: Option<S<String>>,
+    /// `"10%"`: CI half-widths beyond this share of the mean are warned about.
+    pub wide_ci: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labels {
+    #[serde(default)]
+    pub image: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub board: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub storage: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub filesystem: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub network: BTreeMap<S<String>, S<String>>,
+    #[serde(default)]
+    pub metric: BTreeMap<S<String>, S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub title: S<String>,
+    pub description: Option<S<String>>,
+    pub columns: S<Vec<S<String>>>,
+    pub rows: Option<S<Vec<S<String>>>>,
+    pub pivot: Option<S<String>>,
+    #[serde(default)]
+    pub labels: BTreeMap<S<String>, S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -474,4 +553,7 @@ pub struct Compare {
     pub metric: S<String>,
     pub baseline: S<Pattern>,
     pub candidate: Option<S<Pattern>>,
+    /// `"model"`: one pooled verdict per board model too.
+    pub pool: Option<S<String>>,
+    pub noise_band: Option<S<String>>,
 }

@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
-use crate::model::{Better, ParamValue, Recipe, ServiceSpec, Side, Step, TestName};
+use crate::model::{ParamValue, Recipe, ServiceSpec, Side, Step, TestName};
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {
     let start = diags.len();
@@ -45,10 +45,13 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         }
     }
 
+    let secrets = super::secrets::names(src, &raw.secrets, diags);
     let mut variables: BTreeSet<String> =
         template::BUILTINS.iter().map(|s| s.to_string()).collect();
     variables.extend(params.keys().cloned());
     let uses_device = std::cell::Cell::new(false);
+    // Where a step or service reads `{{ host }}`: the test goes over the network.
+    let host_at = std::cell::RefCell::new(None);
     let mut samples = template::sample_builtins();
     samples.params(&params);
     // A recipe with a peer board knows where the peer is.
@@ -66,6 +69,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                       command: &Spanned<String>,
                       timeout: &Option<Spanned<String>>,
                       diags: &mut Vec<Diagnostic>| {
+        let on = side(src, on, diags);
         if command.get_ref().trim().is_empty() {
             diags.push(src.at_value(command, "`command` is empty: there is nothing to run"));
         }
@@ -96,8 +100,15 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         if used.contains("device") {
             uses_device.set(true);
         }
+        if used.contains("host") && host_at.borrow().is_none() {
+            *host_at.borrow_mut() = Some(template::word_span(&src.text, command.span(), "host"));
+        }
+        if used.contains("secrets") {
+            super::secrets::check_use(src, command, &secrets, on, diags);
+        }
+        super::tmpfs::refuse_use_without_table(src, command, &used, raw.tmpfs.is_some(), diags);
         Step {
-            on: side(src, on, diags),
+            on,
             command: command.get_ref().clone(),
             input: None,
             timeout: timeout
@@ -114,17 +125,50 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     let requires: Vec<Step> = raw
         .requires
         .iter()
-        .map(|s| check_step(&s.on, &s.command, &s.timeout, diags))
+        .map(|s| {
+            super::secrets::refuse_on(src, s, "requires", diags);
+            check_step(&s.on, &s.command, &s.timeout, diags)
+        })
         .collect();
-    let with_input = |s: &raw::Step, diags: &mut Vec<Diagnostic>| Step {
-        input: input(src, s.input.as_ref(), &params, diags),
-        ..check_step(&s.on, &s.command, &s.timeout, diags)
+    let with_input = |s: &raw::Step, diags: &mut Vec<Diagnostic>| {
+        let param = input(src, s.input.as_ref(), &params, diags);
+        Step {
+            input: super::secrets::step_input(src, s, param, &secrets, diags),
+            ..check_step(&s.on, &s.command, &s.timeout, diags)
+        }
     };
-    let setup: Vec<Step> = raw.setup.iter().map(|s| with_input(s, diags)).collect();
+    let mut setup: Vec<Step> = Vec::new();
+    let mut setup_after_services: Vec<Step> = Vec::new();
+    for s in &raw.setup {
+        let after = super::secrets::after_services(src, s, diags);
+        let step = with_input(s, diags);
+        if after {
+            setup_after_services.push(step);
+        } else {
+            setup.push(step);
+        }
+    }
     let run_raw = raw.run.get_ref();
     let run = check_step(&run_raw.on, &run_raw.command, &run_raw.timeout, diags);
     let run_per_member = super::members::run(src, run_raw, run.on, diags);
-    let teardown: Vec<Step> = raw.teardown.iter().map(|s| with_input(s, diags)).collect();
+    let teardown: Vec<Step> = raw
+        .teardown
+        .iter()
+        .map(|s| {
+            super::secrets::refuse_on(src, s, "teardown", diags);
+            with_input(s, diags)
+        })
+        .collect();
+    let before_run: Vec<Step> = raw
+        .before_run
+        .iter()
+        .map(|s| {
+            if let Some(i) = &s.input {
+                diags.push(src.at_value(i, "`input` streams a file to a setup or teardown step, not to one before every run"));
+            }
+            check_step(&s.on, &s.command, &s.timeout, diags)
+        })
+        .collect();
 
     let mut service_names = std::collections::BTreeSet::new();
     let services: Vec<ServiceSpec> = raw
@@ -201,6 +245,8 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     };
     let sides: BTreeSet<Side> = setup
         .iter()
+        .chain(&setup_after_services)
+        .chain(&before_run)
         .chain([&run])
         .chain(&teardown)
         .chain(&requires)
@@ -208,11 +254,23 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         .chain(services.iter().map(|s| s.on))
         .collect();
     super::members::peer(src, &raw, &sides, &params, diags);
+    if let Some(first) = raw.secrets.first()
+        && !sides.contains(&Side::Controller)
+    {
+        diags.push(
+            src.at_value(first, "secrets are files in the cell's directory on the controller, but no step of this recipe runs there to make them")
+                .with_help("make each secret with a `[[setup]]` step `on = \"controller\"`"),
+        );
+    }
     let needs = super::sides::needs(src, raw.needs.as_ref(), &sides, diags);
     let facts = super::sides::facts(src, &raw.facts, diags);
     let exclusive = strings(&raw.exclusive, "resource", diags);
     let param_patterns =
         super::patterns::recipe(src, &raw.param_patterns, &raw.params, &params, diags);
+    let uses_network = uses_network(src, raw.uses_network.as_ref(), host_at.into_inner(), diags);
+    let tmpfs = super::tmpfs::validate(src, raw.tmpfs.as_ref(), &params, diags);
+    let mut needs = needs;
+    super::tmpfs::add_needs(tmpfs.as_ref(), &mut needs);
 
     if diags.len() > start {
         return None;
@@ -228,7 +286,11 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         params,
         param_patterns,
         series: raw.series.as_ref().is_some_and(|s| *s.get_ref()),
+        tmpfs,
         setup,
+        setup_after_services,
+        secrets,
+        before_run,
         run,
         run_per_member,
         parser: parser?,
@@ -236,6 +298,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         services,
         uses_device: uses_device.get() || raw_device,
         raw_device,
+        uses_network,
         requires,
         option_params,
         metrics,
@@ -265,6 +328,28 @@ fn input(
         return None;
     }
     Some(name.clone())
+}
+
+/// `uses_network`: as declared, else whether a template reads `{{ host }}` (`host_at`,
+/// where the first one does). Declared false, a template that reads it is an error: the
+/// network axis would leave the test out, and `host` would silently be the SSH host.
+fn uses_network(
+    src: &Source,
+    declared: Option<&Spanned<bool>>,
+    host_at: Option<std::ops::Range<usize>>,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    match (declared, host_at) {
+        (Some(d), Some(span)) if !*d.get_ref() => {
+            diags.push(
+                src.at(span, "`host` is the address of the cell's network, but this recipe says `uses_network = false`")
+                    .with_help("remove `uses_network = false` (a recipe that reads `host` uses the network), or use `workdir` and `board` instead"),
+            );
+            false
+        }
+        (Some(d), _) => *d.get_ref(),
+        (None, at) => at.is_some(),
+    }
 }
 
 /// `uses_storage`: whether the test touches the cell's storage, and whether it reads
@@ -514,32 +599,43 @@ pub(super) fn side(
     }
 }
 
-pub(super) fn check_unit(src: &Source, unit: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
-    if let Err(e) = names::control_free(unit.get_ref(), false) {
-        diags.push(src.at_value(unit, format!("`unit` {e}")));
-    }
-    if unit.get_ref().trim().is_empty() {
-        diags.push(src.at_value(
-            unit,
-            "`unit` must not be empty; use e.g. \"s\", \"MB/s\", \"IOPS\"",
-        ));
-    }
+/// The most characters a metric's label may have: it heads a table column.
+pub(super) const MAX_LABEL_CHARS: usize = 80;
+
+/// A `label`: one line of text a report shows, neither empty nor long.
+pub(super) fn metric_label(
+    src: &Source,
+    label: Option<&Spanned<String>>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    let label = label?;
+    check_label(src, label, "label", diags);
+    Some(label.get_ref().trim().to_string())
 }
 
-pub(super) fn direction(
+/// Checks one line of text a report shows (a label, a table title): no control
+/// character, not empty, at most `MAX_LABEL_CHARS`.
+pub(super) fn check_label(
     src: &Source,
-    better: &Spanned<String>,
+    text: &Spanned<String>,
+    what: &str,
     diags: &mut Vec<Diagnostic>,
-) -> Better {
-    match better.get_ref().as_str() {
-        "higher" => Better::Higher,
-        "lower" => Better::Lower,
-        other => {
-            diags.push(src.at_value(
-                better,
-                format!("unknown direction `{other}`; expected `higher` or `lower`"),
-            ));
-            Better::Higher
-        }
+) {
+    let t = text.get_ref();
+    if let Err(e) = names::control_free(t, false) {
+        diags.push(src.at_value(text, format!("`{what}` {e}")));
+    } else if t.trim().is_empty() {
+        diags.push(src.at_value(
+            text,
+            format!("`{what}` must not be empty: it is what the report shows"),
+        ));
+    } else if t.chars().count() > MAX_LABEL_CHARS {
+        diags.push(src.at_value(
+            text,
+            format!(
+                "`{what}` has {} characters; at most {MAX_LABEL_CHARS} fit a table",
+                t.chars().count()
+            ),
+        ));
     }
 }

@@ -19,8 +19,9 @@ mod compare;
 mod matrix;
 mod method;
 mod params;
+mod report;
 
-use compare::compare;
+use compare::{compare, precision};
 use matrix::matrix;
 use method::method;
 use params::params;
@@ -36,6 +37,8 @@ pub struct Known<'a> {
     pub used_broken_boards: std::cell::RefCell<BTreeSet<String>>,
     /// The most cells a matrix may expand to (`--max-cells`).
     pub max_cells: u64,
+    /// For a report: boards the store has cells of, also those without a file.
+    pub stored: &'a super::StoredNames,
 }
 
 impl Known<'_> {
@@ -44,7 +47,42 @@ impl Known<'_> {
             .keys()
             .map(BoardName::as_str)
             .chain(self.broken_boards.iter().map(String::as_str))
+            .chain(self.stored.boards.keys().map(String::as_str))
             .collect()
+    }
+
+    /// The boards `patterns` select that can have cells: those with a file, and for a
+    /// report those the store knows.
+    fn selected_boards(&self, patterns: &[String]) -> Vec<&str> {
+        let selected = |b: &&str| patterns.iter().any(|p| names::glob_match(p, b));
+        let mut out: Vec<&str> = self
+            .boards
+            .keys()
+            .map(BoardName::as_str)
+            .chain(self.stored.boards.keys().map(String::as_str))
+            .filter(selected)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The storage names of the boards selected by `patterns`: from their files, and
+    /// from the store for boards it knows.
+    fn storage_names(&self, patterns: &[String]) -> BTreeSet<&str> {
+        let selected = |b: &str| patterns.iter().any(|p| names::glob_match(p, b));
+        let from_files = self
+            .boards
+            .values()
+            .filter(|b| selected(b.name.as_str()))
+            .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()));
+        let from_store = self
+            .stored
+            .boards
+            .iter()
+            .filter(|(b, _)| selected(b))
+            .flat_map(|(_, s)| s.iter().map(String::as_str));
+        from_files.chain(from_store).collect()
     }
     fn test_names(&self) -> BTreeSet<&str> {
         self.recipes
@@ -97,6 +135,20 @@ pub fn validate(
         Some(r) => compare(src, &r.compare, &matrix, selected_broken, known, diags),
         None => Vec::new(),
     };
+    let report_spec = match &raw.report {
+        Some(r) => report::spec(
+            src,
+            r,
+            &matrix,
+            &images,
+            &filesystems,
+            selected_broken,
+            known,
+            diags,
+        ),
+        None => Default::default(),
+    };
+    let precision = precision(src, raw.report.as_ref(), diags);
     if diags.len() > start {
         return None;
     }
@@ -112,6 +164,8 @@ pub fn validate(
         params,
         compare,
         clusters,
+        report: report_spec,
+        precision,
     };
     cell_count(src, &raw.matrix, &scenario, known, diags)?;
     Some(scenario)

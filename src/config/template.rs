@@ -16,7 +16,7 @@ use super::shell::{self, Context};
 use crate::bench::{self, Vars};
 
 /// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 8] = [
+pub const BUILTINS: [&str; 10] = [
     "dir",
     "device",
     "workdir",
@@ -25,6 +25,8 @@ pub const BUILTINS: [&str; 8] = [
     "host",
     "run",
     "cell",
+    "secrets",
+    "tmpfs",
 ];
 
 /// Names a recipe parameter cannot take: the builtins, and `params`, which once named
@@ -49,7 +51,15 @@ pub fn sample_builtins() -> Vars {
         .set("board", "sample-board")
         .set("host", "sample-host")
         .set("run", 0)
-        .set("cell", "0123456789abcdef0123456789abcdef");
+        .set("cell", "0123456789abcdef0123456789abcdef")
+        .set(
+            "secrets",
+            "/var/tmp/benchpipe/controller/sample-board/secrets-0123456789abcdef0123456789abcdef",
+        )
+        .set(
+            "tmpfs",
+            "/var/tmp/benchpipe/sample/sample-test-0123456789abcdef0123456789abcdef",
+        );
     v
 }
 

@@ -189,6 +189,35 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             model = toml_str("loop device on a sparse file (the lab's boot disk)"),
         ));
     }
+    s.push_str(&format!(
+        "\n# The links tests reach the board over (`network = [\"lan\", \"wifi\"]` in a\n\
+         # scenario): the veth SSH uses, and a second one shaped by tc.\n\
+         [[network]]\n\
+         name = \"lan\"\n\
+         address = {}\n\
+         interface = {}\n\
+         kind = \"wired\"\n\
+         model = {}\n",
+        toml_str(&board.address.to_string()),
+        toml_str(super::LAN_INTERFACE),
+        toml_str("veth pair to the controller"),
+    ));
+    if let Some(w) = &board.wifi {
+        s.push_str(&format!(
+            "\n[[network]]\n\
+             name = \"wifi\"\n\
+             address = {}\n\
+             interface = {}\n\
+             kind = \"wifi\"\n\
+             model = {}\n",
+            toml_str(&w.address.to_string()),
+            toml_str(super::WIFI_INTERFACE),
+            toml_str(&format!(
+                "veth pair shaped by tc tbf to {} Mbit/s each way (a stand-in for Wi-Fi)",
+                w.rate_mbit
+            )),
+        ));
+    }
     for d in &board.disks {
         s.push_str(&format!(
             "\n[[storage]]\n\

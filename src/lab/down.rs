@@ -59,15 +59,24 @@ pub fn down_with(root: &Path, options: &LabOptions) -> Result<(), Error> {
         }
     }
 
-    // Controller-side veths normally vanish with their peer; sweep any left.
+    // Controller-side veths normally vanish with their peer (and their qdiscs with
+    // them); sweep any left.
     if let Ok(out) = cmd(&["ip", "-o", "link", "show"]) {
         for line in out.stdout_str().lines() {
             let Some(name) = line.split(':').nth(1) else {
                 continue;
             };
             let name = name.trim().split('@').next().unwrap_or("");
-            if (ours(name) || name.strip_suffix('b').is_some_and(ours))
+            // `<netns>b` and `<netns>v` are peers moved into a namespace; `<netns>w` the
+            // second link's controller side.
+            let peer = ['b', 'w', 'v']
+                .iter()
+                .any(|c| name.strip_suffix(*c).is_some_and(ours));
+            // A link of a namespace just deleted goes away on its own, a moment later:
+            // one gone by the time it is deleted is no problem.
+            if (ours(name) || peer)
                 && let Err(e) = cmd(&["ip", "link", "delete", name])
+                && Path::new("/sys/class/net").join(name).exists()
             {
                 problems.push(e.to_string());
             }

@@ -2,7 +2,9 @@
 //!
 //! `up` builds N boards on this machine: a namespace joined to the controller by a veth
 //! pair with addresses in 198.18.0.0/15 (RFC 2544's benchmarking range), an sshd with its
-//! own host key accepting a lab key, and loop-device "disks". It writes the boards'
+//! own host key accepting a lab key, and loop-device "disks". Each board also has a
+//! second link, a veth pair on a subnet of its own shaped by `tc` (tbf) to a Wi-Fi-like
+//! rate, so that its board file declares `lan` and `wifi` networks. It writes the boards'
 //! files and the lab's own known_hosts; the user's `~/.ssh` is never touched.
 //! `down` removes all of it, from the state file and also by naming convention, so it
 //! works after a crash. Every process in a board's namespace (sshd, its sessions, any
@@ -12,12 +14,15 @@
 mod board;
 mod down;
 pub mod image;
+mod link;
 mod power;
 mod state;
 
 pub use board::{DROP_COPIED_LOOP_MOUNTS, kill_sshd, start_sshd};
 use board::{board_file, keygen, sshd_config, start_sshd_with, write_board_file};
 pub use down::{down, down_with};
+pub use link::{LAN_INTERFACE, LabLink, WIFI_INTERFACE};
+use link::{shaped_link, subnet_addresses, used_subnets};
 pub use power::{MARKERS, PowerAction, PowerOutcome, power, power_with};
 
 use std::fs;
@@ -61,6 +66,8 @@ pub struct LabOptions {
     pub first_subnet: u32,
     /// The sshd binary every board runs (tests name a missing one).
     pub sshd: PathBuf,
+    /// The rate the second link (`wifi`) is shaped to, in Mbit/s, each way.
+    pub wifi_rate_mbit: u32,
 }
 
 impl Default for LabOptions {
@@ -75,6 +82,8 @@ impl Default for LabOptions {
             boot_bytes: 64 << 20,
             first_subnet: 1,
             sshd: PathBuf::from(DEFAULT_SSHD),
+            // About what the second seed's boards got over 802.11n (44 to 82 Mbit/s).
+            wifi_rate_mbit: 50,
         }
     }
 }
@@ -97,6 +106,9 @@ pub struct LabBoard {
     /// The boot disk `[flash]` writes and the power cycle boots (`power`).
     #[serde(default)]
     pub boot: Option<LabDisk>,
+    /// The second, shaped link (`wlan0` in the namespace, `<netns>w` on the controller).
+    #[serde(default)]
+    pub wifi: Option<LabLink>,
     /// Whether the board's sshd is running (filled in by `status`).
     #[serde(skip)]
     pub sshd_running: bool,
@@ -256,35 +268,10 @@ fn check_options(o: &LabOptions, boards: usize) -> Result<(), Error> {
     if !(1..=2).contains(&o.disks_per_board) {
         return Err(fail("a lab board has 1 or 2 disks"));
     }
-    Ok(())
-}
-
-/// The /30 numbered `subnet` in 198.18.0.0/15: (controller, board) addresses.
-fn subnet_addresses(subnet: u32) -> (Ipv4Addr, Ipv4Addr) {
-    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + subnet * 4;
-    (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2))
-}
-
-/// Subnets already holding an address on this machine (another lab, another test).
-fn used_subnets() -> Result<Vec<u32>, Error> {
-    let out = cmd(&["ip", "-o", "-4", "addr", "show"])?;
-    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0));
-    let mut used = Vec::new();
-    for line in out.stdout_str().lines() {
-        let mut words = line.split_whitespace();
-        while let Some(w) = words.next() {
-            if w == "inet"
-                && let Some(addr) = words.next().and_then(|a| a.split('/').next())
-                && let Ok(ip) = addr.parse::<Ipv4Addr>()
-            {
-                let n = u32::from(ip);
-                if n >= base && n < base + (1 << 17) {
-                    used.push((n - base) / 4);
-                }
-            }
-        }
+    if !(1..=10_000).contains(&o.wifi_rate_mbit) {
+        return Err(fail("the lab's wifi link is shaped to 1 to 10000 Mbit/s"));
     }
-    Ok(used)
+    Ok(())
 }
 
 fn pid_alive(pid_file: &Path) -> bool {
@@ -338,6 +325,7 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
         down_with(root, options)?;
     }
     let lock = LabLock::take()?;
+    link::refuse_taken_prefix(options, boards)?;
     fs::create_dir_all(root).map_err(io(root))?;
     let root = workspace(root)?;
     let state = prepare_state_dir(&root)?;
@@ -368,6 +356,7 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
 const TOOLS: &[(&str, &str)] = &[
     ("ssh-keygen", "openssh-client"),
     ("ip", "iproute2"),
+    ("tc", "iproute2"),
     ("losetup", "mount"),
     ("mkfs.ext4", "e2fsprogs"),
 ];
@@ -475,16 +464,27 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
     let used = used_subnets()?;
     let mut next_subnet = o.first_subnet.max(1);
     let mut known_hosts = String::new();
-    for i in 1..=boards {
+    let mut free_subnet = || {
         while used.contains(&next_subnet) {
             next_subnet += 1;
         }
         if next_subnet >= (1 << 15) {
             return Err(fail("no free /30 left in 198.18.0.0/15"));
         }
-        let subnet = next_subnet;
         next_subnet += 1;
+        Ok(next_subnet - 1)
+    };
+    for i in 1..=boards {
+        let subnet = free_subnet()?;
         let mut board = state::expected_board(root, o, i, subnet);
+        let wifi_subnet = free_subnet()?;
+        let (wifi_controller, wifi_address) = subnet_addresses(wifi_subnet);
+        board.wifi = Some(LabLink {
+            subnet: wifi_subnet,
+            controller_address: wifi_controller,
+            address: wifi_address,
+            rate_mbit: o.wifi_rate_mbit,
+        });
         let (name, netns) = (board.name.to_string(), board.netns.clone());
         let (address, controller_address) = (board.address, board.controller_address);
         let dir = state.join(&name);
@@ -520,6 +520,9 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
         cmd(&["ip", "addr", "add", &controller_cidr, "dev", &netns])?;
         cmd(&["ip", "link", "set", &netns, "up"])?;
         route_between_boards(&netns, controller_address)?;
+        if let Some(link) = &board.wifi {
+            shaped_link(&netns, link)?;
+        }
 
         let workdir = PathBuf::from(&board.workdir);
         fresh_private_dir(&workdir, down::remove_workdir)?;

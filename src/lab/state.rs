@@ -312,6 +312,7 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), StateMism
             sshd_pid_file,
             disks,
             boot,
+            wifi,
             sshd_running: _,
         } = b;
         if name != &expected.name || netns != &expected.netns {
@@ -328,6 +329,17 @@ fn validate(info: &LabInfo, root: &Path, o: &LabOptions) -> Result<(), StateMism
             || *address != expected.address
         {
             return Err(StateMismatch::Addresses { name: name.clone() });
+        }
+        if let Some(l) = wifi {
+            let (controller, board) = subnet_addresses(l.subnet);
+            if !(1..(1 << 15)).contains(&l.subnet)
+                || l.subnet == *subnet
+                || l.controller_address != controller
+                || l.address != board
+                || !(1..=10_000).contains(&l.rate_mbit)
+            {
+                return Err(StateMismatch::Addresses { name: name.clone() });
+            }
         }
         want(
             "a workdir",
@@ -395,6 +407,7 @@ pub(super) fn expected_board(root: &Path, o: &LabOptions, i: usize, subnet: u32)
         sshd_pid_file: dir.join("sshd.pid"),
         disks: Vec::new(),
         boot: None,
+        wifi: None,
         sshd_running: false,
     }
 }

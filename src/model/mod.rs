@@ -18,6 +18,8 @@ pub use meter::*;
 mod packages;
 pub use packages::PackageManager;
 pub use recipe::*;
+mod report;
+pub use report::{Axis, ColumnSpec, Labels, ReportSpec, TableSpec};
 
 macro_rules! typed_name {
     ($(#[$doc:meta])* $name:ident) => {
@@ -69,6 +71,11 @@ typed_name!(
     /// A filesystem setup's name: `as-is` or a key of a scenario's `[filesystems]` table.
     FsName
 );
+typed_name!(
+    /// A network interface's name as a board declares it (`lan`, `wifi`), unique within
+    /// one board.
+    NetworkName
+);
 
 /// The built-in filesystem that means "use the storage as it is, format nothing".
 pub const AS_IS: &str = "as-is";
@@ -111,6 +118,9 @@ pub struct Board {
     /// `[meter]`: where the board's watts are read, if anywhere.
     pub meter: Option<Meter>,
     pub storage: Vec<Storage>,
+    /// `[[network]]`: the links tests can reach the board over; empty when it declares
+    /// none (tests then reach it at its SSH host).
+    pub network: Vec<Network>,
     /// Where benchpipe keeps its files on the board (corpus, sampler output).
     /// Distinct per board, because lab boards share one filesystem.
     pub workdir: String,
@@ -128,6 +138,41 @@ pub struct Board {
 impl Board {
     pub fn storage(&self, name: &StorageName) -> Option<&Storage> {
         self.storage.iter().find(|s| &s.name == name)
+    }
+
+    pub fn network(&self, name: &NetworkName) -> Option<&Network> {
+        self.network.iter().find(|n| &n.name == name)
+    }
+}
+
+/// `[[network]]`: one link a board can be reached over (its wired LAN, its Wi-Fi).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Network {
+    pub name: NetworkName,
+    /// The address tests reach the board at over this link (`{{ host }}` in a cell of
+    /// this network): an IPv4 address or a host name. An address, so never in a key.
+    pub address: String,
+    /// The board-side interface (`eth0`, `wlan0`) whose link facts are read.
+    pub interface: String,
+    /// `wired` or `wifi`, when declared.
+    pub kind: Option<LinkKind>,
+    /// A human description of the link ("100 Mbit/s LAN9514 over USB").
+    pub model: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    Wired,
+    Wifi,
+}
+
+impl LinkKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkKind::Wired => "wired",
+            LinkKind::Wifi => "wifi",
+        }
     }
 }
 
@@ -263,6 +308,10 @@ pub struct Scenario {
     pub compare: Vec<Compare>,
     /// `[clusters.NAME]`: systems of several boards, values of the board axis.
     pub clusters: BTreeMap<BoardName, Cluster>,
+    /// `[report]`'s labels and tables.
+    pub report: ReportSpec,
+    /// `[report] noise_band` and `wide_ci`: how the report judges its numbers.
+    pub precision: Precision,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -332,9 +381,16 @@ impl Filesystem {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Matrix {
     pub image: Vec<ImageName>,
+    /// The boards with a board file that the globs select.
     pub board: Vec<BoardName>,
+    /// The board globs as written: a report also shows the stored cells of boards whose
+    /// file is gone when these select them (`plan::stored`).
+    pub board_patterns: Vec<String>,
     /// Storage names or globs, matched against each board's own storage at expansion.
     pub storage: Vec<String>,
+    /// Network names or globs, matched against each board's `[[network]]` at expansion;
+    /// empty: no network axis (tests reach each board at its SSH host).
+    pub network: Vec<String>,
     pub filesystem: Vec<FsName>,
     pub test: Vec<TestName>,
     pub exclude: Vec<CellPattern>,
@@ -349,6 +405,7 @@ pub struct CellPattern {
     pub board: Option<String>,
     pub storage: Option<String>,
     pub filesystem: Option<String>,
+    pub network: Option<String>,
     pub test: Option<String>,
 }
 
@@ -472,6 +529,38 @@ pub struct Compare {
     pub metric: String,
     pub baseline: CellPattern,
     pub candidate: CellPattern,
+    /// `pool = "model"`: beside the per-board rows, one verdict per board model.
+    pub pool: Option<Pool>,
+    /// `noise_band = "5%"`: this comparison's band; None takes `[report] noise_band`.
+    pub noise_band: Option<f64>,
+}
+
+/// What a `[[report.compare]]` pools its per-board pairs by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pool {
+    /// The boards' `model`: "ext4 vs btrfs-lzo on a Raspberry Pi 4".
+    Model,
+}
+
+/// `[report]`'s judgement of numbers. Not part of any cell key: it changes how runs
+/// read, never what is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Precision {
+    /// Differences within this fraction of the baseline are noise (0.02 = ±2%).
+    pub noise_band: f64,
+    /// A table value whose CI half-width exceeds this fraction of its mean is warned
+    /// about (0.1 = ±10%).
+    pub wide_ci: f64,
+}
+
+impl Default for Precision {
+    fn default() -> Self {
+        Precision {
+            noise_band: crate::stats::DEFAULT_NOISE_BAND,
+            wide_ci: crate::stats::DEFAULT_WIDE_CI,
+        }
+    }
 }
 
 mod secs {

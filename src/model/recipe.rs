@@ -32,6 +32,10 @@ pub struct Recipe {
     /// numbers do not depend on any filesystem: one cell per device, with no
     /// filesystem in its address or key, and no filesystem comparison drawn from it.
     pub raw_device: bool,
+    /// Whether the test goes over the network to the board: a scenario's `network` axis
+    /// repeats it per link, and `{{ host }}` is the link's address. `uses_network`, by
+    /// default whether a step or service template reads `{{ host }}`.
+    pub uses_network: bool,
     /// `[[requires]]`: checks run before the cell's setup. One that exits non-zero and
     /// prints a reason means the test cannot apply there, and the cell is skipped with
     /// it; one that fails without a word is a failure. Not in the key: they decide
@@ -52,8 +56,27 @@ pub struct Recipe {
     /// report draws them. Not part of the cell key: it changes what is kept, not the
     /// numbers.
     pub series: bool,
-    /// Run once per cell before warm-up (e.g. generate a corpus).
+    /// `[tmpfs]`: a tmpfs of the cell's own at `{{ tmpfs }}`, which benchpipe mounts
+    /// before the setup and unmounts after the teardown (`storage::tmpfs`). Not in the
+    /// key: its size bounds the space, it changes no number, and the commands that use
+    /// the tmpfs name it in their text.
+    pub tmpfs: Option<TmpfsSpec>,
+    /// Run once per cell before its services start (e.g. generate a corpus).
     pub setup: Vec<Step>,
+    /// `[[setup]]` with `after = "services"`: run once per cell after its services are
+    /// ready and before warm-up (create the database, install the application, log in).
+    pub setup_after_services: Vec<Step>,
+    /// `secrets`: names of values a step makes at run time that must never be stored
+    /// or shown (a generated password, a login cookie). Each is the file
+    /// `{{ secrets }}/NAME` in the cell's secret directory on the controller (mode
+    /// 0700, removed when the cell ends); commands read it at shell time, board
+    /// commands get it on stdin (`input_secret`), and its value is redacted from every
+    /// output benchpipe keeps or prints. Not part of the cell key.
+    pub secrets: Vec<String>,
+    /// `[[before_run]]`: run before every warm-up and measured run, untimed (outside
+    /// the measured command and its telemetry): dropping the page cache so that each
+    /// read comes from the disk. In the key: they change the numbers.
+    pub before_run: Vec<Step>,
     /// The measured command; run once per warm-up and measured run.
     pub run: Step,
     /// `[run] per_member = true`: the command is run once per member of the system
@@ -67,7 +90,8 @@ pub struct Recipe {
     /// Daemons started after setup and stopped for sure when the cell ends, fails or
     /// is interrupted (iperf3 -s for a client on the controller).
     pub services: Vec<ServiceSpec>,
-    /// Metrics in name order.
+    /// Metrics in the order the recipe declares them: the order of a report's columns.
+    /// The cell key lists the parsed ones by name, so reordering changes no key.
     pub metrics: Vec<MetricSpec>,
 }
 
@@ -78,13 +102,20 @@ impl Recipe {
     pub fn is_input_param(&self, name: &str) -> bool {
         self.setup
             .iter()
+            .chain(&self.setup_after_services)
             .chain(&self.teardown)
-            .any(|s| s.input.as_deref() == Some(name))
+            .any(|s| matches!(&s.input, Some(StepInput::Param(p)) if p == name))
     }
 
     /// The sides its steps and services run on.
     pub fn sides(&self) -> std::collections::BTreeSet<Side> {
-        let steps = self.setup.iter().chain([&self.run]).chain(&self.teardown);
+        let steps = self
+            .setup
+            .iter()
+            .chain(&self.setup_after_services)
+            .chain(&self.before_run)
+            .chain([&self.run])
+            .chain(&self.teardown);
         steps
             .map(|s| s.on)
             .chain(self.services.iter().map(|s| s.on))
@@ -99,6 +130,34 @@ impl Recipe {
             .filter(|m| m.primary)
             .map(|m| m.name.clone())
             .collect()
+    }
+}
+
+/// A recipe's `[tmpfs]`: its `size` as written, a template of the recipe's parameters
+/// giving MiB (`"{{ size_mib + 8 }}"`, or a TOML integer) or a share of the board's RAM
+/// (`"50%"`); `storage::tmpfs::resolve` turns it into a `TmpfsSize` per cell.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TmpfsSpec {
+    pub size: String,
+}
+
+/// The size of a cell's tmpfs, resolved from its parameters and checked against the
+/// bounds (`storage::tmpfs::MAX_MIB`, `MAX_PERCENT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TmpfsSize {
+    /// MiB; the board must have that much memory available when it is mounted.
+    Mib(u64),
+    /// A share of the board's RAM, as tmpfs's own `size=N%`.
+    PercentOfRam(u64),
+}
+
+impl fmt::Display for TmpfsSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TmpfsSize::Mib(n) => write!(f, "{n} MiB"),
+            TmpfsSize::PercentOfRam(p) => write!(f, "{p}% of RAM"),
+        }
     }
 }
 
@@ -162,9 +221,22 @@ pub struct Step {
     /// A minijinja template; every interpolated value is shell-quoted.
     pub command: String,
     pub timeout: Option<Duration>,
-    /// A string parameter naming a file on the controller (relative to where benchpipe
-    /// runs) that is streamed to the command's stdin; an empty value streams nothing.
-    pub input: Option<String>,
+    /// What is streamed to the command's stdin: a controller file a parameter names,
+    /// or one of the recipe's secrets.
+    pub input: Option<StepInput>,
+}
+
+/// A setup or teardown step's stdin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepInput {
+    /// `input = "NAME"`: a string parameter naming a file on the controller (relative
+    /// to where benchpipe runs); an empty value streams nothing.
+    Param(String),
+    /// `input_secret = "NAME"`: the secret's file in the cell's secret directory on the
+    /// controller, so a board command gets the value without it being on any command
+    /// line; a missing file fails the step.
+    Secret(String),
 }
 
 /// `[param_patterns]`: a regular expression a string parameter's value must match
@@ -329,6 +401,9 @@ pub enum Better {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MetricSpec {
     pub name: String,
+    /// `label`: what reports call it ("4K random read"); the name when absent. Not part
+    /// of the cell key: it changes no number.
+    pub label: Option<String>,
     /// A path into the parsed document: `jobs[jobname=randread].read.bw_bytes`, `real`.
     pub from: String,
     /// Multiplied into the parsed value (e.g. 1e-6 to turn B/s into MB/s).
@@ -342,6 +417,10 @@ pub struct MetricSpec {
     pub derive: Option<Derived>,
     /// In a `per_member` run: one value per member, or the sum of such a metric.
     pub member: MemberMetric,
+    /// `flag = "NAME"`: a run whose value is above 0 (non-2xx responses, socket
+    /// errors) is flagged NAME, shown and counted like the telemetry's flags and left
+    /// out of the statistics with `exclude_flagged`. A judgment, not a key input.
+    pub flag: Option<String>,
 }
 
 /// How a metric of a `per_member` run is taken.
@@ -375,6 +454,11 @@ pub enum Derived {
 }
 
 impl MetricSpec {
+    /// What reports call the metric: its label, else its name.
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
+    }
+
     /// The metric's value for a run with these metrics lasting `seconds`: parsed ones
     /// as stored, derived ones computed (absent without the run's watts).
     pub fn value(&self, metrics: &BTreeMap<String, f64>, seconds: f64) -> Option<f64> {
@@ -390,8 +474,9 @@ impl MetricSpec {
     /// The metrics power gives every run on a board with a `[meter]`: stored by the
     /// sampler, never by a parser.
     pub fn power() -> [MetricSpec; 2] {
-        let spec = |name: &str| MetricSpec {
+        let spec = |name: &str, label: &str| MetricSpec {
             name: name.into(),
+            label: Some(label.into()),
             from: String::new(),
             scale: 1.0,
             unit: "W".into(),
@@ -399,8 +484,9 @@ impl MetricSpec {
             primary: false,
             derive: None,
             member: MemberMetric::Whole,
+            flag: None,
         };
-        [spec(IDLE_W), spec(POWER_W)]
+        [spec(IDLE_W, "idle power"), spec(POWER_W, "power")]
     }
 }
 
@@ -409,8 +495,9 @@ impl MetricSpec {
     /// temperature and the mean CPU clock over the run (absent where the board has no
     /// thermal zone or no cpufreq).
     pub fn series() -> [MetricSpec; 2] {
-        let spec = |name: &str, unit: &str, better| MetricSpec {
+        let spec = |name: &str, label: &str, unit: &str, better| MetricSpec {
             name: name.into(),
+            label: Some(label.into()),
             from: String::new(),
             scale: 1.0,
             unit: unit.into(),
@@ -418,10 +505,11 @@ impl MetricSpec {
             primary: false,
             derive: None,
             member: MemberMetric::Whole,
+            flag: None,
         };
         [
-            spec(TEMP_MAX_C, "°C", Better::Lower),
-            spec(FREQ_MEAN_MHZ, "MHz", Better::Higher),
+            spec(TEMP_MAX_C, "hottest temperature", "°C", Better::Lower),
+            spec(FREQ_MEAN_MHZ, "mean CPU clock", "MHz", Better::Higher),
         ]
     }
 }
@@ -447,6 +535,21 @@ impl Recipe {
                     .then(|| MetricSpec::series().into_iter().find(|m| m.name == name))
                     .flatten()
             })
+    }
+
+    /// The recipe's own flags that a run's metrics raise: each `flag` metric above 0,
+    /// in metric order, each flag once.
+    pub fn metric_flags(&self, metrics: &BTreeMap<String, f64>) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for m in &self.metrics {
+            if let Some(flag) = &m.flag
+                && metrics.get(&m.name).is_some_and(|v| *v > 0.0)
+                && !out.contains(flag)
+            {
+                out.push(flag.clone());
+            }
+        }
+        out
     }
 
     /// The metrics parsed from a run's output (not the derived ones).

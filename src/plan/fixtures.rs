@@ -18,12 +18,17 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         uses_storage,
         uses_device: false,
         raw_device: false,
+        uses_network: false,
         requires: vec![],
         option_params: Default::default(),
         param_patterns: Default::default(),
         series: false,
+        tmpfs: None,
+        before_run: Vec::new(),
         params: BTreeMap::from([("size".to_string(), ParamValue::Str("64M".into()))]),
         setup: vec![],
+        setup_after_services: vec![],
+        secrets: vec![],
         run: Step {
             on: Side::Board,
             command: "fio --size={{ size }} --filename={{ dir }}/f".into(),
@@ -36,6 +41,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         services: vec![],
         metrics: vec![MetricSpec {
             name: "random_read".into(),
+            label: None,
             from: "jobs[jobname=randread].read.bw_bytes".into(),
             scale: 1e-6,
             unit: "MB/s".into(),
@@ -43,6 +49,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
             primary: true,
             derive: None,
             member: MemberMetric::Whole,
+            flag: None,
         }],
     }
 }
@@ -84,6 +91,7 @@ pub fn board(name: &str, model: &str) -> Board {
                 uas: None,
             },
         ],
+        network: Vec::new(),
         workdir: "/var/tmp/benchpipe".into(),
         thermal: None,
         accept_new_host_key: false,
@@ -127,7 +135,9 @@ pub fn workspace() -> Workspace {
         matrix: Matrix {
             image: vec![ImageName::new("installed")],
             board: vec![BoardName::new("pi-1"), BoardName::new("pi-2")],
+            board_patterns: vec!["pi-*".into()],
             storage: vec!["*".into()],
+            network: vec![],
             filesystem: vec![FsName::new(AS_IS), FsName::new("ext4")],
             test: vec![TestName::new("disk-4k"), TestName::new("xz")],
             exclude: vec![],
@@ -137,6 +147,8 @@ pub fn workspace() -> Workspace {
         params: BTreeMap::new(),
         compare: vec![],
         clusters: BTreeMap::new(),
+        report: ReportSpec::default(),
+        precision: Default::default(),
     };
     ws.scenarios.push(scenario);
     ws

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::canonical::HEX;
@@ -24,7 +25,7 @@ pub use super::canonical::{CanonicalWriter, Input, canonical_bytes};
 
 use crate::model::{
     Board, BoardName, Cluster, ClusterStep, Cooldown, EndpointAt, Filesystem, Image, MemberMetric,
-    Method, ParamValue, Recipe, Side, Step, Storage, StorageRole,
+    Method, Network, ParamValue, Recipe, Side, Step, Storage, StorageRole,
 };
 
 /// The domain prefix of the hashed bytes; part of the key's identity.
@@ -32,7 +33,9 @@ use crate::model::{
 /// v1: compact JSON through serde_json with sorted object keys; `idle`, `services` and
 /// `parse_regex` were added later without a bump, present only when set.
 /// v2: `CanonicalWriter`; every field always present.
-/// v3: `cluster` and `peer` after `method`; the run's `per_member`; each metric's
+/// v3: `network` (the link a networked cell runs over: name, kind, model), after
+/// `filesystem`; the test's `setup_after_services` and `before_run` steps, after
+/// `setup`; `cluster` and `peer` after `method`; the run's `per_member`; each metric's
 /// `per_member` and `sum_of`; sides `members` and `peer`.
 pub const ENCODING: &str = "benchpipe-cell-v3";
 
@@ -98,13 +101,170 @@ fn strings(v: &[String]) -> Input {
     Input::List(v.iter().map(Input::from).collect())
 }
 
+/// The parsed metrics in name order, whatever order the recipe declares them in.
+fn parsed_by_name(recipe: &Recipe) -> Vec<&crate::model::MetricSpec> {
+    let mut v: Vec<_> = recipe.parsed_metrics().collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v
+}
+
+/// What of a board goes into its cells' keys. A plan makes it from the board file; a
+/// report reads it back from `cell.json` when the board file is gone (`plan::stored`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoardInputs {
+    pub name: String,
+    pub model: String,
+    pub arch: Option<String>,
+}
+
+/// What of a storage goes into its cells' keys (never its device or path: addresses).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StorageInputs {
+    pub name: String,
+    pub model: Option<String>,
+    pub role: StorageRole,
+    /// Written only when declared, so the keys of storage without `uas` stay what they
+    /// were.
+    pub uas: Option<bool>,
+}
+
+impl BoardInputs {
+    pub fn of(board: &Board) -> BoardInputs {
+        BoardInputs {
+            name: board.name.to_string(),
+            model: board.model.clone(),
+            arch: board.arch.clone(),
+        }
+    }
+
+    /// Read back from `cell.json`'s `inputs.board`: None unless it has exactly the
+    /// form `input` writes.
+    pub fn from_json(v: &Value) -> Option<BoardInputs> {
+        let o = v.as_object()?;
+        Some(BoardInputs {
+            name: o.get("name")?.as_str()?.to_string(),
+            model: o.get("model")?.as_str()?.to_string(),
+            arch: optional_str(o.get("arch")?)?,
+        })
+    }
+
+    fn input(&self) -> Input {
+        Input::record([
+            ("name", Input::from(&self.name)),
+            ("model", Input::from(&self.model)),
+            ("arch", Input::from(self.arch.as_ref())),
+        ])
+    }
+}
+
+impl StorageInputs {
+    pub fn of(s: &Storage) -> StorageInputs {
+        StorageInputs {
+            name: s.name.to_string(),
+            model: s.model.clone(),
+            role: s.role,
+            uas: s.uas.as_ref().map(|u| u.enabled),
+        }
+    }
+
+    /// Read back from `cell.json`'s `inputs.storage`: `Some(None)` for a cell without
+    /// storage, None unless it has exactly the form `input` writes.
+    pub fn from_json(v: &Value) -> Option<Option<StorageInputs>> {
+        if v.is_null() {
+            return Some(None);
+        }
+        let o = v.as_object()?;
+        let role = match o.get("role")?.as_str()? {
+            "boot" => StorageRole::Boot,
+            "scratch" => StorageRole::Scratch,
+            _ => return None,
+        };
+        let uas = match o.get("uas") {
+            None => None,
+            Some(u) => Some(u.as_bool()?),
+        };
+        Some(Some(StorageInputs {
+            name: o.get("name")?.as_str()?.to_string(),
+            model: optional_str(o.get("model")?)?,
+            role,
+            uas,
+        }))
+    }
+
+    fn input(&self) -> Input {
+        let mut fields = vec![
+            ("name", Input::from(&self.name)),
+            ("model", Input::from(self.model.as_ref())),
+            (
+                "role",
+                Input::from(match self.role {
+                    StorageRole::Boot => "boot",
+                    StorageRole::Scratch => "scratch",
+                }),
+            ),
+        ];
+        // The driver changes the numbers.
+        if let Some(u) = self.uas {
+            fields.push(("uas", Input::Bool(u)));
+        }
+        Input::record(fields)
+    }
+}
+
+/// What of a link goes into its cells' keys: its name, kind and model. The address and
+/// the board-side interface name are addresses (DHCP, `eth0` renamed `end0`) that may
+/// change while the link does not.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkInputs {
+    pub name: String,
+    pub kind: Option<String>,
+    pub model: Option<String>,
+}
+
+impl NetworkInputs {
+    pub fn of(n: &Network) -> NetworkInputs {
+        NetworkInputs {
+            name: n.name.to_string(),
+            kind: n.kind.map(|k| k.name().to_string()),
+            model: n.model.clone(),
+        }
+    }
+
+    /// Read back from `cell.json`'s `inputs.network`: `Some(None)` for a cell without a
+    /// network, None unless it has exactly the form `input` writes.
+    pub fn from_json(v: &Value) -> Option<Option<NetworkInputs>> {
+        if v.is_null() {
+            return Some(None);
+        }
+        let o = v.as_object()?;
+        Some(Some(NetworkInputs {
+            name: o.get("name")?.as_str()?.to_string(),
+            kind: optional_str(o.get("kind")?)?,
+            model: optional_str(o.get("model")?)?,
+        }))
+    }
+
+    fn input(&self) -> Input {
+        Input::record([
+            ("name", Input::from(&self.name)),
+            ("kind", Input::from(self.kind.as_ref())),
+            ("model", Input::from(self.model.as_ref())),
+        ])
+    }
+}
+
+/// A JSON string or null, as `Input::from(Option<&String>)` records it.
+fn optional_str(v: &Value) -> Option<Option<String>> {
+    match v {
+        Value::Null => Some(None),
+        Value::String(s) => Some(Some(s.clone())),
+        _ => None,
+    }
+}
+
 /// A board's identity: its name, model and architecture (never its address).
 fn board_identity(board: &Board) -> Input {
-    Input::record([
-        ("name", Input::from(board.name.as_str())),
-        ("model", Input::from(&board.model)),
-        ("arch", Input::from(board.arch.as_ref())),
-    ])
+    BoardInputs::of(board).input()
 }
 
 /// What the system under test is, beyond one board: a cluster and its members, and
@@ -150,11 +310,37 @@ fn cluster_identity(c: &Cluster, members: &[&Board]) -> Input {
 
 /// The inputs of one cell, as hashed and as `cell.json` records them. Addresses,
 /// credentials, run counts, comments, file names and key order are deliberately absent.
+// One argument per input of the key, in the key's order: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub fn cell_inputs(
     image: &Image,
     board: &Board,
     storage: Option<&Storage>,
     filesystem: Option<&Filesystem>,
+    network: Option<&Network>,
+    recipe: &Recipe,
+    params: &BTreeMap<String, ParamValue>,
+    method: &Method,
+) -> Input {
+    cell_inputs_of(
+        image,
+        &BoardInputs::of(board),
+        storage.map(StorageInputs::of).as_ref(),
+        filesystem,
+        network.map(NetworkInputs::of).as_ref(),
+        recipe,
+        params,
+        method,
+    )
+}
+
+/// `cell_inputs`, given what of the board and storage goes in.
+pub fn cell_inputs_of(
+    image: &Image,
+    board: &BoardInputs,
+    storage: Option<&StorageInputs>,
+    filesystem: Option<&Filesystem>,
+    network: Option<&NetworkInputs>,
     recipe: &Recipe,
     params: &BTreeMap<String, ParamValue>,
     method: &Method,
@@ -164,6 +350,7 @@ pub fn cell_inputs(
         Some(board),
         storage,
         filesystem,
+        network,
         recipe,
         params,
         method,
@@ -176,9 +363,10 @@ pub fn cell_inputs(
 #[allow(clippy::too_many_arguments)]
 pub fn inputs_of(
     image: &Image,
-    board: Option<&Board>,
-    storage: Option<&Storage>,
+    board: Option<&BoardInputs>,
+    storage: Option<&StorageInputs>,
     filesystem: Option<&Filesystem>,
+    network: Option<&NetworkInputs>,
     recipe: &Recipe,
     params: &BTreeMap<String, ParamValue>,
     method: &Method,
@@ -221,6 +409,16 @@ pub fn inputs_of(
         (
             "setup",
             Input::List(recipe.setup.iter().map(step).collect()),
+        ),
+        // Steps that run once the services are up: the same command before or after
+        // them can mean another setup.
+        (
+            "setup_after_services",
+            Input::List(recipe.setup_after_services.iter().map(step).collect()),
+        ),
+        (
+            "before_run",
+            Input::List(recipe.before_run.iter().map(step).collect()),
         ),
         (
             "run",
@@ -267,9 +465,11 @@ pub fn inputs_of(
             "metrics",
             Input::List(
                 // Derived metrics are computed from stored values: they change no
-                // measurement, so a recipe that adds one keeps its cells.
-                recipe
-                    .parsed_metrics()
+                // measurement, so a recipe that adds one keeps its cells. By name: the
+                // order a recipe declares its metrics in is the order of the report's
+                // columns, which changes no number, so no key.
+                parsed_by_name(recipe)
+                    .into_iter()
                     .map(|m| {
                         Input::record([
                             ("name", Input::from(&m.name)),
@@ -307,31 +507,10 @@ pub fn inputs_of(
     ]);
     Input::record([
         ("image", Input::from(image.source.identity(&image.name))),
-        ("board", Input::from(board.map(board_identity))),
+        ("board", Input::from(board.map(BoardInputs::input))),
         // The medium is its name and model; the device path is an address (a loop
         // device number, a by-id link) that may change while the medium does not.
-        (
-            "storage",
-            Input::from(storage.map(|s| {
-                let mut fields = vec![
-                    ("name", Input::from(s.name.as_str())),
-                    ("model", Input::from(s.model.as_ref())),
-                    (
-                        "role",
-                        Input::from(match s.role {
-                            StorageRole::Boot => "boot",
-                            StorageRole::Scratch => "scratch",
-                        }),
-                    ),
-                ];
-                // The driver changes the numbers. Written only when declared, so the
-                // keys of storage without `uas` stay what they were.
-                if let Some(u) = &s.uas {
-                    fields.push(("uas", Input::Bool(u.enabled)));
-                }
-                Input::record(fields)
-            })),
-        ),
+        ("storage", storage.map_or(Input::None, StorageInputs::input)),
         (
             "filesystem",
             Input::from(filesystem.map(|f| {
@@ -342,6 +521,8 @@ pub fn inputs_of(
                 ])
             })),
         ),
+        // The link is its name, kind and model (`NetworkInputs`), never its address.
+        ("network", network.map_or(Input::None, NetworkInputs::input)),
         ("test", test_doc),
         ("method", method_doc),
         (
@@ -436,6 +617,7 @@ mod tests {
                 board,
                 board.storage.first(),
                 None,
+                None,
                 recipe,
                 params,
                 &scenario.method,
@@ -490,7 +672,7 @@ mod tests {
             on: crate::model::Side::Board,
             command: "cat > f".into(),
             timeout: None,
-            input: Some("corpus".into()),
+            input: Some(crate::model::StepInput::Param("corpus".into())),
         }];
         let key = |corpus: &str, digest: &str| {
             let mut params = recipe.params.clone();
@@ -499,6 +681,7 @@ mod tests {
             CellKey::of(&cell_inputs(
                 &scenario.images[&"installed".into()],
                 board,
+                None,
                 None,
                 None,
                 &recipe,
@@ -522,6 +705,7 @@ mod tests {
             CellKey::of(&cell_inputs(
                 &scenario.images[&"installed".into()],
                 board,
+                None,
                 None,
                 None,
                 &recipe,
@@ -556,6 +740,7 @@ mod tests {
             &scenario.images[&"installed".into()],
             board,
             board.storage.first(),
+            None,
             None,
             &ws.recipes[&"xz".into()],
             &BTreeMap::from([("level".into(), ParamValue::Int(6))]),

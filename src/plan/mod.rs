@@ -1,10 +1,12 @@
 //! Matrix expansion and cell keys: scenario -> the list of cells to measure. Pure, no I/O.
 //!
-//! A cell is one (image, board, storage, filesystem, test); a raw-device test
-//! (`uses_storage = "device"`) has no filesystem. Cells that cannot apply
+//! A cell is one (image, board, storage, filesystem, network, test); a raw-device test
+//! (`uses_storage = "device"`) has no filesystem, and a test that does not use the
+//! network (or a matrix without a `network` axis) has no network. Cells that cannot apply
 //! (a storage the board lacks, formatting a storage with no device) are kept aside
 //! with the reason, so `plan` can say why they are not there.
 
+mod bound;
 pub mod canonical;
 pub mod diff;
 pub mod drift;
@@ -14,6 +16,7 @@ pub mod known;
 pub mod schedule;
 pub mod select;
 pub mod state;
+pub mod stored;
 mod systems;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,12 +24,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use bound::{Bound, bound};
 pub use key::CellKey;
 
 use crate::model::{
     AS_IS, Board, BoardName, CellPattern, Cluster, Filesystem, Flash, FsName, Image, ImageName,
-    ImageSource, Method, ParamValue, Recipe, Scenario, StorageName, StorageRole, TestName,
-    Workspace,
+    ImageSource, Method, NetworkName, ParamValue, Recipe, Scenario, StorageName, StorageRole,
+    TestName, Workspace,
 };
 
 /// Where a cell sits in the matrix. `storage` and `filesystem` are None for tests
@@ -37,6 +41,9 @@ pub struct Address {
     pub board: BoardName,
     pub storage: Option<StorageName>,
     pub filesystem: Option<FsName>,
+    /// The link a networked test runs over, when the matrix has a `network` axis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkName>,
     pub test: TestName,
 }
 
@@ -49,6 +56,9 @@ impl Address {
             if let Some(fs) = &self.filesystem {
                 s.push_str(&format!("/{fs}"));
             }
+        }
+        if let Some(n) = &self.network {
+            s.push_str(&format!(" over {n}"));
         }
         s.push_str(&format!(" ({})", self.image));
         s
@@ -68,6 +78,7 @@ impl Address {
             && axis(&p.board, Some(self.board.as_str()))
             && axis(&p.storage, self.storage.as_ref().map(|s| s.as_str()))
             && axis(&p.filesystem, self.filesystem.as_ref().map(|s| s.as_str()))
+            && axis(&p.network, self.network.as_ref().map(|s| s.as_str()))
             && axis(&p.test, Some(self.test.as_str()))
     }
 }
@@ -93,6 +104,9 @@ pub struct Cell {
     pub cluster: Option<Cluster>,
     /// The board its `on = "peer"` steps run on (its `peer` parameter).
     pub peer: Option<BoardName>,
+    /// The size of the cell's own tmpfs, when its recipe has a `[tmpfs]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tmpfs: Option<crate::model::TmpfsSize>,
 }
 
 impl Cell {
@@ -103,7 +117,7 @@ impl Cell {
 }
 
 /// A combination the matrix names that cannot be measured, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Skipped {
     pub address: Address,
     pub reason: String,
@@ -115,7 +129,7 @@ pub struct Plan {
     pub skipped: Vec<Skipped>,
 }
 
-fn as_is() -> Filesystem {
+pub(crate) fn as_is() -> Filesystem {
     Filesystem {
         name: FsName::new(AS_IS),
         kind: AS_IS.to_string(),
@@ -133,6 +147,8 @@ struct Block {
     images: Vec<ImageName>,
     boards: Vec<BoardName>,
     storages: Vec<String>,
+    /// Network patterns; empty: no network axis.
+    networks: Vec<String>,
     filesystems: Vec<FsName>,
     tests: Vec<TestName>,
 }
@@ -150,6 +166,7 @@ fn blocks(
         images: m.image.clone(),
         boards: m.board.clone(),
         storages: m.storage.clone(),
+        networks: m.network.clone(),
         filesystems: m.filesystem.clone(),
         tests: m.test.clone(),
     }];
@@ -183,6 +200,10 @@ fn blocks(
                 None => m.storage.clone(),
                 Some(p) => vec![p.clone()],
             },
+            networks: match &inc.network {
+                None => m.network.clone(),
+                Some(p) => vec![p.clone()],
+            },
             filesystems: pick(
                 &inc.filesystem,
                 m.filesystem.iter().map(|x| x.0.clone()).collect(),
@@ -202,79 +223,6 @@ fn blocks(
         });
     }
     out
-}
-
-/// How many cells a matrix can expand to at most, counted without expanding it: the
-/// combinations of every block, before `exclude`, with storage globs resolved per
-/// board. `axes` describes the sizes for a message.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Bound {
-    pub cells: u128,
-    pub axes: String,
-}
-
-pub fn bound(
-    boards: &BTreeMap<BoardName, Board>,
-    recipes: &BTreeMap<TestName, Recipe>,
-    scenario: &Scenario,
-) -> Bound {
-    let all = blocks(boards, recipes, scenario);
-    let mut cells: u128 = 0;
-    for b in &all {
-        let (with, without): (Vec<_>, Vec<_>) = b
-            .tests
-            .iter()
-            .filter_map(|t| recipes.get(t))
-            .partition(|r| r.uses_storage);
-        // A cluster has one cell per (image, test): it has no storage axis.
-        let clusters = b
-            .boards
-            .iter()
-            .filter(|n| scenario.clusters.contains_key(*n))
-            .count() as u128;
-        cells = cells.saturating_add(
-            clusters
-                .saturating_mul(b.images.len() as u128)
-                .saturating_mul(b.tests.len() as u128),
-        );
-        for board in b.boards.iter().filter_map(|n| boards.get(n)) {
-            let storages: u128 = b
-                .storages
-                .iter()
-                .map(|p| {
-                    board
-                        .storage
-                        .iter()
-                        .filter(|s| glob::matches(p, s.name.as_str()))
-                        .count() as u128
-                })
-                .sum();
-            // A raw-device test has one cell per storage, whatever the filesystems.
-            let devices = with.iter().filter(|r| r.raw_device).count() as u128;
-            let files = with.len() as u128 - devices;
-            let per_image = (without.len() as u128)
-                .saturating_add(devices.saturating_mul(storages))
-                .saturating_add(
-                    files
-                        .saturating_mul(storages)
-                        .saturating_mul(b.filesystems.len() as u128),
-                );
-            cells = cells.saturating_add((b.images.len() as u128).saturating_mul(per_image));
-        }
-    }
-    let m = &all[0];
-    let mut axes = format!(
-        "image {} x board {} x storage {} x filesystem {} x test {}",
-        m.images.len(),
-        m.boards.len(),
-        m.storages.len(),
-        m.filesystems.len(),
-        m.tests.len()
-    );
-    if all.len() > 1 {
-        axes.push_str(&format!(", plus {} include(s)", all.len() - 1));
-    }
-    Bound { cells, axes }
 }
 
 /// Expands one scenario's matrix into cells, in a stable order (board, then the
@@ -306,6 +254,7 @@ pub fn expand_in(
                             board: board_name.clone(),
                             storage: None,
                             filesystem: None,
+                            network: None,
                             test: test.clone(),
                         };
                         if !excludes.iter().any(|p| a.matches(p)) && candidates.insert(a.clone()) {
@@ -328,59 +277,85 @@ pub fn expand_in(
                             order.push(a);
                         }
                     };
-                    if !recipe.uses_storage {
-                        push(Address {
-                            image: image.clone(),
-                            board: board_name.clone(),
-                            storage: None,
-                            filesystem: None,
-                            test: test.clone(),
-                        });
-                        continue;
-                    }
-                    for pattern in &block.storages {
-                        let matching: Vec<_> = board
-                            .storage
-                            .iter()
-                            .filter(|s| glob::matches(pattern, s.name.as_str()))
-                            .collect();
-                        if matching.is_empty() {
-                            skipped.push(Skipped {
-                                address: Address {
-                                    image: image.clone(),
-                                    board: board_name.clone(),
-                                    storage: Some(StorageName::new(pattern.clone())),
-                                    filesystem: None,
-                                    test: test.clone(),
-                                },
-                                reason: CannotMeasure::NoStorageMatching {
-                                    board: board_name.clone(),
-                                    pattern: pattern.clone(),
-                                }
-                                .to_string(),
-                            });
-                        }
-                        for st in matching {
-                            // A raw-device test reads the device whatever filesystem is
-                            // on it: one cell per device, with no filesystem.
-                            if recipe.raw_device {
-                                push(Address {
-                                    image: image.clone(),
-                                    board: board_name.clone(),
-                                    storage: Some(st.name.clone()),
-                                    filesystem: None,
-                                    test: test.clone(),
+                    // The links a networked test runs over: each network the board
+                    // declares that a pattern names; none without a network axis.
+                    let mut networks: Vec<Option<NetworkName>> = Vec::new();
+                    if recipe.uses_network && !block.networks.is_empty() {
+                        for pattern in &block.networks {
+                            let matching: Vec<_> = board
+                                .network
+                                .iter()
+                                .filter(|n| glob::matches(pattern, n.name.as_str()))
+                                .collect();
+                            let address = Address {
+                                image: image.clone(),
+                                board: board_name.clone(),
+                                storage: None,
+                                filesystem: None,
+                                network: Some(NetworkName::new(pattern.clone())),
+                                test: test.clone(),
+                            };
+                            // A combination the scenario excludes is not news: only
+                            // what it asks for and cannot have is listed.
+                            if matching.is_empty() && !excludes.iter().any(|p| address.matches(p)) {
+                                skipped.push(Skipped {
+                                    address,
+                                    reason: CannotMeasure::NoNetworkMatching {
+                                        board: board_name.clone(),
+                                        pattern: pattern.clone(),
+                                    }
+                                    .to_string(),
                                 });
-                                continue;
                             }
-                            for fs in &block.filesystems {
-                                push(Address {
-                                    image: image.clone(),
-                                    board: board_name.clone(),
-                                    storage: Some(st.name.clone()),
-                                    filesystem: Some(fs.clone()),
-                                    test: test.clone(),
+                            for n in matching {
+                                if !networks.contains(&Some(n.name.clone())) {
+                                    networks.push(Some(n.name.clone()));
+                                }
+                            }
+                        }
+                    } else {
+                        networks.push(None);
+                    }
+                    for network in networks {
+                        let at =
+                            |storage: Option<StorageName>, filesystem: Option<FsName>| Address {
+                                image: image.clone(),
+                                board: board_name.clone(),
+                                storage,
+                                filesystem,
+                                network: network.clone(),
+                                test: test.clone(),
+                            };
+                        if !recipe.uses_storage {
+                            push(at(None, None));
+                            continue;
+                        }
+                        for pattern in &block.storages {
+                            let matching: Vec<_> = board
+                                .storage
+                                .iter()
+                                .filter(|s| glob::matches(pattern, s.name.as_str()))
+                                .collect();
+                            if matching.is_empty() {
+                                skipped.push(Skipped {
+                                    address: at(Some(StorageName::new(pattern.clone())), None),
+                                    reason: CannotMeasure::NoStorageMatching {
+                                        board: board_name.clone(),
+                                        pattern: pattern.clone(),
+                                    }
+                                    .to_string(),
                                 });
+                            }
+                            for st in matching {
+                                // A raw-device test reads the device whatever filesystem
+                                // is on it: one cell per device, with no filesystem.
+                                if recipe.raw_device {
+                                    push(at(Some(st.name.clone()), None));
+                                    continue;
+                                }
+                                for fs in &block.filesystems {
+                                    push(at(Some(st.name.clone()), Some(fs.clone())));
+                                }
                             }
                         }
                     }
@@ -418,6 +393,14 @@ pub enum CannotMeasure {
     /// A storage pattern of the matrix matches none of the board's storages.
     #[error("board {board} has no storage matching `{pattern}`")]
     NoStorageMatching { board: BoardName, pattern: String },
+    /// A network pattern of the matrix matches none of the board's `[[network]]`.
+    #[error("board {board} has no network matching `{pattern}`")]
+    NoNetworkMatching { board: BoardName, pattern: String },
+    #[error("board {board} has no network {network}")]
+    NoSuchNetwork {
+        board: BoardName,
+        network: NetworkName,
+    },
     #[error("board {board} has no storage {storage}")]
     NoSuchStorage {
         board: BoardName,
@@ -462,6 +445,12 @@ pub enum CannotMeasure {
     PeerIsBoard { test: TestName, board: BoardName },
     #[error("the peer `{peer}` of test {test} is no board")]
     UnknownPeer { test: TestName, peer: String },
+    /// The recipe's `[tmpfs] size` gives no usable size with the cell's parameters
+    /// (`check` refuses this first).
+    #[error("the tmpfs of {test}: {reason}")]
+    TmpfsSize { test: TestName, reason: String },
+    #[error("test {test} mounts a tmpfs of its own, and cluster {cluster} has no storage axis")]
+    ClusterTmpfs { test: TestName, cluster: BoardName },
 }
 
 /// Builds a cell, or says why this combination cannot be measured.
@@ -507,6 +496,17 @@ fn make_cell(
                 })?,
         ),
     };
+    let network = match &a.network {
+        None => None,
+        Some(name) => Some(
+            board
+                .network(name)
+                .ok_or_else(|| CannotMeasure::NoSuchNetwork {
+                    board: a.board.clone(),
+                    network: name.clone(),
+                })?,
+        ),
+    };
     if let Some(st) = storage
         && recipe.uses_device
         && st.device.is_none()
@@ -527,12 +527,13 @@ fn make_cell(
             let st = storage.ok_or(CannotMeasure::FilesystemWithoutStorage)?;
             // `as-flashed` formats nothing: any storage, boot included, and any path.
             if !f.is_made() {
+                let on = (storage, network);
                 return finish(
                     recipe,
                     scenario,
                     image,
                     board,
-                    storage,
+                    on,
                     Some(f.clone()),
                     a,
                     boards,
@@ -553,8 +554,26 @@ fn make_cell(
         }
     };
     finish(
-        recipe, scenario, image, board, storage, filesystem, a, boards,
+        recipe,
+        scenario,
+        image,
+        board,
+        (storage, network),
+        filesystem,
+        a,
+        boards,
     )
+}
+
+/// A cell's template parameters: the recipe's defaults with the scenario's overrides.
+fn cell_params(recipe: &Recipe, scenario: &Scenario) -> BTreeMap<String, ParamValue> {
+    let mut params = recipe.params.clone();
+    if let Some(over) = scenario.params.get(&recipe.name) {
+        for (k, v) in over {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    params
 }
 
 /// The cell of an address whose inputs are all found and allowed.
@@ -564,18 +583,31 @@ fn finish(
     scenario: &Scenario,
     image: &Image,
     board: &Board,
-    storage: Option<&crate::model::Storage>,
+    (storage, network): (
+        Option<&crate::model::Storage>,
+        Option<&crate::model::Network>,
+    ),
     filesystem: Option<Filesystem>,
     a: &Address,
     boards: &BTreeMap<BoardName, Board>,
 ) -> Result<Cell, CannotMeasure> {
-    let params = systems::params_of(recipe, scenario, a);
+    let params = cell_params(recipe, scenario);
     let peer = systems::peer_of(boards, recipe, &params, a)?;
+    let tmpfs = match &recipe.tmpfs {
+        None => None,
+        Some(spec) => Some(crate::storage::tmpfs::resolve(&spec.size, &params).map_err(
+            |reason| CannotMeasure::TmpfsSize {
+                test: a.test.clone(),
+                reason,
+            },
+        )?),
+    };
     let inputs = key::inputs_of(
         image,
-        Some(board),
-        storage,
+        Some(&key::BoardInputs::of(board)),
+        storage.map(key::StorageInputs::of).as_ref(),
         filesystem.as_ref(),
+        network.map(key::NetworkInputs::of).as_ref(),
         recipe,
         &params,
         &scenario.method,
@@ -594,6 +626,7 @@ fn finish(
         image: image.clone(),
         cluster: None,
         peer: peer.map(|p| p.name.clone()),
+        tmpfs,
     })
 }
 
@@ -604,3 +637,6 @@ pub(crate) mod fixtures;
 mod tests;
 #[cfg(test)]
 mod tests_systems;
+
+#[cfg(test)]
+mod tests_network;

@@ -16,7 +16,7 @@ pub enum Selector {
 }
 
 impl Selector {
-    /// Parses `board=pi-1,test=xz` (globs allowed) or a key prefix such as `a90e31b2`.
+    /// Parses `board=pi-1,test=xz` (globs allowed) or a key prefix such as `7b704c2a`.
     pub fn parse(text: &str) -> Result<Selector> {
         let text = text.trim();
         if !text.contains('=') {
@@ -51,10 +51,11 @@ pub fn cell_pattern(text: &str) -> Result<CellPattern> {
             "board" => &mut p.board,
             "storage" => &mut p.storage,
             "filesystem" => &mut p.filesystem,
+            "network" => &mut p.network,
             "test" => &mut p.test,
             other => {
                 return Err(Error::Usage(format!(
-                    "`{other}` is not an axis; expected image, board, storage, filesystem or test"
+                    "`{other}` is not an axis; expected image, board, storage, filesystem, network or test"
                 )));
             }
         };

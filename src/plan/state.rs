@@ -83,12 +83,22 @@ pub fn counts(method: &Method, sample: &Sample) -> bool {
 }
 
 /// A run's validity flags under the method's thresholds.
+/// The telemetry's flags are re-judged from the stored summary; any other stored flag
+/// is a recipe's own (a metric's `flag`, judged from the run's numbers) and is kept.
 pub fn flags_of(method: &Method, sample: &Sample) -> Vec<String> {
-    sample
+    let Some(mut flags) = sample
         .telemetry
         .as_ref()
         .and_then(|t| crate::telemetry::rejudge(t, &(&method.validity).into()))
-        .unwrap_or_else(|| sample.flags.clone())
+    else {
+        return sample.flags.clone();
+    };
+    for f in &sample.flags {
+        if !crate::telemetry::FLAGS.contains(&f.as_str()) && !flags.contains(f) {
+            flags.push(f.clone());
+        }
+    }
+    flags
 }
 
 /// The measured runs that count in the statistics: those `counts` keeps, taken after

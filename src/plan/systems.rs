@@ -9,21 +9,6 @@ use crate::model::{
     Board, BoardName, Cluster, Image, ImageSource, PEER_PARAM, ParamValue, Recipe, Scenario, Side,
 };
 
-/// The recipe's parameters with the scenario's overrides.
-pub(super) fn params_of(
-    recipe: &Recipe,
-    scenario: &Scenario,
-    a: &Address,
-) -> BTreeMap<String, ParamValue> {
-    let mut params = recipe.params.clone();
-    if let Some(over) = scenario.params.get(&a.test) {
-        for (k, v) in over {
-            params.insert(k.clone(), v.clone());
-        }
-    }
-    params
-}
-
 /// The board a recipe's peer steps run on, from its `peer` parameter.
 pub(super) fn peer_of<'b>(
     boards: &'b BTreeMap<BoardName, Board>,
@@ -81,7 +66,7 @@ pub(super) fn cluster_cell(
             cluster: cluster.name.clone(),
         });
     }
-    let mut params = params_of(recipe, scenario, a);
+    let mut params = super::cell_params(recipe, scenario);
     // A client (every step on the controller, no service of its own) hits the
     // endpoint: its `port` is the endpoint's. A test that serves has a port of its own.
     let client = recipe.sides().iter().all(|s| *s == Side::Controller);
@@ -101,8 +86,15 @@ pub(super) fn cluster_cell(
             .unwrap_or_else(|| cluster.name.clone());
         return Err(CannotMeasure::UnknownBoard(missing));
     }
+    if recipe.tmpfs.is_some() {
+        return Err(CannotMeasure::ClusterTmpfs {
+            test: a.test.clone(),
+            cluster: cluster.name.clone(),
+        });
+    }
     let inputs = key::inputs_of(
         image,
+        None,
         None,
         None,
         None,
@@ -124,5 +116,6 @@ pub(super) fn cluster_cell(
         image: image.clone(),
         cluster: Some(cluster.clone()),
         peer: None,
+        tmpfs: None,
     })
 }

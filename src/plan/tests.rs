@@ -242,27 +242,31 @@ fn golden_keys() {
     // Pinned: a change here means every stored cell gets a new key. Do it only on
     // purpose, with a new `key::ENCODING`.
     //
-    // Changed once, from benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
+    // Changed twice. From benchpipe-cell-v1 to v2: v1 hashed serde_json's output and
     // relied on its `preserve_order` feature staying off, which any dependency can
     // switch on; and `idle`, `services` and `parse_regex` had been added to v1
     // without a bump. v2 is `canonical::CanonicalWriter`, with every field always present.
+    // v3 added the test's `before_run` steps after `setup`; the v2 keys were
+    // b1e2564f..., 18ce5500..., 726dd468..., a90e31b2..., 72c72452..., 044bb906...,
+    // 894fe5cb..., ba351674... in this order.
     // The v1 keys were ada66502..., dc38ed9d..., e897d2d9..., 968237b3...,
     // 96154fbe..., fdd0a64f..., e50c25ec..., c845deb0... in this order.
-    // Changed again, from v2 to v3: clusters and peer boards (`cluster`, `peer`, the
-    // run's and metrics' `per_member`, `sum_of`). The v2 keys were b1e2564f...,
-    // 18ce5500..., 726dd468..., a90e31b2..., 72c72452..., 044bb906..., 894fe5cb...,
-    // ba351674... in this order.
+    // Changed again, to v3: the `network` field (a networked cell's link), the test's
+    // `setup_after_services` and `before_run` steps, clusters and peer boards (`cluster`,
+    // `peer`, the run's and metrics' `per_member`, `sum_of`). The v2 keys were
+    // b1e2564f..., 18ce5500..., 726dd468..., a90e31b2..., 72c72452..., 044bb906...,
+    // 894fe5cb..., ba351674... in this order.
     let ws = fixtures::workspace();
     let got = keys(&ws);
     let want = [
-        "0e4a92cdf4da69763d8c0ed36e9c684a disk-4k on pi-1 sd/as-is (installed)",
-        "50e770ee5bce394b73ec7e27ca103873 disk-4k on pi-1 usb/as-is (installed)",
-        "17870427b2d0192ce41e62cdaff1e035 disk-4k on pi-1 usb/ext4 (installed)",
-        "0b768c8215c709123d6e7d86b8196326 xz on pi-1 (installed)",
-        "21d9bfe223916bbd9b8d39e32cfc8ee1 disk-4k on pi-2 sd/as-is (installed)",
-        "5d36ca85a177b3e5b79138bfeeff42db disk-4k on pi-2 usb/as-is (installed)",
-        "3605c1b0805a54b59a1857ee7feb547e disk-4k on pi-2 usb/ext4 (installed)",
-        "cd7e341d13b771cecf6655977ea0eaa4 xz on pi-2 (installed)",
+        "ff40b9c9acb95ce9de1033e3d313bcc7 disk-4k on pi-1 sd/as-is (installed)",
+        "1b9fe88f4138c800ce4b6a5b2bec6b3b disk-4k on pi-1 usb/as-is (installed)",
+        "cca261133b9a9860e7fb714df9c5b48b disk-4k on pi-1 usb/ext4 (installed)",
+        "a3f1e67a659516d4bdd76ff29dc02b58 xz on pi-1 (installed)",
+        "91af838f15d36d315bbf1d4f47835446 disk-4k on pi-2 sd/as-is (installed)",
+        "6ef63f92a41c9f59b961b38827c56e2a disk-4k on pi-2 usb/as-is (installed)",
+        "f0055f00f5e797162f8447f610f7f766 disk-4k on pi-2 usb/ext4 (installed)",
+        "c2ef3eadc5c41512ca727a34e383725d xz on pi-2 (installed)",
     ];
     assert_eq!(got, want);
 }
@@ -282,19 +286,23 @@ fn golden_canonical_bytes() {
         board,
         None,
         None,
+        None,
         recipe,
         &recipe.params,
         &scenario.method,
     );
     let want = concat!(
-        "r8:",
+        "r9:",
         "s5:images19:installed:installed",
         "s5:boardr3:s4:names4:pi-1s5:models14:Raspberry Pi 4s4:archs7:aarch64",
         "s7:storagen",
         "s10:filesystemn",
-        "s4:testr9:",
+        "s7:networkn",
+        "s4:testr11:",
         "s4:names2:xz",
         "s5:setupl0:",
+        "s20:setup_after_servicesl0:",
+        "s10:before_runl0:",
         "s3:runr3:s2:ons5:boards7:commands44:fio --size={{ size }} --filename={{ dir }}/f",
         "s10:per_memberb0",
         "s8:teardownl0:",
@@ -321,7 +329,7 @@ fn golden_canonical_bytes() {
     );
     assert_eq!(
         CellKey::of(&inputs).as_str(),
-        "0b768c8215c709123d6e7d86b8196326",
+        "a3f1e67a659516d4bdd76ff29dc02b58",
         "the key of xz on pi-1 in golden_keys"
     );
 }
@@ -356,10 +364,16 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
         r.file = "pipeline/elsewhere.toml".into();
         r.description = "described otherwise".into();
         r.run.timeout = Some(Duration::from_secs(5));
+        // A metric's label and the order metrics are declared in are the report's.
+        r.metrics[0].label = Some("4K random read".into());
+        let mut second = r.metrics[0].clone();
+        second.name = "a_second_parsed_metric".into();
+        r.metrics.push(second);
         // Metrics derived from stored values measure nothing new.
         let of = r.metrics[0].name.clone();
         r.metrics.push(crate::model::MetricSpec {
             name: "per_w".into(),
+            label: None,
             from: String::new(),
             scale: 1.0,
             unit: "x/W".into(),
@@ -367,6 +381,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             primary: false,
             derive: Some(crate::model::Derived::PerWatt(of)),
             member: crate::model::MemberMetric::Whole,
+            flag: None,
         });
     }
     // A power meter adds readings beside the numbers; it changes none of them.
@@ -379,10 +394,25 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             idle: Duration::from_secs(5),
         });
     }
+    let with_second = keys(&ws);
+    assert_ne!(with_second, k0, "a second parsed metric is an input");
+    // Declared before the first one instead: the same keys.
+    for r in ws.recipes.values_mut() {
+        r.metrics.swap(0, 1);
+        r.metrics[0].label = Some("reordered".into());
+    }
+    assert_eq!(
+        keys(&ws),
+        with_second,
+        "metric order and labels are not inputs"
+    );
+    for r in ws.recipes.values_mut() {
+        r.metrics.remove(0);
+    }
     assert_eq!(
         keys(&ws),
         k0,
-        "addresses, credentials, run counts, timeouts, titles, file names, power meters and derived metrics are not inputs"
+        "addresses, credentials, run counts, timeouts, titles, file names, power meters, metric labels and derived metrics are not inputs"
     );
 
     type Change = Box<dyn Fn(&mut Workspace)>;
@@ -505,6 +535,7 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
             board: board.into(),
             storage: storage.map(StorageName::new),
             filesystem: fs.map(FsName::new),
+            network: None,
             test: test.into(),
         };
     use CannotMeasure as C;

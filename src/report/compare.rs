@@ -1,31 +1,253 @@
-//! Baseline-versus-candidate comparisons: which cells pair up, and the Welch test's verdict.
+//! Baseline-versus-candidate comparisons (`[[report.compare]]`): which cells pair up,
+//! the pooled pairs of one board model, and each pair's verdict as a row of numbers.
 
 use std::collections::BTreeMap;
 
-use super::format::{p_value, percent};
-use super::{AxisFn, ComparisonRow};
-use crate::model::{Scenario, Workspace};
+use serde::Serialize;
+
+use super::AxisFn;
+use crate::model::{Better, MetricSpec, Pool, Scenario, Workspace};
 use crate::plan::state;
 use crate::plan::{Address, Cell, CellKey, Plan};
-use crate::stats;
+use crate::stats::{self, Comparison, Incomparable, OutlierCount, RunsNeeded, Verdict, Words};
 use crate::store::CellData;
+
+/// One comparison: a candidate configuration against its baseline on one metric, or
+/// (`pooled`) every board of one model at once. Numbers are numbers; `difference`,
+/// `verdict_text` and `p_text` are their one rendering ([`stats::describe`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct ComparisonRow {
+    /// `test.metric`.
+    pub metric: String,
+    pub unit: String,
+    /// Which direction is an improvement.
+    pub better: Better,
+    pub baseline: String,
+    pub candidate: String,
+    /// For a pooled row: the board model and the boards in it.
+    pub pooled: Option<Pooled>,
+    /// Runs that count on each side (all pooled boards' together).
+    pub baseline_n: usize,
+    pub candidate_n: usize,
+    pub baseline_mean: Option<f64>,
+    pub candidate_mean: Option<f64>,
+    /// `mean(candidate) / mean(baseline)`; None when not comparable.
+    pub ratio: Option<f64>,
+    /// Fieller's interval of the ratio; None on an unbounded side.
+    pub ratio_ci_low: Option<f64>,
+    pub ratio_ci_high: Option<f64>,
+    /// `(c - b) / |b| · 100`.
+    pub diff_pct: Option<f64>,
+    /// The interval of `diff_pct`; None on an unbounded side (or when not comparable).
+    pub ci_low_pct: Option<f64>,
+    pub ci_high_pct: Option<f64>,
+    /// The difference over the mean of both (the seed's "53% faster"); positive data
+    /// only.
+    pub symmetric_pct: Option<f64>,
+    /// Its interval (the ratio's, mapped); None on an unbounded side.
+    pub symmetric_ci_low_pct: Option<f64>,
+    pub symmetric_ci_high_pct: Option<f64>,
+    /// Welch's two-sided p.
+    pub p: Option<f64>,
+    pub confidence: f64,
+    /// This comparison's noise band, a fraction.
+    pub noise_band: f64,
+    pub verdict: Verdict,
+    /// better or worse (p below 1 - confidence and beyond the noise band).
+    pub significant: bool,
+    /// Inconclusive: about how many runs per side (per board when pooled) would decide.
+    pub runs_needed: Option<RunsNeeded>,
+    /// Outliers among the runs that count (kept in the statistics), by the rule of
+    /// `Report::outlier_rule`.
+    pub baseline_outliers: OutlierCount,
+    pub candidate_outliers: OutlierCount,
+    /// `+42.9% (95% CI +38.0% .. +47.9%; +35.3% of the mean of both)`; for equivalent
+    /// and inconclusive rows the interval only; for others why there is no comparison.
+    pub difference: String,
+    /// `faster (p = 0.0012, ...)`, `inconclusive: ...; about 12 runs per side ...`.
+    pub verdict_text: String,
+    /// `p = 0.0012`, or empty.
+    pub p_text: String,
+}
+
+/// The boards a pooled row stands for.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pooled {
+    pub model: String,
+    pub boards: Vec<String>,
+    /// Boards of the model left out, each with why (too few runs).
+    pub left_out: Vec<String>,
+}
 
 /// A short name of a cell's configuration for comparison rows.
 pub(super) fn config_label(a: &Address) -> String {
-    let mut parts = vec![a.board.to_string()];
+    label_with_board(a, a.board.as_str())
+}
+
+fn label_with_board(a: &Address, board: &str) -> String {
+    let mut parts = vec![board.to_string()];
     if let Some(s) = &a.storage {
         parts.push(s.to_string());
     }
     if let Some(f) = &a.filesystem {
         parts.push(f.to_string());
     }
+    if let Some(n) = &a.network {
+        parts.push(n.to_string());
+    }
     parts.push(a.image.to_string());
     parts.join(" / ")
 }
 
+/// The board model a cell was planned for (part of its inputs, so it needs no board
+/// file); the board's name when the inputs lack one.
+pub(super) fn board_model(cell: &Cell) -> String {
+    cell.inputs
+        .pointer("/board/model")
+        .and_then(|m| m.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| cell.address.board.to_string())
+}
+
+/// The runs of `cell` that count, by the tables' rule: a flagged run the method leaves
+/// out of a table does not decide a comparison either.
+pub(super) fn counted_values(
+    cell: &Cell,
+    spec: &MetricSpec,
+    data: &BTreeMap<CellKey, CellData>,
+) -> Vec<f64> {
+    data.get(&cell.key)
+        .map(|d| values_of(&cell.method, spec, d))
+        .unwrap_or_default()
+}
+
+/// The values of `spec` in the runs of `d` that count under `method`.
+pub(super) fn values_of(
+    method: &crate::model::Method,
+    spec: &MetricSpec,
+    d: &CellData,
+) -> Vec<f64> {
+    state::counted(method, d)
+        .filter_map(|s| spec.value(&s.metrics, s.ended - s.started))
+        .collect()
+}
+
+/// The statement under the comparisons table: how rows are judged.
+pub fn method_text(scenario: &Scenario) -> String {
+    let conf = super::percent(scenario.method.confidence);
+    let alpha = super::trimmed(1.0 - scenario.method.confidence);
+    let band = super::percent(scenario.precision.noise_band);
+    format!(
+        "Each difference is the candidate's mean over the baseline's, with Fieller's {conf}% confidence interval of that ratio (never beyond -100% for a positive metric). \
+         Faster, slower, better or worse: Welch's t-test gives p < {alpha} and the difference lies beyond the ±{band}% noise band (boards drift that much between sessions); \
+         equivalent: the whole interval lies inside the band; inconclusive: neither, with about how many runs per side would give 80% power to decide it at this spread. \
+         A pooled row (pool = \"model\") weighs each board of the model equally with its own runs' spread: it is about the boards measured."
+    )
+}
+
+/// A row from a comparison's result.
+pub(super) fn row(
+    metric: String,
+    spec: &MetricSpec,
+    labels: (String, String),
+    pooled: Option<Pooled>,
+    (b, x): (&[&[f64]], &[&[f64]]),
+    confidence: f64,
+    noise_band: f64,
+) -> ComparisonRow {
+    let result = stats::compare_strata(b, x, confidence, noise_band, spec.better);
+    let per_side = if pooled.is_some() {
+        "runs per side on each board"
+    } else {
+        "runs per side"
+    };
+    let words = Words::for_unit(&spec.unit);
+    let outliers = |s: &[&[f64]]| {
+        s.iter().fold(OutlierCount::default(), |acc, xs| {
+            let c = OutlierCount::of(xs);
+            OutlierCount {
+                mild: acc.mild + c.mild,
+                severe: acc.severe + c.severe,
+            }
+        })
+    };
+    let count = |s: &[&[f64]]| s.iter().map(|xs| xs.len()).sum::<usize>();
+    let mut r = ComparisonRow {
+        metric,
+        unit: spec.unit.clone(),
+        better: spec.better,
+        baseline: labels.0,
+        candidate: labels.1,
+        pooled,
+        baseline_n: count(b),
+        candidate_n: count(x),
+        baseline_mean: None,
+        candidate_mean: None,
+        ratio: None,
+        ratio_ci_low: None,
+        ratio_ci_high: None,
+        diff_pct: None,
+        ci_low_pct: None,
+        ci_high_pct: None,
+        symmetric_pct: None,
+        symmetric_ci_low_pct: None,
+        symmetric_ci_high_pct: None,
+        p: None,
+        confidence,
+        noise_band,
+        verdict: Verdict::NotComparable,
+        significant: false,
+        runs_needed: None,
+        baseline_outliers: outliers(b),
+        candidate_outliers: outliers(x),
+        difference: String::new(),
+        verdict_text: String::new(),
+        p_text: String::new(),
+    };
+    match result {
+        Ok(c) => fill(&mut r, &c, words, per_side),
+        Err(e) => {
+            let d = stats::describe_incomparable(&e);
+            (r.difference, r.verdict_text) = (d.difference, d.verdict);
+        }
+    }
+    r
+}
+
+/// Copies a comparison's numbers and words into a row.
+pub(super) fn fill(r: &mut ComparisonRow, c: &Comparison, words: Words, per_side: &str) {
+    let d = stats::describe(c, words, 1, per_side);
+    let (lo, hi) = match c.ratio_ci {
+        stats::RatioInterval::Interval { low, high } => (low, high),
+        stats::RatioInterval::Outside { .. } => (None, None),
+    };
+    r.baseline_mean = Some(c.baseline_mean);
+    r.candidate_mean = Some(c.candidate_mean);
+    r.ratio = Some(c.ratio);
+    r.ratio_ci_low = lo;
+    r.ratio_ci_high = hi;
+    r.diff_pct = Some(c.diff_pct);
+    r.ci_low_pct = c.ci_low_pct;
+    r.ci_high_pct = c.ci_high_pct;
+    r.symmetric_pct = c.symmetric_pct;
+    r.symmetric_ci_low_pct = c.symmetric_ci_low_pct;
+    r.symmetric_ci_high_pct = c.symmetric_ci_high_pct;
+    r.p = Some(c.welch.p);
+    r.p_text = format!("p = {}", super::p_value(c.welch.p));
+    r.verdict = c.verdict;
+    r.significant = c.significant;
+    r.runs_needed = c.runs_needed;
+    r.difference = d.difference;
+    r.verdict_text = d.verdict;
+}
+
 /// Pairs every candidate cell with the baseline cell it is compared to: the only
 /// baseline when there is one, else the baseline that agrees on every axis neither
-/// pattern names (so "UASP vs no UASP" pairs the same board and image).
+/// pattern names (so "UASP vs no UASP" pairs the same board and image). With
+/// `pool = "model"`, after a comparison's per-board rows come its pooled rows: the
+/// pairs on one board (baseline and candidate on the same board) grouped by the
+/// board's model and the other axes, one row per group of at least two boards, each
+/// board one stratum of [`stats::compare_strata`].
 pub fn comparisons(
     ws: &Workspace,
     scenario: &Scenario,
@@ -41,6 +263,8 @@ pub fn comparisons(
             continue;
         };
         let spec = &spec;
+        let noise_band = c.noise_band.unwrap_or(scenario.precision.noise_band);
+        let confidence = scenario.method.confidence;
         let cells: Vec<_> = plan
             .cells
             .iter()
@@ -71,17 +295,8 @@ pub fn comparisons(
         .filter(|(n, _)| !n)
         .map(|(_, f)| f)
         .collect();
-        // The runs that count, by the same rule as the tables: a flagged run the method
-        // leaves out of a table must not decide a comparison either.
-        let values = |cell: &Cell| -> Vec<f64> {
-            data.get(&cell.key)
-                .map(|d| {
-                    state::counted(&cell.method, d)
-                        .filter_map(|s| spec.value(&s.metrics, s.ended - s.started))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let metric = format!("{}.{}", c.test, c.metric);
+        let mut pairs = Vec::new();
         for cand in cells
             .iter()
             .filter(|x| x.address.matches(&c.candidate) && !x.address.matches(&c.baseline))
@@ -98,53 +313,105 @@ pub fn comparisons(
             let Some(base) = base else {
                 continue;
             };
-            let (b, x) = (values(base), values(cand));
-            let mut row = ComparisonRow {
-                metric: format!("{}.{}", c.test, c.metric),
-                baseline: config_label(&base.address),
-                candidate: config_label(&cand.address),
-                difference: String::new(),
-                p: String::new(),
-                verdict: String::new(),
-                significant: false,
-            };
-            match stats::compare(
-                &b,
-                &x,
-                scenario.method.confidence,
-                stats::DEFAULT_NOISE_BAND,
-                spec.better,
-            ) {
-                Some(cmp) => {
-                    // Write-ups often give the difference over the mean of both
-                    // ("53% faster" for 172 -> 297 MB/s); shown too, so such numbers
-                    // can be checked against this one.
-                    let symmetric = (cmp.candidate_mean - cmp.baseline_mean)
-                        / ((cmp.candidate_mean + cmp.baseline_mean) / 2.0)
-                        * 100.0;
-                    row.difference = format!(
-                        "{:+.1}% ({}% CI {:+.1}% .. {:+.1}%; {:+.1}% of the mean of both)",
-                        cmp.diff_pct,
-                        percent(cmp.confidence),
-                        cmp.ci_low_pct,
-                        cmp.ci_high_pct,
-                        symmetric
-                    );
-                    row.p = format!("p = {}", p_value(cmp.welch.p));
-                    row.verdict = cmp.verdict.to_string();
-                    row.significant = cmp.significant;
-                }
-                None => {
-                    row.difference = format!(
-                        "needs at least 2 runs on each side (have {} and {})",
-                        b.len(),
-                        x.len()
-                    );
-                    row.verdict = "not enough data".into();
-                }
-            }
-            rows.push(row);
+            let (b, x) = (
+                counted_values(base, spec, data),
+                counted_values(cand, spec, data),
+            );
+            rows.push(row(
+                metric.clone(),
+                spec,
+                (config_label(&base.address), config_label(&cand.address)),
+                None,
+                (&[&b], &[&x]),
+                confidence,
+                noise_band,
+            ));
+            pairs.push((*base, *cand, b, x));
         }
+        if c.pool == Some(Pool::Model) {
+            rows.extend(pooled_rows(&metric, spec, &pairs, confidence, noise_band));
+        }
+    }
+    rows
+}
+
+type Pair<'a> = (&'a Cell, &'a Cell, Vec<f64>, Vec<f64>);
+
+/// One row per (board model, the pair's other axes) with at least two boards.
+fn pooled_rows(
+    metric: &str,
+    spec: &MetricSpec,
+    pairs: &[Pair<'_>],
+    confidence: f64,
+    noise_band: f64,
+) -> Vec<ComparisonRow> {
+    let mut groups: BTreeMap<(String, String, String), Vec<&Pair<'_>>> = BTreeMap::new();
+    for p in pairs {
+        let (base, cand) = (p.0, p.1);
+        let model = board_model(cand);
+        if base.address.board != cand.address.board || board_model(base) != model {
+            continue;
+        }
+        let key = (
+            model.clone(),
+            label_with_board(&base.address, &model),
+            label_with_board(&cand.address, &model),
+        );
+        groups.entry(key).or_default().push(p);
+    }
+    let mut rows = Vec::new();
+    for ((model, _, _), members) in groups {
+        let (used, short): (Vec<_>, Vec<_>) = members
+            .into_iter()
+            .partition(|p| p.2.len() >= 2 && p.3.len() >= 2);
+        if used.len() + short.len() < 2 {
+            continue;
+        }
+        let boards: Vec<String> = used.iter().map(|p| p.1.address.board.to_string()).collect();
+        let first = used.first().or(short.first()).map(|p| (p.0, p.1));
+        let Some((base, cand)) = first else {
+            continue;
+        };
+        let who = if boards.is_empty() {
+            format!("{model} (pooled)")
+        } else {
+            format!("{model} (pooled: {})", boards.join(", "))
+        };
+        let (base_label, cand_label) = (
+            label_with_board(&base.address, &who),
+            label_with_board(&cand.address, &who),
+        );
+        let left_out = short
+            .iter()
+            .map(|p| {
+                format!(
+                    "{}: {}",
+                    p.1.address.board,
+                    Incomparable::TooFewRuns {
+                        baseline: p.2.len(),
+                        candidate: p.3.len()
+                    }
+                )
+            })
+            .collect();
+        // Every board too short: the row is "not comparable", with their run counts.
+        let strata = if used.is_empty() { &short } else { &used };
+        let b: Vec<&[f64]> = strata.iter().map(|p| p.2.as_slice()).collect();
+        let x: Vec<&[f64]> = strata.iter().map(|p| p.3.as_slice()).collect();
+        let pooled = Pooled {
+            model,
+            boards,
+            left_out,
+        };
+        rows.push(row(
+            metric.to_string(),
+            spec,
+            (base_label, cand_label),
+            Some(pooled),
+            (&b, &x),
+            confidence,
+            noise_band,
+        ));
     }
     rows
 }

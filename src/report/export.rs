@@ -1,4 +1,5 @@
-//! Exporters: the report model rendered as Markdown, HTML (templates) and JSON.
+//! Exporters: the report model rendered as Markdown and HTML (templates); `report.json`
+//! (`json.rs`) and `results.csv` (`csv.rs`) implement the same trait.
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
@@ -89,7 +90,6 @@ pub fn markdown_escape(text: &str) -> String {
 
 pub struct Markdown;
 pub struct Html;
-pub struct Json;
 
 impl Exporter for Markdown {
     fn file_name(&self) -> &'static str {
@@ -109,18 +109,12 @@ impl Exporter for Html {
     }
 }
 
-impl Exporter for Json {
-    fn file_name(&self) -> &'static str {
-        "report.json"
-    }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        let mut b = serde_json::to_vec_pretty(report)?;
-        b.push(b'\n');
-        Ok(b)
-    }
-}
-
 /// Every exporter, in the order files are written.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(Markdown), Box::new(Html), Box::new(Json)]
+    vec![
+        Box::new(Markdown),
+        Box::new(Html),
+        Box::new(super::Json),
+        Box::new(super::Csv),
+    ]
 }

@@ -1,18 +1,17 @@
 //! A per-member metric's columns: one per member of the table's systems under test.
 
-use crate::plan::Plan;
+use crate::plan::Cell;
 
 /// The recipe's metrics with each `per_member` one as a column per member (`rate@pi-1`),
 /// members in the order the table's cells name them (a cluster's order; a board is
 /// its own only member).
 pub(super) fn per_member_columns(
     recipe: &crate::model::Recipe,
-    plan: &Plan,
-    test: &crate::model::TestName,
+    cells: &[&Cell],
 ) -> Vec<crate::model::MetricSpec> {
     use crate::model::{MemberMetric, member_metric};
     let mut members: Vec<String> = Vec::new();
-    for c in plan.cells.iter().filter(|c| &c.address.test == test) {
+    for c in cells {
         let names: Vec<String> = match &c.cluster {
             Some(cl) => cl.members.iter().map(|m| m.to_string()).collect(),
             None => vec![c.address.board.to_string()],
@@ -32,6 +31,7 @@ pub(super) fn per_member_columns(
         for member in &members {
             out.push(crate::model::MetricSpec {
                 name: member_metric(&m.name, member),
+                label: m.label.as_ref().map(|l| format!("{l} ({member})")),
                 member: MemberMetric::Whole,
                 primary: false,
                 ..m.clone()

@@ -1,67 +1,116 @@
-//! Reports: a pure function of (scenario, plan, store contents) -> Markdown, HTML, JSON.
+//! Reports: a pure function of (scenario, plan, store contents) -> Markdown, HTML, JSON,
+//! CSV.
 //!
 //! `build` makes a report model from the data; exporters render the model. Nothing here
 //! reads the clock, the environment or the filesystem, and every collection is ordered,
-//! so the same inputs give the same bytes on any machine.
+//! so the same inputs give the same bytes on any machine. The plan may hold cells of
+//! boards whose file is gone (`plan::stored`): everything shown comes from the scenario,
+//! the recipes and what the store kept, never from a board file.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::{Better, Cooldown, Scenario, Workspace};
-use crate::plan::state::{self, CellState};
+use crate::model::{Axis, MetricSpec, Scenario, TestName, Workspace};
 use crate::plan::{Address, CellKey, Plan};
-use crate::stats;
 use crate::store::CellData;
 
+mod across;
+mod cells;
 mod chart;
 mod compare;
+mod csv;
 mod export;
 mod format;
+mod json;
+mod labels;
 mod members;
+mod method;
+mod precision;
 mod provenance;
+mod sections;
+mod table;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_compare;
+#[cfg(test)]
+mod tests_exports;
+#[cfg(test)]
 mod tests_provenance;
+#[cfg(test)]
+mod tests_tables;
 
+pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
 pub use chart::bar_chart;
-pub use compare::comparisons;
-pub use export::{ExportError, Exporter, Html, Json, Markdown, exporters, markdown_escape};
-use format::duration_text;
+pub use compare::{ComparisonRow, Pooled, comparisons};
+pub use csv::{CSV_COLUMNS, Csv, SampleRow};
+pub use export::{ExportError, Exporter, Html, Markdown, exporters, markdown_escape};
 pub use format::{mean_ci, number, p_value, percent, trimmed};
+pub use json::{Json, REPORT_FORMAT};
+pub use method::Method;
+pub use precision::{PrecisionNotes, WideInterval, WideValue};
 pub use provenance::{Fact, Provenance, host_key_fingerprint};
+pub use sections::{Count, Failed, Incomplete, Skipped, Validity, flag_words};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub title: String,
     pub description: Option<String>,
     pub scenario: String,
+    /// The method in one line (`Method::line`).
     pub methodology: String,
+    pub method: Method,
     pub confidence_pct: String,
-    pub tests: Vec<TestTable>,
+    /// The scenario's own tables (`[[report.table]]`), then one per test.
+    pub tables: Vec<Table>,
     /// `[[report.compare]]`: candidates against their baseline, with significance.
     pub comparisons: Vec<ComparisonRow>,
+    /// Cells whose runs raised validity flags or warnings.
+    pub validity: Vec<Validity>,
+    /// How comparison rows are judged, in words (`compare::method_text`).
+    pub comparison_method: String,
+    /// Intervals wider than `[report] wide_ci` and what would narrow them; the outlier
+    /// rule where outliers are counted (`precision.rs`).
+    pub precision: PrecisionNotes,
     /// Cells without enough data yet, with their state.
     pub incomplete: Vec<Incomplete>,
+    /// Cells whose last attempt failed, with the cause.
+    pub failed: Vec<Failed>,
     /// Cells that cannot apply, with the reason: the plan's (a storage with no device)
     /// and those the last apply found on the board (a tool not installed).
-    pub skipped: Vec<String>,
+    pub skipped: Vec<Skipped>,
     /// Per configuration, what produced its numbers, from the facts stored with its
     /// cells; a fact that differs between them is a warning (`provenance.rs`).
     pub provenance: Vec<Provenance>,
     /// The benchpipe that rendered the report (each configuration shows the one that
     /// measured it, where its facts say).
     pub benchpipe: String,
+    /// Every stored run of the report's cells with its provenance, for `results.csv`
+    /// (not in the templates' context).
+    #[serde(skip)]
+    pub samples: Vec<SampleRow>,
+    /// The metric columns of `results.csv`: `(test, metric)` in table order.
+    #[serde(skip)]
+    pub sample_metrics: Vec<(String, MetricSpec)>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct TestTable {
-    pub test: String,
-    /// The axes that vary among this table's rows (the board when none does).
-    pub axes: Vec<String>,
+pub struct Table {
+    /// `test-xz`, `table-1`: unique in the report, for anchors.
+    pub id: String,
+    /// The test's name, or the scenario table's title.
+    pub title: String,
     pub description: String,
-    pub metrics: Vec<MetricHeader>,
+    /// The tests whose cells the table shows.
+    pub tests: Vec<String>,
+    /// The axes a row stands for (the board when none varies).
+    pub axes: Vec<String>,
+    /// The first column's header: the axes, `board, storage`.
+    pub row_header: String,
+    /// The axis whose values are columns, if any.
+    pub pivot: Option<String>,
+    pub columns: Vec<Column>,
     pub rows: Vec<Row>,
     /// Whether rows say how many runs the precision target took.
     pub adaptive: bool,
@@ -69,24 +118,35 @@ pub struct TestTable {
     pub any_flagged: bool,
     /// `config: note` for every row's drift choices, listed under the table.
     pub drift: Vec<String>,
-    /// One inline SVG bar chart per metric (mean with its confidence interval), for
+    /// One inline SVG bar chart per column (mean with its confidence interval), for
     /// the HTML report; empty when there is nothing to draw.
     pub charts: Vec<String>,
 }
 
+/// A table column: one test's metric (and one pivot value).
 #[derive(Clone, Debug, Serialize)]
-pub struct MetricHeader {
+pub struct Column {
+    pub test: String,
+    /// The metric's name.
     pub name: String,
+    /// What the column is called: the scenario's label, the recipe's, or the name.
+    pub label: String,
     pub unit: String,
     /// "higher is better" / "lower is better".
     pub better: String,
+    /// The pivot value's label, for a pivoted column.
+    pub pivot: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    /// Values of the varying axes, in `TestTable::axes` order.
+    /// What the row is: its axes' labels, `Raspberry Pi 4 Model B, Kingston A400 SSD`.
+    pub label: String,
+    /// Values of the row's axes, in `Table::axes` order (names, not labels).
     pub config: Vec<String>,
-    pub key: String,
+    /// The keys of the row's measured cells.
+    pub keys: Vec<String>,
+    /// One per column.
     pub values: Vec<Stat>,
     /// With a precision target: the runs taken and the rule that stopped them.
     pub runs: Option<String>,
@@ -109,8 +169,10 @@ pub struct Row {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Stat {
-    /// `12.3 ± 0.4 MB/s (n=3)` or `—`.
+    /// `12.3 ± 0.4 MB/s (n=3, 1 flagged, 1 outlier)` or `—`.
     pub text: String,
+    /// The key of the cell the value comes from.
+    pub cell: Option<String>,
     pub n: usize,
     pub mean: Option<f64>,
     pub ci_half: Option<f64>,
@@ -120,30 +182,36 @@ pub struct Stat {
     pub max: Option<f64>,
     /// Values classified as outliers (kept in the statistics, shown here).
     pub outliers: usize,
+    /// Measured runs of the cell with a validity flag.
+    pub flagged: usize,
+    /// Of those, the runs left out of the statistics (`exclude_flagged`).
+    pub excluded: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct ComparisonRow {
-    pub metric: String,
-    pub baseline: String,
-    pub candidate: String,
-    /// `+53.2% (95% CI +40.1% .. +66.3%)`, or why there is no comparison.
-    pub difference: String,
-    /// `p = 0.0012`.
-    pub p: String,
-    /// better / worse / no significant difference.
-    pub verdict: String,
-    pub significant: bool,
+impl Stat {
+    pub fn empty() -> Stat {
+        Stat {
+            text: "—".into(),
+            cell: None,
+            n: 0,
+            mean: None,
+            ci_half: None,
+            sd: None,
+            min: None,
+            median: None,
+            max: None,
+            outliers: 0,
+            flagged: 0,
+            excluded: 0,
+        }
+    }
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct Incomplete {
-    pub cell: String,
-    pub state: String,
-}
+/// Comparisons name a configuration by its axes' values (`compare.rs`).
+type AxisFn = fn(&Address) -> String;
 
 /// What the user chose when the board changed under a cell's runs, one line each.
-fn drift_notes(d: &CellData) -> Vec<String> {
+pub(super) fn drift_notes(d: &CellData) -> Vec<String> {
     let Some(f) = &d.fingerprint else {
         return Vec::new();
     };
@@ -165,88 +233,9 @@ fn drift_notes(d: &CellData) -> Vec<String> {
         .collect()
 }
 
-fn methodology(scenario: &Scenario) -> String {
-    let m = &scenario.method;
-    let mut parts = Vec::new();
-    let runs = if m.runs.min == m.runs.max || m.runs.target.is_none() {
-        format!("{} measured runs", m.runs.min)
-    } else {
-        format!(
-            "{} to {} measured runs, until the {}% CI is within ±{}% of the mean",
-            m.runs.min,
-            m.runs.max,
-            percent(m.confidence),
-            percent(m.runs.target.unwrap_or(0.0))
-        )
-    };
-    let total = m.warmup.runs + m.runs.min;
-    if m.warmup.runs > 0 {
-        parts.push(format!(
-            "{total} runs, the first {} discarded as warm-up ({runs})",
-            if m.warmup.runs == 1 {
-                "one".to_string()
-            } else {
-                m.warmup.runs.to_string()
-            }
-        ));
-    } else {
-        parts.push(runs);
-    }
-    if let Some(d) = m.warmup.duration {
-        parts.push(format!(
-            "warm-up of at least {}",
-            duration_text(d.as_secs_f64())
-        ));
-    }
-    match &m.cooldown {
-        Cooldown::None => {}
-        Cooldown::Fixed { duration } => parts.push(format!(
-            "{} cool-down before each cell",
-            duration_text(duration.as_secs_f64())
-        )),
-        Cooldown::UntilBelow {
-            celsius,
-            above_idle,
-            max,
-        } => parts.push(format!(
-            "cool-down until below {}{}°C (at most {})",
-            if *above_idle {
-                "the idle temperature + "
-            } else {
-                ""
-            },
-            number(*celsius),
-            duration_text(max.as_secs_f64())
-        )),
-    }
-    if let Some(gate) = &m.idle {
-        parts.push(format!(
-            "then until the 1-minute load stayed below {} for {} (at most {})",
-            number(gate.load_below),
-            duration_text(gate.hold.as_secs_f64()),
-            duration_text(gate.max.as_secs_f64())
-        ));
-    }
-    parts.push(format!(
-        "runs flagged as throttled, hot (above {}°C), swapping, under background load (above {}% of the CPU) or under-voltage are {} the statistics",
-        trimmed(m.validity.hot_celsius),
-        percent(m.validity.background_load),
-        if m.validity.exclude_flagged { "left out of" } else { "kept in" }
-    ));
-    parts.push(format!(
-        "values are mean ± {}% confidence interval half-width (Student's t), n = measured runs",
-        percent(m.confidence)
-    ));
-    parts.join("; ") + "."
-}
-
 /// The temperature and clock over a cell's last measured run, when it kept a series of
 /// at least two points (`series = true` recipes).
-fn series_chart_of(
-    d: &CellData,
-    axes: &[(&'static str, AxisFn)],
-    address: &Address,
-) -> Option<String> {
+fn series_chart_of(d: &CellData, label: &str) -> Option<String> {
     let last = d.measured().last()?;
     let series = last.telemetry.as_ref()?.get("series")?.as_array()?;
     let num = |p: &serde_json::Value, k: &str| {
@@ -259,14 +248,10 @@ fn series_chart_of(
     if points.len() < 2 {
         return None;
     }
-    let label: Vec<String> = axes.iter().map(|(_, f)| f(address)).collect();
     let title = if label.is_empty() {
         "temperature and clock over the last run".to_string()
     } else {
-        format!(
-            "{}: temperature and clock over the last run",
-            label.join(" / ")
-        )
+        format!("{label}: temperature and clock over the last run")
     };
     Some(chart::series_chart(&title, &points))
 }
@@ -279,295 +264,136 @@ pub fn build(
     data: &BTreeMap<CellKey, CellData>,
 ) -> Report {
     let empty = CellData::default();
-    let mut tests = Vec::new();
-    let mut incomplete = Vec::new();
-    let mut skipped_on_board = Vec::new();
+    let ordered = cells::order(scenario, plan.cells.iter());
+    let views = cells::views(&ws.recipes, scenario, &ordered, data, &empty);
+    let labels = labels::AxisLabels::new(&scenario.report.labels, &views);
+    let confidence = scenario.method.confidence;
+    let label_of = |test: &TestName, m: &MetricSpec| {
+        scenario
+            .report
+            .labels
+            .metric(test, &m.name)
+            .unwrap_or(m.label())
+            .to_string()
+    };
+
+    let mut tables = Vec::new();
+    for (i, spec) in scenario.report.tables.iter().enumerate() {
+        let columns = spec
+            .columns
+            .iter()
+            .filter_map(|c| {
+                let metric = ws.recipes.get(&c.test)?.metric(&c.metric)?;
+                Some(table::Want {
+                    label: c
+                        .label
+                        .clone()
+                        .unwrap_or_else(|| label_of(&c.test, &metric)),
+                    test: c.test.clone(),
+                    metric,
+                })
+            })
+            .collect();
+        let shape = table::Shape {
+            id: format!("table-{}", i + 1),
+            title: spec.title.clone(),
+            description: spec.description.clone().unwrap_or_default(),
+            columns,
+            rows: spec.rows.clone(),
+            pivot: spec.pivot,
+            charts: false,
+        };
+        tables.push(table::build(shape, &views, &labels, confidence));
+    }
+    let mut sample_metrics = Vec::new();
     for test in &scenario.matrix.test {
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
         };
-        let primary = recipe.primary_metrics();
-        let metrics = table_metrics(recipe, plan, data, test);
-        let axes = varying_axes(
-            plan.cells
-                .iter()
-                .filter(|c| &c.address.test == test)
-                .map(|c| &c.address),
-        );
-        let mut rows = Vec::new();
-        let mut series_charts = Vec::new();
-        for cell in plan.cells.iter().filter(|c| &c.address.test == test) {
-            let d = data.get(&cell.key).unwrap_or(&empty);
-            if recipe.series {
-                series_charts.extend(series_chart_of(d, &axes, &cell.address));
-            }
-            let st = state::state(cell, &primary, d);
-            let runs = match (&st, cell.method.runs.target) {
-                (CellState::Complete { have, rule }, Some(_)) => Some(format!(
-                    "{have}, {}",
-                    match rule {
-                        state::StopRule::TargetReached => "target reached",
-                        state::StopRule::MaxReached => "max reached, target missed",
-                        state::StopRule::MinReached => "min reached",
-                    }
-                )),
-                _ => None,
-            };
-            // A cell the board cannot run is listed with the plan's skipped cells.
-            if let CellState::Skipped { reason, .. } = &st {
-                skipped_on_board.push(format!("{}: {reason}", cell.address.label()));
-            } else if !st.is_complete() {
-                incomplete.push(Incomplete {
-                    cell: cell.address.label(),
-                    state: match st {
-                        CellState::Missing { .. } => "not measured".into(),
-                        CellState::Partial { have, want } => {
-                            format!("partial: {have} of {want} runs")
-                        }
-                        // The failure's text leaves out its log, whose name holds the
-                        // failing session's start time.
-                        CellState::Failed { have, want, cause } => {
-                            format!("failed ({have} of {want} runs): {cause}")
-                        }
-                        CellState::Complete { .. } | CellState::Skipped { .. } => String::new(),
-                    },
-                });
-            }
-            if d.measured_count() == 0 {
-                continue;
-            }
-            let method = &scenario.method;
-            let flagged: Vec<String> = d
-                .measured()
-                .flat_map(|s| state::flags_of(method, s))
-                .collect();
-            let flagged_runs = d
-                .measured()
-                .filter(|s| !state::flags_of(method, s).is_empty())
-                .count();
-            let values = metrics
-                .iter()
-                .map(|m| {
-                    let xs: Vec<f64> = state::counted(method, d)
-                        .filter_map(|s| m.value(&s.metrics, s.ended - s.started))
-                        .collect();
-                    stat(&xs, method.confidence, &m.unit)
-                })
-                .collect();
-            let mut kinds: Vec<String> = flagged;
-            kinds.sort();
-            kinds.dedup();
-            let warnings_of = |s: &crate::store::Sample| {
-                s.telemetry
-                    .as_ref()
-                    .map(crate::telemetry::warnings_of)
-                    .unwrap_or_default()
-            };
-            let mut warnings: Vec<String> = d.measured().flat_map(warnings_of).collect();
-            warnings.sort();
-            warnings.dedup();
-            let warned_runs = d.measured().filter(|s| !warnings_of(s).is_empty()).count();
-            let mut flagged_text = Vec::new();
-            if flagged_runs > 0 {
-                flagged_text.push(format!(
-                    "{flagged_runs} of {} ({}), {}",
-                    d.measured_count(),
-                    kinds.join(", "),
-                    if method.validity.exclude_flagged {
-                        "excluded"
-                    } else {
-                        "included"
-                    }
-                ));
-            }
-            if warned_runs > 0 {
-                flagged_text.push(format!(
-                    "{warned_runs} of {} ({}), included",
-                    d.measured_count(),
-                    warnings.join(", ")
-                ));
-            }
-            rows.push(Row {
-                config: axes.iter().map(|(_, f)| f(&cell.address)).collect(),
-                key: cell.key.to_string(),
-                values,
-                runs,
-                flagged: flagged_text.join("; "),
-                flagged_runs,
-                flags: kinds,
-                warned_runs,
-                warnings,
-                drift: drift_notes(d),
-            });
+        let of_test: Vec<&cells::View> =
+            views.iter().filter(|v| &v.address().test == test).collect();
+        let metrics = table_metrics(recipe, &of_test);
+        for m in &metrics {
+            sample_metrics.push((test.to_string(), m.clone()));
         }
-        let mut charts: Vec<String> = metrics
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| {
-                let bars: Vec<(String, f64, f64)> = rows
-                    .iter()
-                    .filter_map(|r: &Row| {
-                        let v = r.values.get(i)?;
-                        Some((r.config.join(" / "), v.mean?, v.ci_half.unwrap_or(0.0)))
-                    })
-                    .collect();
-                (!bars.is_empty()).then(|| bar_chart(&m.name, &m.unit, &bars))
-            })
-            .collect();
-        charts.extend(series_charts);
-        let drift = rows
-            .iter()
-            .flat_map(|r: &Row| {
-                r.drift
-                    .iter()
-                    .map(|n| format!("{}: {n}", r.config.join(" / ")))
-            })
-            .collect();
-        tests.push(TestTable {
-            drift,
-            charts,
-            any_flagged: rows
-                .iter()
-                .any(|r: &Row| r.flagged_runs > 0 || r.warned_runs > 0),
-            adaptive: scenario.method.runs.target.is_some(),
-            test: test.to_string(),
-            axes: axes.iter().map(|(n, _)| n.to_string()).collect(),
+        let shape = table::Shape {
+            id: format!("test-{test}"),
+            title: test.to_string(),
             description: recipe.description.clone(),
-            metrics: metrics
-                .iter()
-                .map(|m| MetricHeader {
-                    name: m.name.clone(),
-                    unit: m.unit.clone(),
-                    better: match m.better {
-                        Better::Higher => "higher is better".into(),
-                        Better::Lower => "lower is better".into(),
-                    },
+            columns: metrics
+                .into_iter()
+                .map(|metric| table::Want {
+                    label: label_of(test, &metric),
+                    test: test.clone(),
+                    metric,
                 })
                 .collect(),
-            rows,
-        });
+            rows: None,
+            pivot: None,
+            charts: true,
+        };
+        let mut t = table::build(shape, &views, &labels, confidence);
+        if recipe.series {
+            let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
+            t.charts.extend(
+                of_test
+                    .iter()
+                    .filter(|v| v.measured() > 0)
+                    .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address()))),
+            );
+        }
+        tables.push(t);
     }
-    let comparisons = comparisons(ws, scenario, plan, data);
+
+    let (incomplete, failed, skipped) = sections::states(scenario, plan, &views);
+    // Comparisons and provenance see the cells in report order, so that a report made
+    // without board files lists them as one made with them does.
+    let ordered_plan = Plan {
+        cells: ordered.iter().map(|c| (*c).clone()).collect(),
+        skipped: plan.skipped.clone(),
+    };
+    let method = method::method(scenario, &views);
     Report {
-        provenance: provenance::provenance(plan, data),
+        comparison_method: compare::method_text(scenario),
+        precision: precision::notes(ws, scenario, &ordered_plan, data),
+        provenance: provenance::provenance(&ordered_plan, data),
         benchpipe: env!("CARGO_PKG_VERSION").to_string(),
-        comparisons,
+        comparisons: comparisons(ws, scenario, &ordered_plan, data),
         title: scenario.title.clone(),
         description: scenario.description.clone(),
         scenario: scenario.name.clone(),
-        methodology: methodology(scenario),
-        confidence_pct: percent(scenario.method.confidence),
-        tests,
+        methodology: method.line(),
+        confidence_pct: percent(confidence),
+        validity: sections::validity(&views),
+        samples: csv::rows(scenario, &views, &sample_metrics),
+        sample_metrics,
+        method,
+        tables,
         incomplete,
-        skipped: plan
-            .skipped
-            .iter()
-            .map(|s| format!("{}: {}", s.address.label(), s.reason))
-            .chain(skipped_on_board)
-            .collect(),
+        failed,
+        skipped,
     }
 }
 
-/// A test table's metrics: the recipe's, then idle and load watts when any of the
-/// table's runs has them (a board with a `[meter]`).
-fn table_metrics(
-    recipe: &crate::model::Recipe,
-    plan: &Plan,
-    data: &BTreeMap<CellKey, CellData>,
-    test: &crate::model::TestName,
-) -> Vec<crate::model::MetricSpec> {
-    let mut out = members::per_member_columns(recipe, plan, test);
+/// A test table's metrics: the recipe's, in its order (a per-member one as a column
+/// per member), then idle and load watts and a series' temperature and clock when any
+/// of the table's runs has them.
+fn table_metrics(recipe: &crate::model::Recipe, views: &[&cells::View]) -> Vec<MetricSpec> {
+    let cells: Vec<&crate::plan::Cell> = views.iter().map(|v| v.cell).collect();
+    let mut out = members::per_member_columns(recipe, &cells);
     let series = if recipe.series {
-        crate::model::MetricSpec::series().to_vec()
+        MetricSpec::series().to_vec()
     } else {
         Vec::new()
     };
-    for power in crate::model::MetricSpec::power().into_iter().chain(series) {
-        let measured = plan
-            .cells
+    for extra in MetricSpec::power().into_iter().chain(series) {
+        let measured = views
             .iter()
-            .filter(|c| &c.address.test == test)
-            .filter_map(|c| data.get(&c.key))
-            .flat_map(|d| d.measured())
-            .any(|s| s.metrics.contains_key(&power.name));
+            .flat_map(|v| v.data.measured())
+            .any(|s| s.metrics.contains_key(&extra.name));
         if measured {
-            out.push(power);
+            out.push(extra);
         }
     }
     out
-}
-
-type AxisFn = fn(&Address) -> String;
-
-/// The axes whose value differs among `cells`, in matrix order; the board alone when
-/// none does, so every table names what it measured.
-fn varying_axes<'a>(
-    cells: impl Iterator<Item = &'a Address> + Clone,
-) -> Vec<(&'static str, AxisFn)> {
-    let all: [(&'static str, AxisFn); 4] = [
-        ("image", |a| a.image.to_string()),
-        ("board", |a| a.board.to_string()),
-        ("storage", |a| {
-            a.storage
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "—".into())
-        }),
-        ("filesystem", |a| {
-            a.filesystem
-                .as_ref()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "—".into())
-        }),
-    ];
-    let varies = |f: &AxisFn| {
-        let mut v: Vec<String> = cells.clone().map(f).collect();
-        v.sort();
-        v.dedup();
-        v.len() > 1
-    };
-    let mut axes: Vec<_> = all.iter().filter(|(_, f)| varies(f)).copied().collect();
-    if axes.is_empty() {
-        axes.push(all[1]);
-    }
-    axes
-}
-
-fn stat(xs: &[f64], confidence: f64, unit: &str) -> Stat {
-    match stats::summarize(xs, confidence) {
-        None => Stat {
-            text: "—".into(),
-            n: 0,
-            mean: None,
-            ci_half: None,
-            sd: None,
-            min: None,
-            median: None,
-            max: None,
-            outliers: 0,
-        },
-        Some(s) => {
-            let outliers = stats::outliers(xs).len();
-            let note = match outliers {
-                0 => String::new(),
-                1 => ", 1 outlier".to_string(),
-                k => format!(", {k} outliers"),
-            };
-            let text = match s.ci_half {
-                Some(h) => format!("{} {unit} (n={}{note})", mean_ci(s.mean, h), s.n),
-                None => format!("{} {unit} (n={}{note})", number(s.mean), s.n),
-            };
-            Stat {
-                text,
-                n: s.n,
-                mean: Some(s.mean),
-                ci_half: s.ci_half,
-                sd: Some(s.sd),
-                min: Some(s.min),
-                median: Some(s.median),
-                max: Some(s.max),
-                outliers,
-            }
-        }
-    }
 }

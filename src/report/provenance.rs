@@ -1,5 +1,5 @@
-//! The report's provenance: per configuration (a table row's image, board, storage and
-//! filesystem, across tests), what produced its numbers, read only from what the store
+//! The report's provenance: per configuration (a table row's image, board, storage,
+//! filesystem and network, across tests), what produced its numbers, read only from what the store
 //! kept with each cell (`cell.json` inputs, `facts.json`, `fingerprint.json`, the runs'
 //! telemetry). A fact whose value differs between the configuration's cells is a warning.
 //!
@@ -18,6 +18,9 @@ use crate::store::CellData;
 
 /// How many hex digits of a cell key are shown (enough to find its directory).
 pub const SHORT_KEY: usize = 12;
+
+/// The fact of a Wi-Fi link's rate and signal, read when each cell opened.
+const WIFI_FACT: &str = "Wi-Fi link";
 
 /// One configuration's provenance.
 #[derive(Clone, Debug, Serialize)]
@@ -41,8 +44,11 @@ pub struct Fact {
     pub differs: bool,
 }
 
+/// Board, storage, filesystem, network and image: a configuration.
+type Config = (String, String, String, String, String);
+
 /// The address without its test: what a provenance entry is per.
-fn config_of(a: &Address) -> (String, String, String, String) {
+fn config_of(a: &Address) -> Config {
     (
         a.board.to_string(),
         a.storage
@@ -53,13 +59,17 @@ fn config_of(a: &Address) -> (String, String, String, String) {
             .as_ref()
             .map(|s| s.to_string())
             .unwrap_or_default(),
+        a.network
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
         a.image.to_string(),
     )
 }
 
 /// The provenance of every configuration with measured runs, in plan order.
 pub fn provenance(plan: &Plan, data: &BTreeMap<crate::plan::CellKey, CellData>) -> Vec<Provenance> {
-    let mut order: Vec<(String, (String, String, String, String))> = Vec::new();
+    let mut order: Vec<(String, Config)> = Vec::new();
     let mut groups: BTreeMap<_, Vec<(String, String, &CellData)>> = BTreeMap::new();
     for cell in &plan.cells {
         let Some(d) = data.get(&cell.key) else {
@@ -108,10 +118,14 @@ fn entry(config: String, cells: &[(String, String, &CellData)]) -> Provenance {
                 .iter()
                 .map(|(v, tests)| format!("{v} ({})", tests.join(", ")))
                 .collect();
-            warnings.push(format!(
-                "{name} differs between the cells of {config}: {}",
-                each.join("; ")
-            ));
+            // A radio's rate and signal change from one cell to the next by nature:
+            // shown per test, never a warning.
+            if name != WIFI_FACT {
+                warnings.push(format!(
+                    "{name} differs between the cells of {config}: {}",
+                    each.join("; ")
+                ));
+            }
             each.join("; ")
         } else {
             values.keys().next().cloned().unwrap_or_default()
@@ -147,7 +161,7 @@ fn text(v: Option<&Value>) -> Option<String> {
 }
 
 /// No control byte reaches a report, and a value stays a readable size.
-fn clean(s: &str) -> String {
+pub(super) fn clean(s: &str) -> String {
     const MAX: usize = 200;
     let mut out: String = s
         .chars()
@@ -256,6 +270,70 @@ fn memory_text(v: &Value) -> Option<String> {
     v.as_u64()
         .or_else(|| v.as_str()?.trim().parse().ok())
         .map(|k| size(k * 1024))
+}
+
+/// The link a networked cell ran over (`facts.json` `network`): its name, interface and
+/// kind as declared, and what the board said of it. Never its address.
+fn link_facts(net: &Value, put: &mut impl FnMut(&str, Option<String>)) {
+    let mut name = text(net.get("name")).unwrap_or_default();
+    let about: Vec<String> = [text(net.get("interface")), text(net.get("kind"))]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !about.is_empty() {
+        name.push_str(&format!(" ({})", about.join(", ")));
+    }
+    put("network", Some(name));
+    put("network model", text(net.get("model")));
+    let Some(link) = net.get("link") else {
+        put(
+            "link",
+            text(net.get("error")).map(|e| format!("not read: {e}")),
+        );
+        return;
+    };
+    if link.get("present").and_then(Value::as_bool) == Some(false) {
+        put("link", Some("no such interface on the board".into()));
+        return;
+    }
+    let speed = link.get("speed_mbps").and_then(Value::as_u64).map(|s| {
+        let mut v = format!("{s} Mb/s");
+        if let Some(d) = text(link.get("duplex")) {
+            v.push_str(&format!(" {d} duplex"));
+        }
+        if let Some(from) = text(link.get("speed_from")) {
+            v.push_str(&format!(" (from {from})"));
+        }
+        v
+    });
+    put(
+        "link speed",
+        speed.or_else(|| Some("not reported by the driver".into())),
+    );
+    put("link state", text(link.get("operstate")));
+    put("link driver", text(link.get("driver")));
+    put("queueing discipline", text(link.get("qdisc")));
+    if let Some(w) = link.get("wifi") {
+        let num = |k: &str| w.get(k).and_then(Value::as_f64);
+        let mut parts = Vec::new();
+        if w.get("connected").and_then(Value::as_bool) == Some(true) {
+            if let Some(tx) = num("tx_bitrate_mbps") {
+                parts.push(format!("tx {} Mbit/s", super::number(tx)));
+            }
+            if let Some(rx) = num("rx_bitrate_mbps") {
+                parts.push(format!("rx {} Mbit/s", super::number(rx)));
+            }
+            if let Some(s) = num("signal_dbm") {
+                parts.push(format!("signal {} dBm", super::number(s)));
+            }
+            if let Some(f) = num("freq_mhz") {
+                parts.push(format!("{} MHz", super::number(f)));
+            }
+        } else {
+            parts.push(text(w.get("error")).unwrap_or_else(|| "not connected".into()));
+        }
+        put(WIFI_FACT, Some(parts.join(", ")));
+    }
 }
 
 /// One cell's facts as `(name, value)`, in the order the report shows them.
@@ -438,6 +516,9 @@ fn cell_facts(d: &CellData) -> Vec<(String, String)> {
         "path is on",
         get("storage_filesystem").and_then(|f| text(f.get("type"))),
     );
+    if let Some(net) = get("network") {
+        link_facts(net, &mut put);
+    }
     // The meter a board's watts were read from (the runs' telemetry).
     let mut meters: Vec<String> = d
         .measured()

@@ -4,6 +4,7 @@ use super::number;
 use super::*;
 use crate::model::CellPattern;
 use crate::plan::{expand, fixtures};
+use crate::stats;
 use crate::store::{FORMAT, RunKind, Sample};
 
 pub(super) fn with_samples(values: &[f64]) -> CellData {
@@ -50,6 +51,8 @@ pub(super) fn usb_against_sd() -> (
             filesystem: Some("as-is".into()),
             ..CellPattern::default()
         },
+        pool: None,
+        noise_band: None,
     });
     let scenario = ws.scenarios[0].clone();
     let plan = expand(&ws, &scenario);
@@ -84,11 +87,27 @@ fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
         "{}",
         pi1.difference
     );
-    assert_eq!(pi1.verdict, "better");
+    assert_eq!(pi1.verdict, stats::Verdict::Better);
     assert!(pi1.significant);
+    assert!(pi1.verdict_text.starts_with("faster (p = "), "{pi1:?}");
+    let (ratio, lo, hi) = (
+        pi1.ratio.unwrap(),
+        pi1.ci_low_pct.unwrap(),
+        pi1.ci_high_pct.unwrap(),
+    );
+    assert!(
+        (ratio - 20.59 / 14.41).abs() < 1e-3 && lo < 42.9 && 42.9 < hi,
+        "{pi1:?}"
+    );
     let pi2 = &r.comparisons[1];
     assert!(!pi2.significant, "{pi2:?}");
-    assert_eq!(pi2.verdict, "no significant difference");
+    // Equal means from three noisy runs each: too few runs to say, not "no difference".
+    assert_eq!(pi2.verdict, stats::Verdict::Inconclusive, "{pi2:?}");
+    assert!(pi2.runs_needed.is_some_and(|r| r.runs > 3), "{pi2:?}");
+    assert!(
+        pi2.difference.starts_with("95% CI ") && pi2.verdict_text.starts_with("inconclusive: "),
+        "no lone percent where there is no difference: {pi2:?}"
+    );
     assert!(
         pi1.difference.contains("+35.3% of the mean of both"),
         "the seed's 35%: {}",
@@ -96,7 +115,8 @@ fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
     );
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
     assert!(md.contains("| disk-4k.random_read | pi-1 / sd / as-is / installed | pi-1 / usb / as-is / installed | +42.9%"), "{md}");
-    assert!(md.contains("**better**"), "{md}");
+    assert!(md.contains("**faster (p = "), "{md}");
+    assert!(md.contains("Fieller's 95% confidence interval"), "{md}");
 }
 
 /// A run whose throttle state is unknown is counted and shown like a flagged
@@ -123,14 +143,14 @@ fn a_throttle_state_unknown_is_a_warning_that_excludes_nothing() {
         data.insert(c.key.clone(), d);
     }
     let r = build(&ws, &scenario, &plan, &data);
-    let row = &r.tests[0].rows[0];
+    let row = &r.tables[0].rows[0];
     assert_eq!(
         row.flagged,
         "1 of 3 (swapping), excluded; 2 of 3 (throttle state unknown), included"
     );
     assert_eq!((row.flagged_runs, row.warned_runs), (1, 2));
     assert_eq!(row.values[0].n, 2, "only the swapping run is left out");
-    assert!(r.tests[0].any_flagged);
+    assert!(r.tables[0].any_flagged);
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
     assert!(
         md.contains("2 of 3 (throttle state unknown), included"),
@@ -170,7 +190,8 @@ fn comparisons_leave_out_the_flagged_runs_the_tables_leave_out() {
     let r = build(&ws, &scenario, &plan, &data);
     assert!(!r.comparisons.is_empty());
     for row in &r.comparisons {
-        assert_eq!(row.verdict, "no significant difference", "{row:?}");
+        assert!(!row.significant, "{row:?}");
+        assert_ne!(row.verdict, stats::Verdict::Better, "{row:?}");
     }
 }
 
@@ -325,6 +346,8 @@ fn a_raw_device_test_gives_no_filesystem_comparison() {
             filesystem: Some("ext4".into()),
             ..CellPattern::default()
         },
+        pool: None,
+        noise_band: None,
     });
     let scenario = ws.scenarios[0].clone();
     let plan = expand(&ws, &scenario);
@@ -370,13 +393,15 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     ] {
         recipe.metrics.push(crate::model::MetricSpec {
             name: name.into(),
+            label: None,
             from: String::new(),
             scale: 1.0,
             unit: unit.into(),
-            better: Better::Higher,
+            better: crate::model::Better::Higher,
             primary: false,
             derive: Some(derive),
             member: crate::model::MemberMetric::Whole,
+            flag: None,
         });
     }
     scenario.compare[0].metric = "power_w".into();
@@ -387,10 +412,14 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
             .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53]))),
     );
     let r = build(&ws, &scenario, &plan, &without);
-    let names: Vec<&str> = r.tests[0].metrics.iter().map(|m| m.name.as_str()).collect();
+    let names: Vec<&str> = r.tables[0]
+        .columns
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
     assert_eq!(names, ["random_read", "read_per_w", "energy"]);
     assert_eq!(
-        r.tests[0].rows[0].values[1].n, 0,
+        r.tables[0].rows[0].values[1].n, 0,
         "no watts, no per-watt value"
     );
 
@@ -412,14 +441,14 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
         data.insert(c.key.clone(), d);
     }
     let r = build(&ws, &scenario, &plan, &data);
-    let t = &r.tests[0];
-    let names: Vec<&str> = t.metrics.iter().map(|m| m.name.as_str()).collect();
+    let t = &r.tables[0];
+    let names: Vec<&str> = t.columns.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(
         names,
         ["random_read", "read_per_w", "energy", "idle_w", "power_w"]
     );
-    assert_eq!(t.metrics[4].unit, "W");
-    assert_eq!(t.metrics[4].better, "lower is better");
+    assert_eq!(t.columns[4].unit, "W");
+    assert_eq!(t.columns[4].better, "lower is better");
     for row in &t.rows {
         let w = row.values[4].mean.unwrap();
         assert_eq!(row.values[4].n, 3);
@@ -439,5 +468,5 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     let cmp = &r.comparisons[0];
     assert_eq!(cmp.metric, "disk-4k.power_w");
     assert!(cmp.difference.starts_with('-'), "{cmp:?}");
-    assert_eq!(cmp.verdict, "better", "{cmp:?}");
+    assert_eq!(cmp.verdict, stats::Verdict::Better, "{cmp:?}");
 }

@@ -4,7 +4,11 @@
 
 use serde::Serialize;
 
-use super::{Comparison, DEFAULT_NOISE_BAND, Summary, compare, summarize};
+use super::{
+    Comparison, DEFAULT_NOISE_BAND, DEFAULT_WIDE_CI, Incomparable, OUTLIER_RULE, OutlierCount,
+    RatioInterval, Summary, WideCi, Words, compare, describe, describe_incomparable, summarize,
+    wide_ci,
+};
 use crate::model::Better;
 
 /// Why `benchpipe stats` refused its input. All are the user's to fix (exit code 2).
@@ -36,14 +40,18 @@ impl From<StatsError> for crate::error::Error {
     }
 }
 
-/// Bumped when the JSON document's shape changes.
-const JSON_VERSION: u32 = 1;
+/// Bumped when the JSON document's shape changes. 2: ratio and Fieller interval,
+/// four verdicts, runs needed, outliers and wide intervals.
+const JSON_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Document<'a> {
     version: u32,
     confidence: f64,
     noise_band: f64,
+    /// Intervals wider than this share of the mean get a warning.
+    wide_ci: f64,
+    outlier_rule: String,
     files: Vec<FileStats<'a>>,
     comparisons: Vec<FileComparison<'a>>,
 }
@@ -60,23 +68,39 @@ struct FileStats<'a> {
     /// None (null) when n < 2.
     ci_low: Option<f64>,
     ci_high: Option<f64>,
+    outliers: OutlierCount,
+    /// Present when the interval is wider than `wide_ci` of the mean.
+    wide: Option<WideCi>,
 }
 
 #[derive(Serialize)]
 struct FileComparison<'a> {
     baseline: &'a str,
     candidate: &'a str,
+    /// mean(candidate) / mean(baseline), with Fieller's interval (null: unbounded).
+    ratio: Option<f64>,
+    ratio_ci_low: Option<f64>,
+    ratio_ci_high: Option<f64>,
     diff_pct: Option<f64>,
+    /// Null where the interval is unbounded on that side.
     ci_low_pct: Option<f64>,
     ci_high_pct: Option<f64>,
     t: Option<f64>,
     df: Option<f64>,
     p: Option<f64>,
     significant: bool,
-    /// "significant", "no significant difference", or "not comparable".
+    /// "higher", "lower", "equivalent", "inconclusive" or "not-comparable".
     verdict: &'static str,
+    /// For an inconclusive verdict: about how many values per file would decide it.
+    runs_needed: Option<usize>,
+    /// `runs_needed` is a bound: more than that many.
+    runs_needed_more_than: bool,
+    /// The verdict in words, as the text output prints it.
+    text: String,
     /// Why the files could not be compared, when they could not.
     note: Option<String>,
+    #[serde(skip)]
+    difference: String,
 }
 
 /// Runs the `stats` command on `(name, contents)` pairs and returns what to print.
@@ -84,13 +108,18 @@ struct FileComparison<'a> {
 /// Each input holds one number per line; blank lines and `#` comments (whole-line or
 /// trailing) are ignored. A line that is not a finite number is an error naming
 /// `file:line` and the text. The first file is the baseline; every later file gets its
-/// percent difference from it with a confidence interval, Welch's p and a verdict that
-/// is "significant" only when p < 1 - confidence and the difference is outside the 2%
-/// noise band. The direction is unknown here, so there is no better/worse.
+/// ratio to it and percent difference with Fieller's confidence interval, Welch's p and
+/// a verdict ([`compare`]): higher or lower (p < 1 - confidence and outside the 2%
+/// noise band), equivalent (the whole interval inside the band) or inconclusive, with
+/// about how many values per file would decide it. The direction is unknown here, so
+/// there is no better or worse. Each file's outliers are counted (the rule is printed)
+/// and an interval wider than ±10% of the mean is a warning with the values that would
+/// narrow it.
 ///
 /// With `json`, returns a pretty-printed document with fixed keys (`version`,
-/// `confidence`, `noise_band`, `files`, `comparisons`); numbers that do not exist
-/// (a CI with one sample, t when both variances are 0) are `null`.
+/// `confidence`, `noise_band`, `wide_ci`, `outlier_rule`, `files`, `comparisons`);
+/// numbers that do not exist (a CI with one sample, t when both variances are 0, an
+/// unbounded side of an interval) are `null`.
 pub fn ministat(
     inputs: &[(String, String)],
     confidence: f64,
@@ -122,6 +151,8 @@ pub fn ministat(
             max: s.max,
             ci_low: ci.map(|c| c.0),
             ci_high: ci.map(|c| c.1),
+            outliers: OutlierCount::of(xs),
+            wide: wide_ci(&s, DEFAULT_WIDE_CI),
         });
         summaries.push(s);
     }
@@ -138,13 +169,15 @@ pub fn ministat(
                 DEFAULT_NOISE_BAND,
                 Better::Higher,
             );
-            file_comparison(baseline, name, &summaries[0], xs.len(), result)
+            file_comparison(baseline, name, &summaries[0], result)
         })
         .collect();
     let doc = Document {
         version: JSON_VERSION,
         confidence,
         noise_band: DEFAULT_NOISE_BAND,
+        wide_ci: DEFAULT_WIDE_CI,
+        outlier_rule: OUTLIER_RULE.text(),
         files,
         comparisons,
     };
@@ -190,38 +223,55 @@ fn file_comparison<'a>(
     baseline: &'a str,
     candidate: &'a str,
     base: &Summary,
-    candidate_n: usize,
-    result: Option<Comparison>,
+    result: Result<Comparison, Incomparable>,
 ) -> FileComparison<'a> {
     match result {
-        Some(c) => FileComparison {
-            baseline,
-            candidate,
-            diff_pct: Some(c.diff_pct),
-            ci_low_pct: Some(c.ci_low_pct),
-            ci_high_pct: Some(c.ci_high_pct),
-            t: Some(c.welch.t).filter(|t| t.is_finite()),
-            df: Some(c.welch.df),
-            p: Some(c.welch.p),
-            significant: c.significant,
-            verdict: if c.significant {
-                "significant"
-            } else {
-                "no significant difference"
-            },
-            note: None,
-        },
-        None => {
-            let note = if base.n < 2 || candidate_n < 2 {
-                "each file needs at least 2 values".to_string()
-            } else if base.mean == 0.0 {
-                "the baseline mean is 0, so there is no percent difference".to_string()
-            } else {
-                "the difference cannot be computed".to_string()
+        Ok(c) => {
+            let words = describe(&c, Words::Direction, 2, "values per file");
+            let (ratio_ci_low, ratio_ci_high) = match c.ratio_ci {
+                RatioInterval::Interval { low, high } => (low, high),
+                RatioInterval::Outside { .. } => (None, None),
             };
             FileComparison {
                 baseline,
                 candidate,
+                ratio: Some(c.ratio),
+                ratio_ci_low,
+                ratio_ci_high,
+                diff_pct: Some(c.diff_pct),
+                ci_low_pct: c.ci_low_pct,
+                ci_high_pct: c.ci_high_pct,
+                t: Some(c.welch.t).filter(|t| t.is_finite()),
+                df: Some(c.welch.df),
+                p: Some(c.welch.p),
+                significant: c.significant,
+                verdict: match c.verdict {
+                    super::Verdict::Better => "higher",
+                    super::Verdict::Worse => "lower",
+                    v => v.as_str(),
+                },
+                runs_needed: c.runs_needed.map(|r| r.runs),
+                runs_needed_more_than: c.runs_needed.is_some_and(|r| r.more_than),
+                text: words.verdict,
+                note: None,
+                difference: words.difference,
+            }
+        }
+        Err(e) => {
+            let note = match e {
+                Incomparable::TooFewRuns { .. } => "each file needs at least 2 values".to_string(),
+                Incomparable::ZeroBaseline => format!(
+                    "the baseline mean is {}, so there is no percent difference",
+                    num(base.mean)
+                ),
+                other => other.to_string(),
+            };
+            FileComparison {
+                baseline,
+                candidate,
+                ratio: None,
+                ratio_ci_low: None,
+                ratio_ci_high: None,
                 diff_pct: None,
                 ci_low_pct: None,
                 ci_high_pct: None,
@@ -229,8 +279,12 @@ fn file_comparison<'a>(
                 df: None,
                 p: None,
                 significant: false,
-                verdict: "not comparable",
+                verdict: "not-comparable",
+                runs_needed: None,
+                runs_needed_more_than: false,
+                text: describe_incomparable(&e).verdict,
                 note: Some(note),
+                difference: String::new(),
             }
         }
     }
@@ -290,34 +344,52 @@ fn render_text(doc: &Document) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    let mut notes = Vec::new();
+    for f in &doc.files {
+        if f.outliers.total() > 0 {
+            notes.push(format!("{}: {}", f.name, f.outliers.text()));
+        }
+    }
+    if !notes.is_empty() {
+        out.push_str(&format!(
+            "\noutliers: {} ({})\n",
+            notes.join(", "),
+            doc.outlier_rule
+        ));
+    }
+    for f in &doc.files {
+        if let Some(w) = &f.wide {
+            out.push_str(&format!(
+                "\nwarning: {}: the {} CI is ±{}% of the mean, wider than ±{}%; {} values at this spread would narrow it\n",
+                f.name,
+                pct(doc.confidence),
+                num(w.half_rel * 100.0),
+                pct(w.limit),
+                w.runs_needed.text()
+            ));
+        }
+    }
     for c in &doc.comparisons {
         out.push('\n');
         out.push_str(&format!("{} vs {}:\n", c.candidate, c.baseline));
-        match (c.diff_pct, c.ci_low_pct, c.ci_high_pct, c.df, c.p) {
-            (Some(d), Some(lo), Some(hi), Some(df), Some(p)) => {
+        match (c.ratio, c.df, c.p) {
+            (Some(r), Some(df), Some(p)) => {
                 let t = c.t.map_or("±inf".to_string(), num);
+                out.push_str(&format!("  difference {}\n", c.difference));
+                let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), num);
                 out.push_str(&format!(
-                    "  difference {}% ({} CI {}% .. {}%)\n",
-                    signed(d),
+                    "  ratio {} ({} CI {} .. {}, Fieller)\n",
+                    num(r),
                     pct(doc.confidence),
-                    signed(lo),
-                    signed(hi)
+                    bound(c.ratio_ci_low),
+                    bound(c.ratio_ci_high)
                 ));
                 out.push_str(&format!(
                     "  Welch t = {t}, df = {}, p = {}\n",
                     num(df),
                     p_value(p)
                 ));
-                let alpha = num(1.0 - doc.confidence);
-                let band = pct(doc.noise_band);
-                let why = if c.significant {
-                    format!("p < {alpha} and outside the ±{band} noise band")
-                } else if p >= 1.0 - doc.confidence {
-                    format!("p ≥ {alpha}")
-                } else {
-                    format!("p < {alpha}, but inside the ±{band} noise band")
-                };
-                out.push_str(&format!("  {} ({why})\n", c.verdict));
+                out.push_str(&format!("  {}\n", c.text));
             }
             _ => {
                 let note = c.note.as_deref().unwrap_or("not comparable");
@@ -344,12 +416,6 @@ fn num(x: f64) -> String {
     } else {
         s
     }
-}
-
-/// Percent differences with two decimals and a sign: "+12.34".
-fn signed(x: f64) -> String {
-    let s = format!("{x:.2}");
-    if x > 0.0 { format!("+{s}") } else { s }
 }
 
 fn p_value(p: f64) -> String {
@@ -404,7 +470,6 @@ mod tests {
         assert_eq!(num(0.0311448231), "0.0311448");
         assert_eq!(num(123456.789), "123457");
         assert_eq!(num(-2.5), "-2.5");
-        assert_eq!(signed(12.345678), "+12.35");
         assert_eq!(p_value(0.000820931), "8.21e-4");
     }
 }

@@ -1,8 +1,13 @@
 //! Statistics: pure, documented functions over `&[f64]`. No I/O.
 //!
 //! - [`summarize`]: n, mean, sd, median, min, max and a Student's t confidence interval.
-//! - [`outliers`]: classifies (never drops) outlying samples.
-//! - [`welch`] and [`compare`]: a candidate against a baseline.
+//! - [`outliers`]: classifies (never drops) outlying samples; [`OUTLIER_RULE`] says how.
+//! - [`welch`] and [`compare`] (`compare.rs`): a candidate against a baseline, with the
+//!   ratio of means and Fieller's interval ([`fieller`], `ratio.rs`); [`compare_strata`]
+//!   pools boards of one model; [`Verdict`] and its one rendering, [`describe`]
+//!   (`verdict.rs`).
+//! - [`runs_to_detect`], [`runs_for_precision`] and [`wide_ci`] (`power.rs`): about how
+//!   many runs would decide a comparison or narrow an interval.
 //! - [`precision_reached`] and [`RunRule`]: when an adaptive run count may stop.
 //! - [`ministat`]: the `benchpipe stats A.txt B.txt` report.
 //!
@@ -13,11 +18,24 @@ mod adaptive;
 mod compare;
 mod ministat;
 mod outliers;
+mod power;
+mod ratio;
+mod verdict;
 
 pub use adaptive::{RunDecision, RunRule, StopReason, precision_reached};
-pub use compare::{Comparison, DEFAULT_NOISE_BAND, Verdict, Welch, compare, welch};
+pub use compare::{
+    Comparison, DEFAULT_NOISE_BAND, Incomparable, Welch, compare, compare_strata, welch,
+};
 pub use ministat::{StatsError, ministat};
-pub use outliers::{Outlier, OutlierClass, outliers};
+pub use outliers::{OUTLIER_RULE, Outlier, OutlierClass, OutlierCount, OutlierRule, outliers};
+pub use power::{
+    DECIDING_POWER, DEFAULT_WIDE_CI, MAX_RUNS_ESTIMATE, RunsNeeded, WideCi, runs_for_precision,
+    runs_to_detect, wide_ci,
+};
+pub use ratio::{MeanEstimate, RatioInterval, fieller};
+pub use verdict::{
+    Description, Verdict, Words, describe, describe_incomparable, interval_text, p_text,
+};
 
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};

@@ -30,6 +30,75 @@ pub struct Outlier {
     pub tukey: Option<OutlierClass>,
 }
 
+/// The rule [`outliers`] applies, as data a report can show beside its counts.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct OutlierRule {
+    /// Mild beyond this many IQRs past a quartile (Tukey's inner fences).
+    pub tukey_mild_iqr: f64,
+    /// Severe beyond this many (the outer fences).
+    pub tukey_severe_iqr: f64,
+    /// At least mild when the modified z-score's magnitude exceeds this.
+    pub modified_z: f64,
+}
+
+/// The rule of [`outliers`].
+pub const OUTLIER_RULE: OutlierRule = OutlierRule {
+    tukey_mild_iqr: 1.5,
+    tukey_severe_iqr: 3.0,
+    modified_z: MODIFIED_Z_LIMIT,
+};
+
+impl OutlierRule {
+    /// The rule in one sentence, for a report's note where outliers are counted.
+    pub fn text(&self) -> String {
+        format!(
+            "an outlier lies beyond Tukey's fences (mild: more than {} IQR past a quartile; severe: more than {} IQR) or has a modified z-score |0.6745 (x - median) / MAD| above {}, among at least {} runs; outliers are counted and kept in the statistics, never dropped",
+            self.tukey_mild_iqr, self.tukey_severe_iqr, self.modified_z, MIN_OUTLIER_SAMPLES
+        )
+    }
+}
+
+/// How many outliers of each class a sample has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OutlierCount {
+    pub mild: usize,
+    pub severe: usize,
+}
+
+impl OutlierCount {
+    /// Counts [`outliers`] of `xs` by class.
+    pub fn of(xs: &[f64]) -> OutlierCount {
+        let mut c = OutlierCount::default();
+        for o in outliers(xs) {
+            match o.class {
+                OutlierClass::Mild => c.mild += 1,
+                OutlierClass::Severe => c.severe += 1,
+            }
+        }
+        c
+    }
+
+    pub fn total(&self) -> usize {
+        self.mild + self.severe
+    }
+
+    /// `1 outlier`, `3 outliers (1 severe)`; empty for none.
+    pub fn text(&self) -> String {
+        let n = self.total();
+        let noun = if n == 1 { "outlier" } else { "outliers" };
+        match (n, self.severe) {
+            (0, _) => String::new(),
+            (_, 0) => format!("{n} {noun}"),
+            (_, s) if s == n && n == 1 => "1 severe outlier".to_string(),
+            (_, s) => format!("{n} {noun} ({s} severe)"),
+        }
+    }
+}
+
+/// The fewest samples [`outliers`] classifies: below it there is no "rest" for a
+/// sample to stand out from.
+pub const MIN_OUTLIER_SAMPLES: usize = 5;
+
 /// Iglewicz and Hoaglin's cut-off for the modified z-score (also hyperfine's).
 const MODIFIED_Z_LIMIT: f64 = 3.5;
 /// 0.6745 is the 0.75 quantile of the standard normal: it makes the MAD comparable to
@@ -44,12 +113,14 @@ const MAD_TO_SD: f64 = 0.6745;
 /// - The modified z-score (median and MAD, robust to the outliers themselves):
 ///   |z| > 3.5 is at least mild.
 ///
-/// The class is the more severe of the two. Fewer than 3 samples, or any NaN or
-/// infinity, give an empty list: there is no "rest" to stand out from. When the IQR is
+/// The class is the more severe of the two. Fewer than [`MIN_OUTLIER_SAMPLES`]
+/// samples, or any NaN or infinity, give an empty list: with 3 or 4 the quartiles and
+/// the MAD rest on one or two values, so any spread at all looks outlying (14.2 among
+/// 14.2, 14.5, 14.53 has a modified z-score of 6.7). When the IQR is
 /// 0 (most samples equal), any sample different from the quartiles lies beyond both
 /// fences and is severe; that is Tukey's rule taken literally.
 pub fn outliers(xs: &[f64]) -> Vec<Outlier> {
-    if xs.len() < 3 || xs.iter().any(|x| !x.is_finite()) {
+    if xs.len() < MIN_OUTLIER_SAMPLES || xs.iter().any(|x| !x.is_finite()) {
         return Vec::new();
     }
     let s = sorted(xs);
@@ -112,5 +183,10 @@ mod tests {
         assert!(classes(&[1.0, 1.0, 1.0]).is_empty());
         assert!(classes(&[1.0, 50.0]).is_empty(), "too few to judge");
         assert_eq!(classes(&[5.0, 5.0, 5.0, 5.0, 6.0]), vec![(4, Severe)]);
+        let count = OutlierCount::of(&xs);
+        assert_eq!((count.mild, count.severe, count.total()), (1, 1, 2));
+        assert_eq!(count.text(), "2 outliers (1 severe)");
+        assert_eq!(OutlierCount::of(&[1.0, 1.0, 1.0]).text(), "");
+        assert!(OUTLIER_RULE.text().contains("1.5 IQR") && OUTLIER_RULE.text().contains("3.5"));
     }
 }

@@ -91,21 +91,40 @@ pub(super) fn read_json_of<T: for<'de> Deserialize<'de>>(
         }
     };
     match read(path) {
-        Ok(bytes) => {
-            let v: Value = serde_json::from_slice(&bytes)
-                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))?;
-            check_format(path, &v, newest)?;
-            serde_json::from_value(v)
-                .map(Some)
-                .map_err(|e| Error::Store(format!("{}: {e}", path.display())))
-        }
+        Ok(bytes) => parse_doc(path, None, &bytes, newest).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, e)),
     }
 }
 
-pub(super) fn check_format(path: &Path, v: &Value, newest: u32) -> Result<()> {
-    match v.get("format").and_then(Value::as_u64) {
+/// A store document's `format`, read on its own: the other fields are skipped unbuilt.
+#[derive(Deserialize)]
+struct FormatField {
+    #[serde(default)]
+    format: Option<Value>,
+}
+
+/// Parses one store document (`line`: of a samples file): its `format` is checked
+/// first, so that a newer one is refused before its fields are read, then the typed
+/// value is parsed straight from the bytes. Building a `Value` tree first and
+/// converting it was most of what a report spent reading the store.
+fn parse_doc<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    line: Option<usize>,
+    bytes: &[u8],
+    newest: u32,
+) -> Result<T> {
+    let err = |e: serde_json::Error| match line {
+        Some(n) => Error::Store(format!("{}:{n}: {e}", path.display())),
+        None => Error::Store(format!("{}: {e}", path.display())),
+    };
+    let f: FormatField = serde_json::from_slice(bytes).map_err(err)?;
+    check_format(path, f.format.as_ref().and_then(Value::as_u64), newest)?;
+    serde_json::from_slice(bytes).map_err(err)
+}
+
+pub(super) fn check_format(path: &Path, format: Option<u64>, newest: u32) -> Result<()> {
+    match format {
         Some(f) if f <= newest as u64 => Ok(()),
         Some(f) => Err(Error::Store(format!(
             "{}: format {f} is newer than this benchpipe understands ({newest}); upgrade benchpipe",
@@ -122,22 +141,16 @@ pub(super) fn read_samples(path: &Path) -> Result<Vec<Sample>> {
     };
     let mut out = Vec::new();
     let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut lineno = 0;
     loop {
         line.clear();
-        let n = reader.read_line(&mut line).map_err(io(path))?;
-        if n == 0 || !line.ends_with('\n') {
+        let n = reader.read_until(b'\n', &mut line).map_err(io(path))?;
+        if n == 0 || line.last() != Some(&b'\n') {
             break;
         }
         lineno += 1;
-        let v: Value = serde_json::from_str(&line)
-            .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?;
-        check_format(path, &v, FORMAT)?;
-        out.push(
-            serde_json::from_value(v)
-                .map_err(|e| Error::Store(format!("{}:{lineno}: {e}", path.display())))?,
-        );
+        out.push(parse_doc(path, Some(lineno), &line, FORMAT)?);
     }
     Ok(out)
 }

@@ -9,6 +9,9 @@
 //!   .lock                           held (flock) by the one apply writing the store
 //!   boards/<board>.json             the image the board was last verified at
 //!   boards/<board>.fingerprint.json the board as apply last saw it (`drift.rs`)
+//!   boards/<board>.skipped.json     per scenario, the combinations its plan could not
+//!                                   make a cell of on the board, and why
+//!                                   (`plan_skips.rs`: a report without the board file)
 //!   <key>-<test>-<board>/
 //!     cell.json                     the cell's address and canonical inputs
 //!     samples.jsonl                 one line per run (warm-up or measured), appended
@@ -48,6 +51,7 @@ mod board_state;
 mod drift;
 mod failure;
 mod files;
+mod plan_skips;
 #[cfg(test)]
 mod tests;
 
@@ -58,9 +62,14 @@ pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
     cut_torn_tail, io, read_json, read_json_of, read_samples, sync_dir, to_json_bytes, write_atomic,
 };
+pub use plan_skips::PlanSkips;
 
 /// The version of every file in the store but failure.json; readers refuse newer ones.
 pub const FORMAT: u32 = 1;
+
+/// The most threads `Store::all` reads cells on, and the fewest cells worth a thread.
+const READ_THREADS: usize = 8;
+const READ_CHUNK_MIN: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -229,28 +238,61 @@ impl Store {
         })
     }
 
-    /// Every cell in the store by key (for reports and garbage listing).
+    /// Every cell in the store by key (for reports and garbage listing). Cells are read
+    /// on a few threads (a report of a big store is mostly this read); the result and
+    /// the error, if any, are the same whatever order the directory lists them in.
     pub fn all(&self) -> Result<BTreeMap<CellKey, CellData>> {
-        let mut out = BTreeMap::new();
         let entries = match fs::read_dir(&self.root) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(e) => return Err(Error::io(&self.root, e)),
         };
+        let mut cells = Vec::new();
         for entry in entries {
             let entry = entry.map_err(io(&self.root))?;
             let name = entry.file_name();
-            let Some(key) = name
+            if let Some(key) = name
                 .to_str()
                 .and_then(|n| n.get(..32))
                 .and_then(CellKey::parse)
-            else {
-                continue;
-            };
-            let data = self.read_dir(&entry.path())?;
-            if data.record.is_some() {
-                out.insert(key, data);
+            {
+                cells.push((name, key));
             }
+        }
+        // Sorted, so that the first error is the same one however the directory lists.
+        cells.sort();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, READ_THREADS)
+            .min(cells.len().div_ceil(READ_CHUNK_MIN).max(1));
+        let chunk = cells.len().div_ceil(threads).max(1);
+        let read = |part: &[(std::ffi::OsString, CellKey)]| -> Result<Vec<(CellKey, CellData)>> {
+            let mut out = Vec::with_capacity(part.len());
+            for (name, key) in part {
+                let data = self.read_dir(&self.root.join(name))?;
+                if data.record.is_some() {
+                    out.push((key.clone(), data));
+                }
+            }
+            Ok(out)
+        };
+        let parts: Vec<Result<Vec<(CellKey, CellData)>>> = if threads == 1 {
+            vec![read(&cells)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = cells
+                    .chunks(chunk)
+                    .map(|part| s.spawn(move || read(part)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
+        let mut out = BTreeMap::new();
+        for part in parts {
+            out.extend(part?);
         }
         Ok(out)
     }

@@ -156,3 +156,40 @@ fn a_skip_is_stored_apart_from_failures_and_each_replaces_the_other() {
     let d = store.read(&cell).unwrap();
     assert!(d.skip.is_none() && d.failure.is_none());
 }
+
+/// `all` reads cells on several threads: every cell comes back with its own samples,
+/// and of two broken cells the error names the one first in key order, whichever a
+/// thread reached first.
+#[test]
+fn all_reads_every_cell_on_its_threads_and_names_the_first_broken_one_in_key_order() {
+    let store = temp_store("all");
+    let template = a_cell();
+    let cells: Vec<plan::Cell> = (0..700u32)
+        .map(|i| {
+            let mut c = template.clone();
+            c.key = crate::plan::CellKey::parse(&format!("{:032x}", u128::from(i) * 7919)).unwrap();
+            c
+        })
+        .collect();
+    for (i, c) in cells.iter().enumerate() {
+        let mut w = store.begin(c).unwrap();
+        w.append(&sample(1, RunKind::Measured, i as f64)).unwrap();
+    }
+    let all = store.all().unwrap();
+    assert_eq!(all.len(), cells.len());
+    for (i, c) in cells.iter().enumerate() {
+        assert_eq!(all[&c.key].samples[0].metrics["random_read"], i as f64);
+    }
+    for i in [650, 20] {
+        fs::write(
+            store.cell_dir(&cells[i]).join("cell.json"),
+            b"{\"format\": 1, ",
+        )
+        .unwrap();
+    }
+    for _ in 0..3 {
+        let err = store.all().unwrap_err().to_string();
+        assert!(err.contains(&cells[20].dir_name()), "{err}");
+    }
+    let _ = fs::remove_dir_all(store.root());
+}

@@ -57,8 +57,8 @@ use crate::transport::{Exit, Transport, TransportError, quote};
 
 use script::{finish_script, start_script};
 pub use summary::{
-    Range, THROTTLE_UNKNOWN, TelemetrySummary, Thresholds, ThrottleBits, decode_throttled, flags,
-    kernel_event, summarize, warnings,
+    FLAGS, Range, THROTTLE_UNKNOWN, TelemetrySummary, Thresholds, ThrottleBits, decode_throttled,
+    flags, kernel_event, summarize, warnings,
 };
 pub use trace::{Trace, parse_trace};
 

@@ -150,14 +150,17 @@ echo $$ > "$bp_dir/pid"
 trap 'rm -f "$bp_dir/pid"' EXIT
 trap 'exit 0' TERM INT HUP
 bp_vcg=; command -v vcgencmd >/dev/null 2>&1 && bp_vcg=1
-{SAMPLE_FN}{power_fn}read up _ < /proc/uptime
+{SAMPLE_FN}{power_fn}{session_fn}read up _ < /proc/uptime
 bp_deadline=$(( ${{up%.*}} + $2 ))
 while [ -e "$bp_dir/marker" ]; do
   bp_sample >> "$bp_dir/trace"
 {power_tick}  [ "${{up%.*}}" -lt "$bp_deadline" ] || exit 0
+  # A session that died (a lost board, a killed benchpipe) ends its sampler.
+  bp_session_alive || exit 0
   sleep "$3"
 done
-"#
+"#,
+        session_fn = crate::transport::guard::SESSION_ALIVE_FN,
     )
 }
 

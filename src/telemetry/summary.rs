@@ -424,6 +424,15 @@ pub fn warnings(summary: &TelemetrySummary) -> Vec<String> {
 /// The warning for a board whose throttle state could not be read.
 pub const THROTTLE_UNKNOWN: &str = "throttle state unknown";
 
+/// Every flag `flags` can raise, in its order.
+pub const FLAGS: [&str; 5] = [
+    "throttled",
+    "hot",
+    "swapping",
+    "background-load",
+    "under-voltage",
+];
+
 /// The validity flags of a run, in a fixed order. Absent data raises no flag.
 pub fn flags(summary: &TelemetrySummary, thresholds: &Thresholds) -> Vec<String> {
     // Sticky bits already set before the run say nothing about this run.

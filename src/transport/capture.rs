@@ -9,6 +9,11 @@ use std::io::Write;
 /// command (`cat /dev/zero`).
 pub const CAPTURE_LIMIT: usize = 4 << 20;
 
+/// The line that stands where `dropped` bytes of a `total`-byte stream were left out.
+pub fn drop_marker(dropped: u64, total: u64) -> String {
+    format!("[benchpipe: {dropped} bytes dropped here; the stream was {total} bytes]\n")
+}
+
 /// A `Write` sink that keeps at most `limit` bytes: the first half as written, and
 /// the last half in a ring.
 #[derive(Debug)]
@@ -37,6 +42,13 @@ impl Capture {
         self.total
     }
 
+    /// The kept head and tail apart, and how many bytes were dropped between them
+    /// (for a reader that must look at the cut, as secret redaction does).
+    pub fn finish_parts(self) -> (Vec<u8>, Vec<u8>, u64) {
+        let dropped = self.total - (self.head.len() + self.tail.len()) as u64;
+        (self.head, self.tail.into(), dropped)
+    }
+
     /// The kept bytes and how many were dropped. When some were, a marker line
     /// (`[benchpipe: N bytes dropped]`) stands where they were.
     pub fn finish(self) -> (Vec<u8>, u64) {
@@ -47,13 +59,7 @@ impl Capture {
             if !out.ends_with(b"\n") {
                 out.push(b'\n');
             }
-            out.extend_from_slice(
-                format!(
-                    "[benchpipe: {dropped} bytes dropped here; the stream was {} bytes]\n",
-                    self.total
-                )
-                .as_bytes(),
-            );
+            out.extend_from_slice(drop_marker(dropped, self.total).as_bytes());
         }
         out.extend(self.tail);
         (out, dropped)

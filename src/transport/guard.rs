@@ -1,192 +1,226 @@
-//! A guard: a dead man's switch on a target. It watches the process that carries
-//! benchpipe's work there (the SSH session's sshd, or benchpipe itself on the
-//! controller); when that process ends without the guard having been stopped first (a
-//! lost board, a killed benchpipe), it runs the side's teardown commands itself and
-//! then stops the side's services, so nothing benchpipe started there outlives it.
+//! Dead man's switches: a process on the target that outlives the command which made a
+//! resource (a service's process group, a tmpfs), and undoes it when the session it
+//! was made under dies first: the board's sshd or its link went away, or benchpipe was
+//! killed, before benchpipe could undo it itself.
 //!
-//! The guard is a service (`service::start`): a process group with a pid file, which
-//! the orderly path stops (`disarm`) after its own teardown, and which the next apply's
-//! leftover stop ends too.
+//! Every command learns its session's anchor in `BENCHPIPE_ANCHOR` (`PID STARTTIME`):
+//! over SSH the wrapper finds the sshd process serving the session among its ancestors
+//! (`ANCHOR_FN`); locally it is benchpipe itself (`local_anchor`). A guard polls once a
+//! second: it ends quietly when its resource is gone (benchpipe undid it), and undoes
+//! the resource once the anchor's pid no longer has the recorded start time (a reused
+//! pid has another). Without an anchor (no /proc, an unknown sshd), no guard starts and
+//! the next apply's stop-leftovers step is the only remedy, as before.
 
-use std::time::Duration;
+use super::quote;
 
-use super::service::{PROC_FNS, STOP_FN};
-use super::{Service, Transport, TransportError, quote};
+/// The environment variable every command receives its session's anchor in.
+pub const ANCHOR_ENV: &str = "BENCHPIPE_ANCHOR";
 
-/// What carries benchpipe's work on a target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Carrier {
-    /// The sshd process of this SSH connection: the command's first ancestor named
-    /// `sshd` or `sshd-session`.
-    Session,
-    /// A process on the target itself: benchpipe's own, for the controller.
-    Process(u32),
+/// Names of the process that serves an SSH session on the board.
+const SSHD_NAMES: &str = "sshd|sshd-session|dropbear";
+
+/// `start_time PID`: field 22 of /proc/PID/stat, which a reused pid does not share;
+/// nothing (and failure) when the process is gone. A zombie still has it: its pid (and
+/// process group id) cannot be reused until it is reaped, so signalling its group is
+/// safe. `live_start_time PID` fails for a zombie too: a dead process, which where PID
+/// 1 reaps late (as in containers) lingers for seconds, is no live anchor.
+pub const START_TIME_FN: &str = r#"start_time() {
+  st=; { read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
+  set -f; set -- ${st##*") "}; set +f
+  [ $# -ge 20 ] || return 1
+  shift 19; echo "$1"
+}
+live_start_time() {
+  st=; { read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
+  set -f; set -- ${st##*") "}; set +f
+  [ $# -ge 20 ] || return 1
+  case $1 in Z|X|x) return 1;; esac
+  shift 19; echo "$1"
+}
+"#;
+
+/// Sets and exports `BENCHPIPE_ANCHOR` to the nearest ancestor (at most 8 up) that is
+/// the session's sshd; empty when there is none. Builtins only: it runs for every
+/// command.
+pub fn anchor_fn() -> String {
+    format!(
+        r#"bp_anchor() {{
+  a=$PPID; n=0
+  while [ "$n" -lt 8 ] && [ "$a" -gt 1 ] 2>/dev/null; do
+    c=; {{ read -r c < "/proc/$a/comm"; }} 2>/dev/null
+    s=; {{ read -r s < "/proc/$a/stat"; }} 2>/dev/null || return 0
+    set -f; set -- ${{s##*") "}}; set +f
+    [ $# -ge 20 ] || return 0
+    case $c in {SSHD_NAMES})
+      shift 19; {ANCHOR_ENV}="$a $1"; return 0;;
+    esac
+    a=$2; n=$((n + 1))
+  done
+}}
+{ANCHOR_ENV}=; bp_anchor; export {ANCHOR_ENV}
+"#
+    )
 }
 
-/// How long one teardown command of a guard may take.
-pub const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(600);
+/// `BENCHPIPE_ANCHOR` for commands benchpipe runs on this machine: its own pid and
+/// start time, so a guard undoes what a killed benchpipe left on the controller.
+pub fn local_anchor() -> String {
+    let pid = std::process::id();
+    let start = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(") ")?.1.to_string();
+            rest.split_whitespace().nth(19).map(str::to_string)
+        });
+    match start {
+        Some(t) if t.bytes().all(|b| b.is_ascii_digit()) => format!("{pid} {t}"),
+        _ => String::new(),
+    }
+}
 
-/// Finds the carrier's pid and start time on the target: `(pid, start time)`.
-fn carrier(t: &mut dyn Transport, carrier: Carrier) -> Result<(u32, String), TransportError> {
-    let find = match carrier {
-        Carrier::Session => r#"p=$$; i=0
-while [ "$p" -gt 1 ] && [ $i -lt 32 ]; do
-  c=; { read -r c < "/proc/$p/comm"; } 2>/dev/null
-  case $c in sshd|sshd-session) echo "$p $(start_time "$p")"; exit 0 ;; esac
-  l=; { read -r l < "/proc/$p/stat"; } 2>/dev/null || break
-  set -f; set -- ${l##*") "}; set +f
-  p=$2; i=$((i + 1))
+/// A guard: what it watches, how it undoes, and its arguments.
+pub struct Guard<'a> {
+    /// Names the guard's processes: `benchpipe-guard-<kind>` is their `$0`.
+    pub kind: &'a str,
+    /// A shell condition on the guard's arguments (`$1`...): true while the resource
+    /// exists. When it fails, the guard ends without doing anything.
+    pub alive: &'a str,
+    /// Shell that undoes the resource, run once the anchor is gone.
+    pub undo: &'a str,
+    /// Its arguments as shell words, quoted by the caller (`quote::sh`, or `"$pid"` for
+    /// a value of the launching script).
+    pub args: &'a [String],
+    /// A file the guard creates once it runs in a session of its own, which the
+    /// launcher waits for (at most 2 s) and removes: the launcher's process group is
+    /// killed when its command ends, and the guard must be out of it by then.
+    pub ready: &'a str,
+}
+
+/// Shell text that starts `g` in the background, in a session of its own, detached
+/// from every stream of the command; nothing when the command has no anchor.
+pub fn launch(g: &Guard<'_>) -> String {
+    let body = format!(
+        r#"cd / || exit 1
+{START_TIME_FN}bp_ap=$2; bp_at=$3; : > "$1" 2>/dev/null; shift 3
+while :; do
+  {alive} || exit 0
+  [ "$(live_start_time "$bp_ap")" = "$bp_at" ] || break
+  sleep 1
 done
-echo "no sshd among this command's ancestors" >&2; exit 1"#
-            .to_string(),
-        Carrier::Process(pid) => format!("echo {pid} \"$(start_time {pid})\""),
-    };
-    let out = t.run(&format!("{PROC_FNS}{find}"), Some(Duration::from_secs(30)))?;
-    let text = out.stdout_str();
-    let mut words = text.split_whitespace();
-    match (out.exit.success(), words.next(), words.next()) {
-        (true, Some(pid), Some(start))
-            if pid.bytes().all(|b| b.is_ascii_digit())
-                && start.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            let pid = pid.parse().map_err(|_| TransportError::Other {
-                target: t.target(),
-                reason: format!("guard: a pid out of range: {pid}"),
-            })?;
-            Ok((pid, start.to_string()))
-        }
-        _ => Err(TransportError::Other {
-            target: t.target(),
-            reason: format!(
-                "guard: cannot find what carries benchpipe's connection: {}",
-                out.stderr_str().trim()
-            ),
-        }),
-    }
-}
-
-/// The guard's own script: wait while the carrier lives, then the teardown, then every
-/// other service of `dir`, then `after` (shell text: ending the side's samplers).
-pub fn script(
-    dir: &str,
-    name: &str,
-    pid: u32,
-    start: &str,
-    teardown: &[String],
-    after: &str,
-) -> String {
-    let services = format!("{}/services", dir.trim_end_matches('/'));
-    let own = format!("{services}/{name}.pid");
-    let mut s = format!(
-        "{PROC_FNS}{STOP_FN}w={pid}; wt={start}\n\
-         while [ \"$(start_time \"$w\")\" = \"$wt\" ]; do sleep 1; done\n\
-         echo \"benchpipe's connection is gone: tearing down\"\n"
+{undo}
+"#,
+        alive = g.alive,
+        undo = g.undo,
     );
-    let limit = TEARDOWN_TIMEOUT.as_secs();
-    for command in teardown {
-        let c = quote::sh(command);
-        s.push_str(&format!(
-            "if command -v timeout >/dev/null 2>&1; then timeout -s KILL {limit} sh -c {c}; else sh -c {c}; fi </dev/null\n"
-        ));
-    }
-    s.push_str(&format!(
-        "for pf in {}/*.pid; do [ -e \"$pf\" ] || continue; [ \"$pf\" = {} ] && continue; stop_group \"$pf\"; done\n",
-        quote::sh(&services),
-        quote::sh(&own)
-    ));
-    s.push_str(after);
-    s
+    let args: String = g.args.iter().map(|a| format!(" {a}")).collect();
+    format!(
+        r#"case ${{{ANCHOR_ENV}:-}} in
+  ''|*[!0-9\ ]*) ;;
+  *)
+    rm -f -- {ready}
+    setsid /bin/sh -c {body} benchpipe-guard-{kind} {ready} ${ANCHOR_ENV}{args} </dev/null >/dev/null 2>&1 3<&- &
+    bp_i=0
+    until [ -e {ready} ] || [ "$bp_i" -ge 40 ]; do bp_i=$((bp_i + 1)); sleep 0.05 2>/dev/null || sleep 1; done
+    rm -f -- {ready}
+    ;;
+esac
+"#,
+        kind = g.kind,
+        ready = quote::sh(g.ready),
+        body = quote::sh(&body),
+    )
 }
 
-/// Arms a guard on the target: its service `name` under `dir`, running `teardown`
-/// (rendered shell commands) when the carrier ends, then stopping the other services
-/// under `dir`, then `after`.
-pub fn arm(
-    t: &mut dyn Transport,
-    dir: &str,
-    name: &str,
-    on: Carrier,
-    teardown: &[String],
-    after: &str,
-) -> Result<Service, TransportError> {
-    let (pid, start) = carrier(t, on)?;
-    t.start_service(dir, name, &script(dir, name, pid, &start, teardown, after))
+/// `bp_session_alive`: whether the anchor this process started under
+/// (`BENCHPIPE_ANCHOR`, read at the start into `bp_anchor`) still runs; true when there
+/// is none. For a loop of its own that must end with its session (the sampler).
+pub const SESSION_ALIVE_FN: &str = r#"bp_anchor=${BENCHPIPE_ANCHOR:-}
+bp_session_alive() {
+  [ -n "$bp_anchor" ] || return 0
+  set -f; set -- $bp_anchor; set +f
+  [ $# -eq 2 ] || return 0
+  bp_sa=; { read -r bp_sa < "/proc/$1/stat"; } 2>/dev/null || return 1
+  bp_want=$2
+  set -f; set -- ${bp_sa##*") "}; set +f
+  case $1 in Z|X|x) return 1;; esac
+  [ $# -ge 20 ] && shift 19 && [ "$1" = "$bp_want" ]
 }
+"#;
 
-/// Stops a guard: the orderly teardown has run, or is about to be run by benchpipe.
-pub fn disarm(t: &mut dyn Transport, guard: &Service) -> Result<(), TransportError> {
-    t.stop_service(guard)
-}
+/// The shell condition, for a guard's `alive`, that process `$1` still runs with start
+/// time `$2` (a service's group leader).
+pub const LEADER_ALIVE: &str = r#"[ "$(live_start_time "$1")" = "$2" ]"#;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::Transport;
     use crate::transport::local::Local;
 
-    fn alive(pgid: u32) -> bool {
-        // SAFETY: kill(2) with signal 0 only checks for existence.
-        unsafe { libc::kill(-(pgid as i32), 0) == 0 }
+    #[test]
+    fn the_local_anchor_is_this_process_with_its_start_time() {
+        let a = local_anchor();
+        let (pid, start) = a.split_once(' ').expect("pid and start time");
+        assert_eq!(pid, std::process::id().to_string());
+        assert!(start.parse::<u64>().is_ok(), "{a}");
     }
 
-    /// A guard watching a process that then dies runs its teardown and stops its side's
-    /// other services; a disarmed guard runs nothing.
+    /// A guard undoes its resource once its anchor is gone, and ends without a word
+    /// when the resource goes first.
     #[test]
-    fn a_guard_tears_down_when_its_carrier_ends_and_not_when_disarmed() {
-        let dir = std::env::temp_dir().join(format!("bp-guard-{}", std::process::id()));
-        let d = dir.to_string_lossy().to_string();
+    fn a_guard_undoes_when_its_anchor_dies_and_not_when_its_resource_goes_first() {
+        let dir = format!("/tmp/benchpipe-guard-test-{}", std::process::id());
+        std::fs::create_dir_all(&dir).unwrap();
         let mut t = Local::new();
-        let other = t.start_service(&d, "other", "sleep 300").unwrap();
-        let mut carrier = std::process::Command::new("sleep")
-            .arg("300")
-            .spawn()
-            .unwrap();
-        let marker = dir.join("torn-down");
-        let teardown = vec![format!("touch {}", quote::sh(&marker.to_string_lossy()))];
-        let g = arm(
-            &mut t,
-            &d,
-            "guard",
-            Carrier::Process(carrier.id()),
-            &teardown,
-            "",
-        )
-        .unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        assert!(
-            !marker.exists(),
-            "nothing is torn down while the carrier lives"
-        );
-        carrier.kill().unwrap();
-        carrier.wait().unwrap();
-        let t0 = std::time::Instant::now();
-        while (!marker.exists() || alive(other.pgid) || alive(g.pgid))
-            && t0.elapsed() < Duration::from_secs(20)
-        {
-            std::thread::sleep(Duration::from_millis(100));
+        for (case, remove_first) in [("anchor-dies", false), ("resource-goes", true)] {
+            let resource = format!("{dir}/{case}.resource");
+            let undone = format!("{dir}/{case}.undone");
+            std::fs::write(&resource, "x").unwrap();
+            // The anchor: a sleeper of our own, by pid and start time.
+            let mut anchor = std::process::Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .unwrap();
+            let pid = anchor.id();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            let start = stat
+                .rsplit_once(") ")
+                .unwrap()
+                .1
+                .split(' ')
+                .nth(19)
+                .unwrap();
+            let args = [quote::sh(&resource), quote::sh(&undone)];
+            let g = Guard {
+                kind: "test",
+                alive: r#"[ -e "$1" ]"#,
+                undo: r#"rm -f "$1"; : > "$2""#,
+                args: &args,
+                ready: &format!("{dir}/{case}.ready"),
+            };
+            let script = format!("{ANCHOR_ENV}='{pid} {start}'\n{}", launch(&g));
+            let out = t.run(&script, None).unwrap();
+            assert!(out.exit.success(), "{}", out.stderr_str());
+            if remove_first {
+                std::fs::remove_file(&resource).unwrap();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let _ = anchor.kill();
+            let _ = anchor.wait();
+            let t0 = std::time::Instant::now();
+            let want_undone = !remove_first;
+            while std::path::Path::new(&undone).exists() != want_undone
+                && t0.elapsed().as_secs() < 20
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            assert_eq!(
+                std::path::Path::new(&undone).exists(),
+                want_undone,
+                "{case}"
+            );
+            assert!(!std::path::Path::new(&resource).exists(), "{case}");
         }
-        assert!(marker.exists(), "the teardown ran");
-        assert!(!alive(other.pgid), "the side's other service was stopped");
-        assert!(!alive(g.pgid), "the guard ended");
-
-        std::fs::remove_file(&marker).unwrap();
-        let mut carrier = std::process::Command::new("sleep")
-            .arg("300")
-            .spawn()
-            .unwrap();
-        let g = arm(
-            &mut t,
-            &d,
-            "guard2",
-            Carrier::Process(carrier.id()),
-            &teardown,
-            "",
-        )
-        .unwrap();
-        disarm(&mut t, &g).unwrap();
-        carrier.kill().unwrap();
-        carrier.wait().unwrap();
-        std::thread::sleep(Duration::from_millis(1500));
-        assert!(!marker.exists(), "a disarmed guard runs nothing");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

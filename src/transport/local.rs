@@ -72,6 +72,12 @@ fn signal_name(sig: i32) -> String {
     }
 }
 
+/// This process's anchor for guards (`guard::local_anchor`), read once.
+fn local_anchor() -> &'static str {
+    static ANCHOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ANCHOR.get_or_init(super::guard::local_anchor)
+}
+
 /// How long output is still read after the command's group was killed.
 const LINGER: Duration = Duration::from_secs(5);
 
@@ -318,7 +324,7 @@ fn run_local(
     };
     // Its own process group, so that a timeout or interrupt ends the whole tree
     // (sh and everything it started), not just the shell.
-    let base = duct::cmd("sh", ["-c", command]);
+    let base = duct::cmd("sh", ["-c", command]).env(super::guard::ANCHOR_ENV, local_anchor());
     let base = match stdin_r {
         Some(r) => base.stdin_file(r),
         None => base.stdin_null(),

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod local;
 pub mod quote;
 pub mod service;
+pub mod side_guard;
 pub mod ssh;
 pub mod workdir;
 

@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use super::guard::{self, START_TIME_FN};
 use super::{Transport, TransportError, quote};
 
 /// A running service: its process group on the target and where it logs.
@@ -28,13 +29,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Shell functions shared by start and stop. A pid file holds `PID STARTTIME TOKEN`:
 /// the group leader's pid, its start time (field 22 of /proc/PID/stat, which a reused
 /// pid does not share), and a random token in the service's environment.
-pub(super) const PROC_FNS: &str = r#"start_time() {
-  st=; { read -r st < "/proc/$1/stat"; } 2>/dev/null || return 1
-  set -f; set -- ${st##*") "}; set +f
-  [ $# -ge 20 ] || return 1
-  shift 19; echo "$1"
-}
-# Reads pid file $1 into g, t and tok; fails (saying why) unless it is one of ours.
+pub(super) const PROC_FNS: &str = r#"# Reads pid file $1 into g, t and tok; fails (saying why) unless it is one of ours.
 read_pid_file() {
   l=; { read -r l < "$1"; } 2>/dev/null
   set -f; set -- $l; set +f
@@ -53,17 +48,16 @@ ours_alive() {
 }
 "#;
 
-/// Stops the service in pid file `$1`: TERM to its process group, KILL after 5 s, and
-/// proves it gone. Only a group whose leader still has the recorded start time is
-/// signalled; when the leader is gone, only members of its session carrying its token.
-pub(super) const STOP_FN: &str = r#"stop_group() {
-  pf=$1
-  [ -e "$pf" ] || return 0
-  read_pid_file "$pf" || { rm -f "$pf"; return 1; }
+/// `stop_ours`: stops the service whose leader is `$g`, started at `$t` with token
+/// `$tok`: TERM to its process group, KILL after 5 s, and proves it gone. Only a group
+/// whose leader still has the recorded start time is signalled; when the leader is
+/// gone, only members of its session carrying its token. Returns 1 when the group
+/// survived SIGKILL. `stop_group PIDFILE` does it for the service of a pid file.
+pub(super) const STOP_FN: &str = r#"stop_ours() {
   now=$(start_time "$g")
   if [ -n "$now" ] && [ "$now" != "$t" ]; then
     echo "pid $g of $pf now belongs to another process: nothing signalled" >&2
-    rm -f "$pf"; return 0
+    return 0
   fi
   if [ -z "$now" ]; then
     # The leader is gone; its group id cannot be reused while members live, and the
@@ -76,9 +70,9 @@ pub(super) const STOP_FN: &str = r#"stop_group() {
       tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qxF "BENCHPIPE_SERVICE=$tok" || continue
       kill -s KILL "$p" 2>/dev/null
     done
-    rm -f "$pf"; return 0
+    return 0
   fi
-  kill -s TERM -- "-$g" 2>/dev/null || { rm -f "$pf"; return 0; }
+  kill -s TERM -- "-$g" 2>/dev/null || return 0
   i=0
   while kill -s 0 -- "-$g" 2>/dev/null; do
     i=$((i + 1))
@@ -86,9 +80,29 @@ pub(super) const STOP_FN: &str = r#"stop_group() {
     [ $i -ge 100 ] && { echo "process group $g survived SIGKILL" >&2; return 1; }
     sleep 0.1
   done
+}
+stop_group() {
+  pf=$1
+  [ -e "$pf" ] || return 0
+  read_pid_file "$pf" || { rm -f "$pf"; return 1; }
+  stop_ours || return 1
   rm -f "$pf"
 }
 "#;
+
+/// The service's dead man's switch (`guard`): its arguments are the leader's pid, its
+/// start time, the token and the pid file. When the session that started it dies, it
+/// stops the group as `stop_group` would, and removes the pid file if it still names
+/// this start.
+fn guard_undo() -> String {
+    format!(
+        r#"g=$1; t=$2; tok=$3; pf=$4
+{STOP_FN}stop_ours
+l=; {{ read -r l < "$pf"; }} 2>/dev/null
+[ "$l" = "$g $t $tok" ] && rm -f "$pf"
+"#
+    )
+}
 
 /// A random token that names one service start (hex, from the kernel's generator).
 fn token() -> String {
@@ -124,8 +138,16 @@ fn check_name<T: Transport + ?Sized>(t: &T, name: &str) -> Result<(), TransportE
     }
 }
 
+/// The name prefix of a service that is itself a dead man's switch (a cluster side's
+/// guard, `side_guard`): it gets no guard of its own, which would end it exactly when
+/// its session dies, the moment it must act. Recipe services are named after their
+/// cell's key (hex), so they never carry it.
+pub const SELF_GUARDED_PREFIX: &str = "guard-";
+
 /// Starts `command` in the background under `DIR/services/NAME.{pid,log}`. Fails when a
 /// service of that name is still running, or when the command exits within 0.2 s.
+/// Unless it is `SELF_GUARDED_PREFIX`-named, a guard stops it when the session that
+/// started it dies.
 pub fn start<T: Transport + ?Sized>(
     t: &mut T,
     dir: &str,
@@ -136,8 +158,9 @@ pub fn start<T: Transport + ?Sized>(
     let services = format!("{}/services", dir.trim_end_matches('/'));
     let pid_file = format!("{services}/{name}.pid");
     let log_file = format!("{services}/{name}.log");
+    let tok = token();
     let script = format!(
-        r#"{PROC_FNS}mkdir -p -m 700 -- {d} || exit 1
+        r#"{START_TIME_FN}{PROC_FNS}mkdir -p -m 700 -- {d} || exit 1
 [ -d {d} ] && [ ! -L {d} ] || {{ echo "{d} is not a directory" >&2; exit 1; }}
 pf={pf}
 if [ -e "$pf" ]; then
@@ -148,19 +171,34 @@ if [ -e "$pf" ]; then
 fi
 BENCHPIPE_SERVICE={tok} setsid sh -c {c} </dev/null >{log} 2>&1 &
 pid=$!
-t=$(start_time "$pid") || {{ kill -s KILL -- "-$pid" "$pid" 2>/dev/null; echo "service {n}: no start time in /proc/$pid/stat" >&2; exit 1; }}
+t=$(start_time "$pid") || {{ kill -s KILL -- "-$pid" "$pid" 2>/dev/null; echo "service {n} exited at once (no live process in /proc/$pid/stat); its log:" >&2; sleep 0.1; tail -n 20 {log} >&2; exit 1; }}
 echo "$pid $t {tok}" > "$pf"
 sleep 0.2
 if ! kill -s 0 -- "-$pid" 2>/dev/null; then
   rm -f "$pf"; echo "service {n} exited at once; its log:" >&2; tail -n 20 {log} >&2; exit 1
 fi
-echo $pid"#,
+{guard}echo $pid"#,
         d = quote::sh(&services),
         pf = quote::sh(&pid_file),
         n = name,
-        tok = token(),
         c = quote::sh(command),
         log = quote::sh(&log_file),
+        guard = if name.starts_with(SELF_GUARDED_PREFIX) {
+            String::new()
+        } else {
+            guard::launch(&guard::Guard {
+                kind: "service",
+                alive: guard::LEADER_ALIVE,
+                undo: &guard_undo(),
+                args: &[
+                    "\"$pid\"".into(),
+                    "\"$t\"".into(),
+                    tok.clone(),
+                    quote::sh(&pid_file),
+                ],
+                ready: &format!("{services}/{name}.guard"),
+            })
+        },
     );
     let out = t.run(&script, Some(START_TIMEOUT))?;
     if !out.exit.success() {
@@ -191,7 +229,7 @@ echo $pid"#,
 /// Stops one service: its whole process group, for sure (KILL after 5 s).
 pub fn stop<T: Transport + ?Sized>(t: &mut T, service: &Service) -> Result<(), TransportError> {
     let script = format!(
-        "{PROC_FNS}{STOP_FN}stop_group {}",
+        "{START_TIME_FN}{PROC_FNS}{STOP_FN}stop_group {}",
         quote::sh(&service.pid_file)
     );
     finish(t, &format!("stopping service {}", service.name), &script)
@@ -202,7 +240,7 @@ pub fn stop<T: Transport + ?Sized>(t: &mut T, service: &Service) -> Result<(), T
 pub fn stop_all<T: Transport + ?Sized>(t: &mut T, dir: &str) -> Result<(), TransportError> {
     let services = format!("{}/services", dir.trim_end_matches('/'));
     let script = format!(
-        "{PROC_FNS}{STOP_FN}rc=0\nfor pf in {}/*.pid; do [ -e \"$pf\" ] || continue; stop_group \"$pf\" || rc=1; done\nexit $rc",
+        "{START_TIME_FN}{PROC_FNS}{STOP_FN}rc=0\nfor pf in {}/*.pid; do [ -e \"$pf\" ] || continue; stop_group \"$pf\" || rc=1; done\nexit $rc",
         quote::sh(&services)
     );
     finish(t, "stopping services", &script)
@@ -259,7 +297,16 @@ mod tests {
         stop_all(&mut t, &dir).unwrap();
         assert!(!group_alive(a.pgid) && !group_alive(b.pgid));
         assert!(start(&mut t, &dir, "../x", "true").is_err());
-        let failed = start(&mut t, &dir, "quick", "echo oops; exit 3");
+        // "At once" is within 0.2 s; on a loaded machine the shell may not even run in
+        // that time, and then the start is rightly a success. Try a few times.
+        let mut failed = start(&mut t, &dir, "quick", "echo oops; exit 3");
+        for _ in 0..10 {
+            if failed.is_err() {
+                break;
+            }
+            let _ = stop_all(&mut t, &dir);
+            failed = start(&mut t, &dir, "quick", "echo oops; exit 3");
+        }
         let err = failed.unwrap_err().to_string();
         assert!(
             err.contains("exited at once") && err.contains("oops"),

@@ -190,6 +190,71 @@ fn base_workspace_loads() {
     assert!(ws.recipes[&"xz".into()].metrics.iter().all(|m| m.primary));
 }
 
+/// Metrics keep the order their recipe declares (a TOML table's keys sort by name), with
+/// their labels; `[report.labels]` keep theirs, and `[[report.table]]` loads as written.
+#[test]
+fn metrics_keep_their_order_and_report_labels_and_tables_load() {
+    let dir = TempDir::new();
+    for (path, text) in BASE {
+        let text = match path {
+            "pipeline/xz.toml" => text.replace(
+                "real = { from = \"real\", unit = \"s\", better = \"lower\" }",
+                "real = { label = \"real time\", from = \"real\", unit = \"s\", better = \"lower\" }\n\
+                 user = { from = \"user\", unit = \"s\", better = \"lower\" }\n\
+                 sys = { label = \" system CPU \", from = \"sys\", unit = \"s\", better = \"lower\" }",
+            ),
+            "scenarios/s.toml" => format!(
+                "{text}\n[report.labels]\nboard = {{ \"pi\" = \"Pi 4\", \"local*\" = \"this machine\", \"*\" = \"other\" }}\n\
+                 metric = {{ \"xz.user\" = \"user CPU\" }}\n\
+                 [[report.table]]\ntitle = \"Disk\"\ncolumns = [\"disk.random_write\", \"xz.sys\"]\n\
+                 labels = {{ \"xz.sys\" = \"sys\" }}\nrows = [\"board\"]\npivot = \"storage\"\n"
+            ),
+            _ => text.to_string(),
+        };
+        dir.write(path, text);
+    }
+    let ws =
+        config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).unwrap_or_else(|e| panic!("{e}"));
+    let xz = &ws.recipes[&"xz".into()];
+    let metrics: Vec<(&str, &str)> = xz
+        .metrics
+        .iter()
+        .map(|m| (m.name.as_str(), m.label()))
+        .collect();
+    assert_eq!(
+        metrics,
+        [
+            ("real", "real time"),
+            ("user", "user"),
+            ("sys", "system CPU")
+        ]
+    );
+    let r = &ws.scenarios[0].report;
+    let boards: Vec<(&str, &str)> = r.labels.axes[&benchpipe::model::Axis::Board]
+        .iter()
+        .map(|(g, l)| (g.as_str(), l.as_str()))
+        .collect();
+    assert_eq!(
+        boards,
+        [("pi", "Pi 4"), ("local*", "this machine"), ("*", "other")],
+        "first match wins, so the file's order is kept"
+    );
+    assert_eq!(r.labels.metric(&"xz".into(), "user"), Some("user CPU"));
+    let t = &r.tables[0];
+    assert_eq!(t.title, "Disk");
+    let columns: Vec<(&str, &str, Option<&str>)> = t
+        .columns
+        .iter()
+        .map(|c| (c.test.as_str(), c.metric.as_str(), c.label.as_deref()))
+        .collect();
+    assert_eq!(
+        columns,
+        [("disk", "random_write", None), ("xz", "sys", Some("sys"))]
+    );
+    assert_eq!(t.rows, Some(vec![benchpipe::model::Axis::Board]));
+    assert_eq!(t.pivot, Some(benchpipe::model::Axis::Storage));
+}
+
 /// (file, text to replace, replacement, expected `file:line:col`, expected message part).
 const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
     // Unknown keys, in each kind of file, pointed at the key.

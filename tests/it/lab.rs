@@ -85,7 +85,7 @@ impl Lab {
             .unwrap_or_else(|e| panic!("connect to lab board: {e}"))
     }
 
-    fn down(&mut self) {
+    pub fn down(&mut self) {
         self.down_done = true;
         lab::down_with(&self.root, &self.options).expect("lab down");
     }
@@ -1178,4 +1178,24 @@ fn boards_check_gives_one_line_per_board_with_the_real_cause() {
     let out = bp(&lab.root, &["boards", "check", &name]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
+
+/// A namespace of this lab's prefix that another lab holds (another workspace's, with
+/// the same default prefix): `lab up` refuses before building anything, so its cleanup
+/// after a failure, which removes labs by name, never reaches the other lab.
+#[test]
+fn lab_up_refuses_a_prefix_another_lab_holds_and_leaves_that_lab_alone() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let (root, options) = fresh_workspace("bt", "taken");
+    let netns = format!("{}-1", options.prefix);
+    local(&format!("ip netns add {netns}"));
+    let r = lab::up_with(&root, 1, &options);
+    let still = Path::new("/run/netns").join(&netns).exists();
+    let state = lab::state_dir(&root).join("state.json").exists();
+    local(&format!("ip netns delete {netns}"));
+    let _ = std::fs::remove_dir_all(&root);
+    let e = r.expect_err("lab up over a namespace another lab holds");
+    assert!(e.to_string().contains("another lab with prefix"), "{e}");
+    assert!(still, "the other lab's namespace was removed");
+    assert!(!state, "a state file was written");
 }

@@ -3,22 +3,28 @@
 
 mod burnin;
 mod cluster;
+mod compare;
 mod config;
 mod dd;
 mod disks;
 mod drift;
+mod example;
 mod filesystems;
 mod flash;
 mod fs_stack;
 mod hostile;
 mod lab;
 mod libssh2;
+mod lost_board;
 mod network;
+mod nfs;
+mod nix;
 mod parallel;
 mod parsers;
 mod power;
 mod provision;
 mod realboards;
+mod reports;
 mod safety;
 mod schedule;
 mod seeds;
@@ -29,8 +35,10 @@ mod startup;
 mod stats;
 mod storage;
 mod telemetry;
+mod tmpfs;
 mod tpi;
 mod uas;
+mod webapp;
 mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`

@@ -80,3 +80,136 @@ fn iperf3_bidir_and_iperf2_measure_both_ways_on_lab_boards_and_leave_nothing_run
     let left = crate::processes_left(&["-p 5273", "-p 5073"]);
     assert!(left.trim().is_empty(), "left running: {left}");
 }
+
+/// Each measured run's `metric` of `test`, by the network its cell ran over, with the
+/// link facts its cell recorded.
+pub fn by_network(root: &Path, test: &str, metric: &str) -> Vec<(String, f64, serde_json::Value)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
+        let Ok(cell) = std::fs::read_to_string(e.path().join("cell.json")) else {
+            continue;
+        };
+        let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
+        if cell["address"]["test"] != test {
+            continue;
+        }
+        let network = cell["address"]["network"]
+            .as_str()
+            .unwrap_or("-")
+            .to_string();
+        let facts: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(e.path().join("facts.json")).unwrap())
+                .unwrap();
+        let samples = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap();
+        for line in samples.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let x = v["metrics"][metric].as_f64().unwrap();
+            out.push((network.clone(), x, facts["network"].clone()));
+        }
+    }
+    out
+}
+
+/// The lab's second link is shaped by tc to 50 Mbit/s: iperf3 both ways over `lan` and
+/// `wifi` measures `wifi` slower, each cell's facts name its link, and the report says
+/// which link each row ran over, with its speed, duplex and queueing discipline.
+#[test]
+fn iperf3_over_lan_and_the_labs_shaped_wifi_link_finds_wifi_slower_and_reports_the_links() {
+    let lab = Lab::up(1);
+    let rate = f64::from(lab.options.wifi_rate_mbit);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    for name in ["iperf3-up", "iperf3-down", "xz"] {
+        std::fs::copy(
+            repo.join(format!("pipeline/{name}.toml")),
+            root.join(format!("pipeline/{name}.toml")),
+        )
+        .unwrap();
+    }
+    // xz uses no network: one cell, with no network value, beside the networked ones.
+    std::fs::write(
+        root.join("scenarios/links.toml"),
+        format!(
+            "title = \"lan and wifi\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [\"{}-*\"]\nnetwork = [\"lan\", \"wifi\"]\n\
+             test = [\"iperf3-up\", \"iperf3-down\", \"xz\"]\n\
+             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
+             [params.iperf3-up]\nseconds = 2\nport = 5291\n\
+             [params.iperf3-down]\nseconds = 2\nport = 5292\n\
+             [params.xz]\ncorpus_mib = 1\n\
+             [[report.compare]]\nmetric = \"iperf3-up.throughput\"\n\
+             baseline = {{ network = \"lan\" }}\ncandidate = {{ network = \"wifi\" }}\n",
+            lab.options.board_prefix
+        ),
+    )
+    .unwrap();
+    let check = bp(root, &["check", "scenarios/links.toml"]);
+    assert!(check.status.success(), "{}", text(&check));
+    let apply = bp(root, &["apply", "scenarios/links.toml"]);
+    assert!(apply.status.success(), "{}", text(&apply));
+
+    for test in ["iperf3-up", "iperf3-down"] {
+        let runs = by_network(root, test, "throughput");
+        assert_eq!(runs.len(), 4, "{test}: 2 links x 2 runs: {runs:?}");
+        let mean = |net: &str| {
+            let xs: Vec<f64> = runs.iter().filter(|r| r.0 == net).map(|r| r.1).collect();
+            assert_eq!(xs.len(), 2, "{test} over {net}: {runs:?}");
+            xs.iter().sum::<f64>() / 2.0
+        };
+        let (lan, wifi) = (mean("lan"), mean("wifi"));
+        assert!(
+            wifi > 0.0 && wifi < lan,
+            "{test}: wifi {wifi} Mbit/s, lan {lan}"
+        );
+        // A token bucket caps the rate whatever the machine's load.
+        assert!(
+            wifi < rate * 1.5,
+            "{test}: wifi {wifi} Mbit/s over a {rate} Mbit/s link"
+        );
+        for (net, _, facts) in &runs {
+            assert_eq!(facts["name"], net.as_str(), "{facts}");
+            let link = &facts["link"];
+            assert_eq!(link["present"], true, "{facts}");
+            assert!(
+                link["speed_mbps"].as_u64().is_some_and(|s| s > 0),
+                "{facts}"
+            );
+            assert_eq!(link["speed_from"], "sysfs", "{facts}");
+            assert!(
+                facts.get("address").is_none(),
+                "no address in the facts: {facts}"
+            );
+            let tbf = link["qdisc"].as_str().unwrap_or("").contains("tbf");
+            assert_eq!(tbf, net == "wifi", "the shaped link is wifi's: {facts}");
+        }
+    }
+    let xz = by_network(root, "xz", "real");
+    assert!(
+        !xz.is_empty() && xz.iter().all(|r| r.0 == "-" && r.2.is_null()),
+        "{xz:?}"
+    );
+
+    let report = bp(root, &["report", "scenarios/links.toml"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let md = std::fs::read_to_string(root.join("reports/links/index.md")).unwrap();
+    for want in [
+        "| network |",
+        "wifi (wlan0, wifi)",
+        "lan (eth0, wired)",
+        "Mb/s full duplex (from sysfs)",
+        "qdisc tbf",
+    ] {
+        assert!(md.contains(want), "no {want:?} in the report:\n{md}");
+    }
+    let board = lab.board(0);
+    for address in [board.address, board.wifi.as_ref().unwrap().address] {
+        assert!(
+            !md.contains(&address.to_string()),
+            "{address} in the report:\n{md}"
+        );
+    }
+    let left = crate::processes_left(&["-p 5291", "-p 5292"]);
+    assert!(left.trim().is_empty(), "left running: {left}");
+}

@@ -185,8 +185,8 @@ fn fake_power_file_and_fake_smart_plug_give_separate_idle_and_load_watts() {
     assert!(report.status.success(), "{}", text(&report));
     let md = std::fs::read_to_string(lab.root.join("reports/s/index.md")).unwrap();
     for column in [
-        "idle_w",
-        "power_w",
+        "| idle power (W, lower is better) |",
+        "| power (W, lower is better) |",
         "value_per_w",
         "energy",
         "MB/W",
@@ -200,27 +200,27 @@ fn fake_power_file_and_fake_smart_plug_give_separate_idle_and_load_watts() {
         &std::fs::read_to_string(lab.root.join("reports/s/report.json")).unwrap(),
     )
     .unwrap();
-    let table = &json["tests"][0];
-    let names: Vec<&str> = table["metrics"]
+    let table = &json["tables"][0];
+    let names: Vec<&str> = table["columns"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["name"].as_str().unwrap())
+        .map(|m| m["metric"].as_str().unwrap())
         .collect();
     assert_eq!(
         names,
-        ["energy", "value", "value_per_w", "idle_w", "power_w"],
-        "{table}"
+        ["value", "value_per_w", "energy", "idle_w", "power_w"],
+        "the recipe's order, then the meter's: {table}"
     );
     for row in table["rows"].as_array().unwrap() {
         let v = |i: usize| row["values"][i]["mean"].as_f64().unwrap();
         // value / power_w and power_w × seconds, from the same runs.
         assert!(
-            v(2) > 20.0 / 5.29 - 1e-6 && v(2) < 20.0 / 3.4 + 1e-6,
+            v(1) > 20.0 / 5.29 - 1e-6 && v(1) < 20.0 / 3.4 + 1e-6,
             "{row}"
         );
         assert!(
-            v(0) > 3.4 * 4.0 - 1e-6,
+            v(2) > 3.4 * 4.0 - 1e-6,
             "at least 4 s at no less than idle: {row}"
         );
         assert_eq!(row["values"][4]["n"], 2, "{row}");
@@ -272,7 +272,7 @@ fn fake_meters_that_fail_warn_on_the_sample_and_the_cell_completes() {
     let md = std::fs::read_to_string(lab.root.join("reports/s/index.md")).unwrap();
     assert!(md.contains("2 of 2 (power unknown), included"), "{md}");
     assert!(
-        !md.contains("| power_w"),
+        !md.contains("power (W"),
         "no watts column without watts: {md}"
     );
 }
@@ -339,6 +339,7 @@ fn fake_vcgencmd_pmic_read_adc_gives_the_rails_sum_idle_and_during_the_run() {
         power: None,
         meter: None,
         storage: Vec::new(),
+        network: Vec::new(),
         workdir: dir.0.join("work").display().to_string(),
         thermal: None,
         accept_new_host_key: false,

@@ -1,8 +1,8 @@
-//! Integration tests: the serving recipes (pipeline/http.toml, smb.toml, smb-fs.toml):
-//! their parsing of real curl and smbclient output, and on real lab boards nginx and
-//! smbd serving a tmpfs or the cell's filesystem to curl and smbclient on the
-//! controller; afterwards no server of theirs runs and nothing of theirs is mounted,
-//! after a success and after a failed run.
+//! Integration tests: the serving recipes (pipeline/http.toml, smb.toml, nfs.toml,
+//! smb-fs.toml): their parsing of real curl and smbclient output, and on real lab boards
+//! nginx, smbd and nfs-ganesha serving a tmpfs or the cell's filesystem to curl,
+//! smbclient and nfs-cat on the controller; afterwards no server of theirs runs and
+//! nothing of theirs is mounted, after a success and after a failed run.
 
 use std::path::Path;
 
@@ -15,12 +15,12 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     let path = repo().join("tests/data/tool-outputs").join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn shipped(name: &str) -> benchpipe::model::Recipe {
+pub(crate) fn shipped(name: &str) -> benchpipe::model::Recipe {
     let mut recipes = benchpipe::config::load_recipes(repo()).expect("the shipped recipes load");
     recipes
         .remove(&benchpipe::model::TestName::new(name))
@@ -60,39 +60,62 @@ fn smb_recipes_read_smbclients_get_and_put_rates_in_mb_per_s() {
     }
 }
 
-/// `pid cmdline` of the live processes in the board's network namespace (lab boards
-/// share the controller's process table, so the namespace tells a board's own) whose
-/// command line names one of `names`, after they had up to 15 s to die.
-fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
-    let sshd = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
-    let ns = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())).unwrap();
+/// Whether process `pid` lives in the board's network namespace (lab boards share the
+/// controller's process table, so the namespace tells a board's own; read from
+/// `/run/netns`, so it holds also once the board's sshd is gone).
+pub(crate) fn in_board_netns(board: &LabBoard, pid: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ns) = std::fs::metadata(format!("/run/netns/{}", board.netns)) else {
+        return false;
+    };
+    std::fs::read_link(format!("/proc/{pid}/ns/net"))
+        .is_ok_and(|l| l.to_string_lossy() == format!("net:[{}]", ns.ino()))
+}
+
+/// `pid cmdline` of the live processes in the board's network namespace whose command
+/// line names one of `names`, after they had up to `wait` to die.
+pub(crate) fn board_processes_left(
+    board: &LabBoard,
+    names: &[&str],
+    wait: std::time::Duration,
+) -> String {
     let t0 = std::time::Instant::now();
     loop {
         let mut left = String::new();
         for line in crate::processes_matching(names).lines() {
             let pid = line.split(' ').next().unwrap();
-            if std::fs::read_link(format!("/proc/{pid}/ns/net"))
-                .ok()
-                .as_ref()
-                == Some(&ns)
-            {
+            if in_board_netns(board, pid) {
                 left.push_str(line);
                 left.push('\n');
             }
         }
-        if left.is_empty() || t0.elapsed() > std::time::Duration::from_secs(15) {
+        if left.is_empty() || t0.elapsed() > wait {
             return left;
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 
+/// The serving recipes' servers and benchpipe's board-side helpers.
+pub(crate) const SERVERS: [&str; 6] = [
+    "nginx",
+    "smbd",
+    "ganesha.nfsd",
+    "iperf",
+    "stress-ng",
+    "benchpipe-guard",
+];
+
+fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
+    board_processes_left(board, names, std::time::Duration::from_secs(15))
+}
+
 /// A lab workspace with the shipped serving recipes and a scenario for board 0.
-fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
+pub(crate) fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for r in ["http", "smb", "smb-fs"] {
+    for r in ["http", "smb", "nfs", "smb-fs"] {
         std::fs::copy(
             repo().join(format!("pipeline/{r}.toml")),
             root.join(format!("pipeline/{r}.toml")),
@@ -126,7 +149,7 @@ fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
 
 /// (cell.json, sample) of every stored measured run (warm-ups are checked too: every
 /// run's numbers are asserted on).
-fn samples(root: &Path) -> Vec<(String, serde_json::Value)> {
+pub(crate) fn samples(root: &Path) -> Vec<(String, serde_json::Value)> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir(root.join("results")) else {
         return out;
@@ -153,7 +176,7 @@ fn assert_positive_metrics(s: &serde_json::Value) {
     }
 }
 
-fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
+pub(crate) fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
     for (_, s) in samples {
         for m in metrics {
             let v = s["metrics"][m].as_f64().unwrap_or(f64::NAN);
@@ -162,24 +185,37 @@ fn assert_positive(samples: &[(String, serde_json::Value)], metrics: &[&str]) {
     }
 }
 
-/// Nothing of the serving recipes is left on the board: no nginx or smbd in its
-/// network namespace, no tmpfs of benchpipe's, no directory of theirs in the workdir.
+/// Nothing of the serving recipes is left on the board: no nginx, smbd or ganesha (nor
+/// a guard of benchpipe's) in its network namespace, no tmpfs of benchpipe's, no
+/// directory of theirs in the workdir; and no client of theirs on the controller.
 pub(crate) fn assert_nothing_left(board: &LabBoard) {
-    assert_eq!(
-        board_servers_left(board, &["nginx", "smbd", "iperf", "stress-ng"]),
-        "",
-        "servers left"
-    );
+    assert_eq!(board_servers_left(board, &SERVERS), "", "servers left");
     assert_eq!(benchpipe_tmpfs(board), "", "tmpfs left mounted");
+    assert_workdir_clean(board);
+    assert_eq!(clients_left(board), "", "clients left on the controller");
+}
+
+/// No directory of the serving recipes (a tmpfs mount point, smbd's) in the workdir.
+pub(crate) fn assert_workdir_clean(board: &LabBoard) {
     let left: Vec<_> = std::fs::read_dir(&board.workdir)
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| n.starts_with("http-") || n.starts_with("smb-"))
+                .filter(|n| ["http-", "smb-", "nfs-"].iter().any(|p| n.starts_with(p)))
                 .collect()
         })
         .unwrap_or_default();
     assert!(left.is_empty(), "left in the workdir: {left:?}");
+}
+
+/// curl, smbclient or nfs-cat on the controller still talking to the board.
+pub(crate) fn clients_left(board: &LabBoard) -> String {
+    let host = board.address.to_string();
+    crate::processes_matching(&["curl", "smbclient", "nfs-cat"])
+        .lines()
+        .filter(|l| l.contains(&host))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 #[test]
@@ -327,12 +363,40 @@ fn an_http_port_in_use_on_the_board_is_refused() {
     assert_nothing_left(&board);
 }
 
-/// benchpipe itself is killed (SIGKILL) while nginx and smbd serve: the servers outlive
-/// it, and the next apply stops them (its stop-leftover-services step, before any setup
-/// would find the port taken), measures, and leaves no server and no tmpfs behind.
+/// Starts an apply of the scenario in `lab` with 500 runs per cell, waits until it has
+/// measured one, and returns it running.
+fn apply_until_measuring(lab: &Lab, test: &str) -> std::process::Child {
+    let s = lab.root.join("scenarios/s.toml");
+    let two = std::fs::read_to_string(&s).unwrap();
+    std::fs::write(
+        &s,
+        two.replace("max = 2", "max = 500")
+            .replace("min = 2", "min = 500"),
+    )
+    .unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(&lab.root)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while samples(&lab.root).is_empty() {
+        assert!(t0.elapsed().as_secs() < 120, "{test}: never measured");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::write(&s, two).unwrap();
+    child
+}
+
+/// benchpipe itself is killed (SIGKILL) while nginx and smbd serve: their SSH session
+/// dies with it, and their guards stop them and unmount the tmpfs; the next apply
+/// measures and leaves nothing behind.
 #[test]
-fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
-    for (test, server) in [("http", "nginx"), ("smb", "smbd")] {
+fn servers_of_a_killed_apply_stop_with_its_session() {
+    for test in ["http", "smb"] {
         let lab = Lab::up(1);
         let board = lab.board(0).clone();
         scenario(
@@ -341,35 +405,16 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
             "",
             &format!("[params.{test}]\nsize_mib = 4\n"),
         );
-        let s = lab.root.join("scenarios/s.toml");
-        let two = std::fs::read_to_string(&s).unwrap();
-        std::fs::write(
-            &s,
-            two.replace("max = 2", "max = 500")
-                .replace("min = 2", "min = 500"),
-        )
-        .unwrap();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(["apply", "scenarios/s.toml"])
-            .current_dir(&lab.root)
-            .env("NO_COLOR", "1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let t0 = std::time::Instant::now();
-        while samples(&lab.root).is_empty() {
-            assert!(t0.elapsed().as_secs() < 120, "{test}: never measured");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let mut child = apply_until_measuring(&lab, test);
         child.kill().unwrap();
         child.wait().unwrap();
-        let running = crate::processes_matching(&[&board.workdir]);
-        assert!(
-            running.contains(server),
-            "{test}: the server outlives the killed apply: {running}"
+        assert_eq!(
+            board_processes_left(&board, &SERVERS, std::time::Duration::from_secs(60)),
+            "",
+            "{test}: servers outlived the killed apply's session"
         );
-        std::fs::write(&s, two).unwrap();
+        assert_eq!(benchpipe_tmpfs(&board), "", "{test}: tmpfs left mounted");
+        assert_workdir_clean(&board);
         let rerun = bp(
             &lab.root,
             &[
@@ -382,4 +427,157 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
         assert!(rerun.status.success(), "{test}: {}", text(&rerun));
         assert_nothing_left(&board);
     }
+}
+
+/// benchpipe is killed (SIGKILL) while nginx and smbd serve, and their guards are gone
+/// too (killed first), so nothing on the board can clean up: the servers outlive it,
+/// the tmpfs stays mounted, and the next apply (of another cell) stops them (its
+/// stop-leftovers step, before any setup would find the port taken) and unmounts the
+/// old cell's tmpfs, measures, and leaves no server and no tmpfs behind.
+#[test]
+fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
+    for (test, server) in [("http", "nginx"), ("smb", "smbd")] {
+        let lab = Lab::up(1);
+        let board = lab.board(0).clone();
+        scenario(
+            &lab,
+            &format!("\"{test}\""),
+            "",
+            &format!("[params.{test}]\nsize_mib = 4\n"),
+        );
+        let mut child = apply_until_measuring(&lab, test);
+        let guards = board_processes_left(&board, &["benchpipe-guard"], Default::default());
+        assert!(
+            guards.lines().count() >= 2,
+            "{test}: a service's and the tmpfs's: {guards}"
+        );
+        for pid in guards.lines().filter_map(|l| l.split(' ').next()) {
+            // SAFETY: kill(2) on a pid just listed as a guard in the board's namespace.
+            unsafe { libc::kill(pid.parse().unwrap(), libc::SIGKILL) };
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let running = crate::processes_matching(&[&board.workdir]);
+        assert!(
+            running.contains(server),
+            "{test}: the server outlives the killed apply: {running}"
+        );
+        assert!(
+            benchpipe_tmpfs(&board).contains(&format!("benchpipe-{test}")),
+            "{test}: the tmpfs is still mounted"
+        );
+        // Another size is another cell: only the stop-leftovers step can unmount the
+        // old cell's tmpfs, whose cell no longer runs.
+        let s = lab.root.join("scenarios/s.toml");
+        let text_s = std::fs::read_to_string(&s).unwrap();
+        std::fs::write(&s, text_s.replace("size_mib = 4", "size_mib = 3")).unwrap();
+        let rerun = bp(&lab.root, &["apply", "scenarios/s.toml"]);
+        assert!(rerun.status.success(), "{test}: {}", text(&rerun));
+        assert_nothing_left(&board);
+    }
+}
+
+/// `[[before_run]]` (smb-fs drops the page cache with it): on its side before every
+/// warm-up and measured run, ahead of the run's command; one that fails fails that run,
+/// and its number is never stored. A recording fake transport, no board.
+#[test]
+fn fake_transport_before_run_steps_come_before_every_run_and_a_failing_one_fails_it() {
+    use benchpipe::transport::fake::{FakeConnector, Log, Reply};
+    use std::sync::{Arc, Mutex};
+    struct Quiet;
+    impl benchpipe::apply::Progress for Quiet {
+        fn event(&self, _: benchpipe::apply::Event<'_>) {}
+    }
+    let dir = std::env::temp_dir().join(format!("bp-it-before-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for sub in ["boards", "pipeline", "scenarios"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    std::fs::write(
+        dir.join("boards/b1.toml"),
+        "model = \"fake\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-before/b1\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pipeline/cold.toml"),
+        "description = \"cold reads\"\nuses_storage = false\n\
+         [[before_run]]\non = \"board\"\ncommand = \"echo BEFORE-{{ run }}\"\n\
+         [run]\non = \"controller\"\ncommand = \"echo RUN-{{ run }}\"\nparse = \"json\"\n\
+         [metrics]\nv = { from = \"v\", unit = \"s\", better = \"lower\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("scenarios/s.toml"),
+        "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+         image = [\"installed\"]\nboard = [\"b1\"]\ntest = [\"cold\"]\n\
+         [method]\ncooldown = \"0s\"\nwarmup = { runs = 1 }\nruns = { min = 2, max = 2 }\n",
+    )
+    .unwrap();
+    let walk = |fail_second: bool| {
+        let ws = benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")]).unwrap();
+        let cells: Vec<_> = benchpipe::cli::plans(&ws)
+            .into_iter()
+            .flat_map(|(_, p)| p.cells)
+            .collect();
+        let _ = std::fs::remove_dir_all(dir.join("results"));
+        let store = benchpipe::store::Store::open(dir.join("results")).unwrap();
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        let connector = FakeConnector {
+            script: Arc::new(move |_, c: &str| {
+                if c.contains("RUN-") {
+                    Reply::Ok("{\"v\": 1}\n".into())
+                } else if fail_second && c.contains("BEFORE-2") {
+                    Reply::Fail(1, "cannot drop the page cache".into())
+                } else {
+                    Reply::Ok(String::new())
+                }
+            }),
+            log: log.clone(),
+        };
+        let outcome = benchpipe::apply::apply_with(
+            &ws,
+            &cells,
+            &store,
+            &Quiet,
+            &std::sync::atomic::AtomicBool::new(false),
+            &connector,
+        )
+        .unwrap();
+        let order: Vec<String> = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains("BEFORE-") || l.contains("RUN-"))
+            .cloned()
+            .collect();
+        (outcome, order)
+    };
+    let (outcome, order) = walk(false);
+    assert_eq!(outcome.completed, 1);
+    assert_eq!(
+        order,
+        [
+            "b1: echo BEFORE-1",
+            "controller: echo RUN-1",
+            "b1: echo BEFORE-1",
+            "controller: echo RUN-1",
+            "b1: echo BEFORE-2",
+            "controller: echo RUN-2",
+        ],
+        "the warm-up, then two measured runs"
+    );
+    let (outcome, order) = walk(true);
+    assert_eq!(outcome.failed.len(), 1, "{order:?}");
+    let cause = outcome.failed[0].1.to_string();
+    assert!(
+        cause.contains("before_run 1") && cause.contains("cannot drop the page cache"),
+        "{cause}"
+    );
+    assert_eq!(order.last().map(String::as_str), Some("b1: echo BEFORE-2"));
+    let measured = samples(&dir).len();
+    assert_eq!(
+        measured, 1,
+        "only the run before the failing step is stored"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -215,9 +215,13 @@ fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
     // from another directory and time zone.
     let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
     assert!(md.contains("## xz") && md.contains("## disk-4k"), "{md}");
-    assert!(md.contains("(n=2)") && md.contains(" ± "), "{md}");
+    // `(n=2, 1 flagged)` when the loaded machine flagged a run: n is what counts here.
+    assert!(md.contains("(n=2") && md.contains(" ± "), "{md}");
     assert!(
-        md.contains("3 runs, the first one discarded as warm-up"),
+        md.contains("- Measured runs: 2 measured runs per cell in the tables")
+            && md.contains(
+                "- Warm-up: 1 run before a cell's measured runs, discarded (1 run stored per cell)"
+            ),
         "{md}"
     );
     let other = p.dir.join("elsewhere");

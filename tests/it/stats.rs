@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use benchpipe::model::Better;
 use benchpipe::stats::{
-    self, OutlierClass, RunDecision, RunRule, StatsError, StopReason, Verdict, compare, ministat,
-    outliers, precision_reached, summarize, welch,
+    self, MAX_RUNS_ESTIMATE, OutlierClass, RatioInterval, RunDecision, RunRule, RunsNeeded,
+    StatsError, StopReason, Verdict, compare, compare_strata, ministat, outliers,
+    precision_reached, runs_for_precision, runs_to_detect, summarize, welch,
 };
 use serde_json::Value;
 
@@ -76,6 +77,31 @@ fn reference_covers_the_hard_cases() {
         sets.iter().any(|(_, v, _)| v.iter().all(|x| *x == v[0])),
         "all-equal set"
     );
+    let pairs = reference["pairs"].as_array().expect("pairs");
+    let has = |f: &dyn Fn(&Value) -> bool| pairs.iter().any(f);
+    assert!(
+        has(&|p| p["baseline"] == p["candidate"]),
+        "identical samples"
+    );
+    assert!(
+        has(&|p| p["ratio_ci"]["0.95"]["kind"] == "outside"),
+        "a mean near zero"
+    );
+    assert!(
+        has(&|p| num(p, "ratio") > 0.0 && p["positive"] == false),
+        "negative metrics"
+    );
+    assert!(
+        has(&|p| p["ratio_ci"]["0.95"]["high"].is_null()
+            && p["ratio_ci"]["0.95"]["kind"] == "interval"),
+        "an interval cut at 0, unbounded above"
+    );
+    for verdict in ["significant", "equivalent", "inconclusive"] {
+        assert!(
+            has(&|p| p["runs_needed"]["0.95"]["verdict"] == verdict),
+            "{verdict}"
+        );
+    }
 }
 
 #[test]
@@ -123,9 +149,112 @@ fn summaries_match_scipy() {
     }
 }
 
+/// The reference's value at `key`, None for JSON null.
+fn opt(v: &Value, key: &str) -> Option<f64> {
+    v.get(key).and_then(Value::as_f64)
+}
+
+/// A ratio bound: relative agreement, or absolute near 0 (a cut at 0, a root near it).
+#[track_caller]
+fn close_bound(got: Option<f64>, want: Option<f64>, what: &str) {
+    match (got, want) {
+        (Some(g), Some(w)) if (g - w).abs() <= 1e-12 => {}
+        (Some(g), Some(w)) => close(g, w, what),
+        (None, None) => {}
+        (g, w) => panic!("{what}: got {g:?}, reference {w:?}"),
+    }
+}
+
+/// Checks a comparison against a reference entry (a pair or strata): Welch's t, df and
+/// p, Fieller's set of the ratio, the verdict and the runs needed, at every confidence.
+fn check_comparison(label: &str, want: &Value, at: impl Fn(f64) -> stats::Comparison) {
+    for (conf, ci) in want["ratio_ci"].as_object().expect("ratio_ci") {
+        let c: f64 = conf.parse().expect("confidence key");
+        let cmp = at(c);
+        close(cmp.welch.df, num(want, "df"), &format!("{label} df"));
+        close(cmp.welch.p, num(want, "p"), &format!("{label} p"));
+        match opt(want, "t") {
+            Some(t) => close(cmp.welch.t, t, &format!("{label} t")),
+            None => assert!(cmp.welch.t.is_infinite(), "{label}: t {}", cmp.welch.t),
+        }
+        close(cmp.ratio, num(want, "ratio"), &format!("{label} ratio"));
+        close(
+            cmp.diff_pct,
+            num(want, "diff_pct"),
+            &format!("{label} diff_pct"),
+        );
+        match (ci["kind"].as_str(), cmp.ratio_ci) {
+            (Some("interval"), RatioInterval::Interval { low, high }) => {
+                close_bound(low, opt(ci, "low"), &format!("{label} ratio CI low at {c}"));
+                close_bound(
+                    high,
+                    opt(ci, "high"),
+                    &format!("{label} ratio CI high at {c}"),
+                );
+            }
+            (Some("outside"), RatioInterval::Outside { below, above }) => {
+                close(
+                    below,
+                    num(ci, "below"),
+                    &format!("{label} excluded below at {c}"),
+                );
+                close(
+                    above,
+                    num(ci, "above"),
+                    &format!("{label} excluded above at {c}"),
+                );
+                assert_eq!((cmp.ci_low_pct, cmp.ci_high_pct), (None, None), "{label}");
+            }
+            (kind, got) => panic!("{label} at {c}: reference {kind:?}, got {got:?}"),
+        }
+        // A positive metric's difference never reaches below -100%, and the difference
+        // over the mean of both (the seed's "53% faster") has the ratio's interval,
+        // mapped: (-200%, +200%).
+        if want["positive"].as_bool() == Some(true) {
+            assert!(
+                cmp.ci_low_pct.is_some_and(|l| l >= -100.0),
+                "{label}: {cmp:?}"
+            );
+            let sym = |r: f64| 2.0 * (r - 1.0) / (r + 1.0) * 100.0;
+            let (lo, hi) = (
+                opt(ci, "low").map(sym),
+                Some(opt(ci, "high").map_or(200.0, sym)),
+            );
+            close_bound(
+                cmp.symmetric_ci_low_pct,
+                lo,
+                &format!("{label} symmetric low"),
+            );
+            close_bound(
+                cmp.symmetric_ci_high_pct,
+                hi,
+                &format!("{label} symmetric high"),
+            );
+        }
+        let decided = &want["runs_needed"][conf];
+        let verdict = match cmp.verdict {
+            Verdict::Better | Verdict::Worse => "significant",
+            Verdict::Equivalent => "equivalent",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::NotComparable => "not comparable",
+        };
+        assert_eq!(
+            Some(verdict),
+            decided["verdict"].as_str(),
+            "{label} at {c}: {cmp:?}"
+        );
+        let want_runs = decided["runs_needed"].as_object().map(|r| RunsNeeded {
+            runs: r["runs"].as_u64().expect("runs") as usize,
+            more_than: r["more_than"].as_bool().expect("more_than"),
+        });
+        assert_eq!(cmp.runs_needed, want_runs, "{label} at {c}");
+    }
+}
+
 #[test]
 fn welch_and_compare_match_scipy() {
     let reference = reference();
+    let band = num(&reference, "noise_band");
     for p in reference["pairs"].as_array().expect("pairs") {
         let (b, c) = (
             p["baseline"].as_str().expect("b"),
@@ -134,73 +263,122 @@ fn welch_and_compare_match_scipy() {
         let label = format!("{c} vs {b}");
         let (base, cand) = (dataset(&reference, b), dataset(&reference, c));
         let w = welch(&cand, &base).unwrap_or_else(|| panic!("{label}: no Welch"));
-        close(w.t, num(p, "t"), &format!("{label} t"));
-        close(w.df, num(p, "df"), &format!("{label} df"));
-        close(w.p, num(p, "p"), &format!("{label} p"));
+        if let Some(t) = opt(p, "scipy_t") {
+            close(w.t, t, &format!("{label} t"));
+            close(w.df, num(p, "scipy_df"), &format!("{label} df"));
+            close(w.p, num(p, "scipy_p"), &format!("{label} p"));
+            // Welch's own interval of the difference of means: scipy's.
+            for (conf, ci) in p["diff_ci"].as_object().expect("diff_ci") {
+                let half = stats::t_quantile(conf.parse().unwrap(), w.df).unwrap() * w.se;
+                let (lo, hi) = pair(ci);
+                close(
+                    half,
+                    (hi - lo) / 2.0,
+                    &format!("{label} Welch CI at {conf}"),
+                );
+            }
+        }
         let swapped = welch(&base, &cand).expect("swapped");
         assert_eq!((swapped.t, swapped.p), (-w.t, w.p), "{label}: symmetric");
-        for (conf, ci) in p["diff_pct_ci"].as_object().expect("diff_pct_ci") {
-            let conf: f64 = conf.parse().expect("confidence key");
-            let cmp = compare(&base, &cand, conf, 0.02, Better::Higher)
-                .unwrap_or_else(|| panic!("{label}: no comparison"));
-            close(
-                cmp.diff_pct,
-                num(p, "diff_pct"),
-                &format!("{label} diff_pct"),
-            );
-            let (lo, hi) = pair(ci);
-            close(
-                cmp.ci_low_pct,
-                lo,
-                &format!("{label} diff CI low at {conf}"),
-            );
-            close(
-                cmp.ci_high_pct,
-                hi,
-                &format!("{label} diff CI high at {conf}"),
-            );
-            let expect_significant = num(p, "p") < 1.0 - conf && num(p, "diff_pct").abs() > 2.0;
-            assert_eq!(cmp.significant, expect_significant, "{label} at {conf}");
-        }
+        check_comparison(&label, p, |conf| {
+            compare(&base, &cand, conf, band, Better::Higher)
+                .unwrap_or_else(|e| panic!("{label}: {e}"))
+        });
     }
 }
 
 #[test]
-fn verdicts_take_the_direction_into_account() {
+fn pooled_boards_match_the_reference() {
     let reference = reference();
-    let slower = dataset(&reference, "xz_real_a");
-    let faster = dataset(&reference, "xz_real_b");
-    // xz_real_b is about 1.9% faster: significant p, but inside the 2% noise band.
-    let c = compare(&slower, &faster, 0.95, 0.02, Better::Lower).expect("comparable");
-    assert!(c.welch.p < 0.05);
-    assert_eq!(c.verdict, Verdict::NoSignificantDifference);
-    let c = compare(&slower, &faster, 0.95, 0.01, Better::Lower).expect("comparable");
-    assert_eq!(c.verdict, Verdict::Better);
-    let c = compare(&slower, &faster, 0.95, 0.01, Better::Higher).expect("comparable");
-    assert_eq!(c.verdict, Verdict::Worse);
-    let (a, b) = (
-        dataset(&reference, "fio_bw_a"),
-        dataset(&reference, "fio_bw_b"),
-    );
-    let c = compare(&a, &b, 0.95, 0.02, Better::Higher).expect("comparable");
-    assert_eq!(
-        (c.verdict, c.verdict.to_string().as_str()),
-        (Verdict::Worse, "worse")
-    );
+    let band = num(&reference, "noise_band");
+    let strata = |v: &Value| -> Vec<Vec<f64>> {
+        v.as_array()
+            .expect("strata")
+            .iter()
+            .map(|s| {
+                s.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_f64().unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    for s in reference["strata"].as_array().expect("strata") {
+        let label = s["name"].as_str().unwrap().to_string();
+        let (b, c) = (strata(&s["baseline"]), strata(&s["candidate"]));
+        let bv: Vec<&[f64]> = b.iter().map(Vec::as_slice).collect();
+        let cv: Vec<&[f64]> = c.iter().map(Vec::as_slice).collect();
+        check_comparison(&label, s, |conf| {
+            compare_strata(&bv, &cv, conf, band, Better::Higher)
+                .unwrap_or_else(|e| panic!("{label}: {e}"))
+        });
+        if b.len() == 1 {
+            let plain = compare(&b[0], &c[0], 0.95, band, Better::Higher).unwrap();
+            let one = compare_strata(&bv, &cv, 0.95, band, Better::Higher).unwrap();
+            assert_eq!(plain, one, "one board pooled is the plain comparison");
+        }
+    }
 }
 
+/// The runs that would decide a comparison: the documented rule exactly, and within a
+/// run of statsmodels' noncentral-t power calculation.
 #[test]
-fn zero_variance_on_both_sides() {
-    let same = welch(&[5.0; 4], &[5.0; 3]).expect("enough samples");
-    assert_eq!((same.t, same.p), (0.0, 1.0));
-    let apart = welch(&[5.0; 4], &[6.0; 3]).expect("enough samples");
-    assert_eq!((apart.t, apart.p), (f64::NEG_INFINITY, 0.0));
-    let c = compare(&[5.0; 4], &[6.0; 3], 0.95, 0.02, Better::Higher).expect("comparable");
-    assert_eq!(
-        (c.diff_pct, c.ci_low_pct, c.ci_high_pct),
-        (20.0, 20.0, 20.0)
-    );
-    assert_eq!(c.verdict, Verdict::Better);
+fn runs_to_decide_match_the_rule_and_statsmodels() {
+    let reference = reference();
+    for case in reference["power_cases"].as_array().expect("power_cases") {
+        let got = runs_to_detect(
+            num(case, "var_per_run"),
+            num(case, "var_per_run_sq"),
+            num(case, "effect"),
+            num(case, "confidence"),
+            2,
+        )
+        .expect("valid");
+        let rule = &case["rule"];
+        assert_eq!(
+            (got.runs as u64, got.more_than),
+            (
+                rule["runs"].as_u64().unwrap(),
+                rule["more_than"].as_bool().unwrap()
+            ),
+            "{case}"
+        );
+        if let Some(n) = opt(case, "statsmodels_n") {
+            if n <= MAX_RUNS_ESTIMATE as f64 {
+                assert!((got.runs as f64 - n.ceil()).abs() <= 1.0, "{case}: {got:?}");
+            } else {
+                assert!(got.more_than, "{case}");
+            }
+        }
+    }
+    for case in reference["precision_cases"]
+        .as_array()
+        .expect("precision_cases")
+    {
+        let xs = dataset(&reference, case["dataset"].as_str().unwrap());
+        let got = runs_for_precision(
+            num(case, "sd"),
+            num(case, "mean"),
+            num(case, "confidence"),
+            num(case, "target"),
+            xs.len() + 1,
+        )
+        .expect("valid");
+        let want = &case["runs"];
+        assert_eq!(
+            (got.runs as u64, got.more_than),
+            (
+                want["runs"].as_u64().unwrap(),
+                want["more_than"].as_bool().unwrap()
+            ),
+            "{case}"
+        );
+        let s = summarize(&xs, 0.95).unwrap();
+        if let Some(w) = stats::wide_ci(&s, num(case, "target")) {
+            assert_eq!(w.runs_needed, got, "{case}");
+        }
+    }
 }
 
 /// Tukey's fences from scipy's quartiles, applied here independently of the library.
@@ -300,7 +478,7 @@ fn ministat_json_reports_reference_values() {
     ];
     let out = ministat(&inputs, 0.95, true).expect("valid inputs");
     let doc: Value = serde_json::from_str(&out).expect("ministat --json is JSON");
-    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["version"], 2);
     let want_a = &datasets(&reference)
         .into_iter()
         .find(|d| d.0 == "fio_bw_a")
@@ -327,12 +505,20 @@ fn ministat_json_reports_reference_values() {
     );
     close(num(cmp, "p"), num(want, "p"), "p");
     close(num(cmp, "diff_pct"), num(want, "diff_pct"), "diff_pct");
+    close(num(cmp, "ratio"), num(want, "ratio"), "ratio");
+    close(
+        num(cmp, "ratio_ci_low"),
+        num(&want["ratio_ci"]["0.95"], "low"),
+        "ratio CI low",
+    );
     close(
         num(cmp, "ci_low_pct"),
-        pair(&want["diff_pct_ci"]["0.95"]).0,
+        (num(&want["ratio_ci"]["0.95"], "low") - 1.0) * 100.0,
         "diff CI low",
     );
-    assert_eq!(cmp["verdict"], "significant");
+    assert_eq!(cmp["significant"], true);
+    assert_eq!(cmp["verdict"], "lower");
+    assert!(doc["outlier_rule"].as_str().unwrap().contains("Tukey"));
 }
 
 #[test]
@@ -354,10 +540,23 @@ fn ministat_text_is_aligned_and_says_the_verdict() {
     assert!(table.iter().all(|l| mean_end(l).is_some()));
     assert!(table[4].contains("- (n < 2)"), "{out}");
     assert!(out.contains("wide.txt vs tight.txt:\n"), "{out}");
-    assert!(out.contains("no significant difference"), "{out}");
     assert!(
-        out.contains("n2.txt vs tight.txt:") && out.contains("  significant (p < 0.05 and outside"),
+        out.contains("  inconclusive: no significant difference (p = "),
         "{out}"
+    );
+    assert!(
+        out.contains("values per file would likely decide it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("n2.txt vs tight.txt:") && out.contains("  lower (p = "),
+        "{out}"
+    );
+    assert!(out.contains("beyond the ±2% noise band)"), "{out}");
+    assert!(out.contains("Fieller)"), "{out}");
+    assert!(
+        out.contains("warning: wide.txt: the 95% CI is ±"),
+        "a wide interval is warned about: {out}"
     );
     assert!(
         out.contains("one.txt vs tight.txt:\n  not comparable: each file needs at least 2 values"),
@@ -406,7 +605,10 @@ fn the_stats_command_reads_files_and_exits_2_on_a_bad_line() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("difference +42.89%"), "{text}");
-    assert!(text.contains("significant"), "{text}");
+    assert!(
+        text.contains("  higher (p = "),
+        "significant and higher: {text}"
+    );
 
     let out = run(&["--confidence", "0.99", "--json", "bot.txt", "uasp.txt"]);
     assert!(out.status.success());

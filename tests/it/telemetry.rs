@@ -54,6 +54,7 @@ fn board(workdir: &Path, thermal: Option<String>) -> Board {
         power: None,
         meter: None,
         storage: Vec::new(),
+        network: Vec::new(),
         workdir: workdir.display().to_string(),
         thermal,
         accept_new_host_key: false,
@@ -363,7 +364,8 @@ fn fake_vcgencmd_failing_shows_in_the_report_as_a_warning() {
         md.contains("2 of 2 (throttle state unknown), included"),
         "{md}"
     );
-    assert!(md.contains("(n=2)"), "{md}");
+    // Both runs count (`(n=2, 2 flagged)` on a machine loaded enough to flag them).
+    assert!(md.contains("(n=2"), "{md}");
 }
 
 #[test]

@@ -16,16 +16,18 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The recipe's setup step that writes the corpus, rendered for `workdir` and a size.
+/// The recipe's setup step that writes the corpus, rendered for `workdir` (its tmpfs at
+/// `workdir/xz-c`) and a size.
 fn corpus_command(workdir: &Path, mib: i64) -> String {
     let recipes = benchpipe::config::load_recipes(repo()).expect("the shipped recipes load");
     let xz = &recipes[&"xz".into()];
     let mut vars = Vars::new();
     vars.params(&xz.params)
         .set("workdir", workdir.to_string_lossy().to_string())
+        .set("tmpfs", workdir.join("xz-c").to_string_lossy().to_string())
         .set("corpus_mib", mib)
         .set("cell", "c");
-    render(&xz.setup[1].command, &vars).unwrap()
+    render(&xz.setup[0].command, &vars).unwrap()
 }
 
 /// The corpus written by the recipe's own command with `awk` being `awk_command`.

@@ -4,7 +4,7 @@
 
 use super::{ClusterWorker, Slot, Walk};
 use crate::plan::schedule::{Action, Step};
-use crate::transport::guard;
+use crate::transport::side_guard as guard;
 
 use super::super::StepStatus;
 

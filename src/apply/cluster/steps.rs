@@ -14,7 +14,7 @@ use crate::model::{ClusterStep, Connection, Side};
 use crate::plan::CellKey;
 use crate::plan::schedule::{Action, DoneWhen, Step};
 use crate::plan::state;
-use crate::transport::guard::{self, Carrier};
+use crate::transport::side_guard::{self as guard, Carrier};
 use crate::transport::{Transport, TransportError};
 
 use super::super::StepStatus;

@@ -6,6 +6,7 @@
 //! Adding a parser: write `<name>.rs` implementing `Parser`, add it to `REGISTRY`, add
 //! a fixture under tests/data/tool-outputs and a row in docs/FORMAT.md.
 
+mod ab;
 mod dd;
 mod fio;
 mod hdparm;
@@ -18,6 +19,8 @@ mod path;
 pub mod regex;
 mod text;
 mod time;
+mod wrk;
+mod wrk_ab;
 
 use serde_json::{Map, Value};
 
@@ -81,6 +84,9 @@ pub static REGISTRY: &[&dyn Parser] = &[
     &iozone::Iozone,
     &iperf3_text::Iperf3Text,
     &iperf2::Iperf2,
+    &wrk::Wrk,
+    &ab::Ab,
+    &wrk_ab::WrkAb,
 ];
 
 /// The registered parser of that name.
@@ -171,6 +177,10 @@ pub enum UnreachablePath {
     /// The parser's document starts with these keys, and the path with none of them.
     #[error("a path here starts with one of {}", quoted_list(.keys))]
     NoSuchRoot { keys: Vec<String> },
+    /// A combined parser's part (`wrk+ab`'s `wrk`) holds fixed keys, and the path names
+    /// none of them.
+    #[error("{detail}")]
+    NotInPart { detail: String },
 }
 
 fn quoted_list(keys: &[String]) -> String {
@@ -197,6 +207,10 @@ pub fn check_path_for(spec: &ParserSpec, path: &str) -> Result<(), UnreachablePa
                 Err(UnreachablePath::StepsIntoANumber { key })
             } else if !whole && steps == 1 {
                 Err(UnreachablePath::StopsAtAnObject { key })
+            } else if spec.name() == "wrk+ab"
+                && let Some(detail) = wrk_ab::check_part(path)
+            {
+                Err(UnreachablePath::NotInPart { detail })
             } else {
                 Ok(())
             }
@@ -270,7 +284,10 @@ mod tests {
                 ("regex", 1),
                 ("iozone", 1),
                 ("iperf3-text", 1),
-                ("iperf2", 1)
+                ("iperf2", 1),
+                ("wrk", 1),
+                ("ab", 1),
+                ("wrk+ab", 1)
             ]
         );
     }

@@ -1,12 +1,51 @@
-//! The report's `[[report.compare]]`: baseline and candidate patterns and the metric.
+//! The report's `[[report.compare]]` (baseline and candidate patterns, the metric, the
+//! pooling and noise band) and `[report]`'s `noise_band` and `wide_ci`.
 
 use toml::Spanned;
 
 use super::Known;
 use super::matrix::{Axes, pattern};
 use crate::config::diag::Diagnostic;
-use crate::config::{Source, names, raw};
-use crate::model::{BoardName, Compare, FsName, ImageName, Matrix, TestName};
+use crate::config::{Source, names, raw, units};
+use crate::model::{Compare, FsName, ImageName, Matrix, Pool, Precision, TestName};
+
+/// `[report] noise_band` and `wide_ci`, defaults where absent.
+pub(super) fn precision(
+    src: &Source,
+    raw: Option<&raw::Report>,
+    diags: &mut Vec<Diagnostic>,
+) -> Precision {
+    let mut p = Precision::default();
+    let Some(r) = raw else {
+        return p;
+    };
+    if let Some(v) = &r.noise_band
+        && let Some(f) = percent(src, v, NOISE_BAND_HELP, diags)
+    {
+        p.noise_band = f;
+    }
+    if let Some(v) = &r.wide_ci
+        && let Some(f) = percent(src, v, WIDE_CI_HELP, diags)
+    {
+        p.wide_ci = f;
+    }
+    p
+}
+
+const NOISE_BAND_HELP: &str =
+    "the share of the baseline within which a difference is noise, like `2%`";
+const WIDE_CI_HELP: &str = "the share of the mean beyond which a confidence interval's half-width is warned about, like `10%`";
+
+fn percent(
+    src: &Source,
+    v: &Spanned<String>,
+    help: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<f64> {
+    units::parse_percent(v.get_ref())
+        .map_err(|e| diags.push(src.at_value(v, e).with_help(help)))
+        .ok()
+}
 
 pub(super) fn compare(
     src: &Source,
@@ -18,14 +57,18 @@ pub(super) fn compare(
 ) -> Vec<Compare> {
     let axes = Axes {
         image: matrix.image.iter().map(ImageName::as_str).collect(),
-        board: matrix.board.iter().map(BoardName::as_str).collect(),
-        storage: matrix
+        board: known.selected_boards(&matrix.board_patterns),
+        storage: known
+            .storage_names(&matrix.board_patterns)
+            .into_iter()
+            .collect(),
+        filesystem: matrix.filesystem.iter().map(FsName::as_str).collect(),
+        network: matrix
             .board
             .iter()
             .filter_map(|b| known.boards.get(b))
-            .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()))
+            .flat_map(|b| b.network.iter().map(|n| n.name.as_str()))
             .collect(),
-        filesystem: matrix.filesystem.iter().map(FsName::as_str).collect(),
         test: matrix.test.iter().map(TestName::as_str).collect(),
         skip_storage: selected_broken,
     };
@@ -54,11 +97,37 @@ pub(super) fn compare(
             );
             continue;
         }
+        let pool = match &c.pool {
+            None => None,
+            Some(p) if p.get_ref() == "model" => Some(Pool::Model),
+            Some(p) => {
+                diags.push(
+                    src.at_value(
+                        p,
+                        format!(
+                            "unknown pool `{}`; expected `model`",
+                            p.get_ref().chars().take(40).collect::<String>()
+                        ),
+                    )
+                    .with_help("`pool = \"model\"` adds one verdict per board model beside the per-board rows"),
+                );
+                continue;
+            }
+        };
+        let noise_band = match &c.noise_band {
+            None => None,
+            Some(v) => match percent(src, v, NOISE_BAND_HELP, diags) {
+                Some(f) => Some(f),
+                None => continue,
+            },
+        };
         out.push(Compare {
             test,
             metric,
             baseline,
             candidate,
+            pool,
+            noise_band,
         });
     }
     out
@@ -66,7 +135,7 @@ pub(super) fn compare(
 
 /// Resolves `test.metric`; the test is the longest matrix test name that prefixes it,
 /// since test names may themselves contain dots.
-fn compare_metric(
+pub(super) fn compare_metric(
     src: &Source,
     value: &Spanned<String>,
     matrix: &Matrix,

@@ -89,10 +89,12 @@ pub(super) fn matrix(
     all_boards.extend(clusters.iter().map(BoardName::as_str));
     let mut seen = BTreeSet::new();
     let mut board: Vec<BoardName> = Vec::new();
+    let mut board_patterns: Vec<String> = Vec::new();
     for v in &m.board {
         if !first_time(src, &mut seen, v, "board", diags) {
             continue;
         }
+        board_patterns.push(v.get_ref().clone());
         let matched: Vec<&str> = all_boards
             .iter()
             .copied()
@@ -141,12 +143,9 @@ pub(super) fn matrix(
         }
     }
 
-    // storage: names or globs over the selected boards' storage.
-    let storage_names: BTreeSet<&str> = board
-        .iter()
-        .filter_map(|b| known.boards.get(b))
-        .flat_map(|b| b.storage.iter().map(|s| s.name.as_str()))
-        .collect();
+    // storage: names or globs over the selected boards' storage (for a report, also
+    // what the store holds of boards without a file).
+    let storage_names = known.storage_names(&board_patterns);
     let mut seen = BTreeSet::new();
     let mut storage = Vec::new();
     for v in &m.storage {
@@ -176,6 +175,9 @@ pub(super) fn matrix(
         }
         storage.push(v.get_ref().clone());
     }
+
+    let (network, network_names) =
+        network(src, raw, &board, selected_broken, known, &m.test, diags);
 
     // filesystem: as-is or this file's [filesystems]; as-is alone by default.
     let fs_names: Vec<&str> = std::iter::once(AS_IS)
@@ -256,6 +258,7 @@ pub(super) fn matrix(
         board: all_boards.iter().copied().collect(),
         storage: storage_names.iter().copied().collect(),
         filesystem: fs_names.clone(),
+        network: network_names.iter().copied().collect(),
         test: all_tests.iter().copied().collect(),
         skip_storage: selected_broken,
     };
@@ -273,7 +276,9 @@ pub(super) fn matrix(
     let matrix = Matrix {
         image,
         board,
+        board_patterns,
         storage,
+        network,
         filesystem,
         test,
         exclude,
@@ -282,12 +287,79 @@ pub(super) fn matrix(
     (matrix, selected_broken)
 }
 
+/// `network`: names or globs over the selected boards' `[[network]]`, each matching one
+/// of at least one board (a board without it skips those cells, with the reason); only
+/// for a matrix with a test that uses the network.
+fn network<'a>(
+    src: &Source,
+    raw: &Spanned<raw::Matrix>,
+    board: &[BoardName],
+    selected_broken: bool,
+    known: &'a Known,
+    tests: &[Spanned<String>],
+    diags: &mut Vec<Diagnostic>,
+) -> (Vec<String>, BTreeSet<&'a str>) {
+    let m = raw.get_ref();
+    let names: BTreeSet<&str> = board
+        .iter()
+        .filter_map(|b| known.boards.get(b))
+        .flat_map(|b| b.network.iter().map(|n| n.name.as_str()))
+        .collect();
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for v in &m.network {
+        if !first_time(src, &mut seen, v, "network", diags) {
+            continue;
+        }
+        if !selected_broken && !names.iter().any(|n| names::glob_match(v.get_ref(), n)) {
+            let help = if names.is_empty() {
+                "none of the selected boards declares a [[network]] (name, address, interface)"
+                    .to_string()
+            } else {
+                names::help_for(
+                    v.get_ref(),
+                    names.iter().copied(),
+                    "networks of the selected boards",
+                )
+            };
+            diags.push(
+                src.at_value(
+                    v,
+                    format!(
+                        "network `{}` matches no network of the selected boards",
+                        v.get_ref()
+                    ),
+                )
+                .with_help(help),
+            );
+        }
+        out.push(v.get_ref().clone());
+    }
+    let networked = tests.iter().any(|t| {
+        known
+            .recipes
+            .get(&TestName::new(t.get_ref().clone()))
+            .is_some_and(|r| r.uses_network)
+    });
+    if let Some(first) = m.network.first()
+        && !networked
+        && !tests.is_empty()
+    {
+        diags.push(
+            src.at_value(first, "matrix.network is set, but no test of matrix.test uses the network")
+                .with_help("a recipe uses the network when its templates read `host` (or it says `uses_network = true`); remove matrix.network"),
+        );
+    }
+    (out, names)
+}
+
 /// The values each axis can take, for checking patterns.
 pub(super) struct Axes<'a> {
     pub(super) image: Vec<&'a str>,
     pub(super) board: Vec<&'a str>,
     pub(super) storage: Vec<&'a str>,
     pub(super) filesystem: Vec<&'a str>,
+    pub(super) network: Vec<&'a str>,
     pub(super) test: Vec<&'a str>,
     /// A selected board failed to load, so its storage names are unknown.
     pub(super) skip_storage: bool,
@@ -306,17 +378,18 @@ pub(super) fn pattern(
         ("board", &p.board, &axes.board),
         ("storage", &p.storage, &axes.storage),
         ("filesystem", &p.filesystem, &axes.filesystem),
+        ("network", &p.network, &axes.network),
         ("test", &p.test, &axes.test),
     ];
     if fields.iter().all(|(_, v, _)| v.is_none()) {
         diags.push(
             src.at_value(raw, format!("an empty {what} pattern matches every cell"))
-                .with_help("name at least one of image, board, storage, filesystem, test"),
+                .with_help("name at least one of image, board, storage, filesystem, network, test"),
         );
     }
     for (axis, value, candidates) in fields {
         let Some(value) = value else { continue };
-        if axis == "storage" && axes.skip_storage {
+        if (axis == "storage" || axis == "network") && axes.skip_storage {
             continue;
         }
         if !candidates
@@ -346,6 +419,7 @@ pub(super) fn pattern(
         board: text(&p.board),
         storage: text(&p.storage),
         filesystem: text(&p.filesystem),
+        network: text(&p.network),
         test: text(&p.test),
     }
 }

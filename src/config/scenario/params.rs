@@ -73,6 +73,7 @@ pub(super) fn params(
             };
             values.insert(name.clone(), v);
         }
+        crate::config::tmpfs::check_params(src, test_key, recipe, &values, diags);
         out.insert(test, values);
     }
     out

@@ -122,6 +122,20 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
     };
     for w in group {
         let test = w.recipe.name.clone();
+        if let Some(size) = w.cell.tmpfs {
+            let mut step = one(
+                w,
+                Action::MountTmpfs {
+                    test: test.clone(),
+                    size,
+                },
+                Side::Board,
+                DoneWhen::CellsComplete,
+                None,
+            );
+            step.resources.clear();
+            steps.push(step);
+        }
         let segs = segments(&w.recipe.setup);
         if segs.is_empty() {
             steps.push(one(
@@ -130,6 +144,7 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
                     test: test.clone(),
                     from: 0,
                     commands: 0,
+                    after_services: false,
                 },
                 Side::Board,
                 DoneWhen::CellsComplete,
@@ -143,6 +158,7 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
                     test: test.clone(),
                     from,
                     commands,
+                    after_services: false,
                 },
                 side,
                 DoneWhen::CellsComplete,
@@ -162,6 +178,20 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
             );
             step.resources.clear();
             steps.push(step);
+        }
+        for (side, from, commands) in segments(&w.recipe.setup_after_services) {
+            steps.push(one(
+                w,
+                Action::Setup {
+                    test: test.clone(),
+                    from,
+                    commands,
+                    after_services: true,
+                },
+                side,
+                DoneWhen::CellsComplete,
+                None,
+            ));
         }
     }
     let method = &group[0].cell.method;
@@ -253,6 +283,17 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
                 DoneWhen::NothingToUndo,
                 None,
             ));
+        }
+        if w.cell.tmpfs.is_some() {
+            let mut step = one(
+                w,
+                Action::UnmountTmpfs { test: test.clone() },
+                Side::Board,
+                DoneWhen::NothingToUndo,
+                None,
+            );
+            step.resources.clear();
+            steps.push(step);
         }
     }
 }

@@ -124,7 +124,8 @@ pub enum Action {
     ClaimWorkdir { controller: bool },
     /// Install what the tests need, per side, and create work and storage directories.
     Provision { tests: Vec<TestName> },
-    /// Stop services a crashed or killed apply left running.
+    /// Stop services a crashed or killed apply left running, and unmount the cells'
+    /// tmpfs it left mounted (`storage::tmpfs::sweep`).
     StopLeftoverServices,
     /// Read the board's facts and its idle temperature, recorded beside every cell.
     GatherFacts,
@@ -142,12 +143,23 @@ pub enum Action {
         /// Whether this makes a filesystem (`as-is` does not).
         mkfs: bool,
     },
+    /// Open the cell (as its first `Setup` would) and mount its own tmpfs, before its
+    /// setup (`storage::tmpfs::mount`): marked as benchpipe's, replacing a leftover of
+    /// benchpipe's, refusing any other mount or a non-empty directory.
+    MountTmpfs {
+        test: TestName,
+        size: crate::model::TmpfsSize,
+    },
     /// Open one cell in the store, write its facts, run the recipe's setup commands of
     /// this side (a recipe's consecutive commands on one side form one step).
     Setup {
         test: TestName,
         from: usize,
         commands: usize,
+        /// The recipe's `after = "services"` setup commands, run once its services
+        /// are ready (`from` indexes those).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        after_services: bool,
     },
     /// Start one of the cell's services and wait until its ready check passes.
     StartService { test: TestName, service: String },
@@ -167,6 +179,9 @@ pub enum Action {
         from: usize,
         commands: usize,
     },
+    /// Unmount the cell's tmpfs and remove its mount point, after its teardown
+    /// (cleanup).
+    UnmountTmpfs { test: TestName },
     /// Unmount what `Mount` mounted (cleanup).
     Unmount {
         storage: StorageName,
@@ -188,6 +203,7 @@ impl Action {
             self,
             Action::StopService { .. }
                 | Action::Teardown { .. }
+                | Action::UnmountTmpfs { .. }
                 | Action::Unmount { .. }
                 | Action::RestoreCmdline
                 | Action::Undeploy { .. }

@@ -62,9 +62,17 @@ impl Action {
                 mkfs: false,
                 ..
             } => format!("check {storage} as-is ({image})"),
+            Action::MountTmpfs { test, size } => format!("mount a tmpfs of {size} for {test}"),
+            Action::UnmountTmpfs { test } => format!("unmount the tmpfs of {test}"),
             Action::Setup {
                 test, commands: 0, ..
             } => format!("open {test}"),
+            Action::Setup {
+                test,
+                commands,
+                after_services: true,
+                ..
+            } => format!("set up {test} after its services ({commands} command(s))"),
             Action::Setup { test, commands, .. } => {
                 format!("set up {test} ({commands} command(s))")
             }

@@ -157,10 +157,22 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
         cmd(Side::Controller, "c"),
         cmd(Side::Board, "d"),
     ];
+    r.setup_after_services = vec![
+        cmd(Side::Board, "e"),
+        cmd(Side::Controller, "f"),
+        cmd(Side::Controller, "g"),
+    ];
+    r.services = vec![crate::model::ServiceSpec {
+        name: "db".into(),
+        on: Side::Board,
+        command: "exec db".into(),
+        ready: None,
+        ready_timeout: std::time::Duration::from_secs(10),
+    }];
     r.teardown = vec![cmd(Side::Controller, "x"), cmd(Side::Board, "y")];
     let s = schedule_of(&ws);
     let b = &s.boards[0];
-    let setups: Vec<(Side, usize, usize)> = b
+    let setups: Vec<(Side, usize, usize, bool)> = b
         .steps
         .iter()
         .filter_map(|s| match &s.action {
@@ -168,16 +180,53 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
                 test,
                 from,
                 commands,
-            } if test.as_str() == "xz" => Some((s.side, *from, *commands)),
+                after_services,
+            } if test.as_str() == "xz" => Some((s.side, *from, *commands, *after_services)),
             _ => None,
         })
         .collect();
     assert_eq!(
         setups,
         [
-            (Side::Board, 0, 2),
-            (Side::Controller, 2, 1),
-            (Side::Board, 3, 1)
+            (Side::Board, 0, 2, false),
+            (Side::Controller, 2, 1, false),
+            (Side::Board, 3, 1, false),
+            (Side::Board, 0, 1, true),
+            (Side::Controller, 1, 2, true)
+        ]
+    );
+    // Setup, the service, then the setup after services, then the cool-down.
+    let first = b
+        .steps
+        .iter()
+        .position(|s| matches!(&s.action, Action::Setup { test, .. } if test.as_str() == "xz"))
+        .unwrap();
+    let order: Vec<&str> = b.steps[first..]
+        .iter()
+        .take_while(|s| !matches!(s.action, Action::Cooldown { .. }))
+        .chain(
+            b.steps[first..]
+                .iter()
+                .find(|s| matches!(s.action, Action::Cooldown { .. })),
+        )
+        .filter_map(|s| match &s.action {
+            Action::Setup {
+                after_services: false,
+                ..
+            } => Some("setup"),
+            Action::StartService { .. } => Some("service"),
+            Action::Setup {
+                after_services: true,
+                ..
+            } => Some("after"),
+            Action::Cooldown { .. } => Some("cooldown"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "setup", "setup", "setup", "service", "after", "after", "cooldown"
         ]
     );
     let teardowns: Vec<(Side, usize)> = b

@@ -48,7 +48,10 @@ impl SshTransport {
     ) -> Result<Exit, TransportError> {
         let request = format!(
             "exec /bin/sh -c {} benchpipe {}",
-            quote::sh(INPUT_WRAPPER),
+            quote::sh(&format!(
+                "{}{INPUT_WRAPPER}",
+                crate::transport::guard::anchor_fn()
+            )),
             quote::sh(command)
         );
         let mut channel = self.start(&request)?;

@@ -1,7 +1,7 @@
 //! The remote side of every command: the /bin/sh wrapper that owns the command's
 //! process group, and the exec request any login shell passes through unchanged.
 
-use crate::transport::quote;
+use crate::transport::{guard, quote};
 
 /// The remote side of every command: see the module comment. `$1` is the command.
 /// When the command ends, the rest of its process group (`sleep 300 &`) is killed too,
@@ -9,7 +9,8 @@ use crate::transport::quote;
 /// cannot keep the channel open. (The group id is free for reuse only once every
 /// member is gone, so the kill right after `wait` cannot reach another group.)
 /// A command killed by a signal makes the wrapper kill itself with the same signal, so
-/// that sshd reports the signal as it would without the wrapper.
+/// that sshd reports the signal as it would without the wrapper. Before it, the
+/// session's anchor is exported for guards (`guard::anchor_fn`).
 const WRAPPER: &str = r#"exec 3<&0
 setsid /bin/sh -c "$1" </dev/null &
 pid=$!
@@ -25,7 +26,7 @@ exit $rc"#;
 pub(super) fn wrap(command: &str) -> String {
     format!(
         "exec /bin/sh -c {} benchpipe {}",
-        quote::sh(WRAPPER),
+        quote::sh(&format!("{}{WRAPPER}", guard::anchor_fn())),
         quote::sh(command)
     )
 }

@@ -1,0 +1,234 @@
+//! Figures for reports (no assertions): rendering every report of a store of 10,000
+//! cells x 10 samples (what `benchpipe report` does: read, plan, build the model, every
+//! exporter, write), side by side with reading that store alone. Goal: render under
+//! 1 s, and under 2x the read time.
+//!
+//! `cargo bench --bench report`. The store is written through the store's own writer
+//! (cell.json, samples.jsonl appended run by run, facts.json), on /dev/shm when it is a
+//! tmpfs, so that both figures are of the CPU's work over a cached store.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use benchpipe::store::{FORMAT, RunKind, Sample, Store};
+use benchpipe::{cli, config, plan, report};
+use serde_json::json;
+
+const BOARDS: usize = 100;
+const TESTS: usize = 10;
+const IMAGES: usize = 5;
+const SAMPLES: u32 = 10;
+
+fn scratch() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("bp-bench-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// 100 boards x 2 storage x 10 tests (three metrics each) x 5 images = 10,000 cells,
+/// with two comparisons between images, as a scenario would ask for.
+fn project(dir: &Path) {
+    for sub in ["boards", "pipeline", "scenarios"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    for b in 0..BOARDS {
+        std::fs::write(
+            dir.join(format!("boards/b-{b:04}.toml")),
+            format!(
+                "model = \"Synthetic board {m}\"\nlocal = true\nworkdir = \"{w}/b-{b}\"\n\
+                 [[storage]]\nname = \"sd\"\nrole = \"scratch\"\npath = \"{w}/b-{b}/sd\"\n\
+                 model = \"SanDisk Extreme 64GB\"\n\
+                 [[storage]]\nname = \"usb\"\nrole = \"scratch\"\npath = \"{w}/b-{b}/usb\"\n\
+                 model = \"Kingston A400 240GB\"\n",
+                m = b % 4,
+                // Board-side paths: nothing runs on these boards.
+                w = "/srv/bench"
+            ),
+        )
+        .unwrap();
+    }
+    for t in 0..TESTS {
+        std::fs::write(
+            dir.join(format!("pipeline/t{t:02}.toml")),
+            format!(
+                "description = \"synthetic {t}\"\n[params]\nn = {t}\n[run]\n\
+                 command = \"echo '{{\\\"r\\\": {{{{ n }}}}}}' > {{{{ dir }}}}/x\"\nparse = \"json\"\n\
+                 [metrics]\n\
+                 read = {{ from = \"r\", unit = \"MB/s\", better = \"higher\" }}\n\
+                 write = {{ from = \"w\", unit = \"MB/s\", better = \"higher\" }}\n\
+                 seconds = {{ from = \"s\", unit = \"s\", better = \"lower\" }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let images: String = (0..IMAGES)
+        .map(|i| format!("[images.os{i}]\ninstalled = true\n"))
+        .collect();
+    let names: Vec<String> = (0..IMAGES).map(|i| format!("\"os{i}\"")).collect();
+    let tests: Vec<String> = (0..TESTS).map(|t| format!("\"t{t:02}\"")).collect();
+    std::fs::write(
+        dir.join("scenarios/big.toml"),
+        format!(
+            "title = \"10,000 cells\"\n{images}[matrix]\nimage = [{}]\nboard = [\"b-*\"]\n\
+             storage = [\"*\"]\nfilesystem = [\"as-is\"]\ntest = [{}]\n[method]\n\
+             warmup = {{ runs = 0 }}\nruns = {{ min = {SAMPLES}, max = {SAMPLES} }}\n\
+             [[report.compare]]\nmetric = \"t00.read\"\nbaseline = {{ image = \"os0\" }}\n\
+             [[report.compare]]\nmetric = \"t01.seconds\"\nbaseline = {{ storage = \"sd\" }}\n\
+             candidate = {{ storage = \"usb\" }}\n",
+            names.join(", "),
+            tests.join(", ")
+        ),
+    )
+    .unwrap();
+}
+
+/// A value that varies by cell and run the way measurements do, the same every run.
+fn value(cell: usize, seq: u32, metric: u64) -> f64 {
+    let mut x = ((cell as u64 + 1) * 0x9E37_79B9_7F4A_7C15) ^ (u64::from(seq) << 32) ^ metric;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    50.0 + (cell % 97) as f64 + (x % 1000) as f64 / 100.0
+}
+
+fn fill(store: &Store, cells: &[plan::Cell]) {
+    for (i, cell) in cells.iter().enumerate() {
+        let mut w = store.begin(cell).unwrap();
+        for seq in 1..=SAMPLES {
+            let started = 1_700_000_000.0 + (i * 100 + seq as usize) as f64;
+            w.append(&Sample {
+                format: FORMAT,
+                seq,
+                kind: RunKind::Measured,
+                session: "1700000000-4242".into(),
+                started,
+                ended: started + 3.2,
+                metrics: BTreeMap::from([
+                    ("read".to_string(), value(i, seq, 1)),
+                    ("write".to_string(), value(i, seq, 2)),
+                    ("seconds".to_string(), value(i, seq, 3) / 10.0),
+                ]),
+                flags: if seq == 3 {
+                    vec!["background-load".into()]
+                } else {
+                    vec![]
+                },
+                telemetry: Some(json!({
+                    "background_cpu_seconds": 0.02, "background_fraction": 0.01,
+                    "busy_cpu_seconds": 3.1, "cpus": 4, "freq_mhz_max": 1800,
+                    "freq_mhz_min": 1500, "governors": ["ondemand"], "kernel_log": "read",
+                    "load1_max": 1.2, "samples": 3, "seconds": 3.2, "swap_in_pages": 0,
+                    "swap_out_pages": 0, "temp_c": 61.5, "throttled_names": [],
+                })),
+                command: format!("fio --name=t --size=32M --filename=/srv/b/{i}/fio.dat"),
+                log: format!("logs/{seq:04}.log"),
+                order: None,
+                board_seq: Some(u64::from(seq)),
+            })
+            .unwrap();
+        }
+        w.write_facts(&json!({
+            "benchpipe": "0.1.0", "board": cell.address.board.as_str(),
+            "cpu_model": "Cortex-A72", "cpus": "4", "kernel": "Linux 6.6.31+rpt-rpi-v8 aarch64",
+            "memory_kib": "3884852", "model": "Raspberry Pi 4 Model B Rev 1.4",
+            "os_release": { "ID": "debian", "VERSION_ID": "12", "PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)" },
+            "packages": { "installed": { "fio": "3.33-3" }, "manager": "apt" },
+            "storage": { "device": "/dev/sda", "model": "A400", "rotational": false, "size_bytes": 240057409536u64 },
+            "storage_filesystem": { "mount_point": "/mnt/usb", "source": "/dev/sda1", "type": "ext4" },
+            "tools": { "fio": "fio-3.33" },
+        }))
+        .unwrap();
+    }
+}
+
+fn secs(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64()
+}
+
+/// CPU seconds this process has run (all its threads): on a loaded machine, the figure
+/// wall time hides.
+fn cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// Wall and CPU seconds of `f`, and its result.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
+    let (t, c) = (Instant::now(), cpu());
+    let out = f();
+    (out, secs(t), cpu() - c)
+}
+
+fn main() {
+    let dir = scratch();
+    project(&dir);
+    let files = [dir.join("scenarios/big.toml")];
+    let ws = config::load(&dir, &files).expect("synthetic project loads");
+    let cells = plan::expand(&ws, &ws.scenarios[0]).cells;
+    let store = Store::open(dir.join("results")).unwrap();
+    let t = Instant::now();
+    fill(&store, &cells);
+    let fill_s = secs(t);
+    println!(
+        "store: {} cells x {SAMPLES} samples written through the store's writer in {fill_s:.1} s ({})",
+        cells.len(),
+        dir.display()
+    );
+
+    // Warm the page cache and the allocator once, so both figures are steady ones.
+    let _ = store.all().unwrap();
+
+    // Baseline: reading the store alone.
+    let (data, read_s, read_c) = timed(|| store.all().unwrap());
+    assert_eq!(data.len(), cells.len());
+
+    // The report, in its parts (a report reads the store itself: timed above).
+    let (ws, load_s, load_c) = timed(|| config::load(&dir, &files).unwrap());
+    let (plans, plan_s, plan_c) = timed(|| cli::known_plans(&ws, &store).unwrap());
+    let (scenario, plan) = &plans[0];
+    let (model, build_s, build_c) = timed(|| report::build(&ws, scenario, plan, &data));
+    let mut exports = Vec::new();
+    for e in report::exporters() {
+        let (bytes, s, c) = timed(|| e.render(&model).unwrap());
+        exports.push((e.file_name(), s, c, bytes.len()));
+    }
+
+    // The whole `benchpipe report` after loading the scenario: read, plan, build,
+    // render and write every exporter's file.
+    let out = dir.join("reports");
+    let (written, render_s, render_c) = timed(|| cli::write_reports(&ws, &store, &out).unwrap());
+
+    println!(
+        "read the store alone: {read_s:.3} s wall, {read_c:.3} s CPU ({} cells, {} samples)",
+        data.len(),
+        data.values().map(|d| d.samples.len()).sum::<usize>()
+    );
+    println!(
+        "render every report:  {render_s:.3} s wall, {render_c:.3} s CPU ({} files): \
+         {:.2}x the read time in CPU (goal: < 1 s and < 2x)",
+        written.len(),
+        render_c / read_c
+    );
+    println!(
+        "  its parts in CPU: read {read_c:.3} s, plan {plan_c:.3} s, model {build_c:.3} s, \
+         exporters {:.3} s; loading the scenario before it {load_c:.3} s \
+         (wall: plan {plan_s:.3} s, model {build_s:.3} s, load {load_s:.3} s)",
+        exports.iter().map(|e| e.2).sum::<f64>()
+    );
+    for (name, s, c, len) in &exports {
+        println!("  {name}: {c:.3} s CPU ({s:.3} s wall), {len} bytes");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,281 @@
+//! The scenario's `[report.labels]` and `[[report.table]]`: labels for axis values and
+//! metrics, and tables of the scenario's own (columns `test.metric`, rows, a pivot).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use toml::Spanned;
+
+use super::Known;
+use super::compare::compare_metric;
+use crate::config::diag::Diagnostic;
+use crate::config::recipe::check_label;
+use crate::config::{Source, names, raw};
+use crate::model::{
+    AS_IS, Axis, ColumnSpec, Filesystem, FsName, Image, ImageName, Labels, Matrix, ReportSpec,
+    TableSpec,
+};
+
+/// The most `[[report.table]]` entries, and columns per table: a report is read by
+/// people, and each is work per cell.
+const MAX_TABLES: usize = 32;
+const MAX_COLUMNS: usize = 64;
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn spec(
+    src: &Source,
+    raw: &raw::Report,
+    matrix: &Matrix,
+    images: &BTreeMap<ImageName, Image>,
+    filesystems: &BTreeMap<FsName, Filesystem>,
+    selected_broken: bool,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> ReportSpec {
+    let labels = match &raw.labels {
+        Some(l) => labels(
+            src,
+            l.get_ref(),
+            matrix,
+            images,
+            filesystems,
+            selected_broken,
+            known,
+            diags,
+        ),
+        None => Labels::default(),
+    };
+    if raw.table.len() > MAX_TABLES {
+        diags.push(src.at_value(
+            &raw.table[MAX_TABLES],
+            format!(
+                "{} [[report.table]] entries; at most {MAX_TABLES}",
+                raw.table.len()
+            ),
+        ));
+    }
+    let tables = raw
+        .table
+        .iter()
+        .take(MAX_TABLES)
+        .filter_map(|t| table(src, t, matrix, known, diags))
+        .collect();
+    ReportSpec { labels, tables }
+}
+
+/// Entries of a label table in the order the file gives them (its keys sort by name).
+fn in_file_order(
+    table: &BTreeMap<Spanned<String>, Spanned<String>>,
+) -> Vec<(&Spanned<String>, &Spanned<String>)> {
+    let mut v: Vec<_> = table.iter().collect();
+    v.sort_by_key(|(k, _)| k.span().start);
+    v
+}
+
+#[allow(clippy::too_many_arguments)]
+fn labels(
+    src: &Source,
+    raw: &raw::Labels,
+    matrix: &Matrix,
+    images: &BTreeMap<ImageName, Image>,
+    filesystems: &BTreeMap<FsName, Filesystem>,
+    selected_broken: bool,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> Labels {
+    let image_names: Vec<&str> = images.keys().map(ImageName::as_str).collect();
+    let fs_names: Vec<&str> = std::iter::once(AS_IS)
+        .chain(filesystems.keys().map(FsName::as_str))
+        .collect();
+    let boards = known.selected_boards(&matrix.board_patterns);
+    let storages: Vec<&str> = known
+        .storage_names(&matrix.board_patterns)
+        .into_iter()
+        .collect();
+    // The links the matrix names: its patterns as written, and the selected boards'
+    // links (a report's boards may be gone, leaving only the patterns).
+    let mut networks: Vec<&str> = matrix.network.iter().map(String::as_str).collect();
+    networks.extend(
+        known
+            .boards
+            .iter()
+            .filter(|(b, _)| boards.contains(&b.as_str()))
+            .flat_map(|(_, b)| b.network.iter().map(|n| n.name.as_str())),
+    );
+    let mut out = Labels::default();
+    for (axis, table, candidates, skip) in [
+        (Axis::Image, &raw.image, image_names, false),
+        (Axis::Board, &raw.board, boards, selected_broken),
+        (Axis::Storage, &raw.storage, storages, selected_broken),
+        (Axis::Filesystem, &raw.filesystem, fs_names, false),
+        (Axis::Network, &raw.network, networks, selected_broken),
+    ] {
+        let mut entries = Vec::new();
+        for (glob, label) in in_file_order(table) {
+            check_label(src, label, "label", diags);
+            if !skip
+                && !candidates
+                    .iter()
+                    .any(|c| names::glob_match(glob.get_ref(), c))
+            {
+                let what = format!("{} values", axis.name());
+                diags.push(
+                    src.at_value(
+                        glob,
+                        format!(
+                            "{} `{}` in [report.labels] matches nothing",
+                            axis.name(),
+                            glob.get_ref()
+                        ),
+                    )
+                    .with_help(names::help_for(
+                        glob.get_ref(),
+                        candidates.iter().copied(),
+                        &what,
+                    )),
+                );
+            }
+            entries.push((glob.get_ref().clone(), label.get_ref().trim().to_string()));
+        }
+        if !entries.is_empty() {
+            out.axes.insert(axis, entries);
+        }
+    }
+    for (key, label) in in_file_order(&raw.metric) {
+        check_label(src, label, "label", diags);
+        if let Some(tm) = compare_metric(src, key, matrix, known, diags) {
+            out.metrics.insert(tm, label.get_ref().trim().to_string());
+        }
+    }
+    out
+}
+
+fn table(
+    src: &Source,
+    raw: &Spanned<raw::Table>,
+    matrix: &Matrix,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<TableSpec> {
+    let start = diags.len();
+    let t = raw.get_ref();
+    check_label(src, &t.title, "title", diags);
+    if let Some(d) = &t.description
+        && let Err(e) = names::control_free(d.get_ref(), true)
+    {
+        diags.push(src.at_value(d, format!("`description` {e}")));
+    }
+    let columns_raw = t.columns.get_ref();
+    if columns_raw.is_empty() {
+        diags.push(
+            src.at_value(
+                &t.columns,
+                "`columns` is empty: the table would show nothing",
+            )
+            .with_help("list `test.metric` entries, e.g. `columns = [\"disk-4k.random_read\"]`"),
+        );
+    }
+    if columns_raw.len() > MAX_COLUMNS {
+        diags.push(src.at_value(
+            &t.columns,
+            format!(
+                "{} columns; a table has at most {MAX_COLUMNS}",
+                columns_raw.len()
+            ),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    // Each resolved column with the text that named it, for `labels`.
+    let mut columns: Vec<(&str, ColumnSpec)> = Vec::new();
+    for c in columns_raw.iter().take(MAX_COLUMNS) {
+        if !seen.insert(c.get_ref().as_str()) {
+            diags.push(src.at_value(c, format!("`{}` is listed twice in `columns`", c.get_ref())));
+            continue;
+        }
+        if let Some((test, metric)) = compare_metric(src, c, matrix, known, diags) {
+            columns.push((
+                c.get_ref().as_str(),
+                ColumnSpec {
+                    test,
+                    metric,
+                    label: None,
+                },
+            ));
+        }
+    }
+    for (key, label) in in_file_order(&t.labels) {
+        check_label(src, label, "label", diags);
+        if let Some((_, col)) = columns.iter_mut().find(|(text, _)| *text == key.get_ref()) {
+            col.label = Some(label.get_ref().trim().to_string());
+        } else if !seen.contains(key.get_ref().as_str()) {
+            diags.push(
+                src.at_value(
+                    key,
+                    format!(
+                        "a label for `{}`, which is not one of `columns`",
+                        key.get_ref()
+                    ),
+                )
+                .with_help(names::help_for(
+                    key.get_ref(),
+                    columns_raw.iter().map(|c| c.get_ref().as_str()),
+                    "columns",
+                )),
+            );
+        }
+    }
+    let columns: Vec<ColumnSpec> = columns.into_iter().map(|(_, c)| c).collect();
+    let axis = |v: &Spanned<String>, diags: &mut Vec<Diagnostic>| {
+        let a = Axis::parse(v.get_ref());
+        if a.is_none() {
+            let all = Axis::ALL.map(Axis::name);
+            diags.push(
+                src.at_value(
+                    v,
+                    format!(
+                        "unknown axis `{}`; expected one of {}",
+                        v.get_ref(),
+                        all.map(|a| format!("`{a}`")).join(", ")
+                    ),
+                )
+                .with_help(names::help_for(v.get_ref(), all, "axes")),
+            );
+        }
+        a
+    };
+    let pivot = t.pivot.as_ref().and_then(|p| axis(p, diags));
+    let rows = t.rows.as_ref().map(|r| {
+        let mut out: Vec<Axis> = Vec::new();
+        if r.get_ref().is_empty() {
+            diags.push(
+                src.at_value(r, "`rows` is empty: name the axes a row stands for")
+                    .with_help("e.g. `rows = [\"board\", \"storage\"]`, or leave `rows` out for the axes that vary"),
+            );
+        }
+        for v in r.get_ref() {
+            let Some(a) = axis(v, diags) else { continue };
+            if out.contains(&a) {
+                diags.push(src.at_value(v, format!("`{}` is listed twice in `rows`", v.get_ref())));
+            } else if Some(a) == pivot {
+                diags.push(
+                    src.at_value(
+                        v,
+                        format!("`{}` is the pivot: its values are the columns, so it cannot also name rows", v.get_ref()),
+                    ),
+                );
+            } else {
+                out.push(a);
+            }
+        }
+        out
+    });
+    if diags.len() > start {
+        return None;
+    }
+    Some(TableSpec {
+        title: t.title.get_ref().trim().to_string(),
+        description: t.description.as_ref().map(|d| d.get_ref().clone()),
+        columns,
+        rows,
+        pivot,
+    })
+}

@@ -1,0 +1,192 @@
+//! The report's cells: each plan cell with what the store holds for it, its state, and
+//! what its runs say about their validity, in an order that needs no board file.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Scenario, TestName};
+use crate::plan::state::{self, CellState};
+use crate::plan::{Address, Cell, CellKey};
+use crate::store::{CellData, Sample};
+
+/// One cell as the report sees it.
+pub(super) struct View<'a> {
+    pub cell: &'a Cell,
+    pub data: &'a CellData,
+    pub state: CellState,
+    /// The distinct validity flags of its measured runs, and how many runs had one.
+    pub flags: Vec<String>,
+    pub flagged_runs: usize,
+    /// Each flag with the number of measured runs that raised it, in `flags` order.
+    pub flag_counts: Vec<(String, usize)>,
+    /// The distinct warnings (throttle state unknown, power unknown), likewise.
+    pub warnings: Vec<String>,
+    pub warned_runs: usize,
+    pub warning_counts: Vec<(String, usize)>,
+    /// Whether flagged runs are left out of the statistics.
+    pub excluded: bool,
+}
+
+impl View<'_> {
+    pub fn address(&self) -> &Address {
+        &self.cell.address
+    }
+
+    pub fn measured(&self) -> usize {
+        self.data.measured_count()
+    }
+
+    /// `2 of 5 (hot, swapping), excluded`, then the warned runs
+    /// (`; 5 of 5 (throttle state unknown), included`), or empty.
+    pub fn flagged_text(&self) -> String {
+        let mut out = Vec::new();
+        if self.flagged_runs > 0 {
+            out.push(format!(
+                "{} of {} ({}), {}",
+                self.flagged_runs,
+                self.measured(),
+                self.flags.join(", "),
+                if self.excluded {
+                    "excluded"
+                } else {
+                    "included"
+                }
+            ));
+        }
+        if self.warned_runs > 0 {
+            out.push(format!(
+                "{} of {} ({}), included",
+                self.warned_runs,
+                self.measured(),
+                self.warnings.join(", ")
+            ));
+        }
+        out.join("; ")
+    }
+
+    /// With a precision target: the runs taken and the rule that stopped them.
+    pub fn runs_text(&self) -> Option<String> {
+        self.cell.method.runs.target?;
+        match &self.state {
+            CellState::Complete { have, rule } => Some(format!(
+                "{have}, {}",
+                match rule {
+                    state::StopRule::TargetReached => "target reached",
+                    state::StopRule::MaxReached => "max reached, target missed",
+                    state::StopRule::MinReached => "min reached",
+                }
+            )),
+            _ => None,
+        }
+    }
+}
+
+fn warnings_of(s: &Sample) -> Vec<String> {
+    s.telemetry
+        .as_ref()
+        .map(crate::telemetry::warnings_of)
+        .unwrap_or_default()
+}
+
+/// Distinct values in name order, each with the number of runs that had it.
+fn counted_kinds(per_run: &[Vec<String>]) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for run in per_run {
+        let mut kinds: Vec<&str> = run.iter().map(String::as_str).collect();
+        kinds.sort();
+        kinds.dedup();
+        for k in kinds {
+            *counts.entry(k).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(k, n)| (k.to_string(), n))
+        .collect()
+}
+
+/// Every cell of the plan with its data, in report order.
+pub(super) fn views<'a>(
+    ws_recipes: &BTreeMap<TestName, crate::model::Recipe>,
+    scenario: &Scenario,
+    cells: &[&'a Cell],
+    data: &'a BTreeMap<CellKey, CellData>,
+    empty: &'a CellData,
+) -> Vec<View<'a>> {
+    cells
+        .iter()
+        .map(|cell| {
+            let d = data.get(&cell.key).unwrap_or(empty);
+            let primary = ws_recipes
+                .get(&cell.address.test)
+                .map(|r| r.primary_metrics())
+                .unwrap_or_default();
+            let method = &cell.method;
+            let flags: Vec<Vec<String>> =
+                d.measured().map(|s| state::flags_of(method, s)).collect();
+            let warnings: Vec<Vec<String>> = d.measured().map(warnings_of).collect();
+            let flag_counts = counted_kinds(&flags);
+            let warning_counts = counted_kinds(&warnings);
+            View {
+                cell,
+                data: d,
+                state: state::state(cell, &primary, d),
+                flagged_runs: flags.iter().filter(|f| !f.is_empty()).count(),
+                flags: flag_counts.iter().map(|(k, _)| k.clone()).collect(),
+                flag_counts,
+                warned_runs: warnings.iter().filter(|w| !w.is_empty()).count(),
+                warnings: warning_counts.iter().map(|(k, _)| k.clone()).collect(),
+                warning_counts,
+                excluded: scenario.method.validity.exclude_flagged,
+            }
+        })
+        .collect()
+}
+
+/// Where an address sorts in a report: by board, then the matrix's order of image,
+/// test, storage pattern and filesystem, names breaking ties.
+pub(super) type Place = (
+    String,
+    usize,
+    String,
+    usize,
+    String,
+    usize,
+    String,
+    Option<usize>,
+    Option<String>,
+);
+
+pub(super) fn place(scenario: &Scenario, a: &Address) -> Place {
+    let m = &scenario.matrix;
+    let index = |found: Option<usize>| found.unwrap_or(usize::MAX);
+    let storage = a.storage.as_ref().map(|s| s.as_str()).unwrap_or("");
+    (
+        a.board.to_string(),
+        index(m.image.iter().position(|i| i == &a.image)),
+        a.image.to_string(),
+        index(m.test.iter().position(|t| t == &a.test)),
+        a.test.to_string(),
+        index(
+            m.storage
+                .iter()
+                .position(|p| crate::plan::glob::matches(p, storage)),
+        ),
+        storage.to_string(),
+        a.filesystem
+            .as_ref()
+            .map(|f| index(m.filesystem.iter().position(|x| x == f))),
+        a.filesystem.as_ref().map(|f| f.to_string()),
+    )
+}
+
+/// The report's order of cells (`place`, then the key). It needs no board file (the
+/// plan's order follows a board file's storage order), so a report made from the store
+/// alone lists what one made with the board files does, in the same order.
+pub(super) fn order<'a>(
+    scenario: &Scenario,
+    cells: impl Iterator<Item = &'a Cell>,
+) -> Vec<&'a Cell> {
+    let mut v: Vec<&Cell> = cells.collect();
+    v.sort_by_cached_key(|c| (place(scenario, &c.address), c.key.clone()));
+    v
+}

@@ -1,0 +1,283 @@
+//! `report.json`: the report as data, versioned by `format` and described by
+//! `docs/report.schema.json`. Numbers are JSON numbers (a table cell's mean and interval,
+//! a comparison's difference and p), text is only what a person reads (labels, reasons),
+//! and nothing in it is formatted for display but the `text` fields that say so.
+
+use serde::Serialize;
+
+use super::export::{ExportError, Exporter};
+use super::{ComparisonRow, Provenance, Report, Stat, Table};
+use super::{Failed, Incomplete, Method, Skipped, Validity};
+
+/// The version of `report.json`'s schema; bumped on any change a reader could trip on.
+pub const REPORT_FORMAT: u32 = 1;
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    format: u32,
+    /// The benchpipe that rendered it.
+    benchpipe: &'a str,
+    scenario: ScenarioDoc<'a>,
+    method: &'a Method,
+    tables: Vec<TableDoc<'a>>,
+    comparisons: Vec<ComparisonDoc<'a>>,
+    /// Intervals wider than `[report] wide_ci`, and the outlier rule.
+    precision: &'a super::PrecisionNotes,
+    validity: &'a [Validity],
+    incomplete: &'a [Incomplete],
+    failed: &'a [Failed],
+    skipped: &'a [Skipped],
+    provenance: &'a [Provenance],
+}
+
+#[derive(Serialize)]
+struct ScenarioDoc<'a> {
+    name: &'a str,
+    title: &'a str,
+    description: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct TableDoc<'a> {
+    id: &'a str,
+    title: &'a str,
+    description: &'a str,
+    tests: &'a [String],
+    row_axes: &'a [String],
+    pivot: Option<&'a str>,
+    columns: Vec<ColumnDoc<'a>>,
+    rows: Vec<RowDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct ColumnDoc<'a> {
+    test: &'a str,
+    metric: &'a str,
+    label: &'a str,
+    unit: &'a str,
+    /// `higher` or `lower`.
+    better: &'static str,
+    pivot: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct RowDoc<'a> {
+    label: &'a str,
+    /// The row's axis values by axis name.
+    config: std::collections::BTreeMap<&'a str, &'a str>,
+    cells: &'a [String],
+    runs: Option<&'a str>,
+    flagged_runs: usize,
+    warned_runs: usize,
+    flags: &'a [String],
+    warnings: &'a [String],
+    drift: &'a [String],
+    values: Vec<ValueDoc<'a>>,
+}
+
+/// A table cell: its statistics as numbers, and the text a reader sees.
+#[derive(Serialize)]
+struct ValueDoc<'a> {
+    cell: Option<&'a str>,
+    n: usize,
+    mean: Option<f64>,
+    ci_low: Option<f64>,
+    ci_high: Option<f64>,
+    ci_half: Option<f64>,
+    sd: Option<f64>,
+    min: Option<f64>,
+    median: Option<f64>,
+    max: Option<f64>,
+    outliers: usize,
+    flagged: usize,
+    excluded: usize,
+    text: &'a str,
+}
+
+/// A comparison. The verdict is a kind and the statistics are numbers (null where
+/// there is none: an unbounded side, too few runs); `difference`, `verdict_text` and
+/// `p_text` keep the words the Markdown shows.
+#[derive(Serialize)]
+struct ComparisonDoc<'a> {
+    metric: &'a str,
+    unit: &'a str,
+    better: &'static str,
+    baseline: &'a str,
+    candidate: &'a str,
+    pooled: Option<&'a super::Pooled>,
+    verdict: crate::stats::Verdict,
+    significant: bool,
+    numbers: NumbersDoc,
+    difference: &'a str,
+    verdict_text: &'a str,
+    p_text: &'a str,
+}
+
+#[derive(Serialize)]
+struct NumbersDoc {
+    confidence: f64,
+    noise_band: f64,
+    baseline_n: usize,
+    candidate_n: usize,
+    baseline_mean: Option<f64>,
+    candidate_mean: Option<f64>,
+    ratio: Option<f64>,
+    ratio_ci_low: Option<f64>,
+    ratio_ci_high: Option<f64>,
+    difference_pct: Option<f64>,
+    ci_low_pct: Option<f64>,
+    ci_high_pct: Option<f64>,
+    symmetric_pct: Option<f64>,
+    symmetric_ci_low_pct: Option<f64>,
+    symmetric_ci_high_pct: Option<f64>,
+    p: Option<f64>,
+    runs_needed: Option<crate::stats::RunsNeeded>,
+    baseline_outliers: crate::stats::OutlierCount,
+    candidate_outliers: crate::stats::OutlierCount,
+}
+
+fn finite(x: Option<f64>) -> Option<f64> {
+    x.filter(|v| v.is_finite())
+}
+
+fn value(s: &Stat) -> ValueDoc<'_> {
+    let (lo, hi) = match (s.mean, s.ci_half) {
+        (Some(m), Some(h)) => (Some(m - h), Some(m + h)),
+        _ => (None, None),
+    };
+    ValueDoc {
+        cell: s.cell.as_deref(),
+        n: s.n,
+        mean: finite(s.mean),
+        ci_low: finite(lo),
+        ci_high: finite(hi),
+        ci_half: finite(s.ci_half),
+        sd: finite(s.sd),
+        min: finite(s.min),
+        median: finite(s.median),
+        max: finite(s.max),
+        outliers: s.outliers,
+        flagged: s.flagged,
+        excluded: s.excluded,
+        text: &s.text,
+    }
+}
+
+fn table(t: &Table) -> TableDoc<'_> {
+    TableDoc {
+        id: &t.id,
+        title: &t.title,
+        description: &t.description,
+        tests: &t.tests,
+        row_axes: &t.axes,
+        pivot: t.pivot.as_deref(),
+        columns: t
+            .columns
+            .iter()
+            .map(|c| ColumnDoc {
+                test: &c.test,
+                metric: &c.name,
+                label: &c.label,
+                unit: &c.unit,
+                better: if c.better.starts_with("higher") {
+                    "higher"
+                } else {
+                    "lower"
+                },
+                pivot: c.pivot.as_deref(),
+            })
+            .collect(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| RowDoc {
+                label: &r.label,
+                config: t
+                    .axes
+                    .iter()
+                    .map(String::as_str)
+                    .zip(r.config.iter().map(String::as_str))
+                    .collect(),
+                cells: &r.keys,
+                runs: r.runs.as_deref(),
+                flagged_runs: r.flagged_runs,
+                warned_runs: r.warned_runs,
+                flags: &r.flags,
+                warnings: &r.warnings,
+                drift: &r.drift,
+                values: r.values.iter().map(value).collect(),
+            })
+            .collect(),
+    }
+}
+
+fn comparison(c: &ComparisonRow) -> ComparisonDoc<'_> {
+    ComparisonDoc {
+        metric: &c.metric,
+        unit: &c.unit,
+        better: match c.better {
+            crate::model::Better::Higher => "higher",
+            crate::model::Better::Lower => "lower",
+        },
+        baseline: &c.baseline,
+        candidate: &c.candidate,
+        pooled: c.pooled.as_ref(),
+        verdict: c.verdict,
+        significant: c.significant,
+        numbers: NumbersDoc {
+            confidence: c.confidence,
+            noise_band: c.noise_band,
+            baseline_n: c.baseline_n,
+            candidate_n: c.candidate_n,
+            baseline_mean: finite(c.baseline_mean),
+            candidate_mean: finite(c.candidate_mean),
+            ratio: finite(c.ratio),
+            ratio_ci_low: finite(c.ratio_ci_low),
+            ratio_ci_high: finite(c.ratio_ci_high),
+            difference_pct: finite(c.diff_pct),
+            ci_low_pct: finite(c.ci_low_pct),
+            ci_high_pct: finite(c.ci_high_pct),
+            symmetric_pct: finite(c.symmetric_pct),
+            symmetric_ci_low_pct: finite(c.symmetric_ci_low_pct),
+            symmetric_ci_high_pct: finite(c.symmetric_ci_high_pct),
+            p: finite(c.p),
+            runs_needed: c.runs_needed,
+            baseline_outliers: c.baseline_outliers,
+            candidate_outliers: c.candidate_outliers,
+        },
+        difference: &c.difference,
+        verdict_text: &c.verdict_text,
+        p_text: &c.p_text,
+    }
+}
+
+pub struct Json;
+
+impl Exporter for Json {
+    fn file_name(&self) -> &'static str {
+        "report.json"
+    }
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
+        let doc = Doc {
+            format: REPORT_FORMAT,
+            benchpipe: &report.benchpipe,
+            scenario: ScenarioDoc {
+                name: &report.scenario,
+                title: &report.title,
+                description: report.description.as_deref(),
+            },
+            method: &report.method,
+            tables: report.tables.iter().map(table).collect(),
+            comparisons: report.comparisons.iter().map(comparison).collect(),
+            precision: &report.precision,
+            validity: &report.validity,
+            incomplete: &report.incomplete,
+            failed: &report.failed,
+            skipped: &report.skipped,
+            provenance: &report.provenance,
+        };
+        let mut b = serde_json::to_vec_pretty(&doc)?;
+        b.push(b'\n');
+        Ok(b)
+    }
+}

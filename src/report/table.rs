@@ -1,0 +1,330 @@
+//! Tables: per test one row per configuration and one column per metric, and the
+//! scenario's own tables (`[[report.table]]`), whose columns can come from several tests
+//! and whose pivot axis turns values into columns (boards as rows, storage as columns).
+
+use std::collections::BTreeMap;
+
+use super::cells::View;
+use super::format::{mean_ci, number};
+use super::labels::{AxisLabels, value};
+use super::{Column, Row, Stat, Table};
+use crate::model::{Axis, Better, MetricSpec, TestName};
+use crate::plan::state;
+use crate::stats;
+
+/// One column asked for: a test's metric and what to call it.
+pub(super) struct Want {
+    pub test: TestName,
+    pub metric: MetricSpec,
+    pub label: String,
+}
+
+/// What a table shows, before its cells are looked up.
+pub(super) struct Shape {
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    pub columns: Vec<Want>,
+    pub rows: Option<Vec<Axis>>,
+    pub pivot: Option<Axis>,
+    /// One bar chart per column (the per-test tables).
+    pub charts: bool,
+}
+
+/// The axes whose values differ among `cells`, in matrix order.
+fn varying(cells: &[&View]) -> Vec<Axis> {
+    Axis::ALL
+        .into_iter()
+        .filter(|a| {
+            let mut v: Vec<String> = cells.iter().map(|c| value(*a, c.address())).collect();
+            v.sort();
+            v.dedup();
+            v.len() > 1
+        })
+        .collect()
+}
+
+/// The row axes: those asked for, plus those that must be added, in matrix order, so
+/// that no two cells of one test and pivot value share a row (so by default the axes
+/// that vary within a test: a raw-device test's missing filesystem does not split the
+/// rows of a table it shares with a file test). Never empty: the board (the image when
+/// the board is the pivot) names a lone row.
+fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
+    let mut axes = shape.rows.clone().unwrap_or_default();
+    loop {
+        let mut groups: BTreeMap<Vec<String>, Vec<&View>> = BTreeMap::new();
+        for c in cells {
+            let mut k: Vec<String> = axes.iter().map(|a| value(*a, c.address())).collect();
+            k.push(c.address().test.to_string());
+            if let Some(p) = shape.pivot {
+                k.push(value(p, c.address()));
+            }
+            groups.entry(k).or_default().push(c);
+        }
+        let extra = Axis::ALL.into_iter().find(|a| {
+            Some(*a) != shape.pivot
+                && !axes.contains(a)
+                && groups.values().any(|g| varying(g).contains(a))
+        });
+        match extra {
+            Some(a) => axes.push(a),
+            None => break,
+        }
+    }
+    if axes.is_empty() {
+        let lone = if shape.pivot == Some(Axis::Board) {
+            Axis::Image
+        } else {
+            Axis::Board
+        };
+        axes.push(lone);
+    }
+    axes
+}
+
+/// The statistics of one metric over one cell's counted runs.
+fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
+    let method = &view.cell.method;
+    let xs: Vec<f64> = state::counted(method, view.data)
+        .filter_map(|s| metric.value(&s.metrics, s.ended - s.started))
+        .collect();
+    let mut st = stat(
+        &xs,
+        confidence,
+        &metric.unit,
+        view.flagged_runs,
+        view.excluded,
+    );
+    st.cell = Some(view.cell.key.to_string());
+    st
+}
+
+pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidence: f64) -> Table {
+    let cells: Vec<&View> = views
+        .iter()
+        .filter(|v| shape.columns.iter().any(|c| c.test == v.address().test))
+        .collect();
+    let axes = row_axes(&shape, &cells);
+    let pivots: Vec<String> = match shape.pivot {
+        None => vec![String::new()],
+        Some(p) => {
+            let mut seen = Vec::new();
+            for c in &cells {
+                let v = value(p, c.address());
+                if !seen.contains(&v) {
+                    seen.push(v);
+                }
+            }
+            seen
+        }
+    };
+    let key_of =
+        |c: &View| -> Vec<String> { axes.iter().map(|a| value(*a, c.address())).collect() };
+    let pivot_of = |c: &View| {
+        shape
+            .pivot
+            .map(|p| value(p, c.address()))
+            .unwrap_or_default()
+    };
+
+    // Columns: each metric, then within it each pivot value.
+    let mut columns = Vec::new();
+    let mut slots: Vec<(&TestName, &MetricSpec, &str)> = Vec::new();
+    for w in &shape.columns {
+        for p in &pivots {
+            let pivot_label = shape.pivot.and_then(|axis| {
+                cells
+                    .iter()
+                    .find(|c| &pivot_of(c) == p)
+                    .map(|c| labels.of(axis, c.address()))
+            });
+            columns.push(Column {
+                test: w.test.to_string(),
+                name: w.metric.name.clone(),
+                label: w.label.clone(),
+                unit: w.metric.unit.clone(),
+                better: match w.metric.better {
+                    Better::Higher => "higher is better".into(),
+                    Better::Lower => "lower is better".into(),
+                },
+                pivot: pivot_label,
+            });
+            slots.push((&w.test, &w.metric, p.as_str()));
+        }
+    }
+
+    // Rows: the distinct row keys with a measured cell, in report order.
+    let mut order: Vec<Vec<String>> = Vec::new();
+    let mut members: BTreeMap<Vec<String>, Vec<&View>> = BTreeMap::new();
+    for c in &cells {
+        let k = key_of(c);
+        if !members.contains_key(&k) {
+            order.push(k.clone());
+        }
+        members.entry(k).or_default().push(c);
+    }
+    // A row holds several cells when the table spans tests or pivots an axis.
+    let mut tests: Vec<&TestName> = shape.columns.iter().map(|c| &c.test).collect();
+    tests.sort();
+    tests.dedup();
+    let several = tests.len() > 1 || shape.pivot.is_some();
+    let mut rows = Vec::new();
+    for k in order {
+        let group = &members[&k];
+        let measured: Vec<&View> = group.iter().copied().filter(|c| c.measured() > 0).collect();
+        let Some(first) = measured.first() else {
+            continue;
+        };
+        let values = slots
+            .iter()
+            .map(|(test, metric, p)| {
+                measured
+                    .iter()
+                    .find(|c| &c.address().test == *test && pivot_of(c) == *p)
+                    .map(|c| stat_of(c, metric, confidence))
+                    .unwrap_or_else(Stat::empty)
+            })
+            .collect();
+        // What each cell of the row says, named by its test (and pivot) when there are
+        // several.
+        let name = |c: &View| {
+            let mut n = c.address().test.to_string();
+            if let Some(p) = shape.pivot {
+                n = format!("{n}, {}", labels.of(p, c.address()));
+            }
+            n
+        };
+        let notes = |f: &dyn Fn(&View) -> Option<String>| -> Option<String> {
+            let parts: Vec<String> = measured
+                .iter()
+                .filter_map(|c| {
+                    f(c).map(|t| {
+                        if several {
+                            format!("{}: {t}", name(c))
+                        } else {
+                            t
+                        }
+                    })
+                })
+                .collect();
+            (!parts.is_empty()).then(|| parts.join("; "))
+        };
+        let mut flags: Vec<String> = measured.iter().flat_map(|c| c.flags.clone()).collect();
+        flags.sort();
+        flags.dedup();
+        let mut warnings: Vec<String> = measured.iter().flat_map(|c| c.warnings.clone()).collect();
+        warnings.sort();
+        warnings.dedup();
+        rows.push(Row {
+            label: labels.row(&axes, first.address()),
+            config: k.clone(),
+            keys: measured.iter().map(|c| c.cell.key.to_string()).collect(),
+            values,
+            runs: notes(&|c| c.runs_text()),
+            flagged: notes(&|c| Some(c.flagged_text()).filter(|t| !t.is_empty()))
+                .unwrap_or_default(),
+            flagged_runs: measured.iter().map(|c| c.flagged_runs).sum(),
+            flags,
+            warned_runs: measured.iter().map(|c| c.warned_runs).sum(),
+            warnings,
+            drift: measured
+                .iter()
+                .flat_map(|c| super::drift_notes(c.data))
+                .collect(),
+        });
+    }
+    let charts = if shape.charts {
+        columns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, col)| {
+                let bars: Vec<(String, f64, f64)> = rows
+                    .iter()
+                    .filter_map(|r: &Row| {
+                        let v = r.values.get(i)?;
+                        Some((r.label.clone(), v.mean?, v.ci_half.unwrap_or(0.0)))
+                    })
+                    .collect();
+                (!bars.is_empty()).then(|| super::bar_chart(&col.label, &col.unit, &bars))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let drift = rows
+        .iter()
+        .flat_map(|r| r.drift.iter().map(|n| format!("{}: {n}", r.label)))
+        .collect();
+    Table {
+        id: shape.id,
+        title: shape.title,
+        description: shape.description,
+        tests: {
+            let mut t: Vec<String> = Vec::new();
+            for c in &shape.columns {
+                if !t.contains(&c.test.to_string()) {
+                    t.push(c.test.to_string());
+                }
+            }
+            t
+        },
+        axes: axes.iter().map(|a| a.name().to_string()).collect(),
+        row_header: axes.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
+        pivot: shape.pivot.map(|p| p.name().to_string()),
+        any_flagged: rows.iter().any(|r| r.flagged_runs > 0 || r.warned_runs > 0),
+        adaptive: cells.iter().any(|c| c.cell.method.runs.target.is_some()),
+        columns,
+        rows,
+        drift,
+        charts,
+    }
+}
+
+/// A metric's statistics over `xs`, the text a table cell shows: `mean ± CI unit (n=…)`,
+/// with flagged runs and outliers marked.
+pub(super) fn stat(
+    xs: &[f64],
+    confidence: f64,
+    unit: &str,
+    flagged: usize,
+    excluded: bool,
+) -> Stat {
+    let Some(s) = stats::summarize(xs, confidence) else {
+        return Stat {
+            flagged,
+            excluded: if excluded { flagged } else { 0 },
+            ..Stat::empty()
+        };
+    };
+    let outliers = stats::outliers(xs).len();
+    let mut notes = Vec::new();
+    match (flagged, excluded) {
+        (0, _) => {}
+        (k, true) => notes.push(format!("{k} flagged left out")),
+        (k, false) => notes.push(format!("{k} flagged")),
+    }
+    match outliers {
+        0 => {}
+        1 => notes.push("1 outlier".to_string()),
+        k => notes.push(format!("{k} outliers")),
+    }
+    let note: String = notes.iter().map(|n| format!(", {n}")).collect();
+    let text = match s.ci_half {
+        Some(h) => format!("{} {unit} (n={}{note})", mean_ci(s.mean, h), s.n),
+        None => format!("{} {unit} (n={}{note})", number(s.mean), s.n),
+    };
+    Stat {
+        text,
+        cell: None,
+        n: s.n,
+        mean: Some(s.mean),
+        ci_half: s.ci_half,
+        sd: Some(s.sd),
+        min: Some(s.min),
+        median: Some(s.median),
+        max: Some(s.max),
+        outliers,
+        flagged,
+        excluded: if excluded { flagged } else { 0 },
+    }
+}

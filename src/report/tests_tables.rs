@@ -1,0 +1,470 @@
+//! The report's tables on the fixture study: column order and labels, row labels,
+//! scenario tables across tests with a pivot, the Method section from the samples, and a
+//! report rendered from the store alone.
+
+use super::tests::{usb_against_sd, with_samples};
+use super::tests_provenance::cell_with_facts;
+use super::*;
+use crate::model::{Axis, ColumnSpec, RunOrder, TableSpec};
+use crate::plan::{expand, fixtures};
+use crate::store::{CellRecord, FORMAT};
+
+/// Every cell of the plan measured with `values`, each with its `cell.json` record.
+fn measured(plan: &Plan, values: &[f64]) -> BTreeMap<CellKey, CellData> {
+    plan.cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let xs: Vec<f64> = values.iter().map(|v| v + i as f64).collect();
+            let mut d = with_samples(&xs);
+            d.record = Some(CellRecord {
+                format: FORMAT,
+                key: c.key.clone(),
+                address: c.address.clone(),
+                inputs: c.inputs.clone(),
+            });
+            (c.key.clone(), d)
+        })
+        .collect()
+}
+
+fn table<'r>(r: &'r Report, title: &str) -> &'r Table {
+    r.tables
+        .iter()
+        .find(|t| t.title == title)
+        .unwrap_or_else(|| panic!("no table {title}: {:#?}", r.tables))
+}
+
+/// The seed wrote `real | user | sys`: columns come in the recipe's order, under its
+/// labels, and the scenario's label of a metric wins over the recipe's.
+#[test]
+fn columns_come_in_the_recipe_order_under_their_labels() {
+    let (mut ws, mut scenario, _) = usb_against_sd();
+    let xz = ws.recipes.get_mut(&"xz".into()).unwrap();
+    let base = xz.metrics[0].clone();
+    xz.metrics = ["real", "user", "sys"]
+        .iter()
+        .map(|n| MetricSpec {
+            name: n.to_string(),
+            label: Some(format!("{n} time")),
+            unit: "s".into(),
+            better: crate::model::Better::Lower,
+            ..base.clone()
+        })
+        .collect();
+    scenario
+        .report
+        .labels
+        .metrics
+        .insert(("xz".into(), "sys".into()), "system CPU".into());
+    let plan = expand(&ws, &scenario);
+    let mut data = measured(&plan, &[1.0, 1.1, 1.2]);
+    for d in data.values_mut() {
+        for s in &mut d.samples {
+            let v = s.metrics["random_read"];
+            s.metrics = BTreeMap::from([
+                ("real".to_string(), v),
+                ("user".to_string(), v * 3.0),
+                ("sys".to_string(), v / 10.0),
+            ]);
+        }
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = table(&r, "xz");
+    let labels: Vec<&str> = t.columns.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["real time", "user time", "system CPU"]);
+    let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["real", "user", "sys"]);
+    // Each value is its own metric's: user is three times real.
+    let row = &t.rows[0];
+    let (real, user) = (row.values[0].mean.unwrap(), row.values[1].mean.unwrap());
+    assert!((user - 3.0 * real).abs() < 1e-9, "{row:?}");
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        md.contains("| board | real time (s, lower is better) | user time (s, lower is better) | system CPU (s, lower is better) |"),
+        "{md}"
+    );
+}
+
+/// Rows are named by what the boards and media are, as the seeds name them: the stored
+/// models, with a name where two share a model, and the scenario's labels first.
+#[test]
+fn rows_are_named_by_models_and_the_scenarios_labels() {
+    let (mut ws, mut scenario, _) = usb_against_sd();
+    ws.boards.get_mut(&"pi-2".into()).unwrap().model = "Raspberry Pi 3".into();
+    let plan = expand(&ws, &scenario);
+    let data = measured(&plan, &[10.0, 10.5, 10.2]);
+    let r = build(&ws, &scenario, &plan, &data);
+    let rows: Vec<&str> = table(&r, "disk-4k")
+        .rows
+        .iter()
+        .map(|r| r.label.as_str())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "Raspberry Pi 4, Samsung Evo+ 32GB, as-is",
+            "Raspberry Pi 4, usb, as-is",
+            "Raspberry Pi 4, usb, ext4",
+            "Raspberry Pi 3, Samsung Evo+ 32GB, as-is",
+            "Raspberry Pi 3, usb, as-is",
+            "Raspberry Pi 3, usb, ext4",
+        ]
+    );
+    assert_eq!(
+        table(&r, "disk-4k").row_header,
+        "board, storage, filesystem"
+    );
+
+    scenario.report.labels.axes.insert(
+        Axis::Storage,
+        vec![("usb".into(), "Kingston USB 3.0 SSD, UASP on".into())],
+    );
+    scenario
+        .report
+        .labels
+        .axes
+        .insert(Axis::Board, vec![("pi-1".into(), "Pi 4".into())]);
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = table(&r, "disk-4k");
+    assert_eq!(
+        t.rows[1].label,
+        "Pi 4, Kingston USB 3.0 SSD, UASP on, as-is"
+    );
+    assert_eq!(t.rows[3].label, "Raspberry Pi 3, Samsung Evo+ 32GB, as-is");
+    assert_eq!(
+        t.rows[1].config,
+        ["pi-1", "usb", "as-is"],
+        "names stay data"
+    );
+}
+
+/// The seed's disk table: boards as rows, storage as columns, one metric; a filesystem
+/// that varies within a board and storage splits the row rather than hiding a cell.
+#[test]
+fn a_scenario_table_pivots_storage_into_columns() {
+    let (ws, mut scenario, _) = usb_against_sd();
+    scenario.report.tables.push(TableSpec {
+        title: "Disk".into(),
+        description: Some("4K random read per medium".into()),
+        columns: vec![ColumnSpec {
+            test: "disk-4k".into(),
+            metric: "random_read".into(),
+            label: Some("4K Random Read".into()),
+        }],
+        rows: Some(vec![Axis::Board]),
+        pivot: Some(Axis::Storage),
+    });
+    let plan = expand(&ws, &scenario);
+    let data = measured(&plan, &[10.0, 10.5, 10.2]);
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = &r.tables[0];
+    assert_eq!((t.id.as_str(), t.title.as_str()), ("table-1", "Disk"));
+    assert_eq!(
+        t.axes,
+        ["board", "filesystem"],
+        "ext4 only on usb: a row of its own"
+    );
+    let headers: Vec<String> = t
+        .columns
+        .iter()
+        .map(|c| format!("{}, {}", c.label, c.pivot.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        headers,
+        ["4K Random Read, Samsung Evo+ 32GB", "4K Random Read, usb"]
+    );
+    let cells: Vec<Vec<usize>> = t
+        .rows
+        .iter()
+        .map(|r| r.values.iter().map(|v| v.n).collect())
+        .collect();
+    // pi-1 as-is (sd, usb), pi-1 ext4 (usb only: sd is boot), likewise pi-2.
+    assert_eq!(cells, [[3, 3], [0, 3], [3, 3], [0, 3]]);
+    assert_eq!(t.rows[1].values[0].text, "—");
+    assert_eq!(t.rows[0].label, "Raspberry Pi 4 (pi-1), as-is");
+    // Each value names its cell, which is the one at that board, storage and filesystem.
+    let key = t.rows[0].values[1].cell.as_deref().unwrap();
+    let cell = plan.cells.iter().find(|c| c.key.as_str() == key).unwrap();
+    assert_eq!(
+        cell.address.label(),
+        "disk-4k on pi-1 usb/as-is (installed)"
+    );
+    // Without ext4 the table is the seed's: one row per board.
+    scenario.matrix.filesystem.retain(|f| f.as_str() == "as-is");
+    let plan = expand(&ws, &scenario);
+    let r = build(&ws, &scenario, &plan, &measured(&plan, &[10.0, 10.5, 10.2]));
+    assert_eq!(r.tables[0].axes, ["board"]);
+    assert_eq!(r.tables[0].rows.len(), 2);
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        md.contains("## Disk\n\n4K random read per medium\n\n| board | 4K Random Read, Samsung Evo+ 32GB (MB/s, higher is better) | 4K Random Read, usb (MB/s, higher is better) |"),
+        "{md}"
+    );
+}
+
+/// Columns from two tests share a row per configuration; a test without storage has
+/// rows of its own rather than a value copied into every storage's row.
+#[test]
+fn a_scenario_table_spans_tests() {
+    let (ws, mut scenario, _) = usb_against_sd();
+    scenario.matrix.filesystem.retain(|f| f.as_str() == "as-is");
+    scenario.report.tables.push(TableSpec {
+        title: "Everything".into(),
+        description: None,
+        columns: vec![
+            ColumnSpec {
+                test: "xz".into(),
+                metric: "random_read".into(),
+                label: Some("xz".into()),
+            },
+            ColumnSpec {
+                test: "disk-4k".into(),
+                metric: "random_read".into(),
+                label: None,
+            },
+        ],
+        rows: None,
+        pivot: None,
+    });
+    let plan = expand(&ws, &scenario);
+    let r = build(&ws, &scenario, &plan, &measured(&plan, &[5.0, 5.1, 5.2]));
+    let t = &r.tables[0];
+    assert_eq!(t.tests, ["xz", "disk-4k"]);
+    assert_eq!(t.axes, ["board", "storage"]);
+    let filled: Vec<(String, Vec<bool>)> = t
+        .rows
+        .iter()
+        .map(|r| (r.label.clone(), r.values.iter().map(|v| v.n > 0).collect()))
+        .collect();
+    assert_eq!(filled.len(), 6, "{filled:?}");
+    assert!(
+        filled
+            .iter()
+            .all(|(_, f)| f.iter().filter(|x| **x).count() == 1)
+    );
+    assert!(
+        filled.iter().any(|(l, f)| l.ends_with(", —") && f[0]),
+        "{filled:?}"
+    );
+}
+
+/// The method line states the runs in the tables (6 after a second apply, where the
+/// scenario asks for 3), the warm-ups stored and the run order the samples record.
+#[test]
+fn the_method_states_the_runs_in_the_tables_and_their_order() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let mut data = measured(&plan, &[1.0, 1.1, 1.2, 1.0, 1.1, 1.3]);
+    for d in data.values_mut() {
+        let mut warm = d.samples[0].clone();
+        warm.kind = crate::store::RunKind::Warmup;
+        d.samples.insert(0, warm.clone());
+        d.samples.insert(4, warm);
+        for (i, s) in d.samples.iter_mut().enumerate() {
+            s.seq = i as u32 + 1;
+            s.order = Some(RunOrder::Interleaved);
+        }
+    }
+    // One cell was measured by one apply only: a warm-up and 3 runs.
+    let first = plan.cells[0].key.clone();
+    data.get_mut(&first).unwrap().samples.truncate(4);
+    let r = build(&ws, &scenario, &plan, &data);
+    let m = &r.method;
+    assert_eq!((m.runs_min, m.runs_max), (Some(3), Some(6)), "{m:?}");
+    assert_eq!(m.runs, "3 to 6 measured runs per cell in the tables");
+    assert_eq!(m.run_rule, "the scenario asks for 3 measured runs");
+    assert_eq!((m.warmups_min, m.warmups_max), (Some(1), Some(2)));
+    assert_eq!(m.orders, ["interleaved"]);
+    assert!(m.order.starts_with("interleaved"), "{m:?}");
+    assert!(
+        r.methodology
+            .starts_with("3 to 6 measured runs per cell in the tables (the scenario asks for 3"),
+        "{}",
+        r.methodology
+    );
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        md.contains("- Measured runs: 3 to 6 measured runs per cell"),
+        "{md}"
+    );
+    assert!(md.contains("- Run order: interleaved"), "{md}");
+}
+
+/// Flagged runs are marked in the cell they count in, and the validity section lists
+/// every flag and warning with its runs.
+#[test]
+fn flagged_runs_are_marked_in_their_cell_and_listed_under_validity() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let mut data = measured(&plan, &[14.2, 14.5, 14.8]);
+    let first = plan.cells[0].key.clone();
+    let d = data.get_mut(&first).unwrap();
+    d.samples[0].flags = vec!["hot".into(), "background-load".into()];
+    d.samples[1].flags = vec!["hot".into()];
+    let t = crate::telemetry::TelemetrySummary {
+        throttled_state: Some("unknown".into()),
+        throttled_error: Some("vcgencmd get_throttled failed: exit 255".into()),
+        ..Default::default()
+    };
+    d.samples[2].telemetry = Some(serde_json::to_value(&t).unwrap());
+    let r = build(&ws, &scenario, &plan, &data);
+    let v = &table(&r, "disk-4k").rows[0].values[0];
+    assert_eq!((v.flagged, v.excluded, v.n), (2, 0, 3));
+    assert!(v.text.ends_with("(n=3, 2 flagged)"), "{}", v.text);
+    assert_eq!(r.validity.len(), 1, "{:#?}", r.validity);
+    let w = &r.validity[0];
+    assert_eq!(
+        w.text,
+        "1 of 3 runs under load, 2 of 3 runs hot (kept in the statistics); 1 of 3 runs throttle state unknown (kept)"
+    );
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        md.contains(
+            "## Validity warnings\n\n- disk-4k on pi-1 sd/as-is (installed): 1 of 3 runs under load"
+        ),
+        "{md}"
+    );
+}
+
+/// A report made from the store alone, without any board file, is the report made with
+/// them, byte for byte, in every format; a stored cell under other inputs, or of a board
+/// the matrix does not select, is not part of it.
+#[test]
+fn a_report_from_the_store_alone_is_the_report_with_the_board_files() {
+    let (mut ws, mut scenario, _) = usb_against_sd();
+    scenario.report.tables.push(TableSpec {
+        title: "Disk".into(),
+        description: None,
+        columns: vec![ColumnSpec {
+            test: "disk-4k".into(),
+            metric: "random_read".into(),
+            label: None,
+        }],
+        rows: Some(vec![Axis::Board]),
+        pivot: Some(Axis::Storage),
+    });
+    let plan = expand(&ws, &scenario);
+    let mut data = measured(&plan, &[20.0, 20.4, 20.6]);
+    for c in &plan.cells {
+        let f = cell_with_facts(c, "Linux 6.1.0 aarch64");
+        let d = data.get_mut(&c.key).unwrap();
+        d.facts = f.facts;
+    }
+    // Stored cells the scenario does not have now: one measured with other parameters,
+    // and one measured earlier under another board model (the board file was edited
+    // since; without it, the cell measured last stands for the address).
+    let mut other_params = fixtures::workspace();
+    other_params.scenarios[0].params.insert(
+        "disk-4k".into(),
+        BTreeMap::from([(
+            "size".to_string(),
+            crate::model::ParamValue::Str("8M".into()),
+        )]),
+    );
+    let mut other_model = fixtures::workspace();
+    other_model.boards.get_mut(&"pi-1".into()).unwrap().model = "Raspberry Pi 5".into();
+    for w in [other_params, other_model] {
+        let s = w.scenarios[0].clone();
+        let c = expand(&w, &s).cells.remove(0);
+        assert!(!data.contains_key(&c.key));
+        let mut d = measured(
+            &Plan {
+                cells: vec![c.clone()],
+                skipped: vec![],
+            },
+            &[1.0, 2.0],
+        )
+        .remove(&c.key)
+        .unwrap();
+        for s in &mut d.samples {
+            (s.started, s.ended) = (s.started - 500.0, s.ended - 500.0);
+        }
+        data.insert(c.key.clone(), d);
+    }
+    let with_files = build(&ws, &scenario, &plan, &data);
+
+    // What apply records of the plan: the combinations it cannot make cells of.
+    let store_dir = std::env::temp_dir().join(format!("bp-report-skips-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&store_dir);
+    let store = crate::store::Store::open(&store_dir).unwrap();
+    for b in ws.boards.keys() {
+        let mine: Vec<_> = plan
+            .skipped
+            .iter()
+            .filter(|s| &s.address.board == b)
+            .cloned()
+            .collect();
+        store.record_plan_skips(b, &scenario.name, &mine).unwrap();
+    }
+    let recorded = store.all_plan_skips(ws.boards.keys()).unwrap();
+    let _ = std::fs::remove_dir_all(&store_dir);
+    assert!(
+        !plan.skipped.is_empty(),
+        "the boot storage is not formatted: skipped"
+    );
+    let boards = std::mem::take(&mut ws.boards);
+    let from_store = crate::plan::stored::for_report(
+        &ws.boards,
+        &ws.recipes,
+        &scenario,
+        Plan::default(),
+        &data,
+        &recorded,
+        &BTreeMap::new(),
+    );
+    assert_eq!(
+        from_store.cells.len(),
+        plan.cells.len(),
+        "neither stale cell is the scenario's"
+    );
+    let alone = build(&ws, &scenario, &from_store, &data);
+    for e in exporters() {
+        let (a, b) = (e.render(&with_files).unwrap(), e.render(&alone).unwrap());
+        assert!(
+            a == b,
+            "{} differs:\n{}\n---\n{}",
+            e.file_name(),
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b)
+        );
+    }
+    // Board files back, one of them renamed: its stored cells still show, once.
+    ws.boards = boards;
+    let pi2 = ws.boards.remove(&"pi-2".into()).unwrap();
+    ws.boards.insert(
+        "pi-9".into(),
+        crate::model::Board {
+            name: "pi-9".into(),
+            ..pi2
+        },
+    );
+    scenario.matrix.board = vec!["pi-1".into(), "pi-9".into()];
+    let plan = crate::plan::stored::with_stored(
+        &ws.boards,
+        &ws.recipes,
+        &scenario,
+        expand(&ws, &scenario),
+        &data,
+    );
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = table(&r, "disk-4k");
+    assert!(t.rows.iter().any(|r| r.config[0] == "pi-2"), "{t:#?}");
+    assert!(
+        r.incomplete.iter().any(|i| i.cell.contains("pi-9")),
+        "{:#?}",
+        r.incomplete
+    );
+    // A matrix that no longer selects pi-2 drops its stored cells too.
+    scenario.matrix.board_patterns = vec!["pi-1".into(), "pi-9".into()];
+    let plan = crate::plan::stored::with_stored(
+        &ws.boards,
+        &ws.recipes,
+        &scenario,
+        expand(&ws, &scenario),
+        &data,
+    );
+    assert!(
+        plan.cells
+            .iter()
+            .all(|c| c.address.board.as_str() != "pi-2")
+    );
+}
