@@ -500,7 +500,7 @@ fn the_sbc_serving_study_plans_every_row_of_the_second_seeds_network_and_serving
             want.insert(row(board, "-", "-", network, test));
         }
     }
-    // HTTP and Samba, over the cable: one row per board.
+    // HTTP, NFS and Samba, over the cable: one row per board.
     let boards = [
         "opi-zero-plus-1",
         "opi-one-plus-1",
@@ -508,7 +508,7 @@ fn the_sbc_serving_study_plans_every_row_of_the_second_seeds_network_and_serving
         "odroid-hc2-1",
     ];
     for board in boards {
-        for test in ["http", "smb"] {
+        for test in ["http", "nfs", "smb"] {
             want.insert(row(board, "-", "-", "lan", test));
         }
     }
@@ -569,6 +569,7 @@ fn the_shipped_lab_sbc_serving_scenario_measures_lan_and_wifi_and_serves_over_th
         ("iperf3-up", 2),
         ("iperf3-down", 2),
         ("http", 1),
+        ("nfs", 1),
         ("smb", 1),
         ("smb-fs", 2),
     ] {
