@@ -67,6 +67,19 @@ impl Known<'_> {
         out
     }
 
+    /// The board axis's values a compare row or a label may name: the boards the
+    /// matrix's globs select (with the stored ones, for a report), its clusters, and
+    /// the boards its includes add.
+    fn board_values<'m>(&'m self, matrix: &'m crate::model::Matrix) -> Vec<&'m str> {
+        let mut out = self.selected_boards(&matrix.board_patterns);
+        out.extend(matrix.board.iter().map(BoardName::as_str));
+        let included: Vec<String> = matrix.include.iter().filter_map(|p| p.board.clone()).collect();
+        out.extend(self.selected_boards(&included));
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The storage names of the boards selected by `patterns`: from their files, and
     /// from the store for boards it knows.
     fn storage_names(&self, patterns: &[String]) -> BTreeSet<&str> {

@@ -46,14 +46,15 @@ fn shipped_workspace() -> PathBuf {
             }
         }
     }
-    for i in 1..=2 {
+    // Three: scenarios/lab-cluster.toml's larger cluster has three members.
+    for i in 1..=3 {
         std::fs::write(root.join(format!("boards/lab-{i}.toml")), lab_board(i)).unwrap();
     }
     root
 }
 
 /// Every shipped scenario that sets configurations against each other (more than one
-/// image, storage or filesystem) ships `[[report.compare]]` rows, and each row selects
+/// image, storage, filesystem or cluster) ships `[[report.compare]]` rows, and each row selects
 /// at least one pair of cells; a `pool = "model"` row over the lab's two boards gives
 /// a pooled row for both. With no runs stored every row is "not comparable", never a
 /// number.
@@ -83,9 +84,17 @@ fn every_shipped_comparison_selects_pairs_of_cells_and_pools_the_lab_boards() {
                     .collect::<BTreeSet<_>>()
                     .len()
             };
+            let clusters = plan
+                .cells
+                .iter()
+                .filter(|c| &c.address.test == t && c.cluster.is_some())
+                .map(|c| c.address.board.to_string())
+                .collect::<BTreeSet<_>>()
+                .len();
             distinct(|a| a.image.to_string()) > 1
                 || distinct(|a| format!("{:?}", a.storage)) > 1
                 || distinct(|a| format!("{:?}", a.filesystem)) > 1
+                || clusters > 1
         });
         assert_eq!(
             alternatives,
@@ -124,7 +133,7 @@ fn every_shipped_comparison_selects_pairs_of_cells_and_pools_the_lab_boards() {
                 for p in pooled {
                     assert_eq!(p.model, "benchpipe virtual lab board", "{what}");
                     assert!(
-                        p.boards.is_empty() && p.left_out.len() == 2,
+                        p.boards.is_empty() && p.left_out.len() == 3,
                         "{what}: {p:?}"
                     );
                 }
@@ -141,6 +150,10 @@ fn every_shipped_comparison_selects_pairs_of_cells_and_pools_the_lab_boards() {
         "lab-turing-pi-disk",
         "turing-pi-disk",
         "sbc-xz-fs",
+        "sbc-serving",
+        "lab-sbc-serving",
+        "lab-cluster",
+        "turing-pi-apps",
     ] {
         assert!(compared.contains(name), "{name} ships no comparison");
     }

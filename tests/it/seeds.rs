@@ -597,3 +597,46 @@ fn the_shipped_lab_sbc_serving_scenario_measures_lan_and_wifi_and_serves_over_th
     );
     crate::serving::assert_nothing_left(lab.board(0));
 }
+
+/// The first seed's full-system study: each (hardware, app) K3s cluster gets the rows
+/// the seed's table has, the seed's `iperf -c` runs to one node of each, every cluster
+/// holds every one of its members, and the comparisons name the clusters.
+#[test]
+fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
+    let root = workspace("turing-pi-apps");
+    let doc = plan(&root, "scenarios/turing-pi-apps.toml");
+    let got: BTreeSet<(String, String)> = addresses(&doc)
+        .into_iter()
+        .map(|[_, board, _, _, test]| (board, test))
+        .collect();
+    let mut want = BTreeSet::new();
+    for hw in ["turing", "dramble"] {
+        for app in ["drupal", "wordpress"] {
+            want.insert((format!("{hw}-{app}"), "http-load".to_string()));
+        }
+        want.insert((format!("{hw}-minecraft"), "startup-kubectl".to_string()));
+        want.insert((format!("{hw}-minecraft"), "iperf3-all-boards".to_string()));
+    }
+    for node in ["turing-cm3-1", "dramble-pi4-1"] {
+        want.insert((node.to_string(), "iperf".to_string()));
+    }
+    assert_eq!(got, want);
+    let walks = doc["schedule"]["boards"].as_array().unwrap();
+    let members = |walk: &str| -> Vec<String> {
+        let w = walks.iter().find(|w| w["board"] == walk).unwrap_or_else(|| {
+            panic!("no walk of {walk} in {walks:?}");
+        });
+        w["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(members("turing-drupal"), ["turing-cm3-1", "turing-cm3-2"]);
+    assert_eq!(
+        members("dramble-minecraft"),
+        ["dramble-pi4-1", "dramble-pi4-2", "dramble-pi4-3", "dramble-pi4-4"]
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -57,7 +57,7 @@ pub(super) fn compare(
 ) -> Vec<Compare> {
     let axes = Axes {
         image: matrix.image.iter().map(ImageName::as_str).collect(),
-        board: known.selected_boards(&matrix.board_patterns),
+        board: known.board_values(matrix),
         storage: known
             .storage_names(&matrix.board_patterns)
             .into_iter()

@@ -86,7 +86,7 @@ fn labels(
     let fs_names: Vec<&str> = std::iter::once(AS_IS)
         .chain(filesystems.keys().map(FsName::as_str))
         .collect();
-    let boards = known.selected_boards(&matrix.board_patterns);
+    let boards = known.board_values(matrix);
     let storages: Vec<&str> = known
         .storage_names(&matrix.board_patterns)
         .into_iter()
