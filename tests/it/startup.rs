@@ -1,7 +1,8 @@
 //! Integration tests: start-up time (pipeline/startup-nginx.toml, the mechanism the
 //! Minecraft recipe shares) on a real lab board: seconds until nginx's ready line, the
 //! service and the log follower gone afterwards, a line that never comes a timeout; and
-//! the ready regex checked at `check`.
+//! the ready regex checked at `check`; the Minecraft recipe's log read through a
+//! command of the scenario's.
 
 use std::path::{Path, PathBuf};
 
@@ -158,7 +159,7 @@ fn minecraft_startup_passes_check_and_plan_with_each_follower() {
         )
         .unwrap();
     };
-    for follow in ["journal", "file", "kubectl"] {
+    for follow in ["journal", "file", "kubectl", "command"] {
         scenario(follow);
         for cmd in ["check", "plan"] {
             let out = bp(&root, &[cmd, "scenarios/s.toml"]);
@@ -174,4 +175,59 @@ fn minecraft_startup_passes_check_and_plan_with_each_follower() {
         text(&out)
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The Minecraft recipe's `follow = "command"`: its log line read through a command
+/// template of the scenario's, here on a lab board with a stand-in server (a line
+/// printed a second after the restart command ran): about a second, the follower gone
+/// afterwards.
+#[test]
+fn minecraft_startup_reads_its_ready_line_through_a_log_command_on_a_lab_board() {
+    let lab = Lab::up(1);
+    let root = lab.root.clone();
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::copy(
+        repo().join("pipeline/minecraft-startup.toml"),
+        root.join("pipeline/minecraft-startup.toml"),
+    )
+    .unwrap();
+    let log = std::env::temp_dir()
+        .join(format!("bp-it-mc-{}.log", std::process::id()))
+        .display()
+        .to_string();
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"startup\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [\"{board}\"]\ntest = [\"minecraft-startup\"]\n\
+             [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
+             [params.minecraft-startup]\nfollow = \"command\"\ntimeout_s = 60\n\
+             restart_command = ''': > {log}; (sleep 1; echo 'Done (1.001s)! For help, type \"help\"' >> {log}) &'''\n\
+             log_command = \"tail -n +1 -F {log}\"\n",
+            board = lab.board(0).name
+        ),
+    )
+    .unwrap();
+    let out = bp(&root, &["apply", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let mut seconds = Vec::new();
+    for e in std::fs::read_dir(root.join("results")).unwrap().flatten() {
+        let t = std::fs::read_to_string(e.path().join("samples.jsonl")).unwrap_or_default();
+        for l in t.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            seconds.push(v["metrics"]["seconds"].as_f64().unwrap());
+        }
+    }
+    assert_eq!(seconds.len(), 2, "{}", text(&out));
+    for s in seconds {
+        // The line comes a second after the restart; a loaded machine may add to it.
+        assert!((0.9..50.0).contains(&s), "seconds = {s}");
+    }
+    assert_eq!(
+        crate::processes_left(&[&format!("-F {log}")]),
+        "",
+        "the log command is stopped"
+    );
+    let _ = std::fs::remove_file(&log);
 }
