@@ -151,7 +151,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
                 } else {
                     vec![]
                 },
-                telemetry: Some(telemetry(seq)),
+                telemetry: Some(telemetry(seq).into()),
                 command: format!("fio --name=t --size=32M --filename=/srv/b/{i}/fio.dat"),
                 log: format!("logs/{seq:04}.log"),
                 order: None,

@@ -256,7 +256,7 @@ impl Worker<'_> {
             ended,
             metrics,
             flags,
-            telemetry,
+            telemetry: telemetry.map(Into::into),
             command,
             log: rel,
             order: Some(order),

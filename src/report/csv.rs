@@ -177,7 +177,7 @@ pub(super) fn rows(
                 state::flags_of(method, s).join(";"),
                 s.telemetry
                     .as_ref()
-                    .map(crate::telemetry::warnings_of)
+                    .map(|t| t.warnings())
                     .unwrap_or_default()
                     .join(";"),
             ];

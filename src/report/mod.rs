@@ -236,7 +236,9 @@ pub(super) fn drift_notes(d: &CellData) -> Vec<String> {
 /// at least two points (`series = true` recipes).
 fn series_chart_of(d: &CellData, label: &str) -> Option<String> {
     let last = d.measured().last()?;
-    let series = last.telemetry.as_ref()?.get("series")?.as_array()?;
+    // As a value: one run per cell, and the same reading whichever form it is in.
+    let telemetry = last.telemetry.as_ref()?.to_value();
+    let series = telemetry.get("series")?.as_array()?;
     let num = |p: &serde_json::Value, k: &str| {
         p.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite())
     };

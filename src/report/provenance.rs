@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::plan::{Address, Plan};
 use crate::store::CellData;
+use crate::telemetry::StoredTelemetry;
 
 /// How many hex digits of a cell key are shown (enough to find its directory).
 pub const SHORT_KEY: usize = 12;
@@ -475,12 +476,9 @@ fn cell_facts(d: &CellData) -> Vec<(String, String)> {
     // The meter a board's watts were read from (the runs' telemetry).
     let mut meters: Vec<String> = d
         .measured()
-        .filter_map(|s| {
-            s.telemetry
-                .as_ref()?
-                .pointer("/power/source")?
-                .as_str()
-                .map(clean)
+        .filter_map(|s| match s.telemetry.as_ref()? {
+            StoredTelemetry::Summary(t) => t.power.as_ref().map(|p| clean(&p.source)),
+            StoredTelemetry::Value(v) => v.pointer("/power/source")?.as_str().map(clean),
         })
         .collect();
     meters.sort();

@@ -269,7 +269,7 @@ fn sample(i: usize, cell: &plan::Cell, seq: u32, kind: RunKind, meter: bool) -> 
         ended: started + 3.0 + noise(i, seq, 7),
         metrics,
         flags,
-        telemetry: Some(tel),
+        telemetry: Some(tel.into()),
         command: format!("fio --filename=/srv/bench/{i}/x"),
         log: format!("logs/{seq:04}.log"),
         order: Some(if i % 2 == 0 {
