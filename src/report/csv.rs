@@ -137,28 +137,33 @@ pub(super) fn rows(
             .filter(|(t, _)| *t == test)
             .map(|(_, m)| m)
             .collect();
+        // The cell's columns, made once and copied into each of its runs' rows.
+        let cell = [
+            scenario.name.clone(),
+            test.clone(),
+            a.image.to_string(),
+            a.board.to_string(),
+            a.storage
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            a.filesystem
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            a.network
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            v.cell.key.to_string(),
+        ];
         let prov = provenance(v);
         let method = &v.cell.method;
         for s in &v.data.samples {
             let current = v.data.is_current(s);
-            let mut fields = vec![
-                scenario.name.clone(),
-                test.clone(),
-                a.image.to_string(),
-                a.board.to_string(),
-                a.storage
-                    .as_ref()
-                    .map(|x| x.to_string())
-                    .unwrap_or_default(),
-                a.filesystem
-                    .as_ref()
-                    .map(|x| x.to_string())
-                    .unwrap_or_default(),
-                a.network
-                    .as_ref()
-                    .map(|x| x.to_string())
-                    .unwrap_or_default(),
-                v.cell.key.to_string(),
+            let mut fields = Vec::with_capacity(CSV_COLUMNS.len());
+            fields.extend(cell.iter().cloned());
+            fields.extend([
                 s.seq.to_string(),
                 apply[s.session.as_str()].to_string(),
                 match s.kind {
@@ -180,7 +185,7 @@ pub(super) fn rows(
                     .map(|t| t.warnings())
                     .unwrap_or_default()
                     .join(";"),
-            ];
+            ]);
             fields.extend(prov.iter().cloned());
             let seconds = s.ended - s.started;
             let metrics = of_test
@@ -227,6 +232,27 @@ fn field(text: &str, numeric: bool) -> String {
     }
 }
 
+/// `field`, appended to `out`; a field that needs no quoting is copied as it is.
+fn push_field(out: &mut String, text: &str, numeric: bool) {
+    let plain = !text.contains([',', '"', '\n', '\r'])
+        && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && (numeric || !text.starts_with(['=', '+', '-', '@']));
+    if plain {
+        out.push_str(text);
+    } else {
+        out.push_str(&field(text, numeric));
+    }
+}
+
+/// `number`, appended to `out`.
+fn push_number(out: &mut String, x: f64) {
+    use std::fmt::Write;
+    if x.is_finite() {
+        let _ = write!(out, "{x}");
+    }
+}
+
 /// The metric columns: each (name, unit) once, in the tables' order, headed `name (unit)`.
 pub(super) fn metric_columns(report: &Report) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -257,23 +283,21 @@ impl Exporter for Csv {
             .collect();
         out.push_str(&header.join(","));
         out.push_str("\r\n");
+        let numeric: Vec<bool> = CSV_COLUMNS.iter().map(|c| numeric.contains(c)).collect();
         for row in &report.samples {
-            let mut line: Vec<String> = row
-                .fields
-                .iter()
-                .zip(CSV_COLUMNS)
-                .map(|(v, c)| field(v, numeric.contains(&c)))
-                .collect();
-            for (name, unit) in &columns {
-                let v = row
-                    .metrics
-                    .iter()
-                    .find(|(n, u, _)| n == name && u == unit)
-                    .map(|(_, _, v)| number(*v))
-                    .unwrap_or_default();
-                line.push(v);
+            for (i, (v, numeric)) in row.fields.iter().zip(&numeric).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_field(&mut out, v, *numeric);
             }
-            out.push_str(&line.join(","));
+            for (name, unit) in &columns {
+                out.push(',');
+                if let Some((_, _, v)) = row.metrics.iter().find(|(n, u, _)| n == name && u == unit)
+                {
+                    push_number(&mut out, *v);
+                }
+            }
             out.push_str("\r\n");
         }
         Ok(out.into_bytes())

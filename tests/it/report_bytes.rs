@@ -5,7 +5,7 @@
 //! differ within a configuration, comparisons pooled per board model, a pivot, a board
 //! whose file is gone) is written through the store's writer, read back as `report`
 //! reads it, rendered, and compared byte for byte with `tests/data/report-bytes/`:
-//! `report.json`, `results.csv`, `index.md`, and the model the templates render (`model.json`, the
+//! `report.json`, `results.csv`, `index.md`, `index.html`, and the model the templates render (`model.json`, the
 //! charts left out: their inputs are the rows' numbers, and `chart.rs` has its own
 //! tests). A speed-up of the report or of the store's reader must leave every byte as it
 //! was. `BENCHPIPE_BLESS=1` rewrites the files (then read the diff).
@@ -423,7 +423,7 @@ fn reports_of_a_synthetic_store_are_the_pinned_bytes() {
     for (scenario, plan) in cli::report_plans(&ws, &store, &data).unwrap() {
         let model = report::build(&ws, scenario, &plan, &data);
         got.insert(format!("{}/model.json", scenario.name), model_json(&model));
-        for file in ["report.json", "results.csv", "index.md"] {
+        for file in ["report.json", "results.csv", "index.md", "index.html"] {
             let bytes = std::fs::read(out.join(&scenario.name).join(file)).unwrap();
             got.insert(format!("{}/{file}", scenario.name), bytes);
         }
