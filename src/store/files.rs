@@ -85,6 +85,9 @@ pub(super) fn read_json_of<T: for<'de> Deserialize<'de>>(
         let mut bytes = Vec::new();
         match open_regular(path) {
             Ok(Some(f)) => {
+                // Sized up front: through `take` a read would grow its buffer step by step.
+                let len = f.metadata().map_or(0, |m| m.len()).min(MAX_FILE_BYTES);
+                bytes.reserve_exact(len as usize + 1);
                 f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
                 Ok(bytes)
             }
