@@ -57,19 +57,19 @@ pub fn bar_chart(metric: &str, unit: &str, bars: &[(String, f64, f64)]) -> Strin
         if *ci > 0.0 {
             let (lo, hi) = (x(mean - ci), x(mean + ci));
             let mid = y + ROW_H / 2.0 - 1.0;
-            let _ = write!(
+            let _ = writeln!(
                 svg,
                 "<path d=\"M{lo:.1} {mid:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}\" \
-                 stroke=\"#222\" stroke-width=\"1.2\" fill=\"none\"/>\n",
+                 stroke=\"#222\" stroke-width=\"1.2\" fill=\"none\"/>",
                 mid - 4.0,
                 mid + 4.0,
                 mid - 4.0,
                 mid + 4.0
             );
         }
-        let _ = write!(
+        let _ = writeln!(
             svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>\n",
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
             x(mean + ci) + 6.0,
             y + 13.0,
             xml(&number(*mean))

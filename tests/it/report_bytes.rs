@@ -159,14 +159,18 @@ fn telemetry(i: usize, seq: u32, meter: bool, series: bool) -> Value {
         freq_mhz_max: Some(1800.0),
         load1_max: Some(1.0 + h),
         swap_in_pages: Some(0),
-        swap_out_pages: Some(if (i + seq as usize) % 9 == 0 { 12 } else { 0 }),
+        swap_out_pages: Some(if (i + seq as usize).is_multiple_of(9) {
+            12
+        } else {
+            0
+        }),
         cpus: Some(4),
         busy_cpu_seconds: Some(3.2),
         test_cpu_seconds: Some(3.0),
         background_cpu_seconds: Some(0.2),
         background_fraction: Some(0.12 * h),
         throttled_first: Some(0),
-        throttled_seen: Some(if (i * 3 + seq as usize) % 11 == 0 {
+        throttled_seen: Some(if (i * 3 + seq as usize).is_multiple_of(11) {
             0x4_0004
         } else {
             0
@@ -175,12 +179,12 @@ fn telemetry(i: usize, seq: u32, meter: bool, series: bool) -> Value {
         kernel_log: Some("read".into()),
         ..TelemetrySummary::default()
     };
-    if i % 6 == 1 && seq % 2 == 0 {
+    if i % 6 == 1 && seq.is_multiple_of(2) {
         t.throttled_state = Some("unknown".into());
         t.throttled_error = Some("vcgencmd get_throttled failed: exit 255".into());
     }
     if meter {
-        let failed = i % 5 == 0 && seq == 2;
+        let failed = i.is_multiple_of(5) && seq == 2;
         t.power = Some(PowerSummary {
             source: "file /sys/class/hwmon/hwmon2/power1_input".into(),
             idle_w: Some(2.5 + h),
@@ -209,18 +213,22 @@ fn sample(i: usize, cell: &plan::Cell, seq: u32, kind: RunKind, meter: bool) -> 
     let test = cell.address.test.as_str();
     let base = 40.0 + (i % 13) as f64 * 3.0;
     // Some cells are noisy, so that their intervals are wide and outliers show.
-    let spread = if i % 4 == 0 { 25.0 } else { 2.0 };
+    let spread = if i.is_multiple_of(4) { 25.0 } else { 2.0 };
     let mut metrics = BTreeMap::new();
     let v = |m: u64| base + spread * noise(i, seq, m);
     match test {
         "fio" => {
-            let outlier = if i % 8 == 0 && seq == 4 { 200.0 } else { 0.0 };
+            let outlier = if i.is_multiple_of(8) && seq == 4 {
+                200.0
+            } else {
+                0.0
+            };
             metrics.insert("read".to_string(), v(1) + outlier);
             metrics.insert("write".to_string(), v(2) / 2.0);
             metrics.insert("seconds".to_string(), v(3) / 10.0);
             metrics.insert(
                 "errors".to_string(),
-                if (i + seq as usize) % 10 == 0 {
+                if (i + seq as usize).is_multiple_of(10) {
                     2.0
                 } else {
                     0.0
@@ -272,7 +280,7 @@ fn sample(i: usize, cell: &plan::Cell, seq: u32, kind: RunKind, meter: bool) -> 
         telemetry: Some(tel.into()),
         command: format!("fio --filename=/srv/bench/{i}/x"),
         log: format!("logs/{seq:04}.log"),
-        order: Some(if i % 2 == 0 {
+        order: Some(if i.is_multiple_of(2) {
             benchpipe::model::RunOrder::Blocked
         } else {
             benchpipe::model::RunOrder::Interleaved
@@ -304,7 +312,7 @@ fn facts(i: usize, cell: &plan::Cell) -> Value {
         f["storage"] = json!({
             "device": "/dev/sda", "model": "A400", "vendor": "KINGSTON",
             "rotational": false, "size_bytes": 240057409536u64, "scheduler": "mq-deadline",
-            "usb": { "driver": if i % 2 == 0 { "uas" } else { "usb-storage" }, "speed": "5000M", "id": "174c:55aa" },
+            "usb": { "driver": if i.is_multiple_of(2) { "uas" } else { "usb-storage" }, "speed": "5000M", "id": "174c:55aa" },
         });
     }
     f
@@ -325,7 +333,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
         }
         let measured: u32 = match i {
             15 => 2, // partial
-            i if i % 7 == 0 => 5,
+            i if i.is_multiple_of(7) => 5,
             _ => 3,
         };
         let mut seq = 1;
@@ -360,7 +368,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
             store
                 .record_drift(cell, OnDrift::Keep, &fingerprint("6.6.32"), "1700000900-17")
                 .unwrap();
-        } else if i % 3 == 0 {
+        } else if i.is_multiple_of(3) {
             store
                 .adopt_fingerprint(cell, &fingerprint("6.6.31"))
                 .unwrap();
