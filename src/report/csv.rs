@@ -4,7 +4,9 @@
 //! never an exponent), so the bytes are the same on every machine. docs/FORMAT.md
 //! ("results.csv") lists the columns.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -47,14 +49,35 @@ pub const CSV_COLUMNS: [&str; 27] = [
     "tools",
 ];
 
-/// One stored run as `results.csv` has it.
+/// Of `CSV_COLUMNS`, the cell's (`scenario` to `cell`), then the run's (`seq` to
+/// `warnings`); the provenance columns after them are the cell's too.
+const CELL_COLUMNS: usize = 8;
+const RUN_COLUMNS: usize = 10;
+
+/// One stored run as `results.csv` has it. A big store has many runs per cell: the
+/// cell's columns are made once and shared by its runs' rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SampleRow {
-    /// The fixed columns but the metrics, in `CSV_COLUMNS` order, as text.
-    pub fields: Vec<String>,
-    /// The run's value of each of its test's metrics (computed ones too): (name, unit,
-    /// value).
-    pub metrics: Vec<(String, String, f64)>,
+    /// The cell's columns: its address (`scenario` to `cell`), then its provenance
+    /// (`image_id` to `tools`), as text.
+    pub cell: Arc<Vec<String>>,
+    /// The run's own columns, `seq` to `warnings`, as text.
+    pub run: Vec<Cow<'static, str>>,
+    /// The run's value of each of its test's metrics (computed ones too): (its index
+    /// in `Report::sample_metrics`, value).
+    pub metrics: Vec<(usize, f64)>,
+}
+
+impl SampleRow {
+    /// The columns but the metrics, in `CSV_COLUMNS` order.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        let (address, provenance) = self.cell.split_at(CELL_COLUMNS.min(self.cell.len()));
+        address
+            .iter()
+            .map(String::as_str)
+            .chain(self.run.iter().map(|f| f.as_ref()))
+            .chain(provenance.iter().map(String::as_str))
+    }
 }
 
 fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
@@ -132,15 +155,15 @@ pub(super) fn rows(
     for v in views {
         let a = v.address();
         let test = a.test.to_string();
-        let of_test: Vec<&MetricSpec> = metrics
+        let of_test: Vec<(usize, &MetricSpec)> = metrics
             .iter()
-            .filter(|(t, _)| *t == test)
-            .map(|(_, m)| m)
+            .enumerate()
+            .filter(|(_, (t, _))| *t == test)
+            .map(|(i, (_, m))| (i, m))
             .collect();
-        // The cell's columns, made once and copied into each of its runs' rows.
-        let cell = [
+        let mut cell = vec![
             scenario.name.clone(),
-            test.clone(),
+            test,
             a.image.to_string(),
             a.board.to_string(),
             a.storage
@@ -157,48 +180,50 @@ pub(super) fn rows(
                 .unwrap_or_default(),
             v.cell.key.to_string(),
         ];
-        let prov = provenance(v);
+        cell.extend(provenance(v));
+        let cell = Arc::new(cell);
         let method = &v.cell.method;
         for s in &v.data.samples {
             let current = v.data.is_current(s);
-            let mut fields = Vec::with_capacity(CSV_COLUMNS.len());
-            fields.extend(cell.iter().cloned());
-            fields.extend([
-                s.seq.to_string(),
-                apply[s.session.as_str()].to_string(),
-                match s.kind {
-                    RunKind::Warmup => "warmup".into(),
-                    RunKind::Measured => "measured".into(),
-                },
-                current.to_string(),
-                (current && state::counts(method, s)).to_string(),
-                match s.order {
-                    Some(RunOrder::Blocked) => "blocked".into(),
-                    Some(RunOrder::Interleaved) => "interleaved".into(),
-                    None => String::new(),
-                },
-                s.board_seq.map(|n| n.to_string()).unwrap_or_default(),
-                number(s.ended - s.started),
-                state::flags_of(method, s).join(";"),
+            let yes_no = |b: bool| Cow::Borrowed(if b { "true" } else { "false" });
+            let run: Vec<Cow<'static, str>> = vec![
+                s.seq.to_string().into(),
+                apply[s.session.as_str()].to_string().into(),
+                Cow::Borrowed(match s.kind {
+                    RunKind::Warmup => "warmup",
+                    RunKind::Measured => "measured",
+                }),
+                yes_no(current),
+                yes_no(current && state::counts(method, s)),
+                Cow::Borrowed(match s.order {
+                    Some(RunOrder::Blocked) => "blocked",
+                    Some(RunOrder::Interleaved) => "interleaved",
+                    None => "",
+                }),
+                s.board_seq
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+                    .into(),
+                number(s.ended - s.started).into(),
+                state::flags_of(method, s).join(";").into(),
                 s.telemetry
                     .as_ref()
                     .map(|t| t.warnings())
                     .unwrap_or_default()
-                    .join(";"),
-            ]);
-            fields.extend(prov.iter().cloned());
+                    .join(";")
+                    .into(),
+            ];
+            debug_assert_eq!(run.len(), RUN_COLUMNS);
             let seconds = s.ended - s.started;
             let metrics = of_test
                 .iter()
-                .filter_map(|m| {
-                    Some((
-                        m.name.clone(),
-                        m.unit.clone(),
-                        m.value(&s.metrics, seconds)?,
-                    ))
-                })
+                .filter_map(|(i, m)| Some((*i, m.value(&s.metrics, seconds)?)))
                 .collect();
-            out.push(SampleRow { fields, metrics });
+            out.push(SampleRow {
+                cell: Arc::clone(&cell),
+                run,
+                metrics,
+            });
         }
     }
     out
@@ -285,7 +310,7 @@ impl Exporter for Csv {
         out.push_str("\r\n");
         let numeric: Vec<bool> = CSV_COLUMNS.iter().map(|c| numeric.contains(c)).collect();
         for row in &report.samples {
-            for (i, (v, numeric)) in row.fields.iter().zip(&numeric).enumerate() {
+            for (i, (v, numeric)) in row.fields().zip(&numeric).enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
@@ -293,7 +318,11 @@ impl Exporter for Csv {
             }
             for (name, unit) in &columns {
                 out.push(',');
-                if let Some((_, _, v)) = row.metrics.iter().find(|(n, u, _)| n == name && u == unit)
+                let metric = |i: usize| report.sample_metrics.get(i).map(|(_, m)| m);
+                if let Some((_, v)) = row
+                    .metrics
+                    .iter()
+                    .find(|(i, _)| metric(*i).is_some_and(|m| &m.name == name && &m.unit == unit))
                 {
                     push_number(&mut out, *v);
                 }
