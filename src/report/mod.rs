@@ -349,17 +349,13 @@ pub fn build(
     let (incomplete, failed, skipped) = sections::states(scenario, plan, &views);
     // Comparisons and provenance see the cells in report order, so that a report made
     // without board files lists them as one made with them does.
-    let ordered_plan = Plan {
-        cells: ordered.iter().map(|c| (*c).clone()).collect(),
-        skipped: plan.skipped.clone(),
-    };
     let method = method::method(scenario, &views);
     Report {
         comparison_method: compare::method_text(scenario),
-        precision: precision::notes(ws, scenario, &ordered_plan, data),
-        provenance: provenance::provenance(&ordered_plan, data),
+        precision: precision::notes(ws, scenario, &ordered, data),
+        provenance: provenance::provenance(&ordered, data),
         benchpipe: env!("CARGO_PKG_VERSION").to_string(),
-        comparisons: comparisons(ws, scenario, &ordered_plan, data),
+        comparisons: compare::comparisons_of(ws, scenario, &ordered, data),
         title: scenario.title.clone(),
         description: scenario.description.clone(),
         scenario: scenario.name.clone(),

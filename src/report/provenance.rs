@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::plan::{Address, Plan};
+use crate::plan::{Address, Cell};
 use crate::store::CellData;
 use crate::telemetry::StoredTelemetry;
 
@@ -69,10 +69,13 @@ fn config_of(a: &Address) -> Config {
 }
 
 /// The provenance of every configuration with measured runs, in plan order.
-pub fn provenance(plan: &Plan, data: &BTreeMap<crate::plan::CellKey, CellData>) -> Vec<Provenance> {
+pub fn provenance(
+    cells: &[&Cell],
+    data: &BTreeMap<crate::plan::CellKey, CellData>,
+) -> Vec<Provenance> {
     let mut order: Vec<(String, Config)> = Vec::new();
     let mut groups: BTreeMap<_, Vec<(String, String, &CellData)>> = BTreeMap::new();
-    for cell in &plan.cells {
+    for cell in cells.iter().copied() {
         let Some(d) = data.get(&cell.key) else {
             continue;
         };
