@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use benchpipe::store::{FORMAT, RunKind, Sample, Store};
+use benchpipe::telemetry::{Range, TelemetrySummary};
 use benchpipe::{cli, config, plan, report};
 use serde_json::json;
 
@@ -98,6 +99,36 @@ fn value(cell: usize, seq: u32, metric: u64) -> f64 {
     50.0 + (cell % 97) as f64 + (x % 1000) as f64 / 100.0
 }
 
+/// A run's telemetry as apply stores it: a summary, judged again by every report (run 3
+/// is under background load, so the flag stored with it is the one re-judged).
+fn telemetry(seq: u32) -> serde_json::Value {
+    let summary = TelemetrySummary {
+        samples: 3,
+        seconds: 3.2,
+        temp_c: Some(Range {
+            min: 55.0,
+            max: 61.5,
+            mean: 58.2,
+        }),
+        freq_mhz_min: Some(1500.0),
+        freq_mhz_max: Some(1800.0),
+        load1_max: Some(1.2),
+        swap_in_pages: Some(0),
+        swap_out_pages: Some(0),
+        cpus: Some(4),
+        busy_cpu_seconds: Some(3.1),
+        test_cpu_seconds: Some(2.6),
+        background_cpu_seconds: Some(0.5),
+        background_fraction: Some(if seq == 3 { 0.15 } else { 0.01 }),
+        throttled_first: Some(0),
+        throttled_seen: Some(0),
+        governors: vec!["ondemand".into()],
+        kernel_log: Some("read".into()),
+        ..TelemetrySummary::default()
+    };
+    serde_json::to_value(&summary).expect("a summary is JSON")
+}
+
 fn fill(store: &Store, cells: &[plan::Cell]) {
     for (i, cell) in cells.iter().enumerate() {
         let mut w = store.begin(cell).unwrap();
@@ -120,13 +151,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
                 } else {
                     vec![]
                 },
-                telemetry: Some(json!({
-                    "background_cpu_seconds": 0.02, "background_fraction": 0.01,
-                    "busy_cpu_seconds": 3.1, "cpus": 4, "freq_mhz_max": 1800,
-                    "freq_mhz_min": 1500, "governors": ["ondemand"], "kernel_log": "read",
-                    "load1_max": 1.2, "samples": 3, "seconds": 3.2, "swap_in_pages": 0,
-                    "swap_out_pages": 0, "temp_c": 61.5, "throttled_names": [],
-                })),
+                telemetry: Some(telemetry(seq).into()),
                 command: format!("fio --name=t --size=32M --filename=/srv/b/{i}/fio.dat"),
                 log: format!("logs/{seq:04}.log"),
                 order: None,
@@ -217,8 +242,18 @@ fn main() {
     );
     println!(
         "render every report:  {render_s:.3} s wall, {render_c:.3} s CPU ({} files): \
-         {:.2}x the read time in CPU (goal: < 1 s and < 2x)",
+         {:.2}x the read in CPU, {:.2}x in wall",
         written.len(),
+        render_c / read_c,
+        render_s / read_s
+    );
+    // The goal, judged on this run's CPU time (on a loaded machine wall time measures
+    // the load as much as the work); a figure, never an assertion.
+    let met = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!(
+        "goal: render under 1 s: {} ({render_c:.3} s CPU); under 2x the read: {} ({:.2}x)",
+        met(render_c < 1.0),
+        met(render_c < 2.0 * read_c),
         render_c / read_c
     );
     println!(

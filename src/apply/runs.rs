@@ -299,7 +299,7 @@ impl Worker<'_> {
             ended,
             metrics,
             flags,
-            telemetry,
+            telemetry: telemetry.map(Into::into),
             command,
             log: rel,
             order: Some(order),

@@ -23,8 +23,8 @@ mod plan_view;
 mod reports;
 mod signals;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
-pub use reports::write_reports;
-use reports::{load_for_report, stored_names, write_reports_of};
+use reports::{load_for_report, write_reports_of};
+pub use reports::{report_plans, stored_names, write_reports};
 use signals::{SIGNAL, Walk, install_signals};
 
 #[derive(Parser, Debug)]

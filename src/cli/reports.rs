@@ -13,7 +13,7 @@ use crate::report;
 use crate::store::{CellData, Store};
 
 /// The boards the store holds cells of, with their storage names.
-pub(super) fn stored_names(data: &BTreeMap<plan::CellKey, CellData>) -> config::StoredNames {
+pub fn stored_names(data: &BTreeMap<plan::CellKey, CellData>) -> config::StoredNames {
     let mut names = config::StoredNames::default();
     for a in data
         .values()
@@ -47,16 +47,14 @@ pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<Pa
     write_reports_of(ws, store, &store.all()?, out)
 }
 
-/// `write_reports`, given the store's contents. Each plan gets the stored cells of
-/// boards without a file, so the report needs only the scenario and the store.
-pub(super) fn write_reports_of(
-    ws: &Workspace,
+/// Every scenario's plan as a report sees it: with the stored cells of boards without a
+/// file, their kernel facts and the plan skips apply recorded standing in for the board
+/// file, so that the report needs only the scenario and the store.
+pub fn report_plans<'w>(
+    ws: &'w Workspace,
     store: &Store,
     data: &BTreeMap<plan::CellKey, CellData>,
-    out: &Path,
-) -> Result<Vec<PathBuf>> {
-    // Boards the store knows without a file: their kernel facts and the plan skips
-    // apply recorded stand in for the board file.
+) -> Result<Vec<(&'w crate::model::Scenario, plan::Plan)>> {
     let mut boards: Vec<BoardName> = ws.boards.keys().cloned().collect();
     boards.extend(
         data.values()
@@ -67,17 +65,32 @@ pub(super) fn write_reports_of(
     boards.dedup();
     let facts = store.all_board_facts(&boards)?;
     let recorded = store.all_plan_skips(boards.iter().filter(|b| !ws.boards.contains_key(*b)))?;
+    Ok(super::plans(ws)
+        .into_iter()
+        .map(|(scenario, plan)| {
+            let plan = plan::stored::for_report(
+                &ws.boards,
+                &ws.recipes,
+                scenario,
+                plan,
+                data,
+                &recorded,
+                &facts,
+            );
+            (scenario, plan)
+        })
+        .collect())
+}
+
+/// `write_reports`, given the store's contents.
+pub(super) fn write_reports_of(
+    ws: &Workspace,
+    store: &Store,
+    data: &BTreeMap<plan::CellKey, CellData>,
+    out: &Path,
+) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for (scenario, plan) in super::plans(ws) {
-        let plan = plan::stored::for_report(
-            &ws.boards,
-            &ws.recipes,
-            scenario,
-            plan,
-            data,
-            &recorded,
-            &facts,
-        );
+    for (scenario, plan) in report_plans(ws, store, data)? {
         let model = report::build(ws, scenario, &plan, data);
         let dir = out.join(&scenario.name);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;

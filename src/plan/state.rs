@@ -89,7 +89,7 @@ pub fn flags_of(method: &Method, sample: &Sample) -> Vec<String> {
     let Some(mut flags) = sample
         .telemetry
         .as_ref()
-        .and_then(|t| crate::telemetry::rejudge(t, &(&method.validity).into()))
+        .and_then(|t| t.flags(&(&method.validity).into()))
     else {
         return sample.flags.clone();
     };

@@ -83,7 +83,7 @@ impl View<'_> {
 fn warnings_of(s: &Sample) -> Vec<String> {
     s.telemetry
         .as_ref()
-        .map(crate::telemetry::warnings_of)
+        .map(|t| t.warnings())
         .unwrap_or_default()
 }
 

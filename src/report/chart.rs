@@ -1,9 +1,14 @@
 //! The SVG bar chart of one metric, deterministic to the byte.
 
+use std::fmt::Write;
+
 use super::format::number;
 
 /// Escapes text for SVG/XML.
 fn xml(text: &str) -> String {
+    if !text.contains(['&', '<', '>', '"']) {
+        return text.to_string();
+    }
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -37,7 +42,9 @@ pub fn bar_chart(metric: &str, unit: &str, bars: &[(String, f64, f64)]) -> Strin
     for (i, (label, mean, ci)) in bars.iter().enumerate() {
         let y = 22.0 + ROW_H * i as f64;
         let (x0, xm) = (x(0.0), x(*mean));
-        svg.push_str(&format!(
+        // Written straight into the chart: a table of many rows draws many bars.
+        let _ = write!(
+            svg,
             "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\">{}</text>\n\
              <rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#6b8fc7\"/>\n",
             LABEL_W - 6.0,
@@ -46,25 +53,27 @@ pub fn bar_chart(metric: &str, unit: &str, bars: &[(String, f64, f64)]) -> Strin
             y + 3.0,
             (xm - x0).max(0.5),
             ROW_H - 8.0,
-        ));
+        );
         if *ci > 0.0 {
             let (lo, hi) = (x(mean - ci), x(mean + ci));
             let mid = y + ROW_H / 2.0 - 1.0;
-            svg.push_str(&format!(
+            let _ = writeln!(
+                svg,
                 "<path d=\"M{lo:.1} {mid:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}\" \
-                 stroke=\"#222\" stroke-width=\"1.2\" fill=\"none\"/>\n",
+                 stroke=\"#222\" stroke-width=\"1.2\" fill=\"none\"/>",
                 mid - 4.0,
                 mid + 4.0,
                 mid - 4.0,
                 mid + 4.0
-            ));
+            );
         }
-        svg.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>\n",
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
             x(mean + ci) + 6.0,
             y + 13.0,
             xml(&number(*mean))
-        ));
+        );
     }
     svg.push_str("</svg>");
     svg

@@ -254,6 +254,16 @@ pub fn comparisons(
     plan: &Plan,
     data: &BTreeMap<CellKey, CellData>,
 ) -> Vec<ComparisonRow> {
+    comparisons_of(ws, scenario, &plan.cells.iter().collect::<Vec<_>>(), data)
+}
+
+/// `comparisons` of the cells in the order given (a report's, with no copy of them).
+pub(super) fn comparisons_of(
+    ws: &Workspace,
+    scenario: &Scenario,
+    plan_cells: &[&Cell],
+    data: &BTreeMap<CellKey, CellData>,
+) -> Vec<ComparisonRow> {
     let mut rows = Vec::new();
     for c in &scenario.compare {
         let Some(recipe) = ws.recipes.get(&c.test) else {
@@ -265,9 +275,9 @@ pub fn comparisons(
         let spec = &spec;
         let noise_band = c.noise_band.unwrap_or(scenario.precision.noise_band);
         let confidence = scenario.method.confidence;
-        let cells: Vec<_> = plan
-            .cells
+        let cells: Vec<&Cell> = plan_cells
             .iter()
+            .copied()
             .filter(|x| x.address.test == c.test)
             .collect();
         let baselines: Vec<_> = cells

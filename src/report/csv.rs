@@ -4,7 +4,9 @@
 //! never an exponent), so the bytes are the same on every machine. docs/FORMAT.md
 //! ("results.csv") lists the columns.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -47,14 +49,35 @@ pub const CSV_COLUMNS: [&str; 27] = [
     "tools",
 ];
 
-/// One stored run as `results.csv` has it.
+/// Of `CSV_COLUMNS`, the cell's (`scenario` to `cell`), then the run's (`seq` to
+/// `warnings`); the provenance columns after them are the cell's too.
+const CELL_COLUMNS: usize = 8;
+const RUN_COLUMNS: usize = 10;
+
+/// One stored run as `results.csv` has it. A big store has many runs per cell: the
+/// cell's columns are made once and shared by its runs' rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SampleRow {
-    /// The fixed columns but the metrics, in `CSV_COLUMNS` order, as text.
-    pub fields: Vec<String>,
-    /// The run's value of each of its test's metrics (computed ones too): (name, unit,
-    /// value).
-    pub metrics: Vec<(String, String, f64)>,
+    /// The cell's columns: its address (`scenario` to `cell`), then its provenance
+    /// (`image_id` to `tools`), as text.
+    pub cell: Arc<Vec<String>>,
+    /// The run's own columns, `seq` to `warnings`, as text.
+    pub run: Vec<Cow<'static, str>>,
+    /// The run's value of each of its test's metrics (computed ones too): (its index
+    /// in `Report::sample_metrics`, value).
+    pub metrics: Vec<(usize, f64)>,
+}
+
+impl SampleRow {
+    /// The columns but the metrics, in `CSV_COLUMNS` order.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        let (address, provenance) = self.cell.split_at(CELL_COLUMNS.min(self.cell.len()));
+        address
+            .iter()
+            .map(String::as_str)
+            .chain(self.run.iter().map(|f| f.as_ref()))
+            .chain(provenance.iter().map(String::as_str))
+    }
 }
 
 fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
@@ -132,68 +155,75 @@ pub(super) fn rows(
     for v in views {
         let a = v.address();
         let test = a.test.to_string();
-        let of_test: Vec<&MetricSpec> = metrics
+        let of_test: Vec<(usize, &MetricSpec)> = metrics
             .iter()
-            .filter(|(t, _)| *t == test)
-            .map(|(_, m)| m)
+            .enumerate()
+            .filter(|(_, (t, _))| *t == test)
+            .map(|(i, (_, m))| (i, m))
             .collect();
-        let prov = provenance(v);
+        let mut cell = vec![
+            scenario.name.clone(),
+            test,
+            a.image.to_string(),
+            a.board.to_string(),
+            a.storage
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            a.filesystem
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            a.network
+                .as_ref()
+                .map(|x| x.to_string())
+                .unwrap_or_default(),
+            v.cell.key.to_string(),
+        ];
+        cell.extend(provenance(v));
+        let cell = Arc::new(cell);
         let method = &v.cell.method;
         for s in &v.data.samples {
             let current = v.data.is_current(s);
-            let mut fields = vec![
-                scenario.name.clone(),
-                test.clone(),
-                a.image.to_string(),
-                a.board.to_string(),
-                a.storage
-                    .as_ref()
-                    .map(|x| x.to_string())
-                    .unwrap_or_default(),
-                a.filesystem
-                    .as_ref()
-                    .map(|x| x.to_string())
-                    .unwrap_or_default(),
-                a.network
-                    .as_ref()
-                    .map(|x| x.to_string())
-                    .unwrap_or_default(),
-                v.cell.key.to_string(),
-                s.seq.to_string(),
-                apply[s.session.as_str()].to_string(),
-                match s.kind {
-                    RunKind::Warmup => "warmup".into(),
-                    RunKind::Measured => "measured".into(),
-                },
-                current.to_string(),
-                (current && state::counts(method, s)).to_string(),
-                match s.order {
-                    Some(RunOrder::Blocked) => "blocked".into(),
-                    Some(RunOrder::Interleaved) => "interleaved".into(),
-                    None => String::new(),
-                },
-                s.board_seq.map(|n| n.to_string()).unwrap_or_default(),
-                number(s.ended - s.started),
-                state::flags_of(method, s).join(";"),
+            let yes_no = |b: bool| Cow::Borrowed(if b { "true" } else { "false" });
+            let run: Vec<Cow<'static, str>> = vec![
+                s.seq.to_string().into(),
+                apply[s.session.as_str()].to_string().into(),
+                Cow::Borrowed(match s.kind {
+                    RunKind::Warmup => "warmup",
+                    RunKind::Measured => "measured",
+                }),
+                yes_no(current),
+                yes_no(current && state::counts(method, s)),
+                Cow::Borrowed(match s.order {
+                    Some(RunOrder::Blocked) => "blocked",
+                    Some(RunOrder::Interleaved) => "interleaved",
+                    None => "",
+                }),
+                s.board_seq
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+                    .into(),
+                number(s.ended - s.started).into(),
+                state::flags_of(method, s).join(";").into(),
                 s.telemetry
                     .as_ref()
-                    .map(crate::telemetry::warnings_of)
+                    .map(|t| t.warnings())
                     .unwrap_or_default()
-                    .join(";"),
+                    .join(";")
+                    .into(),
             ];
-            fields.extend(prov.iter().cloned());
+            debug_assert_eq!(run.len(), RUN_COLUMNS);
             let seconds = s.ended - s.started;
             let metrics = of_test
                 .iter()
-                .filter_map(|m| {
-                    Some((
-                        m.name.clone(),
-                        m.unit.clone(),
-                        m.value(&s.metrics, seconds)?,
-                    ))
-                })
+                .filter_map(|(i, m)| Some((*i, m.value(&s.metrics, seconds)?)))
                 .collect();
-            out.push(SampleRow { fields, metrics });
+            out.push(SampleRow {
+                cell: Arc::clone(&cell),
+                run,
+                metrics,
+            });
         }
     }
     out
@@ -227,6 +257,27 @@ fn field(text: &str, numeric: bool) -> String {
     }
 }
 
+/// `field`, appended to `out`; a field that needs no quoting is copied as it is.
+fn push_field(out: &mut String, text: &str, numeric: bool) {
+    let plain = !text.contains([',', '"', '\n', '\r'])
+        && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && (numeric || !text.starts_with(['=', '+', '-', '@']));
+    if plain {
+        out.push_str(text);
+    } else {
+        out.push_str(&field(text, numeric));
+    }
+}
+
+/// `number`, appended to `out`.
+fn push_number(out: &mut String, x: f64) {
+    use std::fmt::Write;
+    if x.is_finite() {
+        let _ = write!(out, "{x}");
+    }
+}
+
 /// The metric columns: each (name, unit) once, in the tables' order, headed `name (unit)`.
 pub(super) fn metric_columns(report: &Report) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
@@ -257,23 +308,25 @@ impl Exporter for Csv {
             .collect();
         out.push_str(&header.join(","));
         out.push_str("\r\n");
+        let numeric: Vec<bool> = CSV_COLUMNS.iter().map(|c| numeric.contains(c)).collect();
         for row in &report.samples {
-            let mut line: Vec<String> = row
-                .fields
-                .iter()
-                .zip(CSV_COLUMNS)
-                .map(|(v, c)| field(v, numeric.contains(&c)))
-                .collect();
+            for (i, (v, numeric)) in row.fields().zip(&numeric).enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_field(&mut out, v, *numeric);
+            }
             for (name, unit) in &columns {
-                let v = row
+                out.push(',');
+                let metric = |i: usize| report.sample_metrics.get(i).map(|(_, m)| m);
+                if let Some((_, v)) = row
                     .metrics
                     .iter()
-                    .find(|(n, u, _)| n == name && u == unit)
-                    .map(|(_, _, v)| number(*v))
-                    .unwrap_or_default();
-                line.push(v);
+                    .find(|(i, _)| metric(*i).is_some_and(|m| &m.name == name && &m.unit == unit))
+                {
+                    push_number(&mut out, *v);
+                }
             }
-            out.push_str(&line.join(","));
             out.push_str("\r\n");
         }
         Ok(out.into_bytes())

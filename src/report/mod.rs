@@ -237,7 +237,9 @@ pub(super) fn drift_notes(d: &CellData) -> Vec<String> {
 /// at least two points (`series = true` recipes).
 fn series_chart_of(d: &CellData, label: &str) -> Option<String> {
     let last = d.measured().last()?;
-    let series = last.telemetry.as_ref()?.get("series")?.as_array()?;
+    // As a value: one run per cell, and the same reading whichever form it is in.
+    let telemetry = last.telemetry.as_ref()?.to_value();
+    let series = telemetry.get("series")?.as_array()?;
     let num = |p: &serde_json::Value, k: &str| {
         p.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite())
     };
@@ -348,17 +350,13 @@ pub fn build(
     let (incomplete, failed, skipped) = sections::states(scenario, plan, &views);
     // Comparisons and provenance see the cells in report order, so that a report made
     // without board files lists them as one made with them does.
-    let ordered_plan = Plan {
-        cells: ordered.iter().map(|c| (*c).clone()).collect(),
-        skipped: plan.skipped.clone(),
-    };
     let method = method::method(scenario, &views);
     Report {
         comparison_method: compare::method_text(scenario),
-        precision: precision::notes(ws, scenario, &ordered_plan, data),
-        provenance: provenance::provenance(&ordered_plan, data),
+        precision: precision::notes(ws, scenario, &ordered, data),
+        provenance: provenance::provenance(&ordered, data),
         benchpipe: env!("CARGO_PKG_VERSION").to_string(),
-        comparisons: comparisons(ws, scenario, &ordered_plan, data),
+        comparisons: compare::comparisons_of(ws, scenario, &ordered, data),
         title: scenario.title.clone(),
         description: scenario.description.clone(),
         scenario: scenario.name.clone(),

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::compare::{config_label, counted_values};
 use crate::model::{Cooldown, Scenario, Workspace};
-use crate::plan::{CellKey, Plan, state};
+use crate::plan::{Cell, CellKey, state};
 use crate::stats::{self, OutlierCount, RunsNeeded};
 use crate::store::CellData;
 
@@ -64,7 +64,7 @@ pub struct PrecisionNotes {
 pub fn notes(
     ws: &Workspace,
     scenario: &Scenario,
-    plan: &Plan,
+    cells: &[&Cell],
     data: &BTreeMap<CellKey, CellData>,
 ) -> PrecisionNotes {
     let limit = scenario.precision.wide_ci;
@@ -78,7 +78,7 @@ pub fn notes(
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
         };
-        for cell in plan.cells.iter().filter(|c| &c.address.test == test) {
+        for cell in cells.iter().copied().filter(|c| &c.address.test == test) {
             let Some(d) = data.get(&cell.key) else {
                 continue;
             };
@@ -141,8 +141,7 @@ pub fn notes(
             continue;
         }
         if let Some(spec) = recipe.metric(&c.metric) {
-            any_outliers |= plan
-                .cells
+            any_outliers |= cells
                 .iter()
                 .filter(|x| x.address.test == c.test)
                 .any(|x| OutlierCount::of(&counted_values(x, &spec, data)).total() > 0);

@@ -13,8 +13,9 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::plan::{Address, Plan};
+use crate::plan::{Address, Cell};
 use crate::store::CellData;
+use crate::telemetry::StoredTelemetry;
 
 /// How many hex digits of a cell key are shown (enough to find its directory).
 pub const SHORT_KEY: usize = 12;
@@ -68,10 +69,13 @@ fn config_of(a: &Address) -> Config {
 }
 
 /// The provenance of every configuration with measured runs, in plan order.
-pub fn provenance(plan: &Plan, data: &BTreeMap<crate::plan::CellKey, CellData>) -> Vec<Provenance> {
+pub fn provenance(
+    cells: &[&Cell],
+    data: &BTreeMap<crate::plan::CellKey, CellData>,
+) -> Vec<Provenance> {
     let mut order: Vec<(String, Config)> = Vec::new();
     let mut groups: BTreeMap<_, Vec<(String, String, &CellData)>> = BTreeMap::new();
-    for cell in &plan.cells {
+    for cell in cells.iter().copied() {
         let Some(d) = data.get(&cell.key) else {
             continue;
         };
@@ -522,12 +526,9 @@ fn cell_facts(d: &CellData) -> Vec<(String, String)> {
     // The meter a board's watts were read from (the runs' telemetry).
     let mut meters: Vec<String> = d
         .measured()
-        .filter_map(|s| {
-            s.telemetry
-                .as_ref()?
-                .pointer("/power/source")?
-                .as_str()
-                .map(clean)
+        .filter_map(|s| match s.telemetry.as_ref()? {
+            StoredTelemetry::Summary(t) => t.power.as_ref().map(|p| clean(&p.source)),
+            StoredTelemetry::Value(v) => v.pointer("/power/source")?.as_str().map(clean),
         })
         .collect();
     meters.sort();

@@ -138,7 +138,7 @@ fn a_throttle_state_unknown_is_a_warning_that_excludes_nothing() {
             if i == 2 {
                 t.swap_out_pages = Some(10);
             }
-            s.telemetry = Some(serde_json::to_value(&t).unwrap());
+            s.telemetry = Some(serde_json::to_value(&t).unwrap().into());
         }
         data.insert(c.key.clone(), d);
     }

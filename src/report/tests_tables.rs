@@ -305,7 +305,7 @@ fn flagged_runs_are_marked_in_their_cell_and_listed_under_validity() {
         throttled_error: Some("vcgencmd get_throttled failed: exit 255".into()),
         ..Default::default()
     };
-    d.samples[2].telemetry = Some(serde_json::to_value(&t).unwrap());
+    d.samples[2].telemetry = Some(serde_json::to_value(&t).unwrap().into());
     let r = build(&ws, &scenario, &plan, &data);
     let v = &table(&r, "disk-4k").rows[0].values[0];
     assert_eq!((v.flagged, v.excluded, v.n), (2, 0, 3));

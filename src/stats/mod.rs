@@ -117,10 +117,33 @@ pub fn t_quantile(confidence: f64, df: f64) -> Option<f64> {
     if !valid {
         return None;
     }
+    // The inverse CDF is a numeric search, and a report asks for the same few values
+    // (one per run count) for every cell of every table: each thread remembers the
+    // values it computed, a pure function's results, so nothing shown changes.
+    thread_local! {
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<(u64, u64), Option<f64>>> =
+            std::cell::RefCell::default();
+    }
+    let key = (confidence.to_bits(), df.to_bits());
+    if let Some(t) = KNOWN.with(|k| k.borrow().get(&key).copied()) {
+        return t;
+    }
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     let t = dist.inverse_cdf((1.0 + confidence) / 2.0);
-    t.is_finite().then_some(t)
+    let t = t.is_finite().then_some(t);
+    KNOWN.with(|k| {
+        let mut k = k.borrow_mut();
+        // Bounded: a caller sweeping df (run estimates) cannot grow it without end.
+        if k.len() >= T_QUANTILES_KEPT {
+            k.clear();
+        }
+        k.insert(key, t);
+    });
+    t
 }
+
+/// The most `t_quantile` values a thread keeps.
+const T_QUANTILES_KEPT: usize = 4096;
 
 /// The `q` quantile (0 ≤ q ≤ 1) of an ascending slice by linear interpolation between
 /// order statistics (Hyndman & Fan type 7, the default of numpy and R). None when empty

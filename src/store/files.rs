@@ -8,8 +8,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{FORMAT, Sample};
+use super::{FORMAT, RunKind, Sample};
 use crate::error::{Error, Result};
+use crate::model::RunOrder;
+use crate::telemetry::{StoredTelemetry, TelemetrySummary};
 
 pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |e| Error::io(path, e)
@@ -83,6 +85,9 @@ pub(super) fn read_json_of<T: for<'de> Deserialize<'de>>(
         let mut bytes = Vec::new();
         match open_regular(path) {
             Ok(Some(f)) => {
+                // Sized up front: through `take` a read would grow its buffer step by step.
+                let len = f.metadata().map_or(0, |m| m.len()).min(MAX_FILE_BYTES);
+                bytes.reserve_exact(len as usize + 1);
                 f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
                 Ok(bytes)
             }
@@ -150,9 +155,58 @@ pub(super) fn read_samples(path: &Path) -> Result<Vec<Sample>> {
             break;
         }
         lineno += 1;
-        out.push(parse_doc(path, Some(lineno), &line, FORMAT)?);
+        out.push(match parse_sample(&line) {
+            Some(s) if s.format <= FORMAT => s,
+            // A newer format, or a line the fast path does not take: read as before,
+            // with the same errors.
+            _ => parse_doc(path, Some(lineno), &line, FORMAT)?,
+        });
     }
     Ok(out)
+}
+
+/// A sample line as apply writes it (its telemetry a summary), in one typed pass; the
+/// caller checks its format. Anything else (no format, a telemetry value that is not a
+/// summary, a malformed line) is None, and `parse_doc` reads it as before, with its
+/// errors. Parsing the summary here, not a `Value` tree first, is most of what keeps
+/// reading a big store quick (and dropping what was read).
+fn parse_sample(line: &[u8]) -> Option<Sample> {
+    #[derive(Deserialize)]
+    struct Line {
+        format: u32,
+        seq: u32,
+        kind: RunKind,
+        session: String,
+        started: f64,
+        ended: f64,
+        metrics: std::collections::BTreeMap<String, f64>,
+        #[serde(default)]
+        flags: Vec<String>,
+        #[serde(default)]
+        telemetry: Option<Box<TelemetrySummary>>,
+        command: String,
+        log: String,
+        #[serde(default)]
+        order: Option<RunOrder>,
+        #[serde(default)]
+        board_seq: Option<u64>,
+    }
+    let l: Line = serde_json::from_slice(line).ok()?;
+    Some(Sample {
+        format: l.format,
+        seq: l.seq,
+        kind: l.kind,
+        session: l.session,
+        started: l.started,
+        ended: l.ended,
+        metrics: l.metrics,
+        flags: l.flags,
+        telemetry: l.telemetry.map(StoredTelemetry::Summary),
+        command: l.command,
+        log: l.log,
+        order: l.order,
+        board_seq: l.board_seq,
+    })
 }
 
 pub(super) fn to_json_bytes<T: Serialize>(v: &T) -> Result<Vec<u8>> {

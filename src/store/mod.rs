@@ -45,6 +45,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::failure::CellFailure;
 use crate::plan::{Address, Cell, CellKey};
+use crate::telemetry::StoredTelemetry;
 
 mod board_facts;
 mod board_state;
@@ -96,9 +97,9 @@ pub struct Sample {
     /// Validity flags (throttled, hot, swapping, ...); empty when the run was clean.
     #[serde(default)]
     pub flags: Vec<String>,
-    /// Telemetry summary of the run, when a sampler ran.
+    /// Telemetry summary of the run, when a sampler ran (parsed once, when read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<Value>,
+    pub telemetry: Option<StoredTelemetry>,
     /// The command as it ran, after template rendering.
     pub command: String,
     /// Relative to the cell directory.

@@ -43,6 +43,7 @@
 pub mod plug;
 pub mod power;
 mod script;
+mod stored;
 pub mod summary;
 #[cfg(test)]
 mod tests;
@@ -56,6 +57,7 @@ use crate::model::Board;
 use crate::transport::{Exit, Transport, TransportError, quote};
 
 use script::{finish_script, start_script};
+pub use stored::StoredTelemetry;
 pub use summary::{
     FLAGS, Range, THROTTLE_UNKNOWN, TelemetrySummary, Thresholds, ThrottleBits, decode_throttled,
     flags, kernel_event, summarize, warnings,
@@ -298,7 +300,8 @@ pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>
         all.dedup();
         return Some(all);
     }
-    let summary: TelemetrySummary = serde_json::from_value(telemetry.clone()).ok()?;
+    use serde::Deserialize;
+    let summary = TelemetrySummary::deserialize(telemetry).ok()?;
     Some(flags(&summary, thresholds))
 }
 
@@ -311,7 +314,8 @@ pub fn warnings_of(telemetry: &Value) -> Vec<String> {
         all.dedup();
         return all;
     }
-    serde_json::from_value::<TelemetrySummary>(telemetry.clone())
+    use serde::Deserialize;
+    TelemetrySummary::deserialize(telemetry)
         .map(|s| warnings(&s))
         .unwrap_or_default()
 }

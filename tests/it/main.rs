@@ -24,6 +24,7 @@ mod parsers;
 mod power;
 mod provision;
 mod realboards;
+mod report_bytes;
 mod reports;
 mod safety;
 mod schedule;

@@ -270,7 +270,7 @@ impl ClusterWorker<'_> {
         };
         let rel = writer.write_log(seq, log.as_bytes())?;
         let telemetry = (kind == RunKind::Measured && !telemetry.is_empty())
-            .then(|| serde_json::json!({ "members": Value::Object(telemetry) }));
+            .then(|| serde_json::json!({ "members": Value::Object(telemetry) }).into());
         let sample = Sample {
             format: store::FORMAT,
             seq,
