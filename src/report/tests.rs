@@ -270,35 +270,6 @@ fn report_snapshots() {
 }
 
 #[test]
-fn a_bar_chart_scales_to_the_widest_interval_and_escapes_labels() {
-    use super::bar_chart;
-    let svg = bar_chart(
-        "random_read",
-        "MB/s",
-        &[
-            ("pi <1> & co".into(), 10.0, 2.0),
-            ("pi-2".into(), 20.0, 4.0),
-        ],
-    );
-    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    assert!(svg.contains("pi &lt;1&gt; &amp; co"), "{svg}");
-    // 24 (20 + 4) is the full 360 px plot: the second bar is 300 px, the first 150.
-    assert!(svg.contains("width=\"300.0\""), "{svg}");
-    assert!(svg.contains("width=\"150.0\""), "{svg}");
-    assert_eq!(
-        svg,
-        bar_chart(
-            "random_read",
-            "MB/s",
-            &[
-                ("pi <1> & co".into(), 10.0, 2.0),
-                ("pi-2".into(), 20.0, 4.0)
-            ]
-        )
-    );
-}
-
-#[test]
 fn the_interval_decides_the_digits_of_the_mean() {
     use super::{mean_ci, percent};
     assert_eq!(mean_ci(181.7, 56.18), "182 ± 56");

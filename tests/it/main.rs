@@ -12,6 +12,7 @@ mod filesystems;
 mod flash;
 mod fs_stack;
 mod hostile;
+mod html;
 mod lab;
 mod libssh2;
 mod network;
