@@ -830,7 +830,7 @@ fn a_report_template_override_is_used_and_a_broken_one_is_exit_2_at_its_line() {
             err.contains("does not parse") && err.contains("expected end of block"),
             "{err}"
         );
-        assert!(err.contains("docs/FORMAT.md"), "{err}");
+        assert!(err.contains("docs/TEMPLATES.md"), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
     // A name the context lacks, on line 2: found by `check` before any apply.
