@@ -113,11 +113,19 @@ pub(super) fn keep(shot: &Path) {
 }
 
 /// The chromium binary, or None (the caller says it cannot run).
+/// A binary that does not even print its version (a broken install) counts as none.
 pub(super) fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .iter()
         .map(PathBuf::from)
-        .find(|p| p.is_file())
+        .filter(|p| p.is_file())
+        .find(|p| {
+            Command::new(p)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
 }
 
 /// Runs headless chromium with `args` and `url`, with a profile of its own under `dir`,
