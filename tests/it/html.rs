@@ -414,7 +414,8 @@ fn the_report_page_harness_catches_a_script_error_and_an_overflowing_table() {
 
 /// A workspace's `reports/templates/index.html` replaces the embedded page (and renders
 /// the same bytes twice); one that does not parse, or names a variable the context lacks,
-/// stops `report` and `check` with exit 2 at its file and line.
+/// stops `report` and `check` with exit 2 at its file and line; a directory or a FIFO in
+/// its place is refused without reading it.
 #[test]
 fn a_report_template_override_is_used_and_a_broken_one_is_exit_2_at_its_line() {
     let p = Project::new("html-override").scenario("s", &["sleepy"], 2, "");
@@ -490,6 +491,20 @@ fn a_report_template_override_is_used_and_a_broken_one_is_exit_2_at_its_line() {
     std::fs::remove_file(templates.join("index.html")).unwrap();
     std::fs::create_dir(templates.join("index.html")).unwrap();
     let o = p.bp(&["report", "scenarios/s.toml"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("must be a regular file"),
+        "{}",
+        text(&o)
+    );
+    // A FIFO would block the read for ever: refused without opening it.
+    std::fs::remove_dir(templates.join("index.html")).unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(templates.join("index.html"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    let o = p.bp(&["check", "scenarios/s.toml"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("must be a regular file"),
