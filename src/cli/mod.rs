@@ -361,6 +361,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Check { files, cells } => {
             let ws = load(&files, cells.max_cells)?;
+            reports::check_templates(&ws)?;
             let cells: usize = plans(&ws).iter().map(|(_, p)| p.cells.len()).sum();
             println!(
                 "ok: {} scenario(s), {} board(s), {} test(s), {} cell(s)",
@@ -401,6 +402,10 @@ pub fn run(cli: Cli) -> Result<()> {
                 let store = Store::open_read(&store.store)?;
                 print!("{}", dry_run_text(&ws, &store, &select)?);
                 return Ok(());
+            }
+            if !no_report {
+                // A broken override template fails now, before anything is measured.
+                reports::check_templates(&ws)?;
             }
             let store = Store::open(&store.store)?;
             let cells: Vec<_> = known_plans(&ws, &store)?

@@ -42,6 +42,68 @@ pub(super) fn load_for_report(
     Ok(ws)
 }
 
+/// The report templates: the embedded ones, each replaced by the workspace's own file
+/// in `reports/templates/` when there is one. The directory is looked up under the
+/// workspace root, never the working directory, so a report stays a function of the
+/// workspace and the store. A file that is too large, not UTF-8 or does not parse is a
+/// diagnostic at it (exit 2).
+pub(super) fn templates(root: &Path) -> Result<report::Templates> {
+    use std::io::Read;
+    let mut templates = report::Templates::embedded();
+    for name in report::TEMPLATE_NAMES {
+        let path = root.join(report::TEMPLATE_DIR).join(name);
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        // A FIFO or device there would block the open or never end.
+        if !meta.is_file() {
+            return Err(Error::Config(config::diag::Diagnostics(vec![
+                config::diag::Diagnostic::whole_file(
+                    &path,
+                    "a report template must be a regular file",
+                ),
+            ])));
+        }
+        let file = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
+        // One byte past the limit is enough to refuse it.
+        let mut bytes = Vec::new();
+        file.take(report::TEMPLATE_MAX_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(&path, e))?;
+        let Ok(source) = String::from_utf8(bytes) else {
+            return Err(Error::Config(config::diag::Diagnostics(vec![
+                config::diag::Diagnostic::whole_file(&path, "a report template must be UTF-8 text"),
+            ])));
+        };
+        templates = templates.with_override(name, path, source)?;
+    }
+    Ok(templates)
+}
+
+/// `check` and `apply`, before anything runs: the workspace's override templates parse,
+/// and render every scenario's report as it is before any measurement (so a name the
+/// context lacks is found now, not after an apply).
+pub(super) fn check_templates(ws: &Workspace) -> Result<()> {
+    let templates = templates(&ws.root)?;
+    let overrides: Vec<&report::Template> = [&templates.markdown, &templates.html]
+        .into_iter()
+        .filter(|t| t.file.is_some())
+        .collect();
+    if overrides.is_empty() {
+        return Ok(());
+    }
+    let empty = BTreeMap::new();
+    for (scenario, plan) in super::plans(ws) {
+        let model = report::build(ws, scenario, &plan, &empty);
+        for t in &overrides {
+            report::Exporter::render(*t, &model)?;
+        }
+    }
+    Ok(())
+}
+
 /// Renders and writes every scenario's reports; returns the files written.
 pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
     write_reports_of(ws, store, &store.all()?, out)
@@ -89,12 +151,23 @@ pub(super) fn write_reports_of(
     data: &BTreeMap<plan::CellKey, CellData>,
     out: &Path,
 ) -> Result<Vec<PathBuf>> {
+    let templates = templates(&ws.root)?;
+    let template_dir = ws.root.join(report::TEMPLATE_DIR);
     let mut written = Vec::new();
     for (scenario, plan) in report_plans(ws, store, data)? {
         let model = report::build(ws, scenario, &plan, data);
         let dir = out.join(&scenario.name);
+        // A scenario called `templates` reported into the workspace's `reports/` would
+        // write its pages where the override templates are read from.
+        if std::path::absolute(&dir).ok() == std::path::absolute(&template_dir).ok() {
+            return Err(Error::Usage(format!(
+                "the report of scenario `{}` would be written to {}, where report templates are read from; report it with another --out",
+                scenario.name,
+                template_dir.display()
+            )));
+        }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        for exporter in report::exporters() {
+        for exporter in report::exporters_with(&templates) {
             let bytes = exporter.render(&model)?;
             let path = dir.join(exporter.file_name());
             std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;

@@ -1,192 +1,410 @@
-//! The SVG bar chart of one metric, deterministic to the byte.
+//! The SVG bar chart of one metric: each configuration's mean as a bar with its
+//! confidence interval as an error bar, deterministic to the byte.
+//!
+//! The chart scales with its `viewBox` (the page sets `width: 100%`), so its geometry is
+//! fixed: labels get a line of their own above their bar, wrapped to the chart's width
+//! rather than cut, and every text is escaped. It names itself for assistive technology
+//! (`role="img"`, `aria-label`, `<title>`, and a `<desc>` with every value in words), and
+//! carries classes the page's CSS styles, with presentation attributes for a chart shown
+//! on its own.
 
-use std::fmt::Write;
+use super::format::{mean_ci, number};
 
-use super::format::number;
+/// The chart's width in its own units; the page scales it.
+/// 400 keeps a label at 14 units above 11 px on a 390 px wide phone, where a figure is
+/// about 345 px wide.
+pub const WIDTH: f64 = 400.0;
+const PAD: f64 = 8.0;
+/// Font sizes: the title, a row's label, its value, the axis.
+const TITLE_PX: f64 = 15.0;
+const LABEL_PX: f64 = 14.0;
+const VALUE_PX: f64 = 13.0;
+const AXIS_PX: f64 = 11.0;
+/// A generous average advance of a sans-serif character, as a share of its size: wrapping
+/// by it never lets a label run into its value.
+const CHAR_EM: f64 = 0.56;
+const BAR_H: f64 = 14.0;
+/// At most this many lines of one label; the rest is cut with `…` (the full label is in
+/// the row's `<title>` and in the table).
+const MAX_LABEL_LINES: usize = 3;
 
-/// Escapes text for SVG/XML.
-fn xml(text: &str) -> String {
-    if !text.contains(['&', '<', '>', '"']) {
-        return text.to_string();
-    }
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// A horizontal bar chart: one bar per configuration at its mean, with a whisker for
-/// its confidence interval. Pure and deterministic: fixed geometry, numbers printed
-/// with fixed decimals, no ids that change between renders.
-pub fn bar_chart(metric: &str, unit: &str, bars: &[(String, f64, f64)]) -> String {
-    const LABEL_W: f64 = 260.0;
-    const PLOT_W: f64 = 360.0;
-    const ROW_H: f64 = 22.0;
-    let top = bars
-        .iter()
-        .map(|(_, mean, ci)| mean + ci)
-        .fold(0.0_f64, f64::max)
-        .max(f64::MIN_POSITIVE);
-    let x = |v: f64| LABEL_W + (v.max(0.0) / top) * PLOT_W;
-    let height = 28.0 + ROW_H * bars.len() as f64;
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0}\" height=\"{height:.0}\" \
-         role=\"img\" aria-label=\"{} ({})\">\n\
-         <text x=\"0\" y=\"14\" font-size=\"13\" font-weight=\"bold\">{} ({})</text>\n",
-        LABEL_W + PLOT_W + 90.0,
-        xml(metric),
-        xml(unit),
-        xml(metric),
-        xml(unit)
-    );
-    for (i, (label, mean, ci)) in bars.iter().enumerate() {
-        let y = 22.0 + ROW_H * i as f64;
-        let (x0, xm) = (x(0.0), x(*mean));
-        // Written straight into the chart: a table of many rows draws many bars.
-        let _ = write!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\">{}</text>\n\
-             <rect x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#6b8fc7\"/>\n",
-            LABEL_W - 6.0,
-            y + 13.0,
-            xml(label),
-            y + 3.0,
-            (xm - x0).max(0.5),
-            ROW_H - 8.0,
-        );
-        if *ci > 0.0 {
-            let (lo, hi) = (x(mean - ci), x(mean + ci));
-            let mid = y + ROW_H / 2.0 - 1.0;
-            let _ = writeln!(
-                svg,
-                "<path d=\"M{lo:.1} {mid:.1}H{hi:.1}M{lo:.1} {:.1}V{:.1}M{hi:.1} {:.1}V{:.1}\" \
-                 stroke=\"#222\" stroke-width=\"1.2\" fill=\"none\"/>",
-                mid - 4.0,
-                mid + 4.0,
-                mid - 4.0,
-                mid + 4.0
-            );
+/// Escapes text for SVG/XML (text and attribute values), dropping control characters.
+pub(super) fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
         }
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
-            x(mean + ci) + 6.0,
-            y + 13.0,
-            xml(&number(*mean))
-        );
     }
-    svg.push_str("</svg>");
-    svg
+    out
 }
 
-/// One panel of `series_chart`: a polyline of the values present, on a y scale from
-/// their minimum to their maximum, or the word "absent" when there are none.
-fn panel(
-    svg: &mut String,
-    top: f64,
-    name: &str,
-    unit: &str,
-    pts: &[(f64, Option<f64>)],
-    t_max: f64,
-) {
-    const LEFT: f64 = 70.0;
-    const W: f64 = 520.0;
-    const H: f64 = 80.0;
-    let ys: Vec<f64> = pts.iter().filter_map(|p| p.1).collect();
-    svg.push_str(&format!(
-        "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{} ({})</text>\n\
-         <rect x=\"{LEFT:.1}\" y=\"{:.1}\" width=\"{W:.1}\" height=\"{H:.1}\" fill=\"none\" stroke=\"#bbb\"/>\n",
-        top + 12.0,
-        xml(name),
-        xml(unit),
-        top + 18.0
-    ));
-    if ys.is_empty() {
-        svg.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"#777\">absent on this board</text>\n",
-            LEFT + 8.0,
-            top + 18.0 + H / 2.0
-        ));
-        return;
+/// One bar: a configuration's mean and the half-width of its interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    pub label: String,
+    pub mean: f64,
+    /// None with fewer than two runs: no error bar.
+    pub ci_half: Option<f64>,
+    /// `n=3, 1 flagged`, for the row's tooltip and the description.
+    pub note: String,
+}
+
+/// What a chart is about: `4K random read`, `MB/s`, `mean and 95% CI, higher is better`.
+pub struct ChartTitle<'a> {
+    pub metric: &'a str,
+    pub unit: &'a str,
+    pub subtitle: &'a str,
+}
+
+/// `text` in lines of at most `max` characters, broken after spaces (or inside a word
+/// longer than a line), at most `MAX_LABEL_LINES`.
+pub(super) fn wrap(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(8);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let len = line.chars().count();
+            let room = if len == 0 {
+                max
+            } else {
+                max.saturating_sub(len + 1)
+            };
+            if word.len() <= room {
+                if len > 0 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                break;
+            }
+            if len > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a line: cut it.
+            let rest = word.split_off(max);
+            lines.push(word.iter().collect());
+            word = rest;
+        }
     }
-    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let span = if hi > lo { hi - lo } else { 1.0 };
-    let x = |t: f64| LEFT + if t_max > 0.0 { t / t_max * W } else { 0.0 };
-    let y = |v: f64| top + 18.0 + H - (v - lo) / span * H;
-    let mut d = String::new();
-    for (t, v) in pts {
-        if let Some(v) = v {
-            d.push_str(&format!(
-                "{}{:.1} {:.1}",
-                if d.is_empty() { "M" } else { "L" },
-                x(*t),
-                y(*v)
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    if lines.len() > MAX_LABEL_LINES {
+        lines.truncate(MAX_LABEL_LINES);
+        let last = &mut lines[MAX_LABEL_LINES - 1];
+        let mut chars: Vec<char> = last.chars().collect();
+        chars.truncate(max - 1);
+        *last = chars.into_iter().collect::<String>() + "…";
+    }
+    lines
+}
+
+/// Ticks for an axis over `[lo, hi]`: about five at a round step (1, 2 or 5 × 10^k),
+/// the domain widened to whole steps.
+fn ticks(lo: f64, hi: f64) -> (f64, f64, Vec<f64>) {
+    let span = (hi - lo).max(f64::MIN_POSITIVE);
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 6.0)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).floor();
+    let last = (hi / step).ceil();
+    let count = ((last - first) as usize).min(12);
+    let ticks: Vec<f64> = (0..=count).map(|i| (first + i as f64) * step).collect();
+    (first * step, (first + count as f64) * step, ticks)
+}
+
+/// A tick's label: as few decimals as the step needs.
+fn tick_text(v: f64, step: f64) -> String {
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10().floor()) as usize
+    };
+    let s = format!("{v:.decimals$}");
+    if s.trim_start_matches(['-', '0', '.']).is_empty() {
+        "0".into()
+    } else {
+        s
+    }
+}
+
+/// A horizontal bar chart: per configuration a line with its label and value, then a bar
+/// at its mean with an error bar for its confidence interval, over a scale with ticks.
+/// Pure and deterministic: fixed geometry, numbers printed with fixed decimals, no ids.
+pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
+    let values: Vec<String> = bars
+        .iter()
+        .map(|b| match b.ci_half {
+            Some(h) if h > 0.0 => mean_ci(b.mean, h),
+            _ => number(b.mean),
+        })
+        .collect();
+    let value_w = values
+        .iter()
+        .map(|v| v.chars().count() as f64 * VALUE_PX * CHAR_EM)
+        .fold(0.0, f64::max);
+    let label_chars = ((WIDTH - 2.0 * PAD - value_w - 12.0) / (LABEL_PX * CHAR_EM)) as usize;
+
+    // The scale: from 0 (or the lowest mean) to the highest interval's end.
+    let lo = bars.iter().map(|b| b.mean).fold(0.0_f64, f64::min);
+    let hi = bars
+        .iter()
+        .map(|b| b.mean + b.ci_half.unwrap_or(0.0))
+        .fold(0.0_f64, f64::max);
+    let (lo, hi, ticks) = if hi > lo {
+        ticks(lo, hi)
+    } else {
+        (0.0, 1.0, vec![0.0, 1.0])
+    };
+    let step = ticks
+        .get(1)
+        .zip(ticks.first())
+        .map(|(b, a)| b - a)
+        .unwrap_or(1.0);
+    let (x0, x1) = (PAD, WIDTH - PAD);
+    let x = |v: f64| x0 + (v.clamp(lo, hi) - lo) / (hi - lo) * (x1 - x0);
+
+    let mut rows = String::new();
+    let mut y = 48.0;
+    let mut desc = Vec::new();
+    for (b, value) in bars.iter().zip(&values) {
+        let lines = wrap(&b.label, label_chars);
+        let mut row = format!(
+            "<g class=\"row\"><title>{}: {value} {} ({})</title>\n",
+            xml(&b.label),
+            xml(title.unit),
+            xml(&b.note)
+        );
+        for (i, line) in lines.iter().enumerate() {
+            let ly = y + LABEL_PX + i as f64 * (LABEL_PX + 3.0);
+            row.push_str(&format!(
+                "<text class=\"label\" x=\"{x0:.1}\" y=\"{ly:.1}\" font-size=\"{LABEL_PX:.0}\">{}</text>\n",
+                xml(line)
             ));
         }
+        row.push_str(&format!(
+            "<text class=\"value\" x=\"{x1:.1}\" y=\"{:.1}\" font-size=\"{VALUE_PX:.0}\" text-anchor=\"end\">{}</text>\n",
+            y + LABEL_PX,
+            xml(value)
+        ));
+        let by = y + lines.len() as f64 * (LABEL_PX + 3.0) + 3.0;
+        let (zero, end) = (x(0.0), x(b.mean));
+        let (left, width) = if end >= zero {
+            (zero, end - zero)
+        } else {
+            (end, zero - end)
+        };
+        row.push_str(&format!(
+            "<rect class=\"bar\" x=\"{left:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAR_H:.1}\" fill=\"#5b84c4\"/>\n",
+            width.max(1.0)
+        ));
+        if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
+            let mid = by + BAR_H / 2.0;
+            let (l, r) = (x(b.mean - h), x(b.mean + h));
+            // An end the scale cuts gets no cap: the interval goes on past it.
+            let cap = |at: f64, cut: bool| {
+                if cut {
+                    String::new()
+                } else {
+                    format!("M{at:.1} {:.1}V{:.1}", mid - 6.0, mid + 6.0)
+                }
+            };
+            row.push_str(&format!(
+                "<path class=\"ci\" d=\"M{l:.1} {mid:.1}H{r:.1}{}{}\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n",
+                cap(l, b.mean - h < lo),
+                cap(r, b.mean + h > hi),
+            ));
+        }
+        row.push_str("</g>\n");
+        rows.push_str(&row);
+        desc.push(format!("{}: {value} ({})", b.label, b.note));
+        y = by + BAR_H + 14.0;
     }
-    svg.push_str(&format!(
-        "<path d=\"{d}\" stroke=\"#c0504d\" stroke-width=\"1.5\" fill=\"none\"/>\n\
-         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n\
-         <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n",
-        LEFT - 4.0,
-        top + 18.0 + 10.0,
-        xml(&number(hi)),
-        LEFT - 4.0,
-        top + 18.0 + H,
-        xml(&number(lo)),
-    ));
-}
-
-/// Temperature and CPU clock over one run (a burn-in), two panels on one time axis:
-/// `(seconds, temperature °C, clock MHz)` per point. Deterministic like `bar_chart`.
-pub fn series_chart(title: &str, points: &[(f64, Option<f64>, Option<f64>)]) -> String {
-    let t_max = points.iter().map(|p| p.0).fold(0.0_f64, f64::max);
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"620\" height=\"250\" \
-         role=\"img\" aria-label=\"{}\">\n\
-         <text x=\"0\" y=\"14\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-        xml(title),
-        xml(title)
-    );
-    let temps: Vec<(f64, Option<f64>)> = points.iter().map(|p| (p.0, p.1)).collect();
-    let clocks: Vec<(f64, Option<f64>)> = points.iter().map(|p| (p.0, p.2)).collect();
-    panel(&mut svg, 20.0, "temperature", "°C", &temps, t_max);
-    panel(&mut svg, 125.0, "CPU clock", "MHz", &clocks, t_max);
-    svg.push_str(&format!(
-        "<text x=\"70\" y=\"242\" font-size=\"10\">0 s</text>\n\
-         <text x=\"590\" y=\"242\" font-size=\"10\" text-anchor=\"end\">{} s</text>\n</svg>",
-        xml(&number(t_max))
-    ));
-    svg
+    let plot_top = 44.0;
+    let plot_bottom = y - 6.0;
+    let mut axis = String::new();
+    for t in &ticks {
+        let tx = x(*t);
+        axis.push_str(&format!(
+            "<path class=\"grid\" d=\"M{tx:.1} {plot_top:.1}V{plot_bottom:.1}\" stroke=\"#d0d7de\" stroke-width=\"1\"/>\n\
+             <text class=\"axis\" x=\"{tx:.1}\" y=\"{:.1}\" font-size=\"{AXIS_PX:.0}\" text-anchor=\"{}\">{}</text>\n",
+            plot_bottom + AXIS_PX + 4.0,
+            if tx <= x0 + 1.0 {
+                "start"
+            } else if tx >= x1 - 1.0 {
+                "end"
+            } else {
+                "middle"
+            },
+            xml(&tick_text(*t, step))
+        ));
+    }
+    let height = plot_bottom + AXIS_PX + 10.0;
+    let name = if title.unit.is_empty() {
+        title.metric.to_string()
+    } else {
+        format!("{} ({})", title.metric, title.unit)
+    };
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 {WIDTH:.0} {height:.0}\" \
+         width=\"{WIDTH:.0}\" height=\"{height:.0}\" role=\"img\" aria-label=\"{label}\" \
+         font-family=\"system-ui, sans-serif\" fill=\"#1f2328\">\n\
+         <title>{label}</title>\n<desc>{desc}</desc>\n\
+         <text class=\"title\" x=\"{x0:.1}\" y=\"18\" font-size=\"{TITLE_PX:.0}\" font-weight=\"bold\">{name}</text>\n\
+         <text class=\"subtitle\" x=\"{x0:.1}\" y=\"35\" font-size=\"12\" fill=\"#57606a\">{subtitle}</text>\n\
+         {axis}{rows}</svg>",
+        label = xml(&format!("{name}: {}", title.subtitle)),
+        desc = xml(&desc.join("; ")),
+        name = xml(&name),
+        subtitle = xml(title.subtitle),
+    )
 }
 
 #[cfg(test)]
 mod tests {
-    use super::series_chart;
+    use super::*;
 
-    /// The same points draw the same bytes; a missing clock says "absent", and a
-    /// title cannot inject markup.
+    fn bars() -> Vec<Bar> {
+        vec![
+            Bar {
+                label: "pi <1> & co".into(),
+                mean: 10.0,
+                ci_half: Some(2.0),
+                note: "n=3".into(),
+            },
+            Bar {
+                label: "Raspberry Pi 4 Model B Rev 1.4, Kingston A400 SSD, with UASP, btrfs with lzo compression".into(),
+                mean: 20.0,
+                ci_half: Some(4.0),
+                note: "n=3, 1 flagged".into(),
+            },
+            Bar {
+                label: "one run".into(),
+                mean: 5.0,
+                ci_half: None,
+                note: "n=1".into(),
+            },
+        ]
+    }
+
+    fn title() -> ChartTitle<'static> {
+        ChartTitle {
+            metric: "random <read>",
+            unit: "MB/s",
+            subtitle: "mean and 95% CI, higher is better",
+        }
+    }
+
+    /// Bars and error bars sit on one scale from 0 to the widest interval's end (24 ->
+    /// ticks to 25), long labels wrap instead of being cut, every text is escaped, and
+    /// the same bars give the same bytes.
     #[test]
-    fn a_series_chart_is_deterministic_and_says_absent_for_a_missing_clock() {
-        let pts = [
-            (0.0, Some(40.0), None),
-            (1.0, Some(45.5), None),
-            (2.0, Some(44.0), None),
-        ];
-        let a = series_chart("burn-in <x>", &pts);
-        assert_eq!(a, series_chart("burn-in <x>", &pts));
-        assert!(a.contains("burn-in &lt;x&gt;") && !a.contains("<x>"));
-        assert!(a.contains("<path d=\"M70.0 "), "{a}");
-        assert!(a.contains("absent on this board"));
-        let both = series_chart(
-            "b",
-            &[
-                (0.0, Some(40.0), Some(1500.0)),
-                (3.0, Some(50.0), Some(600.0)),
-            ],
+    fn bars_and_error_bars_share_a_scale_labels_wrap_and_text_is_escaped() {
+        let svg = bar_chart(&title(), &bars());
+        assert_eq!(svg, bar_chart(&title(), &bars()));
+        assert!(
+            svg.starts_with(
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 400 "
+            ),
+            "{svg}"
         );
-        assert_eq!(both.matches("<path").count(), 2, "{both}");
-        assert!(!both.contains("absent"));
+        assert!(
+            svg.contains("pi &lt;1&gt; &amp; co") && !svg.contains("<1>"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("<title>random &lt;read&gt; (MB/s): mean and 95% CI"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("role=\"img\" aria-label=\"random &lt;read&gt; (MB/s): mean"),
+            "{svg}"
+        );
+        // The scale runs 0..25 over 8..392: 20 is at 315.2, its interval 16..24 at
+        // 253.8..376.6, with caps.
+        assert!(svg.contains("width=\"307.2\""), "{svg}");
+        assert!(
+            svg.contains("d=\"M253.8 ") && svg.contains("H376.6M253.8 "),
+            "{svg}"
+        );
+        assert_eq!(
+            svg.matches("class=\"ci\"").count(),
+            2,
+            "no error bar from one run"
+        );
+        assert_eq!(svg.matches("class=\"bar\"").count(), 3);
+        // The long label is on two lines, whole.
+        assert!(
+            svg.contains(">Raspberry Pi 4 Model B Rev 1.4, Kingston A400 SSD,</text>")
+                || svg.matches("class=\"label\"").count() >= 4,
+            "{svg}"
+        );
+        let words: String = svg
+            .split("class=\"label\"")
+            .skip(1)
+            .filter_map(|t| t.split('>').nth(1)?.split('<').next())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            words.contains("with UASP, btrfs with lzo compression"),
+            "{words}"
+        );
+        assert!(
+            svg.contains("<desc>pi &lt;1&gt; &amp; co: 10.0 ± 2.0 (n=3); "),
+            "{svg}"
+        );
+        for t in ["0", "5", "10", "15", "20", "25"] {
+            assert!(svg.contains(&format!(">{t}</text>")), "tick {t}: {svg}");
+        }
+    }
+
+    #[test]
+    fn wrapping_keeps_every_character_and_cuts_only_past_three_lines() {
+        assert_eq!(wrap("a b c", 20), vec!["a b c"]);
+        // A line that fills up exactly, then a word.
+        assert_eq!(wrap("abcdefgh ij", 8), vec!["abcdefgh", "ij"]);
+        assert_eq!(wrap("abc defg hij", 8), vec!["abc defg", "hij"]);
+        assert_eq!(
+            wrap("lab-1 / disk1 / btrfs-lzo / installed", 16),
+            vec!["lab-1 / disk1 /", "btrfs-lzo /", "installed"]
+        );
+        assert_eq!(
+            wrap("abcdefghijklmnopqrst", 8),
+            vec!["abcdefgh", "ijklmnop", "qrst"]
+        );
+        let cut = wrap(&"word ".repeat(40), 10);
+        assert_eq!(cut.len(), 3);
+        assert!(cut[2].ends_with('…'));
+    }
+
+    #[test]
+    fn an_interval_the_scale_cuts_has_no_cap_at_that_end() {
+        let svg = bar_chart(
+            &title(),
+            &[Bar {
+                label: "wide".into(),
+                mean: 94.0,
+                ci_half: Some(175.0),
+                note: "n=3".into(),
+            }],
+        );
+        // The interval's low end (-81) is below the scale's 0: one cap only.
+        let ci = svg.split("class=\"ci\" d=\"").nth(1).unwrap();
+        let d = ci.split('"').next().unwrap();
+        assert_eq!(d.matches('V').count(), 1, "{d}");
+        assert!(d.starts_with("M8.0 "), "{d}");
     }
 }

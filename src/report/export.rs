@@ -1,12 +1,33 @@
 //! Exporters: the report model rendered as Markdown and HTML (templates); `report.json`
 //! (`json.rs`) and `results.csv` (`csv.rs`) implement the same trait.
+//!
+//! The templates are embedded in the binary. A workspace may override either with a
+//! file of its own (`reports/templates/index.html`, `index.md`, read by the caller:
+//! nothing here does I/O); such a template is the user's input, so what goes wrong in it
+//! is a diagnostic at its file and line (exit 2), and it renders with bounded fuel.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
 use super::Report;
+use crate::config::diag::{Diagnostic, Diagnostics};
 
-/// Why a report could not be rendered. The templates are built in, so any of these is a
-/// bug in benchpipe, not in the user's files.
+/// Where a workspace's override templates are, relative to its root.
+pub const TEMPLATE_DIR: &str = "reports/templates";
+/// The names a template may have there: the Markdown and the HTML report.
+pub const TEMPLATE_NAMES: [&str; 2] = ["index.md", "index.html"];
+/// The most bytes an override template may have.
+pub const TEMPLATE_MAX_BYTES: usize = 1 << 20;
+/// The fuel an override template renders with (minijinja counts instructions): the
+/// embedded templates as overrides render the 10,000-cell benchmark store's report
+/// within it (`benches/report.rs`), and it runs out after about two seconds of a loop,
+/// so a template that would loop for ages stops with a diagnostic instead.
+pub const TEMPLATE_FUEL: u64 = 100_000_000;
+
+/// Why a report could not be rendered. An embedded template failing is a bug in
+/// benchpipe; an override's failure is the user's (`Override`, at its file and line).
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// A built-in template does not parse.
@@ -19,32 +40,94 @@ pub enum ExportError {
         #[source]
         source: minijinja::Error,
     },
+    /// A workspace's template does not parse or failed on this report.
+    #[error("{0}")]
+    Override(Box<Diagnostic>),
     #[error("{0}")]
     Json(#[from] serde_json::Error),
 }
 
-/// `report` stops with the exporter's text, as before exporters had a type.
+/// `report` stops with the exporter's text, as before exporters had a type; an
+/// override's mistake is bad input, like any other file's.
 impl From<ExportError> for crate::error::Error {
     fn from(e: ExportError) -> Self {
-        crate::error::Error::Other(e.to_string())
+        match e {
+            ExportError::Override(d) => crate::error::Error::Config(Diagnostics(vec![*d])),
+            e => crate::error::Error::Other(e.to_string()),
+        }
     }
 }
 
-/// One output format of a report.
-pub trait Exporter {
-    /// The file name the report is written under, in the report's directory.
-    fn file_name(&self) -> &'static str;
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError>;
+/// One report template: the embedded one, or a workspace's override.
+#[derive(Clone, Debug)]
+pub struct Template {
+    /// `index.md` or `index.html`: the output file, and what decides escaping
+    /// (minijinja's HTML autoescape for `.html`, `markdown_escape` for `.md`).
+    pub name: &'static str,
+    pub source: Cow<'static, str>,
+    /// The override's file as diagnostics name it (`reports/templates/index.html` under
+    /// the workspace root); None for the embedded template.
+    pub file: Option<PathBuf>,
 }
 
-pub(super) fn render_template(
-    name: &'static str,
-    source: &str,
-    report: &Report,
-) -> Result<Vec<u8>, ExportError> {
+/// The templates a report renders with.
+#[derive(Clone, Debug)]
+pub struct Templates {
+    pub markdown: Template,
+    pub html: Template,
+}
+
+impl Templates {
+    pub fn embedded() -> Templates {
+        Templates {
+            markdown: Template {
+                name: "index.md",
+                source: Cow::Borrowed(include_str!("templates/index.md")),
+                file: None,
+            },
+            html: Template {
+                name: "index.html",
+                source: Cow::Borrowed(include_str!("templates/index.html")),
+                file: None,
+            },
+        }
+    }
+
+    /// The template named `name` (one of `TEMPLATE_NAMES`) replaced by `source` from
+    /// `file`: a diagnostic when it is too large or does not parse.
+    pub fn with_override(
+        mut self,
+        name: &str,
+        file: PathBuf,
+        source: String,
+    ) -> Result<Templates, ExportError> {
+        if source.len() > TEMPLATE_MAX_BYTES {
+            return Err(ExportError::Override(Box::new(Diagnostic::whole_file(
+                file,
+                format!(
+                    "a report template may have at most {TEMPLATE_MAX_BYTES} bytes; this one has {}",
+                    source.len()
+                ),
+            ))));
+        }
+        let slot = match name {
+            "index.md" => &mut self.markdown,
+            "index.html" => &mut self.html,
+            other => unreachable!("no report template is called {other}"),
+        };
+        slot.source = Cow::Owned(source);
+        slot.file = Some(file);
+        environment(slot)?;
+        Ok(self)
+    }
+}
+
+/// A template's environment, with the template added: strict about undefined values,
+/// Markdown-escaping for `.md`, fuel for an override.
+fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    if name.ends_with(".md") {
+    if t.name.ends_with(".md") {
         env.set_formatter(|out, _state, value| {
             let text = match value.as_str() {
                 Some(s) => s.to_string(),
@@ -54,16 +137,91 @@ pub(super) fn render_template(
                 .map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write"))
         });
     }
-    env.add_template(name, source)
-        .map_err(ExportError::Template)?;
-    let tmpl = env.get_template(name).map_err(ExportError::Template)?;
+    if t.file.is_some() {
+        env.set_fuel(Some(TEMPLATE_FUEL));
+    }
+    env.add_template(t.name, &t.source)
+        .map_err(|e| failure(t, e, None))?;
+    Ok(env)
+}
+
+/// A template's error as the caller reports it: an override's at its file, line and
+/// column (the failing expression underlined where minijinja knows it).
+fn failure(t: &Template, e: minijinja::Error, rendering: Option<&'static str>) -> ExportError {
+    let Some(file) = &t.file else {
+        return match rendering {
+            Some(name) => ExportError::Render { name, source: e },
+            None => ExportError::Template(e),
+        };
+    };
+    let what = match e.detail() {
+        Some(d) => format!("{}: {d}", e.kind()),
+        None => e.kind().to_string(),
+    };
+    let message = format!(
+        "report template {}: {what}",
+        if rendering.is_some() {
+            "failed"
+        } else {
+            "does not parse"
+        }
+    );
+    let span = e.range().or_else(|| {
+        let line = e.line()?;
+        let start: usize = t
+            .source
+            .split_inclusive('\n')
+            .take(line - 1)
+            .map(str::len)
+            .sum();
+        Some(start..start)
+    });
+    let d = match span {
+        Some(span) => Diagnostic::at(file.clone(), &t.source, span, message),
+        None => Diagnostic::whole_file(file.clone(), message),
+    }
+    .with_help(
+        "the template context is documented in docs/TEMPLATES.md; \
+         delete the file to use the embedded template",
+    );
+    ExportError::Override(Box::new(d))
+}
+
+/// Renders `t` with `report` as its context.
+pub fn render(t: &Template, report: &Report) -> Result<Vec<u8>, ExportError> {
+    let env = environment(t)?;
+    let tmpl = env.get_template(t.name).map_err(|e| failure(t, e, None))?;
     let mut out = tmpl
         .render(Value::from(minijinja::value::Serde(report)))
-        .map_err(|source| ExportError::Render { name, source })?;
+        .map_err(|e| failure(t, e, Some(t.name)))?;
     if !out.ends_with('\n') {
         out.push('\n');
     }
     Ok(out.into_bytes())
+}
+
+/// Renders an embedded template's `source` (tests render variants of it).
+#[cfg(test)]
+pub(super) fn render_template(
+    name: &'static str,
+    source: &'static str,
+    report: &Report,
+) -> Result<Vec<u8>, ExportError> {
+    render(
+        &Template {
+            name,
+            source: Cow::Borrowed(source),
+            file: None,
+        },
+        report,
+    )
+}
+
+/// One output format of a report.
+pub trait Exporter {
+    /// The file name the report is written under, in the report's directory.
+    fn file_name(&self) -> &'static str;
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError>;
 }
 
 /// Makes a value inert in Markdown: no raw HTML or entities (`<`, `>`, `&`), no
@@ -96,7 +254,7 @@ impl Exporter for Markdown {
         "index.md"
     }
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        render_template("index.md", include_str!("templates/index.md"), report)
+        render(&Templates::embedded().markdown, report)
     }
 }
 
@@ -105,15 +263,30 @@ impl Exporter for Html {
         "index.html"
     }
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        render_template("index.html", include_str!("templates/index.html"), report)
+        render(&Templates::embedded().html, report)
     }
 }
 
-/// Every exporter, in the order files are written.
+/// A template's report: the embedded one or an override.
+impl Exporter for Template {
+    fn file_name(&self) -> &'static str {
+        self.name
+    }
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
+        render(self, report)
+    }
+}
+
+/// Every exporter, in the order files are written, with the embedded templates.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    exporters_with(&Templates::embedded())
+}
+
+/// Every exporter, with these templates.
+pub fn exporters_with(templates: &Templates) -> Vec<Box<dyn Exporter>> {
     vec![
-        Box::new(Markdown),
-        Box::new(Html),
+        Box::new(templates.markdown.clone()),
+        Box::new(templates.html.clone()),
         Box::new(super::Json),
         Box::new(super::Csv),
     ]

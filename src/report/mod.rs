@@ -29,6 +29,7 @@ mod method;
 mod precision;
 mod provenance;
 mod sections;
+mod series;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -42,10 +43,13 @@ mod tests_provenance;
 mod tests_tables;
 
 pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
-pub use chart::bar_chart;
+pub use chart::{Bar, ChartTitle, bar_chart};
 pub use compare::{ComparisonRow, Pooled, comparisons};
 pub use csv::{CSV_COLUMNS, Csv, SampleRow};
-pub use export::{ExportError, Exporter, Html, Markdown, exporters, markdown_escape};
+pub use export::{
+    ExportError, Exporter, Html, Markdown, TEMPLATE_DIR, TEMPLATE_FUEL, TEMPLATE_MAX_BYTES,
+    TEMPLATE_NAMES, Template, Templates, exporters, exporters_with, markdown_escape,
+};
 pub use format::{mean_ci, number, p_value, percent, trimmed};
 pub use json::{Json, REPORT_FORMAT};
 pub use method::Method;
@@ -171,6 +175,10 @@ pub struct Row {
 pub struct Stat {
     /// `12.3 ± 0.4 MB/s (n=3, 1 flagged, 1 outlier)` or `—`.
     pub text: String,
+    /// The value alone: `12.3 ± 0.4 MB/s`, or `—`.
+    pub value: String,
+    /// What the parentheses say: `n=3, 1 flagged, 1 outlier`, or empty.
+    pub note: String,
     /// The key of the cell the value comes from.
     pub cell: Option<String>,
     pub n: usize,
@@ -192,6 +200,8 @@ impl Stat {
     pub fn empty() -> Stat {
         Stat {
             text: "—".into(),
+            value: "—".into(),
+            note: String::new(),
             cell: None,
             n: 0,
             mean: None,
@@ -255,7 +265,7 @@ fn series_chart_of(d: &CellData, label: &str) -> Option<String> {
     } else {
         format!("{label}: temperature and clock over the last run")
     };
-    Some(chart::series_chart(&title, &points))
+    Some(series::series_chart(&title, &points))
 }
 
 /// Builds the report model of one scenario from its plan and the store's data.

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::cells::View;
+use super::chart::{Bar, ChartTitle};
 use super::format::{mean_ci, number};
 use super::labels::{AxisLabels, value};
 use super::{Column, Row, Stat, Table};
@@ -234,18 +235,30 @@ pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidenc
         });
     }
     let charts = if shape.charts {
+        let level = super::percent(confidence);
         columns
             .iter()
             .enumerate()
             .filter_map(|(i, col)| {
-                let bars: Vec<(String, f64, f64)> = rows
+                let bars: Vec<Bar> = rows
                     .iter()
                     .filter_map(|r: &Row| {
                         let v = r.values.get(i)?;
-                        Some((r.label.clone(), v.mean?, v.ci_half.unwrap_or(0.0)))
+                        Some(Bar {
+                            label: r.label.clone(),
+                            mean: v.mean.filter(|m| m.is_finite())?,
+                            ci_half: v.ci_half.filter(|h| h.is_finite()),
+                            note: v.note.clone(),
+                        })
                     })
                     .collect();
-                (!bars.is_empty()).then(|| super::bar_chart(&col.label, &col.unit, &bars))
+                let subtitle = format!("mean and {level}% CI per configuration, {}", col.better);
+                let title = ChartTitle {
+                    metric: &col.label,
+                    unit: &col.unit,
+                    subtitle: &subtitle,
+                };
+                (!bars.is_empty()).then(|| super::bar_chart(&title, &bars))
             })
             .collect()
     } else {
@@ -308,13 +321,16 @@ pub(super) fn stat(
         1 => notes.push("1 outlier".to_string()),
         k => notes.push(format!("{k} outliers")),
     }
-    let note: String = notes.iter().map(|n| format!(", {n}")).collect();
-    let text = match s.ci_half {
-        Some(h) => format!("{} {unit} (n={}{note})", mean_ci(s.mean, h), s.n),
-        None => format!("{} {unit} (n={}{note})", number(s.mean), s.n),
+    notes.insert(0, format!("n={}", s.n));
+    let value = match s.ci_half {
+        Some(h) => format!("{} {unit}", mean_ci(s.mean, h)),
+        None => format!("{} {unit}", number(s.mean)),
     };
+    let note = notes.join(", ");
     Stat {
-        text,
+        text: format!("{value} ({note})"),
+        value,
+        note,
         cell: None,
         n: s.n,
         mean: Some(s.mean),

@@ -270,35 +270,6 @@ fn report_snapshots() {
 }
 
 #[test]
-fn a_bar_chart_scales_to_the_widest_interval_and_escapes_labels() {
-    use super::bar_chart;
-    let svg = bar_chart(
-        "random_read",
-        "MB/s",
-        &[
-            ("pi <1> & co".into(), 10.0, 2.0),
-            ("pi-2".into(), 20.0, 4.0),
-        ],
-    );
-    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    assert!(svg.contains("pi &lt;1&gt; &amp; co"), "{svg}");
-    // 24 (20 + 4) is the full 360 px plot: the second bar is 300 px, the first 150.
-    assert!(svg.contains("width=\"300.0\""), "{svg}");
-    assert!(svg.contains("width=\"150.0\""), "{svg}");
-    assert_eq!(
-        svg,
-        bar_chart(
-            "random_read",
-            "MB/s",
-            &[
-                ("pi <1> & co".into(), 10.0, 2.0),
-                ("pi-2".into(), 20.0, 4.0)
-            ]
-        )
-    );
-}
-
-#[test]
 fn the_interval_decides_the_digits_of_the_mean() {
     use super::{mean_ci, percent};
     assert_eq!(mean_ci(181.7, 56.18), "182 ± 56");
@@ -469,4 +440,87 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     assert_eq!(cmp.metric, "disk-4k.power_w");
     assert!(cmp.difference.starts_with('-'), "{cmp:?}");
     assert_eq!(cmp.verdict, stats::Verdict::Better, "{cmp:?}");
+}
+
+/// docs/TEMPLATES.md names every field of the templates' context: each key of the
+/// serialized model (at any depth, of a report with comparisons, provenance, not-complete
+/// and not-applicable rows) is in a code span there.
+#[test]
+fn the_template_context_is_documented() {
+    fn keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    out.insert(k.clone());
+                    keys(v, out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| keys(v, out)),
+            _ => {}
+        }
+    }
+    let (ws, scenario, plan) = usb_against_sd();
+    let mut data = BTreeMap::new();
+    for (i, c) in plan.cells.iter().enumerate().filter(|(i, _)| *i != 2) {
+        let base = 10.0 + i as f64 * 3.0;
+        let mut d = with_samples(&[base, base * 1.02, base * 0.97, base * 1.01]);
+        let f = super::tests_provenance::cell_with_facts(c, "Linux 6.1.0 aarch64");
+        (d.record, d.facts) = (f.record, f.facts);
+        data.insert(c.key.clone(), d);
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    assert!(!r.comparisons.is_empty() && !r.provenance.is_empty() && !r.incomplete.is_empty());
+    let mut found = std::collections::BTreeSet::new();
+    keys(&serde_json::to_value(&r).unwrap(), &mut found);
+    let doc = include_str!("../../docs/TEMPLATES.md");
+    let mut named = std::collections::BTreeSet::new();
+    for (i, span) in doc.split('`').enumerate() {
+        if i % 2 == 1 {
+            named.extend(
+                span.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    let missing: Vec<&String> = found.difference(&named).collect();
+    assert!(
+        missing.is_empty(),
+        "docs/TEMPLATES.md does not name {missing:?}"
+    );
+    // The top level by its own name: `tables[]`, `method.runs`, `title`.
+    let top = serde_json::to_value(&r).unwrap();
+    for k in top.as_object().unwrap().keys() {
+        assert!(
+            ["`", "[", "."]
+                .iter()
+                .any(|end| doc.contains(&format!("`{k}{end}"))),
+            "docs/TEMPLATES.md has no entry for `{k}`"
+        );
+    }
+}
+
+/// An override template that would loop for ages runs out of fuel instead: a diagnostic
+/// at its file, like any other mistake in it.
+#[test]
+fn an_override_template_that_loops_for_ages_runs_out_of_fuel() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let r = build(&ws, &scenario, &plan, &BTreeMap::new());
+    let t = Templates::embedded()
+        .with_override(
+            "index.html",
+            "reports/templates/index.html".into(),
+            "{% for a in range(100000) %}{% for b in range(100000) %}{% for c in range(100000) %}{% endfor %}{% endfor %}{% endfor %}".into(),
+        )
+        .unwrap();
+    let started = std::time::Instant::now();
+    match super::export::render(&t.html, &r) {
+        Err(ExportError::Override(d)) => {
+            let text = d.to_string();
+            assert!(text.contains("reports/templates/index.html"), "{text}");
+            assert!(text.contains("fuel"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    eprintln!("out of fuel after {:?}", started.elapsed());
 }

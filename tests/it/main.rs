@@ -13,6 +13,7 @@ mod filesystems;
 mod flash;
 mod fs_stack;
 mod hostile;
+mod html;
 mod lab;
 mod libssh2;
 mod lost_board;
