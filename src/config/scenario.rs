@@ -73,7 +73,11 @@ impl Known<'_> {
     fn board_values<'m>(&'m self, matrix: &'m crate::model::Matrix) -> Vec<&'m str> {
         let mut out = self.selected_boards(&matrix.board_patterns);
         out.extend(matrix.board.iter().map(BoardName::as_str));
-        let included: Vec<String> = matrix.include.iter().filter_map(|p| p.board.clone()).collect();
+        let included: Vec<String> = matrix
+            .include
+            .iter()
+            .filter_map(|p| p.board.clone())
+            .collect();
         out.extend(self.selected_boards(&included));
         out.sort();
         out.dedup();

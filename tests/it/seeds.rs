@@ -622,9 +622,12 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
     assert_eq!(got, want);
     let walks = doc["schedule"]["boards"].as_array().unwrap();
     let members = |walk: &str| -> Vec<String> {
-        let w = walks.iter().find(|w| w["board"] == walk).unwrap_or_else(|| {
-            panic!("no walk of {walk} in {walks:?}");
-        });
+        let w = walks
+            .iter()
+            .find(|w| w["board"] == walk)
+            .unwrap_or_else(|| {
+                panic!("no walk of {walk} in {walks:?}");
+            });
         w["members"]
             .as_array()
             .unwrap()
@@ -635,7 +638,12 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
     assert_eq!(members("turing-drupal"), ["turing-cm3-1", "turing-cm3-2"]);
     assert_eq!(
         members("dramble-minecraft"),
-        ["dramble-pi4-1", "dramble-pi4-2", "dramble-pi4-3", "dramble-pi4-4"]
+        [
+            "dramble-pi4-1",
+            "dramble-pi4-2",
+            "dramble-pi4-3",
+            "dramble-pi4-4"
+        ]
     );
     let _ = std::fs::remove_dir_all(&root);
 }
