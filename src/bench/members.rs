@@ -27,17 +27,7 @@ pub struct Section {
 
 /// A fresh random marker for one run's sections.
 pub fn nonce() -> String {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        bytes.copy_from_slice(&nanos.to_le_bytes()[..8]);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::transport::random_hex::<8>()
 }
 
 fn marker(nonce: &str) -> String {

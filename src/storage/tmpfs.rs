@@ -211,7 +211,10 @@ pub fn mount(
     source: &str,
     size: TmpfsSize,
 ) -> Result<(), StorageError> {
-    finish(t, &mount_script(point, source, size, &token()))
+    finish(
+        t,
+        &mount_script(point, source, size, &crate::transport::random_hex::<8>()),
+    )
 }
 
 /// Unmounts the cell's tmpfs and removes its mount point; nothing when it is gone. A
@@ -223,21 +226,6 @@ pub fn unmount(t: &mut dyn Transport, point: &str, source: &str) -> Result<(), S
 /// Unmounts every tmpfs of benchpipe's that a killed apply left under `workdir`.
 pub fn sweep(t: &mut dyn Transport, workdir: &str) -> Result<(), StorageError> {
     finish(t, &sweep_script(workdir))
-}
-
-/// A token naming one mount (hex): the guard unmounts only the mount it guards.
-fn token() -> String {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        bytes.copy_from_slice(&nanos.to_le_bytes()[..8]);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -186,6 +186,26 @@ pub trait Transport: Send {
 /// Counts interrupts; a command notes it when it starts and ends itself when it changes.
 static INTERRUPTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// `N` random bytes from the kernel's generator as hex: a token that tells one start of
+/// a service, a mount or a run's output from another (not a secret).
+pub fn random_hex<const N: usize>() -> String {
+    let mut bytes = [0u8; N];
+    // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // Never expected on Linux; the clock still separates starts.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+            .to_le_bytes();
+        for (b, c) in bytes.iter_mut().zip(nanos.iter().cycle()) {
+            *b = *c;
+        }
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Ends every command running now, locally and on boards (Ctrl-C): local process
 /// groups get SIGTERM, SSH commands are killed on the board by their wrapper. Commands
 /// started afterwards (teardown, stopping services) run normally.

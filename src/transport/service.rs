@@ -104,22 +104,6 @@ l=; {{ read -r l < "$pf"; }} 2>/dev/null
     )
 }
 
-/// A random token that names one service start (hex, from the kernel's generator).
-fn token() -> String {
-    let mut bytes = [0u8; 12];
-    // SAFETY: getrandom writes at most `len` bytes into the buffer we own.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        // Never expected on Linux; the clock still separates starts.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        bytes[..12].copy_from_slice(&nanos.to_le_bytes()[..12]);
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn check_name<T: Transport + ?Sized>(t: &T, name: &str) -> Result<(), TransportError> {
     let ok = !name.is_empty()
         && name
@@ -158,7 +142,7 @@ pub fn start<T: Transport + ?Sized>(
     let services = format!("{}/services", dir.trim_end_matches('/'));
     let pid_file = format!("{services}/{name}.pid");
     let log_file = format!("{services}/{name}.log");
-    let tok = token();
+    let tok = super::random_hex::<12>();
     let script = format!(
         r#"{START_TIME_FN}{PROC_FNS}mkdir -p -m 700 -- {d} || exit 1
 [ -d {d} ] && [ ! -L {d} ] || {{ echo "{d} is not a directory" >&2; exit 1; }}
