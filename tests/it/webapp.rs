@@ -52,9 +52,16 @@ pub(crate) fn capturing_secrets<T>(
     boards: &[LabBoard],
     run: impl FnOnce() -> T,
 ) -> (T, BTreeSet<String>) {
+    capturing_secrets_in(boards.iter().map(controller_dir).collect(), run)
+}
+
+/// `capturing_secrets` in the given directories on the controller (a cluster's).
+pub(crate) fn capturing_secrets_in<T>(
+    dirs: Vec<PathBuf>,
+    run: impl FnOnce() -> T,
+) -> (T, BTreeSet<String>) {
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let done = Arc::new(AtomicBool::new(false));
-    let dirs: Vec<PathBuf> = boards.iter().map(controller_dir).collect();
     let watcher = {
         let (seen, done) = (seen.clone(), done.clone());
         std::thread::spawn(move || {

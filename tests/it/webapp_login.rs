@@ -9,7 +9,7 @@ use benchpipe::lab::LabBoard;
 use serde_json::Value;
 
 use crate::lab::{Lab, bp, text};
-use crate::webapp::{assert_nothing_left, capturing_secrets, files_holding, needles, samples};
+use crate::webapp::{assert_nothing_left, capturing_secrets_in, files_holding, needles, samples};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -79,6 +79,12 @@ fn deploy_and_teardown(password_file: &str) -> (String, String) {
     (deploy, teardown)
 }
 
+/// The cluster's name, this test process's own (its directory on the controller is
+/// per name).
+fn cluster_name() -> String {
+    format!("wp-login-{}", std::process::id())
+}
+
 /// A one-member lab cluster whose deploy runs WordPress (as above) and whose cells
 /// are the shipped wordpress-login recipe's, logging in as wp_install's `admin`.
 fn workspace(lab: &Lab, password_file: &str) {
@@ -92,13 +98,14 @@ fn workspace(lab: &Lab, password_file: &str) {
     .unwrap();
     let b = &lab.board(0).name;
     let (deploy, teardown) = deploy_and_teardown(password_file);
+    let c = cluster_name();
     let scenario = format!(
         "title = \"A lab WordPress behind a cluster's endpoint, logged in to\"\n\
          [images.installed]\ninstalled = true\n\n\
-         [clusters.wpc]\nmembers = [\"{b}\"]\nendpoint = {{ board = \"{b}\", port = 8191 }}\n\n\
-         [[clusters.wpc.deploy]]\non = \"{b}\"\ntimeout = \"10m\"\ncommand = '''\n{deploy}'''\n\n\
-         [[clusters.wpc.teardown]]\non = \"{b}\"\ncommand = '''\n{teardown}'''\n\n\
-         [matrix]\nimage = [\"installed\"]\nboard = [\"wpc\"]\ntest = [\"wordpress-login\"]\n\n\
+         [clusters.{c}]\nmembers = [\"{b}\"]\nendpoint = {{ board = \"{b}\", port = 8191 }}\n\n\
+         [[clusters.{c}.deploy]]\non = \"{b}\"\ntimeout = \"10m\"\ncommand = '''\n{deploy}'''\n\n\
+         [[clusters.{c}.teardown]]\non = \"{b}\"\ncommand = '''\n{teardown}'''\n\n\
+         [matrix]\nimage = [\"installed\"]\nboard = [\"{c}\"]\ntest = [\"wordpress-login\"]\n\n\
          [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 1 }}\nruns = {{ min = 2, max = 2 }}\n\n\
          [params.wordpress-login]\nuser = \"admin\"\npassword_file = \"{password_file}\"\n\
          seconds = 2\nwrk_threads = 2\nwrk_connections = 8\nab_requests = 20\nab_concurrency = 4\n"
@@ -124,8 +131,12 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
     workspace(&lab, &password_file);
     let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
     assert!(check.status.success(), "{}", text(&check));
-    let (out, mut secrets) =
-        capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
+    // The cluster's directory on the controller holds its cells' secret directories.
+    let cluster_dir =
+        std::path::PathBuf::from(format!("/var/tmp/benchpipe/controller/{}", cluster_name()));
+    let (out, mut secrets) = capturing_secrets_in(vec![cluster_dir.clone()], || {
+        bp(&lab.root, &["apply", "scenarios/s.toml"])
+    });
     let output = text(&out);
     assert!(out.status.success(), "{output}");
     let measured: Vec<Value> = samples(&lab.root)
@@ -170,6 +181,14 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
     for b in &boards {
         assert_nothing_left(b);
     }
+    let left: Vec<String> = std::fs::read_dir(&cluster_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("secrets-"))
+        .collect();
+    assert!(left.is_empty(), "secrets left on the controller: {left:?}");
 }
 
 /// `password_file` must be a plain absolute path: a relative one, or one with shell
