@@ -42,6 +42,15 @@ pub struct Known<'a> {
 }
 
 impl Known<'_> {
+    /// The boards that have a file (broken ones too), not the store's names.
+    fn board_file_names(&self) -> BTreeSet<&str> {
+        self.boards
+            .keys()
+            .map(BoardName::as_str)
+            .chain(self.broken_boards.iter().map(String::as_str))
+            .collect()
+    }
+
     fn board_names(&self) -> BTreeSet<&str> {
         self.boards
             .keys()

@@ -41,6 +41,7 @@ mod tmpfs;
 mod tpi;
 mod uas;
 mod webapp;
+mod webapp_login;
 mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`

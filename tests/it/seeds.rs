@@ -613,6 +613,8 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
         for app in ["drupal", "wordpress"] {
             want.insert((format!("{hw}-{app}"), "http-load".to_string()));
         }
+        // The authenticated rows: a login through the ingress, WordPress only.
+        want.insert((format!("{hw}-wordpress"), "wordpress-login".to_string()));
         want.insert((format!("{hw}-minecraft"), "startup-kubectl".to_string()));
         want.insert((format!("{hw}-minecraft"), "iperf3-all-boards".to_string()));
     }
@@ -636,6 +638,17 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
             .collect()
     };
     assert_eq!(members("turing-drupal"), ["turing-cm3-1", "turing-cm3-2"]);
+    // The login's cells hit the endpoint as the chart's admin, with the password from
+    // the controller's file, and are compared across the two clusters.
+    let login: Vec<&Value> = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["address"]["test"] == "wordpress-login")
+        .collect();
+    assert_eq!(login.len(), 2, "{login:?}");
+    let text = std::fs::read_to_string(root.join("scenarios/turing-pi-apps.toml")).unwrap();
+    assert!(text.contains("metric = \"wordpress-login.authenticated\""));
     assert_eq!(
         members("dramble-minecraft"),
         [

@@ -48,10 +48,20 @@ fn workspace(lab: &Lab, edit: impl Fn(String) -> String) {
 
 /// Copies every secret file that appears in the boards' directories on the controller
 /// while `run` runs (the secret directories exist from a cell's opening to its end).
-fn capturing_secrets<T>(boards: &[LabBoard], run: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
+pub(crate) fn capturing_secrets<T>(
+    boards: &[LabBoard],
+    run: impl FnOnce() -> T,
+) -> (T, BTreeSet<String>) {
+    capturing_secrets_in(boards.iter().map(controller_dir).collect(), run)
+}
+
+/// `capturing_secrets` in the given directories on the controller (a cluster's).
+pub(crate) fn capturing_secrets_in<T>(
+    dirs: Vec<PathBuf>,
+    run: impl FnOnce() -> T,
+) -> (T, BTreeSet<String>) {
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
     let done = Arc::new(AtomicBool::new(false));
-    let dirs: Vec<PathBuf> = boards.iter().map(controller_dir).collect();
     let watcher = {
         let (seen, done) = (seen.clone(), done.clone());
         std::thread::spawn(move || {
@@ -61,7 +71,7 @@ fn capturing_secrets<T>(boards: &[LabBoard], run: impl FnOnce() -> T) -> (T, BTr
                         if !e.file_name().to_string_lossy().starts_with("secrets-") {
                             continue;
                         }
-                        for name in ["admin_password", "cookie"] {
+                        for name in ["admin_password", "password", "cookie"] {
                             if let Ok(v) = std::fs::read_to_string(e.path().join(name))
                                 && !v.trim().is_empty()
                                 && (name != "cookie" || v.ends_with('\n'))
@@ -84,7 +94,7 @@ fn capturing_secrets<T>(boards: &[LabBoard], run: impl FnOnce() -> T) -> (T, BTr
 
 /// What must never appear: each secret whole, and each cookie's value alone, as sent
 /// and percent-decoded (as PHP shows it).
-fn needles(secrets: &BTreeSet<String>) -> Vec<String> {
+pub(crate) fn needles(secrets: &BTreeSet<String>) -> Vec<String> {
     let mut out = Vec::new();
     for s in secrets {
         out.push(s.clone());
@@ -101,7 +111,7 @@ fn needles(secrets: &BTreeSet<String>) -> Vec<String> {
 }
 
 /// Every file under `dir` that holds one of `needles`, with which.
-fn files_holding(dir: &Path, needles: &[String]) -> Vec<String> {
+pub(crate) fn files_holding(dir: &Path, needles: &[String]) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -161,7 +171,7 @@ fn left_for(board: &LabBoard) -> String {
 
 /// Nothing of the recipe is left: no process, no cell directory on the board, no
 /// secret directory on the controller.
-fn assert_nothing_left(board: &LabBoard) {
+pub(crate) fn assert_nothing_left(board: &LabBoard) {
     assert_eq!(left_for(board), "", "processes left for {}", board.name);
     let left: Vec<String> = std::fs::read_dir(&board.workdir)
         .into_iter()
@@ -185,7 +195,7 @@ fn assert_nothing_left(board: &LabBoard) {
 }
 
 /// Every stored sample of the store, as (the cell's test, the sample).
-fn samples(root: &Path) -> Vec<(String, Value)> {
+pub(crate) fn samples(root: &Path) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(root.join("results"))
         .into_iter()

@@ -90,7 +90,12 @@ impl ClusterWorker<'_> {
         timeout: Option<Duration>,
     ) -> Result<Output, CellFailure> {
         match slot {
-            Slot::Controller => Ok(w.controller.run(command, timeout)?),
+            // The cell's secrets live on the controller: its output is redacted.
+            Slot::Controller => {
+                let mut t =
+                    super::super::secrets::Redacting::new(w.controller.as_mut(), &w.secrets);
+                Ok(t.run(command, timeout)?)
+            }
             Slot::Member(i) => {
                 let r = Self::session(w, i)?.run(command, timeout);
                 r.map_err(|e| self.on_member(w, i, e.into()))
@@ -143,7 +148,12 @@ impl ClusterWorker<'_> {
             v
         };
         let control = self.members[self.control];
-        let controller = base(self.name(), self.endpoint_host(), &control.workdir);
+        let mut controller = base(self.name(), self.endpoint_host(), &control.workdir);
+        // Its secret directory on the controller, made when the cell opens.
+        controller.set(
+            "secrets",
+            super::super::secrets::dir_of(&self.controller_dir(), &cell.key),
+        );
         let members = self
             .members
             .iter()

@@ -57,6 +57,8 @@ struct Walk<'j, 'c, 'b> {
     /// Set when the first deploy step starts: the teardown then has something to undo.
     deployed: bool,
     seq: u64,
+    /// The open cells' secrets, redacted from every controller command's output.
+    secrets: super::secrets::Secrets,
 }
 
 /// Where one of a cell's services runs.
@@ -146,6 +148,7 @@ impl<'a> ClusterWorker<'a> {
             interrupted: false,
             deployed: false,
             seq: 0,
+            secrets: super::secrets::Secrets::default(),
         };
         let mut last: BTreeMap<&CellKey, usize> = BTreeMap::new();
         for (i, s) in steps.iter().enumerate() {
@@ -207,6 +210,19 @@ impl<'a> ClusterWorker<'a> {
     fn finish_cell(&self, w: &mut Walk<'_, '_, '_>, key: &CellKey, result: &mut BoardResult) {
         let live = w.live.remove(key);
         let job = w.jobs[key];
+        // The cell's secrets go with it, whatever became of it (after its teardown).
+        if w.secrets.close(key)
+            && let Err(e) = super::secrets::remove_dirs(
+                w.controller.as_mut(),
+                &self.controller_dir(),
+                Some(key),
+            )
+        {
+            self.w.phase(
+                Some(&job.cell.address),
+                format!("could not remove the cell's secrets: {e}"),
+            );
+        }
         let outcome = match w.outcomes.remove(key) {
             Some(o) => o,
             None => match (&w.lost, w.interrupted) {

@@ -116,6 +116,15 @@ impl ClusterWorker<'_> {
                     self.w
                         .phase(None, format!("could not stop leftover services: {e}"));
                 }
+                // Secrets a killed apply left in the cluster's directory on the controller.
+                if let Err(e) = super::super::secrets::remove_dirs(
+                    w.controller.as_mut(),
+                    &self.controller_dir(),
+                    None,
+                ) {
+                    self.w
+                        .phase(None, format!("could not remove leftover secrets: {e}"));
+                }
                 Ok(())
             }
             Action::MemberFacts { member } => self.member_facts(w, member, pending),
@@ -138,6 +147,12 @@ impl ClusterWorker<'_> {
                 if !w.live.contains_key(first) {
                     let cell = self.open_cell(w, first)?;
                     w.live.insert(first.clone(), cell);
+                    let job = w.jobs[first];
+                    if !job.recipe.secrets.is_empty() {
+                        let dir = super::super::secrets::dir_of(&self.controller_dir(), first);
+                        super::super::secrets::make_dir(w.controller.as_mut(), &dir)?;
+                        w.secrets.open(first, &dir, &job.recipe.secrets);
+                    }
                     self.requires(w, first)?;
                 }
                 if *commands == 0 {

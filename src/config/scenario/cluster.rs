@@ -63,7 +63,8 @@ pub(super) fn clusters(
     diags: &mut Vec<Diagnostic>,
 ) -> BTreeMap<BoardName, Cluster> {
     let mut out = BTreeMap::new();
-    let boards = known.board_names();
+    // Board files only: the store's board names include the clusters' own, stored cells.
+    let boards = known.board_file_names();
     for (key, c) in raw {
         let name = key.get_ref();
         if !names::is_plain_name(name) {

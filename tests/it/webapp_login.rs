@@ -1,0 +1,245 @@
+//! Integration tests: pipeline/wordpress-login.toml, the client-only login-and-load
+//! recipe for a WordPress that is already running (a cluster's): measured on the lab
+//! against a real WordPress that a lab cluster's deploy started on its member, and
+//! its `password_file` parameter refused at check when it is not a plain absolute path.
+
+use std::path::Path;
+
+use benchpipe::lab::LabBoard;
+use serde_json::Value;
+
+use crate::lab::{Lab, bp, text};
+use crate::webapp::{assert_nothing_left, capturing_secrets_in, files_holding, needles, samples};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// wordpress.toml's board-side commands (the site's files, then the database and the
+/// install once the daemons run), made into a cluster deploy: the site in
+/// `<workdir>/wp-login-site` instead of the cell's directory, on the endpoint's port,
+/// and the admin password from `password_file` (lab boards share the controller's
+/// filesystem). The daemons are those of wordpress.toml's services, started detached.
+fn deploy_and_teardown(password_file: &str) -> (String, String) {
+    let recipe: toml::Value =
+        toml::from_str(&std::fs::read_to_string(repo().join("pipeline/wordpress.toml")).unwrap())
+            .unwrap();
+    let board_steps: Vec<(&str, bool)> = recipe["setup"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["on"].as_str() == Some("board"))
+        .map(|s| {
+            (
+                s["command"].as_str().unwrap(),
+                s.get("after").and_then(|a| a.as_str()) == Some("services"),
+            )
+        })
+        .collect();
+    assert_eq!(board_steps.len(), 2, "wordpress.toml's board setup changed");
+    let sub = |s: &str| {
+        s.replace("wp-{{ cell }}", "wp-login-site")
+            .replace("{{ port }}", "{{ endpoint_port }}")
+            .replace("{{ php_workers }}", "2")
+            .replace("{{ innodb_buffer_pool_mib }}", "32")
+    };
+    let files = sub(board_steps[0].0);
+    assert!(!board_steps[0].1 && board_steps[1].1);
+    assert!(!password_file.contains('\''));
+    let install_line = "\"$d/install.php\" {{ posts }}";
+    assert!(board_steps[1].0.contains(install_line));
+    let install = sub(board_steps[1].0).replace(
+        install_line,
+        &format!("\"$d/install.php\" 3 < '{password_file}'"),
+    );
+    let wait = |cond: &str| {
+        format!("i=0; until {cond}; do i=$((i + 1)); [ $i -lt 600 ] || exit 1; sleep 0.2; done\n")
+    };
+    let daemons = format!(
+        "d={{{{ workdir }}}}/wp-login-site\n\
+         setsid mariadbd --no-defaults --datadir=\"$d/db\" --socket=\"$d/mysqld.sock\" --pid-file=\"$d/mysqld.pid\" --skip-networking --user=root --log-error=\"$d/mysqld.err\" --tmpdir=\"$d/tmp\" --innodb-buffer-pool-size=32M < /dev/null > /dev/null 2>&1 &\n\
+         {}\
+         setsid \"$(cat \"$d/php-fpm.path\")\" --nodaemonize --allow-to-run-as-root --fpm-config \"$d/php-fpm.conf\" < /dev/null > /dev/null 2>&1 &\n\
+         {}\
+         setsid nginx -p \"$d\" -e \"$d/nginx-error.log\" -c \"$d/nginx.conf\" < /dev/null > /dev/null 2>&1 &\n\
+         {}",
+        wait("mariadb --no-defaults --socket=\"$d/mysqld.sock\" -e 'SELECT 1' > /dev/null 2>&1"),
+        wait("test -S \"$d/php-fpm.sock\""),
+        wait("ss -Hltn \"sport = :$port\" | grep -q ."),
+    );
+    let deploy = format!("{files}\n{daemons}\n{install}");
+    let teardown = "d={{ workdir }}/wp-login-site\n\
+        for f in nginx.pid php-fpm.pid mysqld.pid; do\n\
+          p=$(cat \"$d/$f\" 2>/dev/null); case $p in ''|*[!0-9]*) continue ;; esac\n\
+          kill \"$p\" 2>/dev/null\n\
+        done\n\
+        i=0; while { [ -f \"$d/nginx.pid\" ] || [ -f \"$d/php-fpm.pid\" ] || [ -f \"$d/mysqld.pid\" ]; } && [ $i -lt 300 ]; do i=$((i + 1)); sleep 0.1; done\n\
+        rm -rf --one-file-system \"$d\"\n"
+        .to_string();
+    (deploy, teardown)
+}
+
+/// The cluster's name, this test process's own (its directory on the controller is
+/// per name).
+fn cluster_name() -> String {
+    format!("wp-login-{}", std::process::id())
+}
+
+/// A one-member lab cluster whose deploy runs WordPress (as above) and whose cells
+/// are the shipped wordpress-login recipe's, logging in as wp_install's `admin`.
+fn workspace(lab: &Lab, password_file: &str) {
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::copy(
+        repo().join("pipeline/wordpress-login.toml"),
+        root.join("pipeline/wordpress-login.toml"),
+    )
+    .unwrap();
+    let b = &lab.board(0).name;
+    let (deploy, teardown) = deploy_and_teardown(password_file);
+    let c = cluster_name();
+    let scenario = format!(
+        "title = \"A lab WordPress behind a cluster's endpoint, logged in to\"\n\
+         [images.installed]\ninstalled = true\n\n\
+         [clusters.{c}]\nmembers = [\"{b}\"]\nendpoint = {{ board = \"{b}\", port = 8191 }}\n\n\
+         [[clusters.{c}.deploy]]\non = \"{b}\"\ntimeout = \"10m\"\ncommand = '''\n{deploy}'''\n\n\
+         [[clusters.{c}.teardown]]\non = \"{b}\"\ncommand = '''\n{teardown}'''\n\n\
+         [matrix]\nimage = [\"installed\"]\nboard = [\"{c}\"]\ntest = [\"wordpress-login\"]\n\n\
+         [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 1 }}\nruns = {{ min = 2, max = 2 }}\n\n\
+         [params.wordpress-login]\nuser = \"admin\"\npassword_file = \"{password_file}\"\n\
+         seconds = 2\nwrk_threads = 2\nwrk_connections = 8\nab_requests = 20\nab_concurrency = 4\n"
+    );
+    std::fs::write(root.join("scenarios/s.toml"), scenario).unwrap();
+}
+
+/// A real WordPress on a lab board, started by a cluster's deploy outside the measured
+/// cell: wordpress-login logs in with the password from the controller's file, both
+/// rates are stored for every run with no non-2xx, the password and the cookie are in
+/// no store file, report or output, and the teardown leaves nothing running.
+#[test]
+fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
+    let lab = Lab::up(1);
+    let boards: Vec<LabBoard> = lab.info.boards.clone();
+    let password: String = {
+        let bytes = std::fs::read("/proc/sys/kernel/random/uuid").unwrap();
+        String::from_utf8(bytes).unwrap().trim().replace('-', "")
+    };
+    let password_file = lab.root.join("wp-password");
+    std::fs::write(&password_file, format!("{password}\n")).unwrap();
+    let password_file = password_file.to_str().unwrap().to_string();
+    workspace(&lab, &password_file);
+    let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
+    assert!(check.status.success(), "{}", text(&check));
+    // The cluster's directory on the controller holds its cells' secret directories.
+    let cluster_dir =
+        std::path::PathBuf::from(format!("/var/tmp/benchpipe/controller/{}", cluster_name()));
+    let (out, mut secrets) = capturing_secrets_in(vec![cluster_dir.clone()], || {
+        bp(&lab.root, &["apply", "scenarios/s.toml"])
+    });
+    let output = text(&out);
+    assert!(out.status.success(), "{output}");
+    let measured: Vec<Value> = samples(&lab.root)
+        .into_iter()
+        .filter(|(t, s)| t == "wordpress-login" && s["kind"] == "measured")
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(measured.len(), 2, "two runs: {output}");
+    for s in &measured {
+        for m in ["anonymous", "authenticated"] {
+            let v = s["metrics"][m].as_f64().unwrap_or(f64::NAN);
+            assert!(v.is_finite() && v > 0.0, "{m} = {v}: {s}");
+        }
+        for m in ["anonymous_non_2xx", "authenticated_non_2xx"] {
+            assert_eq!(s["metrics"][m], 0.0, "{m}: the site answered 200: {s}");
+        }
+    }
+    // The cell's copy of the password and its cookie, really captured while it ran.
+    assert!(secrets.contains(&password), "{secrets:?}");
+    assert!(
+        secrets.iter().any(|s| s.contains("wordpress_logged_in_")),
+        "{secrets:?}"
+    );
+    secrets.insert(password.clone());
+    let report = bp(
+        &lab.root,
+        &["report", "scenarios/s.toml", "--out", "reports"],
+    );
+    assert!(report.status.success(), "{}", text(&report));
+    let needles = needles(&secrets);
+    for dir in ["results", "reports"] {
+        let found = files_holding(&lab.root.join(dir), &needles);
+        assert!(found.is_empty(), "{found:?}");
+    }
+    for n in &needles {
+        assert!(!output.contains(n.as_str()), "apply printed a secret");
+        assert!(
+            !text(&report).contains(n.as_str()),
+            "report printed a secret"
+        );
+    }
+    for b in &boards {
+        assert_nothing_left(b);
+    }
+    let left: Vec<String> = std::fs::read_dir(&cluster_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("secrets-"))
+        .collect();
+    assert!(left.is_empty(), "secrets left on the controller: {left:?}");
+}
+
+/// `password_file` must be a plain absolute path: a relative one, or one with shell
+/// metacharacters or a leading option, is refused at check with the scenario's place.
+#[test]
+fn wordpress_login_refuses_a_password_file_that_is_not_a_plain_absolute_path() {
+    let root = std::env::temp_dir().join(format!("benchpipe-login-check-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::create_dir_all(root.join("boards")).unwrap();
+    std::fs::copy(
+        repo().join("tests/hostile/base/boards/pi.toml"),
+        root.join("boards/pi.toml"),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo().join("pipeline/wordpress-login.toml"),
+        root.join("pipeline/wordpress-login.toml"),
+    )
+    .unwrap();
+    let scenario = |file: &str| {
+        format!(
+            "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+             board = [\"pi\"]\ntest = [\"wordpress-login\"]\n[params.wordpress-login]\npassword_file = \"{file}\"\n"
+        )
+    };
+    std::fs::write(
+        root.join("scenarios/ok.toml"),
+        scenario("/root/k3s/wp-password"),
+    )
+    .unwrap();
+    let ok = bp(&root, &["check", "scenarios/ok.toml"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    for bad in [
+        "wp-password",
+        "/root/$(reboot)",
+        "/root/a;b",
+        "/root/a b",
+        "-/x",
+        "/root/",
+    ] {
+        std::fs::write(root.join("scenarios/bad.toml"), scenario(bad)).unwrap();
+        let out = bp(&root, &["check", "scenarios/bad.toml"]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {t}");
+        assert!(t.contains("scenarios/bad.toml:9:"), "{bad}: {t}");
+        assert!(
+            t.contains("expected an absolute path on the controller"),
+            "{bad}: {t}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
