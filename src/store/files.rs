@@ -46,16 +46,11 @@ pub(super) const MAX_FILE_BYTES: u64 = 64 << 20;
 /// `plan` and `report` for ever, and a device would stream without end.
 pub(super) fn open_regular(path: &Path) -> Result<Option<File>> {
     use std::os::unix::fs::OpenOptionsExt;
-    let opened = OpenOptions::new()
+    let file = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path);
-    regular(opened, path)
-}
-
-/// `open_regular`'s checks of what an open gave.
-fn regular(opened: std::io::Result<File>, path: &Path) -> Result<Option<File>> {
-    let file = match opened {
+        .open(path)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
@@ -77,63 +72,6 @@ fn regular(opened: std::io::Result<File>, path: &Path) -> Result<Option<File>> {
     Ok(Some(file))
 }
 
-/// A directory opened once, its files opened relative to it (`openat`): a cell's seven
-/// files then cost one walk of the store's path, not seven, and walking paths was a
-/// third of reading a big cached store. The checks and errors are `open_regular`'s; a
-/// directory that does not open as one (absent, not a directory) is read path by path,
-/// as before, so that it reads and fails as it always did.
-pub(super) struct OpenDir {
-    dir: Option<File>,
-    path: std::path::PathBuf,
-}
-
-impl OpenDir {
-    pub(super) fn open(path: &Path) -> OpenDir {
-        use std::os::unix::fs::OpenOptionsExt;
-        let dir = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY)
-            .open(path)
-            .ok();
-        OpenDir {
-            dir,
-            path: path.to_path_buf(),
-        }
-    }
-
-    /// The path of `name` in the directory (for messages, and the fallback).
-    pub(super) fn path(&self, name: &str) -> std::path::PathBuf {
-        self.path.join(name)
-    }
-
-    /// `open_regular` of `name` in the directory.
-    pub(super) fn open_regular(&self, name: &str) -> Result<Option<File>> {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        let Some(dir) = &self.dir else {
-            return open_regular(&self.path(name));
-        };
-        let Ok(c_name) = std::ffi::CString::new(name) else {
-            return open_regular(&self.path(name));
-        };
-        // SAFETY: openat(2) with a directory descriptor we hold open and a NUL-terminated
-        // name; a descriptor it returns is ours alone, owned by the File made from it.
-        let fd = unsafe {
-            libc::openat(
-                dir.as_raw_fd(),
-                c_name.as_ptr(),
-                libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        let opened = if fd < 0 {
-            Err(std::io::Error::last_os_error())
-        } else {
-            // SAFETY: see above.
-            Ok(unsafe { File::from_raw_fd(fd) })
-        };
-        regular(opened, &self.path(name))
-    }
-}
-
 pub(super) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
     read_json_of(path, FORMAT)
 }
@@ -143,27 +81,9 @@ pub(super) fn read_json_of<T: for<'de> Deserialize<'de>>(
     path: &Path,
     newest: u32,
 ) -> Result<Option<T>> {
-    parse_opened(open_regular(path), path, newest)
-}
-
-/// `read_json_of` of `name` in an opened directory.
-pub(super) fn read_json_in<T: for<'de> Deserialize<'de>>(
-    dir: &OpenDir,
-    name: &str,
-    newest: u32,
-) -> Result<Option<T>> {
-    parse_opened(dir.open_regular(name), &dir.path(name), newest)
-}
-
-/// Reads and parses what `open_regular` opened at `path`.
-fn parse_opened<T: for<'de> Deserialize<'de>>(
-    opened: Result<Option<File>>,
-    path: &Path,
-    newest: u32,
-) -> Result<Option<T>> {
-    let read = |_: &Path| -> std::io::Result<Vec<u8>> {
+    let read = |path: &Path| -> std::io::Result<Vec<u8>> {
         let mut bytes = Vec::new();
-        match opened {
+        match open_regular(path) {
             Ok(Some(f)) => {
                 // Sized up front: through `take` a read would grow its buffer step by step.
                 let len = f.metadata().map_or(0, |m| m.len()).min(MAX_FILE_BYTES);
@@ -221,16 +141,7 @@ pub(super) fn check_format(path: &Path, format: Option<u64>, newest: u32) -> Res
 
 /// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
 pub(super) fn read_samples(path: &Path) -> Result<Vec<Sample>> {
-    samples_of(open_regular(path)?, path)
-}
-
-/// `read_samples` of `name` in an opened directory.
-pub(super) fn read_samples_in(dir: &OpenDir, name: &str) -> Result<Vec<Sample>> {
-    samples_of(dir.open_regular(name)?, &dir.path(name))
-}
-
-fn samples_of(file: Option<File>, path: &Path) -> Result<Vec<Sample>> {
-    let Some(file) = file else {
+    let Some(file) = open_regular(path)? else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();

@@ -61,8 +61,7 @@ pub use board_state::BoardState;
 pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
-    OpenDir, cut_torn_tail, io, read_json, read_json_in, read_samples, read_samples_in, sync_dir,
-    to_json_bytes, write_atomic,
+    cut_torn_tail, io, read_json, read_json_of, read_samples, sync_dir, to_json_bytes, write_atomic,
 };
 pub use plan_skips::PlanSkips;
 
@@ -229,15 +228,14 @@ impl Store {
     }
 
     fn read_dir(&self, dir: &Path) -> Result<CellData> {
-        let dir = OpenDir::open(dir);
         Ok(CellData {
-            record: read_json_in(&dir, "cell.json", FORMAT)?,
-            samples: read_samples_in(&dir, "samples.jsonl")?,
-            facts: read_json_in(&dir, "facts.json", FORMAT)?,
-            failure: read_json_in(&dir, "failure.json", FAILURE_FORMAT)?,
-            redo: read_json_in(&dir, "redo.json", FORMAT)?,
-            skip: read_json_in(&dir, "skip.json", FORMAT)?,
-            fingerprint: read_json_in(&dir, "fingerprint.json", FORMAT)?,
+            record: read_json(&dir.join("cell.json"))?,
+            samples: read_samples(&dir.join("samples.jsonl"))?,
+            facts: read_json(&dir.join("facts.json"))?,
+            failure: read_json_of(&dir.join("failure.json"), FAILURE_FORMAT)?,
+            redo: read_json(&dir.join("redo.json"))?,
+            skip: read_json(&dir.join("skip.json"))?,
+            fingerprint: read_json(&dir.join("fingerprint.json"))?,
         })
     }
 
