@@ -61,7 +61,8 @@ pub fn processes_matching(needles: &[&str]) -> String {
         let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
             continue;
         };
-        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        // One line per process: a command line may hold newlines (`sh -c` of a script).
+        let cmd = String::from_utf8_lossy(&raw).replace(['\0', '\n'], " ");
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
         let zombie = stat.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'));
         if needles.iter().any(|n| cmd.contains(n)) && !zombie {

@@ -146,7 +146,9 @@ fn left_for(board: &LabBoard) -> String {
         for line in
             crate::processes_matching(&["mariadbd", "php-fpm", "nginx", "wrk", "ab "]).lines()
         {
-            let (pid, cmd) = line.split_once(' ').unwrap();
+            let Some((pid, cmd)) = line.split_once(' ') else {
+                continue;
+            };
             let argv0 = cmd.split(' ').next().unwrap_or("");
             let name = argv0.rsplit('/').next().unwrap_or("");
             let daemon = ["mariadbd", "nginx"].contains(&name)
