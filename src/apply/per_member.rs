@@ -39,6 +39,29 @@ pub(super) fn compose(
     ))
 }
 
+/// A measured or warm-up run's metrics: each member's section for a per-member run
+/// (one member's failure fails the run, naming it), else the step's exit and the
+/// recipe's parser. Board walks and cluster walks read their runs alike.
+pub(super) fn read_run(
+    recipe: &crate::model::Recipe,
+    composed: Option<&Composed>,
+    what: &str,
+    command: &str,
+    exit: &Exit,
+    stdout: &str,
+    stderr: &str,
+) -> Result<BTreeMap<String, f64>, CellFailure> {
+    match composed {
+        Some(c) => outcome(recipe, c, what, stdout, stderr),
+        None if !exit.success() => Err(CellFailure::step_failed(what, command, exit, stderr)),
+        None => bench::metrics(recipe, stdout, stderr).map_err(|e| CellFailure::ParseFailed {
+            step: what.to_string(),
+            message: e.to_string(),
+            log: None,
+        }),
+    }
+}
+
 /// The run's metrics, or why it failed: a member's section missing, a member's
 /// command failing (named, with its own stderr), a member's output with no value.
 pub(super) fn outcome(

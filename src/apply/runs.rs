@@ -244,24 +244,15 @@ impl Worker<'_> {
             out.exit
         );
         let what = format!("{kind:?} run {index}");
-        let read = match &composed {
-            // Each member's status and output, read apart: one member's failure fails
-            // the run, naming it.
-            Some(c) => super::per_member::outcome(job.recipe, c, &what, &stdout, &stderr),
-            None if !out.exit.success() => Err(CellFailure::step_failed(
-                what.clone(),
-                &command,
-                &out.exit,
-                &stderr,
-            )),
-            None => {
-                bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| CellFailure::ParseFailed {
-                    step: what.clone(),
-                    message: e.to_string(),
-                    log: None,
-                })
-            }
-        };
+        let read = super::per_member::read_run(
+            job.recipe,
+            composed.as_ref(),
+            &what,
+            &command,
+            &out.exit,
+            &stdout,
+            &stderr,
+        );
         let mut telemetry = telemetry;
         let mut metrics = match read {
             Ok(m) => m,

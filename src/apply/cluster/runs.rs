@@ -242,22 +242,15 @@ impl ClusterWorker<'_> {
             out.exit
         );
         let what = format!("{kind:?} run {index}");
-        let read = match &composed {
-            Some(c) => super::super::per_member::outcome(job.recipe, c, &what, &stdout, &stderr),
-            None if !out.exit.success() => Err(CellFailure::step_failed(
-                what.clone(),
-                &command,
-                &out.exit,
-                &stderr,
-            )),
-            None => {
-                bench::metrics(job.recipe, &stdout, &stderr).map_err(|e| CellFailure::ParseFailed {
-                    step: what.clone(),
-                    message: e.to_string(),
-                    log: None,
-                })
-            }
-        };
+        let read = super::super::per_member::read_run(
+            job.recipe,
+            composed.as_ref(),
+            &what,
+            &command,
+            &out.exit,
+            &stdout,
+            &stderr,
+        );
         let cell = w.live.get_mut(key).ok_or(CellFailure::Interrupted)?;
         let writer = &mut cell.writer;
         let metrics = match read {
