@@ -124,12 +124,24 @@ pub fn primary_values(method: &Method, primary: &[String], data: &CellData) -> V
 /// The state of `cell` given what the store holds for it.
 pub fn state(cell: &Cell, primary: &[String], data: &CellData) -> CellState {
     let have = counted(&cell.method, data).count();
-    let want = (cell.method.runs.min as usize).max(have.min(cell.method.runs.max as usize));
-    if let Some(rule) = stop_rule(
-        &cell.method,
+    state_given(
+        cell,
         &primary_values(&cell.method, primary, data),
         have,
-    ) {
+        data,
+    )
+}
+
+/// `state`, given the runs that count already judged: `have` of them, with these values
+/// of each primary metric (a report judges every run once and passes them).
+pub fn state_given(
+    cell: &Cell,
+    primary_values: &[Vec<f64>],
+    have: usize,
+    data: &CellData,
+) -> CellState {
+    let want = (cell.method.runs.min as usize).max(have.min(cell.method.runs.max as usize));
+    if let Some(rule) = stop_rule(&cell.method, primary_values, have) {
         return CellState::Complete { have, rule };
     }
     let want = if have >= want { have + 1 } else { want };

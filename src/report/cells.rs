@@ -1,18 +1,39 @@
 //! The report's cells: each plan cell with what the store holds for it, its state, and
 //! what its runs say about their validity, in an order that needs no board file.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::model::{Scenario, TestName};
+use crate::model::{MetricSpec, Scenario, TestName};
 use crate::plan::state::{self, CellState};
 use crate::plan::{Address, Cell, CellKey};
-use crate::store::{CellData, Sample};
+use crate::store::{CellData, RunKind, Sample};
+
+/// What the report says of one stored run, judged once: every table, note and export
+/// reads these rather than judging the run's telemetry again.
+pub(super) struct Run {
+    /// Its validity flags under the cell's method (`state::flags_of`).
+    pub flags: Vec<String>,
+    /// Its warnings (throttle state unknown, power unknown).
+    pub warnings: Vec<String>,
+    /// Taken after the cell's redo marker, if any.
+    pub current: bool,
+    /// Current, measured, and kept by the method (`state::counts`).
+    pub counts: bool,
+}
 
 /// One cell as the report sees it.
 pub(super) struct View<'a> {
     pub cell: &'a Cell,
     pub data: &'a CellData,
     pub state: CellState,
+    /// Per stored sample, in store order.
+    pub runs: Vec<Run>,
+    /// The current measured runs.
+    pub measured: usize,
+    /// The values of each recipe metric over the runs that count, in the recipe's
+    /// order: the tables, precision notes and comparisons all read them.
+    pub counted_values: Vec<(MetricSpec, Vec<f64>)>,
     /// The distinct validity flags of its measured runs, and how many runs had one.
     pub flags: Vec<String>,
     pub flagged_runs: usize,
@@ -26,13 +47,37 @@ pub(super) struct View<'a> {
     pub excluded: bool,
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
     pub fn address(&self) -> &Address {
         &self.cell.address
     }
 
+    /// `address`, for as long as the plan's cell lives.
+    pub fn cell_address(&self) -> &'a Address {
+        &self.cell.address
+    }
+
     pub fn measured(&self) -> usize {
-        self.data.measured_count()
+        self.measured
+    }
+
+    /// The runs that count in the statistics, in store order.
+    pub fn counted(&self) -> impl Iterator<Item = &Sample> {
+        self.data
+            .samples
+            .iter()
+            .zip(&self.runs)
+            .filter(|(_, r)| r.counts)
+            .map(|(s, _)| s)
+    }
+
+    /// The values of `metric` over the runs that count (`counted_values` when it is a
+    /// recipe metric).
+    pub fn values(&self, metric: &MetricSpec) -> Cow<'_, [f64]> {
+        match self.counted_values.iter().find(|(m, _)| m == metric) {
+            Some((_, xs)) => Cow::Borrowed(xs),
+            None => Cow::Owned(values_in(self.counted(), metric)),
+        }
     }
 
     /// `2 of 5 (hot, swapping), excluded`, then the warned runs
@@ -80,6 +125,11 @@ impl View<'_> {
     }
 }
 
+fn values_in<'s>(runs: impl Iterator<Item = &'s Sample>, metric: &MetricSpec) -> Vec<f64> {
+    runs.filter_map(|s| metric.value(&s.metrics, s.ended - s.started))
+        .collect()
+}
+
 fn warnings_of(s: &Sample) -> Vec<String> {
     s.telemetry
         .as_ref()
@@ -88,7 +138,7 @@ fn warnings_of(s: &Sample) -> Vec<String> {
 }
 
 /// Distinct values in name order, each with the number of runs that had it.
-fn counted_kinds(per_run: &[Vec<String>]) -> Vec<(String, usize)> {
+fn counted_kinds<'r>(per_run: impl Iterator<Item = &'r Vec<String>>) -> Vec<(String, usize)> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for run in per_run {
         let mut kinds: Vec<&str> = run.iter().map(String::as_str).collect();
@@ -116,27 +166,72 @@ pub(super) fn views<'a>(
         .iter()
         .map(|cell| {
             let d = data.get(&cell.key).unwrap_or(empty);
-            let primary = ws_recipes
-                .get(&cell.address.test)
-                .map(|r| r.primary_metrics())
-                .unwrap_or_default();
+            let recipe = ws_recipes.get(&cell.address.test);
+            let primary = recipe.map(|r| r.primary_metrics()).unwrap_or_default();
             let method = &cell.method;
-            let flags: Vec<Vec<String>> =
-                d.measured().map(|s| state::flags_of(method, s)).collect();
-            let warnings: Vec<Vec<String>> = d.measured().map(warnings_of).collect();
-            let flag_counts = counted_kinds(&flags);
-            let warning_counts = counted_kinds(&warnings);
+            let runs: Vec<Run> = d
+                .samples
+                .iter()
+                .map(|s| {
+                    let flags = state::flags_of(method, s);
+                    let current = d.is_current(s);
+                    Run {
+                        counts: current
+                            && s.kind == RunKind::Measured
+                            && (!method.validity.exclude_flagged || flags.is_empty()),
+                        warnings: warnings_of(s),
+                        flags,
+                        current,
+                    }
+                })
+                .collect();
+            let measured: Vec<&Run> = d
+                .samples
+                .iter()
+                .zip(&runs)
+                .filter(|(s, r)| r.current && s.kind == RunKind::Measured)
+                .map(|(_, r)| r)
+                .collect();
+            let flag_counts = counted_kinds(measured.iter().map(|r| &r.flags));
+            let warning_counts = counted_kinds(measured.iter().map(|r| &r.warnings));
+            let counted: Vec<&Sample> = d
+                .samples
+                .iter()
+                .zip(&runs)
+                .filter(|(_, r)| r.counts)
+                .map(|(s, _)| s)
+                .collect();
+            let counted_values: Vec<(MetricSpec, Vec<f64>)> = recipe
+                .map(|r| {
+                    r.metrics
+                        .iter()
+                        .map(|m| (m.clone(), values_in(counted.iter().copied(), m)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let primary_values: Vec<Vec<f64>> = primary
+                .iter()
+                .map(|m| {
+                    counted
+                        .iter()
+                        .filter_map(|s| s.metrics.get(m).copied())
+                        .collect()
+                })
+                .collect();
             View {
                 cell,
                 data: d,
-                state: state::state(cell, &primary, d),
-                flagged_runs: flags.iter().filter(|f| !f.is_empty()).count(),
+                state: state::state_given(cell, &primary_values, counted.len(), d),
+                flagged_runs: measured.iter().filter(|r| !r.flags.is_empty()).count(),
                 flags: flag_counts.iter().map(|(k, _)| k.clone()).collect(),
                 flag_counts,
-                warned_runs: warnings.iter().filter(|w| !w.is_empty()).count(),
+                warned_runs: measured.iter().filter(|r| !r.warnings.is_empty()).count(),
                 warnings: warning_counts.iter().map(|(k, _)| k.clone()).collect(),
                 warning_counts,
                 excluded: scenario.method.validity.exclude_flagged,
+                measured: measured.len(),
+                counted_values,
+                runs,
             }
         })
         .collect()

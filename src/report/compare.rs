@@ -306,19 +306,25 @@ pub(super) fn comparisons_of(
         .map(|(_, f)| f)
         .collect();
         let metric = format!("{}.{}", c.test, c.metric);
+        // The baselines by their values of the free axes, so that pairing a candidate
+        // is one lookup rather than a scan of every baseline.
+        let free_key = |a: &Address| -> Vec<String> { free.iter().map(|f| f(a)).collect() };
+        let mut by_free: BTreeMap<Vec<String>, Vec<&Cell>> = BTreeMap::new();
+        for b in &baselines {
+            by_free.entry(free_key(&b.address)).or_default().push(b);
+        }
         let mut pairs = Vec::new();
         for cand in cells
             .iter()
             .filter(|x| x.address.matches(&c.candidate) && !x.address.matches(&c.baseline))
         {
             let base = if baselines.len() == 1 {
-                Some(baselines[0])
+                Some(*baselines[0])
             } else {
-                let same: Vec<_> = baselines
-                    .iter()
-                    .filter(|b| free.iter().all(|f| f(&b.address) == f(&cand.address)))
-                    .collect();
-                (same.len() == 1).then(|| *same[0])
+                match by_free.get(&free_key(&cand.address)).map(Vec::as_slice) {
+                    Some([only]) => Some(*only),
+                    _ => None,
+                }
             };
             let Some(base) = base else {
                 continue;
@@ -336,7 +342,7 @@ pub(super) fn comparisons_of(
                 confidence,
                 noise_band,
             ));
-            pairs.push((*base, *cand, b, x));
+            pairs.push((base, *cand, b, x));
         }
         if c.pool == Some(Pool::Model) {
             rows.extend(pooled_rows(&metric, spec, &pairs, confidence, noise_band));

@@ -4,7 +4,6 @@
 //! never an exponent), so the bytes are the same on every machine. docs/FORMAT.md
 //! ("results.csv") lists the columns.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -15,7 +14,6 @@ use super::cells::View;
 use super::export::{ExportError, Exporter};
 use super::provenance::clean;
 use crate::model::{MetricSpec, RunOrder, Scenario};
-use crate::plan::state;
 use crate::store::RunKind;
 
 /// The columns before the metrics, in order.
@@ -52,31 +50,86 @@ pub const CSV_COLUMNS: [&str; 27] = [
 /// Of `CSV_COLUMNS`, the cell's (`scenario` to `cell`), then the run's (`seq` to
 /// `warnings`); the provenance columns after them are the cell's too.
 const CELL_COLUMNS: usize = 8;
-const RUN_COLUMNS: usize = 10;
 
 /// One stored run as `results.csv` has it. A big store has many runs per cell: the
-/// cell's columns are made once and shared by its runs' rows.
+/// cell's columns are made once and shared by its runs' rows, and a run's own columns
+/// are kept as values, turned into text only as the file is written.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SampleRow {
     /// The cell's columns: its address (`scenario` to `cell`), then its provenance
     /// (`image_id` to `tools`), as text.
     pub cell: Arc<Vec<String>>,
-    /// The run's own columns, `seq` to `warnings`, as text.
-    pub run: Vec<Cow<'static, str>>,
+    /// The run's own columns, `seq` to `warnings`.
+    pub run: RunColumns,
     /// The run's value of each of its test's metrics (computed ones too): (its index
     /// in `Report::sample_metrics`, value).
     pub metrics: Vec<(usize, f64)>,
 }
 
+/// The run's columns of a `results.csv` row (`seq` to `warnings`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunColumns {
+    pub seq: u32,
+    /// The apply that took it, numbered in the order applies ran.
+    pub apply: usize,
+    pub kind: RunKind,
+    pub current: bool,
+    pub counted: bool,
+    pub order: Option<RunOrder>,
+    pub board_seq: Option<u64>,
+    pub duration_s: f64,
+    /// Its flags and warnings, `;`-separated.
+    pub flags: String,
+    pub warnings: String,
+}
+
+impl RunColumns {
+    /// Appends the columns to a row, each as `push_field` writes it.
+    fn write(&self, out: &mut String) {
+        use std::fmt::Write;
+        let yes_no = |b: bool| if b { "true" } else { "false" };
+        let _ = write!(out, "{},{},", self.seq, self.apply);
+        out.push_str(match self.kind {
+            RunKind::Warmup => "warmup",
+            RunKind::Measured => "measured",
+        });
+        out.push(',');
+        out.push_str(yes_no(self.current));
+        out.push(',');
+        out.push_str(yes_no(self.counted));
+        out.push(',');
+        out.push_str(match self.order {
+            Some(RunOrder::Blocked) => "blocked",
+            Some(RunOrder::Interleaved) => "interleaved",
+            None => "",
+        });
+        out.push(',');
+        if let Some(n) = self.board_seq {
+            let _ = write!(out, "{n}");
+        }
+        out.push(',');
+        push_number(out, self.duration_s);
+        out.push(',');
+        push_field(out, &self.flags, false);
+        out.push(',');
+        push_field(out, &self.warnings, false);
+    }
+}
+
 impl SampleRow {
-    /// The columns but the metrics, in `CSV_COLUMNS` order.
-    pub fn fields(&self) -> impl Iterator<Item = &str> {
+    /// The columns but the metrics, in `CSV_COLUMNS` order, as `results.csv` has them
+    /// (quoted where RFC 4180 wants it).
+    fn write_fields(&self, out: &mut String) {
         let (address, provenance) = self.cell.split_at(CELL_COLUMNS.min(self.cell.len()));
-        address
-            .iter()
-            .map(String::as_str)
-            .chain(self.run.iter().map(|f| f.as_ref()))
-            .chain(provenance.iter().map(String::as_str))
+        for v in address {
+            push_field(out, v, false);
+            out.push(',');
+        }
+        self.run.write(out);
+        for v in provenance {
+            out.push(',');
+            push_field(out, v, false);
+        }
     }
 }
 
@@ -140,27 +193,31 @@ pub(super) fn rows(
 ) -> Vec<SampleRow> {
     // Applies are numbered by their session, which starts with its start time: the
     // order they ran in, without showing when.
-    let mut sessions: Vec<&str> = views
-        .iter()
-        .flat_map(|v| v.data.samples.iter().map(|s| s.session.as_str()))
-        .collect();
-    sessions.sort();
+    let mut sessions: Vec<&str> = Vec::new();
+    for s in views.iter().flat_map(|v| &v.data.samples) {
+        // A cell's runs mostly share their apply: skip the repeats before sorting.
+        if sessions.last() != Some(&s.session.as_str()) {
+            sessions.push(&s.session);
+        }
+    }
+    sessions.sort_unstable();
     sessions.dedup();
     let apply: BTreeMap<&str, usize> = sessions
         .iter()
         .enumerate()
         .map(|(i, s)| (*s, i + 1))
         .collect();
-    let mut out = Vec::new();
+    // Each test's metric columns, found once rather than per cell.
+    let mut of_tests: BTreeMap<&str, Vec<(usize, &MetricSpec)>> = BTreeMap::new();
+    for (i, (t, m)) in metrics.iter().enumerate() {
+        of_tests.entry(t.as_str()).or_default().push((i, m));
+    }
+    let mut out = Vec::with_capacity(views.iter().map(|v| v.data.samples.len()).sum());
+    let mut last_session: (&str, usize) = ("", 0);
     for v in views {
         let a = v.address();
         let test = a.test.to_string();
-        let of_test: Vec<(usize, &MetricSpec)> = metrics
-            .iter()
-            .enumerate()
-            .filter(|(_, (t, _))| *t == test)
-            .map(|(i, (_, m))| (i, m))
-            .collect();
+        let of_test = of_tests.get(test.as_str()).map_or(&[][..], Vec::as_slice);
         let mut cell = vec![
             scenario.name.clone(),
             test,
@@ -182,38 +239,22 @@ pub(super) fn rows(
         ];
         cell.extend(provenance(v));
         let cell = Arc::new(cell);
-        let method = &v.cell.method;
-        for s in &v.data.samples {
-            let current = v.data.is_current(s);
-            let yes_no = |b: bool| Cow::Borrowed(if b { "true" } else { "false" });
-            let run: Vec<Cow<'static, str>> = vec![
-                s.seq.to_string().into(),
-                apply[s.session.as_str()].to_string().into(),
-                Cow::Borrowed(match s.kind {
-                    RunKind::Warmup => "warmup",
-                    RunKind::Measured => "measured",
-                }),
-                yes_no(current),
-                yes_no(current && state::counts(method, s)),
-                Cow::Borrowed(match s.order {
-                    Some(RunOrder::Blocked) => "blocked",
-                    Some(RunOrder::Interleaved) => "interleaved",
-                    None => "",
-                }),
-                s.board_seq
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-                    .into(),
-                number(s.ended - s.started).into(),
-                state::flags_of(method, s).join(";").into(),
-                s.telemetry
-                    .as_ref()
-                    .map(|t| t.warnings())
-                    .unwrap_or_default()
-                    .join(";")
-                    .into(),
-            ];
-            debug_assert_eq!(run.len(), RUN_COLUMNS);
+        for (s, judged) in v.data.samples.iter().zip(&v.runs) {
+            if last_session.0 != s.session {
+                last_session = (&s.session, apply[s.session.as_str()]);
+            }
+            let run = RunColumns {
+                seq: s.seq,
+                apply: last_session.1,
+                kind: s.kind,
+                current: judged.current,
+                counted: judged.counts,
+                order: s.order,
+                board_seq: s.board_seq,
+                duration_s: s.ended - s.started,
+                flags: judged.flags.join(";"),
+                warnings: judged.warnings.join(";"),
+            };
             let seconds = s.ended - s.started;
             let metrics = of_test
                 .iter()
@@ -227,15 +268,6 @@ pub(super) fn rows(
         }
     }
     out
-}
-
-/// An f64 as CSV and JSON readers take it back exactly; empty when not finite.
-fn number(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x}")
-    } else {
-        String::new()
-    }
 }
 
 /// A field as RFC 4180 wants it. Text a spreadsheet would run as a formula (a leading
@@ -270,7 +302,8 @@ fn push_field(out: &mut String, text: &str, numeric: bool) {
     }
 }
 
-/// `number`, appended to `out`.
+/// An f64 as CSV and JSON readers take it back exactly (nothing when not finite),
+/// appended to `out`.
 fn push_number(out: &mut String, x: f64) {
     use std::fmt::Write;
     if x.is_finite() {
@@ -298,7 +331,6 @@ impl Exporter for Csv {
     }
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
         let columns = metric_columns(report);
-        let numeric = ["seq", "apply", "board_seq", "duration_s"];
         let mut out = String::new();
         let header: Vec<String> = CSV_COLUMNS
             .iter()
@@ -308,14 +340,8 @@ impl Exporter for Csv {
             .collect();
         out.push_str(&header.join(","));
         out.push_str("\r\n");
-        let numeric: Vec<bool> = CSV_COLUMNS.iter().map(|c| numeric.contains(c)).collect();
         for row in &report.samples {
-            for (i, (v, numeric)) in row.fields().zip(&numeric).enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                push_field(&mut out, v, *numeric);
-            }
+            row.write_fields(&mut out);
             for (name, unit) in &columns {
                 out.push(',');
                 let metric = |i: usize| report.sample_metrics.get(i).map(|(_, m)| m);

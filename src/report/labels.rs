@@ -14,7 +14,7 @@ use crate::plan::Address;
 
 /// The value of an axis in an address; `—` for a test without storage, filesystem or
 /// network.
-pub(super) fn value(axis: Axis, a: &Address) -> String {
+pub(super) fn value(axis: Axis, a: &Address) -> &str {
     let text = match axis {
         Axis::Image => Some(a.image.as_str()),
         Axis::Board => Some(a.board.as_str()),
@@ -22,14 +22,29 @@ pub(super) fn value(axis: Axis, a: &Address) -> String {
         Axis::Filesystem => a.filesystem.as_ref().map(|f| f.as_str()),
         Axis::Network => a.network.as_ref().map(|n| n.as_str()),
     };
-    text.unwrap_or("—").to_string()
+    text.unwrap_or("—")
 }
 
 /// Labels of every axis value the report's cells have.
 pub(super) struct AxisLabels {
-    /// (axis, the value's identity) -> label. A storage's identity is its board and
-    /// name, since two boards may name different media alike.
-    labels: BTreeMap<(Axis, String, String), String>,
+    /// axis -> the value's identity -> label. A storage's identity is its board and
+    /// name, since two boards may name different media alike (other axes' board is "").
+    /// Nested, so that a lookup borrows the address's strings.
+    labels: Labelled,
+}
+
+type Labelled = BTreeMap<Axis, BTreeMap<String, BTreeMap<String, String>>>;
+
+fn put(out: &mut Labelled, axis: Axis, board: &str, name: &str, label: String) {
+    out.entry(axis)
+        .or_default()
+        .entry(board.to_string())
+        .or_default()
+        .insert(name.to_string(), label);
+}
+
+fn get<'l>(labels: &'l Labelled, axis: Axis, board: &str, name: &str) -> Option<&'l String> {
+    labels.get(&axis)?.get(board)?.get(name)
 }
 
 /// The model a cell's stored inputs give its board or storage, if any.
@@ -45,30 +60,35 @@ fn stored_model(inputs: &Value, axis: Axis) -> Option<String> {
 
 impl AxisLabels {
     pub fn new(labels: &Labels, views: &[View]) -> AxisLabels {
-        let mut out = BTreeMap::new();
+        let mut out: Labelled = BTreeMap::new();
         for axis in Axis::ALL {
             // value identity -> (its name, the default label).
-            let mut defaults: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
+            let mut defaults: BTreeMap<(&str, &str), (&str, String)> = BTreeMap::new();
             for v in views {
                 let a = v.address();
                 let name = value(axis, a);
                 let board = if axis == Axis::Storage {
-                    a.board.to_string()
+                    a.board.as_str()
                 } else {
-                    String::new()
+                    ""
                 };
+                if get(&out, axis, board, name).is_some() {
+                    continue;
+                }
                 if name == "—" {
-                    out.insert((axis, board, name.clone()), name);
+                    put(&mut out, axis, board, name, name.to_string());
                     continue;
                 }
-                if let Some(l) = labels.of(axis, &name) {
-                    out.insert((axis, board, name), l.to_string());
+                if let Some(l) = labels.of(axis, name) {
+                    put(&mut out, axis, board, name, l.to_string());
                     continue;
                 }
-                let default = stored_model(&v.cell.inputs, axis).unwrap_or_else(|| name.clone());
-                defaults
-                    .entry((board, name.clone()))
-                    .or_insert((name, default));
+                if defaults.contains_key(&(board, name)) {
+                    continue;
+                }
+                let default =
+                    stored_model(&v.cell.inputs, axis).unwrap_or_else(|| name.to_string());
+                defaults.insert((board, name), (name, default));
             }
             // A default label that two different names share says which is which.
             let mut names_of: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
@@ -81,7 +101,7 @@ impl AxisLabels {
                 } else {
                     label.clone()
                 };
-                out.insert((axis, board.clone(), id.clone()), text);
+                put(&mut out, axis, board, id, text);
             }
         }
         AxisLabels { labels: out }
@@ -89,23 +109,31 @@ impl AxisLabels {
 
     /// The label of an address's value on `axis`.
     pub fn of(&self, axis: Axis, a: &Address) -> String {
+        self.label(axis, a).to_string()
+    }
+
+    /// `of`, borrowed.
+    fn label<'s>(&'s self, axis: Axis, a: &'s Address) -> &'s str {
         let board = if axis == Axis::Storage {
-            a.board.to_string()
+            a.board.as_str()
         } else {
-            String::new()
+            ""
         };
         let name = value(axis, a);
-        self.labels
-            .get(&(axis, board, name.clone()))
-            .cloned()
+        get(&self.labels, axis, board, name)
+            .map(String::as_str)
             .unwrap_or(name)
     }
 
     /// A row's label: its axes' labels, joined as the seeds write them.
     pub fn row(&self, axes: &[Axis], a: &Address) -> String {
-        axes.iter()
-            .map(|x| self.of(*x, a))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut out = String::new();
+        for (i, x) in axes.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(self.label(*x, a));
+        }
+        out
     }
 }

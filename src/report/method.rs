@@ -7,7 +7,6 @@ use serde::Serialize;
 use super::cells::View;
 use super::format::{duration_text, number, percent, trimmed};
 use crate::model::{Cooldown, RunOrder, Scenario};
-use crate::plan::state;
 use crate::store::RunKind;
 
 #[derive(Clone, Debug, Serialize)]
@@ -65,10 +64,7 @@ fn range(values: &[usize], one: &str, many: &str) -> (String, Option<usize>, Opt
 pub(super) fn method(scenario: &Scenario, views: &[View]) -> Method {
     let m = &scenario.method;
     let measured: Vec<&View> = views.iter().filter(|v| v.measured() > 0).collect();
-    let counted: Vec<usize> = measured
-        .iter()
-        .map(|v| state::counted(&v.cell.method, v.data).count())
-        .collect();
+    let counted: Vec<usize> = measured.iter().map(|v| v.counted().count()).collect();
     let (runs, runs_min, runs_max) = range(&counted, "measured run", "measured runs");
     let runs = if runs_max.is_some() {
         format!("{runs} per cell in the tables")

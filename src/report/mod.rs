@@ -289,6 +289,118 @@ pub fn build(
             .to_string()
     };
 
+    // Each test's columns, in matrix order: its table's and results.csv's.
+    let mut test_columns = Vec::new();
+    let mut sample_metrics = Vec::new();
+    for test in &scenario.matrix.test {
+        let Some(recipe) = ws.recipes.get(test) else {
+            continue;
+        };
+        let of_test: Vec<&cells::View> =
+            views.iter().filter(|v| &v.address().test == test).collect();
+        let metrics = table_metrics(recipe, &of_test);
+        for m in &metrics {
+            sample_metrics.push((test.to_string(), m.clone()));
+        }
+        test_columns.push((test, recipe, of_test, metrics));
+    }
+
+    // The tables, and everything else: two halves that only read the views, so a big
+    // report builds on two cores.
+    let ((tables, method), (samples, provenance, precision, comparisons)) = both(
+        || {
+            let mut tables = scenario_tables(ws, scenario, &views, &labels, &label_of);
+            for (test, recipe, of_test, metrics) in test_columns {
+                let shape = table::Shape {
+                    id: format!("test-{test}"),
+                    title: test.to_string(),
+                    description: recipe.description.clone(),
+                    columns: metrics
+                        .into_iter()
+                        .map(|metric| table::Want {
+                            label: label_of(test, &metric),
+                            test: test.clone(),
+                            metric,
+                        })
+                        .collect(),
+                    rows: None,
+                    pivot: None,
+                    charts: true,
+                };
+                let mut t = table::build(shape, &views, &labels, confidence);
+                if recipe.series {
+                    let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
+                    t.charts.extend(
+                        of_test.iter().filter(|v| v.measured() > 0).filter_map(|v| {
+                            series_chart_of(v.data, &labels.row(&axes, v.address()))
+                        }),
+                    );
+                }
+                tables.push(t);
+            }
+            (tables, method::method(scenario, &views))
+        },
+        || {
+            // Comparisons and provenance see the cells in report order, so that a
+            // report made without board files lists them as one made with them does.
+            (
+                csv::rows(scenario, &views, &sample_metrics),
+                provenance::provenance(&ordered, data),
+                precision::notes(ws, scenario, &views),
+                compare::comparisons_of(ws, scenario, &ordered, data),
+            )
+        },
+    );
+
+    let (incomplete, failed, skipped) = sections::states(scenario, plan, &views);
+    Report {
+        comparison_method: compare::method_text(scenario),
+        precision,
+        provenance,
+        benchpipe: env!("CARGO_PKG_VERSION").to_string(),
+        comparisons,
+        title: scenario.title.clone(),
+        description: scenario.description.clone(),
+        scenario: scenario.name.clone(),
+        methodology: method.line(),
+        confidence_pct: percent(confidence),
+        validity: sections::validity(&views),
+        samples,
+        sample_metrics,
+        method,
+        tables,
+        incomplete,
+        failed,
+        skipped,
+    }
+}
+
+/// Runs `a` and `b`, on two threads where there are two cores. Both are pure, so the
+/// result is the same either way; a panic in either is the caller's.
+fn both<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        return (a(), b());
+    }
+    std::thread::scope(|s| {
+        let other = s.spawn(b);
+        let first = a();
+        let second = other
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (first, second)
+    })
+}
+
+/// The scenario's own tables (`[[report.table]]`), in its order.
+fn scenario_tables(
+    ws: &Workspace,
+    scenario: &Scenario,
+    views: &[cells::View],
+    labels: &labels::AxisLabels,
+    label_of: &dyn Fn(&TestName, &MetricSpec) -> String,
+) -> Vec<Table> {
+    let confidence = scenario.method.confidence;
     let mut tables = Vec::new();
     for (i, spec) in scenario.report.tables.iter().enumerate() {
         let columns = spec
@@ -315,72 +427,9 @@ pub fn build(
             pivot: spec.pivot,
             charts: false,
         };
-        tables.push(table::build(shape, &views, &labels, confidence));
+        tables.push(table::build(shape, views, labels, confidence));
     }
-    let mut sample_metrics = Vec::new();
-    for test in &scenario.matrix.test {
-        let Some(recipe) = ws.recipes.get(test) else {
-            continue;
-        };
-        let of_test: Vec<&cells::View> =
-            views.iter().filter(|v| &v.address().test == test).collect();
-        let metrics = table_metrics(recipe, &of_test);
-        for m in &metrics {
-            sample_metrics.push((test.to_string(), m.clone()));
-        }
-        let shape = table::Shape {
-            id: format!("test-{test}"),
-            title: test.to_string(),
-            description: recipe.description.clone(),
-            columns: metrics
-                .into_iter()
-                .map(|metric| table::Want {
-                    label: label_of(test, &metric),
-                    test: test.clone(),
-                    metric,
-                })
-                .collect(),
-            rows: None,
-            pivot: None,
-            charts: true,
-        };
-        let mut t = table::build(shape, &views, &labels, confidence);
-        if recipe.series {
-            let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
-            t.charts.extend(
-                of_test
-                    .iter()
-                    .filter(|v| v.measured() > 0)
-                    .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address()))),
-            );
-        }
-        tables.push(t);
-    }
-
-    let (incomplete, failed, skipped) = sections::states(scenario, plan, &views);
-    // Comparisons and provenance see the cells in report order, so that a report made
-    // without board files lists them as one made with them does.
-    let method = method::method(scenario, &views);
-    Report {
-        comparison_method: compare::method_text(scenario),
-        precision: precision::notes(ws, scenario, &ordered, data),
-        provenance: provenance::provenance(&ordered, data),
-        benchpipe: env!("CARGO_PKG_VERSION").to_string(),
-        comparisons: compare::comparisons_of(ws, scenario, &ordered, data),
-        title: scenario.title.clone(),
-        description: scenario.description.clone(),
-        scenario: scenario.name.clone(),
-        methodology: method.line(),
-        confidence_pct: percent(confidence),
-        validity: sections::validity(&views),
-        samples: csv::rows(scenario, &views, &sample_metrics),
-        sample_metrics,
-        method,
-        tables,
-        incomplete,
-        failed,
-        skipped,
-    }
+    tables
 }
 
 /// A test table's metrics: the recipe's, in its order (a per-member one as a column

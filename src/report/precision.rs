@@ -2,15 +2,12 @@
 //! is wider than `[report] wide_ci` of their mean, and what would narrow them; and the
 //! outlier rule, stated wherever outliers are counted.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use super::compare::{config_label, counted_values};
+use super::cells::View;
+use super::compare::config_label;
 use crate::model::{Cooldown, Scenario, Workspace};
-use crate::plan::{Cell, CellKey, state};
 use crate::stats::{self, OutlierCount, RunsNeeded};
-use crate::store::CellData;
 
 /// One table value whose interval is wider than the scenario allows.
 #[derive(Clone, Debug, Serialize)]
@@ -61,12 +58,7 @@ pub struct PrecisionNotes {
 /// Every table row (test, cell) with a recipe metric whose interval's half-width is
 /// more than `[report] wide_ci` of its mean, in matrix and plan order, from the runs
 /// that count (the tables' rule).
-pub fn notes(
-    ws: &Workspace,
-    scenario: &Scenario,
-    cells: &[&Cell],
-    data: &BTreeMap<CellKey, CellData>,
-) -> PrecisionNotes {
+pub(super) fn notes(ws: &Workspace, scenario: &Scenario, views: &[View]) -> PrecisionNotes {
     let limit = scenario.precision.wide_ci;
     let confidence = scenario.method.confidence;
     let mut out = PrecisionNotes {
@@ -78,13 +70,11 @@ pub fn notes(
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
         };
-        for cell in cells.iter().copied().filter(|c| &c.address.test == test) {
-            let Some(d) = data.get(&cell.key) else {
-                continue;
-            };
+        for view in views.iter().filter(|v| &v.address().test == test) {
+            let cell = view.cell;
             let mut values = Vec::new();
             for spec in &recipe.metrics {
-                let xs = counted_values(cell, spec, data);
+                let xs = view.values(spec);
                 let outliers = OutlierCount::of(&xs);
                 any_outliers |= outliers.total() > 0;
                 let Some(summary) = stats::summarize(&xs, confidence) else {
@@ -110,12 +100,13 @@ pub fn notes(
             else {
                 continue;
             };
-            let method = &cell.method;
-            let flagged: Vec<_> = state::counted(method, d)
-                .map(|s| state::flags_of(method, s))
-                .filter(|f| !f.is_empty())
+            let flagged: Vec<&Vec<String>> = view
+                .runs
+                .iter()
+                .filter(|r| r.counts && !r.flags.is_empty())
+                .map(|r| &r.flags)
                 .collect();
-            let mut flags: Vec<String> = flagged.iter().flatten().cloned().collect();
+            let mut flags: Vec<String> = flagged.iter().copied().flatten().cloned().collect();
             flags.sort();
             flags.dedup();
             let mut w = WideInterval {
@@ -141,10 +132,10 @@ pub fn notes(
             continue;
         }
         if let Some(spec) = recipe.metric(&c.metric) {
-            any_outliers |= cells
+            any_outliers |= views
                 .iter()
-                .filter(|x| x.address.test == c.test)
-                .any(|x| OutlierCount::of(&counted_values(x, &spec, data)).total() > 0);
+                .filter(|x| x.address().test == c.test)
+                .any(|x| OutlierCount::of(&x.values(&spec)).total() > 0);
         }
     }
     if !out.wide.is_empty() {

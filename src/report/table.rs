@@ -10,7 +10,6 @@ use super::format::{mean_ci, number};
 use super::labels::{AxisLabels, value};
 use super::{Column, Row, Stat, Table};
 use crate::model::{Axis, Better, MetricSpec, TestName};
-use crate::plan::state;
 use crate::stats;
 
 /// One column asked for: a test's metric and what to call it.
@@ -37,7 +36,7 @@ fn varying(cells: &[&View]) -> Vec<Axis> {
     Axis::ALL
         .into_iter()
         .filter(|a| {
-            let mut v: Vec<String> = cells.iter().map(|c| value(*a, c.address())).collect();
+            let mut v: Vec<&str> = cells.iter().map(|c| value(*a, c.address())).collect();
             v.sort();
             v.dedup();
             v.len() > 1
@@ -53,20 +52,25 @@ fn varying(cells: &[&View]) -> Vec<Axis> {
 fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
     let mut axes = shape.rows.clone().unwrap_or_default();
     loop {
-        let mut groups: BTreeMap<Vec<String>, Vec<&View>> = BTreeMap::new();
+        let mut groups: BTreeMap<Vec<&str>, Vec<&View>> = BTreeMap::new();
         for c in cells {
-            let mut k: Vec<String> = axes.iter().map(|a| value(*a, c.address())).collect();
-            k.push(c.address().test.to_string());
+            let mut k: Vec<&str> = axes.iter().map(|a| value(*a, c.address())).collect();
+            k.push(c.address().test.as_str());
             if let Some(p) = shape.pivot {
                 k.push(value(p, c.address()));
             }
             groups.entry(k).or_default().push(c);
         }
-        let extra = Axis::ALL.into_iter().find(|a| {
-            Some(*a) != shape.pivot
-                && !axes.contains(a)
-                && groups.values().any(|g| varying(g).contains(a))
-        });
+        let wanted = |a: &Axis| Some(*a) != shape.pivot && !axes.contains(a);
+        // Only groups of several cells can vary, and `varying` is asked once per group.
+        let varied: Vec<Vec<Axis>> = groups
+            .values()
+            .filter(|g| g.len() > 1)
+            .map(|g| varying(g))
+            .collect();
+        let extra = Axis::ALL
+            .into_iter()
+            .find(|a| wanted(a) && varied.iter().any(|v| v.contains(a)));
         match extra {
             Some(a) => axes.push(a),
             None => break,
@@ -85,10 +89,7 @@ fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
 
 /// The statistics of one metric over one cell's counted runs.
 fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
-    let method = &view.cell.method;
-    let xs: Vec<f64> = state::counted(method, view.data)
-        .filter_map(|s| metric.value(&s.metrics, s.ended - s.started))
-        .collect();
+    let xs = view.values(metric);
     let mut st = stat(
         &xs,
         confidence,
@@ -100,7 +101,12 @@ fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
     st
 }
 
-pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidence: f64) -> Table {
+pub(super) fn build<'a>(
+    shape: Shape,
+    views: &[View<'a>],
+    labels: &AxisLabels,
+    confidence: f64,
+) -> Table {
     let cells: Vec<&View> = views
         .iter()
         .filter(|v| shape.columns.iter().any(|c| c.test == v.address().test))
@@ -109,24 +115,22 @@ pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidenc
     let pivots: Vec<String> = match shape.pivot {
         None => vec![String::new()],
         Some(p) => {
-            let mut seen = Vec::new();
+            let mut seen: Vec<String> = Vec::new();
             for c in &cells {
                 let v = value(p, c.address());
-                if !seen.contains(&v) {
-                    seen.push(v);
+                if !seen.iter().any(|s| s == v) {
+                    seen.push(v.to_string());
                 }
             }
             seen
         }
     };
-    let key_of =
-        |c: &View| -> Vec<String> { axes.iter().map(|a| value(*a, c.address())).collect() };
-    let pivot_of = |c: &View| {
-        shape
-            .pivot
-            .map(|p| value(p, c.address()))
-            .unwrap_or_default()
+    let key_of = |c: &View<'a>| -> Vec<&'a str> {
+        axes.iter().map(|a| value(*a, c.cell_address())).collect()
     };
+    let pivot = shape.pivot;
+    let pivot_of =
+        move |c: &View<'a>| -> &'a str { pivot.map_or("", |p| value(p, c.cell_address())) };
 
     // Columns: each metric, then within it each pivot value.
     let mut columns = Vec::new();
@@ -136,7 +140,7 @@ pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidenc
             let pivot_label = shape.pivot.and_then(|axis| {
                 cells
                     .iter()
-                    .find(|c| &pivot_of(c) == p)
+                    .find(|c| pivot_of(c) == p)
                     .map(|c| labels.of(axis, c.address()))
             });
             columns.push(Column {
@@ -155,8 +159,8 @@ pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidenc
     }
 
     // Rows: the distinct row keys with a measured cell, in report order.
-    let mut order: Vec<Vec<String>> = Vec::new();
-    let mut members: BTreeMap<Vec<String>, Vec<&View>> = BTreeMap::new();
+    let mut order: Vec<Vec<&str>> = Vec::new();
+    let mut members: BTreeMap<Vec<&str>, Vec<&View>> = BTreeMap::new();
     for c in &cells {
         let k = key_of(c);
         if !members.contains_key(&k) {
@@ -218,7 +222,7 @@ pub(super) fn build(shape: Shape, views: &[View], labels: &AxisLabels, confidenc
         warnings.dedup();
         rows.push(Row {
             label: labels.row(&axes, first.address()),
-            config: k.clone(),
+            config: k.iter().map(|v| v.to_string()).collect(),
             keys: measured.iter().map(|c| c.cell.key.to_string()).collect(),
             values,
             runs: notes(&|c| c.runs_text()),
