@@ -98,11 +98,44 @@ pub fn provenance(
 }
 
 fn entry(config: String, cells: &[(String, String, &CellData)]) -> Provenance {
+    let keys = cells
+        .iter()
+        .map(|(test, key, _)| format!("{test} {}", &key[..key.len().min(SHORT_KEY)]))
+        .collect();
+    let per_cell: Vec<Vec<(String, String)>> =
+        cells.iter().map(|(_, _, d)| cell_facts(d)).collect();
+    // Mostly a configuration's cells agree on every fact: then its facts are the
+    // first cell's, without the bookkeeping of which test saw which value.
+    if let Some((first, rest)) = per_cell.split_first() {
+        let distinct = {
+            let mut names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
+            names.sort_unstable();
+            names.windows(2).all(|w| w[0] != w[1])
+        };
+        if distinct && rest.iter().all(|f| f == first) {
+            return Provenance {
+                config,
+                facts: per_cell
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(name, value)| Fact {
+                        name,
+                        value,
+                        differs: false,
+                    })
+                    .collect(),
+                cells: keys,
+                warnings: Vec::new(),
+            };
+        }
+    }
     // fact name -> value -> the tests it was seen under; names keep first-seen order.
     let mut names: Vec<String> = Vec::new();
     let mut seen: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
-    for (test, _, d) in cells {
-        for (name, value) in cell_facts(d) {
+    for ((test, _, _), facts) in cells.iter().zip(per_cell) {
+        for (name, value) in facts {
             if !seen.contains_key(&name) {
                 names.push(name.clone());
             }
@@ -143,10 +176,7 @@ fn entry(config: String, cells: &[(String, String, &CellData)]) -> Provenance {
     Provenance {
         config,
         facts,
-        cells: cells
-            .iter()
-            .map(|(test, key, _)| format!("{test} {}", &key[..key.len().min(SHORT_KEY)]))
-            .collect(),
+        cells: keys,
         warnings,
     }
 }
@@ -167,6 +197,10 @@ fn text(v: Option<&Value>) -> Option<String> {
 /// No control byte reaches a report, and a value stays a readable size.
 pub(super) fn clean(s: &str) -> String {
     const MAX: usize = 200;
+    // Most values are short and clean: no char to replace, none to cut.
+    if s.len() <= MAX && !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
     let mut out: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
