@@ -191,8 +191,9 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
     assert!(left.is_empty(), "secrets left on the controller: {left:?}");
 }
 
-/// `password_file` must be a plain absolute path: a relative one, or one with shell
-/// metacharacters or a leading option, is refused at check with the scenario's place.
+/// `password_file` must be a plain absolute path to a file whose name says `password`:
+/// a relative one, one with shell metacharacters or a leading option, or another file
+/// (/etc/shadow) is refused at check with the scenario's place.
 #[test]
 fn wordpress_login_refuses_a_password_file_that_is_not_a_plain_absolute_path() {
     let root = std::env::temp_dir().join(format!("benchpipe-login-check-{}", std::process::id()));
@@ -230,6 +231,9 @@ fn wordpress_login_refuses_a_password_file_that_is_not_a_plain_absolute_path() {
         "/root/a b",
         "-/x",
         "/root/",
+        // Root-readable files whose first line must never be sent as a password.
+        "/etc/shadow",
+        "/root/.ssh/id_ed25519",
     ] {
         std::fs::write(root.join("scenarios/bad.toml"), scenario(bad)).unwrap();
         let out = bp(&root, &["check", "scenarios/bad.toml"]);
