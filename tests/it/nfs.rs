@@ -5,7 +5,9 @@
 //! is mounted.
 
 use crate::lab::{Lab, bp, text};
-use crate::serving::{assert_nothing_left, assert_positive, fixture, samples, scenario, shipped};
+use crate::serving::{
+    assert_nothing_left, assert_positive, fixture, hold_port, samples, scenario, shipped,
+};
 
 /// The nfs recipe's own summary of a real timed nfs-cat read (16 MiB from nfs-ganesha
 /// 4.3): MB/s and seconds. nfs-cat's refusal of a missing file (exit 10) never gets
@@ -91,33 +93,9 @@ fn an_nfs_port_in_use_on_the_board_is_refused() {
         "",
         "[params.nfs]\nsize_mib = 1\nport = 20491\n",
     );
-    let mut other = std::process::Command::new("ip")
-        .args(["netns", "exec", &board.netns, "iperf3", "-s", "-p", "20491"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    let listening = || {
-        let out = std::process::Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &board.netns,
-                "ss",
-                "-Hltn",
-                "sport = :20491",
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("20491")
-    };
-    while !listening() {
-        assert!(t0.elapsed().as_secs() < 30, "iperf3 never listened");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let held = hold_port(&board, 20491);
     let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
-    let _ = other.kill();
-    let _ = other.wait();
+    drop(held);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         text(&out).contains("nfs: port 20491 is already in use on the board"),

@@ -325,35 +325,9 @@ fn an_http_port_in_use_on_the_board_is_refused() {
         "",
         "[params.http]\nsize_mib = 1\nport = 8090\n",
     );
-    // A listener of someone else's in the board's network namespace.
-    let mut other = std::process::Command::new("ip")
-        .args(["netns", "exec", &board.netns, "iperf3", "-s", "-p", "8090"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !String::from_utf8_lossy(
-        &std::process::Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &board.netns,
-                "ss",
-                "-Hltn",
-                "sport = :8090",
-            ])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .contains("8090")
-    {
-        assert!(t0.elapsed().as_secs() < 30, "iperf3 never listened");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let held = hold_port(&board, 8090);
     let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);
-    let _ = other.kill();
-    let _ = other.wait();
+    drop(held);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         text(&out).contains("port 8090 is already in use on the board"),
@@ -580,4 +554,39 @@ fn fake_transport_before_run_steps_come_before_every_run_and_a_failing_one_fails
         "only the run before the failing step is stored"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A listener of someone else's on `port` in the board's network namespace (an iperf3
+/// server), up once `ss` sees it; stopped when dropped.
+pub(crate) struct HeldPort(std::process::Child);
+
+pub(crate) fn hold_port(board: &LabBoard, port: u16) -> HeldPort {
+    let child = std::process::Command::new("ip")
+        .args(["netns", "exec", &board.netns, "iperf3", "-s", "-p"])
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let held = HeldPort(child);
+    let t0 = std::time::Instant::now();
+    let listening = || {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &board.netns, "ss", "-Hltn"])
+            .arg(format!("sport = :{port}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).contains(&port.to_string())
+    };
+    while !listening() {
+        assert!(t0.elapsed().as_secs() < 30, "iperf3 never listened");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    held
+}
+
+impl Drop for HeldPort {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
