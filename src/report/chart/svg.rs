@@ -57,7 +57,7 @@ impl fmt::Display for F1 {
         let v = self.0;
         let a = v.abs();
         // NaN, infinities and magnitudes past 1e15 (no chart has them): std's own.
-        if !(a < 1e15) {
+        if !a.is_finite() || a >= 1e15 {
             return write!(f, "{v:.1}");
         }
         // a = m * 2^-shift exactly; shift >= 3, since a < 1e15 < 2^52 <= a normal m.
