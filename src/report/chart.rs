@@ -28,22 +28,14 @@ const BAR_H: f64 = 14.0;
 /// the row's `<title>` and in the table).
 const MAX_LABEL_LINES: usize = 3;
 
-/// Escapes text for SVG/XML (text and attribute values), dropping control characters.
-pub(super) fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
+#[cfg(test)]
+mod same_bytes;
+mod svg;
+
+use std::fmt::Write;
+
+pub(super) use svg::xml;
+use svg::{F1, Xml};
 
 /// One bar: a configuration's mean and the half-width of its interval.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,35 +56,49 @@ pub struct ChartTitle<'a> {
 }
 
 /// `text` in lines of at most `max` characters, broken after spaces (or inside a word
-/// longer than a line), at most `MAX_LABEL_LINES`.
+/// longer than a line), at most `MAX_LABEL_LINES`. Lengths are counted in characters as
+/// the words are placed (every bar's label is wrapped), and wrapping stops once a line
+/// past the last kept one begins.
 pub(super) fn wrap(text: &str, max: usize) -> Vec<String> {
     let max = max.max(8);
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let mut word: Vec<char> = word.chars().collect();
+    // `line`'s length in characters.
+    let mut len = 0;
+    'words: for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let mut word = word;
+        let mut word_len = word.chars().count();
         loop {
-            let len = line.chars().count();
             let room = if len == 0 {
                 max
             } else {
                 max.saturating_sub(len + 1)
             };
-            if word.len() <= room {
+            if word_len <= room {
                 if len > 0 {
                     line.push(' ');
+                    len += 1;
                 }
-                line.extend(word.iter());
+                line.push_str(word);
+                len += word_len;
                 break;
+            }
+            if lines.len() == MAX_LABEL_LINES {
+                // The line begun is past the last one kept: the label is cut (below),
+                // whatever else it says.
+                lines.push(std::mem::take(&mut line));
+                break 'words;
             }
             if len > 0 {
                 lines.push(std::mem::take(&mut line));
+                len = 0;
                 continue;
             }
-            // A word longer than a line: cut it.
-            let rest = word.split_off(max);
-            lines.push(word.iter().collect());
-            word = rest;
+            // A word longer than a line: cut it after `max` characters.
+            let cut = word.char_indices().nth(max).map_or(word.len(), |(i, _)| i);
+            lines.push(word[..cut].to_string());
+            word = &word[cut..];
+            word_len -= max;
         }
     }
     if !line.is_empty() || lines.is_empty() {
@@ -177,29 +183,39 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     let (x0, x1) = (PAD, WIDTH - PAD);
     let x = |v: f64| x0 + (v.clamp(lo, hi) - lo) / (hi - lo) * (x1 - x0);
 
-    let mut rows = String::new();
+    // Every bar's markup goes straight into `rows` and its words into `desc` (no
+    // `String` per bar, escaped as written): a big report draws thousands of bars. The
+    // header needs the height and the description, so they are joined at the end.
+    let mut rows = String::with_capacity(bars.len() * 720);
+    let mut desc = String::with_capacity(bars.len() * 80);
+    let unit = xml(title.unit);
+    let (label_px, value_px) = (format!("{LABEL_PX:.0}"), format!("{VALUE_PX:.0}"));
     let mut y = 48.0;
-    let mut desc = Vec::new();
     for (b, value) in bars.iter().zip(&values) {
         let lines = wrap(&b.label, label_chars);
-        let mut row = format!(
-            "<g class=\"row\"><title>{}: {value} {} ({})</title>\n",
-            xml(&b.label),
-            xml(title.unit),
-            xml(&b.note)
+        let (label, note) = (Xml(&b.label), Xml(&b.note));
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            rows,
+            "<g class=\"row\"><title>{label}: {value} {unit} ({note})</title>"
         );
         for (i, line) in lines.iter().enumerate() {
             let ly = y + LABEL_PX + i as f64 * (LABEL_PX + 3.0);
-            row.push_str(&format!(
-                "<text class=\"label\" x=\"{x0:.1}\" y=\"{ly:.1}\" font-size=\"{LABEL_PX:.0}\">{}</text>\n",
-                xml(line)
-            ));
+            let _ = writeln!(
+                rows,
+                "<text class=\"label\" x=\"{}\" y=\"{}\" font-size=\"{label_px}\">{}</text>",
+                F1(x0),
+                F1(ly),
+                Xml(line)
+            );
         }
-        row.push_str(&format!(
-            "<text class=\"value\" x=\"{x1:.1}\" y=\"{:.1}\" font-size=\"{VALUE_PX:.0}\" text-anchor=\"end\">{}</text>\n",
-            y + LABEL_PX,
-            xml(value)
-        ));
+        let _ = writeln!(
+            rows,
+            "<text class=\"value\" x=\"{}\" y=\"{}\" font-size=\"{value_px}\" text-anchor=\"end\">{}</text>",
+            F1(x1),
+            F1(y + LABEL_PX),
+            Xml(value)
+        );
         let by = y + lines.len() as f64 * (LABEL_PX + 3.0) + 3.0;
         let (zero, end) = (x(0.0), x(b.mean));
         let (left, width) = if end >= zero {
@@ -207,30 +223,37 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
         } else {
             (end, zero - end)
         };
-        row.push_str(&format!(
-            "<rect class=\"bar\" x=\"{left:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAR_H:.1}\" fill=\"#5b84c4\"/>\n",
-            width.max(1.0)
-        ));
+        let _ = writeln!(
+            rows,
+            "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#5b84c4\"/>",
+            F1(left),
+            F1(by),
+            F1(width.max(1.0)),
+            F1(BAR_H)
+        );
         if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
             let mid = by + BAR_H / 2.0;
             let (l, r) = (x(b.mean - h), x(b.mean + h));
+            let _ = write!(
+                rows,
+                "<path class=\"ci\" d=\"M{} {}H{}",
+                F1(l),
+                F1(mid),
+                F1(r)
+            );
             // An end the scale cuts gets no cap: the interval goes on past it.
-            let cap = |at: f64, cut: bool| {
-                if cut {
-                    String::new()
-                } else {
-                    format!("M{at:.1} {:.1}V{:.1}", mid - 6.0, mid + 6.0)
+            for (at, cut) in [(l, b.mean - h < lo), (r, b.mean + h > hi)] {
+                if !cut {
+                    let _ = write!(rows, "M{} {}V{}", F1(at), F1(mid - 6.0), F1(mid + 6.0));
                 }
-            };
-            row.push_str(&format!(
-                "<path class=\"ci\" d=\"M{l:.1} {mid:.1}H{r:.1}{}{}\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n",
-                cap(l, b.mean - h < lo),
-                cap(r, b.mean + h > hi),
-            ));
+            }
+            rows.push_str("\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n");
         }
-        row.push_str("</g>\n");
-        rows.push_str(&row);
-        desc.push(format!("{}: {value} ({})", b.label, b.note));
+        rows.push_str("</g>\n");
+        if !desc.is_empty() {
+            desc.push_str("; ");
+        }
+        let _ = write!(desc, "{label}: {} ({note})", Xml(value));
         y = by + BAR_H + 14.0;
     }
     let plot_top = 44.0;
@@ -238,7 +261,8 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     let mut axis = String::new();
     for t in &ticks {
         let tx = x(*t);
-        axis.push_str(&format!(
+        let _ = write!(
+            axis,
             "<path class=\"grid\" d=\"M{tx:.1} {plot_top:.1}V{plot_bottom:.1}\" stroke=\"#d0d7de\" stroke-width=\"1\"/>\n\
              <text class=\"axis\" x=\"{tx:.1}\" y=\"{:.1}\" font-size=\"{AXIS_PX:.0}\" text-anchor=\"{}\">{}</text>\n",
             plot_bottom + AXIS_PX + 4.0,
@@ -249,8 +273,8 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
             } else {
                 "middle"
             },
-            xml(&tick_text(*t, step))
-        ));
+            Xml(&tick_text(*t, step))
+        );
     }
     let height = plot_bottom + AXIS_PX + 10.0;
     let name = if title.unit.is_empty() {
@@ -258,19 +282,28 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     } else {
         format!("{} ({})", title.metric, title.unit)
     };
-    format!(
+    let mut svg = String::with_capacity(rows.len() + desc.len() + axis.len() + 1024);
+    let _ = write!(
+        svg,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 {WIDTH:.0} {height:.0}\" \
          width=\"{WIDTH:.0}\" height=\"{height:.0}\" role=\"img\" aria-label=\"{label}\" \
          font-family=\"system-ui, sans-serif\" fill=\"#1f2328\">\n\
-         <title>{label}</title>\n<desc>{desc}</desc>\n\
+         <title>{label}</title>\n<desc>",
+        label = Xml(&format!("{name}: {}", title.subtitle)),
+    );
+    svg.push_str(&desc);
+    let _ = write!(
+        svg,
+        "</desc>\n\
          <text class=\"title\" x=\"{x0:.1}\" y=\"18\" font-size=\"{TITLE_PX:.0}\" font-weight=\"bold\">{name}</text>\n\
-         <text class=\"subtitle\" x=\"{x0:.1}\" y=\"35\" font-size=\"12\" fill=\"#57606a\">{subtitle}</text>\n\
-         {axis}{rows}</svg>",
-        label = xml(&format!("{name}: {}", title.subtitle)),
-        desc = xml(&desc.join("; ")),
-        name = xml(&name),
-        subtitle = xml(title.subtitle),
-    )
+         <text class=\"subtitle\" x=\"{x0:.1}\" y=\"35\" font-size=\"12\" fill=\"#57606a\">{subtitle}</text>\n",
+        name = Xml(&name),
+        subtitle = Xml(title.subtitle),
+    );
+    svg.push_str(&axis);
+    svg.push_str(&rows);
+    svg.push_str("</svg>");
+    svg
 }
 
 #[cfg(test)]

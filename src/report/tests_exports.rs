@@ -338,3 +338,36 @@ fn results_csv_has_one_row_per_sample_with_provenance_and_exact_numbers() {
     assert_eq!(rows[1][col("kernel")], "'=HYPERLINK(\"x\"), 1");
     assert!(rows.iter().all(|r| r.len() == header.len()));
 }
+
+/// The exporters `write_reports` uses, with one template context made for both
+/// templates, give the bytes of the exporters made without it, for the report they were
+/// made for and (each converting its own) for another.
+#[test]
+fn exporters_sharing_one_context_render_what_each_renders_alone() {
+    let r = full_report();
+    let mut other = full_report();
+    other.title = "another <report>".into();
+    let templates = Templates::embedded();
+    let prepared = templates.exporters_for(&r);
+    let alone = exporters_with(&templates);
+    assert_eq!(prepared.len(), alone.len());
+    for (p, a) in prepared.iter().zip(&alone) {
+        assert_eq!(p.file_name(), a.file_name());
+        assert_eq!(
+            p.render(&r).unwrap(),
+            a.render(&r).unwrap(),
+            "{}",
+            a.file_name()
+        );
+        let theirs = a.render(&other).unwrap();
+        assert_eq!(p.render(&other).unwrap(), theirs, "{}", a.file_name());
+        if a.file_name().starts_with("index") {
+            assert_ne!(
+                theirs,
+                a.render(&r).unwrap(),
+                "{}: the title shows",
+                a.file_name()
+            );
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Text the SVG charts write, fast and to the byte: XML escaping that copies text
+//! needing none, and coordinates with one decimal as `format!("{:.1}")` prints them.
+//!
+//! Hand-written for speed: a report of a big store draws thousands of bars, about ten
+//! numbers and four texts each, and std's `{:.1}` (exact formatting, often through its
+//! slow big-number path) and a `String` per escaped text showed in the profile. Both are
+//! `Display` wrappers, so a chart writes straight into its `String` with `write!`.
+
+use std::fmt;
+
+/// Escapes text for SVG/XML (text and attribute values), dropping control characters.
+pub(in crate::report) fn xml(text: &str) -> String {
+    Xml(text).to_string()
+}
+
+/// `text` as XML text: `&`, `<`, `>`, `"`, `'` escaped, control characters as spaces.
+/// Text without any of them (most labels and every number) is written in one piece.
+pub(in crate::report) struct Xml<'a>(pub &'a str);
+
+/// Whether a byte may start something `Xml` changes: an escaped character, a C0 control
+/// or DEL, or 0xC2, the first byte of the C1 controls (U+0080..U+009F) and of other
+/// characters (which the slow path then keeps).
+fn special(b: u8) -> bool {
+    b < 0x20 || matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0x7f | 0xc2)
+}
+
+impl fmt::Display for Xml<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.0;
+        let Some(at) = text.bytes().position(special) else {
+            return f.write_str(text);
+        };
+        f.write_str(&text[..at])?;
+        for c in text[at..].chars() {
+            match c {
+                '&' => f.write_str("&amp;")?,
+                '<' => f.write_str("&lt;")?,
+                '>' => f.write_str("&gt;")?,
+                '"' => f.write_str("&quot;")?,
+                '\'' => f.write_str("&#39;")?,
+                c if c.is_control() => f.write_str(" ")?,
+                c => f.write_str(c.encode_utf8(&mut [0; 4]))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `v` with one decimal, byte for byte what `format!("{v:.1}")` gives for every `f64`
+/// (`fixed_one_decimal_is_std_s_for_every_kind_of_value` checks it): the exact binary
+/// value rounded half to even, a `-` on negative values and negative zero. Only for `{}`:
+/// width and precision flags are ignored.
+pub(in crate::report) struct F1(pub f64);
+
+impl fmt::Display for F1 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        let a = v.abs();
+        // NaN, infinities and magnitudes past 1e15 (no chart has them): std's own.
+        if !a.is_finite() || a >= 1e15 {
+            return write!(f, "{v:.1}");
+        }
+        // a = m * 2^-shift exactly; shift >= 3, since a < 1e15 < 2^52 <= a normal m.
+        let bits = a.to_bits();
+        let (m, shift) = match bits >> 52 {
+            0 => (bits, 1074),
+            e => ((bits & ((1 << 52) - 1)) | (1 << 52), 1075 - e as u32),
+        };
+        // Tenths: 10 a rounded half to even, with the remainder kept exactly in u128
+        // (10 m < 2^57); from shift 128 on, 10 a is far below a half.
+        let t = u128::from(m) * 10;
+        let tenths = if shift >= 128 {
+            0
+        } else {
+            let q = t >> shift;
+            let rest = t - (q << shift);
+            let half = 1u128 << (shift - 1);
+            if rest > half || (rest == half && q & 1 == 1) {
+                q + 1
+            } else {
+                q
+            }
+        } as u64;
+        // Digits from the right: the tenth, the point, the whole part (at most 16).
+        let mut buf = [0u8; 24];
+        let mut i = buf.len() - 1;
+        buf[i] = b'0' + (tenths % 10) as u8;
+        i -= 1;
+        buf[i] = b'.';
+        let mut whole = tenths / 10;
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (whole % 10) as u8;
+            whole /= 10;
+            if whole == 0 {
+                break;
+            }
+        }
+        if v.is_sign_negative() {
+            i -= 1;
+            buf[i] = b'-';
+        }
+        // Only ASCII digits, '.' and '-' were written.
+        f.write_str(std::str::from_utf8(&buf[i..]).map_err(|_| fmt::Error)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(v: f64) {
+        assert_eq!(
+            F1(v).to_string(),
+            format!("{v:.1}"),
+            "{v:e} ({:#x})",
+            v.to_bits()
+        );
+    }
+
+    /// Every kind of value std may print differently: exact halves (k/4 for odd k),
+    /// the doubles next to them and to every decimal tie, negative zero and small
+    /// negatives, subnormals, the 1e15 edge and beyond, non-finite values, and a few
+    /// million values spread over all exponents and over the charts' range.
+    #[test]
+    fn fixed_one_decimal_is_std_s_for_every_kind_of_value() {
+        let mut special = vec![
+            0.0,
+            -0.0,
+            0.05,
+            0.15,
+            0.25,
+            -0.25,
+            -0.04,
+            -0.05,
+            0.95,
+            9.95,
+            99.95,
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            f64::from_bits(1),
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            1e15,
+            -1e15,
+            1e15 - 0.25,
+            999_999_999_999_999.9,
+            4503599627370495.5,
+        ];
+        for k in -20_000i64..20_000 {
+            // Exact ties (k/4, k odd), and the nearest doubles to every x.y5.
+            let tie = k as f64 / 4.0;
+            let decimal = k as f64 / 20.0;
+            for v in [tie, decimal] {
+                special.extend([v, v.next_up(), v.next_down()]);
+            }
+        }
+        for p in 0..50 {
+            let big = 2f64.powi(p) + 0.25;
+            special.extend([big, big.next_up(), big.next_down(), -big]);
+        }
+        for v in special {
+            check(v);
+        }
+        // xorshift: reproducible bit patterns with every exponent up to 2^52 (above 1e15
+        // std formats them itself, and slowly), and values in the range chart
+        // coordinates take.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..1_000_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let exponent = (x >> 52) % 1076;
+            check(f64::from_bits(
+                (x & 0x800f_ffff_ffff_ffff) | (exponent << 52),
+            ));
+            check((x >> 11) as f64 / (1u64 << 53) as f64 * 2000.0 - 500.0);
+            check((x % 100_000) as f64 / 100.0);
+        }
+    }
+
+    /// The escaping `Xml` replaced, char by char with a `String` each time.
+    fn reference(text: &str) -> String {
+        let mut out = String::new();
+        for c in text.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#39;"),
+                c if c.is_control() => out.push(' '),
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn xml_escapes_markup_and_blanks_controls_and_copies_the_rest() {
+        // Every pair of characters from a set holding each class of them.
+        let chars = [
+            'a', ' ', '&', '<', '>', '"', '\'', '\t', '\n', '\u{7f}', '\u{80}', '\u{85}', '\u{9f}',
+            '\u{a0}', 'é', 'Ā', '±', '—', '…', '😀',
+        ];
+        for a in chars {
+            for b in chars {
+                let text = format!("x{a}{b}y{a}");
+                assert_eq!(xml(&text), reference(&text), "{text:?}");
+            }
+        }
+        assert_eq!(
+            xml("plain text, 12.5 ± 0.3 — ok"),
+            "plain text, 12.5 ± 0.3 — ok"
+        );
+        assert_eq!(
+            xml("a<b>&\"c\"'d'"),
+            "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;"
+        );
+        assert_eq!(xml("tab\there\u{7f}\u{85}é\u{a0}ü"), "tab here  é\u{a0}ü");
+        assert_eq!(xml("Ā\u{9f}x"), "Ā x");
+        assert_eq!(xml(""), "");
+    }
+}
