@@ -350,7 +350,7 @@ fn cell_facts(d: &CellData) -> Vec<(String, String)> {
     };
     let facts = d.facts.as_ref();
     let get = |k: &str| facts.and_then(|f| f.get(k));
-    let inputs = d.record.as_ref().map(|r| &r.inputs);
+    let inputs = d.record.as_ref().map(|r| r.inputs.value());
     let flashed = get("flashed");
 
     // The image: the one the scenario declares (its sha256, in the cell's inputs), and
