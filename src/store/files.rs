@@ -216,7 +216,8 @@ pub(super) fn read_samples_in(buf: &mut ReadBuf, path: &Path) -> Result<Vec<Samp
         return Ok(Vec::new());
     };
     let bytes = buf.fill(file, len).map_err(io(path))?;
-    let mut out = Vec::new();
+    // Sized up front: grown step by step, a big cell's samples were copied several times.
+    let mut out = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count());
     // Every line but a last one without its newline: that one was torn by a crash.
     let lines = bytes
         .split_inclusive(|&b| b == b'\n')

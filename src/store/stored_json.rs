@@ -15,6 +15,30 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+/// The scalar visits of a visitor whose value for every scalar is `$v`.
+macro_rules! forward_scalars {
+    (|_v| $v:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+    };
+}
+
 /// A JSON value, as its text from the store or as a value given.
 #[derive(Clone, Default)]
 pub struct StoredJson {
@@ -34,6 +58,61 @@ impl StoredJson {
             None => Value::Null,
         })
     }
+}
+
+impl StoredJson {
+    /// The value's members named in `keys`, as an object (Null when it is no object):
+    /// what a caller that looks at two members of a big value needs, without building
+    /// the rest of it (a report looks at two of every cell's inputs).
+    pub fn pick(&self, keys: &[&str]) -> Value {
+        if let Some(v) = self.value.get() {
+            return match v {
+                Value::Object(m) => Value::Object(
+                    m.iter()
+                        .filter(|(k, _)| keys.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                _ => Value::Null,
+            };
+        }
+        let Some(raw) = &self.raw else {
+            return Value::Null;
+        };
+        let mut de = serde_json::Deserializer::from_str(raw.get());
+        // Checked when read, so it parses; were it not to, Null, never a panic.
+        de.deserialize_any(Pick(keys)).unwrap_or(Value::Null)
+    }
+}
+
+/// The members `pick` keeps, parsed as `Value` parses them; the others skipped.
+struct Pick<'k>(&'k [&'k str]);
+
+impl<'de> Visitor<'de> for Pick<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if self.0.contains(&key.as_str()) {
+                out.insert(key, map.next_value()?);
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(Value::Null)
+    }
+
+    forward_scalars!(|_v| Value::Null);
 }
 
 impl From<Value> for StoredJson {
@@ -74,30 +153,6 @@ impl<'de> Deserialize<'de> for StoredJson {
             value: OnceLock::new(),
         })
     }
-}
-
-/// The scalar visits of a visitor whose value for every scalar is `$v`.
-macro_rules! forward_scalars {
-    (|_v| $v:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($v)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($v)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($v)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($v)
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($v)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok($v)
-        }
-    };
 }
 
 /// Checks that the whole document `bytes` is an object that parses as a `Value` would

@@ -91,6 +91,31 @@ fn inputs_kept_as_text_compare_and_serialise_as_their_value() {
     assert_eq!(format!("{:?}", read.inputs), format!("{:?}", given.value()));
 }
 
+#[test]
+fn picked_members_are_the_ones_of_the_whole_value_text_or_parsed() {
+    let cell = a_cell();
+    let doc = record_doc(&serde_json::to_string(&cell.inputs).unwrap());
+    let text = parse_record(Path::new("cell.json"), doc.as_bytes())
+        .unwrap()
+        .inputs;
+    let keys = ["image", "board", "absent"];
+    let want = json!({"image": cell.inputs["image"], "board": cell.inputs["board"]});
+    assert_eq!(text.pick(&keys), want, "from the text");
+    let _ = text.value();
+    assert_eq!(text.pick(&keys), want, "once parsed");
+    assert_eq!(StoredJson::from(cell.inputs.clone()).pick(&keys), want);
+    for other in ["[1, {\"image\": 2}]", "\"image\"", "null"] {
+        let doc = record_doc(other);
+        let r = parse_record(Path::new("cell.json"), doc.as_bytes()).unwrap();
+        assert_eq!(r.inputs.pick(&keys), Value::Null, "{other}");
+    }
+    // The last of two members of one name, as a Value keeps it.
+    let doc = record_doc("{\"image\": 1, \"image\": 2}");
+    let r = parse_record(Path::new("cell.json"), doc.as_bytes()).unwrap();
+    assert_eq!(r.inputs.pick(&keys), json!({"image": 2}));
+    assert_eq!(r.inputs.value(), &json!({"image": 2}));
+}
+
 /// A cell directory is listed to find which of its files to open: the ones it holds
 /// are all read, and a cell "directory" that is not one is an error naming its file.
 #[test]
