@@ -228,7 +228,7 @@ impl<'a> Nearest<'a> {
         }
         candidates
             .into_iter()
-            .map(|r| (diff(&r.inputs, &cell.inputs, MAX_CHANGES), r))
+            .map(|r| (diff(r.inputs.value(), &cell.inputs, MAX_CHANGES), r))
             .min_by(|(a, ra), (b, rb)| a.total().cmp(&b.total()).then(ra.key.cmp(&rb.key)))
             .map_or(Why::New, |(diff, r)| Why::Changed {
                 nearest: r.key.clone(),
@@ -323,7 +323,7 @@ mod tests {
             format: 1,
             key: CellKey::parse(key).unwrap(),
             address: address.clone(),
-            inputs,
+            inputs: inputs.into(),
         };
         assert_eq!(Nearest::new([]).why(cell), Why::New);
 

@@ -92,9 +92,9 @@ fn rebuild(
         Some(f) if f.as_str() == AS_IS => Some(as_is()),
         Some(f) => Some(scenario.filesystems.get(f)?.clone()),
     };
-    let board = BoardInputs::from_json(record.inputs.get("board")?)?;
-    let storage = StorageInputs::from_json(record.inputs.get("storage")?)?;
-    let network = NetworkInputs::from_json(record.inputs.get("network")?)?;
+    let board = BoardInputs::from_json(record.inputs.value().get("board")?)?;
+    let storage = StorageInputs::from_json(record.inputs.value().get("storage")?)?;
+    let network = NetworkInputs::from_json(record.inputs.value().get("network")?)?;
     // The address and the stored inputs must agree, as apply wrote them.
     let storage_name = storage.as_ref().map(|s| s.name.as_str());
     let network_name = network.as_ref().map(|n| n.name.as_str());

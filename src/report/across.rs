@@ -87,8 +87,8 @@ fn found<'d>(cell: &Cell, side: &Indexed<'d>) -> Option<&'d CellData> {
         .iter()
         .copied()
         .min_by(|(a, _), (b, _)| {
-            let da = diff::diff(&a.inputs, &cell.inputs, usize::MAX).total();
-            let db = diff::diff(&b.inputs, &cell.inputs, usize::MAX).total();
+            let da = diff::diff(a.inputs.value(), &cell.inputs, usize::MAX).total();
+            let db = diff::diff(b.inputs.value(), &cell.inputs, usize::MAX).total();
             da.cmp(&db).then(a.key.cmp(&b.key))
         })
         .map(|(_, d)| d)
@@ -117,7 +117,7 @@ fn changes(a: &CellData, b: &CellData, cell_a: &Cell, cell_b: &Cell) -> Vec<Stri
     let inputs = |d: &CellData, c: &Cell| {
         d.record
             .as_ref()
-            .map(|r| r.inputs.clone())
+            .map(|r| r.inputs.value().clone())
             .unwrap_or_else(|| c.inputs.clone())
     };
     let d = diff::diff(&inputs(a, cell_a), &inputs(b, cell_b), MAX_CHANGES);

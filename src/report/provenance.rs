@@ -384,7 +384,13 @@ fn cell_facts(d: &CellData) -> Vec<(String, String)> {
     };
     let facts = d.facts.as_ref();
     let get = |k: &str| facts.and_then(|f| f.get(k));
-    let inputs = d.record.as_ref().map(|r| &r.inputs);
+    // The members of the inputs shown here (not the whole of them built): keep this
+    // list to the ones `inputs` is asked for below.
+    let picked = d
+        .record
+        .as_ref()
+        .map(|r| r.inputs.pick(&["image", "board", "peer", "filesystem"]));
+    let inputs = picked.as_ref();
     let flashed = get("flashed");
 
     // The image: the one the scenario declares (its sha256, in the cell's inputs), and

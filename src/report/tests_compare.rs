@@ -164,7 +164,7 @@ fn across_two_stores_pairs_by_address_and_names_the_changed_input() {
             format: 1,
             key: key.clone(),
             address: c.address.clone(),
-            inputs,
+            inputs: inputs.into(),
         });
         old.insert(key, d);
     }

@@ -2,15 +2,17 @@
 //! regular file or too large or too new, and samples files cut back to whole lines.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{FORMAT, RunKind, Sample};
+use super::stored_json::check_value;
+use super::{CellRecord, FORMAT, RunKind, Sample};
 use crate::error::{Error, Result};
 use crate::model::RunOrder;
+use crate::plan::{Address, CellKey};
 use crate::telemetry::{StoredTelemetry, TelemetrySummary};
 
 pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -41,10 +43,10 @@ pub(super) fn sync_dir(dir: &Path) -> Result<()> {
 /// The most a store file may hold; a larger one is not benchpipe's.
 pub(super) const MAX_FILE_BYTES: u64 = 64 << 20;
 
-/// Opens a store file for reading: `None` when absent; an error when it is a FIFO, a
-/// device, a symlink or a directory. A FIFO planted in `results/` would otherwise block
-/// `plan` and `report` for ever, and a device would stream without end.
-pub(super) fn open_regular(path: &Path) -> Result<Option<File>> {
+/// Opens a store file for reading, with its length: `None` when absent; an error when
+/// it is a FIFO, a device, a symlink or a directory. A FIFO planted in `results/` would
+/// otherwise block `plan` and `report` for ever, and a device would stream without end.
+fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = match OpenOptions::new()
         .read(true)
@@ -69,7 +71,27 @@ pub(super) fn open_regular(path: &Path) -> Result<Option<File>> {
             meta.len()
         )));
     }
-    Ok(Some(file))
+    Ok(Some((file, meta.len())))
+}
+
+/// A buffer that one reading thread reuses for every file it reads. Reading a big store
+/// is reading many small files: a buffer of their own each (and the allocator's work
+/// behind a fresh kilobytes-sized one: consolidating its free lists) cost about as much
+/// as parsing them.
+#[derive(Default)]
+pub(super) struct ReadBuf(Vec<u8>);
+
+impl ReadBuf {
+    /// The whole of `file` (`len` bytes by its metadata), in place of what the buffer
+    /// held.
+    fn fill(&mut self, file: File, len: u64) -> std::io::Result<&[u8]> {
+        self.0.clear();
+        // Sized up front (and one byte over, so that the read that finds the end needs
+        // no more room): through `take` a read would grow its buffer step by step.
+        self.0.reserve(len.min(MAX_FILE_BYTES) as usize + 1);
+        file.take(MAX_FILE_BYTES).read_to_end(&mut self.0)?;
+        Ok(&self.0)
+    }
 }
 
 pub(super) fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>> {
@@ -81,25 +103,69 @@ pub(super) fn read_json_of<T: for<'de> Deserialize<'de>>(
     path: &Path,
     newest: u32,
 ) -> Result<Option<T>> {
-    let read = |path: &Path| -> std::io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        match open_regular(path) {
-            Ok(Some(f)) => {
-                // Sized up front: through `take` a read would grow its buffer step by step.
-                let len = f.metadata().map_or(0, |m| m.len()).min(MAX_FILE_BYTES);
-                bytes.reserve_exact(len as usize + 1);
-                f.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
-                Ok(bytes)
-            }
-            Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
-            Err(e) => Err(std::io::Error::other(e.to_string())),
-        }
+    read_json_in(&mut ReadBuf::default(), path, newest)
+}
+
+/// `read_json_of`, reading through `buf`.
+pub(super) fn read_json_in<T: for<'de> Deserialize<'de>>(
+    buf: &mut ReadBuf,
+    path: &Path,
+    newest: u32,
+) -> Result<Option<T>> {
+    // Errors as they always were: an unopenable file is an I/O error naming it, whose
+    // cause is the store's own error (naming it again).
+    let opened =
+        open_regular(path).map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
+    let Some((file, len)) = opened else {
+        return Ok(None);
     };
-    match read(path) {
-        Ok(bytes) => parse_doc(path, None, &bytes, newest).map(Some),
+    match buf.fill(file, len) {
+        Ok(bytes) => parse_doc(path, None, bytes, newest).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, e)),
     }
+}
+
+/// Reads a `cell.json` (see `parse_record`).
+pub(super) fn read_record(buf: &mut ReadBuf, path: &Path) -> Result<Option<CellRecord>> {
+    // As `read_json_in` does, with its errors.
+    let opened =
+        open_regular(path).map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
+    let Some((file, len)) = opened else {
+        return Ok(None);
+    };
+    match buf.fill(file, len) {
+        Ok(bytes) => parse_record(path, bytes).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// A `cell.json`, its inputs kept as text (`StoredJson`). Quick when the document is
+/// whole and of a known format (`check_value` says so, building nothing); anything
+/// else is read as it always was, inputs as a `Value`, so that it has the same result
+/// and the same error.
+pub(super) fn parse_record(path: &Path, bytes: &[u8]) -> Result<CellRecord> {
+    if let Ok(Some(format)) = check_value(bytes)
+        && format <= u64::from(FORMAT)
+        && let Ok(record) = serde_json::from_slice::<CellRecord>(bytes)
+    {
+        return Ok(record);
+    }
+    #[derive(Deserialize)]
+    struct Parsed {
+        format: u32,
+        key: CellKey,
+        address: Address,
+        inputs: Value,
+    }
+    let p: Parsed = parse_doc(path, None, bytes, FORMAT)?;
+    Ok(CellRecord {
+        format: p.format,
+        key: p.key,
+        address: p.address,
+        inputs: p.inputs.into(),
+    })
 }
 
 /// A store document's `format`, read on its own: the other fields are skipped unbuilt.
@@ -113,7 +179,7 @@ struct FormatField {
 /// first, so that a newer one is refused before its fields are read, then the typed
 /// value is parsed straight from the bytes. Building a `Value` tree first and
 /// converting it was most of what a report spent reading the store.
-fn parse_doc<T: for<'de> Deserialize<'de>>(
+pub(super) fn parse_doc<T: for<'de> Deserialize<'de>>(
     path: &Path,
     line: Option<usize>,
     bytes: &[u8],
@@ -141,25 +207,27 @@ pub(super) fn check_format(path: &Path, format: Option<u64>, newest: u32) -> Res
 
 /// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
 pub(super) fn read_samples(path: &Path) -> Result<Vec<Sample>> {
-    let Some(file) = open_regular(path)? else {
+    read_samples_in(&mut ReadBuf::default(), path)
+}
+
+/// `read_samples`, reading the file whole through `buf`.
+pub(super) fn read_samples_in(buf: &mut ReadBuf, path: &Path) -> Result<Vec<Sample>> {
+    let Some((file, len)) = open_regular(path)? else {
         return Ok(Vec::new());
     };
-    let mut out = Vec::new();
-    let mut reader = BufReader::new(file.take(MAX_FILE_BYTES));
-    let mut line = Vec::new();
-    let mut lineno = 0;
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io(path))?;
-        if n == 0 || line.last() != Some(&b'\n') {
-            break;
-        }
-        lineno += 1;
-        out.push(match parse_sample(&line) {
+    let bytes = buf.fill(file, len).map_err(io(path))?;
+    // Sized up front: grown step by step, a big cell's samples were copied several times.
+    let mut out = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count());
+    // Every line but a last one without its newline: that one was torn by a crash.
+    let lines = bytes
+        .split_inclusive(|&b| b == b'\n')
+        .take_while(|l| l.last() == Some(&b'\n'));
+    for (i, line) in lines.enumerate() {
+        out.push(match parse_sample(line) {
             Some(s) if s.format <= FORMAT => s,
             // A newer format, or a line the fast path does not take: read as before,
             // with the same errors.
-            _ => parse_doc(path, Some(lineno), &line, FORMAT)?,
+            _ => parse_doc(path, Some(i + 1), line, FORMAT)?,
         });
     }
     Ok(out)

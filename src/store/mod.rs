@@ -53,17 +53,22 @@ mod drift;
 mod failure;
 mod files;
 mod plan_skips;
+mod stored_json;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_read;
 
 pub use board_facts::{BoardFacts, KernelFacts};
 pub use board_state::BoardState;
 pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
-    cut_torn_tail, io, read_json, read_json_of, read_samples, sync_dir, to_json_bytes, write_atomic,
+    ReadBuf, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
+    read_samples_in, sync_dir, to_json_bytes, write_atomic,
 };
 pub use plan_skips::PlanSkips;
+pub use stored_json::StoredJson;
 
 /// The version of every file in the store but failure.json; readers refuse newer ones.
 pub const FORMAT: u32 = 1;
@@ -118,7 +123,8 @@ pub struct CellRecord {
     pub format: u32,
     pub key: CellKey,
     pub address: Address,
-    pub inputs: Value,
+    /// Parsed at first use (`StoredJson::value`): most reads never look.
+    pub inputs: StoredJson,
 }
 
 /// `redo.json`: a user asked to measure the cell again (`--redo`, like a terraform
@@ -228,15 +234,7 @@ impl Store {
     }
 
     fn read_dir(&self, dir: &Path) -> Result<CellData> {
-        Ok(CellData {
-            record: read_json(&dir.join("cell.json"))?,
-            samples: read_samples(&dir.join("samples.jsonl"))?,
-            facts: read_json(&dir.join("facts.json"))?,
-            failure: read_json_of(&dir.join("failure.json"), FAILURE_FORMAT)?,
-            redo: read_json(&dir.join("redo.json"))?,
-            skip: read_json(&dir.join("skip.json"))?,
-            fingerprint: read_json(&dir.join("fingerprint.json"))?,
-        })
+        read_cell(&mut dir.to_path_buf(), &mut ReadBuf::default())
     }
 
     /// Every cell in the store by key (for reports and garbage listing). Cells are read
@@ -269,8 +267,12 @@ impl Store {
         let chunk = cells.len().div_ceil(threads).max(1);
         let read = |part: &[(std::ffi::OsString, CellKey)]| -> Result<Vec<(CellKey, CellData)>> {
             let mut out = Vec::with_capacity(part.len());
+            let (mut dir, mut buf) = (self.root.clone(), ReadBuf::default());
             for (name, key) in part {
-                let data = self.read_dir(&self.root.join(name))?;
+                dir.push(name);
+                let data = read_cell(&mut dir, &mut buf);
+                dir.pop();
+                let data = data?;
                 if data.record.is_some() {
                     out.push((key.clone(), data));
                 }
@@ -323,12 +325,12 @@ impl Store {
         let dir = self.cell_dir(cell);
         fs::create_dir_all(dir.join("logs")).map_err(io(&dir))?;
         let path = dir.join("cell.json");
-        if read_json::<CellRecord>(&path)?.is_none() {
+        if read_record(&mut ReadBuf::default(), &path)?.is_none() {
             let rec = CellRecord {
                 format: FORMAT,
                 key: cell.key.clone(),
                 address: cell.address.clone(),
-                inputs: cell.inputs.clone(),
+                inputs: cell.inputs.clone().into(),
             };
             write_atomic(&path, &to_json_bytes(&rec)?)?;
             sync_dir(&self.root)?;
@@ -357,6 +359,81 @@ impl Store {
             session: session.to_string(),
         };
         write_atomic(&dir.join("redo.json"), &to_json_bytes(&redo)?)
+    }
+}
+
+/// Everything a cell directory holds (`dir` is given back as it came), reading through
+/// one thread's `buf`. Its files are read in `Present::NAMES` order, so that of two
+/// broken ones the first is named, as it always was.
+fn read_cell(dir: &mut PathBuf, buf: &mut ReadBuf) -> Result<CellData> {
+    let present = Present::of(dir);
+    let mut d = CellData::default();
+    for (i, name) in Present::NAMES.into_iter().enumerate() {
+        if present.has(i) {
+            dir.push(name);
+            let read = read_cell_file(&mut d, name, dir, buf);
+            dir.pop();
+            read?;
+        }
+    }
+    Ok(d)
+}
+
+/// Reads the cell file `name` at `path` into its field of `d`.
+fn read_cell_file(d: &mut CellData, name: &str, path: &Path, buf: &mut ReadBuf) -> Result<()> {
+    match name {
+        "cell.json" => d.record = read_record(buf, path)?,
+        "samples.jsonl" => d.samples = read_samples_in(buf, path)?,
+        "facts.json" => d.facts = read_json_in(buf, path, FORMAT)?,
+        "failure.json" => d.failure = read_json_in(buf, path, FAILURE_FORMAT)?,
+        "redo.json" => d.redo = read_json_in(buf, path, FORMAT)?,
+        "skip.json" => d.skip = read_json_in(buf, path, FORMAT)?,
+        "fingerprint.json" => d.fingerprint = read_json_in(buf, path, FORMAT)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Which of the files `read_cell` reads a cell directory lists. Most cells have three
+/// of the seven; looking for the other four one by one cost more than listing the
+/// directory once. A directory that cannot be listed reads as holding all of them, so
+/// that opening each names the error as it always did.
+struct Present(Option<u8>);
+
+impl Present {
+    const NAMES: [&str; 7] = [
+        "cell.json",
+        "samples.jsonl",
+        "facts.json",
+        "failure.json",
+        "redo.json",
+        "skip.json",
+        "fingerprint.json",
+    ];
+
+    fn of(dir: &Path) -> Present {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return Present(None);
+        };
+        let mut mask = 0u8;
+        for entry in entries {
+            let Ok(entry) = entry else {
+                return Present(None);
+            };
+            let name = entry.file_name();
+            let known = Self::NAMES
+                .iter()
+                .position(|n| name.as_encoded_bytes() == n.as_bytes());
+            if let Some(i) = known {
+                mask |= 1 << i;
+            }
+        }
+        Present(Some(mask))
+    }
+
+    /// Whether the directory holds `NAMES[i]` (or could not be listed).
+    fn has(&self, i: usize) -> bool {
+        self.0.is_none_or(|mask| mask & (1 << i) != 0)
     }
 }
 
