@@ -203,12 +203,19 @@ fn tmpfs_point(root: &Path, board: &LabBoard) -> String {
     )
 }
 
-/// Every tmpfs benchpipe's recipes made (source `benchpipe-*`) still mounted on the board.
+/// Every tmpfs benchpipe's recipes made (source `benchpipe-*`) still mounted in the board's workdir.
 pub fn benchpipe_tmpfs(board: &LabBoard) -> String {
     let out = in_board(board, "findmnt -rn -t tmpfs -o SOURCE,TARGET");
+    // Lab boards share the controller's mounts: only this board's workdir tells its
+    // tmpfs from another test's lab running at the same time.
+    let workdir = format!("{}/", board.workdir.trim_end_matches('/'));
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.starts_with("benchpipe-"))
+        .filter(|l| {
+            l.starts_with("benchpipe-")
+                && l.split_once(' ')
+                    .is_some_and(|(_, target)| target.starts_with(&workdir))
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
