@@ -78,8 +78,18 @@ pub fn stop_rule(method: &Method, primaries: &[Vec<f64>], have: usize) -> Option
 /// flagged runs and this one is flagged. Flags are judged again from the stored
 /// telemetry with the scenario's thresholds, so changing a threshold needs no rerun.
 pub fn counts(method: &Method, sample: &Sample) -> bool {
-    sample.kind == RunKind::Measured
-        && (!method.validity.exclude_flagged || flags_of(method, sample).is_empty())
+    // Flags are judged only when they can matter.
+    let flags = if method.validity.exclude_flagged {
+        flags_of(method, sample)
+    } else {
+        Vec::new()
+    };
+    counts_with_flags(method, sample, &flags)
+}
+
+/// `counts`, for a run whose flags (`flags_of`) are already judged.
+pub fn counts_with_flags(method: &Method, sample: &Sample, flags: &[String]) -> bool {
+    sample.kind == RunKind::Measured && (!method.validity.exclude_flagged || flags.is_empty())
 }
 
 /// A run's validity flags under the method's thresholds.

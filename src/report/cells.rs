@@ -176,9 +176,7 @@ pub(super) fn views<'a>(
                     let flags = state::flags_of(method, s);
                     let current = d.is_current(s);
                     Run {
-                        counts: current
-                            && s.kind == RunKind::Measured
-                            && (!method.validity.exclude_flagged || flags.is_empty()),
+                        counts: current && state::counts_with_flags(method, s, &flags),
                         warnings: warnings_of(s),
                         flags,
                         current,
