@@ -151,11 +151,7 @@ impl Worker<'_> {
             (Some(p), Side::Board) => p.wrap(&command),
             _ => command.clone(),
         };
-        let started = store::now();
-        let t0 = Instant::now();
-        let out = t.side(step.on).run(&run_command, step.timeout);
-        let seconds = t0.elapsed().as_secs_f64();
-        let ended = store::now();
+        let (out, times) = Times::of(|| t.side(step.on).run(&run_command, step.timeout));
         let plug = plug.map(|p| p.finish());
         let probe = if self.stop.load(Ordering::SeqCst) || out.is_err() {
             if let Some(p) = probe {
@@ -187,18 +183,7 @@ impl Worker<'_> {
                 }
             },
         };
-        let run = RunDone {
-            kind,
-            index,
-            order,
-            seq,
-            command,
-            composed,
-            out,
-            started,
-            ended,
-            seconds,
-        };
+        let run = RunDone::new((kind, index, order), seq, (command, composed), out, times);
         let mut metrics = self.read_metrics(writer, job.recipe, &run)?;
         let mut telemetry = telemetry;
         if job.recipe.series {
@@ -235,12 +220,57 @@ pub(super) struct RunDone {
     pub(super) command: String,
     pub(super) composed: Option<super::per_member::Composed>,
     pub(super) out: crate::transport::Output,
+    pub(super) times: Times,
+}
+
+/// When a run started and ended (the store's clock) and how long it took.
+pub(super) struct Times {
     pub(super) started: f64,
     pub(super) ended: f64,
     pub(super) seconds: f64,
 }
 
+impl Times {
+    /// `run`, timed.
+    pub(super) fn of<T>(run: impl FnOnce() -> T) -> (T, Times) {
+        let started = store::now();
+        let t0 = Instant::now();
+        let out = run();
+        let seconds = t0.elapsed().as_secs_f64();
+        let ended = store::now();
+        (
+            out,
+            Times {
+                started,
+                ended,
+                seconds,
+            },
+        )
+    }
+}
+
 impl RunDone {
+    /// A run (`kind`, `index`, `order`) that ran `command` (`composed` for a
+    /// per-member run) as sample `seq` of its cell.
+    pub(super) fn new(
+        (kind, index, order): (RunKind, u32, RunOrder),
+        seq: u32,
+        (command, composed): (String, Option<super::per_member::Composed>),
+        out: crate::transport::Output,
+        times: Times,
+    ) -> RunDone {
+        RunDone {
+            kind,
+            index,
+            order,
+            seq,
+            command,
+            composed,
+            out,
+            times,
+        }
+    }
+
     /// The run's log, as the store keeps it beside the sample.
     fn log(&self) -> String {
         format!(
@@ -249,7 +279,7 @@ impl RunDone {
             self.kind,
             self.index,
             self.out.exit,
-            self.seconds,
+            self.times.seconds,
             self.out.stdout_str(),
             self.out.stderr_str()
         )
@@ -364,8 +394,8 @@ impl Worker<'_> {
             seq: run.seq,
             kind: run.kind,
             session: self.session.to_string(),
-            started: run.started,
-            ended: run.ended,
+            started: run.times.started,
+            ended: run.times.ended,
             metrics,
             flags,
             telemetry,
@@ -381,7 +411,7 @@ impl Worker<'_> {
             cell: &job.cell.address,
             kind: run.kind,
             metrics: &sample.metrics,
-            seconds: run.seconds,
+            seconds: run.times.seconds,
         });
         Ok(sample)
     }

@@ -4,7 +4,6 @@
 //! numbers are not stored, and the cluster's cells fail with the member's loss.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use serde_json::{Map, Value};
 
@@ -12,10 +11,10 @@ use super::{ClusterWalk, ClusterWorker, Slot};
 use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
 use crate::plan::CellKey;
-use crate::store::{self, RunKind};
+use crate::store::RunKind;
 use crate::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
 
-use super::super::runs::{RunDone, stops_group};
+use super::super::runs::{RunDone, Times, stops_group};
 
 impl ClusterWorker<'_> {
     pub(super) fn warm_up(
@@ -144,11 +143,7 @@ impl ClusterWorker<'_> {
             (Slot::Member(_), Some(p)) => p.wrap(&command),
             _ => command.clone(),
         };
-        let started = store::now();
-        let t0 = Instant::now();
-        let out = self.run_on(w, slot, &run_command, step.timeout);
-        let seconds = t0.elapsed().as_secs_f64();
-        let ended = store::now();
+        let (out, times) = Times::of(|| self.run_on(w, slot, &run_command, step.timeout));
         let stopped = self.w.stop.load(Ordering::SeqCst);
         let out = match out {
             Ok(out) if !stopped => out,
@@ -195,18 +190,7 @@ impl ClusterWorker<'_> {
         }
         flags.sort();
         flags.dedup();
-        let run = RunDone {
-            kind,
-            index,
-            order,
-            seq,
-            command,
-            composed,
-            out,
-            started,
-            ended,
-            seconds,
-        };
+        let run = RunDone::new((kind, index, order), seq, (command, composed), out, times);
         let cell = w.live.get_mut(key).ok_or(CellFailure::Interrupted)?;
         let metrics = self.w.read_metrics(&mut cell.writer, job.recipe, &run)?;
         let telemetry = (kind == RunKind::Measured && !telemetry.is_empty())

@@ -175,15 +175,12 @@ impl ClusterWorker<'_> {
                 unserved.entry(test).or_insert(cause);
             }
         }
-        let on_controller = super::super::provision::provision(
-            w.controller.as_mut(),
-            "the controller",
-            &[Side::Controller],
+        let controller = w.controller.as_mut();
+        super::super::provision::on_controller(
+            controller,
             recipes.values().copied(),
+            &mut unserved,
         )?;
-        for (test, cause) in on_controller {
-            unserved.entry(test).or_insert(cause);
-        }
         let jobs: Vec<&Job<'_>> = pending.iter().map(|k| w.jobs[k]).collect();
         super::super::walk::fail_unserved(&mut w.outcomes, jobs, &unserved);
         Ok(())
