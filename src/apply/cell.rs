@@ -76,15 +76,12 @@ impl Worker<'_> {
             vars,
             // Read again: a drift choice at `gather-facts` may have marked a redo.
             data: self.store.read(cell)?,
+            member_vars: Vec::new(),
             services: Vec::new(),
             tmpfs: None,
         })
     }
 
-    /// The recipe's `[[requires]]` checks, in order. One that exits non-zero having
-    /// printed a reason on stdout says the test cannot apply here (the storage is no
-    /// disk, or on tmpfs): the cell is skipped with the reason's first line. One that
-    /// exits non-zero without a word is a failure, like any other step.
     /// Opens a cell at its first step (its tmpfs or its setup): its store entry, its
     /// secret directory on the controller, then its `[[requires]]` checks.
     pub(super) fn open_live<'j, 'c>(
@@ -95,15 +92,13 @@ impl Worker<'_> {
         secrets: &super::secrets::Secrets,
     ) -> Result<LiveCell<'j, 'c>, CellFailure> {
         let cell = self.open_cell(job, facts)?;
-        if !job.recipe.secrets.is_empty() {
-            let dir = super::secrets::dir_of(&self.service_dir(Side::Controller), &job.cell.key);
-            super::secrets::make_dir(t.controller, &dir)?;
-            secrets.open(&job.cell.key, &dir, &job.recipe.secrets);
-        }
+        let dir = self.service_dir(Side::Controller);
+        super::secrets::open_cell(t.controller, &dir, job, secrets)?;
         self.requires(t, &cell)?;
         Ok(cell)
     }
 
+    /// The recipe's `[[requires]]` checks, in order (see `requires_failed`).
     pub(super) fn requires(
         &self,
         t: &mut Transports<'_>,
@@ -111,25 +106,10 @@ impl Worker<'_> {
     ) -> Result<(), CellFailure> {
         for step in &cell.job.recipe.requires {
             let command = bench::render(&step.command, &cell.vars).map_err(CellFailure::from)?;
-            let out = t
-                .side(step.on)
-                .run(&command, step.timeout.or(Some(Duration::from_secs(60))))?;
-            if out.exit.success() {
-                continue;
+            let out = t.side(step.on).run(&command, requires_timeout(step))?;
+            if let Some(failed) = requires_failed(&command, &out) {
+                return Err(failed);
             }
-            let stdout = bench::parse::visible(&out.stdout_str());
-            let reason = stdout.lines().map(str::trim).find(|l| !l.is_empty());
-            return Err(match reason {
-                Some(r) => CellFailure::NotApplicable {
-                    reason: bench::parse::escape_controls(
-                        &r.chars().take(REASON_CHARS).collect::<String>(),
-                    )
-                    .into_owned(),
-                },
-                None => {
-                    CellFailure::step_failed("requires", &command, &out.exit, &out.stderr_str())
-                }
-            });
         }
         Ok(())
     }
@@ -150,17 +130,53 @@ impl Worker<'_> {
                 Some(mut file) => run_input(t.side(step.on), &command, timeout, &mut file)?,
                 None => t.side(step.on).run(&command, timeout)?,
             };
-            if !out.exit.success() {
-                return Err(CellFailure::step_failed(
-                    what,
-                    &command,
-                    &out.exit,
-                    &out.stderr_str(),
-                ));
-            }
+            exited_well(what, &command, &out)?;
         }
         Ok(())
     }
+}
+
+/// A step's command that exited non-zero is the step's failure (`what` names it).
+pub(super) fn exited_well(
+    what: impl Into<String>,
+    command: &str,
+    out: &Output,
+) -> Result<(), CellFailure> {
+    match out.exit.success() {
+        true => Ok(()),
+        false => Err(CellFailure::step_failed(
+            what,
+            command,
+            &out.exit,
+            &out.stderr_str(),
+        )),
+    }
+}
+
+/// How long one `[[requires]]` check may run unless its `timeout` says.
+pub(super) fn requires_timeout(step: &Step) -> Option<Duration> {
+    step.timeout.or(Some(Duration::from_secs(60)))
+}
+
+/// What a `[[requires]]` check's output says, `None` when it passed. One that exits
+/// non-zero having printed a reason on stdout says the test cannot apply here (the
+/// storage is no disk, or on tmpfs): the cell is skipped with the reason's first line.
+/// One that exits non-zero without a word is a failure, like any other step.
+pub(super) fn requires_failed(command: &str, out: &Output) -> Option<CellFailure> {
+    if out.exit.success() {
+        return None;
+    }
+    let stdout = bench::parse::visible(&out.stdout_str());
+    let reason = stdout.lines().map(str::trim).find(|l| !l.is_empty());
+    Some(match reason {
+        Some(r) => CellFailure::NotApplicable {
+            reason: bench::parse::escape_controls(
+                &r.chars().take(REASON_CHARS).collect::<String>(),
+            )
+            .into_owned(),
+        },
+        None => CellFailure::step_failed("requires", command, &out.exit, &out.stderr_str()),
+    })
 }
 
 /// Where the cell's tests reach the board: its network's address when it runs over one,

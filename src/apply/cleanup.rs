@@ -3,7 +3,7 @@
 //! after failures and interrupts when what they undo was done.
 
 use super::StepStatus;
-use super::walk::Walk;
+use super::board::BoardWalk;
 use super::worker::{Transports, Worker};
 use crate::failure::CellFailure;
 use crate::model::Side;
@@ -29,18 +29,12 @@ impl Worker<'_> {
                     false => Ok(()),
                 }
             });
-        claimed.map_err(|e| match e {
-            // `Other` is the claim's refusal; anything else is the transport's own.
-            TransportError::Other { .. } => CellFailure::Refused {
-                reason: e.to_string(),
-            },
-            e => e.into(),
-        })
+        claimed.map_err(claim_refused)
     }
 
     /// A cleanup step: runs when what it undoes was done, on the board only while the
     /// board is there.
-    pub(super) fn cleanup(&self, w: &mut Walk<'_, '_>, step: &Step) -> StepStatus {
+    pub(super) fn board_cleanup(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> StepStatus {
         if step.side.on_board() && w.lost.is_some() {
             return StepStatus::Skipped {
                 reason: "the board is lost".into(),
@@ -53,7 +47,7 @@ impl Worker<'_> {
             return self.unmount_tmpfs(w, step);
         }
         let nothing = StepStatus::Done;
-        let Some(board) = w.board.as_deref_mut() else {
+        let Some(board) = w.own.board.as_deref_mut() else {
             return nothing;
         };
         let peer = step
@@ -62,7 +56,7 @@ impl Worker<'_> {
             .and_then(|k| w.jobs.get(k).copied())
             .and_then(|j| j.cell.peer.as_ref());
         // A peer's cleanup runs while the peer is there, whatever became of the board.
-        let peer_gone = peer.is_none_or(|p| w.peers.get(p).is_none_or(|s| s.lost.is_some()));
+        let peer_gone = peer.is_none_or(|p| w.own.peers.get(p).is_none_or(|s| s.lost.is_some()));
         if step.side == Side::Peer && peer_gone {
             return StepStatus::Skipped {
                 reason: "the peer board is lost".into(),
@@ -70,7 +64,7 @@ impl Worker<'_> {
         }
         let mut board = super::secrets::Redacting::new(board, &w.secrets);
         let mut controller = super::secrets::Redacting::new(w.controller.as_mut(), &w.secrets);
-        let mut t = Transports::new(&mut board, &mut controller).with_peers(&mut w.peers, peer);
+        let mut t = Transports::new(&mut board, &mut controller).with_peers(&mut w.own.peers, peer);
         match &step.action {
             Action::StopService { service, .. } => {
                 let key = &step.cells[0];
@@ -82,7 +76,7 @@ impl Worker<'_> {
                 }
                 self.phase(Some(&cell.job.cell.address), "teardown");
                 let done = self.stop_service(&mut t, cell, service);
-                w.cleanup_status(key, done)
+                w.cleanup_status(std::slice::from_ref(key), done)
             }
             Action::Teardown { from, commands, .. } => {
                 let key = &step.cells[0];
@@ -94,13 +88,14 @@ impl Worker<'_> {
                 let _held = self.resources.acquire(&recipe.exclusive);
                 let commands = &recipe.teardown[*from..from + commands];
                 let done = self.commands(&mut t, commands, &cell.vars, "teardown");
-                w.cleanup_status(key, done)
+                w.cleanup_status(std::slice::from_ref(key), done)
             }
             Action::Unmount {
                 storage,
                 filesystem,
             } => {
                 let ours = w
+                    .own
                     .mounted
                     .current
                     .as_ref()
@@ -108,7 +103,7 @@ impl Worker<'_> {
                 if !ours {
                     return nothing;
                 }
-                let (s, f) = w.mounted.current.take().expect("checked above");
+                let (s, f) = w.own.mounted.current.take().expect("checked above");
                 match storage::release(t.board, &s, &f) {
                     Ok(()) => StepStatus::Ran,
                     Err(e) => {
@@ -121,5 +116,16 @@ impl Worker<'_> {
             }
             _ => nothing,
         }
+    }
+}
+
+/// A workdir claim's failure: `Other` is the claim's refusal; anything else is the
+/// transport's own.
+pub(super) fn claim_refused(e: TransportError) -> CellFailure {
+    match e {
+        TransportError::Other { .. } => CellFailure::Refused {
+            reason: e.to_string(),
+        },
+        e => e.into(),
     }
 }

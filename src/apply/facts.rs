@@ -187,6 +187,17 @@ pub(super) fn read_load(t: &mut dyn Transport) -> Option<f64> {
     out.stdout_str().split_whitespace().next()?.parse().ok()
 }
 
+/// A board's facts and its idle temperature (before benchpipe loaded it, the base of
+/// "idle+N"), which the facts record as `idle_temperature_c`.
+pub(super) fn idle_facts(t: &mut dyn Transport, board: &Board) -> (Value, Option<f64>) {
+    let idle = read_temperature(t, board);
+    let mut facts = gather_facts(t, board);
+    if let (Some(c), Some(obj)) = (idle, facts.as_object_mut()) {
+        obj.insert("idle_temperature_c".into(), serde_json::json!(c));
+    }
+    (facts, idle)
+}
+
 /// The board's highest temperature in °C, from its thermal source; None when it has none.
 pub(crate) fn read_temperature(t: &mut dyn Transport, board: &Board) -> Option<f64> {
     let source = board

@@ -219,10 +219,10 @@ impl Worker<'_> {
     /// `fetch-image` verified.
     pub(super) fn begin_flash(
         &self,
-        w: &mut super::walk::Walk<'_, '_>,
+        w: &mut super::board::BoardWalk<'_, '_>,
         image: &crate::model::ImageName,
     ) -> Result<crate::image::Fetched, CellFailure> {
-        w.board = None;
+        w.own.board = None;
         self.store.write_board_state(&crate::store::BoardState {
             format: crate::store::FORMAT,
             board: self.board.name.to_string(),
@@ -231,7 +231,8 @@ impl Worker<'_> {
             verified_session: self.session.to_string(),
             host_key: None,
         })?;
-        w.fetched
+        w.own
+            .fetched
             .get(image)
             .cloned()
             .ok_or_else(|| CellFailure::Flash {

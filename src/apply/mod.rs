@@ -6,12 +6,14 @@
 //!
 //! Apply only walks the schedule `plan::schedule::build` computes, the one `plan --json`
 //! and `apply --dry-run` show. This file holds the public API and the fan-out to board
-//! threads. The walk of a board's steps is `walk.rs`; what its steps share, `worker.rs`;
-//! warm-up and measured runs `runs.rs`; a cell's opening, setup and teardown `cell.rs`;
+//! threads. The step runner, which walks a board's steps and a cluster's alike, is
+//! `walk.rs`; a board's steps `board.rs`, a cluster's `cluster/`; what the steps share,
+//! `worker.rs`; warm-up and measured runs `runs.rs`; a cell's opening, setup and teardown `cell.rs`;
 //! services `services.rs`; cool-down and idle gate `cooldown.rs`; tools and directories
 //! `provision.rs`; board facts, temperature and load `facts.rs`; storage facts and the
 //! UAS board-state steps `uas.rs`; exclusive resources `resources.rs`.
 
+mod board;
 mod cell;
 mod cleanup;
 mod cluster;

@@ -39,6 +39,24 @@ pub(super) fn compose(
     ))
 }
 
+/// A run's command: for a `per_member` recipe, the script that runs each member's
+/// command (`each`, asked only then) at once, its files in a directory of `dir` of the
+/// cell's own; else the run step rendered with `vars`.
+pub(super) fn run_command(
+    job: &super::Job<'_>,
+    dir: &str,
+    each: impl FnOnce() -> Vec<(String, Vars)>,
+    vars: &Vars,
+) -> Result<(String, Option<Composed>), CellFailure> {
+    let step = &job.recipe.run;
+    if !job.recipe.run_per_member {
+        return Ok((bench::render(&step.command, vars)?, None));
+    }
+    let dir = format!("{}/members-{}", dir.trim_end_matches('/'), job.cell.key);
+    let (script, composed) = compose(&step.command, &each(), &dir)?;
+    Ok((script, Some(composed)))
+}
+
 /// A measured or warm-up run's metrics: each member's section for a per-member run
 /// (one member's failure fails the run, naming it), else the step's exit and the
 /// recipe's parser. Board walks and cluster walks read their runs alike.

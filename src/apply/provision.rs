@@ -37,15 +37,7 @@ impl Worker<'_> {
             &[Side::Board, Side::Members],
             recipes.values().copied(),
         )?;
-        let on_controller = provision(
-            controller,
-            "the controller",
-            &[Side::Controller],
-            recipes.values().copied(),
-        )?;
-        for (test, cause) in on_controller {
-            unserved.entry(test).or_insert(cause);
-        }
+        on_controller(controller, recipes.values().copied(), &mut unserved)?;
         let mut dirs = vec![self.board.workdir.clone()];
         for j in jobs {
             if let Some(st) = &j.cell.address.storage
@@ -175,6 +167,20 @@ pub(super) fn manager_of(t: &mut dyn Transport) -> Result<PackageManager, String
             .cloned()
             .unwrap_or_else(|| "a system without /etc/os-release".into())
     })
+}
+
+/// What the recipes need on the controller, installed; a recipe it cannot serve joins
+/// `unserved` (unless a board side already put it there).
+pub(super) fn on_controller<'r>(
+    controller: &mut dyn Transport,
+    recipes: impl Iterator<Item = &'r Recipe>,
+    unserved: &mut Unserved,
+) -> Result<(), CellFailure> {
+    let mine = provision(controller, "the controller", &[Side::Controller], recipes)?;
+    for (test, cause) in mine {
+        unserved.entry(test).or_insert(cause);
+    }
+    Ok(())
 }
 
 /// Checks that every command the recipes need on `on` exists there, installing the

@@ -1,6 +1,7 @@
 //! Runs on a board: a group of cells through cool-down, warm-ups and measured runs in
 //! turns until each cell's stop rule is met, then teardown; one run recorded at a time.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use crate::bench;
 use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
 use crate::plan::state;
-use crate::store::{self, RunKind, Sample};
+use crate::store::{self, CellWriter, RunKind, Sample};
 use crate::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
 use crate::transport::TransportError;
 
@@ -33,45 +34,14 @@ impl Worker<'_> {
                 if outcomes[i].is_some() {
                     continue;
                 }
-                let have = state::counted(&cell.job.cell.method, &cell.data).count();
-                let primaries =
-                    state::primary_values(&cell.job.cell.method, &cell.job.primary, &cell.data);
-                if state::stop_rule(&cell.job.cell.method, &primaries, have).is_some() {
-                    outcomes[i] = Some(Ok(have));
-                    continue;
-                }
-                // Runs the method leaves out (flagged ones, with exclude_flagged) do not
-                // count towards `runs.max`, so without this bound a board that is always
-                // throttled or loaded would be measured forever.
-                let taken = cell
-                    .data
-                    .samples
-                    .iter()
-                    .filter(|s| s.kind == RunKind::Measured && s.session == self.session)
-                    .count();
-                let budget = run_budget(&cell.job.cell.method);
-                if taken >= budget {
-                    outcomes[i] = Some(Err(CellFailure::TooManyFlaggedRuns {
-                        taken,
-                        valid: have,
-                        min: cell.job.cell.method.runs.min,
-                        budget,
-                    }));
-                    continue;
-                }
-                let want = cell.job.cell.method.runs.min.max(have as u32 + 1);
-                self.phase(
-                    Some(&cell.job.cell.address),
-                    format!("run {}/{}", have + 1, want),
-                );
-                match self.one_run(
-                    t,
-                    cell,
-                    RunKind::Measured,
-                    have as u32 + 1,
-                    order,
-                    board_seq,
-                ) {
+                let index = match self.next_run(cell) {
+                    Ok(index) => index,
+                    Err(outcome) => {
+                        outcomes[i] = Some(outcome);
+                        continue;
+                    }
+                };
+                match self.one_run(t, cell, RunKind::Measured, index, order, board_seq) {
                     Ok(sample) => {
                         cell.data.samples.push(sample);
                         ran = true;
@@ -100,18 +70,11 @@ impl Worker<'_> {
         order: RunOrder,
         board_seq: &mut u64,
     ) -> Result<(), CellFailure> {
-        let warmup = cell.job.cell.method.warmup.clone();
-        let started = Instant::now();
-        let mut k = 0u32;
-        while k < warmup.runs || warmup.duration.is_some_and(|d| started.elapsed() < d) {
-            k += 1;
-            self.phase(
-                Some(&cell.job.cell.address),
-                format!("warm-up {k}/{}", warmup.runs.max(k)),
-            );
-            self.one_run(t, cell, RunKind::Warmup, k, order, board_seq)?;
-        }
-        Ok(())
+        let job = cell.job;
+        self.warm_ups(job, |k| {
+            self.one_run(t, cell, RunKind::Warmup, k, order, board_seq)
+                .map(|_| ())
+        })
     }
 
     /// One warm-up or measured run: execute, log, parse, append.
@@ -138,30 +101,17 @@ impl Worker<'_> {
             let command = bench::render(&before.command, vars).map_err(CellFailure::from)?;
             let timeout = before.timeout.or(Some(std::time::Duration::from_secs(600)));
             let out = t.side(before.on).run(&command, timeout)?;
-            if !out.exit.success() {
-                return Err(CellFailure::step_failed(
-                    format!("{kind:?} run {index}, before_run {}", i + 1),
-                    &command,
-                    &out.exit,
-                    &out.stderr_str(),
-                ));
-            }
+            super::cell::exited_well(
+                format!("{kind:?} run {index}, before_run {}", i + 1),
+                &command,
+                &out,
+            )?;
         }
         let step = &job.recipe.run;
         // A board is the only member of itself: a per-member run runs its one command.
-        let (command, composed) = if job.recipe.run_per_member {
-            let dir = format!(
-                "{}/members-{}",
-                self.side_dir(t, step.on).trim_end_matches('/'),
-                job.cell.key
-            );
-            let each = [(self.name().to_string(), vars.clone())];
-            let (script, composed) = super::per_member::compose(&step.command, &each, &dir)?;
-            (script, Some(composed))
-        } else {
-            let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
-            (command, None)
-        };
+        let each = || vec![(self.name().to_string(), vars.clone())];
+        let dir = self.side_dir(t, step.on);
+        let (command, composed) = super::per_member::run_command(job, &dir, each, vars)?;
         let seq = writer.next_seq();
         // The sampler watches the board during measured runs; warm-ups are discarded
         // anyway. Without it (an odd board), the run goes on unjudged.
@@ -201,11 +151,7 @@ impl Worker<'_> {
             (Some(p), Side::Board) => p.wrap(&command),
             _ => command.clone(),
         };
-        let started = store::now();
-        let t0 = Instant::now();
-        let out = t.side(step.on).run(&run_command, step.timeout);
-        let seconds = t0.elapsed().as_secs_f64();
-        let ended = store::now();
+        let (out, times) = Times::of(|| t.side(step.on).run(&run_command, step.timeout));
         let plug = plug.map(|p| p.finish());
         let probe = if self.stop.load(Ordering::SeqCst) || out.is_err() {
             if let Some(p) = probe {
@@ -237,31 +183,9 @@ impl Worker<'_> {
                 }
             },
         };
-        let stdout = out.stdout_str();
-        let stderr = out.stderr_str();
-        let log = format!(
-            "$ {command}\n# {kind:?} run {index}, {}, {seconds:.3} s\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-            out.exit
-        );
-        let what = format!("{kind:?} run {index}");
-        let read = super::per_member::read_run(
-            job.recipe,
-            composed.as_ref(),
-            &what,
-            &command,
-            &out.exit,
-            &stdout,
-            &stderr,
-        );
+        let run = RunDone::new((kind, index, order), seq, (command, composed), out, times);
+        let mut metrics = self.read_metrics(writer, job.recipe, &run)?;
         let mut telemetry = telemetry;
-        let mut metrics = match read {
-            Ok(m) => m,
-            Err(e) => {
-                let name = format!("failed-{}-{seq:04}", self.session);
-                let rel = writer.write_log_named(&name, log.as_bytes())?;
-                return Err(e.with_log(rel));
-            }
-        };
         if job.recipe.series {
             series_metrics(telemetry.as_ref(), &mut metrics);
         } else {
@@ -280,20 +204,204 @@ impl Worker<'_> {
                 flags.push(f);
             }
         }
-        let rel = writer.write_log(seq, log.as_bytes())?;
+        let telemetry = telemetry.map(Into::into);
+        self.append_run(writer, job, run, metrics, flags, telemetry, board_seq)
+    }
+}
+
+/// What a warm-up or measured run left, before its metrics are read: board and
+/// cluster walks record their runs alike (`Worker::read_metrics`, `append_run`).
+pub(super) struct RunDone {
+    pub(super) kind: RunKind,
+    pub(super) index: u32,
+    pub(super) order: RunOrder,
+    /// The sample's number in its cell.
+    pub(super) seq: u32,
+    pub(super) command: String,
+    pub(super) composed: Option<super::per_member::Composed>,
+    pub(super) out: crate::transport::Output,
+    pub(super) times: Times,
+}
+
+/// When a run started and ended (the store's clock) and how long it took.
+pub(super) struct Times {
+    pub(super) started: f64,
+    pub(super) ended: f64,
+    pub(super) seconds: f64,
+}
+
+impl Times {
+    /// `run`, timed.
+    pub(super) fn of<T>(run: impl FnOnce() -> T) -> (T, Times) {
+        let started = store::now();
+        let t0 = Instant::now();
+        let out = run();
+        let seconds = t0.elapsed().as_secs_f64();
+        let ended = store::now();
+        (
+            out,
+            Times {
+                started,
+                ended,
+                seconds,
+            },
+        )
+    }
+}
+
+impl RunDone {
+    /// A run (`kind`, `index`, `order`) that ran `command` (`composed` for a
+    /// per-member run) as sample `seq` of its cell.
+    pub(super) fn new(
+        (kind, index, order): (RunKind, u32, RunOrder),
+        seq: u32,
+        (command, composed): (String, Option<super::per_member::Composed>),
+        out: crate::transport::Output,
+        times: Times,
+    ) -> RunDone {
+        RunDone {
+            kind,
+            index,
+            order,
+            seq,
+            command,
+            composed,
+            out,
+            times,
+        }
+    }
+
+    /// The run's log, as the store keeps it beside the sample.
+    fn log(&self) -> String {
+        format!(
+            "$ {}\n# {:?} run {}, {}, {:.3} s\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.command,
+            self.kind,
+            self.index,
+            self.out.exit,
+            self.times.seconds,
+            self.out.stdout_str(),
+            self.out.stderr_str()
+        )
+    }
+
+    /// How a failure names the run.
+    fn what(&self) -> String {
+        format!("{:?} run {}", self.kind, self.index)
+    }
+}
+
+impl Worker<'_> {
+    /// The cell's next measured run's index, or its outcome: its runs once its stop
+    /// rule holds, its failure once this apply took its budget of runs (`run_budget`).
+    pub(super) fn next_run<P>(
+        &self,
+        cell: &LiveCell<'_, '_, P>,
+    ) -> Result<u32, Result<usize, CellFailure>> {
+        let method = &cell.job.cell.method;
+        let have = state::counted(method, &cell.data).count();
+        let primaries = state::primary_values(method, &cell.job.primary, &cell.data);
+        if state::stop_rule(method, &primaries, have).is_some() {
+            return Err(Ok(have));
+        }
+        // Runs the method leaves out (flagged ones, with exclude_flagged) do not count
+        // towards `runs.max`, so without this bound a board that is always throttled
+        // or loaded would be measured forever.
+        let taken = cell
+            .data
+            .samples
+            .iter()
+            .filter(|s| s.kind == RunKind::Measured && s.session == self.session)
+            .count();
+        let budget = run_budget(method);
+        if taken >= budget {
+            return Err(Err(CellFailure::TooManyFlaggedRuns {
+                taken,
+                valid: have,
+                min: method.runs.min,
+                budget,
+            }));
+        }
+        let want = method.runs.min.max(have as u32 + 1);
+        self.phase(
+            Some(&cell.job.cell.address),
+            format!("run {}/{}", have + 1, want),
+        );
+        Ok(have as u32 + 1)
+    }
+
+    /// A cell's warm-up runs (`run` takes warm-up `k`): executed, recorded as warm-up,
+    /// discarded by stats.
+    pub(super) fn warm_ups(
+        &self,
+        job: &super::Job<'_>,
+        mut run: impl FnMut(u32) -> Result<(), CellFailure>,
+    ) -> Result<(), CellFailure> {
+        let warmup = &job.cell.method.warmup;
+        let started = Instant::now();
+        let mut k = 0u32;
+        while k < warmup.runs || warmup.duration.is_some_and(|d| started.elapsed() < d) {
+            k += 1;
+            self.phase(
+                Some(&job.cell.address),
+                format!("warm-up {k}/{}", warmup.runs.max(k)),
+            );
+            run(k)?;
+        }
+        Ok(())
+    }
+
+    /// A run's metrics as its recipe reads them. A run that cannot be read fails, its
+    /// log kept as `failed-<session>-<seq>`.
+    pub(super) fn read_metrics(
+        &self,
+        writer: &mut CellWriter,
+        recipe: &crate::model::Recipe,
+        run: &RunDone,
+    ) -> Result<BTreeMap<String, f64>, CellFailure> {
+        let read = super::per_member::read_run(
+            recipe,
+            run.composed.as_ref(),
+            &run.what(),
+            &run.command,
+            &run.out.exit,
+            &run.out.stdout_str(),
+            &run.out.stderr_str(),
+        );
+        read.or_else(|e| {
+            let name = format!("failed-{}-{:04}", self.session, run.seq);
+            let rel = writer.write_log_named(&name, run.log().as_bytes())?;
+            Err(e.with_log(rel))
+        })
+    }
+
+    /// Appends a read run to its cell: its log and its sample; one more run of the
+    /// walk (`board_seq`), and said.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn append_run(
+        &self,
+        writer: &mut CellWriter,
+        job: &super::Job<'_>,
+        run: RunDone,
+        metrics: BTreeMap<String, f64>,
+        flags: Vec<String>,
+        telemetry: Option<crate::telemetry::StoredTelemetry>,
+        board_seq: &mut u64,
+    ) -> Result<Sample, CellFailure> {
+        let rel = writer.write_log(run.seq, run.log().as_bytes())?;
         let sample = Sample {
             format: store::FORMAT,
-            seq,
-            kind,
+            seq: run.seq,
+            kind: run.kind,
             session: self.session.to_string(),
-            started,
-            ended,
+            started: run.times.started,
+            ended: run.times.ended,
             metrics,
             flags,
-            telemetry: telemetry.map(Into::into),
-            command,
+            telemetry,
+            command: run.command,
             log: rel,
-            order: Some(order),
+            order: Some(run.order),
             board_seq: Some(*board_seq + 1),
         };
         writer.append(&sample)?;
@@ -301,9 +409,9 @@ impl Worker<'_> {
         self.progress.event(Event::Run {
             board: self.name(),
             cell: &job.cell.address,
-            kind,
+            kind: run.kind,
             metrics: &sample.metrics,
-            seconds,
+            seconds: run.times.seconds,
         });
         Ok(sample)
     }

@@ -290,3 +290,30 @@ pub(super) fn remove_dirs(
         .run(&command, Some(Duration::from_secs(30)))
         .map(|_| ())
 }
+
+/// Opens a cell's secrets at its opening: its directory on the controller made, the
+/// recipe's secrets redacted from every output from then on. Nothing without secrets.
+pub(super) fn open_cell(
+    controller: &mut dyn Transport,
+    controller_dir: &str,
+    job: &super::Job<'_>,
+    secrets: &Secrets,
+) -> Result<(), CellFailure> {
+    if job.recipe.secrets.is_empty() {
+        return Ok(());
+    }
+    let dir = dir_of(controller_dir, &job.cell.key);
+    make_dir(controller, &dir)?;
+    secrets.open(&job.cell.key, &dir, &job.recipe.secrets);
+    Ok(())
+}
+
+impl super::worker::Worker<'_> {
+    /// Removes the secrets a killed apply left in the walk's directory on the controller.
+    pub(super) fn remove_leftover_secrets(&self, controller: &mut dyn Transport) {
+        let dir = self.service_dir(crate::model::Side::Controller);
+        if let Err(e) = remove_dirs(controller, &dir, None) {
+            self.phase(None, format!("could not remove leftover secrets: {e}"));
+        }
+    }
+}

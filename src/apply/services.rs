@@ -2,11 +2,12 @@
 
 use std::time::{Duration, Instant};
 
+use super::Job;
 use super::worker::{LiveCell, Transports, Worker};
-use crate::bench;
+use crate::bench::{self, Vars};
 use crate::failure::{CellFailure, first_line, stderr_tail};
 use crate::model::{ServiceSpec, Side};
-use crate::transport::TransportError;
+use crate::transport::{Output, TransportError};
 
 impl Worker<'_> {
     /// Where services of this board's cells keep pid files, on each side. The
@@ -52,39 +53,51 @@ impl Worker<'_> {
             format!("start service {}", spec.name),
         );
         let command = bench::render(&spec.command, &cell.vars).map_err(CellFailure::from)?;
-        // Unique per cell, so interleaved cells never share a pid file.
-        let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
+        let name = service_name(job, spec);
         let dir = self.side_dir(t, spec.on);
         let service = t
             .side(spec.on)
             .start_service(&dir, &name, &command)
             .map_err(|e| service_failure(&spec.name, "", e))?;
         cell.services.push((spec.on, spec.name.clone(), service));
-        if let Some(ready) = &spec.ready {
-            let check = bench::render(ready, &cell.vars).map_err(CellFailure::from)?;
-            let t0 = Instant::now();
-            // One check never outlasts the wait, nor takes more than 10 s of it.
-            let each = spec
-                .ready_timeout
-                .clamp(Duration::from_secs(1), Duration::from_secs(10));
-            loop {
-                let out = t.side(spec.on).run(&check, Some(each))?;
-                if out.exit.success() {
-                    break;
-                }
-                if t0.elapsed() > spec.ready_timeout {
-                    return Err(CellFailure::NotReady {
-                        service: spec.name.clone(),
-                        after_secs: spec.ready_timeout.as_secs_f64(),
-                        command: first_line(&check),
-                        exit: out.exit.clone(),
-                        stderr_tail: stderr_tail(&out.stderr_str()),
-                    });
-                }
-                self.sleep(Duration::from_millis(200))?;
+        self.wait_ready(spec, &cell.vars, |check, each| {
+            Ok(t.side(spec.on).run(check, Some(each))?)
+        })
+    }
+
+    /// Waits for a service's `ready` check to pass (none: at once); `run` runs the
+    /// check where the service runs.
+    pub(super) fn wait_ready(
+        &self,
+        spec: &ServiceSpec,
+        vars: &Vars,
+        mut run: impl FnMut(&str, Duration) -> Result<Output, CellFailure>,
+    ) -> Result<(), CellFailure> {
+        let Some(ready) = &spec.ready else {
+            return Ok(());
+        };
+        let check = bench::render(ready, vars).map_err(CellFailure::from)?;
+        let t0 = Instant::now();
+        // One check never outlasts the wait, nor takes more than 10 s of it.
+        let each = spec
+            .ready_timeout
+            .clamp(Duration::from_secs(1), Duration::from_secs(10));
+        loop {
+            let out = run(&check, each)?;
+            if out.exit.success() {
+                return Ok(());
             }
+            if t0.elapsed() > spec.ready_timeout {
+                return Err(CellFailure::NotReady {
+                    service: spec.name.clone(),
+                    after_secs: spec.ready_timeout.as_secs_f64(),
+                    command: first_line(&check),
+                    exit: out.exit.clone(),
+                    stderr_tail: stderr_tail(&out.stderr_str()),
+                });
+            }
+            self.sleep(Duration::from_millis(200))?;
         }
-        Ok(())
     }
 
     /// Stops the cell's service of that name, if it started.
@@ -102,6 +115,23 @@ impl Worker<'_> {
             .stop_service(&service)
             .map_err(|e| service_failure(&service.name, "stopping: ", e))
     }
+}
+
+/// The recipe's service of that name, as the schedule's step names it.
+pub(super) fn spec_of<'r>(job: &Job<'r>, service: &str) -> Result<&'r ServiceSpec, CellFailure> {
+    job.recipe
+        .services
+        .iter()
+        .find(|s| s.name == service)
+        .ok_or_else(|| CellFailure::Refused {
+            reason: format!("{} has no service {service}", job.recipe.name),
+        })
+}
+
+/// A service's name for its pid file: unique per cell, so interleaved cells never
+/// share one.
+pub(super) fn service_name(job: &Job<'_>, spec: &ServiceSpec) -> String {
+    format!("{}-{}", &job.cell.key.as_str()[..8], spec.name)
 }
 
 /// A service that would not start or stop: the board's loss when the connection went,

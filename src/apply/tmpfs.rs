@@ -3,7 +3,7 @@
 
 use super::Job;
 use super::StepStatus;
-use super::walk::Walk;
+use super::board::BoardWalk;
 use super::worker::{LiveCell, Transports, Worker};
 use crate::failure::CellFailure;
 use crate::model::TmpfsSize;
@@ -49,9 +49,9 @@ impl Worker<'_> {
     }
 
     /// The `UnmountTmpfs` cleanup step: only a tmpfs this walk mounted.
-    pub(super) fn unmount_tmpfs(&self, w: &mut Walk<'_, '_>, step: &Step) -> StepStatus {
+    pub(super) fn unmount_tmpfs(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> StepStatus {
         let key = &step.cells[0];
-        let (Some(board), Some(cell)) = (w.board.as_deref_mut(), w.live.get_mut(key)) else {
+        let (Some(board), Some(cell)) = (w.own.board.as_deref_mut(), w.live.get_mut(key)) else {
             return StepStatus::Done;
         };
         let Some(point) = cell.tmpfs.take() else {
@@ -63,6 +63,6 @@ impl Worker<'_> {
             StorageError::Transport(t) => CellFailure::from(t),
             other => other.into(),
         });
-        w.cleanup_status(key, done)
+        w.cleanup_status(std::slice::from_ref(key), done)
     }
 }

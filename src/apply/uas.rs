@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::StepStatus;
-use super::walk::Walk;
+use super::board::BoardWalk;
 use crate::failure::CellFailure;
 use crate::model::{Storage, StorageName};
 use crate::storage::{self, cmdline, facts};
@@ -78,11 +78,16 @@ impl super::worker::Worker<'_> {
     }
 
     /// `DriverAsWanted`: the command line already says it and the device runs under it.
-    pub(super) fn uas_in_place(&self, w: &mut Walk<'_, '_>, name: &StorageName, uas: bool) -> bool {
-        let (Ok(st), Some(board)) = (self.storage_of(name), w.board.as_deref_mut()) else {
+    pub(super) fn uas_in_place(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        name: &StorageName,
+        uas: bool,
+    ) -> bool {
+        let (Ok(st), Some(board)) = (self.storage_of(name), w.own.board.as_deref_mut()) else {
             return false;
         };
-        w.uas_touched = true;
+        w.own.uas_touched = true;
         let Ok((id, found, path, f)) = self.uas_state(board, st) else {
             return false;
         };
@@ -94,7 +99,7 @@ impl super::worker::Worker<'_> {
                 None,
                 format!("{name}: already under {} ({id})", driver(uas)),
             );
-            w.storage_facts.insert(name.clone(), json!(f));
+            w.own.storage_facts.insert(name.clone(), json!(f));
         }
         done
     }
@@ -103,15 +108,19 @@ impl super::worker::Worker<'_> {
     /// the boot, and verify the driver. A mismatch fails the step's cells with the cause.
     pub(super) fn set_uas(
         &self,
-        w: &mut Walk<'_, '_>,
+        w: &mut BoardWalk<'_, '_>,
         name: &StorageName,
         uas: bool,
     ) -> Result<(), CellFailure> {
         let st = self.storage_of(name)?;
-        let board = w.board.as_deref_mut().ok_or_else(|| CellFailure::Refused {
-            reason: "the board is not connected".into(),
-        })?;
-        w.uas_touched = true;
+        let board = w
+            .own
+            .board
+            .as_deref_mut()
+            .ok_or_else(|| CellFailure::Refused {
+                reason: "the board is not connected".into(),
+            })?;
+        w.own.uas_touched = true;
         let (id, _, path, _) = self.uas_state(board, st)?;
         // A lost connection is the board's loss; anything else is a refusal to edit.
         let edit_failed = |e: cmdline::CmdlineError| match e {
@@ -132,10 +141,10 @@ impl super::worker::Worker<'_> {
             cmdline::write(board, &path, &text, &new).map_err(edit_failed)?;
         }
         self.reboot(w)?;
-        let board = w.board.as_deref_mut().expect("reboot connects");
+        let board = w.own.board.as_deref_mut().expect("reboot connects");
         let f = self.storage_facts(board, st)?.unwrap_or_default();
         let found = f.usb.as_ref().and_then(|u| u.driver.clone());
-        w.storage_facts.insert(name.clone(), json!(f));
+        w.own.storage_facts.insert(name.clone(), json!(f));
         if found.as_deref() != Some(driver(uas)) {
             return Err(CellFailure::Storage {
                 message: format!(
@@ -157,14 +166,16 @@ impl super::worker::Worker<'_> {
 
     /// Unmounts what is mounted (a reboot would drop it), power-cycles through the
     /// board's `[power] cycle` and connects once it is back.
-    fn reboot(&self, w: &mut Walk<'_, '_>) -> Result<(), CellFailure> {
-        if let (Some((s, f)), Some(board)) = (w.mounted.current.take(), w.board.as_deref_mut()) {
+    fn reboot(&self, w: &mut BoardWalk<'_, '_>) -> Result<(), CellFailure> {
+        if let (Some((s, f)), Some(board)) =
+            (w.own.mounted.current.take(), w.own.board.as_deref_mut())
+        {
             storage::release(board, &s, &f).map_err(CellFailure::from)?;
         }
-        w.board = None;
+        w.own.board = None;
         self.power_cycle(w.controller.as_mut())?;
         let (t, _) = self.connect_after_boot(false)?;
-        w.board = Some(t);
+        w.own.board = Some(t);
         Ok(())
     }
 
@@ -172,13 +183,13 @@ impl super::worker::Worker<'_> {
     /// power-cycled so it runs it.
     pub(super) fn restore_cmdline(
         &self,
-        w: &mut Walk<'_, '_>,
+        w: &mut BoardWalk<'_, '_>,
         cells: &[crate::plan::CellKey],
     ) -> StepStatus {
         let (true, Some(path), Some(board)) = (
-            std::mem::take(&mut w.uas_touched),
+            std::mem::take(&mut w.own.uas_touched),
             self.board.boot_cmdline.as_deref(),
-            w.board.as_deref_mut(),
+            w.own.board.as_deref_mut(),
         ) else {
             return StepStatus::Done;
         };
@@ -207,15 +218,14 @@ impl super::worker::Worker<'_> {
 
 /// A cleanup that failed leaves the board unclean: its cells fail (as `cleanup_status`).
 fn fail_all(
-    w: &mut Walk<'_, '_>,
+    w: &mut BoardWalk<'_, '_>,
     cells: &[crate::plan::CellKey],
     cause: CellFailure,
 ) -> StepStatus {
-    let mut status = StepStatus::Done;
-    for k in cells {
-        status = w.cleanup_status(k, Err(cause.clone()));
+    if cells.is_empty() {
+        return StepStatus::Done;
     }
-    status
+    w.cleanup_status(cells, Err(cause))
 }
 
 /// The cell's facts with its storage's merged in (`storage`).

@@ -2,13 +2,14 @@
 //! `[[requires]]`, setup and teardown commands and services on the slots of each one's
 //! side (the controller, the control member, every member).
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Value, json};
 
-use super::{Cell, ClusterWorker, Slot, Walk};
+use super::{ClusterWalk, ClusterWorker, Slot};
+use crate::apply::cell::{requires_failed, requires_timeout};
+use crate::apply::services::{service_name, spec_of};
+use crate::apply::worker::LiveCell;
 use crate::bench;
-use crate::failure::{CellFailure, first_line, stderr_tail};
+use crate::failure::CellFailure;
 use crate::model::Step as RecipeStep;
 use crate::plan::CellKey;
 
@@ -18,14 +19,14 @@ impl ClusterWorker<'_> {
     /// Opens a cluster cell in the store, with every member's facts.
     pub(super) fn open_cell<'j, 'c>(
         &self,
-        w: &Walk<'j, 'c, '_>,
+        w: &ClusterWalk<'j, 'c, '_>,
         key: &CellKey,
-    ) -> Result<Cell<'j, 'c>, CellFailure> {
+    ) -> Result<LiveCell<'j, 'c, Slot>, CellFailure> {
         let job = w.jobs[key];
         let cell = job.cell;
         let writer = self.w.store.begin(cell)?;
         let mut members = serde_json::Map::new();
-        for m in &w.members {
+        for m in &w.own.members {
             let mut f = m.facts.clone();
             if let (Some(obj), Some(Value::Object(extra))) =
                 (f.as_object_mut(), m.tools.get(&job.recipe.name))
@@ -50,18 +51,19 @@ impl ClusterWorker<'_> {
         }
         writer.write_facts(&facts)?;
         let (vars, member_vars) = self.cell_vars(cell);
-        Ok(Cell {
+        Ok(LiveCell {
             job,
             writer,
             data: self.w.store.read(cell)?,
             vars,
             member_vars,
             services: Vec::new(),
+            tmpfs: None,
         })
     }
 
     /// The vars of a cell at a slot.
-    fn vars_at<'v>(cell: &'v Cell<'_, '_>, slot: Slot) -> &'v bench::Vars {
+    fn vars_at<'v>(cell: &'v LiveCell<'_, '_, Slot>, slot: Slot) -> &'v bench::Vars {
         match slot {
             Slot::Controller => &cell.vars,
             Slot::Member(i) => &cell.member_vars[i],
@@ -71,39 +73,17 @@ impl ClusterWorker<'_> {
     /// The recipe's `[[requires]]` on each slot of its side (see `Worker::requires`).
     pub(super) fn requires(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         key: &CellKey,
     ) -> Result<(), CellFailure> {
         let job = w.jobs[key];
         for step in &job.recipe.requires {
             for slot in self.slots(step.on) {
                 let command = bench::render(&step.command, Self::vars_at(&w.live[key], slot))?;
-                let out = self.run_on(
-                    w,
-                    slot,
-                    &command,
-                    step.timeout.or(Some(Duration::from_secs(60))),
-                )?;
-                if out.exit.success() {
-                    continue;
+                let out = self.run_on(w, slot, &command, requires_timeout(step))?;
+                if let Some(failed) = requires_failed(&command, &out) {
+                    return Err(failed);
                 }
-                let stdout = bench::parse::visible(&out.stdout_str());
-                return Err(
-                    match stdout.lines().map(str::trim).find(|l| !l.is_empty()) {
-                        Some(r) => CellFailure::NotApplicable {
-                            reason: bench::parse::escape_controls(
-                                &r.chars().take(240).collect::<String>(),
-                            )
-                            .into_owned(),
-                        },
-                        None => CellFailure::step_failed(
-                            "requires",
-                            &command,
-                            &out.exit,
-                            &out.stderr_str(),
-                        ),
-                    },
-                );
             }
         }
         Ok(())
@@ -113,7 +93,7 @@ impl ClusterWorker<'_> {
     /// (`skip_lost`), a lost member's slot is skipped.
     pub(super) fn commands(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         key: &CellKey,
         steps: &[RecipeStep],
         what: &str,
@@ -123,21 +103,14 @@ impl ClusterWorker<'_> {
             for slot in self.slots(step.on) {
                 if let Slot::Member(i) = slot
                     && skip_lost
-                    && w.members[i].lost.is_some()
+                    && w.own.members[i].lost.is_some()
                 {
                     continue;
                 }
                 let command = bench::render(&step.command, Self::vars_at(&w.live[key], slot))?;
                 let timeout = step.timeout.or(Some(CLUSTER_STEP_TIMEOUT));
                 let out = self.run_on(w, slot, &command, timeout)?;
-                if !out.exit.success() {
-                    return Err(CellFailure::step_failed(
-                        what,
-                        &command,
-                        &out.exit,
-                        &out.stderr_str(),
-                    ));
-                }
+                crate::apply::cell::exited_well(what, &command, &out)?;
             }
         }
         Ok(())
@@ -147,21 +120,17 @@ impl ClusterWorker<'_> {
     /// by its ready check.
     pub(super) fn start_service(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         key: &CellKey,
         service: &str,
     ) -> Result<(), CellFailure> {
         let job = w.jobs[key];
-        let Some(spec) = job.recipe.services.iter().find(|s| s.name == service) else {
-            return Err(CellFailure::Refused {
-                reason: format!("{} has no service {service}", job.recipe.name),
-            });
-        };
+        let spec = spec_of(job, service)?;
         self.w.phase(
             Some(&job.cell.address),
             format!("start service {}", spec.name),
         );
-        let name = format!("{}-{}", &job.cell.key.as_str()[..8], spec.name);
+        let name = service_name(job, spec);
         for slot in self.slots(spec.on) {
             let vars = Self::vars_at(&w.live[key], slot).clone();
             let command = bench::render(&spec.command, &vars)?;
@@ -190,28 +159,9 @@ impl ClusterWorker<'_> {
             if let Some(c) = w.live.get_mut(key) {
                 c.services.push((slot, spec.name.clone(), started));
             }
-            let Some(ready) = &spec.ready else { continue };
-            let check = bench::render(ready, &vars)?;
-            let each = spec
-                .ready_timeout
-                .clamp(Duration::from_secs(1), Duration::from_secs(10));
-            let t0 = Instant::now();
-            loop {
-                let out = self.run_on(w, slot, &check, Some(each))?;
-                if out.exit.success() {
-                    break;
-                }
-                if t0.elapsed() > spec.ready_timeout {
-                    return Err(CellFailure::NotReady {
-                        service: spec.name.clone(),
-                        after_secs: spec.ready_timeout.as_secs_f64(),
-                        command: first_line(&check),
-                        exit: out.exit.clone(),
-                        stderr_tail: stderr_tail(&out.stderr_str()),
-                    });
-                }
-                self.w.sleep(Duration::from_millis(200))?;
-            }
+            self.w.wait_ready(spec, &vars, |check, each| {
+                self.run_on(w, slot, check, Some(each))
+            })?;
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! cluster's teardown, and the guards stopped; each at the slots that are there (a lost
 //! member's own side is its guard's to tear down).
 
-use super::{ClusterWorker, Slot, Walk};
+use super::{ClusterWalk, ClusterWorker, Slot};
 use crate::plan::schedule::{Action, Step};
 use crate::transport::side_guard as guard;
 
@@ -10,7 +10,11 @@ use super::super::StepStatus;
 
 impl ClusterWorker<'_> {
     /// A cleanup step: runs when what it undoes was done, at each slot that is there.
-    pub(super) fn cleanup(&self, w: &mut Walk<'_, '_, '_>, step: &Step) -> StepStatus {
+    pub(super) fn cluster_cleanup(
+        &self,
+        w: &mut ClusterWalk<'_, '_, '_>,
+        step: &Step,
+    ) -> StepStatus {
         let done = match &step.action {
             Action::StopService { service, .. } => {
                 let key = &step.cells[0];
@@ -31,7 +35,7 @@ impl ClusterWorker<'_> {
                 for (slot, sv) in mine {
                     let r = match slot {
                         Slot::Controller => w.controller.stop_service(&sv).map_err(Into::into),
-                        Slot::Member(i) if w.members[i].lost.is_some() => Ok(()),
+                        Slot::Member(i) if w.own.members[i].lost.is_some() => Ok(()),
                         Slot::Member(i) => match Self::session(w, i) {
                             Ok(t) => t
                                 .stop_service(&sv)
@@ -56,12 +60,12 @@ impl ClusterWorker<'_> {
                 self.commands(w, key, steps, "teardown", true)
             }
             Action::Undeploy { on, from, commands } => {
-                if !w.deployed {
+                if !w.own.deployed {
                     return StepStatus::Done;
                 }
                 let steps = &self.cluster.teardown[*from..from + commands];
                 if let Some(Slot::Member(i)) = steps.first().map(|s| self.place(&s.on))
-                    && w.members[i].lost.is_some()
+                    && w.own.members[i].lost.is_some()
                 {
                     return StepStatus::Skipped {
                         reason: format!("{on} is lost; its guard tears it down"),
@@ -76,35 +80,19 @@ impl ClusterWorker<'_> {
             }
             _ => Ok(()),
         };
-        match done {
-            Ok(()) => StepStatus::Ran,
-            Err(cause) => {
-                let status = StepStatus::Failed {
-                    cause: cause.to_string(),
-                };
-                if cause.ends_board() {
-                    w.lost.get_or_insert_with(|| cause.clone());
-                }
-                for k in &step.cells {
-                    if !matches!(w.outcomes.get(k), Some(Err(_))) {
-                        w.outcomes.insert(k.clone(), Err(cause.clone()));
-                    }
-                }
-                status
-            }
-        }
+        w.cleanup_status(&step.cells, done)
     }
 
     /// Stops every guard that is there: the cluster was taken down in order.
-    pub(super) fn disarm(&self, w: &mut Walk<'_, '_, '_>) {
-        for i in 0..w.members.len() {
-            let Some(g) = w.members[i].guard.take() else {
+    pub(super) fn disarm(&self, w: &mut ClusterWalk<'_, '_, '_>) {
+        for i in 0..w.own.members.len() {
+            let Some(g) = w.own.members[i].guard.take() else {
                 continue;
             };
-            if w.members[i].lost.is_some() {
+            if w.own.members[i].lost.is_some() {
                 continue;
             }
-            if let Some(t) = w.members[i].t.as_deref_mut()
+            if let Some(t) = w.own.members[i].t.as_deref_mut()
                 && let Err(e) = guard::disarm(t, &g)
             {
                 self.w.phase(
@@ -113,7 +101,7 @@ impl ClusterWorker<'_> {
                 );
             }
         }
-        if let Some(g) = w.controller_guard.take()
+        if let Some(g) = w.own.controller_guard.take()
             && let Err(e) = guard::disarm(w.controller.as_mut(), &g)
         {
             self.w

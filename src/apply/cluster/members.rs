@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ClusterWorker, Slot, Walk};
+use super::{ClusterWalk, ClusterWorker, Slot};
 use crate::bench::Vars;
 use crate::failure::CellFailure;
 use crate::model::{Board, Side, TestName, Where};
@@ -47,14 +47,14 @@ impl ClusterWorker<'_> {
     /// good and the failure is the cluster's (`BoardLost`, naming the member).
     pub(super) fn on_member(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         i: usize,
         cause: CellFailure,
     ) -> CellFailure {
         if !cause.ends_board() {
             return cause;
         }
-        let m = &mut w.members[i];
+        let m = &mut w.own.members[i];
         let why = format!(
             "member {} of cluster {} is lost: {cause}",
             m.board.name, self.cluster.name
@@ -66,10 +66,10 @@ impl ClusterWorker<'_> {
 
     /// The session of member `i`, or why there is none.
     pub(super) fn session<'x>(
-        w: &'x mut Walk<'_, '_, '_>,
+        w: &'x mut ClusterWalk<'_, '_, '_>,
         i: usize,
     ) -> Result<&'x mut dyn Transport, CellFailure> {
-        let m = &mut w.members[i];
+        let m = &mut w.own.members[i];
         if let Some(why) = &m.lost {
             return Err(CellFailure::BoardLost { cause: why.clone() });
         }
@@ -84,7 +84,7 @@ impl ClusterWorker<'_> {
     /// Runs `command` on a slot; a lost connection is the member's loss.
     pub(super) fn run_on(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         slot: Slot,
         command: &str,
         timeout: Option<Duration>,

@@ -4,47 +4,35 @@
 //! numbers are not stored, and the cluster's cells fail with the member's loss.
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::{ClusterWorker, Slot, Walk};
-use crate::bench;
+use super::{ClusterWalk, ClusterWorker, Slot};
 use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
-use crate::plan::{CellKey, state};
-use crate::store::{self, RunKind, Sample};
+use crate::plan::CellKey;
+use crate::store::RunKind;
 use crate::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
 
-use super::super::Event;
-use super::super::runs::stops_group;
+use super::super::runs::{RunDone, Times, stops_group};
 
 impl ClusterWorker<'_> {
     pub(super) fn warm_up(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         key: &CellKey,
     ) -> Result<(), CellFailure> {
         let job = w.jobs[key];
-        let warmup = job.cell.method.warmup.clone();
-        let started = Instant::now();
-        let mut k = 0u32;
-        while k < warmup.runs || warmup.duration.is_some_and(|d| started.elapsed() < d) {
-            k += 1;
-            self.w.phase(
-                Some(&job.cell.address),
-                format!("warm-up {k}/{}", warmup.runs.max(k)),
-            );
-            self.one_run(w, key, RunKind::Warmup, k, job.cell.method.order)?;
-        }
-        Ok(())
+        let order = job.cell.method.order;
+        self.w
+            .warm_ups(job, |k| self.one_run(w, key, RunKind::Warmup, k, order))
     }
 
     /// Measured runs of the group's cells (in turns when there are several) until each
     /// cell's stop rule holds, bounded as on a board (`run_budget`).
     pub(super) fn measure(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
         let order = if pending.len() > 1 {
@@ -60,37 +48,14 @@ impl ClusterWorker<'_> {
         while !open.is_empty() {
             let mut next = Vec::new();
             for key in open {
-                let cell = &w.live[&key];
-                let method = &cell.job.cell.method;
-                let have = state::counted(method, &cell.data).count();
-                let primaries = state::primary_values(method, &cell.job.primary, &cell.data);
-                if state::stop_rule(method, &primaries, have).is_some() {
-                    w.outcomes.insert(key, Ok(have));
-                    continue;
-                }
-                let taken = cell
-                    .data
-                    .samples
-                    .iter()
-                    .filter(|s| s.kind == RunKind::Measured && s.session == self.w.session)
-                    .count();
-                let budget = super::super::run_budget(method);
-                if taken >= budget {
-                    let cause = CellFailure::TooManyFlaggedRuns {
-                        taken,
-                        valid: have,
-                        min: method.runs.min,
-                        budget,
-                    };
-                    w.outcomes.insert(key, Err(cause));
-                    continue;
-                }
-                let want = method.runs.min.max(have as u32 + 1);
-                self.w.phase(
-                    Some(&cell.job.cell.address),
-                    format!("run {}/{}", have + 1, want),
-                );
-                match self.one_run(w, &key, RunKind::Measured, have as u32 + 1, order) {
+                let index = match self.w.next_run(&w.live[&key]) {
+                    Ok(index) => index,
+                    Err(outcome) => {
+                        w.outcomes.insert(key, outcome);
+                        continue;
+                    }
+                };
+                match self.one_run(w, &key, RunKind::Measured, index, order) {
                     Ok(()) => next.push(key),
                     Err(e) if stops_group(&e) => return Err(e),
                     Err(e) => {
@@ -106,7 +71,7 @@ impl ClusterWorker<'_> {
     /// One run of a cluster cell: execute, log, parse, append.
     fn one_run(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         key: &CellKey,
         kind: RunKind,
         index: u32,
@@ -128,27 +93,21 @@ impl ClusterWorker<'_> {
             for v in &mut cell.member_vars {
                 v.set("run", index);
             }
-            if job.recipe.run_per_member {
-                let dir = match slot {
-                    Slot::Controller => self.controller_dir(),
-                    Slot::Member(i) => self.members[i].workdir.clone(),
-                };
-                let dir = format!("{}/members-{}", dir.trim_end_matches('/'), job.cell.key);
-                let each: Vec<(String, bench::Vars)> = self
-                    .members
-                    .iter()
-                    .zip(&cell.member_vars)
+            let dir = match slot {
+                Slot::Controller => self.controller_dir(),
+                Slot::Member(i) => self.members[i].workdir.clone(),
+            };
+            let each = || {
+                let members = self.members.iter().zip(&cell.member_vars);
+                members
                     .map(|(m, v)| (m.name.to_string(), v.clone()))
-                    .collect();
-                let (script, c) = super::super::per_member::compose(&step.command, &each, &dir)?;
-                (script, Some(c))
-            } else {
-                let vars = match slot {
-                    Slot::Controller => &cell.vars,
-                    Slot::Member(i) => &cell.member_vars[i],
-                };
-                (bench::render(&step.command, vars)?, None)
-            }
+                    .collect()
+            };
+            let vars = match slot {
+                Slot::Controller => &cell.vars,
+                Slot::Member(i) => &cell.member_vars[i],
+            };
+            super::super::per_member::run_command(job, &dir, each, vars)?
         };
         let seq = w.live[key].writer.next_seq();
         // The sampler on every member during measured runs.
@@ -184,11 +143,7 @@ impl ClusterWorker<'_> {
             (Slot::Member(_), Some(p)) => p.wrap(&command),
             _ => command.clone(),
         };
-        let started = store::now();
-        let t0 = Instant::now();
-        let out = self.run_on(w, slot, &run_command, step.timeout);
-        let seconds = t0.elapsed().as_secs_f64();
-        let ended = store::now();
+        let (out, times) = Times::of(|| self.run_on(w, slot, &run_command, step.timeout));
         let stopped = self.w.stop.load(Ordering::SeqCst);
         let out = match out {
             Ok(out) if !stopped => out,
@@ -235,65 +190,26 @@ impl ClusterWorker<'_> {
         }
         flags.sort();
         flags.dedup();
-        let stdout = out.stdout_str();
-        let stderr = out.stderr_str();
-        let log = format!(
-            "$ {command}\n# {kind:?} run {index}, {}, {seconds:.3} s\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-            out.exit
-        );
-        let what = format!("{kind:?} run {index}");
-        let read = super::super::per_member::read_run(
-            job.recipe,
-            composed.as_ref(),
-            &what,
-            &command,
-            &out.exit,
-            &stdout,
-            &stderr,
-        );
+        let run = RunDone::new((kind, index, order), seq, (command, composed), out, times);
         let cell = w.live.get_mut(key).ok_or(CellFailure::Interrupted)?;
-        let writer = &mut cell.writer;
-        let metrics = match read {
-            Ok(m) => m,
-            Err(e) => {
-                let name = format!("failed-{}-{seq:04}", self.w.session);
-                let rel = writer.write_log_named(&name, log.as_bytes())?;
-                return Err(e.with_log(rel));
-            }
-        };
-        let rel = writer.write_log(seq, log.as_bytes())?;
+        let metrics = self.w.read_metrics(&mut cell.writer, job.recipe, &run)?;
         let telemetry = (kind == RunKind::Measured && !telemetry.is_empty())
             .then(|| serde_json::json!({ "members": Value::Object(telemetry) }).into());
-        let sample = Sample {
-            format: store::FORMAT,
-            seq,
-            kind,
-            session: self.w.session.to_string(),
-            started,
-            ended,
+        let sample = self.w.append_run(
+            &mut cell.writer,
+            job,
+            run,
             metrics,
             flags,
             telemetry,
-            command,
-            log: rel,
-            order: Some(order),
-            board_seq: Some(w.seq + 1),
-        };
-        writer.append(&sample)?;
-        w.seq += 1;
-        self.w.progress.event(Event::Run {
-            board: self.name(),
-            cell: &job.cell.address,
-            kind,
-            metrics: &sample.metrics,
-            seconds,
-        });
+            &mut w.seq,
+        )?;
         cell.data.samples.push(sample);
         Ok(())
     }
 
     /// Stops samplers already started, on the members that are there.
-    fn abort_probes(&self, w: &mut Walk<'_, '_, '_>, probes: Vec<Option<Probe>>) {
+    fn abort_probes(&self, w: &mut ClusterWalk<'_, '_, '_>, probes: Vec<Option<Probe>>) {
         for (i, p) in probes.into_iter().enumerate() {
             if let (Some(p), Ok(t)) = (p, Self::session(w, i)) {
                 p.abort(t);

@@ -2,80 +2,30 @@
 //! member, the guards, the deploy, a cell's setup, services and teardown on the sides
 //! its recipe names, and the cluster's teardown.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ClusterWorker, Slot, Walk};
+use super::{ClusterWalk, ClusterWorker, Slot};
 use crate::bench;
 use crate::failure::CellFailure;
 use crate::model::{ClusterStep, Connection, Side};
 use crate::plan::CellKey;
-use crate::plan::schedule::{Action, DoneWhen, Step};
-use crate::plan::state;
+use crate::plan::schedule::{Action, Step};
 use crate::transport::side_guard::{self as guard, Carrier};
 use crate::transport::{Transport, TransportError};
 
-use super::super::StepStatus;
+use super::super::Job;
+use super::super::cleanup::claim_refused;
 
 /// How long one deploy or teardown command may run unless its `timeout` says.
 pub(super) const CLUSTER_STEP_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl ClusterWorker<'_> {
-    /// One step: skipped, found done, run, or failed.
-    pub(super) fn step(&self, w: &mut Walk<'_, '_, '_>, step: &Step) -> StepStatus {
-        if step.action.is_cleanup() {
-            return self.cleanup(w, step);
-        }
-        if let Some(lost) = &w.lost {
-            return StepStatus::Skipped {
-                reason: format!("the cluster is broken: {lost}"),
-            };
-        }
-        if w.interrupted || self.w.stop.load(Ordering::SeqCst) {
-            w.interrupted = true;
-            return StepStatus::Skipped {
-                reason: "interrupted".into(),
-            };
-        }
-        let pending: Vec<CellKey> = step
-            .cells
-            .iter()
-            .filter(|k| !w.outcomes.contains_key(*k))
-            .cloned()
-            .collect();
-        if pending.is_empty() {
-            return StepStatus::Skipped {
-                reason: "its cells failed".into(),
-            };
-        }
-        if step.done_when == DoneWhen::CellsComplete && pending.iter().all(|k| w.is_complete(k)) {
-            for k in &pending {
-                let job = w.jobs[k];
-                let data = w.live.get(k).map_or(&job.data, |l| &l.data);
-                let have = state::counted(&job.cell.method, data).count();
-                w.outcomes.insert(k.clone(), Ok(have));
-            }
-            return StepStatus::Done;
-        }
-        match self.run_step(w, step, &pending) {
-            Ok(()) => StepStatus::Ran,
-            Err(cause) => {
-                w.fail(&pending, &cause);
-                match cause {
-                    CellFailure::NotApplicable { reason } => StepStatus::Skipped { reason },
-                    _ => StepStatus::Failed {
-                        cause: cause.to_string(),
-                    },
-                }
-            }
-        }
-    }
-
-    fn run_step(
+    /// Runs one step of the cluster's walk for its pending cells.
+    pub(super) fn cluster_step(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
@@ -84,19 +34,13 @@ impl ClusterWorker<'_> {
             Action::ConnectMember { member } => self.connect(w, member),
             Action::ClaimWorkdir { .. } => {
                 self.w.phase(None, "claim workdirs");
-                let refused = |e: TransportError| match e {
-                    TransportError::Other { .. } => CellFailure::Refused {
-                        reason: e.to_string(),
-                    },
-                    e => e.into(),
-                };
                 for i in 0..self.members.len() {
                     let workdir = self.members[i].workdir.clone();
                     let r = crate::transport::workdir::claim(Self::session(w, i)?, &workdir);
-                    r.map_err(|e| self.on_member(w, i, refused(e)))?;
+                    r.map_err(|e| self.on_member(w, i, claim_refused(e)))?;
                 }
                 crate::transport::workdir::claim(w.controller.as_mut(), &self.controller_dir())
-                    .map_err(refused)
+                    .map_err(claim_refused)
             }
             Action::Provision { .. } => self.provision(w, pending),
             Action::StopLeftoverServices => {
@@ -116,15 +60,7 @@ impl ClusterWorker<'_> {
                     self.w
                         .phase(None, format!("could not stop leftover services: {e}"));
                 }
-                // Secrets a killed apply left in the cluster's directory on the controller.
-                if let Err(e) = super::super::secrets::remove_dirs(
-                    w.controller.as_mut(),
-                    &self.controller_dir(),
-                    None,
-                ) {
-                    self.w
-                        .phase(None, format!("could not remove leftover secrets: {e}"));
-                }
+                self.w.remove_leftover_secrets(w.controller.as_mut());
                 Ok(())
             }
             Action::MemberFacts { member } => self.member_facts(w, member, pending),
@@ -138,7 +74,7 @@ impl ClusterWorker<'_> {
             }
             Action::ArmGuard => self.arm(w),
             Action::Deploy { from, commands, .. } => {
-                w.deployed = true;
+                w.own.deployed = true;
                 self.w.phase(None, "deploy");
                 let steps = &self.cluster.deploy[*from..from + commands];
                 self.cluster_commands(w, steps, "deploy")
@@ -148,11 +84,8 @@ impl ClusterWorker<'_> {
                     let cell = self.open_cell(w, first)?;
                     w.live.insert(first.clone(), cell);
                     let job = w.jobs[first];
-                    if !job.recipe.secrets.is_empty() {
-                        let dir = super::super::secrets::dir_of(&self.controller_dir(), first);
-                        super::super::secrets::make_dir(w.controller.as_mut(), &dir)?;
-                        w.secrets.open(first, &dir, &job.recipe.secrets);
-                    }
+                    let dir = self.controller_dir();
+                    super::super::secrets::open_cell(w.controller.as_mut(), &dir, job, &w.secrets)?;
                     self.requires(w, first)?;
                 }
                 if *commands == 0 {
@@ -168,7 +101,7 @@ impl ClusterWorker<'_> {
             Action::Cooldown { .. } => {
                 let job = w.jobs[first];
                 for i in 0..self.members.len() {
-                    let idle = w.members[i].idle;
+                    let idle = w.own.members[i].idle;
                     let mw = self.member(i);
                     let r = mw.cooldown(
                         Self::session(w, i)?,
@@ -188,7 +121,7 @@ impl ClusterWorker<'_> {
 
     fn connect(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         member: &crate::model::BoardName,
     ) -> Result<(), CellFailure> {
         let Some(i) = self.members.iter().position(|m| &m.name == member) else {
@@ -199,13 +132,13 @@ impl ClusterWorker<'_> {
         self.w.phase(None, format!("connect {member}"));
         match self.w.connector.board(self.members[i]) {
             Ok(t) => {
-                w.members[i].t = Some(t);
+                w.own.members[i].t = Some(t);
                 Ok(())
             }
             Err(TransportError::Unreachable { target, reason }) => {
                 let why = format!("member {member}: {reason}");
                 w.unreachable = Some(why.clone());
-                w.members[i].lost = Some(why);
+                w.own.members[i].lost = Some(why);
                 Err(TransportError::Unreachable { target, reason }.into())
             }
             Err(e) => Err(self.on_member(w, i, e.into())),
@@ -214,7 +147,11 @@ impl ClusterWorker<'_> {
 
     /// Tools per member (the recipes' `members` and, on the control member, `board`
     /// needs) and on the controller; a recipe one of them cannot serve fails its cells.
-    fn provision(&self, w: &mut Walk<'_, '_, '_>, pending: &[CellKey]) -> Result<(), CellFailure> {
+    fn provision(
+        &self,
+        w: &mut ClusterWalk<'_, '_, '_>,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
         self.w.phase(None, "provision");
         let recipes: std::collections::BTreeMap<_, &crate::model::Recipe> = pending
             .iter()
@@ -238,20 +175,14 @@ impl ClusterWorker<'_> {
                 unserved.entry(test).or_insert(cause);
             }
         }
-        let on_controller = super::super::provision::provision(
-            w.controller.as_mut(),
-            "the controller",
-            &[Side::Controller],
+        let controller = w.controller.as_mut();
+        super::super::provision::on_controller(
+            controller,
             recipes.values().copied(),
+            &mut unserved,
         )?;
-        for (test, cause) in on_controller {
-            unserved.entry(test).or_insert(cause);
-        }
-        for k in pending {
-            if let Some(cause) = unserved.get(&w.jobs[k].recipe.name) {
-                w.outcomes.insert(k.clone(), Err(cause.clone()));
-            }
-        }
+        let jobs: Vec<&Job<'_>> = pending.iter().map(|k| w.jobs[k]).collect();
+        super::super::walk::fail_unserved(&mut w.outcomes, jobs, &unserved);
         Ok(())
     }
 
@@ -260,7 +191,7 @@ impl ClusterWorker<'_> {
     /// facts with the control member's.
     fn member_facts(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         member: &crate::model::BoardName,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
@@ -270,11 +201,7 @@ impl ClusterWorker<'_> {
         self.w.phase(None, format!("gather facts of {member}"));
         let board = self.members[i];
         let t = Self::session(w, i)?;
-        let idle = super::super::facts::read_temperature(t, board);
-        let mut facts = super::super::facts::gather_facts(t, board);
-        if let (Some(c), Some(obj)) = (idle, facts.as_object_mut()) {
-            obj.insert("idle_temperature_c".into(), json!(c));
-        }
+        let (facts, idle) = super::super::facts::idle_facts(t, board);
         if let Some(e) = facts.get("error").and_then(Value::as_str) {
             // A fact script that could not run on a connection that is gone.
             let cause = CellFailure::BoardLost {
@@ -306,7 +233,7 @@ impl ClusterWorker<'_> {
                 };
                 let t: &mut dyn Transport = match fact.on {
                     Side::Controller => w.controller.as_mut(),
-                    _ => match w.members[i].t.as_deref_mut() {
+                    _ => match w.own.members[i].t.as_deref_mut() {
                         Some(t) => t,
                         None => continue,
                     },
@@ -315,14 +242,14 @@ impl ClusterWorker<'_> {
                     to.insert(fact.name.clone(), json!(v));
                 }
             }
-            w.members[i]
+            w.own.members[i]
                 .tools
                 .insert(r.name.clone(), json!({ "tools": mine }));
             if i == self.control {
                 w.tools.insert(r.name.clone(), json!({ "tools": cluster }));
             }
         }
-        let m = &mut w.members[i];
+        let m = &mut w.own.members[i];
         m.facts = facts;
         m.idle = idle;
         Ok(())
@@ -331,7 +258,7 @@ impl ClusterWorker<'_> {
     /// The guards: on every member, its own teardown commands; on the controller, the
     /// controller's. Without a guard a lost member would keep what the deploy started,
     /// so a guard that cannot be armed fails the cluster's cells.
-    fn arm(&self, w: &mut Walk<'_, '_, '_>) -> Result<(), CellFailure> {
+    fn arm(&self, w: &mut ClusterWalk<'_, '_, '_>) -> Result<(), CellFailure> {
         self.w.phase(None, "arm the guards");
         let name = format!("guard-{}", self.cluster.name);
         for i in 0..self.members.len() {
@@ -357,7 +284,7 @@ impl ClusterWorker<'_> {
                     reason: format!("cannot arm the guard on {}: {other}", board.name),
                 },
             })?;
-            w.members[i].guard = Some(g);
+            w.own.members[i].guard = Some(g);
         }
         let teardown = self.rendered(&self.cluster.teardown, Slot::Controller)?;
         let g = guard::arm(
@@ -371,7 +298,7 @@ impl ClusterWorker<'_> {
         .map_err(|e| CellFailure::Refused {
             reason: format!("cannot arm the guard on the controller: {e}"),
         })?;
-        w.controller_guard = Some(g);
+        w.own.controller_guard = Some(g);
         Ok(())
     }
 
@@ -388,7 +315,7 @@ impl ClusterWorker<'_> {
     /// Deploy or teardown commands, each where it says; the first failure stops them.
     pub(super) fn cluster_commands(
         &self,
-        w: &mut Walk<'_, '_, '_>,
+        w: &mut ClusterWalk<'_, '_, '_>,
         steps: &[ClusterStep],
         what: &str,
     ) -> Result<(), CellFailure> {
@@ -396,14 +323,7 @@ impl ClusterWorker<'_> {
             let slot = self.place(&s.on);
             let command = bench::render(&s.command, &self.deploy_vars(slot))?;
             let out = self.run_on(w, slot, &command, s.timeout.or(Some(CLUSTER_STEP_TIMEOUT)))?;
-            if !out.exit.success() {
-                return Err(CellFailure::step_failed(
-                    format!("{what} on {}", s.on.name()),
-                    &command,
-                    &out.exit,
-                    &out.stderr_str(),
-                ));
-            }
+            crate::apply::cell::exited_well(format!("{what} on {}", s.on.name()), &command, &out)?;
         }
         Ok(())
     }

@@ -1,22 +1,10 @@
 //! A cluster's walk: a session and the facts of every member, the guards, the deploy,
-//! the cells' groups as a board's, the teardown and the guards stopped.
+//! the cells' groups as a board's (`groups.rs`), the teardown and the guards stopped.
 
-use super::groups::group_steps;
+use super::groups::{group_steps, groups_of, runs_by, tests_of, verify_step};
 use super::{Action, DoneWhen, Estimates, Step, Work};
-use crate::model::{Cluster, ClusterStep, RunOrder, Side, TestName, Where};
+use crate::model::{Cluster, Side, Where};
 use crate::plan::CellKey;
-
-/// Consecutive cluster steps in one place: (where, first index, how many).
-fn places(steps: &[ClusterStep]) -> Vec<(&Where, usize, usize)> {
-    let mut out: Vec<(&Where, usize, usize)> = Vec::new();
-    for (i, s) in steps.iter().enumerate() {
-        match out.last_mut() {
-            Some((on, _, n)) if **on == s.on => *n += 1,
-            _ => out.push((&s.on, i, 1)),
-        }
-    }
-    out
-}
 
 fn side_of(on: &Where) -> Side {
     match on {
@@ -31,14 +19,7 @@ pub(super) fn cluster_steps(
     estimates: &Estimates,
 ) -> Vec<Step> {
     let all: Vec<CellKey> = work.iter().map(|w| w.cell.key.clone()).collect();
-    let step = |action, side, done_when| Step {
-        action,
-        cells: all.clone(),
-        side,
-        resources: Vec::new(),
-        done_when,
-        estimate_seconds: None,
-    };
+    let step = |action, side, done_when| Step::plain(action, all.clone(), side, done_when);
     let mut steps = Vec::new();
     for m in &cluster.members {
         steps.push(step(
@@ -53,11 +34,10 @@ pub(super) fn cluster_steps(
         Side::Members,
         DoneWhen::Never,
     ));
-    let mut tests: Vec<TestName> = work.iter().map(|w| w.recipe.name.clone()).collect();
-    tests.sort();
-    tests.dedup();
     steps.push(step(
-        Action::Provision { tests },
+        Action::Provision {
+            tests: tests_of(&work),
+        },
         Side::Members,
         DoneWhen::CommandsPresent,
     ));
@@ -87,22 +67,11 @@ pub(super) fn cluster_steps(
             .copied()
             .collect();
         let expect = &of_image[0].cell.image.expect;
-        if !expect.os_release.is_empty() || expect.uname_m.is_some() {
-            steps.push(Step {
-                action: Action::VerifyImage {
-                    image: image.clone(),
-                    expect: expect.clone(),
-                },
-                cells: of_image.iter().map(|w| w.cell.key.clone()).collect(),
-                side: Side::Members,
-                resources: Vec::new(),
-                done_when: DoneWhen::Never,
-                estimate_seconds: None,
-            });
-        }
+        let cells = of_image.iter().map(|w| w.cell.key.clone()).collect();
+        steps.extend(verify_step(image, expect, cells, Side::Members, false));
     }
     steps.push(step(Action::ArmGuard, Side::Members, DoneWhen::Never));
-    for (on, from, commands) in places(&cluster.deploy) {
+    for (on, from, commands) in runs_by(&cluster.deploy, |s| &s.on) {
         steps.push(step(
             Action::Deploy {
                 on: on.name().to_string(),
@@ -114,17 +83,10 @@ pub(super) fn cluster_steps(
         ));
     }
     // As on a board: interleaved cells take their runs in turns, blocked ones alone.
-    let (interleaved, blocked): (Vec<&Work<'_>>, Vec<&Work<'_>>) = work
-        .iter()
-        .partition(|w| w.cell.method.order == RunOrder::Interleaved);
-    let mut groups: Vec<Vec<&Work<'_>>> = blocked.into_iter().map(|w| vec![w]).collect();
-    if !interleaved.is_empty() {
-        groups.insert(0, interleaved);
-    }
-    for group in groups {
+    for group in groups_of(&work) {
         group_steps(&mut steps, &group, estimates);
     }
-    for (on, from, commands) in places(&cluster.teardown) {
+    for (on, from, commands) in runs_by(&cluster.teardown, |s| &s.on) {
         steps.push(step(
             Action::Undeploy {
                 on: on.name().to_string(),

@@ -14,14 +14,7 @@ pub(super) fn flash_steps(
     power_cycle: bool,
     cells: &[CellKey],
 ) {
-    let step = |action, side| Step {
-        action,
-        cells: cells.to_vec(),
-        side,
-        resources: Vec::new(),
-        done_when: DoneWhen::BoardAtImage,
-        estimate_seconds: None,
-    };
+    let step = |action, side| Step::plain(action, cells.to_vec(), side, DoneWhen::BoardAtImage);
     steps.push(step(
         Action::FetchImage {
             image: image.clone(),
@@ -43,17 +36,10 @@ pub(super) fn flash_steps(
 /// facts; they serve `span`'s cells, and their failure fails them all.
 pub(super) fn prelude(steps: &mut Vec<Step>, span: &[&Work<'_>]) {
     let all: Vec<CellKey> = span.iter().map(|w| w.cell.key.clone()).collect();
-    let board_step = |action: Action, done_when: DoneWhen| Step {
-        action,
-        cells: all.clone(),
-        side: Side::Board,
-        resources: Vec::new(),
-        done_when,
-        estimate_seconds: None,
+    let board_step = |action: Action, done_when: DoneWhen| {
+        Step::plain(action, all.clone(), Side::Board, done_when)
     };
-    let mut tests: Vec<TestName> = span.iter().map(|w| w.recipe.name.clone()).collect();
-    tests.sort();
-    tests.dedup();
+    let tests = tests_of(span);
     let controller = span.iter().any(|w| uses_controller(w.recipe));
     steps.push(board_step(Action::Connect, DoneWhen::Never));
     // Each peer serves the cells that use it: its loss is theirs alone.
@@ -66,18 +52,13 @@ pub(super) fn prelude(steps: &mut Vec<Step>, span: &[&Work<'_>]) {
         }
     }
     for peer in peers {
-        steps.push(Step {
-            action: Action::ConnectPeer { peer: peer.clone() },
-            cells: span
-                .iter()
-                .filter(|w| w.cell.peer.as_ref() == Some(peer))
-                .map(|w| w.cell.key.clone())
-                .collect(),
-            side: Side::Peer,
-            resources: Vec::new(),
-            done_when: DoneWhen::Never,
-            estimate_seconds: None,
-        });
+        let cells = span
+            .iter()
+            .filter(|w| w.cell.peer.as_ref() == Some(peer))
+            .map(|w| w.cell.key.clone())
+            .collect();
+        let action = Action::ConnectPeer { peer: peer.clone() };
+        steps.push(Step::plain(action, cells, Side::Peer, DoneWhen::Never));
     }
     steps.push(board_step(
         Action::ClaimWorkdir { controller },
@@ -99,14 +80,64 @@ fn uses_controller(r: &Recipe) -> bool {
 
 /// Consecutive commands on one side: (side, first index, how many).
 pub(super) fn segments(commands: &[crate::model::Step]) -> Vec<(Side, usize, usize)> {
-    let mut out: Vec<(Side, usize, usize)> = Vec::new();
-    for (i, c) in commands.iter().enumerate() {
+    runs_by(commands, |c| c.on)
+}
+
+/// Consecutive items with one `key` (a recipe's commands on one side, a cluster's
+/// deploy commands in one place): (key, first index, how many).
+pub(super) fn runs_by<'t, T, K: PartialEq>(
+    items: &'t [T],
+    key: impl Fn(&'t T) -> K,
+) -> Vec<(K, usize, usize)> {
+    let mut out: Vec<(K, usize, usize)> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let k = key(item);
         match out.last_mut() {
-            Some((side, _, n)) if *side == c.on => *n += 1,
-            _ => out.push((c.on, i, 1)),
+            Some((last, _, n)) if *last == k => *n += 1,
+            _ => out.push((k, i, 1)),
         }
     }
     out
+}
+
+/// The groups of cells that share a cool-down: interleaved cells together (first),
+/// taking their runs in turns; each blocked one alone.
+pub(super) fn groups_of<'w, 'a>(work: &[&'w Work<'a>]) -> Vec<Vec<&'w Work<'a>>> {
+    let (interleaved, blocked): (Vec<&Work<'_>>, Vec<&Work<'_>>) = work
+        .iter()
+        .partition(|w| w.cell.method.order == RunOrder::Interleaved);
+    let mut groups: Vec<Vec<&Work<'_>>> = blocked.into_iter().map(|w| vec![w]).collect();
+    if !interleaved.is_empty() {
+        groups.insert(0, interleaved);
+    }
+    groups
+}
+
+/// The tests of `work`, each once, sorted: what a `Provision` step installs for.
+pub(super) fn tests_of(work: &[&Work<'_>]) -> Vec<TestName> {
+    let mut tests: Vec<TestName> = work.iter().map(|w| w.recipe.name.clone()).collect();
+    tests.sort();
+    tests.dedup();
+    tests
+}
+
+/// The `VerifyImage` step of an image's cells, when its `expect` says anything (or,
+/// `always`, after a flash: the flash is proven by the boot).
+pub(super) fn verify_step(
+    image: &ImageName,
+    expect: &crate::model::Expectations,
+    cells: Vec<CellKey>,
+    side: Side,
+    always: bool,
+) -> Option<Step> {
+    let says = !expect.os_release.is_empty() || expect.uname_m.is_some();
+    (always || says).then(|| {
+        let action = Action::VerifyImage {
+            image: image.clone(),
+            expect: expect.clone(),
+        };
+        Step::plain(action, cells, side, DoneWhen::Never)
+    })
 }
 
 /// Steps of one group of cells that share a mount and a cool-down.

@@ -14,7 +14,7 @@ use serde::Serialize;
 mod cluster;
 mod groups;
 mod show;
-use groups::{flash_steps, group_steps, prelude};
+use groups::{flash_steps, group_steps, groups_of, prelude, verify_step};
 #[cfg(test)]
 mod tests;
 
@@ -60,6 +60,20 @@ pub struct Step {
     pub done_when: DoneWhen,
     /// Seconds, from the store's history of runs; `None` when it has none.
     pub estimate_seconds: Option<f64>,
+}
+
+impl Step {
+    /// A step that holds no exclusive resource and has no estimate.
+    fn plain(action: Action, cells: Vec<CellKey>, side: Side, done_when: DoneWhen) -> Step {
+        Step {
+            action,
+            cells,
+            side,
+            resources: Vec::new(),
+            done_when,
+            estimate_seconds: None,
+        }
+    }
 }
 
 /// What a step does. Steps that undo another (`cleanup`) run even after a failure or an
@@ -369,17 +383,9 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
                 }
             }
         }
-        b.steps.insert(
-            0,
-            Step {
-                action: Action::Hold { boards: contended },
-                cells,
-                side: Side::Controller,
-                resources: Vec::new(),
-                done_when: DoneWhen::Never,
-                estimate_seconds: None,
-            },
-        );
+        let hold = Action::Hold { boards: contended };
+        let step = Step::plain(hold, cells, Side::Controller, DoneWhen::Never);
+        b.steps.insert(0, step);
     }
     Schedule {
         format: FORMAT,
@@ -482,19 +488,7 @@ fn board_steps(
                 prelude(&mut steps, &span);
             }
             let expect = &first.cell.image.expect;
-            if flashing || !expect.os_release.is_empty() || expect.uname_m.is_some() {
-                steps.push(Step {
-                    action: Action::VerifyImage {
-                        image: image.clone(),
-                        expect: expect.clone(),
-                    },
-                    cells: of_image,
-                    side: Side::Board,
-                    resources: Vec::new(),
-                    done_when: DoneWhen::Never,
-                    estimate_seconds: None,
-                });
-            }
+            steps.extend(verify_step(image, expect, of_image, Side::Board, flashing));
         }
         let uas = uas_of(ws, first.cell);
         if uas.is_some() && uas != uas_now {
@@ -506,14 +500,13 @@ fn board_steps(
                 .collect();
             uas_cells.extend(cells.iter().cloned());
             let (storage, on) = uas.clone().expect("checked");
-            steps.push(Step {
-                action: Action::Uas { storage, uas: on },
+            let action = Action::Uas { storage, uas: on };
+            steps.push(Step::plain(
+                action,
                 cells,
-                side: Side::Board,
-                resources: Vec::new(),
-                done_when: DoneWhen::DriverAsWanted,
-                estimate_seconds: None,
-            });
+                Side::Board,
+                DoneWhen::DriverAsWanted,
+            ));
             uas_now = uas.clone();
         }
         let key = (&first.cell.address.image, mount_of(first.cell));
@@ -527,44 +520,35 @@ fn board_steps(
         rest = tail;
         let keys: Vec<CellKey> = same_mount.iter().map(|w| w.cell.key.clone()).collect();
         if let Some((storage, filesystem, mkfs)) = &key.1 {
-            steps.push(Step {
-                action: Action::Mount {
-                    image: first.cell.address.image.clone(),
-                    storage: storage.clone(),
-                    filesystem: filesystem.clone(),
-                    mkfs: *mkfs,
-                },
-                cells: keys.clone(),
-                side: Side::Board,
-                resources: Vec::new(),
-                done_when: DoneWhen::Mounted,
-                estimate_seconds: None,
-            });
+            let action = Action::Mount {
+                image: first.cell.address.image.clone(),
+                storage: storage.clone(),
+                filesystem: filesystem.clone(),
+                mkfs: *mkfs,
+            };
+            steps.push(Step::plain(
+                action,
+                keys.clone(),
+                Side::Board,
+                DoneWhen::Mounted,
+            ));
         }
         // Interleaved cells of one mount take their runs in turns; blocked ones one
         // cell at a time.
-        let (interleaved, blocked): (Vec<&Work<'_>>, Vec<&Work<'_>>) = same_mount
-            .iter()
-            .partition(|w| w.cell.method.order == RunOrder::Interleaved);
-        let mut groups: Vec<Vec<&Work<'_>>> = blocked.into_iter().map(|w| vec![w]).collect();
-        if !interleaved.is_empty() {
-            groups.insert(0, interleaved);
-        }
-        for group in groups {
+        for group in groups_of(same_mount) {
             group_steps(&mut steps, &group, estimates);
         }
         if let Some((storage, filesystem, _)) = key.1 {
-            steps.push(Step {
-                action: Action::Unmount {
-                    storage,
-                    filesystem,
-                },
-                cells: keys,
-                side: Side::Board,
-                resources: Vec::new(),
-                done_when: DoneWhen::NothingToUndo,
-                estimate_seconds: None,
-            });
+            let action = Action::Unmount {
+                storage,
+                filesystem,
+            };
+            steps.push(Step::plain(
+                action,
+                keys,
+                Side::Board,
+                DoneWhen::NothingToUndo,
+            ));
         }
     }
     restore_cmdline(&mut steps, &mut uas_cells);
@@ -576,14 +560,13 @@ fn restore_cmdline(steps: &mut Vec<Step>, uas_cells: &mut Vec<CellKey>) {
     if uas_cells.is_empty() {
         return;
     }
-    steps.push(Step {
-        action: Action::RestoreCmdline,
-        cells: std::mem::take(uas_cells),
-        side: Side::Board,
-        resources: Vec::new(),
-        done_when: DoneWhen::NothingToUndo,
-        estimate_seconds: None,
-    });
+    let cells = std::mem::take(uas_cells);
+    steps.push(Step::plain(
+        Action::RestoreCmdline,
+        cells,
+        Side::Board,
+        DoneWhen::NothingToUndo,
+    ));
 }
 
 impl Schedule {

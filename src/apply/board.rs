@@ -1,0 +1,437 @@
+//! A board's walk: what the step runner (`walk.rs`) does at each step of a board's
+//! schedule, over the board's session and the controller's, and what only a board's
+//! walk carries (its flash, mount, UAS state and peers).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::cell::cell_facts;
+use super::mount::MountState;
+use super::runs::stops_group;
+use super::walk::{Walk, Walker};
+use super::worker::{LiveCell, Transports, Worker};
+use super::{BoardResult, Job, StepStatus};
+use crate::failure::CellFailure;
+use crate::model::Side;
+use crate::plan::CellKey;
+use crate::plan::schedule::{Action, DoneWhen, Step};
+use crate::storage;
+use crate::transport::{Transport, TransportError};
+
+/// A board's walk.
+pub(super) type BoardWalk<'j, 'c> = Walk<'j, 'c, BoardOwn, Side>;
+
+/// What only a board's walk carries from step to step.
+pub(super) struct BoardOwn {
+    /// `None` until `Connect` succeeds.
+    pub(super) board: Option<Box<dyn Transport>>,
+    /// Recorded beside every cell's samples.
+    pub(super) facts: Value,
+    /// The temperature before benchpipe loaded the board: the base of "idle+N".
+    pub(super) idle_celsius: Option<f64>,
+    pub(super) mounted: MountState,
+    /// Images fetched and verified in this walk.
+    pub(super) fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
+    /// Set by a power cycle: the next connect waits for the board to boot.
+    pub(super) booting: bool,
+    /// What each image flashed in this walk wrote (facts of its cells).
+    pub(super) flashed: BTreeMap<crate::model::ImageName, Value>,
+    /// The host key accepted after a flash (`[flash] accept_new_host_key`).
+    pub(super) new_host_key: Option<String>,
+    /// Each storage's facts, read at its mount or UAS step (`apply/uas.rs`).
+    pub(super) storage_facts: BTreeMap<crate::model::StorageName, Value>,
+    /// Set by a UAS step: the image's `RestoreCmdline` puts the command line back.
+    pub(super) uas_touched: bool,
+    /// The peer boards of the walk's cells, connected by their `ConnectPeer` steps.
+    pub(super) peers: super::peer::Peers,
+    /// Set when this walk claimed the board's directory on the controller.
+    pub(super) controller_claimed: bool,
+}
+
+impl Worker<'_> {
+    /// Walks one board's steps over its jobs (the cells the steps name).
+    pub(super) fn walk(&self, steps: &[Step], jobs: &[Job<'_>]) -> BoardResult {
+        let own = BoardOwn {
+            board: None,
+            facts: json!({}),
+            idle_celsius: None,
+            mounted: MountState::default(),
+            fetched: BTreeMap::new(),
+            booting: false,
+            flashed: BTreeMap::new(),
+            new_host_key: None,
+            storage_facts: BTreeMap::new(),
+            uas_touched: false,
+            peers: BTreeMap::new(),
+            controller_claimed: false,
+        };
+        let mut w = Walk::new(self.connector.controller(), jobs, own);
+        super::walk::walk(self, &mut w, steps)
+    }
+}
+
+impl Walker for Worker<'_> {
+    type Own = BoardOwn;
+    type Place = Side;
+
+    fn worker(&self) -> &Worker<'_> {
+        self
+    }
+
+    fn lost_reason(&self, _lost: &CellFailure) -> String {
+        "the board is lost".into()
+    }
+
+    fn is_done(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> bool {
+        match (step.done_when, &step.action) {
+            (
+                DoneWhen::Mounted,
+                Action::Mount {
+                    storage,
+                    filesystem,
+                    ..
+                },
+            ) => w
+                .own
+                .mounted
+                .current
+                .as_ref()
+                .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem),
+            (DoneWhen::DriverAsWanted, Action::Uas { storage, uas }) => {
+                self.uas_in_place(w, storage, *uas)
+            }
+            _ => false,
+        }
+    }
+
+    fn run_step(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        match self.controller_step(w, step, pending)? {
+            true => Ok(()),
+            false => self.board_step(w, step, pending),
+        }
+    }
+
+    fn cleanup(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> StepStatus {
+        self.board_cleanup(w, step)
+    }
+
+    fn end(&self, w: &mut BoardWalk<'_, '_>) {
+        if w.lost.is_none()
+            && let (Some((s, f)), Some(board)) =
+                (w.own.mounted.current.take(), w.own.board.as_deref_mut())
+            && let Err(e) = storage::release(board, &s, &f)
+        {
+            self.phase(None, format!("could not unmount {}: {e}", s.path));
+        }
+        // An interrupt can cut a sampler's start short after it was started: end them.
+        if w.interrupted
+            && w.lost.is_none()
+            && let Some(board) = w.own.board.as_deref_mut()
+        {
+            let _ = crate::telemetry::end_samplers(board, &self.board.workdir);
+        }
+    }
+}
+
+impl Worker<'_> {
+    /// The steps that need no session to the board (a flash, a power cycle, the
+    /// connects); `false` when `step` is not one of them.
+    fn controller_step(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<bool, CellFailure> {
+        match &step.action {
+            Action::FetchImage { image } => {
+                let fetched = self.fetch_image(&w.jobs[&pending[0]].cell.image)?;
+                w.own.fetched.insert(image.clone(), fetched);
+            }
+            Action::Flash { image, via, device } => {
+                let fetched = self.begin_flash(w, image)?;
+                let report = self.flash(image, &fetched, via, device)?;
+                // Recorded beside each cell of the image: what was written and proven.
+                let mut written = json!({
+                    "file_sha256": fetched.sha256,
+                    "written_bytes": report.bytes,
+                    "written_sha256": report.sha256,
+                });
+                if let Some(f) = crate::image::known_facts(&fetched) {
+                    written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
+                    written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
+                }
+                if let Some(b) = &report.bmap {
+                    written["bmap_mapped_bytes"] = json!(b.mapped_bytes);
+                }
+                w.own.flashed.insert(image.clone(), written);
+            }
+            Action::FlashTpi { image, via, node } => {
+                let fetched = self.begin_flash(w, image)?;
+                let written = self.flash_tpi(image, &fetched, via, *node)?;
+                w.own.flashed.insert(image.clone(), written);
+            }
+            Action::FlashCommand { image } => {
+                let fetched = self.begin_flash(w, image)?;
+                self.flash_command(w.controller.as_mut(), image, &fetched)?;
+                w.own.flashed.insert(
+                    image.clone(),
+                    json!({ "file_sha256": fetched.sha256, "method": "command" }),
+                );
+                // Without a [power] cycle step, the command reboots the board itself.
+                w.own.booting = true;
+            }
+            Action::PowerCycle => {
+                w.own.board = None;
+                self.power_cycle(w.controller.as_mut())?;
+                w.own.booting = true;
+            }
+            Action::Connect if w.own.booting => {
+                let (t, accepted) = self.connect_after_boot(true)?;
+                w.own.board = Some(t);
+                w.own.booting = false;
+                if let Some(fingerprint) = accepted {
+                    w.own.new_host_key = Some(fingerprint.clone());
+                    let image = &w.jobs[&pending[0]].cell.address.image;
+                    if let Some(written) = w.own.flashed.get_mut(image) {
+                        written["accepted_host_key"] = json!(fingerprint);
+                    }
+                }
+            }
+            Action::Connect => {
+                self.phase(None, "connect");
+                match self.connector.board(self.board) {
+                    Ok(t) => w.own.board = Some(t),
+                    Err(TransportError::Unreachable { target, reason }) => {
+                        w.unreachable = Some(reason.clone());
+                        return Err(TransportError::Unreachable { target, reason }.into());
+                    }
+                    Err(e) => {
+                        // The stored cause leaves the file out (no absolute path in
+                        // reports).
+                        if let TransportError::HostKey { known_hosts, .. } = &e {
+                            self.phase(None, format!("known_hosts: {}", known_hosts.display()));
+                        }
+                        return Err(e.into());
+                    }
+                }
+            }
+            Action::Uas { storage, uas } => self.set_uas(w, storage, *uas)?,
+            Action::ConnectPeer { peer } => {
+                let session = self.connect_peer(peer)?;
+                w.own.peers.insert(peer.clone(), session);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The steps that run over the board's session (and the controller's, the peers').
+    fn board_step(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        let Walk {
+            controller,
+            jobs,
+            live,
+            tools,
+            seq,
+            outcomes,
+            secrets,
+            own:
+                BoardOwn {
+                    board,
+                    facts,
+                    idle_celsius,
+                    mounted,
+                    flashed,
+                    new_host_key,
+                    storage_facts,
+                    peers,
+                    controller_claimed,
+                    ..
+                },
+            ..
+        } = &mut *w;
+        let Some(board) = board.as_deref_mut() else {
+            return Err(CellFailure::Refused {
+                reason: "the board is not connected".into(),
+            });
+        };
+        let secrets = &*secrets;
+        let mut board = super::secrets::Redacting::new(board, secrets);
+        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let first = &pending[0];
+        let peer = jobs[first].cell.peer.as_ref();
+        let mut t = Transports::new(&mut board, &mut controller).with_peers(peers, peer);
+        // A cell opens at its first step, its tmpfs or its setup.
+        if matches!(
+            step.action,
+            Action::MountTmpfs { .. } | Action::Setup { .. }
+        ) && !live.contains_key(first)
+        {
+            let job = jobs[first];
+            // The link the cell runs over, read now: a Wi-Fi rate changes.
+            let link = self.network_facts(t.board, job.cell);
+            let facts = cell_facts(job, facts, tools, flashed, storage_facts, mounted, link);
+            live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
+        }
+        match &step.action {
+            Action::ClaimWorkdir { controller } => {
+                self.phase(None, "claim workdir");
+                self.claim(&mut t, *controller)?;
+                *controller_claimed = *controller;
+                Ok(())
+            }
+            Action::Provision { .. } => {
+                self.phase(None, "provision");
+                let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
+                let mut unserved = self.prepare(t.board, t.controller, &jobs)?;
+                if let Some(peers) = t.peers.as_deref_mut() {
+                    self.prepare_peers(peers, &jobs, &mut unserved);
+                }
+                super::walk::fail_unserved(outcomes, jobs, &unserved);
+                Ok(())
+            }
+            Action::StopLeftoverServices => {
+                // Services a crashed or killed apply left running would skew every number.
+                for side in [Side::Board, Side::Controller] {
+                    if let Err(e) = t.side(side).stop_all_services(&self.service_dir(side)) {
+                        self.phase(None, format!("could not stop leftover services: {e}"));
+                    }
+                }
+                if let Some(peers) = t.peers.as_deref_mut() {
+                    self.stop_peer_leftovers(peers);
+                }
+                if *controller_claimed {
+                    self.remove_leftover_secrets(t.controller);
+                }
+                // Then the tmpfs they may have held open.
+                if let Err(e) = storage::tmpfs::sweep(t.board, &self.board.workdir) {
+                    self.phase(None, format!("could not unmount a leftover tmpfs: {e}"));
+                }
+                Ok(())
+            }
+            Action::GatherFacts => {
+                (*facts, *idle_celsius) = super::facts::idle_facts(t.board, self.board);
+                let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
+                self.judge_drift(t.board, &jobs, facts, outcomes)?;
+                *tools = self.recipe_facts(&mut t, &jobs);
+                Ok(())
+            }
+            Action::VerifyImage { image, expect } => {
+                self.verify_image(t.board, image, expect)?;
+                // Flashing reads this to know the board is already at the image.
+                self.store.write_board_state(&crate::store::BoardState {
+                    format: crate::store::FORMAT,
+                    board: self.board.name.to_string(),
+                    image: image.to_string(),
+                    identity: jobs[first].cell.image.source.identity(image),
+                    verified_session: self.session.to_string(),
+                    host_key: new_host_key.clone(),
+                })?;
+                Ok(())
+            }
+            Action::Mount {
+                storage: name,
+                filesystem,
+                ..
+            } => {
+                // The device's own facts (model, driver, link speed) for every cell here.
+                if let Some(st) = self.board.storage(name)
+                    && let Ok(Some(f)) = self.storage_facts(t.board, st)
+                {
+                    storage_facts.insert(st.name.clone(), json!(f));
+                }
+                self.mount(t.board, jobs[first], name, filesystem, mounted)
+            }
+            Action::MountTmpfs { size, .. } => {
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                let mounted = self.mount_tmpfs(&mut t, cell, *size);
+                if cell.tmpfs.is_none() {
+                    // Refused: none of the cell's commands may touch what is there.
+                    live.remove(first);
+                }
+                mounted
+            }
+            Action::Setup {
+                from,
+                commands,
+                after_services,
+                ..
+            } => {
+                let job = jobs[first];
+                let cell = &live[first];
+                if *commands == 0 {
+                    return Ok(());
+                }
+                self.phase(Some(&job.cell.address), "setup");
+                let _held = self.resources.acquire(&job.recipe.exclusive);
+                let steps = match after_services {
+                    true => &job.recipe.setup_after_services,
+                    false => &job.recipe.setup,
+                };
+                self.commands(&mut t, &steps[*from..from + commands], &cell.vars, "setup")
+            }
+            Action::StartService { service, .. } => {
+                let spec = super::services::spec_of(jobs[first], service)?;
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                self.start_service(&mut t, cell, spec)
+            }
+            Action::Cooldown { .. } => {
+                let job = jobs[first];
+                self.cooldown(
+                    t.board,
+                    Some(&job.cell.address),
+                    &job.cell.method,
+                    *idle_celsius,
+                )
+            }
+            Action::WarmUp { .. } => {
+                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                let order = cell.job.cell.method.order;
+                self.warm_up(&mut t, cell, order, seq)
+            }
+            Action::Measure { order, .. } => {
+                let mut cells: Vec<(&CellKey, &mut LiveCell<'_, '_>)> = live
+                    .iter_mut()
+                    .filter(|(k, _)| pending.contains(k))
+                    .collect();
+                cells.sort_by_key(|(k, _)| pending.iter().position(|p| p == *k));
+                let keys: Vec<CellKey> = cells.iter().map(|(k, _)| (*k).clone()).collect();
+                let mut refs: Vec<&mut LiveCell<'_, '_>> =
+                    cells.into_iter().map(|(_, c)| c).collect();
+                let results = self.measure(&mut t, &mut refs, *order, seq);
+                let mut stopped = None;
+                for (k, o) in keys.iter().zip(results) {
+                    match o {
+                        Some(Err(e)) if stops_group(&e) => {
+                            stopped.get_or_insert(e.clone());
+                            outcomes.insert(k.clone(), Err(e));
+                        }
+                        Some(o) => {
+                            outcomes.insert(k.clone(), o);
+                        }
+                        None => {}
+                    }
+                }
+                // A cell the measuring left without an outcome shares the fate that
+                // stopped it: the board lost by another cell's run is its loss too.
+                match stopped {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                }
+            }
+            // The steps above (`controller_step`), the cleanup steps and a cluster's.
+            _ => Ok(()),
+        }
+    }
+}
