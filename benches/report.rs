@@ -292,5 +292,11 @@ fn main() {
             bytes.len()
         );
     }
-    let _ = std::fs::remove_dir_all(dir);
+    // BENCHPIPE_BENCH_KEEP=1 keeps the project and store, to profile `benchpipe report`
+    // on it.
+    if std::env::var_os("BENCHPIPE_BENCH_KEEP").is_some() {
+        println!("kept {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

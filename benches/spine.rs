@@ -145,7 +145,7 @@ fn plan_10k() {
             format: FORMAT,
             key: c.key.clone(),
             address: c.address.clone(),
-            inputs: c.inputs.clone().into(),
+            inputs: c.inputs.json().clone().into(),
         };
         std::fs::write(
             cell_dir.join("cell.json"),

@@ -575,7 +575,9 @@ pub fn run(cli: Cli) -> Result<()> {
             let store = Store::open_read(&store.store)?;
             let data = store.all()?;
             let ws = load_for_report(&files, cells.max_cells, &stored_names(&data))?;
-            for path in write_reports_of(&ws, &store, &data, &out)? {
+            let written = write_reports_of(&ws, &store, &data, &out);
+            crate::parallel::free_later(data);
+            for path in written? {
                 println!("{}", path.display());
             }
             Ok(())

@@ -106,7 +106,10 @@ pub(super) fn check_templates(ws: &Workspace) -> Result<()> {
 
 /// Renders and writes every scenario's reports; returns the files written.
 pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
-    write_reports_of(ws, store, &store.all()?, out)
+    let data = store.all()?;
+    let written = write_reports_of(ws, store, &data, out);
+    crate::parallel::free_later(data);
+    written
 }
 
 /// Every scenario's plan as a report sees it: with the stored cells of boards without a
@@ -192,6 +195,8 @@ pub(super) fn write_reports_of(
                 })
                 .collect()
         });
+        drop(exporters);
+        crate::parallel::free_later((model, plan));
         for file in files {
             written.push(file?);
         }

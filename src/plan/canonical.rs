@@ -55,6 +55,88 @@ impl Input {
     }
 }
 
+/// A cell's inputs: the tree its key hashes, with their JSON form (`cell.json`'s
+/// `inputs`) made the first time it is asked for. A report plans every cell of its
+/// scenarios and reads a few of their inputs: it never pays for the JSON of all.
+#[derive(Clone, Debug)]
+pub struct CellInputs {
+    tree: Input,
+    json: std::sync::OnceLock<Value>,
+}
+
+impl CellInputs {
+    pub fn new(tree: Input) -> CellInputs {
+        CellInputs {
+            tree,
+            json: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn tree(&self) -> &Input {
+        &self.tree
+    }
+
+    /// The JSON form (`Input::to_json`), made once.
+    pub fn json(&self) -> &Value {
+        self.json.get_or_init(|| self.tree.to_json())
+    }
+
+    /// The value at a JSON pointer (`/board/model`) into the JSON form, looked up in the
+    /// tree without making that form.
+    pub fn pointer(&self, pointer: &str) -> Option<&Input> {
+        let mut at = &self.tree;
+        if pointer.is_empty() {
+            return Some(at);
+        }
+        for step in pointer.strip_prefix('/')?.split('/') {
+            at = match at {
+                Input::Record(fields) => &fields.iter().find(|(k, _)| *k == step)?.1,
+                Input::Map(m) => m.get(step)?,
+                Input::List(items) => items.get(step.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(at)
+    }
+
+    /// The text at `pointer`, when it is a string.
+    pub fn text(&self, pointer: &str) -> Option<&str> {
+        match self.pointer(pointer)? {
+            Input::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The texts of the list at `pointer` (its strings; None unless it is a list).
+    pub fn texts(&self, pointer: &str) -> Option<Vec<&str>> {
+        match self.pointer(pointer)? {
+            Input::List(items) => Some(
+                items
+                    .iter()
+                    .filter_map(|i| match i {
+                        Input::Str(s) => Some(s.as_str()),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// Equal inputs are equal trees: the JSON form follows from the tree.
+impl PartialEq for CellInputs {
+    fn eq(&self, other: &CellInputs) -> bool {
+        self.tree == other.tree
+    }
+}
+
+impl serde::Serialize for CellInputs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(s)
+    }
+}
+
 impl From<&str> for Input {
     fn from(s: &str) -> Input {
         Input::Str(s.to_string())

@@ -228,7 +228,7 @@ impl<'a> Nearest<'a> {
         }
         candidates
             .into_iter()
-            .map(|r| (diff(r.inputs.value(), &cell.inputs, MAX_CHANGES), r))
+            .map(|r| (diff(r.inputs.value(), cell.inputs.json(), MAX_CHANGES), r))
             .min_by(|(a, ra), (b, rb)| a.total().cmp(&b.total()).then(ra.key.cmp(&rb.key)))
             .map_or(Why::New, |(diff, r)| Why::Changed {
                 nearest: r.key.clone(),
@@ -328,13 +328,13 @@ mod tests {
         assert_eq!(Nearest::new([]).why(cell), Why::New);
 
         // Its own record is no explanation.
-        let own = record(cell.key.as_str(), &cell.address, cell.inputs.clone());
+        let own = record(cell.key.as_str(), &cell.address, cell.inputs.json().clone());
         assert_eq!(Nearest::new([&own]).why(cell), Why::New);
 
-        let mut far = cell.inputs.clone();
+        let mut far = cell.inputs.json().clone();
         far["method"]["warmup_runs"] = json!(7);
         far["params"] = json!({"other": 1});
-        let mut near = cell.inputs.clone();
+        let mut near = cell.inputs.json().clone();
         near["method"]["warmup_runs"] = json!(7);
         let mut elsewhere = cell.address.clone();
         elsewhere.image = "other".into();

@@ -21,7 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::canonical::HEX;
-pub use super::canonical::{CanonicalWriter, Input, canonical_bytes};
+pub use super::canonical::{CanonicalWriter, CellInputs, Input, canonical_bytes};
 
 use crate::model::{
     Board, BoardName, Cluster, ClusterStep, Cooldown, EndpointAt, Filesystem, Image, MemberMetric,
@@ -754,5 +754,54 @@ mod tests {
         assert_eq!(doc["test"]["params"]["level"], 6);
         assert_eq!(doc["method"]["idle"], Value::Null);
         assert_eq!(doc["test"]["services"], serde_json::json!([]));
+    }
+
+    /// Every JSON pointer into a cell's recorded inputs, with the value there.
+    fn pointers<'v>(at: String, v: &'v Value, out: &mut Vec<(String, &'v Value)>) {
+        match v {
+            Value::Object(m) => m
+                .iter()
+                .for_each(|(k, x)| pointers(format!("{at}/{k}"), x, out)),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| pointers(format!("{at}/{i}"), x, out)),
+            _ => {}
+        }
+        out.push((at, v));
+    }
+
+    #[test]
+    fn a_cells_inputs_read_the_same_through_the_tree_as_through_their_json() {
+        let ws = fixtures::workspace();
+        let plan = crate::plan::expand(&ws, &ws.scenarios[0]);
+        assert!(!plan.cells.is_empty());
+        let mut seen_text = 0;
+        for cell in &plan.cells {
+            // The tree is asked first: a lookup must not need the JSON form made.
+            let json = cell.inputs.tree().to_json();
+            let mut all = Vec::new();
+            pointers(String::new(), &json, &mut all);
+            for (p, v) in all {
+                assert!(cell.inputs.pointer(&p).is_some(), "{p} is in the tree");
+                assert_eq!(cell.inputs.text(&p), v.as_str(), "text at {p}");
+                let texts = v
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect());
+                assert_eq!(cell.inputs.texts(&p), texts, "texts at {p}");
+                seen_text += usize::from(v.is_string());
+            }
+            for absent in [
+                "/nope",
+                "/board/nope",
+                "/test/metrics/99",
+                "board",
+                "/image/x",
+            ] {
+                assert_eq!(cell.inputs.pointer(absent), None, "{absent}");
+            }
+            assert_eq!(cell.inputs.json(), &json);
+        }
+        assert!(seen_text > 0);
     }
 }

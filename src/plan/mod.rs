@@ -22,7 +22,6 @@ mod systems;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
-use serde_json::Value;
 
 pub use bound::{Bound, bound};
 pub use key::CellKey;
@@ -88,9 +87,9 @@ impl Address {
 pub struct Cell {
     pub key: CellKey,
     pub address: Address,
-    /// The JSON form of the inputs the key hashes (`key::Input::to_json`); stored as
+    /// The inputs the key hashes; their JSON form (`CellInputs::json`) is stored as
     /// `cell.json`'s `inputs`.
-    pub inputs: Value,
+    pub inputs: key::CellInputs,
     /// Template parameters: the recipe's defaults with the scenario's overrides.
     pub params: BTreeMap<String, ParamValue>,
     pub method: Method,
@@ -224,6 +223,9 @@ fn blocks(
     }
     out
 }
+
+/// Below this many cells a plan is made on one thread.
+const CELLS_PER_THREAD_MIN: usize = 512;
 
 /// Expands one scenario's matrix into cells, in a stable order (board, then the
 /// matrix's own order of image, test, storage, filesystem), so that plans and run
@@ -364,9 +366,13 @@ pub fn expand_in(
         }
     }
 
+    // Each cell's key hashes its inputs: a big matrix's cells are made on every core.
+    let made = crate::parallel::map(&order, CELLS_PER_THREAD_MIN, |a| {
+        make_cell(boards, recipes, scenario, a)
+    });
     let mut cells = Vec::with_capacity(order.len());
-    for a in order {
-        match make_cell(boards, recipes, scenario, &a) {
+    for (a, made) in order.into_iter().zip(made) {
+        match made {
             Ok(c) => cells.push(c),
             Err(e) => skipped.push(Skipped {
                 address: a,
@@ -619,7 +625,7 @@ fn finish(
     Ok(Cell {
         key: CellKey::of(&inputs),
         address: a.clone(),
-        inputs: inputs.to_json(),
+        inputs: key::CellInputs::new(inputs),
         params,
         method: scenario.method.clone(),
         filesystem,

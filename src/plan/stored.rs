@@ -127,7 +127,7 @@ fn rebuild(
     Some(Cell {
         key,
         address: a.clone(),
-        inputs: inputs.to_json(),
+        inputs: key::CellInputs::new(inputs),
         params,
         method: scenario.method.clone(),
         filesystem,

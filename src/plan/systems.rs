@@ -109,7 +109,7 @@ pub(super) fn cluster_cell(
     Ok(Cell {
         key: CellKey::of(&inputs),
         address: a.clone(),
-        inputs: inputs.to_json(),
+        inputs: key::CellInputs::new(inputs),
         params,
         method: scenario.method.clone(),
         filesystem: None,

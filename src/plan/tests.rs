@@ -202,7 +202,7 @@ fn a_raw_device_test_runs_once_per_device_whatever_the_filesystems() {
     );
     assert!(
         raw.iter()
-            .all(|c| c.filesystem.is_none() && c.inputs["filesystem"].is_null())
+            .all(|c| c.filesystem.is_none() && c.inputs.json()["filesystem"].is_null())
     );
     // Per board: disk-4k on 3 (storage, filesystem), xz once, hdparm on 2 devices.
     let b = bound(&ws.boards, &ws.recipes, &ws.scenarios[0]);

@@ -67,7 +67,11 @@ fn a_networked_test_runs_once_per_link_and_others_get_no_network() {
     let plan = expand(&ws, &ws.scenarios[0]);
     assert!(plan.cells.iter().all(|c| c.address.network.is_none()));
     assert_eq!(plan.cells.len(), 4);
-    assert!(plan.cells.iter().all(|c| c.inputs["network"].is_null()));
+    assert!(
+        plan.cells
+            .iter()
+            .all(|c| c.inputs.json()["network"].is_null())
+    );
     // A glob picks every matching link.
     let ws = workspace(&["*"]);
     assert_eq!(expand(&ws, &ws.scenarios[0]).cells.len(), 5);
@@ -145,7 +149,7 @@ fn the_key_holds_the_links_name_kind_and_model_but_not_its_address_or_interface(
         .unwrap()
         .inputs;
     assert_eq!(
-        doc["network"],
+        doc.json()["network"],
         serde_json::json!({"name": "wifi", "kind": "wifi", "model": null})
     );
     // The xz cells, which use no network, keep one key whatever the axis says.

@@ -65,9 +65,9 @@ fn a_cluster_has_one_cell_per_test_and_no_storage() {
         plan.skipped
     );
     let c = cell(&plan, "client");
-    assert_eq!(c.inputs["board"], serde_json::Value::Null);
-    assert_eq!(c.inputs["cluster"]["members"][1]["name"], "pi-2");
-    assert_eq!(c.inputs["cluster"]["deploy"][0]["on"], "pi-2");
+    assert_eq!(c.inputs.json()["board"], serde_json::Value::Null);
+    assert_eq!(c.inputs.json()["cluster"]["members"][1]["name"], "pi-2");
+    assert_eq!(c.inputs.json()["cluster"]["deploy"][0]["on"], "pi-2");
     assert!(c.cluster.is_some());
 }
 
@@ -161,7 +161,7 @@ fn a_peer_is_in_the_key_and_a_board_is_no_peer_of_itself() {
     let c = &plan.cells[0];
     assert_eq!(c.address.board.as_str(), "pi-1");
     assert_eq!(c.peer, Some(BoardName::new("pi-2")));
-    assert_eq!(c.inputs["peer"]["model"], "Raspberry Pi 4");
+    assert_eq!(c.inputs.json()["peer"]["model"], "Raspberry Pi 4");
     assert!(
         plan.skipped[0]
             .reason

@@ -87,8 +87,8 @@ fn found<'d>(cell: &Cell, side: &Indexed<'d>) -> Option<&'d CellData> {
         .iter()
         .copied()
         .min_by(|(a, _), (b, _)| {
-            let da = diff::diff(a.inputs.value(), &cell.inputs, usize::MAX).total();
-            let db = diff::diff(b.inputs.value(), &cell.inputs, usize::MAX).total();
+            let da = diff::diff(a.inputs.value(), cell.inputs.json(), usize::MAX).total();
+            let db = diff::diff(b.inputs.value(), cell.inputs.json(), usize::MAX).total();
             da.cmp(&db).then(a.key.cmp(&b.key))
         })
         .map(|(_, d)| d)
@@ -118,7 +118,7 @@ fn changes(a: &CellData, b: &CellData, cell_a: &Cell, cell_b: &Cell) -> Vec<Stri
         d.record
             .as_ref()
             .map(|r| r.inputs.value().clone())
-            .unwrap_or_else(|| c.inputs.clone())
+            .unwrap_or_else(|| c.inputs.json().clone())
     };
     let d = diff::diff(&inputs(a, cell_a), &inputs(b, cell_b), MAX_CHANGES);
     let mut out: Vec<String> = d.changes.iter().map(|c| format!("input {c}")).collect();

@@ -103,8 +103,7 @@ fn label_with_board(a: &Address, board: &str) -> String {
 /// file); the board's name when the inputs lack one.
 pub(super) fn board_model(cell: &Cell) -> String {
     cell.inputs
-        .pointer("/board/model")
-        .and_then(|m| m.as_str())
+        .text("/board/model")
         .map(str::to_string)
         .unwrap_or_else(|| cell.address.board.to_string())
 }

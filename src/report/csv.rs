@@ -143,14 +143,8 @@ fn provenance(view: &View) -> Vec<String> {
     let facts = view.data.facts.as_ref();
     let fact = |p: &str| facts.and_then(|f| str_at(f, p)).map(clean);
     let mount = inputs
-        .pointer("/filesystem/mount_options")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(",")
-        })
+        .texts("/filesystem/mount_options")
+        .map(|a| a.join(","))
         .unwrap_or_default();
     let tools = facts
         .and_then(|f| f.get("tools"))
@@ -166,14 +160,11 @@ fn provenance(view: &View) -> Vec<String> {
         })
         .unwrap_or_default();
     vec![
-        str_at(inputs, "/image").map(clean).unwrap_or_default(),
-        str_at(inputs, "/board/model")
-            .map(clean)
-            .unwrap_or_default(),
-        str_at(inputs, "/storage/model")
-            .map(clean)
-            .unwrap_or_default(),
-        str_at(inputs, "/filesystem/kind")
+        inputs.text("/image").map(clean).unwrap_or_default(),
+        inputs.text("/board/model").map(clean).unwrap_or_default(),
+        inputs.text("/storage/model").map(clean).unwrap_or_default(),
+        inputs
+            .text("/filesystem/kind")
             .map(clean)
             .unwrap_or_default(),
         mount,

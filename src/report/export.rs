@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::{Environment, UndefinedBehavior, Value};
 
@@ -331,17 +332,18 @@ pub fn exporters_with(templates: &Templates) -> Vec<Box<dyn Exporter>> {
 
 impl Templates {
     /// Every exporter, with these templates, to render `report`: its template context
-    /// is made once, here, for both templates (converting a big report into minijinja
-    /// values costs about a third of rendering a template from them).
+    /// is made once, by the first template to render, for both templates (converting a
+    /// big report into minijinja values costs about a third of rendering a template
+    /// from them), and the other exporters need not wait for it.
     pub fn exporters_for<'r>(
         &'r self,
         report: &'r Report,
     ) -> Vec<Box<dyn Exporter + Send + Sync + 'r>> {
-        let context = context(report);
+        let context = Arc::new(OnceLock::new());
         let prepared = |template| Prepared {
             template,
             report,
-            context: context.clone(),
+            context: Arc::clone(&context),
         };
         vec![
             Box::new(prepared(&self.markdown)),
@@ -352,13 +354,14 @@ impl Templates {
     }
 }
 
-/// A template with the context of one report made ahead (`Templates::exporters_for`). It holds
-/// the report borrowed, so the report it was made from is that one, unchanged, as long
-/// as it lives; any other report gets its own context, as `Template` renders it.
+/// A template with the context of one report, shared with the other templates of
+/// `Templates::exporters_for`. It holds the report borrowed, so the report the context
+/// is made from is that one, unchanged, as long as it lives; any other report gets its
+/// own context, as `Template` renders it.
 struct Prepared<'r> {
     template: &'r Template,
     report: &'r Report,
-    context: Value,
+    context: Arc<OnceLock<Value>>,
 }
 
 impl Exporter for Prepared<'_> {
@@ -367,7 +370,8 @@ impl Exporter for Prepared<'_> {
     }
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
         if std::ptr::eq(report, self.report) {
-            render_context(self.template, self.context.clone())
+            let context = self.context.get_or_init(|| context(self.report));
+            render_context(self.template, context.clone())
         } else {
             render(self.template, report)
         }

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
+use crate::plan::key::CellInputs;
 
 use super::cells::View;
 use crate::model::{Axis, Labels};
@@ -48,13 +48,13 @@ fn get<'l>(labels: &'l Labelled, axis: Axis, board: &str, name: &str) -> Option<
 }
 
 /// The model a cell's stored inputs give its board or storage, if any.
-fn stored_model(inputs: &Value, axis: Axis) -> Option<String> {
-    let field = match axis {
-        Axis::Board => "board",
-        Axis::Storage => "storage",
+fn stored_model(inputs: &CellInputs, axis: Axis) -> Option<String> {
+    let pointer = match axis {
+        Axis::Board => "/board/model",
+        Axis::Storage => "/storage/model",
         _ => return None,
     };
-    let m = inputs.get(field)?.get("model")?.as_str()?.trim();
+    let m = inputs.text(pointer)?.trim();
     (!m.is_empty()).then(|| m.chars().filter(|c| !c.is_control()).collect())
 }
 

@@ -305,49 +305,56 @@ pub fn build(
         test_columns.push((test, recipe, of_test, metrics));
     }
 
-    // The tables, and everything else: two halves that only read the views, so a big
-    // report builds on two cores.
-    let ((tables, method), (samples, provenance, precision, comparisons)) = both(
-        || {
-            let mut tables = scenario_tables(ws, scenario, &views, &labels, &label_of);
-            for (test, recipe, of_test, metrics) in test_columns {
-                let shape = table::Shape {
-                    id: format!("test-{test}"),
-                    title: test.to_string(),
-                    description: recipe.description.clone(),
-                    columns: metrics
-                        .into_iter()
-                        .map(|metric| table::Want {
-                            label: label_of(test, &metric),
-                            test: test.clone(),
-                            metric,
-                        })
-                        .collect(),
-                    rows: None,
-                    pivot: None,
-                    charts: true,
-                };
-                let mut t = table::build(shape, &views, &labels, confidence);
-                if recipe.series {
-                    let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
-                    t.charts.extend(
-                        of_test.iter().filter(|v| v.measured() > 0).filter_map(|v| {
-                            series_chart_of(v.data, &labels.row(&axes, v.address()))
-                        }),
-                    );
-                }
-                tables.push(t);
+    // The parts only read the views: a big report builds them on every core, in four
+    // parts of about the same size.
+    use crate::parallel::both;
+    let tables = || {
+        let mut tables = scenario_tables(ws, scenario, &views, &labels, &label_of);
+        for (test, recipe, of_test, metrics) in test_columns {
+            let shape = table::Shape {
+                id: format!("test-{test}"),
+                title: test.to_string(),
+                description: recipe.description.clone(),
+                columns: metrics
+                    .into_iter()
+                    .map(|metric| table::Want {
+                        label: label_of(test, &metric),
+                        test: test.clone(),
+                        metric,
+                    })
+                    .collect(),
+                rows: None,
+                pivot: None,
+                charts: true,
+            };
+            let mut t = table::build(shape, &views, &labels, confidence);
+            if recipe.series {
+                let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
+                t.charts.extend(
+                    of_test
+                        .iter()
+                        .filter(|v| v.measured() > 0)
+                        .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address()))),
+                );
             }
-            (tables, method::method(scenario, &views))
-        },
+            tables.push(t);
+        }
+        tables
+    };
+    // Comparisons and provenance see the cells in report order, so that a report made
+    // without board files lists them as one made with them does.
+    let ((tables, samples), (provenance, (precision, comparisons, method))) = both(
+        || both(tables, || csv::rows(scenario, &views, &sample_metrics)),
         || {
-            // Comparisons and provenance see the cells in report order, so that a
-            // report made without board files lists them as one made with them does.
-            (
-                csv::rows(scenario, &views, &sample_metrics),
-                provenance::provenance(&ordered, data),
-                precision::notes(ws, scenario, &views),
-                compare::comparisons_of(ws, scenario, &ordered, data),
+            both(
+                || provenance::provenance(&ordered, data),
+                || {
+                    (
+                        precision::notes(ws, scenario, &views),
+                        compare::comparisons_of(ws, scenario, &ordered, data),
+                        method::method(scenario, &views),
+                    )
+                },
             )
         },
     );
@@ -373,23 +380,6 @@ pub fn build(
         failed,
         skipped,
     }
-}
-
-/// Runs `a` and `b`, on two threads where there are two cores. Both are pure, so the
-/// result is the same either way; a panic in either is the caller's.
-fn both<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2 {
-        return (a(), b());
-    }
-    std::thread::scope(|s| {
-        let other = s.spawn(b);
-        let first = a();
-        let second = other
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (first, second)
-    })
 }
 
 /// The scenario's own tables (`[[report.table]]`), in its order.

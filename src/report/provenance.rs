@@ -74,7 +74,7 @@ pub fn provenance(
     data: &BTreeMap<crate::plan::CellKey, CellData>,
 ) -> Vec<Provenance> {
     let mut order: Vec<(String, Config)> = Vec::new();
-    let mut groups: BTreeMap<_, Vec<(String, String, &CellData)>> = BTreeMap::new();
+    let mut groups: BTreeMap<_, Vec<(String, &Cell, &CellData)>> = BTreeMap::new();
     for cell in cells.iter().copied() {
         let Some(d) = data.get(&cell.key) else {
             continue;
@@ -89,7 +89,7 @@ pub fn provenance(
         groups
             .entry(c)
             .or_default()
-            .push((cell.address.test.to_string(), cell.key.to_string(), d));
+            .push((cell.address.test.to_string(), cell, d));
     }
     order
         .into_iter()
@@ -97,16 +97,34 @@ pub fn provenance(
         .collect()
 }
 
-fn entry(config: String, cells: &[(String, String, &CellData)]) -> Provenance {
+fn entry(config: String, cells: &[(String, &Cell, &CellData)]) -> Provenance {
     let keys = cells
         .iter()
-        .map(|(test, key, _)| format!("{test} {}", &key[..key.len().min(SHORT_KEY)]))
+        .map(|(test, cell, _)| {
+            let key = cell.key.as_str();
+            format!("{test} {}", &key[..key.len().min(SHORT_KEY)])
+        })
         .collect();
-    let per_cell: Vec<Vec<(String, String)>> =
-        cells.iter().map(|(_, _, d)| cell_facts(d)).collect();
+    // Each cell's facts, as an index into the distinct lists of them. The cells of a
+    // configuration mostly have the same sources (stored facts, fingerprint, the inputs
+    // shown): such a cell's facts are the last one's, not made again.
+    let mut lists: Vec<Vec<(String, String)>> = Vec::new();
+    let mut list_of: Vec<usize> = Vec::with_capacity(cells.len());
+    let mut last: Option<(&CellData, Value)> = None;
+    for (_, cell, d) in cells {
+        let inputs = shown_inputs(cell, d);
+        let same = last.as_ref().is_some_and(|(ld, li)| {
+            ld.facts == d.facts && ld.fingerprint == d.fingerprint && *li == inputs
+        });
+        if !same {
+            lists.push(cell_facts(d, &inputs));
+        }
+        list_of.push(lists.len() - 1);
+        last = Some((d, inputs));
+    }
     // Mostly a configuration's cells agree on every fact: then its facts are the
     // first cell's, without the bookkeeping of which test saw which value.
-    if let Some((first, rest)) = per_cell.split_first() {
+    if let Some((first, rest)) = lists.split_first() {
         let distinct = {
             let mut names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
             names.sort_unstable();
@@ -115,7 +133,7 @@ fn entry(config: String, cells: &[(String, String, &CellData)]) -> Provenance {
         if distinct && rest.iter().all(|f| f == first) {
             return Provenance {
                 config,
-                facts: per_cell
+                facts: lists
                     .into_iter()
                     .next()
                     .unwrap_or_default()
@@ -134,12 +152,16 @@ fn entry(config: String, cells: &[(String, String, &CellData)]) -> Provenance {
     // fact name -> value -> the tests it was seen under; names keep first-seen order.
     let mut names: Vec<String> = Vec::new();
     let mut seen: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
-    for ((test, _, _), facts) in cells.iter().zip(per_cell) {
-        for (name, value) in facts {
-            if !seen.contains_key(&name) {
+    for ((test, _, _), list) in cells.iter().zip(list_of) {
+        for (name, value) in &lists[list] {
+            if !seen.contains_key(name) {
                 names.push(name.clone());
             }
-            let tests = seen.entry(name).or_default().entry(value).or_default();
+            let tests = seen
+                .entry(name.clone())
+                .or_default()
+                .entry(value.clone())
+                .or_default();
             if !tests.contains(test) {
                 tests.push(test.clone());
             }
@@ -374,8 +396,31 @@ fn link_facts(net: &Value, put: &mut impl FnMut(&str, Option<String>)) {
     }
 }
 
-/// One cell's facts as `(name, value)`, in the order the report shows them.
-fn cell_facts(d: &CellData) -> Vec<(String, String)> {
+/// The members of a cell's inputs its provenance shows, as their JSON: the image, the
+/// board, the peer and the filesystem (keep this list to the ones `cell_facts` asks
+/// for). They are the plan's, which are the stored cell's (the key hashes them); none
+/// when the store holds no record of the cell.
+fn shown_inputs(cell: &Cell, d: &CellData) -> Value {
+    if d.record.is_none() {
+        return Value::Null;
+    }
+    let mut picked = serde_json::Map::new();
+    for (name, pointer) in [
+        ("image", "/image"),
+        ("board", "/board"),
+        ("peer", "/peer"),
+        ("filesystem", "/filesystem"),
+    ] {
+        if let Some(v) = cell.inputs.pointer(pointer) {
+            picked.insert(name.to_string(), v.to_json());
+        }
+    }
+    Value::Object(picked)
+}
+
+/// One cell's facts as `(name, value)`, in the order the report shows them, from its
+/// stored data and `shown_inputs`.
+fn cell_facts(d: &CellData, inputs: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut put = |name: &str, value: Option<String>| {
         if let Some(v) = value.filter(|v| !v.is_empty()) {
@@ -384,13 +429,7 @@ fn cell_facts(d: &CellData) -> Vec<(String, String)> {
     };
     let facts = d.facts.as_ref();
     let get = |k: &str| facts.and_then(|f| f.get(k));
-    // The members of the inputs shown here (not the whole of them built): keep this
-    // list to the ones `inputs` is asked for below.
-    let picked = d
-        .record
-        .as_ref()
-        .map(|r| r.inputs.pick(&["image", "board", "peer", "filesystem"]));
-    let inputs = picked.as_ref();
+    let inputs = Some(inputs);
     let flashed = get("flashed");
 
     // The image: the one the scenario declares (its sha256, in the cell's inputs), and

@@ -156,7 +156,7 @@ fn across_two_stores_pairs_by_address_and_names_the_changed_input() {
         if c.address.board.as_str() != "pi-1" {
             continue;
         }
-        let mut inputs = c.inputs.clone();
+        let mut inputs = c.inputs.json().clone();
         inputs["test"]["params"]["size"] = serde_json::json!("4M");
         let key = CellKey::parse(&format!("{i:0>32x}")).unwrap();
         let mut d = with_samples(&[14.3, 14.4, 14.6]);

@@ -38,7 +38,7 @@ pub(super) fn cell_with_facts(cell: &Cell, kernel: &str) -> CellData {
         format: 1,
         key: cell.key.clone(),
         address: cell.address.clone(),
-        inputs: cell.inputs.clone().into(),
+        inputs: cell.inputs.json().clone().into(),
     });
     d.facts = Some(stored_facts(kernel));
     d

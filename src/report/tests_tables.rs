@@ -21,7 +21,7 @@ fn measured(plan: &Plan, values: &[f64]) -> BTreeMap<CellKey, CellData> {
                 format: FORMAT,
                 key: c.key.clone(),
                 address: c.address.clone(),
-                inputs: c.inputs.clone().into(),
+                inputs: c.inputs.json().clone().into(),
             });
             (c.key.clone(), d)
         })

@@ -330,7 +330,7 @@ impl Store {
                 format: FORMAT,
                 key: cell.key.clone(),
                 address: cell.address.clone(),
-                inputs: cell.inputs.clone().into(),
+                inputs: cell.inputs.json().clone().into(),
             };
             write_atomic(&path, &to_json_bytes(&rec)?)?;
             sync_dir(&self.root)?;

@@ -1,8 +1,8 @@
 //! A JSON value the store read and keeps as its text, parsed only when first asked for.
 //!
 //! `cell.json`'s `inputs` is the biggest part of a cell's files, and a report of a big
-//! store looks into few of them (a plan diff, a cell rebuilt from the store, two facts
-//! of provenance). Building every one as a `Value` tree was a tenth of reading the
+//! store looks into few of them (a plan diff, a cell rebuilt from the store). Building
+//! every one as a `Value` tree was a tenth of reading the
 //! store, and a third of the memory the read held. The text is checked when it is read
 //! (`check`), so that parsing it later cannot fail: a store file that does not parse
 //! is still an error of reading it, with the same message as before.
@@ -58,61 +58,6 @@ impl StoredJson {
             None => Value::Null,
         })
     }
-}
-
-impl StoredJson {
-    /// The value's members named in `keys`, as an object (Null when it is no object):
-    /// what a caller that looks at two members of a big value needs, without building
-    /// the rest of it (a report looks at two of every cell's inputs).
-    pub fn pick(&self, keys: &[&str]) -> Value {
-        if let Some(v) = self.value.get() {
-            return match v {
-                Value::Object(m) => Value::Object(
-                    m.iter()
-                        .filter(|(k, _)| keys.contains(&k.as_str()))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect(),
-                ),
-                _ => Value::Null,
-            };
-        }
-        let Some(raw) = &self.raw else {
-            return Value::Null;
-        };
-        let mut de = serde_json::Deserializer::from_str(raw.get());
-        // Checked when read, so it parses; were it not to, Null, never a panic.
-        de.deserialize_any(Pick(keys)).unwrap_or(Value::Null)
-    }
-}
-
-/// The members `pick` keeps, parsed as `Value` parses them; the others skipped.
-struct Pick<'k>(&'k [&'k str]);
-
-impl<'de> Visitor<'de> for Pick<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = serde_json::Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if self.0.contains(&key.as_str()) {
-                out.insert(key, map.next_value()?);
-            } else {
-                map.next_value::<de::IgnoredAny>()?;
-            }
-        }
-        Ok(Value::Object(out))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-        Ok(Value::Null)
-    }
-
-    forward_scalars!(|_v| Value::Null);
 }
 
 impl From<Value> for StoredJson {

@@ -46,7 +46,7 @@ fn a_cell() -> plan::Cell {
 
 #[test]
 fn a_cell_json_reads_the_same_with_its_inputs_as_text_as_it_did_parsed() {
-    let inputs = serde_json::to_string_pretty(&a_cell().inputs).unwrap();
+    let inputs = serde_json::to_string_pretty(a_cell().inputs.json()).unwrap();
     let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
     let mut docs = vec![
         record_doc(&inputs),
@@ -75,7 +75,7 @@ fn a_cell_json_reads_the_same_with_its_inputs_as_text_as_it_did_parsed() {
         errors += usize::from(now.is_err());
     }
     assert_eq!(errors, docs.len() - 3, "every broken document was refused");
-    assert_eq!(now(docs[0].as_bytes()).unwrap().2, a_cell().inputs);
+    assert_eq!(now(docs[0].as_bytes()).unwrap().2, *a_cell().inputs.json());
 }
 
 #[test]
@@ -89,31 +89,6 @@ fn inputs_kept_as_text_compare_and_serialise_as_their_value() {
         "{\"a\":\"x\",\"b\":[1,2]}"
     );
     assert_eq!(format!("{:?}", read.inputs), format!("{:?}", given.value()));
-}
-
-#[test]
-fn picked_members_are_the_ones_of_the_whole_value_text_or_parsed() {
-    let cell = a_cell();
-    let doc = record_doc(&serde_json::to_string(&cell.inputs).unwrap());
-    let text = parse_record(Path::new("cell.json"), doc.as_bytes())
-        .unwrap()
-        .inputs;
-    let keys = ["image", "board", "absent"];
-    let want = json!({"image": cell.inputs["image"], "board": cell.inputs["board"]});
-    assert_eq!(text.pick(&keys), want, "from the text");
-    let _ = text.value();
-    assert_eq!(text.pick(&keys), want, "once parsed");
-    assert_eq!(StoredJson::from(cell.inputs.clone()).pick(&keys), want);
-    for other in ["[1, {\"image\": 2}]", "\"image\"", "null"] {
-        let doc = record_doc(other);
-        let r = parse_record(Path::new("cell.json"), doc.as_bytes()).unwrap();
-        assert_eq!(r.inputs.pick(&keys), Value::Null, "{other}");
-    }
-    // The last of two members of one name, as a Value keeps it.
-    let doc = record_doc("{\"image\": 1, \"image\": 2}");
-    let r = parse_record(Path::new("cell.json"), doc.as_bytes()).unwrap();
-    assert_eq!(r.inputs.pick(&keys), json!({"image": 2}));
-    assert_eq!(r.inputs.value(), &json!({"image": 2}));
 }
 
 /// A cell directory is listed to find which of its files to open: the ones it holds
@@ -132,7 +107,10 @@ fn every_file_of_a_cell_is_read_and_a_file_in_place_of_its_directory_is_an_error
     assert_eq!(d.facts.as_ref().unwrap()["kernel"], "k");
     assert_eq!(d.skip.as_ref().unwrap().reason, "no tool");
     assert!(d.redo.is_none(), "nothing was stored to redo");
-    assert_eq!(d.record.as_ref().unwrap().inputs.value(), &cell.inputs);
+    assert_eq!(
+        d.record.as_ref().unwrap().inputs.value(),
+        cell.inputs.json()
+    );
     assert_eq!(store.read(&cell).unwrap(), *d);
 
     fs::remove_dir_all(store.cell_dir(&cell)).unwrap();
