@@ -196,6 +196,52 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
     (out, secs(t), cpu() - c)
 }
 
+const ROUNDS: usize = 3;
+
+/// The median round (wall, CPU), by wall time.
+fn median(rounds: &[(f64, f64)]) -> (f64, f64) {
+    let mut sorted = rounds.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    sorted[sorted.len() / 2]
+}
+
+fn rounds(rounds: &[(f64, f64)]) -> String {
+    let walls: Vec<String> = rounds.iter().map(|r| format!("{:.3} s", r.0)).collect();
+    walls.join(", ")
+}
+
+/// The embedded templates rendered as a workspace's overrides, one line each.
+fn overridden_templates(model: &report::Report) -> Vec<String> {
+    // The embedded templates as a workspace's overrides: counted against the fuel an
+    // override gets (running out of it here would be an error, not a figure).
+    let embedded = report::Templates::embedded();
+    let overridden = report::Templates::embedded()
+        .with_override(
+            "index.md",
+            "reports/templates/index.md".into(),
+            embedded.markdown.source.to_string(),
+        )
+        .and_then(|t| {
+            t.with_override(
+                "index.html",
+                "reports/templates/index.html".into(),
+                embedded.html.source.to_string(),
+            )
+        })
+        .unwrap();
+    let mut lines = Vec::new();
+    for t in [&overridden.markdown, &overridden.html] {
+        let (bytes, s, c) = timed(|| report::Exporter::render(t, model).unwrap());
+        lines.push(format!(
+            "  {} as an override (fuel {}): {c:.3} s CPU ({s:.3} s wall), {} bytes",
+            t.name,
+            report::TEMPLATE_FUEL,
+            bytes.len()
+        ));
+    }
+    lines
+}
+
 fn main() {
     let dir = scratch();
     project(&dir);
@@ -215,49 +261,73 @@ fn main() {
     // Warm the page cache and the allocator once, so both figures are steady ones.
     let _ = store.all().unwrap();
 
-    // Baseline: reading the store alone.
-    let (data, read_s, read_c) = timed(|| store.all().unwrap());
+    // The report, in its parts (a report reads the store itself: timed below).
+    let data = store.all().unwrap();
     assert_eq!(data.len(), cells.len());
-
-    // The report, in its parts (a report reads the store itself: timed above).
+    let runs: usize = data.values().map(|d| d.samples.len()).sum();
     let (ws, load_s, load_c) = timed(|| config::load(&dir, &files).unwrap());
     let (plans, plan_s, plan_c) = timed(|| cli::known_plans(&ws, &store).unwrap());
     let (scenario, plan) = &plans[0];
     let (model, build_s, build_c) = timed(|| report::build(&ws, scenario, plan, &data));
+    drop(data);
     let mut exports = Vec::new();
     for e in report::exporters() {
         let (bytes, s, c) = timed(|| e.render(&model).unwrap());
         exports.push((e.file_name(), s, c, bytes.len()));
     }
+    let overrides = overridden_templates(&model);
+    drop((model, plans));
 
-    // The whole `benchpipe report` after loading the scenario: read, plan, build,
-    // render and write every exporter's file.
+    // The figures: reading the store alone, and the whole `benchpipe report` after
+    // loading the scenario (read, plan, build, render and write every exporter's
+    // file), in turn, each after the last one's memory is freed, so that both start
+    // from the same heap. Three rounds; the median of each is judged.
     let out = dir.join("reports");
-    let (written, render_s, render_c) = timed(|| cli::write_reports(&ws, &store, &out).unwrap());
+    let (mut reads, mut renders) = (Vec::new(), Vec::new());
+    let mut files_written = 0;
+    for _ in 0..ROUNDS {
+        let (data, s, c) = timed(|| store.all().unwrap());
+        drop(data);
+        reads.push((s, c));
+        let (written, s, c) = timed(|| cli::write_reports(&ws, &store, &out).unwrap());
+        files_written = written.len();
+        renders.push((s, c));
+        // The render leaves its values to a spare thread to free: let it finish
+        // before the next figure.
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    let (read_s, read_c) = median(&reads);
+    let (render_s, render_c) = median(&renders);
 
     println!(
-        "read the store alone: {read_s:.3} s wall, {read_c:.3} s CPU ({} cells, {} samples)",
-        data.len(),
-        data.values().map(|d| d.samples.len()).sum::<usize>()
+        "read the store alone: {read_s:.3} s wall, {read_c:.3} s CPU ({} cells, {runs} samples; \
+         median of {ROUNDS}, each round's wall: {})",
+        cells.len(),
+        rounds(&reads)
     );
     println!(
-        "render every report:  {render_s:.3} s wall, {render_c:.3} s CPU ({} files): \
-         {:.2}x the read in CPU, {:.2}x in wall",
-        written.len(),
+        "render every report:  {render_s:.3} s wall, {render_c:.3} s CPU ({files_written} files): \
+         {:.2}x the read in wall, {:.2}x in CPU (each round's wall: {})",
+        render_s / read_s,
         render_c / read_c,
-        render_s / read_s
+        rounds(&renders)
     );
-    // The goal, judged on this run's CPU time (on a loaded machine wall time measures
-    // the load as much as the work); a figure, never an assertion.
+    // The goal, judged on wall time (what a user waits for; the read uses every core
+    // too); CPU time is beside it, as on a loaded machine wall time measures the load
+    // as much as the work. A figure, never an assertion.
     let met = |ok: bool| if ok { "met" } else { "MISSED" };
     println!(
-        "goal: render under 1 s: {} ({render_c:.3} s CPU); under 2x the read: {} ({:.2}x)",
+        "goal: render under 1 s: {} ({render_s:.3} s wall); under 2x the read: {} ({:.2}x); \
+         in CPU time: {} and {} ({:.2}x)",
+        met(render_s < 1.0),
+        met(render_s < 2.0 * read_s),
+        render_s / read_s,
         met(render_c < 1.0),
         met(render_c < 2.0 * read_c),
         render_c / read_c
     );
     println!(
-        "  its parts in CPU: read {read_c:.3} s, plan {plan_c:.3} s, model {build_c:.3} s, \
+        "  its parts in CPU: plan {plan_c:.3} s, model {build_c:.3} s, \
          exporters {:.3} s; loading the scenario before it {load_c:.3} s \
          (wall: plan {plan_s:.3} s, model {build_s:.3} s, load {load_s:.3} s)",
         exports.iter().map(|e| e.2).sum::<f64>()
@@ -265,32 +335,8 @@ fn main() {
     for (name, s, c, len) in &exports {
         println!("  {name}: {c:.3} s CPU ({s:.3} s wall), {len} bytes");
     }
-
-    // The embedded templates as a workspace's overrides: counted against the fuel an
-    // override gets (running out of it here would be an error, not a figure).
-    let embedded = report::Templates::embedded();
-    let overridden = report::Templates::embedded()
-        .with_override(
-            "index.md",
-            "reports/templates/index.md".into(),
-            embedded.markdown.source.to_string(),
-        )
-        .and_then(|t| {
-            t.with_override(
-                "index.html",
-                "reports/templates/index.html".into(),
-                embedded.html.source.to_string(),
-            )
-        })
-        .unwrap();
-    for t in [&overridden.markdown, &overridden.html] {
-        let (bytes, s, c) = timed(|| report::Exporter::render(t, &model).unwrap());
-        println!(
-            "  {} as an override (fuel {}): {c:.3} s CPU ({s:.3} s wall), {} bytes",
-            t.name,
-            report::TEMPLATE_FUEL,
-            bytes.len()
-        );
+    for line in overrides {
+        println!("{line}");
     }
     // BENCHPIPE_BENCH_KEEP=1 keeps the project and store, to profile `benchpipe report`
     // on it.

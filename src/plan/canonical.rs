@@ -3,6 +3,7 @@
 //! feature or map order takes part. It knows nothing of cells; `key.rs` says what goes in.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -10,7 +11,7 @@ use serde_json::Value;
 pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// One value of a cell's canonical inputs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Input {
     None,
     Bool(bool),
@@ -24,11 +25,55 @@ pub enum Input {
     Map(BTreeMap<String, Input>),
     /// Fields named by this module, written in the order given here.
     Record(Vec<(&'static str, Input)>),
+    /// A value many cells' inputs hold (a test's part of a plan's cells), with its
+    /// canonical bytes written once: it hashes, records and compares as that value.
+    Shared(Arc<SharedInput>),
+}
+
+/// The value of `Input::Shared`, and its canonical bytes.
+#[derive(Debug)]
+pub struct SharedInput {
+    value: Input,
+    bytes: Vec<u8>,
+}
+
+/// Values compare as the values they stand for, shared or not.
+impl PartialEq for Input {
+    fn eq(&self, other: &Input) -> bool {
+        use Input::*;
+        match (self.unshared(), other.unshared()) {
+            (None, None) => true,
+            (Bool(a), Bool(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Float(a), Float(b)) => a == b,
+            (Secs(a), Secs(b)) => a == b,
+            (Str(a), Str(b)) => a == b,
+            (List(a), List(b)) => a == b,
+            (Map(a), Map(b)) => a == b,
+            (Record(a), Record(b)) => a == b,
+            _ => false,
+        }
+    }
 }
 
 impl Input {
     pub fn record(fields: impl IntoIterator<Item = (&'static str, Input)>) -> Input {
         Input::Record(fields.into_iter().collect())
+    }
+
+    /// `value`, to be held by many cells' inputs: its canonical bytes are made now.
+    pub fn shared(value: Input) -> Input {
+        let bytes = canonical_bytes(&value);
+        Input::Shared(Arc::new(SharedInput { value, bytes }))
+    }
+
+    /// The value a shared one stands for; any other as it is.
+    pub fn unshared(&self) -> &Input {
+        let mut at = self;
+        while let Input::Shared(s) = at {
+            at = &s.value;
+        }
+        at
     }
 
     /// The JSON form recorded as `cell.json`'s `inputs`. Its object key order is
@@ -51,6 +96,7 @@ impl Input {
                     .map(|(k, v)| (k.to_string(), v.to_json()))
                     .collect(),
             ),
+            Input::Shared(s) => s.value.to_json(),
         }
     }
 }
@@ -84,19 +130,19 @@ impl CellInputs {
     /// The value at a JSON pointer (`/board/model`) into the JSON form, looked up in the
     /// tree without making that form.
     pub fn pointer(&self, pointer: &str) -> Option<&Input> {
-        let mut at = &self.tree;
+        let mut at = self.tree.unshared();
         if pointer.is_empty() {
             return Some(at);
         }
         for step in pointer.strip_prefix('/')?.split('/') {
-            at = match at {
+            at = match at.unshared() {
                 Input::Record(fields) => &fields.iter().find(|(k, _)| *k == step)?.1,
                 Input::Map(m) => m.get(step)?,
                 Input::List(items) => items.get(step.parse::<usize>().ok()?)?,
                 _ => return None,
             };
         }
-        Some(at)
+        Some(at.unshared())
     }
 
     /// The text at `pointer`, when it is a string.
@@ -113,7 +159,7 @@ impl CellInputs {
             Input::List(items) => Some(
                 items
                     .iter()
-                    .filter_map(|i| match i {
+                    .filter_map(|i| match i.unshared() {
                         Input::Str(s) => Some(s.as_str()),
                         _ => None,
                     })
@@ -272,6 +318,7 @@ impl CanonicalWriter {
                     self.value(v);
                 }
             }
+            Input::Shared(s) => self.out.extend_from_slice(&s.bytes),
         }
     }
 
@@ -286,8 +333,28 @@ impl CanonicalWriter {
         self.out.push(b':');
     }
 
-    fn decimal(&mut self, mut n: u128) {
+    fn decimal(&mut self, n: u128) {
+        // Counts and most durations fit 64 bits, whose division is a machine
+        // instruction (128-bit division is a library call); the digits are the same.
+        if let Ok(small) = u64::try_from(n) {
+            return self.decimal_u64(small);
+        }
+        let mut n = n;
         let mut digits = [0u8; 40];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.out.extend_from_slice(&digits[at..]);
+    }
+
+    fn decimal_u64(&mut self, mut n: u64) {
+        let mut digits = [0u8; 20];
         let mut at = digits.len();
         loop {
             at -= 1;
@@ -341,6 +408,51 @@ mod tests {
         assert_eq!(
             canonical_bytes(&Input::Float(f64::NAN)),
             canonical_bytes(&Input::Float(-f64::NAN))
+        );
+    }
+
+    #[test]
+    fn a_shared_value_hashes_records_and_compares_as_the_value_it_stands_for() {
+        let doc = Input::record([
+            ("a", Input::List(vec![Input::from("x"), Input::Int(-3)])),
+            ("d", Input::Secs(Duration::from_millis(1500))),
+        ]);
+        let shared = Input::shared(doc.clone());
+        let nested = Input::record([("t", Input::shared(shared.clone()))]);
+        let plain = Input::record([("t", doc.clone())]);
+        assert_eq!(canonical_bytes(&shared), canonical_bytes(&doc));
+        assert_eq!(canonical_bytes(&nested), canonical_bytes(&plain));
+        assert_eq!(shared.to_json(), doc.to_json());
+        assert_eq!(nested.to_json(), plain.to_json());
+        assert_eq!(shared, doc);
+        assert_eq!(doc, shared);
+        assert_eq!(nested, plain);
+        assert_ne!(shared, Input::shared(Input::from("x")));
+        let inputs = CellInputs::new(nested);
+        assert_eq!(inputs.text("/t/a/0"), Some("x"));
+        assert_eq!(inputs.texts("/t/a"), Some(vec!["x"]));
+        assert_eq!(
+            inputs.pointer("/t/d"),
+            Some(&Input::Secs(Duration::from_millis(1500)))
+        );
+    }
+
+    #[test]
+    fn decimals_past_64_bits_are_written_digit_for_digit() {
+        for nanos in [0u128, 9, 10, u128::from(u64::MAX), u128::from(u64::MAX) + 1] {
+            let d = Duration::new(
+                (nanos / 1_000_000_000) as u64,
+                (nanos % 1_000_000_000) as u32,
+            );
+            assert_eq!(
+                String::from_utf8(canonical_bytes(&Input::Secs(d))).unwrap(),
+                format!("d{nanos};")
+            );
+        }
+        let max = Duration::MAX.as_nanos();
+        assert_eq!(
+            String::from_utf8(canonical_bytes(&Input::Secs(Duration::MAX))).unwrap(),
+            format!("d{max};")
         );
     }
 }

@@ -372,6 +372,37 @@ pub fn inputs_of(
     method: &Method,
     others: Others<'_>,
 ) -> Input {
+    let parts = Parts {
+        test: test_input(recipe, params),
+        method: method_input(method),
+    };
+    inputs_with(image, board, storage, filesystem, network, &parts, others)
+}
+
+/// The parts of a cell's inputs that every cell of one test in one scenario has: a plan
+/// makes them once per test, shared (`Input::shared`), rather than once per cell.
+#[derive(Clone, Debug)]
+pub struct Parts {
+    pub test: Input,
+    pub method: Input,
+}
+
+impl Parts {
+    /// The parts of `recipe`'s cells with these parameters and method, shared.
+    pub fn shared(
+        recipe: &Recipe,
+        params: &BTreeMap<String, ParamValue>,
+        method: &Method,
+    ) -> Parts {
+        Parts {
+            test: Input::shared(test_input(recipe, params)),
+            method: Input::shared(method_input(method)),
+        }
+    }
+}
+
+/// The method's part of a cell's inputs.
+fn method_input(method: &Method) -> Input {
     let cooldown = match &method.cooldown {
         Cooldown::None => Input::from("none"),
         Cooldown::Fixed { duration } => Input::record([("fixed_s", Input::Secs(*duration))]),
@@ -398,13 +429,17 @@ pub fn inputs_of(
             ("max_s", Input::Secs(gate.max)),
         ])
     });
-    let method_doc = Input::record([
+    Input::record([
         ("cooldown", cooldown),
         ("idle", Input::from(idle)),
         ("warmup_runs", Input::from(method.warmup.runs)),
         ("warmup_s", Input::from(method.warmup.duration)),
-    ]);
-    let test_doc = Input::record([
+    ])
+}
+
+/// The test's part of a cell's inputs: the recipe with the cell's parameters.
+fn test_input(recipe: &Recipe, params: &BTreeMap<String, ParamValue>) -> Input {
+    Input::record([
         ("name", Input::from(recipe.name.as_str())),
         (
             "setup",
@@ -504,7 +539,19 @@ pub fn inputs_of(
                     .collect(),
             ),
         ),
-    ]);
+    ])
+}
+
+/// `inputs_of`, with the test's and method's parts made.
+pub fn inputs_with(
+    image: &Image,
+    board: Option<&BoardInputs>,
+    storage: Option<&StorageInputs>,
+    filesystem: Option<&Filesystem>,
+    network: Option<&NetworkInputs>,
+    parts: &Parts,
+    others: Others<'_>,
+) -> Input {
     Input::record([
         ("image", Input::from(image.source.identity(&image.name))),
         ("board", Input::from(board.map(BoardInputs::input))),
@@ -523,8 +570,8 @@ pub fn inputs_of(
         ),
         // The link is its name, kind and model (`NetworkInputs`), never its address.
         ("network", network.map_or(Input::None, NetworkInputs::input)),
-        ("test", test_doc),
-        ("method", method_doc),
+        ("test", parts.test.clone()),
+        ("method", parts.method.clone()),
         (
             "cluster",
             Input::from(others.cluster.map(|(c, m)| cluster_identity(c, m))),

@@ -367,8 +367,18 @@ pub fn expand_in(
     }
 
     // Each cell's key hashes its inputs: a big matrix's cells are made on every core.
+    // The test's and method's parts of the inputs, made once per test and shared by its
+    // cells.
+    let mut shared: BTreeMap<TestName, key::Parts> = BTreeMap::new();
+    for a in &order {
+        if let (false, Some(recipe)) = (shared.contains_key(&a.test), recipes.get(&a.test)) {
+            let params = cell_params(recipe, scenario);
+            let parts = key::Parts::shared(recipe, &params, &scenario.method);
+            shared.insert(a.test.clone(), parts);
+        }
+    }
     let made = crate::parallel::map(&order, CELLS_PER_THREAD_MIN, |a| {
-        make_cell(boards, recipes, scenario, a)
+        make_cell(boards, recipes, scenario, a, &shared)
     });
     let mut cells = Vec::with_capacity(order.len());
     for (a, made) in order.into_iter().zip(made) {
@@ -465,6 +475,7 @@ fn make_cell(
     recipes: &BTreeMap<TestName, Recipe>,
     scenario: &Scenario,
     a: &Address,
+    shared: &BTreeMap<TestName, key::Parts>,
 ) -> Result<Cell, CannotMeasure> {
     let recipe = recipes
         .get(&a.test)
@@ -542,7 +553,7 @@ fn make_cell(
                     on,
                     Some(f.clone()),
                     a,
-                    boards,
+                    (boards, shared),
                 );
             }
             if st.role == StorageRole::Boot {
@@ -567,7 +578,7 @@ fn make_cell(
         (storage, network),
         filesystem,
         a,
-        boards,
+        (boards, shared),
     )
 }
 
@@ -595,7 +606,7 @@ fn finish(
     ),
     filesystem: Option<Filesystem>,
     a: &Address,
-    boards: &BTreeMap<BoardName, Board>,
+    (boards, shared): (&BTreeMap<BoardName, Board>, &BTreeMap<TestName, key::Parts>),
 ) -> Result<Cell, CannotMeasure> {
     let params = cell_params(recipe, scenario);
     let peer = systems::peer_of(boards, recipe, &params, a)?;
@@ -608,15 +619,17 @@ fn finish(
             },
         )?),
     };
-    let inputs = key::inputs_of(
+    let parts = match shared.get(&a.test) {
+        Some(p) => p.clone(),
+        None => key::Parts::shared(recipe, &params, &scenario.method),
+    };
+    let inputs = key::inputs_with(
         image,
         Some(&key::BoardInputs::of(board)),
         storage.map(key::StorageInputs::of).as_ref(),
         filesystem.as_ref(),
         network.map(key::NetworkInputs::of).as_ref(),
-        recipe,
-        &params,
-        &scenario.method,
+        &parts,
         key::Others {
             cluster: None,
             peer,

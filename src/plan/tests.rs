@@ -607,7 +607,7 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
     ];
     let s = &ws.scenarios[0];
     for (a, want, text) in cases {
-        let got = make_cell(&ws.boards, &ws.recipes, s, &a).unwrap_err();
+        let got = make_cell(&ws.boards, &ws.recipes, s, &a, &BTreeMap::new()).unwrap_err();
         assert_eq!(got, want, "{}", a.label());
         assert_eq!(got.to_string(), text);
     }

@@ -162,78 +162,79 @@ pub(super) fn views<'a>(
     data: &'a BTreeMap<CellKey, CellData>,
     empty: &'a CellData,
 ) -> Vec<View<'a>> {
-    cells
-        .iter()
-        .map(|cell| {
-            let d = data.get(&cell.key).unwrap_or(empty);
-            let recipe = ws_recipes.get(&cell.address.test);
-            let primary = recipe.map(|r| r.primary_metrics()).unwrap_or_default();
-            let method = &cell.method;
-            let runs: Vec<Run> = d
-                .samples
-                .iter()
-                .map(|s| {
-                    let flags = state::flags_of(method, s);
-                    let current = d.is_current(s);
-                    Run {
-                        counts: current && state::counts_with_flags(method, s, &flags),
-                        warnings: warnings_of(s),
-                        flags,
-                        current,
-                    }
-                })
-                .collect();
-            let measured: Vec<&Run> = d
-                .samples
-                .iter()
-                .zip(&runs)
-                .filter(|(s, r)| r.current && s.kind == RunKind::Measured)
-                .map(|(_, r)| r)
-                .collect();
-            let flag_counts = counted_kinds(measured.iter().map(|r| &r.flags));
-            let warning_counts = counted_kinds(measured.iter().map(|r| &r.warnings));
-            let counted: Vec<&Sample> = d
-                .samples
-                .iter()
-                .zip(&runs)
-                .filter(|(_, r)| r.counts)
-                .map(|(s, _)| s)
-                .collect();
-            let counted_values: Vec<(MetricSpec, Vec<f64>)> = recipe
-                .map(|r| {
-                    r.metrics
-                        .iter()
-                        .map(|m| (m.clone(), values_in(counted.iter().copied(), m)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let primary_values: Vec<Vec<f64>> = primary
-                .iter()
-                .map(|m| {
-                    counted
-                        .iter()
-                        .filter_map(|s| s.metrics.get(m).copied())
-                        .collect()
-                })
-                .collect();
-            View {
-                cell,
-                data: d,
-                state: state::state_given(cell, &primary_values, counted.len(), d),
-                flagged_runs: measured.iter().filter(|r| !r.flags.is_empty()).count(),
-                flags: flag_counts.iter().map(|(k, _)| k.clone()).collect(),
-                flag_counts,
-                warned_runs: measured.iter().filter(|r| !r.warnings.is_empty()).count(),
-                warnings: warning_counts.iter().map(|(k, _)| k.clone()).collect(),
-                warning_counts,
-                excluded: scenario.method.validity.exclude_flagged,
-                measured: measured.len(),
-                counted_values,
-                runs,
-            }
-        })
-        .collect()
+    // Each cell's runs are judged on their own: a big report's on every core.
+    crate::parallel::map(cells, VIEWS_PER_THREAD_MIN, |&cell| {
+        let d = data.get(&cell.key).unwrap_or(empty);
+        let recipe = ws_recipes.get(&cell.address.test);
+        let primary = recipe.map(|r| r.primary_metrics()).unwrap_or_default();
+        let method = &cell.method;
+        let runs: Vec<Run> = d
+            .samples
+            .iter()
+            .map(|s| {
+                let flags = state::flags_of(method, s);
+                let current = d.is_current(s);
+                Run {
+                    counts: current && state::counts_with_flags(method, s, &flags),
+                    warnings: warnings_of(s),
+                    flags,
+                    current,
+                }
+            })
+            .collect();
+        let measured: Vec<&Run> = d
+            .samples
+            .iter()
+            .zip(&runs)
+            .filter(|(s, r)| r.current && s.kind == RunKind::Measured)
+            .map(|(_, r)| r)
+            .collect();
+        let flag_counts = counted_kinds(measured.iter().map(|r| &r.flags));
+        let warning_counts = counted_kinds(measured.iter().map(|r| &r.warnings));
+        let counted: Vec<&Sample> = d
+            .samples
+            .iter()
+            .zip(&runs)
+            .filter(|(_, r)| r.counts)
+            .map(|(s, _)| s)
+            .collect();
+        let counted_values: Vec<(MetricSpec, Vec<f64>)> = recipe
+            .map(|r| {
+                r.metrics
+                    .iter()
+                    .map(|m| (m.clone(), values_in(counted.iter().copied(), m)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let primary_values: Vec<Vec<f64>> = primary
+            .iter()
+            .map(|m| {
+                counted
+                    .iter()
+                    .filter_map(|s| s.metrics.get(m).copied())
+                    .collect()
+            })
+            .collect();
+        View {
+            cell,
+            data: d,
+            state: state::state_given(cell, &primary_values, counted.len(), d),
+            flagged_runs: measured.iter().filter(|r| !r.flags.is_empty()).count(),
+            flags: flag_counts.iter().map(|(k, _)| k.clone()).collect(),
+            flag_counts,
+            warned_runs: measured.iter().filter(|r| !r.warnings.is_empty()).count(),
+            warnings: warning_counts.iter().map(|(k, _)| k.clone()).collect(),
+            warning_counts,
+            excluded: scenario.method.validity.exclude_flagged,
+            measured: measured.len(),
+            counted_values,
+            runs,
+        }
+    })
 }
+
+/// Below this many cells a report's views are made on one thread.
+const VIEWS_PER_THREAD_MIN: usize = 256;
 
 /// Where an address sorts in a report: by board, then the matrix's order of image,
 /// test, storage pattern and filesystem, names breaking ties.

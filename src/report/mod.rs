@@ -278,7 +278,6 @@ pub fn build(
     let empty = CellData::default();
     let ordered = cells::order(scenario, plan.cells.iter());
     let views = cells::views(&ws.recipes, scenario, &ordered, data, &empty);
-    let labels = labels::AxisLabels::new(&scenario.report.labels, &views);
     let confidence = scenario.method.confidence;
     let label_of = |test: &TestName, m: &MetricSpec| {
         scenario
@@ -309,6 +308,8 @@ pub fn build(
     // parts of about the same size.
     use crate::parallel::both;
     let tables = || {
+        // Only the tables label rows: the other parts start while the labels are made.
+        let labels = labels::AxisLabels::new(&scenario.report.labels, &views);
         let mut tables = scenario_tables(ws, scenario, &views, &labels, &label_of);
         for (test, recipe, of_test, metrics) in test_columns {
             let shape = table::Shape {
