@@ -334,33 +334,23 @@ impl CanonicalWriter {
     }
 
     fn decimal(&mut self, n: u128) {
-        // Counts and most durations fit 64 bits, whose division is a machine
-        // instruction (128-bit division is a library call); the digits are the same.
-        if let Ok(small) = u64::try_from(n) {
-            return self.decimal_u64(small);
-        }
-        let mut n = n;
         let mut digits = [0u8; 40];
         let mut at = digits.len();
-        loop {
+        let mut n = n;
+        // Counts and most durations fit 64 bits, whose division is a machine
+        // instruction (128-bit division is a library call): digits are taken in 128
+        // bits only while the rest does not fit.
+        while u64::try_from(n).is_err() {
             at -= 1;
             digits[at] = b'0' + (n % 10) as u8;
             n /= 10;
-            if n == 0 {
-                break;
-            }
         }
-        self.out.extend_from_slice(&digits[at..]);
-    }
-
-    fn decimal_u64(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
+        let mut small = n as u64;
         loop {
             at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
+            digits[at] = b'0' + (small % 10) as u8;
+            small /= 10;
+            if small == 0 {
                 break;
             }
         }
