@@ -147,6 +147,33 @@ pub fn report_plans<'w>(
         .collect())
 }
 
+/// Writes one exporter's file into `dir` as it renders, through a temporary file put in
+/// its place at the end: a report that fails to render leaves the last one whole.
+fn write_file(
+    exporter: &(dyn report::Exporter + Send + Sync + '_),
+    model: &report::Report,
+    dir: &Path,
+) -> Result<PathBuf> {
+    use std::io::Write;
+    let path = dir.join(exporter.file_name());
+    let partial = dir.join(format!(".{}.partial", exporter.file_name()));
+    let io = |e| Error::io(&partial, e);
+    let file = std::fs::File::create(&partial).map_err(io)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 18, file);
+    let written = match exporter.write_to(model, &mut out) {
+        Ok(()) => out.flush().map_err(io),
+        Err(report::ExportError::Write(e)) => Err(io(e)),
+        Err(e) => Err(e.into()),
+    };
+    drop(out);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    std::fs::rename(&partial, &path).map_err(|e| Error::io(&path, e))?;
+    Ok(path)
+}
+
 /// `write_reports`, given the store's contents.
 pub(super) fn write_reports_of(
     ws: &Workspace,
@@ -179,12 +206,7 @@ pub(super) fn write_reports_of(
                 .iter()
                 .map(|exporter| {
                     let (model, dir) = (&model, &dir);
-                    threads.spawn(move || {
-                        let bytes = exporter.render(model)?;
-                        let path = dir.join(exporter.file_name());
-                        std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
-                        Ok(path)
-                    })
+                    threads.spawn(move || write_file(&**exporter, model, dir))
                 })
                 .collect();
             running

@@ -321,6 +321,13 @@ impl Exporter for Csv {
         "results.csv"
     }
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)?;
+        Ok(out)
+    }
+    fn write_to(&self, report: &Report, file: &mut dyn std::io::Write) -> Result<(), ExportError> {
+        // Rows are made in a buffer, handed on whenever it holds this much.
+        const CHUNK: usize = 1 << 16;
         let columns = metric_columns(report);
         let mut out = String::new();
         let header: Vec<String> = CSV_COLUMNS
@@ -345,7 +352,12 @@ impl Exporter for Csv {
                 }
             }
             out.push_str("\r\n");
+            if out.len() >= CHUNK {
+                file.write_all(out.as_bytes())?;
+                out.clear();
+            }
         }
-        Ok(out.into_bytes())
+        file.write_all(out.as_bytes())?;
+        Ok(())
     }
 }

@@ -47,6 +47,9 @@ pub enum ExportError {
     Override(Box<Diagnostic>),
     #[error("{0}")]
     Json(#[from] serde_json::Error),
+    /// The file being written failed (`Exporter::write_to`).
+    #[error("{0}")]
+    Write(#[from] std::io::Error),
 }
 
 /// `report` stops with the exporter's text, as before exporters had a type; an
@@ -202,15 +205,62 @@ fn context(report: &Report) -> Value {
 
 /// Renders `t` with `context`, a report's `context`.
 fn render_context(t: &Template, context: Value) -> Result<Vec<u8>, ExportError> {
+    let mut out = Vec::new();
+    write_context(t, context, &mut out)?;
+    Ok(out)
+}
+
+/// `render_context`, written to `out` as it renders; the text ends with a newline.
+fn write_context(
+    t: &Template,
+    context: Value,
+    out: &mut dyn std::io::Write,
+) -> Result<(), ExportError> {
     let env = environment(t)?;
     let tmpl = env.get_template(t.name).map_err(|e| failure(t, e, None))?;
-    let mut out = tmpl
-        .render(context)
-        .map_err(|e| failure(t, e, Some(t.name)))?;
-    if !out.ends_with('\n') {
-        out.push('\n');
+    let mut out = LastByte {
+        out,
+        last: None,
+        failed: None,
+    };
+    let rendered = tmpl.render_captured_to(context, &mut out).map(drop);
+    // A write that failed is the file's error, not the template's.
+    if let Some(e) = out.failed.take() {
+        return Err(ExportError::Write(e));
     }
-    Ok(out.into_bytes())
+    rendered.map_err(|e| failure(t, e, Some(t.name)))?;
+    if out.last != Some(b'\n') {
+        out.out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// A writer that remembers the last byte written through it, and the first error.
+struct LastByte<'w> {
+    out: &'w mut dyn std::io::Write,
+    last: Option<u8>,
+    failed: Option<std::io::Error>,
+}
+
+impl std::io::Write for LastByte<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.out.write(buf) {
+            Ok(n) => {
+                if n > 0 {
+                    self.last = Some(buf[n - 1]);
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                let kind = e.kind();
+                self.failed.get_or_insert(e);
+                Err(kind.into())
+            }
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Renders an embedded template's `source` (tests render variants of it).
@@ -235,6 +285,11 @@ pub trait Exporter {
     /// The file name the report is written under, in the report's directory.
     fn file_name(&self) -> &'static str;
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError>;
+    /// The bytes of `render`, written to `out`. The big exporters write as they
+    /// render, so that a big report's file is never held whole in memory.
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
+        Ok(out.write_all(&self.render(report)?)?)
+    }
 }
 
 /// Makes a value inert in Markdown: no raw HTML or entities (`<`, `>`, `&`), no
@@ -369,11 +424,16 @@ impl Exporter for Prepared<'_> {
         self.template.name
     }
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)?;
+        Ok(out)
+    }
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
         if std::ptr::eq(report, self.report) {
             let context = self.context.get_or_init(|| context(self.report));
-            render_context(self.template, context.clone())
+            write_context(self.template, context.clone(), out)
         } else {
-            render(self.template, report)
+            write_context(self.template, self::context(report), out)
         }
     }
 }

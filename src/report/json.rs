@@ -258,6 +258,11 @@ impl Exporter for Json {
         "report.json"
     }
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)?;
+        Ok(out)
+    }
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
         let doc = Doc {
             format: REPORT_FORMAT,
             benchpipe: &report.benchpipe,
@@ -276,8 +281,15 @@ impl Exporter for Json {
             skipped: &report.skipped,
             provenance: &report.provenance,
         };
-        let mut b = serde_json::to_vec_pretty(&doc)?;
-        b.push(b'\n');
-        Ok(b)
+        serde_json::to_writer_pretty(&mut *out, &doc).map_err(|e| {
+            // The file's error, as every exporter reports it.
+            if e.is_io() {
+                ExportError::Write(e.into())
+            } else {
+                ExportError::Json(e)
+            }
+        })?;
+        out.write_all(b"\n")?;
+        Ok(())
     }
 }

@@ -371,3 +371,35 @@ fn exporters_sharing_one_context_render_what_each_renders_alone() {
         }
     }
 }
+
+/// A file written as it renders holds the bytes `render` gives, for every exporter, and
+/// a file that cannot be written is the file's error (`ExportError::Write`), not the
+/// template's.
+#[test]
+fn exporters_write_to_a_file_the_bytes_they_render() {
+    struct Failing;
+    impl std::io::Write for Failing {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("disk full"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let r = full_report();
+    let templates = Templates::embedded();
+    for e in templates.exporters_for(&r) {
+        let mut written = Vec::new();
+        e.write_to(&r, &mut written).unwrap();
+        assert_eq!(written, e.render(&r).unwrap(), "{}", e.file_name());
+        assert_eq!(written.last(), Some(&b'\n'), "{}", e.file_name());
+        match e.write_to(&r, &mut Failing) {
+            Err(ExportError::Write(err)) => assert_eq!(err.to_string(), "disk full"),
+            other => panic!("{}: {other:?}", e.file_name()),
+        }
+    }
+    // A template whose text does not end with a newline gets one, written or rendered.
+    let bare = super::export::render_template("index.md", "{{ title }}", &r).unwrap();
+    assert_eq!(bare.last(), Some(&b'\n'));
+    assert_eq!(bare.iter().filter(|b| **b == b'\n').count(), 1);
+}
