@@ -200,7 +200,8 @@ pub(super) fn write_reports_of(
         // Each exporter renders and writes its file on a thread of its own: on two
         // cores the four files of a big report take about half the time. The first
         // failure in exporter order is the one reported, as when they ran in turn.
-        let exporters = templates.exporters_for(&model);
+        let context = report::SharedContext::default();
+        let exporters = templates.exporters_for(&model, &context);
         let files: Vec<Result<PathBuf>> = std::thread::scope(|threads| {
             let running: Vec<_> = exporters
                 .iter()
@@ -218,7 +219,7 @@ pub(super) fn write_reports_of(
                 .collect()
         });
         drop(exporters);
-        crate::parallel::free_later((model, plan));
+        crate::parallel::free_later((model, plan, context));
         for file in files {
             written.push(file?);
         }

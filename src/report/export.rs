@@ -393,12 +393,12 @@ impl Templates {
     pub fn exporters_for<'r>(
         &'r self,
         report: &'r Report,
+        context: &SharedContext,
     ) -> Vec<Box<dyn Exporter + Send + Sync + 'r>> {
-        let context = Arc::new(OnceLock::new());
         let prepared = |template| Prepared {
             template,
             report,
-            context: Arc::clone(&context),
+            context: Arc::clone(&context.0),
         };
         vec![
             Box::new(prepared(&self.markdown)),
@@ -408,6 +408,12 @@ impl Templates {
         ]
     }
 }
+
+/// The template context of one report for `Templates::exporters_for`, made by the first
+/// template to render. It outlives the exporters, so that its owner frees it where it
+/// likes: a big report's is hundreds of thousands of values.
+#[derive(Clone, Default)]
+pub struct SharedContext(Arc<OnceLock<Value>>);
 
 /// A template with the context of one report, shared with the other templates of
 /// `Templates::exporters_for`. It holds the report borrowed, so the report the context

@@ -47,8 +47,9 @@ pub use chart::{Bar, ChartTitle, bar_chart};
 pub use compare::{ComparisonRow, Pooled, comparisons};
 pub use csv::{CSV_COLUMNS, Csv, SampleRow};
 pub use export::{
-    ExportError, Exporter, Html, Markdown, TEMPLATE_DIR, TEMPLATE_FUEL, TEMPLATE_MAX_BYTES,
-    TEMPLATE_NAMES, Template, Templates, exporters, exporters_with, markdown_escape,
+    ExportError, Exporter, Html, Markdown, SharedContext, TEMPLATE_DIR, TEMPLATE_FUEL,
+    TEMPLATE_MAX_BYTES, TEMPLATE_NAMES, Template, Templates, exporters, exporters_with,
+    markdown_escape,
 };
 pub use format::{mean_ci, number, p_value, percent, trimmed};
 pub use json::{Json, REPORT_FORMAT};
