@@ -196,7 +196,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
     (out, secs(t), cpu() - c)
 }
 
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 
 /// The median round (wall, CPU), by wall time.
 fn median(rounds: &[(f64, f64)]) -> (f64, f64) {
@@ -281,7 +281,7 @@ fn main() {
     // The figures: reading the store alone, and the whole `benchpipe report` after
     // loading the scenario (read, plan, build, render and write every exporter's
     // file), in turn, each after the last one's memory is freed, so that both start
-    // from the same heap. Three rounds; the median of each is judged.
+    // from the same heap. Five rounds; the median of each is judged.
     let out = dir.join("reports");
     let (mut reads, mut renders) = (Vec::new(), Vec::new());
     let mut files_written = 0;

@@ -223,11 +223,17 @@ fn write_context(
         last: None,
         failed: None,
     };
-    let rendered = tmpl.render_captured_to(context, &mut out).map(drop);
+    use std::io::Write as _;
+    // minijinja writes piece by piece: buffered here, so that `out` sees big writes.
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut out);
+    let rendered = tmpl.render_captured_to(context, &mut buffered).map(drop);
+    let flushed = buffered.flush();
+    drop(buffered);
     // A write that failed is the file's error, not the template's.
     if let Some(e) = out.failed.take() {
         return Err(ExportError::Write(e));
     }
+    flushed?;
     rendered.map_err(|e| failure(t, e, Some(t.name)))?;
     if out.last != Some(b'\n') {
         out.out.write_all(b"\n")?;

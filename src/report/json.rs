@@ -281,7 +281,10 @@ impl Exporter for Json {
             skipped: &report.skipped,
             provenance: &report.provenance,
         };
-        serde_json::to_writer_pretty(&mut *out, &doc).map_err(|e| {
+        use std::io::Write as _;
+        // serde_json writes token by token: buffered here, so that `out` sees big writes.
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+        serde_json::to_writer_pretty(&mut buffered, &doc).map_err(|e| {
             // The file's error, as every exporter reports it.
             if e.is_io() {
                 ExportError::Write(e.into())
@@ -289,7 +292,8 @@ impl Exporter for Json {
                 ExportError::Json(e)
             }
         })?;
-        out.write_all(b"\n")?;
+        buffered.write_all(b"\n")?;
+        buffered.flush()?;
         Ok(())
     }
 }
