@@ -320,11 +320,6 @@ impl Exporter for Csv {
     fn file_name(&self) -> &'static str {
         "results.csv"
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)?;
-        Ok(out)
-    }
     fn write_to(&self, report: &Report, file: &mut dyn std::io::Write) -> Result<(), ExportError> {
         // Rows are made in a buffer, handed on whenever it holds this much.
         const CHUNK: usize = 1 << 16;

@@ -192,25 +192,14 @@ fn failure(t: &Template, e: minijinja::Error, rendering: Option<&'static str>) -
     ExportError::Override(Box::new(d))
 }
 
-/// Renders `t` with `report` as its context.
-pub fn render(t: &Template, report: &Report) -> Result<Vec<u8>, ExportError> {
-    render_context(t, context(report))
-}
-
 /// The templates' context: the report as minijinja values, made from its serde form
 /// (the context `docs/TEMPLATES.md` documents).
 fn context(report: &Report) -> Value {
     Value::from(minijinja::value::Serde(report))
 }
 
-/// Renders `t` with `context`, a report's `context`.
-fn render_context(t: &Template, context: Value) -> Result<Vec<u8>, ExportError> {
-    let mut out = Vec::new();
-    write_context(t, context, &mut out)?;
-    Ok(out)
-}
-
-/// `render_context`, written to `out` as it renders; the text ends with a newline.
+/// Renders `t` with `context`, a report's `context`, written to `out` as it renders;
+/// the text ends with a newline.
 fn write_context(
     t: &Template,
     context: Value,
@@ -276,7 +265,7 @@ pub(super) fn render_template(
     source: &'static str,
     report: &Report,
 ) -> Result<Vec<u8>, ExportError> {
-    render(
+    Exporter::render(
         &Template {
             name,
             source: Cow::Borrowed(source),
@@ -290,11 +279,14 @@ pub(super) fn render_template(
 pub trait Exporter {
     /// The file name the report is written under, in the report's directory.
     fn file_name(&self) -> &'static str;
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError>;
-    /// The bytes of `render`, written to `out`. The big exporters write as they
-    /// render, so that a big report's file is never held whole in memory.
-    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
-        Ok(out.write_all(&self.render(report)?)?)
+    /// Writes the report to `out` as it renders, so that a big report's file is never
+    /// held whole in memory.
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError>;
+    /// The bytes `write_to` writes.
+    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
+        let mut out = Vec::new();
+        self.write_to(report, &mut out)?;
+        Ok(out)
     }
 }
 
@@ -352,8 +344,8 @@ impl Exporter for Markdown {
     fn file_name(&self) -> &'static str {
         "index.md"
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        render(&Templates::embedded().markdown, report)
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
+        write_context(&Templates::embedded().markdown, context(report), out)
     }
 }
 
@@ -361,8 +353,8 @@ impl Exporter for Html {
     fn file_name(&self) -> &'static str {
         "index.html"
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        render(&Templates::embedded().html, report)
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
+        write_context(&Templates::embedded().html, context(report), out)
     }
 }
 
@@ -371,8 +363,8 @@ impl Exporter for Template {
     fn file_name(&self) -> &'static str {
         self.name
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        render(self, report)
+    fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
+        write_context(self, context(report), out)
     }
 }
 
@@ -435,17 +427,12 @@ impl Exporter for Prepared<'_> {
     fn file_name(&self) -> &'static str {
         self.template.name
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)?;
-        Ok(out)
-    }
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
         if std::ptr::eq(report, self.report) {
             let context = self.context.get_or_init(|| context(self.report));
             write_context(self.template, context.clone(), out)
         } else {
-            write_context(self.template, self::context(report), out)
+            write_context(self.template, context(report), out)
         }
     }
 }

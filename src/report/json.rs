@@ -257,11 +257,6 @@ impl Exporter for Json {
     fn file_name(&self) -> &'static str {
         "report.json"
     }
-    fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
-        let mut out = Vec::new();
-        self.write_to(report, &mut out)?;
-        Ok(out)
-    }
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
         let doc = Doc {
             format: REPORT_FORMAT,

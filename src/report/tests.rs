@@ -514,7 +514,7 @@ fn an_override_template_that_loops_for_ages_runs_out_of_fuel() {
         )
         .unwrap();
     let started = std::time::Instant::now();
-    match super::export::render(&t.html, &r) {
+    match super::Exporter::render(&t.html, &r) {
         Err(ExportError::Override(d)) => {
             let text = d.to_string();
             assert!(text.contains("reports/templates/index.html"), "{text}");
