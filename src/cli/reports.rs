@@ -106,8 +106,10 @@ pub(super) fn check_templates(ws: &Workspace) -> Result<()> {
 
 /// Renders and writes every scenario's reports; returns the files written.
 pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
-    let data = store.all()?;
-    let written = write_reports_of(ws, store, &data, out);
+    // The plans need nothing from the store: they are expanded while it is read.
+    let (data, plans) = crate::parallel::both(|| store.all(), || super::plans(ws));
+    let data = data?;
+    let written = write_reports_with(ws, store, &data, plans, out);
     crate::parallel::free_later(data);
     written
 }
@@ -120,6 +122,16 @@ pub fn report_plans<'w>(
     store: &Store,
     data: &BTreeMap<plan::CellKey, CellData>,
 ) -> Result<Vec<(&'w crate::model::Scenario, plan::Plan)>> {
+    reported_plans(ws, store, data, super::plans(ws))
+}
+
+/// `report_plans`, given each scenario's expanded plan (`cli::plans`).
+fn reported_plans<'w>(
+    ws: &'w Workspace,
+    store: &Store,
+    data: &BTreeMap<plan::CellKey, CellData>,
+    plans: Vec<(&'w crate::model::Scenario, plan::Plan)>,
+) -> Result<Vec<(&'w crate::model::Scenario, plan::Plan)>> {
     let mut boards: Vec<BoardName> = ws.boards.keys().cloned().collect();
     boards.extend(
         data.values()
@@ -130,7 +142,7 @@ pub fn report_plans<'w>(
     boards.dedup();
     let facts = store.all_board_facts(&boards)?;
     let recorded = store.all_plan_skips(boards.iter().filter(|b| !ws.boards.contains_key(*b)))?;
-    Ok(super::plans(ws)
+    Ok(plans
         .into_iter()
         .map(|(scenario, plan)| {
             let plan = plan::stored::for_report(
@@ -181,10 +193,21 @@ pub(super) fn write_reports_of(
     data: &BTreeMap<plan::CellKey, CellData>,
     out: &Path,
 ) -> Result<Vec<PathBuf>> {
+    write_reports_with(ws, store, data, super::plans(ws), out)
+}
+
+/// `write_reports`, given the store's contents and each scenario's expanded plan.
+fn write_reports_with(
+    ws: &Workspace,
+    store: &Store,
+    data: &BTreeMap<plan::CellKey, CellData>,
+    plans: Vec<(&crate::model::Scenario, plan::Plan)>,
+    out: &Path,
+) -> Result<Vec<PathBuf>> {
     let templates = templates(&ws.root)?;
     let template_dir = ws.root.join(report::TEMPLATE_DIR);
     let mut written = Vec::new();
-    for (scenario, plan) in report_plans(ws, store, data)? {
+    for (scenario, plan) in reported_plans(ws, store, data, plans)? {
         let model = report::build(ws, scenario, &plan, data);
         let dir = out.join(&scenario.name);
         // A scenario called `templates` reported into the workspace's `reports/` would

@@ -34,8 +34,8 @@ mod svg;
 
 use std::fmt::Write;
 
-pub(super) use svg::xml;
-use svg::{F1, Xml};
+use svg::{Xml, push_xml};
+pub(super) use svg::{push_fixed, xml};
 
 /// One bar: a configuration's mean and the half-width of its interval.
 #[derive(Clone, Debug, PartialEq)]
@@ -191,31 +191,41 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     let unit = xml(title.unit);
     let (label_px, value_px) = (format!("{LABEL_PX:.0}"), format!("{VALUE_PX:.0}"));
     let mut y = 48.0;
+    // Each piece is pushed as it is (no formatting machinery): a big report draws tens
+    // of thousands of bars.
+    let f1 = |out: &mut String, v: f64| push_fixed(out, v, 1);
     for (b, value) in bars.iter().zip(&values) {
         let lines = wrap(&b.label, label_chars);
-        let (label, note) = (Xml(&b.label), Xml(&b.note));
-        // Writing to a String cannot fail.
-        let _ = writeln!(
-            rows,
-            "<g class=\"row\"><title>{label}: {value} {unit} ({note})</title>"
-        );
+        rows.push_str("<g class=\"row\"><title>");
+        push_xml(&mut rows, &b.label);
+        rows.push_str(": ");
+        rows.push_str(value);
+        rows.push(' ');
+        rows.push_str(&unit);
+        rows.push_str(" (");
+        push_xml(&mut rows, &b.note);
+        rows.push_str(")</title>\n");
         for (i, line) in lines.iter().enumerate() {
             let ly = y + LABEL_PX + i as f64 * (LABEL_PX + 3.0);
-            let _ = writeln!(
-                rows,
-                "<text class=\"label\" x=\"{}\" y=\"{}\" font-size=\"{label_px}\">{}</text>",
-                F1(x0),
-                F1(ly),
-                Xml(line)
-            );
+            rows.push_str("<text class=\"label\" x=\"");
+            f1(&mut rows, x0);
+            rows.push_str("\" y=\"");
+            f1(&mut rows, ly);
+            rows.push_str("\" font-size=\"");
+            rows.push_str(&label_px);
+            rows.push_str("\">");
+            push_xml(&mut rows, line);
+            rows.push_str("</text>\n");
         }
-        let _ = writeln!(
-            rows,
-            "<text class=\"value\" x=\"{}\" y=\"{}\" font-size=\"{value_px}\" text-anchor=\"end\">{}</text>",
-            F1(x1),
-            F1(y + LABEL_PX),
-            Xml(value)
-        );
+        rows.push_str("<text class=\"value\" x=\"");
+        f1(&mut rows, x1);
+        rows.push_str("\" y=\"");
+        f1(&mut rows, y + LABEL_PX);
+        rows.push_str("\" font-size=\"");
+        rows.push_str(&value_px);
+        rows.push_str("\" text-anchor=\"end\">");
+        push_xml(&mut rows, value);
+        rows.push_str("</text>\n");
         let by = y + lines.len() as f64 * (LABEL_PX + 3.0) + 3.0;
         let (zero, end) = (x(0.0), x(b.mean));
         let (left, width) = if end >= zero {
@@ -223,28 +233,33 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
         } else {
             (end, zero - end)
         };
-        let _ = writeln!(
-            rows,
-            "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#5b84c4\"/>",
-            F1(left),
-            F1(by),
-            F1(width.max(1.0)),
-            F1(BAR_H)
-        );
+        rows.push_str("<rect class=\"bar\" x=\"");
+        f1(&mut rows, left);
+        rows.push_str("\" y=\"");
+        f1(&mut rows, by);
+        rows.push_str("\" width=\"");
+        f1(&mut rows, width.max(1.0));
+        rows.push_str("\" height=\"");
+        f1(&mut rows, BAR_H);
+        rows.push_str("\" fill=\"#5b84c4\"/>\n");
         if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
             let mid = by + BAR_H / 2.0;
             let (l, r) = (x(b.mean - h), x(b.mean + h));
-            let _ = write!(
-                rows,
-                "<path class=\"ci\" d=\"M{} {}H{}",
-                F1(l),
-                F1(mid),
-                F1(r)
-            );
+            rows.push_str("<path class=\"ci\" d=\"M");
+            f1(&mut rows, l);
+            rows.push(' ');
+            f1(&mut rows, mid);
+            rows.push('H');
+            f1(&mut rows, r);
             // An end the scale cuts gets no cap: the interval goes on past it.
             for (at, cut) in [(l, b.mean - h < lo), (r, b.mean + h > hi)] {
                 if !cut {
-                    let _ = write!(rows, "M{} {}V{}", F1(at), F1(mid - 6.0), F1(mid + 6.0));
+                    rows.push('M');
+                    f1(&mut rows, at);
+                    rows.push(' ');
+                    f1(&mut rows, mid - 6.0);
+                    rows.push('V');
+                    f1(&mut rows, mid + 6.0);
                 }
             }
             rows.push_str("\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n");
@@ -253,7 +268,12 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
         if !desc.is_empty() {
             desc.push_str("; ");
         }
-        let _ = write!(desc, "{label}: {} ({note})", Xml(value));
+        push_xml(&mut desc, &b.label);
+        desc.push_str(": ");
+        push_xml(&mut desc, value);
+        desc.push_str(" (");
+        push_xml(&mut desc, &b.note);
+        desc.push(')');
         y = by + BAR_H + 14.0;
     }
     let plot_top = 44.0;

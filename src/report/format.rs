@@ -1,5 +1,7 @@
 //! How numbers, p-values, intervals and durations read in a report, whatever the locale.
 
+use super::chart::push_fixed;
+
 /// Formats a number with 4 significant digits, no exponent for everyday magnitudes,
 /// independent of locale.
 pub fn number(x: f64) -> String {
@@ -11,12 +13,12 @@ pub fn number(x: f64) -> String {
     }
     let mag = x.abs().log10().floor() as i32;
     let decimals = (3 - mag).clamp(0, 9) as usize;
-    let s = format!("{x:.decimals$}");
+    let mut s = String::with_capacity(24);
+    push_fixed(&mut s, x, decimals);
     if s.starts_with("-0") && s.trim_start_matches(['-', '0', '.']).is_empty() {
-        s[1..].to_string()
-    } else {
-        s
+        s.remove(0);
     }
+    s
 }
 
 pub(super) fn duration_text(secs: f64) -> String {
@@ -56,5 +58,9 @@ pub fn mean_ci(mean: f64, half: f64) -> String {
         return format!("{} ± {}", number(mean), number(half));
     }
     let decimals = (1 - half.log10().floor() as i32).clamp(0, 9) as usize;
-    format!("{mean:.decimals$} ± {half:.decimals$}")
+    let mut s = String::with_capacity(32);
+    push_fixed(&mut s, mean, decimals);
+    s.push_str(" ± ");
+    push_fixed(&mut s, half, decimals);
+    s
 }

@@ -267,7 +267,7 @@ impl Exporter for Json {
                 description: report.description.as_deref(),
             },
             method: &report.method,
-            tables: report.tables.iter().map(table).collect(),
+            tables: report.tables.iter().map(|t| table(t)).collect(),
             comparisons: report.comparisons.iter().map(comparison).collect(),
             precision: &report.precision,
             validity: &report.validity,

@@ -24,6 +24,7 @@ mod export;
 mod format;
 mod json;
 mod labels;
+mod lazy;
 mod members;
 mod method;
 mod precision;
@@ -67,8 +68,10 @@ pub struct Report {
     pub methodology: String,
     pub method: Method,
     pub confidence_pct: String,
-    /// The scenario's own tables (`[[report.table]]`), then one per test.
-    pub tables: Vec<Table>,
+    /// The scenario's own tables (`[[report.table]]`), then one per test; shared with
+    /// the template context, which reads them lazily (`lazy.rs`).
+    #[serde(serialize_with = "lazy::serialize_tables")]
+    pub tables: Vec<std::sync::Arc<Table>>,
     /// `[[report.compare]]`: candidates against their baseline, with significance.
     pub comparisons: Vec<ComparisonRow>,
     /// Cells whose runs raised validity flags or warnings.
@@ -377,7 +380,7 @@ pub fn build(
         samples,
         sample_metrics,
         method,
-        tables,
+        tables: tables.into_iter().map(std::sync::Arc::new).collect(),
         incomplete,
         failed,
         skipped,

@@ -160,7 +160,7 @@ fn validate(doc: &Value) -> Vec<String> {
 
 /// The fixture study, measured, with facts, a comparison, a flagged run, a failure and a
 /// skip: every section of the report has something in it.
-fn full_report() -> Report {
+pub(super) fn full_report() -> Report {
     let (ws, mut scenario, plan) = usb_against_sd();
     scenario.report.tables.push(crate::model::TableSpec {
         title: "Disk, storage as columns".into(),

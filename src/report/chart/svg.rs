@@ -1,5 +1,6 @@
 //! Text the SVG charts write, fast and to the byte: XML escaping that copies text
-//! needing none, and coordinates with one decimal as `format!("{:.1}")` prints them.
+//! needing none, and numbers with fixed decimals as `format!("{:.N}")` prints them (the
+//! charts' coordinates, and every mean and interval of a report, `format.rs`).
 //!
 //! Hand-written for speed: a report of a big store draws thousands of bars, about ten
 //! numbers and four texts each, and std's `{:.1}` (exact formatting, often through its
@@ -46,62 +47,95 @@ impl fmt::Display for Xml<'_> {
     }
 }
 
-/// `v` with one decimal, byte for byte what `format!("{v:.1}")` gives for every `f64`
-/// (`fixed_one_decimal_is_std_s_for_every_kind_of_value` checks it): the exact binary
-/// value rounded half to even, a `-` on negative values and negative zero. Only for `{}`:
-/// width and precision flags are ignored.
-pub(in crate::report) struct F1(pub f64);
+/// The most decimals `push_fixed` writes itself; beyond them it asks std.
+pub(in crate::report) const FIXED_MAX_DECIMALS: usize = 9;
 
-impl fmt::Display for F1 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = self.0;
-        let a = v.abs();
-        // NaN, infinities and magnitudes past 1e15 (no chart has them): std's own.
-        if !a.is_finite() || a >= 1e15 {
-            return write!(f, "{v:.1}");
+/// Appends `v` with `decimals` decimals, byte for byte what `format!("{v:.decimals$}")`
+/// gives for every `f64` (`fixed_decimals_are_std_s_for_every_kind_of_value` checks it):
+/// the exact binary value rounded half to even, a `-` on negative values and negative
+/// zero.
+pub(in crate::report) fn push_fixed(out: &mut String, v: f64, decimals: usize) {
+    let mut buf = [0u8; 40];
+    match fixed(v, decimals, &mut buf) {
+        Some(text) => out.push_str(text),
+        None => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{v:.decimals$}");
         }
-        // a = m * 2^-shift exactly; shift >= 3, since a < 1e15 < 2^52 <= a normal m.
-        let bits = a.to_bits();
-        let (m, shift) = match bits >> 52 {
-            0 => (bits, 1074),
-            e => ((bits & ((1 << 52) - 1)) | (1 << 52), 1075 - e as u32),
-        };
-        // Tenths: 10 a rounded half to even, with the remainder kept exactly in u128
-        // (10 m < 2^57); from shift 128 on, 10 a is far below a half.
-        let t = u128::from(m) * 10;
-        let tenths = if shift >= 128 {
-            0
+    }
+}
+
+/// `push_fixed`'s text, written at the end of `buf`; None where std must do it:
+/// NaN, infinities, magnitudes past 1e15 (no report shows them) or more than
+/// `FIXED_MAX_DECIMALS` decimals.
+fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&str> {
+    let a = v.abs();
+    if !a.is_finite() || a >= 1e15 || decimals > FIXED_MAX_DECIMALS {
+        return None;
+    }
+    // a = m * 2^-shift exactly; shift >= 3, since a < 1e15 < 2^50 and a normal m has 53
+    // bits.
+    let bits = a.to_bits();
+    let (m, shift) = match bits >> 52 {
+        0 => (bits, 1074),
+        e => ((bits & ((1 << 52) - 1)) | (1 << 52), 1075 - e as u32),
+    };
+    // a * 10^decimals rounded half to even, the remainder kept exactly in u128
+    // (m * 10^9 < 2^83); from shift 128 on, the product is far below a half.
+    let scale = 10u64.pow(decimals as u32);
+    let t = u128::from(m) * u128::from(scale);
+    let q = if shift >= 128 {
+        0
+    } else {
+        let q = t >> shift;
+        let rest = t - (q << shift);
+        let half = 1u128 << (shift - 1);
+        if rest > half || (rest == half && q & 1 == 1) {
+            q + 1
         } else {
-            let q = t >> shift;
-            let rest = t - (q << shift);
-            let half = 1u128 << (shift - 1);
-            if rest > half || (rest == half && q & 1 == 1) {
-                q + 1
-            } else {
-                q
-            }
-        } as u64;
-        // Digits from the right: the tenth, the point, the whole part (at most 16).
-        let mut buf = [0u8; 24];
-        let mut i = buf.len() - 1;
-        buf[i] = b'0' + (tenths % 10) as u8;
+            q
+        }
+    };
+    // Below 1e15 * 10^9: the whole part and the decimals each fit a u64.
+    let (mut whole, mut frac) = (
+        (q / u128::from(scale)) as u64,
+        (q % u128::from(scale)) as u64,
+    );
+    // Digits from the right: the decimals, the point, the whole part (at most 16 digits).
+    let mut i = buf.len();
+    if decimals > 0 {
+        for _ in 0..decimals {
+            i -= 1;
+            buf[i] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
         i -= 1;
         buf[i] = b'.';
-        let mut whole = tenths / 10;
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (whole % 10) as u8;
-            whole /= 10;
-            if whole == 0 {
-                break;
-            }
+    }
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (whole % 10) as u8;
+        whole /= 10;
+        if whole == 0 {
+            break;
         }
-        if v.is_sign_negative() {
-            i -= 1;
-            buf[i] = b'-';
+    }
+    if v.is_sign_negative() {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    // Only ASCII digits, '.' and '-' were written.
+    std::str::from_utf8(&buf[i..]).ok()
+}
+
+/// Appends `text` as `Xml` writes it.
+pub(in crate::report) fn push_xml(out: &mut String, text: &str) {
+    match text.bytes().position(special) {
+        None => out.push_str(text),
+        Some(_) => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{}", Xml(text));
         }
-        // Only ASCII digits, '.' and '-' were written.
-        f.write_str(std::str::from_utf8(&buf[i..]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -111,7 +145,11 @@ mod tests {
 
     fn check(v: f64) {
         assert_eq!(
-            F1(v).to_string(),
+            {
+                let mut s = String::new();
+                push_fixed(&mut s, v, 1);
+                s
+            },
             format!("{v:.1}"),
             "{v:e} ({:#x})",
             v.to_bits()
@@ -179,6 +217,61 @@ mod tests {
             ));
             check((x >> 11) as f64 / (1u64 << 53) as f64 * 2000.0 - 500.0);
             check((x % 100_000) as f64 / 100.0);
+        }
+    }
+
+    /// `push_fixed` for every number of decimals a report asks for, on the kinds of
+    /// values `fixed_one_decimal_is_std_s_for_every_kind_of_value` uses for one (fewer
+    /// random ones) and each decimal's own ties.
+    #[test]
+    fn fixed_decimals_are_std_s_for_every_kind_of_value() {
+        let check = |v: f64, d: usize| {
+            let want = format!("{v:.d$}");
+            let mut pushed = String::from("x");
+            push_fixed(&mut pushed, v, d);
+            assert_eq!(
+                pushed,
+                format!("x{want}"),
+                "{v:e} ({:#x}) with {d}",
+                v.to_bits()
+            );
+        };
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for d in 0..=FIXED_MAX_DECIMALS + 1 {
+            let step = 10f64.powi(-(d as i32));
+            let mut values = vec![0.0, -0.0, f64::NAN, f64::INFINITY, 1e15, -1e15, 1e15 - 0.25];
+            for k in -3000i64..3000 {
+                // This decimal's ties (exact and the doubles next to them), and binary
+                // halves.
+                let tie = (k as f64 + 0.5) * step;
+                let half = k as f64 / 8.0;
+                for v in [tie, half] {
+                    values.extend([v, v.next_up(), v.next_down()]);
+                }
+            }
+            for _ in 0..100_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let exponent = (x >> 52) % 1076;
+                values.push(f64::from_bits(
+                    (x & 0x800f_ffff_ffff_ffff) | (exponent << 52),
+                ));
+                values.push((x >> 11) as f64 / (1u64 << 53) as f64 * 2e6 - 1e6);
+                values.push((x % 10_000_000) as f64 / 1000.0);
+            }
+            for v in values {
+                check(v, d);
+            }
+        }
+    }
+
+    #[test]
+    fn push_xml_appends_what_xml_writes() {
+        for text in ["plain", "a<b>&\"c\"'d'", "tab\there\u{7f}\u{85}é", ""] {
+            let mut out = String::from("x");
+            push_xml(&mut out, text);
+            assert_eq!(out, format!("x{}", xml(text)));
         }
     }
 
