@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::model::{MetricSpec, Scenario, TestName};
 use crate::plan::state::{self, CellState};
 use crate::plan::{Address, Cell, CellKey};
+use crate::stats::{self, OutlierCount};
 use crate::store::{CellData, RunKind, Sample};
 
 /// What the report says of one stored run, judged once: every table, note and export
@@ -31,9 +32,11 @@ pub(super) struct View<'a> {
     pub runs: Vec<Run>,
     /// The current measured runs.
     pub measured: usize,
-    /// The values of each recipe metric over the runs that count, in the recipe's
-    /// order: the tables, precision notes and comparisons all read them.
-    pub counted_values: Vec<(MetricSpec, Vec<f64>)>,
+    /// The cell's recipe metrics (none without a recipe), and each one's values over
+    /// the runs that count, judged once, in the same order: the tables, precision notes
+    /// and comparisons all read them.
+    pub metrics: &'a [MetricSpec],
+    pub counted: Vec<Counted>,
     /// The distinct validity flags of its measured runs, and how many runs had one.
     pub flags: Vec<String>,
     pub flagged_runs: usize,
@@ -71,11 +74,26 @@ impl<'a> View<'a> {
             .map(|(s, _)| s)
     }
 
-    /// The values of `metric` over the runs that count (`counted_values` when it is a
-    /// recipe metric).
+    /// The values of `metric` over the runs that count, with their summary at
+    /// `confidence` and their outliers (`counted`'s when it is a recipe metric judged at
+    /// that confidence).
+    pub fn counted_of(&self, metric: &MetricSpec, confidence: f64) -> Cow<'_, Counted> {
+        let judged = self
+            .metrics
+            .iter()
+            .position(|m| m == metric)
+            .map(|i| &self.counted[i])
+            .filter(|c| c.confidence.to_bits() == confidence.to_bits());
+        match judged {
+            Some(c) => Cow::Borrowed(c),
+            None => Cow::Owned(Counted::of(values_in(self.counted(), metric), confidence)),
+        }
+    }
+
+    /// The values of `metric` over the runs that count.
     pub fn values(&self, metric: &MetricSpec) -> Cow<'_, [f64]> {
-        match self.counted_values.iter().find(|(m, _)| m == metric) {
-            Some((_, xs)) => Cow::Borrowed(xs),
+        match self.metrics.iter().position(|m| m == metric) {
+            Some(i) => Cow::Borrowed(&self.counted[i].values),
             None => Cow::Owned(values_in(self.counted(), metric)),
         }
     }
@@ -125,6 +143,28 @@ impl<'a> View<'a> {
     }
 }
 
+/// One metric's values over a cell's counted runs, judged once: their summary at a
+/// confidence and their outliers.
+#[derive(Clone, Debug)]
+pub(super) struct Counted {
+    pub values: Vec<f64>,
+    pub confidence: f64,
+    /// None without a finite value (`stats::summarize`).
+    pub summary: Option<stats::Summary>,
+    pub outliers: OutlierCount,
+}
+
+impl Counted {
+    pub fn of(values: Vec<f64>, confidence: f64) -> Counted {
+        Counted {
+            summary: stats::summarize(&values, confidence),
+            outliers: OutlierCount::of(&values),
+            confidence,
+            values,
+        }
+    }
+}
+
 fn values_in<'s>(runs: impl Iterator<Item = &'s Sample>, metric: &MetricSpec) -> Vec<f64> {
     runs.filter_map(|s| metric.value(&s.metrics, s.ended - s.started))
         .collect()
@@ -156,7 +196,7 @@ fn counted_kinds<'r>(per_run: impl Iterator<Item = &'r Vec<String>>) -> Vec<(Str
 
 /// Every cell of the plan with its data, in report order.
 pub(super) fn views<'a>(
-    ws_recipes: &BTreeMap<TestName, crate::model::Recipe>,
+    ws_recipes: &'a BTreeMap<TestName, crate::model::Recipe>,
     scenario: &Scenario,
     cells: &[&'a Cell],
     data: &'a BTreeMap<CellKey, CellData>,
@@ -198,14 +238,12 @@ pub(super) fn views<'a>(
             .filter(|(_, r)| r.counts)
             .map(|(s, _)| s)
             .collect();
-        let counted_values: Vec<(MetricSpec, Vec<f64>)> = recipe
-            .map(|r| {
-                r.metrics
-                    .iter()
-                    .map(|m| (m.clone(), values_in(counted.iter().copied(), m)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let metrics = recipe.map_or(&[][..], |r| r.metrics.as_slice());
+        let confidence = scenario.method.confidence;
+        let judged: Vec<Counted> = metrics
+            .iter()
+            .map(|m| Counted::of(values_in(counted.iter().copied(), m), confidence))
+            .collect();
         let primary_values: Vec<Vec<f64>> = primary
             .iter()
             .map(|m| {
@@ -227,7 +265,8 @@ pub(super) fn views<'a>(
             warning_counts,
             excluded: scenario.method.validity.exclude_flagged,
             measured: measured.len(),
-            counted_values,
+            metrics,
+            counted: judged,
             runs,
         }
     })

@@ -74,13 +74,13 @@ pub(super) fn notes(ws: &Workspace, scenario: &Scenario, views: &[View]) -> Prec
             let cell = view.cell;
             let mut values = Vec::new();
             for spec in &recipe.metrics {
-                let xs = view.values(spec);
-                let outliers = OutlierCount::of(&xs);
+                let counted = view.counted_of(spec, confidence);
+                let outliers = counted.outliers;
                 any_outliers |= outliers.total() > 0;
-                let Some(summary) = stats::summarize(&xs, confidence) else {
+                let Some(summary) = &counted.summary else {
                     continue;
                 };
-                if let Some(wide) = stats::wide_ci(&summary, limit) {
+                if let Some(wide) = stats::wide_ci(summary, limit) {
                     values.push(WideValue {
                         metric: spec.name.clone(),
                         unit: spec.unit.clone(),

@@ -89,10 +89,10 @@ fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
 
 /// The statistics of one metric over one cell's counted runs.
 fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
-    let xs = view.values(metric);
-    let mut st = stat(
-        &xs,
-        confidence,
+    let counted = view.counted_of(metric, confidence);
+    let mut st = judged_stat(
+        counted.summary.as_ref(),
+        counted.outliers.total(),
         &metric.unit,
         view.flagged_runs,
         view.excluded,
@@ -297,42 +297,55 @@ pub(super) fn build<'a>(
     }
 }
 
-/// A metric's statistics over `xs`, the text a table cell shows: `mean ± CI unit (n=…)`,
-/// with flagged runs and outliers marked.
-pub(super) fn stat(
-    xs: &[f64],
-    confidence: f64,
+/// A metric's statistics, the text a table cell shows: `mean ± CI unit (n=…)`, with
+/// flagged runs and outliers marked, from the values' summary and number of outliers.
+fn judged_stat(
+    summary: Option<&stats::Summary>,
+    outliers: usize,
     unit: &str,
     flagged: usize,
     excluded: bool,
 ) -> Stat {
-    let Some(s) = stats::summarize(xs, confidence) else {
+    let Some(s) = summary else {
         return Stat {
             flagged,
             excluded: if excluded { flagged } else { 0 },
             ..Stat::empty()
         };
     };
-    let outliers = stats::outliers(xs).len();
-    let mut notes = Vec::new();
+    // Written piece by piece: a big report has tens of thousands of these.
+    use std::fmt::Write as _;
+    let mut note = String::with_capacity(32);
+    let _ = write!(note, "n={}", s.n);
     match (flagged, excluded) {
         (0, _) => {}
-        (k, true) => notes.push(format!("{k} flagged left out")),
-        (k, false) => notes.push(format!("{k} flagged")),
+        (k, true) => {
+            let _ = write!(note, ", {k} flagged left out");
+        }
+        (k, false) => {
+            let _ = write!(note, ", {k} flagged");
+        }
     }
     match outliers {
         0 => {}
-        1 => notes.push("1 outlier".to_string()),
-        k => notes.push(format!("{k} outliers")),
+        1 => note.push_str(", 1 outlier"),
+        k => {
+            let _ = write!(note, ", {k} outliers");
+        }
     }
-    notes.insert(0, format!("n={}", s.n));
-    let value = match s.ci_half {
-        Some(h) => format!("{} {unit}", mean_ci(s.mean, h)),
-        None => format!("{} {unit}", number(s.mean)),
+    let mut value = match s.ci_half {
+        Some(h) => mean_ci(s.mean, h),
+        None => number(s.mean),
     };
-    let note = notes.join(", ");
+    value.push(' ');
+    value.push_str(unit);
+    let mut text = String::with_capacity(value.len() + note.len() + 3);
+    text.push_str(&value);
+    text.push_str(" (");
+    text.push_str(&note);
+    text.push(')');
     Stat {
-        text: format!("{value} ({note})"),
+        text,
         value,
         note,
         cell: None,

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{mad, median, quantile, sorted};
+use super::{quantile, sorted};
 
 /// How far out a sample lies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -123,9 +123,17 @@ pub fn outliers(xs: &[f64]) -> Vec<Outlier> {
     if xs.len() < MIN_OUTLIER_SAMPLES || xs.iter().any(|x| !x.is_finite()) {
         return Vec::new();
     }
+    // One sorted copy gives the quartiles and the median; the MAD is the median of the
+    // deviations from it (what `median` and `mad` compute, each sorting again).
     let s = sorted(xs);
+    let med = quantile(&s, 0.5);
+    let mad = med.and_then(|m| {
+        let mut deviations: Vec<f64> = s.iter().map(|x| (x - m).abs()).collect();
+        deviations.sort_by(f64::total_cmp);
+        quantile(&deviations, 0.5)
+    });
     let (Some(q1), Some(q3), Some(med), Some(mad)) =
-        (quantile(&s, 0.25), quantile(&s, 0.75), median(xs), mad(xs))
+        (quantile(&s, 0.25), quantile(&s, 0.75), med, mad)
     else {
         return Vec::new();
     };

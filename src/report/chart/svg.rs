@@ -96,11 +96,15 @@ fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&str> {
             q
         }
     };
-    // Below 1e15 * 10^9: the whole part and the decimals each fit a u64.
-    let (mut whole, mut frac) = (
-        (q / u128::from(scale)) as u64,
-        (q % u128::from(scale)) as u64,
-    );
+    // Below 1e15 * 10^9: the whole part and the decimals each fit a u64 (and mostly q
+    // itself, whose u64 division is far cheaper).
+    let (mut whole, mut frac) = match u64::try_from(q) {
+        Ok(q) => (q / scale, q % scale),
+        Err(_) => (
+            (q / u128::from(scale)) as u64,
+            (q % u128::from(scale)) as u64,
+        ),
+    };
     // Digits from the right: the decimals, the point, the whole part (at most 16 digits).
     let mut i = buf.len();
     if decimals > 0 {
