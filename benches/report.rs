@@ -189,6 +189,15 @@ fn cpu() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
+/// Page faults this process has taken (all its threads): each first touch of fresh
+/// memory is one, and in a VM a costly one.
+fn faults() -> i64 {
+    // SAFETY: getrusage writes the rusage we own.
+    let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    r.ru_minflt + r.ru_majflt
+}
+
 /// Wall and CPU seconds of `f`, and its result.
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
     let (t, c) = (Instant::now(), cpu());
@@ -285,11 +294,16 @@ fn main() {
     let out = dir.join("reports");
     let (mut reads, mut renders) = (Vec::new(), Vec::new());
     let mut files_written = 0;
+    let (mut read_faults, mut render_faults) = (0, 0);
     for _ in 0..ROUNDS {
+        let f = faults();
         let (data, s, c) = timed(|| store.all().unwrap());
+        read_faults = faults() - f;
         drop(data);
         reads.push((s, c));
+        let f = faults();
         let (written, s, c) = timed(|| cli::write_reports(&ws, &store, &out).unwrap());
+        render_faults = faults() - f;
         files_written = written.len();
         renders.push((s, c));
         // The render leaves its values to a spare thread to free: let it finish
@@ -326,6 +340,7 @@ fn main() {
         met(render_c < 2.0 * read_c),
         render_c / read_c
     );
+    println!("  page faults in the last round: read {read_faults}, render {render_faults}");
     println!(
         "  its parts in CPU: plan {plan_c:.3} s, model {build_c:.3} s, \
          exporters {:.3} s; loading the scenario before it {load_c:.3} s \

@@ -32,6 +32,7 @@ const MAX_LABEL_LINES: usize = 3;
 mod same_bytes;
 mod svg;
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use svg::{Xml, push_xml};
@@ -58,60 +59,99 @@ pub struct ChartTitle<'a> {
 /// `text` in lines of at most `max` characters, broken after spaces (or inside a word
 /// longer than a line), at most `MAX_LABEL_LINES`. Lengths are counted in characters as
 /// the words are placed (every bar's label is wrapped), and wrapping stops once a line
-/// past the last kept one begins.
-pub(super) fn wrap(text: &str, max: usize) -> Vec<String> {
+/// past the last kept one begins. A line whose words are one space apart in `text` is a
+/// slice of it (most lines): only the others, and a cut last line, are copied.
+pub(super) fn wrap(text: &str, max: usize) -> Vec<Cow<'_, str>> {
     let max = max.max(8);
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    // `line`'s length in characters.
-    let mut len = 0;
+    let mut lines: Vec<Cow<'_, str>> = Vec::with_capacity(MAX_LABEL_LINES + 1);
+    let mut line = Line::default();
+    // Where a slice of `text` starts in it.
+    let at = |part: &str| part.as_ptr() as usize - text.as_ptr() as usize;
     'words: for word in text.split(' ').filter(|w| !w.is_empty()) {
         let mut word = word;
         let mut word_len = word.chars().count();
         loop {
-            let room = if len == 0 {
+            let room = if line.len == 0 {
                 max
             } else {
-                max.saturating_sub(len + 1)
+                max.saturating_sub(line.len + 1)
             };
             if word_len <= room {
-                if len > 0 {
-                    line.push(' ');
-                    len += 1;
-                }
-                line.push_str(word);
-                len += word_len;
+                line.add(text, at(word), word);
+                line.len += word_len;
                 break;
             }
             if lines.len() == MAX_LABEL_LINES {
                 // The line begun is past the last one kept: the label is cut (below),
                 // whatever else it says.
-                lines.push(std::mem::take(&mut line));
+                lines.push(line.take(text));
                 break 'words;
             }
-            if len > 0 {
-                lines.push(std::mem::take(&mut line));
-                len = 0;
+            if line.len > 0 {
+                lines.push(line.take(text));
                 continue;
             }
             // A word longer than a line: cut it after `max` characters.
             let cut = word.char_indices().nth(max).map_or(word.len(), |(i, _)| i);
-            lines.push(word[..cut].to_string());
+            lines.push(Cow::Borrowed(&word[..cut]));
             word = &word[cut..];
             word_len -= max;
         }
     }
-    if !line.is_empty() || lines.is_empty() {
-        lines.push(line);
+    if line.len > 0 || lines.is_empty() {
+        lines.push(line.take(text));
     }
     if lines.len() > MAX_LABEL_LINES {
         lines.truncate(MAX_LABEL_LINES);
         let last = &mut lines[MAX_LABEL_LINES - 1];
-        let mut chars: Vec<char> = last.chars().collect();
-        chars.truncate(max - 1);
-        *last = chars.into_iter().collect::<String>() + "…";
+        let mut cut: String = last.chars().take(max - 1).collect();
+        cut.push('…');
+        *last = Cow::Owned(cut);
     }
     lines
+}
+
+/// The line `wrap` is filling: a range of the text while its words are one space apart
+/// there, else its own copy.
+#[derive(Default)]
+struct Line {
+    start: usize,
+    end: usize,
+    copy: Option<String>,
+    /// Its length in characters.
+    len: usize,
+}
+
+impl Line {
+    /// Appends `word`, found at `from` in `text`, after a space unless the line is empty.
+    fn add(&mut self, text: &str, from: usize, word: &str) {
+        if self.len == 0 && self.copy.is_none() {
+            (self.start, self.end) = (from, from + word.len());
+            return;
+        }
+        match &mut self.copy {
+            None if from == self.end + 1 && text.as_bytes()[self.end] == b' ' => {
+                self.end = from + word.len();
+            }
+            copy => {
+                let line = copy.get_or_insert_with(|| text[self.start..self.end].to_string());
+                line.push(' ');
+                line.push_str(word);
+                self.len += 1;
+                return;
+            }
+        }
+        self.len += 1;
+    }
+
+    /// The line as it stands, leaving an empty one.
+    fn take<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+        let line = std::mem::take(self);
+        match line.copy {
+            Some(copy) => Cow::Owned(copy),
+            None => Cow::Borrowed(&text[line.start..line.end]),
+        }
+    }
 }
 
 /// Ticks for an axis over `[lo, hi]`: about five at a round step (1, 2 or 5 × 10^k),
@@ -438,7 +478,8 @@ mod tests {
             wrap("abcdefghijklmnopqrst", 8),
             vec!["abcdefgh", "ijklmnop", "qrst"]
         );
-        let cut = wrap(&"word ".repeat(40), 10);
+        let words = "word ".repeat(40);
+        let cut = wrap(&words, 10);
         assert_eq!(cut.len(), 3);
         assert!(cut[2].ends_with('…'));
     }

@@ -299,65 +299,11 @@ fn push_field(out: &mut String, text: &str, numeric: bool) {
 }
 
 /// An f64 as CSV and JSON readers take it back exactly (nothing when not finite),
-/// appended to `out`: the shortest digits that read back as `x`, never with an
-/// exponent, byte for byte what `format!("{x}")` prints
-/// (`numbers_are_written_as_std_displays_them` checks it).
+/// appended to `out`.
 fn push_number(out: &mut String, x: f64) {
-    if !x.is_finite() {
-        return;
-    }
-    // zmij finds the shortest digits far faster than std's formatting; they are laid
-    // out here as std's `{}` does: `0.00015`, `1500000000000000000000`, `-0`.
-    let mut buffer = zmij::Buffer::new();
-    let text = buffer.format_finite(x);
-    let (negative, text) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let (mantissa, exponent) = match text.split_once(['e', 'E']) {
-        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
-        None => (text, 0),
-    };
-    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    // digits × 10^(point - digits.len()): the digits without leading or trailing zeros.
-    let mut digits = String::with_capacity(24);
-    digits.push_str(whole);
-    digits.push_str(fraction);
-    let leading = digits.len() - digits.trim_start_matches('0').len();
-    let mut point = whole.len() as i32 + exponent - leading as i32;
-    let digits = digits[leading..].trim_end_matches('0');
-    // With 16 or 17 digits several candidates may read back (662936471232937.25 as
-    // ...937.2 or ...937.3), and std and zmij may pick different ones: std writes those.
-    // With 15 or fewer, candidates are further apart (a relative 1e-15 at least) than a
-    // double's rounding interval is wide (2.2e-16 at most), so the digits are one number.
-    if digits.len() >= 16 {
-        use std::fmt::Write as _;
+    use std::fmt::Write;
+    if x.is_finite() {
         let _ = write!(out, "{x}");
-        return;
-    }
-    if negative {
-        out.push('-');
-    }
-    if digits.is_empty() {
-        out.push('0');
-        return;
-    }
-    if point <= 0 {
-        out.push_str("0.");
-        while point < 0 {
-            out.push('0');
-            point += 1;
-        }
-        out.push_str(digits);
-    } else if point as usize >= digits.len() {
-        out.push_str(digits);
-        for _ in digits.len()..point as usize {
-            out.push('0');
-        }
-    } else {
-        out.push_str(&digits[..point as usize]);
-        out.push('.');
-        out.push_str(&digits[point as usize..]);
     }
 }
 
@@ -438,89 +384,5 @@ impl Exporter for Csv {
         }
         file.write_all(out.as_bytes())?;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::push_number;
-
-    fn check(x: f64) {
-        let mut out = String::from("x");
-        push_number(&mut out, x);
-        let want = if x.is_finite() {
-            format!("x{x}")
-        } else {
-            "x".to_string()
-        };
-        assert_eq!(out, want, "{x:e} ({:#x})", x.to_bits());
-    }
-
-    /// Zeros, non-finite values, the extremes, powers of two and ten and their
-    /// neighbours (where the shortest digits have two candidates), values a benchmark
-    /// stores, and a few million bit patterns over every exponent.
-    #[test]
-    fn numbers_are_written_as_std_displays_them() {
-        for x in [
-            0.0,
-            -0.0,
-            f64::NAN,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::MIN_POSITIVE,
-            f64::MAX,
-            f64::MIN,
-            f64::EPSILON,
-            f64::from_bits(1),
-            0.1,
-            0.3,
-            1.0 / 3.0,
-            123.456,
-            1e15,
-            1e16,
-            1e21,
-            1e22,
-            1e-5,
-            1e-7,
-            5e-324,
-            9007199254740993.0,
-        ] {
-            check(x);
-            check(-x);
-        }
-        for e in -1074..1024 {
-            let p = 2f64.powi(e);
-            for x in [p, p.next_up(), p.next_down()] {
-                check(x);
-            }
-        }
-        for e in -320..308 {
-            let p: f64 = format!("1e{e}").parse().unwrap();
-            for x in [p, p.next_up(), p.next_down(), 3.0 * p, 7.5 * p] {
-                check(x);
-            }
-        }
-        for k in 0..200_000u64 {
-            check(k as f64 / 1000.0);
-            check(k as f64 * 0.01 + 0.005);
-        }
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..3_000_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            check(f64::from_bits(x));
-            // Values of 1 to 15 significant digits at every scale: the digits zmij's
-            // are taken for.
-            let digits = 1 + (x % 15) as usize;
-            let exponent = ((x >> 8) % 600) as i32 - 300;
-            let short: f64 = format!("{:.*e}", digits - 1, f64::from_bits(x >> 2))
-                .split('e')
-                .next()
-                .map(|m| format!("{m}e{exponent}"))
-                .and_then(|t| t.parse().ok())
-                .unwrap_or(0.0);
-            check(short);
-        }
     }
 }

@@ -155,7 +155,23 @@ impl Object for StatValue {
         self.get_value_by_str(key.as_str()?)
     }
     fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
-        field(self.stat(), key)
+        // The fields the templates read of every value, made directly (as their serde
+        // forms convert: a None as none, a count as u64); any other through serde.
+        let s = self.stat();
+        let count = |n: usize| Value::from(n as u64);
+        let number = |x: Option<f64>| x.map_or_else(|| Value::from(()), Value::from);
+        Some(match key {
+            "text" => Value::from(s.text.as_str()),
+            "value" => Value::from(s.value.as_str()),
+            "note" => Value::from(s.note.as_str()),
+            "mean" => number(s.mean),
+            "ci_half" => number(s.ci_half),
+            "n" => count(s.n),
+            "outliers" => count(s.outliers),
+            "flagged" => count(s.flagged),
+            "excluded" => count(s.excluded),
+            _ => return field(s, key),
+        })
     }
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         fields_of(self.stat())

@@ -57,7 +57,8 @@ pub(in crate::report) const FIXED_MAX_DECIMALS: usize = 9;
 pub(in crate::report) fn push_fixed(out: &mut String, v: f64, decimals: usize) {
     let mut buf = [0u8; 40];
     match fixed(v, decimals, &mut buf) {
-        Some(text) => out.push_str(text),
+        // Only ASCII digits, '.' and '-': pushed as they are, without a UTF-8 check.
+        Some(text) => out.extend(text.iter().map(|&b| char::from(b))),
         None => {
             use std::fmt::Write as _;
             let _ = write!(out, "{v:.decimals$}");
@@ -65,10 +66,10 @@ pub(in crate::report) fn push_fixed(out: &mut String, v: f64, decimals: usize) {
     }
 }
 
-/// `push_fixed`'s text, written at the end of `buf`; None where std must do it:
+/// `push_fixed`'s text (ASCII), written at the end of `buf`; None where std must do it:
 /// NaN, infinities, magnitudes past 1e15 (no report shows them) or more than
 /// `FIXED_MAX_DECIMALS` decimals.
-fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&str> {
+fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&[u8]> {
     let a = v.abs();
     if !a.is_finite() || a >= 1e15 || decimals > FIXED_MAX_DECIMALS {
         return None;
@@ -80,20 +81,37 @@ fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&str> {
         0 => (bits, 1074),
         e => ((bits & ((1 << 52) - 1)) | (1 << 52), 1075 - e as u32),
     };
-    // a * 10^decimals rounded half to even, the remainder kept exactly in u128
-    // (m * 10^9 < 2^83); from shift 128 on, the product is far below a half.
+    // a * 10^decimals rounded half to even, the remainder kept exactly: in u64 where
+    // the product fits (m * 10^3 < 2^63, the charts' and most means' case), else in
+    // u128 (m * 10^9 < 2^83); from the width of the product on, it is far below a half.
     let scale = 10u64.pow(decimals as u32);
-    let t = u128::from(m) * u128::from(scale);
-    let q = if shift >= 128 {
-        0
-    } else {
-        let q = t >> shift;
-        let rest = t - (q << shift);
-        let half = 1u128 << (shift - 1);
-        if rest > half || (rest == half && q & 1 == 1) {
-            q + 1
+    let q: u128 = if decimals <= 3 {
+        let t = m * scale;
+        if shift >= 64 {
+            0
         } else {
-            q
+            let q = t >> shift;
+            let rest = t - (q << shift);
+            let half = 1u64 << (shift - 1);
+            u128::from(if rest > half || (rest == half && q & 1 == 1) {
+                q + 1
+            } else {
+                q
+            })
+        }
+    } else {
+        let t = u128::from(m) * u128::from(scale);
+        if shift >= 128 {
+            0
+        } else {
+            let q = t >> shift;
+            let rest = t - (q << shift);
+            let half = 1u128 << (shift - 1);
+            if rest > half || (rest == half && q & 1 == 1) {
+                q + 1
+            } else {
+                q
+            }
         }
     };
     // Below 1e15 * 10^9: the whole part and the decimals each fit a u64 (and mostly q
@@ -128,8 +146,7 @@ fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&str> {
         i -= 1;
         buf[i] = b'-';
     }
-    // Only ASCII digits, '.' and '-' were written.
-    std::str::from_utf8(&buf[i..]).ok()
+    Some(&buf[i..])
 }
 
 /// Appends `text` as `Xml` writes it.
