@@ -12,17 +12,36 @@ use crate::plan;
 use crate::report;
 use crate::store::{CellData, Store};
 
-/// The boards the store holds cells of, with their storage names.
+/// The boards the store holds cells of, with their storage names, and the boards its
+/// cells ran on besides their own: a cluster's members, a peer (so that a scenario's
+/// cluster of boards whose files are gone still loads for its report).
 pub fn stored_names(data: &BTreeMap<plan::CellKey, CellData>) -> config::StoredNames {
+    /// What of a cell's inputs names other boards.
+    #[derive(serde::Deserialize)]
+    struct Others {
+        cluster: Option<Members>,
+        peer: Option<Named>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Members {
+        members: Vec<Named>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: String,
+    }
     let mut names = config::StoredNames::default();
-    for a in data
-        .values()
-        .filter_map(|d| d.record.as_ref())
-        .map(|r| &r.address)
-    {
+    for record in data.values().filter_map(|d| d.record.as_ref()) {
+        let a = &record.address;
         let storages = names.boards.entry(a.board.to_string()).or_default();
         if let Some(s) = &a.storage {
             storages.insert(s.to_string());
+        }
+        if let Some(others) = record.inputs.pick::<Others>() {
+            let members = others.cluster.into_iter().flat_map(|c| c.members);
+            for board in members.chain(others.peer) {
+                names.boards.entry(board.name).or_default();
+            }
         }
     }
     names

@@ -263,22 +263,30 @@ fn optional_str(v: &Value) -> Option<Option<String>> {
 }
 
 /// A board's identity: its name, model and architecture (never its address).
-fn board_identity(board: &Board) -> Input {
-    BoardInputs::of(board).input()
-}
-
 /// What the system under test is, beyond one board: a cluster and its members, and
-/// the board a cell's peer steps run on.
+/// the board a cell's peer steps run on, each board by its identity (a board file's, or
+/// as `cell.json` kept it when the file is gone).
 #[derive(Clone, Copy, Default)]
 pub struct Others<'a> {
-    /// The cluster, with its member boards in its order.
-    pub cluster: Option<(&'a Cluster, &'a [&'a Board])>,
-    pub peer: Option<&'a Board>,
+    /// The cluster, with its members' identities in its order.
+    pub cluster: Option<(&'a Cluster, &'a [BoardInputs])>,
+    pub peer: Option<&'a BoardInputs>,
+}
+
+/// The identities of a cluster's members as `cell.json`'s `inputs.cluster` keeps them:
+/// None unless each has exactly the form `BoardInputs` writes.
+pub fn stored_members(cluster: &Value) -> Option<Vec<BoardInputs>> {
+    cluster
+        .get("members")?
+        .as_array()?
+        .iter()
+        .map(BoardInputs::from_json)
+        .collect()
 }
 
 /// A cluster's identity: its name, its members' identities, the control and endpoint
 /// members, and its deploy and teardown text; no host, address or port.
-fn cluster_identity(c: &Cluster, members: &[&Board]) -> Input {
+fn cluster_identity(c: &Cluster, members: &[BoardInputs]) -> Input {
     fn steps(v: &[ClusterStep]) -> Input {
         Input::List(
             v.iter()
@@ -299,7 +307,7 @@ fn cluster_identity(c: &Cluster, members: &[&Board]) -> Input {
         ("name", Input::from(c.name.as_str())),
         (
             "members",
-            Input::List(members.iter().map(|b| board_identity(b)).collect()),
+            Input::List(members.iter().map(BoardInputs::input).collect()),
         ),
         ("control", Input::from(c.control.as_str())),
         ("endpoint_member", Input::from(endpoint)),
@@ -576,7 +584,7 @@ pub fn inputs_with(
             "cluster",
             Input::from(others.cluster.map(|(c, m)| cluster_identity(c, m))),
         ),
-        ("peer", Input::from(others.peer.map(board_identity))),
+        ("peer", Input::from(others.peer.map(BoardInputs::input))),
     ])
 }
 

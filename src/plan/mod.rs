@@ -623,6 +623,7 @@ fn finish(
         Some(p) => p.clone(),
         None => key::Parts::shared(recipe, &params, &scenario.method),
     };
+    let peer_identity = peer.map(key::BoardInputs::of);
     let inputs = key::inputs_with(
         image,
         Some(&key::BoardInputs::of(board)),
@@ -632,7 +633,7 @@ fn finish(
         &parts,
         key::Others {
             cluster: None,
-            peer,
+            peer: peer_identity.as_ref(),
         },
     );
     Ok(Cell {

@@ -5,11 +5,13 @@
 //!
 //! A stored cell counts for a scenario when its address lies in the scenario's matrix
 //! (the board globs as written, since no file resolves them) and its key is the one the
-//! scenario gives that address today: its board and storage inputs as stored, the rest
-//! (image, filesystem, test, parameters, method) from the scenario and recipes. A cell
-//! measured under other inputs is another cell, here as in `plan`.
+//! scenario gives that address today: its board, storage, network, peer and cluster
+//! members' inputs as stored, the rest (image, filesystem, test, parameters, method, a
+//! cluster's definition) from the scenario and recipes. A cell measured under other
+//! inputs is another cell, here as in `plan`. So a cluster whose member's file is gone,
+//! or a cell whose peer's file is gone, still shows what it measured.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::key::{self, BoardInputs, NetworkInputs, StorageInputs};
 use super::{Address, Cell, CellKey, Plan, Skipped, as_is, cell_params, glob};
@@ -48,10 +50,20 @@ pub fn with_stored(
     mut plan: Plan,
     data: &BTreeMap<CellKey, CellData>,
 ) -> Plan {
+    let planned: BTreeSet<Address> = plan.cells.iter().map(|c| c.address.clone()).collect();
     let mut best: BTreeMap<Address, (f64, Cell)> = BTreeMap::new();
     for d in data.values() {
         let Some(record) = &d.record else { continue };
-        if boards.contains_key(&record.address.board) {
+        if planned.contains(&record.address) {
+            continue;
+        }
+        // A board with a file stands for its cells (the plan made them, or says why
+        // not), unless the cell needs another board whose file is gone: its peer. A
+        // cluster is no board: its cells come from here whenever the plan could not
+        // make them (a member's file is gone).
+        if boards.contains_key(&record.address.board)
+            && stored_peer(record).is_none_or(|p| boards.contains_key(&BoardName::new(p)))
+        {
             continue;
         }
         let Some(cell) = rebuild(recipes, scenario, record) else {
@@ -71,8 +83,15 @@ pub fn with_stored(
             best.insert(cell.address.clone(), (last, cell));
         }
     }
+    // What the plan could not make for want of a board file, the store now stands for.
+    plan.skipped.retain(|s| !best.contains_key(&s.address));
     plan.cells.extend(best.into_values().map(|(_, c)| c));
     plan
+}
+
+/// The peer board a stored cell's inputs name, if any.
+fn stored_peer(record: &CellRecord) -> Option<&str> {
+    record.inputs.value().get("peer")?.get("name")?.as_str()
 }
 
 /// The cell `record` is under `scenario`, if the scenario has it.
@@ -87,14 +106,27 @@ fn rebuild(
         return None;
     }
     let image = scenario.images.get(&a.image)?;
+    let stored = record.inputs.value();
+    if let Some(cluster) = scenario.clusters.get(&a.board) {
+        // Its members as the store kept them; the rest from the scenario.
+        let members = key::stored_members(stored.get("cluster")?)?;
+        let cell =
+            super::systems::cluster_cell_of(recipe, scenario, image, cluster, a, || Ok(members))
+                .ok()?;
+        return (cell.key == record.key).then_some(cell);
+    }
     let filesystem = match &a.filesystem {
         None => None,
         Some(f) if f.as_str() == AS_IS => Some(as_is()),
         Some(f) => Some(scenario.filesystems.get(f)?.clone()),
     };
-    let board = BoardInputs::from_json(record.inputs.value().get("board")?)?;
-    let storage = StorageInputs::from_json(record.inputs.value().get("storage")?)?;
-    let network = NetworkInputs::from_json(record.inputs.value().get("network")?)?;
+    let board = BoardInputs::from_json(stored.get("board")?)?;
+    let storage = StorageInputs::from_json(stored.get("storage")?)?;
+    let network = NetworkInputs::from_json(stored.get("network")?)?;
+    let peer = match stored.get("peer")? {
+        serde_json::Value::Null => None,
+        p => Some(BoardInputs::from_json(p)?),
+    };
     // The address and the stored inputs must agree, as apply wrote them.
     let storage_name = storage.as_ref().map(|s| s.name.as_str());
     let network_name = network.as_ref().map(|n| n.name.as_str());
@@ -105,15 +137,19 @@ fn rebuild(
         return None;
     }
     let params = cell_params(recipe, scenario);
-    let inputs = key::cell_inputs_of(
+    let inputs = key::inputs_of(
         image,
-        &board,
+        Some(&board),
         storage.as_ref(),
         filesystem.as_ref(),
         network.as_ref(),
         recipe,
         &params,
         &scenario.method,
+        key::Others {
+            cluster: None,
+            peer: peer.as_ref(),
+        },
     );
     let key = CellKey::of(&inputs);
     if key != record.key {
@@ -133,10 +169,8 @@ fn rebuild(
         filesystem,
         image: image.clone(),
         tmpfs,
-        // Rebuilt from its board alone: a cluster's or a peer's cells need their
-        // boards' files to be planned again.
         cluster: None,
-        peer: None,
+        peer: peer.map(|p| BoardName::new(p.name)),
     })
 }
 

@@ -48,6 +48,32 @@ pub(super) fn cluster_cell(
     cluster: &Cluster,
     a: &Address,
 ) -> Result<Cell, CannotMeasure> {
+    let members = || {
+        let members = key::members_of(cluster, boards);
+        if members.len() != cluster.members.len() {
+            let missing = cluster
+                .members
+                .iter()
+                .find(|m| !boards.contains_key(*m))
+                .cloned()
+                .unwrap_or_else(|| cluster.name.clone());
+            return Err(CannotMeasure::UnknownBoard(missing));
+        }
+        Ok(members.into_iter().map(key::BoardInputs::of).collect())
+    };
+    cluster_cell_of(recipe, scenario, image, cluster, a, members)
+}
+
+/// `cluster_cell`, with its members' identities from `members` (their board files', or
+/// as the store kept them: `plan::stored`), asked for once the cell's shape is known.
+pub(super) fn cluster_cell_of(
+    recipe: &Recipe,
+    scenario: &Scenario,
+    image: &Image,
+    cluster: &Cluster,
+    a: &Address,
+    members: impl FnOnce() -> Result<Vec<key::BoardInputs>, CannotMeasure>,
+) -> Result<Cell, CannotMeasure> {
     if recipe.uses_storage {
         return Err(CannotMeasure::ClusterStorage {
             test: a.test.clone(),
@@ -76,16 +102,7 @@ pub(super) fn cluster_cell(
     {
         params.insert("port".into(), ParamValue::Int(i64::from(port)));
     }
-    let members = key::members_of(cluster, boards);
-    if members.len() != cluster.members.len() {
-        let missing = cluster
-            .members
-            .iter()
-            .find(|m| !boards.contains_key(*m))
-            .cloned()
-            .unwrap_or_else(|| cluster.name.clone());
-        return Err(CannotMeasure::UnknownBoard(missing));
-    }
+    let members = members()?;
     if recipe.tmpfs.is_some() {
         return Err(CannotMeasure::ClusterTmpfs {
             test: a.test.clone(),

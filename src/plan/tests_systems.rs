@@ -237,3 +237,155 @@ fn walks_hold_the_boards_another_walk_needs() {
         s.boards[0].steps[0]
     );
 }
+
+/// A cell as the store keeps it: its record (address, key and inputs), no runs.
+fn stored_data(plan: &Plan) -> BTreeMap<CellKey, crate::store::CellData> {
+    plan.cells
+        .iter()
+        .map(|c| {
+            let d = crate::store::CellData {
+                record: Some(crate::store::CellRecord {
+                    format: 1,
+                    key: c.key.clone(),
+                    address: c.address.clone(),
+                    inputs: c.inputs.json().clone().into(),
+                }),
+                ..Default::default()
+            };
+            (c.key.clone(), d)
+        })
+        .collect()
+}
+
+/// The plan a report makes of `ws` and the store's `data`, board files as `ws` has them.
+fn report_plan(ws: &Workspace, data: &BTreeMap<CellKey, crate::store::CellData>) -> Plan {
+    let scenario = &ws.scenarios[0];
+    stored::for_report(
+        &ws.boards,
+        &ws.recipes,
+        scenario,
+        expand(ws, scenario),
+        data,
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    )
+}
+
+fn keys(plan: &Plan) -> Vec<(String, CellKey)> {
+    let mut k: Vec<_> = plan
+        .cells
+        .iter()
+        .map(|c| (c.address.label(), c.key.clone()))
+        .collect();
+    k.sort();
+    k
+}
+
+/// A lab torn down after a cluster's run: the plan cannot make the cluster's cells (a
+/// member's file is gone), so the report takes them from the store, the same cells with
+/// the same keys, members and no "unknown board" left among the skipped. A cluster
+/// whose definition changed since has other cells: the stored ones do not stand in.
+#[test]
+fn a_clusters_stored_cells_stand_in_when_a_members_file_is_gone() {
+    let mut ws = with_cluster(Some(8080));
+    // As a scenario file writes it (the plan reads the resolved `board`).
+    ws.scenarios[0].matrix.board_patterns = vec!["c".into()];
+    let planned = expand(&ws, &ws.scenarios[0]);
+    let data = stored_data(&planned);
+    assert_eq!(
+        keys(&report_plan(&ws, &data)),
+        keys(&planned),
+        "with every file"
+    );
+
+    ws.boards.remove(&BoardName::new("pi-2"));
+    let without = expand(&ws, &ws.scenarios[0]);
+    assert!(without.cells.is_empty(), "{:?}", without.cells);
+    assert!(
+        without.skipped.iter().any(|s| s.reason.contains("pi-2")),
+        "{:?}",
+        without.skipped
+    );
+    let report = report_plan(&ws, &data);
+    assert_eq!(keys(&report), keys(&planned));
+    assert!(report.cells.iter().all(|c| c.cluster.is_some()));
+    assert_eq!(
+        cell(&report, "client").params["port"],
+        ParamValue::Int(8080),
+        "parameters as the plan made them"
+    );
+    assert!(
+        report.skipped.iter().all(|s| !s.reason.contains("pi-2")),
+        "{:?}",
+        report.skipped
+    );
+    assert!(
+        report
+            .skipped
+            .iter()
+            .any(|s| s.reason.contains("uses storage")),
+        "what could never apply still says so: {:?}",
+        report.skipped
+    );
+
+    // Every file gone: the same.
+    ws.boards.clear();
+    assert_eq!(keys(&report_plan(&ws, &data)), keys(&planned));
+
+    // The deploy changed: another cluster, whose cells the store does not hold.
+    ws.scenarios[0]
+        .clusters
+        .get_mut(&BoardName::new("c"))
+        .unwrap()
+        .deploy[0]
+        .command = "start the new app".into();
+    assert!(report_plan(&ws, &data).cells.is_empty());
+}
+
+/// A peer's file gone (a lab torn down, a board retired): the cells that ran on it as
+/// the peer come from the store, peer and all; with the board's own file gone too, the
+/// same. Another peer in the scenario makes other cells.
+#[test]
+fn a_peer_cells_stored_cell_stands_in_when_the_peers_file_is_gone() {
+    let mut ws = fixtures::workspace();
+    let mut r = fixtures::recipe("peer-test", false);
+    r.run.on = Side::Peer;
+    r.params.insert(
+        crate::model::PEER_PARAM.into(),
+        ParamValue::Str("pi-2".into()),
+    );
+    ws.recipes.insert(r.name.clone(), r);
+    ws.scenarios[0].matrix.test = vec![TestName::new("peer-test")];
+    let planned = expand(&ws, &ws.scenarios[0]);
+    assert_eq!(planned.cells.len(), 1);
+    let data = stored_data(&planned);
+
+    ws.boards.remove(&BoardName::new("pi-2"));
+    assert!(expand(&ws, &ws.scenarios[0]).cells.is_empty());
+    let report = report_plan(&ws, &data);
+    assert_eq!(keys(&report), keys(&planned));
+    assert_eq!(report.cells[0].peer, Some(BoardName::new("pi-2")));
+    assert!(
+        report
+            .skipped
+            .iter()
+            .all(|s| s.address != planned.cells[0].address),
+        "{:?}",
+        report.skipped
+    );
+
+    ws.boards.clear();
+    assert_eq!(keys(&report_plan(&ws, &data)), keys(&planned));
+
+    ws.scenarios[0].params.insert(
+        TestName::new("peer-test"),
+        BTreeMap::from([(
+            crate::model::PEER_PARAM.to_string(),
+            ParamValue::Str("pi-3".into()),
+        )]),
+    );
+    assert!(
+        report_plan(&ws, &data).cells.is_empty(),
+        "a cell with another peer is another cell"
+    );
+}

@@ -60,6 +60,19 @@ impl StoredJson {
     }
 }
 
+impl StoredJson {
+    /// The parts of the value a `T` picks, read from the text without building the
+    /// whole value when it is not built yet (serde skips what `T` does not name); None
+    /// when the value is not a `T`.
+    pub fn pick<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        match (&self.raw, self.value.get()) {
+            (_, Some(v)) => T::deserialize(v).ok(),
+            (Some(raw), None) => serde_json::from_str(raw.get()).ok(),
+            (None, None) => None,
+        }
+    }
+}
+
 impl From<Value> for StoredJson {
     fn from(v: Value) -> StoredJson {
         StoredJson {

@@ -235,6 +235,28 @@ fn the_lab_cluster_compares_two_nodes_with_three_and_leaves_nothing_running() {
         "the report names the members: {report}"
     );
     assert_nothing_left(&lab);
+
+    // The lab's board files gone (`lab down`, boards retired): the report from the store
+    // and the scenario alone is the one apply wrote, its clusters' cells and all.
+    let boards = lab.root.join("boards");
+    let aside = lab.root.join("boards.aside");
+    std::fs::rename(&boards, &aside).unwrap();
+    std::fs::create_dir(&boards).unwrap();
+    let alone = bp(&lab.root, &["report", "--out", "reports-alone", &file]);
+    std::fs::remove_dir(&boards).unwrap();
+    std::fs::rename(&aside, &boards).unwrap();
+    assert!(alone.status.success(), "{}", text(&alone));
+    for name in ["index.md", "index.html", "report.json", "results.csv"] {
+        let with_files = std::fs::read(lab.root.join("reports/lab-cluster").join(name)).unwrap();
+        let from_store =
+            std::fs::read(lab.root.join("reports-alone/lab-cluster").join(name)).unwrap();
+        assert!(
+            with_files == from_store,
+            "{name} differs without the board files:\n{}\n---\n{}",
+            String::from_utf8_lossy(&with_files),
+            String::from_utf8_lossy(&from_store)
+        );
+    }
 }
 
 /// The shipped scenario cut to the 3-node cluster's load test, with many short runs,
