@@ -12,15 +12,14 @@ use crate::plan;
 use crate::report;
 use crate::store::{CellData, Store};
 
-/// The boards the store holds cells of, with their storage names, and the boards its
-/// cells ran on besides their own: a cluster's members, a peer (so that a scenario's
-/// cluster of boards whose files are gone still loads for its report).
+/// The boards the store holds cells of, with their storage names, and the members of
+/// the clusters it holds cells of (so that a scenario's cluster of boards whose files are
+/// gone still loads for its report).
 pub fn stored_names(data: &BTreeMap<plan::CellKey, CellData>) -> config::StoredNames {
-    /// What of a cell's inputs names other boards.
+    /// A cluster cell's inputs: its members' names.
     #[derive(serde::Deserialize)]
-    struct Others {
+    struct Cluster {
         cluster: Option<Members>,
-        peer: Option<Named>,
     }
     #[derive(serde::Deserialize)]
     struct Members {
@@ -37,10 +36,15 @@ pub fn stored_names(data: &BTreeMap<plan::CellKey, CellData>) -> config::StoredN
         if let Some(s) = &a.storage {
             storages.insert(s.to_string());
         }
-        if let Some(others) = record.inputs.pick::<Others>() {
-            let members = others.cluster.into_iter().flat_map(|c| c.members);
-            for board in members.chain(others.peer) {
-                names.boards.entry(board.name).or_default();
+        // Only a cluster's inputs name members: the others' text is not parsed.
+        if record
+            .inputs
+            .text()
+            .is_none_or(|t| t.contains("\"members\""))
+        {
+            let members = record.inputs.pick::<Cluster>().and_then(|c| c.cluster);
+            for m in members.into_iter().flat_map(|c| c.members) {
+                names.boards.entry(m.name).or_default();
             }
         }
     }

@@ -321,15 +321,17 @@ fn push_number(out: &mut String, x: f64) {
 
 /// A number's shortest digits as zmij writes them: `digits` × 10^`exponent`, the digits
 /// without leading or trailing zeros, the exponent at most 0.
-struct Shortest<'z> {
+struct Shortest {
     negative: bool,
-    digits: std::borrow::Cow<'z, str>,
+    /// The digits are `buf[..len]` (ASCII); a double has at most 17.
+    buf: [u8; 24],
+    len: usize,
     exponent: i32,
 }
 
-impl<'z> Shortest<'z> {
+impl Shortest {
     /// None for a zero or a number of 1e16 and more (a positive exponent).
-    fn of(text: &'z str) -> Option<Shortest<'z>> {
+    fn of(text: &str) -> Option<Shortest> {
         let (negative, text) = match text.strip_prefix('-') {
             Some(rest) => (true, rest),
             None => (false, text),
@@ -339,27 +341,28 @@ impl<'z> Shortest<'z> {
             None => (text, 0),
         };
         let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        let digits: std::borrow::Cow<'z, str> = if fraction.is_empty() {
-            whole.into()
-        } else {
-            format!("{whole}{fraction}").into()
-        };
-        let exponent = power - fraction.len() as i32;
-        let lead = digits.len() - digits.trim_start_matches('0').len();
-        let trail = digits.len() - digits.trim_end_matches('0').len();
-        if lead == digits.len() {
-            return None;
-        }
-        let exponent = exponent + trail as i32;
-        let digits = match digits {
-            std::borrow::Cow::Borrowed(d) => d[lead..d.len() - trail].into(),
-            std::borrow::Cow::Owned(d) => d[lead..d.len() - trail].to_string().into(),
-        };
-        (exponent <= 0).then_some(Shortest {
+        let mut out = Shortest {
             negative,
-            digits,
-            exponent,
-        })
+            buf: [0; 24],
+            len: 0,
+            exponent: power - fraction.len() as i32,
+        };
+        // The digits of whole and fraction together, leading zeros left out.
+        for &b in whole.as_bytes().iter().chain(fraction.as_bytes()) {
+            if !b.is_ascii_digit() || out.len == out.buf.len() {
+                return None;
+            }
+            if out.len == 0 && b == b'0' {
+                continue;
+            }
+            out.buf[out.len] = b;
+            out.len += 1;
+        }
+        while out.len > 0 && out.buf[out.len - 1] == b'0' {
+            out.len -= 1;
+            out.exponent += 1;
+        }
+        (out.len > 0 && out.exponent <= 0).then_some(out)
     }
 
     /// Whether `x` lies exactly halfway between these digits and a neighbour of as many:
@@ -381,18 +384,20 @@ impl<'z> Shortest<'z> {
         if self.negative {
             out.push('-');
         }
-        let digits = self.digits.as_ref();
+        let digits = &self.buf[..self.len];
         let point = digits.len() as i32 + self.exponent;
+        let push =
+            |out: &mut String, bytes: &[u8]| out.extend(bytes.iter().map(|&b| char::from(b)));
         if point <= 0 {
             out.push_str("0.");
             out.extend(std::iter::repeat_n('0', (-point) as usize));
-            out.push_str(digits);
+            push(out, digits);
         } else {
             let (whole, fraction) = digits.split_at(point as usize);
-            out.push_str(whole);
+            push(out, whole);
             if !fraction.is_empty() {
                 out.push('.');
-                out.push_str(fraction);
+                push(out, fraction);
             }
         }
     }

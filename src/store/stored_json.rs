@@ -61,6 +61,11 @@ impl StoredJson {
 }
 
 impl StoredJson {
+    /// The text as the store holds it; None for a value given.
+    pub fn text(&self) -> Option<&str> {
+        self.raw.as_deref().map(RawValue::get)
+    }
+
     /// The parts of the value a `T` picks, read from the text without building the
     /// whole value when it is not built yet (serde skips what `T` does not name); None
     /// when the value is not a `T`.
