@@ -121,8 +121,11 @@ impl RunColumns {
 /// are quoted once per cell.
 struct CellFields;
 
+/// A cell's columns as `CellFields::of` writes them: before the run's, and after.
+type CellText = (String, String);
+
 impl CellFields {
-    fn of(cell: &[String]) -> (String, String) {
+    fn of(cell: &[String]) -> CellText {
         let (address, provenance) = cell.split_at(CELL_COLUMNS.min(cell.len()));
         let mut before = String::new();
         for v in address {
@@ -445,7 +448,8 @@ impl Exporter for Csv {
             })
             .collect();
         let mut values: Vec<Option<f64>> = vec![None; columns.len()];
-        let mut cell: Option<(&Arc<Vec<String>>, (String, String))> = None;
+        // The last row's cell, with its columns as written.
+        let mut cell: Option<(&Arc<Vec<String>>, CellText)> = None;
         for row in &report.samples {
             if !cell
                 .as_ref()

@@ -255,7 +255,7 @@ macro_rules! refuse {
     };
 }
 
-impl<'a> ser::Serializer for &'a mut Fields<'_> {
+impl ser::Serializer for &mut Fields<'_> {
     type Ok = ();
     type Error = NotAStruct;
     type SerializeSeq = Impossible<(), NotAStruct>;
