@@ -145,8 +145,8 @@ fn the_endpoints_port_is_a_clients_port_and_not_a_servers() {
     assert_eq!(cell(&plan, "server").params["port"], ParamValue::Int(5201));
 }
 
-#[test]
-fn a_peer_is_in_the_key_and_a_board_is_no_peer_of_itself() {
+/// The fixture workspace whose one test, `peer-test`, runs on pi-2 as its peer.
+fn with_peer() -> Workspace {
     let mut ws = fixtures::workspace();
     let mut r = fixtures::recipe("peer-test", false);
     r.run.on = Side::Peer;
@@ -156,6 +156,12 @@ fn a_peer_is_in_the_key_and_a_board_is_no_peer_of_itself() {
     );
     ws.recipes.insert(r.name.clone(), r);
     ws.scenarios[0].matrix.test = vec![TestName::new("peer-test")];
+    ws
+}
+
+#[test]
+fn a_peer_is_in_the_key_and_a_board_is_no_peer_of_itself() {
+    let mut ws = with_peer();
     let plan = expand(&ws, &ws.scenarios[0]);
     assert_eq!(plan.cells.len(), 1);
     let c = &plan.cells[0];
@@ -347,15 +353,7 @@ fn a_clusters_stored_cells_stand_in_when_a_members_file_is_gone() {
 /// same. Another peer in the scenario makes other cells.
 #[test]
 fn a_peer_cells_stored_cell_stands_in_when_the_peers_file_is_gone() {
-    let mut ws = fixtures::workspace();
-    let mut r = fixtures::recipe("peer-test", false);
-    r.run.on = Side::Peer;
-    r.params.insert(
-        crate::model::PEER_PARAM.into(),
-        ParamValue::Str("pi-2".into()),
-    );
-    ws.recipes.insert(r.name.clone(), r);
-    ws.scenarios[0].matrix.test = vec![TestName::new("peer-test")];
+    let mut ws = with_peer();
     let planned = expand(&ws, &ws.scenarios[0]);
     assert_eq!(planned.cells.len(), 1);
     let data = stored_data(&planned);
