@@ -64,6 +64,9 @@ impl AxisLabels {
         for axis in Axis::ALL {
             // value identity -> (its name, the default label).
             let mut defaults: BTreeMap<(&str, &str), (&str, String)> = BTreeMap::new();
+            // Cells come in report order, a board's together: most repeat the identity
+            // before them, which the first one already settled.
+            let mut last: Option<(&str, &str)> = None;
             for v in views {
                 let a = v.address();
                 let name = value(axis, a);
@@ -72,6 +75,9 @@ impl AxisLabels {
                 } else {
                     ""
                 };
+                if last.replace((board, name)) == Some((board, name)) {
+                    continue;
+                }
                 if get(&out, axis, board, name).is_some() {
                     continue;
                 }

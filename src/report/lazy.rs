@@ -5,11 +5,11 @@
 //!
 //! Each lazy value answers exactly as the table's serde form converted whole would (the
 //! context `docs/TEMPLATES.md` documents): the same fields in the same order, each made
-//! from the same `Serialize` impl, so an override template cannot tell them apart. The
-//! tests check every field of every table of the test reports against the whole
-//! conversion.
+//! from the same `Serialize` impl, so an override template cannot tell them apart, but
+//! for `charts`, marked safe (`TableValue`). The tests check every field of every table
+//! of the test reports against the whole conversion.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use minijinja::Value;
 use minijinja::value::{Enumerator, Object, ObjectRepr, Serde};
@@ -27,7 +27,10 @@ pub(super) fn serialize_tables<S: ser::Serializer>(
     let mut seq = serializer.serialize_seq(Some(tables.len()))?;
     if minijinja::value::serializing_for_value() {
         for t in tables {
-            seq.serialize_element(&Value::from_object(TableValue(Arc::clone(t))))?;
+            seq.serialize_element(&Value::from_object(TableValue {
+                table: Arc::clone(t),
+                charts: OnceLock::new(),
+            }))?;
         }
     } else {
         for t in tables {
@@ -39,20 +42,36 @@ pub(super) fn serialize_tables<S: ser::Serializer>(
 
 /// A table: `rows` lazily, any other field converted when read.
 #[derive(Debug)]
-struct TableValue(Arc<Table>);
+struct TableValue {
+    table: Arc<Table>,
+    /// `charts`, converted once: a page reads them twice (`if`, then `for`), and a big
+    /// report's charts are megabytes of markup.
+    charts: OnceLock<Value>,
+}
 
 impl Object for TableValue {
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         self.get_value_by_str(key.as_str()?)
     }
     fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
-        if key == "rows" {
-            return Some(Value::from_object(RowsValue(Arc::clone(&self.0))));
+        match key {
+            "rows" => Some(Value::from_object(RowsValue(Arc::clone(&self.table)))),
+            // The one difference from the whole conversion: the charts are markup
+            // benchpipe escaped itself (`chart::svg`), so they are marked safe and a
+            // template writes them as they are, without copying them again for `|safe`.
+            "charts" => Some(
+                self.charts
+                    .get_or_init(|| {
+                        let charts = self.table.charts.iter();
+                        Value::from_iter(charts.map(|c| Value::from_safe_string(c.clone())))
+                    })
+                    .clone(),
+            ),
+            _ => field(&*self.table, key),
         }
-        field(&*self.0, key)
     }
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        fields_of(&*self.0)
+        fields_of(&*self.table)
     }
 }
 
@@ -421,6 +440,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Charts are benchpipe's own escaped markup: an HTML page writes them as they are,
+    /// whether it asks for `|safe` or not, and values in the rows stay escaped.
+    #[test]
+    fn charts_are_written_as_they_are_and_row_values_escaped() {
+        let mut report = super::super::tests_exports::full_report();
+        let table = Arc::make_mut(&mut report.tables[0]);
+        table.charts = vec!["<svg><text>a &amp; b</text></svg>".into()];
+        table.rows[0].label = "<b>".into();
+        let mut env = minijinja::Environment::new();
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+        let page = "{% for t in tables[:1] %}{{ t.rows[0].label }}|{% for c in t.charts %}{{ c }}|{{ c|safe }}{% endfor %}{% endfor %}";
+        env.add_template("t.html", page).unwrap();
+        let out = env
+            .get_template("t.html")
+            .unwrap()
+            .render(Value::from(Serde(&report)))
+            .unwrap();
+        assert_eq!(
+            out,
+            "&lt;b&gt;|<svg><text>a &amp; b</text></svg>|<svg><text>a &amp; b</text></svg>"
+        );
     }
 
     #[test]

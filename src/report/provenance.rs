@@ -110,17 +110,23 @@ fn entry(config: String, cells: &[(String, &Cell, &CellData)]) -> Provenance {
     // shown): such a cell's facts are the last one's, not made again.
     let mut lists: Vec<Vec<(String, String)>> = Vec::new();
     let mut list_of: Vec<usize> = Vec::with_capacity(cells.len());
-    let mut last: Option<(&CellData, Value)> = None;
+    let mut last: Option<(&Cell, &CellData)> = None;
     for (_, cell, d) in cells {
-        let inputs = shown_inputs(cell, d);
-        let same = last.as_ref().is_some_and(|(ld, li)| {
-            ld.facts == d.facts && ld.fingerprint == d.fingerprint && *li == inputs
+        // Compared as inputs first: the JSON form is made only for a cell whose facts
+        // are made.
+        let same = last.is_some_and(|(lc, ld)| {
+            ld.record.is_some() == d.record.is_some()
+                && ld.facts == d.facts
+                && ld.fingerprint == d.fingerprint
+                && SHOWN_INPUTS
+                    .iter()
+                    .all(|(_, p)| lc.inputs.pointer(p) == cell.inputs.pointer(p))
         });
         if !same {
-            lists.push(cell_facts(d, &inputs));
+            lists.push(cell_facts(d, &shown_inputs(cell, d)));
         }
         list_of.push(lists.len() - 1);
-        last = Some((d, inputs));
+        last = Some((cell, d));
     }
     // Mostly a configuration's cells agree on every fact: then its facts are the
     // first cell's, without the bookkeeping of which test saw which value.
@@ -396,21 +402,23 @@ fn link_facts(net: &Value, put: &mut impl FnMut(&str, Option<String>)) {
     }
 }
 
-/// The members of a cell's inputs its provenance shows, as their JSON: the image, the
-/// board, the peer and the filesystem (keep this list to the ones `cell_facts` asks
-/// for). They are the plan's, which are the stored cell's (the key hashes them); none
-/// when the store holds no record of the cell.
+/// The members of a cell's inputs its provenance shows (keep this list to the ones
+/// `cell_facts` asks for), by name and pointer.
+const SHOWN_INPUTS: [(&str, &str); 4] = [
+    ("image", "/image"),
+    ("board", "/board"),
+    ("peer", "/peer"),
+    ("filesystem", "/filesystem"),
+];
+
+/// `SHOWN_INPUTS` as their JSON. They are the plan's, which are the stored cell's (the
+/// key hashes them); none when the store holds no record of the cell.
 fn shown_inputs(cell: &Cell, d: &CellData) -> Value {
     if d.record.is_none() {
         return Value::Null;
     }
     let mut picked = serde_json::Map::new();
-    for (name, pointer) in [
-        ("image", "/image"),
-        ("board", "/board"),
-        ("peer", "/peer"),
-        ("filesystem", "/filesystem"),
-    ] {
+    for (name, pointer) in SHOWN_INPUTS {
         if let Some(v) = cell.inputs.pointer(pointer) {
             picked.insert(name.to_string(), v.to_json());
         }
