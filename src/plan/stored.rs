@@ -50,7 +50,7 @@ pub fn with_stored(
     mut plan: Plan,
     data: &BTreeMap<CellKey, CellData>,
 ) -> Plan {
-    let planned: BTreeSet<Address> = plan.cells.iter().map(|c| c.address.clone()).collect();
+    let planned: BTreeSet<&Address> = plan.cells.iter().map(|c| &c.address).collect();
     let mut best: BTreeMap<Address, (f64, Cell)> = BTreeMap::new();
     for d in data.values() {
         let Some(record) = &d.record else { continue };
@@ -83,6 +83,7 @@ pub fn with_stored(
             best.insert(cell.address.clone(), (last, cell));
         }
     }
+    drop(planned);
     // What the plan could not make for want of a board file, the store now stands for.
     plan.skipped.retain(|s| !best.contains_key(&s.address));
     plan.cells.extend(best.into_values().map(|(_, c)| c));

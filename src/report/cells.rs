@@ -277,38 +277,38 @@ const VIEWS_PER_THREAD_MIN: usize = 256;
 
 /// Where an address sorts in a report: by board, then the matrix's order of image,
 /// test, storage pattern and filesystem, names breaking ties.
-pub(super) type Place = (
-    String,
+pub(super) type Place<'a> = (
+    &'a str,
     usize,
-    String,
+    &'a str,
     usize,
-    String,
+    &'a str,
     usize,
-    String,
+    &'a str,
     Option<usize>,
-    Option<String>,
+    Option<&'a str>,
 );
 
-pub(super) fn place(scenario: &Scenario, a: &Address) -> Place {
+pub(super) fn place<'a>(scenario: &Scenario, a: &'a Address) -> Place<'a> {
     let m = &scenario.matrix;
     let index = |found: Option<usize>| found.unwrap_or(usize::MAX);
     let storage = a.storage.as_ref().map(|s| s.as_str()).unwrap_or("");
     (
-        a.board.to_string(),
+        a.board.as_str(),
         index(m.image.iter().position(|i| i == &a.image)),
-        a.image.to_string(),
+        a.image.as_str(),
         index(m.test.iter().position(|t| t == &a.test)),
-        a.test.to_string(),
+        a.test.as_str(),
         index(
             m.storage
                 .iter()
                 .position(|p| crate::plan::glob::matches(p, storage)),
         ),
-        storage.to_string(),
+        storage,
         a.filesystem
             .as_ref()
             .map(|f| index(m.filesystem.iter().position(|x| x == f))),
-        a.filesystem.as_ref().map(|f| f.to_string()),
+        a.filesystem.as_ref().map(|f| f.as_str()),
     )
 }
 
@@ -320,6 +320,6 @@ pub(super) fn order<'a>(
     cells: impl Iterator<Item = &'a Cell>,
 ) -> Vec<&'a Cell> {
     let mut v: Vec<&Cell> = cells.collect();
-    v.sort_by_cached_key(|c| (place(scenario, &c.address), c.key.clone()));
+    v.sort_by_cached_key(|&c| (place(scenario, &c.address), c.key.as_str()));
     v
 }

@@ -86,9 +86,11 @@ pub struct RunColumns {
 impl RunColumns {
     /// Appends the columns to a row, each as `push_field` writes it.
     fn write(&self, out: &mut String) {
-        use std::fmt::Write;
         let yes_no = |b: bool| if b { "true" } else { "false" };
-        let _ = write!(out, "{},{},", self.seq, self.apply);
+        push_uint(out, u64::from(self.seq));
+        out.push(',');
+        push_uint(out, self.apply as u64);
+        out.push(',');
         out.push_str(match self.kind {
             RunKind::Warmup => "warmup",
             RunKind::Measured => "measured",
@@ -105,7 +107,7 @@ impl RunColumns {
         });
         out.push(',');
         if let Some(n) = self.board_seq {
-            let _ = write!(out, "{n}");
+            push_uint(out, n);
         }
         out.push(',');
         push_number(out, self.duration_s);
@@ -301,6 +303,22 @@ fn push_field(out: &mut String, text: &str, numeric: bool) {
     }
 }
 
+/// `n` in decimal, appended to `out`: `format!("{n}")` without the formatter, which a
+/// big results.csv would call hundreds of thousands of times.
+fn push_uint(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[start..].iter().map(|&d| char::from(d)));
+}
+
 /// An f64 as CSV and JSON readers take it back exactly (nothing when not finite),
 /// appended to `out`: the shortest digits that read back as `x` (the nearest of them),
 /// never with an exponent, byte for byte what `format!("{x}")` prints
@@ -489,7 +507,19 @@ impl Exporter for Csv {
 
 #[cfg(test)]
 mod tests {
-    use super::push_number;
+    use super::{push_number, push_uint};
+
+    #[test]
+    fn integers_are_written_as_std_displays_them() {
+        let mut samples = vec![0, 1, 9, 10, 99, 100, 4242, u64::from(u32::MAX), u64::MAX];
+        samples.extend((0..64).map(|b| 1u64 << b));
+        samples.extend((0..64).map(|b| (1u64 << b) - 1));
+        for n in samples {
+            let mut out = String::from("x");
+            push_uint(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
+    }
 
     fn check(x: f64) {
         let mut out = String::from("x");

@@ -348,7 +348,7 @@ pub fn build(
     };
     // Comparisons and provenance see the cells in report order, so that a report made
     // without board files lists them as one made with them does.
-    let ((tables, samples), (provenance, (precision, comparisons, method))) = both(
+    let ((tables, samples), (provenance, (precision, comparisons, method, sections))) = both(
         || both(tables, || csv::rows(scenario, &views, &sample_metrics)),
         || {
             both(
@@ -358,13 +358,17 @@ pub fn build(
                         precision::notes(ws, scenario, &views),
                         compare::comparisons_of(ws, scenario, &ordered, data),
                         method::method(scenario, &views),
+                        (
+                            sections::states(scenario, plan, &views),
+                            sections::validity(&views),
+                        ),
                     )
                 },
             )
         },
     );
 
-    let (incomplete, failed, skipped) = sections::states(scenario, plan, &views);
+    let ((incomplete, failed, skipped), validity) = sections;
     Report {
         comparison_method: compare::method_text(scenario),
         precision,
@@ -376,7 +380,7 @@ pub fn build(
         scenario: scenario.name.clone(),
         methodology: method.line(),
         confidence_pct: percent(confidence),
-        validity: sections::validity(&views),
+        validity,
         samples,
         sample_metrics,
         method,

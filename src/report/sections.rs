@@ -153,6 +153,9 @@ pub(super) fn states(
         })
         .collect();
     for v in views {
+        if matches!(v.state, CellState::Complete { .. }) {
+            continue;
+        }
         let (cell, key, test) = (
             v.address().label(),
             v.cell.key.to_string(),
@@ -161,7 +164,7 @@ pub(super) fn states(
         match &v.state {
             CellState::Complete { .. } => {}
             CellState::Skipped { reason, .. } => skipped.push((
-                place(scenario, v.address()),
+                place(scenario, v.cell_address()),
                 Skipped {
                     text: format!("{cell}: {reason}"),
                     cell,
