@@ -143,8 +143,14 @@ impl CellFields {
     }
 }
 
+/// The text at a JSON pointer (`/os_release/PRETTY_NAME`), found step by step: serde's
+/// `pointer` makes a String of each step, and a big report asks for every cell's facts.
 fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    v.pointer(pointer).and_then(Value::as_str)
+    let mut at = v;
+    for step in pointer.strip_prefix('/')?.split('/') {
+        at = at.get(step)?;
+    }
+    at.as_str()
 }
 
 /// The provenance columns of a cell, from its inputs and stored facts.
@@ -316,7 +322,7 @@ fn push_uint(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.extend(digits[start..].iter().map(|&d| char::from(d)));
+    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
 }
 
 /// An f64 as CSV and JSON readers take it back exactly (nothing when not finite),
@@ -407,8 +413,10 @@ impl Shortest {
         }
         let digits = &self.buf[..self.len];
         let point = digits.len() as i32 + self.exponent;
-        let push =
-            |out: &mut String, bytes: &[u8]| out.extend(bytes.iter().map(|&b| char::from(b)));
+        // The digits are ASCII (`of` took nothing else), so they are always text.
+        let push = |out: &mut String, bytes: &[u8]| {
+            out.push_str(std::str::from_utf8(bytes).unwrap_or_default())
+        };
         if point <= 0 {
             out.push_str("0.");
             out.extend(std::iter::repeat_n('0', (-point) as usize));

@@ -7,7 +7,6 @@
 //! is a diagnostic at its file and line (exit 2), and it renders with bounded fuel.
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -318,22 +317,29 @@ impl std::fmt::Display for MarkdownEscaped<'_> {
         let Some(at) = text.bytes().position(markdown_special) else {
             return f.write_str(text);
         };
-        f.write_str(&text[..at])?;
-        for c in text[at..].chars() {
-            match c {
-                '<' => f.write_str("&lt;")?,
-                '>' => f.write_str("&gt;")?,
-                '&' => f.write_str("&amp;")?,
-                '\\' | '`' | '*' | '|' | '[' | ']' => {
-                    f.write_char('\\')?;
-                    f.write_char(c)?;
-                }
-                '\n' => f.write_char('\n')?,
-                c if c.is_control() => f.write_char(' ')?,
-                c => f.write_char(c)?,
-            }
+        // Text between the characters that change is written in one piece: most values
+        // have only a `±` (which starts with 0xC2) and keep it.
+        let mut kept = 0;
+        for (i, c) in text[at..].char_indices().map(|(j, c)| (at + j, c)) {
+            let replacement = match c {
+                '<' => "&lt;",
+                '>' => "&gt;",
+                '&' => "&amp;",
+                '\\' => "\\\\",
+                '`' => "\\`",
+                '*' => "\\*",
+                '|' => "\\|",
+                '[' => "\\[",
+                ']' => "\\]",
+                '\n' => continue,
+                c if c.is_control() => " ",
+                _ => continue,
+            };
+            f.write_str(&text[kept..i])?;
+            f.write_str(replacement)?;
+            kept = i + c.len_utf8();
         }
-        Ok(())
+        f.write_str(&text[kept..])
     }
 }
 
