@@ -36,7 +36,7 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use svg::{Xml, push_xml};
-pub(super) use svg::{push_fixed, xml};
+pub(super) use svg::{push_fixed, write_replaced, xml};
 
 /// One bar: a configuration's mean and the half-width of its interval.
 #[derive(Clone, Debug, PartialEq)]

@@ -317,29 +317,22 @@ impl std::fmt::Display for MarkdownEscaped<'_> {
         let Some(at) = text.bytes().position(markdown_special) else {
             return f.write_str(text);
         };
-        // Text between the characters that change is written in one piece: most values
-        // have only a `±` (which starts with 0xC2) and keep it.
-        let mut kept = 0;
-        for (i, c) in text[at..].char_indices().map(|(j, c)| (at + j, c)) {
-            let replacement = match c {
-                '<' => "&lt;",
-                '>' => "&gt;",
-                '&' => "&amp;",
-                '\\' => "\\\\",
-                '`' => "\\`",
-                '*' => "\\*",
-                '|' => "\\|",
-                '[' => "\\[",
-                ']' => "\\]",
-                '\n' => continue,
-                c if c.is_control() => " ",
-                _ => continue,
-            };
-            f.write_str(&text[kept..i])?;
-            f.write_str(replacement)?;
-            kept = i + c.len_utf8();
-        }
-        f.write_str(&text[kept..])
+        f.write_str(&text[..at])?;
+        let replacement = |c: char| match c {
+            '<' => Some("&lt;"),
+            '>' => Some("&gt;"),
+            '&' => Some("&amp;"),
+            '\\' => Some("\\\\"),
+            '`' => Some("\\`"),
+            '*' => Some("\\*"),
+            '|' => Some("\\|"),
+            '[' => Some("\\["),
+            ']' => Some("\\]"),
+            '\n' => None,
+            c if c.is_control() => Some(" "),
+            _ => None,
+        };
+        super::chart::write_replaced(&text[at..], replacement, |s| f.write_str(s))
     }
 }
 

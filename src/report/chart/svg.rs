@@ -25,6 +25,38 @@ fn special(b: u8) -> bool {
     b < 0x20 || matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0x7f | 0xc2)
 }
 
+/// What `Xml` writes for a character it changes.
+fn xml_replacement(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&#39;"),
+        c if c.is_control() => Some(" "),
+        _ => None,
+    }
+}
+
+/// Writes `text` with each character `replace` names replaced, and the text between
+/// them in one piece: most escaped texts have only a `±` (whose first byte is 0xC2)
+/// and nothing to replace.
+pub(in crate::report) fn write_replaced<E>(
+    text: &str,
+    replace: impl Fn(char) -> Option<&'static str>,
+    mut write: impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut kept = 0;
+    for (i, c) in text.char_indices() {
+        if let Some(r) = replace(c) {
+            write(&text[kept..i])?;
+            write(r)?;
+            kept = i + c.len_utf8();
+        }
+    }
+    write(&text[kept..])
+}
+
 impl fmt::Display for Xml<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = self.0;
@@ -32,18 +64,7 @@ impl fmt::Display for Xml<'_> {
             return f.write_str(text);
         };
         f.write_str(&text[..at])?;
-        for c in text[at..].chars() {
-            match c {
-                '&' => f.write_str("&amp;")?,
-                '<' => f.write_str("&lt;")?,
-                '>' => f.write_str("&gt;")?,
-                '"' => f.write_str("&quot;")?,
-                '\'' => f.write_str("&#39;")?,
-                c if c.is_control() => f.write_str(" ")?,
-                c => f.write_str(c.encode_utf8(&mut [0; 4]))?,
-            }
-        }
-        Ok(())
+        write_replaced(&text[at..], xml_replacement, |s| f.write_str(s))
     }
 }
 
@@ -151,13 +172,12 @@ fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&[u8]> {
 
 /// Appends `text` as `Xml` writes it.
 pub(in crate::report) fn push_xml(out: &mut String, text: &str) {
-    match text.bytes().position(special) {
-        None => out.push_str(text),
-        Some(_) => {
-            use std::fmt::Write as _;
-            let _ = write!(out, "{}", Xml(text));
-        }
-    }
+    let at = text.bytes().position(special).unwrap_or(text.len());
+    out.push_str(&text[..at]);
+    let _ = write_replaced::<std::convert::Infallible>(&text[at..], xml_replacement, |s| {
+        out.push_str(s);
+        Ok(())
+    });
 }
 
 #[cfg(test)]
