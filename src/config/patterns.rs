@@ -151,14 +151,14 @@ pub(super) fn check(
     let Ok(re) = compile(&pattern.pattern) else {
         return;
     };
-    if pattern.regex {
-        if let Err(e) = ere(s) {
-            diags.push(
-                src.at_value(value, format!("parameter `{name}` = {s:?} is not a usable regex: {e}"))
-                    .with_help("it is matched by `grep -E` on the board: POSIX ERE, e.g. `Done \\(.*\\)! For help`"),
-            );
-            return;
-        }
+    if pattern.regex
+        && let Err(e) = ere(s)
+    {
+        diags.push(
+            src.at_value(value, format!("parameter `{name}` = {s:?} is not a usable regex: {e}"))
+                .with_help("it is matched by `grep -E` on the board: POSIX ERE, e.g. `Done \\(.*\\)! For help`"),
+        );
+        return;
     }
     if !re.is_match(s) {
         diags.push(

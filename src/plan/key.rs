@@ -343,6 +343,7 @@ pub fn cell_inputs(
 }
 
 /// `cell_inputs`, given what of the board and storage goes in.
+#[allow(clippy::too_many_arguments)]
 pub fn cell_inputs_of(
     image: &Image,
     board: &BoardInputs,

@@ -21,7 +21,11 @@ fn data(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-fn storage_of(t: &lsusb::UsbTree) -> Vec<(String, u32, Option<String>, String, Option<String>)> {
+/// A mass-storage interface as the tests compare it: device, interface number, driver,
+/// speed and USB id.
+type Storage = (String, u32, Option<String>, String, Option<String>);
+
+fn storage_of(t: &lsusb::UsbTree) -> Vec<Storage> {
     t.mass_storage()
         .map(|i: &UsbInterface| {
             (
@@ -295,7 +299,7 @@ fn apply_fake(lab: &Lab, sys: &Path) -> Applied {
         .flat_map(|(_, p)| p.cells)
         .collect();
     assert_eq!(cells.len(), 2);
-    let store = Store::open(&root.join("results")).unwrap();
+    let store = Store::open(root.join("results")).unwrap();
     let recorder = Recorder::default();
     let connector = FakeSysfs(sys.display().to_string());
     let outcome = apply::apply_with(
