@@ -338,12 +338,45 @@ fn push_number(out: &mut String, x: f64) {
     // exactly as near it takes the even one and std the one further from zero: those
     // few, and numbers of 1e16 and more, std writes.
     let mut buffer = zmij::Buffer::new();
-    match Shortest::of(buffer.format_finite(x)).filter(|s| !s.is_tie(x)) {
+    let text = buffer.format_finite(x);
+    // Most numbers come from zmij as std lays them out (`53.21`, `-0.0015`): a point,
+    // no exponent and no trailing zero. Those are written as they are.
+    if let Some(decimals) = laid_out_as_std(text)
+        && !is_tie(x, -(decimals as i32))
+    {
+        out.push_str(text);
+        return;
+    }
+    match Shortest::of(text).filter(|s| !is_tie(x, s.exponent)) {
         Some(s) => s.push_to(out),
         None => {
             let _ = write!(out, "{x}");
         }
     }
+}
+
+/// The number of decimals of a number zmij wrote as std's `{}` would: with a point and
+/// at least one decimal, the last not `0` (std writes `5.0` as `5`), and no exponent.
+fn laid_out_as_std(text: &str) -> Option<usize> {
+    if text.contains(['e', 'E']) {
+        return None;
+    }
+    let (_, fraction) = text.split_once('.')?;
+    (!fraction.is_empty() && !fraction.ends_with('0')).then_some(fraction.len())
+}
+
+/// Whether `x` lies exactly halfway between two numbers of digits × 10^`exponent` (the
+/// shortest digits at that exponent and a neighbour of as many): 2·|x|·10^-exponent is
+/// then an odd integer. With |x| = m·2^e, that is m·5^j·2^(e+j+1) for j = -exponent,
+/// odd exactly when 2^-(e+j+1) is the largest power of two dividing m (5^j is odd).
+fn is_tie(x: f64, exponent: i32) -> bool {
+    let bits = x.abs().to_bits();
+    let (m, e) = match bits >> 52 {
+        0 => (bits, -1074),
+        b => ((bits & ((1 << 52) - 1)) | (1 << 52), b as i32 - 1075),
+    };
+    let p = e - exponent + 1;
+    m != 0 && p <= 0 && m.trailing_zeros() as i32 == -p
 }
 
 /// A number's shortest digits as zmij writes them: `digits` × 10^`exponent`, the digits
@@ -390,20 +423,6 @@ impl Shortest {
             out.exponent += 1;
         }
         (out.len > 0 && out.exponent <= 0).then_some(out)
-    }
-
-    /// Whether `x` lies exactly halfway between these digits and a neighbour of as many:
-    /// 2·|x|·10^-exponent is then an odd integer. With |x| = m·2^e, that is
-    /// m·5^j·2^(e+j+1) for j = -exponent, odd exactly when 2^-(e+j+1) is the largest
-    /// power of two dividing m (5^j is odd).
-    fn is_tie(&self, x: f64) -> bool {
-        let bits = x.abs().to_bits();
-        let (m, e) = match bits >> 52 {
-            0 => (bits, -1074),
-            b => ((bits & ((1 << 52) - 1)) | (1 << 52), b as i32 - 1075),
-        };
-        let p = e - self.exponent + 1;
-        m != 0 && p <= 0 && m.trailing_zeros() as i32 == -p
     }
 
     /// The digits as std's `{}` lays them out: `0.00015`, `15.5`, `-3`.
