@@ -311,18 +311,8 @@ fn push_field(out: &mut String, text: &str, numeric: bool) {
 
 /// `n` in decimal, appended to `out`: `format!("{n}")` without the formatter, which a
 /// big results.csv would call hundreds of thousands of times.
-fn push_uint(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
+fn push_uint(out: &mut String, n: u64) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// An f64 as CSV and JSON readers take it back exactly (nothing when not finite),
