@@ -460,6 +460,48 @@ fn services_stop_with_their_whole_process_group() {
     assert!(left.trim().is_empty(), "left behind: {left}");
 }
 
+/// A session left idle for longer than the board's timeout (its board busy with a run on
+/// the controller, or waiting for a shared resource) is still the session the next
+/// command runs on: it is not judged dead for having heard nothing while nothing was
+/// asked, so the service started under it, whose guard watches that session, runs on.
+#[test]
+fn an_idle_session_outlives_the_timeout_and_keeps_its_services() {
+    let lab = Lab::up(1);
+    // Silent for 3 s (the larger of the timeout and three keepalives) would be dead.
+    let quick = ConnectOptions {
+        keepalive: Duration::from_secs(1),
+        ..options()
+    };
+    let timeout = Duration::from_secs(2);
+    let mut t =
+        SshTransport::connect_with(&lab.board(0).name, &lab.target(0), timeout, quick).unwrap();
+    let anchor = |t: &mut SshTransport| {
+        t.run("echo \"$BENCHPIPE_ANCHOR\"", None)
+            .unwrap()
+            .stdout_str()
+    };
+    let before = anchor(&mut t);
+    assert!(
+        !before.trim().is_empty(),
+        "commands know their session's sshd"
+    );
+    t.start_service(&lab.board(0).workdir, "idle", "sleep 31387")
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        anchor(&mut t),
+        before,
+        "the next command ran on a new session"
+    );
+    // A guard polls once a second: give a wrongly fired one the time to act.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !processes_matching(&["sleep 31387"]).trim().is_empty(),
+        "the service's guard stopped it"
+    );
+    t.stop_all_services(&lab.board(0).workdir).unwrap();
+}
+
 #[test]
 fn lab_down_leaves_nothing_behind_even_without_its_state_file() {
     let mut lab = Lab::up(2);
@@ -610,8 +652,11 @@ fn a_non_standard_port_has_its_own_known_hosts_entry() {
             ),
     )
     .unwrap();
+    // In a session of its own first (`setsid -w`), as `lab up` starts sshd: a command's
+    // process group is killed when it ends, and the daemon could be caught between its
+    // fork and its own setsid, never to listen.
     local(&format!(
-        "ip netns exec {} /usr/sbin/sshd -f {}",
+        "setsid -w ip netns exec {} /usr/sbin/sshd -f {}",
         quote::sh(&board.netns),
         quote::sh(&alt_config.to_string_lossy())
     ));

@@ -157,6 +157,14 @@ impl SshTransport {
     pub(super) fn start(&mut self, command: &str) -> Result<Channel, TransportError> {
         for attempt in 0..2 {
             self.ensure_connected()?;
+            // Silence counts from this request on. A session left idle (a run on the
+            // controller, a wait for a shared resource) heard nothing because nothing
+            // was asked; judged dead at once, it would be replaced, and the guards of
+            // the services and tmpfs started under it would tear them down. A board
+            // that is really gone stays silent past the timeout from here.
+            if let Some(c) = self.conn.as_mut() {
+                c.progressed();
+            }
             let open_deadline = Some(Instant::now() + self.timeout);
             let channel = match self.retry(open_deadline, |s| s.channel_session()) {
                 Ok(c) => c,
