@@ -120,17 +120,19 @@ const OWNED_PID_FN: &str = r#"bp_owned_pid() {
 }
 "#;
 
-/// TERM to the sampler's process group, then KILL if it lingers.
+/// TERM to the sampler's process group, then KILL if it lingers, and KILL to what is
+/// left of its group (a tick's `sleep`). Never to a pid that may be another process's
+/// by now: the sampler's own only while it still runs, the group's only while it has
+/// members (its id is not reused until it is empty).
 const STOP_FN: &str = r#"bp_stop() {
   kill -TERM -"$1" 2>/dev/null || kill -TERM "$1" 2>/dev/null
   i=0
   while bp_alive "$1"; do
     i=$((i + 1))
-    if [ "$i" -gt 40 ]; then break; fi
+    if [ "$i" -gt 40 ]; then kill -KILL "$1" 2>/dev/null; break; fi
     sleep 0.05 2>/dev/null || sleep 1
   done
-  kill -KILL -"$1" 2>/dev/null
-  kill -KILL "$1" 2>/dev/null
+  kill -0 -"$1" 2>/dev/null && kill -KILL -"$1" 2>/dev/null
   return 0
 }
 "#;
@@ -317,4 +319,43 @@ if [ -f "$bp_dir/{RUN_MARK}" ]; then rm -rf -- "$bp_dir"; fi
         max = MAX_TRACE_BYTES,
         half = MAX_TRACE_BYTES / 2,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ALIVE_FN, STOP_FN};
+    use crate::transport::Transport;
+    use crate::transport::local::Local;
+
+    /// `bp_stop` signals what it stops, and nothing once that has ended: a reaped
+    /// sampler's pid may be another process's by then. `kill` is shadowed by a
+    /// function that records each call and sends no KILL.
+    #[test]
+    fn stopping_a_sampler_that_has_ended_sends_no_kill_to_its_pid() {
+        let mut t = Local::new();
+        let script = format!(
+            r#"{ALIVE_FN}{STOP_FN}
+sleep 0.1 & p=$!
+wait $p
+kill() {{ echo "kill $*"; [ "$1" = -KILL ] || command kill "$@"; }}
+bp_stop "$p"
+echo done"#
+        );
+        let out = t.run(&script, None).unwrap();
+        let text = out.stdout_str();
+        assert!(text.ends_with("done\n"), "{text}");
+        assert!(!text.contains("KILL"), "a KILL for an ended pid: {text}");
+
+        // One that lingers past TERM is killed, group and all.
+        let script = format!(
+            r#"{ALIVE_FN}{STOP_FN}
+setsid sh -c 'trap "" TERM; sleep 30' & p=$!
+sleep 0.2
+bp_stop "$p"
+i=0; while bp_alive "$p" && [ $i -lt 40 ]; do i=$((i + 1)); sleep 0.05; done
+if bp_alive "$p"; then echo alive; else echo gone; fi"#
+        );
+        let out = t.run(&script, None).unwrap();
+        assert_eq!(out.stdout_str(), "gone\n", "{}", out.stderr_str());
+    }
 }
