@@ -467,14 +467,14 @@ fn services_stop_with_their_whole_process_group() {
 #[test]
 fn an_idle_session_outlives_the_timeout_and_keeps_its_services() {
     let lab = Lab::up(1);
-    // Silent for 3 s (the larger of the timeout and three keepalives) would be dead.
+    // Silent for 5 s (the larger of the timeout and three keepalives) would be dead: long
+    // enough for a loaded machine's sshd to answer, and shorter than the idle time below.
     let quick = ConnectOptions {
         keepalive: Duration::from_secs(1),
         ..options()
     };
-    let timeout = Duration::from_secs(2);
     let mut t =
-        SshTransport::connect_with(&lab.board(0).name, &lab.target(0), timeout, quick).unwrap();
+        SshTransport::connect_with(&lab.board(0).name, &lab.target(0), TIMEOUT, quick).unwrap();
     let anchor = |t: &mut SshTransport| {
         t.run("echo \"$BENCHPIPE_ANCHOR\"", None)
             .unwrap()
@@ -487,7 +487,7 @@ fn an_idle_session_outlives_the_timeout_and_keeps_its_services() {
     );
     t.start_service(&lab.board(0).workdir, "idle", "sleep 31387")
         .unwrap();
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(TIMEOUT + Duration::from_secs(3));
     assert_eq!(
         anchor(&mut t),
         before,
