@@ -11,7 +11,7 @@
 //! inputs is another cell, here as in `plan`. So a cluster whose member's file is gone,
 //! or a cell whose peer's file is gone, still shows what it measured.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, HashSet};
 
 use super::key::{self, BoardInputs, NetworkInputs, StorageInputs};
 use super::{Address, Cell, CellKey, Plan, Skipped, as_is, cell_params, glob};
@@ -50,7 +50,9 @@ pub fn with_stored(
     mut plan: Plan,
     data: &BTreeMap<CellKey, CellData>,
 ) -> Plan {
-    let planned: BTreeSet<&Address> = plan.cells.iter().map(|c| &c.address).collect();
+    // Only asked whether it holds an address (never walked, so its order cannot show):
+    // a big store asks once per stored cell.
+    let planned: HashSet<&Address> = plan.cells.iter().map(|c| &c.address).collect();
     let mut best: BTreeMap<Address, (f64, Cell)> = BTreeMap::new();
     for d in data.values() {
         let Some(record) = &d.record else { continue };

@@ -10,6 +10,14 @@ pub(super) fn per_member_columns(
     cells: &[&Cell],
 ) -> Vec<crate::model::MetricSpec> {
     use crate::model::{MemberMetric, member_metric};
+    if recipe
+        .metrics
+        .iter()
+        .all(|m| m.member != MemberMetric::Each)
+    {
+        // Most recipes: no member's name is needed, and a big table has many cells.
+        return recipe.metrics.clone();
+    }
     let mut members: Vec<String> = Vec::new();
     for c in cells {
         let names: Vec<String> = match &c.cluster {

@@ -442,16 +442,26 @@ fn table_metrics(recipe: &crate::model::Recipe, views: &[&cells::View]) -> Vec<M
     } else {
         Vec::new()
     };
-    for extra in MetricSpec::power().into_iter().chain(series) {
-        // Walking each run's few names beats a map lookup per run for a name most
-        // runs lack.
-        let measured = views
-            .iter()
-            .flat_map(|v| v.data.measured())
-            .any(|s| s.metrics.keys().any(|k| *k == extra.name));
-        if measured {
-            out.push(extra);
+    let extras: Vec<MetricSpec> = MetricSpec::power().into_iter().chain(series).collect();
+    // One walk over the runs for all of them: a big table's runs are far apart in
+    // memory, and walking each run's few names beats a map lookup per run for names
+    // most runs lack.
+    let mut seen = vec![false; extras.len()];
+    for s in views.iter().flat_map(|v| v.data.measured()) {
+        for k in s.metrics.keys() {
+            if let Some(i) = extras.iter().position(|e| *k == e.name) {
+                seen[i] = true;
+            }
+        }
+        if seen.iter().all(|&b| b) {
+            break;
         }
     }
+    out.extend(
+        extras
+            .into_iter()
+            .zip(seen)
+            .filter_map(|(e, measured)| measured.then_some(e)),
+    );
     out
 }

@@ -46,25 +46,16 @@ pub struct Fact {
 }
 
 /// Board, storage, filesystem, network and image: a configuration.
-type Config = (String, String, String, String, String);
+type Config<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
 
 /// The address without its test: what a provenance entry is per.
-fn config_of(a: &Address) -> Config {
+fn config_of(a: &Address) -> Config<'_> {
     (
-        a.board.to_string(),
-        a.storage
-            .as_ref()
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-        a.filesystem
-            .as_ref()
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-        a.network
-            .as_ref()
-            .map(|s| s.to_string())
-            .unwrap_or_default(),
-        a.image.to_string(),
+        a.board.as_str(),
+        a.storage.as_ref().map_or("", |s| s.as_str()),
+        a.filesystem.as_ref().map_or("", |s| s.as_str()),
+        a.network.as_ref().map_or("", |s| s.as_str()),
+        a.image.as_str(),
     )
 }
 
@@ -73,8 +64,11 @@ pub fn provenance(
     cells: &[&Cell],
     data: &BTreeMap<crate::plan::CellKey, CellData>,
 ) -> Vec<Provenance> {
-    let mut order: Vec<(String, Config)> = Vec::new();
-    let mut groups: BTreeMap<_, Vec<(String, &Cell, &CellData)>> = BTreeMap::new();
+    // Configurations in the order of their first cell; the map only finds a
+    // configuration's place in it, so its own order never shows.
+    type Group<'c> = (String, Vec<(String, &'c Cell, &'c CellData)>);
+    let mut order: Vec<Group> = Vec::new();
+    let mut place: std::collections::HashMap<Config, usize> = std::collections::HashMap::new();
     for cell in cells.iter().copied() {
         let Some(d) = data.get(&cell.key) else {
             continue;
@@ -82,18 +76,15 @@ pub fn provenance(
         if d.measured_count() == 0 {
             continue;
         }
-        let c = config_of(&cell.address);
-        if !groups.contains_key(&c) {
-            order.push((super::compare::config_label(&cell.address), c.clone()));
-        }
-        groups
-            .entry(c)
-            .or_default()
-            .push((cell.address.test.to_string(), cell, d));
+        let i = *place.entry(config_of(&cell.address)).or_insert_with(|| {
+            order.push((super::compare::config_label(&cell.address), Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push((cell.address.test.to_string(), cell, d));
     }
     order
         .into_iter()
-        .map(|(label, c)| entry(label, &groups[&c]))
+        .map(|(label, cells)| entry(label, &cells))
         .collect()
 }
 

@@ -2,7 +2,7 @@
 //! scenario's own tables (`[[report.table]]`), whose columns can come from several tests
 //! and whose pivot axis turns values into columns (boards as rows, storage as columns).
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use super::cells::View;
 use super::chart::{Bar, ChartTitle};
@@ -52,7 +52,8 @@ fn varying(cells: &[&View]) -> Vec<Axis> {
 fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
     let mut axes = shape.rows.clone().unwrap_or_default();
     loop {
-        let mut groups: BTreeMap<Vec<&str>, Vec<&View>> = BTreeMap::new();
+        // Only asked which axes vary within some group: the groups' order never shows.
+        let mut groups: HashMap<Vec<&str>, Vec<&View>> = HashMap::new();
         for c in cells {
             let mut k: Vec<&str> = axes.iter().map(|a| value(*a, c.address())).collect();
             k.push(c.address().test.as_str());
@@ -158,24 +159,28 @@ pub(super) fn build<'a>(
         }
     }
 
-    // Rows: the distinct row keys with a measured cell, in report order.
-    let mut order: Vec<Vec<&str>> = Vec::new();
-    let mut members: BTreeMap<Vec<&str>, Vec<&View>> = BTreeMap::new();
+    // Rows: the distinct row keys with a measured cell, in report order (the first
+    // cell's); the map only finds a key's place in that order.
+    let mut order: Vec<(Vec<&str>, Vec<&View>)> = Vec::new();
+    let mut place: HashMap<Vec<&str>, usize> = HashMap::with_capacity(cells.len());
     for c in &cells {
         let k = key_of(c);
-        if !members.contains_key(&k) {
-            order.push(k.clone());
+        match place.get(&k) {
+            Some(&i) => order[i].1.push(c),
+            None => {
+                place.insert(k.clone(), order.len());
+                order.push((k, vec![*c]));
+            }
         }
-        members.entry(k).or_default().push(c);
     }
+    drop(place);
     // A row holds several cells when the table spans tests or pivots an axis.
     let mut tests: Vec<&TestName> = shape.columns.iter().map(|c| &c.test).collect();
     tests.sort();
     tests.dedup();
     let several = tests.len() > 1 || shape.pivot.is_some();
     let mut rows = Vec::new();
-    for k in order {
-        let group = &members[&k];
+    for (k, group) in order {
         let measured: Vec<&View> = group.iter().copied().filter(|c| c.measured() > 0).collect();
         let Some(first) = measured.first() else {
             continue;
