@@ -272,6 +272,27 @@ fn series_chart_of(d: &CellData, label: &str) -> Option<String> {
     Some(series::series_chart(&title, &points))
 }
 
+/// `items` grouped by `key`: groups in the order of their first item, items in theirs.
+/// The map only finds a key's group, so its order never shows in a report.
+fn groups_in_order<T, K: Clone + Eq + std::hash::Hash>(
+    items: impl IntoIterator<Item = T>,
+    key: impl Fn(&T) -> K,
+) -> Vec<(K, Vec<T>)> {
+    let mut groups: Vec<(K, Vec<T>)> = Vec::new();
+    let mut place: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
+    for item in items {
+        let k = key(&item);
+        match place.get(&k) {
+            Some(&i) => groups[i].1.push(item),
+            None => {
+                place.insert(k.clone(), groups.len());
+                groups.push((k, vec![item]));
+            }
+        }
+    }
+    groups
+}
+
 /// Builds the report model of one scenario from its plan and the store's data.
 pub fn build(
     ws: &Workspace,

@@ -64,27 +64,20 @@ pub fn provenance(
     cells: &[&Cell],
     data: &BTreeMap<crate::plan::CellKey, CellData>,
 ) -> Vec<Provenance> {
-    // Configurations in the order of their first cell; the map only finds a
-    // configuration's place in it, so its own order never shows.
-    type Group<'c> = (String, Vec<(String, &'c Cell, &'c CellData)>);
-    let mut order: Vec<Group> = Vec::new();
-    let mut place: std::collections::HashMap<Config, usize> = std::collections::HashMap::new();
-    for cell in cells.iter().copied() {
-        let Some(d) = data.get(&cell.key) else {
-            continue;
-        };
-        if d.measured_count() == 0 {
-            continue;
-        }
-        let i = *place.entry(config_of(&cell.address)).or_insert_with(|| {
-            order.push((super::compare::config_label(&cell.address), Vec::new()));
-            order.len() - 1
-        });
-        order[i].1.push((cell.address.test.to_string(), cell, d));
-    }
-    order
+    let measured = cells.iter().copied().filter_map(|cell| {
+        let d = data.get(&cell.key)?;
+        (d.measured_count() > 0).then_some((cell, d))
+    });
+    super::groups_in_order(measured, |(cell, _)| config_of(&cell.address))
         .into_iter()
-        .map(|(label, cells)| entry(label, &cells))
+        .map(|(_, group)| {
+            let label = super::compare::config_label(&group[0].0.address);
+            let cells: Vec<(String, &Cell, &CellData)> = group
+                .into_iter()
+                .map(|(cell, d)| (cell.address.test.to_string(), cell, d))
+                .collect();
+            entry(label, &cells)
+        })
         .collect()
 }
 

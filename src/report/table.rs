@@ -159,21 +159,8 @@ pub(super) fn build<'a>(
         }
     }
 
-    // Rows: the distinct row keys with a measured cell, in report order (the first
-    // cell's); the map only finds a key's place in that order.
-    let mut order: Vec<(Vec<&str>, Vec<&View>)> = Vec::new();
-    let mut place: HashMap<Vec<&str>, usize> = HashMap::with_capacity(cells.len());
-    for c in &cells {
-        let k = key_of(c);
-        match place.get(&k) {
-            Some(&i) => order[i].1.push(c),
-            None => {
-                place.insert(k.clone(), order.len());
-                order.push((k, vec![*c]));
-            }
-        }
-    }
-    drop(place);
+    // Rows: the distinct row keys with a measured cell, in report order.
+    let order = super::groups_in_order(cells.iter().copied(), |c| key_of(c));
     // A row holds several cells when the table spans tests or pivots an axis.
     let mut tests: Vec<&TestName> = shape.columns.iter().map(|c| &c.test).collect();
     tests.sort();
