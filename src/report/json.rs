@@ -279,7 +279,8 @@ impl Exporter for Json {
         use std::io::Write as _;
         // serde_json writes token by token: buffered here, so that `out` sees big writes.
         let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-        serde_json::to_writer_pretty(&mut buffered, &doc).map_err(|e| {
+        let mut json = serde_json::Serializer::with_formatter(&mut buffered, Indented::default());
+        doc.serialize(&mut json).map_err(|e| {
             // The file's error, as every exporter reports it.
             if e.is_io() {
                 ExportError::Write(e.into())
@@ -290,5 +291,107 @@ impl Exporter for Json {
         buffered.write_all(b"\n")?;
         buffered.flush()?;
         Ok(())
+    }
+}
+
+/// serde_json's `PrettyFormatter` with its two-space indent, byte for byte, but writing
+/// a line's break and indentation in one write where that writes one per level:
+/// report.json is a million indented lines.
+#[derive(Default)]
+struct Indented {
+    depth: usize,
+    has_value: bool,
+}
+
+impl Indented {
+    /// `,\n` (or `\n` when `first`) and the indentation of the current depth.
+    fn line<W: ?Sized + std::io::Write>(&self, w: &mut W, first: bool) -> std::io::Result<()> {
+        const LINE: &[u8; 66] =
+            b",\n                                                                ";
+        let from = usize::from(first);
+        let width = 2 * self.depth;
+        if 2 + width <= LINE.len() {
+            return w.write_all(&LINE[from..2 + width]);
+        }
+        w.write_all(&LINE[from..2])?;
+        (0..self.depth).try_for_each(|_| w.write_all(b"  "))
+    }
+}
+
+impl serde_json::ser::Formatter for Indented {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            self.line(w, true)?;
+        }
+        w.write_all(b"]")
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.line(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            self.line(w, true)?;
+        }
+        w.write_all(b"}")
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.line(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Indented;
+    use serde::Serialize;
+
+    /// Every depth, the empty containers and the one past the one-write indentation
+    /// (33 levels) come out as serde_json's own pretty printer writes them.
+    #[test]
+    fn indented_writes_what_serde_jsons_pretty_printer_writes() {
+        let mut v = serde_json::json!({"a": [], "b": {}, "c": [1, {"d": null, "e": [true, "x"]}]});
+        for depth in 0..40 {
+            v = serde_json::json!({"level": depth, "inner": [v.clone(), {}], "empty": []});
+        }
+        let mut ours = Vec::new();
+        v.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut ours,
+            Indented::default(),
+        ))
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            serde_json::to_string_pretty(&v).unwrap()
+        );
     }
 }

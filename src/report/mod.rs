@@ -336,17 +336,24 @@ pub fn build(
         // Only the tables label rows: the other parts start while the labels are made.
         let labels = labels::AxisLabels::new(&scenario.report.labels, &views);
         let mut tables = scenario_tables(ws, scenario, &views, &labels, &label_of);
-        for (test, recipe, of_test, metrics) in test_columns {
+        // A test's table (its charts most of it) is a big report's biggest part: built
+        // on every core, so that the other parts beside it do not wait for one thread.
+        let per_test = |(test, recipe, of_test, metrics): &(
+            &TestName,
+            &crate::model::Recipe,
+            Vec<&cells::View>,
+            Vec<MetricSpec>,
+        )| {
             let shape = table::Shape {
                 id: format!("test-{test}"),
                 title: test.to_string(),
                 description: recipe.description.clone(),
                 columns: metrics
-                    .into_iter()
+                    .iter()
                     .map(|metric| table::Want {
-                        label: label_of(test, &metric),
-                        test: test.clone(),
-                        metric,
+                        label: label_of(test, metric),
+                        test: (*test).clone(),
+                        metric: metric.clone(),
                     })
                     .collect(),
                 rows: None,
@@ -363,8 +370,9 @@ pub fn build(
                         .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address()))),
                 );
             }
-            tables.push(t);
-        }
+            t
+        };
+        tables.extend(crate::parallel::map(&test_columns, 1, per_test));
         tables
     };
     // Comparisons and provenance see the cells in report order, so that a report made

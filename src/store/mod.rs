@@ -65,7 +65,7 @@ pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
     ReadBuf, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
-    read_samples_in, sync_dir, to_json_bytes, write_atomic,
+    read_samples_in, read_value_in, sync_dir, to_json_bytes, write_atomic,
 };
 pub use plan_skips::PlanSkips;
 pub use stored_json::StoredJson;
@@ -384,7 +384,7 @@ fn read_cell_file(d: &mut CellData, name: &str, path: &Path, buf: &mut ReadBuf) 
     match name {
         "cell.json" => d.record = read_record(buf, path)?,
         "samples.jsonl" => d.samples = read_samples_in(buf, path)?,
-        "facts.json" => d.facts = read_json_in(buf, path, FORMAT)?,
+        "facts.json" => d.facts = read_value_in(buf, path, FORMAT)?,
         "failure.json" => d.failure = read_json_in(buf, path, FAILURE_FORMAT)?,
         "redo.json" => d.redo = read_json_in(buf, path, FORMAT)?,
         "skip.json" => d.skip = read_json_in(buf, path, FORMAT)?,

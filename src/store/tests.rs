@@ -193,3 +193,98 @@ fn all_reads_every_cell_on_its_threads_and_names_the_first_broken_one_in_key_ord
     }
     let _ = fs::remove_dir_all(store.root());
 }
+
+/// The samples file is checked as UTF-8 once, whole lines only: a line that is not
+/// UTF-8 is still the one error, named by its line, a torn tail cut in the middle of a
+/// character is still ignored, and a newer line is still refused.
+#[test]
+fn samples_read_through_one_utf8_check_fail_and_skip_as_line_by_line() {
+    let store = temp_store("utf8");
+    let cell = a_cell();
+    let mut w = store.begin(&cell).unwrap();
+    w.append(&sample(1, RunKind::Measured, 1.0)).unwrap();
+    w.append(&sample(2, RunKind::Measured, 2.0)).unwrap();
+    let path = store.cell_dir(&cell).join("samples.jsonl");
+    let good = fs::read(&path).unwrap();
+    let read = |bytes: &[u8]| {
+        fs::write(&path, bytes).unwrap();
+        store
+            .read(&cell)
+            .map(|d| d.samples.len())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(read(&good), Ok(2));
+
+    // A torn tail whose last byte starts a two-byte character.
+    let mut torn = good.clone();
+    torn.extend_from_slice(b"{\"format\":1,\"session\":\"\xc3");
+    assert_eq!(read(&torn), Ok(2));
+
+    // The second line's session not UTF-8: the error names line 2, as serde_json
+    // reading that line alone words it.
+    let text = String::from_utf8(good.clone()).unwrap();
+    let second = text
+        .lines()
+        .nth(1)
+        .unwrap()
+        .replace("\"session\":\"s\"", "\"session\":\"\u{1}\"");
+    let mut bad = format!("{}\n", text.lines().next().unwrap()).into_bytes();
+    bad.extend(
+        second
+            .as_bytes()
+            .iter()
+            .map(|&b| if b == 1 { 0xff } else { b }),
+    );
+    bad.push(b'\n');
+    let alone = serde_json::from_slice::<Sample>(&bad[bad.len() - second.len() - 1..])
+        .unwrap_err()
+        .to_string();
+    let err = read(&bad).unwrap_err();
+    assert!(
+        err.contains(":2: ") && err.ends_with(&alone),
+        "{err} / {alone}"
+    );
+
+    // A line of a newer format among good ones.
+    let newer = text.replacen("{\"format\":1,", "{\"format\":2,", 2);
+    let newer = newer.replacen("{\"format\":2,", "{\"format\":1,", 1);
+    let err = read(newer.as_bytes()).unwrap_err();
+    assert!(err.contains("format 2 is newer"), "{err}");
+    let _ = fs::remove_dir_all(store.root());
+}
+
+/// A cell's facts.json, parsed once: its format checked from the value, with the
+/// errors the two-pass read gave.
+#[test]
+fn facts_read_in_one_pass_refuse_what_the_two_pass_read_refused() {
+    let store = temp_store("facts");
+    let cell = a_cell();
+    store.begin(&cell).unwrap();
+    let path = store.cell_dir(&cell).join("facts.json");
+    let read = |bytes: &str| {
+        fs::write(&path, bytes).unwrap();
+        store
+            .read(&cell)
+            .map(|d| d.facts)
+            .map_err(|e| e.to_string())
+    };
+    let facts = read("{\"format\": 1, \"kernel\": \"Linux 6.6\"}")
+        .unwrap()
+        .unwrap();
+    assert_eq!(facts["kernel"], "Linux 6.6");
+    for (doc, says) in [
+        ("{\"format\": 2, \"kernel\": \"x\"}", "format 2 is newer"),
+        ("{\"kernel\": \"x\"}", "no format field"),
+        ("{\"format\": \"1\"}", "no format field"),
+        ("[1, 2]", "trailing characters"),
+        ("{\"format\": 1,", "EOF while parsing"),
+    ] {
+        let err = read(doc).unwrap_err();
+        let two_pass = files::parse_doc::<serde_json::Value>(&path, None, doc.as_bytes(), FORMAT)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, two_pass, "{doc}");
+        assert!(err.contains(says), "{doc}: {err}");
+    }
+    let _ = fs::remove_dir_all(store.root());
+}
