@@ -140,9 +140,18 @@ struct Conn {
 }
 
 impl Conn {
-    fn progressed(&mut self) {
+    /// The board was heard from: bytes arrived, or it took bytes of ours (its window
+    /// opened again). Silence counts from now, and polls start short again.
+    fn heard(&mut self) {
         self.last_inbound = Instant::now();
         self.idle_polls = 0;
+    }
+
+    /// A request is about to go out: silence counts from it, not from the last time
+    /// the board was heard. A session left idle heard nothing because nothing was
+    /// asked, and judged by that it would be taken for dead.
+    fn asking(&mut self) {
+        self.heard();
     }
 }
 

@@ -116,7 +116,7 @@ impl SshTransport {
             }
         }
         if fd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-            conn.progressed();
+            conn.heard();
         } else if fd.revents != 0 {
             conn.idle_polls = 0;
         }
@@ -163,7 +163,7 @@ impl SshTransport {
             // the services and tmpfs started under it would tear them down. A board
             // that is really gone stays silent past the timeout from here.
             if let Some(c) = self.conn.as_mut() {
-                c.progressed();
+                c.asking();
             }
             let open_deadline = Some(Instant::now() + self.timeout);
             let channel = match self.retry(open_deadline, |s| s.channel_session()) {
@@ -237,7 +237,7 @@ impl SshTransport {
             }
             if progressed {
                 if let Some(c) = self.conn.as_mut() {
-                    c.progressed();
+                    c.heard();
                 }
                 continue;
             }

@@ -87,7 +87,7 @@ impl SshTransport {
                         off += w;
                         stall_deadline = stall();
                         if let Some(c) = self.conn.as_mut() {
-                            c.progressed();
+                            c.heard();
                         }
                     }
                     // The wrapper holds stdout open until it exits, so EOF there means

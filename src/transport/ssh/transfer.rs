@@ -43,7 +43,7 @@ impl SshTransport {
                         sent += w as u64;
                         stall_deadline = Instant::now() + self.timeout.max(Duration::from_secs(10));
                         if let Some(c) = self.conn.as_mut() {
-                            c.progressed();
+                            c.heard();
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
