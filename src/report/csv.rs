@@ -319,7 +319,7 @@ fn push_uint(out: &mut String, n: u64) {
 /// appended to `out`: the shortest digits that read back as `x` (the nearest of them),
 /// never with an exponent, byte for byte what `format!("{x}")` prints
 /// (`numbers_are_written_as_std_displays_them` checks it).
-fn push_number(out: &mut String, x: f64) {
+pub(super) fn push_number(out: &mut String, x: f64) {
     use std::fmt::Write;
     if !x.is_finite() {
         return;
@@ -348,11 +348,19 @@ fn push_number(out: &mut String, x: f64) {
 /// The number of decimals of a number zmij wrote as std's `{}` would: with a point and
 /// at least one decimal, the last not `0` (std writes `5.0` as `5`), and no exponent.
 fn laid_out_as_std(text: &str) -> Option<usize> {
-    if text.contains(['e', 'E']) {
-        return None;
+    // One pass over a few ASCII bytes: a multi-character `contains` and `split_once`
+    // each searched the text again, for every number of a big results.csv.
+    let bytes = text.as_bytes();
+    let mut point = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'e' | b'E' => return None,
+            b'.' => point = Some(i),
+            _ => {}
+        }
     }
-    let (_, fraction) = text.split_once('.')?;
-    (!fraction.is_empty() && !fraction.ends_with('0')).then_some(fraction.len())
+    let decimals = bytes.len() - point? - 1;
+    (decimals > 0 && bytes.last() != Some(&b'0')).then_some(decimals)
 }
 
 /// Whether `x` lies exactly halfway between two numbers of digits × 10^`exponent` (the

@@ -135,10 +135,41 @@ fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
         env.set_formatter(|out, _state, value| {
             // Strings (nearly every value) are escaped as they are written.
             let written = match value.as_str() {
-                Some(s) => write!(out, "{}", MarkdownEscaped(s)),
-                None => write!(out, "{}", MarkdownEscaped(&value.to_string())),
+                Some(s) => MarkdownEscaped(s).write_with(|p| out.write_str(p)),
+                None => MarkdownEscaped(&value.to_string()).write_with(|p| out.write_str(p)),
             };
             written.map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write"))
+        });
+    }
+    if t.name.ends_with(".html") {
+        env.set_formatter(|out, state, value| {
+            let write_failure =
+                |_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write");
+            // Text and fractional numbers (nearly every value of a page) are written
+            // here as minijinja's own formatter writes them, without its `write!`s: a
+            // big report writes a hundred thousand of them. Anything else, and every
+            // value where auto-escaping is not HTML, goes to minijinja's.
+            let html = matches!(state.auto_escape(), minijinja::AutoEscape::Html);
+            if html && !value.is_safe() {
+                if let Some(s) = value.as_str() {
+                    return html_escaped(s, |p| out.write_str(p)).map_err(write_failure);
+                }
+                if value.is_number() && !value.is_integer() {
+                    // minijinja writes a float as std's `{}` does, with `.0` added to
+                    // a whole number; `push_number` writes std's digits.
+                    if let Ok(x) = f64::try_from(value.clone())
+                        && x.is_finite()
+                    {
+                        let mut text = String::with_capacity(24);
+                        super::csv::push_number(&mut text, x);
+                        if !text.contains('.') {
+                            text.push_str(".0");
+                        }
+                        return out.write_str(&text).map_err(write_failure);
+                    }
+                }
+            }
+            minijinja::escape_formatter(out, state, value)
         });
     }
     if t.file.is_some() {
@@ -296,6 +327,27 @@ pub fn markdown_escape(text: &str) -> String {
     MarkdownEscaped(text).to_string()
 }
 
+/// `text` HTML-escaped as minijinja's auto-escaping does (`&`, `<`, `>`, `"`, `'` and
+/// `/`, as `minijinja::HtmlEscape` writes them), handed to `write` in pieces.
+fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+    let mut kept = 0;
+    for (i, b) in text.bytes().enumerate() {
+        let replacement = match b {
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'&' => "&amp;",
+            b'"' => "&quot;",
+            b'\'' => "&#x27;",
+            b'/' => "&#x2f;",
+            _ => continue,
+        };
+        write(&text[kept..i])?;
+        write(replacement)?;
+        kept = i + 1;
+    }
+    write(&text[kept..])
+}
+
 /// `markdown_escape` as it is written: the Markdown template's every value goes through
 /// it, so text needing no escape (most of it) is written whole, without a copy.
 struct MarkdownEscaped<'a>(&'a str);
@@ -311,13 +363,16 @@ fn markdown_special(b: u8) -> bool {
         )
 }
 
-impl std::fmt::Display for MarkdownEscaped<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl MarkdownEscaped<'_> {
+    /// Hands the escaped text to `write` in pieces: straight to a template's output,
+    /// without `write!`'s formatting machinery (a big report writes a hundred thousand
+    /// values).
+    fn write_with<E>(&self, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
         let text = self.0;
         let Some(at) = text.bytes().position(markdown_special) else {
-            return f.write_str(text);
+            return write(text);
         };
-        f.write_str(&text[..at])?;
+        write(&text[..at])?;
         let replacement = |c: char| match c {
             '<' => Some("&lt;"),
             '>' => Some("&gt;"),
@@ -332,7 +387,13 @@ impl std::fmt::Display for MarkdownEscaped<'_> {
             c if c.is_control() => Some(" "),
             _ => None,
         };
-        super::chart::write_replaced(&text[at..], replacement, |s| f.write_str(s))
+        super::chart::write_replaced(&text[at..], replacement, write)
+    }
+}
+
+impl std::fmt::Display for MarkdownEscaped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.write_with(|s| f.write_str(s))
     }
 }
 
@@ -476,5 +537,74 @@ mod tests {
             super::markdown_escape("plain 12.5 ± 0.3 MB/s"),
             "plain 12.5 ± 0.3 MB/s"
         );
+    }
+
+    /// The HTML page's formatter writes every kind of value as minijinja's own does:
+    /// text with and without each escaped character, floats of every shape, integers,
+    /// none, booleans, safe text, lists, and text in an `autoescape false` block.
+    #[test]
+    fn the_html_formatter_writes_what_minijinjas_own_writes() {
+        use minijinja::Value;
+        let template = super::Template {
+            name: "index.html",
+            source: "{{ v }}|{% autoescape false %}{{ v }}{% endautoescape %}".into(),
+            file: None,
+        };
+        let ours = super::environment(&template).unwrap();
+        let mut theirs = minijinja::Environment::new();
+        theirs.add_template("index.html", &template.source).unwrap();
+        let mut values: Vec<Value> = [
+            "",
+            "plain",
+            "MB/s",
+            "<b>&\"quoted\"</b>",
+            "it's",
+            "a/b/c",
+            "53.6 ± 2.1",
+            "—",
+            "12",
+        ]
+        .into_iter()
+        .map(Value::from)
+        .collect();
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -3.0,
+            53.585,
+            5.5828999999999995,
+            0.1 + 0.2,
+            1e-7,
+            123456.789,
+            1e15,
+            1e16,
+            1e21,
+            -2.5e-300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            values.push(Value::from(x));
+        }
+        values.extend([
+            Value::from(7u64),
+            Value::from(-7i64),
+            Value::from(()),
+            Value::from(true),
+            Value::from_safe_string("<svg/>".into()),
+            Value::from(vec![Value::from("a/b"), Value::from(1.5)]),
+        ]);
+        for v in values {
+            let render = |env: &minijinja::Environment| {
+                env.get_template("index.html")
+                    .unwrap()
+                    .render(minijinja::context! { v => v.clone() })
+                    .unwrap()
+            };
+            assert_eq!(render(&ours), render(&theirs), "{v:?}");
+        }
     }
 }

@@ -53,12 +53,22 @@ fn t_at(p: f64, df: f64) -> Option<f64> {
 /// The smallest `m` in `from..=MAX_RUNS_ESTIMATE` for which `ok(m)` holds, where `ok`
 /// only turns from false to true as `m` grows; "more than" when none does.
 fn smallest(from: usize, ok: impl Fn(usize) -> bool) -> RunsNeeded {
+    smallest_guided(from, None, ok)
+}
+
+/// `smallest`, first trying `guess` as the upper end of the search: where `ok(guess)`
+/// holds, the bisection runs below it in a few steps instead of ten (each step is two
+/// inverse CDFs, and a big report's comparisons ask for hundreds of estimates). The
+/// answer is the one the whole range gives, since `ok` only turns from false to true.
+fn smallest_guided(from: usize, guess: Option<usize>, ok: impl Fn(usize) -> bool) -> RunsNeeded {
     let from = from.clamp(2, MAX_RUNS_ESTIMATE);
-    if !ok(MAX_RUNS_ESTIMATE) {
-        return RunsNeeded::beyond();
-    }
+    let hi = match guess.filter(|g| (from..MAX_RUNS_ESTIMATE).contains(g) && ok(*g)) {
+        Some(g) => g,
+        None if ok(MAX_RUNS_ESTIMATE) => MAX_RUNS_ESTIMATE,
+        None => return RunsNeeded::beyond(),
+    };
     // Bisection over a monotone predicate: at most ~10 steps.
-    let (mut lo, mut hi) = (from, MAX_RUNS_ESTIMATE);
+    let (mut lo, mut hi) = (from, hi);
     if ok(lo) {
         return RunsNeeded {
             runs: lo,
@@ -134,14 +144,40 @@ pub fn runs_to_detect(
     } else {
         2.0
     };
-    let ok = |m: usize| {
+    // The two quantiles' sum at m runs per side.
+    let quantiles = |m: usize| {
         let df = (m as f64 - 1.0) * df_per_run;
         match (t_quantile(confidence, df), t_at(DECIDING_POWER, df)) {
-            (Some(a), Some(b)) => (a + b) * (var_per_run / m as f64).sqrt() <= effect,
-            _ => false,
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
         }
     };
-    Some(smallest(from, ok))
+    let ok = |m: usize| quantiles(m).is_some_and(|q| q * (var_per_run / m as f64).sqrt() <= effect);
+    // The runs a sum of quantiles `q` asks for: ok(m) needs m >= this at m's own sum.
+    let runs_for = |q: f64| var_per_run * q * q / (effect * effect);
+    // Where to look. t's quantiles lie above the normal's at every df, so no m below
+    // the runs the normal quantiles ask for can do (with a margin for rounding), and
+    // they fall as df grows, so the runs the quantiles at that lower end ask for most
+    // likely do. Only a guess: the search checks it.
+    let normal = |p: f64| {
+        statrs::distribution::Normal::new(0.0, 1.0)
+            .ok()
+            .map(|n| n.inverse_cdf(p))
+    };
+    let from = match (normal((1.0 + confidence) / 2.0), normal(DECIDING_POWER)) {
+        (Some(a), Some(b)) if (a + b).is_finite() => {
+            let below = runs_for(a + b) * (1.0 - 1e-6) - 1.0;
+            // Saturating: a huge or NaN bound leaves `smallest` to say "more than".
+            from.max(below.min(MAX_RUNS_ESTIMATE as f64) as usize)
+        }
+        _ => from,
+    };
+    let from = from.clamp(2, MAX_RUNS_ESTIMATE);
+    let guess = quantiles(from)
+        .map(|q| runs_for(q) * (1.0 + 1e-6) + 1.0)
+        .filter(|g| *g < MAX_RUNS_ESTIMATE as f64)
+        .map(|g| g.ceil() as usize);
+    Some(smallest_guided(from, guess, ok))
 }
 
 /// Runs for one sample's confidence interval to narrow to `target_rel` of |mean|, by
@@ -249,5 +285,43 @@ mod tests {
         assert!(w.half_rel > 1.0 && w.runs_needed.runs > 3, "{w:?}");
         let tight = crate::stats::summarize(&[100.0, 100.1, 99.9], 0.95).unwrap();
         assert_eq!(wide_ci(&tight, 0.1), None);
+    }
+
+    #[test]
+    fn the_guided_search_finds_what_a_search_of_every_run_count_finds() {
+        // The first m in from..=1000 the rule accepts, trying each one in turn.
+        let every = |v: f64, v2: f64, effect: f64, confidence: f64, from: usize| {
+            let df_per_run = v * v / v2;
+            (from.clamp(2, MAX_RUNS_ESTIMATE)..=MAX_RUNS_ESTIMATE)
+                .find(|&m| {
+                    let df = (m as f64 - 1.0) * df_per_run;
+                    let a = t_quantile(confidence, df).unwrap();
+                    let b = t_at(DECIDING_POWER, df).unwrap();
+                    (a + b) * (v / m as f64).sqrt() <= effect
+                })
+                .map_or(RunsNeeded::beyond(), |runs| RunsNeeded {
+                    runs,
+                    more_than: false,
+                })
+        };
+        let mut checked = 0;
+        for v in [0.01, 0.5, 2.0, 8.0, 50.0, 400.0] {
+            // Equal strata (df per run 2), one dominating (1), many small (8).
+            for v2 in [v * v / 2.0, v * v, v * v / 8.0] {
+                for effect in [0.05, 0.3, 1.0, 2.5, 10.0] {
+                    for confidence in [0.9, 0.95, 0.99] {
+                        for from in [2, 3, 10, 60] {
+                            assert_eq!(
+                                runs_to_detect(v, v2, effect, confidence, from),
+                                Some(every(v, v2, effect, confidence, from)),
+                                "var {v}, var² {v2}, effect {effect}, {confidence}, from {from}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 6 * 3 * 5 * 3 * 4);
     }
 }
