@@ -36,7 +36,7 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use svg::{Xml, push_xml};
-pub(super) use svg::{push_fixed, write_replaced, xml};
+pub(super) use svg::{first_of, push_fixed, write_replaced, xml};
 
 /// One bar: a configuration's mean and the half-width of its interval.
 #[derive(Clone, Debug, PartialEq)]
@@ -234,23 +234,58 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     // Each piece is pushed as it is (no formatting machinery): a big report draws tens
     // of thousands of bars.
     let f1 = |out: &mut String, v: f64| push_fixed(out, v, 1);
+    // A text or number a bar writes more than once is escaped or formatted once, into
+    // one of these (kept across bars); the chart's fixed positions once per chart.
+    let fixed = |v: f64| {
+        let mut s = String::new();
+        f1(&mut s, v);
+        s
+    };
+    let (x0_text, x1_text, bar_h_text) = (fixed(x0), fixed(x1), fixed(BAR_H));
+    let [
+        mut label,
+        mut value_text,
+        mut note,
+        mut top,
+        mut l_text,
+        mut r_text,
+        mut cap_top,
+        mut cap_bottom,
+    ] = std::array::from_fn::<String, 8, _>(|_| String::new());
+    let set = |s: &mut String, v: f64| {
+        s.clear();
+        f1(s, v);
+    };
     for (b, value) in bars.iter().zip(&values) {
         let lines = wrap(&b.label, label_chars);
+        for (s, text) in [
+            (&mut label, &b.label),
+            (&mut value_text, value),
+            (&mut note, &b.note),
+        ] {
+            s.clear();
+            push_xml(s, text);
+        }
         rows.push_str("<g class=\"row\"><title>");
-        push_xml(&mut rows, &b.label);
+        rows.push_str(&label);
         rows.push_str(": ");
-        rows.push_str(value);
+        rows.push_str(&value_text);
         rows.push(' ');
         rows.push_str(&unit);
         rows.push_str(" (");
-        push_xml(&mut rows, &b.note);
+        rows.push_str(&note);
         rows.push_str(")</title>\n");
+        // The first line's baseline is the value's too.
+        set(&mut top, y + LABEL_PX);
         for (i, line) in lines.iter().enumerate() {
-            let ly = y + LABEL_PX + i as f64 * (LABEL_PX + 3.0);
             rows.push_str("<text class=\"label\" x=\"");
-            f1(&mut rows, x0);
+            rows.push_str(&x0_text);
             rows.push_str("\" y=\"");
-            f1(&mut rows, ly);
+            if i == 0 {
+                rows.push_str(&top);
+            } else {
+                f1(&mut rows, y + LABEL_PX + i as f64 * (LABEL_PX + 3.0));
+            }
             rows.push_str("\" font-size=\"");
             rows.push_str(&label_px);
             rows.push_str("\">");
@@ -258,13 +293,13 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
             rows.push_str("</text>\n");
         }
         rows.push_str("<text class=\"value\" x=\"");
-        f1(&mut rows, x1);
+        rows.push_str(&x1_text);
         rows.push_str("\" y=\"");
-        f1(&mut rows, y + LABEL_PX);
+        rows.push_str(&top);
         rows.push_str("\" font-size=\"");
         rows.push_str(&value_px);
         rows.push_str("\" text-anchor=\"end\">");
-        push_xml(&mut rows, value);
+        rows.push_str(&value_text);
         rows.push_str("</text>\n");
         let by = y + lines.len() as f64 * (LABEL_PX + 3.0) + 3.0;
         let (zero, end) = (x(0.0), x(b.mean));
@@ -280,26 +315,30 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
         rows.push_str("\" width=\"");
         f1(&mut rows, width.max(1.0));
         rows.push_str("\" height=\"");
-        f1(&mut rows, BAR_H);
+        rows.push_str(&bar_h_text);
         rows.push_str("\" fill=\"#5b84c4\"/>\n");
         if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
             let mid = by + BAR_H / 2.0;
             let (l, r) = (x(b.mean - h), x(b.mean + h));
+            set(&mut l_text, l);
+            set(&mut r_text, r);
+            set(&mut cap_top, mid - 6.0);
+            set(&mut cap_bottom, mid + 6.0);
             rows.push_str("<path class=\"ci\" d=\"M");
-            f1(&mut rows, l);
+            rows.push_str(&l_text);
             rows.push(' ');
             f1(&mut rows, mid);
             rows.push('H');
-            f1(&mut rows, r);
+            rows.push_str(&r_text);
             // An end the scale cuts gets no cap: the interval goes on past it.
-            for (at, cut) in [(l, b.mean - h < lo), (r, b.mean + h > hi)] {
+            for (at, cut) in [(&l_text, b.mean - h < lo), (&r_text, b.mean + h > hi)] {
                 if !cut {
                     rows.push('M');
-                    f1(&mut rows, at);
+                    rows.push_str(at);
                     rows.push(' ');
-                    f1(&mut rows, mid - 6.0);
+                    rows.push_str(&cap_top);
                     rows.push('V');
-                    f1(&mut rows, mid + 6.0);
+                    rows.push_str(&cap_bottom);
                 }
             }
             rows.push_str("\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n");
@@ -308,11 +347,11 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
         if !desc.is_empty() {
             desc.push_str("; ");
         }
-        push_xml(&mut desc, &b.label);
+        desc.push_str(&label);
         desc.push_str(": ");
-        push_xml(&mut desc, value);
+        desc.push_str(&value_text);
         desc.push_str(" (");
-        push_xml(&mut desc, &b.note);
+        desc.push_str(&note);
         desc.push(')');
         y = by + BAR_H + 14.0;
     }

@@ -352,14 +352,13 @@ fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> 
 /// it, so text needing no escape (most of it) is written whole, without a copy.
 struct MarkdownEscaped<'a>(&'a str);
 
-/// Whether a byte may start something `MarkdownEscaped` changes: an escaped character,
-/// a C0 control but the newline, DEL, or 0xC2, the first byte of the C1 controls (and of
-/// other characters, which the slow path then keeps).
+/// Whether a byte is one `MarkdownEscaped` changes: an escaped character, a C0 control
+/// but the newline, or DEL (C1 controls are found by `first_of`, which passes over `±`).
 fn markdown_special(b: u8) -> bool {
     (b < 0x20 && b != b'\n')
         || matches!(
             b,
-            b'<' | b'>' | b'&' | b'\\' | b'`' | b'*' | b'|' | b'[' | b']' | 0x7f | 0xc2
+            b'<' | b'>' | b'&' | b'\\' | b'`' | b'*' | b'|' | b'[' | b']' | 0x7f
         )
 }
 
@@ -369,7 +368,7 @@ impl MarkdownEscaped<'_> {
     /// values).
     fn write_with<E>(&self, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
         let text = self.0;
-        let Some(at) = text.bytes().position(markdown_special) else {
+        let Some(at) = super::chart::first_of(text, markdown_special) else {
             return write(text);
         };
         write(&text[..at])?;

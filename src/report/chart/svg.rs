@@ -18,11 +18,22 @@ pub(in crate::report) fn xml(text: &str) -> String {
 /// Text without any of them (most labels and every number) is written in one piece.
 pub(in crate::report) struct Xml<'a>(pub &'a str);
 
-/// Whether a byte may start something `Xml` changes: an escaped character, a C0 control
-/// or DEL, or 0xC2, the first byte of the C1 controls (U+0080..U+009F) and of other
-/// characters (which the slow path then keeps).
-fn special(b: u8) -> bool {
-    b < 0x20 || matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0x7f | 0xc2)
+/// Where the first character `Xml` changes starts: an escaped character, a C0 control,
+/// DEL, or a C1 control (U+0080..U+009F, 0xC2 then a byte below 0xA0). A `±` (0xC2
+/// 0xB1), in nearly every value a chart writes, is passed over here rather than sent
+/// down the slow path.
+fn first_special(text: &str) -> Option<usize> {
+    first_of(text, |b| {
+        b < 0x20 || matches!(b, b'&' | b'<' | b'>' | b'"' | b'\'' | 0x7f)
+    })
+}
+
+/// Where the first byte `special` picks out, or the first C1 control, starts in `text`.
+pub(in crate::report) fn first_of(text: &str, special: impl Fn(u8) -> bool) -> Option<usize> {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().position(|(i, &b)| {
+        special(b) || (b == 0xc2 && bytes.get(i + 1).is_some_and(|next| *next < 0xa0))
+    })
 }
 
 /// What `Xml` writes for a character it changes.
@@ -60,7 +71,7 @@ pub(in crate::report) fn write_replaced<E>(
 impl fmt::Display for Xml<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = self.0;
-        let Some(at) = text.bytes().position(special) else {
+        let Some(at) = first_special(text) else {
             return f.write_str(text);
         };
         f.write_str(&text[..at])?;
@@ -173,7 +184,7 @@ fn fixed(v: f64, decimals: usize, buf: &mut [u8; 40]) -> Option<&[u8]> {
 
 /// Appends `text` as `Xml` writes it.
 pub(in crate::report) fn push_xml(out: &mut String, text: &str) {
-    let at = text.bytes().position(special).unwrap_or(text.len());
+    let at = first_special(text).unwrap_or(text.len());
     out.push_str(&text[..at]);
     let _ = write_replaced::<std::convert::Infallible>(&text[at..], xml_replacement, |s| {
         out.push_str(s);
