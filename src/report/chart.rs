@@ -236,9 +236,13 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     let f1 = |out: &mut String, v: f64| push_fixed(out, v, 1);
     // A text or number a bar writes more than once is escaped or formatted once, into
     // one of these (kept across bars); the chart's fixed positions once per chart.
+    let set = |s: &mut String, v: f64| {
+        s.clear();
+        f1(s, v);
+    };
     let fixed = |v: f64| {
         let mut s = String::new();
-        f1(&mut s, v);
+        set(&mut s, v);
         s
     };
     let (x0_text, x1_text, bar_h_text) = (fixed(x0), fixed(x1), fixed(BAR_H));
@@ -252,10 +256,6 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
         mut cap_top,
         mut cap_bottom,
     ] = std::array::from_fn::<String, 8, _>(|_| String::new());
-    let set = |s: &mut String, v: f64| {
-        s.clear();
-        f1(s, v);
-    };
     for (b, value) in bars.iter().zip(&values) {
         let lines = wrap(&b.label, label_chars);
         for (s, text) in [

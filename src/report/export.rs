@@ -329,23 +329,17 @@ pub fn markdown_escape(text: &str) -> String {
 
 /// `text` HTML-escaped as minijinja's auto-escaping does (`&`, `<`, `>`, `"`, `'` and
 /// `/`, as `minijinja::HtmlEscape` writes them), handed to `write` in pieces.
-fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
-    let mut kept = 0;
-    for (i, b) in text.bytes().enumerate() {
-        let replacement = match b {
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'&' => "&amp;",
-            b'"' => "&quot;",
-            b'\'' => "&#x27;",
-            b'/' => "&#x2f;",
-            _ => continue,
-        };
-        write(&text[kept..i])?;
-        write(replacement)?;
-        kept = i + 1;
-    }
-    write(&text[kept..])
+fn html_escaped<E>(text: &str, write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+    let replacement = |c: char| match c {
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '&' => Some("&amp;"),
+        '"' => Some("&quot;"),
+        '\'' => Some("&#x27;"),
+        '/' => Some("&#x2f;"),
+        _ => None,
+    };
+    super::chart::write_replaced(text, replacement, write)
 }
 
 /// `markdown_escape` as it is written: the Markdown template's every value goes through
