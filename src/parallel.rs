@@ -54,6 +54,68 @@ pub fn map<T: Sync, R: Send>(items: &[T], min_part: usize, f: impl Fn(&T) -> R +
     })
 }
 
+/// Runs every job once, on up to `cores()` threads (the caller's among them), each
+/// taking the next job in the given order when it is done with its last. Give the
+/// longest jobs first: then no thread sits idle at the end while another works
+/// through a long one, as happens when each part of a big report gets a thread of its
+/// own (more threads than cores, and the last one alone at the end). A panic in a job
+/// is the caller's, after the other threads have stopped.
+pub fn jobs<'a>(jobs: Vec<Box<dyn FnOnce() + Send + 'a>>) {
+    let threads = cores().min(jobs.len()).max(1);
+    let queue = std::sync::Mutex::new(jobs.into_iter());
+    // The first panic, kept until every job has run: the jobs after it are as good.
+    let failed: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>> =
+        std::sync::Mutex::new(None);
+    let work = || {
+        loop {
+            let next = queue
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .next();
+            let Some(job) = next else { break };
+            if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
+                failed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get_or_insert(p);
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            s.spawn(work);
+        }
+        work();
+    });
+    if let Some(p) = failed
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        std::panic::resume_unwind(p);
+    }
+}
+
+/// A job's result, set once by the job that makes it (`jobs`).
+pub struct Slot<T>(std::sync::OnceLock<T>);
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot(std::sync::OnceLock::new())
+    }
+}
+
+impl<T> Slot<T> {
+    pub fn set(&self, value: T) {
+        // Each slot belongs to one job, which sets it once.
+        let _ = self.0.set(value);
+    }
+
+    /// The value its job set; None if the job never ran to its end.
+    pub fn take(self) -> Option<T> {
+        self.0.into_inner()
+    }
+}
+
 /// Frees `value` on a thread of its own, so that the caller goes on (or the process
 /// exits) without waiting: freeing a big store's contents one allocation at a time
 /// costs a tenth of a report's render, and at exit the kernel takes the heap back
@@ -85,6 +147,47 @@ mod tests {
     fn both_returns_each_side_in_its_place() {
         let (a, b) = both(|| "left".to_string(), || 2 + 2);
         assert_eq!((a.as_str(), b), ("left", 4));
+    }
+
+    #[test]
+    fn jobs_runs_every_job_once_and_each_sets_its_own_slot() {
+        for n in [0usize, 1, 2, 3, 17] {
+            let slots: Vec<Slot<usize>> = (0..n).map(|_| Slot::default()).collect();
+            let runs = std::sync::atomic::AtomicUsize::new(0);
+            let work: Vec<Box<dyn FnOnce() + Send + '_>> = slots
+                .iter()
+                .enumerate()
+                .map(|(i, slot)| {
+                    let runs = &runs;
+                    Box::new(move || {
+                        runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        slot.set(i * i);
+                    }) as Box<dyn FnOnce() + Send + '_>
+                })
+                .collect();
+            jobs(work);
+            assert_eq!(runs.into_inner(), n);
+            let got: Vec<Option<usize>> = slots.into_iter().map(Slot::take).collect();
+            let want: Vec<Option<usize>> = (0..n).map(|i| Some(i * i)).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_job_is_the_callers_after_the_other_jobs_ran() {
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut work: Vec<Box<dyn FnOnce() + Send + '_>> =
+                vec![Box::new(|| panic!("this job fails"))];
+            for _ in 0..5 {
+                work.push(Box::new(|| {
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }));
+            }
+            jobs(work);
+        }));
+        assert!(result.is_err());
+        assert_eq!(done.into_inner(), 5);
     }
 
     #[test]

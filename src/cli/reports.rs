@@ -243,27 +243,33 @@ fn write_reports_with(
             )));
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        // Each exporter renders and writes its file on a thread of its own: on two
-        // cores the four files of a big report take about half the time. The first
-        // failure in exporter order is the one reported, as when they ran in turn.
+        // The exporters render and write their files as jobs on every core, the
+        // longest (the HTML page) first: on two cores a big report's four files take
+        // about half the time. The first failure in exporter order is the one
+        // reported, as when they ran in turn.
         let context = report::SharedContext::default();
         let exporters = templates.exporters_for(&model, &context);
-        let files: Vec<Result<PathBuf>> = std::thread::scope(|threads| {
-            let running: Vec<_> = exporters
-                .iter()
-                .map(|exporter| {
-                    let (model, dir) = (&model, &dir);
-                    threads.spawn(move || write_file(&**exporter, model, dir))
-                })
-                .collect();
-            running
-                .into_iter()
-                .map(|t| {
-                    t.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
-        });
+        let slots: Vec<crate::parallel::Slot<Result<PathBuf>>> =
+            exporters.iter().map(|_| Default::default()).collect();
+        let mut jobs: Vec<(u32, Box<dyn FnOnce() + Send + '_>)> = exporters
+            .iter()
+            .zip(&slots)
+            .map(|(exporter, slot)| {
+                let (model, dir) = (&model, &dir);
+                let job: Box<dyn FnOnce() + Send + '_> =
+                    Box::new(move || slot.set(write_file(&**exporter, model, dir)));
+                (exporter.weight(), job)
+            })
+            .collect();
+        jobs.sort_by_key(|(weight, _)| std::cmp::Reverse(*weight));
+        crate::parallel::jobs(jobs.into_iter().map(|(_, job)| job).collect());
+        let files: Vec<Result<PathBuf>> = slots
+            .into_iter()
+            .map(|s| {
+                s.take()
+                    .expect("every exporter ran, or its panic was passed on")
+            })
+            .collect();
         drop(exporters);
         crate::parallel::free_later((model, plan, context));
         for file in files {

@@ -312,6 +312,12 @@ pub trait Exporter {
     /// Writes the report to `out` as it renders, so that a big report's file is never
     /// held whole in memory.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError>;
+    /// Its rough share of the work when the exporters render one report side by
+    /// side (larger takes longer): the largest start first, so that the cores finish
+    /// together.
+    fn weight(&self) -> u32 {
+        1
+    }
     /// The bytes `write_to` writes.
     fn render(&self, report: &Report) -> Result<Vec<u8>, ExportError> {
         let mut out = Vec::new();
@@ -479,6 +485,15 @@ struct Prepared<'r> {
 impl Exporter for Prepared<'_> {
     fn file_name(&self) -> &'static str {
         self.template.name
+    }
+    fn weight(&self) -> u32 {
+        // The page is the longest render, and makes the context both templates share:
+        // the Markdown starts after report.json, by when the context is made.
+        if self.template.name.ends_with(".html") {
+            4
+        } else {
+            2
+        }
     }
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
         if std::ptr::eq(report, self.report) {

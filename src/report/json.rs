@@ -257,6 +257,9 @@ impl Exporter for Json {
     fn file_name(&self) -> &'static str {
         "report.json"
     }
+    fn weight(&self) -> u32 {
+        3
+    }
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
         let doc = Doc {
             format: REPORT_FORMAT,

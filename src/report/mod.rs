@@ -329,75 +329,57 @@ pub fn build(
         test_columns.push((test, recipe, of_test, metrics));
     }
 
-    // The parts only read the views: a big report builds them on every core, in four
-    // parts of about the same size.
-    use crate::parallel::both;
-    let tables = || {
-        // Only the tables label rows: the other parts start while the labels are made.
-        let labels = labels::AxisLabels::new(&scenario.report.labels, &views);
-        let mut tables = scenario_tables(ws, scenario, &views, &labels, &label_of);
-        // A test's table (its charts most of it) is a big report's biggest part: built
-        // on every core, so that the other parts beside it do not wait for one thread.
-        let per_test = |(test, recipe, of_test, metrics): &(
-            &TestName,
-            &crate::model::Recipe,
-            Vec<&cells::View>,
-            Vec<MetricSpec>,
-        )| {
-            let shape = table::Shape {
-                id: format!("test-{test}"),
-                title: test.to_string(),
-                description: recipe.description.clone(),
-                columns: metrics
-                    .iter()
-                    .map(|metric| table::Want {
-                        label: label_of(test, metric),
-                        test: (*test).clone(),
-                        metric: metric.clone(),
-                    })
-                    .collect(),
-                rows: None,
-                pivot: None,
-                charts: true,
-            };
-            let mut t = table::build(shape, &views, &labels, confidence);
-            if recipe.series {
-                let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
-                t.charts.extend(
-                    of_test
-                        .iter()
-                        .filter(|v| v.measured() > 0)
-                        .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address()))),
-                );
-            }
-            t
-        };
-        tables.extend(crate::parallel::map(&test_columns, 1, per_test));
-        tables
-    };
-    // Comparisons and provenance see the cells in report order, so that a report made
-    // without board files lists them as one made with them does.
-    let ((tables, samples), (provenance, (precision, comparisons, method, sections))) = both(
-        || both(tables, || csv::rows(scenario, &views, &sample_metrics)),
-        || {
-            both(
-                || provenance::provenance(&ordered, data),
-                || {
-                    (
-                        precision::notes(ws, scenario, &views),
-                        compare::comparisons_of(ws, scenario, &ordered, data),
-                        method::method(scenario, &views),
-                        (
-                            sections::states(scenario, plan, &views),
-                            sections::validity(&views),
-                        ),
-                    )
-                },
-            )
-        },
+    // The parts only read the views: a big report builds them on every core, as jobs
+    // taken in turn by one thread per core, the longest first (results.csv's rows,
+    // provenance, comparisons), then each test's table, so that the cores finish
+    // together. Comparisons and provenance see the cells in report order, so that a
+    // report made without board files lists them as one made with them does.
+    use crate::parallel::Slot;
+    let labels = labels::AxisLabels::new(&scenario.report.labels, &views);
+    let samples = Slot::default();
+    let provenance = Slot::default();
+    let comparisons = Slot::default();
+    let validity = Slot::default();
+    let method = Slot::default();
+    let precision = Slot::default();
+    let states = Slot::default();
+    let own_tables = Slot::default();
+    let test_tables: Vec<Slot<Table>> = test_columns.iter().map(|_| Slot::default()).collect();
+    {
+        let (views, labels, label_of) = (&views, &labels, &label_of);
+        let sample_metrics = &sample_metrics;
+        let mut parts: Vec<Box<dyn FnOnce() + Send + '_>> = vec![
+            Box::new(|| samples.set(csv::rows(scenario, views, sample_metrics))),
+            Box::new(|| provenance.set(provenance::provenance(&ordered, data))),
+            Box::new(|| comparisons.set(compare::comparisons_of(ws, scenario, &ordered, data))),
+            Box::new(|| validity.set(sections::validity(views))),
+            Box::new(|| method.set(method::method(scenario, views))),
+            Box::new(|| precision.set(precision::notes(ws, scenario, views))),
+            Box::new(|| states.set(sections::states(scenario, plan, views))),
+            Box::new(|| own_tables.set(scenario_tables(ws, scenario, views, labels, label_of))),
+        ];
+        for (columns, slot) in test_columns.iter().zip(&test_tables) {
+            parts.push(Box::new(move || {
+                slot.set(test_table(columns, views, labels, label_of, confidence));
+            }));
+        }
+        crate::parallel::jobs(parts);
+    }
+    // Every job ran to its end, or `jobs` passed its panic on.
+    let done = "every part of the report was built";
+    let mut tables = own_tables.take().expect(done);
+    tables.extend(test_tables.into_iter().map(|t| t.take().expect(done)));
+    let (incomplete, failed, skipped) = states.take().expect(done);
+    let (samples, provenance, comparisons) = (
+        samples.take().expect(done),
+        provenance.take().expect(done),
+        comparisons.take().expect(done),
     );
-
-    let ((incomplete, failed, skipped), validity) = sections;
+    let (validity, method, precision) = (
+        validity.take().expect(done),
+        method.take().expect(done),
+        precision.take().expect(done),
+    );
     Report {
         comparison_method: compare::method_text(scenario),
         precision,
@@ -418,6 +400,49 @@ pub fn build(
         failed,
         skipped,
     }
+}
+
+/// One test's table: a row per configuration, a column per metric, a bar chart per
+/// metric (and a series chart per configuration for a `series` recipe).
+fn test_table(
+    (test, recipe, of_test, metrics): &(
+        &TestName,
+        &crate::model::Recipe,
+        Vec<&cells::View>,
+        Vec<MetricSpec>,
+    ),
+    views: &[cells::View],
+    labels: &labels::AxisLabels,
+    label_of: &(dyn Fn(&TestName, &MetricSpec) -> String + Sync),
+    confidence: f64,
+) -> Table {
+    let shape = table::Shape {
+        id: format!("test-{test}"),
+        title: test.to_string(),
+        description: recipe.description.clone(),
+        columns: metrics
+            .iter()
+            .map(|metric| table::Want {
+                label: label_of(test, metric),
+                test: (*test).clone(),
+                metric: metric.clone(),
+            })
+            .collect(),
+        rows: None,
+        pivot: None,
+        charts: true,
+    };
+    let mut t = table::build(shape, views, labels, confidence);
+    if recipe.series {
+        let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
+        t.charts.extend(
+            of_test
+                .iter()
+                .filter(|v| v.measured() > 0)
+                .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address()))),
+        );
+    }
+    t
 }
 
 /// The scenario's own tables (`[[report.table]]`), in its order.
