@@ -161,7 +161,7 @@ fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
                         && x.is_finite()
                     {
                         let mut text = String::with_capacity(24);
-                        super::csv::push_number(&mut text, x);
+                        super::format::push_number(&mut text, x);
                         if !text.contains('.') {
                             text.push_str(".0");
                         }
