@@ -48,6 +48,47 @@ pub(super) struct View<'a> {
     pub warning_counts: Vec<(String, usize)>,
     /// Whether flagged runs are left out of the statistics.
     pub excluded: bool,
+    /// Which of `OPTIONAL_METRICS` any of its current measured runs has: a table
+    /// shows those columns only where a run has them.
+    pub optional_metrics: OptionalMetrics,
+}
+
+/// The metrics a run has only where a sampler or a power meter gave them (watts idle
+/// and under load, a series' temperature and clock), in the order a table adds them.
+pub(super) const OPTIONAL_METRICS: [&str; 4] = [
+    crate::model::IDLE_W,
+    crate::model::POWER_W,
+    crate::model::TEMP_MAX_C,
+    crate::model::FREQ_MEAN_MHZ,
+];
+
+/// A set of `OPTIONAL_METRICS`, one bit each in their order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct OptionalMetrics(u8);
+
+impl OptionalMetrics {
+    /// Those of `names` that are optional metrics.
+    pub fn of<'n>(names: impl IntoIterator<Item = &'n String>) -> OptionalMetrics {
+        let mut bits = 0;
+        for name in names {
+            if let Some(i) = OPTIONAL_METRICS.iter().position(|m| name == m) {
+                bits |= 1 << i;
+            }
+        }
+        OptionalMetrics(bits)
+    }
+
+    pub fn union(self, other: OptionalMetrics) -> OptionalMetrics {
+        OptionalMetrics(self.0 | other.0)
+    }
+
+    /// Whether the set holds `name`.
+    pub fn has(self, name: &str) -> bool {
+        OPTIONAL_METRICS
+            .iter()
+            .position(|m| *m == name)
+            .is_some_and(|i| self.0 & (1 << i) != 0)
+    }
 }
 
 impl<'a> View<'a> {
@@ -229,6 +270,16 @@ pub(super) fn views<'a>(
             .filter(|(s, r)| r.current && s.kind == RunKind::Measured)
             .map(|(_, r)| r)
             .collect();
+        // Found here, where each run is looked at anyway (on every core), rather than by
+        // a walk over every run of a test when its table's columns are chosen.
+        let optional_metrics = d
+            .samples
+            .iter()
+            .zip(&runs)
+            .filter(|(s, r)| r.current && s.kind == RunKind::Measured)
+            .fold(OptionalMetrics::default(), |seen, (s, _)| {
+                seen.union(OptionalMetrics::of(s.metrics.keys()))
+            });
         let flag_counts = counted_kinds(measured.iter().map(|r| &r.flags));
         let warning_counts = counted_kinds(measured.iter().map(|r| &r.warnings));
         let counted: Vec<&Sample> = d
@@ -268,6 +319,7 @@ pub(super) fn views<'a>(
             metrics,
             counted: judged,
             runs,
+            optional_metrics,
         }
     })
 }

@@ -44,8 +44,8 @@ pub(super) fn serialize_tables<S: ser::Serializer>(
 #[derive(Debug)]
 struct TableValue {
     table: Arc<Table>,
-    /// `charts`, converted once: a page reads them twice (`if`, then `for`), and a big
-    /// report's charts are megabytes of markup.
+    /// `charts`, as one list made once: a page reads them twice (`if`, then `for`).
+    /// Each chart is already a safe string (`Chart`), shared rather than copied.
     charts: OnceLock<Value>,
 }
 
@@ -63,7 +63,7 @@ impl Object for TableValue {
                 self.charts
                     .get_or_init(|| {
                         let charts = self.table.charts.iter();
-                        Value::from_iter(charts.map(|c| Value::from_safe_string(c.clone())))
+                        Value::from_iter(charts.map(super::Chart::value))
                     })
                     .clone(),
             ),
@@ -448,7 +448,9 @@ mod tests {
     fn charts_are_written_as_they_are_and_row_values_escaped() {
         let mut report = super::super::tests_exports::full_report();
         let table = Arc::make_mut(&mut report.tables[0]);
-        table.charts = vec!["<svg><text>a &amp; b</text></svg>".into()];
+        table.charts = vec![super::super::Chart::new(
+            "<svg><text>a &amp; b</text></svg>".into(),
+        )];
         table.rows[0].label = "<b>".into();
         let mut env = minijinja::Environment::new();
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);

@@ -128,7 +128,35 @@ pub struct Table {
     pub drift: Vec<String>,
     /// One inline SVG bar chart per column (mean with its confidence interval), for
     /// the HTML report; empty when there is nothing to draw.
-    pub charts: Vec<String>,
+    pub charts: Vec<Chart>,
+}
+
+/// A chart's SVG markup, which benchpipe escaped as it drew it, held as the safe string
+/// a template writes as it is. Made so when the chart is drawn (on the core that drew
+/// it): a big report's charts are tens of megabytes, which the page's render would
+/// otherwise copy twice, after every other part is done.
+#[derive(Clone, Debug)]
+pub struct Chart(minijinja::Value);
+
+impl Chart {
+    pub fn new(markup: String) -> Chart {
+        Chart(minijinja::Value::from_safe_string(markup))
+    }
+
+    pub fn markup(&self) -> &str {
+        self.0.as_str().unwrap_or_default()
+    }
+
+    /// The markup as a template reads it, marked safe (shared, not copied).
+    pub(crate) fn value(&self) -> minijinja::Value {
+        self.0.clone()
+    }
+}
+
+impl Serialize for Chart {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.markup())
+    }
 }
 
 /// A table column: one test's metric (and one pivot value).
@@ -439,7 +467,8 @@ fn test_table(
             of_test
                 .iter()
                 .filter(|v| v.measured() > 0)
-                .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address()))),
+                .filter_map(|v| series_chart_of(v.data, &labels.row(&axes, v.address())))
+                .map(Chart::new),
         );
     }
     t
@@ -496,26 +525,16 @@ fn table_metrics(recipe: &crate::model::Recipe, views: &[&cells::View]) -> Vec<M
     } else {
         Vec::new()
     };
-    let extras: Vec<MetricSpec> = MetricSpec::power().into_iter().chain(series).collect();
-    // One walk over the runs for all of them: a big table's runs are far apart in
-    // memory, and walking each run's few names beats a map lookup per run for names
-    // most runs lack.
-    let mut seen = vec![false; extras.len()];
-    for s in views.iter().flat_map(|v| v.data.measured()) {
-        for k in s.metrics.keys() {
-            if let Some(i) = extras.iter().position(|e| *k == e.name) {
-                seen[i] = true;
-            }
-        }
-        if seen.iter().all(|&b| b) {
-            break;
-        }
-    }
+    let seen = views
+        .iter()
+        .fold(cells::OptionalMetrics::default(), |seen, v| {
+            seen.union(v.optional_metrics)
+        });
     out.extend(
-        extras
+        MetricSpec::power()
             .into_iter()
-            .zip(seen)
-            .filter_map(|(e, measured)| measured.then_some(e)),
+            .chain(series)
+            .filter(|m| seen.has(&m.name)),
     );
     out
 }

@@ -254,7 +254,7 @@ pub(super) fn build<'a>(
                     unit: &col.unit,
                     subtitle: &subtitle,
                 };
-                (!bars.is_empty()).then(|| super::bar_chart(&title, &bars))
+                (!bars.is_empty()).then(|| super::Chart::new(super::bar_chart(&title, &bars)))
             })
             .collect()
     } else {
