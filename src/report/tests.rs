@@ -524,3 +524,49 @@ fn an_override_template_that_loops_for_ages_runs_out_of_fuel() {
     }
     eprintln!("out of fuel after {:?}", started.elapsed());
 }
+
+#[test]
+fn a_table_has_a_watts_column_only_where_a_current_measured_run_has_watts() {
+    let (ws, scenario, _) = usb_against_sd();
+    let plan = expand(&ws, &scenario);
+    let columns = |data: &BTreeMap<CellKey, CellData>| -> Vec<String> {
+        build(&ws, &scenario, &plan, data).tables[0]
+            .columns
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    let plain = || -> BTreeMap<CellKey, CellData> {
+        plan.cells
+            .iter()
+            .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53])))
+            .collect()
+    };
+    let first = plan.cells[0].key.clone();
+
+    // A warm-up's watts, and the watts of a run a redo superseded, say nothing of the
+    // runs the table shows.
+    let mut data = plain();
+    let d = data.get_mut(&first).unwrap();
+    d.samples[0].kind = RunKind::Warmup;
+    d.samples[0].metrics.insert("power_w".into(), 5.0);
+    d.samples[1].metrics.insert("idle_w".into(), 3.0);
+    d.redo = Some(crate::store::Redo {
+        format: FORMAT,
+        after_seq: 2,
+        at: 0.0,
+        session: "s".into(),
+    });
+    assert_eq!(columns(&data), ["random_read"]);
+
+    // One current measured run of one cell is enough for its column, in the table's
+    // order (idle before load) whichever the run stored first.
+    data.get_mut(&first).unwrap().samples[2]
+        .metrics
+        .insert("power_w".into(), 5.0);
+    assert_eq!(columns(&data), ["random_read", "power_w"]);
+    data.get_mut(&first).unwrap().samples[2]
+        .metrics
+        .insert("idle_w".into(), 3.0);
+    assert_eq!(columns(&data), ["random_read", "idle_w", "power_w"]);
+}
