@@ -263,23 +263,20 @@ pub(super) fn views<'a>(
                 }
             })
             .collect();
+        // The current measured runs, in one pass: their flags and warnings are counted,
+        // and the optional metrics any of them has are found here (on every core), not
+        // by a walk over every run of a test when its table's columns are chosen.
+        let mut optional_metrics = OptionalMetrics::default();
         let measured: Vec<&Run> = d
             .samples
             .iter()
             .zip(&runs)
             .filter(|(s, r)| r.current && s.kind == RunKind::Measured)
-            .map(|(_, r)| r)
+            .map(|(s, r)| {
+                optional_metrics = optional_metrics.union(OptionalMetrics::of(s.metrics.keys()));
+                r
+            })
             .collect();
-        // Found here, where each run is looked at anyway (on every core), rather than by
-        // a walk over every run of a test when its table's columns are chosen.
-        let optional_metrics = d
-            .samples
-            .iter()
-            .zip(&runs)
-            .filter(|(s, r)| r.current && s.kind == RunKind::Measured)
-            .fold(OptionalMetrics::default(), |seen, (s, _)| {
-                seen.union(OptionalMetrics::of(s.metrics.keys()))
-            });
         let flag_counts = counted_kinds(measured.iter().map(|r| &r.flags));
         let warning_counts = counted_kinds(measured.iter().map(|r| &r.warnings));
         let counted: Vec<&Sample> = d

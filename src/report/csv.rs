@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::Report;
 use super::cells::View;
 use super::export::{ExportError, Exporter};
+use super::format::push_number;
 use super::provenance::clean;
 use crate::model::{MetricSpec, RunOrder, Scenario};
 use crate::store::RunKind;
@@ -110,7 +111,7 @@ impl RunColumns {
             push_uint(out, n);
         }
         out.push(',');
-        super::format::push_number(out, self.duration_s);
+        push_number(out, self.duration_s);
         out.push(',');
         push_field(out, &self.flags, false);
         out.push(',');
@@ -382,7 +383,7 @@ impl Exporter for Csv {
             for v in &values {
                 out.push(',');
                 if let Some(v) = v {
-                    super::format::push_number(&mut out, *v);
+                    push_number(&mut out, *v);
                 }
             }
             out.push_str("\r\n");
