@@ -9,7 +9,8 @@
 //! second: it ends quietly when its resource is gone (benchpipe undid it), and undoes
 //! the resource once the anchor's pid no longer has the recorded start time (a reused
 //! pid has another). Without an anchor (no /proc, an unknown sshd), no guard starts and
-//! the next apply's stop-leftovers step is the only remedy, as before.
+//! the next apply's stop-leftovers step is the only remedy, as before. A command that
+//! starts after its session died gets `GONE_ANCHOR`: what it makes is undone at once.
 
 use super::quote;
 
@@ -39,16 +40,30 @@ live_start_time() {
 }
 "#;
 
+/// The anchor of a command whose session was gone before it started: no process has
+/// pid 0, so a guard launched under it undoes at once and `bp_session_alive` is false.
+pub const GONE_ANCHOR: &str = "0 0";
+
 /// Sets and exports `BENCHPIPE_ANCHOR` to the nearest ancestor (at most 8 up) that is
-/// the session's sshd; empty when there is none. Builtins only: it runs for every
-/// command.
+/// the session's sshd; empty when there is none (no /proc, an unknown SSH server).
+/// The walk starts at the live parent in /proc, not `$PPID`, which is fixed when the
+/// shell starts. A command whose sshd was killed just before it ran (a lost board)
+/// has been reparented to PID 1, or its parent is already gone: its anchor is
+/// `GONE_ANCHOR`, since an empty one would let its sampler run until its deadline.
+/// Builtins only: it runs for every command.
 pub fn anchor_fn() -> String {
     format!(
         r#"bp_anchor() {{
-  a=$PPID; n=0
+  s=; {{ read -r s < "/proc/$$/stat"; }} 2>/dev/null || return 0
+  set -f; set -- ${{s##*") "}}; set +f
+  [ $# -ge 20 ] || return 0
+  a=$2; n=0
+  case $a in ''|*[!0-9]*) return 0;; esac
+  [ "$a" -gt 1 ] || {{ {ANCHOR_ENV}='{GONE_ANCHOR}'; return 0; }}
   while [ "$n" -lt 8 ] && [ "$a" -gt 1 ] 2>/dev/null; do
     c=; {{ read -r c < "/proc/$a/comm"; }} 2>/dev/null
-    s=; {{ read -r s < "/proc/$a/stat"; }} 2>/dev/null || return 0
+    s=; {{ read -r s < "/proc/$a/stat"; }} 2>/dev/null || {{
+      [ "$n" -eq 0 ] && {ANCHOR_ENV}='{GONE_ANCHOR}'; return 0; }}
     set -f; set -- ${{s##*") "}}; set +f
     [ $# -ge 20 ] || return 0
     case $c in {SSHD_NAMES})
@@ -163,6 +178,48 @@ mod tests {
         let (pid, start) = a.split_once(' ').expect("pid and start time");
         assert_eq!(pid, std::process::id().to_string());
         assert!(start.parse::<u64>().is_ok(), "{a}");
+    }
+
+    /// Runs `anchor_fn` and `SESSION_ALIVE_FN` in a /bin/sh started by `launcher`
+    /// (whose `$0` is the script) and returns `[anchor] alive-or-gone [live parent]`,
+    /// written to a file, since an orphan's output has no reader.
+    fn anchor_seen(name: &str, launcher: &str) -> String {
+        let out = format!("/tmp/benchpipe-anchor-test-{}-{name}", std::process::id());
+        let _ = std::fs::remove_file(&out);
+        let tmp = quote::sh(&format!("{out}.tmp"));
+        let script = format!(
+            r#"{anchor}{SESSION_ALIVE_FN}read -r s < /proc/$$/stat; set -- ${{s##*") "}}; p=$2
+if bp_session_alive; then v=alive; else v=gone; fi
+echo "[${ANCHOR_ENV}] $v [$p]" > {tmp} && mv {tmp} {out}
+"#,
+            anchor = anchor_fn(),
+            out = quote::sh(&out),
+        );
+        let status = std::process::Command::new("sh")
+            .args(["-c", launcher, &script])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let t0 = std::time::Instant::now();
+        while !std::path::Path::new(&out).exists() && t0.elapsed().as_secs() < 30 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let seen = std::fs::read_to_string(&out).unwrap_or_default();
+        let _ = std::fs::remove_file(&out);
+        seen.trim().to_string()
+    }
+
+    /// Under no sshd the anchor is empty and the session counts as alive (nothing to
+    /// watch); a command orphaned before it looks (its sshd was killed: it was
+    /// reparented to PID 1) gets `GONE_ANCHOR`, and its session counts as gone.
+    #[test]
+    fn an_orphaned_command_sees_its_session_gone_and_one_without_sshd_sees_no_anchor() {
+        let direct = anchor_seen("direct", r#"sh -c "$0""#);
+        assert!(direct.starts_with("[] alive ["), "{direct}");
+        // The middle shell exits at once; the inner one looks after a pause, by which
+        // time it has been reparented.
+        let orphan = anchor_seen("orphan", r#"sh -c "sleep 0.5; $0" & exit 0"#);
+        assert_eq!(orphan, format!("[{GONE_ANCHOR}] gone [1]"));
     }
 
     /// A guard undoes its resource once its anchor is gone, and ends without a word
