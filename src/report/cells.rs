@@ -21,6 +21,8 @@ pub(super) struct Run {
     pub current: bool,
     /// Current, measured, and kept by the method (`state::counts`).
     pub counts: bool,
+    /// The apply that took it: its index in `View::sessions`.
+    pub session: usize,
 }
 
 /// One cell as the report sees it.
@@ -30,6 +32,11 @@ pub(super) struct View<'a> {
     pub state: CellState,
     /// Per stored sample, in store order.
     pub runs: Vec<Run>,
+    /// The distinct sessions (applies) its runs were taken in, in store order.
+    pub sessions: Vec<&'a str>,
+    /// Every run's value of each of `metrics` (None where it has none), run by run:
+    /// results.csv's rows read them, and `counted` is made of them.
+    pub run_values: Vec<Option<f64>>,
     /// The current measured runs.
     pub measured: usize,
     /// The cell's recipe metrics (none without a recipe), and each one's values over
@@ -103,6 +110,12 @@ impl<'a> View<'a> {
 
     pub fn measured(&self) -> usize {
         self.measured
+    }
+
+    /// Run `run`'s value of each of `metrics`, in their order.
+    pub fn values_of_run(&self, run: usize) -> &[Option<f64>] {
+        let n = self.metrics.len();
+        self.run_values.get(run * n..(run + 1) * n).unwrap_or(&[])
     }
 
     /// The runs that count in the statistics, in store order.
@@ -249,17 +262,32 @@ pub(super) fn views<'a>(
         let recipe = ws_recipes.get(&cell.address.test);
         let primary = recipe.map(|r| r.primary_metrics()).unwrap_or_default();
         let method = &cell.method;
+        let metrics = recipe.map_or(&[][..], |r| r.metrics.as_slice());
+        // Each run's metric values are found here, once, for every run: the statistics
+        // take the counted runs' and results.csv every run's.
+        let mut run_values = Vec::with_capacity(d.samples.len() * metrics.len());
+        let mut sessions: Vec<&str> = Vec::new();
         let runs: Vec<Run> = d
             .samples
             .iter()
             .map(|s| {
                 let flags = state::flags_of(method, s);
                 let current = d.is_current(s);
+                let session = match sessions.iter().rposition(|x| *x == s.session) {
+                    Some(i) => i,
+                    None => {
+                        sessions.push(&s.session);
+                        sessions.len() - 1
+                    }
+                };
+                let seconds = s.ended - s.started;
+                run_values.extend(metrics.iter().map(|m| m.value(&s.metrics, seconds)));
                 Run {
                     counts: current && state::counts_with_flags(method, s, &flags),
                     warnings: warnings_of(s),
                     flags,
                     current,
+                    session,
                 }
             })
             .collect();
@@ -286,11 +314,17 @@ pub(super) fn views<'a>(
             .filter(|(_, r)| r.counts)
             .map(|(s, _)| s)
             .collect();
-        let metrics = recipe.map_or(&[][..], |r| r.metrics.as_slice());
         let confidence = scenario.method.confidence;
-        let judged: Vec<Counted> = metrics
-            .iter()
-            .map(|m| Counted::of(values_in(counted.iter().copied(), m), confidence))
+        let judged: Vec<Counted> = (0..metrics.len())
+            .map(|i| {
+                let values = runs
+                    .iter()
+                    .zip(run_values.chunks_exact(metrics.len()))
+                    .filter(|(r, _)| r.counts)
+                    .filter_map(|(_, v)| v[i])
+                    .collect();
+                Counted::of(values, confidence)
+            })
             .collect();
         let primary_values: Vec<Vec<f64>> = primary
             .iter()
@@ -316,6 +350,8 @@ pub(super) fn views<'a>(
             metrics,
             counted: judged,
             runs,
+            sessions,
+            run_values,
             optional_metrics,
         }
     })

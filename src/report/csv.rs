@@ -52,19 +52,21 @@ pub const CSV_COLUMNS: [&str; 27] = [
 /// `warnings`); the provenance columns after them are the cell's too.
 const CELL_COLUMNS: usize = 8;
 
-/// One stored run as `results.csv` has it. A big store has many runs per cell: the
-/// cell's columns are made once and shared by its runs' rows, and a run's own columns
-/// are kept as values, turned into text only as the file is written.
+/// One cell's rows of `results.csv`: the columns its runs share, made once, then each
+/// run's own columns and metric values, kept as values and turned into text only as the
+/// file is written (a big store has a hundred thousand runs).
 #[derive(Clone, Debug, PartialEq)]
-pub struct SampleRow {
+pub struct CellRows {
     /// The cell's columns: its address (`scenario` to `cell`), then its provenance
     /// (`image_id` to `tools`), as text.
-    pub cell: Arc<Vec<String>>,
-    /// The run's own columns, `seq` to `warnings`.
-    pub run: RunColumns,
-    /// The run's value of each of its test's metrics (computed ones too): (its index
-    /// in `Report::sample_metrics`, value).
-    pub metrics: Vec<(usize, f64)>,
+    pub cell: Vec<String>,
+    /// Its runs' own columns, `seq` to `warnings`, in store order.
+    pub runs: Vec<RunColumns>,
+    /// Its test's metrics, as indices in `Report::sample_metrics`: the columns of
+    /// `values`.
+    pub metrics: Arc<[usize]>,
+    /// Each run's value of each of `metrics` (None where it has none), run by run.
+    pub values: Vec<Option<f64>>,
 }
 
 /// The run's columns of a `results.csv` row (`seq` to `warnings`).
@@ -192,40 +194,62 @@ fn provenance(view: &View) -> Vec<String> {
     ]
 }
 
-/// Every stored run of the report's cells, in report order of cells and store order of
-/// runs. `metrics` are the tables' columns per test.
+/// Where a row finds its value of one of its test's metric columns.
+enum Source<'m> {
+    /// The view's value of its recipe's metric at this index (`View::values_of_run`).
+    Judged(usize),
+    /// Looked up in the run's metrics: a column the recipe does not have as it is (one
+    /// per member, watts, a series' temperature and clock).
+    Lookup(&'m MetricSpec),
+}
+
+/// The rows of every stored run of the report's cells, cell by cell in report order,
+/// runs in store order. `metrics` are the tables' columns per test.
 pub(super) fn rows(
     scenario: &Scenario,
     views: &[View],
     metrics: &[(String, MetricSpec)],
-) -> Vec<SampleRow> {
+) -> Vec<CellRows> {
     // Applies are numbered by their session, which starts with its start time: the
     // order they ran in, without showing when.
-    let mut sessions: Vec<&str> = Vec::new();
-    for s in views.iter().flat_map(|v| &v.data.samples) {
-        // A cell's runs mostly share their apply: skip the repeats before sorting.
-        if sessions.last() != Some(&s.session.as_str()) {
-            sessions.push(&s.session);
-        }
-    }
+    let mut sessions: Vec<&str> = views
+        .iter()
+        .flat_map(|v| v.sessions.iter().copied())
+        .collect();
     sessions.sort_unstable();
     sessions.dedup();
-    let apply: BTreeMap<&str, usize> = sessions
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (*s, i + 1))
-        .collect();
+    let apply_of = |session: &str| sessions.binary_search(&session).map_or(0, |i| i + 1);
     // Each test's metric columns, found once rather than per cell.
     let mut of_tests: BTreeMap<&str, Vec<(usize, &MetricSpec)>> = BTreeMap::new();
     for (i, (t, m)) in metrics.iter().enumerate() {
         of_tests.entry(t.as_str()).or_default().push((i, m));
     }
-    let mut out = Vec::with_capacity(views.iter().map(|v| v.data.samples.len()).sum());
-    let mut last_session: (&str, usize) = ("", 0);
+    let indices: BTreeMap<&str, Arc<[usize]>> = of_tests
+        .iter()
+        .map(|(t, ms)| (*t, ms.iter().map(|(i, _)| *i).collect()))
+        .collect();
+    let no_metrics: Arc<[usize]> = Arc::from([]);
+    let mut out = Vec::with_capacity(views.len());
     for v in views {
         let a = v.address();
         let test = a.test.to_string();
         let of_test = of_tests.get(test.as_str()).map_or(&[][..], Vec::as_slice);
+        // A column the view judged already is taken from it: the same value
+        // `MetricSpec::value` gives, which depends only on the name and the derivation.
+        let sources: Vec<Source> = of_test
+            .iter()
+            .map(|(_, spec)| {
+                match v
+                    .metrics
+                    .iter()
+                    .position(|m| m.name == spec.name && m.derive == spec.derive)
+                {
+                    Some(i) => Source::Judged(i),
+                    None => Source::Lookup(spec),
+                }
+            })
+            .collect();
+        let metric_indices = indices.get(test.as_str()).unwrap_or(&no_metrics);
         let mut cell = vec![
             scenario.name.clone(),
             test,
@@ -246,14 +270,14 @@ pub(super) fn rows(
             v.cell.key.to_string(),
         ];
         cell.extend(provenance(v));
-        let cell = Arc::new(cell);
-        for (s, judged) in v.data.samples.iter().zip(&v.runs) {
-            if last_session.0 != s.session {
-                last_session = (&s.session, apply[s.session.as_str()]);
-            }
-            let run = RunColumns {
+        let applies: Vec<usize> = v.sessions.iter().map(|s| apply_of(s)).collect();
+        let samples = &v.data.samples;
+        let mut runs = Vec::with_capacity(samples.len());
+        let mut values = Vec::with_capacity(samples.len() * sources.len());
+        for (k, (s, judged)) in samples.iter().zip(&v.runs).enumerate() {
+            runs.push(RunColumns {
                 seq: s.seq,
-                apply: last_session.1,
+                apply: applies.get(judged.session).copied().unwrap_or(0),
                 kind: s.kind,
                 current: judged.current,
                 counted: judged.counts,
@@ -262,18 +286,19 @@ pub(super) fn rows(
                 duration_s: s.ended - s.started,
                 flags: judged.flags.join(";"),
                 warnings: judged.warnings.join(";"),
-            };
-            let seconds = s.ended - s.started;
-            let metrics = of_test
-                .iter()
-                .filter_map(|(i, m)| Some((*i, m.value(&s.metrics, seconds)?)))
-                .collect();
-            out.push(SampleRow {
-                cell: Arc::clone(&cell),
-                run,
-                metrics,
             });
+            let judged_values = v.values_of_run(k);
+            values.extend(sources.iter().map(|source| match source {
+                Source::Judged(i) => judged_values.get(*i).copied().flatten(),
+                Source::Lookup(spec) => spec.value(&s.metrics, s.ended - s.started),
+            }));
         }
+        out.push(CellRows {
+            cell,
+            runs,
+            metrics: Arc::clone(metric_indices),
+            values,
+        });
     }
     out
 }
@@ -358,38 +383,32 @@ impl Exporter for Csv {
             })
             .collect();
         let mut values: Vec<Option<f64>> = vec![None; columns.len()];
-        // The last row's cell, with its columns as written.
-        let mut cell: Option<(&Arc<Vec<String>>, CellText)> = None;
-        for row in &report.samples {
-            if !cell
-                .as_ref()
-                .is_some_and(|(c, _)| Arc::ptr_eq(c, &row.cell))
-            {
-                cell = Some((&row.cell, CellFields::of(&row.cell)));
-            }
-            let Some((_, (address, provenance))) = &cell else {
-                continue;
-            };
-            out.push_str(address);
-            row.run.write(&mut out);
-            out.push_str(provenance);
-            values.iter_mut().for_each(|v| *v = None);
-            // A column takes the row's first value of its name and unit.
-            for (i, v) in row.metrics.iter().rev() {
-                if let Some(Some(c)) = column_of.get(*i) {
-                    values[*c] = Some(*v);
+        for rows in &report.samples {
+            let (address, provenance) = CellFields::of(&rows.cell);
+            let width = rows.metrics.len();
+            for (k, run) in rows.runs.iter().enumerate() {
+                out.push_str(&address);
+                run.write(&mut out);
+                out.push_str(&provenance);
+                values.iter_mut().for_each(|v| *v = None);
+                // A column takes the row's first value of its name and unit.
+                let of_run = rows.values.get(k * width..(k + 1) * width).unwrap_or(&[]);
+                for (i, v) in rows.metrics.iter().zip(of_run).rev() {
+                    if let (Some(Some(c)), Some(v)) = (column_of.get(*i), v) {
+                        values[*c] = Some(*v);
+                    }
                 }
-            }
-            for v in &values {
-                out.push(',');
-                if let Some(v) = v {
-                    push_number(&mut out, *v);
+                for v in &values {
+                    out.push(',');
+                    if let Some(v) = v {
+                        push_number(&mut out, *v);
+                    }
                 }
-            }
-            out.push_str("\r\n");
-            if out.len() >= CHUNK {
-                file.write_all(out.as_bytes())?;
-                out.clear();
+                out.push_str("\r\n");
+                if out.len() >= CHUNK {
+                    file.write_all(out.as_bytes())?;
+                    out.clear();
+                }
             }
         }
         file.write_all(out.as_bytes())?;

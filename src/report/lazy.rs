@@ -67,6 +67,9 @@ impl Object for TableValue {
                     })
                     .clone(),
             ),
+            // Read for every row by the embedded templates: made directly.
+            "adaptive" => Some(Value::from(self.table.adaptive)),
+            "any_flagged" => Some(Value::from(self.table.any_flagged)),
             _ => field(&*self.table, key),
         }
     }
@@ -115,13 +118,22 @@ impl Object for RowValue {
         self.get_value_by_str(key.as_str()?)
     }
     fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
-        if key == "values" {
-            return Some(Value::from_object(StatsValue {
+        let row = self.row();
+        // The fields the templates read of every row, made directly (as their serde
+        // forms convert: a None as none); any other through serde.
+        Some(match key {
+            "values" => Value::from_object(StatsValue {
                 table: Arc::clone(&self.table),
                 row: self.row,
-            }));
-        }
-        field(self.row(), key)
+            }),
+            "label" => Value::from(row.label.as_str()),
+            "flagged" => Value::from(row.flagged.as_str()),
+            "runs" => row
+                .runs
+                .as_deref()
+                .map_or_else(|| Value::from(()), Value::from),
+            _ => return field(row, key),
+        })
     }
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         fields_of(self.row())

@@ -46,7 +46,7 @@ mod tests_tables;
 pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
 pub use chart::{Bar, ChartTitle, bar_chart};
 pub use compare::{ComparisonRow, Pooled, comparisons};
-pub use csv::{CSV_COLUMNS, Csv, SampleRow};
+pub use csv::{CSV_COLUMNS, CellRows, Csv};
 pub use export::{
     ExportError, Exporter, Html, Markdown, SharedContext, TEMPLATE_DIR, TEMPLATE_FUEL,
     TEMPLATE_MAX_BYTES, TEMPLATE_NAMES, Template, Templates, exporters, exporters_with,
@@ -97,7 +97,7 @@ pub struct Report {
     /// Every stored run of the report's cells with its provenance, for `results.csv`
     /// (not in the templates' context).
     #[serde(skip)]
-    pub samples: Vec<SampleRow>,
+    pub samples: Vec<CellRows>,
     /// The metric columns of `results.csv`: `(test, metric)` in table order.
     #[serde(skip)]
     pub sample_metrics: Vec<(String, MetricSpec)>,
