@@ -436,6 +436,39 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
         assert!((row.values[2].mean.unwrap() - w).abs() < 1e-9, "{row:?}");
         assert_eq!(row.values[3].sd, Some(0.0));
     }
+    // results.csv's values, whether taken from what the views judged (the recipe's
+    // metrics, derived ones too) or looked up (watts), are each run's own.
+    let mut seen = std::collections::BTreeSet::new();
+    for cell in &r.samples {
+        let d = data
+            .iter()
+            .find(|(k, _)| k.to_string() == cell.cell[7])
+            .unwrap()
+            .1;
+        assert_eq!(cell.runs.len(), d.samples.len());
+        for (k, s) in d.samples.iter().enumerate() {
+            for (j, i) in cell.metrics.iter().enumerate() {
+                let want = r.sample_metrics[*i]
+                    .1
+                    .value(&s.metrics, s.ended - s.started);
+                let got = cell.values[k * cell.metrics.len() + j];
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits));
+                if got.is_some() {
+                    seen.insert(r.sample_metrics[*i].1.name.as_str());
+                }
+            }
+        }
+    }
+    assert_eq!(
+        seen,
+        std::collections::BTreeSet::from([
+            "energy",
+            "idle_w",
+            "power_w",
+            "random_read",
+            "read_per_w"
+        ])
+    );
     let cmp = &r.comparisons[0];
     assert_eq!(cmp.metric, "disk-4k.power_w");
     assert!(cmp.difference.starts_with('-'), "{cmp:?}");
