@@ -335,7 +335,15 @@ pub fn markdown_escape(text: &str) -> String {
 
 /// `text` HTML-escaped as minijinja's auto-escaping does (`&`, `<`, `>`, `"`, `'` and
 /// `/`, as `minijinja::HtmlEscape` writes them), handed to `write` in pieces.
-fn html_escaped<E>(text: &str, write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+    // Most values (numbers, labels) have nothing to escape: found by a scan of their
+    // bytes (the escaped characters are ASCII) and written whole.
+    let special = |b: u8| matches!(b, b'<' | b'>' | b'&' | b'"' | b'\'' | b'/');
+    let Some(at) = text.bytes().position(special) else {
+        return write(text);
+    };
+    write(&text[..at])?;
+    let text = &text[at..];
     let replacement = |c: char| match c {
         '<' => Some("&lt;"),
         '>' => Some("&gt;"),
