@@ -45,25 +45,33 @@ live_start_time() {
 pub const GONE_ANCHOR: &str = "0 0";
 
 /// Sets and exports `BENCHPIPE_ANCHOR` to the nearest ancestor (at most 8 up) that is
-/// the session's sshd; empty when there is none (no /proc, an unknown SSH server).
-/// The walk starts at the live parent in /proc, not `$PPID`, which is fixed when the
-/// shell starts. A command whose sshd was killed just before it ran (a lost board)
-/// has been reparented to PID 1, or its parent is already gone: its anchor is
-/// `GONE_ANCHOR`, since an empty one would let its sampler run until its deadline.
-/// Builtins only: it runs for every command.
+/// the session's sshd; empty when there is none (no /proc, an unknown SSH server, a
+/// parent /proc hides). The walk starts at the live parent in /proc, not `$PPID`, which
+/// is fixed when the shell starts. A command whose sshd was killed just before it ran
+/// (a lost board) has been reparented to PID 1, since the kernel hands a process's
+/// children on when it exits: its anchor is `GONE_ANCHOR`, for an empty one would let
+/// its sampler run until its deadline. Builtins only: it runs for every command.
 pub fn anchor_fn() -> String {
     format!(
-        r#"bp_anchor() {{
-  s=; {{ read -r s < "/proc/$$/stat"; }} 2>/dev/null || return 0
+        r#"bp_parent() {{
+  s=; {{ read -r s < "/proc/$$/stat"; }} 2>/dev/null || return 1
   set -f; set -- ${{s##*") "}}; set +f
-  [ $# -ge 20 ] || return 0
-  a=$2; n=0
-  case $a in ''|*[!0-9]*) return 0;; esac
+  [ $# -ge 20 ] || return 1
+  case $2 in ''|*[!0-9]*) return 1;; esac
+  bp_parent=$2
+}}
+bp_anchor() {{
+  bp_parent || return 0
+  a=$bp_parent; n=0
   [ "$a" -gt 1 ] || {{ {ANCHOR_ENV}='{GONE_ANCHOR}'; return 0; }}
   while [ "$n" -lt 8 ] && [ "$a" -gt 1 ] 2>/dev/null; do
     c=; {{ read -r c < "/proc/$a/comm"; }} 2>/dev/null
     s=; {{ read -r s < "/proc/$a/stat"; }} 2>/dev/null || {{
-      [ "$n" -eq 0 ] && {ANCHOR_ENV}='{GONE_ANCHOR}'; return 0; }}
+      # The parent exited since it was read (this process was reparented), or /proc
+      # hides it (hidepid): only the first is a gone session.
+      [ "$n" -eq 0 ] && bp_parent && [ "$bp_parent" -le 1 ] && {ANCHOR_ENV}='{GONE_ANCHOR}'
+      return 0
+    }}
     set -f; set -- ${{s##*") "}}; set +f
     [ $# -ge 20 ] || return 0
     case $c in {SSHD_NAMES})
