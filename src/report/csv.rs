@@ -219,26 +219,29 @@ pub(super) fn rows(
     sessions.sort_unstable();
     sessions.dedup();
     let apply_of = |session: &str| sessions.binary_search(&session).map_or(0, |i| i + 1);
-    // Each test's metric columns, found once rather than per cell.
-    let mut of_tests: BTreeMap<&str, Vec<(usize, &MetricSpec)>> = BTreeMap::new();
+    // Each test's metric columns, found once rather than per cell: as specs, and as
+    // the indices in `metrics` its cells' rows share.
+    let mut specs: BTreeMap<&str, (Vec<&MetricSpec>, Vec<usize>)> = BTreeMap::new();
     for (i, (t, m)) in metrics.iter().enumerate() {
-        of_tests.entry(t.as_str()).or_default().push((i, m));
+        let (of_test, indices) = specs.entry(t.as_str()).or_default();
+        of_test.push(m);
+        indices.push(i);
     }
-    let indices: BTreeMap<&str, Arc<[usize]>> = of_tests
-        .iter()
-        .map(|(t, ms)| (*t, ms.iter().map(|(i, _)| *i).collect()))
+    let of_tests: BTreeMap<&str, (Vec<&MetricSpec>, Arc<[usize]>)> = specs
+        .into_iter()
+        .map(|(t, (of_test, indices))| (t, (of_test, indices.into())))
         .collect();
-    let no_metrics: Arc<[usize]> = Arc::from([]);
+    let no_metrics = (Vec::new(), Arc::from([]));
     let mut out = Vec::with_capacity(views.len());
     for v in views {
         let a = v.address();
         let test = a.test.to_string();
-        let of_test = of_tests.get(test.as_str()).map_or(&[][..], Vec::as_slice);
+        let (of_test, metric_indices) = of_tests.get(test.as_str()).unwrap_or(&no_metrics);
         // A column the view judged already is taken from it: the same value
         // `MetricSpec::value` gives, which depends only on the name and the derivation.
         let sources: Vec<Source> = of_test
             .iter()
-            .map(|(_, spec)| {
+            .map(|spec| {
                 match v
                     .metrics
                     .iter()
@@ -249,7 +252,6 @@ pub(super) fn rows(
                 }
             })
             .collect();
-        let metric_indices = indices.get(test.as_str()).unwrap_or(&no_metrics);
         let mut cell = vec![
             scenario.name.clone(),
             test,

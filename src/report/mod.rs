@@ -94,8 +94,8 @@ pub struct Report {
     /// The benchpipe that rendered the report (each configuration shows the one that
     /// measured it, where its facts say).
     pub benchpipe: String,
-    /// Every stored run of the report's cells with its provenance, for `results.csv`
-    /// (not in the templates' context).
+    /// Every stored run of the report's cells, cell by cell with the cell's provenance,
+    /// for `results.csv` (not in the templates' context).
     #[serde(skip)]
     pub samples: Vec<CellRows>,
     /// The metric columns of `results.csv`: `(test, metric)` in table order.
