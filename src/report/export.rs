@@ -336,14 +336,6 @@ pub fn markdown_escape(text: &str) -> String {
 /// `text` HTML-escaped as minijinja's auto-escaping does (`&`, `<`, `>`, `"`, `'` and
 /// `/`, as `minijinja::HtmlEscape` writes them), handed to `write` in pieces.
 fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
-    // Most values (numbers, labels) have nothing to escape: found by a scan of their
-    // bytes (the escaped characters are ASCII) and written whole.
-    let special = |b: u8| matches!(b, b'<' | b'>' | b'&' | b'"' | b'\'' | b'/');
-    let Some(at) = text.bytes().position(special) else {
-        return write(text);
-    };
-    write(&text[..at])?;
-    let text = &text[at..];
     let replacement = |c: char| match c {
         '<' => Some("&lt;"),
         '>' => Some("&gt;"),
@@ -353,7 +345,14 @@ fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> 
         '/' => Some("&#x2f;"),
         _ => None,
     };
-    super::chart::write_replaced(text, replacement, write)
+    // Most values (numbers, labels) have nothing to escape: found by a scan of their
+    // bytes (every escaped character is ASCII) and written whole.
+    let special = |b: u8| b.is_ascii() && replacement(char::from(b)).is_some();
+    let Some(at) = text.bytes().position(special) else {
+        return write(text);
+    };
+    write(&text[..at])?;
+    super::chart::write_replaced(&text[at..], replacement, write)
 }
 
 /// `markdown_escape` as it is written: the Markdown template's every value goes through

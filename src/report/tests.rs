@@ -439,10 +439,11 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     // results.csv's values, whether taken from what the views judged (the recipe's
     // metrics, derived ones too) or looked up (watts), are each run's own.
     let mut seen = std::collections::BTreeSet::new();
+    let key_column = CSV_COLUMNS.iter().position(|c| *c == "cell").unwrap();
     for cell in &r.samples {
         let d = data
             .iter()
-            .find(|(k, _)| k.to_string() == cell.cell[7])
+            .find(|(k, _)| k.to_string() == cell.cell[key_column])
             .unwrap()
             .1;
         assert_eq!(cell.runs.len(), d.samples.len());

@@ -189,9 +189,10 @@ mod tests {
     }
 
     /// Runs `anchor_fn` and `SESSION_ALIVE_FN` in a /bin/sh started by `launcher`
-    /// (whose `$0` is the script) and returns `[anchor] alive-or-gone [live parent]`,
-    /// written to a file, since an orphan's output has no reader.
-    fn anchor_seen(name: &str, launcher: &str) -> String {
+    /// (whose `$0` is the script; `launched` runs once the launcher has exited) and
+    /// returns `[anchor] alive-or-gone [live parent]`, written to a file, since an
+    /// orphan's output has no reader.
+    fn anchor_seen(name: &str, launcher: &str, launched: impl FnOnce()) -> String {
         let out = format!("/tmp/benchpipe-anchor-test-{}-{name}", std::process::id());
         let _ = std::fs::remove_file(&out);
         let tmp = quote::sh(&format!("{out}.tmp"));
@@ -208,6 +209,7 @@ echo "[${ANCHOR_ENV}] $v [$p]" > {tmp} && mv {tmp} {out}
             .status()
             .unwrap();
         assert!(status.success());
+        launched();
         let t0 = std::time::Instant::now();
         while !std::path::Path::new(&out).exists() && t0.elapsed().as_secs() < 30 {
             std::thread::sleep(std::time::Duration::from_millis(50));
@@ -222,11 +224,21 @@ echo "[${ANCHOR_ENV}] $v [$p]" > {tmp} && mv {tmp} {out}
     /// reparented to PID 1) gets `GONE_ANCHOR`, and its session counts as gone.
     #[test]
     fn an_orphaned_command_sees_its_session_gone_and_one_without_sshd_sees_no_anchor() {
-        let direct = anchor_seen("direct", r#"sh -c "$0""#);
+        let direct = anchor_seen("direct", r#"sh -c "$0""#, || {});
         assert!(direct.starts_with("[] alive ["), "{direct}");
-        // The middle shell exits at once; the inner one looks after a pause, by which
-        // time it has been reparented.
-        let orphan = anchor_seen("orphan", r#"sh -c "sleep 0.5; $0" & exit 0"#);
+        // The middle shell exits at once; the inner one looks only once this test has
+        // seen it exit (a file says so), by when it has been reparented, however loaded
+        // the machine.
+        let go = format!("/tmp/benchpipe-anchor-test-{}-go", std::process::id());
+        let _ = std::fs::remove_file(&go);
+        let launcher = format!(
+            r#"sh -c "i=0; until [ -e {go} ] || [ \$i -ge 600 ]; do i=\$((i + 1)); sleep 0.05; done; $0" & exit 0"#,
+            go = quote::sh(&go)
+        );
+        let orphan = anchor_seen("orphan", &launcher, || {
+            std::fs::write(&go, "").unwrap();
+        });
+        let _ = std::fs::remove_file(&go);
         assert_eq!(orphan, format!("[{GONE_ANCHOR}] gone [1]"));
     }
 
