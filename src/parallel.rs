@@ -32,26 +32,80 @@ pub fn both<A: Send, B: Send>(
     })
 }
 
-/// `items.iter().map(f).collect()`, in contiguous parts on up to `cores()` threads,
-/// none with fewer than `min_part` items (a thread costs more than a few small items).
+/// `items.iter().map(f).collect()`, on up to `cores()` threads, none with fewer than
+/// `min_part` items (a thread costs more than a few small items).
 pub fn map<T: Sync, R: Send>(items: &[T], min_part: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = cores().min(items.len().div_ceil(min_part.max(1)).max(1));
+    let threads = threads_for(items.len(), min_part);
     if threads < 2 {
         return items.iter().map(f).collect();
     }
-    let part = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|s| {
-        let running: Vec<_> = items
-            .chunks(part)
-            .map(|chunk| s.spawn(move || chunk.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        let mut out = Vec::with_capacity(items.len());
-        for t in running {
-            out.extend(t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+    // About sixteen blocks a thread, none longer than a part.
+    let block = (items.len() / (threads * 16)).clamp(1, min_part.max(1));
+    let parts = blocks_on(items, threads, block, |b| {
+        b.iter().map(&f).collect::<Vec<R>>()
+    });
+    let mut out = Vec::with_capacity(items.len());
+    for part in parts {
+        out.extend(part);
+    }
+    out
+}
+
+/// `items.chunks(block).map(f).collect()`, the blocks on up to `cores()` threads (none
+/// with fewer than `min_part` items): for work that keeps something per block, such as
+/// a buffer.
+pub fn map_blocks<T: Sync, R: Send>(
+    items: &[T],
+    min_part: usize,
+    block: usize,
+    f: impl Fn(&[T]) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads_for(items.len(), min_part);
+    if threads < 2 {
+        return items.chunks(block.max(1)).map(f).collect();
+    }
+    blocks_on(items, threads, block, f)
+}
+
+fn threads_for(items: usize, min_part: usize) -> usize {
+    cores().min(items.div_ceil(min_part.max(1)).max(1))
+}
+
+/// The blocks of `items`, each taken by the next thread free (the caller's among them)
+/// rather than a fixed part per thread: when other work shares the cores (a report
+/// reads the store while its plan is made), a thread held up does fewer blocks, and
+/// no core sits idle at the end while another finishes a part. Results in block order.
+fn blocks_on<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    block: usize,
+    f: impl Fn(&[T]) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let block = block.max(1);
+    let count = items.len().div_ceil(block);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= count {
+                break done;
+            }
+            let start = i * block;
+            done.push((i, f(&items[start..items.len().min(start + block)])));
         }
-        out
-    })
+    };
+    let mut done = std::thread::scope(|s| {
+        let others: Vec<_> = (1..threads).map(|_| s.spawn(&work)).collect();
+        let mut done = work();
+        for t in others {
+            done.extend(t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        done
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Runs every job once, on up to `cores()` threads (the caller's among them), each
@@ -139,6 +193,19 @@ mod tests {
                 let got = map(&items, min_part, |i| i * 3 + 1);
                 let want: Vec<usize> = items.iter().map(|i| i * 3 + 1).collect();
                 assert_eq!(got, want, "n={n} min_part={min_part}");
+            }
+        }
+    }
+
+    #[test]
+    fn map_blocks_gives_every_block_in_order_for_every_size() {
+        for n in [0usize, 1, 2, 3, 7, 100, 1001] {
+            let items: Vec<usize> = (0..n).collect();
+            for (min_part, block) in [(0, 0), (1, 1), (3, 2), (64, 5), (5000, 64)] {
+                let got = map_blocks(&items, min_part, block, |b| b.to_vec());
+                let want: Vec<Vec<usize>> =
+                    items.chunks(block.max(1)).map(<[usize]>::to_vec).collect();
+                assert_eq!(got, want, "n={n} min_part={min_part} block={block}");
             }
         }
     }

@@ -73,9 +73,11 @@ pub use stored_json::StoredJson;
 /// The version of every file in the store but failure.json; readers refuse newer ones.
 pub const FORMAT: u32 = 1;
 
-/// The most threads `Store::all` reads cells on, and the fewest cells worth a thread.
-const READ_THREADS: usize = 8;
+/// The fewest cells worth a thread of `Store::all`'s, and the cells a thread reads at a
+/// time: small enough that the threads end together, big enough that taking the next
+/// block costs nothing beside reading it.
 const READ_CHUNK_MIN: usize = 256;
+const READ_BLOCK: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -260,11 +262,6 @@ impl Store {
         }
         // Sorted, so that the first error is the same one however the directory lists.
         cells.sort();
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, READ_THREADS)
-            .min(cells.len().div_ceil(READ_CHUNK_MIN).max(1));
-        let chunk = cells.len().div_ceil(threads).max(1);
         let read = |part: &[(std::ffi::OsString, CellKey)]| -> Result<Vec<(CellKey, CellData)>> {
             let mut out = Vec::with_capacity(part.len());
             let (mut dir, mut buf) = (self.root.clone(), ReadBuf::default());
@@ -279,20 +276,7 @@ impl Store {
             }
             Ok(out)
         };
-        let parts: Vec<Result<Vec<(CellKey, CellData)>>> = if threads == 1 {
-            vec![read(&cells)]
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = cells
-                    .chunks(chunk)
-                    .map(|part| s.spawn(move || read(part)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            })
-        };
+        let parts = crate::parallel::map_blocks(&cells, READ_CHUNK_MIN, READ_BLOCK, read);
         let mut out = BTreeMap::new();
         for part in parts {
             out.extend(part?);
