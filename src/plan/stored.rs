@@ -50,13 +50,29 @@ pub fn with_stored(
     mut plan: Plan,
     data: &BTreeMap<CellKey, CellData>,
 ) -> Plan {
-    // Only asked whether it holds an address (never walked, so its order cannot show):
-    // a big store asks once per stored cell.
-    let planned: HashSet<&Address> = plan.cells.iter().map(|c| &c.address).collect();
+    // Most stored cells are planned ones. They are found by key, walking the store's
+    // order beside the plan's cells sorted once by key, and their addresses compared.
+    // A set of the planned addresses, made only when some cell is not found so, answers
+    // the rest (it is only asked, never walked, so its order cannot show).
+    let mut by_key: Vec<&Cell> = plan.cells.iter().collect();
+    by_key.sort_unstable_by(|x, y| x.key.cmp(&y.key));
+    let mut at = 0;
+    let mut planned: Option<HashSet<&Address>> = None;
     let mut best: BTreeMap<Address, (f64, Cell)> = BTreeMap::new();
-    for d in data.values() {
+    for (key, d) in data {
         let Some(record) = &d.record else { continue };
-        if planned.contains(&record.address) {
+        while by_key.get(at).is_some_and(|c| c.key < *key) {
+            at += 1;
+        }
+        let found = by_key[at..]
+            .iter()
+            .take_while(|c| c.key == *key)
+            .any(|c| c.address == record.address);
+        if found
+            || planned
+                .get_or_insert_with(|| plan.cells.iter().map(|c| &c.address).collect())
+                .contains(&record.address)
+        {
             continue;
         }
         // A board with a file stands for its cells (the plan made them, or says why
@@ -85,7 +101,7 @@ pub fn with_stored(
             best.insert(cell.address.clone(), (last, cell));
         }
     }
-    drop(planned);
+    drop((planned, by_key));
     // What the plan could not make for want of a board file, the store now stands for.
     plan.skipped.retain(|s| !best.contains_key(&s.address));
     plan.cells.extend(best.into_values().map(|(_, c)| c));
