@@ -97,7 +97,7 @@ fn blocks_on<T: Sync, R: Send>(
         }
     };
     let mut done = std::thread::scope(|s| {
-        let others: Vec<_> = (1..threads).map(|_| s.spawn(&work)).collect();
+        let others: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
         let mut done = work();
         for t in others {
             done.extend(t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
