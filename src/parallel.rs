@@ -39,7 +39,7 @@ pub fn map<T: Sync, R: Send>(items: &[T], min_part: usize, f: impl Fn(&T) -> R +
     if threads < 2 {
         return items.iter().map(f).collect();
     }
-    // About sixteen blocks a thread, none longer than a part.
+    // About sixteen blocks a thread, none longer than `min_part`.
     let block = (items.len() / (threads * 16)).clamp(1, min_part.max(1));
     let parts = blocks_on(items, threads, block, |b| {
         b.iter().map(&f).collect::<Vec<R>>()
