@@ -115,36 +115,26 @@ fn blocks_on<T: Sync, R: Send>(
 /// own (more threads than cores, and the last one alone at the end). A panic in a job
 /// is the caller's, after the other threads have stopped.
 pub fn jobs<'a>(jobs: Vec<Box<dyn FnOnce() + Send + 'a>>) {
+    use std::sync::{Mutex, PoisonError};
     let threads = cores().min(jobs.len()).max(1);
-    let queue = std::sync::Mutex::new(jobs.into_iter());
+    // Each job is taken once, by the thread `blocks_on` hands its index to.
+    let jobs: Vec<Mutex<Option<_>>> = jobs.into_iter().map(|j| Mutex::new(Some(j))).collect();
     // The first panic, kept until every job has run: the jobs after it are as good.
-    let failed: std::sync::Mutex<Option<Box<dyn std::any::Any + Send>>> =
-        std::sync::Mutex::new(None);
-    let work = || {
-        loop {
-            let next = queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next();
-            let Some(job) = next else { break };
+    let failed: Mutex<Option<Box<dyn std::any::Any + Send>>> = Mutex::new(None);
+    blocks_on(&jobs, threads, 1, |one| {
+        for job in one {
+            let Some(job) = job.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+                continue;
+            };
             if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
                 failed
                     .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .unwrap_or_else(PoisonError::into_inner)
                     .get_or_insert(p);
             }
         }
-    };
-    std::thread::scope(|s| {
-        for _ in 1..threads {
-            s.spawn(work);
-        }
-        work();
     });
-    if let Some(p) = failed
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-    {
+    if let Some(p) = failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
         std::panic::resume_unwind(p);
     }
 }

@@ -73,10 +73,10 @@ pub use stored_json::StoredJson;
 /// The version of every file in the store but failure.json; readers refuse newer ones.
 pub const FORMAT: u32 = 1;
 
-/// The fewest cells worth a thread of `Store::all`'s, and the cells a thread reads at a
-/// time: small enough that the threads end together, big enough that taking the next
-/// block costs nothing beside reading it.
+/// The fewest cells worth a thread of `Store::all`'s.
 const READ_CHUNK_MIN: usize = 256;
+/// The cells a thread of `Store::all` reads at a time: few enough that the threads end
+/// together, enough that taking the next block costs nothing beside reading it.
 const READ_BLOCK: usize = 64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
