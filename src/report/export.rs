@@ -133,8 +133,10 @@ fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     if t.name.ends_with(".md") {
         env.set_formatter(|out, _state, value| {
-            // Strings (nearly every value) are escaped as they are written.
+            // Strings (nearly every value) are escaped as they are written; a safe one
+            // (`|safe`, the rows `markdown_rows` escaped) is written as it is.
             let written = match value.as_str() {
+                Some(s) if value.is_safe() => out.write_str(s),
                 Some(s) => MarkdownEscaped(s).write_with(|p| out.write_str(p)),
                 None => MarkdownEscaped(&value.to_string()).write_with(|p| out.write_str(p)),
             };
@@ -154,30 +156,40 @@ fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
                 if let Some(s) = value.as_str() {
                     return html_escaped(s, |p| out.write_str(p)).map_err(write_failure);
                 }
-                if value.is_number() && !value.is_integer() {
-                    // minijinja writes a float as std's `{}` does, with `.0` added to
-                    // a whole number; `push_number` writes std's digits.
-                    if let Ok(x) = f64::try_from(value.clone())
-                        && x.is_finite()
-                    {
-                        let mut text = String::with_capacity(24);
-                        super::format::push_number(&mut text, x);
-                        if !text.contains('.') {
-                            text.push_str(".0");
-                        }
-                        return out.write_str(&text).map_err(write_failure);
-                    }
+                if value.is_number()
+                    && !value.is_integer()
+                    && let Ok(x) = f64::try_from(value.clone())
+                {
+                    return write_float(x, |p| {
+                        html_escaped(p, |p| out.write_str(p)).map_err(write_failure)
+                    });
                 }
             }
             minijinja::escape_formatter(out, state, value)
         });
     }
+    super::rows::add_filters(&mut env);
     if t.file.is_some() {
         env.set_fuel(Some(TEMPLATE_FUEL));
     }
     env.add_template(t.name, &t.source)
         .map_err(|e| failure(t, e, None))?;
     Ok(env)
+}
+
+/// A float as minijinja writes it: as std's `{}` does, with `.0` added to a whole
+/// number (`push_number` writes std's digits, without the formatter), and a number that
+/// is not finite as minijinja's `Display` has it. Handed to `write` unescaped.
+pub(super) fn write_float<E>(x: f64, write: impl FnOnce(&str) -> Result<(), E>) -> Result<(), E> {
+    if !x.is_finite() {
+        return write(&Value::from(x).to_string());
+    }
+    let mut text = String::with_capacity(24);
+    super::format::push_number(&mut text, x);
+    if !text.contains('.') {
+        text.push_str(".0");
+    }
+    write(&text)
 }
 
 /// A template's error as the caller reports it: an override's at its file, line and
@@ -335,7 +347,10 @@ pub fn markdown_escape(text: &str) -> String {
 
 /// `text` HTML-escaped as minijinja's auto-escaping does (`&`, `<`, `>`, `"`, `'` and
 /// `/`, as `minijinja::HtmlEscape` writes them), handed to `write` in pieces.
-fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+pub(super) fn html_escaped<E>(
+    text: &str,
+    mut write: impl FnMut(&str) -> Result<(), E>,
+) -> Result<(), E> {
     let replacement = |c: char| match c {
         '<' => Some("&lt;"),
         '>' => Some("&gt;"),
@@ -357,7 +372,7 @@ fn html_escaped<E>(text: &str, mut write: impl FnMut(&str) -> Result<(), E>) -> 
 
 /// `markdown_escape` as it is written: the Markdown template's every value goes through
 /// it, so text needing no escape (most of it) is written whole, without a copy.
-struct MarkdownEscaped<'a>(&'a str);
+pub(super) struct MarkdownEscaped<'a>(pub &'a str);
 
 /// Whether a byte is one `MarkdownEscaped` changes: an escaped character, a C0 control
 /// but the newline, or DEL (C1 controls are found by `first_of`, which passes over `±`).
@@ -373,7 +388,10 @@ impl MarkdownEscaped<'_> {
     /// Hands the escaped text to `write` in pieces: straight to a template's output,
     /// without `write!`'s formatting machinery (a big report writes a hundred thousand
     /// values).
-    fn write_with<E>(&self, mut write: impl FnMut(&str) -> Result<(), E>) -> Result<(), E> {
+    pub(super) fn write_with<E>(
+        &self,
+        mut write: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
         let text = self.0;
         let Some(at) = super::chart::first_of(text, markdown_special) else {
             return write(text);

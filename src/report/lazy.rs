@@ -42,11 +42,18 @@ pub(super) fn serialize_tables<S: ser::Serializer>(
 
 /// A table: `rows` lazily, any other field converted when read.
 #[derive(Debug)]
-struct TableValue {
+pub(super) struct TableValue {
     table: Arc<Table>,
     /// `charts`, as one list made once: a page reads them twice (`if`, then `for`).
     /// Each chart is already a safe string (`Chart`), shared rather than copied.
     charts: OnceLock<Value>,
+}
+
+impl TableValue {
+    /// The table itself (the row filters write from it: `rows.rs`).
+    pub(super) fn table(&self) -> &Table {
+        &self.table
+    }
 }
 
 impl Object for TableValue {

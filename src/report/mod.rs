@@ -29,6 +29,7 @@ mod members;
 mod method;
 mod precision;
 mod provenance;
+mod rows;
 mod sections;
 mod series;
 mod table;
