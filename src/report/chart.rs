@@ -40,13 +40,82 @@ pub(super) use svg::{first_of, push_fixed, write_replaced, xml};
 
 /// One bar: a configuration's mean and the half-width of its interval.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Bar {
-    pub label: String,
+pub struct Bar<'a> {
+    /// Its label, as an index into the chart's `ChartLabels`.
+    pub label: usize,
     pub mean: f64,
     /// None with fewer than two runs: no error bar.
     pub ci_half: Option<f64>,
     /// `n=3, 1 flagged`, for the row's tooltip and the description.
-    pub note: String,
+    pub note: &'a str,
+}
+
+/// The labels of the bars of a table's charts (its rows'), each escaped once and
+/// wrapped once per line width, for every chart that draws it: a big table draws a
+/// thousand rows in each of its charts.
+pub struct ChartLabels<'a> {
+    texts: Vec<&'a str>,
+    /// Each label XML-escaped, when a chart first wrote it.
+    escaped: Vec<Option<String>>,
+    /// Per line width in characters: each label's lines as a row writes them, when a
+    /// chart first wrote it at that width.
+    wrapped: Vec<(usize, Vec<Option<LabelLines>>)>,
+}
+
+/// A label's lines as a row writes them (`<text>`s placed in the row), and how many.
+type LabelLines = (usize, String);
+
+impl<'a> ChartLabels<'a> {
+    pub fn new(texts: Vec<&'a str>) -> Self {
+        ChartLabels {
+            escaped: vec![None; texts.len()],
+            texts,
+            wrapped: Vec::new(),
+        }
+    }
+
+    /// Label `i` escaped, then its lines at `width` characters as markup, and how many.
+    fn row(&mut self, i: usize, width: usize) -> (&str, &str, usize) {
+        let text = self.texts.get(i).copied().unwrap_or("");
+        let at = match self.wrapped.iter().position(|(w, _)| *w == width) {
+            Some(at) => at,
+            None => {
+                self.wrapped.push((width, vec![None; self.texts.len()]));
+                self.wrapped.len() - 1
+            }
+        };
+        let escaped = match self.escaped.get_mut(i) {
+            Some(slot) => slot.get_or_insert_with(|| xml(text)).as_str(),
+            None => "",
+        };
+        let (lines, markup) = match self.wrapped[at].1.get_mut(i) {
+            Some(slot) => {
+                let (n, m) = slot.get_or_insert_with(|| label_lines(text, width));
+                (*n, m.as_str())
+            }
+            None => (1, ""),
+        };
+        (escaped, markup, lines)
+    }
+}
+
+/// A label's lines at `width` characters, as a row writes them: each a `<text>` placed
+/// from the row's top; and how many.
+fn label_lines(text: &str, width: usize) -> LabelLines {
+    let lines = wrap(text, width);
+    let mut out = String::with_capacity(text.len() + lines.len() * 64);
+    for (i, line) in lines.iter().enumerate() {
+        out.push_str("<text class=\"label\" x=\"");
+        push_fixed(&mut out, PAD, 1);
+        out.push_str("\" y=\"");
+        push_fixed(&mut out, LABEL_PX + i as f64 * (LABEL_PX + 3.0), 1);
+        out.push_str("\" font-size=\"");
+        push_fixed(&mut out, LABEL_PX, 0);
+        out.push_str("\">");
+        push_xml(&mut out, line);
+        out.push_str("</text>\n");
+    }
+    (lines.len(), out)
 }
 
 /// What a chart is about: `4K random read`, `MB/s`, `mean and 95% CI, higher is better`.
@@ -190,7 +259,7 @@ fn tick_text(v: f64, step: f64) -> String {
 /// A horizontal bar chart: per configuration a line with its label and value, then a bar
 /// at its mean with an error bar for its confidence interval, over a scale with ticks.
 /// Pure and deterministic: fixed geometry, numbers printed with fixed decimals, no ids.
-pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
+pub fn bar_chart(title: &ChartTitle, labels: &mut ChartLabels, bars: &[Bar]) -> String {
     let values: Vec<String> = bars
         .iter()
         .map(|b| match b.ci_half {
@@ -223,137 +292,56 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     let (x0, x1) = (PAD, WIDTH - PAD);
     let x = |v: f64| x0 + (v.clamp(lo, hi) - lo) / (hi - lo) * (x1 - x0);
 
-    // Every bar's markup goes straight into `rows` and its words into `desc` (no
-    // `String` per bar, escaped as written): a big report draws thousands of bars. The
-    // header needs the height and the description, so they are joined at the end.
-    let mut rows = String::with_capacity(bars.len() * 720);
-    let mut desc = String::with_capacity(bars.len() * 80);
     let unit = xml(title.unit);
-    let (label_px, value_px) = (format!("{LABEL_PX:.0}"), format!("{VALUE_PX:.0}"));
-    let mut y = 48.0;
+    let value_px = format!("{VALUE_PX:.0}");
     // Each piece is pushed as it is (no formatting machinery): a big report draws tens
     // of thousands of bars.
     let f1 = |out: &mut String, v: f64| push_fixed(out, v, 1);
-    // A text or number a bar writes more than once is escaped or formatted once, into
-    // one of these (kept across bars); the chart's fixed positions once per chart.
-    let set = |s: &mut String, v: f64| {
-        s.clear();
-        f1(s, v);
-    };
     let fixed = |v: f64| {
         let mut s = String::new();
-        set(&mut s, v);
+        f1(&mut s, v);
         s
     };
-    let (x0_text, x1_text, bar_h_text) = (fixed(x0), fixed(x1), fixed(BAR_H));
-    let [
-        mut label,
-        mut value_text,
-        mut note,
-        mut top,
-        mut l_text,
-        mut r_text,
-        mut cap_top,
-        mut cap_bottom,
-    ] = std::array::from_fn::<String, 8, _>(|_| String::new());
-    for (b, value) in bars.iter().zip(&values) {
-        let lines = wrap(&b.label, label_chars);
-        for (s, text) in [
-            (&mut label, &b.label),
-            (&mut value_text, value),
-            (&mut note, &b.note),
-        ] {
-            s.clear();
-            push_xml(s, text);
-        }
-        rows.push_str("<g class=\"row\"><title>");
-        rows.push_str(&label);
-        rows.push_str(": ");
-        rows.push_str(&value_text);
-        rows.push(' ');
-        rows.push_str(&unit);
-        rows.push_str(" (");
-        rows.push_str(&note);
-        rows.push_str(")</title>\n");
-        // The first line's baseline is the value's too.
-        set(&mut top, y + LABEL_PX);
-        for (i, line) in lines.iter().enumerate() {
-            rows.push_str("<text class=\"label\" x=\"");
-            rows.push_str(&x0_text);
-            rows.push_str("\" y=\"");
-            if i == 0 {
-                rows.push_str(&top);
-            } else {
-                f1(&mut rows, y + LABEL_PX + i as f64 * (LABEL_PX + 3.0));
-            }
-            rows.push_str("\" font-size=\"");
-            rows.push_str(&label_px);
-            rows.push_str("\">");
-            push_xml(&mut rows, line);
-            rows.push_str("</text>\n");
-        }
-        rows.push_str("<text class=\"value\" x=\"");
-        rows.push_str(&x1_text);
-        rows.push_str("\" y=\"");
-        rows.push_str(&top);
-        rows.push_str("\" font-size=\"");
-        rows.push_str(&value_px);
-        rows.push_str("\" text-anchor=\"end\">");
-        rows.push_str(&value_text);
-        rows.push_str("</text>\n");
-        let by = y + lines.len() as f64 * (LABEL_PX + 3.0) + 3.0;
-        let (zero, end) = (x(0.0), x(b.mean));
-        let (left, width) = if end >= zero {
-            (zero, end - zero)
-        } else {
-            (end, zero - end)
-        };
-        rows.push_str("<rect class=\"bar\" x=\"");
-        f1(&mut rows, left);
-        rows.push_str("\" y=\"");
-        f1(&mut rows, by);
-        rows.push_str("\" width=\"");
-        f1(&mut rows, width.max(1.0));
-        rows.push_str("\" height=\"");
-        rows.push_str(&bar_h_text);
-        rows.push_str("\" fill=\"#5b84c4\"/>\n");
-        if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
+    // A row's parts are placed from its top (`translate`), so where its bar, interval
+    // and caps are depends only on how many lines its label has: each written once.
+    let row_height = |lines: usize| lines as f64 * (LABEL_PX + 3.0) + 3.0 + BAR_H + 14.0;
+    let (x1_text, bar_h_text, top) = (fixed(x1), fixed(BAR_H), fixed(LABEL_PX));
+    let placed: Vec<[String; 4]> = (0..=MAX_LABEL_LINES)
+        .map(|lines| {
+            let by = lines as f64 * (LABEL_PX + 3.0) + 3.0;
             let mid = by + BAR_H / 2.0;
-            let (l, r) = (x(b.mean - h), x(b.mean + h));
-            set(&mut l_text, l);
-            set(&mut r_text, r);
-            set(&mut cap_top, mid - 6.0);
-            set(&mut cap_bottom, mid + 6.0);
-            rows.push_str("<path class=\"ci\" d=\"M");
-            rows.push_str(&l_text);
-            rows.push(' ');
-            f1(&mut rows, mid);
-            rows.push('H');
-            rows.push_str(&r_text);
-            // An end the scale cuts gets no cap: the interval goes on past it.
-            for (at, cut) in [(&l_text, b.mean - h < lo), (&r_text, b.mean + h > hi)] {
-                if !cut {
-                    rows.push('M');
-                    rows.push_str(at);
-                    rows.push(' ');
-                    rows.push_str(&cap_top);
-                    rows.push('V');
-                    rows.push_str(&cap_bottom);
-                }
-            }
-            rows.push_str("\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n");
-        }
-        rows.push_str("</g>\n");
+            [fixed(by), fixed(mid), fixed(mid - 6.0), fixed(mid + 6.0)]
+        })
+        .collect();
+    let [mut value_text, mut note, mut l_text, mut r_text] =
+        std::array::from_fn::<String, 4, _>(|_| String::new());
+    let escape_into = |s: &mut String, text: &str| {
+        s.clear();
+        push_xml(s, text);
+    };
+
+    // First the description and the height, which the header holds: every bar's words
+    // and its label's lines. The markup then goes straight into the chart's one
+    // `String`, sized from this pass (a big chart is most of a megabyte, and is not
+    // copied again).
+    let mut desc = String::with_capacity(bars.len() * 80);
+    let mut y = 48.0;
+    let mut rows_len = 0;
+    for (b, value) in bars.iter().zip(&values) {
+        let (label, label_markup, lines) = labels.row(b.label, label_chars);
+        escape_into(&mut value_text, value);
+        escape_into(&mut note, b.note);
         if !desc.is_empty() {
             desc.push_str("; ");
         }
-        desc.push_str(&label);
+        desc.push_str(label);
         desc.push_str(": ");
         desc.push_str(&value_text);
         desc.push_str(" (");
         desc.push_str(&note);
         desc.push(')');
-        y = by + BAR_H + 14.0;
+        rows_len += 480 + label.len() + label_markup.len() + 2 * value_text.len() + note.len();
+        y += row_height(lines);
     }
     let plot_top = 44.0;
     let plot_bottom = y - 6.0;
@@ -381,7 +369,7 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
     } else {
         format!("{} ({})", title.metric, title.unit)
     };
-    let mut svg = String::with_capacity(rows.len() + desc.len() + axis.len() + 1024);
+    let mut svg = String::with_capacity(rows_len + desc.len() + axis.len() + 1024);
     let _ = write!(
         svg,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 {WIDTH:.0} {height:.0}\" \
@@ -400,7 +388,81 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
         subtitle = Xml(title.subtitle),
     );
     svg.push_str(&axis);
-    svg.push_str(&rows);
+
+    // Then each bar's row: its label's lines (escaped and wrapped by the first pass),
+    // its value, its bar and its interval.
+    let rows = &mut svg;
+    let mut y = 48.0;
+    for (b, value) in bars.iter().zip(&values) {
+        let (label, label_markup, lines) = labels.row(b.label, label_chars);
+        escape_into(&mut value_text, value);
+        escape_into(&mut note, b.note);
+        rows.push_str("<g class=\"row\" transform=\"translate(0 ");
+        f1(rows, y);
+        rows.push_str(")\"><title>");
+        rows.push_str(label);
+        rows.push_str(": ");
+        rows.push_str(&value_text);
+        rows.push(' ');
+        rows.push_str(&unit);
+        rows.push_str(" (");
+        rows.push_str(&note);
+        rows.push_str(")</title>\n");
+        rows.push_str(label_markup);
+        // The first line's baseline is the value's too.
+        rows.push_str("<text class=\"value\" x=\"");
+        rows.push_str(&x1_text);
+        rows.push_str("\" y=\"");
+        rows.push_str(&top);
+        rows.push_str("\" font-size=\"");
+        rows.push_str(&value_px);
+        rows.push_str("\" text-anchor=\"end\">");
+        rows.push_str(&value_text);
+        rows.push_str("</text>\n");
+        let [by_text, mid_text, cap_top, cap_bottom] = &placed[lines.min(MAX_LABEL_LINES)];
+        let (zero, end) = (x(0.0), x(b.mean));
+        let (left, width) = if end >= zero {
+            (zero, end - zero)
+        } else {
+            (end, zero - end)
+        };
+        rows.push_str("<rect class=\"bar\" x=\"");
+        f1(rows, left);
+        rows.push_str("\" y=\"");
+        rows.push_str(by_text);
+        rows.push_str("\" width=\"");
+        f1(rows, width.max(1.0));
+        rows.push_str("\" height=\"");
+        rows.push_str(&bar_h_text);
+        rows.push_str("\" fill=\"#5b84c4\"/>\n");
+        if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
+            let (l, r) = (x(b.mean - h), x(b.mean + h));
+            for (text, v) in [(&mut l_text, l), (&mut r_text, r)] {
+                text.clear();
+                f1(text, v);
+            }
+            rows.push_str("<path class=\"ci\" d=\"M");
+            rows.push_str(&l_text);
+            rows.push(' ');
+            rows.push_str(mid_text);
+            rows.push('H');
+            rows.push_str(&r_text);
+            // An end the scale cuts gets no cap: the interval goes on past it.
+            for (at, cut) in [(&l_text, b.mean - h < lo), (&r_text, b.mean + h > hi)] {
+                if !cut {
+                    rows.push('M');
+                    rows.push_str(at);
+                    rows.push(' ');
+                    rows.push_str(cap_top);
+                    rows.push('V');
+                    rows.push_str(cap_bottom);
+                }
+            }
+            rows.push_str("\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n");
+        }
+        rows.push_str("</g>\n");
+        y += row_height(lines);
+    }
     svg.push_str("</svg>");
     svg
 }
@@ -409,27 +471,36 @@ pub fn bar_chart(title: &ChartTitle, bars: &[Bar]) -> String {
 mod tests {
     use super::*;
 
-    fn bars() -> Vec<Bar> {
+    /// Bars as (label, mean, half-width, note).
+    type Spec = (&'static str, f64, Option<f64>, &'static str);
+
+    fn bars() -> Vec<Spec> {
         vec![
-            Bar {
-                label: "pi <1> & co".into(),
-                mean: 10.0,
-                ci_half: Some(2.0),
-                note: "n=3".into(),
-            },
-            Bar {
-                label: "Raspberry Pi 4 Model B Rev 1.4, Kingston A400 SSD, with UASP, btrfs with lzo compression".into(),
-                mean: 20.0,
-                ci_half: Some(4.0),
-                note: "n=3, 1 flagged".into(),
-            },
-            Bar {
-                label: "one run".into(),
-                mean: 5.0,
-                ci_half: None,
-                note: "n=1".into(),
-            },
+            ("pi <1> & co", 10.0, Some(2.0), "n=3"),
+            (
+                "Raspberry Pi 4 Model B Rev 1.4, Kingston A400 SSD, with UASP, btrfs with lzo compression",
+                20.0,
+                Some(4.0),
+                "n=3, 1 flagged",
+            ),
+            ("one run", 5.0, None, "n=1"),
         ]
+    }
+
+    /// The chart of `specs`, each bar under its own label.
+    fn draw(title: &ChartTitle, specs: &[Spec]) -> String {
+        let mut labels = ChartLabels::new(specs.iter().map(|s| s.0).collect());
+        let bars: Vec<Bar> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Bar {
+                label: i,
+                mean: s.1,
+                ci_half: s.2,
+                note: s.3,
+            })
+            .collect();
+        bar_chart(title, &mut labels, &bars)
     }
 
     fn title() -> ChartTitle<'static> {
@@ -445,8 +516,8 @@ mod tests {
     /// the same bars give the same bytes.
     #[test]
     fn bars_and_error_bars_share_a_scale_labels_wrap_and_text_is_escaped() {
-        let svg = bar_chart(&title(), &bars());
-        assert_eq!(svg, bar_chart(&title(), &bars()));
+        let svg = draw(&title(), &bars());
+        assert_eq!(svg, draw(&title(), &bars()));
         assert!(
             svg.starts_with(
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 400 "
@@ -525,15 +596,7 @@ mod tests {
 
     #[test]
     fn an_interval_the_scale_cuts_has_no_cap_at_that_end() {
-        let svg = bar_chart(
-            &title(),
-            &[Bar {
-                label: "wide".into(),
-                mean: 94.0,
-                ci_half: Some(175.0),
-                note: "n=3".into(),
-            }],
-        );
+        let svg = draw(&title(), &[("wide", 94.0, Some(175.0), "n=3")]);
         // The interval's low end (-81) is below the scale's 0: one cap only.
         let ci = svg.split("class=\"ci\" d=\"").nth(1).unwrap();
         let d = ci.split('"').next().unwrap();

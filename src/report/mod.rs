@@ -45,7 +45,7 @@ mod tests_provenance;
 mod tests_tables;
 
 pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
-pub use chart::{Bar, ChartTitle, bar_chart};
+pub use chart::{Bar, ChartLabels, ChartTitle, bar_chart};
 pub use compare::{ComparisonRow, Pooled, comparisons};
 pub use csv::{CSV_COLUMNS, CellRows, Csv};
 pub use export::{

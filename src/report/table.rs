@@ -2,10 +2,8 @@
 //! scenario's own tables (`[[report.table]]`), whose columns can come from several tests
 //! and whose pivot axis turns values into columns (boards as rows, storage as columns).
 
-use std::collections::HashMap;
-
 use super::cells::View;
-use super::chart::{Bar, ChartTitle};
+use super::chart::{Bar, ChartLabels, ChartTitle};
 use super::format::{mean_ci, number};
 use super::labels::{AxisLabels, value};
 use super::{Column, Row, Stat, Table};
@@ -31,19 +29,6 @@ pub(super) struct Shape {
     pub charts: bool,
 }
 
-/// The axes whose values differ among `cells`, in matrix order.
-fn varying(cells: &[&View]) -> Vec<Axis> {
-    Axis::ALL
-        .into_iter()
-        .filter(|a| {
-            let mut v: Vec<&str> = cells.iter().map(|c| value(*a, c.address())).collect();
-            v.sort();
-            v.dedup();
-            v.len() > 1
-        })
-        .collect()
-}
-
 /// The row axes: those asked for, plus those that must be added, in matrix order, so
 /// that no two cells of one test and pivot value share a row (so by default the axes
 /// that vary within a test: a raw-device test's missing filesystem does not split the
@@ -51,29 +36,28 @@ fn varying(cells: &[&View]) -> Vec<Axis> {
 /// the board is the pivot) names a lone row.
 fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
     let mut axes = shape.rows.clone().unwrap_or_default();
+    // The cells that would share a row: grouped by test, pivot value and the axes so
+    // far, each added axis splitting the groups further (only which axes vary within
+    // some group is asked, so the groups' order never shows).
+    let mut groups = Groups::one(cells);
+    groups.split(None);
+    if let Some(p) = shape.pivot {
+        groups.split(Some(p));
+    }
+    for a in axes.clone() {
+        groups.split(Some(a));
+    }
     loop {
-        // Only asked which axes vary within some group: the groups' order never shows.
-        let mut groups: HashMap<Vec<&str>, Vec<&View>> = HashMap::new();
-        for c in cells {
-            let mut k: Vec<&str> = axes.iter().map(|a| value(*a, c.address())).collect();
-            k.push(c.address().test.as_str());
-            if let Some(p) = shape.pivot {
-                k.push(value(p, c.address()));
-            }
-            groups.entry(k).or_default().push(c);
-        }
         let wanted = |a: &Axis| Some(*a) != shape.pivot && !axes.contains(a);
-        // Only groups of several cells can vary, and `varying` is asked once per group.
-        let varied: Vec<Vec<Axis>> = groups
-            .values()
-            .filter(|g| g.len() > 1)
-            .map(|g| varying(g))
-            .collect();
+        // Only groups of several cells can vary.
         let extra = Axis::ALL
             .into_iter()
-            .find(|a| wanted(a) && varied.iter().any(|v| v.contains(a)));
+            .find(|a| wanted(a) && groups.several().any(|g| varies(g, *a)));
         match extra {
-            Some(a) => axes.push(a),
+            Some(a) => {
+                axes.push(a);
+                groups.split(Some(a));
+            }
             None => break,
         }
     }
@@ -86,6 +70,65 @@ fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
         axes.push(lone);
     }
     axes
+}
+
+/// Whether some cell's value of `axis` is not the first cell's.
+fn varies(cells: &[&View], axis: Axis) -> bool {
+    let mut values = cells.iter().map(|c| value(axis, c.address()));
+    let first = values.next();
+    values.any(|v| Some(v) != first)
+}
+
+/// Cells in groups: each group a range of `cells`, its cells side by side.
+struct Groups<'v, 'a> {
+    cells: Vec<&'v View<'a>>,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+impl<'v, 'a> Groups<'v, 'a> {
+    fn one(cells: &[&'v View<'a>]) -> Self {
+        Groups {
+            cells: cells.to_vec(),
+            ranges: std::iter::once(0..cells.len()).collect(),
+        }
+    }
+
+    /// The groups of several cells.
+    fn several(&self) -> impl Iterator<Item = &[&'v View<'a>]> {
+        self.ranges
+            .iter()
+            .filter(|r| r.len() > 1)
+            .map(|r| &self.cells[r.clone()])
+    }
+
+    /// Splits each group into the runs of cells with one value of `axis` (the test's
+    /// name for None).
+    fn split(&mut self, axis: Option<Axis>) {
+        let key = |c: &View<'a>| -> &'a str {
+            match axis {
+                Some(a) => value(a, c.cell_address()),
+                None => c.cell_address().test.as_str(),
+            }
+        };
+        let mut ranges = Vec::with_capacity(self.ranges.len());
+        for r in std::mem::take(&mut self.ranges) {
+            if r.len() < 2 {
+                ranges.push(r);
+                continue;
+            }
+            let group = &mut self.cells[r.clone()];
+            group.sort_by(|x, y| key(x).cmp(key(y)));
+            let mut start = r.start;
+            for (i, pair) in group.windows(2).enumerate() {
+                if key(pair[0]) != key(pair[1]) {
+                    ranges.push(start..r.start + i + 1);
+                    start = r.start + i + 1;
+                }
+            }
+            ranges.push(start..r.end);
+        }
+        self.ranges = ranges;
+    }
 }
 
 /// The statistics of one metric over one cell's counted runs.
@@ -232,19 +275,22 @@ pub(super) fn build<'a>(
     }
     let charts = if shape.charts {
         let level = super::percent(confidence);
+        // The rows' labels, shared by the table's charts.
+        let mut labels = ChartLabels::new(rows.iter().map(|r| r.label.as_str()).collect());
         columns
             .iter()
             .enumerate()
             .filter_map(|(i, col)| {
                 let bars: Vec<Bar> = rows
                     .iter()
-                    .filter_map(|r: &Row| {
+                    .enumerate()
+                    .filter_map(|(row, r)| {
                         let v = r.values.get(i)?;
                         Some(Bar {
-                            label: r.label.clone(),
+                            label: row,
                             mean: v.mean.filter(|m| m.is_finite())?,
                             ci_half: v.ci_half.filter(|h| h.is_finite()),
-                            note: v.note.clone(),
+                            note: &v.note,
                         })
                     })
                     .collect();
@@ -254,7 +300,8 @@ pub(super) fn build<'a>(
                     unit: &col.unit,
                     subtitle: &subtitle,
                 };
-                (!bars.is_empty()).then(|| super::Chart::new(super::bar_chart(&title, &bars)))
+                (!bars.is_empty())
+                    .then(|| super::Chart::new(super::bar_chart(&title, &mut labels, &bars)))
             })
             .collect()
     } else {
