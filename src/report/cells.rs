@@ -23,6 +23,15 @@ pub(super) struct Run {
     pub counts: bool,
     /// The apply that took it: its index in `View::sessions`.
     pub session: usize,
+    /// The sample's own columns, copied here as it is judged: results.csv and the
+    /// method read them from these compact runs rather than from every sample again
+    /// (a big store's samples are far apart in memory).
+    pub seq: u32,
+    pub kind: RunKind,
+    pub order: Option<crate::model::RunOrder>,
+    pub board_seq: Option<u64>,
+    /// How long it ran (`ended - started`), in seconds.
+    pub seconds: f64,
 }
 
 /// One cell as the report sees it.
@@ -288,6 +297,11 @@ pub(super) fn views<'a>(
                     flags,
                     current,
                     session,
+                    seq: s.seq,
+                    kind: s.kind,
+                    order: s.order,
+                    board_seq: s.board_seq,
+                    seconds,
                 }
             })
             .collect();

@@ -274,25 +274,31 @@ pub(super) fn rows(
         cell.extend(provenance(v));
         let applies: Vec<usize> = v.sessions.iter().map(|s| apply_of(s)).collect();
         let samples = &v.data.samples;
-        let mut runs = Vec::with_capacity(samples.len());
-        let mut values = Vec::with_capacity(samples.len() * sources.len());
-        for (k, (s, judged)) in samples.iter().zip(&v.runs).enumerate() {
+        let mut runs = Vec::with_capacity(v.runs.len());
+        let mut values = Vec::with_capacity(v.runs.len() * sources.len());
+        // The views' runs, not the samples: only a column the view did not judge looks
+        // into its sample.
+        for (k, judged) in v.runs.iter().enumerate() {
             runs.push(RunColumns {
-                seq: s.seq,
+                seq: judged.seq,
                 apply: applies.get(judged.session).copied().unwrap_or(0),
-                kind: s.kind,
+                kind: judged.kind,
                 current: judged.current,
                 counted: judged.counts,
-                order: s.order,
-                board_seq: s.board_seq,
-                duration_s: s.ended - s.started,
+                order: judged.order,
+                board_seq: judged.board_seq,
+                duration_s: judged.seconds,
                 flags: judged.flags.join(";"),
                 warnings: judged.warnings.join(";"),
             });
             let judged_values = v.values_of_run(k);
-            values.extend(sources.iter().map(|source| match source {
-                Source::Judged(i) => judged_values.get(*i).copied().flatten(),
-                Source::Lookup(spec) => spec.value(&s.metrics, s.ended - s.started),
+            values.extend(sources.iter().map(|source| {
+                match source {
+                    Source::Judged(i) => judged_values.get(*i).copied().flatten(),
+                    Source::Lookup(spec) => samples
+                        .get(k)
+                        .and_then(|s| spec.value(&s.metrics, judged.seconds)),
+                }
             }));
         }
         out.push(CellRows {

@@ -64,7 +64,11 @@ fn range(values: &[usize], one: &str, many: &str) -> (String, Option<usize>, Opt
 pub(super) fn method(scenario: &Scenario, views: &[View]) -> Method {
     let m = &scenario.method;
     let measured: Vec<&View> = views.iter().filter(|v| v.measured() > 0).collect();
-    let counted: Vec<usize> = measured.iter().map(|v| v.counted().count()).collect();
+    // From the views' runs (each sample judged once): not the samples again.
+    let counted: Vec<usize> = measured
+        .iter()
+        .map(|v| v.runs.iter().filter(|r| r.counts).count())
+        .collect();
     let (runs, runs_min, runs_max) = range(&counted, "measured run", "measured runs");
     let runs = if runs_max.is_some() {
         format!("{runs} per cell in the tables")
@@ -74,10 +78,9 @@ pub(super) fn method(scenario: &Scenario, views: &[View]) -> Method {
     let warmups: Vec<usize> = measured
         .iter()
         .map(|v| {
-            v.data
-                .samples
+            v.runs
                 .iter()
-                .filter(|s| s.kind == RunKind::Warmup && v.data.is_current(s))
+                .filter(|r| r.kind == RunKind::Warmup && r.current)
                 .count()
         })
         .collect();
