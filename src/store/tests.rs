@@ -155,6 +155,7 @@ fn a_skip_is_stored_apart_from_failures_and_each_replaces_the_other() {
     w.append(&sample(1, RunKind::Measured, 1.0)).unwrap();
     let d = store.read(&cell).unwrap();
     assert!(d.skip.is_none() && d.failure.is_none());
+    let _ = fs::remove_dir_all(store.root());
 }
 
 /// `all` reads cells on several threads: every cell comes back with its own samples,
