@@ -119,13 +119,10 @@ impl<'v, 'a> Groups<'v, 'a> {
             let group = &mut self.cells[r.clone()];
             group.sort_by(|x, y| key(x).cmp(key(y)));
             let mut start = r.start;
-            for (i, pair) in group.windows(2).enumerate() {
-                if key(pair[0]) != key(pair[1]) {
-                    ranges.push(start..r.start + i + 1);
-                    start = r.start + i + 1;
-                }
+            for run in group.chunk_by(|x, y| key(x) == key(y)) {
+                ranges.push(start..start + run.len());
+                start += run.len();
             }
-            ranges.push(start..r.end);
         }
         self.ranges = ranges;
     }
