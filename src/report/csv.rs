@@ -332,7 +332,11 @@ fn field(text: &str, numeric: bool) -> String {
 
 /// `field`, appended to `out`; a field that needs no quoting is copied as it is.
 fn push_field(out: &mut String, text: &str, numeric: bool) {
-    let plain = !text.contains([',', '"', '\n', '\r'])
+    // The characters that need quoting are ASCII: a scan of the bytes finds them (a
+    // `contains` of four chars decodes every character, for each cell's every field).
+    let plain = !text
+        .bytes()
+        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
         && !text.starts_with(' ')
         && !text.ends_with(' ')
         && (numeric || !text.starts_with(['=', '+', '-', '@']));
@@ -426,7 +430,35 @@ impl Exporter for Csv {
 
 #[cfg(test)]
 mod tests {
-    use super::push_uint;
+    use super::{field, push_field, push_uint};
+
+    /// A field is appended as `field` quotes it, whatever it holds.
+    #[test]
+    fn push_field_appends_what_field_makes() {
+        for text in [
+            "",
+            "plain",
+            "a,b",
+            "say \"hi\"",
+            "two\nlines",
+            "cr\r",
+            " lead",
+            "trail ",
+            "=1+2",
+            "+x",
+            "-3",
+            "@me",
+            "é, ü",
+            "±0.5",
+            "tab\there",
+        ] {
+            for numeric in [false, true] {
+                let mut out = String::from("x,");
+                push_field(&mut out, text, numeric);
+                assert_eq!(out, format!("x,{}", field(text, numeric)), "{text:?}");
+            }
+        }
+    }
 
     #[test]
     fn integers_are_written_as_std_displays_them() {
