@@ -76,6 +76,9 @@ impl<'a> ChartLabels<'a> {
 
     /// Label `i` escaped, then its lines at `width` characters as markup, and how many.
     fn row(&mut self, i: usize, width: usize) -> (&str, &str, usize) {
+        // A bar's label is one of its table's rows: past them is a caller's bug, which
+        // a release build draws as a bar without a label rather than stopping a report.
+        debug_assert!(i < self.texts.len(), "bar label {i} of {}", self.texts.len());
         let text = self.texts.get(i).copied().unwrap_or("");
         let at = match self.wrapped.iter().position(|(w, _)| *w == width) {
             Some(at) => at,

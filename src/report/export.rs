@@ -304,13 +304,13 @@ impl std::io::Write for LastByte<'_> {
 #[cfg(test)]
 pub(super) fn render_template(
     name: &'static str,
-    source: &'static str,
+    source: impl Into<Cow<'static, str>>,
     report: &Report,
 ) -> Result<Vec<u8>, ExportError> {
     Exporter::render(
         &Template {
             name,
-            source: Cow::Borrowed(source),
+            source: source.into(),
             file: None,
         },
         report,

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
 
 use crate::lab::{Lab, bp, text};
-use crate::serving::{assert_nothing_left, board_processes_left, clients_left, in_board_netns};
+use crate::serving::{
+    assert_nothing_left, board_processes_left, board_processes_where, clients_left, in_board_netns,
+};
 use crate::xz::in_board;
 
 const RUNS: usize = 6;
@@ -204,20 +206,10 @@ fn a_board_lost_during_smb_fs_fails_its_cell_and_leaves_nothing_running_or_mount
 /// (a board-side script of benchpipe's mentions sshd in its text, and may still be
 /// ending when the sshds are gone).
 fn sshd_left(board: &LabBoard, wait: Duration) -> String {
-    let t0 = Instant::now();
-    loop {
-        let left: String = board_processes_left(board, &["sshd"], Duration::ZERO)
-            .lines()
-            .filter(|line| {
-                let program = line.split(' ').nth(1).unwrap_or("");
-                let name = program.rsplit('/').next().unwrap_or(program);
-                name == "sshd" || name == "sshd:" || name.starts_with("sshd-")
-            })
-            .map(|line| format!("{line}\n"))
-            .collect();
-        if left.is_empty() || t0.elapsed() > wait {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let sshd_program = |line: &str| {
+        let program = line.split(' ').nth(1).unwrap_or("");
+        let name = program.rsplit('/').next().unwrap_or(program);
+        name == "sshd" || name == "sshd:" || name.starts_with("sshd-")
+    };
+    board_processes_where(board, &["sshd"], sshd_program, wait)
 }

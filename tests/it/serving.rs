@@ -79,12 +79,22 @@ pub(crate) fn board_processes_left(
     names: &[&str],
     wait: std::time::Duration,
 ) -> String {
+    board_processes_where(board, names, |_| true, wait)
+}
+
+/// `board_processes_left`, of the `pid cmdline` lines `keep` keeps.
+pub(crate) fn board_processes_where(
+    board: &LabBoard,
+    names: &[&str],
+    keep: impl Fn(&str) -> bool,
+    wait: std::time::Duration,
+) -> String {
     let t0 = std::time::Instant::now();
     loop {
         let mut left = String::new();
         for line in crate::processes_matching(names).lines() {
             let pid = line.split(' ').next().unwrap();
-            if in_board_netns(board, pid) {
+            if keep(line) && in_board_netns(board, pid) {
                 left.push_str(line);
                 left.push('\n');
             }
