@@ -360,7 +360,12 @@ impl CanonicalWriter {
 
 /// The canonical bytes of inputs, without the `ENCODING` prefix.
 pub fn canonical_bytes(v: &Input) -> Vec<u8> {
-    let mut w = CanonicalWriter::new();
+    // A cell's inputs encode to a kilobyte or two: room for them from the start, rather
+    // than a vector that doubles its way there (a plan of 10,000 cells made 70,000
+    // allocations here).
+    let mut w = CanonicalWriter {
+        out: Vec::with_capacity(4096),
+    };
     w.value(v);
     w.finish()
 }
