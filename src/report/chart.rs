@@ -60,6 +60,8 @@ pub struct ChartLabels<'a> {
     /// Per line width in characters: each label's lines as a row writes them, when a
     /// chart first wrote it at that width.
     wrapped: Vec<(usize, Vec<Option<LabelLines>>)>,
+    /// The start of a label's line `i` (`<text ...>`), the same in every row.
+    line_starts: Vec<String>,
 }
 
 /// A label's lines as a row writes them (`<text>`s placed in the row), and how many.
@@ -71,6 +73,7 @@ impl<'a> ChartLabels<'a> {
             escaped: vec![None; texts.len()],
             texts,
             wrapped: Vec::new(),
+            line_starts: (0..MAX_LABEL_LINES).map(label_line_start).collect(),
         }
     }
 
@@ -93,7 +96,7 @@ impl<'a> ChartLabels<'a> {
         };
         let (lines, markup) = match self.wrapped[at].1.get_mut(i) {
             Some(slot) => {
-                let (n, m) = slot.get_or_insert_with(|| label_lines(text, width));
+                let (n, m) = slot.get_or_insert_with(|| label_lines(text, width, &self.line_starts));
                 (*n, m.as_str())
             }
             None => (1, ""),
@@ -103,22 +106,33 @@ impl<'a> ChartLabels<'a> {
 }
 
 /// A label's lines at `width` characters, as a row writes them: each a `<text>` placed
-/// from the row's top; and how many.
-fn label_lines(text: &str, width: usize) -> LabelLines {
+/// from the row's top (`starts`, by line, made once per table: `label_line_start`);
+/// and how many.
+fn label_lines(text: &str, width: usize, starts: &[String]) -> LabelLines {
     let lines = wrap(text, width);
     let mut out = String::with_capacity(text.len() + lines.len() * 64);
     for (i, line) in lines.iter().enumerate() {
-        out.push_str("<text class=\"label\" x=\"");
-        push_fixed(&mut out, PAD, 1);
-        out.push_str("\" y=\"");
-        push_fixed(&mut out, LABEL_PX + i as f64 * (LABEL_PX + 3.0), 1);
-        out.push_str("\" font-size=\"");
-        push_fixed(&mut out, LABEL_PX, 0);
-        out.push_str("\">");
+        match starts.get(i) {
+            Some(start) => out.push_str(start),
+            None => out.push_str(&label_line_start(i)),
+        }
         push_xml(&mut out, line);
         out.push_str("</text>\n");
     }
     (lines.len(), out)
+}
+
+/// The start of a label's line `i`: a `<text>` placed from its row's top.
+fn label_line_start(i: usize) -> String {
+    let mut out = String::with_capacity(64);
+    out.push_str("<text class=\"label\" x=\"");
+    push_fixed(&mut out, PAD, 1);
+    out.push_str("\" y=\"");
+    push_fixed(&mut out, LABEL_PX + i as f64 * (LABEL_PX + 3.0), 1);
+    out.push_str("\" font-size=\"");
+    push_fixed(&mut out, LABEL_PX, 0);
+    out.push_str("\">");
+    out
 }
 
 /// What a chart is about: `4K random read`, `MB/s`, `mean and 95% CI, higher is better`.
