@@ -81,7 +81,11 @@ impl<'a> ChartLabels<'a> {
     fn row(&mut self, i: usize, width: usize) -> (&str, &str, usize) {
         // A bar's label is one of its table's rows: past them is a caller's bug, which
         // a release build draws as a bar without a label rather than stopping a report.
-        debug_assert!(i < self.texts.len(), "bar label {i} of {}", self.texts.len());
+        debug_assert!(
+            i < self.texts.len(),
+            "bar label {i} of {}",
+            self.texts.len()
+        );
         let text = self.texts.get(i).copied().unwrap_or("");
         let at = match self.wrapped.iter().position(|(w, _)| *w == width) {
             Some(at) => at,
@@ -96,7 +100,8 @@ impl<'a> ChartLabels<'a> {
         };
         let (lines, markup) = match self.wrapped[at].1.get_mut(i) {
             Some(slot) => {
-                let (n, m) = slot.get_or_insert_with(|| label_lines(text, width, &self.line_starts));
+                let (n, m) =
+                    slot.get_or_insert_with(|| label_lines(text, width, &self.line_starts));
                 (*n, m.as_str())
             }
             None => (1, ""),
