@@ -5,7 +5,9 @@
 //!
 //! `cargo bench --bench report`. The store is written through the store's own writer
 //! (cell.json, samples.jsonl appended run by run, facts.json), on /dev/shm when it is a
-//! tmpfs, so that both figures are of the CPU's work over a cached store.
+//! tmpfs, so that both figures are of the CPU's work over a cached store. Beside them,
+//! the same two figures each taken in a fresh process, as a user's `benchpipe report`
+//! runs (not judged).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -206,6 +208,8 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
 }
 
 const ROUNDS: usize = 7;
+/// Rounds of the figures taken in fresh processes.
+const FRESH_ROUNDS: usize = 5;
 
 /// The median round (wall, CPU), by wall time.
 fn median(rounds: &[(f64, f64)]) -> (f64, f64) {
@@ -251,7 +255,57 @@ fn overridden_templates(model: &report::Report) -> Vec<String> {
     lines
 }
 
+/// Set in a child of this bench: which one figure it takes (`read` or `render`), of the
+/// project at `FRESH_DIR`, printed as `wall cpu faults`.
+const FRESH_FIGURE: &str = "BENCHPIPE_BENCH_FRESH";
+const FRESH_DIR: &str = "BENCHPIPE_BENCH_FRESH_DIR";
+
+/// One figure taken in this (child) process, as the first thing it does: what a user's
+/// `benchpipe report` pays, every page of its memory faulted in fresh.
+fn fresh_figure(figure: &str, dir: &Path) {
+    let files = [dir.join("scenarios/big.toml")];
+    let ws = config::load(dir, &files).expect("the bench's project loads");
+    let store = Store::open(dir.join("results")).unwrap();
+    let f = faults();
+    let (s, c) = if figure == "read" {
+        let (data, s, c) = timed(|| store.all().unwrap());
+        // Freed by the exit, as a user's process frees it, not timed here.
+        std::mem::forget(data);
+        (s, c)
+    } else {
+        let (_, s, c) = timed(|| cli::write_reports(&ws, &store, &dir.join("reports")).unwrap());
+        (s, c)
+    };
+    println!("{s} {c} {}", faults() - f);
+}
+
+/// A figure taken in a child process: wall and CPU seconds, page faults.
+type Figure = (f64, f64, i64);
+
+/// `figure` taken in a fresh child process.
+fn in_fresh_process(figure: &str, dir: &Path) -> Figure {
+    let exe = std::env::current_exe().expect("the bench knows its own path");
+    let out = std::process::Command::new(exe)
+        .env(FRESH_FIGURE, figure)
+        .env(FRESH_DIR, dir)
+        .output()
+        .expect("the bench runs a child of itself");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut fields = text.split_whitespace();
+    let mut next = || fields.next().unwrap_or("nan").to_string();
+    let (s, c, f) = (next(), next(), next());
+    (
+        s.parse().unwrap_or(f64::NAN),
+        c.parse().unwrap_or(f64::NAN),
+        f.parse().unwrap_or(-1),
+    )
+}
+
 fn main() {
+    if let (Some(figure), Some(dir)) = (std::env::var_os(FRESH_FIGURE), std::env::var_os(FRESH_DIR))
+    {
+        return fresh_figure(&figure.to_string_lossy(), Path::new(&dir));
+    }
     let dir = scratch();
     project(&dir);
     let files = [dir.join("scenarios/big.toml")];
@@ -367,6 +421,30 @@ fn main() {
         render_min / read_min
     );
     println!("  page faults in the last round: read {read_faults}, render {render_faults}");
+    // The same two figures, each taken first thing in a process of its own, as a
+    // user's `benchpipe report` runs: there every page the read or the render uses is
+    // faulted in fresh, where in this process's rounds the read reuses the pages the
+    // last round freed and the render takes new ones for its model and files. Beside
+    // the figures above, not judged.
+    let fresh: Vec<(Figure, Figure)> = (0..FRESH_ROUNDS)
+        .map(|_| {
+            (
+                in_fresh_process("read", &dir),
+                in_fresh_process("render", &dir),
+            )
+        })
+        .collect();
+    let reads: Vec<(f64, f64)> = fresh.iter().map(|(r, _)| (r.0, r.1)).collect();
+    let renders: Vec<(f64, f64)> = fresh.iter().map(|(_, r)| (r.0, r.1)).collect();
+    let ((fresh_read, _), (fresh_render, _)) = (median(&reads), median(&renders));
+    let last = fresh.last().map_or((-1, -1), |(r, d)| (r.2, d.2));
+    println!(
+        "  in a fresh process each (as `benchpipe report` runs; median of {FRESH_ROUNDS}): \
+         read {fresh_read:.3} s, render {fresh_render:.3} s: {:.2}x; page faults: read {}, render {}",
+        fresh_render / fresh_read,
+        last.0,
+        last.1
+    );
     println!(
         "  its parts in CPU: plan {plan_c:.3} s, model {build_c:.3} s, \
          exporters {:.3} s; loading the scenario before it {load_c:.3} s \
