@@ -290,6 +290,14 @@ fn in_fresh_process(figure: &str, dir: &Path) -> Figure {
         .env(FRESH_DIR, dir)
         .output()
         .expect("the bench runs a child of itself");
+    if !out.status.success() {
+        // Its figures print as NaN below; say why.
+        eprintln!(
+            "the {figure} figure's process failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let text = String::from_utf8_lossy(&out.stdout);
     let mut fields = text.split_whitespace();
     let mut next = || fields.next().unwrap_or("nan").to_string();

@@ -262,6 +262,13 @@ impl CanonicalWriter {
         Self::default()
     }
 
+    /// A writer with room for `bytes` of encoding before it grows.
+    pub fn with_capacity(bytes: usize) -> Self {
+        CanonicalWriter {
+            out: Vec::with_capacity(bytes),
+        }
+    }
+
     pub fn finish(self) -> Vec<u8> {
         self.out
     }
@@ -363,9 +370,7 @@ pub fn canonical_bytes(v: &Input) -> Vec<u8> {
     // A cell's inputs encode to a kilobyte or two: room for them from the start, rather
     // than a vector that doubles its way there (a plan of 10,000 cells made 70,000
     // allocations here).
-    let mut w = CanonicalWriter {
-        out: Vec::with_capacity(4096),
-    };
+    let mut w = CanonicalWriter::with_capacity(4096);
     w.value(v);
     w.finish()
 }
