@@ -258,10 +258,6 @@ pub struct CanonicalWriter {
 }
 
 impl CanonicalWriter {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// A writer with room for `bytes` of encoding before it grows.
     pub fn with_capacity(bytes: usize) -> Self {
         CanonicalWriter {

@@ -44,8 +44,8 @@ fn row_axes(shape: &Shape, cells: &[&View]) -> Vec<Axis> {
     if let Some(p) = shape.pivot {
         groups.split(Some(p));
     }
-    for a in axes.clone() {
-        groups.split(Some(a));
+    for a in &axes {
+        groups.split(Some(*a));
     }
     loop {
         let wanted = |a: &Axis| Some(*a) != shape.pivot && !axes.contains(a);
