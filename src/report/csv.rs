@@ -159,7 +159,7 @@ fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
 /// The provenance columns of a cell, from its inputs and stored facts.
 fn provenance(view: &View) -> Vec<String> {
     let inputs = &view.cell.inputs;
-    let facts = view.data.facts.as_ref();
+    let facts = view.data.facts.as_deref();
     let fact = |p: &str| facts.and_then(|f| str_at(f, p)).map(clean);
     let mount = inputs
         .texts("/filesystem/mount_options")

@@ -419,7 +419,7 @@ fn cell_facts(d: &CellData, inputs: &Value) -> Vec<(String, String)> {
             out.push((name.to_string(), v));
         }
     };
-    let facts = d.facts.as_ref();
+    let facts = d.facts.as_deref();
     let get = |k: &str| facts.and_then(|f| f.get(k));
     let inputs = Some(inputs);
     let flashed = get("flashed");

@@ -40,7 +40,7 @@ pub(super) fn cell_with_facts(cell: &Cell, kernel: &str) -> CellData {
         address: cell.address.clone(),
         inputs: cell.inputs.json().clone().into(),
     });
-    d.facts = Some(stored_facts(kernel));
+    d.facts = Some(stored_facts(kernel).into());
     d
 }
 

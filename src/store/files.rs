@@ -1,9 +1,11 @@
 //! Store files on disk: atomic whole-file writes, reads that refuse what is not a
 //! regular file or too large or too new, and samples files cut back to whole lines.
 
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -115,20 +117,53 @@ pub(super) fn read_json_in<T: for<'de> Deserialize<'de>>(
     read_doc_in(buf, path, |bytes| parse_doc(path, None, bytes, newest))
 }
 
-/// `read_json_in` for a document read as a `Value` (a cell's `facts.json`): parsed
-/// once, its format read from the value, where `parse_doc` parses twice. Anything but
-/// an object is left to `parse_doc`, for its error. (Of a hand-made document that
-/// repeats `format`, the last one counts here, as in the value itself.)
-pub(super) fn read_value_in(buf: &mut ReadBuf, path: &Path, newest: u32) -> Result<Option<Value>> {
-    read_doc_in(buf, path, |bytes| {
-        match serde_json::from_slice::<Value>(bytes) {
-            Ok(value @ Value::Object(_)) => {
-                check_format(path, value.get("format").and_then(Value::as_u64), newest)?;
-                Ok(value)
-            }
-            _ => parse_doc(path, None, bytes, newest),
+/// `parse_doc` for a document read as a `Value` (a cell's `facts.json`): parsed once,
+/// its format read from the value, where `parse_doc` parses twice. Anything but an
+/// object is left to `parse_doc`, for its error. (Of a hand-made document that repeats
+/// `format`, the last one counts here, as in the value itself.)
+fn parse_value(path: &Path, bytes: &[u8], newest: u32) -> Result<Value> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(value @ Value::Object(_)) => {
+            check_format(path, value.get("format").and_then(Value::as_u64), newest)?;
+            Ok(value)
         }
-    })
+        _ => parse_doc(path, None, bytes, newest),
+    }
+}
+
+/// The `facts.json` files one read of the store has parsed, by their bytes. The cells
+/// one apply measured on a board and its storage mostly have the same facts, byte for
+/// byte: they share one parsed value rather than each holding a copy, and a report
+/// finds two cells' facts equal without walking them (`Arc`'s equality of a value
+/// that is `Eq` is the pointer's first). A value is a pure function of its bytes, so
+/// sharing it changes nothing read. Holds one entry per distinct file, for one read.
+#[derive(Default)]
+pub(super) struct SharedFacts(Mutex<HashMap<Box<[u8]>, Arc<Value>>>);
+
+impl SharedFacts {
+    /// A cell's `facts.json` (`parse_value`), read through `buf`: bytes parsed before in
+    /// this read give the value they gave then.
+    pub(super) fn read_in(&self, buf: &mut ReadBuf, path: &Path) -> Result<Option<Arc<Value>>> {
+        read_doc_in(buf, path, |bytes| {
+            if let Some(known) = self.known().get(bytes) {
+                return Ok(Arc::clone(known));
+            }
+            // Parsed outside the lock: two threads may parse the same bytes at once,
+            // and the first value kept is the one both give.
+            let value = Arc::new(parse_value(path, bytes, FORMAT)?);
+            Ok(Arc::clone(
+                self.known().entry(bytes.into()).or_insert(value),
+            ))
+        })
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Value>>> {
+        // A thread that panicked holding the lock left the map whole: each entry is
+        // inserted at once.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// Reads a `cell.json` (see `parse_record`).

@@ -64,8 +64,8 @@ pub use board_state::BoardState;
 pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};
 use files::{
-    ReadBuf, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
-    read_samples_in, read_value_in, sync_dir, to_json_bytes, write_atomic,
+    ReadBuf, SharedFacts, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
+    read_samples_in, sync_dir, to_json_bytes, write_atomic,
 };
 pub use plan_skips::PlanSkips;
 pub use stored_json::StoredJson;
@@ -157,7 +157,8 @@ pub struct Skip {
 pub struct CellData {
     pub record: Option<CellRecord>,
     pub samples: Vec<Sample>,
-    pub facts: Option<Value>,
+    /// Shared by the cells whose `facts.json` holds the same bytes (`SharedFacts`).
+    pub facts: Option<std::sync::Arc<Value>>,
     pub failure: Option<Failure>,
     pub redo: Option<Redo>,
     pub skip: Option<Skip>,
@@ -236,7 +237,11 @@ impl Store {
     }
 
     fn read_dir(&self, dir: &Path) -> Result<CellData> {
-        read_cell(&mut dir.to_path_buf(), &mut ReadBuf::default())
+        read_cell(
+            &mut dir.to_path_buf(),
+            &mut ReadBuf::default(),
+            &SharedFacts::default(),
+        )
     }
 
     /// Every cell in the store by key (for reports and garbage listing). Cells are read
@@ -262,12 +267,13 @@ impl Store {
         }
         // Sorted, so that the first error is the same one however the directory lists.
         cells.sort();
+        let facts = SharedFacts::default();
         let read = |part: &[(std::ffi::OsString, CellKey)]| -> Result<Vec<(CellKey, CellData)>> {
             let mut out = Vec::with_capacity(part.len());
             let (mut dir, mut buf) = (self.root.clone(), ReadBuf::default());
             for (name, key) in part {
                 dir.push(name);
-                let data = read_cell(&mut dir, &mut buf);
+                let data = read_cell(&mut dir, &mut buf, &facts);
                 dir.pop();
                 let data = data?;
                 if data.record.is_some() {
@@ -349,13 +355,13 @@ impl Store {
 /// Everything a cell directory holds (`dir` is given back as it came), reading through
 /// one thread's `buf`. Its files are read in `Present::NAMES` order, so that of two
 /// broken ones the first is named, as it always was.
-fn read_cell(dir: &mut PathBuf, buf: &mut ReadBuf) -> Result<CellData> {
+fn read_cell(dir: &mut PathBuf, buf: &mut ReadBuf, facts: &SharedFacts) -> Result<CellData> {
     let present = Present::of(dir);
     let mut d = CellData::default();
     for (i, name) in Present::NAMES.into_iter().enumerate() {
         if present.has(i) {
             dir.push(name);
-            let read = read_cell_file(&mut d, name, dir, buf);
+            let read = read_cell_file(&mut d, name, dir, buf, facts);
             dir.pop();
             read?;
         }
@@ -364,11 +370,17 @@ fn read_cell(dir: &mut PathBuf, buf: &mut ReadBuf) -> Result<CellData> {
 }
 
 /// Reads the cell file `name` at `path` into its field of `d`.
-fn read_cell_file(d: &mut CellData, name: &str, path: &Path, buf: &mut ReadBuf) -> Result<()> {
+fn read_cell_file(
+    d: &mut CellData,
+    name: &str,
+    path: &Path,
+    buf: &mut ReadBuf,
+    facts: &SharedFacts,
+) -> Result<()> {
     match name {
         "cell.json" => d.record = read_record(buf, path)?,
         "samples.jsonl" => d.samples = read_samples_in(buf, path)?,
-        "facts.json" => d.facts = read_value_in(buf, path, FORMAT)?,
+        "facts.json" => d.facts = facts.read_in(buf, path)?,
         "failure.json" => d.failure = read_json_in(buf, path, FAILURE_FORMAT)?,
         "redo.json" => d.redo = read_json_in(buf, path, FORMAT)?,
         "skip.json" => d.skip = read_json_in(buf, path, FORMAT)?,

@@ -122,3 +122,37 @@ fn every_file_of_a_cell_is_read_and_a_file_in_place_of_its_directory_is_an_error
     );
     let _ = fs::remove_dir_all(dir);
 }
+
+/// Cells whose facts.json holds the same bytes share one parsed value (a report then
+/// finds them equal without walking them); other bytes get a value of their own, and
+/// every cell reads the facts it was given.
+#[test]
+fn cells_with_the_same_facts_bytes_share_one_value_and_others_keep_their_own() {
+    let dir = std::env::temp_dir().join(format!("bp-store-shared-facts-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let store = Store::open(&dir).unwrap();
+    let ws = crate::plan::fixtures::workspace();
+    let cells = crate::plan::expand(&ws, &ws.scenarios[0]).cells;
+    assert!(cells.len() >= 3, "the fixture has three cells to store");
+    let board = json!({"kernel": "Linux 6.6", "os_release": {"ID": "debian"}});
+    let other = json!({"kernel": "Linux 6.12", "os_release": {"ID": "debian"}});
+    for (cell, facts) in cells.iter().zip([&board, &board, &other]) {
+        store.begin(cell).unwrap().write_facts(facts).unwrap();
+    }
+    let all = store.all().unwrap();
+    let facts = |i: usize| {
+        all[&cells[i].key]
+            .facts
+            .clone()
+            .expect("facts were written")
+    };
+    assert!(std::sync::Arc::ptr_eq(&facts(0), &facts(1)));
+    assert!(!std::sync::Arc::ptr_eq(&facts(0), &facts(2)));
+    assert_eq!(facts(0)["kernel"], "Linux 6.6");
+    assert_eq!(facts(2)["kernel"], "Linux 6.12");
+    // Read one by one, each cell's facts are the same values.
+    for (i, cell) in cells.iter().take(3).enumerate() {
+        assert_eq!(store.read(cell).unwrap().facts, Some(facts(i)));
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
