@@ -342,6 +342,12 @@ pub fn build(
             .to_string()
     };
 
+    // Each test's views, in report order, sorted out in one pass: a big report's views
+    // lie far apart in memory, and a pass per test would walk them all again each time.
+    let mut by_test: BTreeMap<&TestName, Vec<&cells::View>> = BTreeMap::new();
+    for v in &views {
+        by_test.entry(&v.address().test).or_default().push(v);
+    }
     // Each test's columns, in matrix order: its table's and results.csv's.
     let mut test_columns = Vec::new();
     let mut sample_metrics = Vec::new();
@@ -349,8 +355,7 @@ pub fn build(
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
         };
-        let of_test: Vec<&cells::View> =
-            views.iter().filter(|v| &v.address().test == test).collect();
+        let of_test = by_test.get(test).cloned().unwrap_or_default();
         let metrics = table_metrics(recipe, &of_test);
         for m in &metrics {
             sample_metrics.push((test.to_string(), m.clone()));
@@ -379,7 +384,7 @@ pub fn build(
         let sample_metrics = &sample_metrics;
         let mut parts: Vec<Box<dyn FnOnce() + Send + '_>> = vec![
             Box::new(|| samples.set(csv::rows(scenario, views, sample_metrics))),
-            Box::new(|| provenance.set(provenance::provenance(&ordered, data))),
+            Box::new(|| provenance.set(provenance::provenance(views))),
             Box::new(|| comparisons.set(compare::comparisons_of(ws, scenario, &ordered, data))),
             Box::new(|| validity.set(sections::validity(views))),
             Box::new(|| method.set(method::method(scenario, views))),

@@ -59,15 +59,13 @@ fn config_of(a: &Address) -> Config<'_> {
     )
 }
 
-/// The provenance of every configuration with measured runs, in plan order.
-pub fn provenance(
-    cells: &[&Cell],
-    data: &BTreeMap<crate::plan::CellKey, CellData>,
-) -> Vec<Provenance> {
-    let measured = cells.iter().copied().filter_map(|cell| {
-        let d = data.get(&cell.key)?;
-        (d.measured_count() > 0).then_some((cell, d))
-    });
+/// The provenance of every configuration with measured runs, in report order (the
+/// views', each holding its cell's data: not looked up again by key).
+pub(super) fn provenance(views: &[super::cells::View]) -> Vec<Provenance> {
+    let measured = views
+        .iter()
+        .filter(|v| v.data.measured_count() > 0)
+        .map(|v| (v.cell, v.data));
     super::groups_in_order(measured, |(cell, _)| config_of(&cell.address))
         .into_iter()
         .map(|(_, group)| {
