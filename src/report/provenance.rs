@@ -596,7 +596,7 @@ fn cell_facts(d: &CellData, inputs: &Value) -> Vec<(String, String)> {
     let mut meters: Vec<String> = d
         .measured()
         .filter_map(|s| match s.telemetry.as_ref()? {
-            StoredTelemetry::Summary(t) => t.power.as_ref().map(|p| clean(&p.source)),
+            StoredTelemetry::Summary(t) => t.get().power.as_ref().map(|p| clean(&p.source)),
             StoredTelemetry::Value(v) => v.pointer("/power/source")?.as_str().map(clean),
         })
         .collect();

@@ -328,7 +328,7 @@ fn parse_sample(line: &str) -> Option<Sample> {
         ended: l.ended,
         metrics: l.metrics,
         flags: l.flags,
-        telemetry: l.telemetry.map(StoredTelemetry::Summary),
+        telemetry: l.telemetry.map(StoredTelemetry::from),
         command: l.command,
         log: l.log,
         order: l.order,

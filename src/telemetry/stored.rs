@@ -11,22 +11,51 @@ use std::borrow::Cow;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use super::{TelemetrySummary, Thresholds, flags, warnings};
+use super::summary::Judged;
+use super::{TelemetrySummary, Thresholds};
 
 #[derive(Clone, Debug)]
 pub enum StoredTelemetry {
     /// A telemetry summary, parsed.
-    Summary(Box<TelemetrySummary>),
+    Summary(JudgedSummary),
     /// A value as it was given: what apply builds (written back byte for byte), or a
     /// stored value that is not a summary (its run's stored flags then stand).
     Value(Value),
+}
+
+/// A parsed summary with what judging its run reads (`Judged`), taken out of it as it is
+/// made: kept in the sample, where a report's walk over every run finds it without
+/// following the summary's pointer.
+#[derive(Clone, Debug)]
+pub struct JudgedSummary {
+    judged: Judged,
+    summary: Box<TelemetrySummary>,
+}
+
+impl JudgedSummary {
+    pub fn new(summary: Box<TelemetrySummary>) -> JudgedSummary {
+        JudgedSummary {
+            judged: Judged::of(&summary),
+            summary,
+        }
+    }
+
+    pub fn get(&self) -> &TelemetrySummary {
+        &self.summary
+    }
+}
+
+impl From<Box<TelemetrySummary>> for StoredTelemetry {
+    fn from(summary: Box<TelemetrySummary>) -> StoredTelemetry {
+        StoredTelemetry::Summary(JudgedSummary::new(summary))
+    }
 }
 
 impl StoredTelemetry {
     /// The summary, when the value is one.
     pub fn summary(&self) -> Option<Cow<'_, TelemetrySummary>> {
         match self {
-            StoredTelemetry::Summary(s) => Some(Cow::Borrowed(s)),
+            StoredTelemetry::Summary(s) => Some(Cow::Borrowed(s.get())),
             StoredTelemetry::Value(v) => TelemetrySummary::deserialize(v).ok().map(Cow::Owned),
         }
     }
@@ -34,7 +63,7 @@ impl StoredTelemetry {
     /// The telemetry as a JSON value (a summary as it serialises).
     pub fn to_value(&self) -> Value {
         match self {
-            StoredTelemetry::Summary(s) => serde_json::to_value(s).unwrap_or(Value::Null),
+            StoredTelemetry::Summary(s) => serde_json::to_value(s.get()).unwrap_or(Value::Null),
             StoredTelemetry::Value(v) => v.clone(),
         }
     }
@@ -43,7 +72,7 @@ impl StoredTelemetry {
     /// (or, for a cluster's run, a summary per member).
     pub fn flags(&self, thresholds: &Thresholds) -> Option<Vec<String>> {
         match self {
-            StoredTelemetry::Summary(s) => Some(flags(s, thresholds)),
+            StoredTelemetry::Summary(s) => Some(s.judged.flags(thresholds)),
             StoredTelemetry::Value(v) => super::rejudge(v, thresholds),
         }
     }
@@ -52,7 +81,7 @@ impl StoredTelemetry {
     /// member).
     pub fn warnings(&self) -> Vec<String> {
         match self {
-            StoredTelemetry::Summary(s) => warnings(s),
+            StoredTelemetry::Summary(s) => s.judged.warnings(),
             StoredTelemetry::Value(v) => super::warnings_of(v),
         }
     }
@@ -67,7 +96,7 @@ impl From<Value> for StoredTelemetry {
 impl PartialEq for StoredTelemetry {
     fn eq(&self, other: &StoredTelemetry) -> bool {
         match (self, other) {
-            (StoredTelemetry::Summary(a), StoredTelemetry::Summary(b)) => a == b,
+            (StoredTelemetry::Summary(a), StoredTelemetry::Summary(b)) => a.get() == b.get(),
             (StoredTelemetry::Value(a), StoredTelemetry::Value(b)) => a == b,
             _ => self.to_value() == other.to_value(),
         }
@@ -88,7 +117,7 @@ impl<'de> Deserialize<'de> for StoredTelemetry {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<StoredTelemetry, D::Error> {
         let v = Value::deserialize(d)?;
         Ok(match TelemetrySummary::deserialize(&v) {
-            Ok(s) => StoredTelemetry::Summary(Box::new(s)),
+            Ok(s) => Box::new(s).into(),
             Err(_) => StoredTelemetry::Value(v),
         })
     }

@@ -411,14 +411,7 @@ fn below_max(start: &[PolicyTimes], end: &[PolicyTimes], performance_only: bool)
 /// a run out of the statistics (they say what could not be judged, not what went
 /// wrong).
 pub fn warnings(summary: &TelemetrySummary) -> Vec<String> {
-    let mut out = Vec::new();
-    if summary.throttled_state.as_deref() == Some("unknown") {
-        out.push(THROTTLE_UNKNOWN.to_string());
-    }
-    if summary.power.as_ref().is_some_and(|p| p.unknown()) {
-        out.push(super::power::POWER_UNKNOWN.to_string());
-    }
-    out
+    Judged::of(summary).warnings()
 }
 
 /// The warning for a board whose throttle state could not be read.
@@ -435,41 +428,110 @@ pub const FLAGS: [&str; 5] = [
 
 /// The validity flags of a run, in a fixed order. Absent data raises no flag.
 pub fn flags(summary: &TelemetrySummary, thresholds: &Thresholds) -> Vec<String> {
-    // Sticky bits already set before the run say nothing about this run.
-    let new_bits = |mask: u32| -> bool {
-        let Some(seen) = summary.throttled_seen else {
-            return false;
+    Judged::of(summary).flags(thresholds)
+}
+
+/// What `flags` and `warnings` read of a summary, taken out of it once: a report judges
+/// every run again under its scenario's thresholds, and a big store's summaries lie far
+/// apart in memory, where this is kept in the sample itself (`StoredTelemetry`). Only
+/// the two measures a threshold applies to are kept as numbers; the rest depend on no
+/// threshold and are kept as their answers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Judged {
+    /// The hottest temperature of the run, °C; NaN when none was read (NaN is above no
+    /// threshold, as an absent reading raises no flag).
+    temp_max: f64,
+    /// The background load's share of the board's capacity; NaN when unknown.
+    background: f64,
+    /// The answers that need no threshold, one bit each (`Judged::THROTTLED` ...).
+    bits: u8,
+}
+
+impl Judged {
+    const THROTTLED: u8 = 1;
+    const SWAPPING: u8 = 1 << 1;
+    const UNDER_VOLTAGE: u8 = 1 << 2;
+    const THROTTLE_UNKNOWN: u8 = 1 << 3;
+    const POWER_UNKNOWN: u8 = 1 << 4;
+
+    pub fn of(summary: &TelemetrySummary) -> Judged {
+        // Sticky bits already set before the run say nothing about this run.
+        let new_bits = |mask: u32| -> bool {
+            let Some(seen) = summary.throttled_seen else {
+                return false;
+            };
+            let before = summary.throttled_first.unwrap_or(0) & STICKY;
+            (seen & !before) & mask != 0
         };
-        let before = summary.throttled_first.unwrap_or(0) & STICKY;
-        (seen & !before) & mask != 0
-    };
-    let mut out = Vec::new();
-    let freq_dropped = summary
-        .below_max_freq_fraction
-        .is_some_and(|f| f > BELOW_MAX_TOLERANCE);
-    let kernel = |kind: &str| summary.kernel_events.iter().any(|k| k == kind);
-    if new_bits(SLOWED) || freq_dropped || kernel("throttled") {
-        out.push("throttled");
+        let freq_dropped = summary
+            .below_max_freq_fraction
+            .is_some_and(|f| f > BELOW_MAX_TOLERANCE);
+        let kernel = |kind: &str| summary.kernel_events.iter().any(|k| k == kind);
+        let answers = [
+            (
+                Judged::THROTTLED,
+                new_bits(SLOWED) || freq_dropped || kernel("throttled"),
+            ),
+            (
+                Judged::SWAPPING,
+                summary.swap_in_pages.unwrap_or(0) > 0 || summary.swap_out_pages.unwrap_or(0) > 0,
+            ),
+            (
+                Judged::UNDER_VOLTAGE,
+                new_bits(UNDER_VOLTAGE) || kernel("under-voltage"),
+            ),
+            (
+                Judged::THROTTLE_UNKNOWN,
+                summary.throttled_state.as_deref() == Some("unknown"),
+            ),
+            (
+                Judged::POWER_UNKNOWN,
+                summary.power.as_ref().is_some_and(|p| p.unknown()),
+            ),
+        ];
+        Judged {
+            temp_max: summary.temp_c.map_or(f64::NAN, |t| t.max),
+            background: summary.background_fraction.unwrap_or(f64::NAN),
+            bits: answers
+                .iter()
+                .filter(|(_, yes)| *yes)
+                .fold(0, |bits, (bit, _)| bits | bit),
+        }
     }
-    if summary
-        .temp_c
-        .is_some_and(|t| t.max > thresholds.hot_celsius)
-    {
-        out.push("hot");
+
+    fn has(&self, bit: u8) -> bool {
+        self.bits & bit != 0
     }
-    if summary.swap_in_pages.unwrap_or(0) > 0 || summary.swap_out_pages.unwrap_or(0) > 0 {
-        out.push("swapping");
+
+    /// `flags` of the summary this was taken from.
+    pub fn flags(&self, thresholds: &Thresholds) -> Vec<String> {
+        // `>` is false for NaN: an absent measure raises no flag.
+        let raised = [
+            self.has(Judged::THROTTLED),
+            self.temp_max > thresholds.hot_celsius,
+            self.has(Judged::SWAPPING),
+            self.background > thresholds.background_load,
+            self.has(Judged::UNDER_VOLTAGE),
+        ];
+        FLAGS
+            .iter()
+            .zip(raised)
+            .filter(|(_, yes)| *yes)
+            .map(|(flag, _)| flag.to_string())
+            .collect()
     }
-    if summary
-        .background_fraction
-        .is_some_and(|f| f > thresholds.background_load)
-    {
-        out.push("background-load");
+
+    /// `warnings` of the summary this was taken from.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.has(Judged::THROTTLE_UNKNOWN) {
+            out.push(THROTTLE_UNKNOWN.to_string());
+        }
+        if self.has(Judged::POWER_UNKNOWN) {
+            out.push(super::power::POWER_UNKNOWN.to_string());
+        }
+        out
     }
-    if new_bits(UNDER_VOLTAGE) || kernel("under-voltage") {
-        out.push("under-voltage");
-    }
-    out.into_iter().map(str::to_string).collect()
 }
 
 #[cfg(test)]

@@ -304,3 +304,35 @@ fn a_series_is_bounded_evenly_picked_and_null_where_absent() {
     assert!(s.iter().all(|p| p.temp_c.is_none() && p.freq_mhz.is_none()));
     assert!(series(&[], 240).is_empty());
 }
+
+/// What a run did not measure raises no flag, however low the thresholds: its judged
+/// form keeps an absent temperature or load as NaN, which is above no threshold. Every
+/// flag raised at once comes out in `FLAGS` order, and judging the kept form gives what
+/// judging the summary does.
+#[test]
+fn absent_measures_raise_no_flag_and_every_flag_comes_in_its_order() {
+    let low = Thresholds {
+        hot_celsius: f64::MIN,
+        background_load: f64::MIN,
+    };
+    let nothing = TelemetrySummary::default();
+    assert!(flags(&nothing, &low).is_empty(), "{:?}", flags(&nothing, &low));
+    let everything = TelemetrySummary {
+        temp_c: Some(Range {
+            min: 90.0,
+            max: 91.0,
+            mean: 90.5,
+        }),
+        background_fraction: Some(0.5),
+        swap_in_pages: Some(3),
+        throttled_first: Some(0),
+        throttled_seen: Some(SLOWED | UNDER_VOLTAGE),
+        throttled_state: Some("unknown".into()),
+        ..TelemetrySummary::default()
+    };
+    assert_eq!(flags(&everything, &th()), FLAGS.map(String::from).to_vec());
+    assert_eq!(warnings(&everything), vec![THROTTLE_UNKNOWN.to_string()]);
+    let stored = super::super::StoredTelemetry::from(Box::new(everything.clone()));
+    assert_eq!(stored.flags(&th()), Some(flags(&everything, &th())));
+    assert_eq!(stored.warnings(), warnings(&everything));
+}
