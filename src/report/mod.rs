@@ -369,7 +369,11 @@ pub fn build(
     // together. Comparisons and provenance see the cells in report order, so that a
     // report made without board files lists them as one made with them does.
     use crate::parallel::Slot;
-    let labels = labels::AxisLabels::new(&scenario.report.labels, &views);
+    // The rows' labels, made by the first table job that needs them (another waits for
+    // them), so that the other jobs do not wait for them first.
+    let axis_labels = std::sync::OnceLock::new();
+    let labels =
+        || axis_labels.get_or_init(|| labels::AxisLabels::new(&scenario.report.labels, &views));
     let samples = Slot::default();
     let provenance = Slot::default();
     let comparisons = Slot::default();
@@ -390,11 +394,11 @@ pub fn build(
             Box::new(|| method.set(method::method(scenario, views))),
             Box::new(|| precision.set(precision::notes(ws, scenario, views))),
             Box::new(|| states.set(sections::states(scenario, plan, views))),
-            Box::new(|| own_tables.set(scenario_tables(ws, scenario, views, labels, label_of))),
+            Box::new(|| own_tables.set(scenario_tables(ws, scenario, views, labels(), label_of))),
         ];
         for (columns, slot) in test_columns.iter().zip(&test_tables) {
             parts.push(Box::new(move || {
-                slot.set(test_table(columns, views, labels, label_of, confidence));
+                slot.set(test_table(columns, views, labels(), label_of, confidence));
             }));
         }
         crate::parallel::jobs(parts);
