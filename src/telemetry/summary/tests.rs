@@ -316,7 +316,11 @@ fn absent_measures_raise_no_flag_and_every_flag_comes_in_its_order() {
         background_load: f64::MIN,
     };
     let nothing = TelemetrySummary::default();
-    assert!(flags(&nothing, &low).is_empty(), "{:?}", flags(&nothing, &low));
+    assert!(
+        flags(&nothing, &low).is_empty(),
+        "{:?}",
+        flags(&nothing, &low)
+    );
     let everything = TelemetrySummary {
         temp_c: Some(Range {
             min: 90.0,
