@@ -33,7 +33,9 @@ pub struct JudgedSummary {
 }
 
 impl JudgedSummary {
-    pub fn new(summary: Box<TelemetrySummary>) -> JudgedSummary {
+    /// Made only here (and through `From`), so that what is kept always matches its
+    /// summary.
+    fn new(summary: Box<TelemetrySummary>) -> JudgedSummary {
         JudgedSummary {
             judged: Judged::of(&summary),
             summary,
