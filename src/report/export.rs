@@ -169,6 +169,7 @@ fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
         });
     }
     super::rows::add_filters(&mut env);
+    super::lists::add_filters(&mut env);
     if t.file.is_some() {
         env.set_fuel(Some(TEMPLATE_FUEL));
     }

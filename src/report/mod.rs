@@ -25,6 +25,7 @@ mod format;
 mod json;
 mod labels;
 mod lazy;
+mod lists;
 mod members;
 mod method;
 mod precision;
