@@ -1,23 +1,24 @@
 //! The report's long sections as the embedded templates write them, in code: the
-//! validity warnings and the provenance (`{{ validity|html_validity }}`,
-//! `{{ provenance|markdown_provenance }}`, ...).
+//! comparisons, the validity warnings and the provenance
+//! (`{{ comparisons|html_comparisons }}`, `{{ provenance|markdown_provenance }}`, ...).
 //!
-//! A big report warns about thousands of cells and shows the facts of a thousand
-//! configurations, and the template loops over them were about a third of both
-//! templates' render (`rows.rs` did the same for the tables' rows). Each filter writes
+//! A big report compares a thousand pairs, warns about thousands of cells and shows the
+//! facts of a thousand configurations, and the template loops over them were about
+//! half of the page's render and two thirds of the Markdown's (`rows.rs` did the same for the tables' rows). Each filter writes
 //! exactly what the loop it replaced wrote (`LOOPS` below, and docs/TEMPLATES.md, where
 //! an override can copy it to change the markup), from the template context's values,
 //! each escaped as that template's formatter escapes it.
 
 use minijinja::{Error, ErrorKind, Value};
 
-use super::export::{MarkdownEscaped, html_escaped};
+use super::export::{MarkdownEscaped, html_escaped, write_float};
 
 /// The loops the filters write as, in order: `html_validity`, `markdown_validity`,
-/// `html_provenance`, `markdown_provenance`. The tests render each and compare;
-/// docs/TEMPLATES.md shows them.
+/// `html_provenance`, `markdown_provenance`, `html_comparisons`,
+/// `markdown_comparisons`. The tests render each and compare; docs/TEMPLATES.md shows
+/// them.
 #[cfg(test)]
-pub(super) const LOOPS: [&str; 4] = [
+pub(super) const LOOPS: [&str; 6] = [
     r#"{% for w in validity %}<li>{% for f in w.flags %}<span class="chip">{{ f.name }}</span>{% endfor %}{% for f in w.warnings %}<span class="chip">{{ f.name }}</span>{% endfor %}{{ w.cell }}: {{ w.text }}</li>{% endfor %}"#,
     r#"{% for w in validity %}- {{ w.cell }}: {{ w.text }}
 {% endfor %}"#,
@@ -44,6 +45,10 @@ pub(super) const LOOPS: [&str; 4] = [
 {% for f in p.facts %}| {{ f.name }} | {% if f.differs %}**differs:** {% endif %}{{ f.value }} |
 {% endfor %}| cells | {{ p.cells|join(", ") }} |
 {% endfor %}"#,
+    r#"{% for c in comparisons %}{% if c.verdict == "better" or c.verdict == "worse" %}{% set word = c.verdict_text|split(" ")|first %}{% else %}{% set word = c.verdict|replace("-", " ") %}{% endif %}<tr class="verdict-row-{{ c.verdict }}"><td><code>{{ c.metric }}</code></td><td>{{ c.baseline }}{% if c.pooled %}<span class="pool">pooled</span>{% endif %}</td><td>{{ c.candidate }}</td><td class="num"{% if c.diff_pct is not none %} data-sort="{{ c.diff_pct }}"{% endif %}>{{ c.difference }}</td><td class="why"><span class="verdict verdict-{{ c.verdict }}">{{ word }}</span>{% if c.significant %}<strong>{{ c.verdict_text[(word|length):]|trim(" :") }}</strong>{% else %}{{ c.verdict_text[(word|length):]|trim(" :") }}{% endif %}{% if c.pooled and c.pooled.left_out %} Left out of the pool: {{ c.pooled.left_out|join("; ") }}.{% endif %}</td></tr>
+{% endfor %}"#,
+    r#"{% for c in comparisons %}| {{ c.metric }} | {{ c.baseline }} | {{ c.candidate }} | {{ c.difference }} | {% if c.significant %}**{{ c.verdict_text }}**{% else %}{{ c.verdict_text }}{% endif %} |
+{% endfor %}"#,
 ];
 
 /// Adds the filters to a template's environment.
@@ -67,6 +72,24 @@ pub(super) fn add_filters(env: &mut minijinja::Environment<'_>) {
             "provenance",
             Format::Html,
             provenance,
+        )
+    });
+    env.add_filter("html_comparisons", |list: Value| {
+        written(
+            &list,
+            "html_comparisons",
+            "comparisons",
+            Format::Html,
+            comparison,
+        )
+    });
+    env.add_filter("markdown_comparisons", |list: Value| {
+        written(
+            &list,
+            "markdown_comparisons",
+            "comparisons",
+            Format::Markdown,
+            comparison,
         )
     });
     env.add_filter("markdown_provenance", |list: Value| {
@@ -168,6 +191,100 @@ fn items(item: &Value, name: &str) -> Result<Vec<Value>, NotTheList> {
         .collect())
 }
 
+/// The text of `value`, which must be text.
+fn text(value: &Value) -> Result<&str, NotTheList> {
+    value.as_str().ok_or(NotTheList)
+}
+
+/// One of `comparisons`, as its loop in `LOOPS` writes it.
+fn comparison(out: &mut Out, c: &Value) -> Result<(), NotTheList> {
+    let verdict_value = attr(c, "verdict")?;
+    let (verdict, verdict_text) = (text(&verdict_value)?, attr(c, "verdict_text")?);
+    let significant = attr(c, "significant")?.is_true();
+    if out.format == Format::Markdown {
+        for field in ["metric", "baseline", "candidate", "difference"] {
+            out.push("| ");
+            out.value(&attr(c, field)?)?;
+            out.push(" ");
+        }
+        out.push("| ");
+        if significant {
+            out.push("**");
+        }
+        out.value(&verdict_text)?;
+        if significant {
+            out.push("**");
+        }
+        out.push(" |\n");
+        return Ok(());
+    }
+    let verdict_text = text(&verdict_text)?;
+    // The verdict's word, and the rest of its text after it (sliced by characters, as
+    // a template slices), without the spaces and colons around it.
+    let word = if verdict == "better" || verdict == "worse" {
+        verdict_text
+            .split(' ')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    } else {
+        verdict.replace('-', " ")
+    };
+    let rest = verdict_text
+        .chars()
+        .skip(word.chars().count())
+        .collect::<String>();
+    let rest = rest.trim_matches([' ', ':']);
+    let pooled = attr(c, "pooled")?;
+    out.push("<tr class=\"verdict-row-");
+    out.escaped(verdict);
+    out.push("\"><td><code>");
+    out.value(&attr(c, "metric")?)?;
+    out.push("</code></td><td>");
+    out.value(&attr(c, "baseline")?)?;
+    if pooled.is_true() {
+        out.push("<span class=\"pool\">pooled</span>");
+    }
+    out.push("</td><td>");
+    out.value(&attr(c, "candidate")?)?;
+    out.push("</td><td class=\"num\"");
+    let diff = attr(c, "diff_pct")?;
+    if !diff.is_none() {
+        out.push(" data-sort=\"");
+        let x = f64::try_from(diff).map_err(|_| NotTheList)?;
+        let _ = write_float(x, |p| {
+            out.escaped(p);
+            Ok::<(), ()>(())
+        });
+        out.push("\"");
+    }
+    out.push(">");
+    out.value(&attr(c, "difference")?)?;
+    out.push("</td><td class=\"why\"><span class=\"verdict verdict-");
+    out.escaped(verdict);
+    out.push("\">");
+    out.escaped(&word);
+    out.push("</span>");
+    if significant {
+        out.push("<strong>");
+    }
+    out.escaped(rest);
+    if significant {
+        out.push("</strong>");
+    }
+    if pooled.is_true() {
+        let left_out = items(&pooled, "left_out")?;
+        if !left_out.is_empty() {
+            let texts: Result<Vec<&str>, NotTheList> = left_out.iter().map(text).collect();
+            out.push(" Left out of the pool: ");
+            out.escaped(&texts?.join("; "));
+            out.push(".");
+        }
+    }
+    out.push("</td></tr>\n");
+    Ok(())
+}
+
 /// One of `validity`, as its loop in `LOOPS` writes it.
 fn validity(out: &mut Out, w: &Value) -> Result<(), NotTheList> {
     if out.format == Format::Markdown {
@@ -255,8 +372,9 @@ fn provenance(out: &mut Out, p: &Value) -> Result<(), NotTheList> {
 #[cfg(test)]
 mod tests {
     use super::super::export::render_template;
-    use super::super::{Fact, Provenance, Report};
+    use super::super::{Fact, Pooled, Provenance, Report};
     use super::LOOPS;
+    use crate::stats::Verdict;
 
     /// The test reports, and the same with every case the loops branch on: warnings and
     /// none, facts that differ, several cells, flags and warnings on a validity
@@ -283,6 +401,45 @@ mod tests {
             cells: Vec::new(),
             warnings: Vec::new(),
         });
+        // Every verdict, pooled with and without boards left out, and a difference
+        // with no percent, one that is whole and one that is not finite.
+        let first = odd.comparisons[0].clone();
+        odd.comparisons = [
+            Verdict::Better,
+            Verdict::Worse,
+            Verdict::Equivalent,
+            Verdict::Inconclusive,
+            Verdict::NotComparable,
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, verdict)| {
+            let mut c = first.clone();
+            c.verdict = verdict;
+            c.significant = i % 2 == 0;
+            c.metric = format!("{hostile} {i}");
+            c.baseline = format!("{hostile} baseline");
+            c.difference = format!("+{i}% {hostile}");
+            c.verdict_text = match i {
+                0 => format!("faster: {hostile} (p = 0.001)"),
+                1 => " slower:: <x>".into(),
+                2 => "equivalent: within ±2%".into(),
+                3 => format!("inconclusive: {hostile}; about 12 runs"),
+                _ => String::new(),
+            };
+            c.diff_pct = [Some(42.5), Some(-3.0), None, Some(f64::NAN), Some(0.125)][i];
+            c.pooled = (i % 2 == 1).then(|| Pooled {
+                model: "Pi 4".into(),
+                boards: vec!["a".into(), "b".into()],
+                left_out: if i == 1 {
+                    vec![format!("{hostile} c: too few runs"), "d".into()]
+                } else {
+                    Vec::new()
+                },
+            });
+            c
+        })
+        .collect();
         for w in &mut odd.validity {
             w.cell = format!("{hostile} {}", w.cell);
             w.text = format!("{} {hostile}", w.text);
@@ -302,13 +459,15 @@ mod tests {
             ("index.md", "validity", "markdown_validity", LOOPS[1]),
             ("index.html", "provenance", "html_provenance", LOOPS[2]),
             ("index.md", "provenance", "markdown_provenance", LOOPS[3]),
+            ("index.html", "comparisons", "html_comparisons", LOOPS[4]),
+            ("index.md", "comparisons", "markdown_comparisons", LOOPS[5]),
         ];
         for (name, list, filter, lp) in cases {
             let filtered = format!("{{{{ {list}|{filter} }}}}");
             for (k, report) in reports().iter().enumerate() {
                 let (validity, provenance) = (report.validity.len(), report.provenance.len());
                 assert!(
-                    validity > 0 && provenance > 0,
+                    validity > 0 && provenance > 0 && !report.comparisons.is_empty(),
                     "report {k} has items to write"
                 );
                 let chips: usize = report
@@ -336,12 +495,14 @@ mod tests {
         for used in [
             "{{ validity|html_validity }}",
             "{{ provenance|html_provenance }}",
+            "{{ comparisons|html_comparisons }}",
         ] {
             assert!(embedded.html.source.contains(used), "{used}");
         }
         for used in [
             "{{ validity|markdown_validity }}",
             "{{ provenance|markdown_provenance }}",
+            "{{ comparisons|markdown_comparisons }}",
         ] {
             assert!(embedded.markdown.source.contains(used), "{used}");
         }
