@@ -513,12 +513,12 @@ impl Exporter for Prepared<'_> {
         self.template.name
     }
     fn weight(&self) -> u32 {
-        // The page is the longest render, and makes the context both templates share:
-        // the Markdown starts after report.json, by when the context is made.
+        // The page is a long render, and makes the context both templates share: the
+        // Markdown, the shortest, starts last, by when the context is made.
         if self.template.name.ends_with(".html") {
             4
         } else {
-            2
+            1
         }
     }
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
