@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use super::run_metrics::RunMetrics;
 use crate::model::{MetricSpec, Scenario, TestName};
 use crate::plan::state::{self, CellState};
 use crate::plan::{Address, Cell, CellKey};
@@ -265,16 +266,32 @@ pub(super) fn views<'a>(
     data: &'a BTreeMap<CellKey, CellData>,
     empty: &'a CellData,
 ) -> Vec<View<'a>> {
+    // Each recipe's primary metrics, and how its runs' metrics are read, made once
+    // rather than per cell.
+    let primaries: BTreeMap<&TestName, Vec<String>> = ws_recipes
+        .iter()
+        .map(|(test, r)| (test, r.primary_metrics()))
+        .collect();
+    let readers: BTreeMap<&TestName, RunMetrics> = ws_recipes
+        .iter()
+        .map(|(test, r)| (test, RunMetrics::new(&r.metrics, &primaries[test])))
+        .collect();
+    let no_recipe = RunMetrics::new(&[], &[]);
     // Each cell's runs are judged on their own: a big report's on every core.
     crate::parallel::map(cells, VIEWS_PER_THREAD_MIN, |&cell| {
         let d = data.get(&cell.key).unwrap_or(empty);
-        let recipe = ws_recipes.get(&cell.address.test);
-        let primary = recipe.map(|r| r.primary_metrics()).unwrap_or_default();
+        let test = &cell.address.test;
+        let recipe = ws_recipes.get(test);
+        let primary = primaries.get(test).map_or(0, Vec::len);
+        let reader = readers.get(test).unwrap_or(&no_recipe);
         let method = &cell.method;
         let metrics = recipe.map_or(&[][..], |r| r.metrics.as_slice());
         // Each run's metric values are found here, once, for every run: the statistics
-        // take the counted runs' and results.csv every run's.
+        // take the counted runs' and results.csv every run's, and the cell's state the
+        // counted runs' primary metrics as stored.
         let mut run_values = Vec::with_capacity(d.samples.len() * metrics.len());
+        let mut primary_values: Vec<Vec<f64>> = vec![Vec::new(); primary];
+        let mut found = Vec::new();
         let mut sessions: Vec<&str> = Vec::new();
         let runs: Vec<Run> = d
             .samples
@@ -290,9 +307,16 @@ pub(super) fn views<'a>(
                     }
                 };
                 let seconds = s.ended - s.started;
-                run_values.extend(metrics.iter().map(|m| m.value(&s.metrics, seconds)));
+                reader.read(&s.metrics, &mut found);
+                run_values.extend((0..metrics.len()).map(|i| reader.value(i, &found, seconds)));
+                let counts = current && state::counts_with_flags(method, s, &flags);
+                if counts {
+                    for (k, values) in primary_values.iter_mut().enumerate() {
+                        values.extend(reader.also(k, &found));
+                    }
+                }
                 Run {
-                    counts: current && state::counts_with_flags(method, s, &flags),
+                    counts,
                     warnings: warnings_of(s),
                     flags,
                     current,
@@ -321,13 +345,7 @@ pub(super) fn views<'a>(
             .collect();
         let flag_counts = counted_kinds(measured.iter().map(|r| &r.flags));
         let warning_counts = counted_kinds(measured.iter().map(|r| &r.warnings));
-        let counted: Vec<&Sample> = d
-            .samples
-            .iter()
-            .zip(&runs)
-            .filter(|(_, r)| r.counts)
-            .map(|(s, _)| s)
-            .collect();
+        let counted = runs.iter().filter(|r| r.counts).count();
         let confidence = scenario.method.confidence;
         let judged: Vec<Counted> = (0..metrics.len())
             .map(|i| {
@@ -340,19 +358,10 @@ pub(super) fn views<'a>(
                 Counted::of(values, confidence)
             })
             .collect();
-        let primary_values: Vec<Vec<f64>> = primary
-            .iter()
-            .map(|m| {
-                counted
-                    .iter()
-                    .filter_map(|s| s.metrics.get(m).copied())
-                    .collect()
-            })
-            .collect();
         View {
             cell,
             data: d,
-            state: state::state_given(cell, &primary_values, counted.len(), d),
+            state: state::state_given(cell, &primary_values, counted, d),
             flagged_runs: measured.iter().filter(|r| !r.flags.is_empty()).count(),
             flags: flag_counts.iter().map(|(k, _)| k.clone()).collect(),
             flag_counts,

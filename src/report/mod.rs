@@ -31,6 +31,7 @@ mod method;
 mod precision;
 mod provenance;
 mod rows;
+mod run_metrics;
 mod sections;
 mod series;
 mod table;
