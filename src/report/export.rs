@@ -318,6 +318,25 @@ pub(super) fn render_template(
     )
 }
 
+/// Checks that a filter (`filtered`, a template using it) writes for `report` byte for
+/// byte what the template loop it replaced (`looped`) wrote, both as `name`.
+#[cfg(test)]
+pub(super) fn assert_filter_writes_the_loop(
+    name: &'static str,
+    looped: &str,
+    filtered: &str,
+    report: &Report,
+    case: &str,
+) {
+    let a = render_template(name, looped.to_string(), report).unwrap();
+    let b = render_template(name, filtered.to_string(), report).unwrap();
+    assert_eq!(
+        String::from_utf8(b).unwrap(),
+        String::from_utf8(a).unwrap(),
+        "{case}"
+    );
+}
+
 /// One output format of a report.
 pub trait Exporter {
     /// The file name the report is written under, in the report's directory.
