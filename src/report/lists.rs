@@ -11,7 +11,8 @@
 
 use minijinja::{Error, ErrorKind, Value};
 
-use super::export::{MarkdownEscaped, html_escaped, write_float};
+use super::export::write_float;
+use super::rows::{push_html, push_markdown};
 
 /// The loops the filters write as, in order: `html_validity`, `markdown_validity`,
 /// `html_provenance`, `markdown_provenance`, `html_comparisons`,
@@ -53,54 +54,30 @@ pub(super) const LOOPS: [&str; 6] = [
 
 /// Adds the filters to a template's environment.
 pub(super) fn add_filters(env: &mut minijinja::Environment<'_>) {
-    env.add_filter("html_validity", |list: Value| {
-        written(&list, "html_validity", "validity", Format::Html, validity)
-    });
-    env.add_filter("markdown_validity", |list: Value| {
-        written(
-            &list,
-            "markdown_validity",
-            "validity",
-            Format::Markdown,
-            validity,
-        )
-    });
-    env.add_filter("html_provenance", |list: Value| {
-        written(
-            &list,
-            "html_provenance",
-            "provenance",
-            Format::Html,
-            provenance,
-        )
-    });
-    env.add_filter("html_comparisons", |list: Value| {
-        written(
-            &list,
-            "html_comparisons",
-            "comparisons",
-            Format::Html,
-            comparison,
-        )
-    });
-    env.add_filter("markdown_comparisons", |list: Value| {
-        written(
-            &list,
+    type Write = fn(&mut Out, &Value) -> Result<(), NotTheList>;
+    let filters: [(&'static str, &'static str, Format, Write); 6] = [
+        ("html_comparisons", "comparisons", Format::Html, comparison),
+        (
             "markdown_comparisons",
             "comparisons",
             Format::Markdown,
             comparison,
-        )
-    });
-    env.add_filter("markdown_provenance", |list: Value| {
-        written(
-            &list,
+        ),
+        ("html_validity", "validity", Format::Html, validity),
+        ("markdown_validity", "validity", Format::Markdown, validity),
+        ("html_provenance", "provenance", Format::Html, provenance),
+        (
             "markdown_provenance",
             "provenance",
             Format::Markdown,
             provenance,
-        )
-    });
+        ),
+    ];
+    for (filter, of, format, write) in filters {
+        env.add_filter(filter, move |list: Value| {
+            written(&list, filter, of, format, write)
+        });
+    }
 }
 
 /// Which template a filter writes for, and so how its values are escaped.
@@ -163,15 +140,10 @@ impl Out {
     }
 
     fn escaped(&mut self, text: &str) {
-        let out = &mut self.text;
-        let push = |p: &str| {
-            out.push_str(p);
-            Ok::<(), ()>(())
-        };
-        let _ = match self.format {
-            Format::Html => html_escaped(text, push),
-            Format::Markdown => MarkdownEscaped(text).write_with(push),
-        };
+        match self.format {
+            Format::Html => push_html(&mut self.text, text),
+            Format::Markdown => push_markdown(&mut self.text, text),
+        }
     }
 }
 

@@ -57,7 +57,7 @@ fn table_of<'v>(value: &'v Value, filter: &str) -> Result<&'v Table, Error> {
 }
 
 /// `text` as the HTML page's auto-escaping writes it.
-fn push_html(out: &mut String, text: &str) {
+pub(super) fn push_html(out: &mut String, text: &str) {
     let _ = html_escaped(text, |p| {
         out.push_str(p);
         Ok::<(), ()>(())
@@ -65,7 +65,7 @@ fn push_html(out: &mut String, text: &str) {
 }
 
 /// `text` as the Markdown report's formatter writes it.
-fn push_markdown(out: &mut String, text: &str) {
+pub(super) fn push_markdown(out: &mut String, text: &str) {
     let _ = MarkdownEscaped(text).write_with(|p| {
         out.push_str(p);
         Ok::<(), ()>(())
