@@ -4,10 +4,8 @@
 //! never an exponent), so the bytes are the same on every machine. docs/FORMAT.md
 //! ("results.csv") lists the columns.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 use super::Report;
 use super::cells::View;
@@ -48,101 +46,59 @@ pub const CSV_COLUMNS: [&str; 27] = [
     "tools",
 ];
 
-/// Of `CSV_COLUMNS`, the cell's (`scenario` to `cell`), then the run's (`seq` to
-/// `warnings`); the provenance columns after them are the cell's too.
-const CELL_COLUMNS: usize = 8;
+/// results.csv's rows after its header, as text: made as the report is built, on every
+/// core beside its other parts, rather than as the file is written (a big store has a
+/// hundred thousand runs, and this is the file's whole work). In pieces of about
+/// `CHUNK` bytes, so that no one buffer is copied as it grows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CsvRows(pub Vec<String>);
 
-/// One cell's rows of `results.csv`: the columns its runs share, made once, then each
-/// run's own columns and metric values, kept as values and turned into text only as the
-/// file is written (a big store has a hundred thousand runs).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CellRows {
-    /// The cell's columns: its address (`scenario` to `cell`), then its provenance
-    /// (`image_id` to `tools`), as text.
-    pub cell: Vec<String>,
-    /// Its runs' own columns, `seq` to `warnings`, in store order.
-    pub runs: Vec<RunColumns>,
-    /// Its test's metrics, as indices in `Report::sample_metrics`: the columns of
-    /// `values`.
-    pub metrics: Arc<[usize]>,
-    /// Each run's value of each of `metrics` (None where it has none), run by run.
-    pub values: Vec<Option<f64>>,
-}
-
-/// The run's columns of a `results.csv` row (`seq` to `warnings`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunColumns {
-    pub seq: u32,
-    /// The apply that took it, numbered in the order applies ran.
-    pub apply: usize,
-    pub kind: RunKind,
-    pub current: bool,
-    pub counted: bool,
-    pub order: Option<RunOrder>,
-    pub board_seq: Option<u64>,
-    pub duration_s: f64,
-    /// Its flags and warnings, `;`-separated.
-    pub flags: String,
-    pub warnings: String,
-}
-
-impl RunColumns {
-    /// Appends the columns to a row, each as `push_field` writes it.
-    fn write(&self, out: &mut String) {
-        let yes_no = |b: bool| if b { "true" } else { "false" };
-        push_uint(out, u64::from(self.seq));
-        out.push(',');
-        push_uint(out, self.apply as u64);
-        out.push(',');
-        out.push_str(match self.kind {
-            RunKind::Warmup => "warmup",
-            RunKind::Measured => "measured",
-        });
-        out.push(',');
-        out.push_str(yes_no(self.current));
-        out.push(',');
-        out.push_str(yes_no(self.counted));
-        out.push(',');
-        out.push_str(match self.order {
-            Some(RunOrder::Blocked) => "blocked",
-            Some(RunOrder::Interleaved) => "interleaved",
-            None => "",
-        });
-        out.push(',');
-        if let Some(n) = self.board_seq {
-            push_uint(out, n);
-        }
-        out.push(',');
-        push_number(out, self.duration_s);
-        out.push(',');
-        push_field(out, &self.flags, false);
-        out.push(',');
-        push_field(out, &self.warnings, false);
+impl CsvRows {
+    /// The rows' text, piece by piece.
+    pub fn pieces(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
     }
 }
 
-/// A cell's columns of a `results.csv` row as written: its address with the comma after
-/// it, and its provenance with the comma before it. A cell's runs share them, so they
-/// are quoted once per cell.
-struct CellFields;
+/// The size of a piece of `CsvRows`.
+const CHUNK: usize = 1 << 16;
 
-/// A cell's columns as `CellFields::of` writes them: before the run's, and after.
-type CellText = (String, String);
-
-impl CellFields {
-    fn of(cell: &[String]) -> CellText {
-        let (address, provenance) = cell.split_at(CELL_COLUMNS.min(cell.len()));
-        let mut before = String::new();
-        for v in address {
-            push_field(&mut before, v, false);
-            before.push(',');
+/// A run's columns of its row (`seq` to `warnings`), appended with a comma before each.
+fn push_run(out: &mut String, run: &super::cells::Run, apply: usize) {
+    let yes_no = |b: bool| if b { "true" } else { "false" };
+    out.push(',');
+    push_uint(out, u64::from(run.seq));
+    out.push(',');
+    push_uint(out, apply as u64);
+    out.push(',');
+    out.push_str(match run.kind {
+        RunKind::Warmup => "warmup",
+        RunKind::Measured => "measured",
+    });
+    out.push(',');
+    out.push_str(yes_no(run.current));
+    out.push(',');
+    out.push_str(yes_no(run.counts));
+    out.push(',');
+    out.push_str(match run.order {
+        Some(RunOrder::Blocked) => "blocked",
+        Some(RunOrder::Interleaved) => "interleaved",
+        None => "",
+    });
+    out.push(',');
+    if let Some(n) = run.board_seq {
+        push_uint(out, n);
+    }
+    out.push(',');
+    push_number(out, run.seconds);
+    for list in [&run.flags, &run.warnings] {
+        out.push(',');
+        // `;`-separated; most runs have none or one, which need no joining.
+        match list.as_slice() {
+            [] => {}
+            [one] => push_field(out, one, false),
+            several => push_field(out, &several.join(";"), false),
         }
-        let mut after = String::new();
-        for v in provenance {
-            after.push(',');
-            push_field(&mut after, v, false);
-        }
-        (before, after)
     }
 }
 
@@ -209,7 +165,7 @@ pub(super) fn rows(
     scenario: &Scenario,
     views: &[View],
     metrics: &[(String, MetricSpec)],
-) -> Vec<CellRows> {
+) -> CsvRows {
     // Applies are numbered by their session, which starts with its start time: the
     // order they ran in, without showing when.
     let mut sessions: Vec<&str> = views
@@ -220,23 +176,26 @@ pub(super) fn rows(
     sessions.dedup();
     let apply_of = |session: &str| sessions.binary_search(&session).map_or(0, |i| i + 1);
     // Each test's metric columns, found once rather than per cell: as specs, and as
-    // the indices in `metrics` its cells' rows share.
-    let mut specs: BTreeMap<&str, (Vec<&MetricSpec>, Vec<usize>)> = BTreeMap::new();
-    for (i, (t, m)) in metrics.iter().enumerate() {
-        let (of_test, indices) = specs.entry(t.as_str()).or_default();
-        of_test.push(m);
-        indices.push(i);
+    // the file's columns they land in.
+    let columns = metric_columns(metrics);
+    let mut of_tests: BTreeMap<&str, (Vec<&MetricSpec>, Vec<Option<usize>>)> = BTreeMap::new();
+    for (t, m) in metrics {
+        let (specs, landing) = of_tests.entry(t.as_str()).or_default();
+        specs.push(m);
+        landing.push(
+            columns
+                .iter()
+                .position(|(n, u)| n == &m.name && u == &m.unit),
+        );
     }
-    let of_tests: BTreeMap<&str, (Vec<&MetricSpec>, Arc<[usize]>)> = specs
-        .into_iter()
-        .map(|(t, (of_test, indices))| (t, (of_test, indices.into())))
-        .collect();
-    let no_metrics = (Vec::new(), Arc::from([]));
-    let mut out = Vec::with_capacity(views.len());
+    let no_metrics = (Vec::new(), Vec::new());
+    let mut values: Vec<Option<f64>> = vec![None; columns.len()];
+    let mut pieces = Vec::new();
+    let mut out = String::with_capacity(CHUNK + CHUNK / 4);
+    let (mut address, mut after) = (String::new(), String::new());
     for v in views {
         let a = v.address();
-        let test = a.test.to_string();
-        let (of_test, metric_indices) = of_tests.get(test.as_str()).unwrap_or(&no_metrics);
+        let (of_test, landing) = of_tests.get(a.test.as_str()).unwrap_or(&no_metrics);
         // A column the view judged already is taken from it: the same value
         // `MetricSpec::value` gives, which depends only on the name and the derivation.
         let sources: Vec<Source> = of_test
@@ -252,63 +211,76 @@ pub(super) fn rows(
                 }
             })
             .collect();
-        let mut cell = vec![
-            scenario.name.clone(),
-            test,
-            a.image.to_string(),
-            a.board.to_string(),
-            a.storage
-                .as_ref()
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-            a.filesystem
-                .as_ref()
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-            a.network
-                .as_ref()
-                .map(|x| x.to_string())
-                .unwrap_or_default(),
-            v.cell.key.to_string(),
-        ];
-        cell.extend(provenance(v));
-        let applies: Vec<usize> = v.sessions.iter().map(|s| apply_of(s)).collect();
+        // The cell's columns, quoted once for all its runs: its address before the
+        // run's, its provenance after.
+        address.clear();
+        for (i, text) in [
+            scenario.name.as_str(),
+            a.test.as_str(),
+            a.image.as_str(),
+            a.board.as_str(),
+            a.storage.as_ref().map_or("", |x| x.as_str()),
+            a.filesystem.as_ref().map_or("", |x| x.as_str()),
+            a.network.as_ref().map_or("", |x| x.as_str()),
+            v.cell.key.as_str(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if i > 0 {
+                address.push(',');
+            }
+            push_field(&mut address, text, false);
+        }
+        after.clear();
+        for text in provenance(v) {
+            after.push(',');
+            push_field(&mut after, &text, false);
+        }
         let samples = &v.data.samples;
-        let mut runs = Vec::with_capacity(v.runs.len());
-        let mut values = Vec::with_capacity(v.runs.len() * sources.len());
         // The views' runs, not the samples: only a column the view did not judge looks
         // into its sample.
-        for (k, judged) in v.runs.iter().enumerate() {
-            runs.push(RunColumns {
-                seq: judged.seq,
-                apply: applies.get(judged.session).copied().unwrap_or(0),
-                kind: judged.kind,
-                current: judged.current,
-                counted: judged.counts,
-                order: judged.order,
-                board_seq: judged.board_seq,
-                duration_s: judged.seconds,
-                flags: judged.flags.join(";"),
-                warnings: judged.warnings.join(";"),
-            });
-            let judged_values = v.values_of_run(k);
-            values.extend(sources.iter().map(|source| {
-                match source {
-                    Source::Judged(i) => judged_values.get(*i).copied().flatten(),
+        for (k, run) in v.runs.iter().enumerate() {
+            out.push_str(&address);
+            push_run(
+                &mut out,
+                run,
+                apply_of(v.sessions.get(run.session).copied().unwrap_or("")),
+            );
+            out.push_str(&after);
+            values.iter_mut().for_each(|x| *x = None);
+            let judged = v.values_of_run(k);
+            // A column takes the row's first value of its name and unit.
+            for (source, column) in sources.iter().zip(landing).rev() {
+                let value = match source {
+                    Source::Judged(i) => judged.get(*i).copied().flatten(),
                     Source::Lookup(spec) => samples
                         .get(k)
-                        .and_then(|s| spec.value(&s.metrics, judged.seconds)),
+                        .and_then(|s| spec.value(&s.metrics, run.seconds)),
+                };
+                if let (Some(c), Some(x)) = (column, value) {
+                    values[*c] = Some(x);
                 }
-            }));
+            }
+            for x in &values {
+                out.push(',');
+                if let Some(x) = x {
+                    push_number(&mut out, *x);
+                }
+            }
+            out.push_str("\r\n");
+            if out.len() >= CHUNK {
+                pieces.push(std::mem::replace(
+                    &mut out,
+                    String::with_capacity(CHUNK + CHUNK / 4),
+                ));
+            }
         }
-        out.push(CellRows {
-            cell,
-            runs,
-            metrics: Arc::clone(metric_indices),
-            values,
-        });
     }
-    out
+    if !out.is_empty() {
+        pieces.push(out);
+    }
+    CsvRows(pieces)
 }
 
 /// A field as RFC 4180 wants it. Text a spreadsheet would run as a formula (a leading
@@ -353,10 +325,11 @@ fn push_uint(out: &mut String, n: u64) {
     out.push_str(itoa::Buffer::new().format(n));
 }
 
-/// The metric columns: each (name, unit) once, in the tables' order, headed `name (unit)`.
-pub(super) fn metric_columns(report: &Report) -> Vec<(String, String)> {
+/// The metric columns: each (name, unit) of `metrics` (`Report::sample_metrics`) once,
+/// in the tables' order, headed `name (unit)`.
+pub(super) fn metric_columns(metrics: &[(String, MetricSpec)]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
-    for (_, m) in &report.sample_metrics {
+    for (_, m) in metrics {
         let c = (m.name.clone(), m.unit.clone());
         if !out.contains(&c) {
             out.push(c);
@@ -372,63 +345,26 @@ impl Exporter for Csv {
         "results.csv"
     }
     fn weight(&self) -> u32 {
-        // After the page and report.json, before the Markdown: on two cores a big
-        // report's page and results.csv take about as long as the other two.
-        2
+        // Its rows were made with the report: only the header is left to make, so it
+        // is the shortest, and runs last.
+        0
     }
     fn write_to(&self, report: &Report, file: &mut dyn std::io::Write) -> Result<(), ExportError> {
-        // Rows are made in a buffer, handed on whenever it holds this much.
-        const CHUNK: usize = 1 << 16;
-        let columns = metric_columns(report);
-        let mut out = String::new();
         let header: Vec<String> = CSV_COLUMNS
             .iter()
             .map(|c| c.to_string())
-            .chain(columns.iter().map(|(n, u)| format!("{n} ({u})")))
+            .chain(
+                metric_columns(&report.sample_metrics)
+                    .iter()
+                    .map(|(n, u)| format!("{n} ({u})")),
+            )
             .map(|h| field(&h, false))
             .collect();
-        out.push_str(&header.join(","));
-        out.push_str("\r\n");
-        // Each of `sample_metrics` in its column, found once rather than per value.
-        let column_of: Vec<Option<usize>> = report
-            .sample_metrics
-            .iter()
-            .map(|(_, m)| {
-                columns
-                    .iter()
-                    .position(|(n, u)| n == &m.name && u == &m.unit)
-            })
-            .collect();
-        let mut values: Vec<Option<f64>> = vec![None; columns.len()];
-        for rows in &report.samples {
-            let (address, provenance) = CellFields::of(&rows.cell);
-            let width = rows.metrics.len();
-            for (k, run) in rows.runs.iter().enumerate() {
-                out.push_str(&address);
-                run.write(&mut out);
-                out.push_str(&provenance);
-                values.iter_mut().for_each(|v| *v = None);
-                // A column takes the row's first value of its name and unit.
-                let of_run = rows.values.get(k * width..(k + 1) * width).unwrap_or(&[]);
-                for (i, v) in rows.metrics.iter().zip(of_run).rev() {
-                    if let (Some(Some(c)), Some(v)) = (column_of.get(*i), v) {
-                        values[*c] = Some(*v);
-                    }
-                }
-                for v in &values {
-                    out.push(',');
-                    if let Some(v) = v {
-                        push_number(&mut out, *v);
-                    }
-                }
-                out.push_str("\r\n");
-                if out.len() >= CHUNK {
-                    file.write_all(out.as_bytes())?;
-                    out.clear();
-                }
-            }
+        file.write_all(header.join(",").as_bytes())?;
+        file.write_all(b"\r\n")?;
+        for piece in report.csv_rows.pieces() {
+            file.write_all(piece.as_bytes())?;
         }
-        file.write_all(out.as_bytes())?;
         Ok(())
     }
 }

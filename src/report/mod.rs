@@ -49,7 +49,7 @@ mod tests_tables;
 pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
 pub use chart::{Bar, ChartLabels, ChartTitle, bar_chart};
 pub use compare::{ComparisonRow, Pooled, comparisons};
-pub use csv::{CSV_COLUMNS, CellRows, Csv};
+pub use csv::{CSV_COLUMNS, Csv, CsvRows};
 pub use export::{
     ExportError, Exporter, Html, Markdown, SharedContext, TEMPLATE_DIR, TEMPLATE_FUEL,
     TEMPLATE_MAX_BYTES, TEMPLATE_NAMES, Template, Templates, exporters, exporters_with,
@@ -97,10 +97,10 @@ pub struct Report {
     /// The benchpipe that rendered the report (each configuration shows the one that
     /// measured it, where its facts say).
     pub benchpipe: String,
-    /// Every stored run of the report's cells, cell by cell with the cell's provenance,
-    /// for `results.csv` (not in the templates' context).
+    /// `results.csv`'s rows: every stored run of the report's cells, cell by cell with
+    /// the cell's provenance (not in the templates' context).
     #[serde(skip)]
-    pub samples: Vec<CellRows>,
+    pub csv_rows: CsvRows,
     /// The metric columns of `results.csv`: `(test, metric)` in table order.
     #[serde(skip)]
     pub sample_metrics: Vec<(String, MetricSpec)>,
@@ -376,7 +376,7 @@ pub fn build(
     let axis_labels = std::sync::OnceLock::new();
     let labels =
         || axis_labels.get_or_init(|| labels::AxisLabels::new(&scenario.report.labels, &views));
-    let samples = Slot::default();
+    let csv_rows = Slot::default();
     let provenance = Slot::default();
     let comparisons = Slot::default();
     let validity = Slot::default();
@@ -389,7 +389,7 @@ pub fn build(
         let (views, labels, label_of) = (&views, &labels, &label_of);
         let sample_metrics = &sample_metrics;
         let mut parts: Vec<Box<dyn FnOnce() + Send + '_>> = vec![
-            Box::new(|| samples.set(csv::rows(scenario, views, sample_metrics))),
+            Box::new(|| csv_rows.set(csv::rows(scenario, views, sample_metrics))),
             Box::new(|| provenance.set(provenance::provenance(views))),
             Box::new(|| comparisons.set(compare::comparisons_of(ws, scenario, &ordered, data))),
             Box::new(|| validity.set(sections::validity(views))),
@@ -400,7 +400,7 @@ pub fn build(
         ];
         for (columns, slot) in test_columns.iter().zip(&test_tables) {
             parts.push(Box::new(move || {
-                slot.set(test_table(columns, views, labels(), label_of, confidence));
+                slot.set(test_table(columns, labels(), label_of, confidence));
             }));
         }
         crate::parallel::jobs(parts);
@@ -410,8 +410,8 @@ pub fn build(
     let mut tables = own_tables.take().expect(done);
     tables.extend(test_tables.into_iter().map(|t| t.take().expect(done)));
     let (incomplete, failed, skipped) = states.take().expect(done);
-    let (samples, provenance, comparisons) = (
-        samples.take().expect(done),
+    let (csv_rows, provenance, comparisons) = (
+        csv_rows.take().expect(done),
         provenance.take().expect(done),
         comparisons.take().expect(done),
     );
@@ -432,7 +432,7 @@ pub fn build(
         methodology: method.line(),
         confidence_pct: percent(confidence),
         validity,
-        samples,
+        csv_rows,
         sample_metrics,
         method,
         tables: tables.into_iter().map(std::sync::Arc::new).collect(),
@@ -451,7 +451,6 @@ fn test_table(
         Vec<&cells::View>,
         Vec<MetricSpec>,
     ),
-    views: &[cells::View],
     labels: &labels::AxisLabels,
     label_of: &(dyn Fn(&TestName, &MetricSpec) -> String + Sync),
     confidence: f64,
@@ -472,7 +471,9 @@ fn test_table(
         pivot: None,
         charts: true,
     };
-    let mut t = table::build(shape, views, labels, confidence);
+    // Its test's cells, sorted out of the views once for every table: a big report's
+    // views lie far apart in memory.
+    let mut t = table::build(shape, of_test.clone(), labels, confidence);
     if recipe.series {
         let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
         t.charts.extend(
@@ -521,7 +522,8 @@ fn scenario_tables(
             pivot: spec.pivot,
             charts: false,
         };
-        tables.push(table::build(shape, views, labels, confidence));
+        let cells = table::cells_of(&shape, views);
+        tables.push(table::build(shape, cells, labels, confidence));
     }
     tables
 }

@@ -142,16 +142,22 @@ fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
     st
 }
 
+/// The cells of the shape's tests, in report order.
+pub(super) fn cells_of<'v, 'a>(shape: &Shape, views: &'v [View<'a>]) -> Vec<&'v View<'a>> {
+    views
+        .iter()
+        .filter(|v| shape.columns.iter().any(|c| c.test == v.address().test))
+        .collect()
+}
+
+/// The table of `shape` over `cells`: the cells of its tests in report order
+/// (`cells_of`; a per-test table is given its test's, sorted out once for every table).
 pub(super) fn build<'a>(
     shape: Shape,
-    views: &[View<'a>],
+    cells: Vec<&View<'a>>,
     labels: &AxisLabels,
     confidence: f64,
 ) -> Table {
-    let cells: Vec<&View> = views
-        .iter()
-        .filter(|v| shape.columns.iter().any(|c| c.test == v.address().test))
-        .collect();
     let axes = row_axes(&shape, &cells);
     let pivots: Vec<String> = match shape.pivot {
         None => vec![String::new()],

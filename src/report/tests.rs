@@ -439,27 +439,35 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     // results.csv's values, whether taken from what the views judged (the recipe's
     // metrics, derived ones too) or looked up (watts), are each run's own.
     let mut seen = std::collections::BTreeSet::new();
-    let key_column = CSV_COLUMNS.iter().position(|c| *c == "cell").unwrap();
-    for cell in &r.samples {
-        let d = data
+    let rows =
+        super::tests_exports::parse_csv(&String::from_utf8(Csv.render(&r).unwrap()).unwrap());
+    let column = |name: &str| rows[0].iter().position(|c| c == name).unwrap();
+    let (key_column, test_column) = (column("cell"), column("test"));
+    let mut runs_seen = 0;
+    for (key, d) in &data {
+        let of_cell: Vec<&Vec<String>> = rows[1..]
             .iter()
-            .find(|(k, _)| k.to_string() == cell.cell[key_column])
-            .unwrap()
-            .1;
-        assert_eq!(cell.runs.len(), d.samples.len());
-        for (k, s) in d.samples.iter().enumerate() {
-            for (j, i) in cell.metrics.iter().enumerate() {
-                let want = r.sample_metrics[*i]
-                    .1
-                    .value(&s.metrics, s.ended - s.started);
-                let got = cell.values[k * cell.metrics.len() + j];
-                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits));
+            .filter(|row| row[key_column] == key.to_string())
+            .collect();
+        assert_eq!(of_cell.len(), d.samples.len());
+        for (row, s) in of_cell.iter().zip(&d.samples) {
+            runs_seen += 1;
+            for (_, spec) in r
+                .sample_metrics
+                .iter()
+                .filter(|(t, _)| *t == row[test_column])
+            {
+                let want = spec.value(&s.metrics, s.ended - s.started);
+                let text = &row[column(&format!("{} ({})", spec.name, spec.unit))];
+                let got = (!text.is_empty()).then(|| text.parse::<f64>().unwrap());
+                assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits), "{row:?}");
                 if got.is_some() {
-                    seen.insert(r.sample_metrics[*i].1.name.as_str());
+                    seen.insert(spec.name.as_str());
                 }
             }
         }
     }
+    assert_eq!(runs_seen, rows.len() - 1);
     assert_eq!(
         seen,
         std::collections::BTreeSet::from([
