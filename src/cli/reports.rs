@@ -155,25 +155,43 @@ fn reported_plans<'w>(
     data: &BTreeMap<plan::CellKey, CellData>,
     plans: Vec<(&'w crate::model::Scenario, plan::Plan)>,
 ) -> Result<Vec<(&'w crate::model::Scenario, plan::Plan)>> {
-    let mut boards: Vec<BoardName> = ws.boards.keys().cloned().collect();
-    boards.extend(
-        data.values()
-            .filter_map(|d| d.record.as_ref())
-            .map(|r| r.address.board.clone()),
+    // The boards' stored facts and plan skips, and each plan with the stored cells of
+    // boards without a file: two walks over the store's records, side by side.
+    let (read, plans) = crate::parallel::both(
+        || -> Result<_> {
+            let mut boards: Vec<BoardName> = ws.boards.keys().cloned().collect();
+            boards.extend(
+                data.values()
+                    .filter_map(|d| d.record.as_ref())
+                    .map(|r| r.address.board.clone()),
+            );
+            boards.sort();
+            boards.dedup();
+            let facts = store.all_board_facts(&boards)?;
+            let recorded =
+                store.all_plan_skips(boards.iter().filter(|b| !ws.boards.contains_key(*b)))?;
+            Ok((facts, recorded))
+        },
+        || {
+            plans
+                .into_iter()
+                .map(|(scenario, plan)| {
+                    let plan =
+                        plan::stored::with_stored(&ws.boards, &ws.recipes, scenario, plan, data);
+                    (scenario, plan)
+                })
+                .collect::<Vec<_>>()
+        },
     );
-    boards.sort();
-    boards.dedup();
-    let facts = store.all_board_facts(&boards)?;
-    let recorded = store.all_plan_skips(boards.iter().filter(|b| !ws.boards.contains_key(*b)))?;
+    let (facts, recorded) = read?;
     Ok(plans
         .into_iter()
-        .map(|(scenario, plan)| {
-            let plan = plan::stored::for_report(
+        .map(|(scenario, mut plan)| {
+            plan::stored::for_report_given_stored(
                 &ws.boards,
                 &ws.recipes,
                 scenario,
-                plan,
-                data,
+                &mut plan,
                 &recorded,
                 &facts,
             );

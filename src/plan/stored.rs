@@ -33,9 +33,22 @@ pub fn for_report(
     facts: &BTreeMap<BoardName, BoardFacts>,
 ) -> Plan {
     let mut plan = with_stored(boards, recipes, scenario, plan, data);
-    add_skips(boards, recipes, scenario, &mut plan, recorded);
-    super::known::skip_known(&mut plan, facts);
+    for_report_given_stored(boards, recipes, scenario, &mut plan, recorded, facts);
     plan
+}
+
+/// The rest of `for_report`, given the plan `with_stored` made: the recorded plan skips
+/// of boards without a file, and the cells the boards' kernel facts rule out.
+pub fn for_report_given_stored(
+    boards: &BTreeMap<BoardName, Board>,
+    recipes: &BTreeMap<TestName, Recipe>,
+    scenario: &Scenario,
+    plan: &mut Plan,
+    recorded: &BTreeMap<BoardName, PlanSkips>,
+    facts: &BTreeMap<BoardName, BoardFacts>,
+) {
+    add_skips(boards, recipes, scenario, plan, recorded);
+    super::known::skip_known(plan, facts);
 }
 
 /// `plan` with, after its own cells, the stored cells of the scenario whose board has no

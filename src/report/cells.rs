@@ -220,9 +220,10 @@ pub(super) struct Counted {
 
 impl Counted {
     pub fn of(values: Vec<f64>, confidence: f64) -> Counted {
+        let (summary, outliers) = stats::summarize_with_outliers(&values, confidence);
         Counted {
-            summary: stats::summarize(&values, confidence),
-            outliers: OutlierCount::of(&values),
+            summary,
+            outliers,
             confidence,
             values,
         }

@@ -85,28 +85,45 @@ pub fn summarize(xs: &[f64], confidence: f64) -> Option<Summary> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
         return None;
     }
+    Some(summarize_sorted(xs, &sorted(xs), confidence))
+}
+
+/// [`summarize`] and [`OutlierCount::of`] of the same values, sorting them once: a big
+/// report judges tens of thousands of them.
+pub fn summarize_with_outliers(xs: &[f64], confidence: f64) -> (Option<Summary>, OutlierCount) {
+    if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
+        return (None, OutlierCount::of(xs));
+    }
+    let sorted = sorted(xs);
+    (
+        Some(summarize_sorted(xs, &sorted, confidence)),
+        OutlierCount::of_sorted(xs, &sorted),
+    )
+}
+
+/// `summarize` of finite, non-empty `xs`, given them sorted.
+fn summarize_sorted(xs: &[f64], sorted: &[f64], confidence: f64) -> Summary {
     let n = xs.len();
     let mean = mean(xs);
     let sd = variance(xs, mean).sqrt();
     let se = sd / (n as f64).sqrt();
-    let sorted = sorted(xs);
     let ci_half = if n >= 2 {
         t_quantile(confidence, (n - 1) as f64).map(|t| t * se)
     } else {
         None
     };
-    Some(Summary {
+    Summary {
         n,
         mean,
         sd,
         rel_sd: if mean == 0.0 { 0.0 } else { sd / mean.abs() },
         se,
-        median: quantile(&sorted, 0.5).unwrap_or(mean),
+        median: quantile(sorted, 0.5).unwrap_or(mean),
         min: sorted[0],
         max: sorted[n - 1],
         confidence,
         ci_half,
-    })
+    }
 }
 
 /// The two-sided Student's t critical value: the `(1+confidence)/2` quantile with `df`
@@ -208,6 +225,40 @@ mod tests {
             (zeros.rel_sd, zeros.ci_half, zeros.ci_rel()),
             (0.0, Some(0.0), None)
         );
+    }
+
+    /// One sort for both gives exactly what each gives on its own, for every kind of
+    /// input: empty, too few to judge outliers, ties, outliers, non-finite values, and
+    /// more values than the outlier rule keeps on the stack.
+    #[test]
+    fn summarize_with_outliers_is_summarize_and_the_outlier_count() {
+        let many: Vec<f64> = (0..40)
+            .map(|i| f64::from(i).sqrt() + if i == 17 { 30.0 } else { 0.0 })
+            .collect();
+        assert_eq!(
+            outliers(&many).len(),
+            1,
+            "the case with many values has an outlier"
+        );
+        let cases: [&[f64]; 10] = [
+            &many,
+            &[],
+            &[4.2],
+            &[1.0, 50.0],
+            &[1.0, 1.0, 1.0, 1.0, 1.0],
+            &[5.0, 5.0, 5.0, 5.0, 6.0],
+            &[10.0, 10.1, 10.2, 10.3, 10.2, 10.7, 12.0, 10.1, 10.3],
+            &[3.0, -1.0, 2.0, 8.0, 2.5, 2.25, -40.0],
+            &[1.0, f64::NAN, 2.0, 3.0, 4.0],
+            &[1.0, 2.0, f64::INFINITY, 3.0, 4.0, 5.0],
+        ];
+        for xs in cases {
+            for confidence in [0.9, 0.95, 0.99] {
+                let (summary, count) = summarize_with_outliers(xs, confidence);
+                assert_eq!(summary, summarize(xs, confidence), "{xs:?}");
+                assert_eq!(count, OutlierCount::of(xs), "{xs:?}");
+            }
+        }
     }
 
     #[test]

@@ -68,14 +68,10 @@ pub struct OutlierCount {
 impl OutlierCount {
     /// Counts [`outliers`] of `xs` by class.
     pub fn of(xs: &[f64]) -> OutlierCount {
-        let mut c = OutlierCount::default();
-        for o in outliers(xs) {
-            match o.class {
-                OutlierClass::Mild => c.mild += 1,
-                OutlierClass::Severe => c.severe += 1,
-            }
+        if !judged(xs) {
+            return OutlierCount::default();
         }
-        c
+        OutlierCount::of_sorted(xs, &sorted(xs))
     }
 
     pub fn total(&self) -> usize {
@@ -120,43 +116,61 @@ const MAD_TO_SD: f64 = 0.6745;
 /// 0 (most samples equal), any sample different from the quartiles lies beyond both
 /// fences and is severe; that is Tukey's rule taken literally.
 pub fn outliers(xs: &[f64]) -> Vec<Outlier> {
-    if xs.len() < MIN_OUTLIER_SAMPLES || xs.iter().any(|x| !x.is_finite()) {
+    if !judged(xs) {
         return Vec::new();
     }
-    // One sorted copy gives the quartiles and the median; the MAD is the median of the
+    classified(xs, &sorted(xs)).collect()
+}
+
+/// Whether [`outliers`] judges `xs` at all: enough samples, every one finite.
+fn judged(xs: &[f64]) -> bool {
+    xs.len() >= MIN_OUTLIER_SAMPLES && xs.iter().all(|x| x.is_finite())
+}
+
+/// The outliers of `xs` (which [`judged`] takes), given its values sorted.
+fn classified<'x>(xs: &'x [f64], s: &[f64]) -> impl Iterator<Item = Outlier> + 'x {
+    // The sorted copy gives the quartiles and the median; the MAD is the median of the
     // deviations from it (what `median` and `mad` compute, each sorting again).
-    let s = sorted(xs);
-    let med = quantile(&s, 0.5);
+    let med = quantile(s, 0.5);
     let mad = med.and_then(|m| {
-        let mut deviations: Vec<f64> = s.iter().map(|x| (x - m).abs()).collect();
-        deviations.sort_by(f64::total_cmp);
-        quantile(&deviations, 0.5)
-    });
-    let (Some(q1), Some(q3), Some(med), Some(mad)) =
-        (quantile(&s, 0.25), quantile(&s, 0.75), med, mad)
-    else {
-        return Vec::new();
-    };
-    let iqr = q3 - q1;
-    let tukey = |x: f64| {
-        let beyond = if x < q1 {
-            q1 - x
-        } else if x > q3 {
-            x - q3
-        } else {
-            0.0
+        // On the stack for a cell's few runs, which are most of what is judged.
+        let (mut few, mut many) = ([0.0; 32], Vec::new());
+        let deviations: &mut [f64] = match few.get_mut(..s.len()) {
+            Some(d) => d,
+            None => {
+                many.resize(s.len(), 0.0);
+                &mut many
+            }
         };
-        if beyond > 3.0 * iqr {
-            Some(OutlierClass::Severe)
-        } else if beyond > 1.5 * iqr {
-            Some(OutlierClass::Mild)
-        } else {
-            None
+        for (d, x) in deviations.iter_mut().zip(s) {
+            *d = (x - m).abs();
         }
+        deviations.sort_by(f64::total_cmp);
+        quantile(deviations, 0.5)
+    });
+    let fences = match (quantile(s, 0.25), quantile(s, 0.75), med, mad) {
+        (Some(q1), Some(q3), Some(med), Some(mad)) => Some((q1, q3, med, mad)),
+        _ => None,
     };
-    xs.iter()
-        .enumerate()
-        .filter_map(|(index, &value)| {
+    fences.into_iter().flat_map(move |(q1, q3, med, mad)| {
+        let iqr = q3 - q1;
+        let tukey = move |x: f64| {
+            let beyond = if x < q1 {
+                q1 - x
+            } else if x > q3 {
+                x - q3
+            } else {
+                0.0
+            };
+            if beyond > 3.0 * iqr {
+                Some(OutlierClass::Severe)
+            } else if beyond > 1.5 * iqr {
+                Some(OutlierClass::Mild)
+            } else {
+                None
+            }
+        };
+        xs.iter().enumerate().filter_map(move |(index, &value)| {
             let modified_z = (mad > 0.0).then(|| MAD_TO_SD * (value - med) / mad);
             let by_z = modified_z
                 .filter(|z| z.abs() > MODIFIED_Z_LIMIT)
@@ -171,7 +185,24 @@ pub fn outliers(xs: &[f64]) -> Vec<Outlier> {
                 tukey: by_tukey,
             })
         })
-        .collect()
+    })
+}
+
+impl OutlierCount {
+    /// `of(xs)`, given `xs` sorted (`sorted` holds the same values in order).
+    pub(super) fn of_sorted(xs: &[f64], sorted: &[f64]) -> OutlierCount {
+        let mut c = OutlierCount::default();
+        if !judged(xs) {
+            return c;
+        }
+        for o in classified(xs, sorted) {
+            match o.class {
+                OutlierClass::Mild => c.mild += 1,
+                OutlierClass::Severe => c.severe += 1,
+            }
+        }
+        c
+    }
 }
 
 #[cfg(test)]
