@@ -4,8 +4,9 @@
 //! never an exponent), so the bytes are the same on every machine. docs/FORMAT.md
 //! ("results.csv") lists the columns.
 
-use serde_json::Value;
 use std::collections::BTreeMap;
+
+use serde_json::Value;
 
 use super::Report;
 use super::cells::View;
@@ -51,7 +52,7 @@ pub const CSV_COLUMNS: [&str; 27] = [
 /// hundred thousand runs, and this is the file's whole work). In pieces of about
 /// `CHUNK` bytes, so that no one buffer is copied as it grows.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CsvRows(pub Vec<String>);
+pub struct CsvRows(Vec<String>);
 
 impl CsvRows {
     /// The rows' text, piece by piece.
