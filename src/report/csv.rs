@@ -238,6 +238,7 @@ pub(super) fn rows(
             after.push(',');
             push_field(&mut after, &text, false);
         }
+        let applies: Vec<usize> = v.sessions.iter().map(|s| apply_of(s)).collect();
         let samples = &v.data.samples;
         // The views' runs, not the samples: only a column the view did not judge looks
         // into its sample.
@@ -246,7 +247,7 @@ pub(super) fn rows(
             push_run(
                 &mut out,
                 run,
-                apply_of(v.sessions.get(run.session).copied().unwrap_or("")),
+                applies.get(run.session).copied().unwrap_or(0),
             );
             out.push_str(&after);
             values.iter_mut().for_each(|x| *x = None);
