@@ -136,6 +136,7 @@ fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
             // Strings (nearly every value) are escaped as they are written; a safe one
             // (`|safe`, the rows `markdown_rows` escaped) is written as it is.
             let written = match value.as_str() {
+                _ if let Some(chart) = super::ChartMarkup::of(value) => out.write_str(chart),
                 Some(s) if value.is_safe() => out.write_str(s),
                 Some(s) => MarkdownEscaped(s).write_with(|p| out.write_str(p)),
                 None => MarkdownEscaped(&value.to_string()).write_with(|p| out.write_str(p)),
@@ -151,6 +152,10 @@ fn environment(t: &Template) -> Result<Environment<'_>, ExportError> {
             // here as minijinja's own formatter writes them, without its `write!`s: a
             // big report writes a hundred thousand of them. Anything else, and every
             // value where auto-escaping is not HTML, goes to minijinja's.
+            // A chart is markup benchpipe escaped as it drew it: written as it is.
+            if let Some(chart) = super::ChartMarkup::of(value) {
+                return out.write_str(chart).map_err(write_failure);
+            }
             let html = matches!(state.auto_escape(), minijinja::AutoEscape::Html);
             if html && !value.is_safe() {
                 if let Some(s) = value.as_str() {

@@ -391,6 +391,13 @@ mod tests {
     /// Whether two template values are the same to a template: kind, truth, length,
     /// text, and for maps and sequences every key and item in order, recursively.
     fn same(path: &str, lazy: &Value, whole: &Value) {
+        // The one difference from the whole conversion: a chart is its markup held
+        // (`ChartMarkup`), where the conversion copies it into a string.
+        if let Some(markup) = super::super::ChartMarkup::of(lazy) {
+            assert_eq!(Some(markup), whole.as_str(), "{path}: chart");
+            assert_eq!(lazy.to_string(), markup, "{path}: chart as text");
+            return;
+        }
         assert_eq!(lazy.kind(), whole.kind(), "{path}: kind");
         assert_eq!(lazy.is_true(), whole.is_true(), "{path}: truth");
         assert_eq!(lazy.len(), whole.len(), "{path}: length");
@@ -461,8 +468,9 @@ mod tests {
         }
     }
 
-    /// Charts are benchpipe's own escaped markup: an HTML page writes them as they are,
-    /// whether it asks for `|safe` or not, and values in the rows stay escaped.
+    /// Charts are benchpipe's own escaped markup: either template writes them as they
+    /// are, whether it asks for `|safe` or not; as text (`|string`) a chart is its
+    /// markup, escaped like any text; and values in the rows stay escaped.
     #[test]
     fn charts_are_written_as_they_are_and_row_values_escaped() {
         let mut report = super::super::tests_exports::full_report();
@@ -471,19 +479,27 @@ mod tests {
             "<svg><text>a &amp; b</text></svg>".into(),
         )];
         table.rows[0].label = "<b>".into();
-        let mut env = minijinja::Environment::new();
-        env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-        let page = "{% for t in tables[:1] %}{{ t.rows[0].label }}|{% for c in t.charts %}{{ c }}|{{ c|safe }}{% endfor %}{% endfor %}";
-        env.add_template("t.html", page).unwrap();
-        let out = env
-            .get_template("t.html")
-            .unwrap()
-            .render(Value::from(Serde(&report)))
-            .unwrap();
-        assert_eq!(
-            out,
-            "&lt;b&gt;|<svg><text>a &amp; b</text></svg>|<svg><text>a &amp; b</text></svg>"
-        );
+        let page = "{% for t in tables[:1] %}{{ t.rows[0].label }}|{% for c in t.charts %}{{ c }}|{{ c|safe }}|{{ c|string }}{% endfor %}{% endfor %}";
+        let chart = "<svg><text>a &amp; b</text></svg>";
+        for (name, label, as_text) in [
+            (
+                "index.html",
+                "&lt;b&gt;",
+                "&lt;svg&gt;&lt;text&gt;a &amp;amp; b&lt;&#x2f;text&gt;&lt;&#x2f;svg&gt;",
+            ),
+            (
+                "index.md",
+                "&lt;b&gt;",
+                "&lt;svg&gt;&lt;text&gt;a &amp;amp; b&lt;/text&gt;&lt;/svg&gt;",
+            ),
+        ] {
+            let out = super::super::export::render_template(name, page, &report).unwrap();
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("{label}|{chart}|{chart}|{as_text}\n"),
+                "{name}"
+            );
+        }
     }
 
     #[test]

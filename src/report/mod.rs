@@ -134,25 +134,48 @@ pub struct Table {
     pub charts: Vec<Chart>,
 }
 
-/// A chart's SVG markup, which benchpipe escaped as it drew it, held as the safe string
-/// a template writes as it is. Made so when the chart is drawn (on the core that drew
-/// it): a big report's charts are tens of megabytes, which the page's render would
-/// otherwise copy twice, after every other part is done.
+/// A chart's SVG markup, which benchpipe escaped as it drew it. A template writes it as
+/// it is (`export.rs`'s formatters know it). It is held in a minijinja object, which
+/// takes the markup as drawn: a big report's charts are tens of megabytes, which a safe
+/// string would copy once more, after the chart is drawn.
 #[derive(Clone, Debug)]
 pub struct Chart(minijinja::Value);
 
+/// A chart's markup, as the template context holds it.
+#[derive(Debug)]
+pub(crate) struct ChartMarkup(String);
+
+impl minijinja::value::Object for ChartMarkup {
+    fn repr(self: &std::sync::Arc<Self>) -> minijinja::value::ObjectRepr {
+        minijinja::value::ObjectRepr::Plain
+    }
+    /// As text, the markup (what `|safe` and `~` see).
+    fn render(self: &std::sync::Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 impl Chart {
     pub fn new(markup: String) -> Chart {
-        Chart(minijinja::Value::from_safe_string(markup))
+        Chart(minijinja::Value::from_object(ChartMarkup(markup)))
     }
 
     pub fn markup(&self) -> &str {
-        self.0.as_str().unwrap_or_default()
+        ChartMarkup::of(&self.0).unwrap_or_default()
     }
 
-    /// The markup as a template reads it, marked safe (shared, not copied).
+    /// The chart as a template reads it (shared, not copied).
     pub(crate) fn value(&self) -> minijinja::Value {
         self.0.clone()
+    }
+}
+
+impl ChartMarkup {
+    /// The markup, when `value` is a chart.
+    pub(crate) fn of(value: &minijinja::Value) -> Option<&str> {
+        value
+            .downcast_object_ref::<ChartMarkup>()
+            .map(|m| m.0.as_str())
     }
 }
 
