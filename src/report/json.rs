@@ -6,12 +6,16 @@
 use serde::Serialize;
 
 use super::export::{ExportError, Exporter};
-use super::{ComparisonRow, Provenance, Report, Stat, Table};
-use super::{Failed, Incomplete, Method, Skipped, Validity};
+use super::{ComparisonRow, Report, Row, Stat, Table};
+#[cfg(test)]
+use super::{Failed, Incomplete, Method, Provenance, Skipped, Validity};
 
 /// The version of `report.json`'s schema; bumped on any change a reader could trip on.
 pub const REPORT_FORMAT: u32 = 1;
 
+/// The whole document as serde would write it: the reference the hand-written tables
+/// are tested against (`write_to` writes the same bytes).
+#[cfg(test)]
 #[derive(Serialize)]
 struct Doc<'a> {
     format: u32,
@@ -37,6 +41,7 @@ struct ScenarioDoc<'a> {
     description: Option<&'a str>,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct TableDoc<'a> {
     id: &'a str,
@@ -60,6 +65,7 @@ struct ColumnDoc<'a> {
     pivot: Option<&'a str>,
 }
 
+#[cfg(test)]
 #[derive(Serialize)]
 struct RowDoc<'a> {
     label: &'a str,
@@ -76,6 +82,7 @@ struct RowDoc<'a> {
 }
 
 /// A table cell: its statistics as numbers, and the text a reader sees.
+#[cfg(test)]
 #[derive(Serialize)]
 struct ValueDoc<'a> {
     cell: Option<&'a str>,
@@ -140,6 +147,7 @@ fn finite(x: Option<f64>) -> Option<f64> {
     x.filter(|v| v.is_finite())
 }
 
+#[cfg(test)]
 fn value(s: &Stat) -> ValueDoc<'_> {
     let (lo, hi) = match (s.mean, s.ci_half) {
         (Some(m), Some(h)) => (Some(m - h), Some(m + h)),
@@ -163,6 +171,7 @@ fn value(s: &Stat) -> ValueDoc<'_> {
     }
 }
 
+#[cfg(test)]
 fn table(t: &Table) -> TableDoc<'_> {
     TableDoc {
         id: &t.id,
@@ -171,22 +180,7 @@ fn table(t: &Table) -> TableDoc<'_> {
         tests: &t.tests,
         row_axes: &t.axes,
         pivot: t.pivot.as_deref(),
-        columns: t
-            .columns
-            .iter()
-            .map(|c| ColumnDoc {
-                test: &c.test,
-                metric: &c.name,
-                label: &c.label,
-                unit: &c.unit,
-                better: if c.better.starts_with("higher") {
-                    "higher"
-                } else {
-                    "lower"
-                },
-                pivot: c.pivot.as_deref(),
-            })
-            .collect(),
+        columns: columns(t),
         rows: t
             .rows
             .iter()
@@ -209,6 +203,24 @@ fn table(t: &Table) -> TableDoc<'_> {
             })
             .collect(),
     }
+}
+
+fn columns(t: &Table) -> Vec<ColumnDoc<'_>> {
+    t.columns
+        .iter()
+        .map(|c| ColumnDoc {
+            test: &c.test,
+            metric: &c.name,
+            label: &c.label,
+            unit: &c.unit,
+            better: if c.better.starts_with("higher") {
+                "higher"
+            } else {
+                "lower"
+            },
+            pivot: c.pivot.as_deref(),
+        })
+        .collect()
 }
 
 fn comparison(c: &ComparisonRow) -> ComparisonDoc<'_> {
@@ -261,39 +273,286 @@ impl Exporter for Json {
         3
     }
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
-        let doc = Doc {
-            format: REPORT_FORMAT,
-            benchpipe: &report.benchpipe,
-            scenario: ScenarioDoc {
-                name: &report.scenario,
-                title: &report.title,
-                description: report.description.as_deref(),
-            },
-            method: &report.method,
-            tables: report.tables.iter().map(|t| table(t)).collect(),
-            comparisons: report.comparisons.iter().map(comparison).collect(),
-            precision: &report.precision,
-            validity: &report.validity,
-            incomplete: &report.incomplete,
-            failed: &report.failed,
-            skipped: &report.skipped,
-            provenance: &report.provenance,
+        let mut o = Out {
+            buf: Vec::with_capacity(Out::FLUSH_AT + (Out::FLUSH_AT >> 2)),
+            out,
         };
-        use std::io::Write as _;
-        // serde_json writes token by token: buffered here, so that `out` sees big writes.
-        let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-        let mut json = serde_json::Serializer::with_formatter(&mut buffered, Indented::default());
-        doc.serialize(&mut json).map_err(|e| {
-            // The file's error, as every exporter reports it.
-            if e.is_io() {
-                ExportError::Write(e.into())
-            } else {
-                ExportError::Json(e)
-            }
-        })?;
-        buffered.write_all(b"\n")?;
-        buffered.flush()?;
+        o.raw(b"{");
+        o.field(1, true, "format", &REPORT_FORMAT)?;
+        o.field(1, false, "benchpipe", &report.benchpipe)?;
+        let scenario = ScenarioDoc {
+            name: &report.scenario,
+            title: &report.title,
+            description: report.description.as_deref(),
+        };
+        o.field(1, false, "scenario", &scenario)?;
+        o.field(1, false, "method", &report.method)?;
+        o.key(1, false, "tables");
+        o.array(1, &report.tables, |o, t| o.table(t))?;
+        let comparisons: Vec<ComparisonDoc> = report.comparisons.iter().map(comparison).collect();
+        o.field(1, false, "comparisons", &comparisons)?;
+        o.field(1, false, "precision", &report.precision)?;
+        o.field(1, false, "validity", &report.validity)?;
+        o.field(1, false, "incomplete", &report.incomplete)?;
+        o.field(1, false, "failed", &report.failed)?;
+        o.field(1, false, "skipped", &report.skipped)?;
+        o.field(1, false, "provenance", &report.provenance)?;
+        o.raw(b"\n}\n");
+        o.out.write_all(&o.buf)?;
+        o.out.flush()?;
         Ok(())
+    }
+}
+
+/// report.json as it is written: the tables' rows, nearly all of a big report's bytes,
+/// by hand, token by token as serde_json with `Indented` writes them; every other part
+/// through serde at its depth. Written to `buf`, which goes to `out` in big writes.
+/// `Doc` is the whole document through serde, which the tests compare it with.
+struct Out<'w> {
+    buf: Vec<u8>,
+    out: &'w mut dyn std::io::Write,
+}
+
+impl Out<'_> {
+    /// `buf` goes to the file when it has this many bytes (after a row, or a part).
+    const FLUSH_AT: usize = 1 << 16;
+
+    fn raw(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    fn flush_if_full(&mut self) -> Result<(), ExportError> {
+        if self.buf.len() >= Self::FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// `,\n` (or `\n` when `first`) and the indentation of `depth`, as `Indented` writes.
+    fn line(&mut self, depth: usize, first: bool) {
+        const SPACES: &[u8; 64] = &[b' '; 64];
+        self.raw(if first { b"\n" } else { b",\n" });
+        let mut width = 2 * depth;
+        while width > 0 {
+            let n = width.min(SPACES.len());
+            self.raw(&SPACES[..n]);
+            width -= n;
+        }
+    }
+
+    /// An object's key at `depth`: its line, the name and `: `. Names are this
+    /// module's own, with nothing to escape.
+    fn key(&mut self, depth: usize, first: bool, name: &str) {
+        self.line(depth, first);
+        self.raw(b"\"");
+        self.raw(name.as_bytes());
+        self.raw(b"\": ");
+    }
+
+    /// A key and its value written by serde, nested values indented below `depth`.
+    fn field<T: Serialize + ?Sized>(
+        &mut self,
+        depth: usize,
+        first: bool,
+        name: &str,
+        value: &T,
+    ) -> Result<(), ExportError> {
+        self.key(depth, first, name);
+        let formatter = Indented {
+            depth,
+            has_value: false,
+        };
+        value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut self.buf,
+            formatter,
+        ))?;
+        self.flush_if_full()
+    }
+
+    /// An array whose items are at `depth + 1`, each written by `item`; `[]` when empty.
+    fn array<'t, T>(
+        &mut self,
+        depth: usize,
+        items: &'t [T],
+        mut item: impl FnMut(&mut Self, &'t T) -> Result<(), ExportError>,
+    ) -> Result<(), ExportError> {
+        if items.is_empty() {
+            self.raw(b"[]");
+            return Ok(());
+        }
+        self.raw(b"[");
+        for (i, x) in items.iter().enumerate() {
+            self.line(depth + 1, i == 0);
+            item(self, x)?;
+        }
+        self.line(depth, true);
+        self.raw(b"]");
+        Ok(())
+    }
+
+    /// A string as serde_json writes it: escaped only where it has a quote, a
+    /// backslash or a control character (rare in a report: looked for first).
+    fn str(&mut self, text: &str) {
+        if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+            let _ = serde_json::to_writer(&mut self.buf, text);
+        } else {
+            self.raw(b"\"");
+            self.raw(text.as_bytes());
+            self.raw(b"\"");
+        }
+    }
+
+    fn opt_str(&mut self, text: Option<&str>) {
+        match text {
+            Some(t) => self.str(t),
+            None => self.raw(b"null"),
+        }
+    }
+
+    fn count(&mut self, n: usize) {
+        use serde_json::ser::Formatter as _;
+        let _ = serde_json::ser::CompactFormatter.write_u64(&mut self.buf, n as u64);
+    }
+
+    /// A number, or `null` where there is none or it is not finite (`finite`).
+    fn number(&mut self, x: Option<f64>) {
+        use serde_json::ser::Formatter as _;
+        match x.filter(|v| v.is_finite()) {
+            Some(v) => {
+                let _ = serde_json::ser::CompactFormatter.write_f64(&mut self.buf, v);
+            }
+            None => self.raw(b"null"),
+        }
+    }
+
+    fn strings(&mut self, depth: usize, items: &[String]) {
+        let _ = self.array(depth, items, |o, s| {
+            o.str(s);
+            Ok(())
+        });
+    }
+
+    /// A table (`TableDoc`), its object starting here, its fields at depth 3.
+    fn table(&mut self, t: &Table) -> Result<(), ExportError> {
+        const D: usize = 3;
+        self.raw(b"{");
+        self.field(D, true, "id", &t.id)?;
+        self.field(D, false, "title", &t.title)?;
+        self.field(D, false, "description", &t.description)?;
+        self.field(D, false, "tests", &t.tests)?;
+        self.field(D, false, "row_axes", &t.axes)?;
+        self.field(D, false, "pivot", &t.pivot)?;
+        self.field(D, false, "columns", &columns(t))?;
+        self.key(D, false, "rows");
+        let mut config = Vec::with_capacity(t.axes.len());
+        self.array(D, &t.rows, |o, r| {
+            o.row(&t.axes, r, &mut config);
+            o.flush_if_full()
+        })?;
+        self.line(D - 1, true);
+        self.raw(b"}");
+        Ok(())
+    }
+
+    /// A row (`RowDoc`), its object starting here, its fields at depth 5. `config` is
+    /// room for its axis values, reused from row to row.
+    fn row<'r>(&mut self, axes: &'r [String], r: &'r Row, config: &mut Vec<(&'r str, &'r str)>) {
+        const D: usize = 5;
+        self.raw(b"{");
+        self.key(D, true, "label");
+        self.str(&r.label);
+        // As a `BTreeMap` of the axes' names writes them: in byte order, and where a
+        // name came twice, its last value.
+        config.clear();
+        config.extend(
+            axes.iter()
+                .map(String::as_str)
+                .zip(r.config.iter().map(String::as_str)),
+        );
+        config.sort_by(|a, b| a.0.cmp(b.0));
+        let mut at = 0;
+        while at < config.len() {
+            let mut last = at;
+            while last + 1 < config.len() && config[last + 1].0 == config[at].0 {
+                last += 1;
+            }
+            config.swap(at, last);
+            config.drain(at + 1..last + 1);
+            at += 1;
+        }
+        self.key(D, false, "config");
+        if config.is_empty() {
+            self.raw(b"{}");
+        } else {
+            self.raw(b"{");
+            for (i, (name, value)) in config.iter().enumerate() {
+                self.line(D + 1, i == 0);
+                self.str(name);
+                self.raw(b": ");
+                self.str(value);
+            }
+            self.line(D, true);
+            self.raw(b"}");
+        }
+        self.key(D, false, "cells");
+        self.strings(D, &r.keys);
+        self.key(D, false, "runs");
+        self.opt_str(r.runs.as_deref());
+        self.key(D, false, "flagged_runs");
+        self.count(r.flagged_runs);
+        self.key(D, false, "warned_runs");
+        self.count(r.warned_runs);
+        self.key(D, false, "flags");
+        self.strings(D, &r.flags);
+        self.key(D, false, "warnings");
+        self.strings(D, &r.warnings);
+        self.key(D, false, "drift");
+        self.strings(D, &r.drift);
+        self.key(D, false, "values");
+        let _ = self.array(D, &r.values, |o, s| {
+            o.value(s);
+            Ok(())
+        });
+        self.line(D - 1, true);
+        self.raw(b"}");
+    }
+
+    /// A table cell (`ValueDoc`), its object starting here, its fields at depth 7.
+    fn value(&mut self, s: &Stat) {
+        const D: usize = 7;
+        let (lo, hi) = match (s.mean, s.ci_half) {
+            (Some(m), Some(h)) => (Some(m - h), Some(m + h)),
+            _ => (None, None),
+        };
+        self.raw(b"{");
+        self.key(D, true, "cell");
+        self.opt_str(s.cell.as_deref());
+        self.key(D, false, "n");
+        self.count(s.n);
+        for (name, x) in [
+            ("mean", s.mean),
+            ("ci_low", lo),
+            ("ci_high", hi),
+            ("ci_half", s.ci_half),
+            ("sd", s.sd),
+            ("min", s.min),
+            ("median", s.median),
+            ("max", s.max),
+        ] {
+            self.key(D, false, name);
+            self.number(x);
+        }
+        self.key(D, false, "outliers");
+        self.count(s.outliers);
+        self.key(D, false, "flagged");
+        self.count(s.flagged);
+        self.key(D, false, "excluded");
+        self.count(s.excluded);
+        self.key(D, false, "text");
+        self.str(&s.text);
+        self.line(D - 1, true);
+        self.raw(b"}");
     }
 }
 
@@ -375,8 +634,100 @@ impl serde_json::ser::Formatter for Indented {
 
 #[cfg(test)]
 mod tests {
-    use super::Indented;
+    use super::{Doc, Exporter, Indented, Json, REPORT_FORMAT, ScenarioDoc, comparison, table};
+    use crate::report::{Report, Stat};
     use serde::Serialize;
+
+    /// report.json as serde writes the whole `Doc`, with `Indented`.
+    fn through_serde(report: &Report) -> Vec<u8> {
+        let doc = Doc {
+            format: REPORT_FORMAT,
+            benchpipe: &report.benchpipe,
+            scenario: ScenarioDoc {
+                name: &report.scenario,
+                title: &report.title,
+                description: report.description.as_deref(),
+            },
+            method: &report.method,
+            tables: report.tables.iter().map(|t| table(t)).collect(),
+            comparisons: report.comparisons.iter().map(comparison).collect(),
+            precision: &report.precision,
+            validity: &report.validity,
+            incomplete: &report.incomplete,
+            failed: &report.failed,
+            skipped: &report.skipped,
+            provenance: &report.provenance,
+        };
+        let mut out = Vec::new();
+        doc.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out,
+            Indented::default(),
+        ))
+        .unwrap();
+        out.push(b'\n');
+        out
+    }
+
+    /// The rows written by hand are the bytes serde writes for the whole document: for
+    /// the fixture study, and for its tables with every kind of value a row can hold
+    /// (text to escape, numbers that are not finite, empty lists, a row with fewer axis
+    /// values than axes or an axis named twice, no rows, no tables) and rows enough to
+    /// pass the flush size.
+    #[test]
+    fn the_hand_written_tables_are_serdes_bytes() {
+        let mut report = crate::report::tests_exports::full_report();
+        let mut cases = vec![("the fixture", report.clone())];
+        let hostile = "q\"b\\s\u{1}\n\t\u{1f}±\u{7f}</script>";
+        {
+            let t = std::sync::Arc::make_mut(&mut report.tables[0]);
+            t.axes.push("board".into());
+            t.axes.push(hostile.into());
+            let row = t.rows[0].clone();
+            let mut odd = row.clone();
+            odd.label = hostile.into();
+            odd.config = vec![hostile.into()];
+            odd.keys = Vec::new();
+            odd.runs = Some(hostile.into());
+            odd.flags = vec![hostile.into(), String::new()];
+            odd.warnings = vec!["w".into()];
+            odd.drift = vec![hostile.into()];
+            odd.values = vec![
+                Stat {
+                    mean: Some(f64::NAN),
+                    ci_half: Some(f64::INFINITY),
+                    sd: Some(-0.0),
+                    min: Some(1e300),
+                    median: Some(5e-324),
+                    max: Some(f64::NEG_INFINITY),
+                    cell: None,
+                    text: hostile.into(),
+                    ..Stat::empty()
+                },
+                Stat::empty(),
+            ];
+            let mut empty = row.clone();
+            empty.values = Vec::new();
+            empty.config = Vec::new();
+            t.rows.push(odd);
+            t.rows.push(empty);
+            for _ in 0..2000 {
+                t.rows.push(row.clone());
+            }
+        }
+        cases.push(("hostile and many rows", report.clone()));
+        std::sync::Arc::make_mut(&mut report.tables[0]).rows.clear();
+        cases.push(("a table without rows", report.clone()));
+        report.tables.clear();
+        cases.push(("no tables", report));
+        for (case, report) in cases {
+            let ours = Json.render(&report).unwrap();
+            let reference = through_serde(&report);
+            assert!(
+                ours == reference,
+                "{case}: report.json differs from serde's"
+            );
+        }
+    }
 
     /// Every depth, the empty containers and the one past the one-write indentation
     /// (33 levels) come out as serde_json's own pretty printer writes them.
