@@ -249,7 +249,7 @@ fn write_reports_with(
     let template_dir = ws.root.join(report::TEMPLATE_DIR);
     let mut written = Vec::new();
     for (scenario, plan) in reported_plans(ws, store, data, plans)? {
-        let model = report::build(ws, scenario, &plan, data);
+        let (model, leftovers) = report::build_leaving(ws, scenario, &plan, data);
         let dir = out.join(&scenario.name);
         // A scenario called `templates` reported into the workspace's `reports/` would
         // write its pages where the override templates are read from.
@@ -279,6 +279,9 @@ fn write_reports_with(
                 (exporter.weight(), job)
             })
             .collect();
+        // The model's views are freed as the last job, beside the exporters' last,
+        // rather than before the first.
+        jobs.push((0, Box::new(move || drop(leftovers))));
         jobs.sort_by_key(|(weight, _)| std::cmp::Reverse(*weight));
         crate::parallel::jobs(jobs.into_iter().map(|(_, job)| job).collect());
         let files: Vec<Result<PathBuf>> = slots

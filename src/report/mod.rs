@@ -354,9 +354,29 @@ pub fn build(
     plan: &Plan,
     data: &BTreeMap<CellKey, CellData>,
 ) -> Report {
-    let empty = CellData::default();
+    build_leaving(ws, scenario, plan, data).0
+}
+
+/// What building a report leaves to free: its views of the cells, a big report's
+/// hundreds of thousands of small values. A caller with other work for every core (the
+/// exporters) frees them beside that work, not before it (`build_leaving`).
+pub struct Leftovers<'a> {
+    /// Held only to be dropped.
+    _views: Vec<cells::View<'a>>,
+}
+
+/// The data of a cell the store has nothing for.
+static NO_DATA: std::sync::LazyLock<CellData> = std::sync::LazyLock::new(CellData::default);
+
+/// `build`, leaving the views it built the report from to the caller to free.
+pub fn build_leaving<'a>(
+    ws: &'a Workspace,
+    scenario: &Scenario,
+    plan: &'a Plan,
+    data: &'a BTreeMap<CellKey, CellData>,
+) -> (Report, Leftovers<'a>) {
     let ordered = cells::order(scenario, plan.cells.iter());
-    let views = cells::views(&ws.recipes, scenario, &ordered, data, &empty);
+    let views = cells::views(&ws.recipes, scenario, &ordered, data, &NO_DATA);
     let confidence = scenario.method.confidence;
     let label_of = |test: &TestName, m: &MetricSpec| {
         scenario
@@ -443,7 +463,7 @@ pub fn build(
         method.take().expect(done),
         precision.take().expect(done),
     );
-    Report {
+    let report = Report {
         comparison_method: compare::method_text(scenario),
         precision,
         provenance,
@@ -462,7 +482,8 @@ pub fn build(
         incomplete,
         failed,
         skipped,
-    }
+    };
+    (report, Leftovers { _views: views })
 }
 
 /// One test's table: a row per configuration, a column per metric, a bar chart per
