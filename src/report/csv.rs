@@ -113,13 +113,56 @@ fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
     at.as_str()
 }
 
+/// What a row's provenance columns are made from: the cell's stored facts and the
+/// inputs they show. Neighbouring cells (one board and image, its tests and storage)
+/// mostly have the same, and so the same columns: `rows` makes them once for all.
+struct Sources<'v> {
+    facts: Option<&'v std::sync::Arc<Value>>,
+    image: Option<&'v str>,
+    board_model: Option<&'v str>,
+    storage_model: Option<&'v str>,
+    filesystem_kind: Option<&'v str>,
+    mount_options: Option<Vec<&'v str>>,
+}
+
+impl<'v> Sources<'v> {
+    fn of(view: &View<'v>) -> Sources<'v> {
+        let inputs = &view.cell.inputs;
+        Sources {
+            facts: view.data.facts.as_ref(),
+            image: inputs.text("/image"),
+            board_model: inputs.text("/board/model"),
+            storage_model: inputs.text("/storage/model"),
+            filesystem_kind: inputs.text("/filesystem/kind"),
+            mount_options: inputs.texts("/filesystem/mount_options"),
+        }
+    }
+
+    /// Whether `other` makes the same columns: the same inputs shown, and the same
+    /// stored facts (the store shares the facts of cells whose facts are the same bytes,
+    /// so one `Arc` is compared without its contents; equal contents in two also agree).
+    fn same_as(&self, other: &Sources) -> bool {
+        let facts = match (self.facts, other.facts) {
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b) || a == b,
+            (None, None) => true,
+            _ => false,
+        };
+        facts
+            && self.image == other.image
+            && self.board_model == other.board_model
+            && self.storage_model == other.storage_model
+            && self.filesystem_kind == other.filesystem_kind
+            && self.mount_options == other.mount_options
+    }
+}
+
 /// The provenance columns of a cell, from its inputs and stored facts.
-fn provenance(view: &View) -> Vec<String> {
-    let inputs = &view.cell.inputs;
-    let facts = view.data.facts.as_deref();
+fn provenance(sources: &Sources) -> Vec<String> {
+    let facts = sources.facts.map(|f| &**f);
     let fact = |p: &str| facts.and_then(|f| str_at(f, p)).map(clean);
-    let mount = inputs
-        .texts("/filesystem/mount_options")
+    let mount = sources
+        .mount_options
+        .as_ref()
         .map(|a| a.join(","))
         .unwrap_or_default();
     let tools = facts
@@ -135,14 +178,12 @@ fn provenance(view: &View) -> Vec<String> {
                 .join("; ")
         })
         .unwrap_or_default();
+    let input = |text: Option<&str>| text.map(clean).unwrap_or_default();
     vec![
-        inputs.text("/image").map(clean).unwrap_or_default(),
-        inputs.text("/board/model").map(clean).unwrap_or_default(),
-        inputs.text("/storage/model").map(clean).unwrap_or_default(),
-        inputs
-            .text("/filesystem/kind")
-            .map(clean)
-            .unwrap_or_default(),
+        input(sources.image),
+        input(sources.board_model),
+        input(sources.storage_model),
+        input(sources.filesystem_kind),
         mount,
         fact("/kernel").unwrap_or_default(),
         fact("/os_release/PRETTY_NAME").unwrap_or_default(),
@@ -166,6 +207,17 @@ pub(super) fn rows(
     scenario: &Scenario,
     views: &[View],
     metrics: &[(String, MetricSpec)],
+) -> CsvRows {
+    rows_made(scenario, views, metrics, true)
+}
+
+/// `rows`; `reuse` takes a cell's provenance columns from the cell before it when
+/// `Sources::same_as` says they are the same (the tests compare with every cell's own).
+fn rows_made(
+    scenario: &Scenario,
+    views: &[View],
+    metrics: &[(String, MetricSpec)],
+    reuse: bool,
 ) -> CsvRows {
     // Applies are numbered by their session, which starts with its start time: the
     // order they ran in, without showing when.
@@ -194,6 +246,7 @@ pub(super) fn rows(
     let mut pieces = Vec::new();
     let mut out = String::with_capacity(CHUNK + CHUNK / 4);
     let (mut address, mut after) = (String::new(), String::new());
+    let mut last_sources: Option<Sources> = None;
     for v in views {
         let a = v.address();
         let (of_test, landing) = of_tests.get(a.test.as_str()).unwrap_or(&no_metrics);
@@ -233,11 +286,17 @@ pub(super) fn rows(
             }
             push_field(&mut address, text, false);
         }
-        after.clear();
-        for text in provenance(v) {
-            after.push(',');
-            push_field(&mut after, &text, false);
+        // The provenance columns, made again only where they may differ from the
+        // last cell's.
+        let made_of = Sources::of(v);
+        if !(reuse && last_sources.as_ref().is_some_and(|l| l.same_as(&made_of))) {
+            after.clear();
+            for text in provenance(&made_of) {
+                after.push(',');
+                push_field(&mut after, &text, false);
+            }
         }
+        last_sources = Some(made_of);
         let applies: Vec<usize> = v.sessions.iter().map(|s| apply_of(s)).collect();
         let samples = &v.data.samples;
         // The views' runs, not the samples: only a column the view did not judge looks
@@ -373,7 +432,42 @@ impl Exporter for Csv {
 
 #[cfg(test)]
 mod tests {
-    use super::{field, push_field, push_uint};
+    use super::{field, push_field, push_uint, rows_made};
+    use crate::report::cells;
+    use crate::store::CellData;
+
+    /// The provenance columns a cell takes from the cell before it are the ones made
+    /// for it alone: where neighbours' facts differ (another kernel), are the same
+    /// bytes in another value, and where their inputs differ (another storage).
+    #[test]
+    fn provenance_columns_taken_from_the_last_cell_are_each_cells_own() {
+        let kernels = ["Linux 6.1.0 aarch64", "Linux 9.9.9 \"other\", x86_64"];
+        for (kernel, same_inputs) in kernels.into_iter().flat_map(|k| [(k, false), (k, true)]) {
+            let (ws, scenario, mut plan, mut data) =
+                crate::report::tests_exports::fixture_with_kernel(kernel);
+            // Every cell showing the first one's inputs: neighbours differ by their
+            // facts alone.
+            if same_inputs {
+                let first = plan.cells[0].inputs.clone();
+                plan.cells.iter_mut().for_each(|c| c.inputs = first.clone());
+            }
+            // Two cells whose facts are equal values in two `Arc`s.
+            let copies: Vec<_> = data.keys().skip(3).take(2).cloned().collect();
+            for k in copies {
+                if let Some(f) = data.get_mut(&k).and_then(|d| d.facts.as_mut()) {
+                    *f = std::sync::Arc::new((**f).clone());
+                }
+            }
+            let ordered = cells::order(&scenario, plan.cells.iter());
+            let empty = CellData::default();
+            let views = cells::views(&ws.recipes, &scenario, &ordered, &data, &empty);
+            let text = |reuse: bool| rows_made(&scenario, &views, &[], reuse).0.concat();
+            let (reused, own) = (text(true), text(false));
+            assert!(own.contains(kernel.split(' ').nth(1).unwrap()), "{own}");
+            assert!(own.contains("uas") && own.lines().count() > 8, "{own}");
+            assert_eq!(reused, own, "{kernel}, the same inputs: {same_inputs}");
+        }
+    }
 
     /// A field is appended as `field` quotes it, whatever it holds.
     #[test]

@@ -166,6 +166,19 @@ pub(super) fn full_report() -> Report {
 
 /// `full_report`, its first cell's board reporting `kernel`.
 fn full_report_with_kernel(kernel: &str) -> Report {
+    let (ws, scenario, plan, data) = fixture_with_kernel(kernel);
+    build(&ws, &scenario, &plan, &data)
+}
+
+/// What `full_report_with_kernel` builds its report from.
+pub(super) fn fixture_with_kernel(
+    kernel: &str,
+) -> (
+    crate::model::Workspace,
+    crate::model::Scenario,
+    crate::plan::Plan,
+    BTreeMap<crate::plan::CellKey, CellData>,
+) {
     let (ws, mut scenario, plan) = usb_against_sd();
     scenario.report.tables.push(crate::model::TableSpec {
         title: "Disk, storage as columns".into(),
@@ -208,7 +221,7 @@ fn full_report_with_kernel(kernel: &str) -> Report {
         }
         data.insert(c.key.clone(), d);
     }
-    build(&ws, &scenario, &plan, &data)
+    (ws, scenario, plan, data)
 }
 
 #[test]
