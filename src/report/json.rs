@@ -331,14 +331,7 @@ impl Out<'_> {
 
     /// `,\n` (or `\n` when `first`) and the indentation of `depth`, as `Indented` writes.
     fn line(&mut self, depth: usize, first: bool) {
-        const SPACES: &[u8; 64] = &[b' '; 64];
-        self.raw(if first { b"\n" } else { b",\n" });
-        let mut width = 2 * depth;
-        while width > 0 {
-            let n = width.min(SPACES.len());
-            self.raw(&SPACES[..n]);
-            width -= n;
-        }
+        let _ = write_line(&mut self.buf, depth, first);
     }
 
     /// An object's key at `depth`: its line, the name and `: `. Names are this
@@ -418,7 +411,7 @@ impl Out<'_> {
     /// A number, or `null` where there is none or it is not finite (`finite`).
     fn number(&mut self, x: Option<f64>) {
         use serde_json::ser::Formatter as _;
-        match x.filter(|v| v.is_finite()) {
+        match finite(x) {
             Some(v) => {
                 let _ = serde_json::ser::CompactFormatter.write_f64(&mut self.buf, v);
             }
@@ -566,18 +559,26 @@ struct Indented {
 }
 
 impl Indented {
-    /// `,\n` (or `\n` when `first`) and the indentation of the current depth.
     fn line<W: ?Sized + std::io::Write>(&self, w: &mut W, first: bool) -> std::io::Result<()> {
-        const LINE: &[u8; 66] =
-            b",\n                                                                ";
-        let from = usize::from(first);
-        let width = 2 * self.depth;
-        if 2 + width <= LINE.len() {
-            return w.write_all(&LINE[from..2 + width]);
-        }
-        w.write_all(&LINE[from..2])?;
-        (0..self.depth).try_for_each(|_| w.write_all(b"  "))
+        write_line(w, self.depth, first)
     }
+}
+
+/// `,\n` (or `\n` when `first`) and the indentation of `depth`, in one write up to 32
+/// levels: report.json is a million indented lines.
+fn write_line<W: ?Sized + std::io::Write>(
+    w: &mut W,
+    depth: usize,
+    first: bool,
+) -> std::io::Result<()> {
+    const LINE: &[u8; 66] = b",\n                                                                ";
+    let from = usize::from(first);
+    let width = 2 * depth;
+    if 2 + width <= LINE.len() {
+        return w.write_all(&LINE[from..2 + width]);
+    }
+    w.write_all(&LINE[from..2])?;
+    (0..depth).try_for_each(|_| w.write_all(b"  "))
 }
 
 impl serde_json::ser::Formatter for Indented {
