@@ -66,6 +66,7 @@ impl Worker<'_> {
         if job.recipe.tmpfs.is_some() {
             vars.set("tmpfs", self.tmpfs_point(job));
         }
+        serve_addresses(&mut vars, job.recipe, &cell_host(self.board, cell))?;
         if let Some(peer) = cell.peer.as_ref().and_then(|p| self.boards.get(p)) {
             vars.set(crate::config::PEER_HOST, board_host(peer))
                 .set(crate::config::PEER_DIR, self.peer_dir(peer));
@@ -181,6 +182,23 @@ pub(super) fn requires_failed(command: &str, out: &Output) -> Option<CellFailure
 
 /// Where the cell's tests reach the board: its network's address when it runs over one,
 /// else the board's SSH host.
+/// `bind_address` and `controller_address` of a board reached at `host`, for a recipe
+/// that reads them (`network::addresses`); nothing is looked up for one that does not.
+pub(super) fn serve_addresses(
+    vars: &mut Vars,
+    recipe: &crate::model::Recipe,
+    host: &str,
+) -> Result<(), CellFailure> {
+    use crate::network::addresses::{self, BIND_ADDRESS, CONTROLLER_ADDRESS};
+    if !recipe.uses_addresses {
+        return Ok(());
+    }
+    let found = addresses::find(host).map_err(|reason| CellFailure::Refused { reason })?;
+    vars.set(BIND_ADDRESS, found.bind.to_string())
+        .set(CONTROLLER_ADDRESS, found.controller.to_string());
+    Ok(())
+}
+
 fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
     cell.address
         .network

@@ -50,6 +50,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         template::BUILTINS.iter().map(|s| s.to_string()).collect();
     variables.extend(params.keys().cloned());
     let uses_device = std::cell::Cell::new(false);
+    let uses_addresses = std::cell::Cell::new(false);
     // Where a step or service reads `{{ host }}`: the test goes over the network.
     let host_at = std::cell::RefCell::new(None);
     let mut samples = template::sample_builtins();
@@ -100,8 +101,21 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         if used.contains("device") {
             uses_device.set(true);
         }
-        if used.contains("host") && host_at.borrow().is_none() {
-            *host_at.borrow_mut() = Some(template::word_span(&src.text, command.span(), "host"));
+        // The addresses of the cell's link are the network's too.
+        let addresses = [
+            crate::network::addresses::BIND_ADDRESS,
+            crate::network::addresses::CONTROLLER_ADDRESS,
+        ];
+        if addresses.iter().any(|a| used.contains(*a)) {
+            uses_addresses.set(true);
+        }
+        if let Some(var) = ["host"]
+            .iter()
+            .chain(&addresses)
+            .find(|v| used.contains(**v))
+            && host_at.borrow().is_none()
+        {
+            *host_at.borrow_mut() = Some(template::word_span(&src.text, command.span(), var));
         }
         if used.contains("secrets") {
             super::secrets::check_use(src, command, &secrets, on, diags);
@@ -299,6 +313,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         uses_device: uses_device.get() || raw_device,
         raw_device,
         uses_network,
+        uses_addresses: uses_addresses.get(),
         requires,
         option_params,
         metrics,
@@ -342,8 +357,8 @@ fn uses_network(
     match (declared, host_at) {
         (Some(d), Some(span)) if !*d.get_ref() => {
             diags.push(
-                src.at(span, "`host` is the address of the cell's network, but this recipe says `uses_network = false`")
-                    .with_help("remove `uses_network = false` (a recipe that reads `host` uses the network), or use `workdir` and `board` instead"),
+                src.at(span, "`host`, `bind_address` and `controller_address` are addresses of the cell's network, but this recipe says `uses_network = false`")
+                    .with_help("remove `uses_network = false` (a recipe that reads them uses the network), or use `workdir` and `board` instead"),
             );
             false
         }

@@ -16,7 +16,7 @@ use super::shell::{self, Context};
 use crate::bench::{self, Vars};
 
 /// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 10] = [
+pub const BUILTINS: [&str; 12] = [
     "dir",
     "device",
     "workdir",
@@ -27,6 +27,8 @@ pub const BUILTINS: [&str; 10] = [
     "cell",
     "secrets",
     "tmpfs",
+    crate::network::addresses::BIND_ADDRESS,
+    crate::network::addresses::CONTROLLER_ADDRESS,
 ];
 
 /// Names a recipe parameter cannot take: the builtins, and `params`, which once named
@@ -59,7 +61,9 @@ pub fn sample_builtins() -> Vars {
         .set(
             "tmpfs",
             "/var/tmp/benchpipe/sample/sample-test-0123456789abcdef0123456789abcdef",
-        );
+        )
+        .set(crate::network::addresses::BIND_ADDRESS, "192.0.2.2")
+        .set(crate::network::addresses::CONTROLLER_ADDRESS, "192.0.2.1");
     v
 }
 

@@ -36,6 +36,11 @@ pub struct Recipe {
     /// repeats it per link, and `{{ host }}` is the link's address. `uses_network`, by
     /// default whether a step or service template reads `{{ host }}`.
     pub uses_network: bool,
+    /// Whether a template reads `bind_address` or `controller_address`: only then are
+    /// they found when a cell opens (`network::addresses`). Not in the key: the
+    /// templates that read them are.
+    #[serde(skip)]
+    pub uses_addresses: bool,
     /// `[[requires]]`: checks run before the cell's setup. One that exits non-zero and
     /// prints a reason means the test cannot apply there, and the cell is skipped with
     /// it; one that fails without a word is a failure. Not in the key: they decide

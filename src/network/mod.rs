@@ -2,8 +2,10 @@
 //! (`rules`), and the link's facts read on the board (speed and duplex from sysfs,
 //! `ethtool` where sysfs says nothing, `iw dev IF link` for a wireless interface, the
 //! root qdisc from `tc`), recorded in the facts of each cell that uses the link. One
-//! bounded command prints `@@name` sections; `parse` reads them, purely.
+//! bounded command prints `@@name` sections; `parse` reads them, purely. `addresses`:
+//! the address a cell's servers bind to and the one they admit.
 
+pub mod addresses;
 pub mod parse;
 pub mod rules;
 

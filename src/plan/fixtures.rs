@@ -17,6 +17,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         exclusive: vec![],
         uses_storage,
         uses_device: false,
+        uses_addresses: false,
         raw_device: false,
         uses_network: false,
         requires: vec![],

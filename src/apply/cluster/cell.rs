@@ -50,7 +50,7 @@ impl ClusterWorker<'_> {
             obj.extend(extra.clone());
         }
         writer.write_facts(&facts)?;
-        let (vars, member_vars) = self.cell_vars(cell);
+        let (vars, member_vars) = self.cell_vars(cell, job.recipe)?;
         Ok(LiveCell {
             job,
             writer,

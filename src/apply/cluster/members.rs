@@ -132,9 +132,14 @@ impl ClusterWorker<'_> {
         self.w.service_dir(Side::Controller)
     }
 
-    /// A cell's values on the controller (`host` is the endpoint's) and on each member.
-    pub(super) fn cell_vars(&self, cell: &crate::plan::Cell) -> (Vars, Vec<Vars>) {
-        let base = |board: &str, host: String, workdir: &str| {
+    /// A cell's values on the controller (`host` is the endpoint's) and on each member;
+    /// the addresses its servers are held to, where its recipe reads them.
+    pub(super) fn cell_vars(
+        &self,
+        cell: &crate::plan::Cell,
+        recipe: &crate::model::Recipe,
+    ) -> Result<(Vars, Vec<Vars>), crate::failure::CellFailure> {
+        let vars = |board: &str, host: String, workdir: &str| {
             let mut v = Vars::new();
             v.params(&cell.params)
                 .set("workdir", workdir.to_string())
@@ -142,13 +147,17 @@ impl ClusterWorker<'_> {
                 .set("dir", workdir.to_string())
                 .set("device", "")
                 .set("board", board.to_string())
-                .set("host", host)
+                .set("host", host.clone())
                 .set("run", 0)
                 .set("cell", cell.key.to_string());
-            v
+            (v, host)
         };
         let control = self.members[self.control];
-        let mut controller = base(self.name(), self.endpoint_host(), &control.workdir);
+        // The endpoint may be a name only the cluster's ingress answers to: the
+        // controller's values get the addresses where it resolves, for a template that
+        // reads them (the members' servers are what they are for).
+        let (mut controller, endpoint) = vars(self.name(), self.endpoint_host(), &control.workdir);
+        let _ = crate::apply::cell::serve_addresses(&mut controller, recipe, &endpoint);
         // Its secret directory on the controller, made when the cell opens.
         controller.set(
             "secrets",
@@ -158,14 +167,15 @@ impl ClusterWorker<'_> {
             .members
             .iter()
             .map(|m| {
-                base(
+                let (mut v, host) = vars(
                     m.name.as_str(),
                     super::super::worker::board_host(m),
                     &m.workdir,
-                )
+                );
+                crate::apply::cell::serve_addresses(&mut v, recipe, &host).map(|()| v)
             })
-            .collect();
-        (controller, members)
+            .collect::<Result<_, _>>()?;
+        Ok((controller, members))
     }
 
     /// The values of a deploy or teardown template run at `slot`.
