@@ -9,6 +9,7 @@ mod dd;
 mod disks;
 mod drift;
 mod example;
+mod exposure;
 mod filesystems;
 mod flash;
 mod fs_stack;
