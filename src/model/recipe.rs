@@ -34,7 +34,8 @@ pub struct Recipe {
     pub raw_device: bool,
     /// Whether the test goes over the network to the board: a scenario's `network` axis
     /// repeats it per link, and `{{ host }}` is the link's address. `uses_network`, by
-    /// default whether a step or service template reads `{{ host }}`.
+    /// default whether a step or service template reads `{{ host }}`, `{{ bind_address }}`
+    /// or `{{ controller_address }}`.
     pub uses_network: bool,
     /// Whether a template reads `bind_address` or `controller_address`: only then are
     /// they found when a cell opens (`network::addresses`). Not in the key: the

@@ -322,6 +322,38 @@ fn the_smb_login_is_in_no_process_table_store_file_or_output() {
     }
 }
 
+/// Every shipped recipe that starts a server on a board (or on a cluster's members)
+/// reads `bind_address`, so none listens on every address; no board file or lab needed.
+/// The web-app recipes are held to the controller by their own part of issue 37.
+#[test]
+fn every_shipped_recipe_with_a_server_on_a_board_binds_it_to_the_test_address() {
+    use benchpipe::model::Side;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let recipes = benchpipe::config::load_recipes(repo).expect("the shipped recipes load");
+    let mut serving = Vec::new();
+    for (name, r) in &recipes {
+        let on_board = r
+            .services
+            .iter()
+            .any(|s| matches!(s.on, Side::Board | Side::Members | Side::Peer));
+        if !on_board || ["wordpress", "drupal", "burn-in-wordpress"].contains(&name.as_str()) {
+            continue;
+        }
+        serving.push(name.to_string());
+        assert!(
+            r.uses_addresses,
+            "{name} starts a server but reads no bind_address"
+        );
+        assert!(
+            r.services.iter().all(|s| s.command.contains("bind_address")
+                || r.setup.iter().any(|st| st.command.contains("bind_address"))),
+            "{name}: a service with no bound address"
+        );
+        assert!(r.uses_network, "{name}");
+    }
+    assert!(serving.len() >= 10, "{serving:?}");
+}
+
 /// (pid, command line, environment) of every process, NULs as spaces.
 fn process_table() -> Vec<(String, String, String)> {
     let mut out = Vec::new();
