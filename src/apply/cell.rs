@@ -180,8 +180,6 @@ pub(super) fn requires_failed(command: &str, out: &Output) -> Option<CellFailure
     })
 }
 
-/// Where the cell's tests reach the board: its network's address when it runs over one,
-/// else the board's SSH host.
 /// `bind_address` and `controller_address` of a board reached at `host`, for a recipe
 /// that reads them (`network::addresses`); nothing is looked up for one that does not.
 pub(super) fn serve_addresses(
@@ -199,6 +197,8 @@ pub(super) fn serve_addresses(
     Ok(())
 }
 
+/// Where the cell's tests reach the board: its network's address when it runs over one,
+/// else the board's SSH host.
 fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
     cell.address
         .network
