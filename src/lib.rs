@@ -15,6 +15,7 @@ pub mod image;
 pub mod lab;
 pub mod model;
 pub mod network;
+pub mod owned;
 pub mod parallel;
 pub mod plan;
 pub mod power;

@@ -4,7 +4,7 @@
 use toml::Spanned;
 
 use super::diag::Diagnostic;
-use super::{Source, names, raw};
+use super::{Source, names, raw, units};
 use crate::model::Expectations;
 
 /// The schemes `image::fetch` can read.
@@ -23,6 +23,34 @@ const NOT_UNAME: [(&str, &str); 6] = [
 /// The longest value benchpipe compares: os-release values are short lines.
 const MAX_VALUE: usize = 200;
 
+/// `min_rate = "100kB/s"`: for an http(s) `url` only (`url` is `None` for another
+/// source), within `units::RATE_RANGE`.
+pub(super) fn min_rate(
+    src: &Source,
+    url: Option<&Spanned<String>>,
+    rate: Option<&Spanned<String>>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<u64> {
+    let rate = rate?;
+    let http = url.is_some_and(|u| {
+        let lower = u.get_ref().to_ascii_lowercase();
+        lower.starts_with("http://") || lower.starts_with("https://")
+    });
+    if !http {
+        diags.push(
+            src.at_value(
+                rate,
+                "`min_rate` applies only to an http:// or https:// `url`",
+            )
+            .with_help("a local file (`path` or `file://`) is not downloaded: remove `min_rate`"),
+        );
+        return None;
+    }
+    units::parse_rate(rate.get_ref())
+        .map_err(|e| diags.push(src.at_value(rate, e)))
+        .ok()
+}
+
 /// Refuses a url no fetcher reads, before anything is downloaded.
 pub(super) fn check_url(src: &Source, url: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
     let u = url.get_ref();
@@ -35,16 +63,26 @@ pub(super) fn check_url(src: &Source, url: &Spanned<String>, diags: &mut Vec<Dia
         None => diags.push(
             src.at_value(
                 url,
-                format!("unsupported image url `{u}`: expected http://, https:// or file://"),
+                format!(
+                    "unsupported image url `{}`: expected http://, https:// or file://",
+                    crate::model::redact_url(u)
+                ),
             )
             .with_help("a local file can also be given as `path = \"...\"`"),
         ),
-        Some(s) if lower.len() == s.len() => {
-            diags.push(src.at_value(url, format!("image url `{u}` names no file")))
-        }
+        Some(s) if lower.len() == s.len() => diags.push(src.at_value(
+            url,
+            format!("image url `{}` names no file", crate::model::redact_url(u)),
+        )),
         Some(_) if u.chars().any(char::is_whitespace) => diags.push(
-            src.at_value(url, format!("image url `{u}` contains a space"))
-                .with_help("write it percent-encoded, as `%20`"),
+            src.at_value(
+                url,
+                format!(
+                    "image url `{}` contains a space",
+                    crate::model::redact_url(u)
+                ),
+            )
+            .with_help("write it percent-encoded, as `%20`"),
         ),
         Some(_) => {}
     }

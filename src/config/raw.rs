@@ -369,6 +369,8 @@ pub struct Image {
     pub url: Option<S<String>>,
     pub path: Option<S<String>>,
     pub sha256: Option<S<String>>,
+    /// An http(s) download's slowest acceptable rate, like `100kB/s`.
+    pub min_rate: Option<S<String>>,
     pub expect: Option<Expect>,
 }
 

@@ -10,7 +10,7 @@ use super::diag::Diagnostic;
 use super::{Source, names, raw, units};
 use crate::model::{
     AS_FLASHED, AS_IS, Board, BoardName, FS_KINDS, Filesystem, FsName, Image, ImageName,
-    ImageSource, Recipe, Scenario, TestName,
+    ImageSource, ImageUrl, Recipe, Scenario, TestName,
 };
 use crate::storage::rules;
 
@@ -281,6 +281,9 @@ fn images(
                 }
             }
         };
+        if img.url.is_none() {
+            super::image::min_rate(src, None, img.min_rate.as_ref(), diags);
+        }
         let source = match (installed, &img.url, &img.path) {
             (Some(_), None, None) => {
                 if let Some(s) = &img.sha256 {
@@ -294,8 +297,9 @@ fn images(
             (None, Some(url), None) => {
                 super::image::check_url(src, url, diags);
                 ImageSource::Url {
-                    url: url.get_ref().clone(),
+                    url: ImageUrl::new(url.get_ref().clone()),
                     sha256: sha(diags),
+                    min_rate: super::image::min_rate(src, Some(url), img.min_rate.as_ref(), diags),
                 }
             }
             (None, None, Some(path)) => ImageSource::Path {

@@ -1,4 +1,5 @@
-//! The small value syntaxes of the input files: durations, temperatures, percentages, sha256.
+//! The small value syntaxes of the input files: durations, temperatures, percentages,
+//! sha256, transfer rates.
 
 use std::time::Duration;
 
@@ -91,9 +92,62 @@ pub fn parse_sha256(text: &str) -> Result<String, String> {
     }
 }
 
+/// What a rate looks like, for error messages.
+pub const RATE_FORM: &str = "a whole number and a unit per second (B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s), like `100kB/s` or `2MiB/s`";
+
+/// The range a rate may take: 1 kB/s to 10 GB/s.
+pub const RATE_RANGE: std::ops::RangeInclusive<u64> = 1_000..=10_000_000_000;
+
+/// Parses `100kB/s`, `2MiB/s`, `500 B/s` into bytes per second, within [`RATE_RANGE`].
+/// Fractions are refused so that one text has one meaning; parsing never overflows.
+pub fn parse_rate(text: &str) -> Result<u64, String> {
+    let bad = || format!("bad rate `{text}`: expected {RATE_FORM}");
+    let s = text.trim();
+    let digits = s.chars().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 {
+        return Err(bad());
+    }
+    let unit = s[digits..].trim_start();
+    let per: u64 = match unit {
+        "B/s" => 1,
+        "kB/s" | "KB/s" => 1_000,
+        "MB/s" => 1_000_000,
+        "GB/s" => 1_000_000_000,
+        "KiB/s" => 1 << 10,
+        "MiB/s" => 1 << 20,
+        "GiB/s" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    let out_of_range =
+        || format!("rate `{text}` is out of range: expected between 1kB/s and 10GB/s");
+    s[..digits]
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(per))
+        .filter(|r| RATE_RANGE.contains(r))
+        .ok_or_else(out_of_range)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("100kB/s"), Ok(100_000));
+        assert_eq!(parse_rate("2MiB/s"), Ok(2 << 20));
+        assert_eq!(parse_rate("5000 B/s"), Ok(5000));
+        assert_eq!(parse_rate("10GB/s"), Ok(10_000_000_000));
+        for bad in ["", "100", "1.5MB/s", "100kb/s", "-1MB/s", "MB/s", "1 MB"] {
+            assert!(parse_rate(bad).unwrap_err().contains("bad rate"), "{bad}");
+        }
+        for far in ["999B/s", "11GB/s", "99999999999999999999GiB/s", "0kB/s"] {
+            assert!(
+                parse_rate(far).unwrap_err().contains("out of range"),
+                "{far}"
+            );
+        }
+    }
 
     #[test]
     fn durations() {

@@ -9,15 +9,21 @@
 //! - `H.stamps.json` the local files verified to have sha256 `H`, with what `stat` said
 //!   then, so an unchanged file is not hashed again;
 //! - `H.lock`       held (flock) while `H` is fetched or its files are written.
+//!
+//! The cache decides what is flashed, as root: it is used only as the running user's
+//! own directory (`crate::owned`), every file in it is created or opened through no
+//! link, and read back with the store's typed, bounded reads.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::owned::{self, OwnedError};
 
 /// The cache directory's name beside the store, unless `--image-cache` says otherwise.
 pub const DEFAULT_DIR: &str = "image-cache";
@@ -59,24 +65,59 @@ impl Cache {
         self.dir.join(format!("{sha256}.stamps.json"))
     }
 
-    /// Takes this image's lock, creating the cache directory (0700: it decides what is
-    /// flashed) on first use. Blocks while another fetch of the same image runs.
-    pub(super) fn lock(&self, sha256: &str) -> io::Result<Lock> {
-        if !self.dir.is_dir() {
-            fs::create_dir_all(&self.dir)?;
-            use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))?;
+    /// Makes the cache directory (0700: it decides what is flashed) or accepts it only
+    /// as the running user's own, writable by nobody else and reached through
+    /// directories nobody else can change: the rules of a board's workdir.
+    pub(super) fn ensure(&self) -> Result<(), OwnedError> {
+        if let Some(parent) = self.dir.parent()
+            && !parent.as_os_str().is_empty()
+            && fs::symlink_metadata(parent).is_err()
+        {
+            fs::create_dir_all(parent).map_err(|source| OwnedError::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join(format!("{sha256}.lock")))?;
+        owned::check_ancestors(&self.dir)?;
+        owned::ensure_dir(&self.dir, 0o700)
+    }
+
+    /// Takes this image's lock, making the cache directory on first use (`ensure`).
+    /// Blocks while another fetch of the same image runs. The lock file is opened
+    /// through no link and only when it is a regular file of this user's.
+    pub(super) fn lock(&self, sha256: &str) -> Result<Lock, OwnedError> {
+        self.ensure()?;
+        let path = self.dir.join(format!("{sha256}.lock"));
+        let file = owned::open_own(&path, false, 0o600)?;
         // SAFETY: flock on a descriptor this function owns; no memory is passed.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(io::Error::last_os_error());
+            return Err(OwnedError::Io {
+                path,
+                source: io::Error::last_os_error(),
+            });
         }
         Ok(Lock { _file: file })
+    }
+
+    /// The length of the partial download to resume: 0 when there is none. Anything at
+    /// `H.part` but a regular file of this user's with one name (a link, a FIFO) is
+    /// removed, never followed; the caller holds the lock.
+    pub(super) fn part_len(&self, sha256: &str) -> Result<u64, OwnedError> {
+        let part = self.part(sha256);
+        let io_err = |source| OwnedError::Io {
+            path: part.clone(),
+            source,
+        };
+        match fs::symlink_metadata(&part) {
+            Ok(m) if m.is_dir() => Err(OwnedError::Refused(format!(
+                "{} is a directory, not a partial download",
+                part.display()
+            ))),
+            Ok(m) if m.is_file() && m.uid() == owned::euid() && m.nlink() == 1 => Ok(m.len()),
+            Ok(_) => fs::remove_file(&part).map(|()| 0).map_err(io_err),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(io_err(e)),
+        }
     }
 
     /// Whether `path` is the file `stamp` recorded as verified for `sha256`.
@@ -85,19 +126,42 @@ impl Cache {
     }
 
     /// Records that `path`, as `stat` shows it now, was verified to have `sha256`.
-    pub(super) fn add_stamp(&self, sha256: &str, path: &Path, stamp: Stamp) -> io::Result<()> {
+    pub(super) fn add_stamp(
+        &self,
+        sha256: &str,
+        path: &Path,
+        stamp: Stamp,
+    ) -> Result<(), OwnedError> {
         let mut all = self.stamps(sha256);
         all.insert(key(path), stamp);
-        let json = serde_json::to_vec_pretty(&all).map_err(io::Error::other)?;
-        write_atomic(&self.stamps_path(sha256), &json)
+        let json = serde_json::to_vec_pretty(&all).map_err(|e| OwnedError::Io {
+            path: self.stamps_path(sha256),
+            source: io::Error::other(e),
+        })?;
+        owned::replace(&self.stamps_path(sha256), &json, 0o600)
     }
 
     fn stamps(&self, sha256: &str) -> BTreeMap<String, Stamp> {
-        fs::read(self.stamps_path(sha256))
-            .ok()
+        read_small(&self.stamps_path(sha256))
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default()
     }
+}
+
+/// A small cache file (facts, stamps), read as the store reads its own files
+/// (`store::open_regular`: no link, no FIFO or device, bounded): `None` when it is
+/// absent or anything but such a file, which the next write replaces.
+pub(super) fn read_small(path: &Path) -> Option<Vec<u8>> {
+    // Not even opened when `lstat` shows a FIFO or a link.
+    if !fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let (file, len) = crate::store::open_regular(path).ok()??;
+    let mut bytes = Vec::with_capacity(len.min(crate::store::MAX_FILE_BYTES) as usize + 1);
+    file.take(crate::store::MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 fn key(path: &Path) -> String {
@@ -145,19 +209,6 @@ impl Stamp {
             None
         }
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename: a reader sees the old
-/// file or the new one, never half of one.
-pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
 }
 
 /// Bytes free for an unprivileged writer in the filesystem holding `dir`, when the

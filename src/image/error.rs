@@ -1,8 +1,30 @@
 //! Why an image could not be fetched, verified or read: one typed error for the whole of
 //! `image`, each variant rendering as one line a user can act on.
 
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
+
+use crate::model::ImageUrl;
+
+/// Where an image comes from, as it may be shown and stored: a URL only redacted
+/// (`ImageUrl`), so no error, `failure.json`, plan or report can hold its credentials.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Url(ImageUrl),
+    Path(PathBuf),
+    Installed,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Url(u) => u.fmt(f),
+            Origin::Path(p) => p.display().fmt(f),
+            Origin::Installed => f.write_str("installed = true"),
+        }
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -12,7 +34,7 @@ pub enum ImageError {
     )]
     Mismatch {
         name: String,
-        origin: String,
+        origin: Origin,
         expected: String,
         actual: String,
     },
@@ -26,24 +48,24 @@ pub enum ImageError {
     /// A local image that is not there, with the path as the user wrote it.
     #[error("image `{name}`: {path}: no such file")]
     NotFound { name: String, path: PathBuf },
-    #[error("image `{name}`: unsupported source `{source_text}`: {why}")]
+    #[error("image `{name}`: unsupported source `{origin}`: {why}")]
     BadSource {
         name: String,
-        source_text: String,
+        origin: Origin,
         why: String,
     },
     /// No connection could be made at all: the machine is offline, or the host is wrong.
     #[error("image `{name}`: cannot download {url}: {cause}")]
     Network {
         name: String,
-        url: String,
+        url: ImageUrl,
         cause: String,
     },
     /// The server answered, but not with the image.
     #[error("image `{name}`: {url}: {why}")]
     Http {
         name: String,
-        url: String,
+        url: ImageUrl,
         why: String,
     },
     #[error(
@@ -73,6 +95,10 @@ pub enum ImageError {
         "image `{name}`: decompresses to more than {max} bytes (the most it may be here); refused"
     )]
     TooLarge { name: String, max: u64 },
+    /// The image cache, or a file in it, is not benchpipe's own (a link, another
+    /// user's, writable by others): nothing is written there.
+    #[error("image `{name}`: refusing the image cache: {why}")]
+    Cache { name: String, why: String },
     /// A verified local file was changed before it was read.
     #[error("image `{name}`: {path} changed after it was verified ({why}); fetch it again")]
     Changed {
@@ -88,6 +114,35 @@ impl ImageError {
             name: name.to_string(),
             path: path.into(),
             source,
+        }
+    }
+
+    /// A download that could not be made; `cause` is scrubbed of the URL's secrets.
+    pub(crate) fn network(name: &str, url: &ImageUrl, cause: &str) -> Self {
+        ImageError::Network {
+            name: name.to_string(),
+            url: url.clone(),
+            cause: url.scrub(cause),
+        }
+    }
+
+    /// A server that did not answer with the image; `why` is scrubbed as in `network`.
+    pub(crate) fn http(name: &str, url: &ImageUrl, why: &str) -> Self {
+        ImageError::Http {
+            name: name.to_string(),
+            url: url.clone(),
+            why: url.scrub(why),
+        }
+    }
+
+    /// The cache refused (`crate::owned`): I/O errors stay I/O errors of their path.
+    pub(crate) fn cache(name: &str, e: crate::owned::OwnedError) -> Self {
+        match e {
+            crate::owned::OwnedError::Io { path, source } => ImageError::io(name, path, source),
+            refused => ImageError::Cache {
+                name: name.to_string(),
+                why: refused.to_string(),
+            },
         }
     }
 

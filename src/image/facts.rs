@@ -1,7 +1,6 @@
 //! An image's facts (format, compressed and uncompressed size and sha256), computed by
 //! one streaming pass and kept in the cache beside the file, keyed by its sha256.
 
-use std::fs;
 use std::io::{self, Read};
 use std::path::Path;
 
@@ -73,7 +72,7 @@ pub fn owned(e: io::Error, f: &Fetched) -> ImageError {
 /// The facts cached for this image, if a whole pass recorded them: costs one small
 /// read, so a flash can learn the image's length up front when it is known.
 pub fn cached(f: &Fetched) -> Option<ImageFacts> {
-    let bytes = fs::read(f.cache.facts_path(&f.sha256)).ok()?;
+    let bytes = cache::read_small(&f.cache.facts_path(&f.sha256))?;
     let disk: OnDisk = serde_json::from_slice(&bytes).ok()?;
     (disk.version == VERSION
         && disk.facts.sha256 == f.sha256
@@ -87,8 +86,6 @@ pub(super) fn store(path: &Path, facts: &ImageFacts) -> io::Result<()> {
         facts: facts.clone(),
     };
     let json = serde_json::to_vec_pretty(&disk).map_err(io::Error::other)?;
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
-    }
-    cache::write_atomic(path, &json)
+    // The cache directory exists: `fetch` made or accepted it.
+    Ok(crate::owned::replace(path, &json, 0o600)?)
 }

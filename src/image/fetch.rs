@@ -2,7 +2,7 @@
 //! where it lies (offline, no copy); an http(s) URL is downloaded into the cache
 //! (`http.rs`). Either way the sha256 of the file as declared must match before any use.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{Cache, Stamp};
 use super::open::hex;
-use super::{Fetched, ImageError, http};
+use super::{Fetched, ImageError, Origin, http};
 use crate::model::ImageSource;
 
 /// What a fetch is doing, for a progress bar: downloading, or hashing to verify.
@@ -47,11 +47,11 @@ pub fn fetch(
     source: &ImageSource,
     progress: &dyn Fn(FetchProgress),
 ) -> Result<Fetched, ImageError> {
-    let (origin, sha256) = match source {
+    let (url, sha256, min_rate) = match source {
         ImageSource::Installed => {
             return Err(ImageError::BadSource {
                 name: name.into(),
-                source_text: "installed = true".into(),
+                origin: Origin::Installed,
                 why: "an installed image has no file to fetch".into(),
             });
         }
@@ -59,45 +59,64 @@ pub fn fetch(
             return local(
                 cache,
                 name,
-                &path.display().to_string(),
+                &Origin::Path(path.clone()),
                 path,
                 sha256,
                 progress,
             );
         }
-        ImageSource::Url { url, sha256 } => (url.as_str(), sha256.as_str()),
+        ImageSource::Url {
+            url,
+            sha256,
+            min_rate,
+        } => (url, sha256.as_str(), *min_rate),
     };
-    let lower = origin.to_ascii_lowercase();
+    let origin = Origin::Url(url.clone());
+    let lower = url.for_download().to_ascii_lowercase();
     if lower.starts_with("file://") {
-        let path = file_url_path(origin).map_err(|why| ImageError::BadSource {
+        let path = file_url_path(url.for_download()).map_err(|why| ImageError::BadSource {
             name: name.into(),
-            source_text: origin.into(),
+            origin: origin.clone(),
             why,
         })?;
-        return local(cache, name, origin, &path, sha256, progress);
+        return local(cache, name, &origin, &path, sha256, progress);
     }
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(ImageError::BadSource {
             name: name.into(),
-            source_text: origin.into(),
+            origin,
             why: "expected http://, https:// or file://".into(),
         });
     }
     let blob = cache.blob(sha256);
-    let lock = cache
-        .lock(sha256)
-        .map_err(|e| ImageError::io(name, cache.dir(), e))?;
-    if blob.exists() {
-        match local_locked(cache, name, origin, &blob, sha256, progress) {
-            Err(ImageError::Mismatch { .. }) => {
-                // The cache's own copy went bad: fetch it again rather than fail forever.
-                fs::remove_file(&blob).map_err(|e| ImageError::io(name, &blob, e))?;
+    let lock = cache.lock(sha256).map_err(|e| ImageError::cache(name, e))?;
+    match fs::symlink_metadata(&blob) {
+        Ok(m) if m.is_file() => {
+            match local_locked(cache, name, &origin, &blob, sha256, progress) {
+                Err(ImageError::Mismatch { .. }) => {
+                    // The cache's own copy went bad: fetch it again rather than fail
+                    // forever.
+                    fs::remove_file(&blob).map_err(|e| ImageError::io(name, &blob, e))?;
+                }
+                other => return other,
             }
-            other => return other,
         }
+        // Not a file the cache made (a link, a FIFO): removed, never followed.
+        Ok(m) if !m.is_dir() => {
+            fs::remove_file(&blob).map_err(|e| ImageError::io(name, &blob, e))?;
+        }
+        Ok(_) => {
+            return Err(ImageError::Cache {
+                name: name.into(),
+                why: format!("{} is a directory, not an image", blob.display()),
+            });
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(ImageError::io(name, &blob, e)),
     }
-    http::download(cache, name, origin, sha256, progress)?;
-    let fetched = local_locked(cache, name, origin, &blob, sha256, progress);
+    let pace = http::Pace::new(min_rate.unwrap_or(http::DEFAULT_MIN_RATE));
+    http::download(cache, name, url, sha256, &pace, progress)?;
+    let fetched = local_locked(cache, name, &origin, &blob, sha256, progress);
     drop(lock);
     fetched
 }
@@ -106,21 +125,19 @@ pub fn fetch(
 fn local(
     cache: &Cache,
     name: &str,
-    origin: &str,
+    origin: &Origin,
     path: &Path,
     sha256: &str,
     progress: &dyn Fn(FetchProgress),
 ) -> Result<Fetched, ImageError> {
-    let _lock = cache
-        .lock(sha256)
-        .map_err(|e| ImageError::io(name, cache.dir(), e))?;
+    let _lock = cache.lock(sha256).map_err(|e| ImageError::cache(name, e))?;
     local_locked(cache, name, origin, path, sha256, progress)
 }
 
 fn local_locked(
     cache: &Cache,
     name: &str,
-    origin: &str,
+    origin: &Origin,
     path: &Path,
     sha256: &str,
     progress: &dyn Fn(FetchProgress),
@@ -135,7 +152,7 @@ fn local_locked(
     if !meta.is_file() {
         return Err(ImageError::BadSource {
             name: name.into(),
-            source_text: origin.into(),
+            origin: origin.clone(),
             why: format!("{} is not a regular file", path.display()),
         });
     }
@@ -154,18 +171,18 @@ fn local_locked(
         if actual != sha256 {
             return Err(ImageError::Mismatch {
                 name: name.into(),
-                origin: origin.into(),
+                origin: origin.clone(),
                 expected: sha256.into(),
                 actual,
             });
         }
         cache
             .add_stamp(sha256, &full, stamp.clone())
-            .map_err(|e| ImageError::io(name, cache.dir(), e))?;
+            .map_err(|e| ImageError::cache(name, e))?;
     }
     Ok(Fetched {
         name: name.into(),
-        origin: origin.into(),
+        origin: origin.clone(),
         path: full,
         sha256: sha256.into(),
         bytes: meta.len(),
@@ -176,8 +193,17 @@ fn local_locked(
 
 /// The sha256 of a whole file, reporting progress as it goes.
 pub(super) fn sha256_file(path: &Path, progress: &dyn Fn(FetchProgress)) -> io::Result<String> {
-    let mut f = File::open(path)?;
-    let total = f.metadata()?.len();
+    use std::os::unix::fs::OpenOptionsExt;
+    // Not blocked by a FIFO swapped in since the caller's `stat`: refused below.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let total = meta.len();
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let (mut done, mut shown) = (0u64, 0u64);

@@ -30,13 +30,13 @@ mod open;
 use std::path::PathBuf;
 
 pub use cache::{Cache, DEFAULT_DIR};
-pub use error::ImageError;
+pub use error::{ImageError, Origin};
 pub use facts::{
     ImageFacts, MAX_IMAGE_BYTES, cached as known_facts, facts, facts_within, owned as error_of,
 };
 pub use fetch::{FetchProgress, Phase, fetch, file_url_path};
 pub use format::Format;
-pub use http::MAX_DOWNLOAD;
+pub use http::{DEFAULT_MIN_RATE, MAX_DOWNLOAD};
 pub use open::{open, open_hashed};
 
 /// An image whose file was verified to have its declared sha256.
@@ -44,8 +44,9 @@ pub use open::{open, open_hashed};
 pub struct Fetched {
     /// The image's name in the scenario, for messages.
     pub name: String,
-    /// The url or path as declared; its file name is checked against the format.
-    pub origin: String,
+    /// The url (shown redacted) or path as declared; its file name is checked against
+    /// the format.
+    pub origin: Origin,
     /// The verified file: the user's own file for `path` and `file://`, the cache's
     /// copy for http(s).
     pub path: PathBuf,

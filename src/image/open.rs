@@ -67,7 +67,15 @@ pub(super) struct Stream {
 impl Stream {
     pub(super) fn open(f: &Fetched, max: Option<u64>) -> Result<Stream, ImageError> {
         let io_err = |e| ImageError::io(&f.name, &f.path, e);
-        let mut file = File::open(&f.path).map_err(io_err)?;
+        // Not blocked by a FIFO swapped in since `fetch`: the stamp below refuses it.
+        let mut file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&f.path)
+                .map_err(io_err)?
+        };
         let meta = file.metadata().map_err(io_err)?;
         if let Some(why) = Stamp::of(&meta).differs(&f.stamp) {
             return Err(ImageError::Changed {
@@ -82,10 +90,11 @@ impl Stream {
             .read_to_end(&mut head)
             .map_err(io_err)?;
         file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        let format = format::detect(&f.origin, &head).map_err(|why| ImageError::Format {
-            name: f.name.clone(),
-            why,
-        })?;
+        let format =
+            format::detect(&f.origin.to_string(), &head).map_err(|why| ImageError::Format {
+                name: f.name.clone(),
+                why,
+            })?;
         let too_large = |max| ImageError::TooLarge {
             name: f.name.clone(),
             max,

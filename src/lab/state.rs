@@ -9,10 +9,9 @@
 //!   files that change are written to a fresh temporary file and renamed into place.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{
     LabBoard, LabInfo, LabOptions, STATE_VERSION, WORKDIRS, check_options, fail, io, state_dir,
@@ -20,44 +19,15 @@ use super::{
 };
 use crate::error::Error;
 use crate::model::BoardName;
+use crate::owned;
 
 /// The state file is small; a larger one is not ours.
 const MAX_STATE_BYTES: u64 = 4 << 20;
 
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
-}
-
 /// Refuses `path` unless it is a directory (or, with `file`, a regular file) that is no
-/// link, owned by the running user and writable by nobody else.
+/// link, owned by the running user and writable by nobody else (`crate::owned`).
 pub(super) fn check_owned(path: &Path, meta: &fs::Metadata, file: bool) -> Result<(), Error> {
-    let kind = if file { "file" } else { "directory" };
-    if meta.file_type().is_symlink() {
-        return Err(fail(format!(
-            "{} is a symbolic link; the lab, running as root, follows no link in the workspace",
-            path.display()
-        )));
-    }
-    if (file && !meta.is_file()) || (!file && !meta.is_dir()) {
-        return Err(fail(format!("{} is not a {kind}", path.display())));
-    }
-    if meta.uid() != euid() {
-        return Err(fail(format!(
-            "{} is owned by uid {}, not by uid {} running the lab; the lab trusts only a {kind} it made",
-            path.display(),
-            meta.uid(),
-            euid()
-        )));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(fail(format!(
-            "{} is writable by group or others (mode {:o}); the lab trusts only a {kind} nobody else can change",
-            path.display(),
-            meta.mode() & 0o7777
-        )));
-    }
-    Ok(())
+    Ok(owned::check_owned(path, meta, file)?)
 }
 
 /// Refuses a path with `..`, or with a symbolic link in any of its existing components.
@@ -89,68 +59,18 @@ pub(super) fn check_no_links(path: &Path) -> Result<(), Error> {
 /// Creates the directory `path` with `mode`, or accepts it when it already exists as the
 /// running user's own, unwritable by others. Its parent must exist.
 pub(super) fn ensure_dir(path: &Path, mode: u32) -> Result<(), Error> {
-    match fs::DirBuilder::new().mode(mode).create(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta = fs::symlink_metadata(path).map_err(io(path))?;
-            check_owned(path, &meta, false)
-        }
-        Err(e) => Err(Error::io(path, e)),
-    }
+    Ok(owned::ensure_dir(path, mode)?)
 }
 
 /// Creates `path` anew with `bytes`: never through a link, never over an existing file.
 pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(io(path))?;
-    f.write_all(bytes).map_err(io(path))
+    Ok(owned::write_new(path, bytes, mode)?)
 }
 
 /// Replaces `path` with `bytes` through a fresh temporary file beside it; a link at
 /// `path` is replaced, never followed.
 pub(super) fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let base = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (tmp, mut f) = loop {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let tmp = dir.join(format!(
-            ".{base}.{}-{}-{nanos}.tmp",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(Error::io(&tmp, e)),
-        }
-    };
-    let written = f
-        .write_all(bytes)
-        .and_then(|()| f.sync_all())
-        .and_then(|()| fs::rename(&tmp, path));
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(path, e));
-    }
-    Ok(())
+    Ok(owned::replace(path, bytes, mode)?)
 }
 
 /// Reads a regular file without following a link at `path`; `None` when it is missing.

@@ -11,9 +11,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 mod cluster;
+mod image_url;
 mod meter;
 mod recipe;
 pub use cluster::*;
+pub use image_url::{ImageUrl, REDACTED, redact as redact_url};
 pub use meter::*;
 mod packages;
 pub use packages::PackageManager;
@@ -339,8 +341,12 @@ pub enum ImageSource {
     /// key is the image name, and the facts record what the OS really was.
     Installed,
     Url {
-        url: String,
+        /// Shown and stored only redacted (`ImageUrl`).
+        url: ImageUrl,
         sha256: String,
+        /// `min_rate`: the slowest a download of it may be, in bytes per second (`None`:
+        /// `image::DEFAULT_MIN_RATE`).
+        min_rate: Option<u64>,
     },
     Path {
         path: PathBuf,

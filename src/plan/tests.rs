@@ -77,8 +77,9 @@ fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reaso
         crate::model::Image {
             name: "raspios".into(),
             source: ImageSource::Url {
-                url: "https://example.invalid/raspios.img.xz".into(),
+                url: crate::model::ImageUrl::new("https://example.invalid/raspios.img.xz"),
                 sha256: "0".repeat(64),
+                min_rate: None,
             },
             expect: Default::default(),
         },
@@ -117,8 +118,9 @@ fn an_image_is_planned_on_a_board_that_flashes_and_skipped_where_its_method_is_m
         crate::model::Image {
             name: "raspios".into(),
             source: ImageSource::Url {
-                url: "https://example.invalid/raspios.img.xz".into(),
+                url: crate::model::ImageUrl::new("https://example.invalid/raspios.img.xz"),
                 sha256: "0".repeat(64),
+                min_rate: None,
             },
             expect: crate::model::Expectations {
                 os_release: BTreeMap::from([("ID".into(), "raspbian".into())]),
@@ -523,8 +525,9 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
         crate::model::Image {
             name: "raspios".into(),
             source: ImageSource::Url {
-                url: "https://example.invalid/raspios.img.xz".into(),
+                url: crate::model::ImageUrl::new("https://example.invalid/raspios.img.xz"),
                 sha256: "0".repeat(64),
+                min_rate: None,
             },
             expect: Default::default(),
         },

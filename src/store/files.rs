@@ -43,12 +43,12 @@ pub(super) fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 /// The most a store file may hold; a larger one is not benchpipe's.
-pub(super) const MAX_FILE_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// Opens a store file for reading, with its length: `None` when absent; an error when
 /// it is a FIFO, a device, a symlink or a directory. A FIFO planted in `results/` would
 /// otherwise block `plan` and `report` for ever, and a device would stream without end.
-fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
+pub(crate) fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = match OpenOptions::new()
         .read(true)

@@ -63,6 +63,7 @@ pub use board_facts::{BoardFacts, KernelFacts};
 pub use board_state::BoardState;
 pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};
+pub(crate) use files::{MAX_FILE_BYTES, open_regular};
 use files::{
     ReadBuf, SharedFacts, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
     read_samples_in, sync_dir, to_json_bytes, write_atomic,

@@ -21,6 +21,23 @@ struct Behaviour {
     ranges: bool,
     /// After the cut, stop listening: the next connection is refused.
     die_after_cut: bool,
+    /// A `Range` request is answered 206 with this `Content-Range` and three bytes.
+    bad_resume: Option<&'static str>,
+    /// Each body byte is followed by this pause; the connection closes after 40 bytes.
+    trickle: Option<Duration>,
+}
+
+impl Behaviour {
+    fn plain(body: &[u8]) -> Behaviour {
+        Behaviour {
+            body: Arc::new(body.to_vec()),
+            cut_first_after: None,
+            ranges: true,
+            die_after_cut: false,
+            bad_resume: None,
+            trickle: None,
+        }
+    }
 }
 
 struct Server {
@@ -125,6 +142,15 @@ fn answer(
     let mut w = conn;
     let path = request.split_whitespace().nth(1).unwrap_or("");
     let len = b.body.len() as u64;
+    if let (Some(said), Some(_)) = (b.bad_resume, range) {
+        let _ = w.write_all(
+            format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: {said}\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"
+            )
+            .as_bytes(),
+        );
+        return false;
+    }
     let (head, from) = if path != "/disk.img.xz" {
         (
             "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n".to_string(),
@@ -151,6 +177,15 @@ fn answer(
     };
     let _ = w.write_all(format!("{head}Connection: close\r\n\r\n").as_bytes());
     let body = &b.body[from as usize..];
+    if let Some(pause) = b.trickle {
+        for byte in body.iter().take(40) {
+            if w.write_all(&[*byte]).and_then(|()| w.flush()).is_err() {
+                break;
+            }
+            std::thread::sleep(pause);
+        }
+        return true;
+    }
     match cut {
         Some(c) if c < body.len() => {
             let _ = w.write_all(&body[..c]);
@@ -174,8 +209,9 @@ fn xz_image(s: &Scratch) -> (Vec<u8>, String) {
 
 fn source(url: String, sha256: &str) -> ImageSource {
     ImageSource::Url {
-        url,
+        url: crate::model::ImageUrl::new(url),
         sha256: sha256.into(),
+        min_rate: None,
     }
 }
 
@@ -193,6 +229,8 @@ fn an_interrupted_download_resumes_with_a_range_request() {
         cut_first_after: Some(cut),
         ranges: true,
         die_after_cut: false,
+        bad_resume: None,
+        trickle: None,
     });
     let cache = s.cache();
     let f = fetch(
@@ -216,7 +254,7 @@ fn an_interrupted_download_resumes_with_a_range_request() {
     );
     // Cached: the next fetch needs no server at all.
     drop(server);
-    let again = fetch(&cache, "pi", &source(f.origin.clone(), &sha), &quiet).unwrap();
+    let again = fetch(&cache, "pi", &source(f.origin.to_string(), &sha), &quiet).unwrap();
     assert_eq!(again.path, f.path);
 }
 
@@ -234,6 +272,8 @@ fn a_partial_download_left_by_a_failed_fetch_is_resumed_by_the_next() {
         cut_first_after: Some(cut),
         ranges: true,
         die_after_cut: true,
+        bad_resume: None,
+        trickle: None,
     });
     let cache = s.cache();
     let url = dying.url("/disk.img.xz");
@@ -249,6 +289,8 @@ fn a_partial_download_left_by_a_failed_fetch_is_resumed_by_the_next() {
         cut_first_after: None,
         ranges: true,
         die_after_cut: false,
+        bad_resume: None,
+        trickle: None,
     });
     let f = fetch(
         &cache,
@@ -274,6 +316,8 @@ fn a_server_that_ignores_range_sends_the_whole_file_again() {
         cut_first_after: Some(body.len() / 4),
         ranges: false,
         die_after_cut: false,
+        bad_resume: None,
+        trickle: None,
     });
     let f = fetch(
         &s.cache(),
@@ -325,6 +369,8 @@ fn a_wrong_digest_or_a_missing_file_over_http_is_a_clear_error() {
         cut_first_after: None,
         ranges: true,
         die_after_cut: false,
+        bad_resume: None,
+        trickle: None,
     });
     let cache = s.cache();
     let wrong = "cd".repeat(32);
@@ -358,6 +404,8 @@ fn boards_fetching_one_image_at_once_download_and_hash_it_once() {
         cut_first_after: None,
         ranges: true,
         die_after_cut: false,
+        bad_resume: None,
+        trickle: None,
     });
     let cache = s.cache();
     let url = server.url("/disk.img.xz");
@@ -391,4 +439,157 @@ fn boards_fetching_one_image_at_once_download_and_hash_it_once() {
     );
     assert!(paths.iter().all(|p| *p == cache.blob(&sha)));
     assert_eq!(std::fs::read(&paths[0]).unwrap(), body);
+}
+
+#[test]
+fn a_link_planted_at_the_part_is_not_appended_to() {
+    let t = "a_link_planted_at_the_part_is_not_appended_to";
+    if !have(t, &["mkfs.ext4", "xz"]) {
+        return;
+    }
+    let s = Scratch::new("part-link");
+    let (body, sha) = xz_image(&s);
+    let server = serve(Behaviour::plain(&body));
+    let cache = s.cache();
+    std::fs::create_dir(cache.dir()).unwrap();
+    let victim = s.path("victim");
+    std::fs::write(&victim, "victim\n").unwrap();
+    std::os::unix::fs::symlink(&victim, cache.part(&sha)).unwrap();
+    let f = fetch(
+        &cache,
+        "pi",
+        &source(server.url("/disk.img.xz"), &sha),
+        &quiet,
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim\n");
+    assert_eq!(
+        server.seen(),
+        [None],
+        "the link was taken for a partial download"
+    );
+    assert_eq!(std::fs::read(&f.path).unwrap(), body);
+}
+
+#[test]
+fn a_resume_answer_that_contradicts_the_part_drops_it_and_starts_over() {
+    let t = "a_resume_answer_that_contradicts_the_part_drops_it_and_starts_over";
+    if !have(t, &["mkfs.ext4", "xz"]) {
+        return;
+    }
+    let s = Scratch::new("bad-range");
+    let (body, sha) = xz_image(&s);
+    let server = serve(Behaviour {
+        // A total below the start: `total - start` once wrapped to 2^64 - 4000.
+        bad_resume: Some("bytes 5000-5999/1000"),
+        ..Behaviour::plain(&body)
+    });
+    let cache = s.cache();
+    std::fs::create_dir(cache.dir()).unwrap();
+    std::fs::write(cache.part(&sha), vec![b'p'; 5000]).unwrap();
+    let f = fetch(
+        &cache,
+        "pi",
+        &source(server.url("/disk.img.xz"), &sha),
+        &quiet,
+    )
+    .unwrap();
+    assert_eq!(server.seen(), [Some(5000), None]);
+    assert_eq!(std::fs::read(&f.path).unwrap(), body);
+    // Every answer contradicting: the part is dropped each time, and the error says so.
+    std::fs::remove_file(&f.path).unwrap();
+    std::fs::write(cache.part(&sha), vec![b'p'; 5000]).unwrap();
+    let always = serve(Behaviour {
+        bad_resume: Some("bytes 5000-5999/1000"),
+        ranges: true,
+        ..Behaviour::plain(b"")
+    });
+    let url = always.url("/other.img.xz");
+    let e = fetch(&cache, "pi", &source(url, &sha), &quiet).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("answered a resume from byte 5000 with `bytes 5000-5999/1000`; the partial download was dropped")
+            || msg.contains("404"),
+        "{msg}"
+    );
+    assert!(!msg.contains("18446744073"), "{msg}");
+    assert!(!cache.part(&sha).exists());
+}
+
+#[test]
+fn a_trickling_server_is_given_up_on_by_the_images_min_rate() {
+    let t = "a_trickling_server_is_given_up_on_by_the_images_min_rate";
+    if !have(t, &["mkfs.ext4", "xz"]) {
+        return;
+    }
+    let s = Scratch::new("trickle");
+    let (body, sha) = xz_image(&s);
+    let server = serve(Behaviour {
+        trickle: Some(Duration::from_millis(100)),
+        ..Behaviour::plain(&body)
+    });
+    let source = ImageSource::Url {
+        url: crate::model::ImageUrl::new(server.url("/disk.img.xz")),
+        sha256: sha.clone(),
+        // A window of 2 s (the least): ten bytes a second is far below.
+        min_rate: Some(10_000_000),
+    };
+    let e = fetch(&s.cache(), "pi", &source, &quiet).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, ImageError::Network { .. }), "{e:?}");
+    assert!(
+        msg.contains("too slow after") && msg.contains("slower than the least 10000000 bytes/s"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn credentials_and_query_of_an_image_url_appear_in_no_error() {
+    let t = "credentials_and_query_of_an_image_url_appear_in_no_error";
+    if !have(t, &["mkfs.ext4", "xz"]) {
+        return;
+    }
+    let s = Scratch::new("secret-url");
+    let (body, sha) = xz_image(&s);
+    let server = serve(Behaviour::plain(&body));
+    let with_secrets = |path: &str| {
+        server
+            .url(path)
+            .replace("http://", "http://alice:s3cretpw@")
+            + "?sig=t0kenvalue"
+    };
+    let cache = s.cache();
+    let wrong = "cd".repeat(32);
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for (url, sha) in [
+        (with_secrets("/disk.img.xz"), wrong.as_str()),
+        (with_secrets("/nope.img.xz"), sha.as_str()),
+        (
+            format!("http://alice:s3cretpw@127.0.0.1:{closed}/a.img.xz?sig=t0kenvalue"),
+            sha.as_str(),
+        ),
+        (
+            "ftp://alice:s3cretpw@h/a.img?sig=t0kenvalue".to_string(),
+            sha.as_str(),
+        ),
+    ] {
+        let e = fetch(&cache, "pi", &source(url, sha), &quiet).unwrap_err();
+        let (shown, debug) = (e.to_string(), format!("{e:?}"));
+        for text in [&shown, &debug] {
+            assert!(
+                !text.contains("s3cretpw")
+                    && !text.contains("t0kenvalue")
+                    && !text.contains("alice"),
+                "{text}"
+            );
+        }
+        assert!(
+            shown.contains("[redacted]@127.0.0.1") || shown.contains("[redacted]@h/"),
+            "{shown}"
+        );
+    }
 }

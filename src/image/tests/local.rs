@@ -258,12 +258,13 @@ fn file_urls_and_plain_paths_work_offline_and_are_hashed_once() {
         }
     };
     let by_url = ImageSource::Url {
-        url: url.clone(),
+        url: crate::model::ImageUrl::new(url.clone()),
         sha256: sha.clone(),
+        min_rate: None,
     };
     let f = fetch(&cache, "pi", &by_url, &count).unwrap();
     assert_eq!(f.path, spaced);
-    assert_eq!(f.origin, url);
+    assert_eq!(f.origin.to_string(), url);
     assert_eq!(hashed.get(), 1);
     assert_eq!(read_all(&f, None).unwrap(), std::fs::read(&img).unwrap());
     // The same file again, by path: its stamp says it is unchanged, so no second hash.
@@ -297,8 +298,9 @@ fn file_urls_and_plain_paths_work_offline_and_are_hashed_once() {
         .to_string();
     assert!(e.ends_with("nope.img: no such file"), "{e}");
     let remote = ImageSource::Url {
-        url: "file://server/share/a.img".into(),
+        url: crate::model::ImageUrl::new("file://server/share/a.img"),
         sha256: sha.clone(),
+        min_rate: None,
     };
     let e = fetch(&cache, "pi", &remote, &quiet)
         .unwrap_err()

@@ -1,6 +1,7 @@
 //! Tests of `image` on real files: ext4 images made with mkfs.ext4, compressed with the
 //! real xz, gzip, zstd and zip, fetched, opened and checked byte for byte.
 
+mod cache;
 mod http;
 mod local;
 

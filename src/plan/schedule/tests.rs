@@ -280,8 +280,9 @@ fn a_tpi_board_is_flashed_through_its_bmc_then_power_cycled_before_it_connects()
         crate::model::Image {
             name: "raspios".into(),
             source: ImageSource::Url {
-                url: "https://example.invalid/raspios.img.xz".into(),
+                url: crate::model::ImageUrl::new("https://example.invalid/raspios.img.xz"),
                 sha256: "0".repeat(64),
+                min_rate: None,
             },
             expect: Default::default(),
         },
