@@ -28,6 +28,8 @@ pub struct Bmap {
     pub block_bytes: u64,
     /// Mapped byte ranges `[start, end)`, ascending, not overlapping, within the image.
     pub ranges: Vec<(u64, u64)>,
+    /// The text parsed: what the flash host's bmaptool gets, not the file read again.
+    pub text: String,
 }
 
 impl Bmap {
@@ -58,18 +60,23 @@ pub fn beside(image: &Path) -> Option<PathBuf> {
             candidates.push(format!("{stem}.bmap"));
         }
     }
+    // What is there, link or not: `read` refuses anything but a regular file.
     candidates
         .into_iter()
         .map(|c| image.with_file_name(c))
-        .find(|p| p.is_file())
+        .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_dir()))
 }
 
-/// Reads and parses a `.bmap` file.
+/// Reads and parses a `.bmap` file, as the store reads its own: a regular file, no link
+/// followed, no FIFO waited on.
 pub fn read(path: &Path) -> Result<Bmap, String> {
     use std::io::Read;
     let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_BMAP_BYTES + 1).read_to_string(&mut text))
+    let (file, _) = crate::store::open_regular(path)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{}: no such file", path.display()))?;
+    file.take(MAX_BMAP_BYTES + 1)
+        .read_to_string(&mut text)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if text.len() as u64 > MAX_BMAP_BYTES {
         return Err(format!(
@@ -157,6 +164,7 @@ pub fn parse(text: &str) -> Result<Bmap, String> {
         image_bytes,
         block_bytes,
         ranges,
+        text: text.to_string(),
     })
 }
 
@@ -256,30 +264,34 @@ pub(super) fn bmap_on_host(
             format!("mktemp gave {dir:?}"),
         ));
     }
-    let local = tempfile_pair(bmap).map_err(|e| host_err("staging the bmap", e.to_string()))?;
-    let sent = t
-        .upload(&local.0, &format!("{dir}/image.bmap"))
-        .and_then(|()| t.upload(&local.1, &format!("{dir}/ranges")));
-    let _ = std::fs::remove_file(&local.0);
-    let _ = std::fs::remove_file(&local.1);
-    if let Err(e) = sent {
-        remove_host_dir(t, &dir);
-        return Err(e.into());
+    // Sent from memory: no staging copy on the controller, where root would write it.
+    let lines = bmap.read_back_lines();
+    for (name, bytes) in [
+        ("image.bmap", bmap.text.as_bytes()),
+        ("ranges", lines.as_bytes()),
+    ] {
+        let mut err = Vec::new();
+        let sent = t.exec_input(
+            &format!("cat > {}", quote::sh(&format!("{dir}/{name}"))),
+            CHECK,
+            &mut &bytes[..],
+            &mut std::io::sink(),
+            &mut err,
+        );
+        let failed = match sent {
+            Ok(exit) if exit.success() => None,
+            Ok(exit) => Some(host_err(
+                "sending the bmap",
+                format!("{exit}: {}", String::from_utf8_lossy(&err).trim()),
+            )),
+            Err(e) => Some(e.into()),
+        };
+        if let Some(e) = failed {
+            remove_host_dir(t, &dir);
+            return Err(e);
+        }
     }
     Ok(Some((bmap.clone(), dir)))
-}
-
-/// The bmap and its read-back lines as local files to upload.
-fn tempfile_pair(bmap: &Bmap) -> std::io::Result<(std::path::PathBuf, std::path::PathBuf)> {
-    let base = std::env::temp_dir().join(format!(
-        "benchpipe-bmap-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let (b, r) = (base.with_extension("bmap"), base.with_extension("ranges"));
-    std::fs::copy(&bmap.path, &b)?;
-    std::fs::write(&r, bmap.read_back_lines())?;
-    Ok((b, r))
 }
 
 /// Removes the temporary directory `bmap_on_host` made (its exact name, checked there).
@@ -379,5 +391,43 @@ mod tests {
         let mut stray = Mapped::new(&b);
         stray.update(0, &image);
         assert_eq!(stray.stray, Some(3000));
+    }
+
+    #[test]
+    fn the_bmap_reaches_the_host_through_no_file_root_writes_on_the_controller() {
+        let t = "the_bmap_reaches_the_host_through_no_file_root_writes_on_the_controller";
+        if !crate::image::tests::have(t, &["bmaptool"]) {
+            return;
+        }
+        let b = parse(REAL).unwrap();
+        // Links at the names the staging copies once had: a victim must not change.
+        let dir = std::env::temp_dir().join(format!("bp-bmap-stage-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "victim\n").unwrap();
+        let base = std::env::temp_dir().join(format!(
+            "benchpipe-bmap-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let planted = [base.with_extension("bmap"), base.with_extension("ranges")];
+        for p in &planted {
+            let _ = std::fs::remove_file(p);
+            std::os::unix::fs::symlink(&victim, p).unwrap();
+        }
+        let mut host = crate::transport::local::Local;
+        let got = bmap_on_host(&mut host, &b, None);
+        for p in &planted {
+            let _ = std::fs::remove_file(p);
+        }
+        let (_, on_host) = got.unwrap().expect("bmaptool is there");
+        let sent = std::fs::read_to_string(format!("{on_host}/image.bmap")).unwrap();
+        let ranges = std::fs::read_to_string(format!("{on_host}/ranges")).unwrap();
+        remove_host_dir(&mut host, &on_host);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "victim\n");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(sent, REAL);
+        assert_eq!(ranges, b.read_back_lines());
     }
 }

@@ -54,7 +54,8 @@ pub(super) fn open_entry(
             }
             if f.encrypted() {
                 return Err(bad(format!(
-                    "encrypts `{entry_name}`; an image must be readable without a password"
+                    "encrypts `{}`; an image must be readable without a password",
+                    shown(&entry_name)
                 )));
             }
             let method = f.compression();
@@ -64,13 +65,14 @@ pub(super) fn open_entry(
                 false
             } else {
                 return Err(bad(format!(
-                    "compresses `{entry_name}` with {method:?}; only stored and deflate entries are read"
+                    "compresses `{}` with {method:?}; only stored and deflate entries are read",
+                    shown(&entry_name)
                 )));
             };
             images.push(Entry {
-                data_start: f
-                    .data_start()
-                    .ok_or_else(|| bad(format!("has no data offset for `{entry_name}`")))?,
+                data_start: f.data_start().ok_or_else(|| {
+                    bad(format!("has no data offset for `{}`", shown(&entry_name)))
+                })?,
                 compressed: f.compressed_size(),
                 size: f.size(),
                 crc32: f.crc32(),
@@ -106,7 +108,7 @@ pub(super) fn open_entry(
         });
     }
     file.seek(SeekFrom::Start(entry.data_start))
-        .map_err(|e| bad(format!("cannot seek to `{}`: {e}", entry.name)))?;
+        .map_err(|e| bad(format!("cannot seek to `{}`: {e}", shown(&entry.name))))?;
     let raw = BufReader::with_capacity(super::open::BUF, file.take(entry.compressed));
     let inner: Box<dyn Read + Send> = if entry.deflated {
         Box::new(flate2::bufread::DeflateDecoder::new(raw))
@@ -128,12 +130,25 @@ fn ignored(name: &str) -> bool {
     name.starts_with("__MACOSX/") || base.starts_with("._")
 }
 
+/// The longest entry name shown, in characters: a zip name may be 64 KiB.
+const MAX_SHOWN: usize = 120;
+
+/// An entry name as error text shows it, like other names (`escape_debug`): control
+/// bytes and quotes escaped, cut after [`MAX_SHOWN`] characters.
+fn shown(name: &str) -> String {
+    let escaped: String = name.escape_debug().collect();
+    match escaped.char_indices().nth(MAX_SHOWN) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &escaped[..cut], name.len()),
+        None => escaped,
+    }
+}
+
 fn list(names: &[String]) -> String {
     const SHOWN: usize = 5;
     let mut s: Vec<String> = names
         .iter()
         .take(SHOWN)
-        .map(|n| format!("`{}`", n.escape_debug()))
+        .map(|n| format!("`{}`", shown(n)))
         .collect();
     if names.len() > SHOWN {
         s.push(format!("and {} more", names.len() - SHOWN));
@@ -160,7 +175,8 @@ impl Read for Checked {
             if self.len > self.entry.size {
                 return Err(self.corrupt(format!(
                     "`{}` holds more than the {} bytes its header records",
-                    self.entry.name, self.entry.size
+                    shown(&self.entry.name),
+                    self.entry.size
                 )));
             }
             return Ok(n);
@@ -168,14 +184,17 @@ impl Read for Checked {
         if self.len != self.entry.size {
             return Err(self.corrupt(format!(
                 "`{}` ends after {} of its {} bytes",
-                self.entry.name, self.len, self.entry.size
+                shown(&self.entry.name),
+                self.len,
+                self.entry.size
             )));
         }
         let crc = self.crc.clone().finalize();
         if crc != self.entry.crc32 {
             return Err(self.corrupt(format!(
                 "`{}` has CRC-32 {crc:08x}, its header records {:08x}",
-                self.entry.name, self.entry.crc32
+                shown(&self.entry.name),
+                self.entry.crc32
             )));
         }
         Ok(0)
@@ -190,5 +209,20 @@ impl Checked {
             cause,
         }
         .into_io()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_names_are_escaped_and_cut_like_other_names() {
+        assert_eq!(shown("os.img"), "os.img");
+        assert_eq!(shown("a\u{1b}[2Jb\n.img"), "a\\u{1b}[2Jb\\n.img");
+        let long = "x".repeat(5000) + ".img";
+        let s = shown(&long);
+        assert!(s.len() < 200 && s.ends_with("... (5004 bytes)"), "{s}");
+        assert_eq!(list(&["\u{7}".into()]), "`\\u{7}`");
     }
 }

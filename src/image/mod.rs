@@ -59,4 +59,4 @@ pub struct Fetched {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -116,6 +116,30 @@ fn a_zip_must_hold_exactly_one_img() {
 }
 
 #[test]
+fn zip_entry_names_reach_error_text_escaped() {
+    let t = "zip_entry_names_reach_error_text_escaped";
+    if !have(t, &["python3"]) {
+        return;
+    }
+    let s = Scratch::new("zip-names");
+    let d = s.0.display();
+    // An entry compressed with bzip2 (refused, naming it) whose name holds ESC and BEL.
+    sh(&format!(
+        "cd '{d}' && python3 -c 'import zipfile\n\
+z = zipfile.ZipFile(\"esc.zip\", \"w\", zipfile.ZIP_BZIP2)\n\
+z.writestr(\"\\x1b[2Jwiped\\x07.img\", b\"x\" * 100)\n\
+z.close()'"
+    ));
+    let f = fetch(&s.cache(), "pi", &path_source(&s.path("esc.zip")), &quiet).unwrap();
+    let e = read_all(&f, None).unwrap_err().to_string();
+    assert!(!e.contains('\u{1b}') && !e.contains('\u{7}'), "{e:?}");
+    assert!(
+        e.contains("compresses `\\u{1b}[2Jwiped\\u{7}.img` with"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_sha256_mismatch_names_both_digests_and_gives_no_image() {
     let t = "a_sha256_mismatch_names_both_digests_and_gives_no_image";
     if !have(t, &["mkfs.ext4"]) {

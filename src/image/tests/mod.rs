@@ -41,7 +41,7 @@ impl Drop for Scratch {
 
 /// Whether `tools` are all installed; if not, says so (and fails under `.ci/run`, where a
 /// skipped test must never look like a passed one).
-pub(super) fn have(test: &str, tools: &[&str]) -> bool {
+pub(crate) fn have(test: &str, tools: &[&str]) -> bool {
     let missing: Vec<&str> = tools
         .iter()
         .copied()
