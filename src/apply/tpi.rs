@@ -44,29 +44,33 @@ impl Worker<'_> {
             .connect_via(via)
             .map_err(|e| failed(format!("cannot reach the BMC {via}: {e}")))?;
         let _turn = self.resources.acquire(&[format!("tpi-bmc:{via}")]);
-        let facts = image::known_facts(fetched);
-        let mut stream = image::open(fetched, facts.as_ref().map(|f| f.uncompressed_bytes))
+        // The content's size and digest measured here by one bounded pass, not taken
+        // from the cache's facts: they are what a file on the BMC must match to be
+        // reused, and what bounds the stream sent there.
+        self.phase(
+            None,
+            format!("measure {image}: its decompressed size and sha256"),
+        );
+        let measured =
+            image::measure(fetched, image::MAX_IMAGE_BYTES).map_err(|e| failed(e.to_string()))?;
+        let mut stream = image::open(fetched, Some(measured.uncompressed_bytes))
             .map_err(|e| failed(e.to_string()))?;
         self.phase(None, format!("put {image} on the BMC {via} in {dir}"));
         let placed = crate::flash::tpi::put_image(
             t.as_mut(),
             dir,
             self.board.name.as_str(),
-            facts.as_ref().map(|f| f.uncompressed_sha256.as_str()),
+            (&measured.uncompressed_sha256, measured.uncompressed_bytes),
             &mut stream,
         )
         .map_err(|e| failed(e.to_string()))?;
         if !placed.uploaded {
             self.phase(None, format!("{} is on the BMC already", placed.path));
         }
-        // The stream checked the content against the image's recorded facts, or
-        // recorded them on this first full read: the file on the BMC is the image.
-        let content = image::known_facts(fetched).map(|f| f.uncompressed_sha256);
-        if let Some(c) = &content
-            && !placed.path.ends_with(&format!("/{c}.img"))
-        {
+        let content = measured.uncompressed_sha256;
+        if !placed.path.ends_with(&format!("/{content}.img")) {
             return Err(failed(format!(
-                "the BMC holds {} but the image's content has sha256 {c}",
+                "the BMC holds {} but the image's content has sha256 {content}",
                 placed.path
             )));
         }

@@ -1,6 +1,7 @@
 //! Flashing a Turing Pi 2 node through its BMC: the image is put on the BMC (streamed
-//! there decompressed, or found there already by its digest), then the BMC's own `tpi`
-//! CLI writes it to the node.
+//! there decompressed, bounded by its measured size and the room there, or found there
+//! already by the digest the BMC computes), then the BMC's own `tpi` CLI writes it to
+//! the node.
 //!
 //! What this relies on of `tpi` (turing-machines/tpi, `src/cli.rs` and
 //! `src/legacy_handler.rs`; the BMC firmware ships it):
@@ -79,16 +80,40 @@ pub struct Placed {
     pub bytes: u64,
 }
 
-/// Makes sure the BMC holds the image's content at `image_path(dir, sha256)`: when a
-/// file there already has `sha256` it is used as it is; otherwise `stream` (the
-/// decompressed image) is sent into a `.part` file named by `tag` (one per board, as two
-/// nodes of one BMC may be flashed from two threads), whose digest on the BMC must be
-/// what was sent before it takes the final name.
+/// The bytes free in `dir` on the BMC (made first), when `df` says.
+pub fn room(t: &mut dyn Transport, dir: &str) -> Option<u64> {
+    let out = t
+        .run(
+            &format!("mkdir -p -- {d} && df -Pk -- {d}", d = sh(dir)),
+            Some(Duration::from_secs(60)),
+        )
+        .ok()?;
+    if !out.exit.success() {
+        return None;
+    }
+    let text = out.stdout_str();
+    let kib: u64 = text
+        .lines()
+        .nth(1)?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Makes sure the BMC holds the image's content at `image_path(dir, sha256)`, where
+/// `sha256` and `bytes` are the content's as measured on the controller (never the
+/// cache's word alone): a file there whose sha256 the BMC computes as `sha256` is used
+/// as it is; otherwise, when `dir` has room for `bytes`, `stream` (the decompressed
+/// image, itself bounded by `bytes`) is sent into a `.part` file named by `tag` (one
+/// per board, as two nodes of one BMC may be flashed from two threads), whose digest on
+/// the BMC must be what was sent before it takes the final name.
 pub fn put_image(
     t: &mut dyn Transport,
     dir: &str,
     tag: &str,
-    sha256: Option<&str>,
+    (sha256, bytes): (&str, u64),
     stream: &mut dyn Read,
 ) -> Result<Placed, FlashError> {
     let host = t.target();
@@ -97,20 +122,28 @@ pub fn put_image(
         what: what.to_string(),
         reason,
     };
-    if let Some(sha) = sha256 {
-        let path = image_path(dir, sha);
-        let out = t.run(
-            &format!("sha256sum -- {} 2>/dev/null", sh(&path)),
-            Some(FLASH_TIMEOUT),
-        )?;
-        if out.exit.success() && digest_of(&out) == Some(sha.to_string()) {
-            let size = t.run(&format!("wc -c < {}", sh(&path)), None)?;
-            return Ok(Placed {
-                path,
-                uploaded: false,
-                bytes: size.stdout_str().trim().parse().unwrap_or(0),
-            });
-        }
+    let path = image_path(dir, sha256);
+    let out = t.run(
+        &format!("sha256sum -- {} 2>/dev/null", sh(&path)),
+        Some(FLASH_TIMEOUT),
+    )?;
+    if out.exit.success() && digest_of(&out).as_deref() == Some(sha256) {
+        let size = t.run(&format!("wc -c < {}", sh(&path)), None)?;
+        return Ok(Placed {
+            path,
+            uploaded: false,
+            bytes: size.stdout_str().trim().parse().unwrap_or(0),
+        });
+    }
+    if let Some(free) = room(t, dir)
+        && bytes > free
+    {
+        return Err(host_err(
+            &format!("room for the image in {dir}"),
+            format!(
+                "it decompresses to {bytes} bytes, {free} bytes are free there; nothing was sent"
+            ),
+        ));
     }
     // The digest names the file; until the stream has been read, a temporary name.
     let part = format!("{}/.benchpipe-{tag}.part", dir.trim_end_matches('/'));
@@ -128,6 +161,7 @@ pub fn put_image(
         &mut err,
     )?;
     if !exit.success() {
+        let _ = t.run(&format!("rm -f -- {}", sh(&part)), None);
         return Err(host_err(
             &format!("uploading the image to {dir}"),
             format!("{exit}: {}", String::from_utf8_lossy(&err).trim()),
@@ -137,17 +171,16 @@ pub fn put_image(
     let bytes = hashing.bytes;
     let out = t.run(&format!("sha256sum -- {}", sh(&part)), Some(FLASH_TIMEOUT))?;
     let found = digest_of(&out);
-    if found.as_deref() != Some(sent.as_str()) {
+    if found.as_deref() != Some(sent.as_str()) || sent != sha256 {
         let _ = t.run(&format!("rm -f -- {}", sh(&part)), None);
         return Err(FlashError::Verify {
             host,
             device: part,
             bytes,
-            expected: sent,
+            expected: sha256.to_string(),
             found: found.unwrap_or_else(|| out.stderr_str().trim().to_string()),
         });
     }
-    let path = image_path(dir, &sent);
     let out = t.run(&format!("mv -f -- {} {}", sh(&part), sh(&path)), None)?;
     if !out.exit.success() {
         return Err(host_err("naming the uploaded image", out.stderr_str()));

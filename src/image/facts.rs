@@ -59,6 +59,28 @@ pub fn facts_within(f: &Fetched, max: u64) -> Result<ImageFacts, ImageError> {
     })
 }
 
+/// The image's facts from one full pass now, bounded by `max`, whatever the cache says:
+/// what a flash checks a copy it did not make against. The facts found replace the
+/// cache's (the file itself was verified by its declared sha256).
+pub fn measure(f: &Fetched, max: u64) -> Result<ImageFacts, ImageError> {
+    let mut s = Stream::open(f, Some(max))?;
+    s.known = None;
+    let mut buf = vec![0u8; 1 << 20];
+    while s.read(&mut buf).map_err(|e| owned(e, f))? > 0 {}
+    let found = s.facts.take().ok_or_else(|| {
+        ImageError::io(
+            &f.name,
+            &f.path,
+            io::Error::other("the stream ended without facts"),
+        )
+    })?;
+    if cached(f).as_ref() != Some(&found) {
+        store(&f.cache.facts_path(&f.sha256), &found)
+            .map_err(|e| ImageError::io(&f.name, f.cache.facts_path(&f.sha256), e))?;
+    }
+    Ok(found)
+}
+
 /// The `ImageError` an image stream's `io::Error` carries, or the error as an I/O error
 /// of the image's file.
 pub fn owned(e: io::Error, f: &Fetched) -> ImageError {

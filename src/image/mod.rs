@@ -32,7 +32,8 @@ use std::path::PathBuf;
 pub use cache::{Cache, DEFAULT_DIR};
 pub use error::{ImageError, Origin};
 pub use facts::{
-    ImageFacts, MAX_IMAGE_BYTES, cached as known_facts, facts, facts_within, owned as error_of,
+    ImageFacts, MAX_IMAGE_BYTES, cached as known_facts, facts, facts_within, measure,
+    owned as error_of,
 };
 pub use fetch::{FetchProgress, Phase, fetch, file_url_path};
 pub use format::Format;

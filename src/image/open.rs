@@ -56,7 +56,8 @@ pub(super) struct Stream {
     done: u64,
     hasher: Sha256,
     compressed: (u64, String),
-    known: Option<ImageFacts>,
+    /// The cache's facts, which the pass must match (`None`: it records its own).
+    pub(super) known: Option<ImageFacts>,
     /// The image file (a second handle) and its stamp when verified.
     watch: (File, Stamp),
     /// Set at the end: what this pass found.

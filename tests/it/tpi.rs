@@ -255,6 +255,116 @@ fn tpi_flash_through_a_fake_bmc_boots_and_measures_and_a_tpi_error_fails_only_it
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Mounts a tmpfs of `mib` MiB at `dir` in the BMC board's own mount namespace (its
+/// SD card, small), so a flash that does not fit shows.
+fn small_bmc_card(lab: &Lab, bmc: usize, dir: &Path, mib: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    let pid = std::fs::read_to_string(&lab.board(bmc).sshd_pid_file).unwrap();
+    let out = Command::new("nsenter")
+        .arg(format!("--mount=/proc/{}/ns/mnt", pid.trim()))
+        .args(["--", "mount", "-t", "tmpfs", "-o"])
+        .arg(format!("size={mib}m,mode=0700"))
+        .arg("bp-fake-bmc-sd")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn tpi_measures_the_image_itself_refuses_one_the_bmc_has_no_room_for_and_reuses_nothing_on_the_caches_word()
+ {
+    need_root();
+    let lab = Lab::up(2);
+    let dir = scratch("tpi-trust");
+    let v1 = bpflash_image(&dir, "v1", "1");
+    let v2 = bpflash_image(&dir, "v2", "2");
+    // 64 MiB of zeros in a few KiB of zstd: more than the BMC's card holds.
+    let bomb = dir.join("bomb.img.zst");
+    crate::lab::sh(&format!(
+        "head -c 67108864 /dev/zero | zstd -q -c > {}",
+        quote::sh(&bomb.to_string_lossy())
+    ));
+    flash_project(&lab, &[("v1", &v1, "1"), ("bomb", &bomb, "9")]);
+    let bmc = lab.board(1).name.to_string();
+    let log = dir.join("tpi.log");
+    install_fake_tpi(&lab, 1, &[0], &dir, &log);
+    let images = dir.join("bmc-images");
+    small_bmc_card(&lab, 1, &images, 24);
+    set_flash_and_power(
+        lab.board(0),
+        &format!(
+            "[flash]\nmethod = \"tpi\"\nvia = \"{bmc}\"\nnode = 1\ndir = \"{}\"\n",
+            images.display()
+        ),
+    );
+    // v2's content is on the BMC under its own digest, and the cache's facts say v1
+    // decompresses to it: v1 must still be what node 1 boots.
+    let v2_content = file_sha256(&v2);
+    let mut t = lab.connect(1);
+    t.upload(&v2, &format!("{}/{v2_content}.img", images.display()))
+        .unwrap();
+    let cache = lab.root.join("image-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let v1_sha = file_sha256(&v1);
+    std::fs::write(
+        cache.join(format!("{v1_sha}.facts.json")),
+        serde_json::json!({
+            "version": 1, "format": "raw",
+            "compressed_bytes": std::fs::metadata(&v1).unwrap().len(), "sha256": v1_sha,
+            "uncompressed_bytes": std::fs::metadata(&v2).unwrap().len(),
+            "uncompressed_sha256": v2_content,
+        })
+        .to_string(),
+    )
+    .unwrap();
+
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(versions(&lab.root, "v1"), [1.0, 1.0], "{err}");
+    let v1_content = file_sha256(&v1);
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.contains(&format!(
+            "flash --local --node 1 --image-path {}/{v1_content}.img",
+            images.display()
+        )),
+        "{calls}"
+    );
+    // The bomb: refused before a byte was sent, nothing left on the card.
+    assert!(
+        err.contains("it decompresses to 67108864 bytes") && err.contains("nothing was sent"),
+        "{err}"
+    );
+    let listed = t
+        .run(
+            &format!("ls -A {}", quote::sh(&images.to_string_lossy())),
+            None,
+        )
+        .unwrap();
+    let mut names: Vec<String> = listed.stdout_str().lines().map(String::from).collect();
+    names.sort();
+    let mut want = vec![format!("{v1_content}.img"), format!("{v2_content}.img")];
+    want.sort();
+    assert_eq!(names, want, "{err}");
+    // The cache's facts are the measured ones now.
+    let facts: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cache.join(format!("{v1_sha}.facts.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(facts["uncompressed_sha256"], v1_content.as_str());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Whether the board's sshd accepts a TCP connection.
 fn listening(board: &LabBoard) -> bool {
     let addr = std::net::SocketAddr::from((board.address, 22));
