@@ -295,6 +295,16 @@ impl Request<'_> {
                 (have, total.or(end))
             }
             200 => (0, length),
+            206 => {
+                let said = header("content-range").unwrap_or_default();
+                return Err(self.http(
+                    &format!(
+                        "the server answered 206 Partial Content (`{}`) to a request for the whole file",
+                        said.escape_debug()
+                    ),
+                    false,
+                ));
+            }
             // Nothing after what we have: the part is whole (or wrong, which the hash
             // says), unless the server names another size.
             416 if have > 0 => {
