@@ -23,6 +23,7 @@ pub mod preflight;
 pub mod progress;
 pub mod report;
 pub mod secrets;
+pub mod shown;
 pub mod stats;
 pub mod storage;
 pub mod store;
