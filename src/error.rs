@@ -6,8 +6,8 @@ use crate::config::diag::Diagnostics;
 use crate::transport::TransportError;
 
 /// Exit codes: 0 success, 1 a run failed (some cells failed, a tool broke),
-/// 2 bad input (a file, an argument), so scripts can tell "fix your files" from
-/// "the lab had a bad day".
+/// 2 bad input (a file, an argument, a store holding what benchpipe does not write), so
+/// scripts can tell "fix your files" from "the lab had a bad day".
 pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
 
@@ -27,7 +27,9 @@ pub enum Error {
     },
     #[error("{0}")]
     Transport(#[from] TransportError),
-    /// The store holds something benchpipe cannot read (a newer format, a broken file).
+    /// The store holds something benchpipe cannot read (a newer format, a broken file, a
+    /// link, a name that is none): bad input, like a broken board file. The text names
+    /// the file and what was expected, on one line and bounded (`store::files::bad`).
     #[error("store: {0}")]
     Store(String),
     /// Some cells failed; the others completed. Details were printed as they happened.
@@ -55,7 +57,7 @@ impl Error {
 
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Config(_) | Error::Usage(_) => EXIT_BAD_INPUT,
+            Error::Config(_) | Error::Usage(_) | Error::Store(_) => EXIT_BAD_INPUT,
             _ => EXIT_FAILURE,
         }
     }

@@ -2,17 +2,7 @@
 
 pub use crate::plan::glob::{is_glob, matches as glob_match};
 
-/// Whether a file stem or table key is usable as a name: it appears in globs, paths of
-/// the store and shell commands, so it is kept to a plain alphabet.
-pub fn is_plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 100
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && !name.starts_with(['.', '-'])
-        && !name.contains("..")
-}
+pub use crate::model::is_plain_name;
 
 /// Refuses control characters in a text that reaches reports and terminals (titles,
 /// descriptions, models). `newlines` allows line breaks and tabs, for descriptions.

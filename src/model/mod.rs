@@ -53,6 +53,20 @@ macro_rules! typed_name {
     };
 }
 
+/// Whether a text is usable as a name (a board's, a test's, an image's, a storage's, a
+/// filesystem's, a network's): it appears in globs, paths of the store and shell
+/// commands, so it is kept to a plain alphabet. `config` holds every file stem and table
+/// key to it, and the store every name it reads back before one makes a path.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with(['.', '-'])
+        && !name.contains("..")
+}
+
 typed_name!(
     /// A board's name: the stem of its file in `boards/`.
     BoardName

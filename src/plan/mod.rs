@@ -47,6 +47,24 @@ pub struct Address {
 }
 
 impl Address {
+    /// Its first name that is no name a file could give (`model::is_plain_name`), as
+    /// `(field, value)`: an address read back from a store is checked before its names
+    /// make a path (`boards/<board>.facts.json`, a cell's directory).
+    pub fn bad_name(&self) -> Option<(&'static str, &str)> {
+        let names = [
+            ("image", Some(self.image.as_str())),
+            ("board", Some(self.board.as_str())),
+            ("storage", self.storage.as_ref().map(|s| s.as_str())),
+            ("filesystem", self.filesystem.as_ref().map(|f| f.as_str())),
+            ("network", self.network.as_ref().map(|n| n.as_str())),
+            ("test", Some(self.test.as_str())),
+        ];
+        names.into_iter().find_map(|(field, name)| {
+            name.filter(|n| !crate::model::is_plain_name(n))
+                .map(|n| (field, n))
+        })
+    }
+
     /// `test on board [storage/filesystem] (image)`, for messages.
     pub fn label(&self) -> String {
         let mut s = format!("{} on {}", self.test, self.board);

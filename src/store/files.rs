@@ -45,9 +45,18 @@ pub(super) fn sync_dir(dir: &Path) -> Result<()> {
 /// The most a store file may hold; a larger one is not benchpipe's.
 pub(crate) const MAX_FILE_BYTES: u64 = 64 << 20;
 
+/// A store file that is not what benchpipe writes there: bad input (exit 2), its
+/// message naming the file and what was expected, on one line and bounded (a parse
+/// error may quote what the file holds).
+pub(super) fn bad(path: &Path, what: impl std::fmt::Display) -> Error {
+    let text = format!("{}: {what}", path.display());
+    Error::Store(crate::shown::shown(&text).into_owned())
+}
+
 /// Opens a store file for reading, with its length: `None` when absent; an error when
-/// it is a FIFO, a device, a symlink or a directory. A FIFO planted in `results/` would
-/// otherwise block `plan` and `report` for ever, and a device would stream without end.
+/// it is a FIFO, a device, a symlink or a directory, or lies under something that is
+/// not a directory. A FIFO planted in `results/` would otherwise block `plan` and
+/// `report` for ever, and a device would stream without end.
 pub(crate) fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = match OpenOptions::new()
@@ -57,21 +66,35 @@ pub(crate) fn open_regular(path: &Path) -> Result<Option<(File, u64)>> {
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(bad(
+                path,
+                "a symbolic link, not a regular file; benchpipe writes only regular files in its store",
+            ));
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Err(bad(
+                path,
+                "its directory is not a directory; a store holds a directory per cell",
+            ));
+        }
         Err(e) => return Err(Error::io(path, e)),
     };
     let meta = file.metadata().map_err(io(path))?;
     if !meta.is_file() {
-        return Err(Error::Store(format!(
-            "{}: not a regular file; benchpipe writes only regular files in its store",
-            path.display()
-        )));
+        return Err(bad(
+            path,
+            "not a regular file; benchpipe writes only regular files in its store",
+        ));
     }
     if meta.len() > MAX_FILE_BYTES {
-        return Err(Error::Store(format!(
-            "{}: {} bytes, more than the {MAX_FILE_BYTES} a store file may hold",
-            path.display(),
-            meta.len()
-        )));
+        return Err(bad(
+            path,
+            format_args!(
+                "{} bytes, more than the {MAX_FILE_BYTES} a store file may hold",
+                meta.len()
+            ),
+        ));
     }
     Ok(Some((file, meta.len())))
 }
@@ -114,7 +137,7 @@ pub(super) fn read_json_in<T: for<'de> Deserialize<'de>>(
     path: &Path,
     newest: u32,
 ) -> Result<Option<T>> {
-    read_doc_in(buf, path, |bytes| parse_doc(path, None, bytes, newest))
+    read_doc_in(buf, path, |bytes| parse_bounded(path, bytes, newest))
 }
 
 /// `parse_doc` for a document read as a `Value` (a cell's `facts.json`): parsed once,
@@ -123,8 +146,12 @@ pub(super) fn read_json_in<T: for<'de> Deserialize<'de>>(
 /// `format`, the last one counts here, as in the value itself.)
 fn parse_value(path: &Path, bytes: &[u8], newest: u32) -> Result<Value> {
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(value @ Value::Object(_)) => {
+        Ok(mut value @ Value::Object(_)) => {
             check_format(path, value.get("format").and_then(Value::as_u64), newest)?;
+            // No string of a document this short can be longer than the bound.
+            if bytes.len() > crate::shown::MAX_BYTES {
+                crate::shown::bound_value(&mut value);
+            }
             Ok(value)
         }
         _ => parse_doc(path, None, bytes, newest),
@@ -178,11 +205,7 @@ fn read_doc_in<T>(
     path: &Path,
     parse: impl FnOnce(&[u8]) -> Result<T>,
 ) -> Result<Option<T>> {
-    // Errors as they always were: an unopenable file is an I/O error naming it, whose
-    // cause is the store's own error (naming it again).
-    let opened =
-        open_regular(path).map_err(|e| Error::io(path, std::io::Error::other(e.to_string())))?;
-    let Some((file, len)) = opened else {
+    let Some((file, len)) = open_regular(path)? else {
         return Ok(None);
     };
     match buf.fill(file, len) {
@@ -197,6 +220,23 @@ fn read_doc_in<T>(
 /// else is read as it always was, inputs as a `Value`, so that it has the same result
 /// and the same error.
 pub(super) fn parse_record(path: &Path, bytes: &[u8]) -> Result<CellRecord> {
+    let record = parse_record_as_written(path, bytes)?;
+    // Its names make paths (`boards/<board>.facts.json`): each is held to the rule a
+    // board file's name is, before any is used.
+    if let Some((field, name)) = record.address.bad_name() {
+        return Err(bad(
+            path,
+            format_args!(
+                "address.{field} `{}` is not a name: expected letters, digits, `-`, `_` and `.`, starting with a letter or digit, without `..`, as a file of boards/, pipeline/ or scenarios/ names it",
+                name.escape_debug()
+            ),
+        ));
+    }
+    Ok(record)
+}
+
+/// `parse_record`, its names not checked yet.
+fn parse_record_as_written(path: &Path, bytes: &[u8]) -> Result<CellRecord> {
     if let Ok(Some(format)) = check_value(bytes)
         && format <= u64::from(FORMAT)
         && let Ok(record) = serde_json::from_slice::<CellRecord>(bytes)
@@ -237,23 +277,62 @@ pub(super) fn parse_doc<T: for<'de> Deserialize<'de>>(
     newest: u32,
 ) -> Result<T> {
     let err = |e: serde_json::Error| match line {
-        Some(n) => Error::Store(format!("{}:{n}: {e}", path.display())),
-        None => Error::Store(format!("{}: {e}", path.display())),
+        Some(n) => {
+            Error::Store(crate::shown::shown(&format!("{}:{n}: {e}", path.display())).into_owned())
+        }
+        None => bad(path, e),
     };
     let f: FormatField = serde_json::from_slice(bytes).map_err(err)?;
     check_format(path, f.format.as_ref().and_then(Value::as_u64), newest)?;
     serde_json::from_slice(bytes).map_err(err)
 }
 
+/// `parse_doc` for a document benchpipe reads back only to act on and show (a failure,
+/// a skip, a board's state): every string it holds is bounded (`shown::bound`), so a
+/// stored cause of 60 MB is read as 4 KiB that say where they were cut. A document no
+/// longer than the bound holds no longer string, and is parsed straight from its bytes.
+pub(super) fn parse_bounded<T: for<'de> Deserialize<'de>>(
+    path: &Path,
+    bytes: &[u8],
+    newest: u32,
+) -> Result<T> {
+    if bytes.len() <= crate::shown::MAX_BYTES {
+        return parse_doc(path, None, bytes, newest);
+    }
+    let mut value: Value = parse_doc(path, None, bytes, newest)?;
+    crate::shown::bound_value(&mut value);
+    // A typed error is made again from the bytes, for its line and column.
+    T::deserialize(value).map_err(|e| match serde_json::from_slice::<T>(bytes) {
+        Err(at) => bad(path, at),
+        Ok(_) => bad(path, e),
+    })
+}
+
 pub(super) fn check_format(path: &Path, format: Option<u64>, newest: u32) -> Result<()> {
     match format {
         Some(f) if f <= newest as u64 => Ok(()),
-        Some(f) => Err(Error::Store(format!(
-            "{}: format {f} is newer than this benchpipe understands ({newest}); upgrade benchpipe",
-            path.display()
-        ))),
-        None => Err(Error::Store(format!("{}: no format field", path.display()))),
+        Some(f) => Err(bad(
+            path,
+            format_args!(
+                "format {f} is newer than this benchpipe understands ({newest}); upgrade benchpipe"
+            ),
+        )),
+        None => Err(bad(path, "no format field")),
     }
+}
+
+/// The fewest bytes a sample line can have: its nine required fields, empty, and the
+/// newline (`{"format":1,"seq":1,"kind":"warmup","session":"","started":0,"ended":0,`
+/// `"metrics":{},"command":"","log":""}` and its newline are 107).
+const MIN_SAMPLE_LINE: usize = 100;
+
+/// The samples `whole` (a samples file's whole lines) can hold, to size their vector up
+/// front (grown step by step, a big cell's samples were copied several times): its
+/// lines, but never more than its bytes can make. A count of newlines alone is taken
+/// from the input: 64 MiB of bare newlines reserved 14 GB before line 1 was found broken.
+pub(super) fn samples_capacity(whole: &[u8]) -> usize {
+    let lines = memchr::memchr_iter(b'\n', whole).count();
+    lines.min(whole.len() / MIN_SAMPLE_LINE)
 }
 
 /// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
@@ -269,8 +348,7 @@ pub(super) fn read_samples_in(buf: &mut ReadBuf, path: &Path) -> Result<Vec<Samp
     let bytes = buf.fill(file, len).map_err(io(path))?;
     // Every line but a last one without its newline: that one was torn by a crash.
     let whole = memchr::memrchr(b'\n', bytes).map_or(&bytes[..0], |end| &bytes[..=end]);
-    // Sized up front: grown step by step, a big cell's samples were copied several times.
-    let mut out = Vec::with_capacity(memchr::memchr_iter(b'\n', whole).count());
+    let mut out = Vec::with_capacity(samples_capacity(whole));
     // The whole lines checked as UTF-8 once: parsed from bytes, serde_json checks each
     // of a line's sixty-odd strings on its own, which cost a sixth of the read.
     let text = std::str::from_utf8(whole).ok();
@@ -337,7 +415,7 @@ fn parse_sample(line: &str) -> Option<Sample> {
 }
 
 pub(super) fn to_json_bytes<T: Serialize>(v: &T) -> Result<Vec<u8>> {
-    let mut b = serde_json::to_vec_pretty(v).map_err(|e| Error::Store(e.to_string()))?;
+    let mut b = serde_json::to_vec_pretty(v).map_err(|e| Error::Other(e.to_string()))?;
     b.push(b'\n');
     Ok(b)
 }

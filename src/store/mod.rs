@@ -57,6 +57,8 @@ mod stored_json;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_hostile;
+#[cfg(test)]
 mod tests_read;
 
 pub use board_facts::{BoardFacts, KernelFacts};
@@ -263,6 +265,14 @@ impl Store {
                 .and_then(|n| n.get(..32))
                 .and_then(CellKey::parse)
             {
+                // A link in place of a cell's directory would have its files read
+                // wherever it points, outside the store.
+                if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                    return Err(files::bad(
+                        &entry.path(),
+                        "a symbolic link, not a cell's directory; benchpipe makes each cell a directory of its own",
+                    ));
+                }
                 cells.push((name, key));
             }
         }
@@ -472,7 +482,7 @@ impl CellWriter {
     /// Appends one whole sample line and fsyncs it. The sample's `seq` must be `next_seq`.
     pub fn append(&mut self, sample: &Sample) -> Result<()> {
         if sample.seq != self.next_seq {
-            return Err(Error::Store(format!(
+            return Err(Error::Other(format!(
                 "sample seq {} out of order (expected {})",
                 sample.seq, self.next_seq
             )));
@@ -485,7 +495,7 @@ impl CellWriter {
             .open(&path)
             .map_err(io(&path))?;
         cut_torn_tail(&mut f).map_err(io(&path))?;
-        let mut line = serde_json::to_vec(sample).map_err(|e| Error::Store(e.to_string()))?;
+        let mut line = serde_json::to_vec(sample).map_err(|e| Error::Other(e.to_string()))?;
         line.push(b'\n');
         f.write_all(&line).map_err(io(&path))?;
         f.sync_all().map_err(io(&path))?;
