@@ -7,6 +7,7 @@ use crate::apply;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::power::PowerAction;
+use crate::shown::shown;
 
 pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
     let boards = config::load_boards(root).map_err(Error::Config)?;
@@ -20,18 +21,21 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
                     crate::model::Connection::Local => "local".to_string(),
                     crate::model::Connection::Ssh(t) => format!("ssh {}", t.host),
                 };
+                // The state's every text as the store holds it is shown on one line,
+                // controls escaped: the store may be someone else's.
                 let state = match store.as_ref().map(|s| s.board_state(&b.name)) {
                     Some(Ok(Some(st))) if st.identity == "unverified" => format!(
                         "image: unverified (a flash of {} began in session {})",
-                        st.image, st.verified_session
+                        shown(&st.image),
+                        shown(&st.verified_session)
                     ),
                     Some(Ok(Some(st))) => format!(
                         "image: {} ({}), verified in session {}{}",
-                        st.image,
-                        short(&st.identity),
-                        st.verified_session,
+                        shown(&st.image),
+                        shown(&short(&st.identity)),
+                        shown(&st.verified_session),
                         st.host_key
-                            .map(|k| format!(", host key accepted after flash {k}"))
+                            .map(|k| format!(", host key accepted after flash {}", shown(&k)))
                             .unwrap_or_default()
                     ),
                     Some(Err(e)) => format!("image: unreadable state: {e}"),
@@ -215,7 +219,9 @@ fn power(
 /// `sha256:` and the first 12 hex digits, or the identity as it is.
 fn short(identity: &str) -> String {
     match identity.strip_prefix("sha256:") {
-        Some(hex) => format!("sha256:{}", &hex[..hex.len().min(12)]),
+        // By characters: a stored identity may be any text, and a byte index into it
+        // could fall inside a character.
+        Some(hex) => format!("sha256:{}", hex.chars().take(12).collect::<String>()),
         None => identity.to_string(),
     }
 }

@@ -100,14 +100,20 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
         let mut out =
             serde_json::to_string_pretty(&rows).map_err(|e| Error::Other(e.to_string()))?;
         out.push('\n');
-        print!("{out}");
+        print!("{}", crate::shown::json(out));
     } else if rows.is_empty() {
         println!("no candidate cell pairs with a baseline cell");
     } else {
+        // Labels may hold what a store says (a board's model): each on one line.
+        let shown = |t: &str| crate::shown::shown(t).into_owned();
         for r in &rows {
             println!(
                 "{}: {} vs {}\n  {}\n  {}",
-                r.metric, r.candidate, r.baseline, r.difference, r.verdict_text
+                shown(&r.metric),
+                shown(&r.candidate),
+                shown(&r.baseline),
+                shown(&r.difference),
+                shown(&r.verdict_text)
             );
         }
     }
@@ -200,9 +206,9 @@ pub fn report_across(
         let mut text =
             serde_json::to_string_pretty(&docs).map_err(|e| Error::Other(e.to_string()))?;
         text.push('\n');
-        print!("{text}");
+        print!("{}", crate::shown::json(text));
     } else {
-        print!("{out}");
+        print!("{}", crate::shown::in_lines(&out));
     }
     Ok(())
 }

@@ -321,11 +321,14 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// An error as printed: its lines kept, any other control character escaped (`shown`):
+/// a message may quote a path or a value from a store someone sent.
 fn render_error(e: &Error) -> String {
-    match e {
+    let text = match e {
         Error::Config(_) => e.to_string(),
         _ => format!("error: {e}"),
-    }
+    };
+    crate::shown::into_lines(text)
 }
 
 /// Loads the workspace the scenario files belong to.

@@ -10,6 +10,7 @@ use crate::plan::drift::OnDrift;
 use crate::plan::schedule::{self, Estimates, Schedule};
 use crate::plan::state::{self, CellState};
 use crate::plan::{self, Cell, Plan};
+use crate::shown::shown;
 use crate::store::{CellData, Store};
 
 /// The version of `plan --json`'s document (docs/FORMAT.md): 2 added `schedule`.
@@ -211,13 +212,17 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             state,
             cell.address.label()
         ));
+        // What the store says of a cell is shown on one line, its controls escaped: the
+        // store may be someone else's.
         if let CellState::Failed { cause, .. } = &row.state {
+            let cause = shown(&cause.to_string()).into_owned();
             table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
         }
         if let CellState::Skipped { reason, .. } = &row.state {
             table.push_str(&format!(
-                "  {:<32}  skipped by the last apply: {reason} (apply checks again)\n",
-                ""
+                "  {:<32}  skipped by the last apply: {} (apply checks again)\n",
+                "",
+                shown(reason)
             ));
         }
         why_lines(&mut table, row.why.as_ref());
@@ -237,7 +242,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
                 "-",
                 "not applicable",
                 s.address.label(),
-                s.reason
+                shown(&s.reason)
             ));
         }
     }
@@ -345,7 +350,7 @@ fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>, on_drift: OnDrift) -
     });
     let mut s = serde_json::to_string_pretty(&doc).map_err(|e| Error::Other(e.to_string()))?;
     s.push('\n');
-    Ok(s)
+    Ok(crate::shown::json(s))
 }
 
 /// `apply --dry-run`: the steps apply would walk, per board, touching no board.
@@ -355,4 +360,110 @@ pub fn dry_run_text(ws: &Workspace, store: &Store, select: &Selection) -> Result
     let mut out = v.schedule.text();
     out.push_str(&summary(&v));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::failure::CellFailure;
+    use crate::plan::drift::Fingerprint;
+    use crate::shown::{assert_inert, hostile, shows};
+    use crate::store::{FORMAT, RunKind, Sample};
+
+    fn fingerprint(kernel: &str) -> Fingerprint {
+        Fingerprint {
+            kernel_release: kernel.into(),
+            kernel_version: "#1".into(),
+            os_release: BTreeMap::new(),
+            firmware: None,
+            boot_config: BTreeMap::new(),
+        }
+    }
+
+    /// A store someone sent, whose failure cause, skip reason, stored inputs (keys and
+    /// values, which `plan` diffs) and fingerprints hold every control character and a
+    /// newline: `plan` and `plan --json` print none of them raw and start no line with
+    /// them, and show each escaped.
+    #[test]
+    fn plan_prints_no_stored_control_character_raw() {
+        let dir = std::env::temp_dir().join(format!("bp-plan-hostile-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = Store::open(&dir).unwrap();
+        let ws = plan::fixtures::workspace();
+        let cells = plan::expand(&ws, &ws.scenarios[0]).cells;
+        assert!(cells.len() >= 4, "the fixture has cells to poison");
+        store
+            .begin(&cells[0])
+            .unwrap()
+            .record_failure(
+                "s",
+                1.0,
+                &CellFailure::Refused {
+                    reason: hostile("cause"),
+                },
+            )
+            .unwrap();
+        store
+            .begin(&cells[1])
+            .unwrap()
+            .record_skip("s", 1.0, &hostile("skip"))
+            .unwrap();
+        // A stored cell at cells[2]'s address under other inputs: `plan` shows the diff.
+        let mut inputs = cells[2].inputs.json().clone();
+        inputs["board"]["model"] = hostile("diff").into();
+        inputs[hostile("key")] = 1.into();
+        let other = "0123456789abcdef0123456789abcdef";
+        let sibling = dir.join(format!(
+            "{other}-{}-{}",
+            cells[2].address.test, cells[2].address.board
+        ));
+        std::fs::create_dir_all(&sibling).unwrap();
+        let record = serde_json::json!({
+            "format": 1, "key": other, "address": cells[2].address, "inputs": inputs,
+        });
+        std::fs::write(sibling.join("cell.json"), record.to_string()).unwrap();
+        // A cell measured on a board that has drifted since.
+        let mut w = store.begin(&cells[3]).unwrap();
+        w.append(&Sample {
+            format: FORMAT,
+            seq: 1,
+            kind: RunKind::Measured,
+            session: "s".into(),
+            started: 1.0,
+            ended: 2.0,
+            metrics: BTreeMap::new(),
+            flags: vec![],
+            telemetry: None,
+            command: "true".into(),
+            log: String::new(),
+            order: None,
+            board_seq: None,
+        })
+        .unwrap();
+        store
+            .adopt_fingerprint(&cells[3], &fingerprint(&hostile("then")))
+            .unwrap();
+        store
+            .write_board_fingerprint(&cells[3].address.board, &fingerprint(&hostile("now")), "s")
+            .unwrap();
+
+        let text = plan_text(&ws, &store, false, &Selection::default()).unwrap();
+        assert_inert("plan", &text, false);
+        for tag in ["cause", "skip", "key"] {
+            assert!(shows(&text, tag), "plan shows no {tag} text:\n{text}");
+        }
+        // A diff shows a value as JSON text, and so its C0 controls as JSON escapes.
+        for tag in ["diff", "then", "now"] {
+            let json_escaped = format!("\"{tag}\\u0000\\u0001");
+            assert!(
+                text.contains(&json_escaped),
+                "plan shows no {tag} text:\n{text}"
+            );
+        }
+        let json = plan_text(&ws, &store, true, &Selection::default()).unwrap();
+        assert_inert("plan --json", &json, false);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

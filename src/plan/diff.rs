@@ -123,10 +123,13 @@ fn walk<'v>(
                 }
                 _ => (a.map(short), b.map(short)),
             };
+            // A stored cell's keys and values may come from a store someone sent: shown
+            // on one line, controls escaped (JSON text escapes only C0 ones).
+            let shown = |t: String| crate::shown::shown(&t).into_owned();
             d.changes.push(Change {
-                path: path_text(path),
-                old,
-                new,
+                path: shown(path_text(path)),
+                old: old.map(shown),
+                new: new.map(shown),
             });
         }
     }

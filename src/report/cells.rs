@@ -298,7 +298,12 @@ pub(super) fn views<'a>(
             .samples
             .iter()
             .map(|s| {
-                let flags = state::flags_of(method, s);
+                // A stored flag may be any text (the store may be someone else's):
+                // shown on one line, controls escaped, wherever the report lists it.
+                let flags: Vec<String> = state::flags_of(method, s)
+                    .into_iter()
+                    .map(crate::shown::into_shown)
+                    .collect();
                 let current = d.is_current(s);
                 let session = match sessions.iter().rposition(|x| *x == s.session) {
                     Some(i) => i,

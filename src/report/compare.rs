@@ -104,7 +104,7 @@ fn label_with_board(a: &Address, board: &str) -> String {
 pub(super) fn board_model(cell: &Cell) -> String {
     cell.inputs
         .text("/board/model")
-        .map(str::to_string)
+        .map(|m| crate::shown::shown(m).into_owned())
         .unwrap_or_else(|| cell.address.board.to_string())
 }
 

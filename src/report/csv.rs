@@ -344,14 +344,17 @@ fn rows_made(
     CsvRows(pieces)
 }
 
-/// A field as RFC 4180 wants it. Text a spreadsheet would run as a formula (a leading
-/// `=`, `+`, `-`, `@`) gets a leading `'`, as OWASP advises: values from a board are
-/// hostile.
+/// A field as RFC 4180 wants it, on one line with every control character as `shown`
+/// escapes it (a spreadsheet takes a leading tab or carriage return, and a terminal an
+/// ESC). Text a spreadsheet would run as a formula (an `=`, `+`, `-` or `@` first, after
+/// any white space) gets a leading `'`, as OWASP advises: values from a board or a
+/// store someone sent are hostile.
 fn field(text: &str, numeric: bool) -> String {
-    let guarded = if !numeric && text.starts_with(['=', '+', '-', '@']) {
+    let text = crate::shown::one_line(text);
+    let guarded = if !numeric && formula(&text) {
         format!("'{text}")
     } else {
-        text.to_string()
+        text.into_owned()
     };
     if guarded.contains([',', '"', '\n', '\r'])
         || guarded.starts_with(' ')
@@ -363,16 +366,22 @@ fn field(text: &str, numeric: bool) -> String {
     }
 }
 
+/// Whether a spreadsheet would read `text` as a formula.
+fn formula(text: &str) -> bool {
+    text.trim_start().starts_with(['=', '+', '-', '@'])
+}
+
 /// `field`, appended to `out`; a field that needs no quoting is copied as it is.
 fn push_field(out: &mut String, text: &str, numeric: bool) {
-    // The characters that need quoting are ASCII: a scan of the bytes finds them (a
-    // `contains` of four chars decodes every character, for each cell's every field).
+    // The characters that need quoting or escaping are ASCII or C1 controls: a scan of
+    // the bytes finds them (a `contains` of four chars decodes every character, for
+    // each cell's every field).
     let plain = !text
         .bytes()
-        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
+        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r' | 0x7f | 0xc2) || b < 0x20)
         && !text.starts_with(' ')
         && !text.ends_with(' ')
-        && (numeric || !text.starts_with(['=', '+', '-', '@']));
+        && (numeric || !formula(text));
     if plain {
         out.push_str(text);
     } else {

@@ -365,13 +365,16 @@ pub trait Exporter {
 
 /// Makes a value inert in Markdown: no raw HTML or entities (`<`, `>`, `&`), no
 /// table cell break (`|`), no code span, emphasis or link (`` ` ``, `*`, `[`, `]`), and
-/// no control characters. Newlines stay, for multi-line descriptions.
+/// no control characters (each as `shown` escapes it). Newlines stay, for multi-line
+/// descriptions; a stored text comes through `shown` first, so it holds none.
 pub fn markdown_escape(text: &str) -> String {
     MarkdownEscaped(text).to_string()
 }
 
 /// `text` HTML-escaped as minijinja's auto-escaping does (`&`, `<`, `>`, `"`, `'` and
-/// `/`, as `minijinja::HtmlEscape` writes them), handed to `write` in pieces.
+/// `/`, as `minijinja::HtmlEscape` writes them), and every control character but the
+/// newline as `shown` escapes it (a page is read in terminals too, where a raw ESC or
+/// BEL acts), handed to `write` in pieces.
 pub(super) fn html_escaped<E>(
     text: &str,
     mut write: impl FnMut(&str) -> Result<(), E>,
@@ -383,12 +386,13 @@ pub(super) fn html_escaped<E>(
         '"' => Some("&quot;"),
         '\'' => Some("&#x27;"),
         '/' => Some("&#x2f;"),
-        _ => None,
+        '\n' => None,
+        c => crate::shown::escape(c),
     };
     // Most values (numbers, labels) have nothing to escape: found by a scan of their
-    // bytes (every escaped character is ASCII) and written whole.
+    // bytes (every escaped character is ASCII, or a C1 control) and written whole.
     let special = |b: u8| b.is_ascii() && replacement(char::from(b)).is_some();
-    let Some(at) = text.bytes().position(special) else {
+    let Some(at) = super::chart::first_of(text, special) else {
         return write(text);
     };
     write(&text[..at])?;
@@ -433,8 +437,7 @@ impl MarkdownEscaped<'_> {
             '[' => Some("\\["),
             ']' => Some("\\]"),
             '\n' => None,
-            c if c.is_control() => Some(" "),
-            _ => None,
+            c => crate::shown::escape(c),
         };
         super::chart::write_replaced(&text[at..], replacement, write)
     }
@@ -570,7 +573,7 @@ mod tests {
                     out.push(c);
                 }
                 '\n' => out.push('\n'),
-                c if c.is_control() => out.push(' '),
+                c if c.is_control() => out.push_str(&c.escape_debug().to_string()),
                 c => out.push(c),
             }
         }

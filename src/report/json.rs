@@ -385,10 +385,14 @@ impl Out<'_> {
     }
 
     /// A string as serde_json writes it: escaped only where it has a quote, a
-    /// backslash or a control character (rare in a report: looked for first).
+    /// backslash or a control character (rare in a report: looked for first), DEL and
+    /// C1 ones too (`Indented`).
     fn str(&mut self, text: &str) {
-        if text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-            let _ = serde_json::to_writer(&mut self.buf, text);
+        if text.bytes().any(|b| b == b'"' || b == b'\\') || crate::shown::has_control(text) {
+            let _ = text.serialize(&mut serde_json::Serializer::with_formatter(
+                &mut self.buf,
+                Indented::default(),
+            ));
         } else {
             self.raw(b"\"");
             self.raw(text.as_bytes());
@@ -630,6 +634,15 @@ impl serde_json::ser::Formatter for Indented {
     fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
         self.has_value = true;
         Ok(())
+    }
+    /// A string's text, DEL and C1 controls escaped too (serde_json escapes C0 ones):
+    /// a terminal showing the file acts on a raw C1 CSI as on ESC `[`.
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        crate::shown::write_json_fragment(w, fragment)
     }
 }
 

@@ -55,7 +55,7 @@ fn stored_model(inputs: &CellInputs, axis: Axis) -> Option<String> {
         _ => return None,
     };
     let m = inputs.text(pointer)?.trim();
-    (!m.is_empty()).then(|| m.chars().filter(|c| !c.is_control()).collect())
+    (!m.is_empty()).then(|| crate::shown::shown(m).into_owned())
 }
 
 impl AxisLabels {

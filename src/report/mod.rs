@@ -42,6 +42,8 @@ mod tests_compare;
 #[cfg(test)]
 mod tests_exports;
 #[cfg(test)]
+mod tests_hostile;
+#[cfg(test)]
 mod tests_provenance;
 #[cfg(test)]
 mod tests_tables;

@@ -204,21 +204,17 @@ fn text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-/// No control byte reaches a report, and a value stays a readable size.
+/// A fact on one line, as every stored text is shown (`shown`: controls escaped), and a
+/// readable size: at most 200 characters, `…` where cut.
 pub(super) fn clean(s: &str) -> String {
     const MAX: usize = 200;
-    // Most values are short and clean: no char to replace, none to cut.
-    if s.len() <= MAX && !s.chars().any(char::is_control) {
-        return s.to_string();
+    let line = crate::shown::one_line(s);
+    // Most values are short: as many bytes are at least as many characters.
+    if line.len() <= MAX || line.chars().count() <= MAX {
+        return line.into_owned();
     }
-    let mut out: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX)
-        .collect();
-    if s.chars().count() > MAX {
-        out.push('…');
-    }
+    let mut out: String = line.chars().take(MAX).collect();
+    out.push('…');
     out
 }
 
@@ -412,9 +408,12 @@ fn shown_inputs(cell: &Cell, d: &CellData) -> Value {
 /// stored data and `shown_inputs`.
 fn cell_facts(d: &CellData, inputs: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
+    // A fact's name may hold a stored key (a tool's, a package's, a member's): names and
+    // values are shown as every stored text is (`shown`).
     let mut put = |name: &str, value: Option<String>| {
         if let Some(v) = value.filter(|v| !v.is_empty()) {
-            out.push((name.to_string(), v));
+            let name = crate::shown::shown(name).into_owned();
+            out.push((name, crate::shown::into_shown(v)));
         }
     };
     let facts = d.facts.as_deref();

@@ -7,6 +7,7 @@ use super::cells::{Place, View, place};
 use crate::model::Scenario;
 use crate::plan::Plan;
 use crate::plan::state::CellState;
+use crate::shown::shown;
 
 /// A cell whose measured runs raised validity flags or warnings.
 #[derive(Clone, Debug, Serialize)]
@@ -140,14 +141,16 @@ pub(super) fn states(
         .skipped
         .iter()
         .map(|s| {
+            // A retired board's reasons come from the store (`plan::stored`).
+            let reason = shown(&s.reason).into_owned();
             (
                 place(scenario, &s.address),
                 Skipped {
                     cell: s.address.label(),
                     key: None,
                     test: s.address.test.to_string(),
-                    reason: s.reason.clone(),
-                    text: format!("{}: {}", s.address.label(), s.reason),
+                    text: format!("{}: {reason}", s.address.label()),
+                    reason,
                 },
             )
         })
@@ -163,27 +166,36 @@ pub(super) fn states(
         );
         match &v.state {
             CellState::Complete { .. } => {}
-            CellState::Skipped { reason, .. } => skipped.push((
-                place(scenario, v.cell_address()),
-                Skipped {
-                    text: format!("{cell}: {reason}"),
-                    cell,
-                    key: Some(key),
-                    test,
-                    reason: reason.clone(),
-                },
-            )),
+            // What the store says of a cell (its skip's reason, its failure's cause) is
+            // shown on one line, controls escaped and bounded: the store may be
+            // someone else's.
+            CellState::Skipped { reason, .. } => {
+                let reason = shown(reason).into_owned();
+                skipped.push((
+                    place(scenario, v.cell_address()),
+                    Skipped {
+                        text: format!("{cell}: {reason}"),
+                        cell,
+                        key: Some(key),
+                        test,
+                        reason,
+                    },
+                ))
+            }
             // The failure's text leaves out its log, whose name holds the failing
             // session's start time.
-            CellState::Failed { have, want, cause } => failed.push(Failed {
-                text: format!("{cell}: failed ({have} of {want} runs): {cause}"),
-                cell,
-                key,
-                test,
-                runs: *have,
-                wanted: *want,
-                cause: cause.to_string(),
-            }),
+            CellState::Failed { have, want, cause } => {
+                let cause = shown(&cause.to_string()).into_owned();
+                failed.push(Failed {
+                    text: format!("{cell}: failed ({have} of {want} runs): {cause}"),
+                    cell,
+                    key,
+                    test,
+                    runs: *have,
+                    wanted: *want,
+                    cause,
+                })
+            }
             CellState::Missing { want } => incomplete.push(Incomplete {
                 cell,
                 key,

@@ -29,7 +29,7 @@ mod reference {
                 '>' => out.push_str("&gt;"),
                 '"' => out.push_str("&quot;"),
                 '\'' => out.push_str("&#39;"),
-                c if c.is_control() => out.push(' '),
+                c if c.is_control() => out.push_str(&c.escape_debug().to_string()),
                 c => out.push(c),
             }
         }

@@ -9,12 +9,14 @@
 
 use std::fmt;
 
-/// Escapes text for SVG/XML (text and attribute values), dropping control characters.
+/// Escapes text for SVG/XML (text and attribute values), control characters as `shown`
+/// escapes them.
 pub(in crate::report) fn xml(text: &str) -> String {
     Xml(text).to_string()
 }
 
-/// `text` as XML text: `&`, `<`, `>`, `"`, `'` escaped, control characters as spaces.
+/// `text` as XML text: `&`, `<`, `>`, `"`, `'` escaped, control characters as `shown`
+/// escapes them (`\u{1b}`).
 /// Text without any of them (most labels and every number) is written in one piece.
 pub(in crate::report) struct Xml<'a>(pub &'a str);
 
@@ -44,8 +46,7 @@ fn xml_replacement(c: char) -> Option<&'static str> {
         '>' => Some("&gt;"),
         '"' => Some("&quot;"),
         '\'' => Some("&#39;"),
-        c if c.is_control() => Some(" "),
-        _ => None,
+        c => crate::shown::escape(c),
     }
 }
 
@@ -338,7 +339,7 @@ mod tests {
                 '>' => out.push_str("&gt;"),
                 '"' => out.push_str("&quot;"),
                 '\'' => out.push_str("&#39;"),
-                c if c.is_control() => out.push(' '),
+                c if c.is_control() => out.push_str(&c.escape_debug().to_string()),
                 c => out.push(c),
             }
         }
@@ -346,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn xml_escapes_markup_and_blanks_controls_and_copies_the_rest() {
+    fn xml_escapes_markup_and_controls_and_copies_the_rest() {
         // Every pair of characters from a set holding each class of them.
         let chars = [
             'a', ' ', '&', '<', '>', '"', '\'', '\t', '\n', '\u{7f}', '\u{80}', '\u{85}', '\u{9f}',
@@ -366,8 +367,11 @@ mod tests {
             xml("a<b>&\"c\"'d'"),
             "a&lt;b&gt;&amp;&quot;c&quot;&#39;d&#39;"
         );
-        assert_eq!(xml("tab\there\u{7f}\u{85}é\u{a0}ü"), "tab here  é\u{a0}ü");
-        assert_eq!(xml("Ā\u{9f}x"), "Ā x");
+        assert_eq!(
+            xml("tab\there\u{7f}\u{85}é\u{a0}ü"),
+            "tab\\there\\u{7f}\\u{85}é\u{a0}ü"
+        );
+        assert_eq!(xml("Ā\u{9f}x"), "Ā\\u{9f}x");
         assert_eq!(xml(""), "");
     }
 }
