@@ -56,17 +56,33 @@ pub fn has_control(text: &str) -> bool {
     first_control(text, None).is_some()
 }
 
-/// `text` with every control character but `keep` as its escape.
-fn escaped_but(text: &str, keep: Option<char>) -> Cow<'_, str> {
-    let Some(at) = first_control(text, keep.map(|c| c as u8)) else {
+/// How a control character is written in a document that keeps line breaks (a Markdown
+/// or HTML page, an error message): the newline kept (None), a tab or carriage return
+/// as a space (a description may hold them; `check` refuses any other), every other as
+/// its escape. Stored text comes through `shown` first, so it holds none of them.
+pub fn in_document(c: char) -> Option<&'static str> {
+    match c {
+        '\n' => None,
+        '\t' | '\r' => Some(" "),
+        c => escape(c),
+    }
+}
+
+/// `text` with each control character written as `replace` says (None: kept).
+fn replaced(
+    text: &str,
+    keep: Option<u8>,
+    replace: impl Fn(char) -> Option<&'static str>,
+) -> Cow<'_, str> {
+    let Some(at) = first_control(text, keep) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 8);
     out.push_str(&text[..at]);
     for c in text[at..].chars() {
-        match escape(c) {
-            Some(e) if Some(c) != keep => out.push_str(e),
-            _ => out.push(c),
+        match replace(c) {
+            Some(e) => out.push_str(e),
+            None => out.push(c),
         }
     }
     Cow::Owned(out)
@@ -75,14 +91,13 @@ fn escaped_but(text: &str, keep: Option<char>) -> Cow<'_, str> {
 /// `text` on one line with every control character as its escape; not cut (a CSV
 /// field, a JSON-quoted diff value: text whose length its maker bounds).
 pub fn one_line(text: &str) -> Cow<'_, str> {
-    escaped_but(text, None)
+    replaced(text, None, escape)
 }
 
-/// `text` in a document that keeps line breaks (a Markdown or HTML page, an error
-/// message): every control character but the newline as its escape. Stored text comes
-/// through `shown` first, so it holds no newline of its own.
+/// `text` in a document that keeps line breaks, each control character as
+/// `in_document` writes it.
 pub fn in_lines(text: &str) -> Cow<'_, str> {
-    escaped_but(text, Some('\n'))
+    replaced(text, Some(b'\n'), in_document)
 }
 
 /// `in_lines`, of an owned text: given back as it is when it needs nothing.
@@ -263,10 +278,12 @@ mod tests {
             let text = format!("x{c}y");
             assert!(matches!(one_line(&text), Cow::Borrowed(_)), "{c:?}");
         }
-        // Only the newline stays in a document that keeps lines.
+        // Only the newline stays in a document that keeps lines; a tab and a carriage
+        // return are spaces there.
         let lines = in_lines(&text);
         assert_eq!(lines.matches('\n').count(), 1);
         assert!(!lines.chars().any(|c| c.is_control() && c != '\n'));
+        assert_eq!(in_lines("a\tb\r\nc\u{1b}"), "a b \nc\\u{1b}");
     }
 
     #[test]

@@ -365,15 +365,15 @@ pub trait Exporter {
 
 /// Makes a value inert in Markdown: no raw HTML or entities (`<`, `>`, `&`), no
 /// table cell break (`|`), no code span, emphasis or link (`` ` ``, `*`, `[`, `]`), and
-/// no control characters (each as `shown` escapes it). Newlines stay, for multi-line
-/// descriptions; a stored text comes through `shown` first, so it holds none.
+/// no control characters (each as `shown::in_document` writes it: newlines stay, for
+/// multi-line descriptions; a stored text comes through `shown` first, so it holds none).
 pub fn markdown_escape(text: &str) -> String {
     MarkdownEscaped(text).to_string()
 }
 
 /// `text` HTML-escaped as minijinja's auto-escaping does (`&`, `<`, `>`, `"`, `'` and
-/// `/`, as `minijinja::HtmlEscape` writes them), and every control character but the
-/// newline as `shown` escapes it (a page is read in terminals too, where a raw ESC or
+/// `/`, as `minijinja::HtmlEscape` writes them), and every control character as
+/// `shown::in_document` writes it (a page is read in terminals too, where a raw ESC or
 /// BEL acts), handed to `write` in pieces.
 pub(super) fn html_escaped<E>(
     text: &str,
@@ -386,8 +386,7 @@ pub(super) fn html_escaped<E>(
         '"' => Some("&quot;"),
         '\'' => Some("&#x27;"),
         '/' => Some("&#x2f;"),
-        '\n' => None,
-        c => crate::shown::escape(c),
+        c => crate::shown::in_document(c),
     };
     // Most values (numbers, labels) have nothing to escape: found by a scan of their
     // bytes (every escaped character is ASCII, or a C1 control) and written whole.
@@ -436,8 +435,7 @@ impl MarkdownEscaped<'_> {
             '|' => Some("\\|"),
             '[' => Some("\\["),
             ']' => Some("\\]"),
-            '\n' => None,
-            c => crate::shown::escape(c),
+            c => crate::shown::in_document(c),
         };
         super::chart::write_replaced(&text[at..], replacement, write)
     }
@@ -573,6 +571,7 @@ mod tests {
                     out.push(c);
                 }
                 '\n' => out.push('\n'),
+                '\t' | '\r' => out.push(' '),
                 c if c.is_control() => out.push_str(&c.escape_debug().to_string()),
                 c => out.push(c),
             }
