@@ -19,7 +19,9 @@ pub enum Error {
     /// A bad argument or combination of arguments.
     #[error("{0}")]
     Usage(String),
-    #[error("{path}: {source}")]
+    /// The path on one line, its controls escaped (`shown`): a store someone sent may
+    /// name a directory with a newline or an ESC sequence.
+    #[error("{}: {source}", crate::shown::one_line(&path.display().to_string()))]
     Io {
         path: PathBuf,
         #[source]
@@ -64,3 +66,23 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    /// A path from a store someone sent (a directory named with a newline and an ESC
+    /// sequence) is named on one line, its controls escaped.
+    #[test]
+    fn an_io_error_names_its_path_on_one_line() {
+        let e = super::Error::io(
+            "results/x\n# y\u{1b}[2J/cell.json",
+            std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        );
+        assert_eq!(
+            e.to_string(),
+            "results/x\\n# y\\u{1b}[2J/cell.json: permission denied"
+        );
+        assert_eq!(e.exit_code(), super::EXIT_FAILURE);
+        let bad = super::Error::Store("x".into());
+        assert_eq!(bad.exit_code(), super::EXIT_BAD_INPUT);
+    }
+}
