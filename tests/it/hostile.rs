@@ -28,8 +28,8 @@
 //! path = "image-cache/x.part"
 //! kind = "symlink"                        # file | fifo | symlink | dir
 //! target = "{outside}/victim"
-//! text = "x"                              # a file's bytes, `repeat` times
-//! repeat = 1
+//! text = "x"                              # a file's bytes, `repeat` times,
+//! repeat = 1                              # between `head` and `tail`
 //! mode = 0o600
 //! [[then]]                                # more commands in the same workspace
 //! args = ["plan", "scenarios/s.toml"]
@@ -39,10 +39,11 @@
 //! status = 200
 //! ```
 //!
-//! In args, edits, files and plants, `{server}` is the server's `http://127.0.0.1:PORT`,
-//! `{ws}` the workspace and `{outside}` a directory beside it holding one file `victim`:
-//! the case fails if anything in that directory changed, appeared or was written
-//! through a link.
+//! In args, edits, files and plants, `{server}` is the server's `http://127.0.0.1:PORT`
+//! (`{server_host}` its `127.0.0.1:PORT`, for a URL with userinfo), `{ws}` the workspace
+//! and `{outside}` a directory beside it holding a file `victim` and whatever the case
+//! planted there: the case fails if anything in that directory changed, appeared or was
+//! written through a link while its commands ran.
 
 mod server;
 
@@ -53,6 +54,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
+use sha2::Digest;
 
 /// Output beyond this is itself a failure: bounded diagnostics are one of the guarantees.
 const MAX_STDERR: usize = 64 << 10;
@@ -135,6 +137,12 @@ struct Plant {
     text: String,
     #[serde(default = "one")]
     repeat: usize,
+    /// Written once before and after the repeated text: a huge JSON string is a head,
+    /// one character repeated, and a tail.
+    #[serde(default)]
+    head: String,
+    #[serde(default)]
+    tail: String,
     mode: Option<u32>,
 }
 
@@ -217,7 +225,9 @@ impl Places {
             .replace("{ws}", &self.ws.display().to_string())
             .replace("{outside}", &self.outside.display().to_string());
         if let Some(url) = &self.server {
-            s = s.replace("{server}", url);
+            s = s
+                .replace("{server}", url)
+                .replace("{server_host}", url.trim_start_matches("http://"));
         }
         s
     }
@@ -316,10 +326,12 @@ fn plant(p: &Plant, places: &Places) -> Result<(), String> {
     match p.kind {
         PlantKind::File => {
             let text = places.fill(&p.text);
-            let mut f = std::fs::File::create(&path).unwrap();
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+            std::io::Write::write_all(&mut f, places.fill(&p.head).as_bytes()).unwrap();
             for _ in 0..p.repeat {
                 std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
             }
+            std::io::Write::write_all(&mut f, places.fill(&p.tail).as_bytes()).unwrap();
         }
         PlantKind::Fifo => {
             let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
@@ -526,35 +538,57 @@ fn forbidden(case: &Case, ws: &Path, runs: &[Ran]) -> Vec<String> {
     wrong
 }
 
-/// Whether the `{outside}` directory still holds exactly its victim, unchanged.
-fn outside_changed(outside: &Path) -> Option<String> {
-    let mut names: Vec<String> = match std::fs::read_dir(outside) {
-        Ok(entries) => entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect(),
-        Err(e) => return Some(format!("{{outside}} unreadable: {e}")),
+/// What a directory holds, by name: each entry's kind and, for a file, its bytes. Links
+/// are recorded as links (with their target), never followed.
+fn snapshot(dir: &Path) -> BTreeMap<String, String> {
+    let mut all = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return all;
     };
-    names.sort();
-    if names != ["victim"] {
-        return Some(format!(
-            "{{outside}} now holds {names:?}, not only `victim`"
-        ));
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let what = match std::fs::symlink_metadata(e.path()) {
+            Ok(m) if m.file_type().is_symlink() => {
+                format!("link to {:?}", std::fs::read_link(e.path()).ok())
+            }
+            Ok(m) if m.is_file() => match std::fs::read(e.path()) {
+                Ok(b) => format!(
+                    "file of {} bytes starting {:?}, sha256 {}",
+                    b.len(),
+                    String::from_utf8_lossy(&b[..b.len().min(60)]),
+                    sha2::Sha256::digest(&b)
+                        .iter()
+                        .map(|x| format!("{x:02x}"))
+                        .collect::<String>()
+                ),
+                Err(err) => format!("unreadable file: {err}"),
+            },
+            Ok(m) if m.is_dir() => format!("directory holding {:?}", snapshot(&e.path())),
+            Ok(m) => format!("{:?}", m.file_type()),
+            Err(err) => format!("gone: {err}"),
+        };
+        all.insert(name, what);
     }
-    let victim = outside.join("victim");
-    match std::fs::symlink_metadata(&victim) {
-        Ok(m) if m.is_file() => {}
-        _ => return Some("{outside}/victim is no longer a regular file".into()),
+    all
+}
+
+/// What changed in the `{outside}` directory since `before`.
+fn outside_changed(outside: &Path, before: &BTreeMap<String, String>) -> Option<String> {
+    let after = snapshot(outside);
+    let mut changes = Vec::new();
+    for (name, was) in before {
+        match after.get(name) {
+            None => changes.push(format!("{name} is gone (was {was})")),
+            Some(now) if now != was => changes.push(format!("{name} changed: {now} (was {was})")),
+            Some(_) => {}
+        }
     }
-    match std::fs::read(&victim) {
-        Ok(b) if b == VICTIM => None,
-        Ok(b) => Some(format!(
-            "{{outside}}/victim changed: {} bytes, starting {:?}",
-            b.len(),
-            String::from_utf8_lossy(&b[..b.len().min(60)])
-        )),
-        Err(e) => Some(format!("{{outside}}/victim unreadable: {e}")),
+    for (name, now) in &after {
+        if !before.contains_key(name) {
+            changes.push(format!("{name} appeared: {now}"));
+        }
     }
+    (!changes.is_empty()).then(|| format!("{{outside}} changed: {}", changes.join("; ")))
 }
 
 /// Runs one case and returns what is wrong with the outcome, if anything.
@@ -575,6 +609,7 @@ fn run_case(name: &str, case: &Case) -> Option<String> {
     };
     let result = (|| {
         workspace(case, &places)?;
+        let before = snapshot(&outside);
         let timeout = Duration::from_secs(case.timeout_s);
         let mut wrong = Vec::new();
         let mut ran = Vec::new();
@@ -592,7 +627,7 @@ fn run_case(name: &str, case: &Case) -> Option<String> {
             ran.push(r);
         }
         wrong.extend(forbidden(case, &ws, &ran));
-        wrong.extend(outside_changed(&outside));
+        wrong.extend(outside_changed(&outside, &before));
         if wrong.is_empty() {
             Ok(())
         } else {
@@ -625,7 +660,7 @@ fn the_runner_fails_cases_that_break_its_checks() {
 exit = 0
 args = ["report", "--out", "{outside}/r", "scenarios/s.toml"]
 "#,
-            "{outside} now holds [\"r\", \"victim\"]",
+            "{outside} changed: r appeared",
         ),
         // A forbidden string in a file below the workspace is found.
         (
