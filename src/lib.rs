@@ -20,6 +20,7 @@ pub mod parallel;
 pub mod plan;
 pub mod power;
 pub mod preflight;
+pub mod private_file;
 pub mod progress;
 pub mod report;
 pub mod secrets;

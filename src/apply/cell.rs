@@ -228,6 +228,18 @@ fn input_file(step: &Step, vars: &Vars) -> Result<Option<std::fs::File>, CellFai
                     ),
                 });
         }
+        // A password a scenario names: through no link, the user's, nobody else's to
+        // change (`private_file`). The cause names the parameter, not the path.
+        Some(StepInput::Private(p)) => {
+            let path = vars.string(p).unwrap_or_default();
+            return crate::private_file::open(&path).map(Some).map_err(|why| {
+                CellFailure::Refused {
+                    reason: format!(
+                        "refusing the private file `{p}` names on the controller: {why}"
+                    ),
+                }
+            });
+        }
     };
     std::fs::File::open(&path)
         .map(Some)

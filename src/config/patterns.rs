@@ -123,6 +123,7 @@ pub(super) fn recipe(
             pattern: spec.pattern.get_ref().clone(),
             expected: spec.expected.get_ref().clone(),
             regex: spec.regex.as_ref().is_some_and(|r| *r.get_ref()),
+            private_file: spec.private_file.as_ref().is_some_and(|r| *r.get_ref()),
         };
         if let Some((_, value)) = raw_params
             .iter()
@@ -170,6 +171,13 @@ pub(super) fn check(
                 "the recipe's [param_patterns] wants it to match `{}`",
                 pattern.pattern
             )),
+        );
+    } else if pattern.private_file
+        && let Err(e) = crate::private_file::check_path(s)
+    {
+        diags.push(
+            src.at_value(value, format!("parameter `{name}` = {s:?} is refused as a private file: {e}"))
+                .with_help("benchpipe reads it as root: name a file owned by you in a directory only root or you can write, reached through no link"),
         );
     }
 }

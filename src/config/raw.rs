@@ -277,6 +277,8 @@ pub struct ParamPattern {
     pub expected: S<String>,
     /// The value is itself a regular expression, checked as one (`grep -E`'s subset).
     pub regex: Option<S<bool>>,
+    /// The value names a private file on the controller, given to a step as its `input`.
+    pub private_file: Option<S<bool>>,
 }
 
 /// `[run]`: a step plus its parser. Not `flatten`ed, which would defeat deny_unknown_fields.

@@ -51,6 +51,18 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
     variables.extend(params.keys().cloned());
     let uses_device = std::cell::Cell::new(false);
     let uses_addresses = std::cell::Cell::new(false);
+    // Parameters naming a private file: a step's stdin only, never a command's text.
+    let private: BTreeSet<String> = raw
+        .param_patterns
+        .iter()
+        .filter(|(_, p)| {
+            p.get_ref()
+                .private_file
+                .as_ref()
+                .is_some_and(|b| *b.get_ref())
+        })
+        .map(|(k, _)| k.get_ref().clone())
+        .collect();
     // Where a step or service reads `{{ host }}`: the test goes over the network.
     let host_at = std::cell::RefCell::new(None);
     let mut samples = template::sample_builtins();
@@ -120,6 +132,13 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         if used.contains("secrets") {
             super::secrets::check_use(src, command, &secrets, on, diags);
         }
+        for name in used.intersection(&private) {
+            let span = template::word_span(&src.text, command.span(), name);
+            diags.push(
+                src.at(span, format!("`{name}` names a private file: no command may read it, or the shell would open it following links"))
+                    .with_help(format!("give the file to the step on its stdin: `input = \"{name}\"`")),
+            );
+        }
         super::tmpfs::refuse_use_without_table(src, command, &used, raw.tmpfs.is_some(), diags);
         Step {
             on,
@@ -146,8 +165,14 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         .collect();
     let with_input = |s: &raw::Step, diags: &mut Vec<Diagnostic>| {
         let param = input(src, s.input.as_ref(), &params, diags);
+        let input = match super::secrets::step_input(src, s, param, &secrets, diags) {
+            Some(crate::model::StepInput::Param(p)) if private.contains(&p) => {
+                Some(crate::model::StepInput::Private(p))
+            }
+            other => other,
+        };
         Step {
-            input: super::secrets::step_input(src, s, param, &secrets, diags),
+            input,
             ..check_step(&s.on, &s.command, &s.timeout, diags)
         }
     };

@@ -110,7 +110,9 @@ impl Recipe {
             .iter()
             .chain(&self.setup_after_services)
             .chain(&self.teardown)
-            .any(|s| matches!(&s.input, Some(StepInput::Param(p)) if p == name))
+            .any(|s| {
+                matches!(&s.input, Some(StepInput::Param(p) | StepInput::Private(p)) if p == name)
+            })
     }
 
     /// The sides its steps and services run on.
@@ -243,6 +245,11 @@ pub enum StepInput {
     /// controller, so a board command gets the value without it being on any command
     /// line; a missing file fails the step.
     Secret(String),
+    /// `input = "NAME"` of a parameter whose `[param_patterns]` entry says
+    /// `private_file = true`: the file is opened by `private_file::open` (no link, owned
+    /// by the user, nobody else may change it), and the parameter is read by no
+    /// command.
+    Private(String),
 }
 
 /// `[param_patterns]`: a regular expression a string parameter's value must match
@@ -254,6 +261,11 @@ pub struct ParamPattern {
     /// The value is a regular expression a board's `grep -E` runs: it must compile and
     /// keep to what POSIX ERE and the regex crate read alike (`patterns::ere`).
     pub regex: bool,
+    /// The value is the path of a private file on the controller (a password): its
+    /// text is checked (`private_file::check_path`), no command may read the
+    /// parameter, and a step gets the file on its stdin (`StepInput::Private`), opened
+    /// by `private_file::open`.
+    pub private_file: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

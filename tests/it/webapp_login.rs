@@ -125,7 +125,9 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
         let bytes = std::fs::read("/proc/sys/kernel/random/uuid").unwrap();
         String::from_utf8(bytes).unwrap().trim().replace('-', "")
     };
-    let password_file = lab.root.join("wp-password");
+    // Not under the lab's root in /tmp, where anyone may put files: a private file.
+    let private = RunDir::new("wp-login");
+    let password_file = private.0.join("wp-password");
     std::fs::write(&password_file, format!("{password}\n")).unwrap();
     let password_file = password_file.to_str().unwrap().to_string();
     workspace(&lab, &password_file);
@@ -245,5 +247,126 @@ fn wordpress_login_refuses_a_password_file_that_is_not_a_plain_absolute_path() {
             "{bad}: {t}"
         );
     }
+    // Files anyone may have put there, or a path whose text is not where it leads:
+    // refused as a private file, at the value.
+    for bad in [
+        "/tmp/wp-password",
+        "/dev/shm/wp-password",
+        "/var/tmp/wp-password",
+        "/etc/../tmp/wp-password",
+    ] {
+        std::fs::write(root.join("scenarios/bad.toml"), scenario(bad)).unwrap();
+        let out = bp(&root, &["check", "scenarios/bad.toml"]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {t}");
+        assert!(t.contains("scenarios/bad.toml:9:"), "{bad}: {t}");
+        assert!(t.contains("is refused as a private file"), "{bad}: {t}");
+    }
+    // A command that reads the parameter itself (the shell would follow links) is
+    // refused in the recipe, at the template's word.
+    let recipe = std::fs::read_to_string(root.join("pipeline/wordpress-login.toml")).unwrap();
+    let from = "umask 077; s={{ secrets }}\nsed -n 1p |";
+    assert!(recipe.contains(from));
+    std::fs::write(
+        root.join("pipeline/wordpress-login.toml"),
+        recipe.replace(
+            from,
+            "umask 077; s={{ secrets }}\nsed -n 1p {{ password_file }} |",
+        ),
+    )
+    .unwrap();
+    let out = bp(&root, &["check", "scenarios/ok.toml"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("`password_file` names a private file"), "{t}");
+    assert!(t.contains("pipeline/wordpress-login.toml:"), "{t}");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A directory of this test's own under /run (root's, mode 0755, not shared), removed
+/// on drop.
+struct RunDir(std::path::PathBuf);
+
+impl RunDir {
+    fn new(tag: &str) -> RunDir {
+        use std::os::unix::fs::PermissionsExt;
+        let d = std::path::PathBuf::from(format!("/run/benchpipe-it-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        RunDir(d)
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// At run time the password file is opened by benchpipe, not by a shell: a link to a
+/// good file, a file of another user, a group-writable file and a file below a
+/// directory others can write each fail the cell with the reason before anything is
+/// read, and a good file is read (the cell goes on to the login, which fails here: no
+/// WordPress listens). On a local board; the password never shows.
+#[test]
+fn wordpress_login_opens_the_password_file_through_no_link_and_only_when_it_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = RunDir::new("pw");
+    let at = |n: &str| d.0.join(n).to_str().unwrap().to_string();
+    let secret = "never-shown-password-8c1f";
+    std::fs::write(at("wp-password"), format!("{secret}\n")).unwrap();
+    std::fs::set_permissions(at("wp-password"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink(at("wp-password"), at("link-password")).unwrap();
+    std::fs::write(at("theirs-password"), format!("{secret}\n")).unwrap();
+    std::os::unix::fs::chown(at("theirs-password"), Some(65534), Some(65534)).unwrap();
+    std::fs::write(at("gw-password"), format!("{secret}\n")).unwrap();
+    std::fs::set_permissions(at("gw-password"), std::fs::Permissions::from_mode(0o660)).unwrap();
+    std::fs::create_dir(at("open")).unwrap();
+    std::fs::set_permissions(at("open"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::fs::write(at("open/wp-password"), format!("{secret}\n")).unwrap();
+    let p = crate::spine::Project::new("login-private").write(
+        "pipeline/wordpress-login.toml",
+        &std::fs::read_to_string(repo().join("pipeline/wordpress-login.toml")).unwrap(),
+    );
+    let failure_of = |file: &str| {
+        let _ = std::fs::remove_dir_all(p.dir.join("results"));
+        std::fs::write(
+            p.dir.join("scenarios/s.toml"),
+            format!(
+                "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+                 board = [\"here\"]\ntest = [\"wordpress-login\"]\n[method]\nwarmup = {{ runs = 0 }}\n\
+                 runs = {{ min = 1, max = 1 }}\n[params.wordpress-login]\nport = 9\npassword_file = \"{file}\"\n"
+            ),
+        )
+        .unwrap();
+        let out = p.bp(&["apply", "scenarios/s.toml"]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{file}: {t}");
+        assert!(!t.contains(secret), "{file}: {t}");
+        let failure = std::fs::read_dir(p.dir.join("results"))
+            .unwrap()
+            .flatten()
+            .find_map(|e| std::fs::read_to_string(e.path().join("failure.json")).ok())
+            .unwrap_or_else(|| panic!("{file}: no failure: {t}"));
+        let v: Value = serde_json::from_str(&failure).unwrap();
+        v["cause"].as_str().unwrap().to_string()
+    };
+    for (file, why) in [
+        ("link-password", "it is a symbolic link"),
+        ("theirs-password", "it is owned by uid 65534"),
+        ("gw-password", "others may write to it (mode 660)"),
+        ("open/wp-password", "others may write to the directory"),
+    ] {
+        let cause = failure_of(&at(file));
+        assert!(
+            cause.contains("refusing the private file `password_file` names on the controller")
+                && cause.contains(why),
+            "{file}: {cause}"
+        );
+    }
+    // The good file is read: the cell fails later, at the login.
+    let cause = failure_of(&at("wp-password"));
+    assert!(!cause.contains("refusing"), "{cause}");
+    assert!(cause.contains("setup"), "{cause}");
 }
