@@ -209,7 +209,7 @@ fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
 
 /// The controller file a step's `input` names, opened: the file a parameter names
 /// (none when empty), or one of the cell's secrets; none when the step has no input.
-fn input_file(step: &Step, vars: &Vars) -> Result<Option<std::fs::File>, CellFailure> {
+pub(super) fn input_file(step: &Step, vars: &Vars) -> Result<Option<std::fs::File>, CellFailure> {
     let path = match &step.input {
         None => return Ok(None),
         Some(StepInput::Param(p)) => match vars.string(p) {
@@ -249,7 +249,7 @@ fn input_file(step: &Step, vars: &Vars) -> Result<Option<std::fs::File>, CellFai
 }
 
 /// `Transport::run` with the file as the command's stdin.
-fn run_input(
+pub(super) fn run_input(
     t: &mut dyn Transport,
     command: &str,
     timeout: Option<Duration>,

@@ -107,9 +107,14 @@ impl ClusterWorker<'_> {
                 {
                     continue;
                 }
-                let command = bench::render(&step.command, Self::vars_at(&w.live[key], slot))?;
+                let vars = Self::vars_at(&w.live[key], slot);
+                let command = bench::render(&step.command, vars)?;
                 let timeout = step.timeout.or(Some(CLUSTER_STEP_TIMEOUT));
-                let out = self.run_on(w, slot, &command, timeout)?;
+                // The step's stdin (`input`, `input_secret`), as on a board.
+                let out = match crate::apply::cell::input_file(step, vars)? {
+                    Some(mut file) => self.run_input_on(w, slot, &command, timeout, &mut file)?,
+                    None => self.run_on(w, slot, &command, timeout)?,
+                };
                 crate::apply::cell::exited_well(what, &command, &out)?;
             }
         }

@@ -103,6 +103,30 @@ impl ClusterWorker<'_> {
         }
     }
 
+    /// `run_on` with `file` as the command's stdin.
+    pub(super) fn run_input_on(
+        &self,
+        w: &mut ClusterWalk<'_, '_, '_>,
+        slot: Slot,
+        command: &str,
+        timeout: Option<Duration>,
+        file: &mut std::fs::File,
+    ) -> Result<Output, CellFailure> {
+        match slot {
+            Slot::Controller => {
+                let mut t =
+                    super::super::secrets::Redacting::new(w.controller.as_mut(), &w.secrets);
+                Ok(crate::apply::cell::run_input(
+                    &mut t, command, timeout, file,
+                )?)
+            }
+            Slot::Member(i) => {
+                let r = crate::apply::cell::run_input(Self::session(w, i)?, command, timeout, file);
+                r.map_err(|e| self.on_member(w, i, e.into()))
+            }
+        }
+    }
+
     /// Where a recipe step on `side` runs in a cluster cell.
     pub(super) fn slots(&self, side: Side) -> Vec<Slot> {
         match side {
