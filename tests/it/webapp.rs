@@ -1,8 +1,8 @@
 //! Integration tests: the web-app recipes (pipeline/wordpress.toml, drupal.toml) and
 //! the mechanisms they use: WordPress from Debian's packages with its own MariaDB,
-//! php-fpm and nginx on each lab board, wrk and ab on the controller after a real
-//! login; the secrets (the admin password, the login cookie) in no log, store file,
-//! report or output, also when a run fails after the login; metric flags (non-2xx
+//! php-fpm and nginx on each lab board, wrk on the controller after a real login; the
+//! secrets (the admin password, the login cookie) in no log, store file, report,
+//! output or command line, also when a run fails after the login; metric flags (non-2xx
 //! responses) shown in reports; and nothing left running afterwards.
 
 use std::collections::BTreeSet;
@@ -90,6 +90,55 @@ pub(crate) fn capturing_secrets_in<T>(
     watcher.join().unwrap();
     let seen = seen.lock().unwrap().clone();
     (out, seen)
+}
+
+/// Every distinct command line of the machine's processes seen while `run` runs (a
+/// /proc scan every few milliseconds; lab boards share the process table), at most
+/// 100000 of them.
+pub(crate) fn watching_command_lines<T>(run: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
+    let seen = Arc::new(Mutex::new(BTreeSet::new()));
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (seen, done) = (seen.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                    if !e
+                        .file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                    {
+                        continue;
+                    }
+                    if let Ok(raw) = std::fs::read(e.path().join("cmdline"))
+                        && !raw.is_empty()
+                    {
+                        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+                        let mut seen = seen.lock().unwrap();
+                        if seen.len() < 100_000 {
+                            seen.insert(cmd);
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        })
+    };
+    let out = run();
+    done.store(true, Ordering::SeqCst);
+    watcher.join().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (out, seen)
+}
+
+/// The command lines that hold one of `needles`.
+pub(crate) fn command_lines_holding(lines: &BTreeSet<String>, needles: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| needles.iter().any(|n| l.contains(n.as_str())))
+        .cloned()
+        .collect()
 }
 
 /// What must never appear: each secret whole, and each cookie's value alone, as sent
@@ -229,8 +278,9 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
     workspace(&lab, |r| r);
     let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
     assert!(check.status.success(), "{}", text(&check));
-    let (out, secrets) =
-        capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
+    let ((out, commands), secrets) = capturing_secrets(&boards, || {
+        watching_command_lines(|| bp(&lab.root, &["apply", "scenarios/s.toml"]))
+    });
     let output = text(&out);
     assert!(out.status.success(), "{output}");
     let measured: Vec<Value> = samples(&lab.root)
@@ -288,6 +338,16 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
             "report printed a secret"
         );
     }
+    // The logged-in load ran (wrk with the script that reads the cookie from its file,
+    // seen in the process table), and no process ever had a secret on its command line.
+    let exposed = command_lines_holding(&commands, &needles);
+    assert!(exposed.is_empty(), "secrets on command lines: {exposed:?}");
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.starts_with("wrk ") && c.contains("/login.lua")),
+        "the logged-in wrk was never seen"
+    );
     for b in &boards {
         assert_nothing_left(b);
     }

@@ -21,6 +21,7 @@ mod text;
 mod time;
 mod wrk;
 mod wrk_ab;
+mod wrk_login;
 
 use serde_json::{Map, Value};
 
@@ -87,6 +88,7 @@ pub static REGISTRY: &[&dyn Parser] = &[
     &wrk::Wrk,
     &ab::Ab,
     &wrk_ab::WrkAb,
+    &wrk_login::WrkLogin,
 ];
 
 /// The registered parser of that name.
@@ -207,9 +209,11 @@ pub fn check_path_for(spec: &ParserSpec, path: &str) -> Result<(), UnreachablePa
                 Err(UnreachablePath::StepsIntoANumber { key })
             } else if !whole && steps == 1 {
                 Err(UnreachablePath::StopsAtAnObject { key })
-            } else if spec.name() == "wrk+ab"
-                && let Some(detail) = wrk_ab::check_part(path)
-            {
+            } else if let Some(detail) = match spec.name() {
+                "wrk+ab" => wrk_ab::check_part(path),
+                "wrk+login" => wrk_login::check_part(path),
+                _ => None,
+            } {
                 Err(UnreachablePath::NotInPart { detail })
             } else {
                 Ok(())
@@ -287,7 +291,8 @@ mod tests {
                 ("iperf2", 1),
                 ("wrk", 1),
                 ("ab", 1),
-                ("wrk+ab", 1)
+                ("wrk+ab", 1),
+                ("wrk+login", 1)
             ]
         );
     }
