@@ -43,6 +43,7 @@ mod tpi;
 mod uas;
 mod webapp;
 mod webapp_login;
+mod webapp_network;
 mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`

@@ -267,10 +267,11 @@ pub(crate) fn samples(root: &Path) -> Vec<(String, Value)> {
 }
 
 /// The shipped lab scenario on two lab boards: each board's own WordPress (MariaDB,
-/// php-fpm, nginx in its workdir) is loaded by wrk and by ab with a real login's
+/// php-fpm, nginx in its workdir) is loaded by wrk, anonymous and with a real login's
 /// cookie; both rates are stored for every run; the password and cookie, captured on
-/// the controller while the cells ran, are in no store file, report or output; and
-/// nothing is left running or on disk.
+/// the controller while the cells ran, are in no store file, report or output, nor on
+/// any command line of the machine's process table sampled meanwhile (the logged-in
+/// wrk among them); and nothing is left running or on disk.
 #[test]
 fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
     let lab = Lab::up(2);

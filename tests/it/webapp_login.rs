@@ -16,11 +16,14 @@ fn repo() -> &'static Path {
 }
 
 /// wordpress.toml's board-side commands (the site's files, then the database and the
-/// install once the daemons run), made into a cluster deploy: the site in
-/// `<workdir>/wp-login-site` instead of the cell's directory, on the endpoint's port,
-/// and the admin password from `password_file` (lab boards share the controller's
-/// filesystem). The daemons are those of wordpress.toml's services, started detached.
-fn deploy_and_teardown(password_file: &str) -> (String, String) {
+/// install once the daemons run, which opens nginx's listener on the board's address),
+/// made into a cluster deploy on `board`: the site in `<workdir>/wp-login-site` instead
+/// of the cell's directory, on the endpoint's port, the board's and the controller's
+/// addresses written in (a deploy has no `bind_address` or `controller_address`), and
+/// the admin password from `password_file` (lab boards share the controller's
+/// filesystem). The daemons are wordpress.toml's services, started detached, each
+/// waited for by its ready check.
+fn deploy_and_teardown(board: &LabBoard, password_file: &str) -> (String, String) {
     let recipe: toml::Value =
         toml::from_str(&std::fs::read_to_string(repo().join("pipeline/wordpress.toml")).unwrap())
             .unwrap();
@@ -42,6 +45,11 @@ fn deploy_and_teardown(password_file: &str) -> (String, String) {
             .replace("{{ port }}", "{{ endpoint_port }}")
             .replace("{{ php_workers }}", "2")
             .replace("{{ innodb_buffer_pool_mib }}", "32")
+            .replace("{{ bind_address }}", &board.address.to_string())
+            .replace(
+                "{{ controller_address }}",
+                &board.controller_address.to_string(),
+            )
     };
     let files = sub(board_steps[0].0);
     assert!(!board_steps[0].1 && board_steps[1].1);
@@ -55,26 +63,30 @@ fn deploy_and_teardown(password_file: &str) -> (String, String) {
     let wait = |cond: &str| {
         format!("i=0; until {cond}; do i=$((i + 1)); [ $i -lt 600 ] || exit 1; sleep 0.2; done\n")
     };
-    let daemons = format!(
-        "d={{{{ workdir }}}}/wp-login-site\n\
-         setsid mariadbd --no-defaults --datadir=\"$d/db\" --socket=\"$d/mysqld.sock\" --pid-file=\"$d/mysqld.pid\" --skip-networking --user=root --log-error=\"$d/mysqld.err\" --tmpdir=\"$d/tmp\" --innodb-buffer-pool-size=32M < /dev/null > /dev/null 2>&1 &\n\
-         {}\
-         setsid \"$(cat \"$d/php-fpm.path\")\" --nodaemonize --allow-to-run-as-root --fpm-config \"$d/php-fpm.conf\" < /dev/null > /dev/null 2>&1 &\n\
-         {}\
-         setsid nginx -p \"$d\" -e \"$d/nginx-error.log\" -c \"$d/nginx.conf\" < /dev/null > /dev/null 2>&1 &\n\
-         {}",
-        wait("mariadb --no-defaults --socket=\"$d/mysqld.sock\" -e 'SELECT 1' > /dev/null 2>&1"),
-        wait("test -S \"$d/php-fpm.sock\""),
-        wait("ss -Hltn \"sport = :$port\" | grep -q ."),
-    );
+    // Each service's command in a session of its own (the deploy's own processes are
+    // stopped when it ends), its directory from the environment: a template value may
+    // not stand inside the quotes `sh -c` needs.
+    let mut daemons = "export D={{ workdir }}/wp-login-site\n".to_string();
+    for sv in recipe["services"].as_array().unwrap() {
+        let command =
+            sub(sv["command"].as_str().unwrap()).replace("{{ workdir }}/wp-login-site", "$D");
+        assert!(
+            !command.contains('\'') && !command.contains("{{"),
+            "{command}"
+        );
+        daemons.push_str(&format!(
+            "setsid sh -c '{command}' < /dev/null > /dev/null 2>&1 &\n{}",
+            wait(&sub(sv["ready"].as_str().unwrap()))
+        ));
+    }
     let deploy = format!("{files}\n{daemons}\n{install}");
     let teardown = "d={{ workdir }}/wp-login-site\n\
-        for f in nginx.pid php-fpm.pid mysqld.pid; do\n\
+        for f in nginx.pid php-fpm.pid db/mysqld.pid; do\n\
           p=$(cat \"$d/$f\" 2>/dev/null); case $p in ''|*[!0-9]*) continue ;; esac\n\
           kill \"$p\" 2>/dev/null\n\
         done\n\
-        i=0; while { [ -f \"$d/nginx.pid\" ] || [ -f \"$d/php-fpm.pid\" ] || [ -f \"$d/mysqld.pid\" ]; } && [ $i -lt 300 ]; do i=$((i + 1)); sleep 0.1; done\n\
-        rm -rf --one-file-system \"$d\"\n"
+        i=0; while { [ -f \"$d/nginx.pid\" ] || [ -f \"$d/php-fpm.pid\" ] || [ -f \"$d/db/mysqld.pid\" ]; } && [ $i -lt 300 ]; do i=$((i + 1)); sleep 0.1; done\n\
+        rm -rf --one-file-system \"$d\" && chmod 0700 {{ workdir }} && chgrp 0 {{ workdir }}\n"
         .to_string();
     (deploy, teardown)
 }
@@ -97,7 +109,7 @@ fn workspace(lab: &Lab, password_file: &str) {
     )
     .unwrap();
     let b = &lab.board(0).name;
-    let (deploy, teardown) = deploy_and_teardown(password_file);
+    let (deploy, teardown) = deploy_and_teardown(lab.board(0), password_file);
     let c = cluster_name();
     let scenario = format!(
         "title = \"A lab WordPress behind a cluster's endpoint, logged in to\"\n\
