@@ -26,6 +26,7 @@ mod peer;
 mod per_member;
 mod power;
 pub(crate) mod provision;
+mod quiet_install;
 mod resources;
 mod runs;
 mod secrets;

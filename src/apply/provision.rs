@@ -4,7 +4,9 @@
 //!
 //! Each recipe stands alone: a package its manager does not have, or an install that
 //! fails, fails only the cells of the recipes that need it, with that cause; the other
-//! recipes' cells go on.
+//! recipes' cells go on. apt installs keep the distribution's daemons from starting
+//! and take back the units they enable (`quiet_install`); what each install added is
+//! recorded in the board's `installed.json` (`store::Install`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -17,6 +19,26 @@ use crate::transport::{Transport, TransportError, quote};
 
 /// The recipes provisioning could not serve, and why: their cells fail with it.
 pub(super) type Unserved = BTreeMap<TestName, CellFailure>;
+
+/// The installs provisioning made, each under the name of the board whose record keeps
+/// it (a board, a peer, a cluster member; the controller's under the walk's name).
+pub(super) type Installs = Vec<(crate::model::BoardName, crate::store::Install)>;
+
+impl Worker<'_> {
+    /// Adds provisioning's installs to the boards' records; one that cannot be written
+    /// is said, and the walk goes on.
+    pub(super) fn record_installs(&self, installs: Installs) {
+        for (board, mut install) in installs {
+            install.session = self.session.to_string();
+            if let Err(e) = self.store.record_install(&board, install) {
+                self.phase(
+                    None,
+                    format!("could not record what provisioning installed on {board}: {e}"),
+                );
+            }
+        }
+    }
+}
 
 impl Worker<'_> {
     /// Makes the board ready for its cells: tools installed, work and storage dirs
@@ -31,13 +53,30 @@ impl Worker<'_> {
         let recipes: BTreeMap<_, &Recipe> =
             jobs.iter().map(|j| (&j.recipe.name, j.recipe)).collect();
         // A board is the only member of itself: it gets what every member needs.
-        let mut unserved = provision(
+        let mut installs = Installs::new();
+        let board_side = provision(
             board,
             self.name(),
             &[Side::Board, Side::Members],
             recipes.values().copied(),
-        )?;
-        on_controller(controller, recipes.values().copied(), &mut unserved)?;
+            &mut installs,
+        );
+        let controller_side = board_side.and_then(|mut unserved| {
+            on_controller(
+                controller,
+                recipes.values().copied(),
+                &mut unserved,
+                &mut installs,
+            )
+            .map(|()| unserved)
+        });
+        // What was installed is recorded also when a later side failed.
+        let installs: Installs = installs
+            .into_iter()
+            .map(|(_, i)| (self.board.name.clone(), i))
+            .collect();
+        self.record_installs(installs);
+        let unserved = controller_side?;
         let mut dirs = vec![self.board.workdir.clone()];
         for j in jobs {
             if let Some(st) = &j.cell.address.storage
@@ -78,12 +117,21 @@ impl Worker<'_> {
             if recipes.is_empty() {
                 continue;
             }
-            match provision(
+            let mut installs = Installs::new();
+            let provisioned = provision(
                 session,
                 name.as_str(),
                 &[Side::Peer],
                 recipes.values().copied(),
-            ) {
+                &mut installs,
+            );
+            self.record_installs(
+                installs
+                    .into_iter()
+                    .map(|(_, i)| (name.clone(), i))
+                    .collect(),
+            );
+            match provisioned {
                 Ok(lacking) => {
                     for (test, cause) in lacking {
                         unserved.entry(test).or_insert(cause);
@@ -101,14 +149,13 @@ impl Worker<'_> {
 
 /// How a package manager is driven: every command runs as root, non-interactive, and
 /// waits for a lock another install holds (boards that share one system, as the lab's
-/// do, provision at the same time).
+/// do, provision at the same time). apt's daemons are kept from starting, and the units
+/// its install enabled disabled again (`quiet_install`); the other managers' packages
+/// start nothing on install.
 fn install_command(m: PackageManager, packages: &[&str]) -> String {
     let p = quote::join(packages);
     match m {
-        PackageManager::Apt => format!(
-            "export DEBIAN_FRONTEND=noninteractive; \
-             apt-get -o DPkg::Lock::Timeout=600 install -y -q -- {p}"
-        ),
+        PackageManager::Apt => super::quiet_install::apt_script(packages),
         PackageManager::Dnf => format!("dnf install -y -q {p}"),
         PackageManager::Apk => format!("apk add -q {p}"),
         PackageManager::Pacman => format!("pacman -S --noconfirm --needed {p}"),
@@ -175,8 +222,15 @@ pub(super) fn on_controller<'r>(
     controller: &mut dyn Transport,
     recipes: impl Iterator<Item = &'r Recipe>,
     unserved: &mut Unserved,
+    installs: &mut Installs,
 ) -> Result<(), CellFailure> {
-    let mine = provision(controller, "the controller", &[Side::Controller], recipes)?;
+    let mine = provision(
+        controller,
+        "the controller",
+        &[Side::Controller],
+        recipes,
+        installs,
+    )?;
     for (test, cause) in mine {
         unserved.entry(test).or_insert(cause);
     }
@@ -185,12 +239,15 @@ pub(super) fn on_controller<'r>(
 
 /// Checks that every command the recipes need on `on` exists there, installing the
 /// missing ones' packages, when running as root there, with the side's package
-/// manager. Returns the recipes left without their commands, each with its cause.
+/// manager. Returns the recipes left without their commands, each with its cause;
+/// each apt install is added to `installs` (under the side's name; callers give it the
+/// board whose record keeps it).
 pub(super) fn provision<'r>(
     t: &mut dyn Transport,
     side: &str,
     on: &[Side],
     recipes: impl Iterator<Item = &'r Recipe>,
+    installs: &mut Installs,
 ) -> Result<Unserved, CellFailure> {
     let owned: Vec<(&TestName, Needs)> = recipes
         .filter_map(|r| merged(r, on).map(|n| (&r.name, n)))
@@ -204,7 +261,10 @@ pub(super) fn provision<'r>(
     if commands.is_empty() {
         return Ok(unserved);
     }
-    let missing = missing_commands(t, &commands)?;
+    let (missing, leftover) = missing_and_leftover(t, &commands)?;
+    if leftover {
+        take_back_leftover(t, side, installs)?;
+    }
     let lacking: Vec<(&TestName, &Needs, Vec<String>)> = needs
         .iter()
         .map(|(name, n)| {
@@ -319,10 +379,12 @@ pub(super) fn provision<'r>(
     let installable: Vec<&str> = installable.into_iter().collect();
     let install = install_command(manager, &installable);
     let mut out = t.run(&install, Some(Duration::from_secs(1800)))?;
-    if !out.exit.success() {
+    record(installs, side, manager, &out);
+    if !out.exit.success() && out.exit.code != Some(3) {
         // Stale lists name versions the mirror no longer has: refresh, try once more.
         let _ = t.run(update_command(manager), Some(Duration::from_secs(900)))?;
         out = t.run(&install, Some(Duration::from_secs(1800)))?;
+        record(installs, side, manager, &out);
     }
     if !out.exit.success() {
         let cause = CellFailure::step_failed(
@@ -358,6 +420,35 @@ pub(super) fn provision<'r>(
         }
     }
     Ok(unserved)
+}
+
+/// An apt install's report, added to `installs` when it did or found anything.
+fn record(
+    installs: &mut Installs,
+    side: &str,
+    manager: PackageManager,
+    out: &crate::transport::Output,
+) {
+    if manager != PackageManager::Apt {
+        return;
+    }
+    let r = super::quiet_install::parse(&out.stdout_str());
+    if r.policy.is_empty() && r.packages.is_empty() && r.recovered_packages.is_empty() {
+        return;
+    }
+    installs.push((
+        crate::model::BoardName::new(side),
+        crate::store::Install {
+            session: String::new(),
+            side: side.to_string(),
+            manager: manager.name().to_string(),
+            policy: r.policy,
+            packages: r.packages,
+            disabled: r.disabled,
+            recovered_packages: r.recovered_packages,
+            recovered_disabled: r.recovered_disabled,
+        },
+    ));
 }
 
 /// What a recipe needs on these sides together; `None` when it names nothing there.
@@ -418,6 +509,62 @@ pub(super) fn package_versions(
         })
         .filter(|(_, v)| !v.is_empty())
         .collect()
+}
+
+/// `missing_commands`, and whether an apt install an earlier apply began was left
+/// unfinished there (`quiet_install`: its marker, or benchpipe's policy-rc.d).
+fn missing_and_leftover(
+    t: &mut dyn Transport,
+    commands: &BTreeSet<&str>,
+) -> Result<(Vec<String>, bool), TransportError> {
+    use super::quiet_install::{MARK, POLICY, STATE};
+    let words: Vec<&str> = commands.iter().copied().collect();
+    // A command name holds no `/`: the marker line is never one.
+    let script = format!(
+        "for c in {}; do command -v \"$c\" >/dev/null 2>&1 || echo \"$c\"; done; \
+         if [ -e {} ] || grep -qxF -- {} {} 2>/dev/null; then echo /leftover-install; fi",
+        quote::join(&words),
+        quote::sh(&format!("{STATE}/in-progress")),
+        quote::sh(MARK),
+        quote::sh(POLICY),
+    );
+    let out = t.run(&script, Some(Duration::from_secs(60)))?;
+    let mut leftover = false;
+    let missing = out
+        .stdout_str()
+        .lines()
+        .filter(|l| {
+            let marker = *l == "/leftover-install";
+            leftover |= marker;
+            !marker
+        })
+        .map(str::to_string)
+        .collect();
+    Ok((missing, leftover))
+}
+
+/// An install an earlier apply left unfinished on an apt side: finished and taken back
+/// (the install script with no package), and recorded.
+fn take_back_leftover(
+    t: &mut dyn Transport,
+    side: &str,
+    installs: &mut Installs,
+) -> Result<(), CellFailure> {
+    if manager_of(t) != Ok(PackageManager::Apt) {
+        return Ok(());
+    }
+    let script = super::quiet_install::apt_script(&[]);
+    let out = t.run(&script, Some(Duration::from_secs(1800)))?;
+    record(installs, side, PackageManager::Apt, &out);
+    if out.exit.success() {
+        return Ok(());
+    }
+    Err(CellFailure::step_failed(
+        format!("{side}: provision"),
+        "take back an unfinished install",
+        &out.exit,
+        &out.stderr_str(),
+    ))
 }
 
 pub(crate) fn missing_commands(

@@ -52,6 +52,7 @@ mod board_state;
 mod drift;
 mod failure;
 mod files;
+mod installed;
 mod plan_skips;
 mod stored_json;
 #[cfg(test)]
@@ -70,6 +71,7 @@ use files::{
     ReadBuf, SharedFacts, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
     read_samples_in, sync_dir, to_json_bytes, write_atomic,
 };
+pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
 pub use plan_skips::PlanSkips;
 pub use stored_json::StoredJson;
 

@@ -25,6 +25,7 @@ mod parallel;
 mod parsers;
 mod power;
 mod provision;
+mod quiet_install;
 mod realboards;
 mod report_bytes;
 mod reports;

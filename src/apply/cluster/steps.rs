@@ -158,6 +158,7 @@ impl ClusterWorker<'_> {
             .map(|k| (&w.jobs[k].recipe.name, w.jobs[k].recipe))
             .collect();
         let mut unserved = super::super::provision::Unserved::new();
+        let mut installs = super::super::provision::Installs::new();
         for i in 0..self.members.len() {
             let sides: &[Side] = if i == self.control {
                 &[Side::Board, Side::Members]
@@ -165,22 +166,38 @@ impl ClusterWorker<'_> {
                 &[Side::Members]
             };
             let name = self.members[i].name.to_string();
+            let mut mine = super::super::provision::Installs::new();
             let r = super::super::provision::provision(
                 Self::session(w, i)?,
                 &name,
                 sides,
                 recipes.values().copied(),
+                &mut mine,
             );
-            for (test, cause) in r.map_err(|e| self.on_member(w, i, e))? {
+            // A member's installs are in its own record.
+            let member = self.members[i].name.clone();
+            installs.extend(mine.into_iter().map(|(_, i)| (member.clone(), i)));
+            let r = r.map_err(|e| self.on_member(w, i, e));
+            if r.is_err() {
+                self.w.record_installs(std::mem::take(&mut installs));
+            }
+            for (test, cause) in r? {
                 unserved.entry(test).or_insert(cause);
             }
         }
         let controller = w.controller.as_mut();
-        super::super::provision::on_controller(
+        let mut mine = super::super::provision::Installs::new();
+        let on_controller = super::super::provision::on_controller(
             controller,
             recipes.values().copied(),
             &mut unserved,
-        )?;
+            &mut mine,
+        );
+        // The controller's installs are in the cluster's record.
+        let cluster = crate::model::BoardName::new(self.name());
+        installs.extend(mine.into_iter().map(|(_, i)| (cluster.clone(), i)));
+        self.w.record_installs(installs);
+        on_controller?;
         let jobs: Vec<&Job<'_>> = pending.iter().map(|k| w.jobs[k]).collect();
         super::super::walk::fail_unserved(&mut w.outcomes, jobs, &unserved);
         Ok(())
