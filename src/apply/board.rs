@@ -192,7 +192,13 @@ impl Worker<'_> {
                 w.own.booting = true;
             }
             Action::Connect if w.own.booting => {
-                let (t, accepted) = self.connect_after_boot(true)?;
+                let cell = &w.jobs[&pending[0]].cell;
+                let flashed = w
+                    .own
+                    .flashed
+                    .contains_key(&cell.address.image)
+                    .then_some(&cell.image);
+                let (t, accepted) = self.connect_after_boot(flashed)?;
                 w.own.board = Some(t);
                 w.own.booting = false;
                 if let Some(fingerprint) = accepted {

@@ -271,15 +271,19 @@ impl Worker<'_> {
     }
 
     /// Connects, retrying until the board answers or its `[power] boot_timeout` passes;
-    /// the last error is the cause. A host key refusal is not retried.
+    /// the last error is the cause. A host key refusal is not retried. After a flash
+    /// (`flashed`, the image this walk wrote), the cause says the board did not answer
+    /// SSH after it, and why that is expected of an image flashed without first-boot
+    /// preparation (`unprepared_cause`).
     ///
     /// With `[flash] accept_new_host_key`, a changed host key is trusted once here, right
     /// after a flash this walk performed and verified, and its fingerprint returned; at
     /// any other time a changed key is still refused.
     pub(super) fn connect_after_boot(
         &self,
-        after_flash: bool,
+        flashed: Option<&Image>,
     ) -> Result<(Box<dyn Transport>, Option<String>), CellFailure> {
+        let after_flash = flashed.is_some();
         self.phase(None, "wait for boot");
         let boot_timeout = self
             .board
@@ -322,13 +326,24 @@ impl Worker<'_> {
                     return Err(e.into());
                 }
                 Err(e) if t0.elapsed() > boot_timeout => {
-                    return Err(CellFailure::BoardLost {
-                        cause: format!(
+                    let cause = match flashed {
+                        Some(image) => format!(
+                            "{}: did not come back within {} s of its power cycle: it did not \
+                             answer SSH after the flash of {} ({e}){}",
+                            self.board.name,
+                            boot_timeout.as_secs(),
+                            image.name,
+                            unprepared_cause(image)
+                                .map(|c| format!("; {c}"))
+                                .unwrap_or_default()
+                        ),
+                        None => format!(
                             "{}: did not come back within {} s of its power cycle: {e}",
                             self.board.name,
                             boot_timeout.as_secs()
                         ),
-                    });
+                    };
+                    return Err(CellFailure::BoardLost { cause });
                 }
                 Err(_) => self.sleep(Duration::from_secs(2))?,
             }
@@ -336,10 +351,47 @@ impl Worker<'_> {
     }
 }
 
+/// Whether `image` is flashed without first-boot preparation (`[images.NAME.firstboot]`,
+/// docs/FORMAT.md). The one place that decides it: until the model has that table,
+/// every flashed image is.
+pub(crate) fn flashed_without_firstboot(image: &Image) -> bool {
+    let _ = image;
+    true
+}
+
+/// What an unreachable board's cause adds after a flash without first-boot preparation:
+/// a freshly flashed real board has no user or key for benchpipe, and often SSH off,
+/// until its boot partition declares them (the lab's boards behave the same).
+pub(crate) fn unprepared_cause(image: &Image) -> Option<String> {
+    flashed_without_firstboot(image).then(|| {
+        format!(
+            "the image was flashed without first-boot preparation: a fresh image declares \
+             no user or key for benchpipe (and often keeps SSH off) until its boot partition \
+             says otherwise; add [images.{}.firstboot] (see docs/FORMAT.md)",
+            image.name
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::path::{Path, PathBuf};
+
+    #[test]
+    fn an_unprepared_flash_names_firstboot_in_the_cause() {
+        let image = Image {
+            name: ImageName::new("raspios"),
+            source: ImageSource::Installed,
+            expect: Default::default(),
+        };
+        let cause = unprepared_cause(&image).unwrap();
+        assert!(
+            cause.contains("flashed without first-boot preparation"),
+            "{cause}"
+        );
+        assert!(cause.contains("[images.raspios.firstboot]"), "{cause}");
+    }
 
     #[test]
     fn a_relative_image_path_is_the_workspaces() {

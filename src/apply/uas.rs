@@ -174,7 +174,7 @@ impl super::worker::Worker<'_> {
         }
         w.own.board = None;
         self.power_cycle(w.controller.as_mut())?;
-        let (t, _) = self.connect_after_boot(false)?;
+        let (t, _) = self.connect_after_boot(None)?;
         w.own.board = Some(t);
         Ok(())
     }

@@ -27,11 +27,14 @@ pub(super) fn keygen(path: &Path, comment: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// A board's sshd config; `authorized` is its `AuthorizedKeysFile` (`%u` for the user)
+/// and `access` more lines (a flashed image's `AllowUsers`).
 pub(super) fn sshd_config(
     host_key: &Path,
     pid_file: &Path,
-    authorized: &Path,
+    authorized: &str,
     address: Ipv4Addr,
+    access: &str,
 ) -> String {
     // SetEnv SHLVL=1: bash sources the controller's ~/.bashrc for commands sshd runs,
     // unless it is already a nested shell. A lab board shares the controller's files,
@@ -53,10 +56,11 @@ pub(super) fn sshd_config(
          X11Forwarding no\n\
          LogLevel ERROR\n\
          SetEnv SHLVL=1\n\
-         Subsystem sftp /usr/lib/openssh/sftp-server\n",
+         Subsystem sftp /usr/lib/openssh/sftp-server\n\
+         {access}",
         host_key.display(),
         pid_file.display(),
-        authorized.display()
+        authorized
     )
 }
 
@@ -69,9 +73,29 @@ pub fn start_sshd(board: &LabBoard) -> Result<(), Error> {
 /// of a loop device.
 pub const DROP_COPIED_LOOP_MOUNTS: &str = r#"awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { print $5, $(i + 2); break } }' /proc/self/mountinfo | while read -r point source; do case "$source" in /dev/loop*) umount -l "$point" 2>/dev/null || true;; esac; done"#;
 
+/// Boots the board (`power::boot`) and starts its sshd; an image that does not boot, or
+/// keeps SSH off, is an error here (`lab power` reports it as an outcome instead).
 pub(super) fn start_sshd_with(board: &LabBoard, sshd: &Path) -> Result<(), Error> {
+    match super::power::boot(board)? {
+        super::power::Boot::Up(up) => launch(board, sshd, &up),
+        super::power::Boot::Off(why) => Err(fail(why)),
+    }
+}
+
+/// Starts sshd in the board's namespace with `up`'s config and bind mounts, and waits
+/// until it accepts connections.
+pub(super) fn launch(board: &LabBoard, sshd: &Path, up: &super::power::Up) -> Result<(), Error> {
+    use crate::transport::quote::sh;
     let _ = fs::remove_file(&board.sshd_pid_file);
     let log = board.sshd_config.with_file_name("sshd.log");
+    let mut binds = String::new();
+    for (file, over) in &up.binds {
+        binds.push_str(&format!(
+            "if [ -f {o} ]; then mount --bind {f} {o} || exit 1; fi\n",
+            f = sh(&file.to_string_lossy()),
+            o = sh(over)
+        ));
+    }
     // `ip netns exec` gives sshd a mount namespace holding copies of every mount of the
     // moment; on a host whose root is private (containers), those copies never see the
     // host's unmounts and would pin other programs' loop devices for the board's life.
@@ -88,14 +112,11 @@ pub(super) fn start_sshd_with(board: &LabBoard, sshd: &Path) -> Result<(), Error
         &board.netns,
         "sh",
         "-c",
-        &format!(
-            "{DROP_COPIED_LOOP_MOUNTS}\n{}exec \"$@\"",
-            super::power::boot_step(board)
-        ),
+        &format!("{DROP_COPIED_LOOP_MOUNTS}\n{binds}exec \"$@\""),
         "sh",
         &sshd.to_string_lossy(),
         "-f",
-        &board.sshd_config.to_string_lossy(),
+        &up.config.to_string_lossy(),
         "-E",
         &log.to_string_lossy(),
     ])?;

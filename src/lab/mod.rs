@@ -12,6 +12,8 @@
 //! the lab itself makes (see `state`): a planted state file or link changes nothing.
 
 mod board;
+pub mod declare;
+pub mod disk;
 mod down;
 pub mod image;
 mod link;
@@ -23,7 +25,7 @@ use board::{board_file, keygen, sshd_config, start_sshd_with, write_board_file};
 pub use down::{down, down_with};
 pub use link::{LAN_INTERFACE, LabLink, WIFI_INTERFACE};
 use link::{shaped_link, subnet_addresses, used_subnets};
-pub use power::{MARKERS, PowerAction, PowerOutcome, power, power_with};
+pub use power::{MARKERS, PowerAction, PowerOutcome, boot_log, power, power_with};
 
 use std::fs;
 use std::net::Ipv4Addr;
@@ -359,6 +361,8 @@ const TOOLS: &[(&str, &str)] = &[
     ("tc", "iproute2"),
     ("losetup", "mount"),
     ("mkfs.ext4", "e2fsprogs"),
+    // Power on reads a flashed image's root partition with it (`lab::disk`).
+    ("debugfs", "e2fsprogs"),
 ];
 
 /// Stops before building anything when a tool the lab runs is missing, naming the
@@ -567,7 +571,13 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
 
         let host_key = dir.join("ssh_host_ed25519_key");
         keygen(&host_key, &name)?;
-        let config = sshd_config(&host_key, &board.sshd_pid_file, &authorized, address);
+        let config = sshd_config(
+            &host_key,
+            &board.sshd_pid_file,
+            &authorized.to_string_lossy(),
+            address,
+            "",
+        );
         state::write_new(&board.sshd_config, config.as_bytes(), 0o600)?;
         start_sshd_with(&board, &o.sshd)?;
         let public = dir.join("ssh_host_ed25519_key.pub");

@@ -336,13 +336,13 @@ version = { from = "version", unit = "VERSION_ID", better = "higher" }
 fn fake_systemctl_the_wait_for_boot_keeps_asking_while_systemd_says_starting() {
     let lab = Lab::up(1);
     let dir = scratch("systemctl");
-    let img = benchpipe::lab::image::build(
+    let img = crate::firstboot::lab_ready(
+        &lab,
         &dir,
         "v1",
         &benchpipe::lab::image::ImageSpec::new("bpboot", "1"),
         benchpipe::lab::image::Compression::None,
-    )
-    .unwrap();
+    );
     // Says `starting` (and returns at once, as a systemctl without --wait does) on its
     // first three calls, then `running`; counts the calls.
     let calls = dir.join("calls");
@@ -375,13 +375,13 @@ fn fake_systemctl_the_wait_for_boot_keeps_asking_while_systemd_says_starting() {
 fn apply_flashes_with_the_bmap_beside_the_image_and_records_the_mapped_bytes() {
     let lab = Lab::up(1);
     let dir = scratch("bmap-apply");
-    let img = benchpipe::lab::image::build(
+    let img = crate::firstboot::lab_ready(
+        &lab,
         &dir,
         "v1",
         &benchpipe::lab::image::ImageSpec::new("bpboot", "1"),
         benchpipe::lab::image::Compression::None,
-    )
-    .unwrap();
+    );
     let i = quote::sh(&img.to_string_lossy());
     sh(&format!("bmaptool create {i} > {i}.bmap"));
     let map = bmap::read(&bmap::beside(&img).unwrap()).unwrap();

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use benchpipe::lab::image::{self, Compression, ImageSpec};
+use benchpipe::lab::image::{Compression, ImageSpec};
 use benchpipe::lab::{self, PowerAction};
 use benchpipe::transport::quote;
 use serde_json::Value;
@@ -109,8 +109,15 @@ fn a_board_whose_os_release_changed_drifts_and_apply_refuses_keeps_or_redoes_as_
     let root = lab.root.clone();
     let dir = root.join("images");
     std::fs::create_dir_all(&dir).unwrap();
-    let build =
-        |v: &str| image::build(&dir, v, &ImageSpec::new("bpdrift", v), Compression::None).unwrap();
+    let build = |v: &str| {
+        crate::firstboot::lab_ready(
+            &lab,
+            &dir,
+            v,
+            &ImageSpec::new("bpdrift", v),
+            Compression::None,
+        )
+    };
     let (v1, v2) = (build("1"), build("2"));
     let board = lab.board(0).name.to_string();
     boot(&lab, &v1);

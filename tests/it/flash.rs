@@ -26,7 +26,8 @@ pub(crate) fn need_root() {
 }
 
 /// A raw lab image `name` in `dir`, whose os-release says `ID=bpflash` and
-/// `VERSION_ID=version`: the image most flash tests write and boot.
+/// `VERSION_ID=version`, with no first-boot preparation: a lab board that boots it
+/// keeps SSH off.
 pub(crate) fn bpflash_image(dir: &Path, name: &str, version: &str) -> PathBuf {
     image::build(
         dir,
@@ -35,6 +36,18 @@ pub(crate) fn bpflash_image(dir: &Path, name: &str, version: &str) -> PathBuf {
         Compression::None,
     )
     .unwrap()
+}
+
+/// `bpflash_image`, its boot partition letting root in with `lab`'s key: the image
+/// most flash tests write and boot.
+pub(crate) fn bpflash_ready(lab: &Lab, dir: &Path, name: &str, version: &str) -> PathBuf {
+    crate::firstboot::lab_ready(
+        lab,
+        dir,
+        name,
+        &ImageSpec::new("bpflash", version),
+        Compression::None,
+    )
 }
 
 pub(crate) fn scratch(tag: &str) -> PathBuf {
@@ -157,18 +170,36 @@ fn flash_len(device: &str, image: &Path, len: u64) -> Result<DdReport, FlashErro
 }
 
 #[test]
-fn the_image_helper_makes_a_real_ext4_with_os_release_the_same_bytes_each_time() {
+fn the_image_helper_makes_an_mbr_with_a_fat_boot_and_an_ext4_root_the_same_bytes_each_time() {
     let dir = scratch("image");
     let spec = ImageSpec::new("bplab", "7");
     let a = image::build(&dir, "a", &spec, Compression::None).unwrap();
     let b = image::build(&dir, "b", &spec, Compression::None).unwrap();
     assert_eq!(std::fs::metadata(&a).unwrap().len(), 8 << 20);
     assert_eq!(file_sha256(&a), file_sha256(&b), "not reproducible");
-    let fs_type = sh(&format!("blkid -p -o value -s TYPE {}", a.display()));
-    assert_eq!(fs_type, "ext4");
-    let os_release = sh(&format!(
-        "debugfs -R 'cat /etc/os-release' {} 2>/dev/null",
+    let table = sh(&format!("sfdisk -d {}", a.display()));
+    assert!(table.contains("label: dos"), "{table}");
+    assert!(
+        table.contains("start=        2048, size=        4096, type=c")
+            && table.contains("start=        6144, size=       10240, type=83"),
+        "{table}"
+    );
+    let boot = sh(&format!(
+        "blkid -p -O {} -o value -s TYPE {}",
+        image::BOOT_OFFSET,
         a.display()
+    ));
+    assert_eq!(boot, "vfat");
+    // The boot partition is empty: no first-boot declaration.
+    let files = sh(&format!(
+        "MTOOLS_SKIP_CHECK=1 mdir -b -i {}@@{} ::",
+        a.display(),
+        image::BOOT_OFFSET
+    ));
+    assert_eq!(files, "", "{files}");
+    let root = format!("{}?offset={}", a.display(), image::ROOT_OFFSET);
+    let os_release = sh(&format!(
+        "debugfs -R 'cat /etc/os-release' {root} 2>/dev/null"
     ));
     assert!(os_release.contains("ID=bplab\n"), "{os_release}");
     assert!(os_release.contains("VERSION_ID=\"7\""), "{os_release}");
@@ -515,7 +546,7 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
         "{text}"
     );
     let dir = scratch("ssh");
-    let img = bpflash_image(&dir, "v1", "1");
+    let img = bpflash_ready(&lab, &dir, "v1", "1");
     let mut t = lab.connect(0);
     let before = os_release_over_ssh(&mut t);
     assert!(!before.contains("ID=bpflash"), "{before}");
@@ -535,7 +566,7 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
         "{after}"
     );
     // The board holds no mount of its boot disk, so it can be flashed through itself again.
-    let v2 = bpflash_image(&dir, "v2", "2");
+    let v2 = bpflash_ready(&lab, &dir, "v2", "2");
     flash(&mut t, &boot.device, &[&boot.device], &v2, true).unwrap();
     drop(t);
     cycle(&lab, 0);
@@ -601,7 +632,7 @@ fn a_flashed_image_can_bring_a_new_host_key_or_never_come_back() {
         new_host_key: true,
         ..ImageSpec::new("bprekey", "1")
     };
-    let img = image::build(&dir, "rekey", &rekey, Compression::None).unwrap();
+    let img = crate::firstboot::lab_ready(&lab, &dir, "rekey", &rekey, Compression::None);
     let mut t = lab.connect(0);
     flash(&mut t, &boot.device, &[&boot.device], &img, true).unwrap();
     drop(t);
@@ -784,8 +815,14 @@ fn apply_flashes_each_image_once_verifies_its_boot_and_measures_it_on_its_own_im
     need_root();
     let lab = Lab::up(1);
     let dir = scratch("apply");
-    let v1 = bpflash_image(&dir, "v1", "1");
-    let v2 = image::build(&dir, "v2", &ImageSpec::new("bpflash", "2"), Compression::Xz).unwrap();
+    let v1 = bpflash_ready(&lab, &dir, "v1", "1");
+    let v2 = crate::firstboot::lab_ready(
+        &lab,
+        &dir,
+        "v2",
+        &ImageSpec::new("bpflash", "2"),
+        Compression::Xz,
+    );
     let name = flash_project(&lab, &[("v1", &v1, "1"), ("v2", &v2, "2")]);
 
     // The plan says which board is reflashed with which image, touching nothing.
@@ -876,7 +913,7 @@ fn apply_refuses_an_image_whose_sha256_differs_and_one_that_boots_as_something_e
     need_root();
     let lab = Lab::up(1);
     let dir = scratch("apply-bad");
-    let v1 = bpflash_image(&dir, "v1", "1");
+    let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     // v3's expectations say VERSION_ID 3, but the file holds 1.
     flash_project(&lab, &[("v1", &v1, "1"), ("v3", &v1, "3")]);
     let s = lab.root.join("scenarios/lab-flash.toml");
@@ -991,7 +1028,7 @@ fn a_new_host_key_after_a_flash_is_refused_unless_the_board_opts_in_and_then_rec
         new_host_key: true,
         ..ImageSpec::new("bpflash", "1")
     };
-    let rekeyed = image::build(&dir, "rekeyed", &spec, Compression::None).unwrap();
+    let rekeyed = crate::firstboot::lab_ready(&lab, &dir, "rekeyed", &spec, Compression::None);
     let name = flash_project(&lab, &[("rekeyed", &rekeyed, "1")]);
     // Strict by default: the flashed board's new key is refused, nothing is measured.
     let out = apply(
@@ -1024,7 +1061,7 @@ fn a_new_host_key_after_a_flash_is_refused_unless_the_board_opts_in_and_then_rec
         new_host_key: true,
         ..ImageSpec::new("bpflash", "2")
     };
-    let rekeyed2 = image::build(&dir, "rekeyed2", &spec2, Compression::None).unwrap();
+    let rekeyed2 = crate::firstboot::lab_ready(&lab, &dir, "rekeyed2", &spec2, Compression::None);
     flash_project(&lab, &[("rekeyed2", &rekeyed2, "2")]);
     let file = &lab.board(0).board_file;
     let text = std::fs::read_to_string(file)
@@ -1088,7 +1125,7 @@ fn a_flash_command_writes_the_image_on_the_controller_and_the_boot_is_verified()
     need_root();
     let lab = Lab::up(1);
     let dir = scratch("command");
-    let v1 = bpflash_image(&dir, "v1", "1");
+    let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     let name = flash_project(&lab, &[("v1", &v1, "1")]);
     // The lab's boot disk is a loop device on this machine: the controller itself can
     // write it, as a flasher with an SD mux would.

@@ -11,6 +11,7 @@ mod drift;
 mod example;
 mod exposure;
 mod filesystems;
+mod firstboot;
 mod flash;
 mod fs_stack;
 mod hostile;

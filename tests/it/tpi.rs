@@ -3,13 +3,13 @@
 //! flash and power templates run on a named lab host (`via`), with `boards power`.
 //! They need root; without it they fail loudly.
 
-use crate::flash::bpflash_image;
+use crate::flash::bpflash_ready;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use benchpipe::lab::LabBoard;
-use benchpipe::lab::image::{self, Compression, ImageSpec};
+use benchpipe::lab::image::{Compression, ImageSpec};
 use benchpipe::transport::{Transport, quote};
 
 use crate::flash::{apply, file_sha256, flash_project, need_root, scratch, versions};
@@ -139,7 +139,13 @@ fn tpi_flash_through_a_fake_bmc_boots_and_measures_and_a_tpi_error_fails_only_it
     need_root();
     let lab = Lab::up(3);
     let dir = scratch("tpi");
-    let v1 = image::build(&dir, "v1", &ImageSpec::new("bpflash", "1"), Compression::Xz).unwrap();
+    let v1 = crate::firstboot::lab_ready(
+        &lab,
+        &dir,
+        "v1",
+        &ImageSpec::new("bpflash", "1"),
+        Compression::Xz,
+    );
     let b0 = flash_project(&lab, &[("v1", &v1, "1")]);
     let b1 = lab.board(1).name.to_string();
     let bmc = lab.board(2).name.to_string();
@@ -281,8 +287,8 @@ fn tpi_measures_the_image_itself_refuses_one_the_bmc_has_no_room_for_and_reuses_
     need_root();
     let lab = Lab::up(2);
     let dir = scratch("tpi-trust");
-    let v1 = bpflash_image(&dir, "v1", "1");
-    let v2 = bpflash_image(&dir, "v2", "2");
+    let v1 = bpflash_ready(&lab, &dir, "v1", "1");
+    let v2 = bpflash_ready(&lab, &dir, "v2", "2");
     // 64 MiB of zeros in a few KiB of zstd: more than the BMC's card holds.
     let bomb = dir.join("bomb.img.zst");
     crate::lab::sh(&format!(
@@ -376,7 +382,7 @@ fn flash_and_power_templates_run_on_a_named_lab_host_and_boards_power_switches_t
     need_root();
     let lab = Lab::up(2);
     let dir = scratch("via");
-    let v1 = bpflash_image(&dir, "v1", "1");
+    let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     let b0 = flash_project(&lab, &[("v1", &v1, "1")]);
     let host = lab.board(1).name.to_string();
     let power = lab_power_as_controller(lab.board(0));

@@ -1,0 +1,432 @@
+//! Integration tests: a lab board's first boot after a flash lets in only whom the
+//! flashed boot partition declares (cloud-init user-data, the Raspberry Pi OS files, an
+//! Armbian preset), written here with mtools and debugfs as a preparation would; an
+//! unprepared flash leaves the board unreachable and apply says why; hostile
+//! declarations are refused and write nothing outside the lab's run directory. They
+//! need root (the lab); without it they fail loudly.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use benchpipe::lab::image::{self, BOOT_OFFSET, Compression, ImageSpec, ROOT_OFFSET};
+use benchpipe::lab::{self, PowerAction, PowerOutcome};
+use benchpipe::transport::ssh::SshTransport;
+use benchpipe::transport::{Transport, TransportError, quote};
+
+use crate::flash::{apply, file_sha256, flash_project, need_root, scratch, versions};
+use crate::lab::{Lab, sh};
+
+/// The lab's public key, as a preparation would put the controller's in an image.
+pub(crate) fn lab_key(lab: &Lab) -> String {
+    let p = lab.info.identity.with_extension("pub");
+    std::fs::read_to_string(&p).unwrap().trim().to_string()
+}
+
+/// Writes `bytes` as `name` in the image's FAT boot partition, with mtools.
+pub(crate) fn put_boot_file(img: &Path, name: &str, bytes: &[u8]) {
+    let src = img.with_extension(format!("boot-{}", name.replace('/', "_")));
+    std::fs::write(&src, bytes).unwrap();
+    sh(&format!(
+        "MTOOLS_SKIP_CHECK=1 mcopy -o -i {} {} ::{}",
+        quote::sh(&format!("{}@@{BOOT_OFFSET}", img.display())),
+        quote::sh(&src.to_string_lossy()),
+        quote::sh(name)
+    ));
+    let _ = std::fs::remove_file(&src);
+}
+
+/// Writes `bytes` as `/dir/name` in the image's ext4 root partition, with debugfs.
+fn put_root_file(img: &Path, dir: &str, name: &str, bytes: &[u8]) {
+    let src = img.with_extension("root-file");
+    std::fs::write(&src, bytes).unwrap();
+    let cmds = img.with_extension("debugfs");
+    std::fs::write(
+        &cmds,
+        format!("mkdir {dir}\ncd {dir}\nwrite {} {name}\n", src.display()),
+    )
+    .unwrap();
+    sh(&format!(
+        "debugfs -w -f {} {} >/dev/null 2>&1",
+        quote::sh(&cmds.to_string_lossy()),
+        quote::sh(&format!("{}?offset={ROOT_OFFSET}", img.display()))
+    ));
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&cmds);
+}
+
+/// A cloud-init user-data letting `user` in with `key`.
+fn user_data(user: &str, key: &str, hostname: &str) -> String {
+    format!(
+        "#cloud-config\nhostname: {hostname}\nssh_pwauth: false\nusers:\n  - name: {user}\n    \
+         sudo: ALL=(ALL) NOPASSWD:ALL\n    ssh_authorized_keys:\n      - {key}\n"
+    )
+}
+
+/// A lab image whose boot partition lets `root` in with the lab's key (a cloud-init
+/// user-data): what a flash test needs to find its board again after the power cycle.
+pub(crate) fn lab_ready(
+    lab: &Lab,
+    dir: &Path,
+    name: &str,
+    spec: &ImageSpec,
+    compression: Compression,
+) -> PathBuf {
+    let img = image::build(dir, name, spec, Compression::None).unwrap();
+    put_boot_file(
+        &img,
+        "user-data",
+        user_data("root", &lab_key(lab), name).as_bytes(),
+    );
+    image::compress(&img, compression).unwrap()
+}
+
+fn dd(lab: &Lab, img: &Path) {
+    let boot = lab.board(0).boot.clone().expect("a boot disk");
+    sh(&format!(
+        "dd if={} of={} bs=4M conv=fsync status=none",
+        quote::sh(&img.to_string_lossy()),
+        quote::sh(&boot.device)
+    ));
+}
+
+fn cycle(lab: &Lab) -> PowerOutcome {
+    let name = lab.board(0).name.to_string();
+    lab::power_with(&lab.root, &lab.options, &name, PowerAction::Cycle).unwrap()
+}
+
+fn connect(lab: &Lab, user: &str) -> Result<SshTransport, TransportError> {
+    let mut target = lab.target(0);
+    target.user = Some(user.into());
+    SshTransport::connect_with(
+        &lab.board(0).name,
+        &target,
+        Duration::from_secs(5),
+        crate::lab::options(),
+    )
+}
+
+fn boot_log(lab: &Lab) -> String {
+    std::fs::read_to_string(lab::boot_log(lab.board(0))).unwrap_or_default()
+}
+
+#[test]
+fn an_unprepared_flash_leaves_the_board_unreachable_and_apply_fails_with_that_cause() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("unprepared");
+    let img = crate::flash::bpflash_image(&dir, "v1", "1");
+    flash_project(&lab, &[("stock", &img, "1")]);
+    let file = &lab.board(0).board_file;
+    let text = std::fs::read_to_string(file)
+        .unwrap()
+        .replace("[power]\n", "[power]\nboot_timeout = \"5s\"\n");
+    std::fs::write(file, text).unwrap();
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("did not answer SSH after the flash of stock"),
+        "{err}"
+    );
+    assert!(
+        err.contains("flashed without first-boot preparation")
+            && err.contains("[images.stock.firstboot]"),
+        "{err}"
+    );
+    assert!(versions(&lab.root, "stock").is_empty());
+    let failure = std::fs::read_dir(lab.root.join("results"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("failure.json")).ok())
+        .next()
+        .expect("the cell's failure is stored");
+    assert!(failure.contains("first-boot preparation"), "{failure}");
+    // The board itself: SSH is off, nothing listens; the boot log says why.
+    let outcome = cycle(&lab);
+    assert_eq!(outcome.booted, Some(false), "{outcome:?}");
+    assert!(
+        outcome
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("SSH stays off"),
+        "{outcome:?}"
+    );
+    assert!(
+        matches!(
+            connect(&lab, "root"),
+            Err(TransportError::Unreachable { .. })
+        ),
+        "an unprepared image answered SSH"
+    );
+    assert!(
+        boot_log(&lab).contains("no first-boot declaration"),
+        "{}",
+        boot_log(&lab)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Three images, one per kind of declaration, each letting user `bench` in with the
+/// lab's key.
+fn prepared_images(lab: &Lab, dir: &Path) -> [(&'static str, PathBuf, &'static str); 3] {
+    let key = lab_key(lab);
+    let ci = image::build(
+        dir,
+        "ci",
+        &ImageSpec::new("bpflash", "1"),
+        Compression::None,
+    )
+    .unwrap();
+    put_boot_file(
+        &ci,
+        "user-data",
+        user_data("bench", &key, "ci-host").as_bytes(),
+    );
+    put_boot_file(&ci, "meta-data", b"instance-id: ci-host\n");
+
+    let rpi = image::build(
+        dir,
+        "rpi",
+        &ImageSpec::new("bpflash", "2"),
+        Compression::None,
+    )
+    .unwrap();
+    put_boot_file(&rpi, "ssh", b"");
+    put_boot_file(&rpi, "userconf.txt", b"bench:$6$salt$notarealhash\n");
+    let firstrun = format!(
+        "#!/bin/bash\n\nset +e\n\nCURRENT_HOSTNAME=`cat /etc/hostname | tr -d \" \\t\\n\\r\"`\n\
+         if [ -f /usr/lib/raspberrypi-sys-mods/imager_custom ]; then\n   \
+         /usr/lib/raspberrypi-sys-mods/imager_custom set_hostname rpi-host\nelse\n   \
+         echo rpi-host >/etc/hostname\nfi\n\
+         FIRSTUSER=`getent passwd 1000 | cut -d: -f1`\n\
+         FIRSTUSERHOME=`getent passwd 1000 | cut -d: -f6`\n\
+         if [ -f /usr/lib/raspberrypi-sys-mods/imager_custom ]; then\n   \
+         /usr/lib/raspberrypi-sys-mods/imager_custom enable_ssh -k '{key}'\nelse\n   \
+         install -o \"$FIRSTUSER\" -m 700 -d \"$FIRSTUSERHOME/.ssh\"\n   \
+         install -o \"$FIRSTUSER\" -m 600 <(printf \"{key}\") \"$FIRSTUSERHOME/.ssh/authorized_keys\"\n   \
+         echo 'PasswordAuthentication no' >>/etc/ssh/sshd_config\n   systemctl enable ssh\nfi\n\
+         rm -f /boot/firstrun.sh\nexit 0\n"
+    );
+    put_boot_file(&rpi, "firstrun.sh", firstrun.as_bytes());
+
+    let arm = image::build(
+        dir,
+        "arm",
+        &ImageSpec::new("bpflash", "3"),
+        Compression::None,
+    )
+    .unwrap();
+    put_root_file(
+        &arm,
+        "/root",
+        ".not_logged_in_yet",
+        b"PRESET_NET_CHANGE_DEFAULTS=0\nPRESET_ROOT_PASSWORD=s3cret-root\nPRESET_USER_NAME=bench\n\
+          PRESET_USER_PASSWORD=s3cret-user\nPRESET_USER_KEY=file:///boot/bench.pub\n",
+    );
+    put_boot_file(&arm, "bench.pub", format!("{key}\n").as_bytes());
+    [("ci", ci, "1"), ("rpi", rpi, "2"), ("arm", arm, "3")]
+}
+
+#[test]
+fn each_kind_of_declaration_with_the_lab_key_boots_reachable_and_is_measured() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("kinds");
+    let images = prepared_images(&lab, &dir);
+    let list: Vec<(&str, &Path, &str)> = images
+        .iter()
+        .map(|(n, p, v)| (*n, p.as_path(), *v))
+        .collect();
+    let name = flash_project(&lab, &list);
+    // The board logs in as the declared user, and the controller writes the boot disk
+    // (the board, flashed without preparation, could not be reached through itself).
+    let boot = lab.board(0).boot.clone().unwrap();
+    let file = &lab.board(0).board_file;
+    let text = std::fs::read_to_string(file).unwrap();
+    let old = format!(
+        "method = \"dd\"\nvia = \"{name}\"\ndevice = \"{}\"\n",
+        boot.device
+    );
+    assert!(
+        text.contains(&old) && text.contains("user = \"root\""),
+        "{text}"
+    );
+    let text = text
+        .replace(
+            &old,
+            &format!(
+                "method = \"command\"\ncommand = \"dd if={{{{ image }}}} of={} bs=4M conv=fsync status=none\"\n",
+                boot.device
+            ),
+        )
+        .replace("user = \"root\"", "user = \"bench\"");
+    std::fs::write(file, text).unwrap();
+    let passwd = std::fs::read("/etc/passwd").unwrap();
+
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(versions(&lab.root, "ci"), [1.0, 1.0], "{err}");
+    assert_eq!(versions(&lab.root, "rpi"), [2.0, 2.0], "{err}");
+    assert_eq!(versions(&lab.root, "arm"), [3.0, 3.0], "{err}");
+    // The last boot was Armbian's: its log names the preset's user, never its passwords.
+    let log = boot_log(&lab);
+    assert!(
+        log.contains("bench (armbian): 1 key(s) may log in"),
+        "{log}"
+    );
+    assert!(!log.contains("s3cret"), "{log}");
+    // The declared user exists in the board's own view only.
+    assert_eq!(std::fs::read("/etc/passwd").unwrap(), passwd);
+    let mut t = connect(&lab, "bench").unwrap();
+    let who = t.run("id -u; grep -c '^bench:' /etc/passwd", None).unwrap();
+    assert_eq!(who.stdout_str(), "0\n1\n");
+    assert!(matches!(
+        connect(&lab, "root"),
+        Err(TransportError::Auth { .. })
+    ));
+
+    // The hostname a declaration names is the board's (the cloud-init image again).
+    dd(&lab, &images[0].1);
+    let outcome = cycle(&lab);
+    assert_eq!(outcome.booted, Some(true), "{outcome:?}");
+    let mut t = connect(&lab, "bench").unwrap();
+    let host = t.run("cat /etc/hostname", None).unwrap();
+    assert_eq!(host.stdout_str(), "ci-host\n");
+    assert_ne!(
+        std::fs::read_to_string("/etc/hostname").unwrap_or_default(),
+        "ci-host\n"
+    );
+    assert!(
+        boot_log(&lab).contains("hostname: ci-host"),
+        "{}",
+        boot_log(&lab)
+    );
+    let _ = (file_sha256(&images[0].1), std::fs::remove_dir_all(&dir));
+}
+
+/// What may change on this machine when a board boots: nothing outside the run dir.
+fn machine_state() -> Vec<(String, Vec<u8>)> {
+    let mut files = vec![];
+    for p in ["/etc/passwd", "/etc/group", "/etc/shadow", "/etc/hostname"] {
+        files.push((p.to_string(), std::fs::read(p).unwrap_or_default()));
+    }
+    let listing =
+        sh("ls -la /root/.ssh 2>/dev/null; cat /root/.ssh/authorized_keys 2>/dev/null; true");
+    files.push(("/root/.ssh".into(), listing.into_bytes()));
+    files
+}
+
+#[test]
+fn another_key_or_a_hostile_declaration_leaves_the_board_unreachable_and_writes_nothing_else() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("hostile");
+    let before = machine_state();
+    let other = {
+        let k = dir.join("other");
+        sh(&format!(
+            "ssh-keygen -q -t ed25519 -N '' -C other -f {}",
+            quote::sh(&k.to_string_lossy())
+        ));
+        std::fs::read_to_string(k.with_extension("pub")).unwrap()
+    };
+    let key = lab_key(&lab);
+    let huge = format!(
+        "#cloud-config\n# {}\n{}",
+        "x".repeat(100 << 10),
+        user_data("root", &key, "h")
+    );
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "other key",
+            user_data("root", other.trim(), "other").into_bytes(),
+            "root (cloud-init): 1 key(s) may log in",
+        ),
+        (
+            "huge",
+            huge.into_bytes(),
+            "more than the 65536 the lab reads",
+        ),
+        (
+            "binary",
+            [
+                b"#cloud-config\n".as_slice(),
+                &[0xff, 0, 0x1b, 0x5b, 0x32, 0x4a],
+            ]
+            .concat(),
+            "not a text file",
+        ),
+        (
+            "shell user",
+            user_data("root; rm -rf /", &key, "x").into_bytes(),
+            "refused (not a login name)",
+        ),
+        (
+            "key options",
+            user_data(
+                "root",
+                &format!("command=\"/bin/sh -c 'touch /tmp/bp-owned'\" {key}"),
+                "x",
+            )
+            .into_bytes(),
+            "a key with options",
+        ),
+        (
+            "script",
+            format!(
+                "#!/bin/sh\ntouch /tmp/bp-owned\n{}",
+                user_data("root", &key, "x")
+            )
+            .into_bytes(),
+            "not #cloud-config",
+        ),
+    ];
+    let _ = std::fs::remove_file("/tmp/bp-owned");
+    for (case, ud, expect) in cases {
+        let img = image::build(
+            &dir,
+            "h",
+            &ImageSpec::new("bphostile", "1"),
+            Compression::None,
+        )
+        .unwrap();
+        put_boot_file(&img, "user-data", &ud);
+        dd(&lab, &img);
+        let outcome = cycle(&lab);
+        let log = boot_log(&lab);
+        assert!(log.contains(expect), "{case}: {outcome:?}\n{log}");
+        assert!(
+            !log.contains('\u{1b}'),
+            "{case}: a control byte in the log: {log}"
+        );
+        match connect(&lab, "root") {
+            Err(TransportError::Unreachable { .. } | TransportError::Auth { .. }) => {}
+            other => panic!("{case}: the board let the lab in: {:?}", other.map(|_| ())),
+        }
+        // Nothing but plain, checked key files in the board's keys directory.
+        let keys = lab::boot_log(lab.board(0)).with_file_name("keys");
+        for e in std::fs::read_dir(&keys).into_iter().flatten() {
+            let e = e.unwrap();
+            assert_eq!(e.file_name(), "root", "{case}");
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            assert!(!text.contains("command="), "{case}: {text}");
+        }
+    }
+    assert_eq!(
+        machine_state(),
+        before,
+        "something outside the lab's run dir changed"
+    );
+    assert!(
+        !Path::new("/tmp/bp-owned").exists(),
+        "the image ran something"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
