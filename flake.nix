@@ -41,6 +41,8 @@
         openssh iproute2 util-linux procps fio xz time iperf3 iperf2 hdparm
         e2fsprogs btrfs-progs xfsprogs f2fs-tools gzip zstd zip bmaptool curl nginx samba
         stress-ng wrk apacheHttpd gawk sudo
+        # lab images' FAT boot partition (mkfs.vfat), and the tests' first-boot files on it
+        dosfstools mtools
       ];
     in
     {

@@ -23,7 +23,7 @@
         "openssh" "iproute2" "util-linux" "procps" "coreutils" "fio" "xz" "time" "iperf3"
         "iperf2" "hdparm" "e2fsprogs" "btrfs-progs" "xfsprogs" "f2fs-tools" "gzip"
         "zstd" "zip" "bmaptool" "curl" "nginx" "samba" "stress-ng" "wrk" "apacheHttpd"
-        "gawk" "sudo" "git" "diffutils"
+        "gawk" "sudo" "git" "diffutils" "dosfstools" "mtools"
       ];
       # Inputs are forced, so a misspelt package fails here as it would in nixpkgs.
       packages = l: assert builtins.all (p: p ? outPath) l; l;
