@@ -278,9 +278,10 @@ fn dd_writes_a_loop_device_and_verifies_it_by_read_back() {
     let last_write = seen.iter().rev().find(|p| p.phase == Phase::Write).unwrap();
     assert_eq!((last_write.bytes, last_write.total), (len, Some(len)));
     assert_eq!(seen.last().unwrap().phase, Phase::Verify);
+    // The lab image is partitioned (a FAT boot partition and an ext4 root).
     assert_eq!(
-        sh(&format!("blkid -p -o value -s TYPE {}", disk.device)),
-        "ext4"
+        sh(&format!("blkid -p -o value -s PTTYPE {}", disk.device)),
+        "dos"
     );
 
     // A stream shorter than its declared length (a decompressor that died) fails.
@@ -579,13 +580,18 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
             .contains("bpflash")
     );
 
-    // A mount the board's shell sees: refused over SSH, naming where it is mounted.
+    // A mount of the image's root partition the board's shell sees: the whole disk is
+    // refused over SSH, naming where its partition is mounted. The lab attaches the disk
+    // without partition scanning, so the test adds the partitions itself.
     let mnt = format!("{}/mnt-user", board.workdir);
-    t.run(
-        &format!("mkdir -p {mnt} && mount -o ro {} {mnt}", boot.device),
-        None,
-    )
-    .unwrap();
+    let dev = &boot.device;
+    let mounted = t
+        .run(
+            &format!("partx -a {dev} && mkdir -p {mnt} && mount -o ro {dev}p2 {mnt}"),
+            None,
+        )
+        .unwrap();
+    assert!(mounted.exit.success(), "{mounted:?}");
     let err = dd::write(
         &mut t,
         &boot.device,
@@ -600,11 +606,10 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
         "{err}"
     );
     // The same disk holding the board's /boot: refused as the running system.
-    t.run(
-        &format!("umount {mnt} && mount -o ro {} /boot", boot.device),
-        None,
-    )
-    .unwrap();
+    let mounted = t
+        .run(&format!("umount {mnt} && mount -o ro {dev}p2 /boot"), None)
+        .unwrap();
+    assert!(mounted.exit.success(), "{mounted:?}");
     let err = dd::write(
         &mut t,
         &boot.device,
@@ -618,7 +623,8 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
         err.to_string().contains("holds the running system"),
         "{err}"
     );
-    t.run("umount /boot", None).unwrap();
+    t.run(&format!("umount /boot; partx -d {dev}"), None)
+        .unwrap();
     drop(t);
     let _ = std::fs::remove_dir_all(&dir);
 }
