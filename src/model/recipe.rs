@@ -472,6 +472,12 @@ pub enum Derived {
 }
 
 impl MetricSpec {
+    /// Whether the metric's values come from a board's `[meter]`: the watts themselves,
+    /// or a metric derived from them (a board without a meter has none, never a number).
+    pub fn needs_meter(&self) -> bool {
+        self.derive.is_some() || self.name == POWER_W || self.name == IDLE_W
+    }
+
     /// What reports call the metric: its label, else its name.
     pub fn label(&self) -> &str {
         self.label.as_deref().unwrap_or(&self.name)

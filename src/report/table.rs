@@ -139,8 +139,17 @@ fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
         view.excluded,
     );
     st.cell = Some(view.cell.key.to_string());
+    if st.n == 0 && metric.needs_meter() {
+        // A measured cell without watts: its board has no meter (or it could not be
+        // read). Said in words, so the empty cell is never taken for a number.
+        st.text = NOT_MEASURED.into();
+        st.value = NOT_MEASURED.into();
+    }
     st
 }
+
+/// What a table cell of watts says for a measured cell that has none.
+pub(super) const NOT_MEASURED: &str = "not measured";
 
 /// The cells of the shape's tests, in report order.
 pub(super) fn cells_of<'v, 'a>(shape: &Shape, views: &'v [View<'a>]) -> Vec<&'v View<'a>> {

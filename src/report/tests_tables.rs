@@ -2,6 +2,7 @@
 //! scenario tables across tests with a pivot, the Method section from the samples, and a
 //! report rendered from the store alone.
 
+use super::table::NOT_MEASURED;
 use super::tests::{usb_against_sd, with_samples};
 use super::tests_provenance::cell_with_facts;
 use super::*;
@@ -467,4 +468,69 @@ fn a_report_from_the_store_alone_is_the_report_with_the_board_files() {
             .iter()
             .all(|c| c.address.board.as_str() != "pi-2")
     );
+}
+
+/// Seed 1's power row: a column of watts shows the mean where the cell's runs have them
+/// (a board with a `[meter]`) and says "not measured" where a measured cell has none,
+/// never a number; the metric's own column is untouched.
+#[test]
+fn a_column_of_watts_says_not_measured_for_a_cell_without_a_meter() {
+    let (ws, mut scenario, _) = usb_against_sd();
+    scenario.matrix.filesystem.retain(|f| f.as_str() == "as-is");
+    let column = |metric: &str| ColumnSpec {
+        test: "disk-4k".into(),
+        metric: metric.into(),
+        label: None,
+    };
+    scenario.report.tables.push(TableSpec {
+        title: "Power".into(),
+        description: None,
+        columns: vec![column("random_read"), column("power_w")],
+        rows: None,
+        pivot: None,
+    });
+    let plan = expand(&ws, &scenario);
+    let mut data = measured(&plan, &[5.0, 5.1, 5.2]);
+    // The first disk-4k cell's board has a meter: its runs carry watts.
+    let metered = plan
+        .cells
+        .iter()
+        .find(|c| c.address.test.as_str() == "disk-4k")
+        .unwrap()
+        .key
+        .clone();
+    for (i, s) in data
+        .get_mut(&metered)
+        .unwrap()
+        .samples
+        .iter_mut()
+        .enumerate()
+    {
+        s.metrics.insert("power_w".into(), 4.8 + i as f64 * 0.1);
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = table(&r, "Power");
+    let cells: Vec<(Option<&str>, &str, usize)> = t
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.values[1].cell.as_deref(),
+                r.values[1].text.as_str(),
+                r.values[0].n,
+            )
+        })
+        .collect();
+    assert!(cells.len() >= 2, "{cells:?}");
+    for (cell, text, n) in &cells {
+        assert_eq!(
+            *n, 3,
+            "the metric's own column keeps its numbers: {cells:?}"
+        );
+        if *cell == Some(metered.as_str()) {
+            assert!(text.starts_with("4.9"), "{cells:?}");
+        } else {
+            assert_eq!(*text, NOT_MEASURED, "{cells:?}");
+        }
+    }
 }
