@@ -370,6 +370,21 @@ pub struct Leftovers<'a> {
 /// The data of a cell the store has nothing for.
 static NO_DATA: std::sync::LazyLock<CellData> = std::sync::LazyLock::new(CellData::default);
 
+/// The tests a report has a table and columns for, in their order: `matrix.test`'s, then
+/// those that only an `include` brings in (a glob or a name outside `matrix.test`), in
+/// the order of their first cell, so that no measured test is left out of the tables.
+fn measured_tests<'a>(scenario: &'a Scenario, views: &'a [cells::View<'_>]) -> Vec<&'a TestName> {
+    let mut out: Vec<&TestName> = scenario.matrix.test.iter().collect();
+    let mut seen: std::collections::BTreeSet<&TestName> = out.iter().copied().collect();
+    for v in views {
+        let test = &v.address().test;
+        if seen.insert(test) {
+            out.push(test);
+        }
+    }
+    out
+}
+
 /// `build`, leaving the views it built the report from to the caller to free.
 pub fn build_leaving<'a>(
     ws: &'a Workspace,
@@ -398,7 +413,7 @@ pub fn build_leaving<'a>(
     // Each test's columns, in matrix order: its table's and results.csv's.
     let mut test_columns = Vec::new();
     let mut sample_metrics = Vec::new();
-    for test in &scenario.matrix.test {
+    for test in measured_tests(scenario, &views) {
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
         };

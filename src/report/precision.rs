@@ -66,7 +66,7 @@ pub(super) fn notes(ws: &Workspace, scenario: &Scenario, views: &[View]) -> Prec
         ..PrecisionNotes::default()
     };
     let mut any_outliers = false;
-    for test in &scenario.matrix.test {
+    for test in super::measured_tests(scenario, views) {
         let Some(recipe) = ws.recipes.get(test) else {
             continue;
         };

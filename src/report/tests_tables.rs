@@ -534,3 +534,41 @@ fn a_column_of_watts_says_not_measured_for_a_cell_without_a_meter() {
         }
     }
 }
+
+/// Seed 1's `iperf` reaches its scenario only through `include`: a test outside
+/// `matrix.test` that is measured still gets its table and its results.csv column.
+#[test]
+fn a_test_only_an_include_brings_in_gets_its_table_and_its_csv_column() {
+    let (mut ws, mut scenario, _) = usb_against_sd();
+    let xz = ws.recipes.get_mut(&"xz".into()).unwrap();
+    xz.metrics[0].name = "real".into();
+    xz.metrics[0].unit = "s".into();
+    scenario.matrix.test = vec!["disk-4k".into()];
+    scenario.matrix.include.push(crate::model::CellPattern {
+        board: Some("pi-1".into()),
+        test: Some("xz".into()),
+        ..crate::model::CellPattern::default()
+    });
+    let plan = expand(&ws, &scenario);
+    assert!(plan.cells.iter().any(|c| c.address.test.as_str() == "xz"));
+    let mut data = measured(&plan, &[1.0, 1.1, 1.2]);
+    for (k, d) in data.iter_mut() {
+        let cell = plan.cells.iter().find(|c| &c.key == k).unwrap();
+        if cell.address.test.as_str() == "xz" {
+            for s in &mut d.samples {
+                let v = s.metrics.remove("random_read").unwrap();
+                s.metrics.insert("real".into(), v);
+            }
+        }
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = table(&r, "xz");
+    assert_eq!(t.rows.len(), 1, "{t:#?}");
+    assert!(t.rows[0].values[0].mean.is_some(), "{t:#?}");
+    let csv = String::from_utf8(Csv.render(&r).unwrap()).unwrap();
+    let rows = super::tests_exports::parse_csv(&csv);
+    let col = rows[0].iter().position(|h| h == "real (s)");
+    let col = col.unwrap_or_else(|| panic!("no xz column: {:?}", rows[0]));
+    let filled = rows[1..].iter().filter(|r| !r[col].is_empty()).count();
+    assert_eq!(filled, 3, "{csv}");
+}
