@@ -52,6 +52,12 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         .meter
         .as_ref()
         .and_then(|m| super::meter::validate(src, m, &name, &host, diags));
+    let arch = arch(src, raw.arch.as_ref(), diags);
+    let memory_mib = raw.memory.as_ref().and_then(|m| {
+        super::units::parse_memory(m.get_ref())
+            .map_err(|e| diags.push(src.at_value(m, e)))
+            .ok()
+    });
 
     if diags.len() > start {
         return None;
@@ -60,8 +66,9 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         name: BoardName::new(name),
         file: src.rel.clone(),
         model,
-        arch: raw.arch.map(Spanned::into_inner),
+        arch,
         memory: raw.memory.map(Spanned::into_inner),
+        memory_mib,
         connection: connection?,
         flash: flash?,
         power,
@@ -77,6 +84,39 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
             .is_some_and(|a| *a.get_ref()),
         boot_cmdline,
     })
+}
+
+/// `arch`: the `uname -m` words the board's CPU can run (a Pi 4's Cortex-A72 runs
+/// `aarch64` and `armv7l`), one or a list, each checked, in the file's order.
+fn arch(
+    src: &Source,
+    raw: Option<&Spanned<raw::Arch>>,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    let Some(raw) = raw else { return Vec::new() };
+    let words: Vec<Spanned<String>> = match raw.get_ref() {
+        raw::Arch::One(w) => vec![Spanned::new(raw.span(), w.clone())],
+        raw::Arch::Many(v) if v.is_empty() => {
+            diags.push(
+                src.at_value(raw, "`arch` is an empty list")
+                    .with_help("list the `uname -m` words the board's CPU can run, like [\"aarch64\", \"armv7l\"], or leave `arch` out"),
+            );
+            return Vec::new();
+        }
+        raw::Arch::Many(v) => v.clone(),
+    };
+    let mut out: Vec<String> = Vec::new();
+    for w in &words {
+        if !super::image::uname_word(src, w, "arch", diags) {
+            continue;
+        }
+        if out.contains(w.get_ref()) {
+            diags.push(src.at_value(w, format!("`{}` is listed twice in `arch`", w.get_ref())));
+            continue;
+        }
+        out.push(w.get_ref().clone());
+    }
+    out
 }
 
 fn non_empty(

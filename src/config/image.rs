@@ -122,28 +122,42 @@ pub(super) fn expectations(
         }
         out.os_release.insert(k.clone(), value.get_ref().clone());
     }
-    if let Some(m) = &raw.uname_m {
-        let v = m.get_ref();
-        if let Some(why) = bad_value(v) {
-            diags.push(src.at_value(m, format!("bad expected uname_m: {why}")));
-        } else if let Some((_, real)) = NOT_UNAME.iter().find(|(alias, _)| alias == v) {
-            diags.push(
-                src.at_value(m, format!("`{v}` is not what `uname -m` prints"))
-                    .with_help(format!("write `{real}` (`{v}` is a package architecture)")),
-            );
-        } else if !v
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        {
-            diags.push(src.at_value(
-                m,
-                format!("bad expected uname_m `{v}`: expected one word like `aarch64`, `armv7l` or `x86_64`"),
-            ));
-        } else {
-            out.uname_m = Some(v.clone());
-        }
+    if let Some(m) = &raw.uname_m
+        && uname_word(src, m, "expected uname_m", diags)
+    {
+        out.uname_m = Some(m.get_ref().clone());
     }
     out
+}
+
+/// Checks a word `uname -m` prints (an image's `uname_m`, one of a board's `arch`);
+/// `what` names the key in messages. Returns whether it is one.
+pub(super) fn uname_word(
+    src: &Source,
+    m: &Spanned<String>,
+    what: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    let v = m.get_ref();
+    if let Some(why) = bad_value(v) {
+        diags.push(src.at_value(m, format!("bad {what}: {why}")));
+    } else if let Some((_, real)) = NOT_UNAME.iter().find(|(alias, _)| alias == v) {
+        diags.push(
+            src.at_value(m, format!("`{v}` is not what `uname -m` prints"))
+                .with_help(format!("write `{real}` (`{v}` is a package architecture)")),
+        );
+    } else if !v
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        diags.push(src.at_value(
+            m,
+            format!("bad {what} `{v}`: expected one word like `aarch64`, `armv7l` or `x86_64`"),
+        ));
+    } else {
+        return true;
+    }
+    false
 }
 
 fn bad_value(v: &str) -> Option<String> {

@@ -15,7 +15,7 @@ type S<T> = Spanned<T>;
 #[serde(deny_unknown_fields)]
 pub struct Board {
     pub model: S<String>,
-    pub arch: Option<S<String>>,
+    pub arch: Option<S<Arch>>,
     pub memory: Option<S<String>>,
     pub workdir: Option<S<String>>,
     pub thermal: Option<S<String>>,
@@ -29,6 +29,37 @@ pub struct Board {
     pub storage: Vec<S<Storage>>,
     #[serde(default)]
     pub network: Vec<S<Network>>,
+}
+
+/// A board's `arch`: one `uname -m` word, or the list of those its CPU can run.
+#[derive(Debug)]
+pub enum Arch {
+    /// Positioned by the enclosing `Spanned`.
+    One(String),
+    Many(Vec<S<String>>),
+}
+
+// By hand rather than `untagged`, as `Cooldown`: each list item keeps its position.
+impl<'de> Deserialize<'de> for Arch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Arch;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a `uname -m` word like \"aarch64\", or a list like [\"aarch64\", \"armv7l\"]",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Arch, E> {
+                Ok(Arch::One(v.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Arch, A::Error> {
+                Vec::<S<String>>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Arch::Many)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// `[[network]]`: a link the board is reached over by tests.

@@ -16,6 +16,7 @@ use crate::storage::rules;
 
 mod cluster;
 mod compare;
+mod fits;
 mod matrix;
 mod method;
 mod params;
@@ -25,6 +26,9 @@ use compare::{compare, precision};
 use matrix::matrix;
 use method::method;
 use params::params;
+
+/// `[params.TEST]` tables as written.
+type RawParams = BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
 
 /// What a scenario can refer to. `broken_*` are names whose file failed to load: they
 /// exist, so a reference to them is not reported again.
@@ -194,7 +198,14 @@ pub fn validate(
         precision,
     };
     cell_count(src, &raw.matrix, &scenario, known, diags)?;
-    Some(scenario)
+    let before = diags.len();
+    let parts = fits::Raw {
+        images: &raw.images,
+        params: &raw.params,
+        matrix: &raw.matrix,
+    };
+    fits::check(src, parts, &scenario, known, diags);
+    (diags.len() == before).then_some(scenario)
 }
 
 /// Counts the cells before anything expands them, and refuses a matrix over the limit

@@ -79,6 +79,44 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
     Ok(value / 100.0)
 }
 
+/// The most memory a board may declare (16 TiB, in MiB): more is surely a typo.
+pub const MAX_MEMORY_MIB: u64 = 16 << 20;
+
+/// Parses a board's `memory` (`"512 MiB"`, `"2 GiB"`, `"1.5GiB"`) into whole MiB,
+/// rounded down. RAM comes in binary sizes, so `MB`, `GB` and `TB` mean MiB, GiB, TiB.
+pub fn parse_memory(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "bad memory `{}`: expected a number and a unit (MiB, GiB or TiB), like `512 MiB` or `2 GiB`",
+            text.escape_debug()
+        )
+    };
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(bad)?;
+    let (number, unit) = (&t[..split], t[split..].trim());
+    let mib_per_unit: u64 = match unit {
+        "MiB" | "MB" | "M" => 1,
+        "GiB" | "GB" | "G" => 1 << 10,
+        "TiB" | "TB" | "T" => 1 << 20,
+        _ => return Err(bad()),
+    };
+    if number.is_empty() || number.len() > 12 || number.matches('.').count() > 1 {
+        return Err(bad());
+    }
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let mib = value * mib_per_unit as f64;
+    if !mib.is_finite() || mib < 1.0 || mib > MAX_MEMORY_MIB as f64 {
+        return Err(format!(
+            "memory `{}` is out of range: expected 1 MiB to 16 TiB",
+            text.escape_debug()
+        ));
+    }
+    // In range, so the cast is exact for the whole part.
+    Ok(mib.floor() as u64)
+}
+
 /// Checks a sha256 digest: 64 hex digits. Returns it in lower case.
 pub fn parse_sha256(text: &str) -> Result<String, String> {
     let s = text.trim();
@@ -203,5 +241,31 @@ mod tests {
         assert_eq!(parse_sha256(&d), Ok("ab".repeat(32)));
         assert!(parse_sha256("abc").is_err());
         assert!(parse_sha256(&"g".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn memory_sizes_are_whole_mib_in_binary_units() {
+        assert_eq!(parse_memory("512 MiB"), Ok(512));
+        assert_eq!(parse_memory("2 GiB"), Ok(2048));
+        assert_eq!(parse_memory("2GB"), Ok(2048));
+        assert_eq!(parse_memory(" 1.5 GiB "), Ok(1536));
+        assert_eq!(parse_memory("4G"), Ok(4096));
+        for bad in [
+            "",
+            "512",
+            "MiB",
+            "two GiB",
+            "1.2.3 GiB",
+            "-1 GiB",
+            "0 MiB",
+            "0.5 MiB",
+            "1 PiB",
+            "17 TiB",
+            "1e9 MiB",
+            "512 mib",
+            "NaN GiB",
+        ] {
+            assert!(parse_memory(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -126,8 +126,13 @@ pub struct Board {
     /// The file this board came from, relative to the workspace root.
     pub file: PathBuf,
     pub model: String,
-    pub arch: Option<String>,
+    /// `arch`: the `uname -m` words the board's CPU can run (an image's `uname_m` must
+    /// be one of them), in the file's order; empty when not declared.
+    pub arch: Vec<String>,
+    /// `memory` as written ("512 MiB").
     pub memory: Option<String>,
+    /// `memory` in MiB: what `check` holds a tmpfs against.
+    pub memory_mib: Option<u64>,
     pub connection: Connection,
     pub flash: Flash,
     pub power: Option<Power>,

@@ -60,8 +60,9 @@ pub fn board(name: &str, model: &str) -> Board {
         name: BoardName::new(name),
         file: PathBuf::from(format!("boards/{name}.toml")),
         model: model.into(),
-        arch: Some("aarch64".into()),
+        arch: vec!["aarch64".into()],
         memory: None,
+        memory_mib: None,
         connection: Connection::Ssh(SshTarget {
             host: "10.0.0.1".into(),
             port: None,

@@ -149,7 +149,9 @@ fn parsed_by_name(recipe: &Recipe) -> Vec<&crate::model::MetricSpec> {
 pub struct BoardInputs {
     pub name: String,
     pub model: String,
-    pub arch: Option<String>,
+    /// The `uname -m` words the board's CPU runs, sorted: one is written as the string
+    /// it was before a board could declare several, so such boards keep their keys.
+    pub arch: Vec<String>,
 }
 
 /// What of a storage goes into its cells' keys (never its device or path: addresses).
@@ -168,7 +170,7 @@ impl BoardInputs {
         BoardInputs {
             name: board.name.to_string(),
             model: board.model.clone(),
-            arch: board.arch.clone(),
+            arch: canonical_arch(&board.arch),
         }
     }
 
@@ -179,17 +181,45 @@ impl BoardInputs {
         Some(BoardInputs {
             name: o.get("name")?.as_str()?.to_string(),
             model: o.get("model")?.as_str()?.to_string(),
-            arch: optional_str(o.get("arch")?)?,
+            arch: match o.get("arch")? {
+                Value::Null => Vec::new(),
+                Value::String(s) => vec![s.clone()],
+                Value::Array(v) if v.len() > 1 => {
+                    let words: Option<Vec<String>> =
+                        v.iter().map(|w| w.as_str().map(str::to_string)).collect();
+                    let words = words?;
+                    // Only the form `input` writes: sorted, no word twice.
+                    if canonical_arch(&words) != words {
+                        return None;
+                    }
+                    words
+                }
+                _ => return None,
+            },
         })
     }
 
     fn input(&self) -> Input {
+        let arch = match self.arch.as_slice() {
+            [] => Input::from(None::<&str>),
+            [one] => Input::from(one),
+            many => strings(many),
+        };
         Input::record([
             ("name", Input::from(&self.name)),
             ("model", Input::from(&self.model)),
-            ("arch", Input::from(self.arch.as_ref())),
+            ("arch", arch),
         ])
     }
+}
+
+/// A board's `arch` as its key holds it: sorted, each word once, so that the order the
+/// file lists them in is no input.
+fn canonical_arch(arch: &[String]) -> Vec<String> {
+    let mut v = arch.to_vec();
+    v.sort();
+    v.dedup();
+    v
 }
 
 impl StorageInputs {
@@ -894,5 +924,45 @@ mod tests {
             assert_eq!(cell.inputs.json(), &json);
         }
         assert!(seen_text > 0);
+    }
+
+    /// A board's `arch`: one word is written as the string it always was (its cells
+    /// keep their keys); several are a list in sorted order, so the file's order is no
+    /// input; and each form reads back from `cell.json` as it was written.
+    #[test]
+    fn a_boards_arch_is_a_string_for_one_word_and_a_sorted_list_for_several() {
+        let ws = fixtures::workspace();
+        let board = ws.boards[&"pi-1".into()].clone();
+        let written = |b: &Board| {
+            let inputs = BoardInputs::of(b);
+            let text = String::from_utf8(canonical_bytes(&inputs.input())).unwrap();
+            let back = BoardInputs::from_json(&inputs.input().to_json());
+            assert_eq!(back.as_ref(), Some(&inputs), "{text}");
+            text
+        };
+        assert!(written(&board).ends_with("s4:archs7:aarch64"));
+        let one_way = Board {
+            arch: vec!["armv7l".into(), "aarch64".into()],
+            ..board.clone()
+        };
+        let other_way = Board {
+            arch: vec!["aarch64".into(), "armv7l".into()],
+            ..board.clone()
+        };
+        assert_eq!(written(&one_way), written(&other_way));
+        assert!(written(&one_way).ends_with("s4:archl2:s7:aarch64s6:armv7l"));
+        let none = Board {
+            arch: Vec::new(),
+            ..board
+        };
+        assert!(written(&none).ends_with("s4:archn"));
+        // Only the forms `input` writes: not a one-word list, an unsorted one, a number.
+        for bad in [
+            serde_json::json!({"name": "b", "model": "m", "arch": ["aarch64"]}),
+            serde_json::json!({"name": "b", "model": "m", "arch": ["b", "a"]}),
+            serde_json::json!({"name": "b", "model": "m", "arch": 64}),
+        ] {
+            assert_eq!(BoardInputs::from_json(&bad), None, "{bad}");
+        }
     }
 }
