@@ -13,11 +13,11 @@ use serde_json::Value;
 
 use crate::lab::Lab;
 
-fn repo() -> &'static Path {
+pub(crate) fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
@@ -32,7 +32,7 @@ fn copy_tomls(from: &Path, to: &Path) {
 }
 
 /// A workspace with the repository's boards, recipes and scenarios, and an empty store.
-fn workspace(tag: &str) -> PathBuf {
+pub(crate) fn workspace(tag: &str) -> PathBuf {
     let root =
         std::env::temp_dir().join(format!("benchpipe-it-seeds-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
@@ -42,12 +42,12 @@ fn workspace(tag: &str) -> PathBuf {
     root
 }
 
-fn toml_of(path: &Path) -> toml::Table {
+pub(crate) fn toml_of(path: &Path) -> toml::Table {
     std::fs::read_to_string(path).unwrap().parse().unwrap()
 }
 
 /// `plan --json` of a scenario after `check` accepted it.
-fn plan(root: &Path, scenario: &str) -> Value {
+pub(crate) fn plan(root: &Path, scenario: &str) -> Value {
     let check = bp(root, &["check", scenario]);
     assert!(
         check.status.success(),
