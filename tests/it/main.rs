@@ -32,6 +32,7 @@ mod report_bytes;
 mod reports;
 mod safety;
 mod schedule;
+mod seed_era;
 mod seed_fits;
 mod seeds;
 mod serving;
