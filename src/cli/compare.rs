@@ -30,6 +30,7 @@ pub struct CompareArgs {
     pub candidate: Option<String>,
     pub pool: Option<String>,
     pub noise_band: Option<String>,
+    pub percent: Option<String>,
     pub json: bool,
     pub max_cells: u64,
 }
@@ -66,6 +67,15 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
                 .map_err(|e| Error::Usage(format!("--noise-band: {e}")))
         })
         .transpose()?;
+    let percent = match args.percent.as_deref() {
+        None => crate::stats::Percent::default(),
+        Some(p) => crate::stats::Percent::parse(p).ok_or_else(|| {
+            Error::Usage(format!(
+                "--percent `{}`: expected `of-baseline` or `of-mean`",
+                crate::shown::shown(&p.chars().take(40).collect::<String>())
+            ))
+        })?,
+    };
     let data = store.all()?;
     let mut rows = Vec::new();
     for (scenario, plan) in plans(&ws) {
@@ -93,6 +103,7 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
             candidate: candidate.clone(),
             pool,
             noise_band,
+            percent,
         }];
         rows.extend(report::comparisons(&ws, &s, &plan, &data));
     }

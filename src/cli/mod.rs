@@ -184,6 +184,10 @@ pub enum Command {
         /// scenario's `[report] noise_band`, 2%).
         #[arg(long, value_name = "PERCENT")]
         noise_band: Option<String>,
+        /// What the difference is a percentage of: `of-baseline` (default) or `of-mean`
+        /// (the difference over the mean of both, like a scenario's `percent`).
+        #[arg(long, value_name = "of-baseline|of-mean")]
+        percent: Option<String>,
         #[command(flatten)]
         store: StoreArg,
         /// Print JSON.
@@ -497,6 +501,7 @@ pub fn run(cli: Cli) -> Result<()> {
             candidate,
             pool,
             noise_band,
+            percent,
             store,
             json,
             cells,
@@ -509,6 +514,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 candidate,
                 pool,
                 noise_band,
+                percent,
                 json,
                 max_cells: cells.max_cells,
             },

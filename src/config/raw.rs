@@ -591,4 +591,6 @@ pub struct Compare {
     /// `"model"`: one pooled verdict per board model too.
     pub pool: Option<S<String>>,
     pub noise_band: Option<S<String>>,
+    /// `"of-baseline"` (default) or `"of-mean"`: what the headline percentage is of.
+    pub percent: Option<S<String>>,
 }

@@ -558,6 +558,9 @@ pub struct Compare {
     pub pool: Option<Pool>,
     /// `noise_band = "5%"`: this comparison's band; None takes `[report] noise_band`.
     pub noise_band: Option<f64>,
+    /// `percent = "of-mean"`: the headline percentage over the mean of both (the
+    /// seed's convention); the default is of the baseline.
+    pub percent: crate::stats::Percent,
 }
 
 /// What a `[[report.compare]]` pools its per-board pairs by.

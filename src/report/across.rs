@@ -238,8 +238,8 @@ pub fn across(ws: &Workspace, baseline: &Side, candidate: &Side) -> Across {
                 (baseline.label.clone(), candidate.label.clone()),
                 None,
                 (&[&xb], &[&xc]),
-                confidence,
-                noise_band,
+                (confidence, noise_band),
+                crate::stats::Percent::OfBaseline,
             ));
         }
         configs.push(cfg);
@@ -252,7 +252,7 @@ pub fn across(ws: &Workspace, baseline: &Side, candidate: &Side) -> Across {
         } else {
             format!("{} -> {}", baseline.scenario.name, candidate.scenario.name)
         },
-        method: super::compare::method_text(baseline.scenario),
+        method: super::compare::method_text(baseline.scenario, false),
         matched_axes: matched.iter().map(|(n, _)| n.to_string()).collect(),
         configs,
     }

@@ -9,7 +9,9 @@ use super::AxisFn;
 use crate::model::{Better, MetricSpec, Pool, Scenario, Workspace};
 use crate::plan::state;
 use crate::plan::{Address, Cell, CellKey, Plan};
-use crate::stats::{self, Comparison, Incomparable, OutlierCount, RunsNeeded, Verdict, Words};
+use crate::stats::{
+    self, Comparison, Incomparable, OutlierCount, Percent, RunsNeeded, Verdict, Words,
+};
 use crate::store::CellData;
 
 /// One comparison: a candidate configuration against its baseline on one metric, or
@@ -47,6 +49,9 @@ pub struct ComparisonRow {
     /// Its interval (the ratio's, mapped); None on an unbounded side.
     pub symmetric_ci_low_pct: Option<f64>,
     pub symmetric_ci_high_pct: Option<f64>,
+    /// What `difference`'s headline percentage is of: `of-baseline` (`diff_pct`) or
+    /// `of-mean` (`symmetric_pct`), as the comparison's `percent` asks.
+    pub percent: Percent,
     /// Welch's two-sided p.
     pub p: Option<f64>,
     pub confidence: f64,
@@ -131,13 +136,19 @@ pub(super) fn values_of(
         .collect()
 }
 
-/// The statement under the comparisons table: how rows are judged.
-pub fn method_text(scenario: &Scenario) -> String {
+/// The statement under the comparisons table: how rows are judged, and what each row's
+/// percentage is of (`of_mean`: some row gives the difference over the mean of both).
+pub fn method_text(scenario: &Scenario, of_mean: bool) -> String {
     let conf = super::percent(scenario.method.confidence);
     let alpha = super::trimmed(1.0 - scenario.method.confidence);
     let band = super::percent(scenario.precision.noise_band);
+    let of_mean = if of_mean {
+        "A row whose difference says \"of the mean of both\" (percent = \"of-mean\") gives instead the difference over the mean of both means, (c - b) / ((c + b) / 2) = 2 (r - 1) / (r + 1) for the ratio r, with Fieller's interval of r mapped through it (the same coverage: the map is increasing); the verdict is judged alike. "
+    } else {
+        ""
+    };
     format!(
-        "Each difference is the candidate's mean over the baseline's, with Fieller's {conf}% confidence interval of that ratio (never beyond -100% for a positive metric). \
+        "Each difference is the candidate's mean over the baseline's, with Fieller's {conf}% confidence interval of that ratio (never beyond -100% for a positive metric). {of_mean}\
          Faster, slower, better or worse: Welch's t-test gives p < {alpha} and the difference lies beyond the ±{band}% noise band (boards drift that much between sessions); \
          equivalent: the whole interval lies inside the band; inconclusive: neither, with about how many runs per side would give 80% power to decide it at this spread. \
          A pooled row (pool = \"model\") weighs each board of the model equally with its own runs' spread: it is about the boards measured."
@@ -151,8 +162,8 @@ pub(super) fn row(
     labels: (String, String),
     pooled: Option<Pooled>,
     (b, x): (&[&[f64]], &[&[f64]]),
-    confidence: f64,
-    noise_band: f64,
+    (confidence, noise_band): (f64, f64),
+    percent: Percent,
 ) -> ComparisonRow {
     let result = stats::compare_strata(b, x, confidence, noise_band, spec.better);
     let per_side = if pooled.is_some() {
@@ -191,6 +202,7 @@ pub(super) fn row(
         symmetric_pct: None,
         symmetric_ci_low_pct: None,
         symmetric_ci_high_pct: None,
+        percent,
         p: None,
         confidence,
         noise_band,
@@ -215,7 +227,7 @@ pub(super) fn row(
 
 /// Copies a comparison's numbers and words into a row.
 pub(super) fn fill(r: &mut ComparisonRow, c: &Comparison, words: Words, per_side: &str) {
-    let d = stats::describe(c, words, 1, per_side);
+    let d = stats::describe(c, words, 1, per_side, r.percent);
     let (lo, hi) = match c.ratio_ci {
         stats::RatioInterval::Interval { low, high } => (low, high),
         stats::RatioInterval::Outside { .. } => (None, None),
@@ -338,13 +350,19 @@ pub(super) fn comparisons_of(
                 (config_label(&base.address), config_label(&cand.address)),
                 None,
                 (&[&b], &[&x]),
-                confidence,
-                noise_band,
+                (confidence, noise_band),
+                c.percent,
             ));
             pairs.push((base, *cand, b, x));
         }
         if c.pool == Some(Pool::Model) {
-            rows.extend(pooled_rows(&metric, spec, &pairs, confidence, noise_band));
+            rows.extend(pooled_rows(
+                &metric,
+                spec,
+                &pairs,
+                (confidence, noise_band),
+                c.percent,
+            ));
         }
     }
     rows
@@ -357,8 +375,8 @@ fn pooled_rows(
     metric: &str,
     spec: &MetricSpec,
     pairs: &[Pair<'_>],
-    confidence: f64,
-    noise_band: f64,
+    (confidence, noise_band): (f64, f64),
+    percent: Percent,
 ) -> Vec<ComparisonRow> {
     let mut groups: BTreeMap<(String, String, String), Vec<&Pair<'_>>> = BTreeMap::new();
     for p in pairs {
@@ -424,8 +442,8 @@ fn pooled_rows(
             (base_label, cand_label),
             Some(pooled),
             (&b, &x),
-            confidence,
-            noise_band,
+            (confidence, noise_band),
+            percent,
         ));
     }
     rows

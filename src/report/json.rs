@@ -114,6 +114,8 @@ struct ComparisonDoc<'a> {
     pooled: Option<&'a super::Pooled>,
     verdict: crate::stats::Verdict,
     significant: bool,
+    /// What `difference`'s headline percentage is of: `of-baseline` or `of-mean`.
+    percent: crate::stats::Percent,
     numbers: NumbersDoc,
     difference: &'a str,
     verdict_text: &'a str,
@@ -236,6 +238,7 @@ fn comparison(c: &ComparisonRow) -> ComparisonDoc<'_> {
         pooled: c.pooled.as_ref(),
         verdict: c.verdict,
         significant: c.significant,
+        percent: c.percent,
         numbers: NumbersDoc {
             confidence: c.confidence,
             noise_band: c.noise_band,

@@ -481,7 +481,12 @@ pub fn build_leaving<'a>(
         precision.take().expect(done),
     );
     let report = Report {
-        comparison_method: compare::method_text(scenario),
+        comparison_method: compare::method_text(
+            scenario,
+            comparisons
+                .iter()
+                .any(|c| c.percent == crate::stats::Percent::OfMean),
+        ),
         precision,
         provenance,
         benchpipe: env!("CARGO_PKG_VERSION").to_string(),

@@ -214,3 +214,54 @@ fn across_two_stores_pairs_by_address_and_names_the_changed_input() {
     assert!(md.starts_with("# tonight against june (study)"), "{md}");
     assert!(md.contains("## Only in tonight"), "{md}");
 }
+
+/// `percent = "of-mean"`: the row's headline is the seed's "53% faster" (hdparm,
+/// 172.13 -> 296.71 MB/s without and with UASP), its interval Fieller's mapped, the
+/// percentage of the baseline beside it, and the table says which convention it uses.
+#[test]
+fn of_mean_rows_give_the_seeds_percent_and_say_so() {
+    let (ws, mut scenario, plan) = usb_against_sd();
+    scenario.compare[0].percent = crate::stats::Percent::OfMean;
+    let data = data_of(&plan, |_, storage| match storage {
+        "sd" => vec![172.0, 172.13, 172.26],
+        _ => vec![296.5, 296.71, 296.92],
+    });
+    let rows = comparisons(&ws, &scenario, &plan, &data);
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(r.percent, crate::stats::Percent::OfMean);
+        assert_eq!(r.verdict, Verdict::Better, "{r:?}");
+        assert!(
+            r.difference
+                .starts_with("+53.1% of the mean of both (95% CI +"),
+            "{r:?}"
+        );
+        assert!(
+            r.difference.contains("; +72.4% of the baseline, 95% CI"),
+            "{r:?}"
+        );
+        let (l, h) = (
+            r.symmetric_ci_low_pct.unwrap(),
+            r.symmetric_ci_high_pct.unwrap(),
+        );
+        assert!(l < 53.1 && 53.1 < h && h - l < 1.0, "{r:?}");
+    }
+    let report = build(&ws, &scenario, &plan, &data);
+    assert!(
+        report.comparison_method.contains("(percent = \"of-mean\")"),
+        "{}",
+        report.comparison_method
+    );
+    let json = String::from_utf8(Json.render(&report).unwrap()).unwrap();
+    assert!(json.contains("\"percent\": \"of-mean\""), "{json}");
+    // The default is unchanged: of the baseline, and the method text says only that.
+    scenario.compare[0].percent = crate::stats::Percent::OfBaseline;
+    let rows = comparisons(&ws, &scenario, &plan, &data);
+    assert!(
+        rows[0].difference.starts_with("+72.4% (95% CI +"),
+        "{:?}",
+        rows[0]
+    );
+    let report = build(&ws, &scenario, &plan, &data);
+    assert!(!report.comparison_method.contains("of-mean"));
+}

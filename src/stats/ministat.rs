@@ -227,7 +227,13 @@ fn file_comparison<'a>(
 ) -> FileComparison<'a> {
     match result {
         Ok(c) => {
-            let words = describe(&c, Words::Direction, 2, "values per file");
+            let words = describe(
+                &c,
+                Words::Direction,
+                2,
+                "values per file",
+                crate::stats::Percent::OfBaseline,
+            );
             let (ratio_ci_low, ratio_ci_high) = match c.ratio_ci {
                 RatioInterval::Interval { low, high } => (low, high),
                 RatioInterval::Outside { .. } => (None, None),

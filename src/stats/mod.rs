@@ -6,6 +6,8 @@
 //!   ratio of means and Fieller's interval ([`fieller`], `ratio.rs`); [`compare_strata`]
 //!   pools boards of one model; [`Verdict`] and its one rendering, [`describe`]
 //!   (`verdict.rs`).
+//! - [`Percent`] (`percent.rs`): a difference as a percentage of the baseline or of the
+//!   mean of both ([`of_mean_pct`]), its interval mapped from Fieller's.
 //! - [`runs_to_detect`], [`runs_for_precision`] and [`wide_ci`] (`power.rs`): about how
 //!   many runs would decide a comparison or narrow an interval.
 //! - [`precision_reached`] and [`RunRule`]: when an adaptive run count may stop.
@@ -18,6 +20,7 @@ mod adaptive;
 mod compare;
 mod ministat;
 mod outliers;
+mod percent;
 mod power;
 mod ratio;
 mod verdict;
@@ -28,6 +31,7 @@ pub use compare::{
 };
 pub use ministat::{StatsError, ministat};
 pub use outliers::{OUTLIER_RULE, Outlier, OutlierClass, OutlierCount, OutlierRule, outliers};
+pub use percent::{Percent, of_mean_interval, of_mean_pct};
 pub use power::{
     DECIDING_POWER, DEFAULT_WIDE_CI, MAX_RUNS_ESTIMATE, RunsNeeded, WideCi, runs_for_precision,
     runs_to_detect, wide_ci,

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::compare::{Comparison, Incomparable};
+use super::percent::Percent;
 use super::ratio::RatioInterval;
 
 /// The outcome of a comparison, from the candidate's point of view.
@@ -120,38 +121,97 @@ pub fn p_text(p: f64) -> String {
     }
 }
 
-/// The interval of the relative difference: `95% CI -1.0% .. +2.0%`, one-sided as
-/// `95% CI at least +10.0%`, or unbounded with the reason.
-pub fn interval_text(c: &Comparison, decimals: usize) -> String {
+/// The interval of the relative difference in `percent`'s convention: `95% CI -1.0% ..
+/// +2.0%`, one-sided as `95% CI at least +10.0%`, or unbounded with the reason. Of the
+/// mean of both, the bounds say so (`95% CI +48.1% .. +57.9% of the mean of both`).
+pub fn interval_text(c: &Comparison, decimals: usize, percent: Percent) -> String {
     let conf = level(c.confidence);
     let unbounded = "unbounded: the baseline's mean is not significantly different from 0";
-    match (c.ci_low_pct, c.ci_high_pct, c.ratio_ci) {
+    let (low, high, of) = match percent {
+        Percent::OfBaseline => (c.ci_low_pct, c.ci_high_pct, String::new()),
+        Percent::OfMean => (
+            c.symmetric_ci_low_pct,
+            c.symmetric_ci_high_pct,
+            format!(" {}", percent.words()),
+        ),
+    };
+    match (low, high, c.ratio_ci) {
         (_, _, RatioInterval::Outside { .. }) | (None, None, _) => {
             format!("{conf}% CI {unbounded}")
         }
-        (Some(l), Some(h), _) => format!("{conf}% CI {} .. {}", pct(l, decimals), pct(h, decimals)),
-        (Some(l), None, _) => format!("{conf}% CI at least {} ({unbounded})", pct(l, decimals)),
-        (None, Some(h), _) => format!("{conf}% CI at most {} ({unbounded})", pct(h, decimals)),
+        (Some(l), Some(h), _) => format!(
+            "{conf}% CI {} .. {}{of}",
+            pct(l, decimals),
+            pct(h, decimals)
+        ),
+        (Some(l), None, _) => format!("{conf}% CI at least {}{of} ({unbounded})", pct(l, decimals)),
+        (None, Some(h), _) => format!("{conf}% CI at most {}{of} ({unbounded})", pct(h, decimals)),
     }
 }
 
 /// Puts a comparison into words: the one rendering of [`Verdict`]s (tables, `compare`,
 /// `stats` and `report --compare` all use it). `runs` names what the run estimate
 /// counts: "runs per side", "runs per side on each board", "values per file".
-pub fn describe(c: &Comparison, words: Words, decimals: usize, runs: &str) -> Description {
+///
+/// `percent` is the headline's convention. Of the baseline, a better or worse row
+/// gives the difference over the mean of both beside it (when every value is
+/// positive); of the mean of both, it gives the difference of the baseline beside it.
+/// A row asked for of the mean of both whose values are not all positive has no such
+/// number: it reads as of the baseline and says why. The verdict is the same either way
+/// (Welch's p and the noise band, a share of the baseline).
+pub fn describe(
+    c: &Comparison,
+    words: Words,
+    decimals: usize,
+    runs: &str,
+    percent: Percent,
+) -> Description {
     let band = format!("±{}%", level(c.noise_band));
     let conf = level(c.confidence);
     let alpha = {
         let s = format!("{:.4}", 1.0 - c.confidence);
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     };
-    match c.verdict {
+    // Of the mean of both needs positive values on both sides.
+    let (percent, unavailable) = match (percent, c.symmetric_pct) {
+        (Percent::OfMean, None) => (
+            Percent::OfBaseline,
+            "; no difference over the mean of both: a value is not above 0",
+        ),
+        (p, _) => (p, ""),
+    };
+    let difference = match c.verdict {
         Verdict::Better | Verdict::Worse => {
-            let mut inner = interval_text(c, decimals);
-            // The seed's "53% faster" (over the mean of both), with its own interval.
-            if let Some(s) = c.symmetric_pct {
-                inner.push_str(&format!("; {} of the mean of both", pct(s, decimals)));
-                if let (Some(l), Some(h)) = (c.symmetric_ci_low_pct, c.symmetric_ci_high_pct) {
+            let mut inner = interval_text(c, decimals, percent);
+            let (headline, aside) = match percent {
+                Percent::OfBaseline => (
+                    pct(c.diff_pct, decimals),
+                    c.symmetric_pct.map(|s| {
+                        (
+                            s,
+                            c.symmetric_ci_low_pct.zip(c.symmetric_ci_high_pct),
+                            Percent::OfMean.words(),
+                        )
+                    }),
+                ),
+                Percent::OfMean => (
+                    format!(
+                        "{} {}",
+                        pct(c.symmetric_pct.unwrap_or(c.diff_pct), decimals),
+                        percent.words()
+                    ),
+                    Some((
+                        c.diff_pct,
+                        c.ci_low_pct.zip(c.ci_high_pct),
+                        Percent::OfBaseline.words(),
+                    )),
+                ),
+            };
+            // The other convention beside it, with its own interval: of the mean of
+            // both is the seed's "53% faster".
+            if let Some((value, interval, of)) = aside {
+                inner.push_str(&format!("; {} {of}", pct(value, decimals)));
+                if let Some((l, h)) = interval {
                     inner.push_str(&format!(
                         ", {conf}% CI {} .. {}",
                         pct(l, decimals),
@@ -159,22 +219,26 @@ pub fn describe(c: &Comparison, words: Words, decimals: usize, runs: &str) -> De
                     ));
                 }
             }
-            Description {
-                difference: format!("{} ({inner})", pct(c.diff_pct, decimals)),
-                verdict: format!(
-                    "{} (p = {} < {alpha}, beyond the {band} noise band)",
-                    words.of(c.verdict),
-                    p_text(c.welch.p)
-                ),
-            }
+            format!("{headline} ({inner}{unavailable})")
         }
-        Verdict::Equivalent => Description {
-            difference: format!("within {band} ({})", interval_text(c, decimals)),
-            verdict: format!(
-                "equivalent: the whole {conf}% CI lies inside the {band} noise band (p = {})",
-                p_text(c.welch.p)
-            ),
-        },
+        Verdict::Equivalent => format!(
+            "within {band} ({}{unavailable})",
+            interval_text(c, decimals, percent)
+        ),
+        Verdict::Inconclusive | Verdict::NotComparable => {
+            format!("{}{unavailable}", interval_text(c, decimals, percent))
+        }
+    };
+    let verdict = match c.verdict {
+        Verdict::Better | Verdict::Worse => format!(
+            "{} (p = {} < {alpha}, beyond the {band} noise band)",
+            words.of(c.verdict),
+            p_text(c.welch.p)
+        ),
+        Verdict::Equivalent => format!(
+            "equivalent: the whole {conf}% CI lies inside the {band} noise band (p = {})",
+            p_text(c.welch.p)
+        ),
         Verdict::Inconclusive | Verdict::NotComparable => {
             let why = if c.welch.p < 1.0 - c.confidence {
                 format!(
@@ -191,11 +255,12 @@ pub fn describe(c: &Comparison, words: Words, decimals: usize, runs: &str) -> De
                 .runs_needed
                 .map(|r| format!("; {} {runs} would likely decide it", r.text()))
                 .unwrap_or_default();
-            Description {
-                difference: interval_text(c, decimals),
-                verdict: format!("inconclusive: {why}{more}"),
-            }
+            format!("inconclusive: {why}{more}")
         }
+    };
+    Description {
+        difference,
+        verdict,
     }
 }
 
@@ -231,7 +296,7 @@ mod tests {
         let same = [95.0, 120.0, 110.0];
         let c = compare(&base, &same, 0.95, 0.02, Better::Higher).unwrap();
         assert_eq!(c.verdict, Verdict::Inconclusive);
-        let d = describe(&c, Words::Speed, 1, "runs per side");
+        let d = describe(&c, Words::Speed, 1, "runs per side", Percent::OfBaseline);
         assert!(d.difference.starts_with("95% CI "), "{d:?}");
         assert!(
             d.verdict
@@ -241,8 +306,54 @@ mod tests {
         );
         let fast = [150.0, 151.0, 149.0];
         let c = compare(&[100.0, 102.0, 98.0], &fast, 0.95, 0.02, Better::Higher).unwrap();
-        let d = describe(&c, Words::Speed, 1, "runs per side");
+        let d = describe(&c, Words::Speed, 1, "runs per side", Percent::OfBaseline);
         assert!(d.verdict.starts_with("faster (p = "), "{d:?}");
         assert!(d.difference.contains("of the mean of both"), "{d:?}");
+    }
+
+    #[test]
+    fn of_the_mean_of_both_heads_the_row_when_asked_and_every_value_is_positive() {
+        let (without, with) = ([172.0, 172.13, 172.26], [296.5, 296.71, 296.92]);
+        let c = compare(&without, &with, 0.95, 0.02, Better::Higher).unwrap();
+        let d = describe(&c, Words::Speed, 0, "runs per side", Percent::OfMean);
+        assert!(
+            d.difference
+                .starts_with("+53% of the mean of both (95% CI +53% .. +53%"),
+            "{d:?}"
+        );
+        assert!(
+            d.difference.contains("; +72% of the baseline, 95% CI"),
+            "{d:?}"
+        );
+        // An inconclusive row: the interval alone, saying what it is of.
+        let c = compare(
+            &[100.0, 130.0, 80.0],
+            &[95.0, 120.0, 110.0],
+            0.95,
+            0.02,
+            Better::Higher,
+        )
+        .unwrap();
+        let d = describe(&c, Words::Speed, 1, "runs per side", Percent::OfMean);
+        assert!(
+            d.difference.starts_with("95% CI ") && d.difference.ends_with(" of the mean of both"),
+            "{d:?}"
+        );
+        // Negative values have no mean of both to divide by: of the baseline, saying so.
+        let c = compare(
+            &[-10.0, -10.2, -9.8],
+            &[-5.0, -5.1, -4.9],
+            0.95,
+            0.02,
+            Better::Higher,
+        )
+        .unwrap();
+        let d = describe(&c, Words::Quality, 1, "runs per side", Percent::OfMean);
+        assert!(d.difference.starts_with("+50.0% (95% CI "), "{d:?}");
+        assert!(
+            d.difference
+                .ends_with("; no difference over the mean of both: a value is not above 0)"),
+            "{d:?}"
+        );
     }
 }

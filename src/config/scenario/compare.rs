@@ -1,5 +1,5 @@
 //! The report's `[[report.compare]]` (baseline and candidate patterns, the metric, the
-//! pooling and noise band) and `[report]`'s `noise_band` and `wide_ci`.
+//! pooling, noise band and percent convention) and `[report]`'s `noise_band` and `wide_ci`.
 
 use toml::Spanned;
 
@@ -8,6 +8,7 @@ use super::matrix::{Axes, pattern};
 use crate::config::diag::Diagnostic;
 use crate::config::{Source, names, raw, units};
 use crate::model::{Compare, FsName, ImageName, Matrix, Pool, Precision, TestName};
+use crate::stats::Percent;
 
 /// `[report] noise_band` and `wide_ci`, defaults where absent.
 pub(super) fn precision(
@@ -121,6 +122,26 @@ pub(super) fn compare(
                 None => continue,
             },
         };
+        let percent = match &c.percent {
+            None => Percent::default(),
+            Some(p) => match Percent::parse(p.get_ref()) {
+                Some(p) => p,
+                None => {
+                    diags.push(
+                        src.at_value(
+                            p,
+                            format!(
+                                "unknown percent `{}`; expected {}",
+                                crate::shown::shown(&p.get_ref().chars().take(40).collect::<String>()),
+                                Percent::NAMES.map(|n| format!("`{n}`")).join(" or ")
+                            ),
+                        )
+                        .with_help("`of-baseline` (the default): (candidate - baseline) / baseline; `of-mean`: (candidate - baseline) / the mean of both, as the first seed's UASP table writes \"53% faster\""),
+                    );
+                    continue;
+                }
+            },
+        };
         out.push(Compare {
             test,
             metric,
@@ -128,6 +149,7 @@ pub(super) fn compare(
             candidate,
             pool,
             noise_band,
+            percent,
         });
     }
     out
