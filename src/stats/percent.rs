@@ -56,7 +56,7 @@ impl Percent {
 /// under swapping the sides (`of_mean_pct(1 / r) = -of_mean_pct(r)`), which a
 /// percentage of the baseline is not. NaN at `r = -1` (callers pass `r ≥ 0` only).
 pub fn of_mean_pct(r: f64) -> f64 {
-    200.0 * (r - 1.0) / (r + 1.0)
+    2.0 * (r - 1.0) / (r + 1.0) * 100.0
 }
 
 /// The confidence interval of [`of_mean_pct`] from Fieller's confidence set of the
