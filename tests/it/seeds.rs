@@ -222,6 +222,70 @@ fn the_sbc_study_plans_every_cell_of_the_second_seeds_xz_and_filesystem_tables()
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// `fs-stack` is a local write and read on the board, and the sbc scenarios' reports say
+/// so; the second seed's EXT4 vs BTRFS LZO table, a file through Samba, is `smb-fs`'s,
+/// in the sbc-serving report under the seed's headings. Rendered from an empty store:
+/// the names and tables are the scenario's, whatever was measured.
+#[test]
+fn the_sbc_reports_name_fs_stack_local_and_keep_the_seeds_samba_table_on_smb_fs() {
+    let root = workspace("sbc-names");
+    let out = bp(
+        &root,
+        &[
+            "report",
+            "--store",
+            "results",
+            "--out",
+            "reports",
+            "scenarios/sbc-xz-fs.toml",
+            "scenarios/sbc-serving.toml",
+        ],
+    );
+    assert!(out.status.success(), "report: {}", stderr(&out));
+    let md =
+        |s: &str| std::fs::read_to_string(root.join("reports").join(s).join("index.md")).unwrap();
+    let (xz_fs, serving) = (md("sbc-xz-fs"), md("sbc-serving"));
+    // Every line of the xz-fs report that names ext4 vs btrfs-lzo says it is local, or
+    // points to the Samba figure elsewhere.
+    let head = xz_fs.lines().next().unwrap();
+    assert!(head.contains("local ext4 vs btrfs-lzo"), "{head}");
+    for line in xz_fs
+        .lines()
+        .filter(|l| l.to_lowercase().contains("btrfs lzo"))
+    {
+        assert!(line.contains("Samba") && line.contains("smb-fs"), "{line}");
+    }
+    assert!(
+        xz_fs.contains("## Local write/read on the board: ext4 vs btrfs-lzo (not through Samba)"),
+        "{xz_fs}"
+    );
+    assert!(
+        xz_fs.contains("## fs-stack\n\nLocal, on the board (no network)"),
+        "{xz_fs}"
+    );
+    // The seed's table, on smb-fs.
+    let table = serving
+        .split("## EXT4 vs BTRFS LZO through Samba\n")
+        .nth(1)
+        .expect("the seed's Samba table in the sbc-serving report");
+    assert!(table.contains("(smb-fs)"), "{table}");
+    let s = toml_of(&root.join("scenarios/sbc-serving.toml"));
+    let tables = s["report"]["table"].as_array().unwrap();
+    assert!(tables.iter().any(|t| {
+        t["title"].as_str() == Some("EXT4 vs BTRFS LZO through Samba")
+            && t["columns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_str().unwrap())
+                .collect::<Vec<_>>()
+                == ["smb-fs.write", "smb-fs.read"]
+            && t["labels"]["smb-fs.write"].as_str() == Some("Write MB/s")
+            && t["labels"]["smb-fs.read"].as_str() == Some("Read MB/s")
+    }));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// The README's first command's scenario selects only localhost beside the seed boards:
 /// no step of its schedule names another board.
 #[test]
