@@ -677,8 +677,9 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
         for app in ["drupal", "wordpress"] {
             want.insert((format!("{hw}-{app}"), "http-load".to_string()));
         }
-        // The authenticated rows: a login through the ingress, WordPress only.
+        // The authenticated rows: a login through the ingress, each app its own.
         want.insert((format!("{hw}-wordpress"), "wordpress-login".to_string()));
+        want.insert((format!("{hw}-drupal"), "drupal-login".to_string()));
         want.insert((format!("{hw}-minecraft"), "startup-kubectl".to_string()));
         want.insert((format!("{hw}-minecraft"), "iperf3-all-boards".to_string()));
     }
@@ -715,6 +716,28 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
     assert_eq!(login.len(), 2, "{login:?}");
     let text = std::fs::read_to_string(root.join("scenarios/turing-pi-apps.toml")).unwrap();
     assert!(text.contains("metric = \"wordpress-login.authenticated\""));
+    assert!(text.contains("metric = \"drupal-login.authenticated\""));
+    // The seed's logged-in load, `ab -n 100 -c 10`, as the recipes' defaults and here.
+    let s = toml_of(&root.join("scenarios/turing-pi-apps.toml"));
+    for recipe in ["wordpress", "wordpress-login", "drupal", "drupal-login"] {
+        let r = toml_of(&root.join(format!("pipeline/{recipe}.toml")));
+        let p = &r["params"];
+        assert_eq!(p["ab_requests"].as_integer(), Some(100), "{recipe}");
+        assert_eq!(p["ab_concurrency"].as_integer(), Some(10), "{recipe}");
+        assert_eq!(p["login_connections"].as_integer(), Some(10), "{recipe}");
+        // and the anonymous `wrk -t4 -c100 -d30`
+        let wrk = (
+            p["wrk_threads"].as_integer(),
+            p["wrk_connections"].as_integer(),
+            p["seconds"].as_integer(),
+        );
+        assert_eq!(wrk, (Some(4), Some(100), Some(30)), "{recipe}");
+    }
+    for login in ["wordpress-login", "drupal-login"] {
+        let p = &s["params"][login];
+        assert_eq!(p["login_tool"].as_str(), Some("ab"), "{login}");
+        assert_eq!(p["ab_requests"].as_integer(), Some(100), "{login}");
+    }
     assert_eq!(
         members("dramble-minecraft"),
         [

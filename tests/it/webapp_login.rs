@@ -382,3 +382,133 @@ fn wordpress_login_opens_the_password_file_through_no_link_and_only_when_it_is_p
     assert!(!cause.contains("refusing"), "{cause}");
     assert!(cause.contains("setup"), "{cause}");
 }
+
+/// A stand-in for Drupal 10's login and front page, on the controller: `/user/login`
+/// answers its form with a `form_build_id` and, to the form's POST with the right name,
+/// password, `form_id` and that `form_build_id`, a 303 setting a `SESS...` cookie;
+/// `/` carries the `user-logged-in` body class only with that cookie, and answers a
+/// request bearing any other `SESS` cookie with 403 (so a lost cookie shows as non-2xx).
+const FAKE_DRUPAL: &str = r#"
+import http.server, sys, urllib.parse
+port, password = int(sys.argv[1]), open(sys.argv[2]).read().strip()
+SESSION = "SESSd41d8cd98f00b204e9800998ecf8427e=fake-session-5b2e"
+BUILD = "form-aBcD_12-34"
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def reply(self, code, body, headers=()):
+        b = body.encode()
+        self.send_response(code)
+        for k, v in headers: self.send_header(k, v)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def do_GET(self):
+        cookie = self.headers.get("Cookie", "")
+        if self.path == "/user/login":
+            return self.reply(200, '<form><input type="hidden" name="form_build_id" value="%s" /></form>' % BUILD)
+        if self.path != "/":
+            return self.reply(404, "no")
+        if SESSION in cookie:
+            return self.reply(200, '<body class="path-frontpage user-logged-in">hello</body>')
+        if "SESS" in cookie:
+            return self.reply(403, "bad session")
+        return self.reply(200, '<body class="path-frontpage">anonymous</body>')
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        form = urllib.parse.parse_qs(self.rfile.read(n).decode())
+        ok = form.get("name") == ["editor"] and form.get("pass") == [password] \
+            and form.get("form_id") == ["user_login_form"] and form.get("form_build_id") == [BUILD]
+        if self.path == "/user/login" and ok:
+            return self.reply(303, "", [("Location", "/user/1"), ("Set-Cookie", SESSION + "; path=/; HttpOnly")])
+        return self.reply(200, "Unrecognized username or password.")
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+"#;
+
+/// The stand-in's process, ended by its id when the test ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// pipeline/drupal-login.toml's steps against a FAKE Drupal (no Drupal exists on this
+/// machine: Debian packages none and no release is reachable): the form login with the
+/// password from `password_file`, the session cookie carried by every logged-in request
+/// of wrk's and of the seed's ab, and neither the password nor the cookie anywhere
+/// benchpipe writes or prints. On a local board, the stand-in on the controller.
+#[test]
+fn fake_drupal_login_logs_in_through_the_form_and_loads_with_the_session_cookie() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = RunDir::new("drupal-pw");
+    let file = d.0.join("drupal-password");
+    let secret = "never-shown-drupal-password-3e9a";
+    std::fs::write(&file, format!("{secret}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let _server = Child(
+        std::process::Command::new("python3")
+            .args(["-c", FAKE_DRUPAL, &port.to_string(), file.to_str().unwrap()])
+            .spawn()
+            .unwrap(),
+    );
+    let mut up = false;
+    for _ in 0..600 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(up, "the stand-in did not listen on {port}");
+    let p = crate::spine::Project::new("drupal-login").write(
+        "pipeline/drupal-login.toml",
+        &std::fs::read_to_string(repo().join("pipeline/drupal-login.toml")).unwrap(),
+    );
+    for tool in ["wrk", "ab"] {
+        let _ = std::fs::remove_dir_all(p.dir.join("results"));
+        std::fs::write(
+            p.dir.join("scenarios/s.toml"),
+            format!(
+                "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+                 board = [\"here\"]\ntest = [\"drupal-login\"]\n[method]\nwarmup = {{ runs = 0 }}\n\
+                 runs = {{ min = 1, max = 1 }}\n[params.drupal-login]\nport = {port}\nuser = \"editor\"\n\
+                 password_file = \"{}\"\nseconds = 1\nwrk_threads = 1\nwrk_connections = 2\n\
+                 login_tool = \"{tool}\"\nlogin_seconds = 1\nlogin_threads = 1\nlogin_connections = 2\n\
+                 ab_requests = 20\nab_concurrency = 2\n",
+                file.display()
+            ),
+        )
+        .unwrap();
+        let out = p.bp(&["apply", "scenarios/s.toml"]);
+        let t = text(&out);
+        assert!(out.status.success(), "{tool}: {t}");
+        let results = p.dir.join("results");
+        let sample = std::fs::read_dir(&results)
+            .unwrap()
+            .flatten()
+            .find_map(|e| std::fs::read_to_string(e.path().join("samples.jsonl")).ok())
+            .unwrap_or_else(|| panic!("{tool}: no samples: {t}"));
+        let v: Value = serde_json::from_str(sample.lines().last().unwrap()).unwrap();
+        let m = &v["metrics"];
+        assert!(m["authenticated"].as_f64().unwrap() > 0.0, "{tool}: {v}");
+        assert!(m["anonymous"].as_f64().unwrap() > 0.0, "{tool}: {v}");
+        // Every logged-in request carried the session: none got the stand-in's 403.
+        assert_eq!(
+            m["authenticated_non_2xx"].as_f64(),
+            Some(0.0),
+            "{tool}: {v}"
+        );
+        for needle in [secret, "fake-session-5b2e"] {
+            assert!(!t.contains(needle), "{tool}: {needle} in the output: {t}");
+            let held = files_holding(&results, &[needle.to_string()]);
+            assert!(held.is_empty(), "{tool}: {needle} stored in {held:?}");
+        }
+    }
+}
