@@ -33,6 +33,7 @@ mod reports;
 mod safety;
 mod schedule;
 mod seed_era;
+mod seed_figures;
 mod seed_fits;
 mod seeds;
 mod serving;

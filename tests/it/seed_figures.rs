@@ -1,0 +1,334 @@
+//! Integration tests: the seeds' published figures, stored as the samples of the shipped
+//! seed scenarios' cells (the project's own fixture: no board runs), render reports that
+//! show each seed figure where the seed has it: its table, its row, in the seed's units,
+//! and the seed's percentages in the comparisons.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use benchpipe::store::{FORMAT, RunKind, Sample, Store};
+use benchpipe::{cli, config, plan};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One published figure: the cell it belongs to (board, storage, test) and its metric.
+struct Figure {
+    board: &'static str,
+    storage: Option<&'static str>,
+    test: &'static str,
+    metric: &'static str,
+    value: f64,
+}
+
+const fn fig(
+    board: &'static str,
+    storage: &'static str,
+    test: &'static str,
+    metric: &'static str,
+    value: f64,
+) -> Figure {
+    Figure {
+        board,
+        storage: if storage.is_empty() {
+            None
+        } else {
+            Some(storage)
+        },
+        test,
+        metric,
+        value,
+    }
+}
+
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The reports of `scenario` (a file of the repository's scenarios/) over a store
+/// holding, for each figure, one warm-up and three measured runs of its cell under
+/// `image` (every metric of a cell in each run) whose mean is the figure exactly and
+/// whose spread is a hundredth of its last digit: `index.md`, `results.csv`.
+fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "benchpipe-it-seed-figures-{scenario}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch(dir.clone());
+    for d in ["scenarios", "pipeline", "boards"] {
+        let to = dir.join(d);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(repo().join(d)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+    let files = vec![dir.join(format!("scenarios/{scenario}.toml"))];
+    let ws = config::load(&dir, &files).expect("the shipped seed scenario loads");
+    let cells = plan::expand(&ws, &ws.scenarios[0]).cells;
+    // The figures of each cell: (cell index, metric, value).
+    let mut of_cell: BTreeMap<usize, BTreeMap<String, f64>> = BTreeMap::new();
+    for f in figures {
+        let i = cells
+            .iter()
+            .position(|c| {
+                c.address.board.as_str() == f.board
+                    && c.address.test.as_str() == f.test
+                    && c.address.image.as_str() == image
+                    && c.address.storage.as_ref().map(|s| s.as_str()) == f.storage
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "{scenario} has no cell {} {:?} {} on {image}",
+                    f.board, f.storage, f.test
+                )
+            });
+        of_cell
+            .entry(i)
+            .or_default()
+            .insert(f.metric.to_string(), f.value);
+    }
+    let store = Store::open(dir.join("results")).unwrap();
+    for (i, metrics) in &of_cell {
+        let mut w = store.begin(&cells[*i]).unwrap();
+        // A warm-up far off (it must not count), then the figure, a hair below and
+        // above: the mean is the figure.
+        for (seq, (kind, shift)) in [
+            (RunKind::Warmup, 0.5),
+            (RunKind::Measured, 0.0),
+            (RunKind::Measured, -0.00005),
+            (RunKind::Measured, 0.00005),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let started = 1_600_000_000.0 + (*i * 100 + seq * 10) as f64;
+            w.append(&Sample {
+                format: FORMAT,
+                seq: seq as u32 + 1,
+                kind,
+                session: "1600000000-1".into(),
+                started,
+                ended: started + 5.0,
+                metrics: metrics
+                    .iter()
+                    .map(|(m, v)| (m.clone(), v * (1.0 + shift)))
+                    .collect(),
+                flags: vec![],
+                telemetry: None,
+                command: format!("{} (the seed's figure)", cells[*i].address.test),
+                log: String::new(),
+                order: None,
+                board_seq: None,
+            })
+            .unwrap();
+        }
+    }
+    let data = store.all().unwrap();
+    let ws = config::load_for_report(&dir, &files, 100_000, &cli::stored_names(&data))
+        .expect("the scenario loads for a report");
+    let out = dir.join("reports");
+    cli::write_reports(&ws, &store, &out).unwrap();
+    let read = |f: &str| std::fs::read_to_string(out.join(scenario).join(f)).unwrap();
+    let got = (read("index.md"), read("results.csv"));
+    drop(scratch);
+    got
+}
+
+/// The Markdown table titled `title`: its header and rows, cells trimmed.
+fn table(md: &str, title: &str) -> Vec<Vec<String>> {
+    let start = md
+        .find(&format!("## {title}\n"))
+        .unwrap_or_else(|| panic!("no table {title:?} in:\n{md}"));
+    md[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter(|l| !l.starts_with("|---"))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The cell of `t` in the row labelled `row` and the column whose header starts with
+/// `column`.
+fn cell<'t>(t: &'t [Vec<String>], row: &str, column: &str) -> &'t str {
+    let col = t[0]
+        .iter()
+        .position(|h| h.starts_with(column))
+        .unwrap_or_else(|| panic!("no column {column:?} in {:?}", t[0]));
+    let r = t
+        .iter()
+        .skip(1)
+        .find(|r| r[0] == row)
+        .unwrap_or_else(|| panic!("no row {row:?} in {t:#?}"));
+    &r[col]
+}
+
+/// The seed's figure as a table shows it: the mean with the digits the seed wrote.
+fn shows(text: &str, figure: &str) {
+    assert!(
+        text.starts_with(figure),
+        "the report shows {text:?} where the seed has {figure}"
+    );
+}
+
+/// Seed 1's "Disk Benchmarks" table (iozone 4K random read and write per board and
+/// disk, MB/sec) and its UASP table (hdparm, dd and iozone on the Pi 4's SSD without and
+/// with UASP), stored and rendered through `scenarios/turing-pi-disk.toml` (on one of
+/// its three images, which the rows name since the scenario varies them).
+#[test]
+fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
+    let iozone = |board, storage, read, write| {
+        [
+            fig(board, storage, "iozone", "random_read", read),
+            fig(board, storage, "iozone", "random_write", write),
+        ]
+    };
+    let mut figures: Vec<Figure> = Vec::new();
+    figures.extend(iozone("turing-cm3-1", "emmc", 8.99, 9.20));
+    figures.extend(iozone("turing-cm3-2", "microsd", 6.97, 2.90));
+    figures.extend(iozone("turing-cm3-1", "kingston-usb", 8.87, 10.04));
+    figures.extend(iozone("dramble-pi4-1", "microsd", 11.81, 3.25));
+    figures.extend(iozone("dramble-pi4-1", "kingston-usb3-bot", 14.41, 23.28));
+    figures.extend(iozone("dramble-pi4-1", "kingston-usb3-uas", 20.59, 28.54));
+    for (storage, hdparm, dd) in [
+        ("kingston-usb3-bot", 172.13, 102.67),
+        ("kingston-usb3-uas", 296.71, 149.00),
+    ] {
+        figures.push(fig(
+            "dramble-pi4-1",
+            storage,
+            "hdparm",
+            "buffered_read",
+            hdparm,
+        ));
+        figures.push(fig(
+            "dramble-pi4-1",
+            storage,
+            "dd-write",
+            "sequential_write",
+            dd,
+        ));
+    }
+    // The power the seed read off a USB-C tester while the disk worked, and idle
+    // (5.07 V at 0.74 A and 0.67 A): what a `[meter]` stores with each run.
+    for (storage, load, idle) in [
+        ("kingston-usb3-bot", 5.29, 3.75),
+        ("kingston-usb3-uas", 4.87, 3.40),
+    ] {
+        figures.push(fig("dramble-pi4-1", storage, "dd-write", "power_w", load));
+        figures.push(fig("dramble-pi4-1", storage, "dd-write", "idle_w", idle));
+    }
+    let (md, _csv) = render("turing-pi-disk", "hypriotos", &figures);
+
+    let disk = table(&md, "Disk Benchmarks");
+    for (row, read, write) in [
+        ("CM3+, 8 GB eMMC, HypriotOS", "8.990", "9.200"),
+        (
+            "CM3+, microSD - Samsung Evo+ 32GB, HypriotOS",
+            "6.970",
+            "2.900",
+        ),
+        ("CM3+, Kingston USB 2.0 SSD, HypriotOS", "8.870", "10.040"),
+        (
+            "Pi 4, microSD - Samsung Evo+ 32GB, HypriotOS",
+            "11.810",
+            "3.250",
+        ),
+        (
+            "Pi 4, Kingston USB 3.0 SSD w/o UASP, HypriotOS",
+            "14.410",
+            "23.280",
+        ),
+        (
+            "Pi 4, Kingston USB 3.0 SSD w/ UASP, HypriotOS",
+            "20.590",
+            "28.540",
+        ),
+    ] {
+        shows(cell(&disk, row, "4K Random Read"), read);
+        shows(cell(&disk, row, "4K Random Write"), write);
+    }
+    let uasp = table(&md, "hdparm, dd and iozone per disk");
+    for (row, hdparm, dd) in [
+        (
+            "Pi 4, Kingston USB 3.0 SSD w/o UASP, HypriotOS",
+            "172.13",
+            "102.67",
+        ),
+        (
+            "Pi 4, Kingston USB 3.0 SSD w/ UASP, HypriotOS",
+            "296.71",
+            "149.00",
+        ),
+    ] {
+        shows(cell(&uasp, row, "hdparm"), hdparm);
+        shows(cell(&uasp, row, "dd"), dd);
+    }
+    let power = table(&md, "Power consumption");
+    for (row, load, idle) in [
+        (
+            "Pi 4, Kingston USB 3.0 SSD w/o UASP, HypriotOS",
+            "5.2900",
+            "3.7500",
+        ),
+        (
+            "Pi 4, Kingston USB 3.0 SSD w/ UASP, HypriotOS",
+            "4.8700",
+            "3.4000",
+        ),
+    ] {
+        shows(cell(&power, row, "Power (under load)"), load);
+        shows(cell(&power, row, "Idle"), idle);
+    }
+    // A CM3+ has no meter: its row, if any, never shows a number for watts.
+    assert!(
+        power
+            .iter()
+            .skip(1)
+            .all(|r| r[0].starts_with("Pi 4") || r[1..3].iter().all(|c| c == "not measured")),
+        "{power:#?}"
+    );
+    // The seed's "% difference" row: 53%, 37%, 35% and 20% faster with UASP, and "8%
+    // power savings": each the difference over the mean of both, as the seed wrote it.
+    for (metric, seed) in [
+        ("hdparm.buffered_read", 53.0),
+        ("dd-write.sequential_write", 37.0),
+        ("iozone.random_read", 35.0),
+        ("iozone.random_write", 20.0),
+        ("dd-write.power_w", -8.0),
+    ] {
+        let shown = difference(&md, metric, "hypriotos");
+        assert!(
+            shown.contains("of the mean of both"),
+            "{metric}: the seed's convention is named: {shown}"
+        );
+        let pct: f64 = shown
+            .split('%')
+            .next()
+            .and_then(|n| n.trim_start_matches('+').parse().ok())
+            .unwrap_or_else(|| panic!("{metric}: no percent leads {shown:?}"));
+        assert_eq!(pct.round(), seed, "{metric}: {shown}");
+    }
+}
+
+/// The difference column of the comparison of `metric` whose baseline is on `image`.
+fn difference(md: &str, metric: &str, image: &str) -> String {
+    let rows = table(md, "Comparisons");
+    let row = rows
+        .iter()
+        .find(|r| r[0] == metric && r[1].ends_with(&format!("/ {image}")))
+        .unwrap_or_else(|| panic!("no comparison of {metric} on {image} in {rows:#?}"));
+    row[3].clone()
+}
