@@ -1,6 +1,7 @@
 //! Figures (no assertions): benchpipe's recorded throughput for the `http` and
-//! `iperf3-up` recipes on a lab board, beside the same client run by hand over the same
-//! link against a server set up by hand the same way, in one run, interleaved (the
+//! `iperf3-board-to-controller` recipes on a lab board, beside the same client run by
+//! hand over the same link against a server set up by hand the same way, in one run,
+//! interleaved (the
 //! order alternates each round, ABBA). The goal is within 2%.
 //!
 //! `sudo cargo bench --bench serving` (root: it builds a one-board lab of its own,
@@ -285,7 +286,7 @@ fn run(quick: bool) -> Result<(), String> {
     for dir in ["pipeline", "scenarios"] {
         std::fs::create_dir_all(root.join(dir)).map_err(|e| e.to_string())?;
     }
-    for r in ["http", "iperf3-up"] {
+    for r in ["http", "iperf3-board-to-controller"] {
         std::fs::copy(
             repo.join(format!("pipeline/{r}.toml")),
             root.join(format!("pipeline/{r}.toml")),
@@ -296,9 +297,9 @@ fn run(quick: bool) -> Result<(), String> {
         root.join("scenarios/s.toml"),
         format!(
             "title = \"bench\"\n[images.installed]\ninstalled = true\n[matrix]\n\
-             image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"http\", \"iperf3-up\"]\n\
+             image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"http\", \"iperf3-board-to-controller\"]\n\
              [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
-             [params.http]\nsize_mib = {HTTP_MIB}\n[params.iperf3-up]\nseconds = {iperf_seconds}\n",
+             [params.http]\nsize_mib = {HTTP_MIB}\n[params.iperf3-board-to-controller]\nseconds = {iperf_seconds}\n",
             board.name
         ),
     )
@@ -319,7 +320,7 @@ fn run(quick: bool) -> Result<(), String> {
     wait_listening(&board, HAND_IPERF_PORT)?;
     let (iperf_ours, iperf_hand) = interleaved(
         iperf_rounds,
-        || benchpipe_run(&root, "iperf3-up", "throughput"),
+        || benchpipe_run(&root, "iperf3-board-to-controller", "throughput"),
         || hand_iperf3(&board, iperf_seconds),
     )?;
     drop(iperf);
@@ -339,7 +340,7 @@ fn run(quick: bool) -> Result<(), String> {
         &http_hand,
     );
     report(
-        &format!("iperf3-up, -R -t {iperf_seconds} (median of {iperf_rounds})"),
+        &format!("iperf3-board-to-controller, -R -t {iperf_seconds} (median of {iperf_rounds})"),
         "Mbit/s",
         &iperf_ours,
         &iperf_hand,

@@ -821,8 +821,8 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
     for f in [
         "pipeline/xz.toml",
         "pipeline/disk-4k.toml",
-        "pipeline/iperf3-up.toml",
-        "pipeline/iperf3-down.toml",
+        "pipeline/iperf3-board-to-controller.toml",
+        "pipeline/iperf3-controller-to-board.toml",
         "pipeline/hdparm.toml",
         "pipeline/dd-write.toml",
         "scenarios/lab.toml",
@@ -1052,7 +1052,7 @@ fn each_side_gets_its_own_needs_and_a_flat_needs_means_the_one_side_a_recipe_run
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let ws = config::load(root, &[root.join("scenarios/localhost.toml")])
         .unwrap_or_else(|e| panic!("{e}"));
-    let up = &ws.recipes[&"iperf3-up".into()];
+    let up = &ws.recipes[&"iperf3-board-to-controller".into()];
     // ss is the board's ready check: the controller neither needs nor installs it.
     assert_eq!(up.needs[&Side::Board].commands, ["iperf3", "ss"]);
     assert_eq!(up.needs[&Side::Controller].commands, ["iperf3"]);

@@ -392,7 +392,7 @@ fn iperf_servers_bind_to_the_address_of_the_cells_link() {
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for name in ["iperf3-down", "iperf", "iperf3-peer"] {
+    for name in ["iperf3-controller-to-board", "iperf", "iperf3-peer"] {
         std::fs::copy(
             repo.join(format!("pipeline/{name}.toml")),
             root.join(format!("pipeline/{name}.toml")),
@@ -407,8 +407,8 @@ fn iperf_servers_bind_to_the_address_of_the_cells_link() {
     std::fs::write(
         root.join("scenarios/links.toml"),
         format!(
-            "title = \"links\"\n{head}network = [\"lan\", \"wifi\"]\ntest = [\"iperf3-down\", \"iperf\"]\n\
-             [params.iperf3-down]\nseconds = 1\nport = 5294\n[params.iperf]\nseconds = 1\nport = 5094\n"
+            "title = \"links\"\n{head}network = [\"lan\", \"wifi\"]\ntest = [\"iperf3-controller-to-board\", \"iperf\"]\n\
+             [params.iperf3-controller-to-board]\nseconds = 1\nport = 5294\n[params.iperf]\nseconds = 1\nport = 5094\n"
         ),
     )
     .unwrap();

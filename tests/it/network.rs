@@ -121,7 +121,11 @@ fn iperf3_over_lan_and_the_labs_shaped_wifi_link_finds_wifi_slower_and_reports_t
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for name in ["iperf3-up", "iperf3-down", "xz"] {
+    for name in [
+        "iperf3-board-to-controller",
+        "iperf3-controller-to-board",
+        "xz",
+    ] {
         std::fs::copy(
             repo.join(format!("pipeline/{name}.toml")),
             root.join(format!("pipeline/{name}.toml")),
@@ -134,12 +138,12 @@ fn iperf3_over_lan_and_the_labs_shaped_wifi_link_finds_wifi_slower_and_reports_t
         format!(
             "title = \"lan and wifi\"\n[images.installed]\ninstalled = true\n[matrix]\n\
              image = [\"installed\"]\nboard = [\"{}-*\"]\nnetwork = [\"lan\", \"wifi\"]\n\
-             test = [\"iperf3-up\", \"iperf3-down\", \"xz\"]\n\
+             test = [\"iperf3-board-to-controller\", \"iperf3-controller-to-board\", \"xz\"]\n\
              [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
-             [params.iperf3-up]\nseconds = 2\nport = 5291\n\
-             [params.iperf3-down]\nseconds = 2\nport = 5292\n\
+             [params.iperf3-board-to-controller]\nseconds = 2\nport = 5291\n\
+             [params.iperf3-controller-to-board]\nseconds = 2\nport = 5292\n\
              [params.xz]\ncorpus_mib = 1\n\
-             [[report.compare]]\nmetric = \"iperf3-up.throughput\"\n\
+             [[report.compare]]\nmetric = \"iperf3-board-to-controller.throughput\"\n\
              baseline = {{ network = \"lan\" }}\ncandidate = {{ network = \"wifi\" }}\n",
             lab.options.board_prefix
         ),
@@ -150,7 +154,7 @@ fn iperf3_over_lan_and_the_labs_shaped_wifi_link_finds_wifi_slower_and_reports_t
     let apply = bp(root, &["apply", "scenarios/links.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
 
-    for test in ["iperf3-up", "iperf3-down"] {
+    for test in ["iperf3-board-to-controller", "iperf3-controller-to-board"] {
         let runs = by_network(root, test, "throughput");
         assert_eq!(runs.len(), 4, "{test}: 2 links x 2 runs: {runs:?}");
         let mean = |net: &str| {
@@ -211,5 +215,77 @@ fn iperf3_over_lan_and_the_labs_shaped_wifi_link_finds_wifi_slower_and_reports_t
         );
     }
     let left = crate::processes_left(&["-p 5291", "-p 5292"]);
+    assert!(left.trim().is_empty(), "left running: {left}");
+}
+
+/// The board's own byte counters on its SSH link (eth0), read in its namespace:
+/// (received, sent).
+fn board_bytes(board: &benchpipe::lab::LabBoard) -> (u64, u64) {
+    let read = |what: &str| -> u64 {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &board.netns, "cat"])
+            .arg(format!("/sys/class/net/eth0/statistics/{what}_bytes"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    };
+    (read("rx"), read("tx"))
+}
+
+/// The iperf3 recipes are named by the path the data takes, and the data takes it: by
+/// the lab board's own interface counters (the kernel's, not iperf3's word),
+/// `iperf3-controller-to-board` (the second seed's UP, `iperf3 -c BOARD`) brings at
+/// least the bytes it measured into the board and sends less out, and
+/// `iperf3-board-to-controller` (the seed's DOWN, `-R`) the other way round.
+#[test]
+fn iperf3_named_by_path_moves_its_bytes_that_way_by_the_boards_own_counters() {
+    let lab = Lab::up(1);
+    let board = lab.board(0).clone();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = &lab.root;
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    let seconds = 2.0;
+    for (test, into_board) in [
+        ("iperf3-controller-to-board", true),
+        ("iperf3-board-to-controller", false),
+    ] {
+        std::fs::copy(
+            repo.join(format!("pipeline/{test}.toml")),
+            root.join(format!("pipeline/{test}.toml")),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join(format!("scenarios/{test}.toml")),
+            format!(
+                "title = \"direction\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+                 image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"{test}\"]\n\
+                 [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
+                 [params.{test}]\nseconds = {seconds}\nport = 5295\n",
+                board.name
+            ),
+        )
+        .unwrap();
+        let (rx0, tx0) = board_bytes(&board);
+        let out = bp(root, &["apply", &format!("scenarios/{test}.toml")]);
+        assert!(out.status.success(), "{test}: {}", text(&out));
+        let (rx1, tx1) = board_bytes(&board);
+        let runs = metrics(root, test);
+        assert_eq!(runs.len(), 1, "{test}: {runs:?}");
+        // What iperf3's receiver counted: Mbit/s over the run's seconds, in bytes.
+        let measured = runs[0].1["throughput"].as_f64().unwrap() * 1e6 / 8.0 * seconds;
+        let (into, out_of) = ((rx1 - rx0) as f64, (tx1 - tx0) as f64);
+        let (carried, other) = if into_board {
+            (into, out_of)
+        } else {
+            (out_of, into)
+        };
+        assert!(
+            carried >= 0.9 * measured && carried > other,
+            "{test}: into the board {into} bytes, out of it {out_of}, iperf3 measured {measured}"
+        );
+    }
+    let left = crate::processes_left(&["-p 5295"]);
     assert!(left.trim().is_empty(), "left running: {left}");
 }

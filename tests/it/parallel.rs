@@ -230,24 +230,29 @@ fn an_unknown_host_key_stops_apply_until_boards_trust_accepts_it() {
 fn iperf3_runs_between_lab_boards_and_the_controller_and_its_servers_are_stopped() {
     let lab = Lab::up(2);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let up = std::fs::read_to_string(repo.join("pipeline/iperf3-up.toml")).unwrap();
-    let down = std::fs::read_to_string(repo.join("pipeline/iperf3-down.toml")).unwrap();
+    let up =
+        std::fs::read_to_string(repo.join("pipeline/iperf3-board-to-controller.toml")).unwrap();
+    let down =
+        std::fs::read_to_string(repo.join("pipeline/iperf3-controller-to-board.toml")).unwrap();
     write_project(
         &lab,
-        &["iperf3-up", "iperf3-down"],
+        &["iperf3-board-to-controller", "iperf3-controller-to-board"],
         2,
-        &[("iperf3-up", &up), ("iperf3-down", &down)],
+        &[
+            ("iperf3-board-to-controller", &up),
+            ("iperf3-controller-to-board", &down),
+        ],
     );
     let scenario = lab.root.join("scenarios/s.toml");
     let text_of = std::fs::read_to_string(&scenario).unwrap();
     std::fs::write(
         &scenario,
-        text_of + "[params.iperf3-up]\nseconds = 1\n[params.iperf3-down]\nseconds = 1\n",
+        text_of + "[params.iperf3-board-to-controller]\nseconds = 1\n[params.iperf3-controller-to-board]\nseconds = 1\n",
     )
     .unwrap();
     let apply = bp(&lab.root, &["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
-    for test in ["iperf3-up", "iperf3-down"] {
+    for test in ["iperf3-board-to-controller", "iperf3-controller-to-board"] {
         let runs = samples(&lab.root, test);
         assert_eq!(runs.len(), 4, "2 boards x 2 runs of {test}");
         for (board, s) in &runs {
@@ -257,7 +262,7 @@ fn iperf3_runs_between_lab_boards_and_the_controller_and_its_servers_are_stopped
         }
     }
     // One board at a time on the controller's network.
-    let all: Vec<_> = ["iperf3-up", "iperf3-down"]
+    let all: Vec<_> = ["iperf3-board-to-controller", "iperf3-controller-to-board"]
         .iter()
         .flat_map(|t| samples(&lab.root, t))
         .collect();

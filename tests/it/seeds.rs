@@ -560,7 +560,7 @@ fn the_sbc_serving_study_plans_every_row_of_the_second_seeds_network_and_serving
         ("rpi3-1", "wifi"),
         ("odroid-hc2-1", "lan"),
     ] {
-        for test in ["iperf3-up", "iperf3-down"] {
+        for test in ["iperf3-board-to-controller", "iperf3-controller-to-board"] {
             want.insert(row(board, "-", "-", network, test));
         }
     }
@@ -598,18 +598,38 @@ fn the_sbc_serving_study_plans_every_row_of_the_second_seeds_network_and_serving
             .iter()
             .filter(|(_, r)| *r == reason)
             .count();
-        assert_eq!(
-            n,
-            2,
-            "iperf3-up and -down on {board}: {:?}",
-            plan_skips(&doc)
-        );
+        assert_eq!(n, 2, "iperf3 both ways on {board}: {:?}", plan_skips(&doc));
     }
     let s = toml_of(&root.join("scenarios/sbc-serving.toml"));
     let compares = s["report"]["compare"].as_array().unwrap();
     assert!(compares.iter().any(|c| {
         c["baseline"]["network"].as_str() == Some("lan")
             && c["candidate"]["network"].as_str() == Some("wifi")
+    }));
+    // The seed's iperf3 columns: UP is its `iperf3 -c BOARD` (the controller sends),
+    // DOWN its `-R` (the board sends), in that order, labelled so.
+    let labels = &s["report"]["labels"]["metric"];
+    assert_eq!(
+        labels["iperf3-controller-to-board.throughput"].as_str(),
+        Some("UP (controller to board)")
+    );
+    assert_eq!(
+        labels["iperf3-board-to-controller.throughput"].as_str(),
+        Some("DOWN (board to controller)")
+    );
+    let tables = s["report"]["table"].as_array().unwrap();
+    assert!(tables.iter().any(|t| {
+        let columns: Vec<_> = t["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c.as_str())
+            .collect();
+        columns
+            == [
+                "iperf3-controller-to-board.throughput",
+                "iperf3-board-to-controller.throughput",
+            ]
     }));
     // NFS, the seed's third server, is in the matrix.
     let tests = s["matrix"]["test"].as_array().unwrap();
@@ -629,8 +649,8 @@ fn the_shipped_lab_sbc_serving_scenario_measures_lan_and_wifi_and_serves_over_th
     let (lab, _doc, err) = run_shipped_on_a_lab("lab-sbc-serving");
     let measured = measured_cells(&lab.root);
     for (test, cells) in [
-        ("iperf3-up", 2),
-        ("iperf3-down", 2),
+        ("iperf3-board-to-controller", 2),
+        ("iperf3-controller-to-board", 2),
         ("http", 1),
         ("nfs", 1),
         ("smb", 1),
@@ -642,7 +662,7 @@ fn the_shipped_lab_sbc_serving_scenario_measures_lan_and_wifi_and_serves_over_th
             "{test}: {measured:?}\n{err}"
         );
     }
-    for test in ["iperf3-up", "iperf3-down"] {
+    for test in ["iperf3-board-to-controller", "iperf3-controller-to-board"] {
         let runs = crate::network::by_network(&lab.root, test, "throughput");
         let mean = |net: &str| {
             let xs: Vec<f64> = runs.iter().filter(|r| r.0 == net).map(|r| r.1).collect();
@@ -658,6 +678,19 @@ fn the_shipped_lab_sbc_serving_scenario_measures_lan_and_wifi_and_serves_over_th
         md.contains("wifi (wlan0, wifi)") && md.contains("qdisc tbf"),
         "{md}"
     );
+    // The seed's iperf3 table: its UP and DOWN columns in its order, each saying the
+    // path the data took, one row per board and link.
+    let table = md
+        .split("## iperf3: UP and DOWN")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no seed iperf3 table:\n{md}"));
+    let header = table
+        .lines()
+        .find(|l| l.starts_with("| board, network |"))
+        .unwrap_or_else(|| panic!("no rows by board and network:\n{table}"));
+    let up = header.find("| UP (controller to board) (Mbit/s");
+    let down = header.find("| DOWN (board to controller) (Mbit/s");
+    assert!(up.is_some() && up < down, "{header}");
     crate::serving::assert_nothing_left(lab.board(0));
 }
 
