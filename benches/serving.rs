@@ -1,8 +1,7 @@
 //! Figures (no assertions): benchpipe's recorded throughput for the `http` and
 //! `iperf3-board-to-controller` recipes on a lab board, beside the same client run by
 //! hand over the same link against a server set up by hand the same way, in one run,
-//! interleaved (the
-//! order alternates each round, ABBA). The goal is within 2%.
+//! interleaved (the order alternates each round, ABBA). The goal is within 2%.
 //!
 //! `sudo cargo bench --bench serving` (root: it builds a one-board lab of its own,
 //! names `bpbsrv`/`benchsrv`, and always takes it down); `-- --quick` for fewer,
