@@ -218,10 +218,13 @@ fn wordpress_answers_the_controller_alone_and_never_shows_its_installer_to_anoth
         assert!(s["metrics"]["authenticated"].as_f64().unwrap() > 0.0, "{s}");
         assert_eq!(s["metrics"]["anonymous_non_2xx"], 0.0, "{s}");
     }
-    // The other board: refused, or forbidden, never a page; and it was forbidden.
+    // The other board: refused, or forbidden, never a page; and it was forbidden. A
+    // connection closed with no status line (nginx stopping at the teardown as a knock
+    // comes in, on a loaded machine) shows no page either: only a status other than
+    // 403 is one.
     let pages: Vec<(&String, &usize)> = answers
         .iter()
-        .filter(|(a, _)| !matches!(a.as_str(), "refused" | "403"))
+        .filter(|(a, _)| a.len() == 3 && a.bytes().all(|b| b.is_ascii_digit()) && *a != "403")
         .collect();
     assert!(
         pages.is_empty(),
