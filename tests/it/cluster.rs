@@ -716,10 +716,9 @@ connections = 100
     let doc: Value = serde_json::from_slice(&plan.stdout).unwrap();
     let walk = &doc["schedule"]["boards"][0];
     assert_eq!(walk["board"], "turing-k3s");
-    assert_eq!(
-        walk["members"],
-        serde_json::json!(["turing-cm3-1", "turing-cm3-2"])
-    );
+    // The seed's seven CM3+ nodes, every board file `turing-cm3-*` matches.
+    let seven: Vec<String> = (1..=7).map(|n| format!("turing-cm3-{n}")).collect();
+    assert_eq!(walk["members"], serde_json::json!(seven));
     let actions: Vec<String> = walk["steps"]
         .as_array()
         .unwrap()
