@@ -108,11 +108,16 @@ fn watch_fifo(fifo: PathBuf, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<b
         use std::os::unix::fs::OpenOptionsExt;
         let mut opened = false;
         while !stop.load(Ordering::SeqCst) {
+            // A writer's non-blocking open succeeds only while a reader holds the FIFO.
+            // Once the cache has replaced it with its own regular file, the same open
+            // succeeds on that file: only an open FIFO counts.
+            use std::os::unix::fs::FileTypeExt;
             if std::fs::OpenOptions::new()
                 .write(true)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(&fifo)
-                .is_ok()
+                .and_then(|f| f.metadata())
+                .is_ok_and(|m| m.file_type().is_fifo())
             {
                 opened = true;
             }
