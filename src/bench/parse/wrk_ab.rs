@@ -38,12 +38,17 @@ impl Parser for WrkAb {
 
 /// A path into one part must name one of that part's keys: `wrk.requests_per_second`.
 pub(super) fn check_part(path: &str) -> Option<String> {
+    check_in_parts(
+        path,
+        &[("wrk", &super::wrk::KEYS), ("ab", &super::ab::KEYS)],
+    )
+}
+
+/// The check of a path into a document made of named parts (`wrk+ab`, `wrk+login`):
+/// a known part's key must be one it holds; an unknown part is left to the caller.
+pub(super) fn check_in_parts(path: &str, parts: &[(&str, &[&str])]) -> Option<String> {
     let (root, rest) = path.split_once('.')?;
-    let keys: &[&str] = match root {
-        "wrk" => &super::wrk::KEYS,
-        "ab" => &super::ab::KEYS,
-        _ => return None,
-    };
+    let keys = parts.iter().find(|(name, _)| *name == root)?.1;
     (!keys.contains(&rest)).then(|| {
         format!(
             "`{root}.{rest}`: {root}'s part holds {}",

@@ -132,21 +132,7 @@ impl Parser for WrkLogin {
 
 /// A path into one part must name one of that part's keys: `login.requests_per_second`.
 pub(super) fn check_part(path: &str) -> Option<String> {
-    let (root, rest) = path.split_once('.')?;
-    let keys: &[&str] = match root {
-        "wrk" => &super::wrk::KEYS,
-        "login" => &LOGIN_KEYS,
-        _ => return None,
-    };
-    (!keys.contains(&rest)).then(|| {
-        format!(
-            "`{root}.{rest}`: {root}'s part holds {}",
-            keys.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })
+    super::wrk_ab::check_in_parts(path, &[("wrk", &super::wrk::KEYS), ("login", &LOGIN_KEYS)])
 }
 
 #[cfg(test)]
