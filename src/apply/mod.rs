@@ -22,6 +22,7 @@ mod drift;
 pub(crate) mod facts;
 mod flash;
 mod mount;
+mod non_free;
 mod peer;
 mod per_member;
 mod power;

@@ -198,15 +198,18 @@ fn unavailable(
     Ok(out.stdout_str().lines().map(str::to_string).collect())
 }
 
+/// The side's os-release fields (none when it has no os-release).
+fn os_release(t: &mut dyn Transport) -> Result<BTreeMap<String, String>, TransportError> {
+    let out = t.run(
+        "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release 2>/dev/null",
+        Some(Duration::from_secs(30)),
+    )?;
+    Ok(crate::image::expect::parse_os_release(&out.stdout_str()))
+}
+
 /// The side's package manager, from its os-release; `Err` holds what the side runs.
 pub(super) fn manager_of(t: &mut dyn Transport) -> Result<PackageManager, String> {
-    let out = t
-        .run(
-            "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release 2>/dev/null",
-            Some(Duration::from_secs(30)),
-        )
-        .map_err(|e| e.to_string())?;
-    let fields = crate::image::expect::parse_os_release(&out.stdout_str());
+    let fields = os_release(t).map_err(|e| e.to_string())?;
     PackageManager::for_os_release(&fields).ok_or_else(|| {
         fields
             .get("PRETTY_NAME")
@@ -353,15 +356,24 @@ pub(super) fn provision<'r>(
     }
     let mut installable: BTreeSet<&str> = BTreeSet::new();
     let mut to_install: Vec<(&TestName, &[String])> = Vec::new();
+    // Recipes whose only absent packages are ones they say live outside main: read
+    // from the side's mirrors with that component (`non_free`).
+    let mut from_non_free: Vec<(&TestName, &[String])> = Vec::new();
     for (name, packages) in wanted {
         let absent: Vec<String> = packages
             .iter()
             .filter(|p| gone.contains(*p))
             .cloned()
             .collect();
+        let non_free = needs
+            .iter()
+            .find(|(r, _)| *r == name)
+            .map_or(&[][..], |(_, n)| n.apt_non_free.as_slice());
         if absent.is_empty() {
             installable.extend(packages.iter().map(String::as_str));
             to_install.push((name, packages));
+        } else if manager == PackageManager::Apt && absent.iter().all(|p| non_free.contains(p)) {
+            from_non_free.push((name, packages));
         } else {
             unserved.insert(
                 name.clone(),
@@ -373,35 +385,65 @@ pub(super) fn provision<'r>(
             );
         }
     }
-    if installable.is_empty() {
+    if installable.is_empty() && from_non_free.is_empty() {
         return Ok(unserved);
     }
-    let installable: Vec<&str> = installable.into_iter().collect();
-    let install = install_command(manager, &installable);
-    let mut out = t.run(&install, Some(Duration::from_secs(1800)))?;
-    record(installs, side, manager, &out);
-    if !out.exit.success() && out.exit.code != Some(3) {
-        // Stale lists name versions the mirror no longer has: refresh, try once more.
-        let _ = t.run(update_command(manager), Some(Duration::from_secs(900)))?;
-        out = t.run(&install, Some(Duration::from_secs(1800)))?;
+    if !installable.is_empty() {
+        let installable: Vec<&str> = installable.into_iter().collect();
+        let install = install_command(manager, &installable);
+        let mut out = t.run(&install, Some(Duration::from_secs(1800)))?;
         record(installs, side, manager, &out);
-    }
-    if !out.exit.success() {
-        let cause = CellFailure::step_failed(
-            format!("{side}: provision"),
-            &manager.install_hint(
-                &installable
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect::<Vec<_>>(),
-            ),
-            &out.exit,
-            &out.stderr_str(),
-        );
-        for (name, _) in to_install {
-            unserved.insert(name.clone(), cause.clone());
+        if !out.exit.success() && out.exit.code != Some(3) {
+            // Stale lists name versions the mirror no longer has: refresh, try once more.
+            let _ = t.run(update_command(manager), Some(Duration::from_secs(900)))?;
+            out = t.run(&install, Some(Duration::from_secs(1800)))?;
+            record(installs, side, manager, &out);
         }
-        return Ok(unserved);
+        if !out.exit.success() {
+            let cause = CellFailure::step_failed(
+                format!("{side}: provision"),
+                &manager.install_hint(
+                    &installable
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>(),
+                ),
+                &out.exit,
+                &out.stderr_str(),
+            );
+            for (name, _) in to_install.drain(..) {
+                unserved.insert(name.clone(), cause.clone());
+            }
+        }
+    }
+    if !from_non_free.is_empty() {
+        let packages: BTreeSet<&str> = from_non_free
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(String::as_str))
+            .collect();
+        let packages: Vec<&str> = packages.into_iter().collect();
+        let component = super::non_free::component(&os_release(t)?);
+        let out = t.run(
+            &super::non_free::install_script(component, &packages),
+            Some(Duration::from_secs(1800)),
+        )?;
+        record(installs, side, manager, &out);
+        if out.exit.success() {
+            to_install.extend(from_non_free);
+        } else {
+            let cause = CellFailure::step_failed(
+                format!("{side}: provision from {component}"),
+                &format!(
+                    "apt-get install {} (from the {component} component)",
+                    packages.join(" ")
+                ),
+                &out.exit,
+                &out.stderr_str(),
+            );
+            for (name, _) in from_non_free {
+                unserved.insert(name.clone(), cause.clone());
+            }
+        }
     }
     let still = missing_commands(t, &commands)?;
     for (name, packages) in to_install {
@@ -456,6 +498,11 @@ fn merged(r: &Recipe, on: &[Side]) -> Option<Needs> {
     let mut out: Option<Needs> = None;
     for n in on.iter().filter_map(|s| r.needs.get(s)) {
         let o = out.get_or_insert_with(Needs::default);
+        for p in &n.apt_non_free {
+            if !o.apt_non_free.contains(p) {
+                o.apt_non_free.push(p.clone());
+            }
+        }
         for (m, p) in &n.packages {
             let list = o.packages.entry(*m).or_default();
             for x in p {
@@ -485,7 +532,8 @@ pub(super) fn package_versions(
         return BTreeMap::new();
     }
     let query = match m {
-        PackageManager::Apt => "dpkg-query -W -f='${Version}' -- \"$p\"",
+        // The section too: one outside main (`non-free/utils`) says where it came from.
+        PackageManager::Apt => "dpkg-query -W -f='${Version} ${Section}' -- \"$p\"",
         PackageManager::Dnf => "rpm -q --qf '%{VERSION}-%{RELEASE}' -- \"$p\"",
         // `apk info -e -v fio` prints `fio-3.36-r0`: the name's prefix is cut below.
         PackageManager::Apk => "apk info -e -v \"$p\"",
@@ -505,7 +553,14 @@ pub(super) fn package_versions(
         .map(|(p, v)| {
             let v = v.trim();
             let v = v.strip_prefix(&format!("{p}-")).unwrap_or(v);
-            (p.to_string(), v.to_string())
+            let v = match v.rsplit_once(' ') {
+                Some((version, section)) if section.contains('/') => {
+                    format!("{} ({section})", version.trim())
+                }
+                Some((version, _)) => version.trim().to_string(),
+                None => v.to_string(),
+            };
+            (p.to_string(), v)
         })
         .filter(|(_, v)| !v.is_empty())
         .collect()

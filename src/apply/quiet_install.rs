@@ -36,6 +36,12 @@ pub const MARK: &str =
 /// The whole install, for `sh` as root (with no package: only an unfinished install
 /// taken back). Exit status: apt-get's, or 3 when refused (stderr says why).
 pub fn apt_script(packages: &[&str]) -> String {
+    apt_script_with(packages, "")
+}
+
+/// `apt_script` whose apt-get takes `apt_options` too: shell words benchpipe wrote
+/// (`non_free`'s private lists), never a value from a file.
+pub fn apt_script_with(packages: &[&str], apt_options: &str) -> String {
     format!(
         r#"set -u
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C
@@ -103,7 +109,7 @@ rc=0
 # pty for dpkg, which would put it and the maintainer scripts in a session of their
 # own, out of reach of the end of benchpipe's command.
 if [ -n {packages_word} ]; then
-  apt-get -o DPkg::Lock::Timeout=600 -o DPkg::Use-Pty=false install -y -q --no-install-recommends -- {packages} >/dev/null 9>&- || rc=$?
+  apt-get -o DPkg::Lock::Timeout=600 -o DPkg::Use-Pty=false {apt_options} install -y -q --no-install-recommends -- {packages} >/dev/null 9>&- || rc=$?
 fi
 take_back ""
 # The policy first, the marker last: a policy-rc.d of benchpipe's is never left

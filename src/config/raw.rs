@@ -225,6 +225,7 @@ pub struct Service {
 #[serde(deny_unknown_fields)]
 pub struct Needs {
     pub apt: Option<S<Vec<S<String>>>>,
+    pub apt_non_free: Option<S<Vec<S<String>>>>,
     pub dnf: Option<S<Vec<S<String>>>>,
     pub apk: Option<S<Vec<S<String>>>>,
     pub pacman: Option<S<Vec<S<String>>>>,
@@ -240,6 +241,8 @@ pub struct Needs {
 pub struct SideNeeds {
     #[serde(default)]
     pub apt: Vec<S<String>>,
+    #[serde(default)]
+    pub apt_non_free: Vec<S<String>>,
     #[serde(default)]
     pub dnf: Vec<S<String>>,
     #[serde(default)]

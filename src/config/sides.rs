@@ -36,7 +36,10 @@ pub fn needs(
     let flat_at = flat_lists
         .iter()
         .map(|(_, l)| l.map(Spanned::span))
-        .chain([raw.commands.as_ref().map(Spanned::span)])
+        .chain([
+            raw.commands.as_ref().map(Spanned::span),
+            raw.apt_non_free.as_ref().map(Spanned::span),
+        ])
         .flatten()
         .min_by_key(|s| s.start);
     let per_side = [
@@ -57,6 +60,12 @@ pub fn needs(
             }
         }
         let flat = Needs {
+            apt_non_free: non_free(
+                src,
+                raw.apt_non_free.as_ref().map_or(&[][..], |v| v.get_ref()),
+                raw.apt.as_ref().map_or(&[][..], |v| v.get_ref()),
+                diags,
+            ),
             packages,
             commands: words(
                 src,
@@ -111,9 +120,44 @@ pub fn needs(
             side,
             Needs {
                 packages,
+                apt_non_free: non_free(src, &t.apt_non_free, &t.apt, diags),
                 commands: words(src, &t.commands, diags),
             },
         );
+    }
+    out
+}
+
+/// `apt_non_free`: where apt may find packages that `apt` names. A name `apt` lacks
+/// would install nothing (or, were it taken as a list of its own, skip `apt`'s checks).
+fn non_free(
+    src: &Source,
+    v: &[Spanned<String>],
+    apt: &[Spanned<String>],
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in v {
+        let name = s.get_ref();
+        if apt.iter().any(|a| a.get_ref() == name) {
+            if !out.contains(name) {
+                out.push(name.clone());
+            }
+        } else {
+            diags.push(
+                src.at_value(
+                    s,
+                    format!(
+                        "`{}` is in `apt_non_free` but not in `apt`",
+                        name.escape_debug()
+                    ),
+                )
+                .with_help(
+                    "add it to `apt` too: `apt_non_free` only says that apt finds it outside \
+                     the distribution's main component (Debian's non-free, Ubuntu's multiverse)",
+                ),
+            );
+        }
     }
     out
 }

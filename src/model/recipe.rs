@@ -286,6 +286,10 @@ pub struct ServiceSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Needs {
     pub packages: BTreeMap<super::PackageManager, Vec<String>>,
+    /// apt packages (each also in `packages`' apt list) that the distribution keeps
+    /// outside main (Debian's `non-free`, Ubuntu's `multiverse`): where the side's
+    /// sources lack that component, they are read from its mirrors with it.
+    pub apt_non_free: Vec<String>,
     pub commands: Vec<String>,
 }
 

@@ -22,6 +22,7 @@ mod lost_board;
 mod network;
 mod nfs;
 mod nix;
+mod non_free;
 mod parallel;
 mod parsers;
 mod power;
