@@ -352,10 +352,14 @@ impl Worker<'_> {
                 ..
             } => {
                 // The device's own facts (model, driver, link speed) for every cell here.
-                if let Some(st) = self.board.storage(name)
-                    && let Ok(Some(f)) = self.storage_facts(t.board, st)
-                {
-                    storage_facts.insert(st.name.clone(), json!(f));
+                if let Some(st) = self.board.storage(name) {
+                    let facts = self.storage_facts(t.board, st);
+                    if let Ok(Some(f)) = &facts {
+                        storage_facts.insert(st.name.clone(), json!(f));
+                    }
+                    if let Some(want) = &st.driver {
+                        super::uas::check_driver(st, want, facts)?;
+                    }
                 }
                 self.mount(t.board, jobs[first], name, filesystem, mounted)
             }

@@ -17,6 +17,32 @@ fn driver(uas: bool) -> &'static str {
     if uas { "uas" } else { "usb-storage" }
 }
 
+/// A storage's declared `driver` against the one bound now: its cells measure only
+/// the case they name (a UASP case in a port or kernel that does not run it, or the
+/// other case plugged in, fails them with what was found).
+pub(super) fn check_driver(
+    st: &Storage,
+    want: &str,
+    facts: Result<Option<facts::StorageFacts>, CellFailure>,
+) -> Result<(), CellFailure> {
+    let f = facts?.unwrap_or_default();
+    let usb = f.usb.as_ref();
+    let found = usb.and_then(|u| u.driver.as_deref());
+    if found == Some(want) {
+        return Ok(());
+    }
+    Err(CellFailure::Storage {
+        message: format!(
+            "storage {} declares driver `{want}`, but its device {} runs under {}{}: is the other case plugged in?",
+            st.name,
+            f.real.as_deref().unwrap_or(&f.device),
+            found.map_or("no USB driver".to_string(), |d| format!("`{d}`")),
+            usb.and_then(|u| u.id.as_deref())
+                .map_or(String::new(), |id| format!(" (USB {id})")),
+        ),
+    })
+}
+
 impl super::worker::Worker<'_> {
     fn storage_of(&self, name: &StorageName) -> Result<&Storage, CellFailure> {
         self.board

@@ -286,10 +286,51 @@ fn storage(
             path,
             model: s.model.as_ref().map(|m| m.get_ref().clone()),
             uas: boot::uas(src, s, cmdline, power, diags),
+            driver: driver(src, s, diags),
         });
     }
     boot_overlap(src, raw, diags);
     out
+}
+
+/// A storage's `driver`: `uas` or `usb-storage`, on a storage with a `device` (its USB
+/// device is found from it) and without `uas` (which sets the driver itself).
+fn driver(src: &Source, s: &raw::Storage, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    let d = s.driver.as_ref()?;
+    let v = d.get_ref();
+    if v != "uas" && v != "usb-storage" {
+        diags.push(src.at_value(
+            d,
+            format!(
+                "bad driver `{}`: expected `uas` (a UASP case on a port that runs it) or `usb-storage`",
+                v.escape_debug()
+            ),
+        ));
+        return None;
+    }
+    if s.device.is_none() {
+        diags.push(src.at_value(
+            d,
+            "`driver` needs the storage's `device`: its USB device is found from it",
+        ));
+        return None;
+    }
+    if let Some(u) = &s.uas {
+        diags.push(
+            src.at_value(d, "`driver` beside `uas`: `uas` already says the driver")
+                .with_help(format!(
+                    "remove `driver`; `uas = {}` puts the device under {}",
+                    u.get_ref(),
+                    if *u.get_ref() {
+                        "`uas`"
+                    } else {
+                        "`usb-storage`"
+                    }
+                )),
+        );
+        return None;
+    }
+    Some(v.clone())
 }
 
 /// What a board's templates (`[flash] command`, `[power] cycle/on/off`) may use:

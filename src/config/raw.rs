@@ -147,6 +147,7 @@ pub struct Storage {
     pub model: Option<S<String>>,
     pub uas: Option<S<bool>>,
     pub usb_id: Option<S<String>>,
+    pub driver: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -581,6 +582,7 @@ pub struct Table {
     pub columns: S<Vec<S<String>>>,
     pub rows: Option<S<Vec<S<String>>>>,
     pub pivot: Option<S<String>>,
+    pub only: Option<S<Pattern>>,
     #[serde(default)]
     pub labels: BTreeMap<S<String>, S<String>>,
 }

@@ -302,6 +302,10 @@ pub struct Storage {
     /// `uas = true | false`: the driver the USB device must run under for this
     /// storage's cells (the UAS board-state step); `None` leaves the board as it is.
     pub uas: Option<Uas>,
+    /// `driver = "uas" | "usb-storage"`: the driver this storage's USB device must be
+    /// bound to when its cells start (two cases, one with UASP and one without, each
+    /// declared as it is); nothing on the board is changed for it. `None`: any.
+    pub driver: Option<String>,
 }
 
 /// A storage's `uas` setting and the USB device it applies to.

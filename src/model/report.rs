@@ -92,6 +92,8 @@ pub struct TableSpec {
     pub rows: Option<Vec<Axis>>,
     /// An axis whose values become columns (boards as rows, storage as columns).
     pub pivot: Option<Axis>,
+    /// The cells the table shows (the seed's UASP table: the Pi 4's two cases); None: all.
+    pub only: Option<super::CellPattern>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

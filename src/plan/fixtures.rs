@@ -83,6 +83,7 @@ pub fn board(name: &str, model: &str) -> Board {
                 path: "/var/tmp/bp".into(),
                 model: Some("Samsung Evo+ 32GB".into()),
                 uas: None,
+                driver: None,
             },
             Storage {
                 name: StorageName::new("usb"),
@@ -91,6 +92,7 @@ pub fn board(name: &str, model: &str) -> Board {
                 path: "/mnt/usb".into(),
                 model: None,
                 uas: None,
+                driver: None,
             },
         ],
         network: Vec::new(),

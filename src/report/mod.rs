@@ -588,7 +588,10 @@ fn scenario_tables(
             pivot: spec.pivot,
             charts: false,
         };
-        let cells = table::cells_of(&shape, views);
+        let mut cells = table::cells_of(&shape, views);
+        if let Some(only) = &spec.only {
+            cells.retain(|v| v.address().matches(only));
+        }
         tables.push(table::build(shape, cells, labels, confidence));
     }
     tables

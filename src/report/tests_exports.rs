@@ -190,6 +190,7 @@ pub(super) fn fixture_with_kernel(
         }],
         rows: Some(vec![crate::model::Axis::Board]),
         pivot: Some(crate::model::Axis::Storage),
+        only: None,
     });
     let mut data = BTreeMap::new();
     for (i, c) in plan.cells.iter().enumerate() {

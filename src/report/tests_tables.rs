@@ -155,6 +155,7 @@ fn a_scenario_table_pivots_storage_into_columns() {
         }],
         rows: Some(vec![Axis::Board]),
         pivot: Some(Axis::Storage),
+        only: None,
     });
     let plan = expand(&ws, &scenario);
     let data = measured(&plan, &[10.0, 10.5, 10.2]);
@@ -227,6 +228,7 @@ fn a_scenario_table_spans_tests() {
         ],
         rows: None,
         pivot: None,
+        only: None,
     });
     let plan = expand(&ws, &scenario);
     let r = build(&ws, &scenario, &plan, &measured(&plan, &[5.0, 5.1, 5.2]));
@@ -342,6 +344,7 @@ fn a_report_from_the_store_alone_is_the_report_with_the_board_files() {
         }],
         rows: Some(vec![Axis::Board]),
         pivot: Some(Axis::Storage),
+        only: None,
     });
     let plan = expand(&ws, &scenario);
     let mut data = measured(&plan, &[20.0, 20.4, 20.6]);
@@ -488,6 +491,7 @@ fn a_column_of_watts_says_not_measured_for_a_cell_without_a_meter() {
         columns: vec![column("random_read"), column("power_w")],
         rows: None,
         pivot: None,
+        only: None,
     });
     let plan = expand(&ws, &scenario);
     let mut data = measured(&plan, &[5.0, 5.1, 5.2]);
@@ -571,4 +575,34 @@ fn a_test_only_an_include_brings_in_gets_its_table_and_its_csv_column() {
     let col = col.unwrap_or_else(|| panic!("no xz column: {:?}", rows[0]));
     let filled = rows[1..].iter().filter(|r| !r[col].is_empty()).count();
     assert_eq!(filled, 3, "{csv}");
+}
+
+/// `only` narrows a scenario table to the cells it names (the seed's UASP table holds
+/// the Pi 4's two cases, not every board's media); the per-test tables keep them all.
+#[test]
+fn a_scenario_table_with_only_shows_just_the_cells_it_names() {
+    let (ws, mut scenario, _) = usb_against_sd();
+    scenario.matrix.filesystem.retain(|f| f.as_str() == "as-is");
+    scenario.report.tables.push(TableSpec {
+        title: "USB on pi-1".into(),
+        description: None,
+        columns: vec![ColumnSpec {
+            test: "disk-4k".into(),
+            metric: "random_read".into(),
+            label: None,
+        }],
+        rows: Some(vec![Axis::Board, Axis::Storage]),
+        pivot: None,
+        only: Some(crate::model::CellPattern {
+            board: Some("pi-1".into()),
+            storage: Some("us*".into()),
+            ..Default::default()
+        }),
+    });
+    let plan = expand(&ws, &scenario);
+    let r = build(&ws, &scenario, &plan, &measured(&plan, &[10.0, 10.5, 10.2]));
+    let configs: Vec<&Vec<String>> = r.tables[0].rows.iter().map(|r| &r.config).collect();
+    assert_eq!(configs, [&vec!["pi-1".to_string(), "usb".to_string()]]);
+    let all = table(&r, "disk-4k");
+    assert_eq!(all.rows.len(), 4, "the test's own table keeps every cell");
 }

@@ -202,24 +202,17 @@ fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
     figures.extend(iozone("dramble-pi4-1", "microsd", 11.81, 3.25));
     figures.extend(iozone("dramble-pi4-1", "kingston-usb3-bot", 14.41, 23.28));
     figures.extend(iozone("dramble-pi4-1", "kingston-usb3-uas", 20.59, 28.54));
-    for (storage, hdparm, dd) in [
-        ("kingston-usb3-bot", 172.13, 102.67),
-        ("kingston-usb3-uas", 296.71, 149.00),
+    // The CM3+'s USB 2.0 with the same two cases (the first is the Disk Benchmarks'
+    // "Kingston USB 2.0 SSD" row): no gain, as the seed found.
+    figures.extend(iozone("turing-cm3-1", "kingston-usb3-uas", 7.48, 8.55));
+    for (board, storage, hdparm, dd) in [
+        ("dramble-pi4-1", "kingston-usb3-bot", 172.13, 102.67),
+        ("dramble-pi4-1", "kingston-usb3-uas", 296.71, 149.00),
+        ("turing-cm3-1", "kingston-usb", 32.00, 30.40),
+        ("turing-cm3-1", "kingston-usb3-uas", 31.79, 31.70),
     ] {
-        figures.push(fig(
-            "dramble-pi4-1",
-            storage,
-            "hdparm",
-            "buffered_read",
-            hdparm,
-        ));
-        figures.push(fig(
-            "dramble-pi4-1",
-            storage,
-            "dd-write",
-            "sequential_write",
-            dd,
-        ));
+        figures.push(fig(board, storage, "hdparm", "buffered_read", hdparm));
+        figures.push(fig(board, storage, "dd-write", "sequential_write", dd));
     }
     // The power the seed read off a USB-C tester while the disk worked, and idle
     // (5.07 V at 0.74 A and 0.67 A): what a `[meter]` stores with each run.
@@ -260,21 +253,56 @@ fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
         shows(cell(&disk, row, "4K Random Read"), read);
         shows(cell(&disk, row, "4K Random Write"), write);
     }
-    let uasp = table(&md, "hdparm, dd and iozone per disk");
-    for (row, hdparm, dd) in [
+    // The seed's two UASP tables, each with just its board's two cases.
+    for (title, rows) in [
         (
-            "Pi 4, Kingston USB 3.0 SSD w/o UASP, HypriotOS",
-            "172.13",
-            "102.67",
+            "UASP on the Pi 4: hdparm, dd and iozone per case",
+            [
+                (
+                    "Pi 4, Kingston USB 3.0 SSD w/o UASP",
+                    "172.13",
+                    "102.67",
+                    "14.410",
+                    "23.280",
+                ),
+                (
+                    "Pi 4, Kingston USB 3.0 SSD w/ UASP",
+                    "296.71",
+                    "149.00",
+                    "20.590",
+                    "28.540",
+                ),
+            ],
         ),
         (
-            "Pi 4, Kingston USB 3.0 SSD w/ UASP, HypriotOS",
-            "296.71",
-            "149.00",
+            "UASP on the CM3+'s USB 2.0: hdparm, dd and iozone per case",
+            [
+                (
+                    "CM3+, Kingston USB 2.0 SSD",
+                    "32.000",
+                    "30.400",
+                    "8.870",
+                    "10.040",
+                ),
+                (
+                    "CM3+, Kingston USB 3.0 SSD w/ UASP",
+                    "31.790",
+                    "31.700",
+                    "7.480",
+                    "8.550",
+                ),
+            ],
         ),
     ] {
-        shows(cell(&uasp, row, "hdparm"), hdparm);
-        shows(cell(&uasp, row, "dd"), dd);
+        let uasp = table(&md, title);
+        assert_eq!(uasp.len(), 1 + rows.len(), "{title}: {uasp:#?}");
+        for (row, hdparm, dd, read, write) in rows {
+            let row = format!("{row}, HypriotOS");
+            shows(cell(&uasp, &row, "hdparm"), hdparm);
+            shows(cell(&uasp, &row, "dd"), dd);
+            shows(cell(&uasp, &row, "4K Random Read"), read);
+            shows(cell(&uasp, &row, "4K Random Write"), write);
+        }
     }
     let power = table(&md, "Power consumption");
     for (row, load, idle) in [

@@ -322,6 +322,7 @@ fn mkfs_options_cannot_name_a_second_device_at_check_or_in_prepare() {
         path: p.dir.join("board-work/loop").display().to_string(),
         model: None,
         uas: None,
+        driver: None,
     };
     let mut t = benchpipe::transport::local::Local::new();
     for (mkfs, mount) in [
@@ -524,6 +525,7 @@ fn benchpipe_takes_back_its_own_leftover_mount_and_nothing_else() {
         path: path.display().to_string(),
         model: None,
         uas: None,
+        driver: None,
     };
     let fs = |kind: &str| Filesystem {
         name: kind.into(),

@@ -180,9 +180,22 @@ const CMDLINE: &str =
 /// A FAKE sysfs tree in which the lab disk `loop` hangs off USB interface 2-1:1.0 of a
 /// 174c:55aa bridge at 5000M; returns the root and the interface's directory.
 fn fake_usb_sysfs(dir: &Path, loop_name: &str) -> (PathBuf, PathBuf) {
+    fake_usb_disk(dir, loop_name, "2-1", ID, "uas")
+}
+
+/// Adds to the FAKE sysfs tree under `dir` the lab disk `loop` on USB port `port`'s
+/// interface :1.0 of bridge `id` at 5000M, bound to `driver`; returns the root and the
+/// interface's directory.
+fn fake_usb_disk(
+    dir: &Path,
+    loop_name: &str,
+    port: &str,
+    id: &str,
+    driver: &str,
+) -> (PathBuf, PathBuf) {
     let root = dir.join("fake-sys");
-    let usb = root.join("devices/platform/fake-xhci/usb2/2-1");
-    let iface = usb.join("2-1:1.0");
+    let usb = root.join("devices/platform/fake-xhci/usb2").join(port);
+    let iface = usb.join(format!("{port}:1.0"));
     let scsi = iface.join("host0/target0:0:0/0:0:0:0");
     let disk = scsi.join("block").join(loop_name);
     std::fs::create_dir_all(disk.join("queue")).unwrap();
@@ -190,6 +203,7 @@ fn fake_usb_sysfs(dir: &Path, loop_name: &str) -> (PathBuf, PathBuf) {
         std::fs::create_dir_all(root.join("bus/usb/drivers").join(d)).unwrap();
     }
     let w = |p: PathBuf, t: &str| std::fs::write(p, t).unwrap();
+    let (vendor, product) = id.split_once(':').unwrap();
     w(disk.join("size"), "65536\n");
     w(disk.join("queue/rotational"), "0\n");
     w(disk.join("queue/scheduler"), "[mq-deadline] none\n");
@@ -197,8 +211,8 @@ fn fake_usb_sysfs(dir: &Path, loop_name: &str) -> (PathBuf, PathBuf) {
     w(scsi.join("vendor"), "KINGSTON\n");
     w(iface.join("bInterfaceNumber"), "00\n");
     w(usb.join("speed"), "5000\n");
-    w(usb.join("idVendor"), "174c\n");
-    w(usb.join("idProduct"), "55aa\n");
+    w(usb.join("idVendor"), &format!("{vendor}\n"));
+    w(usb.join("idProduct"), &format!("{product}\n"));
     w(usb.join("version"), " 3.10\n");
     std::os::unix::fs::symlink("../../../0:0:0:0", disk.join("device")).unwrap();
     for link in ["block", "class/block"] {
@@ -206,8 +220,15 @@ fn fake_usb_sysfs(dir: &Path, loop_name: &str) -> (PathBuf, PathBuf) {
         std::fs::create_dir_all(&at).unwrap();
         std::os::unix::fs::symlink(&disk, at.join(loop_name)).unwrap();
     }
-    std::os::unix::fs::symlink("../../../../../bus/usb/drivers/uas", iface.join("driver")).unwrap();
+    bind(&iface, driver);
     (root, iface)
+}
+
+/// Points the FAKE interface's driver link at `driver`, as the kernel binds one.
+fn bind(iface: &Path, driver: &str) {
+    let link = iface.join("driver");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(format!("../../../../../bus/usb/drivers/{driver}"), link).unwrap();
 }
 
 /// A lab board with a FAKE USB disk: `[boot] cmdline`, two storages on its loop disk
@@ -292,8 +313,12 @@ struct Applied {
 }
 
 fn apply_fake(lab: &Lab, sys: &Path) -> Applied {
+    apply_fake_scenario(lab, sys, "scenarios/uas.toml")
+}
+
+fn apply_fake_scenario(lab: &Lab, sys: &Path, scenario: &str) -> Applied {
     let root = &lab.root;
-    let ws = benchpipe::config::load(root, &[root.join("scenarios/uas.toml")]).expect("loads");
+    let ws = benchpipe::config::load(root, &[root.join(scenario)]).expect("loads");
     let cells: Vec<_> = benchpipe::cli::plans(&ws)
         .into_iter()
         .flat_map(|(_, p)| p.cells)
@@ -464,6 +489,109 @@ fn fake_usb_sysfs_a_driver_that_does_not_change_fails_those_cells_with_the_cause
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("is not a USB device"), "{err}");
     assert_eq!(std::fs::read_to_string(&cmdline).unwrap(), CMDLINE);
+}
+
+/// The seed's UASP comparison as the seed made it: two cases, one without UASP and one
+/// with, each its own USB device (here FAKE sysfs devices on the lab board's two loop
+/// disks: USB storage cannot exist in the lab), declared as two storages with the
+/// `driver` each must run under. Both measure with no command line edit and no power
+/// cycle, each cell's facts saying its driver; with the cases swapped, each cell fails
+/// saying which driver it found.
+#[test]
+fn fake_usb_sysfs_two_cases_with_and_without_uasp_each_measure_under_its_declared_driver() {
+    let lab = Lab::up_with_options(1, |o| o.disks_per_board = 2);
+    let board = lab.board(0);
+    let loop_of = |i: usize| {
+        board.disks[i]
+            .device
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    let (sys, uas_iface) = fake_usb_disk(&lab.root, &loop_of(0), "2-1", ID, "uas");
+    let (_, bot_iface) = fake_usb_disk(&lab.root, &loop_of(1), "2-2", "174c:5106", "usb-storage");
+    let mut file = std::fs::read_to_string(&board.board_file).unwrap();
+    file.push_str(&format!(
+        "\n[[storage]]\nname = \"case-bot\"\nrole = \"scratch\"\ndevice = \"{}\"\n\
+         model = \"Kingston SSD, Inateck case without UASP\"\ndriver = \"usb-storage\"\n\n\
+         [[storage]]\nname = \"case-uas\"\nrole = \"scratch\"\ndevice = \"{}\"\n\
+         model = \"Kingston SSD, Inateck case with UASP\"\ndriver = \"uas\"\n",
+        board.disks[1].device, board.disks[0].device
+    ));
+    std::fs::write(&board.board_file, file).unwrap();
+    for d in ["pipeline", "scenarios"] {
+        std::fs::create_dir_all(lab.root.join(d)).unwrap();
+    }
+    std::fs::write(
+        lab.root.join("pipeline/drv.toml"),
+        "description = \"a file on the disk\"\n[run]\ncommand = '''dd if=/dev/zero of={{ dir }}/f bs=64k count=4 conv=fsync 2>/dev/null && printf '{\"v\": 1}\\n' '''\nparse = \"json\"\n[metrics]\nv = { from = \"v\", unit = \"x\", better = \"higher\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lab.root.join("scenarios/cases.toml"),
+        format!(
+            "title = \"cases\"\n[images.installed]\ninstalled = true\n[filesystems.ext4]\nkind = \"ext4\"\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"case-bot\", \"case-uas\"]\n\
+             filesystem = [\"ext4\"]\ntest = [\"drv\"]\n[method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
+            board.name
+        ),
+    )
+    .unwrap();
+    let check = bp(&lab.root, &["check", "scenarios/cases.toml"]);
+    assert!(check.status.success(), "{}", text(&check));
+
+    let w = apply_fake_scenario(&lab, &sys, "scenarios/cases.toml");
+    assert!(
+        w.outcome.failed.is_empty(),
+        "{:?}\n{}",
+        w.outcome.failed,
+        w.steps.join("\n")
+    );
+    assert_eq!(w.outcome.completed, 2, "{}", w.steps.join("\n"));
+    // No board state: the cases are what they are.
+    assert!(
+        !w.steps
+            .iter()
+            .any(|l| l.contains("power cycle") || l.contains("USB driver")),
+        "{}",
+        w.steps.join("\n")
+    );
+    assert_eq!(w.facts[0].0, "case-bot");
+    let usb = |i: usize| w.facts[i].1["storage"]["usb"].clone();
+    assert_eq!(
+        (usb(0)["driver"].as_str(), usb(0)["id"].as_str()),
+        (Some("usb-storage"), Some("174c:5106"))
+    );
+    assert_eq!(
+        (usb(1)["driver"].as_str(), usb(1)["id"].as_str()),
+        (Some("uas"), Some(ID))
+    );
+
+    // The cases swapped between the ports: neither cell measures the case it names.
+    bind(&uas_iface, "usb-storage");
+    bind(&bot_iface, "uas");
+    std::fs::remove_dir_all(lab.root.join("results")).unwrap();
+    let w = apply_fake_scenario(&lab, &sys, "scenarios/cases.toml");
+    assert_eq!(w.outcome.completed, 0, "{}", w.steps.join("\n"));
+    let mut causes: Vec<String> = w
+        .outcome
+        .failed
+        .iter()
+        .map(|(_, c)| c.to_string())
+        .collect();
+    causes.sort();
+    assert_eq!(causes.len(), 2, "{causes:?}");
+    assert!(
+        causes[0].contains("storage case-bot declares driver `usb-storage`, but its device")
+            && causes[0].contains("runs under `uas` (USB 174c:5106)"),
+        "{causes:?}"
+    );
+    assert!(
+        causes[1].contains("storage case-uas declares driver `uas`, but its device")
+            && causes[1].contains("runs under `usb-storage` (USB 174c:55aa)"),
+        "{causes:?}"
+    );
 }
 
 #[test]

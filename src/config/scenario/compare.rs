@@ -48,15 +48,9 @@ fn percent(
         .ok()
 }
 
-pub(super) fn compare(
-    src: &Source,
-    raw: &[Spanned<raw::Compare>],
-    matrix: &Matrix,
-    selected_broken: bool,
-    known: &Known,
-    diags: &mut Vec<Diagnostic>,
-) -> Vec<Compare> {
-    let axes = Axes {
+/// The values each axis of a pattern may match: the scenario's.
+pub(super) fn axes<'a>(matrix: &'a Matrix, selected_broken: bool, known: &'a Known) -> Axes<'a> {
+    Axes {
         image: matrix.image.iter().map(ImageName::as_str).collect(),
         board: known.board_values(matrix),
         storage: known
@@ -72,7 +66,18 @@ pub(super) fn compare(
             .collect(),
         test: matrix.test.iter().map(TestName::as_str).collect(),
         skip_storage: selected_broken,
-    };
+    }
+}
+
+pub(super) fn compare(
+    src: &Source,
+    raw: &[Spanned<raw::Compare>],
+    matrix: &Matrix,
+    selected_broken: bool,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Compare> {
+    let axes = axes(matrix, selected_broken, known);
     let mut out = Vec::new();
     for c in raw {
         let c = c.get_ref();

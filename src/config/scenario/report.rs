@@ -53,11 +53,12 @@ pub(super) fn spec(
             ),
         ));
     }
+    let axes = super::compare::axes(matrix, selected_broken, known);
     let tables = raw
         .table
         .iter()
         .take(MAX_TABLES)
-        .filter_map(|t| table(src, t, matrix, known, diags))
+        .filter_map(|t| table(src, t, matrix, known, &axes, diags))
         .collect();
     ReportSpec { labels, tables }
 }
@@ -154,6 +155,7 @@ fn table(
     raw: &Spanned<raw::Table>,
     matrix: &Matrix,
     known: &Known,
+    axes: &super::matrix::Axes<'_>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<TableSpec> {
     let start = diags.len();
@@ -268,6 +270,10 @@ fn table(
         }
         out
     });
+    let only = t
+        .only
+        .as_ref()
+        .map(|p| super::matrix::pattern(src, p, axes, "`only`", diags));
     if diags.len() > start {
         return None;
     }
@@ -277,5 +283,6 @@ fn table(
         columns,
         rows,
         pivot,
+        only,
     })
 }
