@@ -123,6 +123,7 @@ pub fn workspace() -> Workspace {
                 name: ImageName::new("installed"),
                 source: ImageSource::Installed,
                 expect: Default::default(),
+                firstboot: None,
             },
         )]),
         filesystems: BTreeMap::from([(
