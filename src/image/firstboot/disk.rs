@@ -205,7 +205,10 @@ fn gpt_boot_partition(file: &File, image_len: u64) -> Result<Partition, String> 
     let entries_lba = le64(&h, 72);
     let count = le32(&h, 80);
     let entry = le32(&h, 84);
-    if count > MAX_GPT_ENTRIES || !(128..=MAX_GPT_ENTRY).contains(&entry) || !entry.is_multiple_of(128) {
+    if count > MAX_GPT_ENTRIES
+        || !(128..=MAX_GPT_ENTRY).contains(&entry)
+        || !entry.is_multiple_of(128)
+    {
         return Err(format!(
             "its GPT claims {count} entries of {entry} bytes (at most {MAX_GPT_ENTRIES} of 128 to {MAX_GPT_ENTRY})"
         ));

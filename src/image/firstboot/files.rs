@@ -62,7 +62,10 @@ pub fn boot_files(w: &Written<'_>, cmdline: Option<&str>) -> Result<Vec<BootFile
                 file("cmdline.txt", with_systemd_run(cmdline)?),
             ]
         }
-        FirstbootKind::Armbian => vec![file("armbian_first_run.txt", armbian(w))],
+        FirstbootKind::Armbian => vec![
+            file("armbian_first_run.txt", armbian(w)),
+            file(ARMBIAN_KEY_FILE, format!("{}\n", w.prep.key.line)),
+        ],
     })
 }
 
@@ -162,7 +165,7 @@ pub fn with_systemd_run(cmdline: &str) -> Result<String, String> {
 }
 
 /// The shell lines that set the host name, give the user its key (and sudo, and its
-/// password hash) and turn SSH on: run as root on the first boot by `firstrun.sh` and
+/// password hash) and turn SSH on, run as root on the first boot by
 /// `armbian_first_run.txt`. Every value is single-quoted (`quote::sh`).
 fn account_lines(w: &Written<'_>, out: &mut String) {
     let p = w.prep;
@@ -200,22 +203,66 @@ fn account_lines(w: &Written<'_>, out: &mut String) {
     line("systemctl enable ssh 2>/dev/null || systemctl enable sshd 2>/dev/null".into());
 }
 
-/// `firstrun.sh`, as Raspberry Pi Imager writes it: the first user renamed and given the
-/// password hash by `userconf` where the image has it, then the account lines; it
-/// removes itself and its `cmdline.txt` words, and systemd reboots.
+/// `firstrun.sh` as Raspberry Pi Imager writes it, line for line where it can (the
+/// lines `imager_custom`, `userconf`, the `install ... <(printf ...)` of the keys): the
+/// host name set, the key given to the image's first user (uid 1000) and SSH enabled,
+/// then that user renamed and given the password hash (`userconf`). Bookworm's
+/// `imager_fixup` maps its `/boot` paths to `/boot/firmware`. It removes itself and its
+/// `cmdline.txt` words; systemd then reboots. `sudo = true` adds a sudoers line, as the
+/// image's own `010_pi-nopasswd` does for its first user.
 fn firstrun(w: &Written<'_>) -> String {
+    const CUSTOM: &str = "/usr/lib/raspberrypi-sys-mods/imager_custom";
+    let p = w.prep;
+    let (user, host, key) = (sh(&p.user), sh(&p.hostname), &p.key.line);
     let mut s = String::from("#!/bin/bash\n\nset +e\n\n");
     s.push_str("# Written by benchpipe (first-boot preparation), run once by systemd.run= in cmdline.txt.\n");
+    s.push_str("CURRENT_HOSTNAME=`cat /etc/hostname | tr -d \" \\t\\n\\r\"`\n");
+    s.push_str(&format!(
+        "if [ -f {CUSTOM} ]; then\n   {CUSTOM} set_hostname {host}\nelse\n"
+    ));
+    s.push_str(&format!("   echo {host} >/etc/hostname\n"));
+    s.push_str(&format!(
+        "   sed -i \"s/127.0.1.1.*$CURRENT_HOSTNAME/127.0.1.1\\t{}/g\" /etc/hosts\nfi\n",
+        p.hostname
+    ));
+    s.push_str("FIRSTUSER=`getent passwd 1000 | cut -d: -f1`\n");
+    s.push_str("FIRSTUSERHOME=`getent passwd 1000 | cut -d: -f6`\n");
+    // The key line is checked (`config`): a type and base64, nothing a shell or printf
+    // reads inside double quotes (no `$`, backquote, `\\`, `\"` or `%`).
+    debug_assert!(!key.contains(['$', '`', '\\', '"', '%', '\'']));
+    s.push_str(&format!(
+        "if [ -f {CUSTOM} ]; then\n   {CUSTOM} enable_ssh -k '{key}'\nelse\n"
+    ));
+    s.push_str("   install -o \"$FIRSTUSER\" -m 700 -d \"$FIRSTUSERHOME/.ssh\"\n");
+    s.push_str(&format!(
+        "   install -o \"$FIRSTUSER\" -m 600 <(printf \"{key}\") \"$FIRSTUSERHOME/.ssh/authorized_keys\"\n"
+    ));
+    s.push_str("   echo 'PasswordAuthentication no' >>/etc/ssh/sshd_config\n");
+    s.push_str("   systemctl enable ssh\nfi\n");
     if let Some(h) = w.password_hash {
+        let hash = sh(h);
         s.push_str("if [ -f /usr/lib/userconf-pi/userconf ]; then\n");
         s.push_str(&format!(
-            "   /usr/lib/userconf-pi/userconf {} {}\n",
-            sh(&w.prep.user),
-            sh(h)
+            "   /usr/lib/userconf-pi/userconf {user} {hash}\nelse\n"
         ));
-        s.push_str("fi\n");
+        s.push_str(&format!("   echo \"$FIRSTUSER:\"{hash} | chpasswd -e\n"));
+        s.push_str(&format!("   if [ \"$FIRSTUSER\" != {user} ]; then\n"));
+        s.push_str(&format!("      usermod -l {user} \"$FIRSTUSER\"\n"));
+        s.push_str(&format!("      usermod -m -d /home/{user} {user}\n"));
+        s.push_str(&format!("      groupmod -n {user} \"$FIRSTUSER\"\n"));
+        s.push_str("      if [ -f /etc/sudoers.d/010_pi-nopasswd ]; then\n");
+        s.push_str(&format!(
+            "         sed -i \"s/^$FIRSTUSER /{} /\" /etc/sudoers.d/010_pi-nopasswd\n",
+            p.user
+        ));
+        s.push_str("      fi\n   fi\nfi\n");
     }
-    account_lines(w, &mut s);
+    if p.sudo {
+        s.push_str(&format!(
+            "printf '%s ALL=(ALL) NOPASSWD:ALL\\n' {user} >/etc/sudoers.d/090_benchpipe\n"
+        ));
+        s.push_str("chmod 440 /etc/sudoers.d/090_benchpipe\n");
+    }
     s.push_str("rm -f /boot/firstrun.sh /boot/firmware/firstrun.sh\n");
     s.push_str(
         "sed -i 's| systemd.run.*||g' /boot/cmdline.txt /boot/firmware/cmdline.txt 2>/dev/null\n",
@@ -224,17 +271,30 @@ fn firstrun(w: &Written<'_>) -> String {
     s
 }
 
+/// The boot partition's file holding the user's public key, named by `PRESET_USER_KEY`.
+pub const ARMBIAN_KEY_FILE: &str = "benchpipe_authorized_keys";
+
 /// `armbian_first_run.txt`: `armbian-firstrun-config` checks it with `bash -n` and
-/// sources it as root on the first boot, then deletes it. Its own settings leave the
-/// network alone; the account lines run as it is sourced, and the console's interactive
-/// first login is switched off, the user already made.
+/// sources it as root on the first boot, then deletes it. It opens with Armbian's preset
+/// of the first login (the `PRESET_USER_NAME` and `PRESET_USER_KEY` that
+/// `/root/.not_logged_in_yet` takes, the key a `file:///boot/` URL of a file beside it):
+/// plain `NAME=value` lines that a reader of presets takes without running anything.
+/// Then the account lines run as it is sourced, root's well-known first password
+/// (`1234`) is locked, and the console's interactive first login is switched off, the
+/// user already made. The network is left alone.
 fn armbian(w: &Written<'_>) -> String {
     let mut s = String::from(
         "# Written by benchpipe (first-boot preparation); sourced as root by armbian-firstrun-config.\n",
     );
     s.push_str("FR_general_delete_this_file_after_completion=1\n");
     s.push_str("FR_net_change_defaults=0\n");
+    s.push_str(&format!("PRESET_USER_NAME={}\n", sh(&w.prep.user)));
+    s.push_str(&format!(
+        "PRESET_USER_KEY=file:///boot/{ARMBIAN_KEY_FILE}\n"
+    ));
+    s.push_str("PRESET_USER_SHELL=bash\n");
     account_lines(w, &mut s);
+    s.push_str("passwd -l root >/dev/null 2>&1\n");
     s.push_str("rm -f /root/.not_logged_in_yet\n");
     s
 }
@@ -344,7 +404,18 @@ mod tests {
             run.contains("/usr/lib/userconf-pi/userconf pi '$6$salt$hash'"),
             "{run}"
         );
-        assert!(run.contains("printf '%s\\n' 'ssh-ed25519 AAAAC3"), "{run}");
+        // The lines Raspberry Pi Imager writes, which readers of its files look for.
+        let key = &p.key.line;
+        for line in [
+            "   /usr/lib/raspberrypi-sys-mods/imager_custom set_hostname pi-1\n".to_string(),
+            format!("   /usr/lib/raspberrypi-sys-mods/imager_custom enable_ssh -k '{key}'\n"),
+            format!(
+                "   install -o \"$FIRSTUSER\" -m 600 <(printf \"{key}\") \"$FIRSTUSERHOME/.ssh/authorized_keys\"\n"
+            ),
+            "   systemctl enable ssh\n".to_string(),
+        ] {
+            assert!(run.contains(&line), "{line:?} in {run}");
+        }
         assert!(run.contains("/etc/sudoers.d/090_benchpipe"), "{run}");
         assert!(run.trim_end().ends_with("exit 0"));
     }
@@ -358,9 +429,21 @@ mod tests {
             derivation_key: KEY,
         };
         let files = boot_files(&w, None).unwrap();
-        assert_eq!(files.len(), 1);
+        assert_eq!(files.len(), 2);
         let t = String::from_utf8(files[0].bytes.clone()).unwrap();
         assert!(t.contains("FR_net_change_defaults=0\n"));
+        // The preset a reader of Armbian's first login takes, the key in a file beside it.
+        assert!(t.contains("\nPRESET_USER_NAME=pi\n"), "{t}");
+        assert!(
+            t.contains("\nPRESET_USER_KEY=file:///boot/benchpipe_authorized_keys\n"),
+            "{t}"
+        );
+        assert_eq!(files[1].name, ARMBIAN_KEY_FILE);
+        assert_eq!(files[1].bytes, format!("{}\n", p.key.line).into_bytes());
+        assert!(
+            t.contains("passwd -l root"),
+            "root's well-known password locked"
+        );
         assert!(t.contains("useradd -m -s /bin/bash"));
         assert!(t.contains("rm -f /root/.not_logged_in_yet"));
         assert!(!t.contains("usermod -p"), "no hash declared: none written");

@@ -170,6 +170,11 @@ fn each_kind_writes_its_files_into_an_mbr_and_a_gpt_image_and_the_second_call_de
                 FirstbootKind::Armbian => {
                     let t = mtype(out, "armbian_first_run.txt").unwrap();
                     assert!(t.contains(KEY) && t.contains("rm -f /root/.not_logged_in_yet"));
+                    assert!(t.contains("\nPRESET_USER_NAME=bench\n"), "{t}");
+                    assert_eq!(
+                        mtype(out, super::files::ARMBIAN_KEY_FILE),
+                        Some(format!("{KEY}\n"))
+                    );
                 }
             }
             // Read-only in the cache, and the base image left as it was.
