@@ -682,4 +682,4 @@ mod tests_systems;
 mod tests_network;
 
 #[cfg(test)]
-mod tests_firstboot;
+pub(crate) mod tests_firstboot;

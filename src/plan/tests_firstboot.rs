@@ -17,7 +17,7 @@ fn key(line: &str) -> AuthorizedKey {
     }
 }
 
-fn firstboot() -> Firstboot {
+pub(crate) fn firstboot() -> Firstboot {
     Firstboot {
         kind: FirstbootKind::CloudInit,
         user: "bench".into(),
@@ -33,7 +33,7 @@ fn firstboot() -> Firstboot {
 
 /// The fixture workspace with pi-1 flashed by `dd` with image `ubuntu` (prepared with
 /// `fb`), the only image of the matrix.
-fn workspace(fb: Option<Firstboot>) -> Workspace {
+pub(crate) fn workspace(fb: Option<Firstboot>) -> Workspace {
     let mut ws = fixtures::workspace();
     ws.boards.get_mut(&"pi-1".into()).unwrap().flash = Flash::Dd {
         via: "pi-2".into(),
