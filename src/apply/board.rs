@@ -33,6 +33,8 @@ pub(super) struct BoardOwn {
     pub(super) mounted: MountState,
     /// Images fetched and verified in this walk.
     pub(super) fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
+    /// Images prepared for this board's first boot in this walk: what is flashed.
+    pub(super) derived: BTreeMap<crate::model::ImageName, crate::image::Derived>,
     /// Set by a power cycle: the next connect waits for the board to boot.
     pub(super) booting: bool,
     /// What each image flashed in this walk wrote (facts of its cells).
@@ -58,6 +60,7 @@ impl Worker<'_> {
             idle_celsius: None,
             mounted: MountState::default(),
             fetched: BTreeMap::new(),
+            derived: BTreeMap::new(),
             booting: false,
             flashed: BTreeMap::new(),
             new_host_key: None,
@@ -153,6 +156,10 @@ impl Worker<'_> {
                 let fetched = self.fetch_image(&w.jobs[&pending[0]].cell.image)?;
                 w.own.fetched.insert(image.clone(), fetched);
             }
+            Action::Derive { image, .. } => {
+                let derived = self.derive_image(w, &w.jobs[&pending[0]].cell.image)?;
+                w.own.derived.insert(image.clone(), derived);
+            }
             Action::Flash { image, via, device } => {
                 let fetched = self.begin_flash(w, image)?;
                 let report = self.flash(image, &fetched, via, device)?;
@@ -162,6 +169,7 @@ impl Worker<'_> {
                     "written_bytes": report.bytes,
                     "written_sha256": report.sha256,
                 });
+                super::flash::prepared_facts(w.own.derived.get(image), &mut written);
                 if let Some(f) = crate::image::known_facts(&fetched) {
                     written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
                     written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
@@ -173,16 +181,16 @@ impl Worker<'_> {
             }
             Action::FlashTpi { image, via, node } => {
                 let fetched = self.begin_flash(w, image)?;
-                let written = self.flash_tpi(image, &fetched, via, *node)?;
+                let mut written = self.flash_tpi(image, &fetched, via, *node)?;
+                super::flash::prepared_facts(w.own.derived.get(image), &mut written);
                 w.own.flashed.insert(image.clone(), written);
             }
             Action::FlashCommand { image } => {
                 let fetched = self.begin_flash(w, image)?;
                 self.flash_command(w.controller.as_mut(), image, &fetched)?;
-                w.own.flashed.insert(
-                    image.clone(),
-                    json!({ "file_sha256": fetched.sha256, "method": "command" }),
-                );
+                let mut written = json!({ "file_sha256": fetched.sha256, "method": "command" });
+                super::flash::prepared_facts(w.own.derived.get(image), &mut written);
+                w.own.flashed.insert(image.clone(), written);
                 // Without a [power] cycle step, the command reboots the board itself.
                 w.own.booting = true;
             }
@@ -340,7 +348,7 @@ impl Worker<'_> {
                     format: crate::store::FORMAT,
                     board: self.board.name.to_string(),
                     image: image.to_string(),
-                    identity: jobs[first].cell.image.source.identity(image),
+                    identity: jobs[first].cell.image.runs_as(&self.board.name),
                     verified_session: self.session.to_string(),
                     host_key: new_host_key.clone(),
                 })?;

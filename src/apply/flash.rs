@@ -22,6 +22,27 @@ fn in_workspace(root: &std::path::Path, source: &ImageSource) -> ImageSource {
     }
 }
 
+/// What a flash of a prepared image records beside the cells (`flashed`): the base
+/// file's sha256, the prepared image's, and what was prepared (never the key's text, a
+/// password or its hash). `file_sha256` is then the prepared image's.
+pub(super) fn prepared_facts(
+    derived: Option<&crate::image::Derived>,
+    written: &mut serde_json::Value,
+) {
+    let Some(d) = derived else { return };
+    let r = &d.record;
+    written["base_file_sha256"] = serde_json::json!(r.base_sha256);
+    written["firstboot"] = serde_json::json!({
+        "kind": r.kind,
+        "user": r.user,
+        "key_fingerprint": r.key_fingerprint,
+        "hostname": r.hostname,
+        "derivation_key": r.derivation_key,
+        "derived_sha256": r.derived_sha256,
+        "derived_bytes": r.derived_bytes,
+    });
+}
+
 impl Worker<'_> {
     /// The image in the cache beside the store, its sha256 verified.
     pub(super) fn fetch_image(&self, image: &Image) -> Result<Fetched, CellFailure> {
@@ -231,14 +252,82 @@ impl Worker<'_> {
             verified_session: self.session.to_string(),
             host_key: None,
         })?;
-        w.own
+        if let Some(d) = w.own.derived.get(image) {
+            return Ok(d.fetched.clone());
+        }
+        let fetched = w
+            .own
             .fetched
             .get(image)
             .cloned()
             .ok_or_else(|| CellFailure::Flash {
                 image: image.to_string(),
                 message: "the image was not fetched".into(),
-            })
+            })?;
+        // A prepared image is never flashed unprepared: the board would not come up.
+        let prepared = w
+            .jobs
+            .values()
+            .any(|j| &j.cell.address.image == image && j.cell.image.firstboot.is_some());
+        if prepared {
+            return Err(CellFailure::Flash {
+                image: image.to_string(),
+                message: "its first-boot preparation was not derived; nothing was flashed".into(),
+            });
+        }
+        Ok(fetched)
+    }
+
+    /// The image's first-boot preparation for this board, written into a copy in the
+    /// image cache, or the cache's copy from an earlier apply (`image::derive`).
+    pub(super) fn derive_image(
+        &self,
+        w: &super::board::BoardWalk<'_, '_>,
+        image: &Image,
+    ) -> Result<crate::image::Derived, CellFailure> {
+        let failed = |message: String| CellFailure::Flash {
+            image: image.name.to_string(),
+            message,
+        };
+        let fetched = w
+            .own
+            .fetched
+            .get(&image.name)
+            .ok_or_else(|| failed("the image was not fetched".into()))?;
+        let prep = image.prepared_for(&self.board.name).ok_or_else(|| {
+            failed(format!(
+                "no first-boot preparation for board {}",
+                self.board.name
+            ))
+        })?;
+        self.phase(
+            None,
+            format!(
+                "prepare {}'s first boot ({}: user {}, key {}, host name {})",
+                image.name,
+                prep.kind.name(),
+                prep.user,
+                prep.key.fingerprint,
+                prep.hostname
+            ),
+        );
+        let cache = Cache::beside_store(self.store.root());
+        let derived =
+            crate::image::derive(&cache, fetched, &prep).map_err(|e| failed(e.to_string()))?;
+        self.phase(
+            None,
+            format!(
+                "{} prepared image sha256:{} ({} bytes)",
+                if derived.reused {
+                    "reused the image cache's"
+                } else {
+                    "derived the"
+                },
+                derived.record.derived_sha256,
+                derived.record.derived_bytes
+            ),
+        );
+        Ok(derived)
     }
 
     /// Power-cycles the board (`crate::power::plan`: `[power] cycle`, or `off` then `on`,
@@ -284,14 +373,22 @@ impl Worker<'_> {
         flashed: Option<&Image>,
     ) -> Result<(Box<dyn Transport>, Option<String>), CellFailure> {
         let after_flash = flashed.is_some();
-        self.phase(None, "wait for boot");
         let boot_timeout = self
             .board
             .power
             .as_ref()
             .map_or(crate::model::DEFAULT_BOOT_TIMEOUT, |p| p.boot_timeout);
+        let target = ssh_target(self.board);
+        self.phase(
+            None,
+            format!(
+                "wait for boot: SSH at {target}, up to {} s (the host name is resolved at each try)",
+                boot_timeout.as_secs()
+            ),
+        );
         let t0 = Instant::now();
         let mut accepted = None;
+        let mut said: Option<Instant> = None;
         loop {
             match self.connector.board(self.board) {
                 Ok(mut t) => {
@@ -333,7 +430,7 @@ impl Worker<'_> {
                             self.board.name,
                             boot_timeout.as_secs(),
                             image.name,
-                            unprepared_cause(image)
+                            unprepared_cause(image, &self.board.name)
                                 .map(|c| format!("; {c}"))
                                 .unwrap_or_default()
                         ),
@@ -345,25 +442,33 @@ impl Worker<'_> {
                     };
                     return Err(CellFailure::BoardLost { cause });
                 }
-                Err(_) => self.sleep(Duration::from_secs(2))?,
+                Err(e) => {
+                    // Said at most every `WAIT_SAID` seconds: what is waited for, what
+                    // the last try found, and how long is left.
+                    if said.is_none_or(|at| at.elapsed() >= WAIT_SAID) {
+                        let left = boot_timeout.saturating_sub(t0.elapsed());
+                        self.phase(None, still_waiting(&target, left, &e.to_string()));
+                        said = Some(Instant::now());
+                    }
+                    self.sleep(Duration::from_secs(2))?
+                }
             }
         }
     }
 }
 
-/// Whether `image` is flashed without first-boot preparation (`[images.NAME.firstboot]`,
-/// docs/FORMAT.md). The one place that decides it: until the model has that table,
-/// every flashed image is.
-pub(crate) fn flashed_without_firstboot(image: &Image) -> bool {
-    let _ = image;
-    true
+/// Whether `image` is flashed onto `board` without first-boot preparation
+/// (`[images.NAME.firstboot]`, docs/FORMAT.md; `kind = "none"` is none). The one place
+/// that decides it.
+pub(crate) fn flashed_without_firstboot(image: &Image, board: &crate::model::BoardName) -> bool {
+    image.prepared_for(board).is_none()
 }
 
 /// What an unreachable board's cause adds after a flash without first-boot preparation:
 /// a freshly flashed real board has no user or key for benchpipe, and often SSH off,
 /// until its boot partition declares them (the lab's boards behave the same).
-pub(crate) fn unprepared_cause(image: &Image) -> Option<String> {
-    flashed_without_firstboot(image).then(|| {
+pub(crate) fn unprepared_cause(image: &Image, board: &crate::model::BoardName) -> Option<String> {
+    flashed_without_firstboot(image, board).then(|| {
         format!(
             "the image was flashed without first-boot preparation: a fresh image declares \
              no user or key for benchpipe (and often keeps SSH off) until its boot partition \
@@ -371,6 +476,32 @@ pub(crate) fn unprepared_cause(image: &Image) -> Option<String> {
             image.name
         )
     })
+}
+
+/// How often the boot wait says it is still waiting.
+const WAIT_SAID: Duration = Duration::from_secs(15);
+
+/// `user@host:port` of a board's SSH, as its board file declares it.
+fn ssh_target(board: &crate::model::Board) -> String {
+    match &board.connection {
+        crate::model::Connection::Local => "the controller itself".into(),
+        crate::model::Connection::Ssh(t) => format!(
+            "{}{}:{}",
+            t.user.as_ref().map(|u| format!("{u}@")).unwrap_or_default(),
+            t.host,
+            t.port.unwrap_or(22)
+        ),
+    }
+}
+
+/// The boot wait's progress line: the target, the time left, and the last try's error
+/// (shown as stored text is: one line, bounded).
+fn still_waiting(target: &str, left: Duration, last: &str) -> String {
+    format!(
+        "still waiting for SSH at {target}, {} s left; last try: {}",
+        left.as_secs(),
+        crate::shown::shown(last)
+    )
 }
 
 #[cfg(test)]
@@ -384,13 +515,35 @@ mod tests {
             name: ImageName::new("raspios"),
             source: ImageSource::Installed,
             expect: Default::default(),
+            firstboot: None,
         };
-        let cause = unprepared_cause(&image).unwrap();
+        let cause = unprepared_cause(&image, &"pi-1".into()).unwrap();
         assert!(
             cause.contains("flashed without first-boot preparation"),
             "{cause}"
         );
         assert!(cause.contains("[images.raspios.firstboot]"), "{cause}");
+    }
+
+    #[test]
+    fn the_boot_wait_says_what_it_waits_for_and_what_it_found() {
+        let mut board = crate::plan::fixtures::workspace().boards[&"pi-1".into()].clone();
+        board.connection = crate::model::Connection::Ssh(crate::model::SshTarget {
+            host: "pi-1.local".into(),
+            user: Some("bench".into()),
+            ..Default::default()
+        });
+        let target = ssh_target(&board);
+        assert_eq!(target, "bench@pi-1.local:22");
+        let line = still_waiting(
+            &target,
+            Duration::from_secs(42),
+            "pi-1: bench@pi-1.local:22: cannot resolve host name pi-1.local\n",
+        );
+        assert_eq!(
+            line,
+            "still waiting for SSH at bench@pi-1.local:22, 42 s left; last try: pi-1: bench@pi-1.local:22: cannot resolve host name pi-1.local\\n"
+        );
     }
 
     #[test]

@@ -171,6 +171,13 @@ impl Diagnostic {
         self
     }
 
+    /// Leaves the line's excerpt out, keeping `file:line:col`: for a value that must not
+    /// be printed (a clear password given where only a hash is taken).
+    pub fn without_excerpt(mut self) -> Self {
+        self.source_line = None;
+        self
+    }
+
     /// Makes this a warning: printed, but the load still succeeds.
     pub fn as_warning(mut self) -> Self {
         self.warning = true;

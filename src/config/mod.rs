@@ -8,6 +8,7 @@
 mod board;
 mod boot;
 pub mod diag;
+mod firstboot;
 mod image;
 mod members;
 mod metrics;

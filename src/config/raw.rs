@@ -409,6 +409,23 @@ pub struct Image {
     /// An http(s) download's slowest acceptable rate, like `100kB/s`.
     pub min_rate: Option<S<String>>,
     pub expect: Option<Expect>,
+    pub firstboot: Option<S<Firstboot>>,
+}
+
+/// `[images.NAME.firstboot]`: what a flash writes into the image's boot partition.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Firstboot {
+    pub kind: S<String>,
+    pub user: Option<S<String>>,
+    pub authorized_key: Option<S<String>>,
+    pub sudo: Option<S<bool>>,
+    pub password_hash: Option<S<String>>,
+    /// Refused with a message of its own (and never repeated): a clear password.
+    pub password: Option<S<toml::Value>>,
+    pub user_data: Option<S<String>>,
+    pub network_config: Option<S<String>>,
+    pub hostname: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

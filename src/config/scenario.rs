@@ -140,7 +140,7 @@ pub fn validate(
     {
         diags.push(src.at_value(d, format!("`description` {e}")));
     }
-    let images = images(src, &raw.images, diags);
+    let mut images = images(src, &raw.images, diags);
     let filesystems = filesystems(src, &raw.filesystems, diags);
     let clusters = cluster::clusters(src, &raw.clusters, known, diags);
     // Every cluster declared, also one with errors of its own: naming it is no error.
@@ -158,6 +158,7 @@ pub fn validate(
         known,
         diags,
     );
+    prepare_for_boards(src, &raw.images, &mut images, &matrix, known, diags);
     cluster::peers(src, &raw, &clusters, known, diags);
     let method = method(src, raw.method.as_ref(), diags);
     let params = params(src, &raw.params, known, diags);
@@ -295,6 +296,10 @@ fn images(
         if img.url.is_none() {
             super::image::min_rate(src, None, img.min_rate.as_ref(), diags);
         }
+        let firstboot = img
+            .firstboot
+            .as_ref()
+            .and_then(|f| super::firstboot::firstboot(src, name, f, installed.is_some(), diags));
         let source = match (installed, &img.url, &img.path) {
             (Some(_), None, None) => {
                 if let Some(s) = &img.sha256 {
@@ -338,10 +343,39 @@ fn images(
                 name: ImageName::new(name.clone()),
                 source,
                 expect: super::image::expectations(src, img.expect.as_ref(), diags),
+                firstboot,
             },
         );
     }
     out
+}
+
+/// Each prepared image's checks per board it may be flashed on (its key, its host name).
+fn prepare_for_boards(
+    src: &Source,
+    raw: &BTreeMap<Spanned<String>, Spanned<raw::Image>>,
+    images: &mut BTreeMap<ImageName, Image>,
+    matrix: &crate::model::Matrix,
+    known: &Known,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let names: Vec<BoardName> = known
+        .board_values(matrix)
+        .into_iter()
+        .map(BoardName::from)
+        .collect();
+    let boards = super::firstboot::boards_of(&names, known.boards);
+    for (key, image) in raw {
+        let (Some(fb_raw), Some(model)) = (
+            image.get_ref().firstboot.as_ref(),
+            images.get_mut(&ImageName::new(key.get_ref().clone())),
+        ) else {
+            continue;
+        };
+        if let Some(fb) = model.firstboot.as_mut() {
+            super::firstboot::for_boards(src, fb_raw, fb, &boards, diags);
+        }
+    }
 }
 
 fn filesystems(

@@ -99,6 +99,13 @@ pub enum ImageError {
     /// user's, writable by others): nothing is written there.
     #[error("image `{name}`: refusing the image cache: {why}")]
     Cache { name: String, why: String },
+    /// The first-boot preparation could not be written into the image's boot partition.
+    #[error("image `{name}`: first-boot preparation (kind {kind}): {why}")]
+    Prepare {
+        name: String,
+        kind: &'static str,
+        why: String,
+    },
     /// A verified local file was changed before it was read.
     #[error("image `{name}`: {path} changed after it was verified ({why}); fetch it again")]
     Changed {

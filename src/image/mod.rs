@@ -15,7 +15,8 @@
 //!
 //! Files: `cache.rs` the cache's layout and locks, `fetch.rs` local files and the
 //! dispatch, `http.rs` downloads, `format.rs` what a file is, `open.rs` the stream,
-//! `archive.rs` a zip's one `.img`, `facts.rs`, `expect.rs`, `error.rs`.
+//! `archive.rs` a zip's one `.img`, `facts.rs`, `expect.rs`, `error.rs`; `firstboot/` the
+//! prepared copy of an image whose first boot must find a user, a key and SSH on.
 
 mod archive;
 mod cache;
@@ -23,6 +24,7 @@ mod error;
 pub mod expect;
 mod facts;
 mod fetch;
+pub mod firstboot;
 pub mod format;
 mod http;
 mod open;
@@ -36,6 +38,7 @@ pub use facts::{
     owned as error_of,
 };
 pub use fetch::{FetchProgress, Phase, fetch, file_url_path};
+pub use firstboot::{Derived, derive};
 pub use format::Format;
 pub use http::{DEFAULT_MIN_RATE, MAX_DOWNLOAD};
 pub use open::{open, open_hashed};

@@ -1,6 +1,7 @@
 //! Who a flashed image lets in on its first boot, as its boot partition declares it:
-//! cloud-init NoCloud `user-data`, the Raspberry Pi OS files (`ssh`, `userconf.txt`, the
-//! lines Raspberry Pi Imager writes into `firstrun.sh`) and an Armbian preset. Pure:
+//! cloud-init NoCloud `user-data` (a MIME multipart's cloud-config parts merged by
+//! `multipart`), the Raspberry Pi OS files (`ssh`, `userconf.txt`, the lines Raspberry
+//! Pi Imager writes into `firstrun.sh`) and an Armbian preset. Pure:
 //! file contents in, a declaration and a boot log out. Every input is hostile: read
 //! bounded, each value checked, anything not understood refused with a log line, and
 //! nothing from the image is ever run.
@@ -266,19 +267,27 @@ fn cloud_init(bytes: &[u8], d: &mut Declared, log: &mut Log) {
     let Some(t) = text("user-data", bytes, log) else {
         return;
     };
-    if t.lines().next().map(str::trim_end) != Some("#cloud-config") {
+    let doc: Value = if t.lines().next().map(str::trim_end) == Some("#cloud-config") {
+        match serde_norway::from_str(t) {
+            Ok(v) => v,
+            Err(e) => {
+                log.say(format!("user-data: not YAML the lab reads: {e}: refused"));
+                return;
+            }
+        }
+    } else if super::multipart::is_mime(t) {
+        // cloud-init merges a multipart's text/cloud-config parts (first-boot
+        // preparation writes one with extra user-data); the rest is refused there.
+        match super::multipart::merged(t, log) {
+            Some(v) => v,
+            None => return,
+        }
+    } else {
         log.say(
-            "user-data: not #cloud-config (a script, #include or MIME multipart): refused; \
+            "user-data: not #cloud-config nor MIME multipart (a script or #include): refused; \
              the lab runs nothing from the image",
         );
         return;
-    }
-    let doc: Value = match serde_norway::from_str(t) {
-        Ok(v) => v,
-        Err(e) => {
-            log.say(format!("user-data: not YAML the lab reads: {e}: refused"));
-            return;
-        }
     };
     let top = match doc {
         Value::Mapping(m) => m,

@@ -17,6 +17,7 @@ pub mod disk;
 mod down;
 pub mod image;
 mod link;
+pub mod multipart;
 mod power;
 mod state;
 

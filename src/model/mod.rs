@@ -11,10 +11,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 mod cluster;
+mod firstboot;
 mod image_url;
 mod meter;
 mod recipe;
 pub use cluster::*;
+pub use firstboot::{
+    Attachment, AuthorizedKey, DERIVATION, Firstboot, FirstbootKind, PasswordHash, Preparation,
+    prepared_identity,
+};
 pub use image_url::{ImageUrl, REDACTED, redact as redact_url};
 pub use meter::*;
 mod packages;
@@ -345,6 +350,27 @@ pub struct Image {
     pub source: ImageSource,
     /// What the booted OS must show; checks, not cell-key inputs (the sha256 already is).
     pub expect: Expectations,
+    /// `[images.NAME.firstboot]`: what a flash writes into the boot partition first;
+    /// `None` (or `kind = "none"`): the image is flashed as it is.
+    pub firstboot: Option<Firstboot>,
+}
+
+impl Image {
+    /// What a board runs after a flash of this image: for a prepared image, the base's
+    /// identity and this board's derivation key; otherwise the base's identity. The
+    /// board's state records it, and a board already at it is not flashed again.
+    pub fn runs_as(&self, board: &BoardName) -> String {
+        let base = self.source.identity(&self.name);
+        match (self.prepared_for(board), self.source.sha256()) {
+            (Some(p), Some(sha)) => prepared_identity(&base, &p.derivation_key(sha)),
+            _ => base,
+        }
+    }
+
+    /// This board's preparation, when the image has one.
+    pub fn prepared_for(&self, board: &BoardName) -> Option<Preparation> {
+        self.firstboot.as_ref()?.for_board(board)
+    }
 }
 
 /// `[images.NAME.expect]`: what a board running the image must show after boot
@@ -378,6 +404,14 @@ pub enum ImageSource {
 }
 
 impl ImageSource {
+    /// The declared sha256 of the file; `None` for an installed image.
+    pub fn sha256(&self) -> Option<&str> {
+        match self {
+            ImageSource::Installed => None,
+            ImageSource::Url { sha256, .. } | ImageSource::Path { sha256, .. } => Some(sha256),
+        }
+    }
+
     /// The part of the image that can change numbers: its content hash.
     pub fn identity(&self, name: &ImageName) -> String {
         match self {

@@ -125,6 +125,7 @@ pub fn workspace() -> Workspace {
                 name: ImageName::new("installed"),
                 source: ImageSource::Installed,
                 expect: Default::default(),
+                firstboot: None,
             },
         )]),
         filesystems: BTreeMap::from([(

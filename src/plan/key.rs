@@ -616,6 +616,18 @@ fn test_input(recipe: &Recipe, params: &BTreeMap<String, ParamValue>) -> Input {
     ])
 }
 
+/// The image: its identity (`sha256:...` of the declared file, or `installed:NAME`); for
+/// a prepared image (`[images.NAME.firstboot]`), a record of that identity as `base` and
+/// the preparation's part that can change numbers (`Firstboot::key_input`). An image
+/// without preparation is the plain identity, so its cells keep their keys.
+pub fn image_input(image: &Image) -> Input {
+    let identity = Input::from(image.source.identity(&image.name));
+    match &image.firstboot {
+        None => identity,
+        Some(f) => Input::record([("base", identity), ("firstboot", f.key_input())]),
+    }
+}
+
 /// `inputs_of`, with the test's and method's parts made.
 pub fn inputs_with(
     image: &Image,
@@ -627,7 +639,7 @@ pub fn inputs_with(
     others: Others<'_>,
 ) -> Input {
     Input::record([
-        ("image", Input::from(image.source.identity(&image.name))),
+        ("image", image_input(image)),
         ("board", Input::from(board.map(BoardInputs::input))),
         // The medium is its name and model; the device path is an address (a loop
         // device number, a by-id link) that may change while the medium does not.

@@ -680,3 +680,6 @@ mod tests_systems;
 
 #[cfg(test)]
 mod tests_network;
+
+#[cfg(test)]
+pub(crate) mod tests_firstboot;

@@ -82,6 +82,7 @@ fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reaso
                 min_rate: None,
             },
             expect: Default::default(),
+            firstboot: None,
         },
     );
     s.matrix.image.push("raspios".into());
@@ -126,6 +127,7 @@ fn an_image_is_planned_on_a_board_that_flashes_and_skipped_where_its_method_is_m
                 os_release: BTreeMap::from([("ID".into(), "raspbian".into())]),
                 uname_m: None,
             },
+            firstboot: None,
         },
     );
     s.matrix.image.push("raspios".into());
@@ -530,6 +532,7 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
                 min_rate: None,
             },
             expect: Default::default(),
+            firstboot: None,
         },
     );
     let at =

@@ -130,7 +130,8 @@ impl<'v> Sources<'v> {
         let inputs = &view.cell.inputs;
         Sources {
             facts: view.data.facts.as_ref(),
-            image: inputs.text("/image"),
+            // A prepared image's inputs are a record: its base image's identity here.
+            image: inputs.text("/image").or_else(|| inputs.text("/image/base")),
             board_model: inputs.text("/board/model"),
             storage_model: inputs.text("/storage/model"),
             filesystem_kind: inputs.text("/filesystem/kind"),

@@ -234,6 +234,43 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// A prepared image's first boot: the kind (and digests of extra files) the cell's
+/// inputs name, and what the flash recorded: the user, the key's fingerprint, the host
+/// name and the prepared image's sha256 (the bytes written and read back).
+fn firstboot_text(input: &Value, flashed: Option<&Value>) -> String {
+    let mut s = format!(
+        "prepared for {}",
+        text(input.get("kind")).unwrap_or_else(|| "?".into())
+    );
+    for (key, what) in [
+        ("user_data", "extra user-data"),
+        ("network_config", "network-config"),
+    ] {
+        if let Some(d) = text(input.get(key)) {
+            s.push_str(&format!(", {what} {d}"));
+        }
+    }
+    if let Some(f) = flashed {
+        if let Some(u) = text(f.get("user")) {
+            s.push_str(&format!(", user {u}"));
+        }
+        if let Some(k) = f
+            .get("key_fingerprint")
+            .and_then(Value::as_str)
+            .and_then(host_key_fingerprint)
+        {
+            s.push_str(&format!(", key {k}"));
+        }
+        if let Some(h) = text(f.get("hostname")) {
+            s.push_str(&format!(", host name {h}"));
+        }
+        if let Some(d) = text(f.get("derived_sha256")) {
+            s.push_str(&format!("; prepared image sha256:{d}"));
+        }
+    }
+    s
+}
+
 /// A host key as its `SHA256:` fingerprint: stored as one already, or, from an
 /// OpenSSH public key line (`type base64 ...`), computed here. Anything else is not shown.
 pub fn host_key_fingerprint(stored: &str) -> Option<String> {
@@ -423,12 +460,21 @@ fn cell_facts(d: &CellData, inputs: &Value) -> Vec<(String, String)> {
 
     // The image: the one the scenario declares (its sha256, in the cell's inputs), and
     // how it was put on the board when benchpipe flashed it.
+    // A prepared image's inputs are a record of its base and its preparation.
+    let image = inputs.and_then(|i| i.get("image"));
+    let base = image.and_then(|i| i.get("base")).or(image);
     put(
         "image",
-        text(inputs.and_then(|i| i.get("image"))).map(|i| match i.strip_prefix("installed:") {
+        text(base).map(|i| match i.strip_prefix("installed:") {
             Some(_) => "as installed on the board (not flashed by benchpipe)".to_string(),
             None => i,
         }),
+    );
+    put(
+        "first boot",
+        image
+            .and_then(|i| i.get("firstboot"))
+            .map(|f| firstboot_text(f, flashed.and_then(|x| x.get("firstboot")))),
     );
     put(
         "flashed",

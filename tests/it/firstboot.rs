@@ -1,9 +1,11 @@
 //! Integration tests: a lab board's first boot after a flash lets in only whom the
 //! flashed boot partition declares (cloud-init user-data, the Raspberry Pi OS files, an
-//! Armbian preset), written here with mtools and debugfs as a preparation would; an
-//! unprepared flash leaves the board unreachable and apply says why; hostile
-//! declarations are refused and write nothing outside the lab's run directory. They
-//! need root (the lab); without it they fail loudly.
+//! Armbian preset), written here with mtools and debugfs, and by benchpipe's own
+//! first-boot preparation (`[images.NAME.firstboot]`); an unprepared flash leaves the
+//! board unreachable and apply says why; a prepared image is derived once and a board
+//! running it is not flashed again; hostile declarations are refused and write nothing
+//! outside the lab's run directory. They need root (the lab); without it they fail
+//! loudly.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -230,19 +232,10 @@ fn prepared_images(lab: &Lab, dir: &Path) -> [(&'static str, PathBuf, &'static s
     [("ci", ci, "1"), ("rpi", rpi, "2"), ("arm", arm, "3")]
 }
 
-#[test]
-fn each_kind_of_declaration_with_the_lab_key_boots_reachable_and_is_measured() {
-    need_root();
-    let lab = Lab::up(1);
-    let dir = scratch("kinds");
-    let images = prepared_images(&lab, &dir);
-    let list: Vec<(&str, &Path, &str)> = images
-        .iter()
-        .map(|(n, p, v)| (*n, p.as_path(), *v))
-        .collect();
-    let name = flash_project(&lab, &list);
-    // The board logs in as the declared user, and the controller writes the boot disk
-    // (the board, flashed without preparation, could not be reached through itself).
+/// Makes board 0 (named `name`) log in as `user` and have the controller write its boot
+/// disk (`[flash] method = "command"`): a board that logs in as `user` only once it runs a
+/// flashed image cannot be flashed through itself before.
+fn flash_from_the_controller_as(lab: &Lab, name: &str, user: &str) {
     let boot = lab.board(0).boot.clone().unwrap();
     let file = &lab.board(0).board_file;
     let text = std::fs::read_to_string(file).unwrap();
@@ -262,8 +255,24 @@ fn each_kind_of_declaration_with_the_lab_key_boots_reachable_and_is_measured() {
                 boot.device
             ),
         )
-        .replace("user = \"root\"", "user = \"bench\"");
+        .replace("user = \"root\"", &format!("user = \"{user}\""));
     std::fs::write(file, text).unwrap();
+}
+
+#[test]
+fn each_kind_of_declaration_with_the_lab_key_boots_reachable_and_is_measured() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("kinds");
+    let images = prepared_images(&lab, &dir);
+    let list: Vec<(&str, &Path, &str)> = images
+        .iter()
+        .map(|(n, p, v)| (*n, p.as_path(), *v))
+        .collect();
+    let name = flash_project(&lab, &list);
+    // The board logs in as the declared user, and the controller writes the boot disk
+    // (the board, flashed without preparation, could not be reached through itself).
+    flash_from_the_controller_as(&lab, &name, "bench");
     let passwd = std::fs::read("/etc/passwd").unwrap();
 
     let out = apply(
@@ -428,5 +437,209 @@ fn another_key_or_a_hostile_declaration_leaves_the_board_unreachable_and_writes_
         !Path::new("/tmp/bp-owned").exists(),
         "the image ran something"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `(inode, mtime)` of each prepared image (`<sha256>.img`) in the workspace's image
+/// cache, by name.
+fn derived_images(root: &Path) -> Vec<(String, u64, std::time::SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out: Vec<_> = std::fs::read_dir(root.join("image-cache"))
+        .into_iter()
+        .flatten()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".img"))
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                m.ino(),
+                m.modified().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The done-when of issue 38's first boot: stock lab images (no declaration on their
+/// boot partitions) flashed with `[images.NAME.firstboot]` of each kind come up
+/// reachable and are measured; the prepared images are derived once, and a board
+/// already running one is not flashed again. (The unprepared flash is
+/// `an_unprepared_flash_leaves_the_board_unreachable_and_apply_fails_with_that_cause`.)
+#[test]
+fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_derived_once() {
+    need_root();
+    let lab = Lab::up(1);
+    let dir = scratch("prepared");
+    let build = |name: &str, version: &str| {
+        image::build(
+            &dir,
+            name,
+            &ImageSpec::new("bpflash", version),
+            Compression::None,
+        )
+        .unwrap()
+    };
+    let (ci, rpi, arm) = (build("ci", "1"), build("rpi", "2"), build("arm", "3"));
+    // Part of the base image, as on every Raspberry Pi OS image: the kernel command line
+    // `raspios` preparation appends to. Nothing declares a user.
+    put_boot_file(
+        &rpi,
+        "cmdline.txt",
+        b"console=serial0,115200 root=PARTUUID=0001-02 rootfstype=ext4 rootwait\n",
+    );
+    let name = flash_project(
+        &lab,
+        &[("ci", &ci, "1"), ("rpi", &rpi, "2"), ("arm", &arm, "3")],
+    );
+    flash_from_the_controller_as(&lab, &name, "bench");
+    // Extra cloud-config: first-boot preparation then writes a MIME multipart user-data,
+    // which the lab's boot merges as cloud-init does.
+    std::fs::create_dir_all(lab.root.join("seed")).unwrap();
+    std::fs::write(
+        lab.root.join("seed/extra.yaml"),
+        "#cloud-config\npackages: [fio]\n",
+    )
+    .unwrap();
+    let s = lab.root.join("scenarios/lab-flash.toml");
+    let mut text = std::fs::read_to_string(&s).unwrap();
+    text.push_str(
+        "[images.ci.firstboot]\nkind = \"cloud-init\"\nuser = \"bench\"\nsudo = true\n\
+         hostname = \"ci-{{ board }}\"\nuser_data = \"seed/extra.yaml\"\n\
+         [images.rpi.firstboot]\nkind = \"raspios\"\nuser = \"bench\"\n\
+         [images.arm.firstboot]\nkind = \"armbian\"\nuser = \"bench\"\n",
+    );
+    std::fs::write(&s, text).unwrap();
+    let key = lab_key(&lab);
+    let base_digests: Vec<String> = [&ci, &rpi, &arm].iter().map(|p| file_sha256(p)).collect();
+
+    let dry = apply(
+        &lab.root,
+        &["apply", "--dry-run", "scenarios/lab-flash.toml"],
+    );
+    let plan = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.status.success(), "{plan}");
+    for kind in ["cloud-init", "raspios", "armbian"] {
+        assert!(plan.contains(&format!("first boot ({kind})")), "{plan}");
+    }
+    assert!(
+        !plan.contains(&key[12..40]),
+        "the key's text in the plan: {plan}"
+    );
+
+    let out = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Each kind booted reachable, and its cell was measured on its own image.
+    assert_eq!(versions(&lab.root, "ci"), [1.0, 1.0], "{err}");
+    assert_eq!(versions(&lab.root, "rpi"), [2.0, 2.0], "{err}");
+    assert_eq!(versions(&lab.root, "arm"), [3.0, 3.0], "{err}");
+    assert_eq!(
+        err.matches("derived the prepared image").count(),
+        3,
+        "{err}"
+    );
+    assert!(!err.contains("reused the image cache's"), "{err}");
+    // Nothing was written into the base images: they keep their digests.
+    let after: Vec<String> = [&ci, &rpi, &arm].iter().map(|p| file_sha256(p)).collect();
+    assert_eq!(after, base_digests);
+    let derived = derived_images(&lab.root);
+    assert_eq!(
+        derived.len(),
+        3,
+        "one prepared image per image: {derived:?}"
+    );
+
+    // The board runs the last image flashed: measuring it again flashes nothing and
+    // derives nothing.
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.root.join(format!("results/boards/{name}.json"))).unwrap(),
+    )
+    .unwrap();
+    let last = state["image"].as_str().unwrap().to_string();
+    assert!(
+        state["identity"].as_str().unwrap().contains("+firstboot:"),
+        "{state}"
+    );
+    let redo = format!("image={last}");
+    let again = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--no-report",
+            "--redo",
+            &redo,
+            "scenarios/lab-flash.toml",
+        ],
+    );
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{err}");
+    assert!(
+        !err.contains("flash") && !err.contains("read-back"),
+        "reflashed: {err}"
+    );
+    assert!(!err.contains("derived the"), "{err}");
+    assert_eq!(versions(&lab.root, &last).len(), 4, "{err}");
+    assert_eq!(
+        derived_images(&lab.root),
+        derived,
+        "the image cache changed"
+    );
+    // A whole second apply has nothing to do.
+    let again = apply(
+        &lab.root,
+        &["apply", "--no-report", "scenarios/lab-flash.toml"],
+    );
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{err}");
+    assert!(
+        !err.contains("[flash] command") && !err.contains("first boot ("),
+        "{err}"
+    );
+    assert_eq!(
+        derived_images(&lab.root),
+        derived,
+        "the image cache changed"
+    );
+
+    // Another image is flashed again from the cache's prepared copy, not derived anew;
+    // its cloud-init user-data (a multipart with the extra part) names the host.
+    let other = if last == "ci" { "rpi" } else { "ci" };
+    let redo = format!("image={other}");
+    let again = apply(
+        &lab.root,
+        &[
+            "apply",
+            "--no-report",
+            "--redo",
+            &redo,
+            "scenarios/lab-flash.toml",
+        ],
+    );
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{err}");
+    assert!(
+        err.contains("reused the image cache's prepared image"),
+        "{err}"
+    );
+    assert!(!err.contains("derived the"), "{err}");
+    assert_eq!(versions(&lab.root, other).len(), 4, "{err}");
+    assert_eq!(
+        derived_images(&lab.root),
+        derived,
+        "the image cache changed"
+    );
+    if other == "ci" {
+        let log = boot_log(&lab);
+        assert!(log.contains("2 text/cloud-config part(s) merged"), "{log}");
+        assert!(log.contains(&format!("hostname: ci-{name}")), "{log}");
+        let mut t = connect(&lab, "bench").unwrap();
+        let host = t.run("cat /etc/hostname", None).unwrap();
+        assert_eq!(host.stdout_str(), format!("ci-{name}\n"));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,14 +2,15 @@
 //! opens the board, and a group of cells from setup to teardown.
 
 use super::{Action, DoneWhen, Estimates, Step, Work};
-use crate::model::{Cooldown, ImageName, Recipe, RunOrder, Side, TestName};
+use crate::model::{Cooldown, FirstbootKind, ImageName, Recipe, RunOrder, Side, TestName};
 use crate::plan::CellKey;
 
-/// Fetch, flash and power-cycle for one image; the steps the plan leaves out when the
-/// board is already at the image.
+/// Fetch, derive (a prepared image), flash and power-cycle for one image; the steps the
+/// plan leaves out when the board is already at the image.
 pub(super) fn flash_steps(
     steps: &mut Vec<Step>,
     image: &ImageName,
+    firstboot: Option<FirstbootKind>,
     flash: Action,
     power_cycle: bool,
     cells: &[CellKey],
@@ -21,6 +22,18 @@ pub(super) fn flash_steps(
         },
         Side::Controller,
     ));
+    if let Some(kind) = firstboot {
+        let action = Action::Derive {
+            image: image.clone(),
+            firstboot: kind.name().to_string(),
+        };
+        steps.push(Step::plain(
+            action,
+            cells.to_vec(),
+            Side::Controller,
+            DoneWhen::Derived,
+        ));
+    }
     let side = match flash {
         Action::FlashCommand { .. } => Side::Controller,
         _ => Side::Board,

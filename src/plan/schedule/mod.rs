@@ -87,6 +87,14 @@ pub enum Action {
     Hold { boards: Vec<BoardName> },
     /// Fetch the image into the cache and verify its sha256 (`image::fetch`).
     FetchImage { image: ImageName },
+    /// Write the image's first-boot preparation (`[images.NAME.firstboot]`, for this
+    /// board) into its boot partition: a prepared copy in the image cache, which the
+    /// flash then writes (`image::firstboot::derive`).
+    Derive {
+        image: ImageName,
+        /// `cloud-init`, `raspios` or `armbian`.
+        firstboot: String,
+    },
     /// Write the image to the board's boot device through `via` and verify it by
     /// read-back (`flash::dd::write`). The board's session is closed first.
     Flash {
@@ -242,6 +250,9 @@ pub enum DoneWhen {
     BoardAtImage,
     /// Store: every one of its cells is complete (its stop rule holds).
     CellsComplete,
+    /// Image cache: the preparation's record names a prepared image still there as it
+    /// was written; it is reused and nothing is derived (judged inside the step).
+    Derived,
     /// Board state: the kernel command line already says what the step wants and the
     /// USB device already runs under that driver, so nothing is edited or rebooted.
     DriverAsWanted,
@@ -426,7 +437,7 @@ fn board_steps(
     let at_image = estimates.board_images.get(board);
     let flashes = |w: &Work<'_>| {
         !matches!(w.cell.image.source, ImageSource::Installed)
-            && at_image != Some(&w.cell.image.source.identity(&w.cell.address.image))
+            && at_image != Some(&w.cell.image.runs_as(board))
     };
     let mut rest: &[&Work<'_>] = &work;
     let mut image_now: Option<&ImageName> = None;
@@ -445,6 +456,7 @@ fn board_steps(
                 .map(|w| w.cell.key.clone())
                 .collect();
             let flashing = flashes(first);
+            let firstboot = first.cell.image.firstboot.as_ref().map(|f| f.kind);
             if flashing {
                 // A [power] that cannot cycle (only `boot_timeout`, say) adds no step.
                 let power = ws
@@ -459,7 +471,7 @@ fn board_steps(
                             via: via.clone(),
                             device: device.clone(),
                         };
-                        flash_steps(&mut steps, image, action, true, &of_image);
+                        flash_steps(&mut steps, image, firstboot, action, true, &of_image);
                     }
                     Some(Flash::Tpi { via, node, .. }) => {
                         let action = Action::FlashTpi {
@@ -467,13 +479,13 @@ fn board_steps(
                             via: via.clone(),
                             node: *node,
                         };
-                        flash_steps(&mut steps, image, action, true, &of_image);
+                        flash_steps(&mut steps, image, firstboot, action, true, &of_image);
                     }
                     Some(Flash::Command { .. }) => {
                         let action = Action::FlashCommand {
                             image: image.clone(),
                         };
-                        flash_steps(&mut steps, image, action, power, &of_image);
+                        flash_steps(&mut steps, image, firstboot, action, power, &of_image);
                     }
                     _ => {}
                 }

@@ -22,6 +22,9 @@ impl Action {
             }
             Action::DisarmGuard => "disarm the guards".into(),
             Action::FetchImage { image } => format!("fetch image {image}"),
+            Action::Derive { image, firstboot } => format!(
+                "prepare {image}'s first boot ({firstboot}) in a copy, unless the image cache has it"
+            ),
             Action::Flash { image, via, device } => {
                 format!("REFLASH with {image}: dd to {device} via {via}, read back")
             }

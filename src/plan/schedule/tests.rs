@@ -285,6 +285,7 @@ fn a_tpi_board_is_flashed_through_its_bmc_then_power_cycled_before_it_connects()
                 min_rate: None,
             },
             expect: Default::default(),
+            firstboot: None,
         },
     );
     s.matrix.image = vec!["raspios".into()];
