@@ -365,7 +365,36 @@ fn prepare_for_boards(
         .map(BoardName::from)
         .collect();
     let boards = super::firstboot::boards_of(&names, known.boards);
+    let flashes = names.iter().any(|n| {
+        known
+            .boards
+            .get(n)
+            .is_some_and(|b| !matches!(b.flash, crate::model::Flash::None))
+    });
     for (key, image) in raw {
+        let name = ImageName::new(key.get_ref().clone());
+        // A stock image flashed as it is boots with no user and SSH off: the board
+        // never answers, which the walk only finds after the flash and the boot wait.
+        if flashes
+            && image.get_ref().firstboot.is_none()
+            && matrix.image.contains(&name)
+            && images
+                .get(&name)
+                .is_some_and(|i| !matches!(i.source, crate::model::ImageSource::Installed))
+        {
+            diags.push(
+                src.at_value(
+                    key,
+                    format!(
+                        "image `{name}` is flashed without `[images.{name}.firstboot]`: a stock Raspberry Pi OS, Ubuntu, HypriotOS or Armbian image boots with SSH off or no user the controller can log in as, and the board would not answer after the flash"
+                    ),
+                )
+                .with_help(format!(
+                    "add `[images.{name}.firstboot]` with `kind = \"raspios\"`, `\"cloud-init\"` or `\"armbian\"` and `user`; `kind = \"none\"` for an image that already lets the controller in"
+                ))
+                .as_warning(),
+            );
+        }
         let (Some(fb_raw), Some(model)) = (
             image.get_ref().firstboot.as_ref(),
             images.get_mut(&ImageName::new(key.get_ref().clone())),

@@ -28,6 +28,7 @@ mod parsers;
 mod power;
 mod provision;
 mod quiet_install;
+mod readme;
 mod realboards;
 mod report_bytes;
 mod reports;
