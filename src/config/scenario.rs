@@ -180,7 +180,8 @@ pub fn validate(
         None => Default::default(),
     };
     let precision = precision(src, raw.report.as_ref(), diags);
-    if diags.len() > start {
+    // Warnings (a flashed image without first-boot preparation) leave the scenario.
+    if diags[start..].iter().any(|d| !d.warning) {
         return None;
     }
     let scenario = Scenario {
