@@ -360,3 +360,83 @@ fn difference(md: &str, metric: &str, image: &str) -> String {
         .unwrap_or_else(|| panic!("no comparison of {metric} on {image} in {rows:#?}"));
     row[3].clone()
 }
+
+/// Seed 1's "Full System Benchmarks" (Drupal and WordPress requests/s, logged in with ab
+/// and anonymous with wrk, and Minecraft's world initialization, per cluster) and its
+/// "Network Benchmarks" (iperf to one node of each), stored and rendered through
+/// `scenarios/turing-pi-apps.toml`: each figure in its table and row, in its units.
+#[test]
+fn seed_1s_full_system_and_network_tables_show_the_seeds_figures() {
+    let mut figures = Vec::new();
+    for (cluster, d_auth, d_anon, w_auth, w_anon, minecraft) in [
+        ("turing", 6.65, 28.29, 21.35, 25.53, 983.0),
+        ("dramble", 14.12, 85.85, 31.36, 40.36, 407.0),
+    ] {
+        let drupal: &'static str = if cluster == "turing" {
+            "turing-drupal"
+        } else {
+            "dramble-drupal"
+        };
+        let wordpress: &'static str = if cluster == "turing" {
+            "turing-wordpress"
+        } else {
+            "dramble-wordpress"
+        };
+        let mc: &'static str = if cluster == "turing" {
+            "turing-minecraft"
+        } else {
+            "dramble-minecraft"
+        };
+        figures.push(fig(drupal, "", "drupal-login", "authenticated", d_auth));
+        figures.push(fig(drupal, "", "drupal-login", "anonymous", d_anon));
+        figures.push(fig(
+            wordpress,
+            "",
+            "wordpress-login",
+            "authenticated",
+            w_auth,
+        ));
+        figures.push(fig(wordpress, "", "wordpress-login", "anonymous", w_anon));
+        figures.push(fig(mc, "", "startup-kubectl", "server_seconds", minecraft));
+    }
+    figures.push(fig("turing-cm3-1", "", "iperf", "throughput", 95.0));
+    figures.push(fig("dramble-pi4-1", "", "iperf", "throughput", 936.0));
+    let (md, csv) = render("turing-pi-apps", "installed", &figures);
+
+    let drupal = table(&md, "Full System Benchmarks: Drupal");
+    assert_eq!(drupal.len(), 3, "{drupal:#?}");
+    for (row, auth, anon) in [
+        ("Turing Pi, Drupal", "6.650", "28.290"),
+        ("Dramble, Drupal", "14.120", "85.850"),
+    ] {
+        shows(cell(&drupal, row, "Drupal, authenticated (ab)"), auth);
+        shows(cell(&drupal, row, "Drupal, anonymous (wrk)"), anon);
+    }
+    let wordpress = table(&md, "Full System Benchmarks: WordPress");
+    assert_eq!(wordpress.len(), 3, "{wordpress:#?}");
+    for (row, auth, anon) in [
+        ("Turing Pi, WordPress", "21.350", "25.530"),
+        ("Dramble, WordPress", "31.360", "40.360"),
+    ] {
+        shows(cell(&wordpress, row, "Wordpress, authenticated (ab)"), auth);
+        shows(cell(&wordpress, row, "Wordpress, anonymous (wrk)"), anon);
+    }
+    let minecraft = table(&md, "Full System Benchmarks: Minecraft");
+    assert_eq!(minecraft.len(), 3, "{minecraft:#?}");
+    shows(
+        cell(&minecraft, "Turing Pi", "Minecraft, world initialization"),
+        "983.0",
+    );
+    shows(
+        cell(&minecraft, "Dramble", "Minecraft, world initialization"),
+        "407.0",
+    );
+    let network = table(&md, "Network Benchmarks");
+    assert_eq!(network.len(), 3, "{network:#?}");
+    shows(cell(&network, "Turing Pi node 1 (CM3+)", "Speed"), "95.00");
+    shows(cell(&network, "Dramble node 1 (Pi 4)", "Speed"), "936.0");
+    // Each figure is a column of results.csv too.
+    for figure in ["6.65", "85.85", "983", "936"] {
+        assert!(csv.contains(figure), "{figure} not in results.csv:\n{csv}");
+    }
+}

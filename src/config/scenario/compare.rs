@@ -170,16 +170,30 @@ pub(super) fn compare_metric(
     diags: &mut Vec<Diagnostic>,
 ) -> Option<(TestName, String)> {
     let text = value.get_ref();
+    // The matrix's tests, and those only an `include` brings in (seed 1's iperf).
+    let included: Vec<TestName> = matrix
+        .include
+        .iter()
+        .filter_map(|p| p.test.as_deref())
+        .map(TestName::from)
+        .filter(|t| !matrix.test.contains(t) && known.recipes.contains_key(t))
+        .collect();
     let test = matrix
         .test
         .iter()
+        .chain(&included)
         .filter(|t| {
             text.strip_prefix(t.as_str())
                 .is_some_and(|rest| rest.starts_with('.'))
         })
         .max_by_key(|t| t.as_str().len());
     let Some(test) = test else {
-        let tests: Vec<&str> = matrix.test.iter().map(TestName::as_str).collect();
+        let tests: Vec<&str> = matrix
+            .test
+            .iter()
+            .chain(&included)
+            .map(TestName::as_str)
+            .collect();
         let head = text.split('.').next().unwrap_or(text);
         let help = names::help_for(head, tests.iter().copied(), "tests in the matrix");
         if !known.broken_recipes.contains(head) {
@@ -187,7 +201,7 @@ pub(super) fn compare_metric(
                 src.at_value(
                     value,
                     format!(
-                        "compare metric `{text}`: expected `test.metric` with a test of matrix.test"
+                        "compare metric `{text}`: expected `test.metric` with a test of matrix.test (or of an `include`)"
                     ),
                 )
                 .with_help(help),
