@@ -448,19 +448,18 @@ pub(super) fn for_boards(
     boards: &[&Board],
     diags: &mut Vec<Diagnostic>,
 ) {
+    // Boards that share a missing key (the controller's, most often) are one error.
+    let mut keyless: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for board in boards {
         if firstboot.authorized_key.is_none() {
             match controller_key(board) {
                 Ok(k) => {
                     firstboot.board_keys.insert(board.name.clone(), k);
                 }
-                Err(why) => diags.push(
-                    src.at_value(
-                        raw,
-                        format!("firstboot: no public key for board `{}`: {why}", board.name),
-                    )
-                    .with_help("name one with `authorized_key = \"~/.ssh/id_ed25519.pub\"`"),
-                ),
+                Err(why) => keyless
+                    .entry(why)
+                    .or_default()
+                    .push(format!("`{}`", board.name)),
             }
         }
         let name = match &firstboot.hostname {
@@ -478,6 +477,19 @@ pub(super) fn for_boards(
                     .with_help("set `hostname = \"...\"` with `{{ board }}` where the board's name goes, in letters, digits and `-`"),
             );
         }
+    }
+    for (why, names) in keyless {
+        let (noun, list) = match names.len() {
+            1 => ("board", names.concat()),
+            _ => ("boards", names.join(", ")),
+        };
+        diags.push(
+            src.at_value(
+                raw,
+                format!("firstboot: no public key for {noun} {list}: {why}"),
+            )
+            .with_help("name one with `authorized_key = \"~/.ssh/id_ed25519.pub\"`"),
+        );
     }
 }
 
