@@ -97,6 +97,7 @@ fn the_turing_pi_disk_study_plans_every_cell_of_the_first_seeds_disk_tables() {
         ("dramble-pi4-1", "microsd", "image"),          // Pi 4 microSD
         ("dramble-pi4-1", "kingston-usb3-bot", "ext4"), // Pi 4 USB 3.0 SSD w/o UASP
         ("dramble-pi4-1", "kingston-usb3-uas", "ext4"), // Pi 4 USB 3.0 SSD w/ UASP
+        ("turing-cm3-1", "kingston-usb3-uas", "ext4"),  // CM3+ USB 3.0 SSD w/ UASP
     ];
     let mut want = BTreeSet::new();
     for image in ["hypriotos", "raspios-32", "raspios-64"] {
@@ -119,8 +120,8 @@ fn the_turing_pi_disk_study_plans_every_cell_of_the_first_seeds_disk_tables() {
     );
     assert_eq!(
         got.len(),
-        54,
-        "6 rows x 3 tests x 3 images, nothing else: {got:?}"
+        63,
+        "7 rows x 3 tests x 3 images, nothing else: {got:?}"
     );
     for c in doc["cells"].as_array().unwrap() {
         assert_eq!(c["state"]["want"], 3, "3 measured runs: {c}");
