@@ -61,14 +61,17 @@ fn iperf3_bidir_and_iperf2_measure_both_ways_on_lab_boards_and_leave_nothing_run
     let bidir = metrics(root, "iperf3-bidir");
     assert_eq!(bidir.len(), 4, "2 boards x 2 runs: {bidir:?}");
     for (board, m) in &bidir {
-        for key in ["download", "upload"] {
+        for key in ["controller_to_board", "board_to_controller"] {
             let mbit = m[key]
                 .as_f64()
                 .unwrap_or_else(|| panic!("{board}: no {key}: {m}"));
             assert!(mbit.is_finite() && mbit > 0.0, "{board} {key}: {mbit}");
         }
         // Two directions, two numbers: not one direction's rate reported twice.
-        assert_ne!(m["download"], m["upload"], "{board}: {m}");
+        assert_ne!(
+            m["controller_to_board"], m["board_to_controller"],
+            "{board}: {m}"
+        );
     }
     let v2 = metrics(root, "iperf");
     assert_eq!(v2.len(), 4, "2 boards x 2 runs: {v2:?}");

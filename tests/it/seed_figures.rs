@@ -20,6 +20,10 @@ struct Figure {
     test: &'static str,
     metric: &'static str,
     value: f64,
+    /// The network the figure was measured over, when the scenario varies it.
+    network: Option<&'static str>,
+    /// The filesystem, when the scenario varies it.
+    filesystem: Option<&'static str>,
 }
 
 const fn fig(
@@ -39,7 +43,22 @@ const fn fig(
         test,
         metric,
         value,
+        network: None,
+        filesystem: None,
     }
+}
+
+/// `fig` over a network.
+const fn fig_on(
+    network: &'static str,
+    board: &'static str,
+    test: &'static str,
+    metric: &'static str,
+    value: f64,
+) -> Figure {
+    let mut f = fig(board, "", test, metric, value);
+    f.network = Some(network);
+    f
 }
 
 struct Scratch(PathBuf);
@@ -52,7 +71,7 @@ impl Drop for Scratch {
 
 /// The reports of `scenario` (a file of the repository's scenarios/) over a store
 /// holding, for each figure, one warm-up and three measured runs of its cell under
-/// `image` (every metric of a cell in each run) whose mean is the figure exactly and
+/// `image` (any image when empty: each board on its own; every metric of a cell in each run) whose mean is the figure exactly and
 /// whose spread is a hundredth of its last digit: `index.md`, `results.csv`.
 fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
     let dir = std::env::temp_dir().join(format!(
@@ -80,8 +99,12 @@ fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
             .position(|c| {
                 c.address.board.as_str() == f.board
                     && c.address.test.as_str() == f.test
-                    && c.address.image.as_str() == image
+                    && (image.is_empty() || c.address.image.as_str() == image)
                     && c.address.storage.as_ref().map(|s| s.as_str()) == f.storage
+                    && (f.network.is_none()
+                        || c.address.network.as_ref().map(|n| n.as_str()) == f.network)
+                    && (f.filesystem.is_none()
+                        || c.address.filesystem.as_ref().map(|n| n.as_str()) == f.filesystem)
             })
             .unwrap_or_else(|| {
                 panic!(
@@ -438,5 +461,145 @@ fn seed_1s_full_system_and_network_tables_show_the_seeds_figures() {
     // Each figure is a column of results.csv too.
     for figure in ["6.65", "85.85", "983", "936"] {
         assert!(csv.contains(figure), "{figure} not in results.csv:\n{csv}");
+    }
+}
+
+/// Seed 2's xz table (real, user and sys of `time xz`; the ODROID-HC2 on its four big
+/// cores), rendered through
+/// `scenarios/sbc-xz-fs.toml`, each board on its own image.
+#[test]
+fn seed_2s_xz_table_shows_the_seeds_times_in_seconds() {
+    let mut figures = Vec::new();
+    for (board, test, real, user, sys) in [
+        ("opi-zero-plus-1", "xz", 308.775, 643.546, 6.242),
+        ("opi-one-plus-1", "xz", 162.469, 441.377, 1.674),
+        ("rpi3-1", "xz", 161.831, 447.733, 1.849),
+        ("odroid-hc2-1", "xz-pinned", 88.914, 238.843, 2.069),
+    ] {
+        figures.push(fig(board, "", test, "real", real));
+        figures.push(fig(board, "", test, "user", user));
+        figures.push(fig(board, "", test, "sys", sys));
+    }
+    let (md, _csv) = render("sbc-xz-fs", "", &figures);
+    let xz = table(&md, "xz: real, user and sys");
+    for (row, real, user, sys) in [
+        ("Orange Pi Zero Plus", "308.775", "643.546", "6.242"),
+        ("Orange Pi One Plus", "162.469", "441.377", "1.674"),
+        ("RaspberryPi 3", "161.831", "447.733", "1.849"),
+    ] {
+        shows(cell(&xz, row, "real"), real);
+        shows(cell(&xz, row, "user"), user);
+        shows(cell(&xz, row, "sys"), sys);
+    }
+    let pinned = table(&md, "xz on the ODROID-HC2's four big cores");
+    assert_eq!(pinned.len(), 2, "the ODROID alone: {pinned:#?}");
+    shows(&pinned[1][1], "88.914");
+    shows(&pinned[1][2], "238.843");
+    shows(&pinned[1][3], "2.069");
+}
+
+/// Seed 2's network and serving tables (iperf3 UP and DOWN per board and network; the
+/// HTTP, NFS and Samba downloads; EXT4 vs BTRFS LZO through Samba per board and disk),
+/// rendered through `scenarios/sbc-serving.toml`, each board on its own image.
+#[test]
+fn seed_2s_network_and_serving_tables_show_the_seeds_figures() {
+    let mut figures = Vec::new();
+    for (network, board, up, down) in [
+        ("lan", "opi-zero-plus-1", 635.0, 933.0),
+        ("wifi", "opi-zero-plus-1", 81.8, 74.57),
+        ("lan", "opi-one-plus-1", 848.0, 937.0),
+        ("lan", "rpi3-1", 94.2, 72.6),
+        ("wifi", "rpi3-1", 44.1, 45.5),
+        ("lan", "odroid-hc2-1", 924.0, 937.0),
+    ] {
+        figures.push(fig_on(
+            network,
+            board,
+            "iperf3-controller-to-board",
+            "throughput",
+            up,
+        ));
+        figures.push(fig_on(
+            network,
+            board,
+            "iperf3-board-to-controller",
+            "throughput",
+            down,
+        ));
+    }
+    for (board, http, nfs, smb) in [
+        ("opi-zero-plus-1", 105.0, 58.0, 95.8),
+        ("opi-one-plus-1", 108.0, 70.0, 102.8),
+        ("rpi3-1", 11.2, 10.8, 11.5),
+        ("odroid-hc2-1", 110.0, 63.2, 112.4),
+    ] {
+        figures.push(fig_on("lan", board, "http", "download", http));
+        figures.push(fig_on("lan", board, "nfs", "read", nfs));
+        figures.push(fig_on("lan", board, "smb", "read", smb));
+    }
+    for (board, storage, ext4, btrfs) in [
+        ("opi-zero-plus-1", "usb-hdd", (33.2, 28.8), (35.2, 47.9)),
+        ("opi-one-plus-1", "usb-hdd", (34.2, 31.7), (54.2, 61.1)),
+        ("rpi3-1", "usb-hdd", (8.9, 8.9), (9.7, 11.2)),
+        ("odroid-hc2-1", "usb-hdd", (25.9, 23.3), (45.4, 48.6)),
+        ("odroid-hc2-1", "sata-hdd", (104.4, 111.7), (87.8, 105.4)),
+    ] {
+        for (fs, (write, read)) in [("ext4", ext4), ("btrfs-lzo", btrfs)] {
+            let mut w = fig_on("lan", board, "smb-fs", "write", write);
+            w.storage = Some(storage);
+            w.filesystem = Some(fs);
+            let mut r = fig_on("lan", board, "smb-fs", "read", read);
+            r.storage = Some(storage);
+            r.filesystem = Some(fs);
+            figures.extend([w, r]);
+        }
+    }
+    let (md, _csv) = render("sbc-serving", "", &figures);
+    let iperf = table(&md, "iperf3: UP and DOWN");
+    for (row, up, down) in [
+        ("Orange Pi Zero Plus, LAN", "635.0", "933.0"),
+        ("Orange Pi Zero Plus, Wi-Fi", "81.80", "74.57"),
+        ("Orange Pi One Plus, LAN", "848.0", "937.0"),
+        ("RaspberryPi 3, LAN", "94.20", "72.60"),
+        ("RaspberryPi 3, Wi-Fi", "44.10", "45.50"),
+        ("ODROID-HC2, LAN", "924.0", "937.0"),
+    ] {
+        shows(cell(&iperf, row, "UP"), up);
+        shows(cell(&iperf, row, "DOWN"), down);
+    }
+    for (title, figures) in [
+        ("HTTP", ["105.0", "108.0", "11.20", "110.0"]),
+        ("NFS", ["58.00", "70.00", "10.80", "63.20"]),
+        ("Samba", ["95.80", "102.8", "11.50", "112.4"]),
+    ] {
+        let t = table(&md, title);
+        for (row, figure) in [
+            "Orange Pi Zero Plus",
+            "Orange Pi One Plus",
+            "RaspberryPi 3",
+            "ODROID-HC2",
+        ]
+        .into_iter()
+        .zip(figures)
+        {
+            shows(cell(&t, row, "Download"), figure);
+        }
+    }
+    let fs = table(&md, "EXT4 vs BTRFS LZO through Samba");
+    for (row, write, read) in [
+        ("Orange Pi Zero Plus, USB, EXT4", "33.20", "28.80"),
+        ("Orange Pi Zero Plus, USB, BTRFS LZO", "35.20", "47.90"),
+        ("Orange Pi One Plus, USB, BTRFS LZO", "54.20", "61.10"),
+        ("RaspberryPi 3, USB, EXT4", "8.900", "8.900"),
+        ("RaspberryPi 3, USB, BTRFS LZO", "9.700", "11.20"),
+        ("ODROID-HC2, USB, EXT4", "25.90", "23.30"),
+        ("ODROID-HC2, SATA, EXT4", "104.4", "111.7"),
+        ("ODROID-HC2, SATA, BTRFS LZO", "87.80", "105.4"),
+    ] {
+        shows(cell(&fs, row, "Write MB/s"), write);
+        shows(cell(&fs, row, "Read MB/s"), read);
+    }
+    for title in ["HTTP", "NFS", "Samba"] {
+        assert_eq!(table(&md, title).len(), 5, "{title}: four boards");
     }
 }
