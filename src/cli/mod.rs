@@ -241,6 +241,10 @@ pub enum LabAction {
     Up {
         #[arg(long, default_value_t = 3)]
         boards: usize,
+        /// The boards log in as NAME, the user a flashed image's `[images.*.firstboot]`
+        /// declares, and are flashed from the controller (scenarios/lab-flash.toml).
+        #[arg(long, value_name = "NAME")]
+        user: Option<String>,
     },
     /// Remove every part of the lab, also after a crash.
     Down,
@@ -520,8 +524,12 @@ pub fn run(cli: Cli) -> Result<()> {
             },
         ),
         Command::Lab { action, root } => match action {
-            LabAction::Up { boards } => {
-                let info = crate::lab::up(&root, boards)?;
+            LabAction::Up { boards, user } => {
+                let options = crate::lab::LabOptions {
+                    login_user: user,
+                    ..crate::lab::LabOptions::default()
+                };
+                let info = crate::lab::up_with(&root, boards, &options)?;
                 if info.already_up {
                     println!("lab already up with {} board(s)", info.boards.len());
                 }

@@ -172,9 +172,10 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
          [ssh]\n\
          host = {host}\n\
          port = 22\n\
-         user = \"root\"\n\
+         user = {user}\n\
          identity = {identity}\n\
          known_hosts = {known_hosts}\n",
+        user = toml_str(info.login_user.as_deref().unwrap_or("root")),
         ns = board.netns,
         addr = board.address,
         model = toml_str("benchpipe virtual lab board"),
@@ -185,13 +186,34 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
         known_hosts = toml_str(&info.known_hosts.to_string_lossy()),
     );
     if let Some(boot) = &board.boot {
+        // Logged in as a first-boot user, the board cannot flash itself before its
+        // first prepared image: the controller writes the boot disk, as an SD card
+        // writer would.
+        let flash = match &info.login_user {
+            None => format!(
+                "# Flashing: dd through the board itself, as from a maintenance OS; the\n\
+                 # power cycle boots the image written to the boot disk.\n\
+                 [flash]\n\
+                 method = \"dd\"\n\
+                 via = {via}\n\
+                 device = {device}\n",
+                via = toml_str(board.name.as_str()),
+                device = toml_str(&boot.device),
+            ),
+            Some(_) => format!(
+                "# Flashing: the controller writes the boot disk (an SD card writer's\n\
+                 # job); the power cycle boots it.\n\
+                 [flash]\n\
+                 method = \"command\"\n\
+                 command = {command}\n",
+                command = toml_str(&format!(
+                    "dd if={{{{ image }}}} of={} bs=4M conv=fsync status=none",
+                    boot.device
+                )),
+            ),
+        };
         s.push_str(&format!(
-            "\n# Flashing: dd through the board itself, as from a maintenance OS; the\n\
-             # power cycle boots the image written to the boot disk.\n\
-             [flash]\n\
-             method = \"dd\"\n\
-             via = {via}\n\
-             device = {device}\n\
+            "\n{flash}\
              \n\
              [power]\n\
              cycle = {cycle}\n\
@@ -202,7 +224,6 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
              device = {device}\n\
              path = {path}\n\
              model = {model}\n",
-            via = toml_str(board.name.as_str()),
             device = toml_str(&boot.device),
             cycle = toml_str(&power_cycle_command(board, info, root)),
             name = toml_str(&boot.name),

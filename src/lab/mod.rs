@@ -71,6 +71,11 @@ pub struct LabOptions {
     pub sshd: PathBuf,
     /// The rate the second link (`wifi`) is shaped to, in Mbit/s, each way.
     pub wifi_rate_mbit: u32,
+    /// `lab up --user NAME`: the boards log in as NAME, the user a flashed image's
+    /// first-boot preparation declares, and are flashed from the controller (a board
+    /// flashed with a prepared image lets in no one else). None: root, flashed
+    /// through the board.
+    pub login_user: Option<String>,
 }
 
 impl Default for LabOptions {
@@ -87,6 +92,7 @@ impl Default for LabOptions {
             sshd: PathBuf::from(DEFAULT_SSHD),
             // About what the second seed's boards got over 802.11n (44 to 82 Mbit/s).
             wifi_rate_mbit: 50,
+            login_user: None,
         }
     }
 }
@@ -137,6 +143,9 @@ pub struct LabInfo {
     /// The lab's own known_hosts, holding every board's host key.
     pub known_hosts: PathBuf,
     pub boards: Vec<LabBoard>,
+    /// The user the board files log in as (`LabOptions::login_user`); None: root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_user: Option<String>,
     /// True when `up` found the lab already running and left it as it was.
     #[serde(skip)]
     pub already_up: bool,
@@ -268,6 +277,20 @@ fn check_options(o: &LabOptions, boards: usize) -> Result<(), Error> {
     if boards == 0 || boards > 64 {
         return Err(fail(format!("the lab has 1 to 64 boards, not {boards}")));
     }
+    if let Some(u) = &o.login_user {
+        // What useradd takes, and never root (that is the default without --user).
+        let ok = !u.is_empty()
+            && u.len() <= 32
+            && u != "root"
+            && u.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
+            && u.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(fail(format!(
+                "lab login user {u:?} must be a user name other than root: a-z, 0-9, '_' and '-', starting with a letter or '_', at most 32"
+            )));
+        }
+    }
     if !(1..=2).contains(&o.disks_per_board) {
         return Err(fail("a lab board has 1 or 2 disks"));
     }
@@ -318,6 +341,7 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
     if let Some(existing) = status_with(root, options)? {
         let healthy = existing.boards.len() == boards
             && existing.prefix == options.prefix
+            && existing.login_user == options.login_user
             && existing.boards.iter().all(|b| b.sshd_running);
         if healthy {
             return Ok(LabInfo {
@@ -340,6 +364,7 @@ pub fn up_with(root: &Path, boards: usize, options: &LabOptions) -> Result<LabIn
         identity: state.join("id_ed25519"),
         known_hosts: state.join("known_hosts"),
         boards: Vec::new(),
+        login_user: options.login_user.clone(),
         already_up: false,
     };
     // Recorded before anything is built, so that `down` finds the prefix after a crash.

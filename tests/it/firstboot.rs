@@ -643,3 +643,74 @@ fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_deriv
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped `scenarios/lab-flash.toml` as its comment says to run it: the two images
+/// `benchpipe lab image` builds (the digests the scenario pins), a lab whose boards log
+/// in as the user the images' first boot declares (`lab up --user bench`, flashed from
+/// the controller), and one apply: each image prepared, flashed, booted reachable as
+/// bench, verified and measured; a second apply derives, flashes and measures nothing.
+#[test]
+fn the_shipped_lab_flash_scenario_prepares_flashes_and_measures_with_lab_up_user() {
+    need_root();
+    let lab = Lab::up_with_options(1, |o| o.login_user = Some("bench".into()));
+    let root = lab.root.clone();
+    let board_file = std::fs::read_to_string(&lab.board(0).board_file).unwrap();
+    assert!(
+        board_file.contains("user = \"bench\"") && board_file.contains("method = \"command\""),
+        "{board_file}"
+    );
+    for (name, version, compress) in [("bpflash-1", "1", "none"), ("bpflash-2", "2", "xz")] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["lab", "image", name, "--id", "bpflash", "--version-id", version])
+            .args(["--compress", compress])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::lab::text(&out));
+    }
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/xz.toml"),
+        root.join("pipeline/xz.toml"),
+    )
+    .unwrap();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/lab-flash.toml"),
+    )
+    .unwrap();
+    assert_eq!(shipped.matches("board = [\"lab-*\"]").count(), 1);
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::write(
+        root.join("scenarios/lab-flash.toml"),
+        shipped.replace(
+            "board = [\"lab-*\"]",
+            &format!("board = [\"{}-*\"]", lab.options.board_prefix),
+        ),
+    )
+    .unwrap();
+    let out = apply(&root, &["apply", "--no-report", "scenarios/lab-flash.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    let cells: Vec<_> = std::fs::read_dir(root.join("results"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("cell.json").exists())
+        .collect();
+    assert_eq!(cells.len(), 2, "one xz cell per image: {err}");
+    for c in &cells {
+        let samples = std::fs::read_to_string(c.path().join("samples.jsonl")).unwrap();
+        assert!(
+            samples.lines().filter(|l| l.contains("\"measured\"")).count() >= 3,
+            "{}: {samples}\n{err}",
+            c.path().display()
+        );
+    }
+    let again = apply(&root, &["apply", "--no-report", "scenarios/lab-flash.toml"]);
+    let said = String::from_utf8_lossy(&again.stdout).to_string()
+        + &String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{said}");
+    assert!(
+        !said.contains("REFLASH") && !said.contains("run 1/"),
+        "nothing flashed or measured again: {said}"
+    );
+}
