@@ -282,7 +282,9 @@ fn check_options(o: &LabOptions, boards: usize) -> Result<(), Error> {
         let ok = !u.is_empty()
             && u.len() <= 32
             && u != "root"
-            && u.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
+            && u.bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
             && u.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
         if !ok {

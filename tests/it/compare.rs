@@ -19,10 +19,10 @@ fn repo() -> &'static Path {
 }
 
 /// A board file shaped like the ones `lab up` writes, for planning only.
-fn lab_board(i: usize) -> String {
+fn lab_board(i: usize, key: &Path) -> String {
     format!(
         "model = \"benchpipe virtual lab board\"\nworkdir = \"/var/tmp/benchpipe-plan/lab-{i}\"\n\
-         [ssh]\nhost = \"198.18.0.{h}\"\nport = 22\nuser = \"root\"\n\
+         [ssh]\nhost = \"198.18.0.{h}\"\nport = 22\nuser = \"root\"\nidentity = \"{key}\"\n\
          [flash]\nmethod = \"dd\"\nvia = \"lab-{i}\"\ndevice = \"/dev/loop9{i}0\"\n\
          [power]\ncycle = \"true\"\n\
          [[storage]]\nname = \"boot\"\nrole = \"boot\"\ndevice = \"/dev/loop9{i}0\"\npath = \"/var/tmp/benchpipe-plan/lab-{i}/boot\"\n\
@@ -30,7 +30,8 @@ fn lab_board(i: usize) -> String {
          [[storage]]\nname = \"disk2\"\nrole = \"scratch\"\ndevice = \"/dev/loop9{i}2\"\npath = \"/var/tmp/benchpipe-plan/lab-{i}/disk2\"\n\
          [[network]]\nname = \"lan\"\naddress = \"198.18.0.{h}\"\ninterface = \"eth0\"\nkind = \"wired\"\n\
          [[network]]\nname = \"wifi\"\naddress = \"198.18.2.{h}\"\ninterface = \"wlan0\"\nkind = \"wifi\"\n",
-        h = i + 1
+        h = i + 1,
+        key = key.display()
     )
 }
 
@@ -46,9 +47,20 @@ fn shipped_workspace() -> PathBuf {
             }
         }
     }
+    // The lab's key, as `lab up` writes one: lab-flash's first boot authorises it.
+    let keygen = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(root.join("lab-key"))
+        .output()
+        .unwrap();
+    assert!(keygen.status.success(), "{keygen:?}");
     // Three: scenarios/lab-cluster.toml's larger cluster has three members.
     for i in 1..=3 {
-        std::fs::write(root.join(format!("boards/lab-{i}.toml")), lab_board(i)).unwrap();
+        std::fs::write(
+            root.join(format!("boards/lab-{i}.toml")),
+            lab_board(i, &root.join("lab-key")),
+        )
+        .unwrap();
     }
     root
 }

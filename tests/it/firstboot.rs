@@ -661,7 +661,15 @@ fn the_shipped_lab_flash_scenario_prepares_flashes_and_measures_with_lab_up_user
     );
     for (name, version, compress) in [("bpflash-1", "1", "none"), ("bpflash-2", "2", "xz")] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(["lab", "image", name, "--id", "bpflash", "--version-id", version])
+            .args([
+                "lab",
+                "image",
+                name,
+                "--id",
+                "bpflash",
+                "--version-id",
+                version,
+            ])
             .args(["--compress", compress])
             .current_dir(&root)
             .output()
@@ -700,7 +708,11 @@ fn the_shipped_lab_flash_scenario_prepares_flashes_and_measures_with_lab_up_user
     for c in &cells {
         let samples = std::fs::read_to_string(c.path().join("samples.jsonl")).unwrap();
         assert!(
-            samples.lines().filter(|l| l.contains("\"measured\"")).count() >= 3,
+            samples
+                .lines()
+                .filter(|l| l.contains("\"measured\""))
+                .count()
+                >= 3,
             "{}: {samples}\n{err}",
             c.path().display()
         );
