@@ -653,3 +653,37 @@ fn netns_pids(netns: &str) -> Result<Vec<i32>, Error> {
         .filter_map(|p| p.parse().ok())
         .collect())
 }
+
+#[cfg(test)]
+mod login_user_tests {
+    use super::*;
+
+    fn with(user: &str) -> Result<(), Error> {
+        let o = LabOptions {
+            login_user: Some(user.to_string()),
+            ..LabOptions::default()
+        };
+        check_options(&o, 1)
+    }
+
+    /// `lab up --user`: a name useradd takes, never root (the default without it), never
+    /// a word a board file or a shell would read as more than a name.
+    #[test]
+    fn lab_up_user_takes_plain_user_names_only() {
+        for ok in ["bench", "_bench", "pi", "lab-user1"] {
+            assert!(with(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "root",
+            "",
+            "Bench",
+            "1pi",
+            "a b",
+            "x\"y",
+            "-o",
+            &"a".repeat(33),
+        ] {
+            assert!(with(bad).is_err(), "{bad:?}");
+        }
+    }
+}
