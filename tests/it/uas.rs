@@ -284,6 +284,13 @@ fn uas_project(lab: &Lab, fake_follows: bool) -> (PathBuf, PathBuf, PathBuf) {
         dev = disk.device
     ));
     std::fs::write(&board.board_file, text).unwrap();
+    write_drv_scenario(lab, "uas", board.name.as_str(), ["ssd-uas", "ssd-bot"]);
+    (sys, cmdline, iface)
+}
+
+/// A recipe writing a small file on its storage, and `scenarios/NAME.toml` running it
+/// once on `board`'s two `storage`s, ext4 each.
+fn write_drv_scenario(lab: &Lab, name: &str, board: &str, storage: [&str; 2]) {
     for d in ["pipeline", "scenarios"] {
         std::fs::create_dir_all(lab.root.join(d)).unwrap();
     }
@@ -293,16 +300,15 @@ fn uas_project(lab: &Lab, fake_follows: bool) -> (PathBuf, PathBuf, PathBuf) {
     )
     .unwrap();
     std::fs::write(
-        lab.root.join("scenarios/uas.toml"),
+        lab.root.join(format!("scenarios/{name}.toml")),
         format!(
-            "title = \"uas\"\n[images.installed]\ninstalled = true\n[filesystems.ext4]\nkind = \"ext4\"\n\
-             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"ssd-uas\", \"ssd-bot\"]\n\
+            "title = \"{name}\"\n[images.installed]\ninstalled = true\n[filesystems.ext4]\nkind = \"ext4\"\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"{board}\"]\nstorage = [\"{}\", \"{}\"]\n\
              filesystem = [\"ext4\"]\ntest = [\"drv\"]\n[method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
-            board.name
+            storage[0], storage[1]
         ),
     )
     .unwrap();
-    (sys, cmdline, iface)
 }
 
 struct Applied {
@@ -520,24 +526,7 @@ fn fake_usb_sysfs_two_cases_with_and_without_uasp_each_measure_under_its_declare
         board.disks[1].device, board.disks[0].device
     ));
     std::fs::write(&board.board_file, file).unwrap();
-    for d in ["pipeline", "scenarios"] {
-        std::fs::create_dir_all(lab.root.join(d)).unwrap();
-    }
-    std::fs::write(
-        lab.root.join("pipeline/drv.toml"),
-        "description = \"a file on the disk\"\n[run]\ncommand = '''dd if=/dev/zero of={{ dir }}/f bs=64k count=4 conv=fsync 2>/dev/null && printf '{\"v\": 1}\\n' '''\nparse = \"json\"\n[metrics]\nv = { from = \"v\", unit = \"x\", better = \"higher\" }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        lab.root.join("scenarios/cases.toml"),
-        format!(
-            "title = \"cases\"\n[images.installed]\ninstalled = true\n[filesystems.ext4]\nkind = \"ext4\"\n\
-             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"case-bot\", \"case-uas\"]\n\
-             filesystem = [\"ext4\"]\ntest = [\"drv\"]\n[method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
-            board.name
-        ),
-    )
-    .unwrap();
+    write_drv_scenario(&lab, "cases", board.name.as_str(), ["case-bot", "case-uas"]);
     let check = bp(&lab.root, &["check", "scenarios/cases.toml"]);
     assert!(check.status.success(), "{}", text(&check));
 
