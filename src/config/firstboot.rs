@@ -144,14 +144,7 @@ pub fn hostname_problem(name: &str) -> Option<String> {
     if name.is_empty() || name.len() > 253 {
         return Some("a host name is 1 to 253 characters".into());
     }
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    };
-    (!name.split('.').all(label_ok)).then(|| {
+    (!name.split('.').all(crate::network::rules::dns_label_ok)).then(|| {
         format!(
             "`{}` is not a host name: labels of letters, digits and inner `-`, joined by `.`",
             name.escape_debug()

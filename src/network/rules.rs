@@ -32,6 +32,15 @@ pub fn interface_problem(name: &str) -> Option<String> {
     None
 }
 
+/// One label of a host name (RFC 1123): 1 to 63 letters, digits and inner `-`.
+pub fn dns_label_ok(l: &str) -> bool {
+    !l.is_empty()
+        && l.len() <= 63
+        && !l.starts_with('-')
+        && !l.ends_with('-')
+        && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
 /// Why `address` is not an address tests can reach a board at; `None` when it is an
 /// IPv4 address or a DNS host name.
 pub fn address_problem(address: &str) -> Option<String> {
@@ -53,14 +62,7 @@ pub fn address_problem(address: &str) -> Option<String> {
     if address.len() > 253 {
         return Some("a host name is at most 253 characters".into());
     }
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    };
-    if !address.trim_end_matches('.').split('.').all(label_ok) {
+    if !address.trim_end_matches('.').split('.').all(dns_label_ok) {
         return Some(format!(
             "`{address}` is neither an IPv4 address nor a host name (labels of letters, digits and inner `-`, joined by `.`)"
         ));
