@@ -566,7 +566,7 @@ fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_deriv
         "{state}"
     );
     let redo = format!("image={last}");
-    let again = apply(
+    let err = apply_ok(
         &lab.root,
         &[
             "apply",
@@ -576,8 +576,6 @@ fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_deriv
             "scenarios/lab-flash.toml",
         ],
     );
-    let err = String::from_utf8_lossy(&again.stderr);
-    assert!(again.status.success(), "{err}");
     assert!(
         !err.contains("flash") && !err.contains("read-back"),
         "reflashed: {err}"
@@ -590,12 +588,10 @@ fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_deriv
         "the image cache changed"
     );
     // A whole second apply has nothing to do.
-    let again = apply(
+    let err = apply_ok(
         &lab.root,
         &["apply", "--no-report", "scenarios/lab-flash.toml"],
     );
-    let err = String::from_utf8_lossy(&again.stderr);
-    assert!(again.status.success(), "{err}");
     assert!(
         !err.contains("[flash] command") && !err.contains("first boot ("),
         "{err}"
@@ -610,7 +606,7 @@ fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_deriv
     // its cloud-init user-data (a multipart with the extra part) names the host.
     let other = if last == "ci" { "rpi" } else { "ci" };
     let redo = format!("image={other}");
-    let again = apply(
+    let err = apply_ok(
         &lab.root,
         &[
             "apply",
@@ -620,8 +616,6 @@ fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_deriv
             "scenarios/lab-flash.toml",
         ],
     );
-    let err = String::from_utf8_lossy(&again.stderr);
-    assert!(again.status.success(), "{err}");
     assert!(
         err.contains("reused the image cache's prepared image"),
         "{err}"
@@ -742,4 +736,12 @@ fn the_shipped_lab_flash_scenario_prepares_flashes_and_measures_with_lab_up_user
             && !said.contains("run 1/"),
         "nothing derived, flashed or measured again: {said}"
     );
+}
+
+/// `apply` that must succeed; its stderr.
+fn apply_ok(root: &Path, args: &[&str]) -> String {
+    let out = apply(root, args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    err
 }
