@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::cell::cell_facts;
+use super::flashing::{Fetches, Flashing};
 use super::mount::MountState;
 use super::runs::stops_group;
 use super::walk::{Walk, Walker};
@@ -32,15 +33,9 @@ pub(super) struct BoardOwn {
     pub(super) idle_celsius: Option<f64>,
     pub(super) mounted: MountState,
     /// Images fetched and verified in this walk.
-    pub(super) fetched: BTreeMap<crate::model::ImageName, crate::image::Fetched>,
-    /// Images prepared for this board's first boot in this walk: what is flashed.
-    pub(super) derived: BTreeMap<crate::model::ImageName, crate::image::Derived>,
-    /// Set by a power cycle: the next connect waits for the board to boot.
-    pub(super) booting: bool,
-    /// What each image flashed in this walk wrote (facts of its cells).
-    pub(super) flashed: BTreeMap<crate::model::ImageName, Value>,
-    /// The host key accepted after a flash (`[flash] accept_new_host_key`).
-    pub(super) new_host_key: Option<String>,
+    pub(super) fetched: Fetches,
+    /// The board's images: prepared, written, its boot.
+    pub(super) flashing: Flashing,
     /// Each storage's facts, read at its mount or UAS step (`apply/uas.rs`).
     pub(super) storage_facts: BTreeMap<crate::model::StorageName, Value>,
     /// Set by a UAS step: the image's `RestoreCmdline` puts the command line back.
@@ -59,11 +54,8 @@ impl Worker<'_> {
             facts: json!({}),
             idle_celsius: None,
             mounted: MountState::default(),
-            fetched: BTreeMap::new(),
-            derived: BTreeMap::new(),
-            booting: false,
-            flashed: BTreeMap::new(),
-            new_host_key: None,
+            fetched: Fetches::new(),
+            flashing: Flashing::default(),
             storage_facts: BTreeMap::new(),
             uas_touched: false,
             peers: BTreeMap::new(),
@@ -156,66 +148,23 @@ impl Worker<'_> {
                 let fetched = self.fetch_image(&w.jobs[&pending[0]].cell.image)?;
                 w.own.fetched.insert(image.clone(), fetched);
             }
-            Action::Derive { image, .. } => {
-                let derived = self.derive_image(w, &w.jobs[&pending[0]].cell.image)?;
-                w.own.derived.insert(image.clone(), derived);
+            Action::Connect if w.own.flashing.booting => {
+                let image = &w.jobs[&pending[0]].cell.image;
+                w.own.board = Some(self.connect_booted(&mut w.own.flashing, image)?);
             }
-            Action::Flash { image, via, device } => {
-                let fetched = self.begin_flash(w, image)?;
-                let report = self.flash(image, &fetched, via, device)?;
-                // Recorded beside each cell of the image: what was written and proven.
-                let mut written = json!({
-                    "file_sha256": fetched.sha256,
-                    "written_bytes": report.bytes,
-                    "written_sha256": report.sha256,
-                });
-                super::flash::prepared_facts(w.own.derived.get(image), &mut written);
-                if let Some(f) = crate::image::known_facts(&fetched) {
-                    written["uncompressed_bytes"] = json!(f.uncompressed_bytes);
-                    written["uncompressed_sha256"] = json!(f.uncompressed_sha256);
+            action if action.ends_session() || matches!(action, Action::Derive { .. }) => {
+                if action.ends_session() {
+                    w.own.board = None;
                 }
-                if let Some(b) = &report.bmap {
-                    written["bmap_mapped_bytes"] = json!(b.mapped_bytes);
-                }
-                w.own.flashed.insert(image.clone(), written);
-            }
-            Action::FlashTpi { image, via, node } => {
-                let fetched = self.begin_flash(w, image)?;
-                let mut written = self.flash_tpi(image, &fetched, via, *node)?;
-                super::flash::prepared_facts(w.own.derived.get(image), &mut written);
-                w.own.flashed.insert(image.clone(), written);
-            }
-            Action::FlashCommand { image } => {
-                let fetched = self.begin_flash(w, image)?;
-                self.flash_command(w.controller.as_mut(), image, &fetched)?;
-                let mut written = json!({ "file_sha256": fetched.sha256, "method": "command" });
-                super::flash::prepared_facts(w.own.derived.get(image), &mut written);
-                w.own.flashed.insert(image.clone(), written);
-                // Without a [power] cycle step, the command reboots the board itself.
-                w.own.booting = true;
-            }
-            Action::PowerCycle => {
-                w.own.board = None;
-                self.power_cycle(w.controller.as_mut())?;
-                w.own.booting = true;
-            }
-            Action::Connect if w.own.booting => {
-                let cell = &w.jobs[&pending[0]].cell;
-                let flashed = w
-                    .own
-                    .flashed
-                    .contains_key(&cell.address.image)
-                    .then_some(&cell.image);
-                let (t, accepted) = self.connect_after_boot(flashed)?;
-                w.own.board = Some(t);
-                w.own.booting = false;
-                if let Some(fingerprint) = accepted {
-                    w.own.new_host_key = Some(fingerprint.clone());
-                    let image = &w.jobs[&pending[0]].cell.address.image;
-                    if let Some(written) = w.own.flashed.get_mut(image) {
-                        written["accepted_host_key"] = json!(fingerprint);
-                    }
-                }
+                let image = &w.jobs[&pending[0]].cell.image;
+                let own = &mut w.own;
+                self.flash_step(
+                    w.controller.as_mut(),
+                    &own.fetched,
+                    &mut own.flashing,
+                    action,
+                    image,
+                )?;
             }
             Action::Connect => {
                 self.phase(None, "connect");
@@ -266,8 +215,7 @@ impl Worker<'_> {
                     facts,
                     idle_celsius,
                     mounted,
-                    flashed,
-                    new_host_key,
+                    flashing,
                     storage_facts,
                     peers,
                     controller_claimed,
@@ -295,7 +243,15 @@ impl Worker<'_> {
             let job = jobs[first];
             // The link the cell runs over, read now: a Wi-Fi rate changes.
             let link = self.network_facts(t.board, job.cell);
-            let facts = cell_facts(job, facts, tools, flashed, storage_facts, mounted, link);
+            let facts = cell_facts(
+                job,
+                facts,
+                tools,
+                &flashing.flashed,
+                storage_facts,
+                mounted,
+                link,
+            );
             live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
         }
         match &step.action {
@@ -344,15 +300,7 @@ impl Worker<'_> {
             Action::VerifyImage { image, expect } => {
                 self.verify_image(t.board, image, expect)?;
                 // Flashing reads this to know the board is already at the image.
-                self.store.write_board_state(&crate::store::BoardState {
-                    format: crate::store::FORMAT,
-                    board: self.board.name.to_string(),
-                    image: image.to_string(),
-                    identity: jobs[first].cell.image.runs_as(&self.board.name),
-                    verified_session: self.session.to_string(),
-                    host_key: new_host_key.clone(),
-                })?;
-                Ok(())
+                self.record_at_image(flashing, &jobs[first].cell.image)
             }
             Action::Mount {
                 storage: name,

@@ -21,6 +21,7 @@ mod cooldown;
 mod drift;
 pub(crate) mod facts;
 mod flash;
+mod flashing;
 mod mount;
 mod non_free;
 mod peer;

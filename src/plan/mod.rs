@@ -467,14 +467,6 @@ pub enum CannotMeasure {
     /// A cluster has no storage axis: its cells touch no storage.
     #[error("test {test} uses storage, and cluster {cluster} has no storage axis")]
     ClusterStorage { test: TestName, cluster: BoardName },
-    /// A cluster's members are flashed as boards of their own, not as a cluster.
-    #[error(
-        "image {image} must be flashed, and cluster {cluster} runs only on installed images (flash its members as boards first)"
-    )]
-    ClusterImage {
-        image: ImageName,
-        cluster: BoardName,
-    },
     #[error("test {test} runs a step on a peer board; a cluster's tests run on its members")]
     ClusterPeer { test: TestName, cluster: BoardName },
     #[error("the peer of test {test} on {board} is {board} itself")]

@@ -1,5 +1,6 @@
 //! The cells of the systems under test beyond one board: a cluster's (a value of the
-//! board axis: no storage, installed images only, its members' identities in the key)
+//! board axis: no storage, its members' identities in the key, a flashed image written
+//! to every member)
 //! and a board's peer (the board its `on = "peer"` steps run on).
 
 use std::collections::BTreeMap;
@@ -38,8 +39,8 @@ pub(super) fn peer_of<'b>(
         })
 }
 
-/// A cell of a cluster: no storage, an installed image, no peer; the endpoint's port,
-/// when given, is the recipe's `port` parameter.
+/// A cell of a cluster: no storage, no peer; an image to flash needs a flash method on
+/// every member; the endpoint's port, when given, is the recipe's `port` parameter.
 pub(super) fn cluster_cell(
     boards: &BTreeMap<BoardName, Board>,
     recipe: &Recipe,
@@ -48,6 +49,16 @@ pub(super) fn cluster_cell(
     cluster: &Cluster,
     a: &Address,
 ) -> Result<Cell, CannotMeasure> {
+    if !matches!(image.source, ImageSource::Installed)
+        && let Some(m) = key::members_of(cluster, boards)
+            .into_iter()
+            .find(|m| matches!(m.flash, crate::model::Flash::None))
+    {
+        return Err(CannotMeasure::NoFlashMethod {
+            image: a.image.clone(),
+            board: m.name.clone(),
+        });
+    }
     let members = || {
         let members = key::members_of(cluster, boards);
         if members.len() != cluster.members.len() {
@@ -77,12 +88,6 @@ pub(super) fn cluster_cell_of(
     if recipe.uses_storage {
         return Err(CannotMeasure::ClusterStorage {
             test: a.test.clone(),
-            cluster: cluster.name.clone(),
-        });
-    }
-    if !matches!(image.source, ImageSource::Installed) {
-        return Err(CannotMeasure::ClusterImage {
-            image: a.image.clone(),
             cluster: cluster.name.clone(),
         });
     }

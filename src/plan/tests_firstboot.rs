@@ -148,7 +148,8 @@ fn a_prepared_image_is_derived_after_its_fetch_and_not_flashed_on_a_board_that_r
         (
             Action::Derive {
                 image: "ubuntu".into(),
-                firstboot: "cloud-init".into()
+                firstboot: "cloud-init".into(),
+                member: None,
             },
             DoneWhen::Derived
         )
@@ -186,5 +187,132 @@ fn a_prepared_image_is_derived_after_its_fetch_and_not_flashed_on_a_board_that_r
         plain
             .iter()
             .all(|(a, _)| !matches!(a, Action::Derive { .. }))
+    );
+}
+
+/// `workspace` with a cluster `pair` of pi-1 (flashed by dd) and pi-2 (by a command,
+/// with no power cycle), measuring xz on the prepared image.
+fn cluster_workspace() -> Workspace {
+    let mut ws = workspace(Some(firstboot()));
+    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = Flash::Command {
+        command: "flash {{ image }}".into(),
+        via: None,
+    };
+    let s = &mut ws.scenarios[0];
+    s.clusters.insert(
+        "pair".into(),
+        crate::model::Cluster {
+            name: "pair".into(),
+            members: vec!["pi-1".into(), "pi-2".into()],
+            control: "pi-1".into(),
+            endpoint: crate::model::Endpoint {
+                at: crate::model::EndpointAt::Board("pi-1".into()),
+                port: None,
+            },
+            deploy: Vec::new(),
+            teardown: Vec::new(),
+        },
+    );
+    s.matrix.board = vec!["pair".into()];
+    s.matrix.test = vec!["xz".into()];
+    ws
+}
+
+fn cluster_schedule(ws: &Workspace, at: BTreeMap<BoardName, String>) -> Vec<Action> {
+    let plan = expand(ws, &ws.scenarios[0]);
+    assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
+    let work: Vec<Work<'_>> = plan
+        .cells
+        .iter()
+        .map(|c| Work {
+            cell: c,
+            recipe: &ws.recipes[&c.address.test],
+            runs_left: 3,
+        })
+        .collect();
+    let estimates = Estimates::default().with_board_images(at);
+    let s = build(ws, &work, &estimates);
+    assert_eq!(s.boards.len(), 1);
+    s.boards[0].steps.iter().map(|s| s.action.clone()).collect()
+}
+
+#[test]
+fn a_clusters_members_are_each_prepared_and_flashed_after_one_fetch_then_connected() {
+    let ws = cluster_workspace();
+    let steps = cluster_schedule(&ws, BTreeMap::new());
+    let labels: Vec<String> = steps.iter().map(Action::label).collect();
+    let at = |prefix: &str| {
+        labels
+            .iter()
+            .position(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {labels:#?}"))
+    };
+    assert_eq!(labels[0], "fetch image ubuntu");
+    assert_eq!(
+        labels.iter().filter(|l| l.starts_with("fetch")).count(),
+        1,
+        "{labels:#?}"
+    );
+    // pi-1: derive, dd, power cycle; pi-2: derive, its command (which reboots it).
+    let order = [
+        at("prepare ubuntu's first boot (cloud-init) for member pi-1"),
+        at("REFLASH member pi-1 with ubuntu: dd to /dev/sdz"),
+        at("power cycle member pi-1"),
+        at("prepare ubuntu's first boot (cloud-init) for member pi-2"),
+        at("REFLASH member pi-2 with ubuntu: the board's [flash] command"),
+        at("connect member pi-1"),
+        at("connect member pi-2"),
+        at("provision xz"),
+        at("verify image ubuntu"),
+        at("arm the guards"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{labels:#?}");
+    assert!(!labels.contains(&"power cycle member pi-2".to_string()));
+    let json = serde_json::to_value(&steps[order[1]]).unwrap();
+    assert_eq!(json["member"], "pi-1", "{json}");
+    assert_eq!(json["action"], "flash", "{json}");
+    // A member already at the prepared image is left as it is; the other is flashed.
+    let image = &ws.scenarios[0].images[&"ubuntu".into()];
+    let pi1 = BoardName::new("pi-1");
+    let steps = cluster_schedule(&ws, BTreeMap::from([(pi1.clone(), image.runs_as(&pi1))]));
+    let labels: Vec<String> = steps.iter().map(Action::label).collect();
+    assert!(
+        labels.iter().all(|l| !l.contains("member pi-1")
+            || l.starts_with("connect")
+            || l.starts_with("gather")),
+        "{labels:#?}"
+    );
+    assert!(labels.iter().any(|l| l.starts_with("REFLASH member pi-2")));
+    // Both at it: nothing fetched, derived or flashed.
+    let pi2 = BoardName::new("pi-2");
+    let both = BTreeMap::from([
+        (pi1.clone(), image.runs_as(&pi1)),
+        (pi2.clone(), image.runs_as(&pi2)),
+    ]);
+    let steps = cluster_schedule(&ws, both);
+    assert!(
+        steps.iter().all(|a| !matches!(
+            a,
+            Action::FetchImage { .. }
+                | Action::Derive { .. }
+                | Action::Flash { .. }
+                | Action::FlashCommand { .. }
+                | Action::PowerCycle { .. }
+        )),
+        "{steps:#?}"
+    );
+}
+
+#[test]
+fn a_cluster_member_without_a_flash_method_makes_the_flashed_images_cells_not_applicable() {
+    let mut ws = cluster_workspace();
+    ws.boards.get_mut(&"pi-2".into()).unwrap().flash = Flash::None;
+    let plan = expand(&ws, &ws.scenarios[0]);
+    assert!(plan.cells.is_empty());
+    let why: Vec<&str> = plan.skipped.iter().map(|s| s.reason.as_str()).collect();
+    assert_eq!(
+        why,
+        ["image ubuntu must be flashed, but board pi-2 has no [flash] method"],
+        "{why:?}"
     );
 }

@@ -33,6 +33,13 @@ impl ClusterWorker<'_> {
             {
                 obj.extend(extra.clone());
             }
+            // What a flash of this walk wrote to the member and proved.
+            if let (Some(obj), Some(written)) = (
+                f.as_object_mut(),
+                m.flashing.flashed.get(&cell.address.image),
+            ) {
+                obj.insert("flashed".into(), written.clone());
+            }
             members.insert(m.board.name.to_string(), f);
         }
         let mut facts = json!({

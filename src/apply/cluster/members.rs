@@ -26,6 +26,8 @@ pub(super) struct Member<'b> {
     /// Each recipe's `[facts]` and package versions on this member.
     pub(super) tools: BTreeMap<TestName, Value>,
     pub(super) guard: Option<Service>,
+    /// The images this walk prepared for it and wrote to it, and its boot.
+    pub(super) flashing: super::super::flashing::Flashing,
 }
 
 impl<'b> Member<'b> {
@@ -38,6 +40,7 @@ impl<'b> Member<'b> {
             idle: None,
             tools: BTreeMap::new(),
             guard: None,
+            flashing: Default::default(),
         }
     }
 }

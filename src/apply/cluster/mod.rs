@@ -43,6 +43,8 @@ pub(super) type ClusterWalk<'j, 'c, 'b> = Walk<'j, 'c, ClusterOwn<'b>, Slot>;
 /// facts of the control member and the controller).
 pub(super) struct ClusterOwn<'b> {
     members: Vec<Member<'b>>,
+    /// Images fetched and verified in this walk, for every member it flashes.
+    fetched: super::flashing::Fetches,
     controller_guard: Option<Service>,
     /// Set when the first deploy step starts: the teardown then has something to undo.
     deployed: bool,
@@ -86,6 +88,7 @@ impl<'a> ClusterWorker<'a> {
     pub(super) fn walk(&self, steps: &[Step], jobs: &[Job<'_>]) -> BoardResult {
         let own = ClusterOwn {
             members: self.members.iter().map(|b| Member::new(b)).collect(),
+            fetched: super::flashing::Fetches::new(),
             controller_guard: None,
             deployed: false,
         };

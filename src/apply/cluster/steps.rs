@@ -31,7 +31,40 @@ impl ClusterWorker<'_> {
     ) -> Result<(), CellFailure> {
         let first = &pending[0];
         match &step.action {
-            Action::ConnectMember { member } => self.connect(w, member),
+            Action::ConnectMember { member } => self.connect(w, member, first),
+            Action::FetchImage { image } => {
+                let fetched = self.w.fetch_image(&w.jobs[first].cell.image)?;
+                w.own.fetched.insert(image.clone(), fetched);
+                Ok(())
+            }
+            Action::Derive {
+                member: Some(m), ..
+            }
+            | Action::Flash {
+                member: Some(m), ..
+            }
+            | Action::FlashTpi {
+                member: Some(m), ..
+            }
+            | Action::FlashCommand {
+                member: Some(m), ..
+            }
+            | Action::PowerCycle { member: Some(m) } => {
+                let i = self.index_of(m)?;
+                if step.action.ends_session() {
+                    w.own.members[i].t = None;
+                }
+                let image = &w.jobs[first].cell.image;
+                let own = &mut w.own;
+                let r = self.member(i).flash_step(
+                    w.controller.as_mut(),
+                    &own.fetched,
+                    &mut own.members[i].flashing,
+                    &step.action,
+                    image,
+                );
+                r.map(|_| ())
+            }
             Action::ClaimWorkdir { .. } => {
                 self.w.phase(None, "claim workdirs");
                 for i in 0..self.members.len() {
@@ -69,6 +102,8 @@ impl ClusterWorker<'_> {
                     let mw = self.member(i);
                     let r = mw.verify_image(Self::session(w, i)?, image, expect);
                     r.map_err(|e| self.on_member(w, i, e))?;
+                    // Flashing reads this to know the member is already at the image.
+                    mw.record_at_image(&w.own.members[i].flashing, &w.jobs[first].cell.image)?;
                 }
                 Ok(())
             }
@@ -119,16 +154,38 @@ impl ClusterWorker<'_> {
         }
     }
 
+    /// Member `member`'s index, or why it is none.
+    fn index_of(&self, member: &crate::model::BoardName) -> Result<usize, CellFailure> {
+        self.members
+            .iter()
+            .position(|m| &m.name == member)
+            .ok_or_else(|| CellFailure::Refused {
+                reason: format!("{member} is not a member of {}", self.cluster.name),
+            })
+    }
+
+    /// A session to `member`; after its power cycle, once it has booted (its loss then
+    /// ends the walk, as a board's does).
     fn connect(
         &self,
         w: &mut ClusterWalk<'_, '_, '_>,
         member: &crate::model::BoardName,
+        first: &CellKey,
     ) -> Result<(), CellFailure> {
-        let Some(i) = self.members.iter().position(|m| &m.name == member) else {
-            return Err(CellFailure::Refused {
-                reason: format!("{member} is not a member of {}", self.cluster.name),
-            });
-        };
+        let i = self.index_of(member)?;
+        if w.own.members[i].flashing.booting {
+            let image = &w.jobs[first].cell.image;
+            let r = self
+                .member(i)
+                .connect_booted(&mut w.own.members[i].flashing, image);
+            return match r {
+                Ok(t) => {
+                    w.own.members[i].t = Some(t);
+                    Ok(())
+                }
+                Err(e) => Err(self.on_member(w, i, e)),
+            };
+        }
         self.w.phase(None, format!("connect {member}"));
         match self.w.connector.board(self.members[i]) {
             Ok(t) => {

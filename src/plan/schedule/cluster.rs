@@ -1,9 +1,13 @@
-//! A cluster's walk: a session and the facts of every member, the guards, the deploy,
-//! the cells' groups as a board's (`groups.rs`), the teardown and the guards stopped.
+//! A cluster's walk, per image in plan order: the image written to every member not
+//! already at it, a session and the facts of every member, the guards, the deploy, the
+//! image's cells in groups as a board's (`groups.rs`), the teardown and the guards
+//! stopped.
 
-use super::groups::{group_steps, groups_of, runs_by, tests_of, verify_step};
+use super::groups::{
+    fetch_step, flash_action, flash_steps, group_steps, groups_of, runs_by, tests_of, verify_step,
+};
 use super::{Action, DoneWhen, Estimates, Step, Work};
-use crate::model::{Cluster, Side, Where};
+use crate::model::{BoardName, Cluster, ImageName, ImageSource, Side, Where, Workspace};
 use crate::plan::CellKey;
 
 fn side_of(on: &Where) -> Side {
@@ -14,13 +18,66 @@ fn side_of(on: &Where) -> Side {
 }
 
 pub(super) fn cluster_steps(
+    ws: &Workspace,
     cluster: &Cluster,
     work: Vec<&Work<'_>>,
     estimates: &Estimates,
 ) -> Vec<Step> {
+    let mut images: Vec<&ImageName> = Vec::new();
+    for w in &work {
+        if !images.contains(&&w.cell.address.image) {
+            images.push(&w.cell.address.image);
+        }
+    }
+    let mut steps = Vec::new();
+    for image in images {
+        let of_image: Vec<&Work<'_>> = work
+            .iter()
+            .filter(|w| &w.cell.address.image == image)
+            .copied()
+            .collect();
+        image_steps(ws, cluster, image, &of_image, estimates, &mut steps);
+    }
+    steps
+}
+
+/// One image's part of the walk: every step serves (and a failure fails) only the
+/// image's cells. A member already at the image (the store's board state) is not
+/// flashed; a member flashed is connected to once it has booted.
+fn image_steps(
+    ws: &Workspace,
+    cluster: &Cluster,
+    image: &ImageName,
+    work: &[&Work<'_>],
+    estimates: &Estimates,
+    steps: &mut Vec<Step>,
+) {
     let all: Vec<CellKey> = work.iter().map(|w| w.cell.key.clone()).collect();
     let step = |action, side, done_when| Step::plain(action, all.clone(), side, done_when);
-    let mut steps = Vec::new();
+    let first = work[0];
+    let flashing: Vec<&BoardName> = match first.cell.image.source {
+        ImageSource::Installed => Vec::new(),
+        _ => cluster
+            .members
+            .iter()
+            .filter(|m| estimates.board_images.get(*m) != Some(&first.cell.image.runs_as(m)))
+            .collect(),
+    };
+    if !flashing.is_empty() {
+        steps.push(fetch_step(image, &all));
+    }
+    let firstboot = first.cell.image.firstboot.as_ref().map(|f| f.kind);
+    for m in &flashing {
+        // The plan gives a cluster no cell of an image to flash unless every member
+        // has a flash method.
+        if let Some(flash) = ws
+            .boards
+            .get(*m)
+            .and_then(|b| flash_action(b, image, Some(m)))
+        {
+            flash_steps(steps, image, firstboot, flash, &all, Some(m));
+        }
+    }
     for m in &cluster.members {
         steps.push(step(
             Action::ConnectMember { member: m.clone() },
@@ -36,7 +93,7 @@ pub(super) fn cluster_steps(
     ));
     steps.push(step(
         Action::Provision {
-            tests: tests_of(&work),
+            tests: tests_of(work),
         },
         Side::Members,
         DoneWhen::CommandsPresent,
@@ -53,23 +110,17 @@ pub(super) fn cluster_steps(
             DoneWhen::Never,
         ));
     }
-    // Each image's expectations, checked on every member before its cells.
-    let mut images: Vec<&crate::model::ImageName> = Vec::new();
-    for w in &work {
-        if !images.contains(&&w.cell.address.image) {
-            images.push(&w.cell.address.image);
-        }
-    }
-    for image in images {
-        let of_image: Vec<&Work<'_>> = work
-            .iter()
-            .filter(|w| &w.cell.address.image == image)
-            .copied()
-            .collect();
-        let expect = &of_image[0].cell.image.expect;
-        let cells = of_image.iter().map(|w| w.cell.key.clone()).collect();
-        steps.extend(verify_step(image, expect, cells, Side::Members, false));
-    }
+    // The image's expectations, checked on every member before its cells (always after
+    // a flash: the boot proves it).
+    let expect = &first.cell.image.expect;
+    let verify = verify_step(
+        image,
+        expect,
+        all.clone(),
+        Side::Members,
+        !flashing.is_empty(),
+    );
+    steps.extend(verify);
     steps.push(step(Action::ArmGuard, Side::Members, DoneWhen::Never));
     for (on, from, commands) in runs_by(&cluster.deploy, |s| &s.on) {
         steps.push(step(
@@ -83,8 +134,8 @@ pub(super) fn cluster_steps(
         ));
     }
     // As on a board: interleaved cells take their runs in turns, blocked ones alone.
-    for group in groups_of(&work) {
-        group_steps(&mut steps, &group, estimates);
+    for group in groups_of(work) {
+        group_steps(steps, &group, estimates);
     }
     for (on, from, commands) in runs_by(&cluster.teardown, |s| &s.on) {
         steps.push(step(
@@ -102,5 +153,4 @@ pub(super) fn cluster_steps(
         Side::Members,
         DoneWhen::NothingToUndo,
     ));
-    steps
 }

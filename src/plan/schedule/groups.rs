@@ -1,31 +1,81 @@
-//! The steps of one part of a board's schedule: the flash of an image, the prelude that
-//! opens the board, and a group of cells from setup to teardown.
+//! The steps of one part of a board's or cluster's schedule: the flash of an image, the
+//! prelude that opens a board, and a group of cells from setup to teardown.
 
 use super::{Action, DoneWhen, Estimates, Step, Work};
-use crate::model::{Cooldown, FirstbootKind, ImageName, Recipe, RunOrder, Side, TestName};
+use crate::model::{
+    Board, BoardName, Cooldown, FirstbootKind, Flash, ImageName, Recipe, RunOrder, Side, TestName,
+};
 use crate::plan::CellKey;
 
-/// Fetch, derive (a prepared image), flash and power-cycle for one image; the steps the
-/// plan leaves out when the board is already at the image.
+/// Fetch an image into the cache: once per image in a walk, before its flashes.
+pub(super) fn fetch_step(image: &ImageName, cells: &[CellKey]) -> Step {
+    let action = Action::FetchImage {
+        image: image.clone(),
+    };
+    Step::plain(
+        action,
+        cells.to_vec(),
+        Side::Controller,
+        DoneWhen::BoardAtImage,
+    )
+}
+
+/// The flash of `image` through `board`'s `[flash]` method, and whether a power cycle
+/// follows it (a flash command without a `[power]` that cycles reboots the board
+/// itself); `None` for a board that is never flashed. `member`: the cluster member
+/// `board` is.
+pub(super) fn flash_action(
+    board: &Board,
+    image: &ImageName,
+    member: Option<&BoardName>,
+) -> Option<(Action, bool)> {
+    // A [power] that cannot cycle (only `boot_timeout`, say) adds no step.
+    let power = board
+        .power
+        .as_ref()
+        .is_some_and(|p| p.cycle.is_some() || (p.on.is_some() && p.off.is_some()));
+    let (image, member) = (image.clone(), member.cloned());
+    match &board.flash {
+        Flash::Dd { via, device } => Some((
+            Action::Flash {
+                image,
+                via: via.clone(),
+                device: device.clone(),
+                member,
+            },
+            true,
+        )),
+        Flash::Tpi { via, node, .. } => Some((
+            Action::FlashTpi {
+                image,
+                via: via.clone(),
+                node: *node,
+                member,
+            },
+            true,
+        )),
+        Flash::Command { .. } => Some((Action::FlashCommand { image, member }, power)),
+        Flash::None => None,
+    }
+}
+
+/// Derive (a prepared image), flash and power-cycle one image onto the walk's board or
+/// a cluster's `member`; the steps the plan leaves out when the board is already at the
+/// image.
 pub(super) fn flash_steps(
     steps: &mut Vec<Step>,
     image: &ImageName,
     firstboot: Option<FirstbootKind>,
-    flash: Action,
-    power_cycle: bool,
+    (flash, power_cycle): (Action, bool),
     cells: &[CellKey],
+    member: Option<&BoardName>,
 ) {
     let step = |action, side| Step::plain(action, cells.to_vec(), side, DoneWhen::BoardAtImage);
-    steps.push(step(
-        Action::FetchImage {
-            image: image.clone(),
-        },
-        Side::Controller,
-    ));
     if let Some(kind) = firstboot {
         let action = Action::Derive {
             image: image.clone(),
             firstboot: kind.name().to_string(),
+            member: member.cloned(),
         };
         steps.push(Step::plain(
             action,
@@ -39,9 +89,9 @@ pub(super) fn flash_steps(
         _ => Side::Board,
     };
     steps.push(step(flash, side));
-    // A flash command without a [power] cycle reboots the board itself.
     if power_cycle {
-        steps.push(step(Action::PowerCycle, Side::Controller));
+        let member = member.cloned();
+        steps.push(step(Action::PowerCycle { member }, Side::Controller));
     }
 }
 

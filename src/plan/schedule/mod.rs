@@ -14,14 +14,14 @@ use serde::Serialize;
 mod cluster;
 mod groups;
 mod show;
-use groups::{flash_steps, group_steps, groups_of, prelude, verify_step};
+use groups::{fetch_step, flash_action, flash_steps, group_steps, groups_of, prelude, verify_step};
 #[cfg(test)]
 mod tests;
 
 use super::{Cell, CellKey};
 use crate::model::{
-    BoardName, Cooldown, Expectations, Flash, FsName, ImageName, ImageSource, Recipe, RunOrder,
-    Side, StorageName, TestName, Workspace,
+    BoardName, Cooldown, Expectations, FsName, ImageName, ImageSource, Recipe, RunOrder, Side,
+    StorageName, TestName, Workspace,
 };
 use crate::store::CellData;
 
@@ -94,6 +94,9 @@ pub enum Action {
         image: ImageName,
         /// `cloud-init`, `raspios` or `armbian`.
         firstboot: String,
+        /// The cluster member it is for; none in a board's walk (the board itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        member: Option<BoardName>,
     },
     /// Write the image to the board's boot device through `via` and verify it by
     /// read-back (`flash::dd::write`). The board's session is closed first.
@@ -101,25 +104,41 @@ pub enum Action {
         image: ImageName,
         via: String,
         device: String,
+        /// The cluster member it is for; none in a board's walk (the board itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        member: Option<BoardName>,
     },
     /// Run the board's `[flash] command` on the controller with the image's file.
-    FlashCommand { image: ImageName },
+    FlashCommand {
+        image: ImageName,
+        /// The cluster member it is for; none in a board's walk (the board itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        member: Option<BoardName>,
+    },
     /// Put the image on the Turing Pi BMC `via` (uploaded, or found there by its
     /// digest), then `tpi flash` it to `node` there (`flash::tpi`).
     FlashTpi {
         image: ImageName,
         via: String,
         node: u32,
+        /// The cluster member it is for; none in a board's walk (the board itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        member: Option<BoardName>,
     },
     /// Power-cycle the board so it boots the new image: its `[power] cycle`, or `off`
     /// then `on`, or (a tpi board without `[power]`) the BMC's `tpi power off`/`on`.
-    PowerCycle,
+    PowerCycle {
+        /// The cluster member it is for; none in a board's walk (the board itself).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        member: Option<BoardName>,
+    },
     /// Open a session to the board (after a power cycle: retried until it boots).
     Connect,
     /// Open a session to a peer board of the walk's cells and claim their directory
     /// there; its failure fails only the cells that use that peer.
     ConnectPeer { peer: BoardName },
-    /// A cluster: open a session to one member.
+    /// A cluster: open a session to one member (after its power cycle: retried until it
+    /// boots).
     ConnectMember { member: BoardName },
     /// A cluster: read one member's facts, recorded beside every cell under its name.
     MemberFacts { member: BoardName },
@@ -354,7 +373,7 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
         let (members, steps, mine) = match work.first().and_then(|w| w.cell.cluster.as_ref()) {
             Some(c) => (
                 c.members.clone(),
-                cluster::cluster_steps(c, work, estimates),
+                cluster::cluster_steps(ws, c, work, estimates),
                 c.members.iter().cloned().collect(),
             ),
             None => {
@@ -433,7 +452,6 @@ fn board_steps(
     };
     work.sort_by_cached_key(|w| rank(w));
     let mut steps = Vec::new();
-    let flash = ws.boards.get(board).map(|b| &b.flash);
     let at_image = estimates.board_images.get(board);
     let flashes = |w: &Work<'_>| {
         !matches!(w.cell.image.source, ImageSource::Installed)
@@ -457,38 +475,14 @@ fn board_steps(
                 .collect();
             let flashing = flashes(first);
             let firstboot = first.cell.image.firstboot.as_ref().map(|f| f.kind);
-            if flashing {
-                // A [power] that cannot cycle (only `boot_timeout`, say) adds no step.
-                let power = ws
+            if flashing
+                && let Some(flash) = ws
                     .boards
                     .get(board)
-                    .and_then(|b| b.power.as_ref())
-                    .is_some_and(|p| p.cycle.is_some() || (p.on.is_some() && p.off.is_some()));
-                match flash {
-                    Some(Flash::Dd { via, device }) => {
-                        let action = Action::Flash {
-                            image: image.clone(),
-                            via: via.clone(),
-                            device: device.clone(),
-                        };
-                        flash_steps(&mut steps, image, firstboot, action, true, &of_image);
-                    }
-                    Some(Flash::Tpi { via, node, .. }) => {
-                        let action = Action::FlashTpi {
-                            image: image.clone(),
-                            via: via.clone(),
-                            node: *node,
-                        };
-                        flash_steps(&mut steps, image, firstboot, action, true, &of_image);
-                    }
-                    Some(Flash::Command { .. }) => {
-                        let action = Action::FlashCommand {
-                            image: image.clone(),
-                        };
-                        flash_steps(&mut steps, image, firstboot, action, power, &of_image);
-                    }
-                    _ => {}
-                }
+                    .and_then(|b| flash_action(b, image, None))
+            {
+                steps.push(fetch_step(image, &of_image));
+                flash_steps(&mut steps, image, firstboot, flash, &of_image, None);
             }
             if flashing || steps.is_empty() {
                 // A session serves the cells up to the next image that is flashed.

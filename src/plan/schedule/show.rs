@@ -22,19 +22,37 @@ impl Action {
             }
             Action::DisarmGuard => "disarm the guards".into(),
             Action::FetchImage { image } => format!("fetch image {image}"),
-            Action::Derive { image, firstboot } => format!(
-                "prepare {image}'s first boot ({firstboot}) in a copy, unless the image cache has it"
+            Action::Derive {
+                image,
+                firstboot,
+                member,
+            } => format!(
+                "prepare {image}'s first boot ({firstboot}){} in a copy, unless the image cache has it",
+                for_member(member)
             ),
-            Action::Flash { image, via, device } => {
-                format!("REFLASH with {image}: dd to {device} via {via}, read back")
-            }
-            Action::FlashCommand { image } => {
-                format!("REFLASH with {image}: the board's [flash] command")
-            }
-            Action::FlashTpi { image, via, node } => {
-                format!("REFLASH with {image}: tpi flash node {node} on BMC {via}")
-            }
-            Action::PowerCycle => "power cycle".into(),
+            Action::Flash {
+                image,
+                via,
+                device,
+                member,
+            } => format!(
+                "REFLASH{} with {image}: dd to {device} via {via}, read back",
+                onto(member)
+            ),
+            Action::FlashCommand { image, member } => format!(
+                "REFLASH{} with {image}: the board's [flash] command",
+                onto(member)
+            ),
+            Action::FlashTpi {
+                image,
+                via,
+                node,
+                member,
+            } => format!(
+                "REFLASH{} with {image}: tpi flash node {node} on BMC {via}",
+                onto(member)
+            ),
+            Action::PowerCycle { member } => format!("power cycle{}", onto(member)),
             Action::Connect => "connect".into(),
             Action::ClaimWorkdir { controller: false } => "claim workdir".into(),
             Action::ClaimWorkdir { controller: true } => {
@@ -171,6 +189,22 @@ impl Schedule {
 const MIN_LABEL: usize = 24;
 const MAX_LABEL: usize = 100;
 
+/// ` member NAME` after a step's verb in a cluster's walk; nothing in a board's.
+fn onto(member: &Option<crate::model::BoardName>) -> String {
+    member
+        .as_ref()
+        .map(|m| format!(" member {m}"))
+        .unwrap_or_default()
+}
+
+/// ` for member NAME` in a cluster's walk; nothing in a board's.
+fn for_member(member: &Option<crate::model::BoardName>) -> String {
+    member
+        .as_ref()
+        .map(|m| format!(" for member {m}"))
+        .unwrap_or_default()
+}
+
 fn join_boards(boards: &[crate::model::BoardName]) -> String {
     boards
         .iter()
@@ -224,6 +258,7 @@ mod tests {
             image: ImageName::new("raspios-64"),
             via: "pi-maint".into(),
             device: "/dev/disk/by-id/usb-SD_MUX_0001-0:0".into(),
+            member: None,
         };
         assert!(flash.label().chars().count() > 44, "{}", flash.label());
         let schedule = Schedule {
@@ -239,7 +274,7 @@ mod tests {
                         Side::Controller,
                     ),
                     step(flash, Side::Controller),
-                    step(Action::PowerCycle, Side::Controller),
+                    step(Action::PowerCycle { member: None }, Side::Controller),
                     step(Action::Connect, Side::Board),
                     step(
                         Action::Cooldown {
@@ -260,6 +295,7 @@ mod tests {
             image: ImageName::new("x"),
             via: "v".into(),
             device: format!("/dev/disk/by-id/{}", "a".repeat(80)),
+            member: None,
         };
         let cols = side_columns(&long.text());
         assert_eq!(cols[0], cols[2]);
