@@ -158,7 +158,7 @@ pub fn validate(
         known,
         diags,
     );
-    prepare_for_boards(src, &raw.images, &mut images, &matrix, known, diags);
+    prepare_for_boards(src, &raw.images, &mut images, &matrix, &clusters, known, diags);
     cluster::peers(src, &raw, &clusters, known, diags);
     let method = method(src, raw.method.as_ref(), diags);
     let params = params(src, &raw.params, known, diags);
@@ -351,20 +351,27 @@ fn images(
     out
 }
 
-/// Each prepared image's checks per board it may be flashed on (its key, its host name).
+/// Each prepared image's checks per board it may be flashed on (its key, its host name):
+/// the matrix's boards and its clusters' members.
 fn prepare_for_boards(
     src: &Source,
     raw: &BTreeMap<Spanned<String>, Spanned<raw::Image>>,
     images: &mut BTreeMap<ImageName, Image>,
     matrix: &crate::model::Matrix,
+    clusters: &BTreeMap<BoardName, crate::model::Cluster>,
     known: &Known,
     diags: &mut Vec<Diagnostic>,
 ) {
-    let names: Vec<BoardName> = known
-        .board_values(matrix)
-        .into_iter()
-        .map(BoardName::from)
-        .collect();
+    let mut names: Vec<BoardName> = Vec::new();
+    for value in known.board_values(matrix) {
+        let name = BoardName::from(value);
+        match clusters.get(&name) {
+            Some(c) => names.extend(c.members.iter().cloned()),
+            None => names.push(name),
+        }
+    }
+    names.sort();
+    names.dedup();
     let boards = super::firstboot::boards_of(&names, known.boards);
     let flashes = names.iter().any(|n| {
         known

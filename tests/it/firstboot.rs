@@ -645,40 +645,8 @@ fn benchpipes_own_preparation_of_each_kind_boots_reachable_is_measured_and_deriv
 /// bench, verified and measured; a second apply derives, flashes and measures nothing.
 #[test]
 fn the_shipped_lab_flash_scenario_prepares_flashes_and_measures_with_lab_up_user() {
-    need_root();
-    let lab = Lab::up_with_options(1, |o| o.login_user = Some("bench".into()));
+    let lab = bench_lab(1, &[("bpflash-1", "1", "none"), ("bpflash-2", "2", "xz")]);
     let root = lab.root.clone();
-    let board_file = std::fs::read_to_string(&lab.board(0).board_file).unwrap();
-    assert!(
-        board_file.contains("user = \"bench\"") && board_file.contains("method = \"command\""),
-        "{board_file}"
-    );
-    // The power cycle runs `benchpipe lab power`: this build's.
-    std::fs::write(
-        &lab.board(0).board_file,
-        board_file.replace(
-            "cycle = \"benchpipe lab power",
-            &format!("cycle = \"{} lab power", env!("CARGO_BIN_EXE_benchpipe")),
-        ),
-    )
-    .unwrap();
-    for (name, version, compress) in [("bpflash-1", "1", "none"), ("bpflash-2", "2", "xz")] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args([
-                "lab",
-                "image",
-                name,
-                "--id",
-                "bpflash",
-                "--version-id",
-                version,
-            ])
-            .args(["--compress", compress])
-            .current_dir(&root)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", crate::lab::text(&out));
-    }
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/xz.toml"),
@@ -736,6 +704,48 @@ fn the_shipped_lab_flash_scenario_prepares_flashes_and_measures_with_lab_up_user
             && !said.contains("run 1/"),
         "nothing derived, flashed or measured again: {said}"
     );
+}
+
+/// A lab of `boards` whose boards log in as `bench` (`lab up --user bench`: what a
+/// flashed image's first boot declares, flashed from the controller), each power cycle
+/// through this build's `benchpipe lab power`, and `images` (name, VERSION_ID,
+/// compression) built in its root by `benchpipe lab image` with ID `bpflash`.
+pub(crate) fn bench_lab(boards: usize, images: &[(&str, &str, &str)]) -> Lab {
+    need_root();
+    let lab = Lab::up_with_options(boards, |o| o.login_user = Some("bench".into()));
+    let root = lab.root.clone();
+    for i in 0..boards {
+        let file = &lab.board(i).board_file;
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(
+            text.contains("user = \"bench\"") && text.contains("method = \"command\""),
+            "{text}"
+        );
+        let this_build = format!("cycle = \"{} lab power", env!("CARGO_BIN_EXE_benchpipe"));
+        std::fs::write(
+            file,
+            text.replace("cycle = \"benchpipe lab power", &this_build),
+        )
+        .unwrap();
+    }
+    for (name, version, compress) in images {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args([
+                "lab",
+                "image",
+                name,
+                "--id",
+                "bpflash",
+                "--version-id",
+                version,
+            ])
+            .args(["--compress", compress])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", crate::lab::text(&out));
+    }
+    lab
 }
 
 /// `apply` that must succeed; its stderr.
