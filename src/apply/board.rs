@@ -96,6 +96,11 @@ impl Walker for Worker<'_> {
             (DoneWhen::DriverAsWanted, Action::Uas { storage, uas }) => {
                 self.uas_in_place(w, storage, *uas)
             }
+            (_, action) if action.flashes() => step
+                .cells
+                .first()
+                .and_then(|k| w.jobs.get(k))
+                .is_some_and(|j| self.runs_image(&j.cell.image)),
             _ => false,
         }
     }

@@ -31,6 +31,25 @@ pub(super) struct Flashing {
 }
 
 impl Action {
+    /// Whether the step is part of an image's flash (fetch, derive, flash, power cycle):
+    /// needless when the board it is for already runs the image (`Worker::runs_image`).
+    pub(super) fn flashes(&self) -> bool {
+        matches!(self, Action::FetchImage { .. } | Action::Derive { .. }) || self.ends_session()
+    }
+
+    /// The cluster member a flash step is for (`None`: the walk's board, or, for a
+    /// cluster's fetch, every member).
+    pub(super) fn member(&self) -> Option<&crate::model::BoardName> {
+        match self {
+            Action::Derive { member, .. }
+            | Action::Flash { member, .. }
+            | Action::FlashTpi { member, .. }
+            | Action::FlashCommand { member, .. }
+            | Action::PowerCycle { member } => member.as_ref(),
+            _ => None,
+        }
+    }
+
     /// Whether the step takes the board away (a flash, a power cycle): the walk drops
     /// its session to it first.
     pub(super) fn ends_session(&self) -> bool {
@@ -45,6 +64,16 @@ impl Action {
 }
 
 impl Worker<'_> {
+    /// Whether the store says this worker's board runs `image` now (its state, written
+    /// when a walk verified it, and `unverified` from the start of any flash): a walk
+    /// that shares the board with another judges its flash steps by it when it gets there.
+    pub(super) fn runs_image(&self, image: &Image) -> bool {
+        matches!(
+            self.store.board_state(&self.board.name),
+            Ok(Some(s)) if s.identity == image.runs_as(&self.board.name)
+        )
+    }
+
     /// Runs a derive, flash or power-cycle step for this worker's board with `image`
     /// (the step's cells'); `false` when `action` is none of them. The caller has
     /// dropped its session to the board (`Action::ends_session`).

@@ -158,7 +158,15 @@ pub fn validate(
         known,
         diags,
     );
-    prepare_for_boards(src, &raw.images, &mut images, &matrix, &clusters, known, diags);
+    prepare_for_boards(
+        src,
+        &raw.images,
+        &mut images,
+        &matrix,
+        &clusters,
+        known,
+        diags,
+    );
     cluster::peers(src, &raw, &clusters, known, diags);
     let method = method(src, raw.method.as_ref(), diags);
     let params = params(src, &raw.params, known, diags);

@@ -11,6 +11,45 @@ use serde_json::Value;
 use crate::firstboot::bench_lab;
 use crate::flash::{apply, file_sha256};
 
+/// The shipped iperf3-all-boards recipe, and `scenarios/pair.toml` on the lab images
+/// `root` holds (each prepared with cloud-init for bench, its VERSION_ID expected) with
+/// `clusters` and the matrix lines `matrix`.
+fn workspace(root: &Path, clusters: &[&str], matrix: &str) {
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/iperf3-all-boards.toml"),
+        root.join("pipeline/iperf3-all-boards.toml"),
+    )
+    .unwrap();
+    let mut text = String::from("title = \"Flashed clusters\"\n");
+    for (name, version, file) in [
+        ("bpflash-1", "1", "bpflash-1.img"),
+        ("bpflash-2", "2", "bpflash-2.img.xz"),
+    ] {
+        let path = root.join("images").join(file);
+        if !path.exists() {
+            continue;
+        }
+        let sha = file_sha256(&path);
+        text += &format!(
+            "[images.{name}]\npath = \"images/{file}\"\nsha256 = \"{sha}\"\n\
+             [images.{name}.expect]\nos_release = {{ ID = \"bpflash\", VERSION_ID = \"{version}\" }}\n\
+             [images.{name}.firstboot]\nkind = \"cloud-init\"\nuser = \"bench\"\nsudo = true\n"
+        );
+    }
+    for c in clusters {
+        text += c;
+        text += "\n";
+    }
+    text += &format!(
+        "[matrix]\n{matrix}\ntest = [\"iperf3-all-boards\"]\n\
+         [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
+         [params.iperf3-all-boards]\nseconds = 1\n"
+    );
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::write(root.join("scenarios/pair.toml"), text).unwrap();
+}
+
 fn text(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
 }
@@ -20,43 +59,13 @@ fn a_clusters_members_are_each_flashed_with_their_own_first_boot_then_measured_o
     let lab = bench_lab(2, &[("bpflash-2", "2", "xz")]);
     let root = lab.root.clone();
     let (a, b) = (lab.board(0).name.to_string(), lab.board(1).name.to_string());
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/iperf3-all-boards.toml"),
-        root.join("pipeline/iperf3-all-boards.toml"),
-    )
-    .unwrap();
+    workspace(
+        &root,
+        &[&format!("[clusters.pair]\nmembers = [\"{a}\", \"{b}\"]")],
+        r#"image = ["bpflash-2"]
+board = ["pair"]"#,
+    );
     let sha = file_sha256(&root.join("images/bpflash-2.img.xz"));
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::write(
-        root.join("scenarios/pair.toml"),
-        format!(
-            r#"title = "A flashed pair"
-[images.bpflash-2]
-path = "images/bpflash-2.img.xz"
-sha256 = "{sha}"
-[images.bpflash-2.expect]
-os_release = {{ ID = "bpflash", VERSION_ID = "2" }}
-[images.bpflash-2.firstboot]
-kind = "cloud-init"
-user = "bench"
-sudo = true
-[clusters.pair]
-members = ["{a}", "{b}"]
-[matrix]
-image = ["bpflash-2"]
-board = ["pair"]
-test = ["iperf3-all-boards"]
-[method]
-cooldown = "0s"
-warmup = {{ runs = 0 }}
-runs = {{ min = 2, max = 2 }}
-[params.iperf3-all-boards]
-seconds = 1
-"#
-        ),
-    )
-    .unwrap();
     let dry = apply(&root, &["apply", "--dry-run", "scenarios/pair.toml"]);
     let said = text(&dry);
     assert!(dry.status.success(), "{said}");
@@ -120,5 +129,61 @@ seconds = 1
             && !said.contains("derived the prepared image")
             && !said.contains("run 1/"),
         "nothing derived, flashed or measured again: {said}"
+    );
+}
+
+/// Two walks share a member: cluster `pair` (both boards) on bpflash-2, and cluster
+/// `solo` (the first board) on bpflash-1, after `pair` ran on bpflash-1 alone. The store
+/// says the shared board runs bpflash-1, but `pair`'s walk may reflash it first, so
+/// `solo`'s flash stays in the plan and apply judges it when the walk gets there:
+/// whichever walk goes first, every cell is measured on the image it names.
+#[test]
+fn a_member_another_walk_may_reflash_keeps_its_flash_steps_and_is_judged_when_reached() {
+    let lab = bench_lab(2, &[("bpflash-1", "1", "none"), ("bpflash-2", "2", "xz")]);
+    let root = lab.root.clone();
+    let (a, b) = (lab.board(0).name.to_string(), lab.board(1).name.to_string());
+    let clusters = [
+        format!("[clusters.pair]\nmembers = [\"{a}\", \"{b}\"]"),
+        format!("[clusters.solo]\nmembers = [\"{a}\"]"),
+    ];
+    let clusters: Vec<&str> = clusters.iter().map(String::as_str).collect();
+    workspace(
+        &root,
+        &clusters,
+        "image = [\"bpflash-1\", \"bpflash-2\"]\nboard = [\"pair\", \"solo\"]\n\
+         exclude = [{ board = \"solo\", image = \"bpflash-2\" }]",
+    );
+    let first = apply(
+        &root,
+        &[
+            "apply",
+            "--no-report",
+            "--only",
+            "board=pair,image=bpflash-1",
+            "scenarios/pair.toml",
+        ],
+    );
+    assert!(first.status.success(), "{}", text(&first));
+    let dry = apply(&root, &["apply", "--dry-run", "scenarios/pair.toml"]);
+    let said = text(&dry);
+    assert!(dry.status.success(), "{said}");
+    // The shared board runs bpflash-1 by the store, yet solo's flash of it stays.
+    assert!(
+        said.contains(&format!("REFLASH member {a} with bpflash-1")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("REFLASH member {b} with bpflash-2")),
+        "{said}"
+    );
+    let out = apply(&root, &["apply", "--no-report", "scenarios/pair.toml"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let again = apply(&root, &["apply", "--no-report", "scenarios/pair.toml"]);
+    let said_again = text(&again);
+    assert!(again.status.success(), "{said_again}");
+    assert!(
+        !said_again.contains("run 1/"),
+        "every cell was complete: {said_again}"
     );
 }

@@ -109,8 +109,25 @@ impl<'a> Walker for ClusterWorker<'a> {
         format!("the cluster is broken: {lost}")
     }
 
-    fn is_done(&self, _w: &mut ClusterWalk<'_, '_, 'a>, _step: &Step) -> bool {
-        false
+    /// An image's flash steps are needless for a member that runs it already (another
+    /// walk of the apply may have flashed it since the plan); the fetch, when every
+    /// member does.
+    fn is_done(&self, w: &mut ClusterWalk<'_, '_, 'a>, step: &Step) -> bool {
+        if !step.action.flashes() {
+            return false;
+        }
+        let Some(job) = step.cells.first().and_then(|k| w.jobs.get(k)) else {
+            return false;
+        };
+        let runs = |i: usize| self.member(i).runs_image(&job.cell.image);
+        match step.action.member() {
+            Some(m) => self
+                .members
+                .iter()
+                .position(|b| &b.name == m)
+                .is_some_and(runs),
+            None => (0..self.members.len()).all(runs),
+        }
     }
 
     fn run_step(

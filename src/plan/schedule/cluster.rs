@@ -6,7 +6,7 @@
 use super::groups::{
     fetch_step, flash_action, flash_steps, group_steps, groups_of, runs_by, tests_of, verify_step,
 };
-use super::{Action, DoneWhen, Estimates, Step, Work};
+use super::{Action, AtImage, DoneWhen, Estimates, Step, Work};
 use crate::model::{BoardName, Cluster, ImageName, ImageSource, Side, Where, Workspace};
 use crate::plan::CellKey;
 
@@ -22,6 +22,7 @@ pub(super) fn cluster_steps(
     cluster: &Cluster,
     work: Vec<&Work<'_>>,
     estimates: &Estimates,
+    at: &AtImage<'_>,
 ) -> Vec<Step> {
     let mut images: Vec<&ImageName> = Vec::new();
     for w in &work {
@@ -36,7 +37,7 @@ pub(super) fn cluster_steps(
             .filter(|w| &w.cell.address.image == image)
             .copied()
             .collect();
-        image_steps(ws, cluster, image, &of_image, estimates, &mut steps);
+        image_steps(ws, cluster, image, &of_image, estimates, at, &mut steps);
     }
     steps
 }
@@ -50,6 +51,7 @@ fn image_steps(
     image: &ImageName,
     work: &[&Work<'_>],
     estimates: &Estimates,
+    at: &AtImage<'_>,
     steps: &mut Vec<Step>,
 ) {
     let all: Vec<CellKey> = work.iter().map(|w| w.cell.key.clone()).collect();
@@ -60,7 +62,7 @@ fn image_steps(
         _ => cluster
             .members
             .iter()
-            .filter(|m| estimates.board_images.get(*m) != Some(&first.cell.image.runs_as(m)))
+            .filter(|m| !at.runs(m, &first.cell.image))
             .collect(),
     };
     if !flashing.is_empty() {

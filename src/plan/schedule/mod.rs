@@ -7,7 +7,7 @@
 //! order. A step names its cells, its side, the exclusive resources it holds, how apply
 //! knows it is already done, and its time estimate from the store's history.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -20,8 +20,8 @@ mod tests;
 
 use super::{Cell, CellKey};
 use crate::model::{
-    BoardName, Cooldown, Expectations, FsName, ImageName, ImageSource, Recipe, RunOrder, Side,
-    StorageName, TestName, Workspace,
+    BoardName, Cooldown, Expectations, FsName, Image, ImageName, ImageSource, Recipe, RunOrder,
+    Side, StorageName, TestName, Workspace,
 };
 use crate::store::CellData;
 
@@ -265,7 +265,8 @@ pub enum DoneWhen {
     /// Board state: this walk already has this storage mounted with this filesystem.
     Mounted,
     /// Store: the board's state says it was last verified at this image; the plan then
-    /// leaves the step out.
+    /// leaves the step out, but for a board another walk of the apply also needs, which
+    /// apply judges when it gets there (the other walk may have reflashed it).
     BoardAtImage,
     /// Store: every one of its cells is complete (its stop rule holds).
     CellsComplete,
@@ -367,23 +368,47 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
         by_board.entry(&w.cell.address.board).or_default().push(w);
     }
     // The boards each walk needs to itself: a cluster's members; a board and its peers.
-    let mut needs: Vec<std::collections::BTreeSet<BoardName>> = Vec::new();
+    let needs: Vec<BTreeSet<BoardName>> = by_board
+        .iter()
+        .map(
+            |(board, work)| match work.first().and_then(|w| w.cell.cluster.as_ref()) {
+                Some(c) => c.members.iter().cloned().collect(),
+                None => {
+                    let mut mine: BTreeSet<BoardName> =
+                        work.iter().filter_map(|w| w.cell.peer.clone()).collect();
+                    mine.insert((*board).clone());
+                    mine
+                }
+            },
+        )
+        .collect();
+    // A board two walks need may be reflashed by the other first: what it runs then is
+    // judged when a walk gets there, so its flash steps stay in the plan.
+    let mut shared: BTreeSet<BoardName> = BTreeSet::new();
+    for (i, mine) in needs.iter().enumerate() {
+        for b in mine {
+            if needs
+                .iter()
+                .enumerate()
+                .any(|(j, o)| j != i && o.contains(b))
+            {
+                shared.insert(b.clone());
+            }
+        }
+    }
+    let at = AtImage {
+        images: &estimates.board_images,
+        shared: &shared,
+    };
     let mut boards: Vec<BoardSteps> = Vec::new();
     for (board, work) in by_board {
-        let (members, steps, mine) = match work.first().and_then(|w| w.cell.cluster.as_ref()) {
+        let (members, steps) = match work.first().and_then(|w| w.cell.cluster.as_ref()) {
             Some(c) => (
                 c.members.clone(),
-                cluster::cluster_steps(ws, c, work, estimates),
-                c.members.iter().cloned().collect(),
+                cluster::cluster_steps(ws, c, work, estimates, &at),
             ),
-            None => {
-                let mut mine: std::collections::BTreeSet<BoardName> =
-                    work.iter().filter_map(|w| w.cell.peer.clone()).collect();
-                mine.insert(board.clone());
-                (Vec::new(), board_steps(ws, board, work, estimates), mine)
-            }
+            None => (Vec::new(), board_steps(ws, board, work, estimates, &at)),
         };
-        needs.push(mine);
         boards.push(BoardSteps {
             board: board.clone(),
             members,
@@ -392,16 +417,7 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
     }
     // A walk holds what another walk also needs: it waits for it, and keeps it to the end.
     for (i, b) in boards.iter_mut().enumerate() {
-        let contended: Vec<BoardName> = needs[i]
-            .iter()
-            .filter(|n| {
-                needs
-                    .iter()
-                    .enumerate()
-                    .any(|(j, o)| j != i && o.contains(*n))
-            })
-            .cloned()
-            .collect();
+        let contended: Vec<BoardName> = needs[i].intersection(&shared).cloned().collect();
         if contended.is_empty() {
             continue;
         }
@@ -423,11 +439,28 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
     }
 }
 
+/// What the store says each board runs, for the plan's flash decisions.
+pub(super) struct AtImage<'a> {
+    images: &'a BTreeMap<BoardName, String>,
+    /// Boards more than one walk of the apply needs.
+    shared: &'a BTreeSet<BoardName>,
+}
+
+impl AtImage<'_> {
+    /// Whether `board` runs `image` (its prepared identity for the board) as the store
+    /// says, so the plan leaves its flash out; never for a board another walk of the
+    /// apply may reflash first: apply judges those when it gets there.
+    pub(super) fn runs(&self, board: &BoardName, image: &Image) -> bool {
+        !self.shared.contains(board) && self.images.get(board) == Some(&image.runs_as(board))
+    }
+}
+
 fn board_steps(
     ws: &Workspace,
     board: &BoardName,
     mut work: Vec<&Work<'_>>,
     estimates: &Estimates,
+    at: &AtImage<'_>,
 ) -> Vec<Step> {
     let _ = ws.boards.get(board);
     // Images, then mounts, in the order the plan first names them; plan order inside
@@ -452,10 +485,8 @@ fn board_steps(
     };
     work.sort_by_cached_key(|w| rank(w));
     let mut steps = Vec::new();
-    let at_image = estimates.board_images.get(board);
     let flashes = |w: &Work<'_>| {
-        !matches!(w.cell.image.source, ImageSource::Installed)
-            && at_image != Some(&w.cell.image.runs_as(board))
+        !matches!(w.cell.image.source, ImageSource::Installed) && !at.runs(board, &w.cell.image)
     };
     let mut rest: &[&Work<'_>] = &work;
     let mut image_now: Option<&ImageName> = None;
