@@ -24,6 +24,8 @@ struct Figure {
     network: Option<&'static str>,
     /// The filesystem, when the scenario varies it.
     filesystem: Option<&'static str>,
+    /// The image, when the board runs several (else `render`'s).
+    image: Option<&'static str>,
 }
 
 const fn fig(
@@ -45,7 +47,21 @@ const fn fig(
         value,
         network: None,
         filesystem: None,
+        image: None,
     }
+}
+
+/// `fig` on an image of its own.
+const fn fig_at(
+    image: &'static str,
+    board: &'static str,
+    test: &'static str,
+    metric: &'static str,
+    value: f64,
+) -> Figure {
+    let mut f = fig(board, "", test, metric, value);
+    f.image = Some(image);
+    f
 }
 
 /// `fig` over a network.
@@ -99,7 +115,10 @@ fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
             .position(|c| {
                 c.address.board.as_str() == f.board
                     && c.address.test.as_str() == f.test
-                    && (image.is_empty() || c.address.image.as_str() == image)
+                    && match f.image {
+                        Some(own) => c.address.image.as_str() == own,
+                        None => image.is_empty() || c.address.image.as_str() == image,
+                    }
                     && c.address.storage.as_ref().map(|s| s.as_str()) == f.storage
                     && (f.network.is_none()
                         || c.address.network.as_ref().map(|n| n.as_str()) == f.network)
@@ -385,81 +404,153 @@ fn difference(md: &str, metric: &str, image: &str) -> String {
 }
 
 /// Seed 1's "Full System Benchmarks" (Drupal and WordPress requests/s, logged in with ab
-/// and anonymous with wrk, and Minecraft's world initialization, per cluster) and its
-/// "Network Benchmarks" (iperf to one node of each), stored and rendered through
-/// `scenarios/turing-pi-apps.toml`: each figure in its table and row, in its units.
+/// and anonymous with wrk, and Minecraft's world initialization, per cluster and OS
+/// image: the Turing Pi on its installed HypriotOS, the Dramble flashed with HypriotOS,
+/// 32-bit and 64-bit Raspberry Pi OS) and its "Network Benchmarks" (iperf to one node of
+/// each), stored and rendered through `scenarios/turing-pi-apps.toml`: each figure in
+/// its table and row, in its units.
 #[test]
 fn seed_1s_full_system_and_network_tables_show_the_seeds_figures() {
+    const HYPRIOT: &str = "32-bit HypriotOS";
+    const INSTALLED: &str = "32-bit HypriotOS (as installed)";
+    const RPI32: &str = "32-bit Raspberry Pi OS";
+    const RPI64: &str = "64-bit Raspberry Pi OS";
+    // (cluster, image, its row's image label, Drupal ab, wrk, WordPress ab, wrk, Minecraft)
+    let seed = [
+        (
+            "turing",
+            "hypriotos-installed",
+            INSTALLED,
+            6.65,
+            28.29,
+            21.35,
+            25.53,
+            983.0,
+        ),
+        (
+            "dramble",
+            "hypriotos",
+            HYPRIOT,
+            14.12,
+            85.85,
+            31.36,
+            40.36,
+            407.0,
+        ),
+        (
+            "dramble",
+            "raspios-32",
+            RPI32,
+            12.71,
+            95.87,
+            39.51,
+            49.74,
+            300.0,
+        ),
+        (
+            "dramble",
+            "raspios-64",
+            RPI64,
+            10.84,
+            73.67,
+            36.64,
+            42.69,
+            400.0,
+        ),
+    ];
+    let name = |cluster: &str, app: &str| -> &'static str {
+        Box::leak(format!("{cluster}-{app}").into_boxed_str())
+    };
     let mut figures = Vec::new();
-    for (cluster, d_auth, d_anon, w_auth, w_anon, minecraft) in [
-        ("turing", 6.65, 28.29, 21.35, 25.53, 983.0),
-        ("dramble", 14.12, 85.85, 31.36, 40.36, 407.0),
-    ] {
-        let drupal: &'static str = if cluster == "turing" {
-            "turing-drupal"
-        } else {
-            "dramble-drupal"
-        };
-        let wordpress: &'static str = if cluster == "turing" {
-            "turing-wordpress"
-        } else {
-            "dramble-wordpress"
-        };
-        let mc: &'static str = if cluster == "turing" {
-            "turing-minecraft"
-        } else {
-            "dramble-minecraft"
-        };
-        figures.push(fig(drupal, "", "drupal-login", "authenticated", d_auth));
-        figures.push(fig(drupal, "", "drupal-login", "anonymous", d_anon));
-        figures.push(fig(
+    for (cluster, image, _, d_auth, d_anon, w_auth, w_anon, minecraft) in seed {
+        let (drupal, wordpress) = (name(cluster, "drupal"), name(cluster, "wordpress"));
+        let mc = name(cluster, "minecraft");
+        let image: &'static str = Box::leak(image.to_string().into_boxed_str());
+        figures.push(fig_at(
+            image,
+            drupal,
+            "drupal-login",
+            "authenticated",
+            d_auth,
+        ));
+        figures.push(fig_at(image, drupal, "drupal-login", "anonymous", d_anon));
+        figures.push(fig_at(
+            image,
             wordpress,
-            "",
             "wordpress-login",
             "authenticated",
             w_auth,
         ));
-        figures.push(fig(wordpress, "", "wordpress-login", "anonymous", w_anon));
-        figures.push(fig(mc, "", "startup-kubectl", "server_seconds", minecraft));
+        figures.push(fig_at(
+            image,
+            wordpress,
+            "wordpress-login",
+            "anonymous",
+            w_anon,
+        ));
+        figures.push(fig_at(
+            image,
+            mc,
+            "startup-kubectl",
+            "server_seconds",
+            minecraft,
+        ));
     }
     figures.push(fig("turing-cm3-1", "", "iperf", "throughput", 95.0));
     figures.push(fig("dramble-pi4-1", "", "iperf", "throughput", 936.0));
-    let (md, csv) = render("turing-pi-apps", "installed", &figures);
+    let (md, csv) = render("turing-pi-apps", "", &figures);
 
+    // A row per (cluster, image), named by both.
+    let row = |cluster: &str, app: &str, image: &str| {
+        let hw = if cluster == "turing" {
+            "Turing Pi"
+        } else {
+            "Dramble"
+        };
+        match app {
+            "" => format!("{hw}, {image}"),
+            app => format!("{hw}, {app}, {image}"),
+        }
+    };
     let drupal = table(&md, "Full System Benchmarks: Drupal");
-    assert_eq!(drupal.len(), 3, "{drupal:#?}");
-    for (row, auth, anon) in [
-        ("Turing Pi, Drupal", "6.650", "28.290"),
-        ("Dramble, Drupal", "14.120", "85.850"),
-    ] {
-        shows(cell(&drupal, row, "Drupal, authenticated (ab)"), auth);
-        shows(cell(&drupal, row, "Drupal, anonymous (wrk)"), anon);
-    }
+    assert_eq!(drupal.len(), 5, "{drupal:#?}");
     let wordpress = table(&md, "Full System Benchmarks: WordPress");
-    assert_eq!(wordpress.len(), 3, "{wordpress:#?}");
-    for (row, auth, anon) in [
-        ("Turing Pi, WordPress", "21.350", "25.530"),
-        ("Dramble, WordPress", "31.360", "40.360"),
-    ] {
-        shows(cell(&wordpress, row, "Wordpress, authenticated (ab)"), auth);
-        shows(cell(&wordpress, row, "Wordpress, anonymous (wrk)"), anon);
-    }
+    assert_eq!(wordpress.len(), 5, "{wordpress:#?}");
     let minecraft = table(&md, "Full System Benchmarks: Minecraft");
-    assert_eq!(minecraft.len(), 3, "{minecraft:#?}");
-    shows(
-        cell(&minecraft, "Turing Pi", "Minecraft, world initialization"),
-        "983.0",
-    );
-    shows(
-        cell(&minecraft, "Dramble", "Minecraft, world initialization"),
-        "407.0",
-    );
+    assert_eq!(minecraft.len(), 5, "{minecraft:#?}");
+    for (cluster, _, label, d_auth, d_anon, w_auth, w_anon, mc) in seed {
+        let r = row(cluster, "Drupal", label);
+        shows(
+            cell(&drupal, &r, "Drupal, authenticated (ab)"),
+            &format!("{d_auth:.3}"),
+        );
+        shows(
+            cell(&drupal, &r, "Drupal, anonymous (wrk)"),
+            &format!("{d_anon:.3}"),
+        );
+        let r = row(cluster, "WordPress", label);
+        shows(
+            cell(&wordpress, &r, "Wordpress, authenticated (ab)"),
+            &format!("{w_auth:.3}"),
+        );
+        shows(
+            cell(&wordpress, &r, "Wordpress, anonymous (wrk)"),
+            &format!("{w_anon:.3}"),
+        );
+        let r = row(cluster, "", label);
+        shows(
+            cell(&minecraft, &r, "Minecraft, world initialization"),
+            &format!("{mc:.1}"),
+        );
+    }
     let network = table(&md, "Network Benchmarks");
     assert_eq!(network.len(), 3, "{network:#?}");
-    shows(cell(&network, "Turing Pi node 1 (CM3+)", "Speed"), "95.00");
-    shows(cell(&network, "Dramble node 1 (Pi 4)", "Speed"), "936.0");
+    shows(cell(&network, &"Turing Pi node 1 (CM3+)", "Speed"), "95.00");
+    shows(cell(&network, &"Dramble node 1 (Pi 4)", "Speed"), "936.0");
     // Each figure is a column of results.csv too.
-    for figure in ["6.65", "85.85", "983", "936"] {
+    for figure in [
+        "6.65", "85.85", "12.71", "73.67", "39.51", "42.69", "983", "300", "936",
+    ] {
         assert!(csv.contains(figure), "{figure} not in results.csv:\n{csv}");
     }
 }

@@ -752,7 +752,48 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
         .iter()
         .filter(|c| c["address"]["test"] == "wordpress-login")
         .collect();
-    assert_eq!(login.len(), 2, "{login:?}");
+    // The Turing Pi on its installed HypriotOS; the Dramble flashed with each image.
+    let images: BTreeSet<(String, String)> = login
+        .iter()
+        .map(|c| {
+            let a = &c["address"];
+            (
+                a["board"].as_str().unwrap().into(),
+                a["image"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let want: BTreeSet<(String, String)> = [
+        ("turing-wordpress", "hypriotos-installed"),
+        ("dramble-wordpress", "hypriotos"),
+        ("dramble-wordpress", "raspios-32"),
+        ("dramble-wordpress", "raspios-64"),
+    ]
+    .into_iter()
+    .map(|(b, i)| (b.to_string(), i.to_string()))
+    .collect();
+    assert_eq!(images, want, "{login:?}");
+    // Each Dramble member is flashed by its own [flash] command; no Turing member is.
+    let flashes = |walk: &str| -> BTreeSet<String> {
+        let w = walks.iter().find(|w| w["board"] == walk).unwrap();
+        w["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["action"] == "flash-command")
+            .map(|s| {
+                format!(
+                    "{} {}",
+                    s["member"].as_str().unwrap(),
+                    s["image"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let dramble = flashes("dramble-wordpress");
+    assert_eq!(dramble.len(), 12, "{dramble:?}");
+    assert!(dramble.contains("dramble-pi4-4 raspios-64"), "{dramble:?}");
+    assert!(flashes("turing-wordpress").is_empty());
     let text = std::fs::read_to_string(root.join("scenarios/turing-pi-apps.toml")).unwrap();
     assert!(text.contains("metric = \"wordpress-login.authenticated\""));
     assert!(text.contains("metric = \"drupal-login.authenticated\""));
