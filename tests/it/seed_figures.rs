@@ -545,8 +545,8 @@ fn seed_1s_full_system_and_network_tables_show_the_seeds_figures() {
     }
     let network = table(&md, "Network Benchmarks");
     assert_eq!(network.len(), 3, "{network:#?}");
-    shows(cell(&network, &"Turing Pi node 1 (CM3+)", "Speed"), "95.00");
-    shows(cell(&network, &"Dramble node 1 (Pi 4)", "Speed"), "936.0");
+    shows(cell(&network, "Turing Pi node 1 (CM3+)", "Speed"), "95.00");
+    shows(cell(&network, "Dramble node 1 (Pi 4)", "Speed"), "936.0");
     // Each figure is a column of results.csv too.
     for figure in [
         "6.65", "85.85", "12.71", "73.67", "39.51", "42.69", "983", "300", "936",
