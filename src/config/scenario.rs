@@ -20,6 +20,7 @@ mod fits;
 mod matrix;
 mod method;
 mod params;
+mod planned;
 mod report;
 
 use compare::{compare, precision};
@@ -208,13 +209,21 @@ pub fn validate(
         precision,
     };
     cell_count(src, &raw.matrix, &scenario, known, diags)?;
+    let plan = crate::plan::expand_in(known.boards, known.recipes, &scenario);
+    let store_has_more = planned::store_has_more(&scenario, known);
+    if !store_has_more {
+        planned::nothing_to_measure(src, &raw.matrix, &plan, diags)?;
+    }
     let before = diags.len();
     let parts = fits::Raw {
         images: &raw.images,
         params: &raw.params,
         matrix: &raw.matrix,
     };
-    fits::check(src, parts, &scenario, known, diags);
+    fits::check(src, parts, &plan, known, diags);
+    if let Some(r) = raw.report.as_ref().filter(|_| !store_has_more) {
+        planned::compares(src, &r.compare, &scenario, &plan, diags);
+    }
     (diags.len() == before).then_some(scenario)
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::AxisFn;
+use super::pairing::Pairing;
 use crate::model::{Better, MetricSpec, Pool, Scenario, Workspace};
 use crate::plan::state;
 use crate::plan::{Address, Cell, CellKey, Plan};
@@ -252,9 +252,7 @@ pub(super) fn fill(r: &mut ComparisonRow, c: &Comparison, words: Words, per_side
     r.verdict_text = d.verdict;
 }
 
-/// Pairs every candidate cell with the baseline cell it is compared to: the only
-/// baseline when there is one, else the baseline that agrees on every axis neither
-/// pattern names (so "UASP vs no UASP" pairs the same board and image). With
+/// Every candidate cell against the baseline cell [`Pairing`] pairs it with. With
 /// `pool = "model"`, after a comparison's per-board rows come its pooled rows: the
 /// pairs on one board (baseline and candidate on the same board) grouped by the
 /// board's model and the other axes, one row per group of at least two boards, each
@@ -284,62 +282,18 @@ pub(super) fn comparisons_of(
             continue;
         };
         let spec = &spec;
-        let noise_band = c.noise_band.unwrap_or(scenario.precision.noise_band);
-        let confidence = scenario.method.confidence;
-        let cells: Vec<&Cell> = plan_cells
-            .iter()
-            .copied()
-            .filter(|x| x.address.test == c.test)
-            .collect();
-        let baselines: Vec<_> = cells
-            .iter()
-            .filter(|x| x.address.matches(&c.baseline))
-            .collect();
-        let named = |axis: fn(&crate::model::CellPattern) -> &Option<String>| {
-            axis(&c.baseline).is_some() || axis(&c.candidate).is_some()
-        };
         // A raw-device test's cells have no filesystem: a difference between
         // filesystems would be noise (config and the CLI refuse to ask for one).
-        if recipe.raw_device && named(|p| &p.filesystem) {
+        if recipe.raw_device
+            && (c.baseline.filesystem.is_some() || c.candidate.filesystem.is_some())
+        {
             continue;
         }
-        let free: Vec<AxisFn> = [
-            (
-                named(|p| &p.image),
-                (|a: &Address| a.image.to_string()) as AxisFn,
-            ),
-            (named(|p| &p.board), |a| a.board.to_string()),
-            (named(|p| &p.storage), |a| format!("{:?}", a.storage)),
-            (named(|p| &p.filesystem), |a| format!("{:?}", a.filesystem)),
-        ]
-        .into_iter()
-        .filter(|(n, _)| !n)
-        .map(|(_, f)| f)
-        .collect();
+        let noise_band = c.noise_band.unwrap_or(scenario.precision.noise_band);
+        let confidence = scenario.method.confidence;
         let metric = format!("{}.{}", c.test, c.metric);
-        // The baselines by their values of the free axes, so that pairing a candidate
-        // is one lookup rather than a scan of every baseline.
-        let free_key = |a: &Address| -> Vec<String> { free.iter().map(|f| f(a)).collect() };
-        let mut by_free: BTreeMap<Vec<String>, Vec<&Cell>> = BTreeMap::new();
-        for b in &baselines {
-            by_free.entry(free_key(&b.address)).or_default().push(b);
-        }
         let mut pairs = Vec::new();
-        for cand in cells
-            .iter()
-            .filter(|x| x.address.matches(&c.candidate) && !x.address.matches(&c.baseline))
-        {
-            let base = if baselines.len() == 1 {
-                Some(*baselines[0])
-            } else {
-                match by_free.get(&free_key(&cand.address)).map(Vec::as_slice) {
-                    Some([only]) => Some(*only),
-                    _ => None,
-                }
-            };
-            let Some(base) = base else {
-                continue;
-            };
+        for (base, cand) in Pairing::of(c, plan_cells).pairs() {
             let (b, x) = (
                 counted_values(base, spec, data),
                 counted_values(cand, spec, data),
@@ -353,7 +307,7 @@ pub(super) fn comparisons_of(
                 (confidence, noise_band),
                 c.percent,
             ));
-            pairs.push((base, *cand, b, x));
+            pairs.push((base, cand, b, x));
         }
         if c.pool == Some(Pool::Model) {
             rows.extend(pooled_rows(

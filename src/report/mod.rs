@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::model::{Axis, MetricSpec, Scenario, TestName, Workspace};
-use crate::plan::{Address, CellKey, Plan};
+use crate::plan::{CellKey, Plan};
 use crate::store::CellData;
 
 mod across;
@@ -28,6 +28,7 @@ mod lazy;
 mod lists;
 mod members;
 mod method;
+pub mod pairing;
 mod precision;
 mod provenance;
 mod rows;
@@ -276,9 +277,6 @@ impl Stat {
         }
     }
 }
-
-/// Comparisons name a configuration by its axes' values (`compare.rs`).
-type AxisFn = fn(&Address) -> String;
 
 /// What the user chose when the board changed under a cell's runs, one line each.
 pub(super) fn drift_notes(d: &CellData) -> Vec<String> {

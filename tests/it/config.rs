@@ -134,6 +134,7 @@ size = "32M"
 [[report.compare]]
 metric = "disk.random_read"
 baseline = { storage = "usb" }
+candidate = { board = "local*" }
 "#;
 
 const BASE: [(&str, &str); 5] = [

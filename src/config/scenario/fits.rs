@@ -11,7 +11,8 @@ use toml::Spanned;
 use super::Known;
 use crate::config::diag::Diagnostic;
 use crate::config::{Source, raw};
-use crate::model::{Board, Scenario, TmpfsSize};
+use crate::model::{Board, TmpfsSize};
+use crate::plan::Plan;
 use crate::storage::tmpfs::MAX_PERCENT;
 
 /// The parts of the scenario file the errors point into.
@@ -27,11 +28,10 @@ pub(super) struct Raw<'a> {
 pub(super) fn check(
     src: &Source,
     raw: Raw<'_>,
-    scenario: &Scenario,
+    plan: &Plan,
     known: &Known,
     diags: &mut Vec<Diagnostic>,
 ) {
-    let plan = crate::plan::expand_in(known.boards, known.recipes, scenario);
     let mut arch_seen = BTreeSet::new();
     let mut memory_seen = BTreeSet::new();
     for cell in &plan.cells {
