@@ -339,6 +339,9 @@ fn render_error(e: &Error) -> String {
     crate::shown::into_lines(text)
 }
 
+/// How many combinations that cannot apply `check` lists (`plan` lists them all).
+const CHECK_NOT_APPLICABLE: usize = 20;
+
 /// Loads the workspace the scenario files belong to.
 pub fn load(files: &[PathBuf], max_cells: u64) -> Result<Workspace> {
     let root = config::find_root(files);
@@ -373,13 +376,23 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Check { files, cells } => {
             let ws = load(&files, cells.max_cells)?;
             reports::check_templates(&ws)?;
-            let cells: usize = plans(&ws).iter().map(|(_, p)| p.cells.len()).sum();
+            let all = plans(&ws);
+            let cells: usize = all.iter().map(|(_, p)| p.cells.len()).sum();
+            let skipped: usize = all.iter().map(|(_, p)| p.skipped.len()).sum();
+            let cannot = match skipped {
+                0 => String::new(),
+                n => format!("; {n} combination(s) of the matrix cannot apply:"),
+            };
             println!(
-                "ok: {} scenario(s), {} board(s), {} test(s), {} cell(s)",
+                "ok: {} scenario(s), {} board(s), {} test(s), {} cell(s){cannot}",
                 ws.scenarios.len(),
                 ws.boards.len(),
                 ws.recipes.len(),
                 cells
+            );
+            print!(
+                "{}",
+                plan_view::not_applicable(&all, CHECK_NOT_APPLICABLE, "  not applicable: ")
             );
             Ok(())
         }

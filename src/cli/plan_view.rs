@@ -235,19 +235,36 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             );
         }
     }
-    for (_, plan) in &all_plans {
-        for s in &plan.skipped {
-            table.push_str(&format!(
-                "  {:<32}  {:<22}  {} [{}]\n",
-                "-",
-                "not applicable",
-                s.address.label(),
-                shown(&s.reason)
-            ));
-        }
-    }
+    table.push_str(&not_applicable(&all_plans, usize::MAX, &keyed_skip()));
     table.push_str(&summary(&v));
     Ok(table)
+}
+
+/// The combinations the matrix names that cannot apply, a line each (after `prefix`)
+/// with the plan's reason, at most `most` of them (then how many more): `plan` and
+/// `apply --dry-run` show them all, `check` a few.
+pub fn not_applicable(all_plans: &[(&Scenario, Plan)], most: usize, prefix: &str) -> String {
+    let skipped: Vec<&plan::Skipped> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
+    let mut out = String::new();
+    for s in skipped.iter().take(most) {
+        out.push_str(&format!(
+            "{prefix}{} [{}]\n",
+            s.address.label(),
+            shown(&s.reason)
+        ));
+    }
+    if skipped.len() > most {
+        out.push_str(&format!(
+            "  ... and {} more (`benchpipe plan` lists them all)\n",
+            skipped.len() - most
+        ));
+    }
+    out
+}
+
+/// `not_applicable`'s prefix where lines start with a cell key and a state.
+fn keyed_skip() -> String {
+    format!("  {:<32}  {:<22}  ", "-", "not applicable")
 }
 
 fn drift_line(table: &mut String, changes: &[plan::diff::Change], on: OnDrift, complete: bool) {
@@ -358,6 +375,8 @@ pub fn dry_run_text(ws: &Workspace, store: &Store, select: &Selection) -> Result
     let all_plans = known_plans(ws, store)?;
     let v = view(ws, &all_plans, store, select)?;
     let mut out = v.schedule.text();
+    // What will not run, and why: "nothing to run" must not be all it says.
+    out.push_str(&not_applicable(&all_plans, usize::MAX, &keyed_skip()));
     out.push_str(&summary(&v));
     Ok(out)
 }

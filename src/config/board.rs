@@ -48,6 +48,9 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         .power
         .as_ref()
         .and_then(|p| super::power::power(src, p, raw.flash.as_ref(), flash.as_ref(), &ctx, diags));
+    if raw.power.is_none() {
+        super::power::none_to_boot(src, raw.flash.as_ref(), flash.as_ref(), diags);
+    }
     let meter = raw
         .meter
         .as_ref()

@@ -61,6 +61,26 @@ pub(super) fn power(
     })
 }
 
+/// A board flashed with dd and no `[power]` at all: nothing would boot the image it
+/// wrote (a tpi board is powered through its BMC, and a flash command may reboot the
+/// board itself), and the walk would find out only after the flash.
+pub(super) fn none_to_boot(
+    src: &Source,
+    raw_flash: Option<&Spanned<raw::Flash>>,
+    flash: Option<&Flash>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if let (Some(Flash::Dd { .. }), Some(f)) = (flash, raw_flash) {
+        diags.push(
+            src.at_value(
+                f,
+                "this board is flashed with dd, but has no [power] table: nothing can switch it off and on to boot the image dd wrote",
+            )
+            .with_help("add [power] with `cycle`, or both `off` and `on` (a smart plug, a relay, a PoE switch), or flash with `method = \"command\"` that reboots the board itself"),
+        );
+    }
+}
+
 /// `via` names a board of the workspace or an SSH destination (`[user@]host[:port]`, a
 /// `~/.ssh/config` alias): one word, never an option.
 pub(super) fn via_is_valid(

@@ -210,8 +210,10 @@ pub fn validate(
     };
     cell_count(src, &raw.matrix, &scenario, known, diags)?;
     let plan = crate::plan::expand_in(known.boards, known.recipes, &scenario);
-    let store_has_more = planned::store_has_more(&scenario, known);
-    if !store_has_more {
+    // A broken board file selected has its own errors, and its cells are missing from
+    // the plan: a comparison or the matrix would only echo them.
+    let plan_is_partial = selected_broken || planned::store_has_more(&scenario, known);
+    if !plan_is_partial {
         planned::nothing_to_measure(src, &raw.matrix, &plan, diags)?;
     }
     let before = diags.len();
@@ -221,7 +223,7 @@ pub fn validate(
         matrix: &raw.matrix,
     };
     fits::check(src, parts, &plan, known, diags);
-    if let Some(r) = raw.report.as_ref().filter(|_| !store_has_more) {
+    if let Some(r) = raw.report.as_ref().filter(|_| !plan_is_partial) {
         planned::compares(src, &r.compare, &scenario, &plan, diags);
     }
     (diags.len() == before).then_some(scenario)

@@ -55,6 +55,9 @@ path = "/home/pi"
 name = "usb"
 role = "scratch"
 device = "/dev/sda"
+
+[power]
+cycle = "plug {{ host }} cycle"
 "#;
 
 const LOCAL: &str = r#"model = "The controller"
