@@ -182,12 +182,11 @@ pub fn report_across(
                 ));
             }
             for s in [a, b] {
-                if !s.is_dir() {
-                    return Err(Error::Usage(format!(
-                        "--compare: no store at {}",
-                        s.display()
-                    )));
-                }
+                super::existing_store(
+                    "--compare",
+                    s,
+                    "name two directories `apply --store` wrote",
+                )?;
             }
             let ws = load(files, max_cells)?;
             let (store_a, store_b) = (Store::open_read(a)?, Store::open_read(b)?);

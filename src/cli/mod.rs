@@ -45,6 +45,46 @@ pub struct StoreArg {
     pub store: PathBuf,
 }
 
+/// The store a read-only command (`report`, `compare`) reads. Named with `--store`, it
+/// must exist: a report of a mistyped path would read as "no measurements yet".
+#[derive(clap::Args, Debug)]
+pub struct ReadStoreArg {
+    /// The results store (default: results; a store named here must exist).
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+}
+
+impl ReadStoreArg {
+    /// The store's path: the default `results` (a workspace before its first apply has
+    /// none), or the one named, which must be a directory.
+    pub fn path(&self) -> Result<PathBuf> {
+        match &self.store {
+            None => Ok(PathBuf::from("results")),
+            Some(p) => existing_store(
+                "--store",
+                p,
+                "name the directory `apply --store` wrote, or leave --store out for `results`",
+            )
+            .map(|()| p.clone()),
+        }
+    }
+}
+
+/// A store the command line names must be there: an error (exit 2) naming the flag,
+/// then `hint`.
+fn existing_store(flag: &str, path: &std::path::Path, hint: &str) -> Result<()> {
+    let why = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => "not a directory".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory".to_string(),
+        Err(e) => e.to_string(),
+    };
+    Err(Error::Usage(format!(
+        "{flag}: no store at {} ({why}): {hint}",
+        crate::shown::one_line(&path.display().to_string())
+    )))
+}
+
 #[derive(clap::Args, Debug)]
 pub struct CellsArg {
     /// The most cells one scenario's matrix may expand to.
@@ -189,7 +229,7 @@ pub enum Command {
         #[arg(long, value_name = "of-baseline|of-mean")]
         percent: Option<String>,
         #[command(flatten)]
-        store: StoreArg,
+        store: ReadStoreArg,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -217,7 +257,7 @@ pub enum Command {
         #[arg(required_unless_present = "compare")]
         files: Vec<PathBuf>,
         #[command(flatten)]
-        store: StoreArg,
+        store: ReadStoreArg,
         /// Where reports go: one directory per scenario inside.
         #[arg(long, default_value = "reports", value_name = "DIR")]
         out: PathBuf,
@@ -524,7 +564,7 @@ pub fn run(cli: Cli) -> Result<()> {
             cells,
         } => compare::compare(
             &files,
-            &store.store,
+            &store.path()?,
             &compare::CompareArgs {
                 metric,
                 baseline,
@@ -592,7 +632,7 @@ pub fn run(cli: Cli) -> Result<()> {
             json,
             cells,
             ..
-        } => compare::report_across(&files, &sides, &store.store, json, cells.max_cells),
+        } => compare::report_across(&files, &sides, &store.path()?, json, cells.max_cells),
         Command::Report {
             files,
             store,
@@ -602,7 +642,7 @@ pub fn run(cli: Cli) -> Result<()> {
         } => {
             // The store first: a board it holds cells of needs no board file to be
             // reported (retired, renamed, a lab torn down).
-            let store = Store::open_read(&store.store)?;
+            let store = Store::open_read(store.path()?)?;
             let data = store.all()?;
             let ws = load_for_report(&files, cells.max_cells, &stored_names(&data))?;
             let written = write_reports_of(&ws, &store, &data, &out);

@@ -234,8 +234,6 @@ fn the_sbc_reports_name_fs_stack_local_and_keep_the_seeds_samba_table_on_smb_fs(
         &root,
         &[
             "report",
-            "--store",
-            "results",
             "--out",
             "reports",
             "scenarios/sbc-xz-fs.toml",
