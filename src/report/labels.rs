@@ -1,8 +1,9 @@
 //! What rows call a configuration: per axis value a label people know ("Raspberry Pi 4
 //! Model B", "Kingston A400 SSD, with UASP") rather than a file name. The scenario's
 //! `[report.labels]` come first; otherwise a board is its model and a storage its model,
-//! both as the cell's stored inputs have them (so a board file is not needed), and a
-//! label two different values share gets the value's name after it.
+//! both as the cell's stored inputs have them (so a board file is not needed). A label
+//! two different values share, the scenario's or a default, gets the value's name after
+//! it: two rows never look the same.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -58,12 +59,22 @@ fn stored_model(inputs: &CellInputs, axis: Axis) -> Option<String> {
     (!m.is_empty()).then(|| crate::shown::shown(m).into_owned())
 }
 
+/// A label as rows show it: with the value's name after it when other names share it
+/// (`Pi 4 (pi4-1)`), unless it is the name itself.
+pub fn kept_apart(label: &str, name: &str, sharing: &BTreeSet<&str>) -> String {
+    if sharing.len() > 1 && label != name {
+        format!("{label} ({name})")
+    } else {
+        label.to_string()
+    }
+}
+
 impl AxisLabels {
     pub fn new(labels: &Labels, views: &[View]) -> AxisLabels {
         let mut out: Labelled = BTreeMap::new();
         for axis in Axis::ALL {
-            // value identity -> (its name, the default label).
-            let mut defaults: BTreeMap<(&str, &str), (&str, String)> = BTreeMap::new();
+            // value identity -> (its name, its label: the scenario's, else the default).
+            let mut chosen: BTreeMap<(&str, &str), (&str, String)> = BTreeMap::new();
             // Cells come in report order, a board's together: most repeat the identity
             // before them, which the first one already settled.
             let mut last: Option<(&str, &str)> = None;
@@ -78,36 +89,34 @@ impl AxisLabels {
                 if last.replace((board, name)) == Some((board, name)) {
                     continue;
                 }
-                if get(&out, axis, board, name).is_some() {
-                    continue;
-                }
                 if name == "—" {
                     put(&mut out, axis, board, name, name.to_string());
                     continue;
                 }
-                if let Some(l) = labels.of(axis, name) {
-                    put(&mut out, axis, board, name, l.to_string());
+                if chosen.contains_key(&(board, name)) {
                     continue;
                 }
-                if defaults.contains_key(&(board, name)) {
-                    continue;
-                }
-                let default =
-                    stored_model(&v.cell.inputs, axis).unwrap_or_else(|| name.to_string());
-                defaults.insert((board, name), (name, default));
+                let label = match labels.of(axis, name) {
+                    Some(l) => l.to_string(),
+                    None => stored_model(&v.cell.inputs, axis).unwrap_or_else(|| name.to_string()),
+                };
+                chosen.insert((board, name), (name, label));
             }
-            // A default label that two different names share says which is which.
+            // A label two different names share, the scenario's ("pi4-*" = "Pi 4") or a
+            // default (two boards of one model), says which is which: rows never look
+            // the same.
             let mut names_of: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-            for (name, label) in defaults.values() {
+            for (name, label) in chosen.values() {
                 names_of.entry(label).or_default().insert(name);
             }
-            for ((board, id), (name, label)) in &defaults {
-                let text = if names_of[label.as_str()].len() > 1 && label != name {
-                    format!("{label} ({name})")
-                } else {
-                    label.clone()
-                };
-                put(&mut out, axis, board, id, text);
+            for ((board, id), (name, label)) in &chosen {
+                put(
+                    &mut out,
+                    axis,
+                    board,
+                    id,
+                    kept_apart(label, name, &names_of[label.as_str()]),
+                );
             }
         }
         AxisLabels { labels: out }

@@ -23,7 +23,7 @@ mod csv;
 mod export;
 mod format;
 mod json;
-mod labels;
+pub mod labels;
 mod lazy;
 mod lists;
 mod members;

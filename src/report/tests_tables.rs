@@ -140,6 +140,59 @@ fn rows_are_named_by_models_and_the_scenarios_labels() {
     );
 }
 
+/// A label the scenario gives several values (`"pi-*" = "Pi 4"`, or one equal to
+/// another board's model) never makes two rows look the same: each gets its name after
+/// the label, as a default label two boards share does; a label of one value stays.
+#[test]
+fn a_label_the_scenario_gives_several_values_keeps_their_rows_apart() {
+    let (ws, mut scenario, _) = usb_against_sd();
+    scenario
+        .report
+        .labels
+        .axes
+        .insert(Axis::Board, vec![("pi-*".into(), "Pi 4".into())]);
+    scenario
+        .report
+        .labels
+        .axes
+        .insert(Axis::Storage, vec![("usb".into(), "Kingston SSD".into())]);
+    let plan = expand(&ws, &scenario);
+    let data = measured(&plan, &[10.0, 10.5, 10.2]);
+    let r = build(&ws, &scenario, &plan, &data);
+    let rows: Vec<&str> = table(&r, "disk-4k")
+        .rows
+        .iter()
+        .map(|r| r.label.as_str())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "Pi 4 (pi-1), Samsung Evo+ 32GB, as-is",
+            "Pi 4 (pi-1), Kingston SSD, as-is",
+            "Pi 4 (pi-1), Kingston SSD, ext4",
+            "Pi 4 (pi-2), Samsung Evo+ 32GB, as-is",
+            "Pi 4 (pi-2), Kingston SSD, as-is",
+            "Pi 4 (pi-2), Kingston SSD, ext4",
+        ]
+    );
+    // One board labelled as the other's model: the two would look the same.
+    scenario
+        .report
+        .labels
+        .axes
+        .insert(Axis::Board, vec![("pi-2".into(), "Raspberry Pi 4".into())]);
+    let r = build(&ws, &scenario, &plan, &data);
+    let t = table(&r, "disk-4k");
+    assert_eq!(
+        t.rows[0].label,
+        "Raspberry Pi 4 (pi-1), Samsung Evo+ 32GB, as-is"
+    );
+    assert_eq!(
+        t.rows[3].label,
+        "Raspberry Pi 4 (pi-2), Samsung Evo+ 32GB, as-is"
+    );
+}
+
 /// The seed's disk table: boards as rows, storage as columns, one metric; a filesystem
 /// that varies within a board and storage splits the row rather than hiding a cell.
 #[test]

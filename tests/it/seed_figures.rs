@@ -3,7 +3,7 @@
 //! show each seed figure where the seed has it: its table, its row, in the seed's units,
 //! and the seed's percentages in the comparisons.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use benchpipe::store::{FORMAT, RunKind, Sample, Store};
@@ -268,14 +268,27 @@ fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
     let (md, _csv) = render("turing-pi-disk", "hypriotos", &figures);
 
     let disk = table(&md, "Disk Benchmarks");
+    // The seed's one "CM3+" is two nodes, one per medium: each is named, and no two
+    // rows look the same.
+    let labels: Vec<&str> = disk.iter().skip(1).map(|r| r[0].as_str()).collect();
+    let distinct: BTreeSet<&str> = labels.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        labels.len(),
+        "rows that look the same: {labels:#?}"
+    );
     for (row, read, write) in [
-        ("CM3+, 8 GB eMMC, HypriotOS", "8.990", "9.200"),
+        ("CM3+ node 1, 8 GB eMMC, HypriotOS", "8.990", "9.200"),
         (
-            "CM3+, microSD - Samsung Evo+ 32GB, HypriotOS",
+            "CM3+ node 2, microSD - Samsung Evo+ 32GB, HypriotOS",
             "6.970",
             "2.900",
         ),
-        ("CM3+, Kingston USB 2.0 SSD, HypriotOS", "8.870", "10.040"),
+        (
+            "CM3+ node 1, Kingston USB 2.0 SSD, HypriotOS",
+            "8.870",
+            "10.040",
+        ),
         (
             "Pi 4, microSD - Samsung Evo+ 32GB, HypriotOS",
             "11.810",
@@ -320,14 +333,14 @@ fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
             "UASP on the CM3+'s USB 2.0: hdparm, dd and iozone per case",
             [
                 (
-                    "CM3+, Kingston USB 2.0 SSD",
+                    "CM3+ node 1, Kingston USB 2.0 SSD",
                     "32.000",
                     "30.400",
                     "8.870",
                     "10.040",
                 ),
                 (
-                    "CM3+, Kingston USB 3.0 SSD w/ UASP",
+                    "CM3+ node 1, Kingston USB 3.0 SSD w/ UASP",
                     "31.790",
                     "31.700",
                     "7.480",

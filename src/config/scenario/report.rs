@@ -137,6 +137,9 @@ fn labels(
             }
             entries.push((glob.get_ref().clone(), label.get_ref().trim().to_string()));
         }
+        if !skip {
+            shared_labels(src, axis, table, &candidates, diags);
+        }
         if !entries.is_empty() {
             out.axes.insert(axis, entries);
         }
@@ -148,6 +151,64 @@ fn labels(
         }
     }
     out
+}
+
+/// A label the axis's globs give two values of the scenario ("pi4-*" = "Pi 4" over three
+/// boards): the report keeps their rows apart with each value's name after the label
+/// (`report::labels::kept_apart`), and check says so, at the first glob giving it.
+fn shared_labels(
+    src: &Source,
+    axis: Axis,
+    table: &BTreeMap<Spanned<String>, Spanned<String>>,
+    candidates: &[&str],
+    diags: &mut Vec<Diagnostic>,
+) {
+    const MOST: usize = 4;
+    let entries = in_file_order(table);
+    let values: BTreeSet<&str> = candidates.iter().copied().collect();
+    // label -> (the values it names, the first glob in the file giving it).
+    let mut by_label: BTreeMap<&str, (BTreeSet<&str>, &Spanned<String>)> = BTreeMap::new();
+    for v in values {
+        let Some((glob, label)) = entries
+            .iter()
+            .find(|(g, _)| names::glob_match(g.get_ref(), v))
+        else {
+            continue;
+        };
+        let e = by_label
+            .entry(label.get_ref().trim())
+            .or_insert((BTreeSet::new(), glob));
+        e.0.insert(v);
+        if glob.span().start < e.1.span().start {
+            e.1 = glob;
+        }
+    }
+    for (label, (values, glob)) in by_label {
+        if values.len() < 2 {
+            continue;
+        }
+        let mut shown: Vec<String> = values
+            .iter()
+            .take(MOST)
+            .map(|v| format!("`{}`", crate::report::labels::kept_apart(label, v, &values)))
+            .collect();
+        if values.len() > MOST {
+            shown.push(format!("and {} more", values.len() - MOST));
+        }
+        diags.push(
+            src.at_value(
+                glob,
+                format!(
+                    "{} label `{label}` is shared by {} values: rows would look the same, so the report keeps them apart as {}",
+                    axis.name(),
+                    values.len(),
+                    shown.join(", ")
+                ),
+            )
+            .with_help("give each value a label of its own, or keep the shared label and let the report add the names")
+            .as_warning(),
+        );
+    }
 }
 
 fn table(
