@@ -78,6 +78,8 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
     };
     let data = store.all()?;
     let mut rows = Vec::new();
+    // Why a scenario's cells pair nothing, said when no scenario's do.
+    let mut why = Vec::new();
     for (scenario, plan) in plans(&ws) {
         let recipe = ws
             .recipes
@@ -96,7 +98,7 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
             )));
         }
         let mut s = scenario.clone();
-        s.compare = vec![Compare {
+        let c = Compare {
             test: TestName::new(test),
             metric: metric_name.to_string(),
             baseline: baseline.clone(),
@@ -104,7 +106,12 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
             pool,
             noise_band,
             percent,
-        }];
+        };
+        let cells: Vec<&crate::plan::Cell> = plan.cells.iter().collect();
+        if let Some(w) = report::pairing::Pairing::of(&c, &cells).why_none(&c) {
+            why.push(w);
+        }
+        s.compare = vec![c];
         rows.extend(report::comparisons(&ws, &s, &plan, &data));
     }
     if args.json {
@@ -113,7 +120,11 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
         out.push('\n');
         print!("{}", crate::shown::json(out));
     } else if rows.is_empty() {
-        println!("no candidate cell pairs with a baseline cell");
+        let why = why.first().map(|w| format!(": {w}")).unwrap_or_default();
+        println!(
+            "no candidate cell pairs with a baseline cell{}",
+            crate::shown::shown(&why)
+        );
     } else {
         // Labels may hold what a store says (a board's model): each on one line.
         let shown = |t: &str| crate::shown::shown(t).into_owned();
