@@ -26,6 +26,7 @@ mod secrets;
 pub mod shell;
 mod sides;
 mod ssh;
+mod syntax;
 mod template;
 mod tmpfs;
 pub mod units;
@@ -391,21 +392,17 @@ impl Source {
         Diagnostic::whole_file(&self.shown, message)
     }
 
-    /// Deserializes the file. Reports every syntax error the parser recovers from, and
-    /// every unknown key (each is dropped and deserialization retried), so that one run
-    /// shows all of them. When only unknown keys were wrong, the rest of the file is
-    /// still returned, so that its other mistakes are found too; any other error ends
-    /// the file's checks.
+    /// Deserializes the file. A syntax error is told alone (the first; what the parser
+    /// finds after it are its echoes) and ends the file's checks. Otherwise every
+    /// unknown key is reported (each is dropped and deserialization retried), so that
+    /// one run shows all of them. When only unknown keys were wrong, the rest of the
+    /// file is still returned, so that its other mistakes are found too; any other
+    /// error ends the file's checks.
     fn parse<T: DeserializeOwned>(&self) -> (Option<T>, Vec<Diagnostic>) {
         const MAX_ERRORS: usize = 20;
         let (mut doc, syntax) = DeTable::parse_recoverable(&self.text);
-        if !syntax.is_empty() {
-            let diags = syntax
-                .iter()
-                .take(MAX_ERRORS)
-                .map(|e| self.toml_error(e))
-                .collect();
-            return (None, diags);
+        if let Some((span, message)) = syntax::first(&self.text, &syntax) {
+            return (None, vec![self.at(span, message)]);
         }
         doc.get_mut().make_owned();
         let mut diags = Vec::new();
