@@ -822,6 +822,45 @@ fn a_syntax_error_is_told_alone_at_the_bracket_left_open() {
 }
 
 #[test]
+fn a_board_or_recipe_given_as_a_scenario_is_named_as_such() {
+    let dir = TempDir::new();
+    for (path, text) in BASE {
+        dir.write(path, text);
+    }
+    let check = |file: &str| {
+        config::load(&dir.0, &[dir.0.join(file)])
+            .expect_err(file)
+            .to_string()
+    };
+    // It gave one "unknown key" error per top-level key, with no hint.
+    let err = check("boards/pi.toml");
+    assert!(
+        err.contains(
+            "this is a board file (it has [ssh], [[storage]] and `model`), not a scenario"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("unknown key"), "{err}");
+    assert!(err.ends_with("1 error in input files"), "{err}");
+    let err = check("pipeline/xz.toml");
+    assert!(err.contains("this is a recipe (it has [run]"), "{err}");
+    assert!(!err.contains("unknown key"), "{err}");
+    // The reverse: a scenario left in pipeline/ fails as what it is.
+    dir.write("pipeline/study.toml", SCENARIO);
+    let err = check("scenarios/s.toml");
+    assert!(
+        err.contains("pipeline/study.toml: this is a scenario (it has `title`, [matrix] and [images]), not a recipe"),
+        "{err}"
+    );
+    assert!(!err.contains("unknown key"), "{err}");
+    // A scenario with a misspelt key of its own is still a scenario.
+    std::fs::remove_file(dir.0.join("pipeline/study.toml")).unwrap();
+    dir.write("scenarios/s.toml", SCENARIO.replace("[method]", "[metod]"));
+    let err = check("scenarios/s.toml");
+    assert!(err.contains("unknown key `metod`"), "{err}");
+}
+
+#[test]
 fn missing_directories_and_files_are_clear_errors() {
     let dir = TempDir::new();
     let err = config::load(&dir.0, &[dir.0.join("scenarios/nope.toml")]).expect_err("empty");
