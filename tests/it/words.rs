@@ -1,15 +1,18 @@
 //! Integration tests: errors in words (issue 39). What `boards check` says, run as the
 //! real binary: a transport error as what happened, its likely cause and what to try,
-//! never libssh2's raw `[Session(-43)] Failed getting banner`.
+//! never libssh2's raw `[Session(-43)] Failed getting banner`; and what apply will do for
+//! a missing tool, from the same decision provisioning takes.
 
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use crate::cannot_run;
 
 /// A workspace under the system temp dir, removed on drop.
 struct Ws(PathBuf);
@@ -148,4 +151,89 @@ fn boards_check_says_in_words_why_a_board_closed_before_its_ssh_banner() {
         !said.contains("[Session(") && !said.contains("Failed getting banner"),
         "{said}"
     );
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A recipe needing `command`, from `needs` (a `[needs]` table's lines).
+fn recipe(command: &str, needs: &str) -> String {
+    format!(
+        "description = \"needs {command}\"\n[needs]\ncommands = [\"{command}\"]\n{needs}\n\
+         [run]\non = \"board\"\ncommand = \"{command}\"\nparse = \"time\"\n\
+         [metrics]\nreal = {{ from = \"real\", unit = \"s\", better = \"lower\" }}\n"
+    )
+}
+
+/// `boards check` said of every missing tool "apply installs them with apt-get", also of
+/// iozone on a Debian board, whose iozone3 is outside main: apply reads it from non-free
+/// through private lists. It now says, per tool, what provisioning's own decision is:
+/// the same `route` apply takes. The board is this machine (root, apt), asked only
+/// read-only questions; the tools are names no system has.
+#[test]
+fn boards_check_says_what_apply_does_for_each_missing_tool() {
+    let os = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let apt = Command::new("sh")
+        .args(["-c", "command -v apt-cache && apt-cache show xz-utils"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // SAFETY: geteuid has no preconditions.
+    if !apt || unsafe { libc::geteuid() } != 0 {
+        return cannot_run(
+            "words::boards_check_says_what_apply_does_for_each_missing_tool",
+            "the controller stands for a Debian board: it needs apt with xz-utils listed, and root",
+        );
+    }
+    let ws = Ws::new("routes");
+    ws.write(
+        "boards/here.toml",
+        &std::fs::read_to_string(repo().join("boards/localhost.toml")).unwrap(),
+    );
+    ws.write(
+        "pipeline/outside-main.toml",
+        &recipe(
+            "bp-words-absent-1",
+            "apt = [\"bp-words-absent-package\"]\napt_non_free = [\"bp-words-absent-package\"]",
+        ),
+    );
+    ws.write(
+        "pipeline/in-main.toml",
+        &recipe("bp-words-absent-2", "apt = [\"xz-utils\"]"),
+    );
+    ws.write(
+        "pipeline/alpine-only.toml",
+        &recipe("bp-words-absent-3", "apk = [\"bp-words-absent-package\"]"),
+    );
+    let out = ws.bp(&["boards", "check", "here"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "bp-words-absent-1 (outside-main): apply installs bp-words-absent-package from "
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("which the board's apt sources lack: read from its own mirror through private lists, /etc/apt left as it is"),
+        "{said}"
+    );
+    let component = if os.contains("ubuntu") {
+        "multiverse"
+    } else {
+        "non-free"
+    };
+    assert!(
+        said.contains(&format!("bp-words-absent-package from {component},")),
+        "{said}"
+    );
+    assert!(
+        said.contains("bp-words-absent-2 (in-main): apply runs `apt-get install xz-utils`"),
+        "{said}"
+    );
+    assert!(
+        said.contains("bp-words-absent-3 (alpine-only): the recipe names no apt package for it: apply skips its cells"),
+        "{said}"
+    );
+    assert!(!said.contains("installs them with apt-get"), "{said}");
 }
