@@ -2,13 +2,14 @@
 //! is run there: reachable, host key known, login works, root or sudo, free space in
 //! the workdir, the recipes' tools present, and whether throttling can be read.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::apply::Connector;
 use crate::apply::facts::read_temperature;
 use crate::apply::provision::missing_commands;
-use crate::model::{Board, Recipe, Side};
+use crate::apply::route::{self, Route};
+use crate::model::{Board, Recipe, Side, TestName};
 use crate::transport::{Transport, TransportError, quote};
 
 /// Below this much free space in the workdir's filesystem a board fails the check: the
@@ -111,24 +112,27 @@ pub fn check(board: &Board, recipes: &[&Recipe], connector: &dyn Connector) -> B
                 .push(format!("cannot tell the free space for {}", board.workdir));
         }
     }
-    let commands: BTreeSet<&str> = recipes
+    // What a board needs is what provisioning installs there: the board's side and
+    // its members' (a board is the only member of itself).
+    let needs: Vec<_> = recipes
         .iter()
-        .filter_map(|r| r.needs.get(&Side::Board))
+        .filter_map(|r| route::merged(r, &[Side::Board, Side::Members]))
+        .collect();
+    let commands: BTreeSet<&str> = needs
+        .iter()
         .flat_map(|n| n.commands.iter().map(String::as_str))
         .collect();
-    match missing_commands(t.as_mut(), &commands) {
-        Ok(missing) if missing.is_empty() => c
+    let routes = missing_commands(t.as_mut(), &commands).and_then(|missing| {
+        let missing: BTreeSet<String> = missing.into_iter().collect();
+        route::for_preflight(t.as_mut(), recipes, &missing, root).map(|r| (missing, r))
+    });
+    match routes {
+        Ok((missing, _)) if missing.is_empty() => c
             .findings
             .push(format!("tools: all {} present", commands.len())),
-        Ok(missing) => c.findings.push(format!(
-            "tools missing: {} ({})",
-            missing.join(", "),
-            if root {
-                "apply installs them with apt-get"
-            } else {
-                "apply cannot install them without root"
-            }
-        )),
+        Ok((_, routes)) => c
+            .findings
+            .push(format!("tools missing: {}", said_per_route(&routes))),
         Err(e) => {
             c.ok = false;
             c.findings.push(format!("cannot look for tools: {e}"));
@@ -146,6 +150,26 @@ pub fn check(board: &Board, recipes: &[&Recipe], connector: &dyn Connector) -> B
         (false, None) => "throttling and temperature: not readable".to_string(),
     });
     c
+}
+
+/// `iozone (iozone, iozone-1m): apply installs iozone3 from non-free ...; xz (xz):
+/// apply runs `apt-get install xz-utils``: the commands and tests that share a route,
+/// once.
+fn said_per_route(routes: &[(TestName, Vec<String>, Route)]) -> String {
+    let mut by_said: BTreeMap<String, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
+    for (test, commands, r) in routes {
+        let e = by_said.entry(r.said()).or_default();
+        e.0.extend(commands.iter().map(String::as_str));
+        e.1.insert(test.as_str());
+    }
+    by_said
+        .into_iter()
+        .map(|(said, (commands, tests))| {
+            let list = |s: BTreeSet<&str>| s.into_iter().collect::<Vec<_>>().join(", ");
+            format!("{} ({}): {said}", list(commands), list(tests))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Free MiB of the filesystem holding `dir`, or its nearest existing parent.

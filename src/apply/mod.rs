@@ -30,6 +30,7 @@ mod power;
 pub(crate) mod provision;
 mod quiet_install;
 mod resources;
+pub(crate) mod route;
 mod runs;
 mod secrets;
 mod services;

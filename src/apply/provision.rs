@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::Job;
+use super::route::{Route, merged, os_name, os_release, route};
 use super::worker::Worker;
 use crate::failure::CellFailure;
 use crate::model::{Needs, PackageManager, Recipe, Side, TestName};
@@ -184,7 +185,7 @@ fn available_test(m: PackageManager) -> &'static str {
 }
 
 /// The packages of `packages` the manager's lists lack.
-fn unavailable(
+pub(super) fn unavailable(
     t: &mut dyn Transport,
     m: PackageManager,
     packages: &[&str],
@@ -198,25 +199,10 @@ fn unavailable(
     Ok(out.stdout_str().lines().map(str::to_string).collect())
 }
 
-/// The side's os-release fields (none when it has no os-release).
-fn os_release(t: &mut dyn Transport) -> Result<BTreeMap<String, String>, TransportError> {
-    let out = t.run(
-        "cat /etc/os-release 2>/dev/null || cat /usr/lib/os-release 2>/dev/null",
-        Some(Duration::from_secs(30)),
-    )?;
-    Ok(crate::image::expect::parse_os_release(&out.stdout_str()))
-}
-
 /// The side's package manager, from its os-release; `Err` holds what the side runs.
 pub(super) fn manager_of(t: &mut dyn Transport) -> Result<PackageManager, String> {
     let fields = os_release(t).map_err(|e| e.to_string())?;
-    PackageManager::for_os_release(&fields).ok_or_else(|| {
-        fields
-            .get("PRETTY_NAME")
-            .or(fields.get("ID"))
-            .cloned()
-            .unwrap_or_else(|| "a system without /etc/os-release".into())
-    })
+    PackageManager::for_os_release(&fields).ok_or_else(|| os_name(&fields))
 }
 
 /// What the recipes need on the controller, installed; a recipe it cannot serve joins
@@ -290,17 +276,24 @@ pub(super) fn provision<'r>(
             reason: format!("{} {verb} not installed on {side}{why}", m.join(", ")),
         }
     };
-    let (lacking, no_package): (Vec<_>, Vec<_>) =
-        lacking.into_iter().partition(|(_, n, _)| n.has_packages());
+    // Each recipe's way to its commands is `route`'s, the one `boards check` reports:
+    // first what needs no question to the side (no package named), then the manager
+    // and root, then the manager's lists.
+    let no_question = |n: &Needs| route(n, Err(""), false, &BTreeSet::new(), "");
+    let (lacking, no_package): (Vec<_>, Vec<_>) = lacking
+        .into_iter()
+        .partition(|(_, n, _)| !matches!(no_question(n), Route::NoPackage { .. }));
     for (name, _, m) in no_package {
         unserved.insert(name.clone(), not_installed(&m, ""));
     }
     if lacking.is_empty() {
         return Ok(unserved);
     }
-    let manager = match manager_of(t) {
-        Ok(m) => m,
-        Err(os) => {
+    let fields = os_release(t)?;
+    let manager = match PackageManager::for_os_release(&fields) {
+        Some(m) => m,
+        None => {
+            let os = os_name(&fields);
             for (name, _, m) in lacking {
                 unserved.insert(
                     name.clone(),
@@ -314,6 +307,7 @@ pub(super) fn provision<'r>(
             return Ok(unserved);
         }
     };
+    let component = super::non_free::component(&fields);
     let is_root = t
         .run("id -u", Some(Duration::from_secs(30)))
         .map(|o| o.stdout_str().trim() == "0")
@@ -327,21 +321,23 @@ pub(super) fn provision<'r>(
             manager: Some(manager),
         };
     // Without root, or with no package named for this manager, nothing can help.
-    let mut wanted: Vec<(&TestName, &[String])> = Vec::new();
+    let mut wanted: Vec<(&TestName, &Needs, &[String])> = Vec::new();
     for (name, n, m) in &lacking {
         let packages = n.packages_for(manager);
-        if packages.is_empty() {
-            let why = format!(" (the recipe names no {} package for it)", manager.name());
-            unserved.insert((*name).clone(), not_installed(m, &why));
-        } else if !is_root {
-            unserved.insert((*name).clone(), lacks(m.clone(), packages, false));
-        } else {
-            wanted.push((name, packages));
+        match route(n, Ok(manager), is_root, &BTreeSet::new(), component) {
+            Route::NoPackage { .. } => {
+                let why = format!(" (the recipe names no {} package for it)", manager.name());
+                unserved.insert((*name).clone(), not_installed(m, &why));
+            }
+            Route::NotRoot { .. } => {
+                unserved.insert((*name).clone(), lacks(m.clone(), packages, false));
+            }
+            _ => wanted.push((name, n, packages)),
         }
     }
     let all: BTreeSet<&str> = wanted
         .iter()
-        .flat_map(|(_, p)| p.iter().map(String::as_str))
+        .flat_map(|(_, _, p)| p.iter().map(String::as_str))
         .collect();
     if all.is_empty() {
         return Ok(unserved);
@@ -359,30 +355,25 @@ pub(super) fn provision<'r>(
     // Recipes whose only absent packages are ones they say live outside main: read
     // from the side's mirrors with that component (`non_free`).
     let mut from_non_free: Vec<(&TestName, &[String])> = Vec::new();
-    for (name, packages) in wanted {
-        let absent: Vec<String> = packages
-            .iter()
-            .filter(|p| gone.contains(*p))
-            .cloned()
-            .collect();
-        let non_free = needs
-            .iter()
-            .find(|(r, _)| *r == name)
-            .map_or(&[][..], |(_, n)| n.apt_non_free.as_slice());
-        if absent.is_empty() {
-            installable.extend(packages.iter().map(String::as_str));
-            to_install.push((name, packages));
-        } else if manager == PackageManager::Apt && absent.iter().all(|p| non_free.contains(p)) {
-            from_non_free.push((name, packages));
-        } else {
-            unserved.insert(
-                name.clone(),
-                CellFailure::PackageUnavailable {
-                    side: side.to_string(),
-                    manager,
-                    packages: absent,
-                },
-            );
+    for (name, n, packages) in wanted {
+        match route(n, Ok(manager), true, &gone, component) {
+            Route::NonFree { .. } => from_non_free.push((name, packages)),
+            Route::Unavailable {
+                packages: absent, ..
+            } => {
+                unserved.insert(
+                    name.clone(),
+                    CellFailure::PackageUnavailable {
+                        side: side.to_string(),
+                        manager,
+                        packages: absent,
+                    },
+                );
+            }
+            _ => {
+                installable.extend(packages.iter().map(String::as_str));
+                to_install.push((name, packages));
+            }
         }
     }
     if installable.is_empty() && from_non_free.is_empty() {
@@ -422,7 +413,6 @@ pub(super) fn provision<'r>(
             .flat_map(|(_, p)| p.iter().map(String::as_str))
             .collect();
         let packages: Vec<&str> = packages.into_iter().collect();
-        let component = super::non_free::component(&os_release(t)?);
         let out = t.run(
             &super::non_free::install_script(component, &packages),
             Some(Duration::from_secs(1800)),
@@ -491,33 +481,6 @@ fn record(
             recovered_disabled: r.recovered_disabled,
         },
     ));
-}
-
-/// What a recipe needs on these sides together; `None` when it names nothing there.
-fn merged(r: &Recipe, on: &[Side]) -> Option<Needs> {
-    let mut out: Option<Needs> = None;
-    for n in on.iter().filter_map(|s| r.needs.get(s)) {
-        let o = out.get_or_insert_with(Needs::default);
-        for p in &n.apt_non_free {
-            if !o.apt_non_free.contains(p) {
-                o.apt_non_free.push(p.clone());
-            }
-        }
-        for (m, p) in &n.packages {
-            let list = o.packages.entry(*m).or_default();
-            for x in p {
-                if !list.contains(x) {
-                    list.push(x.clone());
-                }
-            }
-        }
-        for c in &n.commands {
-            if !o.commands.contains(c) {
-                o.commands.push(c.clone());
-            }
-        }
-    }
-    out
 }
 
 /// The installed version of each of `packages` (those not installed are left out), as

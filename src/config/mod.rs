@@ -10,6 +10,7 @@ mod boot;
 pub mod diag;
 mod firstboot;
 mod image;
+mod kind;
 mod members;
 mod metrics;
 pub use members::{PEER_DIR, PEER_HOST};
@@ -26,6 +27,7 @@ mod secrets;
 pub mod shell;
 mod sides;
 mod ssh;
+mod syntax;
 mod template;
 mod tmpfs;
 pub mod units;
@@ -164,7 +166,7 @@ fn load_with(
             continue;
         }
         seen_names.insert(src.stem.clone(), src.shown.clone());
-        let (parsed, errors) = src.parse::<raw::Scenario>();
+        let (parsed, errors) = src.parse::<raw::Scenario>(kind::Kind::Scenario);
         diags.extend(errors);
         let Some(parsed) = parsed else { continue };
         if let Some(s) = scenario::validate(&src, parsed, &known, &mut diags) {
@@ -243,7 +245,7 @@ struct Gathered<K, V> {
 
 fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
     gather(root, "boards", "board", |src, diags| {
-        let (raw, errors) = src.parse::<raw::Board>();
+        let (raw, errors) = src.parse::<raw::Board>(kind::Kind::Board);
         diags.extend(errors);
         board::validate(src, raw?, diags)
     })
@@ -251,7 +253,7 @@ fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
 
 fn gather_recipes(root: &Path) -> Gathered<TestName, Recipe> {
     gather(root, "pipeline", "recipe", |src, diags| {
-        let (raw, errors) = src.parse::<raw::Recipe>();
+        let (raw, errors) = src.parse::<raw::Recipe>(kind::Kind::Recipe);
         diags.extend(errors);
         recipe::validate(src, raw?, diags)
     })
@@ -391,21 +393,23 @@ impl Source {
         Diagnostic::whole_file(&self.shown, message)
     }
 
-    /// Deserializes the file. Reports every syntax error the parser recovers from, and
-    /// every unknown key (each is dropped and deserialization retried), so that one run
-    /// shows all of them. When only unknown keys were wrong, the rest of the file is
-    /// still returned, so that its other mistakes are found too; any other error ends
-    /// the file's checks.
-    fn parse<T: DeserializeOwned>(&self) -> (Option<T>, Vec<Diagnostic>) {
+    /// Deserializes the file. A syntax error is told alone (the first; what the parser
+    /// finds after it are its echoes) and ends the file's checks. Otherwise every
+    /// unknown key is reported (each is dropped and deserialization retried), so that
+    /// one run shows all of them. When only unknown keys were wrong, the rest of the
+    /// file is still returned, so that its other mistakes are found too; any other
+    /// error ends the file's checks.
+    ///
+    /// A file whose keys say it is another kind than `expected` (a board file given as a
+    /// scenario) is one error saying so.
+    fn parse<T: DeserializeOwned>(&self, expected: kind::Kind) -> (Option<T>, Vec<Diagnostic>) {
         const MAX_ERRORS: usize = 20;
         let (mut doc, syntax) = DeTable::parse_recoverable(&self.text);
-        if !syntax.is_empty() {
-            let diags = syntax
-                .iter()
-                .take(MAX_ERRORS)
-                .map(|e| self.toml_error(e))
-                .collect();
-            return (None, diags);
+        if let Some((span, message)) = syntax::first(&self.text, &syntax) {
+            return (None, vec![self.at(span, message)]);
+        }
+        if let Some(d) = kind::misplaced(self, doc.get_ref(), expected) {
+            return (None, vec![d]);
         }
         doc.get_mut().make_owned();
         let mut diags = Vec::new();

@@ -22,6 +22,7 @@ mod sudo;
 mod tests;
 mod transfer;
 mod trust;
+pub mod words;
 mod wrapper;
 
 pub use trust::{Accept, Trusted, scan_host_key, trust, trust_with};

@@ -100,8 +100,18 @@ marker="$w"/{marker}
 me=$(id -u) || exit 1
 refuse() {{ echo "$*" >&2; exit 3; }}
 phys() {{ (cd -P -- "$1" 2>/dev/null && pwd -P); }}
-# ls -ldn: mode, links, owner uid. $1 a path; the mode of what it names itself.
-meta() {{ set -- $(ls -ldn -- "$1" 2>/dev/null); bp_m=$1; bp_u=$3; }}
+# ls -ldn: mode, links, owner uid. $1 a path; the mode of what it names itself. A
+# directory this user cannot enter (a run as root made it 0700) is said as that, with
+# its owner and mode as its parent shows them, never as an empty owner.
+meta() {{
+  bp_l=$(LC_ALL=C ls -ldn -- "$1" 2>&1) || cannot_enter "${{1%/.}}" "${{bp_l##*: }}"
+  set -- $bp_l; bp_m=$1; bp_u=$3
+}}
+cannot_enter() {{
+  set -- "$1" "$2" $(LC_ALL=C ls -ldn -- "$1" 2>/dev/null)
+  [ -n "${{5:-}}" ] || refuse "cannot look into $1 as uid $me: $2"
+  refuse "cannot look into $1 as uid $me ($2): it is uid $5's, mode $3, as a run of benchpipe as uid $5 leaves it; run benchpipe as uid $5 (on a board: become = \"sudo\" when that is root), or set another workdir in the board file"
+}}
 writable_by_others() {{
   case $bp_m in ?????w*|????????w*) return 0 ;; esac
   return 1
@@ -126,7 +136,7 @@ for c in {parts}; do
     [ "$bp_u" = 0 ] || [ "$bp_u" = "$me" ] || refuse "$p is a symbolic link owned by uid $bp_u, not by root or uid $me"
     [ -z "$last" ] || refuse "$p is a symbolic link; name the directory itself"
   elif [ ! -e "$p" ]; then
-    mkdir -m 700 -- "$p" || refuse "cannot create $p"
+    bp_l=$(LC_ALL=C mkdir -m 700 -- "$p" 2>&1) || refuse "cannot create $p as uid $me: ${{bp_l##*: }}"
   fi
   [ -d "$p" ] || refuse "$p is not a directory"
   meta "$p/."

@@ -784,17 +784,84 @@ fn every_unknown_key_in_one_file_is_reported() {
 }
 
 #[test]
-fn several_syntax_errors_in_one_file_are_reported() {
+fn a_syntax_error_is_told_alone_at_the_bracket_left_open() {
+    // One missing `]` made the parser's recovery report 20 errors on the lines after it.
+    let err = load_with(
+        "scenarios/s.toml",
+        "test = [\"xz\", \"disk\"]",
+        "test = [\"xz\", \"disk\"",
+    )
+    .expect_err("a missing `]`");
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    assert!(err.ends_with("1 error in input files"), "{err}");
+    assert!(
+        err.contains("this array is never closed: a `]` is missing"),
+        "{err}"
+    );
+    let line = SCENARIO
+        .lines()
+        .position(|l| l.starts_with("test = ["))
+        .expect("the matrix's test line")
+        + 1;
+    assert!(err.contains(&format!("scenarios/s.toml:{line}:8")), "{err}");
+    // In a board file the scenario uses: that file's one error, and no echo of it
+    // elsewhere (no unknown board, storage or test).
+    let err = load_with(
+        "boards/pi.toml",
+        "arch = \"aarch64\"",
+        "arch = [\"aarch64\"",
+    )
+    .expect_err("a missing `]` in a board");
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    assert!(err.contains("boards/pi.toml:2:8"), "{err}");
+    // Two mistakes in one file: the first is told, and the file's checks end there.
     let err = load_with(
         "boards/pi.toml",
         "arch = \"aarch64\"",
         "arch = aarch64\nmemory = 4 GiB",
     )
     .expect_err("two syntax errors");
+    assert!(err.contains("boards/pi.toml:2:8"), "{err}");
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+}
+
+#[test]
+fn a_board_or_recipe_given_as_a_scenario_is_named_as_such() {
+    let dir = TempDir::new();
+    for (path, text) in BASE {
+        dir.write(path, text);
+    }
+    let check = |file: &str| {
+        config::load(&dir.0, &[dir.0.join(file)])
+            .expect_err(file)
+            .to_string()
+    };
+    // It gave one "unknown key" error per top-level key, with no hint.
+    let err = check("boards/pi.toml");
     assert!(
-        err.contains("boards/pi.toml:2:") && err.contains("boards/pi.toml:3:"),
+        err.contains(
+            "this is a board file (it has [ssh], [[storage]] and `model`), not a scenario"
+        ),
         "{err}"
     );
+    assert!(!err.contains("unknown key"), "{err}");
+    assert!(err.ends_with("1 error in input files"), "{err}");
+    let err = check("pipeline/xz.toml");
+    assert!(err.contains("this is a recipe (it has [run]"), "{err}");
+    assert!(!err.contains("unknown key"), "{err}");
+    // The reverse: a scenario left in pipeline/ fails as what it is.
+    dir.write("pipeline/study.toml", SCENARIO);
+    let err = check("scenarios/s.toml");
+    assert!(
+        err.contains("pipeline/study.toml: this is a scenario (it has `title`, [matrix] and [images]), not a recipe"),
+        "{err}"
+    );
+    assert!(!err.contains("unknown key"), "{err}");
+    // A scenario with a misspelt key of its own is still a scenario.
+    std::fs::remove_file(dir.0.join("pipeline/study.toml")).unwrap();
+    dir.write("scenarios/s.toml", SCENARIO.replace("[method]", "[metod]"));
+    let err = check("scenarios/s.toml");
+    assert!(err.contains("unknown key `metod`"), "{err}");
 }
 
 #[test]

@@ -52,6 +52,7 @@ mod uas;
 mod webapp;
 mod webapp_login;
 mod webapp_network;
+mod words;
 mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`

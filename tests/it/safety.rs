@@ -215,6 +215,86 @@ fn a_planted_symlink_or_foreign_owned_parent_is_refused() {
     }
 }
 
+/// A run as root leaves the shared workdir parent (`/var/tmp/benchpipe`) 0700 and
+/// root's; a user's run after it then said "... is owned by uid , not by root" (`ls`
+/// could not look in, and its empty answer was taken for the owner). The real binary,
+/// run as another user, now says permission denied, whose directory it is and what to do.
+#[test]
+fn a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return cannot_run(
+            "safety::a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is",
+            "running the binary as another user needs root (setuid)",
+        );
+    }
+    let d = Dir::new("user-after-root");
+    let vartmp = d.0.join("vartmp");
+    std::fs::create_dir(&vartmp).unwrap();
+    std::fs::set_permissions(&vartmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    // What a root run's claim leaves: both levels root's, mode 0700.
+    let shared = vartmp.join("benchpipe");
+    let work = shared.join("here");
+    workdir::claim(&mut Local::new(), s(&work)).unwrap();
+    let ws = d.0.join("ws");
+    let write = |rel: &str, text: &str| {
+        let path = ws.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "boards/here.toml",
+        &format!(
+            "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
+             [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
+            w = work.display()
+        ),
+    );
+    write(
+        "pipeline/xz.toml",
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/xz.toml"))
+            .unwrap(),
+    );
+    write(
+        "scenarios/s.toml",
+        "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+         board = [\"here\"]\nstorage = [\"scratch\"]\nfilesystem = [\"as-is\"]\ntest = [\"xz\"]\n\
+         [method]\ncooldown = \"0s\"\nruns = { min = 1, max = 1 }\n[params.xz]\ncorpus_mib = 1\n",
+    );
+    let o = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let o = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["apply", "scenarios/s.toml"])
+        .current_dir(&ws)
+        .env("HOME", &ws)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!o.status.success(), "{out}");
+    let said = format!(
+        "cannot look into {} as uid {NOBODY} (Permission denied): it is uid 0's, mode drwx------",
+        shared.display()
+    );
+    assert!(out.contains(&said), "{out}");
+    assert!(
+        out.contains("set another workdir in the board file"),
+        "{out}"
+    );
+    assert!(!out.contains("owned by uid ,"), "{out}");
+    // The user's run changed nothing of root's.
+    assert!(work.join(workdir::MARKER).is_file());
+}
+
 /// The claim over SSH, on a lab board: `/` and the user's home are refused, a new
 /// directory is claimed, one with a user's files is refused and they survive.
 #[test]

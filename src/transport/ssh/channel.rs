@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use ssh2::{Channel, ErrorCode, Session};
 
 use super::SshTransport;
+use super::words::{During, channel_io_error, ssh_error};
 use super::wrapper::login_shell_neutral;
 use crate::transport::{Exit, TransportError};
 
@@ -25,8 +26,8 @@ impl Stop {
     pub(super) fn describe(&self) -> String {
         match self {
             Stop::Deadline => "timed out".into(),
-            Stop::Ssh(e) => e.to_string(),
-            Stop::Io(e) => e.to_string(),
+            Stop::Ssh(e) => ssh_error(e, During::Session),
+            Stop::Io(e) => channel_io_error(e),
             Stop::Silent => "the server stopped answering keepalives".into(),
         }
     }
@@ -278,9 +279,12 @@ impl SshTransport {
             .ok()
             .and_then(|s| s.exit_signal)
             .filter(|s| !s.is_empty());
-        let status = channel
-            .exit_status()
-            .map_err(|e| self.other(format!("reading exit status: {e}")))?;
+        let status = channel.exit_status().map_err(|e| {
+            self.other(format!(
+                "reading exit status: {}",
+                ssh_error(&e, During::Session)
+            ))
+        })?;
         Ok(Exit {
             code: if signal.is_some() { None } else { Some(status) },
             signal,

@@ -8,6 +8,7 @@ use ssh2::{ErrorCode, Session};
 
 use super::config::{self, SshConfig};
 use super::hostkey::{self, HostKey, Verdict};
+use super::words::{During, ssh_error};
 use super::{ConnectOptions, Resolved};
 use crate::model::{BoardName, SshTarget};
 use crate::transport::TransportError;
@@ -110,7 +111,10 @@ pub(super) fn handshake(
                 secs(timeout)
             ))
         } else {
-            unreachable(format!("SSH handshake failed: {e}"))
+            unreachable(format!(
+                "SSH handshake failed: {}",
+                ssh_error(&e, During::Handshake)
+            ))
         }
     })?;
     let left = timeout
@@ -242,7 +246,7 @@ pub(super) fn authenticate(
                 Ok(()) if session.authenticated() => return Ok(()),
                 Ok(()) => tried.push("ssh-agent: no key accepted".into()),
                 Err(e) if timed_out(&e) => return Err(auth_timeout(board, resolved)),
-                Err(e) => tried.push(format!("ssh-agent: {e}")),
+                Err(e) => tried.push(format!("ssh-agent: {}", ssh_error(&e, During::Login))),
             }
         }
         if let Some(home) = config::home_dir() {
@@ -264,8 +268,9 @@ pub(super) fn authenticate(
             Ok(()) => tried.push(format!("key {}: not accepted", key.display())),
             Err(e) if timed_out(&e) => return Err(auth_timeout(board, resolved)),
             Err(e) => tried.push(format!(
-                "key {}: {e} (a key with a passphrase must be loaded into ssh-agent)",
-                key.display()
+                "key {}: {}",
+                key.display(),
+                ssh_error(&e, During::Login)
             )),
         }
     }
@@ -275,7 +280,10 @@ pub(super) fn authenticate(
                 Ok(()) if session.authenticated() => return Ok(()),
                 Ok(()) => tried.push(format!("password from ${var}: not accepted")),
                 Err(e) if timed_out(&e) => return Err(auth_timeout(board, resolved)),
-                Err(e) => tried.push(format!("password from ${var}: {e}")),
+                Err(e) => tried.push(format!(
+                    "password from ${var}: {}",
+                    ssh_error(&e, During::Login)
+                )),
             },
             Err(_) => tried.push(format!("password: environment variable {var} is not set")),
         }

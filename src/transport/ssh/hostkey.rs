@@ -6,6 +6,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::words::{During, ssh_error};
 use sha2::{Digest, Sha256};
 use ssh2::{CheckResult, HostKeyType, KnownHostFileKind, Session};
 
@@ -132,10 +133,10 @@ pub enum Verdict {
 /// the file (see `TransportError::HostKey`, which does); writing errors do.
 #[derive(Debug, thiserror::Error)]
 pub enum KnownHostsError {
-    #[error("cannot initialise known_hosts checking: {0}")]
+    #[error("cannot initialise known_hosts checking: {}", ssh_error(.0, During::KnownHosts))]
     Init(ssh2::Error),
     /// The file exists but libssh2 cannot read or parse it.
-    #[error("cannot read the known_hosts file: {0}")]
+    #[error("cannot read the known_hosts file: {}", ssh_error(.0, During::KnownHosts))]
     Parse(ssh2::Error),
     #[error("cannot read the known_hosts file: {0}")]
     Read(std::io::Error),

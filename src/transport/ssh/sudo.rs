@@ -147,7 +147,12 @@ impl SshTransport {
                         return Err(self.lost(stop));
                     }
                 }
-                Err(e) => return Err(self.other(format!("sudo: writing its password: {e}"))),
+                Err(e) => {
+                    return Err(self.other(format!(
+                        "sudo: writing its password: {}",
+                        super::words::channel_io_error(&e)
+                    )));
+                }
             }
         }
         Ok(())

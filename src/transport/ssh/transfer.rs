@@ -57,9 +57,11 @@ impl SshTransport {
                         let _ = channel.stderr().read_to_end(&mut why);
                         self.conn = None;
                         let why = String::from_utf8_lossy(&why);
-                        return Err(
-                            self.other(format!("upload to {remote} failed: {e} {}", why.trim()))
-                        );
+                        return Err(self.other(format!(
+                            "upload to {remote} failed: {} {}",
+                            super::words::channel_io_error(&e),
+                            why.trim()
+                        )));
                     }
                 }
             }
