@@ -23,6 +23,7 @@
 
 pub mod cmdline;
 pub mod facts;
+pub mod identity;
 pub mod lsusb;
 mod mounts;
 pub mod rules;

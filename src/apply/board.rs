@@ -318,6 +318,13 @@ impl Worker<'_> {
                     if let Ok(Some(f)) = &facts {
                         storage_facts.insert(st.name.clone(), json!(f));
                     }
+                    // Another disk where the board file's is declared: never formatted.
+                    let reported = facts.as_ref().ok().and_then(Option::as_ref);
+                    if let Some(why) = crate::storage::identity::problem(st, reported) {
+                        return Err(CellFailure::Refused {
+                            reason: format!("{why}; nothing was formatted or measured"),
+                        });
+                    }
                     if let Some(want) = &st.driver {
                         super::uas::check_driver(st, want, facts)?;
                     }

@@ -290,10 +290,80 @@ fn storage(
             model: s.model.as_ref().map(|m| m.get_ref().clone()),
             uas: boot::uas(src, s, cmdline, power, diags),
             driver: driver(src, s, diags),
+            serial: serial(src, s, diags),
+            size_bytes: size(src, s, diags),
         });
+        which_device(src, s, role, diags);
     }
     boot_overlap(src, raw, diags);
     out
+}
+
+/// A storage's `serial`: one line of printable text, on a storage with a `device`.
+fn serial(src: &Source, s: &raw::Storage, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    let v = s.serial.as_ref()?;
+    let text = v.get_ref().trim();
+    if text.is_empty() || text.len() > 128 || names::control_free(text, false).is_err() {
+        diags.push(
+            src.at_value(v, "bad `serial`: expected the device's serial number, 1 to 128 printable characters")
+                .with_help("as `lsblk -dno SERIAL /dev/sdX` or `udevadm info -q property -n /dev/sdX | grep ID_SERIAL_SHORT` prints it"),
+        );
+        return None;
+    }
+    if s.device.is_none() {
+        diags.push(src.at_value(v, "`serial` needs the storage's `device`: it is the device's"));
+        return None;
+    }
+    Some(text.to_string())
+}
+
+/// A storage's `size`: a whole number of bytes, on a storage with a `device`.
+fn size(src: &Source, s: &raw::Storage, diags: &mut Vec<Diagnostic>) -> Option<u64> {
+    let v = s.size.as_ref()?;
+    let Ok(bytes) = u64::try_from(*v.get_ref()) else {
+        diags.push(
+            src.at_value(v, "bad `size`: expected the device's size in bytes, a positive whole number")
+                .with_help("as `lsblk -bdno SIZE /dev/sdX` prints it"),
+        );
+        return None;
+    };
+    if bytes == 0 {
+        diags.push(
+            src.at_value(v, "bad `size`: expected the device's size in bytes, a positive whole number")
+                .with_help("as `lsblk -bdno SIZE /dev/sdX` prints it"),
+        );
+        return None;
+    }
+    if s.device.is_none() {
+        diags.push(src.at_value(v, "`size` needs the storage's `device`: it is the device's"));
+        return None;
+    }
+    Some(bytes)
+}
+
+/// A scratch device named only by where the kernel enumerated it (`/dev/sda`) may be
+/// another disk on the next boot (an unmounted backup drive plugged in first): without a
+/// `serial`, a `size` or a `/dev/disk/by-id/` path nothing tells them apart.
+fn which_device(src: &Source, s: &raw::Storage, role: StorageRole, diags: &mut Vec<Diagnostic>) {
+    let Some(d) = &s.device else { return };
+    if role != StorageRole::Scratch
+        || d.get_ref().starts_with("/dev/disk/by-id/")
+        || s.serial.is_some()
+        || s.size.is_some()
+    {
+        return;
+    }
+    diags.push(
+        src.at_value(
+            d,
+            format!(
+                "scratch device `{}` is whatever disk the kernel names so at boot; another disk there would be formatted",
+                d.get_ref()
+            ),
+        )
+        .with_help("declare its `serial` and/or `size` (apply then refuses any other device), or name it by `/dev/disk/by-id/...`")
+        .as_warning(),
+    );
 }
 
 /// A storage's `driver`: `uas` or `usb-storage`, on a storage with a `device` (its USB

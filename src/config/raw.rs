@@ -148,6 +148,10 @@ pub struct Storage {
     pub uas: Option<S<bool>>,
     pub usb_id: Option<S<String>>,
     pub driver: Option<S<String>>,
+    /// The device's serial number, as the board reports it.
+    pub serial: Option<S<String>>,
+    /// The device's size in bytes (`lsblk -bdno SIZE`).
+    pub size: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

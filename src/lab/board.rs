@@ -273,6 +273,10 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             toml_str(&d.path),
             toml_str("loop device on a sparse file"),
         ));
+        // A loop device has no serial; its size (its file's) tells it from another.
+        if let Ok(m) = fs::metadata(&d.file) {
+            s.push_str(&format!("size = {}\n", m.len()));
+        }
     }
     s
 }

@@ -311,6 +311,12 @@ pub struct Storage {
     /// bound to when its cells start (two cases, one with UASP and one without, each
     /// declared as it is); nothing on the board is changed for it. `None`: any.
     pub driver: Option<String>,
+    /// `serial`: the device's serial number; a device reporting another is never
+    /// formatted or measured (`storage::identity`).
+    pub serial: Option<String>,
+    /// `size`: the device's size in bytes; a device of another size is never formatted
+    /// or measured.
+    pub size_bytes: Option<u64>,
 }
 
 /// A storage's `uas` setting and the USB device it applies to.

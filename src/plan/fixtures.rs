@@ -84,6 +84,8 @@ pub fn board(name: &str, model: &str) -> Board {
                 model: Some("Samsung Evo+ 32GB".into()),
                 uas: None,
                 driver: None,
+                serial: None,
+                size_bytes: None,
             },
             Storage {
                 name: StorageName::new("usb"),
@@ -93,6 +95,8 @@ pub fn board(name: &str, model: &str) -> Board {
                 model: None,
                 uas: None,
                 driver: None,
+                serial: None,
+                size_bytes: None,
             },
         ],
         network: Vec::new(),

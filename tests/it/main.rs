@@ -17,6 +17,7 @@ mod flash;
 mod fs_stack;
 mod hostile;
 mod html;
+mod identity;
 mod lab;
 mod libssh2;
 mod lost_board;

@@ -323,6 +323,8 @@ fn mkfs_options_cannot_name_a_second_device_at_check_or_in_prepare() {
         model: None,
         uas: None,
         driver: None,
+        serial: None,
+        size_bytes: None,
     };
     let mut t = benchpipe::transport::local::Local::new();
     for (mkfs, mount) in [
@@ -526,6 +528,8 @@ fn benchpipe_takes_back_its_own_leftover_mount_and_nothing_else() {
         model: None,
         uas: None,
         driver: None,
+        serial: None,
+        size_bytes: None,
     };
     let fs = |kind: &str| Filesystem {
         name: kind.into(),

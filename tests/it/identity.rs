@@ -1,0 +1,77 @@
+//! Integration tests: a scratch storage that declares its disk (`size`, `serial`) is
+//! formatted only when the device the board file names reports that disk; a lab board's
+//! file declares each loop disk's size.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::lab::{Lab, sh};
+
+fn label(device: &str) -> String {
+    sh(&format!("blkid -o value -s LABEL {device} || true"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_device_of_another_size_than_declared_is_never_formatted() {
+    let lab = Lab::up(1);
+    let root = &lab.root;
+    let board = lab.board(0).clone();
+    let disk = &board.disks[0];
+    let bytes = std::fs::metadata(&disk.file).unwrap().len();
+    let file = std::fs::read_to_string(&board.board_file).unwrap();
+    let declared = format!("size = {bytes}\n");
+    assert!(file.contains(&declared), "the lab declares its disks' sizes: {file}");
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/dd-write.toml"),
+        root.join("pipeline/dd-write.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"identity\"\n[images.installed]\ninstalled = true\n\
+             [filesystems.ext4]\nkind = \"ext4\"\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"{}\"]\n\
+             filesystem = [\"ext4\"]\ntest = [\"dd-write\"]\n\
+             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
+             [params.dd-write]\nmib = 8\n",
+            board.name, disk.name
+        ),
+    )
+    .unwrap();
+    let apply = || {
+        Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(["apply", "scenarios/s.toml"])
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    // The user's own filesystem is on the device, and the board file declares a disk of
+    // twice its size: it is another disk, so nothing is formatted.
+    sh(&format!("mkfs.ext4 -q -F -L users {}", disk.device));
+    std::fs::write(
+        &board.board_file,
+        file.replace(&declared, &format!("size = {}\n", bytes * 2)),
+    )
+    .unwrap();
+    let out = apply();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("is {bytes} bytes, the board file declares {}", bytes * 2))
+            && err.contains("nothing was formatted or measured"),
+        "{err}"
+    );
+    assert_eq!(label(&disk.device), "users", "{err}");
+    // The declared size is the device's: formatted and measured.
+    std::fs::write(&board.board_file, &file).unwrap();
+    let out = apply();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert_eq!(label(&disk.device), format!("bp-{}", disk.name), "{err}");
+}
