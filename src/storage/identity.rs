@@ -93,20 +93,36 @@ mod tests {
         let same = facts(Some("S3Z1NB0K"), Some(500_107_862_016));
         assert_eq!(problem(&declared, Some(&same)), None);
         for (f, says) in [
-            (facts(Some("WD-123"), Some(500_107_862_016)), "reports serial WD-123"),
-            (facts(Some("S3Z1NB0K"), Some(1_000_204_886_016)), "is 1000204886016 bytes"),
+            (
+                facts(Some("WD-123"), Some(500_107_862_016)),
+                "reports serial WD-123",
+            ),
+            (
+                facts(Some("S3Z1NB0K"), Some(1_000_204_886_016)),
+                "is 1000204886016 bytes",
+            ),
             (facts(None, Some(500_107_862_016)), "reports no serial"),
             (facts(Some("S3Z1NB0K"), None), "reports no size"),
         ] {
             let why = problem(&declared, Some(&f)).expect("refused");
-            assert!(why.contains(says) && why.starts_with("storage ssd: /dev/sda"), "{why}");
+            assert!(
+                why.contains(says) && why.starts_with("storage ssd: /dev/sda"),
+                "{why}"
+            );
         }
-        assert!(problem(&declared, None).unwrap().contains("cannot be compared"));
+        assert!(
+            problem(&declared, None)
+                .unwrap()
+                .contains("cannot be compared")
+        );
         // Nothing declared: nothing judged.
         assert_eq!(problem(&storage(None, None), None), None);
         // A size alone is enough to tell a 500 GB disk from a 1 TB one.
         let sized = storage(None, Some(500_107_862_016));
-        assert_eq!(problem(&sized, Some(&facts(None, Some(500_107_862_016)))), None);
+        assert_eq!(
+            problem(&sized, Some(&facts(None, Some(500_107_862_016)))),
+            None
+        );
         assert!(problem(&sized, Some(&facts(None, Some(1)))).is_some());
     }
 }

@@ -22,7 +22,10 @@ fn a_device_of_another_size_than_declared_is_never_formatted() {
     let bytes = std::fs::metadata(&disk.file).unwrap().len();
     let file = std::fs::read_to_string(&board.board_file).unwrap();
     let declared = format!("size = {bytes}\n");
-    assert!(file.contains(&declared), "the lab declares its disks' sizes: {file}");
+    assert!(
+        file.contains(&declared),
+        "the lab declares its disks' sizes: {file}"
+    );
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     std::fs::copy(
@@ -63,8 +66,10 @@ fn a_device_of_another_size_than_declared_is_never_formatted() {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains(&format!("is {bytes} bytes, the board file declares {}", bytes * 2))
-            && err.contains("nothing was formatted or measured"),
+        err.contains(&format!(
+            "is {bytes} bytes, the board file declares {}",
+            bytes * 2
+        )) && err.contains("nothing was formatted or measured"),
         "{err}"
     );
     assert_eq!(label(&disk.device), "users", "{err}");
