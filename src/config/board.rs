@@ -293,6 +293,7 @@ fn storage(
             serial: serial(src, s, diags),
             size_bytes: size(src, s, diags),
         });
+        which_device(src, s, role, diags);
     }
     boot_overlap(src, raw, diags);
     out
@@ -347,6 +348,31 @@ fn size(src: &Source, s: &raw::Storage, diags: &mut Vec<Diagnostic>) -> Option<u
         return None;
     }
     Some(bytes)
+}
+
+/// A scratch device named only by where the kernel enumerated it (`/dev/sda`) may be
+/// another disk on the next boot (an unmounted backup drive plugged in first): without a
+/// `serial`, a `size` or a `/dev/disk/by-id/` path nothing tells them apart.
+fn which_device(src: &Source, s: &raw::Storage, role: StorageRole, diags: &mut Vec<Diagnostic>) {
+    let Some(d) = &s.device else { return };
+    if role != StorageRole::Scratch
+        || d.get_ref().starts_with("/dev/disk/by-id/")
+        || s.serial.is_some()
+        || s.size.is_some()
+    {
+        return;
+    }
+    diags.push(
+        src.at_value(
+            d,
+            format!(
+                "scratch device `{}` is whatever disk the kernel names so at boot; another disk there would be formatted",
+                d.get_ref()
+            ),
+        )
+        .with_help("declare its `serial` and/or `size` (apply then refuses any other device), or name it by `/dev/disk/by-id/...`")
+        .as_warning(),
+    );
 }
 
 /// A storage's `driver`: `uas` or `usb-storage`, on a storage with a `device` (its USB

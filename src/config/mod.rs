@@ -178,6 +178,8 @@ fn load_with(
     // study of the other boards.
     let used = known.used_broken_boards.take();
     let mut all = boards.diags;
+    all.extend(boards.warnings);
+    all.extend(recipes.warnings);
     for (name, file_diags) in boards.file_diags {
         let unused = !used.contains(&name);
         all.extend(file_diags.into_iter().map(|d| {
@@ -241,6 +243,8 @@ struct Gathered<K, V> {
     diags: Vec<Diagnostic>,
     /// Each broken file's problems, by name, in name order.
     file_diags: BTreeMap<String, Vec<Diagnostic>>,
+    /// The warnings of files that loaded: their items are used, their warnings shown.
+    warnings: Vec<Diagnostic>,
 }
 
 fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
@@ -270,6 +274,7 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
         broken: BTreeSet::new(),
         diags: Vec::new(),
         file_diags: BTreeMap::new(),
+        warnings: Vec::new(),
     };
     let shown_dir = shown_path(root, Path::new(dir));
     let entries = match std::fs::read_dir(root.join(dir)) {
@@ -315,8 +320,9 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
         let mut file_diags = Vec::new();
         let item = validate(&src, &mut file_diags);
         match item {
-            Some(item) if file_diags.is_empty() => {
+            Some(item) if file_diags.iter().all(|d| d.warning) => {
                 out.items.insert(K::from(src.stem.as_str()), item);
+                out.warnings.extend(file_diags);
             }
             _ => {
                 out.broken.insert(src.stem.clone());

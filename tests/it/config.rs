@@ -55,6 +55,7 @@ path = "/home/pi"
 name = "usb"
 role = "scratch"
 device = "/dev/sda"
+size = 500107862016
 
 [power]
 cycle = "plug {{ host }} cycle"
