@@ -238,7 +238,7 @@ fn fake_transport_blocked_walk_formats_each_image_and_filesystem_once() {
     let mut want = BOARD_START.to_string();
     for image in ["os1", "os2"] {
         for fs in ["ext4", "btrfs"] {
-            want.push_str(&format!("format sd as {fs} ({image}) [ran]\n"));
+            want.push_str(&format!("format sd as {fs} ({image}) on /dev/fake-sd (no serial declared, no size declared) [ran]\n"));
             want.push_str(&alpha_blocked(image, fs));
         }
         want.push_str(&format!(
@@ -284,7 +284,7 @@ fn fake_transport_interleaved_walk_takes_turns_within_each_mount() {
     let mut want = BOARD_START.to_string();
     for fs in ["ext4", "btrfs"] {
         want.push_str(&format!(
-            "format sd as {fs} (os1) [ran]
+            "format sd as {fs} (os1) on /dev/fake-sd (no serial declared, no size declared) [ran]
              set up alpha (1 command(s)) [ran]
              start srv for alpha [ran]
              cool-down: none [ran]
@@ -331,7 +331,7 @@ fn fake_transport_board_lost_midway_fails_its_cells_and_still_tears_down_the_con
     // The controller's teardown of the cell in flight runs; the board's cannot.
     let want = format!(
         "{BOARD_START}
-         format sd as ext4 (os1) [ran]
+         format sd as ext4 (os1) on /dev/fake-sd (no serial declared, no size declared) [ran]
          set up alpha (1 command(s)) [ran]
          start srv for alpha [ran]
          cool-down: none [ran]
@@ -342,7 +342,7 @@ fn fake_transport_board_lost_midway_fails_its_cells_and_still_tears_down_the_con
          tear down alpha (1 command(s)) [skipped: the board is lost]
          unmount sd (ext4) [skipped: the board is lost]
          = failed alpha on b2 sd/ext4 (os1): {lost}
-         format sd as btrfs (os1) [skipped: the board is lost]
+         format sd as btrfs (os1) on /dev/fake-sd (no serial declared, no size declared) [skipped: the board is lost]
          set up alpha (1 command(s)) [skipped: the board is lost]
          start srv for alpha [skipped: the board is lost]
          cool-down: none [skipped: the board is lost]
@@ -393,7 +393,7 @@ fn fake_transport_ctrl_c_stops_the_walk_and_still_cleans_up() {
     );
     let want = format!(
         "{BOARD_START}
-         format sd as ext4 (os1) [ran]
+         format sd as ext4 (os1) on /dev/fake-sd (no serial declared, no size declared) [ran]
          set up alpha (1 command(s)) [ran]
          start srv for alpha [ran]
          cool-down: none [ran]
@@ -403,7 +403,7 @@ fn fake_transport_ctrl_c_stops_the_walk_and_still_cleans_up() {
          tear down alpha (1 command(s)) [ran]
          tear down alpha (1 command(s)) [ran]
          unmount sd (ext4) [ran]
-         format sd as btrfs (os1) [skipped: interrupted]
+         format sd as btrfs (os1) on /dev/fake-sd (no serial declared, no size declared) [skipped: interrupted]
          set up alpha (1 command(s)) [skipped: interrupted]
          start srv for alpha [skipped: interrupted]
          cool-down: none [skipped: interrupted]

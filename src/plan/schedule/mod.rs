@@ -183,6 +183,15 @@ pub enum Action {
         filesystem: FsName,
         /// Whether this makes a filesystem (`as-is` does not).
         mkfs: bool,
+        /// The block device, as the board file names it: what `mkfs` writes.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        device: Option<String>,
+        /// The disk the board file declares it is (`serial`, `size`): apply refuses any
+        /// other (`storage::identity`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        serial: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        size_bytes: Option<u64>,
     },
     /// Open the cell (as its first `Setup` would) and mount its own tmpfs, before its
     /// setup (`storage::tmpfs::mount`): marked as benchpipe's, replacing a leftover of
@@ -557,11 +566,15 @@ fn board_steps(
         rest = tail;
         let keys: Vec<CellKey> = same_mount.iter().map(|w| w.cell.key.clone()).collect();
         if let Some((storage, filesystem, mkfs)) = &key.1 {
+            let declared = ws.boards.get(board).and_then(|b| b.storage(storage));
             let action = Action::Mount {
                 image: first.cell.address.image.clone(),
                 storage: storage.clone(),
                 filesystem: filesystem.clone(),
                 mkfs: *mkfs,
+                device: declared.and_then(|d| d.device.clone()),
+                serial: declared.and_then(|d| d.serial.clone()),
+                size_bytes: declared.and_then(|d| d.size_bytes),
             };
             steps.push(Step::plain(
                 action,

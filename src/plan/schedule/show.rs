@@ -76,7 +76,13 @@ impl Action {
                 storage,
                 filesystem,
                 mkfs: true,
-            } => format!("format {storage} as {filesystem} ({image})"),
+                device,
+                serial,
+                size_bytes,
+            } => format!(
+                "format {storage} as {filesystem} ({image}){}",
+                disk(device, serial, size_bytes)
+            ),
             Action::Mount {
                 image,
                 storage,
@@ -188,6 +194,19 @@ impl Schedule {
 /// The label column's width bounds in `Schedule::text`.
 const MIN_LABEL: usize = 24;
 const MAX_LABEL: usize = 100;
+
+/// The disk a format writes: ` on /dev/sda (serial S, 500107862016 bytes)`, as the board
+/// file declares it; what it lacks is said, so a reader sees what tells it from another.
+fn disk(device: &Option<String>, serial: &Option<String>, size: &Option<u64>) -> String {
+    let Some(device) = device else {
+        return String::new();
+    };
+    let serial = serial
+        .as_ref()
+        .map_or("no serial declared".to_string(), |s| format!("serial {s}"));
+    let size = size.map_or("no size declared".to_string(), |b| format!("{b} bytes"));
+    format!(" on {device} ({serial}, {size})")
+}
 
 /// ` member NAME` after a step's verb in a cluster's walk; nothing in a board's.
 fn onto(member: &Option<crate::model::BoardName>) -> String {

@@ -259,11 +259,17 @@ fn the_json_of_a_step_is_pinned() {
         j,
         serde_json::json!({
             "action": "mount", "image": "installed", "storage": "usb", "filesystem": "ext4",
-            "mkfs": true, "cells": ["KEY"], "side": "board", "done_when": "mounted",
+            "mkfs": true, "device": "/dev/disk/by-id/usb-Kingston",
+            "cells": ["KEY"], "side": "board", "done_when": "mounted",
             "estimate_seconds": null
         })
     );
     assert_eq!(serde_json::to_value(&s).unwrap()["format"], 1);
+    // What a format writes, named: the device and what the board file says it is.
+    assert_eq!(
+        mount.action.label(),
+        "format usb as ext4 (installed) on /dev/disk/by-id/usb-Kingston (no serial declared, no size declared)"
+    );
 }
 
 #[test]
@@ -354,10 +360,10 @@ fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
             "check sd as-is (installed)",
             "USB driver of usb-bot: usb-storage (kernel command line, power cycle, verify)",
             "check usb-bot as-is (installed)",
-            "format usb-bot as ext4 (installed)",
+            "format usb-bot as ext4 (installed) on /dev/disk/by-id/usb-Kingston (no serial declared, no size declared)",
             "USB driver of usb: uas (kernel command line, power cycle, verify)",
             "check usb as-is (installed)",
-            "format usb as ext4 (installed)",
+            "format usb as ext4 (installed) on /dev/disk/by-id/usb-Kingston (no serial declared, no size declared)",
             "restore the kernel command line (power cycle if it changed)",
         ]
     );
