@@ -114,7 +114,9 @@ fn a_prepared_images_key_names_its_base_and_what_can_change_a_number_not_credent
     }
 }
 
-fn schedule(ws: &Workspace, at: Option<String>) -> Vec<(Action, DoneWhen)> {
+/// The schedule of the workspace's first scenario, the store saying each board of
+/// `at` runs its image.
+fn built(ws: &Workspace, at: BTreeMap<BoardName, String>) -> super::schedule::Schedule {
     let plan = expand(ws, &ws.scenarios[0]);
     let work: Vec<Work<'_>> = plan
         .cells
@@ -125,11 +127,12 @@ fn schedule(ws: &Workspace, at: Option<String>) -> Vec<(Action, DoneWhen)> {
             runs_left: 3,
         })
         .collect();
-    let estimates = Estimates::default().with_board_images(
-        at.map(|i| BTreeMap::from([(BoardName::new("pi-1"), i)]))
-            .unwrap_or_default(),
-    );
-    let s = build(ws, &work, &estimates);
+    build(ws, &work, &Estimates::default().with_board_images(at))
+}
+
+fn schedule(ws: &Workspace, at: Option<String>) -> Vec<(Action, DoneWhen)> {
+    let at = at.map(|i| BTreeMap::from([(BoardName::new("pi-1"), i)]));
+    let s = built(ws, at.unwrap_or_default());
     s.boards[0]
         .steps
         .iter()
@@ -219,19 +222,9 @@ fn cluster_workspace() -> Workspace {
 }
 
 fn cluster_schedule(ws: &Workspace, at: BTreeMap<BoardName, String>) -> Vec<Action> {
-    let plan = expand(ws, &ws.scenarios[0]);
-    assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
-    let work: Vec<Work<'_>> = plan
-        .cells
-        .iter()
-        .map(|c| Work {
-            cell: c,
-            recipe: &ws.recipes[&c.address.test],
-            runs_left: 3,
-        })
-        .collect();
-    let estimates = Estimates::default().with_board_images(at);
-    let s = build(ws, &work, &estimates);
+    let skipped = expand(ws, &ws.scenarios[0]).skipped;
+    assert!(skipped.is_empty(), "{skipped:?}");
+    let s = built(ws, at);
     assert_eq!(s.boards.len(), 1);
     s.boards[0].steps.iter().map(|s| s.action.clone()).collect()
 }
