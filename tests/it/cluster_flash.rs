@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::firstboot::bench_lab;
+use crate::firstboot::{bench_lab, cell_dirs, measured_runs};
 use crate::flash::{apply, file_sha256};
 
 /// The shipped iperf3-all-boards recipe, and `scenarios/pair.toml` on the lab images
@@ -87,19 +87,10 @@ board = ["pair"]"#,
         2,
         "{said}"
     );
-    let cells: Vec<_> = std::fs::read_dir(root.join("results"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("cell.json").exists())
-        .collect();
+    let cells = cell_dirs(&root);
     assert_eq!(cells.len(), 1, "{said}");
-    let dir = cells[0].path();
-    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    let measured = samples
-        .lines()
-        .filter(|l| l.contains("\"measured\""))
-        .count();
-    assert_eq!(measured, 2, "{samples}");
+    let dir = &cells[0];
+    assert_eq!(measured_runs(dir), 2, "{said}");
     let facts: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("facts.json")).unwrap()).unwrap();
     let mut hosts = Vec::new();

@@ -676,23 +676,10 @@ fn the_shipped_lab_flash_scenario_prepares_flashes_and_measures_with_lab_up_user
         err.contains("derived the prepared image") && err.contains("[flash] command"),
         "{err}"
     );
-    let cells: Vec<_> = std::fs::read_dir(root.join("results"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().join("cell.json").exists())
-        .collect();
+    let cells = cell_dirs(&root);
     assert_eq!(cells.len(), 2, "one xz cell per image: {err}");
     for c in &cells {
-        let samples = std::fs::read_to_string(c.path().join("samples.jsonl")).unwrap();
-        assert!(
-            samples
-                .lines()
-                .filter(|l| l.contains("\"measured\""))
-                .count()
-                >= 3,
-            "{}: {samples}\n{err}",
-            c.path().display()
-        );
+        assert!(measured_runs(c) >= 3, "{}\n{err}", c.display());
     }
     let again = apply(&root, &["apply", "--no-report", "scenarios/lab-flash.toml"]);
     let said = String::from_utf8_lossy(&again.stdout).to_string()
@@ -746,6 +733,25 @@ pub(crate) fn bench_lab(boards: usize, images: &[(&str, &str, &str)]) -> Lab {
         assert!(out.status.success(), "{}", crate::lab::text(&out));
     }
     lab
+}
+
+/// The store's cell directories (those holding a `cell.json`).
+pub(crate) fn cell_dirs(root: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(root.join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("cell.json").exists())
+        .collect()
+}
+
+/// How many measured runs a cell directory's samples hold.
+pub(crate) fn measured_runs(cell: &Path) -> usize {
+    let samples = std::fs::read_to_string(cell.join("samples.jsonl")).unwrap_or_default();
+    samples
+        .lines()
+        .filter(|l| l.contains("\"measured\""))
+        .count()
 }
 
 /// `apply` that must succeed; its stderr.

@@ -471,7 +471,6 @@ fn board_steps(
     estimates: &Estimates,
     at: &AtImage<'_>,
 ) -> Vec<Step> {
-    let _ = ws.boards.get(board);
     // Images, then mounts, in the order the plan first names them; plan order inside
     // each (image, mount). The sort is stable.
     let mut images: Vec<&ImageName> = Vec::new();
