@@ -41,14 +41,13 @@ fn blocks(readme: &str, title: &str, lang: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn readmes_real_board_walk_through_checks_and_plans_download_preparation_flash_and_tests() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let title = "Real boards: from a downloaded image to a report";
-    let files = blocks(&readme, title, "toml");
-    assert_eq!(files.len(), 2, "a board file and a scenario");
-    let root =
-        Scratch(std::env::temp_dir().join(format!("benchpipe-it-readme-{}", std::process::id())));
+/// A workspace holding the README's blocks, each written to the file its first line
+/// names (the one thing the reader fills in, a published digest, filled), with the
+/// clone's recipes and a HOME whose SSH key the blocks' boards would use.
+fn workspace(files: &[String], tag: &str) -> (Scratch, PathBuf, Vec<String>) {
+    let root = Scratch(
+        std::env::temp_dir().join(format!("benchpipe-it-readme-{tag}-{}", std::process::id())),
+    );
     let home = root.0.join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     let keygen = Command::new("ssh-keygen")
@@ -58,16 +57,17 @@ fn readmes_real_board_walk_through_checks_and_plans_download_preparation_flash_a
         .unwrap();
     assert!(keygen.status.success(), "{}", text(&keygen));
     let mut names = Vec::new();
-    for f in &files {
-        // Each block starts with a comment naming its file in the workspace.
+    for f in files {
         let name = f
             .lines()
             .next()
             .and_then(|l| l.strip_prefix("# "))
             .unwrap_or_else(|| panic!("a block names its file on its first line:\n{f}"))
+            .split(" (")
+            .next()
+            .unwrap()
             .trim()
             .to_string();
-        // The one thing the reader fills in: the digest published beside the image.
         let body = f.replace(
             "sha256 = \"...\"",
             &format!("sha256 = \"{}\"", "a".repeat(64)),
@@ -77,7 +77,6 @@ fn readmes_real_board_walk_through_checks_and_plans_download_preparation_flash_a
         std::fs::write(&path, body).unwrap();
         names.push(name);
     }
-    assert_eq!(names, ["boards/pi-1.toml", "scenarios/pi-xz.toml"]);
     // The recipes of the clone the README is read in.
     let copy = Command::new("cp")
         .arg("-r")
@@ -86,24 +85,91 @@ fn readmes_real_board_walk_through_checks_and_plans_download_preparation_flash_a
         .output()
         .unwrap();
     assert!(copy.status.success(), "{}", text(&copy));
-    let bp = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(args)
-            .current_dir(&root.0)
-            .env("HOME", &home)
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        (out.status.code(), text(&out))
-    };
-    // The commands the README's walk-through gives, in its order.
-    let commands = blocks(&readme, title, "sh").concat();
-    let said: Vec<&str> = commands
+    (root, home, names)
+}
+
+fn bp(root: &Scratch, home: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(args)
+        .current_dir(&root.0)
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (out.status.code(), text(&out))
+}
+
+/// The commands of a section's `sh` blocks, comments dropped.
+fn commands(readme: &str, title: &str) -> Vec<String> {
+    blocks(readme, title, "sh")
+        .concat()
         .lines()
         .filter_map(|l| l.split('#').next())
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .collect();
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn readmes_own_boards_section_checks_clean_and_names_the_disk_it_would_format() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let title = "Your own boards";
+    let first_screen: String = readme.lines().take(60).collect::<Vec<_>>().join("\n");
+    assert!(
+        first_screen.contains(&format!("## {title}")),
+        "a newcomer finds how to describe their own boards on the first screen"
+    );
+    let files = blocks(&readme, title, "toml");
+    let (root, home, names) = workspace(&files, "own");
+    assert_eq!(names, ["boards/pi4-1.toml", "scenarios/sd-vs-ssd.toml"]);
+    // "(and pi4-2.toml beside it)": the second board is the first one renamed.
+    let one = std::fs::read_to_string(root.0.join("boards/pi4-1.toml")).unwrap();
+    std::fs::write(
+        root.0.join("boards/pi4-2.toml"),
+        one.replace("pi4-1", "pi4-2"),
+    )
+    .unwrap();
+    let said = commands(&readme, title);
+    assert_eq!(
+        said,
+        [
+            "benchpipe check scenarios/sd-vs-ssd.toml",
+            "benchpipe apply --dry-run scenarios/sd-vs-ssd.toml",
+            "benchpipe apply scenarios/sd-vs-ssd.toml",
+            "benchpipe report scenarios/sd-vs-ssd.toml",
+        ]
+    );
+    let (code, out) = bp(&root, &home, &["check", "scenarios/sd-vs-ssd.toml"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("2 board(s)") && out.contains("6 cell(s)") && !out.contains("warning"),
+        "as written: two boards, xz and the disk test on each disk, nothing to warn of: {out}"
+    );
+    let (code, out) = bp(
+        &root,
+        &home,
+        &["apply", "--dry-run", "scenarios/sd-vs-ssd.toml"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("/dev/disk/by-id/usb-Samsung_PSSD_T7_S5T1NS0R123456M-0:0")
+            && out.contains("S5T1NS0R123456M"),
+        "the format step names the disk: {out}"
+    );
+}
+
+#[test]
+fn readmes_real_board_walk_through_checks_and_plans_download_preparation_flash_and_tests() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let title = "Real boards: from a downloaded image to a report";
+    let files = blocks(&readme, title, "toml");
+    assert_eq!(files.len(), 2, "a board file and a scenario");
+    let (root, home, names) = workspace(&files, "walk");
+    assert_eq!(names, ["boards/pi-1.toml", "scenarios/pi-xz.toml"]);
+    let bp = |args: &[&str]| bp(&root, &home, args);
+    // The commands the README's walk-through gives, in its order.
+    let said = commands(&readme, title);
     assert_eq!(
         said,
         [
