@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Renders the committed example store's reports: `examples/lab/render.sh [OUT]`
-# (default OUT: examples/lab/reports). The scenarios and recipes are the repository's
-# own; the boards are the lab's as recorded (examples/lab/boards/), since the lab that
+# (default OUT: examples/lab/reports). The recipes are the repository's own, the
+# scenarios too but where examples/lab/scenarios/ holds the one the store was recorded
+# with; the boards are the lab's as recorded (examples/lab/boards/), since the lab that
 # ran them is gone. `nix build .#reports` and tests/it/example.rs run this script.
 # BENCHPIPE names the binary (default: `benchpipe` on PATH); EXAMPLE a directory holding
 # another boards/ and results/ (regenerate.sh renders its new store before replacing).
@@ -19,6 +20,9 @@ trap 'rm -rf "$ws"' EXIT
 cp -R "$repo/scenarios" "$repo/pipeline" "$ws/"
 mkdir "$ws/boards"
 cp "$example"/boards/*.toml "$ws/boards/"
+# The scenarios as the store was recorded with (regenerate.sh's method), over the
+# repository's own of the same name.
+if [ -d "$example/scenarios" ]; then cp "$example"/scenarios/*.toml "$ws/scenarios/"; fi
 # Copies out of the Nix store are read-only.
 chmod -R u+w "$ws"
 

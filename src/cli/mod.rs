@@ -285,6 +285,10 @@ pub enum LabAction {
         /// declares, and are flashed from the controller (scenarios/lab-flash.toml).
         #[arg(long, value_name = "NAME")]
         user: Option<String>,
+        /// Disks written through and attached with direct I/O, so that a read of one
+        /// reaches the controller's disk (hdparm can time it); slower to set up.
+        #[arg(long)]
+        direct_io: bool,
     },
     /// Remove every part of the lab, also after a crash.
     Down,
@@ -577,9 +581,14 @@ pub fn run(cli: Cli) -> Result<()> {
             },
         ),
         Command::Lab { action, root } => match action {
-            LabAction::Up { boards, user } => {
+            LabAction::Up {
+                boards,
+                user,
+                direct_io,
+            } => {
                 let options = crate::lab::LabOptions {
                     login_user: user,
+                    direct_io,
                     ..crate::lab::LabOptions::default()
                 };
                 let info = crate::lab::up_with(&root, boards, &options)?;

@@ -271,7 +271,11 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             toml_str(&d.name),
             toml_str(&d.device),
             toml_str(&d.path),
-            toml_str("loop device on a sparse file"),
+            toml_str(if d.direct_io {
+                "loop device with direct I/O on a written file (its reads reach the controller's disk)"
+            } else {
+                "loop device on a sparse file"
+            }),
         ));
         // A loop device has no serial; its size (its file's) tells it from another.
         if let Ok(m) = fs::metadata(&d.file) {

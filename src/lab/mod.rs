@@ -76,6 +76,10 @@ pub struct LabOptions {
     /// flashed with a prepared image lets in no one else). None: root, flashed
     /// through the board.
     pub login_user: Option<String>,
+    /// `lab up --direct-io`: the scratch disks' files are written through (no holes)
+    /// and attached with direct I/O, so a read of the loop device reaches the disk
+    /// under the file rather than the page cache or a hole: hdparm can time it.
+    pub direct_io: bool,
 }
 
 impl Default for LabOptions {
@@ -93,6 +97,7 @@ impl Default for LabOptions {
             // About what the second seed's boards got over 802.11n (44 to 82 Mbit/s).
             wifi_rate_mbit: 50,
             login_user: None,
+            direct_io: false,
         }
     }
 }
@@ -129,6 +134,9 @@ pub struct LabDisk {
     pub device: String,
     pub file: PathBuf,
     pub path: String,
+    /// Attached with direct I/O over a file with no holes (`LabOptions::direct_io`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct_io: bool,
 }
 
 /// What `up` built, as recorded in the state file.
@@ -186,6 +194,36 @@ fn workspace(root: &Path) -> Result<PathBuf, Error> {
         }
         Err(e) => Err(Error::io(root, e)),
     }
+}
+
+/// Fills a disk's file with written zeros: a hole or an unwritten extent reads as zeros
+/// without touching the disk, so only written blocks make a direct read a disk read.
+fn write_through(f: &fs::File, bytes: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    let chunk = vec![0u8; 1 << 20];
+    let mut w = f;
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        w.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    f.sync_all()
+}
+
+/// Turns off discard on a loop device (`/dev/loopN`), so its file keeps its blocks.
+fn no_discard(device: &str) -> Result<(), Error> {
+    let name = device.strip_prefix("/dev/").unwrap_or(device);
+    if !is_loop_name(name) {
+        return Err(fail(format!("{device}: not a loop device")));
+    }
+    let knob = PathBuf::from(format!("/sys/block/{name}/queue/discard_max_bytes"));
+    fs::write(&knob, "0").map_err(io(&knob))
+}
+
+fn is_loop_name(name: &str) -> bool {
+    name.strip_prefix("loop")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The lab's state directory under a workspace root.
@@ -572,17 +610,30 @@ fn build(root: &Path, boards: usize, o: &LabOptions, info: &mut LabInfo) -> Resu
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(&file)
                 .map_err(io(&file))?;
-            f.set_len(bytes).map_err(io(&file))?;
+            let direct = k > 0 && o.direct_io;
+            if direct {
+                write_through(&f, bytes).map_err(io(&file))?;
+            } else {
+                f.set_len(bytes).map_err(io(&file))?;
+            }
             drop(f);
             let file_str = file.to_string_lossy().into_owned();
-            let device = cmd(&["losetup", "--find", "--show", &file_str])?
-                .stdout_str()
-                .trim()
-                .to_string();
-            let disk = match k {
+            let mut losetup = vec!["losetup", "--find", "--show"];
+            if direct {
+                losetup.push("--direct-io=on");
+            }
+            losetup.push(&file_str);
+            let device = cmd(&losetup)?.stdout_str().trim().to_string();
+            if direct {
+                // mkfs discards the whole device, which a loop device passes on as
+                // holes punched in its file: the disk must stay written.
+                no_discard(&device)?;
+            }
+            let mut disk = match k {
                 0 => power::boot_disk(root, &board, &device),
                 _ => state::expected_disk(root, &board, k, &device),
             };
+            disk.direct_io = direct;
             fs::DirBuilder::new()
                 .mode(0o755)
                 .create(&disk.path)

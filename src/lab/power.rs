@@ -66,6 +66,7 @@ pub(super) fn boot_disk(root: &Path, board: &LabBoard, device: &str) -> LabDisk 
         device: device.to_string(),
         file: state::disk_image(root, &board.netns, 0),
         path: format!("{}/boot", board.workdir),
+        direct_io: false,
     }
 }
 

@@ -344,6 +344,7 @@ pub(super) fn expected_disk(
         device: device.to_string(),
         file: disk_image(root, &board.netns, k),
         path: format!("{}/disk{k}", board.workdir),
+        direct_io: false,
     }
 }
 

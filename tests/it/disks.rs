@@ -498,6 +498,62 @@ fn on_a_lab_board_disk_1m_and_iozone_measure_while_hdparm_is_skipped_with_its_re
     provenance_of_the_lab_board(root, &md, canary);
 }
 
+/// `lab up --direct-io`: a loop disk in direct-I/O mode over a file with every block
+/// written is a disk hdparm can time (its reads reach the disk under the file), also
+/// after a format, which must not punch holes in the file through discard. A plain
+/// lab disk stays refused (the test above).
+#[test]
+fn on_a_direct_io_lab_disk_hdparm_measures_also_after_a_format() {
+    let lab = crate::lab::Lab::up_with_options(1, |o| {
+        o.disks_per_board = 1;
+        o.direct_io = true;
+    });
+    let root = &lab.root;
+    let board = std::fs::read_to_string(&lab.board(0).board_file).unwrap();
+    assert!(board.contains("direct I/O"), "{board}");
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    for r in ["hdparm", "dd-write"] {
+        std::fs::copy(
+            repo().join(format!("pipeline/{r}.toml")),
+            root.join(format!("pipeline/{r}.toml")),
+        )
+        .unwrap();
+    }
+    // dd-write formats the disk first (ext4), then hdparm reads the raw device.
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"direct\"\n[images.installed]\ninstalled = true\n\
+             [filesystems.ext4]\nkind = \"ext4\"\n[matrix]\nimage = [\"installed\"]\n\
+             board = [\"{}-*\"]\nstorage = [\"disk1\"]\nfilesystem = [\"ext4\"]\n\
+             test = [\"dd-write\", \"hdparm\"]\n[method]\nwarmup = {{ runs = 0 }}\n\
+             runs = {{ min = 2, max = 2 }}\n[params.dd-write]\nmib = 16\n",
+            lab.options.board_prefix
+        ),
+    )
+    .unwrap();
+    let apply = crate::lab::bp(root, &["apply", "scenarios/s.toml"]);
+    assert!(apply.status.success(), "{}", out_text(&apply));
+    let file = &lab.board(0).disks[0].file;
+    let meta = std::fs::metadata(file).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert!(
+        meta.blocks() * 512 >= meta.len(),
+        "the format left holes in the disk's file: {} of {} bytes allocated",
+        meta.blocks() * 512,
+        meta.len()
+    );
+    let hdparm = stored(root, "hdparm");
+    assert_eq!(hdparm.len(), 1, "{}", out_text(&apply));
+    assert!(hdparm[0].skip.is_none(), "{:?}", hdparm[0].skip);
+    assert_eq!(hdparm[0].samples.len(), 2, "{}", out_text(&apply));
+    for s in &hdparm[0].samples {
+        let v = s["metrics"]["buffered_read"].as_f64().unwrap_or(f64::NAN);
+        assert!(v > 0.0 && v.is_finite(), "{s}");
+    }
+}
+
 /// The report's provenance of a real lab board (a network namespace on this host):
 /// this host's kernel and os-release, fio's version, the loop disk's facts and the ext4
 /// made on it, and no secret, local path or device node.
