@@ -272,7 +272,7 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             toml_str(&d.device),
             toml_str(&d.path),
             toml_str(if d.direct_io {
-                "loop device with direct I/O on a written file (its reads reach the controller's disk)"
+                "loop device with direct I/O on the controller's disk"
             } else {
                 "loop device on a sparse file"
             }),
