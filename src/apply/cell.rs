@@ -270,7 +270,8 @@ pub(super) fn run_input(
     })
 }
 
-/// The facts recorded beside a cell: the board's, with the recipe's own merged in, the
+/// The facts recorded beside a cell: the board's, with the recipe's own merged in (and
+/// which recipe text it was), the
 /// image's flash, the storage's facts, what holds its path, and the link it runs over.
 pub(super) fn cell_facts(
     job: &Job<'_>,
@@ -286,6 +287,9 @@ pub(super) fn cell_facts(
         (facts.as_object_mut(), tools.get(&job.recipe.name))
     {
         obj.extend(extra.clone());
+    }
+    if let Some(obj) = facts.as_object_mut() {
+        obj.insert("recipe".into(), super::facts::recipe_fact(job.recipe));
     }
     if let (Some(obj), Some(written)) =
         (facts.as_object_mut(), flashed.get(&job.cell.address.image))

@@ -69,6 +69,16 @@ echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
     Value::Object(facts)
 }
 
+/// The recipe a cell ran, as its facts record it: built in or the workspace's file, and
+/// the sha256 of its text. The key hashes what the recipe means; this says which text.
+pub(super) fn recipe_fact(recipe: &crate::model::Recipe) -> Value {
+    json!({
+        "file": recipe.file,
+        "origin": recipe.source.origin,
+        "sha256": recipe.source.sha256,
+    })
+}
+
 /// The most of a fact's output that is kept: a version line, not a stream.
 const FACT_BYTES: usize = 1024;
 

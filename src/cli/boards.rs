@@ -46,12 +46,8 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             Ok(())
         }
         BoardsAction::Check { names } => {
-            // Without pipeline/ (a bare lab root) there are no tools to look for.
-            let recipes = if root.join("pipeline").is_dir() {
-                config::load_recipes(root).map_err(Error::Config)?
-            } else {
-                Default::default()
-            };
+            // The built-in recipes and the workspace's own: the tools apply would need.
+            let recipes = config::load_recipes(root).map_err(Error::Config)?;
             let recipes: Vec<&crate::model::Recipe> = recipes.values().collect();
             let mut chosen = Vec::new();
             for n in &names {

@@ -185,7 +185,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
     let all_plans = known_plans(ws, store)?;
     let v = view(ws, &all_plans, store, select)?;
     if json {
-        return plan_json(&all_plans, &v, select.on_drift);
+        return plan_json(ws, &all_plans, &v, select.on_drift);
     }
     let mut table = String::new();
     for row in &v.rows {
@@ -236,8 +236,36 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
         }
     }
     table.push_str(&not_applicable(&all_plans, usize::MAX, &keyed_skip()));
+    table.push_str(&recipe_lines(ws, &v));
     table.push_str(&summary(&v));
     Ok(table)
+}
+
+/// The recipes the plan's cells use, in name order.
+fn recipes_used<'w>(ws: &'w Workspace, v: &View<'_>) -> Vec<&'w crate::model::Recipe> {
+    let tests: BTreeSet<&crate::model::TestName> =
+        v.rows.iter().map(|r| &r.cell.address.test).collect();
+    tests
+        .into_iter()
+        .filter_map(|t| ws.recipes.get(t))
+        .collect()
+}
+
+/// Which recipe each test uses, built in or the workspace's file, with its text's
+/// sha256 (the one a measured cell's facts record): a line each.
+fn recipe_lines(ws: &Workspace, v: &View<'_>) -> String {
+    recipes_used(ws, v)
+        .into_iter()
+        .map(|r| {
+            let sha = &r.source.sha256;
+            format!(
+                "Recipe {}: {}, sha256 {}\n",
+                r.name,
+                r.source.describe(&r.file),
+                &sha[..sha.len().min(12)]
+            )
+        })
+        .collect()
 }
 
 /// The combinations the matrix names that cannot apply, a line each (after `prefix`)
@@ -327,7 +355,23 @@ fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
     }
 }
 
-fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>, on_drift: OnDrift) -> Result<String> {
+fn plan_json(
+    ws: &Workspace,
+    all_plans: &[(&Scenario, Plan)],
+    v: &View<'_>,
+    on_drift: OnDrift,
+) -> Result<String> {
+    let recipes: serde_json::Map<String, serde_json::Value> = recipes_used(ws, v)
+        .into_iter()
+        .map(|r| {
+            let doc = serde_json::json!({
+                "origin": r.source.origin,
+                "file": r.file,
+                "sha256": r.source.sha256,
+            });
+            (r.name.to_string(), doc)
+        })
+        .collect();
     let cells: Vec<_> = v
         .rows
         .iter()
@@ -355,6 +399,7 @@ fn plan_json(all_plans: &[(&Scenario, Plan)], v: &View<'_>, on_drift: OnDrift) -
         "format": PLAN_JSON_FORMAT,
         "cells": cells,
         "skipped": skipped,
+        "recipes": recipes,
         "schedule": v.schedule,
         "summary": {
             "complete": c.complete, "partial": c.partial, "missing": c.missing,
@@ -377,6 +422,7 @@ pub fn dry_run_text(ws: &Workspace, store: &Store, select: &Selection) -> Result
     let mut out = v.schedule.text();
     // What will not run, and why: "nothing to run" must not be all it says.
     out.push_str(&not_applicable(&all_plans, usize::MAX, &keyed_skip()));
+    out.push_str(&recipe_lines(ws, &v));
     out.push_str(&summary(&v));
     Ok(out)
 }

@@ -7,6 +7,7 @@
 
 mod board;
 mod boot;
+pub mod builtin;
 pub mod diag;
 mod firstboot;
 mod image;
@@ -47,7 +48,8 @@ use diag::{Diagnostic, Diagnostics};
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Finds the workspace root for scenario files: the nearest ancestor directory of the
-/// first file that holds `boards/` or `pipeline/`, else the current directory.
+/// first file that holds `boards/`, `scenarios/` or `pipeline/`, else the current
+/// directory. A workspace needs no `pipeline/`: the built-in recipes stand in.
 pub fn find_root(files: &[PathBuf]) -> PathBuf {
     let start = files
         .first()
@@ -60,7 +62,10 @@ pub fn find_root(files: &[PathBuf]) -> PathBuf {
     };
     let mut dir = Some(start.as_path());
     while let Some(d) = dir {
-        if d.join("boards").is_dir() || d.join("pipeline").is_dir() {
+        if ["boards", "scenarios", "pipeline"]
+            .iter()
+            .any(|sub| d.join(sub).is_dir())
+        {
             return d.to_path_buf();
         }
         dir = d.parent();
@@ -68,8 +73,8 @@ pub fn find_root(files: &[PathBuf]) -> PathBuf {
     PathBuf::from(".")
 }
 
-/// Loads the scenarios in `files`, with every board in `root/boards/` and every recipe
-/// in `root/pipeline/`, and validates them together.
+/// Loads the scenarios in `files`, with every board in `root/boards/` and every recipe,
+/// built in or in `root/pipeline/`, and validates them together.
 pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
     load_limited(root, files, crate::plan::DEFAULT_MAX_CELLS)
 }
@@ -222,7 +227,8 @@ pub fn load_boards(root: &Path) -> Result<BTreeMap<BoardName, Board>, Diagnostic
     }
 }
 
-/// Loads and validates every recipe in `root/pipeline/*.toml` (name = file stem).
+/// Loads and validates every recipe: the built-in ones and `root/pipeline/*.toml` (name
+/// = file stem), a workspace's file in place of the built-in of its name.
 pub fn load_recipes(root: &Path) -> Result<BTreeMap<TestName, Recipe>, Diagnostics> {
     let loaded = gather_recipes(root);
     let mut diags = loaded.diags;
@@ -248,37 +254,100 @@ struct Gathered<K, V> {
 }
 
 fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
-    gather(root, "boards", "board", |src, diags| {
+    gather(root, "boards", "board", Presence::Required, |src, diags| {
         let (raw, errors) = src.parse::<raw::Board>(kind::Kind::Board);
         diags.extend(errors);
         board::validate(src, raw?, diags)
     })
 }
 
+/// The built-in recipes, then the workspace's `pipeline/` (which may be absent): a
+/// workspace file replaces the built-in of its name, whether it loads or is broken (a
+/// broken override is an error, never a silent fall-back to the built-in).
 fn gather_recipes(root: &Path) -> Gathered<TestName, Recipe> {
-    gather(root, "pipeline", "recipe", |src, diags| {
+    use crate::model::Origin;
+    let mut out: Gathered<TestName, Recipe> = gather(
+        root,
+        "pipeline",
+        "recipe",
+        Presence::Optional,
+        validate_recipe(|src| match builtin::recipe(&src.stem) {
+            None => Origin::Workspace,
+            Some(text) if text == src.text => Origin::SameAsBuiltIn,
+            Some(_) => Origin::Overrides,
+        }),
+    );
+    let own: BTreeSet<String> = (out.items.keys().map(ToString::to_string))
+        .chain(out.broken.iter().cloned())
+        .collect();
+    let built_in = builtin::RECIPES
+        .iter()
+        .filter(|(name, _)| !own.contains(*name))
+        .map(|(name, text)| {
+            let shown = builtin::shown_path(name);
+            Ok(Source::new(shown.clone(), shown, (*text).to_string()))
+        });
+    gather_sources(
+        &mut out,
+        built_in,
+        "recipe",
+        validate_recipe(|_| Origin::BuiltIn),
+    );
+    out
+}
+
+/// Validates a recipe file and records its origin and its text's sha256.
+fn validate_recipe(
+    origin: impl Fn(&Source) -> crate::model::Origin,
+) -> impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<Recipe> {
+    use sha2::Digest;
+    move |src, diags| {
         let (raw, errors) = src.parse::<raw::Recipe>(kind::Kind::Recipe);
         diags.extend(errors);
-        recipe::validate(src, raw?, diags)
-    })
+        let mut recipe = recipe::validate(src, raw?, diags)?;
+        recipe.source = crate::model::RecipeSource {
+            origin: origin(src),
+            sha256: crate::flash::dd::hex(&sha2::Sha256::digest(src.text.as_bytes())),
+        };
+        Some(recipe)
+    }
+}
+
+/// Whether a directory of input files must exist.
+#[derive(Clone, Copy, PartialEq)]
+enum Presence {
+    /// Missing or empty is an error (boards/: nothing can run without one).
+    Required,
+    /// Missing or empty is fine (pipeline/: the built-in recipes stand in).
+    Optional,
+}
+
+impl<K, V> Gathered<K, V> {
+    fn new() -> Self {
+        Gathered {
+            items: BTreeMap::new(),
+            broken: BTreeSet::new(),
+            diags: Vec::new(),
+            file_diags: BTreeMap::new(),
+            warnings: Vec::new(),
+        }
+    }
 }
 
 fn gather<K: Ord + for<'a> From<&'a str>, V>(
     root: &Path,
     dir: &str,
     what: &str,
-    mut validate: impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<V>,
+    presence: Presence,
+    validate: impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<V>,
 ) -> Gathered<K, V> {
-    let mut out = Gathered {
-        items: BTreeMap::new(),
-        broken: BTreeSet::new(),
-        diags: Vec::new(),
-        file_diags: BTreeMap::new(),
-        warnings: Vec::new(),
-    };
+    let mut out = Gathered::new();
     let shown_dir = shown_path(root, Path::new(dir));
     let entries = match std::fs::read_dir(root.join(dir)) {
         Ok(entries) => entries,
+        Err(e) if presence == Presence::Optional && e.kind() == std::io::ErrorKind::NotFound => {
+            return out;
+        }
         Err(e) => {
             out.diags.push(Diagnostic::whole_file(
                 &shown_dir,
@@ -293,14 +362,28 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    if files.is_empty() {
+    if files.is_empty() && presence == Presence::Required {
         out.diags.push(Diagnostic::whole_file(
             &shown_dir,
             format!("no {what}s: the directory holds no `*.toml` file"),
         ));
     }
-    for rel in files {
-        let src = match Source::read(shown_path(root, &rel), rel) {
+    let sources = files
+        .into_iter()
+        .map(|rel| Source::read(shown_path(root, &rel), rel));
+    gather_sources(&mut out, sources, what, validate);
+    out
+}
+
+/// Validates each source into `out`, by its stem.
+fn gather_sources<K: Ord + for<'a> From<&'a str>, V>(
+    out: &mut Gathered<K, V>,
+    sources: impl Iterator<Item = Result<Source, Box<Diagnostic>>>,
+    what: &str,
+    mut validate: impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<V>,
+) {
+    for src in sources {
+        let src = match src {
             Ok(src) => src,
             Err(d) => {
                 out.diags.push(*d);
@@ -333,7 +416,6 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
             }
         }
     }
-    out
 }
 
 /// One input file's text and names.
@@ -372,17 +454,22 @@ impl Source {
                 e.utf8_error().valid_up_to()
             ))
         })?;
+        Ok(Source::new(shown, rel, text))
+    }
+
+    /// A file's text read already (or built in); its stem names it.
+    fn new(shown: PathBuf, rel: PathBuf, text: String) -> Source {
         let stem = shown
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok(Source {
+        Source {
             shown,
             rel,
             stem,
             lines: diag::LineIndex::new(&text),
             text,
-        })
+        }
     }
 
     /// A diagnostic at a byte range of this file.
@@ -588,3 +675,6 @@ mod tests {
         assert!(m.contains("literal `password`"), "{m}");
     }
 }
+
+#[cfg(test)]
+mod tests_builtin;

@@ -13,7 +13,12 @@ use super::TestName;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Recipe {
     pub name: TestName,
+    /// The workspace's `pipeline/NAME.toml`, or `<built-in>/pipeline/NAME.toml`.
     pub file: PathBuf,
+    /// Built in or the workspace's, and its text's sha256: what `plan` says and a cell's
+    /// facts record. Not in the key: the key hashes what the recipe means, not its text.
+    #[serde(skip)]
+    pub source: RecipeSource,
     pub description: String,
     /// What each side that runs a step or service needs: `[needs.board]`,
     /// `[needs.controller]`, or a flat `[needs]` for a recipe on one side only.
@@ -99,6 +104,45 @@ pub struct Recipe {
     /// Metrics in the order the recipe declares them: the order of a report's columns.
     /// The cell key lists the parsed ones by name, so reordering changes no key.
     pub metrics: Vec<MetricSpec>,
+}
+
+/// Where a recipe was loaded from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// Shipped in the binary (`config::builtin`).
+    #[default]
+    BuiltIn,
+    /// The workspace's file, naming a test no built-in recipe has.
+    Workspace,
+    /// The workspace's file, in place of the built-in of the same name.
+    Overrides,
+    /// The workspace's file, with the very text of the built-in of the same name (the
+    /// source tree's own `pipeline/`).
+    SameAsBuiltIn,
+}
+
+/// A recipe's origin and the sha256 of its text.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecipeSource {
+    pub origin: Origin,
+    /// Lower-case hex.
+    pub sha256: String,
+}
+
+impl RecipeSource {
+    /// `built-in`, or the file and how it stands to the built-in: what `plan` says.
+    pub fn describe(&self, file: &std::path::Path) -> String {
+        let file = file.display();
+        match self.origin {
+            Origin::BuiltIn => format!("built-in ({file})"),
+            Origin::Workspace => format!("{file} (the workspace's own)"),
+            Origin::Overrides => format!("{file} (the workspace's, in place of the built-in)"),
+            Origin::SameAsBuiltIn => {
+                format!("{file} (the workspace's, the same text as the built-in)")
+            }
+        }
+    }
 }
 
 impl Recipe {

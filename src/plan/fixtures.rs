@@ -11,6 +11,7 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
     Recipe {
         name: TestName::new(name),
         file: PathBuf::from(format!("pipeline/{name}.toml")),
+        source: Default::default(),
         description: format!("{name} test"),
         needs: Default::default(),
         facts: Vec::new(),

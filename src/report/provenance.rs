@@ -105,7 +105,11 @@ fn entry(config: String, cells: &[(String, &Cell, &CellData)]) -> Provenance {
                     .all(|(_, p)| lc.inputs.pointer(p) == cell.inputs.pointer(p))
         });
         if !same {
-            lists.push(cell_facts(d, &shown_inputs(cell, d)));
+            lists.push(cell_facts(
+                cell.address.test.as_str(),
+                d,
+                &shown_inputs(cell, d),
+            ));
         }
         list_of.push(lists.len() - 1);
         last = Some((cell, d));
@@ -442,8 +446,8 @@ fn shown_inputs(cell: &Cell, d: &CellData) -> Value {
 }
 
 /// One cell's facts as `(name, value)`, in the order the report shows them, from its
-/// stored data and `shown_inputs`.
-fn cell_facts(d: &CellData, inputs: &Value) -> Vec<(String, String)> {
+/// stored data and `shown_inputs`; `test` is the cell's.
+fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     // A fact's name may hold a stored key (a tool's, a package's, a member's): names and
     // values are shown as every stored text is (`shown`).
@@ -557,6 +561,17 @@ fn cell_facts(d: &CellData, inputs: &Value) -> Vec<(String, String)> {
                 })
             }),
     );
+    // The recipe text the cell ran: built in or the workspace's file, by its sha256.
+    // Named per test, since a configuration's tests each have their own.
+    if let Some(r) = get("recipe") {
+        let from = match text(r.get("origin")).as_deref() {
+            Some("built-in") => Some("built-in".to_string()),
+            _ => text(r.get("file")),
+        };
+        let sha = text(r.get("sha256")).map(|h| format!("sha256:{h}"));
+        let parts: Vec<String> = [from, sha].into_iter().flatten().collect();
+        put(&format!("recipe {test}"), Some(parts.join(", ")));
+    }
     if let Some(Value::Object(tools)) = get("tools") {
         for (name, v) in tools {
             put(&format!("tool {name}"), text(Some(v)));

@@ -280,3 +280,61 @@ fn the_csv_image_column_of_a_prepared_image_is_its_base() {
         "{csv}"
     );
 }
+
+/// Each test's recipe shows under its own name, as the cell's facts record it (built in,
+/// or the workspace's file) with its text's sha256: two tests with two recipes in one
+/// configuration are no warning.
+#[test]
+fn each_tests_recipe_shows_built_in_or_its_file_with_its_sha256() {
+    let (ws, scenario, mut plan) = usb_against_sd();
+    let first = plan
+        .cells
+        .iter()
+        .position(|c| c.address.label() == "disk-4k on pi-2 usb/ext4 (installed)")
+        .expect("the fixture has pi-2 usb/ext4");
+    let mut other = plan.cells[first].clone();
+    other.address.test = "disk-4k-again".into();
+    other.key = CellKey::parse("0123456789abcdef0123456789abcdef").unwrap();
+    plan.cells.push(other.clone());
+    let with_recipe = |cell: &Cell, recipe: serde_json::Value| {
+        let mut d = cell_with_facts(cell, "Linux 6.1.0 aarch64");
+        let mut facts = stored_facts("Linux 6.1.0 aarch64");
+        facts["recipe"] = recipe;
+        d.facts = Some(facts.into());
+        d
+    };
+    let (a, b) = ("a".repeat(64), "b".repeat(64));
+    let mut data = BTreeMap::new();
+    data.insert(
+        plan.cells[first].key.clone(),
+        with_recipe(
+            &plan.cells[first],
+            serde_json::json!({"file": "<built-in>/pipeline/disk-4k.toml", "origin": "built-in", "sha256": a}),
+        ),
+    );
+    data.insert(
+        other.key.clone(),
+        with_recipe(
+            &other,
+            serde_json::json!({"file": "pipeline/disk-4k-again.toml", "origin": "workspace", "sha256": b}),
+        ),
+    );
+    let r = build(&ws, &scenario, &plan, &data);
+    let p = &r.provenance[0];
+    assert!(p.warnings.is_empty(), "{:#?}", p.warnings);
+    let fact = |n: &str| {
+        p.facts
+            .iter()
+            .find(|f| f.name == n)
+            .unwrap_or_else(|| panic!("no {n}: {:#?}", p.facts))
+            .value
+            .clone()
+    };
+    assert_eq!(fact("recipe disk-4k"), format!("built-in, sha256:{a}"));
+    assert_eq!(
+        fact("recipe disk-4k-again"),
+        format!("pipeline/disk-4k-again.toml, sha256:{b}")
+    );
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(md.contains(&format!("built-in, sha256:{a}")), "{md}");
+}

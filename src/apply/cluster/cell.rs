@@ -50,6 +50,7 @@ impl ClusterWorker<'_> {
             },
             "members": members,
             "benchpipe": env!("CARGO_PKG_VERSION"),
+            "recipe": crate::apply::facts::recipe_fact(job.recipe),
         });
         if let (Some(obj), Some(Value::Object(extra))) =
             (facts.as_object_mut(), w.tools.get(&job.recipe.name))

@@ -207,7 +207,7 @@ pub(super) fn matrix(
         }
     }
 
-    // test: recipes in pipeline/.
+    // test: the built-in recipes and the workspace's pipeline/.
     empty_axis(src, raw, &m.test, "test", diags);
     let all_tests = known.test_names();
     let mut seen = BTreeSet::new();
@@ -224,7 +224,7 @@ pub(super) fn matrix(
                 src.at_value(
                     v,
                     format!(
-                        "unknown test `{}`: no recipe pipeline/{}.toml",
+                        "unknown test `{}`: no built-in recipe and no pipeline/{}.toml",
                         v.get_ref(),
                         v.get_ref()
                     ),
