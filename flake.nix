@@ -15,6 +15,7 @@
         root = ./.;
         fileset = lib.fileset.unions [
           ./Cargo.toml ./Cargo.lock ./src ./vendor ./benches ./tests ./pipeline ./scenarios ./boards
+          ./examples/seeds
         ];
       };
       crate = pkgs: {

@@ -657,11 +657,13 @@ fn a_member_whose_client_fails_fails_the_run_and_no_partial_sum_is_stored() {
 fn a_k3s_shaped_cluster_scenario_passes_check_and_plan() {
     let root = std::env::temp_dir().join(format!("bp-k3s-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    for dir in ["boards", "pipeline"] {
-        std::fs::create_dir_all(root.join(dir)).unwrap();
-        for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
-            std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
-        }
+    // The seed workspace's boards (the Turing Pi's nodes) and the built-in recipes.
+    std::fs::create_dir_all(root.join("boards")).unwrap();
+    for e in std::fs::read_dir(repo().join("examples/seeds/boards"))
+        .unwrap()
+        .flatten()
+    {
+        std::fs::copy(e.path(), root.join("boards").join(e.file_name())).unwrap();
     }
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     std::fs::write(

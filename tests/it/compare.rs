@@ -35,13 +35,22 @@ fn lab_board(i: usize, key: &Path) -> String {
     )
 }
 
-/// The repository's boards, recipes and scenarios, and two lab-shaped boards.
+/// The repository's boards and scenarios and the seed workspace's (examples/seeds/),
+/// the built-in recipes, and two lab-shaped boards.
 fn shipped_workspace() -> PathBuf {
     let root = std::env::temp_dir().join(format!("bp-it-compare-shipped-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    for d in ["boards", "pipeline", "scenarios"] {
+    for (from, d) in [
+        ("", "boards"),
+        ("", "scenarios"),
+        ("examples/seeds", "boards"),
+        ("examples/seeds", "scenarios"),
+    ] {
         std::fs::create_dir_all(root.join(d)).unwrap();
-        for e in std::fs::read_dir(repo().join(d)).unwrap().flatten() {
+        for e in std::fs::read_dir(repo().join(from).join(d))
+            .unwrap()
+            .flatten()
+        {
             if e.path().extension().is_some_and(|x| x == "toml") {
                 std::fs::copy(e.path(), root.join(d).join(e.file_name())).unwrap();
             }

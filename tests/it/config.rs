@@ -871,7 +871,8 @@ fn missing_directories_and_files_are_clear_errors() {
     let err = config::load(&dir.0, &[dir.0.join("scenarios/nope.toml")]).expect_err("empty");
     let text = err.to_string();
     assert!(text.contains("cannot read the board directory"), "{text}");
-    assert!(text.contains("cannot read the recipe directory"), "{text}");
+    // No pipeline/ is no mistake: the built-in recipes stand in.
+    assert!(!text.contains("recipe directory"), "{text}");
     assert!(text.contains("nope.toml: cannot read"), "{text}");
 
     std::fs::create_dir_all(dir.0.join("boards")).expect("mkdir");
@@ -928,23 +929,24 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
 
 #[test]
 fn committed_examples_load() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Every committed scenario but the lab's (lab.toml, lab-*.toml), whose boards
-    // `benchpipe lab up` writes.
-    let scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
-        .expect("scenarios dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .filter(|p| {
-            let stem = p.file_stem().unwrap().to_string_lossy();
-            stem != "lab" && !stem.starts_with("lab-")
-        })
-        .collect();
-    assert!(
-        scenarios.len() >= 3,
-        "localhost and the two seed studies: {scenarios:?}"
-    );
-    let ws = config::load(root, &scenarios).unwrap_or_else(|e| panic!("{e}"));
+    // `benchpipe lab up` writes: the clone's own (localhost), and the seed workspace's
+    // (examples/seeds/, with no pipeline/: the built-in recipes).
+    let scenarios_of = |root: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(root.join("scenarios"))
+            .expect("scenarios dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .filter(|p| {
+                let stem = p.file_stem().unwrap().to_string_lossy();
+                stem != "lab" && !stem.starts_with("lab-")
+            })
+            .collect()
+    };
+    let scenarios = scenarios_of(repo);
+    assert!(!scenarios.is_empty(), "localhost: {scenarios:?}");
+    let ws = config::load(repo, &scenarios).unwrap_or_else(|e| panic!("{e}"));
     assert!(ws.boards.contains_key(&"localhost".into()));
     assert!(ws.recipes.contains_key(&"xz".into()) && ws.recipes.contains_key(&"disk-4k".into()));
     let local = ws
@@ -955,8 +957,20 @@ fn committed_examples_load() {
     assert_eq!(local.file, PathBuf::from("scenarios/localhost.toml"));
     assert!(local.file.is_relative());
     assert!(ws.boards.values().all(|b| b.file.is_relative()));
-    config::load_boards(root).unwrap_or_else(|e| panic!("{e}"));
-    config::load_recipes(root).unwrap_or_else(|e| panic!("{e}"));
+    config::load_boards(repo).unwrap_or_else(|e| panic!("{e}"));
+    config::load_recipes(repo).unwrap_or_else(|e| panic!("{e}"));
+
+    let seeds = repo.join("examples/seeds");
+    let files = scenarios_of(&seeds);
+    assert_eq!(files.len(), 4, "the seed studies: {files:?}");
+    assert!(
+        !seeds.join("pipeline").exists(),
+        "the seeds use the built-in recipes"
+    );
+    assert_eq!(config::find_root(&files[..1]), seeds);
+    let ws = config::load(&seeds, &files).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ws.scenarios.len(), 4);
+    assert!(ws.boards.contains_key(&"dramble-pi4-1".into()));
 }
 
 #[test]

@@ -54,6 +54,7 @@ mod webapp;
 mod webapp_login;
 mod webapp_network;
 mod words;
+mod workspace;
 mod xz;
 
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`

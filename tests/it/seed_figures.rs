@@ -96,10 +96,11 @@ fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     let scratch = Scratch(dir.clone());
-    for d in ["scenarios", "pipeline", "boards"] {
+    // The seed workspace as shipped: its boards and scenarios, the built-in recipes.
+    for d in ["scenarios", "boards"] {
         let to = dir.join(d);
         std::fs::create_dir_all(&to).unwrap();
-        for e in std::fs::read_dir(repo().join(d)).unwrap() {
+        for e in std::fs::read_dir(repo().join("examples/seeds").join(d)).unwrap() {
             let e = e.unwrap();
             std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
         }

@@ -132,7 +132,7 @@ fn check_refuses_a_tmpfs_a_seed_board_cannot_hold_and_the_shipped_study_fits() {
 fn the_seven_cm3_nodes_of_the_seeds_turing_pi_are_shipped_alike() {
     let mut hosts = BTreeSet::new();
     for n in 1..=7 {
-        let b = toml_of(&repo().join(format!("boards/turing-cm3-{n}.toml")));
+        let b = toml_of(&repo().join(format!("examples/seeds/boards/turing-cm3-{n}.toml")));
         assert!(
             b["model"].as_str().unwrap().contains("Compute Module 3+"),
             "{n}: {b}"
@@ -151,5 +151,9 @@ fn the_seven_cm3_nodes_of_the_seeds_turing_pi_are_shipped_alike() {
             "{n}"
         );
     }
-    assert!(!repo().join("boards/turing-cm3-8.toml").exists());
+    assert!(
+        !repo()
+            .join("examples/seeds/boards/turing-cm3-8.toml")
+            .exists()
+    );
 }

@@ -31,12 +31,15 @@ fn copy_tomls(from: &Path, to: &Path) {
     }
 }
 
-/// A workspace with the repository's boards, recipes and scenarios, and an empty store.
+/// The seed workspace (examples/seeds/: the seeds' boards and scenarios) with the
+/// repository's own boards and scenarios beside it, no pipeline/ (the built-in recipes
+/// stand in), and an empty store.
 pub(crate) fn workspace(tag: &str) -> PathBuf {
     let root =
         std::env::temp_dir().join(format!("benchpipe-it-seeds-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    for d in ["boards", "pipeline", "scenarios"] {
+    for d in ["boards", "scenarios"] {
+        copy_tomls(&repo().join("examples/seeds").join(d), &root.join(d));
         copy_tomls(&repo().join(d), &root.join(d));
     }
     root
@@ -798,7 +801,7 @@ fn the_turing_pi_apps_study_plans_the_first_seeds_full_system_table() {
     // The seed's logged-in load, `ab -n 100 -c 10`, as the recipes' defaults and here.
     let s = toml_of(&root.join("scenarios/turing-pi-apps.toml"));
     for recipe in ["wordpress", "wordpress-login", "drupal", "drupal-login"] {
-        let r = toml_of(&root.join(format!("pipeline/{recipe}.toml")));
+        let r = toml_of(&repo().join(format!("pipeline/{recipe}.toml")));
         let p = &r["params"];
         assert_eq!(p["ab_requests"].as_integer(), Some(100), "{recipe}");
         assert_eq!(p["ab_concurrency"].as_integer(), Some(10), "{recipe}");

@@ -542,12 +542,13 @@ command = "rm -rf {{ workdir }}/wp-flag-{{ cell }}"
 fn the_drupal_recipe_passes_check_and_plan_beside_wordpress() {
     let root = std::env::temp_dir().join(format!("benchpipe-it-drupal-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
-    for dir in ["pipeline", "boards"] {
-        std::fs::create_dir_all(root.join(dir)).unwrap();
-        for e in std::fs::read_dir(repo().join(dir)).unwrap().flatten() {
-            std::fs::copy(e.path(), root.join(dir).join(e.file_name())).unwrap();
-        }
-    }
+    // A seed board (rpi3-1) and the built-in recipes.
+    std::fs::create_dir_all(root.join("boards")).unwrap();
+    std::fs::copy(
+        repo().join("examples/seeds/boards/rpi3-1.toml"),
+        root.join("boards/rpi3-1.toml"),
+    )
+    .unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     std::fs::write(
         root.join("scenarios/apps.toml"),
