@@ -147,7 +147,10 @@ fn stat_of(view: &View, metric: &MetricSpec, confidence: f64, marks: &Marks) -> 
         st.value = NOT_MEASURED.into();
         st.brief = NOT_MEASURED.into();
     }
-    marks.push(view, st.outliers, &mut st.brief);
+    // A value with no runs that count has nothing for a mark to qualify.
+    if st.n > 0 {
+        marks.push(view, st.outliers, &mut st.brief);
+    }
     st
 }
 
@@ -214,7 +217,9 @@ pub(super) fn build<'a>(
                 header.push_str(p);
             }
             // `read IOPS (IOPS)` says it twice.
-            if !w.metric.unit.is_empty() && !w.label.ends_with(w.metric.unit.as_str()) {
+            let unit = w.metric.unit.as_str();
+            let says_unit = w.label == unit || w.label.ends_with(&format!(" {unit}"));
+            if !unit.is_empty() && !says_unit {
                 header.push_str(&format!(" ({})", w.metric.unit));
             }
             if !one_direction {
