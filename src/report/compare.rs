@@ -73,6 +73,10 @@ pub struct ComparisonRow {
     pub verdict_text: String,
     /// `p = 0.0012`, or empty.
     pub p_text: String,
+    /// The baseline's and the candidate's addresses (a pooled row's first pair's), for
+    /// the Markdown's tables of comparisons (`compared.rs`), which label them.
+    #[serde(skip)]
+    pub sides: Option<(Address, Address)>,
 }
 
 /// The boards a pooled row stands for.
@@ -143,7 +147,7 @@ pub fn method_text(scenario: &Scenario, of_mean: bool) -> String {
     let alpha = super::trimmed(1.0 - scenario.method.confidence);
     let band = super::percent(scenario.precision.noise_band);
     let of_mean = if of_mean {
-        "A row whose difference says \"of the mean of both\" (percent = \"of-mean\") gives instead the difference over the mean of both means, (c - b) / ((c + b) / 2) = 2 (r - 1) / (r + 1) for the ratio r, with Fieller's interval of r mapped through it (the same coverage: the map is increasing); the verdict is judged alike. "
+        "A comparison in percent of the mean of both means (percent = \"of-mean\") gives instead the difference over the mean of both means, (c - b) / ((c + b) / 2) = 2 (r - 1) / (r + 1) for the ratio r, with Fieller's interval of r mapped through it (the same coverage: the map is increasing); the verdict is judged alike. "
     } else {
         ""
     };
@@ -214,6 +218,7 @@ pub(super) fn row(
         difference: String::new(),
         verdict_text: String::new(),
         p_text: String::new(),
+        sides: None,
     };
     match result {
         Ok(c) => fill(&mut r, &c, words, per_side),
@@ -298,7 +303,7 @@ pub(super) fn comparisons_of(
                 counted_values(base, spec, data),
                 counted_values(cand, spec, data),
             );
-            rows.push(row(
+            let mut r = row(
                 metric.clone(),
                 spec,
                 (config_label(&base.address), config_label(&cand.address)),
@@ -306,7 +311,9 @@ pub(super) fn comparisons_of(
                 (&[&b], &[&x]),
                 (confidence, noise_band),
                 c.percent,
-            ));
+            );
+            r.sides = Some((base.address.clone(), cand.address.clone()));
+            rows.push(r);
             pairs.push((base, cand, b, x));
         }
         if c.pool == Some(Pool::Model) {
@@ -390,7 +397,7 @@ fn pooled_rows(
             boards,
             left_out,
         };
-        rows.push(row(
+        let mut r = row(
             metric.to_string(),
             spec,
             (base_label, cand_label),
@@ -398,7 +405,9 @@ fn pooled_rows(
             (&b, &x),
             (confidence, noise_band),
             percent,
-        ));
+        );
+        r.sides = Some((base.address.clone(), cand.address.clone()));
+        rows.push(r);
     }
     rows
 }

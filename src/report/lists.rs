@@ -466,15 +466,16 @@ mod tests {
         let embedded = super::super::export::Templates::embedded();
         for used in [
             "{{ validity|html_validity }}",
-            "{{ provenance|html_provenance }}",
+            "{{ provenance_own|html_provenance }}",
             "{{ comparisons|html_comparisons }}",
         ] {
             assert!(embedded.html.source.contains(used), "{used}");
         }
+        // The Markdown's comparisons are tables per metric (`comparison_tables`), in
+        // the template: `markdown_comparisons` is there for an override.
         for used in [
             "{{ validity|markdown_validity }}",
-            "{{ provenance|markdown_provenance }}",
-            "{{ comparisons|markdown_comparisons }}",
+            "{{ provenance_own|markdown_provenance }}",
         ] {
             assert!(embedded.markdown.source.contains(used), "{used}");
         }

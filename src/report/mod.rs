@@ -19,12 +19,14 @@ mod across;
 mod cells;
 mod chart;
 mod compare;
+mod compared;
 mod csv;
 mod export;
 mod format;
 mod json;
 pub mod labels;
 mod lazy;
+mod legend;
 mod lists;
 mod members;
 mod method;
@@ -35,6 +37,7 @@ mod rows;
 mod run_metrics;
 mod sections;
 mod series;
+mod shared;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -52,6 +55,7 @@ mod tests_tables;
 pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};
 pub use chart::{Bar, ChartLabels, ChartTitle, bar_chart};
 pub use compare::{ComparisonRow, Pooled, comparisons};
+pub use compared::{ComparedRow, ComparisonTable};
 pub use csv::{CSV_COLUMNS, Csv, CsvRows};
 pub use export::{
     ExportError, Exporter, Html, Markdown, SharedContext, TEMPLATE_DIR, TEMPLATE_FUEL,
@@ -80,6 +84,9 @@ pub struct Report {
     pub tables: Vec<std::sync::Arc<Table>>,
     /// `[[report.compare]]`: candidates against their baseline, with significance.
     pub comparisons: Vec<ComparisonRow>,
+    /// The comparisons as the Markdown shows them: a table per metric and percent
+    /// convention, rows named by the tables' labels (`compared.rs`; not in report.json).
+    pub comparison_tables: Vec<ComparisonTable>,
     /// Cells whose runs raised validity flags or warnings.
     pub validity: Vec<Validity>,
     /// How comparison rows are judged, in words (`compare::method_text`).
@@ -97,6 +104,12 @@ pub struct Report {
     /// Per configuration, what produced its numbers, from the facts stored with its
     /// cells; a fact that differs between them is a warning (`provenance.rs`).
     pub provenance: Vec<Provenance>,
+    /// The facts every configuration that records them shares, told once; the
+    /// templates show these, then `provenance_own` (`shared.rs`; not in report.json).
+    pub provenance_shared: Vec<Fact>,
+    /// Per configuration, only the facts that are not in `provenance_shared`, its
+    /// cells and warnings.
+    pub provenance_own: Vec<Provenance>,
     /// The benchpipe that rendered the report (each configuration shows the one that
     /// measured it, where its facts say).
     pub benchpipe: String,
@@ -130,6 +143,13 @@ pub struct Table {
     pub adaptive: bool,
     /// Whether any row has flagged runs (the table then shows a column for them).
     pub any_flagged: bool,
+    /// The number of runs every value of the table has, if one (the Markdown says it
+    /// once under the table); else `n_column`: each row says its own.
+    pub same_n: Option<usize>,
+    pub n_column: bool,
+    /// The Markdown table's legend, a sentence each: n, the direction, a model every
+    /// row shares, what each footnote mark of a value means (`legend.rs`).
+    pub legend: Vec<String>,
     /// `config: note` for every row's drift choices, listed under the table.
     pub drift: Vec<String>,
     /// One inline SVG bar chart per column (mean with its confidence interval), for
@@ -196,6 +216,9 @@ pub struct Column {
     pub name: String,
     /// What the column is called: the scenario's label, the recipe's, or the name.
     pub label: String,
+    /// The Markdown header: the label, the pivot value's, the unit, and an arrow for
+    /// the direction when a table's columns do not share one.
+    pub header: String,
     pub unit: String,
     /// "higher is better" / "lower is better".
     pub better: String,
@@ -209,6 +232,11 @@ pub struct Row {
     pub label: String,
     /// Values of the row's axes, in `Table::axes` order (names, not labels).
     pub config: Vec<String>,
+    /// The Markdown row's cell per axis: the value's label, or its name when the
+    /// table's legend says the model once.
+    pub axis_cells: Vec<String>,
+    /// The runs of its values, distinct counts in column order (`3`, `3/5`).
+    pub n: String,
     /// The keys of the row's measured cells.
     pub keys: Vec<String>,
     /// One per column.
@@ -238,6 +266,9 @@ pub struct Stat {
     pub text: String,
     /// The value alone: `12.3 ± 0.4 MB/s`, or `—`.
     pub value: String,
+    /// What a Markdown table cell shows: `12.3 ± 0.4` and footnote marks (`¹`), the
+    /// unit in the header and the marks explained in the legend.
+    pub brief: String,
     /// What the parentheses say: `n=3, 1 flagged, 1 outlier`, or empty.
     pub note: String,
     /// The key of the cell the value comes from.
@@ -262,6 +293,7 @@ impl Stat {
         Stat {
             text: "—".into(),
             value: "—".into(),
+            brief: "—".into(),
             note: String::new(),
             cell: None,
             n: 0,
@@ -478,7 +510,27 @@ pub fn build_leaving<'a>(
         method.take().expect(done),
         precision.take().expect(done),
     );
+    let (provenance_shared, provenance_own) = shared::split(&provenance);
+    let title_of = |metric: &str| -> String {
+        let (test, name) = metric.split_once('.').unwrap_or((metric, ""));
+        let test: TestName = test.into();
+        match ws.recipes.get(&test).and_then(|r| r.metric(name)) {
+            Some(m) => {
+                let better = match m.better {
+                    crate::model::Better::Higher => "higher is better",
+                    crate::model::Better::Lower => "lower is better",
+                };
+                format!("{test}: {} ({}, {better})", label_of(&test, &m), m.unit)
+            }
+            None => metric.to_string(),
+        }
+    };
+    let comparison_tables =
+        compared::tables(&comparisons, labels(), &title_of, &percent(confidence));
     let report = Report {
+        provenance_shared,
+        provenance_own,
+        comparison_tables,
         comparison_method: compare::method_text(
             scenario,
             comparisons

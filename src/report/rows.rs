@@ -20,7 +20,7 @@ use super::lazy::TableValue;
 pub(super) const LOOPS: [&str; 2] = [
     r#"{% for r in t.rows %}<tr><th scope="row">{{ r.label }}</th>{% for v in r.values %}<td class="num"{% if v.mean is not none %} data-sort="{{ v.mean }}"{% endif %}><span class="v">{{ v.value }}</span>{% if v.note %} <span class="n{% if v.flagged or v.outliers %} flagged{% endif %}">{{ v.note }}</span>{% endif %}</td>{% endfor %}{% if t.adaptive %}<td class="runs">{{ r.runs or "incomplete" }}</td>{% endif %}{% if t.any_flagged %}<td class="flags">{{ r.flagged or "none" }}</td>{% endif %}</tr>
 {% endfor %}"#,
-    r#"{% for r in t.rows %}| {{ r.label }} |{% for v in r.values %} {{ v.text }} |{% endfor %}{% if t.adaptive %} {{ r.runs or "incomplete" }} |{% endif %}{% if t.any_flagged %} {{ r.flagged or "none" }} |{% endif %}
+    r#"{% for r in t.rows %}|{% for a in r.axis_cells %} {{ a }} |{% endfor %}{% for v in r.values %} {{ v.brief }} |{% endfor %}{% if t.n_column %} {{ r.n }} |{% endif %}{% if t.adaptive %} {{ r.runs or "incomplete" }} |{% endif %}
 {% endfor %}"#,
 ];
 
@@ -127,22 +127,25 @@ pub(super) fn html(t: &Table) -> String {
 pub(super) fn markdown(t: &Table) -> String {
     let mut out = String::with_capacity(t.rows.len() * (40 + 40 * t.columns.len()));
     for r in &t.rows {
-        out.push_str("| ");
-        push_markdown(&mut out, &r.label);
-        out.push_str(" |");
+        out.push('|');
+        for a in &r.axis_cells {
+            out.push(' ');
+            push_markdown(&mut out, a);
+            out.push_str(" |");
+        }
         for v in &r.values {
             out.push(' ');
-            push_markdown(&mut out, &v.text);
+            push_markdown(&mut out, &v.brief);
+            out.push_str(" |");
+        }
+        if t.n_column {
+            out.push(' ');
+            push_markdown(&mut out, &r.n);
             out.push_str(" |");
         }
         if t.adaptive {
             out.push(' ');
             push_markdown(&mut out, or(r.runs.as_deref().unwrap_or(""), "incomplete"));
-            out.push_str(" |");
-        }
-        if t.any_flagged {
-            out.push(' ');
-            push_markdown(&mut out, or(&r.flagged, "none"));
             out.push_str(" |");
         }
         out.push('\n');
@@ -168,8 +171,11 @@ mod tests {
             let t = Arc::make_mut(t);
             t.adaptive = !t.adaptive;
             t.any_flagged = true;
+            t.n_column = !t.n_column;
             for (i, r) in t.rows.iter_mut().enumerate() {
                 r.label = format!("<b>|{i}</b> & 'x' / [y] `*` \\ \u{7}");
+                r.axis_cells = vec![r.label.clone(), format!("{i} ¹")];
+                r.n = format!("{i}/<3>");
                 r.runs = match i % 3 {
                     0 => None,
                     1 => Some(String::new()),
@@ -196,6 +202,7 @@ mod tests {
                     }
                     v.value = format!("{} <&> |", v.value);
                     v.text = format!("{} *[x]*", v.text);
+                    v.brief = format!("{} *[x]*¹", v.brief);
                 }
                 r.values.push(Stat::empty());
             }

@@ -6,6 +6,7 @@ use super::cells::View;
 use super::chart::{Bar, ChartLabels, ChartTitle};
 use super::format::{mean_ci, number};
 use super::labels::{AxisLabels, value};
+use super::legend::Marks;
 use super::{Column, Row, Stat, Table};
 use crate::model::{Axis, Better, MetricSpec, TestName};
 use crate::stats;
@@ -129,7 +130,7 @@ impl<'v, 'a> Groups<'v, 'a> {
 }
 
 /// The statistics of one metric over one cell's counted runs.
-fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
+fn stat_of(view: &View, metric: &MetricSpec, confidence: f64, marks: &Marks) -> Stat {
     let counted = view.counted_of(metric, confidence);
     let mut st = judged_stat(
         counted.summary.as_ref(),
@@ -144,6 +145,11 @@ fn stat_of(view: &View, metric: &MetricSpec, confidence: f64) -> Stat {
         // read). Said in words, so the empty cell is never taken for a number.
         st.text = NOT_MEASURED.into();
         st.value = NOT_MEASURED.into();
+        st.brief = NOT_MEASURED.into();
+    }
+    // A value with no runs that count has nothing for a mark to qualify.
+    if st.n > 0 {
+        marks.push(view, st.outliers, &mut st.brief);
     }
     st
 }
@@ -168,6 +174,7 @@ pub(super) fn build<'a>(
     confidence: f64,
 ) -> Table {
     let axes = row_axes(&shape, &cells);
+    let marks = Marks::of(&cells);
     let pivots: Vec<String> = match shape.pivot {
         None => vec![String::new()],
         Some(p) => {
@@ -188,7 +195,12 @@ pub(super) fn build<'a>(
     let pivot_of =
         move |c: &View<'a>| -> &'a str { pivot.map_or("", |p| value(p, c.cell_address())) };
 
-    // Columns: each metric, then within it each pivot value.
+    // Columns: each metric, then within it each pivot value. Their direction is said
+    // once under the table when they share it, else by an arrow in each header.
+    let one_direction = shape
+        .columns
+        .windows(2)
+        .all(|w| w[0].metric.better == w[1].metric.better);
     let mut columns = Vec::new();
     let mut slots: Vec<(&TestName, &MetricSpec, &str)> = Vec::new();
     for w in &shape.columns {
@@ -199,7 +211,25 @@ pub(super) fn build<'a>(
                     .find(|c| pivot_of(c) == p)
                     .map(|c| labels.of(axis, c.address()))
             });
+            let mut header = w.label.clone();
+            if let Some(p) = &pivot_label {
+                header.push_str(", ");
+                header.push_str(p);
+            }
+            // `read IOPS (IOPS)` says it twice.
+            let unit = w.metric.unit.as_str();
+            let says_unit = w.label == unit || w.label.ends_with(&format!(" {unit}"));
+            if !unit.is_empty() && !says_unit {
+                header.push_str(&format!(" ({})", w.metric.unit));
+            }
+            if !one_direction {
+                header.push_str(match w.metric.better {
+                    Better::Higher => " ↑",
+                    Better::Lower => " ↓",
+                });
+            }
             columns.push(Column {
+                header,
                 test: w.test.to_string(),
                 name: w.metric.name.clone(),
                 label: w.label.clone(),
@@ -233,7 +263,7 @@ pub(super) fn build<'a>(
                 measured
                     .iter()
                     .find(|c| &c.address().test == *test && pivot_of(c) == *p)
-                    .map(|c| stat_of(c, metric, confidence))
+                    .map(|c| stat_of(c, metric, confidence, &marks))
                     .unwrap_or_else(Stat::empty)
             })
             .collect();
@@ -267,7 +297,23 @@ pub(super) fn build<'a>(
         let mut warnings: Vec<String> = measured.iter().flat_map(|c| c.warnings.clone()).collect();
         warnings.sort();
         warnings.dedup();
+        let mut ns: Vec<usize> = Vec::new();
+        for v in &values {
+            let v: &Stat = v;
+            if v.n > 0 && !ns.contains(&v.n) {
+                ns.push(v.n);
+            }
+        }
         rows.push(Row {
+            axis_cells: axes
+                .iter()
+                .map(|a| labels.of(*a, first.address()))
+                .collect(),
+            n: ns
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join("/"),
             label: labels.row(&axes, first.address()),
             config: k.iter().map(|v| v.to_string()).collect(),
             keys: measured.iter().map(|c| c.cell.key.to_string()).collect(),
@@ -319,6 +365,10 @@ pub(super) fn build<'a>(
     } else {
         Vec::new()
     };
+    let direction = one_direction
+        .then(|| shape.columns.first().map(|w| w.metric.better))
+        .flatten();
+    let (same_n, legend) = legend_of(&mut rows, &cells, &marks, direction);
     let drift = rows
         .iter()
         .flat_map(|r| r.drift.iter().map(|n| format!("{}: {n}", r.label)))
@@ -340,6 +390,9 @@ pub(super) fn build<'a>(
         row_header: axes.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
         pivot: shape.pivot.map(|p| p.name().to_string()),
         any_flagged: rows.iter().any(|r| r.flagged_runs > 0 || r.warned_runs > 0),
+        n_column: same_n.is_none() && rows.iter().any(|r| !r.n.is_empty()),
+        same_n,
+        legend,
         adaptive: cells.iter().any(|c| c.cell.method.runs.target.is_some()),
         columns,
         rows,
@@ -384,10 +437,11 @@ fn judged_stat(
             let _ = write!(note, ", {k} outliers");
         }
     }
-    let mut value = match s.ci_half {
+    let brief = match s.ci_half {
         Some(h) => mean_ci(s.mean, h),
         None => number(s.mean),
     };
+    let mut value = brief.clone();
     value.push(' ');
     value.push_str(unit);
     let mut text = String::with_capacity(value.len() + note.len() + 3);
@@ -398,6 +452,7 @@ fn judged_stat(
     Stat {
         text,
         value,
+        brief,
         note,
         cell: None,
         n: s.n,
@@ -411,4 +466,50 @@ fn judged_stat(
         flagged,
         excluded: if excluded { flagged } else { 0 },
     }
+}
+
+/// What the Markdown table says once: each row's axis cells (given its labels), and
+/// the legend under the table (n when every value has the same, the direction when
+/// every column has it, models said once, the marks); the n every value has, if one.
+fn legend_of(
+    rows: &mut [Row],
+    cells: &[&View],
+    marks: &Marks,
+    direction: Option<Better>,
+) -> (Option<usize>, Vec<String>) {
+    let mut legend = Vec::new();
+    let mut ns = rows
+        .iter()
+        .flat_map(|r| r.values.iter().map(|v| v.n))
+        .filter(|n| *n > 0);
+    let same_n = ns.next().filter(|first| ns.all(|n| n == *first));
+    if let Some(n) = same_n {
+        legend.push(format!(
+            "n = {n} measured run{} per value.",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    legend.push(
+        match direction {
+            Some(Better::Higher) => "Higher is better.",
+            Some(Better::Lower) => "Lower is better.",
+            None => "↑ higher is better, ↓ lower is better.",
+        }
+        .to_string(),
+    );
+    let axes = rows.first().map_or(0, |r| r.axis_cells.len());
+    for i in 0..axes {
+        let column: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|r| (r.config[i].as_str(), r.axis_cells[i].as_str()))
+            .collect();
+        let (shown, note) = super::legend::axis_cells(&column);
+        legend.extend(note);
+        for (r, text) in rows.iter_mut().zip(shown) {
+            r.axis_cells[i] = text;
+        }
+    }
+    let any_outliers = rows.iter().any(|r| r.values.iter().any(|v| v.outliers > 0));
+    legend.extend(marks.legend(cells, any_outliers));
+    (same_n, legend)
 }

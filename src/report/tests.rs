@@ -115,8 +115,23 @@ fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
         pi1.difference
     );
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
-    assert!(md.contains("| disk-4k.random_read | pi-1 / sd / as-is / installed | pi-1 / usb / as-is / installed | +42.9%"), "{md}");
-    assert!(md.contains("**faster (p = "), "{md}");
+    // Named by the tables' labels (the compared storage as baseline and candidate, the
+    // board, which varies, in its column), in the one convention said once above.
+    assert!(
+        md.contains(
+            "| pi-1 | Samsung Evo+ 32GB | usb | +42.9% (+39.5% .. +46.4%) | **faster, p = "
+        ),
+        "{md}"
+    );
+    let at = md.find("## Comparisons").unwrap();
+    let comparisons = &md[at..md[at + 1..].find("\n## ").map_or(md.len(), |e| at + 1 + e)];
+    assert!(!comparisons.contains(" / "), "raw names: {comparisons}");
+    assert!(!md.contains("of the mean of both"), "one convention: {md}");
+    assert_eq!(
+        md.matches("in percent of the baseline's mean").count(),
+        1,
+        "{md}"
+    );
     assert!(md.contains("Fieller's 95% confidence interval"), "{md}");
 }
 
@@ -153,10 +168,17 @@ fn a_throttle_state_unknown_is_a_warning_that_excludes_nothing() {
     assert_eq!(row.values[0].n, 2, "only the swapping run is left out");
     assert!(r.tables[0].any_flagged);
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    // A mark per kind on each value, explained once under the table.
     assert!(
-        md.contains("2 of 3 (throttle state unknown), included"),
+        md.lines()
+            .any(|l| l.starts_with("| pi-1 | Samsung Evo+ 32GB |") && l.ends_with("¹,² |")),
         "{md}"
     );
+    assert!(
+        md.contains("¹ some runs: swapping (left out of the statistics). ² some runs: throttle state unknown (kept in the statistics)."),
+        "{md}"
+    );
+    assert!(!md.contains("flagged runs"), "{md}");
 }
 
 /// Flagged runs that the method leaves out of the tables must not decide a

@@ -58,7 +58,7 @@ fn a_pooled_row_weighs_each_board_of_the_model_equally_beside_the_per_board_rows
     )
     .unwrap();
     assert!(
-        md.contains("| Raspberry Pi 4 (pooled: pi-1, pi-2) / sd / as-is / installed |"),
+        md.contains("| pooled: pi-1, pi-2 | Samsung Evo+ 32GB | usb | +"),
         "{md}"
     );
 }

@@ -338,3 +338,39 @@ fn each_tests_recipe_shows_built_in_or_its_file_with_its_sha256() {
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
     assert!(md.contains(&format!("built-in, sha256:{a}")), "{md}");
 }
+
+/// Facts every configuration shares are told once, in one table; each configuration
+/// then lists only what differs (here the kernel of one board), and its cells.
+#[test]
+fn shared_provenance_is_told_once_and_each_configuration_only_what_differs() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let data: BTreeMap<_, _> = plan
+        .cells
+        .iter()
+        .map(|c| {
+            let kernel = if c.address.board.as_str() == "pi-2" {
+                "Linux 6.6.0 aarch64"
+            } else {
+                "Linux 6.1.0 aarch64"
+            };
+            (c.key.clone(), cell_with_facts(c, kernel))
+        })
+        .collect();
+    let r = build(&ws, &scenario, &plan, &data);
+    assert!(r.provenance.len() >= 2, "{:#?}", r.provenance);
+    let source = Templates::embedded().markdown.source;
+    let md = super::export::render_template("index.md", source, &r).unwrap();
+    let md = String::from_utf8(md).unwrap();
+    // The board model is the same everywhere: one row, not one per configuration.
+    assert_eq!(md.matches("| board model |").count(), 1, "{md}");
+    assert_eq!(md.matches("| memory |").count(), 1, "{md}");
+    assert!(r.provenance_shared.iter().any(|f| f.name == "memory"));
+    // The kernel differs between the boards: per configuration, with its value.
+    assert!(r.provenance_shared.iter().all(|f| f.name != "kernel"));
+    assert_eq!(md.matches("| kernel |").count(), r.provenance.len(), "{md}");
+    assert!(md.contains("| kernel | Linux 6.6.0 aarch64 |"), "{md}");
+    for p in &r.provenance_own {
+        assert!(p.facts.iter().all(|f| f.name != "memory"), "{p:#?}");
+        assert!(!p.cells.is_empty());
+    }
+}

@@ -82,9 +82,10 @@ fn columns_come_in_the_recipe_order_under_their_labels() {
     assert!((user - 3.0 * real).abs() < 1e-9, "{row:?}");
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
     assert!(
-        md.contains("| board | real time (s, lower is better) | user time (s, lower is better) | system CPU (s, lower is better) |"),
+        md.contains("| board | real time (s) | user time (s) | system CPU (s) |"),
         "{md}"
     );
+    assert!(md.contains("Lower is better."), "{md}");
 }
 
 /// Rows are named by what the boards and media are, as the seeds name them: the stored
@@ -253,7 +254,7 @@ fn a_scenario_table_pivots_storage_into_columns() {
     assert_eq!(r.tables[0].rows.len(), 2);
     let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
     assert!(
-        md.contains("## Disk\n\n4K random read per medium\n\n| board | 4K Random Read, Samsung Evo+ 32GB (MB/s, higher is better) | 4K Random Read, usb (MB/s, higher is better) |"),
+        md.contains("## Disk\n\n4K random read per medium\n\n| board | 4K Random Read, Samsung Evo+ 32GB (MB/s) | 4K Random Read, usb (MB/s) |"),
         "{md}"
     );
 }
@@ -658,4 +659,59 @@ fn a_scenario_table_with_only_shows_just_the_cells_it_names() {
     assert_eq!(configs, [&vec!["pi-1".to_string(), "usb".to_string()]]);
     let all = table(&r, "disk-4k");
     assert_eq!(all.rows.len(), 4, "the test's own table keeps every cell");
+}
+
+/// A Markdown table has a column per axis that varies in it, by the axes' labels, the
+/// unit in the header and `mean ± CI` alone in each cell; n is said once under the
+/// table when every value has the same, else in a column.
+#[test]
+fn a_markdown_table_has_a_column_per_varying_axis_and_says_n_once() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let data = measured(&plan, &[10.0, 10.5, 10.2]);
+    let r = build(&ws, &scenario, &plan, &data);
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    // disk-4k varies board, storage and filesystem; xz only the board.
+    assert!(
+        md.contains("| board | storage | filesystem | random_read (MB/s) |\n|---|---|---|---:|\n| pi-1 | Samsung Evo+ 32GB | as-is | 10.23 ± 0.63 |\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| board | random_read (MB/s) |\n|---|---:|\n| pi-1 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "\n\nn = 3 measured runs per value. Higher is better. pi-1, pi-2: Raspberry Pi 4.\n"
+        ),
+        "{md}"
+    );
+    let table_lines = || md.lines().filter(|l| l.starts_with("| pi-"));
+    assert!(
+        table_lines().all(|l| !l.contains("MB/s") && !l.contains("n=")),
+        "{md}"
+    );
+
+    // One cell with a fourth run: each row says its n.
+    let mut data = data;
+    let first = plan
+        .cells
+        .iter()
+        .find(|c| c.address.test.as_str() == "disk-4k")
+        .unwrap();
+    data.insert(first.key.clone(), with_samples(&[10.0, 10.5, 10.2, 10.3]));
+    let r = build(&ws, &scenario, &plan, &data);
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        md.contains("| board | storage | filesystem | random_read (MB/s) | n |"),
+        "{md}"
+    );
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| pi-1 |") && l.ends_with(" | 4 |")),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 16.23 ± 0.63 | 3 |\n\nHigher is better. pi-1, pi-2: Raspberry Pi 4.\n"),
+        "{md}"
+    );
 }

@@ -185,13 +185,13 @@ fn fake_power_file_and_fake_smart_plug_give_separate_idle_and_load_watts() {
     assert!(report.status.success(), "{}", text(&report));
     let md = std::fs::read_to_string(lab.root.join("reports/s/index.md")).unwrap();
     for column in [
-        "| idle power (W, lower is better) |",
-        "| power (W, lower is better) |",
+        "| idle power (W) ↓ |",
+        "| power (W) ↓ |",
         "value_per_w",
         "energy",
         "MB/W",
-        " J (n=2",
-        " W (n=2",
+        "(J)",
+        "n = 2 measured runs per value.",
     ] {
         assert!(md.contains(column), "{column}\n{md}");
     }
@@ -270,7 +270,11 @@ fn fake_meters_that_fail_warn_on_the_sample_and_the_cell_completes() {
     let report = bp(&lab.root, &["report", "scenarios/s.toml"]);
     assert!(report.status.success(), "{}", text(&report));
     let md = std::fs::read_to_string(lab.root.join("reports/s/index.md")).unwrap();
-    assert!(md.contains("2 of 2 (power unknown), included"), "{md}");
+    assert!(md.contains("2 of 2 runs power unknown (kept)"), "{md}");
+    assert!(
+        md.contains("some runs: power unknown (kept in the statistics)"),
+        "{md}"
+    );
     assert!(
         !md.contains("power (W"),
         "no watts column without watts: {md}"

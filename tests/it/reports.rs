@@ -88,7 +88,7 @@ fn a_lab_report_renders_the_same_after_lab_down_from_the_store_alone() {
     let before = reports(&root, "lab-report");
     let md = String::from_utf8_lossy(&before["index.md"]).to_string();
     assert!(md.contains("| 4K random read (MB/s"), "{md}");
-    assert!(md.contains("(n=2"), "{md}");
+    assert!(md.contains("n = 2 measured runs per value."), "{md}");
     assert!(
         md.contains("hdparm on") && md.contains("## Not applicable"),
         "hdparm on a loop device is skipped with its reason: {md}"

@@ -203,8 +203,22 @@ fn table(md: &str, title: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The cell of `t` in the row labelled `row` and the column whose header starts with
-/// `column`.
+/// How many of `t`'s first columns are its axes (`board`, `storage`, ...): each row's
+/// configuration, a label per axis.
+fn axis_columns(t: &[Vec<String>]) -> usize {
+    const AXES: [&str; 5] = ["board", "storage", "filesystem", "network", "image"];
+    t[0].iter()
+        .take_while(|h| AXES.contains(&h.as_str()))
+        .count()
+}
+
+/// A row's configuration: its axis columns' labels, joined as the seeds name a row.
+fn row_label(t: &[Vec<String>], r: &[String]) -> String {
+    r[..axis_columns(t)].join(", ")
+}
+
+/// The cell of `t` in the row labelled `row` (its axes' labels, `Pi 4, microSD`) and
+/// the column whose header starts with `column`.
 fn cell<'t>(t: &'t [Vec<String>], row: &str, column: &str) -> &'t str {
     let col = t[0]
         .iter()
@@ -213,7 +227,7 @@ fn cell<'t>(t: &'t [Vec<String>], row: &str, column: &str) -> &'t str {
     let r = t
         .iter()
         .skip(1)
-        .find(|r| r[0] == row)
+        .find(|r| row_label(t, r) == row)
         .unwrap_or_else(|| panic!("no row {row:?} in {t:#?}"));
     &r[col]
 }
@@ -271,8 +285,8 @@ fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
     let disk = table(&md, "Disk Benchmarks");
     // The seed's one "CM3+" is two nodes, one per medium: each is named, and no two
     // rows look the same.
-    let labels: Vec<&str> = disk.iter().skip(1).map(|r| r[0].as_str()).collect();
-    let distinct: BTreeSet<&str> = labels.iter().copied().collect();
+    let labels: Vec<String> = disk.iter().skip(1).map(|r| row_label(&disk, r)).collect();
+    let distinct: BTreeSet<&str> = labels.iter().map(String::as_str).collect();
     assert_eq!(
         distinct.len(),
         labels.len(),
@@ -378,25 +392,25 @@ fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
     }
     // A CM3+ has no meter: its row, if any, never shows a number for watts.
     assert!(
-        power
-            .iter()
-            .skip(1)
-            .all(|r| r[0].starts_with("Pi 4") || r[1..3].iter().all(|c| c == "not measured")),
+        power.iter().skip(1).all(|r| {
+            let k = axis_columns(&power);
+            r[0].starts_with("Pi 4") || r[k..k + 2].iter().all(|c| c == "not measured")
+        }),
         "{power:#?}"
     );
     // The seed's "% difference" row: 53%, 37%, 35% and 20% faster with UASP, and "8%
     // power savings": each the difference over the mean of both, as the seed wrote it.
     for (metric, seed) in [
-        ("hdparm.buffered_read", 53.0),
-        ("dd-write.sequential_write", 37.0),
-        ("iozone.random_read", 35.0),
-        ("iozone.random_write", 20.0),
-        ("dd-write.power_w", -8.0),
+        ("hdparm: buffered reads (hdparm) (", 53.0),
+        ("dd-write: sequential write (dd) (", 37.0),
+        ("iozone: 4K random read (", 35.0),
+        ("iozone: 4K random write (", 20.0),
+        ("dd-write: power (W", -8.0),
     ] {
-        let shown = difference(&md, metric, "hypriotos");
+        let (convention, shown) = difference(&md, metric, "HypriotOS");
         assert!(
-            shown.contains("of the mean of both"),
-            "{metric}: the seed's convention is named: {shown}"
+            convention.contains("of the mean of both"),
+            "{metric}: the seed's convention is named: {convention}"
         );
         let pct: f64 = shown
             .split('%')
@@ -407,14 +421,41 @@ fn seed_1s_disk_tables_show_the_seeds_figures_in_its_rows_and_columns() {
     }
 }
 
-/// The difference column of the comparison of `metric` whose baseline is on `image`.
-fn difference(md: &str, metric: &str, image: &str) -> String {
-    let rows = table(md, "Comparisons");
-    let row = rows
-        .iter()
-        .find(|r| r[0] == metric && r[1].ends_with(&format!("/ {image}")))
-        .unwrap_or_else(|| panic!("no comparison of {metric} on {image} in {rows:#?}"));
-    row[3].clone()
+/// The comparison of the metric whose table is headed `heading...` (`test: label (`),
+/// in percent of the mean of both, of the row on the image labelled `image`: the
+/// convention the table states once above it, and the row's difference.
+fn difference(md: &str, heading: &str, image: &str) -> (String, String) {
+    let at = md
+        .find("## Comparisons\n")
+        .unwrap_or_else(|| panic!("no comparisons in:\n{md}"));
+    let marker = format!("\n### {heading}");
+    let sections = md[at..].split(marker.as_str()).skip(1);
+    let mut seen = Vec::new();
+    for section in sections {
+        let convention = section
+            .lines()
+            .find(|l| l.starts_with("Difference: "))
+            .unwrap_or_default()
+            .to_string();
+        seen.push(convention.clone());
+        if !convention.contains("of the mean of both") {
+            continue;
+        }
+        let body = format!("## x\n{section}");
+        let rows = table(&body, "x");
+        let col = rows[0].iter().position(|h| h == "difference").unwrap();
+        // With no image column, the table's rows are all on one image: it must be
+        // the only row.
+        let on_image = if rows[0].iter().any(|h| h == "image") {
+            rows.iter().skip(1).find(|r| r.iter().any(|c| c == image))
+        } else {
+            (rows.len() == 2).then(|| &rows[1])
+        };
+        if let Some(row) = on_image {
+            return (convention, row[col].clone());
+        }
+    }
+    panic!("no comparison headed {heading:?} of the mean of both on {image} ({seen:?}) in:\n{md}")
 }
 
 /// Seed 1's "Full System Benchmarks" (Drupal and WordPress requests/s, logged in with ab

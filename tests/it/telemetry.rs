@@ -362,11 +362,16 @@ fn fake_vcgencmd_failing_shows_in_the_report_as_a_warning() {
     assert!(report.status.success(), "{}", crate::spine::text(&report));
     let md = std::fs::read_to_string(p.dir.join("reports/s/index.md")).unwrap();
     assert!(
-        md.contains("2 of 2 (throttle state unknown), included"),
+        md.contains("2 of 2 runs throttle state unknown (kept)"),
         "{md}"
     );
-    // Both runs count (`(n=2, 2 flagged)` on a machine loaded enough to flag them).
-    assert!(md.contains("(n=2"), "{md}");
+    // Marked in the table, and the mark explained under it.
+    assert!(
+        md.contains("some runs: throttle state unknown (kept in the statistics)"),
+        "{md}"
+    );
+    // Both runs count.
+    assert!(md.contains("n = 2 measured runs per value."), "{md}");
 }
 
 #[test]
