@@ -21,6 +21,7 @@ pub mod plan;
 pub mod power;
 pub mod preflight;
 pub mod private_file;
+pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod secrets;

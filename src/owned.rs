@@ -191,25 +191,7 @@ pub fn open_own(path: &Path, append: bool, mode: u32) -> Result<File, OwnedError
 /// `create_new`, its name unguessable) and a rename: a reader sees the old file or the
 /// new one, and a link at `path` is replaced, never followed.
 pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OwnedError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let base = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let (tmp, mut f) = loop {
-        let tmp = dir.join(format!(
-            ".{base}.{}-{}-{}.tmp",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed),
-            crate::transport::random_hex::<6>()
-        ));
-        match create_new(&tmp, mode) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io_at(&tmp)(e)),
-        }
-    };
+    let (tmp, mut f) = temporary_beside(path, mode)?;
     let written = f
         .write_all(bytes)
         .and_then(|()| f.sync_all())
@@ -219,6 +201,47 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OwnedError> {
         return Err(io_at(path)(e));
     }
     Ok(())
+}
+
+/// Writes `bytes` to `path`, which must not exist yet: whole (written and synced in a
+/// fresh temporary file beside it, then given its name with `link(2)`, which never
+/// replaces anything, not even a dangling link), or not at all. An existing `path` is
+/// an `AlreadyExists` error and is left as it was.
+pub fn publish_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OwnedError> {
+    let (tmp, mut f) = temporary_beside(path, mode)?;
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    written.map_err(io_at(path))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    File::open(dir.unwrap_or(Path::new(".")))
+        .and_then(|d| d.sync_all())
+        .map_err(io_at(path))
+}
+
+/// A new file beside `path` under an unguessable name (`create_new`), for writing.
+fn temporary_beside(path: &Path, mode: u32) -> Result<(PathBuf, File), OwnedError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let base = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    loop {
+        let tmp = dir.join(format!(
+            ".{base}.{}-{}-{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            crate::transport::random_hex::<6>()
+        ));
+        match create_new(&tmp, mode) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_at(&tmp)(e)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -232,6 +255,34 @@ mod tests {
         fs::create_dir_all(&d).unwrap();
         fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).unwrap();
         d
+    }
+
+    #[test]
+    fn publish_new_never_replaces_a_file_or_a_link_and_leaves_no_temporary() {
+        let d = scratch("publish");
+        let p = d.join("board.toml");
+        publish_new(&p, b"one", 0o644).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+        let e = publish_new(&p, b"two", 0o644).unwrap_err();
+        assert!(
+            matches!(&e, OwnedError::Io { source, .. } if source.kind() == io::ErrorKind::AlreadyExists),
+            "{e}"
+        );
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+        let link = d.join("link.toml");
+        std::os::unix::fs::symlink(d.join("victim"), &link).unwrap();
+        assert!(publish_new(&link, b"x", 0o644).is_err());
+        assert!(
+            !d.join("victim").exists(),
+            "nothing written through the link"
+        );
+        let left: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+        let _ = fs::remove_dir_all(&d);
     }
 
     #[test]

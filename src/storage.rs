@@ -24,6 +24,7 @@
 pub mod cmdline;
 pub mod facts;
 pub mod identity;
+pub mod lsblk;
 pub mod lsusb;
 mod mounts;
 pub mod rules;

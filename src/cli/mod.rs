@@ -18,6 +18,7 @@ use crate::store::Store;
 
 mod boards;
 mod compare;
+mod init;
 mod lab;
 mod plan_view;
 mod reports;
@@ -144,6 +145,11 @@ impl Selection {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Make a workspace here (or in --dir): boards/, scenarios/first.toml and a
+    /// .gitignore; a board file for each --board host from what it says over SSH (model,
+    /// memory, disks, links, distribution, sudo), its free disks commented out; then
+    /// print the next three commands. Never replaces a file.
+    Init(init::InitArgs),
     /// Validate scenario files and the boards and recipes they use.
     Check {
         #[arg(required = true)]
@@ -417,6 +423,7 @@ pub fn known_plans<'w>(ws: &'w Workspace, store: &Store) -> Result<Vec<(&'w Scen
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Init(args) => init::run(args),
         Command::Check { files, cells } => {
             let ws = load(&files, cells.max_cells)?;
             reports::check_templates(&ws)?;

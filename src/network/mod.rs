@@ -6,6 +6,7 @@
 //! the address a cell's servers bind to and the one they admit.
 
 pub mod addresses;
+pub mod links;
 pub mod parse;
 pub mod rules;
 

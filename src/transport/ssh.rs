@@ -25,7 +25,7 @@ mod trust;
 pub mod words;
 mod wrapper;
 
-pub use trust::{Accept, Trusted, scan_host_key, trust, trust_with};
+pub use trust::{Accept, Trusted, offered_verdict, scan_host_key, trust, trust_with};
 pub use wrapper::login_shell_neutral;
 
 use std::io::{Read, Write};

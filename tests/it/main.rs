@@ -18,6 +18,7 @@ mod fs_stack;
 mod hostile;
 mod html;
 mod identity;
+mod init;
 mod lab;
 mod libssh2;
 mod lost_board;

@@ -38,6 +38,34 @@ pub fn scan_host_key(
     Ok((resolved, key))
 }
 
+/// The key a host offers and what its known_hosts (the target's, else the user's) says
+/// of it, trusting nothing: `init` tells an unknown key (recorded only when asked) from
+/// a changed one (always refused).
+pub fn offered_verdict(
+    board: &BoardName,
+    target: &SshTarget,
+    timeout: Duration,
+    options: &ConnectOptions,
+) -> Result<(Resolved, HostKey, hostkey::Verdict), TransportError> {
+    let (resolved, key) = scan_host_key(board, target, timeout, options)?;
+    let fail = |reason: String| TransportError::HostKey {
+        target: board.to_string(),
+        reason,
+        known_hosts: resolved.known_hosts.clone(),
+    };
+    // A session only for libssh2's known_hosts reader; it connects nowhere.
+    let session = ssh2::Session::new().map_err(|e| fail(format!("libssh2: {e}")))?;
+    let verdict = hostkey::check(
+        &session,
+        &resolved.known_hosts,
+        &resolved.host,
+        resolved.port,
+        &key,
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    Ok((resolved, key, verdict))
+}
+
 /// Which key `benchpipe boards trust` may record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Accept {
