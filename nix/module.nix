@@ -132,7 +132,9 @@ in
         User = cfg.user;
         Group = cfg.group;
         WorkingDirectory = cfg.workspace;
-        ExecStart = execArgs ([ "${cfg.package}/bin/benchpipe" "apply" "--quiet"
+        # --yes: a timer has no terminal to answer apply's question before the first
+        # format or flash of a board the store has never recorded.
+        ExecStart = execArgs ([ "${cfg.package}/bin/benchpipe" "apply" "--quiet" "--yes"
           "--store" cfg.store "--out" cfg.reportsDir ] ++ cfg.extraArgs ++ cfg.scenarios);
         # SIGTERM is apply's Ctrl-C: it ends the run in flight on the boards, stops the
         # services it started and keeps every finished run; give it time to, and only

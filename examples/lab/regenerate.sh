@@ -78,10 +78,11 @@ done
 files=()
 for s in "${scenarios[@]}"; do files+=("$ws/scenarios/$s.toml"); done
 # A cell that failed on this loaded machine runs again on the second apply (the store
-# keeps what completed); a second failure is the run's answer and stops here.
-if ! "$bp" apply --quiet --no-report --store "$ws/results" "${files[@]}"; then
+# keeps what completed); a second failure is the run's answer and stops here. --yes: the
+# lab's fresh loop disks are formatted without a terminal to confirm it.
+if ! "$bp" apply --yes --quiet --no-report --store "$ws/results" "${files[@]}"; then
   echo "regenerate.sh: some cells failed; applying once more" >&2
-  "$bp" apply --quiet --no-report --store "$ws/results" "${files[@]}"
+  "$bp" apply --yes --quiet --no-report --store "$ws/results" "${files[@]}"
 fi
 
 # The boards as the store's cells know them: name (the file), model, arch and storage

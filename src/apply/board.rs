@@ -44,6 +44,9 @@ pub(super) struct BoardOwn {
     pub(super) peers: super::peer::Peers,
     /// Set when this walk claimed the board's directory on the controller.
     pub(super) controller_claimed: bool,
+    /// The steps that need root on the board (`schedule::root_steps`), judged when its
+    /// session opens.
+    pub(super) needs_root: Vec<String>,
 }
 
 impl Worker<'_> {
@@ -60,6 +63,7 @@ impl Worker<'_> {
             uas_touched: false,
             peers: BTreeMap::new(),
             controller_claimed: false,
+            needs_root: crate::plan::schedule::root_steps(steps, MOST_ROOT_STEPS),
         };
         let mut w = Walk::new(self.connector.controller(), jobs, own);
         super::walk::walk(self, &mut w, steps)
@@ -155,7 +159,9 @@ impl Worker<'_> {
             }
             Action::Connect if w.own.flashing.booting => {
                 let image = &w.jobs[&pending[0]].cell.image;
-                w.own.board = Some(self.connect_booted(&mut w.own.flashing, image)?);
+                let mut t = self.connect_booted(&mut w.own.flashing, image)?;
+                self.refuse_without_root(t.as_mut(), &w.own.needs_root)?;
+                w.own.board = Some(t);
             }
             action if action.ends_session() || matches!(action, Action::Derive { .. }) => {
                 if action.ends_session() {
@@ -174,7 +180,10 @@ impl Worker<'_> {
             Action::Connect => {
                 self.phase(None, "connect");
                 match self.connector.board(self.board) {
-                    Ok(t) => w.own.board = Some(t),
+                    Ok(mut t) => {
+                        self.refuse_without_root(t.as_mut(), &w.own.needs_root)?;
+                        w.own.board = Some(t);
+                    }
                     Err(TransportError::Unreachable { target, reason }) => {
                         w.unreachable = Some(reason.clone());
                         return Err(TransportError::Unreachable { target, reason }.into());
@@ -246,6 +255,22 @@ impl Worker<'_> {
         ) && !live.contains_key(first)
         {
             let job = jobs[first];
+            // A raw-device cell (`uses_storage = "device"`) has no mount step: its device
+            // is judged here, before any of its commands reads it.
+            if job.cell.filesystem.is_none()
+                && let Some(st) = job
+                    .cell
+                    .address
+                    .storage
+                    .as_ref()
+                    .and_then(|n| self.board.storage(n))
+            {
+                let facts = self.storage_facts(t.board, st);
+                if let Ok(Some(f)) = &facts {
+                    storage_facts.insert(st.name.clone(), json!(f));
+                }
+                another_disk(st, &facts, "the device was not read")?;
+            }
             // The link the cell runs over, read now: a Wi-Fi rate changes.
             let link = self.network_facts(t.board, job.cell);
             let facts = cell_facts(
@@ -319,12 +344,7 @@ impl Worker<'_> {
                         storage_facts.insert(st.name.clone(), json!(f));
                     }
                     // Another disk where the board file's is declared: never formatted.
-                    let reported = facts.as_ref().ok().and_then(Option::as_ref);
-                    if let Some(why) = crate::storage::identity::problem(st, reported) {
-                        return Err(CellFailure::Refused {
-                            reason: format!("{why}; nothing was formatted or measured"),
-                        });
-                    }
+                    another_disk(st, &facts, "nothing was formatted or measured")?;
                     if let Some(want) = &st.driver {
                         super::uas::check_driver(st, want, facts)?;
                     }
@@ -411,5 +431,59 @@ impl Worker<'_> {
             // The steps above (`controller_step`), the cleanup steps and a cluster's.
             _ => Ok(()),
         }
+    }
+}
+
+/// The most root-needing steps a refusal lists.
+const MOST_ROOT_STEPS: usize = 12;
+
+impl Worker<'_> {
+    /// Refuses the board before any of its steps runs when its session is not root
+    /// (`id -u`; `become = "sudo"` makes it root) and `needs` names steps that need
+    /// root: which, and what to set. A board that cannot say is left to the steps.
+    fn refuse_without_root(
+        &self,
+        board: &mut dyn Transport,
+        needs: &[String],
+    ) -> Result<(), CellFailure> {
+        if needs.is_empty() {
+            return Ok(());
+        }
+        let quick = Some(std::time::Duration::from_secs(20));
+        let Ok(out) = board.run("id -u; id -un", quick) else {
+            return Ok(());
+        };
+        let text = out.stdout_str();
+        let mut lines = text.lines().map(str::trim);
+        let uid = lines.next().unwrap_or("");
+        let valid = !uid.is_empty() && uid.len() <= 10 && uid.bytes().all(|b| b.is_ascii_digit());
+        if !out.exit.success() || !valid || uid == "0" {
+            return Ok(());
+        }
+        let user: String = lines.next().unwrap_or("?").chars().take(64).collect();
+        Err(CellFailure::Refused {
+            reason: format!(
+                "board {} logs in as {} (uid {uid}), not root, and these steps need root: {}; log in as root or set become = \"sudo\" in its [ssh] (`benchpipe boards check` says whether sudo works); nothing was run on it",
+                self.board.name,
+                crate::shown::one_line(&user),
+                needs.join("; ")
+            ),
+        })
+    }
+}
+
+/// Refuses a storage whose device is not the disk its board file declares (`serial`,
+/// `size`: `storage::identity`), saying what was therefore not done.
+fn another_disk(
+    st: &crate::model::Storage,
+    facts: &Result<Option<crate::storage::facts::StorageFacts>, CellFailure>,
+    not_done: &str,
+) -> Result<(), CellFailure> {
+    let reported = facts.as_ref().ok().and_then(Option::as_ref);
+    match crate::storage::identity::problem(st, reported) {
+        Some(why) => Err(CellFailure::Refused {
+            reason: format!("{why}; {not_done}"),
+        }),
+        None => Ok(()),
     }
 }

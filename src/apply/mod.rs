@@ -27,6 +27,7 @@ mod non_free;
 mod peer;
 mod per_member;
 mod power;
+pub mod probe;
 pub(crate) mod provision;
 mod quiet_install;
 mod resources;

@@ -18,6 +18,7 @@ use crate::store::Store;
 
 mod boards;
 mod compare;
+mod confirm;
 mod init;
 mod lab;
 mod plan_view;
@@ -187,9 +188,16 @@ pub enum Command {
         #[arg(long)]
         no_report: bool,
         /// Print the steps apply would walk, per board, and run nothing: no board is
-        /// touched and the store is only read.
+        /// changed and the store is only read. Under each step that would overwrite a
+        /// device: the model, serial and size its board reports (`lsblk`, a short
+        /// connect timeout), or that the board cannot be reached.
         #[arg(long)]
         dry_run: bool,
+        /// Format and flash without asking: the first time apply would overwrite a disk
+        /// of a board the store holds no state of, it lists those steps and asks for
+        /// "yes" on a terminal, and refuses without one (scripts, timers: pass --yes).
+        #[arg(long, conflicts_with = "dry_run")]
+        yes: bool,
         #[command(flatten)]
         select: SelectArg,
         #[command(flatten)]
@@ -468,6 +476,7 @@ pub fn run(cli: Cli) -> Result<()> {
             out,
             no_report,
             dry_run,
+            yes,
             select,
             cells,
         } => {
@@ -475,12 +484,19 @@ pub fn run(cli: Cli) -> Result<()> {
             let ws = load(&files, cells.max_cells)?;
             if dry_run {
                 let store = Store::open_read(&store.store)?;
-                print!("{}", dry_run_text(&ws, &store, &select)?);
+                let probe = apply::RealConnector;
+                print!("{}", dry_run_text(&ws, &store, &select, Some(&probe))?);
                 return Ok(());
             }
             if !no_report {
                 // A broken override template fails now, before anything is measured.
                 reports::check_templates(&ws)?;
+            }
+            {
+                // Asked before the store is made or marked: a "no" leaves nothing done.
+                let read = Store::open_read(&store.store)?;
+                let schedule = plan_view::schedule_now(&ws, &read, &select)?;
+                confirm::ask(&confirm::unclaimed(&schedule, &read)?, yes)?;
             }
             let store = Store::open(&store.store)?;
             let cells: Vec<_> = known_plans(&ws, &store)?

@@ -415,16 +415,58 @@ fn plan_json(
     Ok(crate::shown::json(s))
 }
 
-/// `apply --dry-run`: the steps apply would walk, per board, touching no board.
-pub fn dry_run_text(ws: &Workspace, store: &Store, select: &Selection) -> Result<String> {
+/// The schedule `apply` would walk now (the one `--dry-run` prints).
+pub(super) fn schedule_now(ws: &Workspace, store: &Store, select: &Selection) -> Result<Schedule> {
+    let all_plans = known_plans(ws, store)?;
+    Ok(view(ws, &all_plans, store, select)?.schedule)
+}
+
+/// `apply --dry-run`: the steps apply would walk, per board, changing no board. With
+/// `probe`, under each step that overwrites a device, what its board reports of it
+/// (`apply::probe`, read-only), or that the board cannot be reached.
+pub fn dry_run_text(
+    ws: &Workspace,
+    store: &Store,
+    select: &Selection,
+    probe: Option<&dyn crate::apply::Connector>,
+) -> Result<String> {
     let all_plans = known_plans(ws, store)?;
     let v = view(ws, &all_plans, store, select)?;
-    let mut out = v.schedule.text();
+    let reports = probe.map(|c| crate::apply::probe::disks(ws, &v.schedule, c));
+    let mut out = v.schedule.text_with(|walk, step| {
+        let disk = step.action.overwritten_device(walk).and_then(|(host, device)| {
+            let said = reports.as_ref()?.get(&(host, device.to_string()))?;
+            Some(format!("{device}: {said}"))
+        });
+        let root = step.action.needs_root().and_then(|_| {
+            let user = not_root(ws.boards.get(walk)?)?;
+            Some(format!(
+                "needs root: {walk} logs in as {user} without become = \"sudo\", so apply refuses this board"
+            ))
+        });
+        match (disk, root) {
+            (Some(d), Some(r)) => Some(format!("{d}\n       {r}")),
+            (d, r) => d.or(r),
+        }
+    });
     // What will not run, and why: "nothing to run" must not be all it says.
     out.push_str(&not_applicable(&all_plans, usize::MAX, &keyed_skip()));
     out.push_str(&recipe_lines(ws, &v));
     out.push_str(&summary(&v));
     Ok(out)
+}
+
+/// The user a board file logs in as, when it names one other than root and no
+/// `become = "sudo"`: its steps that need root will be refused (`apply::board`).
+fn not_root(board: &crate::model::Board) -> Option<String> {
+    match &board.connection {
+        crate::model::Connection::Ssh(t) if !t.become_sudo => t
+            .user
+            .as_deref()
+            .filter(|u| *u != "root")
+            .map(|u| shown(u).into_owned()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -285,7 +285,7 @@ fn long_running(lab: &Lab) -> String {
 
 fn spawn_apply(root: &Path, file: &str) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", file])
+        .args(crate::scripted(&["apply", file]))
         .current_dir(root)
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::null())

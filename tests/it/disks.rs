@@ -444,7 +444,7 @@ fn on_a_lab_board_disk_1m_and_iozone_measure_while_hdparm_is_skipped_with_its_re
     // it must reach neither the store's facts nor a report.
     let canary = "canary-8f3e1d0b-secret";
     let apply = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(root)
         .env("NO_COLOR", "1")
         .env("BENCHPIPE_TEST_SUDO_PASSWORD", canary)

@@ -108,7 +108,7 @@ impl Running {
         let output = lab.root.join(format!("apply-{test}.out"));
         let file = std::fs::File::create(&output).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(["apply", "scenarios/s.toml"])
+            .args(crate::scripted(&["apply", "scenarios/s.toml"]))
             .current_dir(&lab.root)
             .env("NO_COLOR", "1")
             .stdout(file.try_clone().unwrap())

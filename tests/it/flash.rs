@@ -788,7 +788,7 @@ version = { from = "version", unit = "VERSION_ID", better = "higher" }
 pub(crate) fn apply(root: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .current_dir(root)
-        .args(args)
+        .args(crate::scripted(args))
         .output()
         .unwrap()
 }

@@ -48,7 +48,7 @@ fn a_device_of_another_size_than_declared_is_never_formatted() {
     .unwrap();
     let apply = || {
         Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(["apply", "scenarios/s.toml"])
+            .args(crate::scripted(&["apply", "scenarios/s.toml"]))
             .current_dir(root)
             .env("NO_COLOR", "1")
             .output()
@@ -79,4 +79,68 @@ fn a_device_of_another_size_than_declared_is_never_formatted() {
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "{err}");
     assert_eq!(label(&disk.device), format!("bp-{}", disk.name), "{err}");
+}
+
+/// A raw-device test (`uses_storage = "device"`, like hdparm) has no mount step: its
+/// device is judged when its cell opens, and another disk than the declared one is
+/// never read.
+#[test]
+fn a_raw_device_test_never_reads_a_device_of_another_size_than_declared() {
+    let lab = Lab::up(1);
+    let root = &lab.root;
+    let board = lab.board(0).clone();
+    let disk = &board.disks[0];
+    let bytes = std::fs::metadata(&disk.file).unwrap().len();
+    let file = std::fs::read_to_string(&board.board_file).unwrap();
+    let declared = format!("size = {bytes}\n");
+    assert!(file.contains(&declared), "{file}");
+    std::fs::create_dir_all(root.join("pipeline")).unwrap();
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    // It leaves a mark on the board when it reads the device.
+    let mark = root.join("raw-read");
+    std::fs::write(
+        root.join("pipeline/raw.toml"),
+        format!(
+            "description = \"one block of the raw device\"\nuses_storage = \"device\"\n[run]\n\
+             command = '''dd if={{{{ device }}}} of=/dev/null bs=4096 count=1 2>/dev/null && \
+             touch {} && printf '{{\"read\": 1}}\\n' '''\nparse = \"json\"\n[metrics]\n\
+             read = {{ from = \"read\", unit = \"block\", better = \"higher\" }}\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"raw\"\n[images.installed]\ninstalled = true\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"{}\"]\n\
+             test = [\"raw\"]\n\
+             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
+            board.name, disk.name
+        ),
+    )
+    .unwrap();
+    let apply = || crate::lab::bp(root, &["apply", "--no-report", "scenarios/s.toml"]);
+    std::fs::write(
+        &board.board_file,
+        file.replace(&declared, &format!("size = {}\n", bytes * 2)),
+    )
+    .unwrap();
+    let out = apply();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "is {bytes} bytes, the board file declares {}",
+            bytes * 2
+        )) && err.contains("the device was not read"),
+        "{err}"
+    );
+    assert!(!mark.exists(), "the device was read: {err}");
+    // The declared size is the device's: read.
+    std::fs::write(&board.board_file, &file).unwrap();
+    let out = apply();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(mark.exists(), "{err}");
 }

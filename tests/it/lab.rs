@@ -703,7 +703,7 @@ fn a_non_standard_port_has_its_own_known_hosts_entry() {
 
 pub fn bp(root: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
+        .args(crate::scripted(args))
         .current_dir(root)
         .env("NO_COLOR", "1")
         .output()

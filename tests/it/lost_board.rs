@@ -105,7 +105,7 @@ fn lose_board_during(test: &str, params: &str) {
     }
     scenario(&lab, test, params);
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&lab.root)
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::piped())

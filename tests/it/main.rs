@@ -6,6 +6,7 @@ mod cluster;
 mod cluster_flash;
 mod compare;
 mod config;
+mod confirm;
 mod dd;
 mod disks;
 mod drift;
@@ -110,6 +111,17 @@ pub fn processes_left(needles: &[&str]) -> String {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+/// A scripted `benchpipe`'s arguments: an `apply` that runs (not `--dry-run`) gets
+/// `--yes`, as a timer's would, since tests have no terminal to answer apply's question
+/// before a lab disk is formatted or flashed. Every helper that runs apply goes through it.
+pub fn scripted<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut out = args.to_vec();
+    if args.first() == Some(&"apply") && !args.contains(&"--dry-run") && !args.contains(&"--yes") {
+        out.insert(1, "--yes");
+    }
+    out
 }
 
 /// `len` pseudo-random bytes (xorshift64, seed forced odd): data no cipher or copy bug

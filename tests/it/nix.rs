@@ -318,7 +318,7 @@ fn the_nixos_module_runs_apply_on_a_timer_with_the_scenarios_store_schedule_and_
     assert_eq!(
         exec,
         [format!(
-            r#""{package}/bin/benchpipe" "apply" "--quiet" "--store" "/srv/store/results" "--out" "/srv/www/reports" "--on-drift" "keep" "scenarios/lab.toml" "/srv/bench/my scenarios/100%%.toml""#
+            r#""{package}/bin/benchpipe" "apply" "--quiet" "--yes" "--store" "/srv/store/results" "--out" "/srv/www/reports" "--on-drift" "keep" "scenarios/lab.toml" "/srv/bench/my scenarios/100%%.toml""#
         )],
         "{service}"
     );

@@ -12,7 +12,7 @@ use crate::spine::text;
 /// `benchpipe apply scenarios/s.toml` in the background, its stderr piped.
 fn spawn_apply(root: &Path) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(root)
         .env("NO_COLOR", "1")
         .stdout(Stdio::null())

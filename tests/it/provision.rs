@@ -66,7 +66,7 @@ fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it_an
     .unwrap();
     let bp = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(args)
+            .args(crate::scripted(args))
             .current_dir(root)
             .env("NO_COLOR", "1")
             .output()

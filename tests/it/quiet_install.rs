@@ -383,7 +383,7 @@ fn an_interrupted_install_is_finished_and_taken_back_by_the_next_apply() {
     sandbox(&board, &lab.root, &repo, None);
     std::fs::write(lab.root.join("block"), "").unwrap();
     let mut apply = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&lab.root)
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::null())

@@ -405,6 +405,54 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
     assert!(run.ends_with("value=0"), "the run was not root: {run}");
     let owner = local("stat -c %U /var/tmp/bp-become-np").stdout_str();
     assert_eq!(owner.trim(), "root");
+
+    // A cell's tmpfs needs root: the board that logs in as a user without become is
+    // refused before any step, with the steps that need root; the other goes on.
+    std::fs::write(
+        lab.root.join("pipeline/tmp.toml"),
+        "description = \"a tmpfs\"\nuses_storage = false\n[tmpfs]\nsize = 8\n[run]\n\
+         command = \"echo '{\\\"value\\\": 1}'\"\nparse = \"json\"\n[metrics]\n\
+         value = { from = \"value\", unit = \"x\", better = \"higher\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        lab.root.join("scenarios/root.toml"),
+        "title = \"root\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+         image = [\"installed\"]\nboard = [\"plain\", \"np\"]\ntest = [\"tmp\"]\n\
+         [method]\nwarmup = { runs = 0 }\nruns = { min = 1, max = 1 }\n",
+    )
+    .unwrap();
+    local("rm -rf /var/tmp/bp-become-plain");
+    // The dry run says so from the board file already.
+    let dry = bp(&lab.root, &["apply", "--dry-run", "scenarios/root.toml"]);
+    let said = text(&dry);
+    assert!(
+        said.contains(&format!(
+            "needs root: plain logs in as {np} without become = \"sudo\", so apply refuses this board"
+        )) && !said.contains("needs root: np "),
+        "{said}"
+    );
+    let out = bp(&lab.root, &["apply", "scenarios/root.toml", "--no-report"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("board plain logs in as {np} (uid "))
+            && said.contains(
+                "not root, and these steps need root: mount a tmpfs of 8 MiB for tmp (mount)"
+            )
+            && said.contains("set become = \"sudo\"")
+            && !said.contains("must be superuser"),
+        "{said}"
+    );
+    assert!(
+        !Path::new("/var/tmp/bp-become-plain").exists(),
+        "a step ran on the refused board: {said}"
+    );
+    assert!(
+        said.lines()
+            .any(|l| l.contains("tmp on np") && l.contains("value=1")),
+        "the board with become did not go on: {said}"
+    );
     local("rm -rf /var/tmp/bp-become-np /var/tmp/bp-become-plain");
     drop(users);
 }

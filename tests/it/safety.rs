@@ -268,7 +268,7 @@ fn a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is(
         .unwrap();
     assert!(o.status.success(), "{o:?}");
     let o = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&ws)
         .env("HOME", &ws)
         .uid(NOBODY)

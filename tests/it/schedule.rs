@@ -589,7 +589,11 @@ fn the_local_machine_is_verified_against_its_real_os_release() {
         std::fs::write(&s, text).unwrap();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
             .current_dir(&dir)
-            .args(["apply", "--no-report", "scenarios/s.toml"])
+            .args(crate::scripted(&[
+                "apply",
+                "--no-report",
+                "scenarios/s.toml",
+            ]))
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -359,7 +359,7 @@ fn apply_until_measuring(lab: &Lab, test: &str) -> std::process::Child {
     )
     .unwrap();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&lab.root)
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::null())

@@ -20,7 +20,7 @@ fn bp(lab: &Lab, args: &[&str]) -> Output {
         std::env::var("PATH").unwrap_or_default()
     );
     Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
+        .args(crate::scripted(args))
         .current_dir(&lab.root)
         .env("NO_COLOR", "1")
         .env("PATH", path)

@@ -101,7 +101,7 @@ real = { from = "real", unit = "s", better = "lower" }
 
     pub fn bp(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(args)
+            .args(crate::scripted(args))
             .current_dir(&self.dir)
             .env("NO_COLOR", "1")
             .output()
@@ -293,7 +293,7 @@ fn an_interrupted_apply_keeps_whole_samples_and_the_next_apply_resumes() {
             "\n[params.sleepy]\nseconds = 0.4\n",
         );
         let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(["apply", "scenarios/s.toml"])
+            .args(crate::scripted(&["apply", "scenarios/s.toml"]))
             .current_dir(&p.dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -818,7 +818,7 @@ fn sigterm_ends_apply_in_a_cooldown_with_the_signal_status() {
         );
     let log = p.dir.join("apply.log");
     let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&p.dir)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -882,7 +882,7 @@ fn a_board_whose_every_run_is_flagged_fails_the_cell_after_a_bounded_number_of_r
             "[method]\nvalidity = { hot = \"80C\", exclude_flagged = true }\n",
         );
     let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&p.dir)
         .env("NO_COLOR", "1")
         .stdout(Stdio::null())

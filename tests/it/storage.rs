@@ -717,7 +717,7 @@ fn over_ssh_a_lab_disk_is_formatted_and_a_users_mount_there_refused() {
     };
     let apply = |root: &Path| {
         Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(["apply", "scenarios/s.toml"])
+            .args(crate::scripted(&["apply", "scenarios/s.toml"]))
             .current_dir(root)
             .env("NO_COLOR", "1")
             .output()

@@ -342,7 +342,7 @@ fn fake_vcgencmd_failing_shows_in_the_report_as_a_warning() {
         std::env::var("PATH").unwrap_or_default()
     );
     let apply = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&p.dir)
         .env("NO_COLOR", "1")
         .env("PATH", &path)

@@ -33,7 +33,7 @@ impl Ws {
 
     fn bp(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(args)
+            .args(crate::scripted(args))
             .current_dir(&self.0)
             .env("HOME", &self.0)
             .env_remove("SSH_AUTH_SOCK")

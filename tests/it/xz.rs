@@ -315,7 +315,7 @@ fn an_interrupted_xz_setup_still_removes_its_tmpfs() {
     let root = xz_scenario(&lab, "corpus_mib = 1024");
     let point = tmpfs_point(&root, &board);
     let child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(["apply", "scenarios/s.toml"])
+        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
         .current_dir(&root)
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::piped())

@@ -12,8 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 mod cluster;
+mod danger;
 mod groups;
 mod show;
+pub use danger::root_steps;
 use groups::{fetch_step, flash_action, flash_steps, group_steps, groups_of, prelude, verify_step};
 #[cfg(test)]
 mod tests;

@@ -146,6 +146,15 @@ impl Action {
 impl Schedule {
     /// `apply --dry-run`: the steps per board, one line each.
     pub fn text(&self) -> String {
+        self.text_with(|_, _| None)
+    }
+
+    /// `text`, with `note(walk's board, step)`'s line, when it gives one, under its
+    /// step (what a board reported of the disk a step overwrites).
+    pub fn text_with(
+        &self,
+        note: impl Fn(&crate::model::BoardName, &super::Step) -> Option<String>,
+    ) -> String {
         // One label column for every board, as wide as the widest label up to
         // `MAX_LABEL` (a REFLASH step names a device path): a longer label pushes only
         // its own line's columns.
@@ -185,6 +194,9 @@ impl Schedule {
                 }
                 out.push_str(line.trim_end());
                 out.push('\n');
+                if let Some(n) = note(&b.board, s) {
+                    out.push_str(&format!("       {n}\n"));
+                }
             }
         }
         out

@@ -1,0 +1,130 @@
+//! Which steps overwrite a disk and which need root on the board: `apply` asks before
+//! the first, refuses a board that is not root before the second, and
+//! `apply --dry-run` shows the disks the first would overwrite.
+
+use std::collections::BTreeSet;
+
+use super::{Action, Step};
+use crate::model::BoardName;
+
+impl Action {
+    /// The board whose disk the step overwrites (a flash, a `mkfs`): the cluster member
+    /// it is for, else the walk's own board; `None` for a step that destroys nothing.
+    pub fn destroys_on<'a>(&'a self, walk: &'a BoardName) -> Option<&'a BoardName> {
+        match self {
+            Action::Flash { member, .. }
+            | Action::FlashTpi { member, .. }
+            | Action::FlashCommand { member, .. } => Some(member.as_ref().unwrap_or(walk)),
+            Action::Mount { mkfs: true, .. } => Some(walk),
+            _ => None,
+        }
+    }
+
+    /// The block device the step overwrites and the board of the workspace it is on: a
+    /// format's on the walk's board, a `dd` flash's on its `via` board. `None` for a
+    /// step that names no device (a tpi or command flash) or destroys nothing.
+    pub fn overwritten_device<'a>(&'a self, walk: &'a BoardName) -> Option<(BoardName, &'a str)> {
+        match self {
+            Action::Mount {
+                mkfs: true,
+                device: Some(d),
+                ..
+            } => Some((walk.clone(), d)),
+            Action::Flash { via, device, .. } => Some((BoardName::new(via.as_str()), device)),
+            _ => None,
+        }
+    }
+
+    /// What in the step needs root on the board (`mkfs`, `mount`, ...), or `None`: a
+    /// board that logs in as another user without `become = "sudo"` cannot run it.
+    /// Package installs are judged per package when provisioning (`apply::route`).
+    pub fn needs_root(&self) -> Option<&'static str> {
+        match self {
+            Action::Mount { mkfs: true, .. } => Some("mkfs, mount"),
+            Action::MountTmpfs { .. } => Some("mount"),
+            Action::Uas { .. } => Some("edits the boot partition's kernel command line"),
+            _ => None,
+        }
+    }
+}
+
+/// The steps of `steps` that need root, a line each (`format ssd as ext4 (...) (mkfs,
+/// mount)`), each once, at most `most` (then how many more).
+pub fn root_steps(steps: &[Step], most: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut more = 0;
+    for s in steps {
+        let Some(why) = s.action.needs_root() else {
+            continue;
+        };
+        let line = format!("{} ({why})", s.action.label());
+        if !seen.insert(line.clone()) {
+            continue;
+        }
+        if out.len() < most {
+            out.push(line);
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push(format!("... and {more} more"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::schedule::DoneWhen;
+
+    fn step(action: Action) -> Step {
+        Step {
+            action,
+            cells: vec![],
+            side: crate::model::Side::Board,
+            resources: vec![],
+            done_when: DoneWhen::Never,
+            estimate_seconds: None,
+        }
+    }
+
+    #[test]
+    fn root_steps_are_the_mounts_listed_once_and_bounded() {
+        let tmpfs = |test: &str| {
+            step(Action::MountTmpfs {
+                test: test.into(),
+                size: crate::model::TmpfsSize::Mib(8),
+            })
+        };
+        let mkfs = step(Action::Mount {
+            image: "installed".into(),
+            storage: "ssd".into(),
+            filesystem: "ext4".into(),
+            mkfs: true,
+            device: Some("/dev/sda".into()),
+            serial: None,
+            size_bytes: None,
+        });
+        let steps = vec![
+            step(Action::Connect),
+            mkfs.clone(),
+            tmpfs("xz"),
+            tmpfs("xz"),
+            tmpfs("a"),
+            tmpfs("b"),
+        ];
+        let got = root_steps(&steps, 3);
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert!(got[0].starts_with("format ssd as ext4") && got[0].ends_with("(mkfs, mount)"));
+        assert_eq!(got[1], "mount a tmpfs of 8 MiB for xz (mount)");
+        assert_eq!(got[3], "... and 1 more");
+        assert!(root_steps(&steps[..1], 3).is_empty());
+        let walk = BoardName::new("pi-1");
+        assert_eq!(
+            mkfs.action.overwritten_device(&walk),
+            Some((walk.clone(), "/dev/sda"))
+        );
+    }
+}
