@@ -49,15 +49,6 @@ fn bp_in(cwd: &Path, home: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// The repository's recipes in the workspace (until they are built into the binary).
-fn add_recipes(ws: &Path) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline");
-    std::fs::create_dir_all(ws.join("pipeline")).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        std::fs::copy(e.path(), ws.join("pipeline").join(e.file_name())).unwrap();
-    }
-}
-
 /// `text` with the commented `[[storage]]` block naming `device` uncommented.
 fn uncomment(text: &str, device: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
@@ -168,7 +159,6 @@ fn init_describes_a_lab_board_that_check_accepts_with_a_disk_uncommented() {
     for f in [".gitignore", "scenarios/first.toml"] {
         assert!(ws.join(f).is_file(), "{f}");
     }
-    add_recipes(&ws);
     let check = bp_in(&ws, &home, &["check", "scenarios/first.toml"]);
     assert!(check.status.success(), "{}", text(&check));
     assert!(!text(&check).contains("warning"), "{}", text(&check));
