@@ -369,6 +369,7 @@ pub(super) fn build<'a>(
         .then(|| shape.columns.first().map(|w| w.metric.better))
         .flatten();
     let (same_n, legend) = legend_of(&mut rows, &cells, &marks, direction);
+    let adaptive = cells.iter().any(|c| c.cell.method.runs.target.is_some());
     let drift = rows
         .iter()
         .flat_map(|r| r.drift.iter().map(|n| format!("{}: {n}", r.label)))
@@ -390,10 +391,11 @@ pub(super) fn build<'a>(
         row_header: axes.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
         pivot: shape.pivot.map(|p| p.name().to_string()),
         any_flagged: rows.iter().any(|r| r.flagged_runs > 0 || r.warned_runs > 0),
-        n_column: same_n.is_none() && rows.iter().any(|r| !r.n.is_empty()),
+        // With a precision target the `runs` column already says each row's count.
+        n_column: same_n.is_none() && !adaptive && rows.iter().any(|r| !r.n.is_empty()),
         same_n,
         legend,
-        adaptive: cells.iter().any(|c| c.cell.method.runs.target.is_some()),
+        adaptive,
         columns,
         rows,
         drift,

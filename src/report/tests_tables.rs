@@ -714,4 +714,17 @@ fn a_markdown_table_has_a_column_per_varying_axis_and_says_n_once() {
         md.contains("| 16.23 ± 0.63 | 3 |\n\nHigher is better. pi-1, pi-2: Raspberry Pi 4.\n"),
         "{md}"
     );
+
+    // With a precision target the `runs` column says each row's count: no `n` beside it.
+    let mut plan = plan;
+    for c in &mut plan.cells {
+        c.method.runs.target = Some(0.05);
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    let md = String::from_utf8(Markdown.render(&r).unwrap()).unwrap();
+    assert!(
+        md.contains("| board | storage | filesystem | random_read (MB/s) | runs |"),
+        "{md}"
+    );
+    assert!(!md.contains("| n |"), "{md}");
 }
