@@ -466,7 +466,7 @@ fn the_shipped_lab_scenario_on_two_boards_answers_ext4_against_btrfs_lzo_per_mod
     }
     let md = std::fs::read_to_string(root.join("reports/lab/index.md")).unwrap();
     // The pooled rows, under the boards' labels: the model they share said once.
-    assert!(md.contains("| pooled: lab-"), "{md}");
+    assert!(md.contains(&format!("| pooled: {prefix}-")), "{md}");
     assert!(md.contains(": benchpipe virtual lab board."), "{md}");
     assert!(md.contains("Fieller's 95% confidence interval"), "{md}");
 }

@@ -10,7 +10,7 @@ use benchpipe::transport::ssh::hostkey::HostKey;
 use crate::lab::{Lab, text};
 
 /// A fresh directory outside the clone.
-fn scratch(tag: &str) -> PathBuf {
+pub(crate) fn scratch(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("bp-it-init-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -19,7 +19,7 @@ fn scratch(tag: &str) -> PathBuf {
 
 /// A home whose `~/.ssh` holds the lab's key as the default key, and `known_hosts`
 /// (copied from the lab's when `known` is true).
-fn home_for(lab: &Lab, tag: &str, known: bool) -> PathBuf {
+pub(crate) fn home_for(lab: &Lab, tag: &str, known: bool) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let home = scratch(&format!("{tag}-home"));
     let ssh = home.join(".ssh");
@@ -50,7 +50,7 @@ fn bp_in(cwd: &Path, home: &Path, args: &[&str]) -> Output {
 }
 
 /// `text` with the commented `[[storage]]` block naming `device` uncommented.
-fn uncomment(text: &str, device: &str) -> String {
+pub(crate) fn uncomment(text: &str, device: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let at = lines
         .iter()
@@ -91,7 +91,7 @@ fn mem_total_mib() -> u64 {
     kib / 1024
 }
 
-fn one_board_lab() -> Lab {
+pub(crate) fn one_board_lab() -> Lab {
     Lab::up_with_options(1, |o| {
         o.boot_bytes = 0;
         o.disks_per_board = 2;

@@ -13,6 +13,7 @@ mod drift;
 mod example;
 mod exposure;
 mod filesystems;
+mod first_hour;
 mod firstboot;
 mod flash;
 mod fs_stack;

@@ -693,7 +693,7 @@ fn the_shipped_lab_sbc_serving_scenario_measures_lan_and_wifi_and_serves_over_th
         .unwrap_or_else(|| panic!("no seed iperf3 table:\n{md}"));
     let header = table
         .lines()
-        .find(|l| l.starts_with("| board, network |"))
+        .find(|l| l.starts_with("| board | network |"))
         .unwrap_or_else(|| panic!("no rows by board and network:\n{table}"));
     let up = header.find("| UP (controller to board) (Mbit/s");
     let down = header.find("| DOWN (board to controller) (Mbit/s");

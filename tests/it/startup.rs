@@ -383,7 +383,12 @@ fn start_up_recipes_parse_the_servers_own_seconds_and_the_wall_clock() {
     let recipes = benchpipe::config::load_recipes(&dir).map_err(|d| d.to_string());
     let _ = std::fs::remove_dir_all(&dir);
     let recipes = recipes.unwrap();
-    for recipe in recipes.values() {
+    // The loaded recipes include every built-in: these two are the start-up ones.
+    let startup = ["minecraft-startup", "startup-kubectl"];
+    for recipe in recipes
+        .values()
+        .filter(|r| startup.contains(&r.name.as_str()))
+    {
         let ok = [
             (
                 "ready line: [14:02:39] [Server thread/INFO]: Done (44.552s)! For help, type \"help\"\nwall_seconds 61.207\n",

@@ -221,7 +221,7 @@ fn bp_after(p: &Project, prefix: &str, args: &[&str]) -> std::process::Output {
     let cmd = format!(
         "{prefix}\nexec '{}' {}",
         env!("CARGO_BIN_EXE_benchpipe"),
-        args.join(" ")
+        crate::scripted(args).join(" ")
     );
     Command::new("sh")
         .arg("-c")
@@ -244,7 +244,7 @@ fn bp_unshared(p: &Project, prefix: &str, args: &[&str]) -> std::process::Output
     let cmd = format!(
         "{DROP_COPIED_LOOP_MOUNTS}\n{prefix}\nexec '{}' {}",
         env!("CARGO_BIN_EXE_benchpipe"),
-        args.join(" ")
+        crate::scripted(args).join(" ")
     );
     Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", &cmd])
