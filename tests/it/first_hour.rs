@@ -56,7 +56,8 @@ fn filtered(md: &str, addr: &str, disk: &str) -> String {
             .enumerate()
             .filter(|&(i, c)| {
                 let mark = |j: usize| raw.get(j).is_some_and(|m| MARKS.contains(*m));
-                !MARKS.contains(*c) && !(*c == ',' && i > 0 && mark(i - 1) && mark(i + 1))
+                let between = *c == ',' && i > 0 && mark(i - 1) && mark(i + 1);
+                !(MARKS.contains(*c) || between)
             })
             .map(|(_, c)| *c)
             .collect();
