@@ -77,13 +77,16 @@ done
 "$bp" lab up --root "$ws" --boards "$boards" --direct-io
 files=()
 for s in "${scenarios[@]}"; do files+=("$ws/scenarios/$s.toml"); done
-# A cell that failed on this loaded machine runs again on the second apply (the store
-# keeps what completed); a second failure is the run's answer and stops here. --yes: the
-# lab's fresh loop disks are formatted without a terminal to confirm it.
-if ! "$bp" apply --yes --quiet --no-report --store "$ws/results" "${files[@]}"; then
-  echo "regenerate.sh: some cells failed; applying once more" >&2
-  "$bp" apply --yes --quiet --no-report --store "$ws/results" "${files[@]}"
-fi
+# One board at a time: the lab's boards share this machine, so a board measured while
+# another runs its tests would see that board's work as background load. A cell that
+# failed runs again on a second apply (the store keeps what completed); a second
+# failure is the run's answer and stops here.
+for ((i = 1; i <= boards; i++)); do
+  if ! "$bp" apply --yes --quiet --no-report --only "board=lab-$i" --store "$ws/results" "${files[@]}"; then
+    echo "regenerate.sh: some cells of lab-$i failed; applying once more" >&2
+    "$bp" apply --yes --quiet --no-report --only "board=lab-$i" --store "$ws/results" "${files[@]}"
+  fi
+done
 
 # The boards as the store's cells know them: name (the file), model, arch and storage
 # (name, model, role) are what their keys hash. The lab's SSH key, known_hosts and
