@@ -68,26 +68,7 @@ fn the_first_format_of_an_untouched_board_is_asked_for_and_then_never_again() {
     let root = &lab.root;
     let board = lab.board(0).clone();
     let disk = &board.disks[0];
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/dd-write.toml"),
-        root.join("pipeline/dd-write.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
-            "title = \"confirm\"\n[images.installed]\ninstalled = true\n\
-             [filesystems.ext4]\nkind = \"ext4\"\n\
-             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"{}\"]\n\
-             filesystem = [\"ext4\"]\ntest = [\"dd-write\"]\n\
-             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
-             [params.dd-write]\nmib = 8\n",
-            board.name, disk.name
-        ),
-    )
-    .unwrap();
+    crate::identity::dd_write_scenario(root, board.name.as_str(), &disk.name);
     sh(&format!("mkfs.ext4 -q -F -L users {}", disk.device));
 
     // The dry run names the device each format overwrites and what its board reports of

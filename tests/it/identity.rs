@@ -12,6 +12,23 @@ fn label(device: &str) -> String {
         .trim()
         .to_string()
 }
+/// `scenarios/s.toml` in a lab workspace: the built-in dd-write once on `disk` of
+/// `board`, formatted ext4 (a format step, the destructive step these tests judge).
+pub(crate) fn dd_write_scenario(root: &Path, board: &str, disk: &str) {
+    std::fs::create_dir_all(root.join("scenarios")).unwrap();
+    std::fs::write(
+        root.join("scenarios/s.toml"),
+        format!(
+            "title = \"dd-write\"\n[images.installed]\ninstalled = true\n\
+             [filesystems.ext4]\nkind = \"ext4\"\n\
+             [matrix]\nimage = [\"installed\"]\nboard = [\"{board}\"]\nstorage = [\"{disk}\"]\n\
+             filesystem = [\"ext4\"]\ntest = [\"dd-write\"]\n\
+             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
+             [params.dd-write]\nmib = 8\n"
+        ),
+    )
+    .unwrap();
+}
 
 #[test]
 fn a_device_of_another_size_than_declared_is_never_formatted() {
@@ -26,26 +43,7 @@ fn a_device_of_another_size_than_declared_is_never_formatted() {
         file.contains(&declared),
         "the lab declares its disks' sizes: {file}"
     );
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline/dd-write.toml"),
-        root.join("pipeline/dd-write.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
-            "title = \"identity\"\n[images.installed]\ninstalled = true\n\
-             [filesystems.ext4]\nkind = \"ext4\"\n\
-             [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"{}\"]\n\
-             filesystem = [\"ext4\"]\ntest = [\"dd-write\"]\n\
-             [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
-             [params.dd-write]\nmib = 8\n",
-            board.name, disk.name
-        ),
-    )
-    .unwrap();
+    dd_write_scenario(root, board.name.as_str(), &disk.name);
     let apply = || {
         Command::new(env!("CARGO_BIN_EXE_benchpipe"))
             .args(crate::scripted(&["apply", "scenarios/s.toml"]))
