@@ -202,6 +202,14 @@ impl<'a> View<'a> {
                     state::StopRule::MinReached => "min reached",
                 }
             )),
+            // The count stays in the row once the `n` column gives way to this one.
+            CellState::Partial { have, .. }
+            | CellState::Skipped { have, .. }
+            | CellState::Failed { have, .. }
+                if *have > 0 =>
+            {
+                Some(format!("{have}, incomplete"))
+            }
             _ => None,
         }
     }
