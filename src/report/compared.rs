@@ -50,6 +50,16 @@ pub struct ComparedRow {
     pub verdict: String,
     /// Whether the verdict is better or worse (shown in bold).
     pub significant: bool,
+    /// The verdict's kind as a class name: `better`, `worse`, `equivalent`,
+    /// `inconclusive`, `not-comparable`.
+    pub kind: &'static str,
+    /// `verdict` split after its first word (`faster`) for the HTML's verdict chip.
+    pub word: String,
+    pub detail: String,
+    /// The difference's point in the table's convention, for sorting; none without one.
+    pub sort: Option<f64>,
+    /// A pooled row's boards left out of its pool, and why.
+    pub left_out: Vec<String>,
 }
 
 /// The comparison rows as tables: consecutive rows of one metric and convention.
@@ -142,13 +152,35 @@ fn table(
                 Some((b, c)) => (side(b, c), side(c, b)),
                 None => (r.baseline.clone(), r.candidate.clone()),
             };
+            let verdict = verdict(r);
+            let (word, detail) = match verdict.find([',', ';']) {
+                Some(at) if r.verdict != Verdict::NotComparable => (
+                    verdict[..at].to_string(),
+                    verdict[at..]
+                        .trim_start_matches([',', ';', ' '])
+                        .to_string(),
+                ),
+                _ if r.verdict == Verdict::NotComparable => {
+                    ("not comparable".to_string(), verdict.clone())
+                }
+                _ => (verdict.clone(), String::new()),
+            };
             ComparedRow {
                 axis_cells,
                 baseline,
                 candidate,
                 difference: difference(r),
-                verdict: verdict(r),
                 significant: r.significant,
+                kind: kind(r.verdict),
+                word,
+                detail,
+                sort: point(r),
+                left_out: r
+                    .pooled
+                    .as_ref()
+                    .map(|p| p.left_out.clone())
+                    .unwrap_or_default(),
+                verdict,
             }
         })
         .collect();
@@ -176,6 +208,29 @@ fn pct(x: f64) -> String {
     } else {
         s
     }
+}
+
+/// The verdict's class name, as report.json spells it.
+fn kind(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::Equivalent => "equivalent",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::NotComparable => "not-comparable",
+    }
+}
+
+/// The difference's point in the row's convention, when it has a finite one.
+fn point(r: &ComparisonRow) -> Option<f64> {
+    if r.verdict == Verdict::NotComparable || r.ratio.is_none() {
+        return None;
+    }
+    match r.percent {
+        Percent::OfBaseline => r.diff_pct,
+        Percent::OfMean => r.symmetric_pct,
+    }
+    .filter(|p| p.is_finite())
 }
 
 /// The row's difference in its table's one convention, with its interval.

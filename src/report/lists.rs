@@ -467,12 +467,12 @@ mod tests {
         for used in [
             "{{ validity|html_validity }}",
             "{{ provenance_own|html_provenance }}",
-            "{{ comparisons|html_comparisons }}",
         ] {
             assert!(embedded.html.source.contains(used), "{used}");
         }
-        // The Markdown's comparisons are tables per metric (`comparison_tables`), in
-        // the template: `markdown_comparisons` is there for an override.
+        // The comparisons are tables per metric (`comparison_tables`), in the
+        // templates: `html_comparisons` and `markdown_comparisons` are there for an
+        // override.
         for used in [
             "{{ validity|markdown_validity }}",
             "{{ provenance_own|markdown_provenance }}",
