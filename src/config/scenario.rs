@@ -177,13 +177,15 @@ pub fn validate(
     };
     let report_spec = match &raw.report {
         Some(r) => report::spec(
-            src,
+            &report::ReportContext {
+                src,
+                matrix: &matrix,
+                images: &images,
+                filesystems: &filesystems,
+                selected_broken,
+                known,
+            },
             r,
-            &matrix,
-            &images,
-            &filesystems,
-            selected_broken,
-            known,
             diags,
         ),
         None => Default::default(),

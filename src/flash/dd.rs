@@ -169,16 +169,12 @@ pub fn write_with(
     let ran = t.exec_input(&command, None, &mut reader, &mut std::io::sink(), &mut err);
     let write_seconds = started.elapsed().as_secs_f64();
     let streamed = reader.streamed();
-    let outcome = finish_write(
-        t,
-        source,
-        streamed,
-        bmap.as_ref(),
+    let written = Written {
+        reader: streamed,
         ran,
         err,
-        &target,
-        options,
-    )?;
+    };
+    let outcome = finish_write(t, source, written, bmap.as_ref(), &target, options)?;
     let (bytes, sha256, mapped) = outcome;
     progress(Progress {
         phase: Phase::Verify,
@@ -232,20 +228,25 @@ pub fn write_with(
     })
 }
 
+/// What the write left: the stream's account, dd's exit and its stderr.
+struct Written {
+    reader: Streamed,
+    ran: Result<crate::transport::Exit, crate::transport::TransportError>,
+    err: crate::transport::Capture,
+}
+
 /// After the stream: why it failed, or its length, digest and mapped-range hash. The
 /// host's temporary bmap directory is removed on failure.
-#[allow(clippy::too_many_arguments)]
 fn finish_write(
     t: &mut dyn Transport,
     source: Source<'_>,
-    reader: Streamed,
+    written: Written,
     bmap: Option<&(Bmap, String)>,
-    ran: Result<crate::transport::Exit, crate::transport::TransportError>,
-    err: crate::transport::Capture,
     target: &Target,
     options: &Options<'_>,
 ) -> Result<(u64, String, Option<Mapped>), FlashError> {
     let host = t.target();
+    let Written { reader, ran, err } = written;
     let Streamed {
         hash,
         mapped,

@@ -556,17 +556,16 @@ fn make_cell(
             let st = storage.ok_or(CannotMeasure::FilesystemWithoutStorage)?;
             // `as-flashed` formats nothing: any storage, boot included, and any path.
             if !f.is_made() {
-                let on = (storage, network);
-                return finish(
+                let found = Found {
                     recipe,
                     scenario,
                     image,
                     board,
-                    on,
-                    Some(f.clone()),
-                    a,
-                    (boards, shared),
-                );
+                    storage,
+                    network,
+                    address: a,
+                };
+                return finish(&found, Some(f.clone()), (boards, shared));
             }
             if st.role == StorageRole::Boot {
                 return Err(CannotMeasure::BootStorage {
@@ -582,16 +581,16 @@ fn make_cell(
             Some(f.clone())
         }
     };
-    finish(
+    let found = Found {
         recipe,
         scenario,
         image,
         board,
-        (storage, network),
-        filesystem,
-        a,
-        (boards, shared),
-    )
+        storage,
+        network,
+        address: a,
+    };
+    finish(&found, filesystem, (boards, shared))
 }
 
 /// A cell's template parameters: the recipe's defaults with the scenario's overrides.
@@ -605,21 +604,32 @@ fn cell_params(recipe: &Recipe, scenario: &Scenario) -> BTreeMap<String, ParamVa
     params
 }
 
+/// What an address's axes were found to be, before the filesystem is judged.
+struct Found<'a> {
+    recipe: &'a Recipe,
+    scenario: &'a Scenario,
+    image: &'a Image,
+    board: &'a Board,
+    storage: Option<&'a crate::model::Storage>,
+    network: Option<&'a crate::model::Network>,
+    address: &'a Address,
+}
+
 /// The cell of an address whose inputs are all found and allowed.
-#[allow(clippy::too_many_arguments)]
 fn finish(
-    recipe: &Recipe,
-    scenario: &Scenario,
-    image: &Image,
-    board: &Board,
-    (storage, network): (
-        Option<&crate::model::Storage>,
-        Option<&crate::model::Network>,
-    ),
+    found: &Found<'_>,
     filesystem: Option<Filesystem>,
-    a: &Address,
     (boards, shared): (&BTreeMap<BoardName, Board>, &BTreeMap<TestName, key::Parts>),
 ) -> Result<Cell, CannotMeasure> {
+    let &Found {
+        recipe,
+        scenario,
+        image,
+        board,
+        storage,
+        network,
+        address: a,
+    } = found;
     let params = cell_params(recipe, scenario);
     let peer = systems::peer_of(boards, recipe, &params, a)?;
     let tmpfs = match &recipe.tmpfs {

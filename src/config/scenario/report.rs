@@ -20,28 +20,31 @@ use crate::model::{
 const MAX_TABLES: usize = 32;
 const MAX_COLUMNS: usize = 64;
 
-#[allow(clippy::too_many_arguments)]
+/// What the `[report]` checks read of the scenario beside the table itself.
+pub(super) struct ReportContext<'a> {
+    pub src: &'a Source,
+    pub matrix: &'a Matrix,
+    pub images: &'a BTreeMap<ImageName, Image>,
+    pub filesystems: &'a BTreeMap<FsName, Filesystem>,
+    /// A selected board's file is broken: checks against board values are left out.
+    pub selected_broken: bool,
+    pub known: &'a Known<'a>,
+}
+
 pub(super) fn spec(
-    src: &Source,
+    cx: &ReportContext<'_>,
     raw: &raw::Report,
-    matrix: &Matrix,
-    images: &BTreeMap<ImageName, Image>,
-    filesystems: &BTreeMap<FsName, Filesystem>,
-    selected_broken: bool,
-    known: &Known,
     diags: &mut Vec<Diagnostic>,
 ) -> ReportSpec {
+    let ReportContext {
+        src,
+        matrix,
+        selected_broken,
+        known,
+        ..
+    } = *cx;
     let labels = match &raw.labels {
-        Some(l) => labels(
-            src,
-            l.get_ref(),
-            matrix,
-            images,
-            filesystems,
-            selected_broken,
-            known,
-            diags,
-        ),
+        Some(l) => labels(cx, l.get_ref(), diags),
         None => Labels::default(),
     };
     if raw.table.len() > MAX_TABLES {
@@ -72,17 +75,15 @@ fn in_file_order(
     v
 }
 
-#[allow(clippy::too_many_arguments)]
-fn labels(
-    src: &Source,
-    raw: &raw::Labels,
-    matrix: &Matrix,
-    images: &BTreeMap<ImageName, Image>,
-    filesystems: &BTreeMap<FsName, Filesystem>,
-    selected_broken: bool,
-    known: &Known,
-    diags: &mut Vec<Diagnostic>,
-) -> Labels {
+fn labels(cx: &ReportContext<'_>, raw: &raw::Labels, diags: &mut Vec<Diagnostic>) -> Labels {
+    let ReportContext {
+        src,
+        matrix,
+        images,
+        filesystems,
+        selected_broken,
+        known,
+    } = *cx;
     let image_names: Vec<&str> = images.keys().map(ImageName::as_str).collect();
     let fs_names: Vec<&str> = std::iter::once(AS_IS)
         .chain(filesystems.keys().map(FsName::as_str))
