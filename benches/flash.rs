@@ -14,8 +14,13 @@ use benchpipe::lab::LabOptions;
 use benchpipe::transport::ssh::SshTransport;
 use common::{OpenSsh, sh};
 
-const IMAGE_BYTES: u64 = 1 << 30;
-const ROUNDS: usize = 3;
+/// 1 GiB in three rounds, or 32 MiB in one with `--quick`.
+fn image_bytes() -> u64 {
+    if common::quick() { 32 << 20 } else { 1 << 30 }
+}
+fn rounds() -> usize {
+    if common::quick() { 1 } else { 3 }
+}
 
 fn main() {
     if !common::is_root("flash") {
@@ -34,7 +39,7 @@ fn run() -> Result<(), String> {
         board_prefix: "flashb".into(),
         disks_per_board: 1,
         disk_bytes: 16 << 20,
-        boot_bytes: IMAGE_BYTES + (16 << 20),
+        boot_bytes: image_bytes() + (16 << 20),
         first_subnet: 6100,
         ..LabOptions::default()
     };
@@ -53,7 +58,8 @@ fn run() -> Result<(), String> {
     // Plain: incompressible bytes. xz: a quarter random per MiB, as OS images compress.
     let plain = root.join("image.img");
     sh(&format!(
-        "head -c {IMAGE_BYTES} /dev/urandom > {}",
+        "head -c {} /dev/urandom > {}",
+        image_bytes(),
         plain.display()
     ))?;
     let xz = root.join("image.img.xz");
@@ -61,15 +67,19 @@ fn run() -> Result<(), String> {
         "i=0; while [ $i -lt {mib} ]; do head -c 262144 /dev/urandom; head -c 786432 /dev/zero; \
          i=$((i + 1)); done | xz -T2 -1 -c > {}",
         xz.display(),
-        mib = IMAGE_BYTES >> 20
+        mib = image_bytes() >> 20
     ))?;
 
     let dd_cmd = format!("dd of={device} bs=4M status=none");
     let mut rows = Vec::new();
-    for (label, image, compressed) in [("1 GiB .img", &plain, false), ("1 GiB .img.xz", &xz, true)]
+    let (img, img_xz) = (
+        format!("{} MiB .img", image_bytes() >> 20),
+        format!("{} MiB .img.xz", image_bytes() >> 20),
+    );
+    for (label, image, compressed) in [(img.as_str(), &plain, false), (img_xz.as_str(), &xz, true)]
     {
         let (mut ours, mut verify, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-        for round in 0..ROUNDS {
+        for round in 0..rounds() {
             for side in [round % 2, 1 - round % 2] {
                 if side == 0 {
                     let report = ours_flash(&mut t, &device, image, compressed)?;
@@ -97,7 +107,7 @@ fn run() -> Result<(), String> {
     }
     openssh.stop();
 
-    let mib = IMAGE_BYTES as f64 / (1 << 20) as f64;
+    let mib = image_bytes() as f64 / (1 << 20) as f64;
     let rate = |s: f64| mib / s;
     println!(
         "flash::dd::write vs OpenSSH + dd on lab board {} ({}), cipher {}",

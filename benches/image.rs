@@ -9,11 +9,16 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use benchpipe::image::{self, Cache};
+
+mod common;
 use benchpipe::model::ImageSource;
 
 /// Uncompressed size: half pseudo-random (incompressible), half zeros, as a disk image
 /// with a filled root filesystem and free space roughly is.
-const SIZE: usize = 256 << 20;
+/// The image's size: 256 MiB, or 16 MiB with `--quick`.
+fn size() -> usize {
+    if common::quick() { 16 << 20 } else { 256 << 20 }
+}
 
 fn main() {
     let dir = std::env::temp_dir().join(format!("bp-bench-image-{}", std::process::id()));
@@ -30,7 +35,7 @@ fn main() {
 fn run(dir: &Path) -> Result<(), String> {
     let raw = dir.join("disk.img");
     write_image(&raw).map_err(|e| e.to_string())?;
-    println!("image: {} MiB, half random, half zeros", SIZE >> 20);
+    println!("image: {} MiB, half random, half zeros", size() >> 20);
     println!("{:<10} {:>14} {:>14}", "format", "image::open", "CLI -dc");
     let cache = Cache::new(dir.join("cache"));
     for (ext, cli) in [
@@ -93,7 +98,7 @@ fn write_image(path: &Path) -> std::io::Result<()> {
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut block = vec![0u8; 1 << 20];
-    for i in 0..SIZE / block.len() {
+    for i in 0..size() / block.len() {
         if i % 2 == 0 {
             for chunk in block.chunks_mut(8) {
                 x ^= x << 13;

@@ -11,8 +11,19 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use benchpipe::lab::{self, LabOptions};
+
+mod common;
 use benchpipe::store::Store;
 use benchpipe::{apply, config, plan};
+
+/// Measured runs per board (after one warm-up): 5, or 1 with no warm-up with `--quick`.
+fn measured_runs() -> usize {
+    if common::quick() { 1 } else { 5 }
+}
+
+fn runs_per_board() -> usize {
+    if common::quick() { 1 } else { 6 }
+}
 
 struct Quiet;
 impl apply::Progress for Quiet {
@@ -25,7 +36,9 @@ fn scenario(root: &Path, name: &str, boards: &str) {
         format!(
             "title = \"{name}\"\n[images.installed]\ninstalled = true\n[matrix]\n\
              image = [\"installed\"]\nboard = [{boards}]\ntest = [\"nap\"]\n[method]\n\
-             warmup = {{ runs = 1 }}\nruns = {{ min = 5, max = 5 }}\n"
+             warmup = {{ runs = {warmup} }}\nruns = {{ min = {runs}, max = {runs} }}\n",
+            warmup = runs_per_board() - measured_runs(),
+            runs = measured_runs(),
         ),
     )
     .unwrap();
@@ -49,9 +62,7 @@ fn time_apply(root: &Path, name: &str) -> f64 {
 }
 
 fn main() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("parallel: skipped, the lab needs root");
+    if !common::is_root("parallel") {
         return;
     }
     let root = std::env::temp_dir().join(format!("bp-bench-parallel-{}", std::process::id()));
@@ -88,8 +99,9 @@ fn main() {
     let all = time_apply(&root, "all");
     let slowest = singles.iter().cloned().fold(0.0, f64::max);
     println!(
-        "apply, 6 runs of a 1 s test per board over SSH: 4 boards at once {all:.2} s, \
+        "apply, {} runs of a 1 s test per board over SSH: 4 boards at once {all:.2} s, \
          slowest single board {slowest:.2} s (singles: {}), ratio {:.3} (goal <= 1.15)",
+        runs_per_board(),
         singles
             .iter()
             .map(|s| format!("{s:.2}"))

@@ -10,6 +10,8 @@
 //! the same two figures each taken in a fresh process, as a user's `benchpipe report`
 //! runs (not judged).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -19,7 +21,10 @@ use benchpipe::telemetry::{Range, TelemetrySummary};
 use benchpipe::{cli, config, plan, report};
 use serde_json::json;
 
-const BOARDS: usize = 100;
+/// 100 boards (10,000 cells), or 10 (1,000) with `--quick`.
+fn boards() -> usize {
+    if common::quick() { 10 } else { 100 }
+}
 const TESTS: usize = 10;
 const IMAGES: usize = 5;
 const SAMPLES: u32 = 10;
@@ -42,7 +47,7 @@ fn project(dir: &Path) {
     for sub in ["boards", "pipeline", "scenarios"] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
-    for b in 0..BOARDS {
+    for b in 0..boards() {
         std::fs::write(
             dir.join(format!("boards/b-{b:04}.toml")),
             format!(
@@ -208,16 +213,23 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
     (out, secs(t), cpu() - c)
 }
 
-const ROUNDS: usize = 11;
-/// Rounds of the report's parts, each timed on its own.
-const PART_ROUNDS: usize = 3;
+/// Judged rounds: 11, or 2 with `--quick` (the fewest a paired interval takes).
+fn judged_rounds() -> usize {
+    if common::quick() { 2 } else { 11 }
+}
+/// Rounds of the report's parts, each timed on its own: 3, or 1 with `--quick`.
+fn part_round_count() -> usize {
+    if common::quick() { 1 } else { 3 }
+}
 /// One round of the parts: plan and model (wall, CPU), then each exporter's name, wall,
 /// CPU and bytes.
 type PartRound = ((f64, f64), (f64, f64), Vec<(&'static str, f64, f64, usize)>);
 /// The confidence of the interval the 2x goal is judged on.
 const CONFIDENCE: f64 = 0.95;
-/// Rounds of the figures taken in fresh processes.
-const FRESH_ROUNDS: usize = 5;
+/// Rounds of the figures taken in fresh processes: 5, or 1 with `--quick`.
+fn fresh_rounds() -> usize {
+    if common::quick() { 1 } else { 5 }
+}
 
 /// The median round (wall, CPU), by wall time.
 fn median(rounds: &[(f64, f64)]) -> (f64, f64) {
@@ -264,8 +276,9 @@ fn verdict(ratio: Option<(f64, f64, f64)>, goal: f64) -> &'static str {
 fn ratio_text(ratio: Option<(f64, f64, f64)>) -> String {
     match ratio {
         Some((mean, low, high)) => format!(
-            "{mean:.2}x, {}% CI {low:.2}-{high:.2}x over {ROUNDS} paired rounds",
-            (CONFIDENCE * 100.0).round()
+            "{mean:.2}x, {}% CI {low:.2}-{high:.2}x over {} paired rounds",
+            (CONFIDENCE * 100.0).round(),
+            judged_rounds()
         ),
         None => "no interval".to_string(),
     }
@@ -381,7 +394,7 @@ fn main() {
     let _ = store.all().unwrap();
 
     // The report, in its parts (a report reads the store itself: timed below), each
-    // the median of `PART_ROUNDS` rounds: the first one also faults in the pages the
+    // the median of `part_round_count()` rounds: the first one also faults in the pages the
     // later ones reuse, as the judged rounds below do.
     let data = store.all().unwrap();
     assert_eq!(data.len(), cells.len());
@@ -389,7 +402,7 @@ fn main() {
     let (ws, load_s, load_c) = timed(|| config::load(&dir, &files).unwrap());
     let mut part_rounds = Vec::new();
     let mut overrides = Vec::new();
-    for round in 0..PART_ROUNDS {
+    for round in 0..part_round_count() {
         let (plans, plan_s, plan_c) = timed(|| cli::known_plans(&ws, &store).unwrap());
         let (scenario, plan) = &plans[0];
         let (model, build_s, build_c) = timed(|| report::build(&ws, scenario, plan, &data));
@@ -398,7 +411,7 @@ fn main() {
             let (bytes, s, c) = timed(|| e.render(&model).unwrap());
             exports.push((e.file_name(), s, c, bytes.len()));
         }
-        if round + 1 == PART_ROUNDS {
+        if round + 1 == part_round_count() {
             overrides = overridden_templates(&model);
         }
         part_rounds.push(((plan_s, plan_c), (build_s, build_c), exports));
@@ -420,13 +433,13 @@ fn main() {
     // The figures: reading the store alone, and the whole `benchpipe report` after
     // loading the scenario (read, plan, build, render and write every exporter's
     // file), in turn, each after the last one's memory is freed, so that both start
-    // from the same heap. `ROUNDS` rounds: the 1 s goal is judged on the median
+    // from the same heap. `judged_rounds()` rounds: the 1 s goal is judged on the median
     // render, the 2x goal on the rounds paired (`paired_ratio`).
     let out = dir.join("reports");
     let (mut reads, mut renders) = (Vec::new(), Vec::new());
     let mut files_written = 0;
     let (mut read_faults, mut render_faults) = (0, 0);
-    for _ in 0..ROUNDS {
+    for _ in 0..judged_rounds() {
         let f = faults();
         let (data, s, c) = timed(|| store.all().unwrap());
         read_faults = faults() - f;
@@ -460,8 +473,9 @@ fn main() {
 
     println!(
         "read the store alone: {read_s:.3} s wall, {read_c:.3} s CPU ({} cells, {runs} samples; \
-         median of {ROUNDS}, each round's wall: {})",
+         median of {}, each round's wall: {})",
         cells.len(),
+        judged_rounds(),
         rounds(&reads)
     );
     println!(
@@ -513,7 +527,7 @@ fn main() {
     // faulted in fresh, where in this process's rounds the read reuses the pages the
     // last round freed and the render takes new ones for its model and files. Beside
     // the figures above, not judged.
-    let fresh: Vec<(Figure, Figure)> = (0..FRESH_ROUNDS)
+    let fresh: Vec<(Figure, Figure)> = (0..fresh_rounds())
         .map(|_| {
             (
                 in_fresh_process("read", &dir),
@@ -526,16 +540,18 @@ fn main() {
     let ((fresh_read, _), (fresh_render, _)) = (median(&reads), median(&renders));
     let last = fresh.last().map_or((-1, -1), |(r, d)| (r.2, d.2));
     println!(
-        "  in a fresh process each (as `benchpipe report` runs; median of {FRESH_ROUNDS}): \
+        "  in a fresh process each (as `benchpipe report` runs; median of {}): \
          read {fresh_read:.3} s, render {fresh_render:.3} s: {:.2}x; page faults: read {}, render {}",
+        fresh_rounds(),
         fresh_render / fresh_read,
         last.0,
         last.1
     );
     println!(
-        "  its parts in CPU (median of {PART_ROUNDS}): plan {plan_c:.3} s, model {build_c:.3} s, \
+        "  its parts in CPU (median of {}): plan {plan_c:.3} s, model {build_c:.3} s, \
          exporters {:.3} s; loading the scenario before it {load_c:.3} s \
          (wall: plan {plan_s:.3} s, model {build_s:.3} s, load {load_s:.3} s)",
+        part_round_count(),
         exports.iter().map(|e| e.2).sum::<f64>()
     );
     for (name, s, c, len) in &exports {

@@ -31,7 +31,7 @@ fn main() {
     if !common::is_root("serving") {
         return;
     }
-    let quick = std::env::args().any(|a| a == "--quick");
+    let quick = common::quick();
     if let Err(e) = run(quick) {
         eprintln!("benches/serving: {e}");
         std::process::exit(1);

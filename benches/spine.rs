@@ -1,7 +1,11 @@
 //! Figures for the spine (no assertions): planning a 10,000-cell matrix, a no-op
 //! re-apply over 1,000 complete cells, and xz timed by benchpipe beside xz run directly.
 //!
-//! `cargo bench --bench spine` (add `-- --quick` to skip the xz comparison).
+//! `cargo bench --bench spine`; `-- --quick` (what `.ci/run` runs) compares one pair on
+//! a 1 MiB corpus, so that the comparison is exercised without being a figure.
+
+mod common;
+use common::quick;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -180,7 +184,9 @@ impl apply::Progress for Quiet {
 }
 
 fn noop_reapply_1000() {
-    let dir = project("reapply", 50, 10, 1);
+    // 1,000 cells, or 100 with `--quick` (filling the store is most of the time).
+    let boards = if quick() { 5 } else { 50 };
+    let dir = project("reapply", boards, 10, 1);
     let ws = load(&dir);
     let p = plan::expand(&ws, &ws.scenarios[0]);
     let store = Store::open(dir.join("results")).unwrap();
@@ -212,7 +218,7 @@ fn noop_reapply_1000() {
     let out = apply::apply(&ws, &p.cells, &store, &Quiet, &AtomicBool::new(false)).unwrap();
     let apply_s = secs(t);
     println!(
-        "no-op re-apply over {} complete cells: {apply_s:.3} s (goal < 0.5 s); \
+        "no-op re-apply over {} complete cells: {apply_s:.3} s (goal < 0.5 s over 1,000); \
          baseline reading the whole store once {read_s:.3} s ({} cells)",
         out.already_complete,
         all.len()
@@ -238,7 +244,7 @@ fn direct_xz(corpus: &Path) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-fn xz_overhead(pairs: usize) {
+fn xz_overhead(pairs: usize, corpus_mib: u32) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join(format!("bp-bench-xz-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -257,9 +263,11 @@ fn xz_overhead(pairs: usize) {
     .unwrap();
     std::fs::write(
         dir.join("scenarios/xz.toml"),
-        "title = \"xz\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
+        format!(
+            "title = \"xz\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
          board = [\"here\"]\ntest = [\"xz\"]\n\
-         [method]\nwarmup = { runs = 0 }\nruns = { min = 1, max = 1 }\n[params.xz]\ncorpus_mib = 8\n",
+         [method]\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n[params.xz]\ncorpus_mib = {corpus_mib}\n",
+        ),
     )
     .unwrap();
     let ws = config::load(&dir, &[dir.join("scenarios/xz.toml")]).unwrap();
@@ -267,10 +275,16 @@ fn xz_overhead(pairs: usize) {
     // The same corpus the recipe builds (its own setup step, rendered), kept for the
     // direct runs.
     let recipe = &ws.recipes[&benchpipe::model::TestName::new("xz")];
+    // The setup writes into the cell's tmpfs (`{{ tmpfs }}`, which apply mounts); the
+    // direct runs use a plain directory in its place.
+    let direct_dir = dir.join("direct/xz");
+    std::fs::create_dir_all(&direct_dir).unwrap();
     let mut vars = benchpipe::bench::Vars::new();
     vars.params(&p.cells[0].params)
-        .set("workdir", dir.join("direct").display().to_string());
-    let setup = benchpipe::bench::render(&recipe.setup[0].command, &vars).unwrap();
+        .set("workdir", dir.join("direct").display().to_string())
+        .set("tmpfs", direct_dir.display().to_string());
+    let setup = benchpipe::bench::render(&recipe.setup[0].command, &vars)
+        .unwrap_or_else(|e| panic!("the xz recipe's setup: {}", e.reason()));
     assert!(
         Command::new("sh")
             .arg("-c")
@@ -290,7 +304,7 @@ fn xz_overhead(pairs: usize) {
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     println!(
-        "xz -6e -T0 on 8 MiB, {pairs} interleaved pairs: direct {:.3} s, recorded by benchpipe {:.3} s, \
+        "xz -6e -T0 on {corpus_mib} MiB, {pairs} interleaved pairs: direct {:.3} s, recorded by benchpipe {:.3} s, \
          ratio {:.4} (goal within 2%)",
         mean(&direct),
         mean(&recorded),
@@ -300,10 +314,12 @@ fn xz_overhead(pairs: usize) {
 }
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let quick = quick();
     plan_10k();
     noop_reapply_1000();
-    if !quick {
-        xz_overhead(5);
+    if quick {
+        xz_overhead(1, 1);
+    } else {
+        xz_overhead(5, 8);
     }
 }

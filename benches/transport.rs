@@ -12,9 +12,16 @@ use benchpipe::lab::LabOptions;
 use benchpipe::transport::Transport;
 use common::OpenSsh;
 
-const COMMANDS: usize = 200;
-const UPLOAD_BYTES: u64 = 512 << 20;
-const UPLOAD_ROUNDS: usize = 5;
+/// 200 commands and five 512 MiB uploads, or 20 and one of 16 MiB with `--quick`.
+fn commands() -> usize {
+    if common::quick() { 20 } else { 200 }
+}
+fn upload_bytes() -> u64 {
+    if common::quick() { 16 << 20 } else { 512 << 20 }
+}
+fn upload_rounds() -> usize {
+    if common::quick() { 1 } else { 5 }
+}
 
 fn main() {
     if !common::is_root("transport") {
@@ -44,23 +51,23 @@ fn run() -> Result<(), String> {
     // Per-command latency: the master connection and our session are set up first.
     t.run("true", None).map_err(|e| e.to_string())?;
     openssh.run("true", None)?;
-    let ours = time_n(COMMANDS, || {
+    let ours = time_n(commands(), || {
         t.run("true", None)
             .map_err(|e| e.to_string())
             .and_then(|o| ok(o.exit.success()))
     })?;
-    let theirs = time_n(COMMANDS, || openssh.run("true", None))?;
+    let theirs = time_n(commands(), || openssh.run("true", None))?;
 
     // Bulk upload of the same file to the same (shared) disk. The controller is shared
     // and one run of each swings by +-15%, so take the median of a few rounds and
     // alternate which side goes first.
     let local = root.join("upload.bin");
-    make_file(&local, UPLOAD_BYTES)?;
+    make_file(&local, upload_bytes())?;
     let remote = format!("{}/upload.bin", board.workdir);
     let cipher = t.cipher().unwrap_or_else(|| "?".into());
     let mut ours_uploads = Vec::new();
     let mut theirs_uploads = Vec::new();
-    for round in 0..UPLOAD_ROUNDS {
+    for round in 0..upload_rounds() {
         for side in [round % 2, 1 - round % 2] {
             let started = Instant::now();
             if side == 0 {
@@ -77,7 +84,7 @@ fn run() -> Result<(), String> {
     let theirs_upload = median(&mut theirs_uploads);
     openssh.stop();
 
-    let mib = UPLOAD_BYTES as f64 / (1 << 20) as f64;
+    let mib = upload_bytes() as f64 / (1 << 20) as f64;
     println!(
         "benchpipe transport vs OpenSSH on lab board {} ({})",
         board.name, board.address
@@ -88,15 +95,15 @@ fn run() -> Result<(), String> {
     );
     println!(
         "{:<34} {:>11.2} ms {:>11.2} ms {:>7.2}x   (goal <= 1.2x)",
-        format!("latency of `true` (mean of {COMMANDS})"),
-        ms(ours) / COMMANDS as f64,
-        ms(theirs) / COMMANDS as f64,
+        format!("latency of `true` (mean of {})", commands()),
+        ms(ours) / commands() as f64,
+        ms(theirs) / commands() as f64,
         ours.as_secs_f64() / theirs.as_secs_f64()
     );
     let rate = |d: Duration| mib / d.as_secs_f64();
     println!(
         "{:<34} {:>9.1} MiB/s {:>9.1} MiB/s {:>7.2}x   (goal >= 0.9x)",
-        format!("upload of {mib:.0} MiB (median of {UPLOAD_ROUNDS})"),
+        format!("upload of {mib:.0} MiB (median of {})", upload_rounds()),
         rate(ours_upload),
         rate(theirs_upload),
         rate(ours_upload) / rate(theirs_upload)

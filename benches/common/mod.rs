@@ -11,6 +11,13 @@ use benchpipe::lab::{self, LabInfo, LabOptions};
 use benchpipe::transport::quote;
 use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
 
+/// `-- --quick`, as `.ci/run` runs every bench: one short round of each figure, so that
+/// the benches are built and run between the times someone reads them (the figures are
+/// printed, never judged).
+pub fn quick() -> bool {
+    std::env::args().any(|a| a == "--quick")
+}
+
 /// Whether this process may build a lab; says how to run `bench` when not.
 pub fn is_root(bench: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -19,6 +26,10 @@ pub fn is_root(bench: &str) -> bool {
         println!(
             "benches/{bench}: skipped, the lab needs root (run `sudo cargo bench --bench {bench}`)"
         );
+        // As tests/it's `cannot_run`: under `.ci/run` a bench that cannot run fails.
+        if std::env::var_os("BENCHPIPE_TESTS_MUST_RUN").is_some_and(|v| v == "1") {
+            std::process::exit(1);
+        }
     }
     root
 }

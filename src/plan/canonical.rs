@@ -451,4 +451,84 @@ mod tests {
             format!("d{max};")
         );
     }
+
+    /// Why no second build with serde_json's `preserve_order` is needed (`.ci/run` ran
+    /// the key tests again with it on, a whole rebuild of the crate): that feature only
+    /// changes the order a `serde_json::Map` iterates in, and a key is the sha256 of
+    /// `canonical_bytes(&Input)`, written from this tree alone. Every variant is named
+    /// here with its payload's type, none a serde_json type, so a variant carrying a
+    /// JSON value (whose object order the feature would change) stops this test from
+    /// compiling until its bytes are written by hand like the others. The rest of the
+    /// argument is tested elsewhere: `Map` is a `BTreeMap` written in byte order, and
+    /// `key::tests::keys_do_not_depend_on_insertion_order_or_serde_json_object_order`
+    /// shows the JSON rendering's object order is not what is hashed.
+    #[test]
+    fn the_hashed_tree_holds_no_serde_json_value_so_preserve_order_cannot_move_a_key() {
+        fn walk(i: &Input, seen: &mut usize) {
+            *seen += 1;
+            match i {
+                Input::None => {}
+                Input::Bool(b) => {
+                    let _: &bool = b;
+                }
+                Input::Int(n) => {
+                    let _: &i64 = n;
+                }
+                Input::Float(f) => {
+                    let _: &f64 = f;
+                }
+                Input::Secs(d) => {
+                    let _: &Duration = d;
+                }
+                Input::Str(s) => {
+                    let _: &String = s;
+                }
+                Input::List(items) => {
+                    let items: &Vec<Input> = items;
+                    items.iter().for_each(|v| walk(v, seen));
+                }
+                Input::Map(m) => {
+                    let m: &BTreeMap<String, Input> = m;
+                    m.values().for_each(|v| walk(v, seen));
+                }
+                Input::Record(fields) => {
+                    let fields: &Vec<(&'static str, Input)> = fields;
+                    fields.iter().for_each(|(_, v)| walk(v, seen));
+                }
+                Input::Shared(s) => {
+                    let s: &Arc<SharedInput> = s;
+                    walk(&s.value, seen);
+                }
+            }
+        }
+        // A map filled in reverse byte order writes its keys in byte order: the same
+        // bytes as one filled forwards, as under any serde_json feature.
+        let names = ["zeta", "alpha", "mid", "b"];
+        let forward: BTreeMap<String, Input> = names
+            .iter()
+            .map(|n| (n.to_string(), Input::from(*n)))
+            .collect();
+        let backward: BTreeMap<String, Input> = names
+            .iter()
+            .rev()
+            .map(|n| (n.to_string(), Input::from(*n)))
+            .collect();
+        let doc = |m: BTreeMap<String, Input>| {
+            Input::record([
+                ("params", Input::Map(m)),
+                ("list", Input::List(vec![Input::Int(1), Input::None])),
+                ("d", Input::Secs(Duration::from_millis(5))),
+                ("f", Input::Float(0.5)),
+                ("b", Input::Bool(true)),
+            ])
+        };
+        let (a, b) = (doc(forward), doc(backward));
+        assert_eq!(canonical_bytes(&a), canonical_bytes(&b));
+        let mut seen = 0;
+        walk(&a, &mut seen);
+        assert_eq!(seen, 12, "every node visited");
+        let bytes = String::from_utf8(canonical_bytes(&a)).unwrap();
+        let at = |n: &str| bytes.find(&format!("s{}:{n}", n.len())).unwrap();
+        assert!(at("alpha") < at("b") && at("b") < at("mid") && at("mid") < at("zeta"));
+    }
 }

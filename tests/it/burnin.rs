@@ -2,13 +2,8 @@
 //! parsed from its real output, and a short burn-in on a lab board keeping its
 //! temperature and clock series and drawing it in the HTML report.
 
-use std::path::Path;
-
 use crate::lab::{Lab, bp, text};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::repo;
 
 /// The regex parser of the shipped recipe on stress-ng's real stderr: the `cpu` row's
 /// bogo-ops/s, both columns; stdout (empty for stress-ng) plays no part.

@@ -11,10 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::lab::{Lab, bp, text};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::repo;
 
 /// The shipped recipes and the shipped lab-cluster scenario with the lab's board names.
 fn workspace(lab: &Lab, edit: impl FnOnce(String) -> String) -> String {

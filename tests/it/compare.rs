@@ -12,11 +12,8 @@ use benchpipe::stats::Verdict;
 use serde_json::Value;
 
 use crate::lab::{Lab, bp};
+use crate::repo;
 use crate::spine::{Project, text};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A board file shaped like the ones `lab up` writes, for planning only.
 fn lab_board(i: usize, key: &Path) -> String {

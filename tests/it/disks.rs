@@ -6,11 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::repo;
 use benchpipe::model::{Recipe, TestName};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn fixture(name: &str) -> String {
     let path = repo().join("tests/data/tool-outputs").join(name);

@@ -12,10 +12,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::cannot_run;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::repo;
 
 fn example() -> PathBuf {
     repo().join("examples/lab")

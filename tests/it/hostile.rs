@@ -53,6 +53,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::repo;
 use serde::Deserialize;
 use sha2::Digest;
 
@@ -189,10 +190,6 @@ fn default_forbid_in() -> Vec<String> {
     ["stdout", "stderr", "reports", "results", "image-cache"]
         .map(String::from)
         .to_vec()
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn corpus_dir() -> PathBuf {

@@ -12,16 +12,13 @@ use std::time::{Duration, Instant};
 use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
 
 use crate::lab::{Lab, bp, text};
+use crate::repo;
 use crate::serving::{
     assert_nothing_left, board_processes_left, board_processes_where, clients_left, in_board_netns,
 };
 use crate::xz::in_board;
 
 const RUNS: usize = 6;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A lab workspace with the shipped serving recipes and a scenario of `test` on both
 /// boards, `RUNS` measured runs each.

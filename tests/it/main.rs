@@ -60,6 +60,11 @@ mod words;
 mod workspace;
 mod xz;
 
+/// The repository's root: its shipped pipeline/, scenarios/, examples/ and test data.
+pub fn repo() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
 /// `pid cmdline` lines of live processes whose command line contains any of `needles`
 /// (a /proc scan, so the search never finds itself the way `pgrep -f` under `sh -c`
 /// does; zombies are left out, since PID 1 here may not reap them). Lab boards share

@@ -14,12 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::lab::{sh, text};
+use crate::repo;
 
 const NAME: &str = "iozone3_comes_from_non_free_on_a_board_whose_sources_have_main_only";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The test's directories (workspace, work directory, layers), removed when dropped,
 /// on a panic too.

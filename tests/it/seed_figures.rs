@@ -4,14 +4,11 @@
 //! and the seed's percentages in the comparisons.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use crate::repo;
 use benchpipe::store::{FORMAT, RunKind, Sample, Store};
 use benchpipe::{cli, config, plan};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// One published figure: the cell it belongs to (board, storage, test) and its metric.
 struct Figure {

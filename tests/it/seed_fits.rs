@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::lab::bp;
-use crate::seeds::{plan, repo, stderr, toml_of, workspace};
+use crate::repo;
+use crate::seeds::{plan, stderr, toml_of, workspace};
 
 /// Replaces `find` (which must be there once) by `replace` in the workspace's `file`.
 fn edit(root: &Path, file: &str, find: &str, replace: &str) {

@@ -12,10 +12,7 @@ use std::process::Output;
 use serde_json::Value;
 
 use crate::lab::Lab;
-
-pub(crate) fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::repo;
 
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()

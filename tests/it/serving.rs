@@ -9,11 +9,8 @@ use std::path::Path;
 use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
 
 use crate::lab::{Lab, bp, text};
+use crate::repo;
 use crate::xz::{benchpipe_tmpfs, board_mounts, in_board};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 pub(crate) fn fixture(name: &str) -> String {
     let path = repo().join("tests/data/tool-outputs").join(name);

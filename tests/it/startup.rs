@@ -8,10 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::lab::{Lab, bp, text};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::repo;
 
 /// A lab workspace with the shipped recipe and a scenario running it on board 0.
 fn scenario(lab: &Lab, params: &str) -> PathBuf {

@@ -14,10 +14,7 @@ use benchpipe::lab::LabBoard;
 use serde_json::Value;
 
 use crate::lab::{Lab, bp, text};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::repo;
 
 /// The board's directory on the controller (secrets live in it, per cell).
 fn controller_dir(board: &LabBoard) -> PathBuf {

@@ -3,17 +3,12 @@
 //! against a real WordPress that a lab cluster's deploy started on its member, and
 //! its `password_file` parameter refused at check when it is not a plain absolute path.
 
-use std::path::Path;
-
 use benchpipe::lab::LabBoard;
 use serde_json::Value;
 
 use crate::lab::{Lab, bp, text};
+use crate::repo;
 use crate::webapp::{assert_nothing_left, capturing_secrets_in, files_holding, needles, samples};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// wordpress.toml's board-side commands (the site's files, then the database and the
 /// install once the daemons run, which opens nginx's listener on the board's address),

@@ -17,13 +17,10 @@ use benchpipe::lab::LabBoard;
 use serde_json::Value;
 
 use crate::lab::{Lab, bp, text};
+use crate::repo;
 
 /// wordpress.toml's default `port`.
 const PORT: u16 = 8090;
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A board's network namespace, as its sshd's.
 fn netns_of(board: &LabBoard) -> PathBuf {

@@ -6,13 +6,14 @@
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::cannot_run;
+use crate::repo;
 
 /// A workspace under the system temp dir, removed on drop.
 struct Ws(PathBuf);
@@ -151,10 +152,6 @@ fn boards_check_says_in_words_why_a_board_closed_before_its_ssh_banner() {
         !said.contains("[Session(") && !said.contains("Failed getting banner"),
         "{said}"
     );
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// A recipe needing `command`, from `needs` (a `[needs]` table's lines).

@@ -7,11 +7,8 @@ use std::path::Path;
 
 use sha2::Digest;
 
+use crate::repo;
 use crate::spine::{Project, text};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn sha256_of(path: &Path) -> String {
     let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());

@@ -11,10 +11,7 @@ use benchpipe::lab::LabBoard;
 use sha2::{Digest, Sha256};
 
 use crate::lab::{Lab, bp, text};
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::repo;
 
 /// The recipe's setup step that writes the corpus, rendered for `workdir` (its tmpfs at
 /// `workdir/xz-c`) and a size.
