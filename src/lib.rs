@@ -32,4 +32,7 @@ pub mod store;
 pub mod telemetry;
 pub mod transport;
 
+#[cfg(test)]
+mod tidy;
+
 pub use error::{Error, Result};

@@ -152,14 +152,8 @@ mod tests {
     fn the_fingerprint_script_runs_here_and_its_output_parses() {
         let mut t = crate::transport::local::Local::new();
         let fp = gather(&mut t).expect("a fingerprint of this machine");
-        let uname = std::process::Command::new("uname")
-            .arg("-r")
-            .output()
-            .unwrap();
-        assert_eq!(
-            fp.kernel_release,
-            String::from_utf8_lossy(&uname.stdout).trim()
-        );
+        let uname = crate::transport::Transport::run(&mut t, "uname -r", None).unwrap();
+        assert_eq!(fp.kernel_release, uname.stdout_str().trim());
         assert!(!fp.kernel_version.is_empty());
         assert!(fp.os_release.contains_key("ID"), "{fp:?}");
     }

@@ -153,13 +153,14 @@ mod tests {
         )
         .unwrap();
         let script = MAIN_SOURCES.replace("/etc/apt", &format!("{}/etc/apt", root.display()));
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let got = String::from_utf8(out.stdout).unwrap();
+        let out = crate::transport::Transport::run(
+            &mut crate::transport::local::Local::new(),
+            &script,
+            Some(std::time::Duration::from_secs(60)),
+        )
+        .unwrap();
+        assert!(out.exit.success(), "{out:?}");
+        let got = out.stdout_str();
         assert_eq!(
             got,
             "http://raspbian.raspberrypi.org/raspbian/ buster /usr/share/keyrings/raspbian.gpg\n\

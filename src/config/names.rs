@@ -19,7 +19,9 @@ pub fn control_free(text: &str, newlines: bool) -> Result<(), String> {
     }
 }
 
-/// The closest candidate to `name`, if one is close enough to be a likely typo.
+/// The closest candidate to `name`, if one is close enough to be a likely typo: by
+/// strsim's optimal string alignment, where swapping two adjacent characters counts as
+/// one edit (`ubs` is one typo away from `usb`, not two).
 pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
@@ -28,7 +30,7 @@ pub fn did_you_mean<'a>(
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
-        .map(|c| (edit_distance(&lower, &c.to_lowercase()), c))
+        .map(|c| (strsim::osa_distance(&lower, &c.to_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.to_string())
@@ -52,34 +54,6 @@ pub fn help_for<'a>(
             }
         }
     }
-}
-
-/// Edit distance where swapping two adjacent characters counts as one edit (optimal
-/// string alignment): `ubs` is one typo away from `usb`, not two.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let width = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * width];
-    for (i, row_start) in d.iter_mut().step_by(width).enumerate() {
-        *row_start = i;
-    }
-    for (j, cell) in d.iter_mut().take(width).enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[(i - 1) * width + j] + 1)
-                .min(d[i * width + j - 1] + 1)
-                .min(d[(i - 1) * width + j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[(i - 2) * width + j - 2] + 1);
-            }
-            d[i * width + j] = best;
-        }
-    }
-    d[a.len() * width + b.len()]
 }
 
 #[cfg(test)]
@@ -114,8 +88,8 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("ubs", "usb"), 1);
+        // Two adjacent characters swapped are one typo (optimal string alignment).
+        assert_eq!(did_you_mean("ubs", ["usb", "sd"]), Some("usb".into()));
         assert_eq!(
             did_you_mean("localhots", ["localhost", "pi4"]),
             Some("localhost".into())

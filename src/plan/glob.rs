@@ -1,4 +1,11 @@
 //! Shell-style globs over names: `*` matches any run of characters, `?` one character.
+//!
+//! Not `globset`, measured (issue 40): callers match a pattern against a name where
+//! they meet it (`matches(pattern, name)`, in plan expansion and over every stored cell),
+//! and globset compiles each `Glob` to a regex: 14 µs a call against 0.1 µs here (40,000
+//! board-name matches, release build). Compiled once per pattern it is 65 ns, but that
+//! needs a compiled matcher kept in the model for every pattern field; and it reads `[`,
+//! `{`, `\` and `**` as syntax, which these globs do not have.
 
 /// Whether `name` matches `pattern` as a whole.
 pub fn matches(pattern: &str, name: &str) -> bool {

@@ -1,9 +1,11 @@
 //! `results.csv`: one row per stored run of the report's cells (warm-ups too, each
-//! marked), with the cell's address and provenance, then one column per metric. RFC 4180
-//! quoting; numbers as Rust prints an f64 (the shortest text that reads back the same,
+//! marked), with the cell's address and provenance, then one column per metric. Written
+//! by the `csv` crate's writer (RFC 4180 quoting, CRLF), every text field through one
+//! guard first (`guard`: controls escaped, no formula); numbers as Rust prints an f64 (the shortest text that reads back the same,
 //! never an exponent), so the bytes are the same on every machine. docs/FORMAT.md
 //! ("results.csv") lists the columns.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -47,58 +49,100 @@ pub const CSV_COLUMNS: [&str; 27] = [
     "tools",
 ];
 
-/// results.csv's rows after its header, as text: made as the report is built, on every
-/// core beside its other parts, rather than as the file is written (a big store has a
-/// hundred thousand runs, and this is the file's whole work). In pieces of about
-/// `CHUNK` bytes, so that no one buffer is copied as it grows.
+/// results.csv's rows after its header, as UTF-8 bytes: made as the report is built, on
+/// every core beside its other parts, rather than as the file is written (a big store
+/// has a hundred thousand runs, and this is the file's whole work). In pieces of about
+/// `CHUNK` bytes (the csv writer's buffer, each piece one of its flushes), so that no
+/// one buffer is copied as it grows; a piece may end inside a character.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct CsvRows(Vec<String>);
+pub struct CsvRows(Vec<Vec<u8>>);
 
 impl CsvRows {
-    /// The rows' text, piece by piece.
-    pub fn pieces(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(String::as_str)
+    /// The rows' bytes, piece by piece.
+    pub fn pieces(&self) -> impl Iterator<Item = &[u8]> {
+        self.0.iter().map(Vec::as_slice)
+    }
+}
+
+/// Where the csv writer's flushes go: each one a piece of `CsvRows`.
+#[derive(Default)]
+struct Pieces(Vec<Vec<u8>>);
+
+impl std::io::Write for Pieces {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.push(buf.to_vec());
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A csv writer as results.csv wants one: RFC 4180 quoting where a field needs it, CRLF
+/// line ends, and records of any length (the header and rows agree by construction).
+fn writer<W: std::io::Write>(out: W, buffer: usize) -> csv::Writer<W> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::CRLF)
+        .quote_style(csv::QuoteStyle::Necessary)
+        .flexible(true)
+        .buffer_capacity(buffer)
+        .from_writer(out)
+}
+
+/// One row's fields, written through the csv writer: text already through `guard`,
+/// numbers made in `scratch`. Writing into `Pieces` cannot fail, so neither can these.
+struct Row<'w> {
+    csv: &'w mut csv::Writer<Pieces>,
+    scratch: String,
+}
+
+impl Row<'_> {
+    fn field(&mut self, text: &str) {
+        let _ = self.csv.write_field(text);
+    }
+    fn uint(&mut self, n: u64) {
+        let _ = self.csv.write_field(itoa::Buffer::new().format(n));
+    }
+    fn number(&mut self, x: f64) {
+        self.scratch.clear();
+        push_number(&mut self.scratch, x);
+        let _ = self.csv.write_field(&self.scratch);
+    }
+    fn end(&mut self) {
+        let _ = self.csv.write_record(None::<&[u8]>);
     }
 }
 
 /// The size of a piece of `CsvRows`.
 const CHUNK: usize = 1 << 16;
 
-/// A run's columns of its row (`seq` to `warnings`), appended with a comma before each.
-fn push_run(out: &mut String, run: &super::cells::Run, apply: usize) {
+/// A run's columns of its row, `seq` to `warnings`.
+fn write_run(row: &mut Row, run: &super::cells::Run, apply: usize) {
     let yes_no = |b: bool| if b { "true" } else { "false" };
-    out.push(',');
-    push_uint(out, u64::from(run.seq));
-    out.push(',');
-    push_uint(out, apply as u64);
-    out.push(',');
-    out.push_str(match run.kind {
+    row.uint(u64::from(run.seq));
+    row.uint(apply as u64);
+    row.field(match run.kind {
         RunKind::Warmup => "warmup",
         RunKind::Measured => "measured",
     });
-    out.push(',');
-    out.push_str(yes_no(run.current));
-    out.push(',');
-    out.push_str(yes_no(run.counts));
-    out.push(',');
-    out.push_str(match run.order {
+    row.field(yes_no(run.current));
+    row.field(yes_no(run.counts));
+    row.field(match run.order {
         Some(RunOrder::Blocked) => "blocked",
         Some(RunOrder::Interleaved) => "interleaved",
         None => "",
     });
-    out.push(',');
-    if let Some(n) = run.board_seq {
-        push_uint(out, n);
+    match run.board_seq {
+        Some(n) => row.uint(n),
+        None => row.field(""),
     }
-    out.push(',');
-    push_number(out, run.seconds);
+    row.number(run.seconds);
     for list in [&run.flags, &run.warnings] {
-        out.push(',');
         // `;`-separated; most runs have none or one, which need no joining.
         match list.as_slice() {
-            [] => {}
-            [one] => push_field(out, one, false),
-            several => push_field(out, &several.join(";"), false),
+            [] => row.field(""),
+            [one] => row.field(&guard(one)),
+            several => row.field(&guard(&several.join(";"))),
         }
     }
 }
@@ -244,9 +288,12 @@ fn rows_made(
     }
     let no_metrics = (Vec::new(), Vec::new());
     let mut values: Vec<Option<f64>> = vec![None; columns.len()];
-    let mut pieces = Vec::new();
-    let mut out = String::with_capacity(CHUNK + CHUNK / 4);
-    let (mut address, mut after) = (String::new(), String::new());
+    let mut csv = writer(Pieces::default(), CHUNK);
+    let mut row = Row {
+        csv: &mut csv,
+        scratch: String::new(),
+    };
+    let (mut address, mut after): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     let mut last_sources: Option<Sources> = None;
     for v in views {
         let a = v.address();
@@ -266,36 +313,29 @@ fn rows_made(
                 }
             })
             .collect();
-        // The cell's columns, quoted once for all its runs: its address before the
+        // The cell's columns, guarded once for all its runs: its address before the
         // run's, its provenance after.
         address.clear();
-        for (i, text) in [
-            scenario.name.as_str(),
-            a.test.as_str(),
-            a.image.as_str(),
-            a.board.as_str(),
-            a.storage.as_ref().map_or("", |x| x.as_str()),
-            a.filesystem.as_ref().map_or("", |x| x.as_str()),
-            a.network.as_ref().map_or("", |x| x.as_str()),
-            v.cell.key.as_str(),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            if i > 0 {
-                address.push(',');
-            }
-            push_field(&mut address, text, false);
-        }
+        address.extend(
+            [
+                scenario.name.as_str(),
+                a.test.as_str(),
+                a.image.as_str(),
+                a.board.as_str(),
+                a.storage.as_ref().map_or("", |x| x.as_str()),
+                a.filesystem.as_ref().map_or("", |x| x.as_str()),
+                a.network.as_ref().map_or("", |x| x.as_str()),
+                v.cell.key.as_str(),
+            ]
+            .into_iter()
+            .map(|text| guard(text).into_owned()),
+        );
         // The provenance columns, made again only where they may differ from the
         // last cell's.
         let made_of = Sources::of(v);
         if !(reuse && last_sources.as_ref().is_some_and(|l| l.same_as(&made_of))) {
             after.clear();
-            for text in provenance(&made_of) {
-                after.push(',');
-                push_field(&mut after, &text, false);
-            }
+            after.extend(provenance(&made_of).iter().map(|t| guard(t).into_owned()));
         }
         last_sources = Some(made_of);
         let applies: Vec<usize> = v.sessions.iter().map(|s| apply_of(s)).collect();
@@ -303,13 +343,13 @@ fn rows_made(
         // The views' runs, not the samples: only a column the view did not judge looks
         // into its sample.
         for (k, run) in v.runs.iter().enumerate() {
-            out.push_str(&address);
-            push_run(
-                &mut out,
+            address.iter().for_each(|f| row.field(f));
+            write_run(
+                &mut row,
                 run,
                 applies.get(run.session).copied().unwrap_or(0),
             );
-            out.push_str(&after);
+            after.iter().for_each(|f| row.field(f));
             values.iter_mut().for_each(|x| *x = None);
             let judged = v.values_of_run(k);
             // A column takes the row's first value of its name and unit.
@@ -325,75 +365,36 @@ fn rows_made(
                 }
             }
             for x in &values {
-                out.push(',');
-                if let Some(x) = x {
-                    push_number(&mut out, *x);
+                match x {
+                    Some(x) => row.number(*x),
+                    None => row.field(""),
                 }
             }
-            out.push_str("\r\n");
-            if out.len() >= CHUNK {
-                pieces.push(std::mem::replace(
-                    &mut out,
-                    String::with_capacity(CHUNK + CHUNK / 4),
-                ));
-            }
+            row.end();
         }
     }
-    if !out.is_empty() {
-        pieces.push(out);
-    }
-    CsvRows(pieces)
+    // The last flush; `Pieces` takes every write, so this cannot fail.
+    CsvRows(csv.into_inner().map(|p| p.0).unwrap_or_default())
 }
 
-/// A field as RFC 4180 wants it, on one line with every control character as `shown`
-/// escapes it (a spreadsheet takes a leading tab or carriage return, and a terminal an
-/// ESC). Text a spreadsheet would run as a formula (an `=`, `+`, `-` or `@` first, after
-/// any white space) gets a leading `'`, as OWASP advises: values from a board or a
-/// store someone sent are hostile.
-fn field(text: &str, numeric: bool) -> String {
+/// The one guard every text field of results.csv passes before the csv writer quotes
+/// it: on one line with every control character as `shown` escapes it (a spreadsheet
+/// takes a leading tab, carriage return or NUL, and a terminal an ESC), and text a
+/// spreadsheet would run as a formula (`formula`) with a leading `'`, as OWASP and ASVS
+/// advise: values from a board or a store someone sent are hostile.
+pub(super) fn guard(text: &str) -> Cow<'_, str> {
     let text = crate::shown::one_line(text);
-    let guarded = if !numeric && formula(&text) {
-        format!("'{text}")
+    if formula(&text) {
+        Cow::Owned(format!("'{text}"))
     } else {
-        text.into_owned()
-    };
-    if guarded.contains([',', '"', '\n', '\r'])
-        || guarded.starts_with(' ')
-        || guarded.ends_with(' ')
-    {
-        format!("\"{}\"", guarded.replace('"', "\"\""))
-    } else {
-        guarded
+        text
     }
 }
 
-/// Whether a spreadsheet would read `text` as a formula.
+/// Whether a spreadsheet would read `text` as a formula: an `=`, `+`, `-` or `@` first,
+/// after any white space.
 fn formula(text: &str) -> bool {
     text.trim_start().starts_with(['=', '+', '-', '@'])
-}
-
-/// `field`, appended to `out`; a field that needs no quoting is copied as it is.
-fn push_field(out: &mut String, text: &str, numeric: bool) {
-    // The characters that need quoting or escaping are ASCII or C1 controls: a scan of
-    // the bytes finds them (a `contains` of four chars decodes every character, for
-    // each cell's every field).
-    let plain = !text
-        .bytes()
-        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r' | 0x7f | 0xc2) || b < 0x20)
-        && !text.starts_with(' ')
-        && !text.ends_with(' ')
-        && (numeric || !formula(text));
-    if plain {
-        out.push_str(text);
-    } else {
-        out.push_str(&field(text, numeric));
-    }
-}
-
-/// `n` in decimal, appended to `out`: `format!("{n}")` without the formatter, which a
-/// big results.csv would call hundreds of thousands of times.
-fn push_uint(out: &mut String, n: u64) {
-    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// The metric columns: each (name, unit) of `metrics` (`Report::sample_metrics`) once,
@@ -410,6 +411,14 @@ pub(super) fn metric_columns(metrics: &[(String, MetricSpec)]) -> Vec<(String, S
 }
 
 pub struct Csv;
+
+/// A csv writer's error, which over a file is the file's.
+fn csv_error(e: csv::Error) -> ExportError {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e.into(),
+        other => std::io::Error::other(format!("{other:?}")).into(),
+    }
+}
 
 impl Exporter for Csv {
     fn file_name(&self) -> &'static str {
@@ -429,12 +438,14 @@ impl Exporter for Csv {
                     .iter()
                     .map(|(n, u)| format!("{n} ({u})")),
             )
-            .map(|h| field(&h, false))
+            .map(|h| guard(&h).into_owned())
             .collect();
-        file.write_all(header.join(",").as_bytes())?;
-        file.write_all(b"\r\n")?;
+        let mut csv = writer(&mut *file, 1 << 12);
+        csv.write_record(&header).map_err(csv_error)?;
+        csv.flush()?;
+        drop(csv);
         for piece in report.csv_rows.pieces() {
-            file.write_all(piece.as_bytes())?;
+            file.write_all(piece)?;
         }
         Ok(())
     }
@@ -442,7 +453,7 @@ impl Exporter for Csv {
 
 #[cfg(test)]
 mod tests {
-    use super::{field, push_field, push_uint, rows_made};
+    use super::{Pieces, Row, guard, rows_made, writer};
     use crate::report::cells;
     use crate::store::CellData;
 
@@ -471,7 +482,9 @@ mod tests {
             let ordered = cells::order(&scenario, plan.cells.iter());
             let empty = CellData::default();
             let views = cells::views(&ws.recipes, &scenario, &ordered, &data, &empty);
-            let text = |reuse: bool| rows_made(&scenario, &views, &[], reuse).0.concat();
+            let text = |reuse: bool| {
+                String::from_utf8(rows_made(&scenario, &views, &[], reuse).0.concat()).unwrap()
+            };
             let (reused, own) = (text(true), text(false));
             assert!(own.contains(kernel.split(' ').nth(1).unwrap()), "{own}");
             assert!(own.contains("uas") && own.lines().count() > 8, "{own}");
@@ -479,31 +492,78 @@ mod tests {
         }
     }
 
-    /// A field is appended as `field` quotes it, whatever it holds.
+    /// Every text field passes one guard: whatever a stored string starts with (each
+    /// character OWASP and ASVS name: `=`, `+`, `-`, `@`, tab, carriage return, NUL;
+    /// white space before a sign; a newline), the field as a spreadsheet reads it back
+    /// starts with no formula character and no control, and holds the text escaped.
     #[test]
-    fn push_field_appends_what_field_makes() {
-        for text in [
-            "",
-            "plain",
-            "a,b",
-            "say \"hi\"",
-            "two\nlines",
-            "cr\r",
-            " lead",
-            "trail ",
-            "=1+2",
-            "+x",
-            "-3",
-            "@me",
-            "é, ü",
-            "±0.5",
-            "tab\there",
-        ] {
-            for numeric in [false, true] {
-                let mut out = String::from("x,");
-                push_field(&mut out, text, numeric);
-                assert_eq!(out, format!("x,{}", field(text, numeric)), "{text:?}");
+    fn the_guard_leaves_no_field_a_formula_or_a_control_first() {
+        let leads = [
+            "=",
+            "+",
+            "-",
+            "@",
+            "\t",
+            "\r",
+            "\0",
+            "\n",
+            " =",
+            "\t=",
+            "\r=",
+            " \t@",
+            "\u{a0}=",
+            "\u{3000}+",
+            "\u{85}=",
+            "\u{1b}[2J=",
+        ];
+        for lead in leads {
+            let text = format!("{lead}1+1, \"x\"");
+            let mut csv = writer(Pieces::default(), 64);
+            let _ = csv.write_field("first");
+            let _ = csv.write_field(&*guard(&text));
+            let _ = csv.write_record(None::<&[u8]>);
+            let bytes = csv.into_inner().map(|p| p.0.concat()).unwrap();
+            let mut reader = ::csv::ReaderBuilder::new()
+                .has_headers(false)
+                .from_reader(bytes.as_slice());
+            for record in reader.records() {
+                let field = record.unwrap()[1].to_string();
+                let start = field.trim_start();
+                assert!(
+                    !start.starts_with(['=', '+', '-', '@']),
+                    "{lead:?}: {field:?}"
+                );
+                assert!(!field.chars().any(char::is_control), "{lead:?}: {field:?}");
+                assert!(field.ends_with("1+1, \"x\""), "{lead:?}: {field:?}");
             }
+        }
+    }
+
+    /// The csv writer quotes as results.csv always did where a field needs it: a comma,
+    /// a quote (doubled); text needing none is written as it is.
+    #[test]
+    fn fields_are_quoted_only_where_rfc_4180_needs_it() {
+        for (text, want) in [
+            ("", ""),
+            ("plain", "plain"),
+            ("a,b", "\"a,b\""),
+            ("say \"hi\"", "\"say \"\"hi\"\"\""),
+            ("two\nlines", "two\\nlines"),
+            ("=1+2", "'=1+2"),
+            ("é, ü", "\"é, ü\""),
+            ("±0.5", "±0.5"),
+            ("tab\there", "tab\\there"),
+        ] {
+            let mut csv = writer(Pieces::default(), 64);
+            let _ = csv.write_field("x");
+            let _ = csv.write_field(&*guard(text));
+            let _ = csv.write_record(None::<&[u8]>);
+            let bytes = csv.into_inner().map(|p| p.0.concat()).unwrap();
+            assert_eq!(
+                String::from_utf8(bytes).unwrap(),
+                format!("x,{want}\r\n"),
+                "{text:?}"
+            );
         }
     }
 
@@ -512,10 +572,20 @@ mod tests {
         let mut samples = vec![0, 1, 9, 10, 99, 100, 4242, u64::from(u32::MAX), u64::MAX];
         samples.extend((0..64).map(|b| 1u64 << b));
         samples.extend((0..64).map(|b| (1u64 << b) - 1));
-        for n in samples {
-            let mut out = String::from("x");
-            push_uint(&mut out, n);
-            assert_eq!(out, format!("x{n}"));
+        let mut csv = writer(Pieces::default(), 64);
+        let mut row = Row {
+            csv: &mut csv,
+            scratch: String::new(),
+        };
+        for &n in &samples {
+            row.uint(n);
         }
+        row.end();
+        let bytes = csv.into_inner().map(|p| p.0.concat()).unwrap();
+        let want: Vec<String> = samples.iter().map(u64::to_string).collect();
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            format!("{}\r\n", want.join(","))
+        );
     }
 }

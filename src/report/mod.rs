@@ -50,6 +50,8 @@ mod tests_hostile;
 #[cfg(test)]
 mod tests_provenance;
 #[cfg(test)]
+mod tests_stored;
+#[cfg(test)]
 mod tests_tables;
 
 pub use across::{Across, AcrossConfig, Presence, Side, across, markdown as across_markdown};

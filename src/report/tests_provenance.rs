@@ -256,7 +256,7 @@ fn a_prepared_images_provenance_shows_its_base_its_preparation_and_the_prepared_
 fn the_csv_image_column_of_a_prepared_image_is_its_base() {
     let (ws, scenario, plan, data) = prepared_cell();
     let r = build(&ws, &scenario, &plan, &data);
-    let csv: String = r.csv_rows.pieces().collect();
+    let csv = String::from_utf8(r.csv_rows.pieces().flatten().copied().collect()).unwrap();
     let column = |name: &str| {
         crate::report::csv::CSV_COLUMNS
             .iter()

@@ -370,7 +370,7 @@ fn missing_key(key: &str, map: &Map<String, Value>) -> String {
     }
     let closest = map
         .keys()
-        .map(|k| (edit_distance(key, k), k))
+        .map(|k| (strsim::levenshtein(key, k), k))
         .filter(|(d, _)| *d <= 2)
         .min();
     let hint = match closest {
@@ -383,21 +383,6 @@ fn missing_key(key: &str, map: &Map<String, Value>) -> String {
         keys.push(format!("… ({} in all)", map.len()));
     }
     format!("no key `{key}`; {hint}keys are {}", keys.join(", "))
-}
-
-/// Levenshtein distance over characters, for "did you mean" hints on typos.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitute = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitute.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 fn describe(v: &Value) -> String {

@@ -1,3 +1,6 @@
+//! `benchpipe init`'s tests: host arguments, and the board files written from probed facts
+//! (hostile ones too) checking as written and once uncommented.
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

@@ -468,17 +468,17 @@ mod tests {
                             && f.name != "cmdline.txt"
                 })
                 .unwrap();
-            let out = std::process::Command::new("bash")
-                .arg("-n")
-                .stdin(std::process::Stdio::piped())
-                .spawn()
-                .and_then(|mut c| {
-                    use std::io::Write;
-                    c.stdin.take().unwrap().write_all(&script.bytes)?;
-                    c.wait_with_output()
-                })
+            use crate::transport::Transport;
+            let exit = crate::transport::local::Local::new()
+                .exec_input(
+                    "bash -n",
+                    Some(std::time::Duration::from_secs(60)),
+                    &mut script.bytes.as_slice(),
+                    &mut std::io::sink(),
+                    &mut std::io::sink(),
+                )
                 .unwrap();
-            assert!(out.status.success(), "{kind:?}: bash -n refused it");
+            assert!(exit.success(), "{kind:?}: bash -n refused it");
         }
     }
 }

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::image::tests::{Scratch, compress, have, path_source, quiet, sh};
+use crate::image::tests::{Scratch, compress, have, local, path_source, quiet, sh};
 use crate::image::{ImageError, fetch};
 use crate::model::{Attachment, AuthorizedKey, FirstbootKind, PasswordHash, Preparation};
+use crate::transport::quote;
 
 use super::{derive, derived_files, record_of};
 
@@ -79,16 +79,16 @@ fn disk(dir: &Path, gpt: bool) -> PathBuf {
 
 /// A file of the image's boot partition as `mtype` reads it.
 fn mtype(img: &Path, name: &str) -> Option<String> {
-    let out = Command::new("mtype")
-        .env("MTOOLS_SKIP_CHECK", "1")
-        .arg("-i")
-        .arg(format!("{}@@{BOOT_AT}", img.display()))
-        .arg(format!("::{name}"))
-        .output()
-        .unwrap();
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = local(&format!(
+        "MTOOLS_SKIP_CHECK=1 {}",
+        quote::join(&[
+            "mtype",
+            "-i",
+            &format!("{}@@{BOOT_AT}", img.display()),
+            &format!("::{name}"),
+        ])
+    ));
+    out.exit.success().then(|| out.stdout_str())
 }
 
 /// `fsck.vfat -n` of the image's boot partition, copied out: whether it is clean.
@@ -99,15 +99,11 @@ fn fsck_clean(img: &Path, dir: &Path) -> bool {
         img.display(),
         part.display()
     ));
-    let out = Command::new("fsck.vfat")
-        .args(["-n"])
-        .arg(&part)
-        .output()
-        .unwrap();
-    if !out.status.success() {
-        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    let out = local(&quote::join(&["fsck.vfat", "-n", &part.to_string_lossy()]));
+    if !out.exit.success() {
+        eprintln!("{}", out.stdout_str());
     }
-    out.status.success()
+    out.exit.success()
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

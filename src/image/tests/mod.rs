@@ -6,12 +6,14 @@ mod http;
 mod local;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::Cache;
 use crate::model::ImageSource;
+use crate::transport::local::Local;
+use crate::transport::{Output, Transport, quote};
 
 /// A directory of its own for one test, removed when dropped.
 pub(super) struct Scratch(pub PathBuf);
@@ -46,10 +48,9 @@ pub(crate) fn have(test: &str, tools: &[&str]) -> bool {
         .iter()
         .copied()
         .filter(|t| {
-            !Command::new("sh")
-                .args(["-c", &format!("command -v {t}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
+            !local(&format!("command -v {}", quote::sh(t)))
+                .exit
+                .success()
         })
         .collect();
     if missing.is_empty() {
@@ -63,13 +64,17 @@ pub(crate) fn have(test: &str, tools: &[&str]) -> bool {
     false
 }
 
+/// `line` run by `sh -c` on this machine, through the transport that starts every
+/// process benchpipe starts.
+pub(crate) fn local(line: &str) -> Output {
+    Local::new()
+        .run(line, Some(Duration::from_secs(600)))
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
 pub(super) fn sh(script: &str) {
-    let out = Command::new("sh").args(["-ec", script]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{script}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = local(&format!("set -e\n{script}"));
+    assert!(out.exit.success(), "{script}\n{}", out.stderr_str());
 }
 
 /// A small real image: an 8 MiB ext4 filesystem made by mkfs.ext4 from a directory
