@@ -10,12 +10,13 @@ use super::Job;
 use super::worker::{Transports, Worker, board_host};
 use crate::bench::Vars;
 use crate::model::{Board, Side, TestName};
+use crate::store::{CellFacts, OsRelease, Scalar};
 use crate::transport::{Transport, quote};
 
 /// What the board is, recorded beside each cell's samples: the provenance that explains
 /// numbers later (kernel, OS release, CPU, governor, memory). Tool versions come from
 /// the recipes' `[facts]` (`recipe_facts`).
-pub(super) fn gather_facts(t: &mut dyn Transport, board: &Board) -> Value {
+pub(super) fn gather_facts(t: &mut dyn Transport, board: &Board) -> CellFacts {
     const SCRIPT: &str = r#"
 echo "@@kernel"; uname -srm
 echo "@@os_release"; cat /etc/os-release 2>/dev/null
@@ -24,49 +25,38 @@ echo "@@cpu_model"; (grep -m1 -E '^(model name|Model)' /proc/cpuinfo | cut -d: -
 echo "@@governor"; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null
 echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
 "#;
-    let mut facts = serde_json::Map::new();
-    facts.insert("board".into(), json!(board.name));
-    facts.insert("model".into(), json!(board.model));
-    // Which benchpipe measured: the report's provenance shows it.
-    facts.insert("benchpipe".into(), json!(env!("CARGO_PKG_VERSION")));
+    let mut facts = CellFacts {
+        board: Some(board.name.as_str().into()),
+        model: Some(board.model.as_str().into()),
+        // Which benchpipe measured: the report's provenance shows it.
+        benchpipe: Some(env!("CARGO_PKG_VERSION").into()),
+        ..CellFacts::default()
+    };
     match t.run(SCRIPT, Some(Duration::from_secs(60))) {
         Ok(out) => {
             let text = out.stdout_str();
-            let mut current: Option<String> = None;
-            let mut sections: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for line in text.lines() {
-                if let Some(name) = line.strip_prefix("@@") {
-                    current = Some(name.to_string());
-                    sections.entry(name.to_string()).or_default();
-                } else if let Some(c) = &current {
-                    sections
-                        .entry(c.clone())
-                        .or_default()
-                        .push(line.to_string());
-                }
-            }
-            for (k, lines) in sections {
-                if k == "os_release" {
-                    let mut os = serde_json::Map::new();
-                    for l in lines {
-                        if let Some((key, v)) = l.split_once('=') {
-                            os.insert(key.to_string(), json!(v.trim_matches('"')));
-                        }
-                    }
-                    facts.insert(k, Value::Object(os));
-                } else {
-                    let v = lines.join("\n").trim().to_string();
-                    if !v.is_empty() {
-                        facts.insert(k, json!(v));
-                    }
-                }
-            }
+            let sections = crate::sections::parse(&text);
+            let os: OsRelease = sections
+                .get("os_release")
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|l| l.split_once('='))
+                .map(|(key, v)| (key.to_string(), v.trim_matches('"').into()))
+                .collect();
+            facts.os_release = sections.get("os_release").map(|_| os);
+            let value = |name: &str| {
+                let v = sections.joined(name)?;
+                (!v.is_empty()).then(|| Scalar::from(v))
+            };
+            facts.kernel = value("kernel");
+            facts.cpus = value("cpus");
+            facts.cpu_model = value("cpu_model");
+            facts.governor = value("governor");
+            facts.memory_kib = value("memory_kib");
         }
-        Err(e) => {
-            facts.insert("error".into(), json!(e.to_string()));
-        }
+        Err(e) => facts.error = Some(e.to_string().into()),
     }
-    Value::Object(facts)
+    facts
 }
 
 /// The recipe a cell ran, as its facts record it: built in or the workspace's file, and
@@ -202,10 +192,8 @@ pub(super) fn read_load(t: &mut dyn Transport) -> Option<f64> {
 pub(super) fn idle_facts(t: &mut dyn Transport, board: &Board) -> (Value, Option<f64>) {
     let idle = read_temperature(t, board);
     let mut facts = gather_facts(t, board);
-    if let (Some(c), Some(obj)) = (idle, facts.as_object_mut()) {
-        obj.insert("idle_temperature_c".into(), serde_json::json!(c));
-    }
-    (facts, idle)
+    facts.idle_temperature_c = idle;
+    (facts.to_value(), idle)
 }
 
 /// The board's highest temperature in °C, from its thermal source; None when it has none.
