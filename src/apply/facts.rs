@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Job;
 use super::worker::{Transports, Worker, board_host};
 use crate::bench::Vars;
 use crate::model::{Board, Side, TestName};
-use crate::store::{CellFacts, OsRelease, Scalar};
+use crate::store::{CellFacts, NetworkFact, OsRelease, Packages, RecipeFact, Scalar};
 use crate::transport::{Transport, quote};
 
 /// What the board is, recorded beside each cell's samples: the provenance that explains
@@ -62,11 +62,13 @@ echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
 /// The recipe a cell ran, as its facts record it: built in or the workspace's file, and
 /// the sha256 of its text. The key hashes what the recipe means; this says which text.
 pub(super) fn recipe_fact(recipe: &crate::model::Recipe) -> Value {
-    json!({
-        "file": recipe.file,
-        "origin": recipe.source.origin,
-        "sha256": recipe.source.sha256,
-    })
+    let fact = RecipeFact {
+        file: Scalar::of(&recipe.file),
+        origin: Scalar::of(&recipe.source.origin),
+        sha256: Some(recipe.source.sha256.as_str().into()),
+        other: BTreeMap::new(),
+    };
+    serde_json::to_value(fact).unwrap_or(Value::Null)
 }
 
 /// The most of a fact's output that is kept: a version line, not a stream.
@@ -97,13 +99,12 @@ impl Worker<'_> {
             {
                 continue;
             }
-            let mut tools = serde_json::Map::new();
+            let mut entry = CellFacts::default();
             for fact in &recipe.facts {
                 if let Some(v) = run_fact(t.side(fact.on), &fact.command, &vars) {
-                    tools.insert(fact.name.clone(), json!(v));
+                    entry.tools.insert(fact.name.clone(), v.into());
                 }
             }
-            let mut entry = json!({ "tools": tools });
             // The versions of the packages the recipe names, as installed on each side.
             for (side, needs) in &recipe.needs {
                 let manager = *managers
@@ -113,15 +114,19 @@ impl Worker<'_> {
                 let versions =
                     super::provision::package_versions(t.side(*side), m, needs.packages_for(m));
                 if !versions.is_empty() {
-                    let key = match side {
-                        Side::Board | Side::Members => "packages",
-                        Side::Controller => "controller_packages",
-                        Side::Peer => "peer_packages",
+                    let slot = match side {
+                        Side::Board | Side::Members => &mut entry.packages,
+                        Side::Controller => &mut entry.controller_packages,
+                        Side::Peer => &mut entry.peer_packages,
                     };
-                    entry[key] = json!({ "manager": m, "installed": versions });
+                    *slot = Some(Packages {
+                        manager: Scalar::of(&m),
+                        installed: versions.into_iter().map(|(k, v)| (k, v.into())).collect(),
+                        other: BTreeMap::new(),
+                    });
                 }
             }
-            out.insert(recipe.name.clone(), entry);
+            out.insert(recipe.name.clone(), entry.to_value());
         }
         out
     }
@@ -138,17 +143,18 @@ impl Worker<'_> {
         cell: &crate::plan::Cell,
     ) -> Option<Value> {
         let net = self.board.network(cell.address.network.as_ref()?)?;
-        let mut doc = json!({
-            "name": net.name,
-            "interface": net.interface,
-            "kind": net.kind,
-            "model": net.model,
-        });
+        let mut doc = NetworkFact {
+            name: Scalar::of(&net.name),
+            interface: Some(net.interface.as_str().into()),
+            kind: Scalar::of(&net.kind),
+            model: Scalar::of(&net.model),
+            ..NetworkFact::default()
+        };
         match crate::network::gather(t, self.connector.sysfs(), &net.interface) {
-            Ok(link) => doc["link"] = json!(link),
-            Err(e) => doc["error"] = json!(e.to_string()),
+            Ok(link) => doc.link = Some(link),
+            Err(e) => doc.error = Some(e.to_string().into()),
         }
-        Some(doc)
+        serde_json::to_value(doc).ok()
     }
 }
 

@@ -33,6 +33,14 @@ impl Scalar {
     }
 }
 
+impl Scalar {
+    /// A value that serializes as text, a number or a boolean; none for anything else
+    /// (`null`, a list).
+    pub fn of(v: &impl Serialize) -> Option<Scalar> {
+        serde_json::from_value(serde_json::to_value(v).ok()?).ok()
+    }
+}
+
 impl From<String> for Scalar {
     fn from(s: String) -> Self {
         Scalar::Text(s)
@@ -78,154 +86,69 @@ fn lenient_list<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<
 /// recipe's tools and packages, the image's flash, the storage, the link, or a
 /// cluster's members.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CellFacts {
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub board: Option<Scalar>,
     /// The board's model as declared.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub model: Option<Scalar>,
     /// The benchpipe version that measured.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub benchpipe: Option<Scalar>,
     /// `uname -srm`.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub kernel: Option<Scalar>,
     /// `/etc/os-release`, its quotes removed.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub os_release: Option<OsRelease>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub cpu_model: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub governor: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub memory_kib: Option<Scalar>,
     /// Before benchpipe loaded the board: the base of `idle+N`.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub idle_temperature_c: Option<f64>,
     /// Why the board's facts could not be read.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub error: Option<Scalar>,
     /// The board's state drift compares (`plan::drift`).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<Fingerprint>,
     /// The recipe's `[facts]`: tool name -> its version line.
     #[serde(
-        default,
         deserialize_with = "lenient_map",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub tools: BTreeMap<String, Scalar>,
     /// The installed versions of the packages the recipe names, per side.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub packages: Option<Packages>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub controller_packages: Option<Packages>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub peer_packages: Option<Packages>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub recipe: Option<RecipeFact>,
     /// What benchpipe's flash of the cell's image wrote.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub flashed: Option<Flashed>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub storage: Option<StorageFact>,
     /// What holds the cell's path (`findmnt`).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub storage_filesystem: Option<PathFilesystem>,
     /// The link a networked cell ran over.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkFact>,
     /// A cluster's cell: the cluster, and each member's facts under its name.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterFact>,
     #[serde(
-        default,
         deserialize_with = "lenient_map",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
@@ -239,15 +162,12 @@ pub struct CellFacts {
 pub type OsRelease = BTreeMap<String, Scalar>;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Packages {
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub manager: Option<Scalar>,
     /// Package -> installed version.
-    #[serde(default, deserialize_with = "lenient_map")]
+    #[serde(deserialize_with = "lenient_map")]
     pub installed: BTreeMap<String, Scalar>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -255,12 +175,13 @@ pub struct Packages {
 
 /// The recipe text a cell ran: built in or the workspace's file, by its sha256.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RecipeFact {
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient")]
     pub file: Option<Scalar>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient")]
     pub origin: Option<Scalar>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient")]
     pub sha256: Option<Scalar>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -268,65 +189,35 @@ pub struct RecipeFact {
 
 /// What a flash wrote and proved.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Flashed {
     /// `dd` when absent; `command`, `tpi`.
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub method: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub file_sha256: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub written_bytes: Option<u64>,
     /// The read-back's sha256: present when the flash was verified.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub written_sha256: Option<Value>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub uncompressed_bytes: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub uncompressed_sha256: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub bmap_mapped_bytes: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub base_file_sha256: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// A `tpi` flash: the image's path on the BMC, and whether it was uploaded (or there).
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub bmc_path: Option<String>,
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub uploaded: Option<bool>,
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub firstboot: Option<FirstbootFact>,
     /// The host key taken right after the flash (an OpenSSH key line or `SHA256:`).
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub accepted_host_key: Option<String>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -334,109 +225,58 @@ pub struct Flashed {
 
 /// What a prepared image's first boot was given (never the key's text or a password).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct FirstbootFact {
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Scalar>,
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub user: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub key_fingerprint: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub hostname: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub derivation_key: Option<Scalar>,
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub derived_sha256: Option<Scalar>,
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    pub derived_bytes: Option<u64>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
 }
 
 /// A storage device's facts as stored (`storage::facts::StorageFacts` when written).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StorageFact {
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub vendor: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub model: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub serial: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub usb: Option<UsbFact>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct UsbFact {
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub driver: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub driver_from: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub speed: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub id: Option<Scalar>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -444,13 +284,10 @@ pub struct UsbFact {
 
 /// The filesystem that holds a cell's path.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PathFilesystem {
-    #[serde(
-        rename = "type",
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "type", deserialize_with = "lenient")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<Scalar>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -459,26 +296,19 @@ pub struct PathFilesystem {
 /// The link a networked cell ran over: the network as declared (never its address) and
 /// what the board said of its interface, or why it could not.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NetworkFact {
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient")]
     pub name: Option<Scalar>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient")]
     pub interface: Option<Scalar>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient")]
     pub kind: Option<Scalar>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(deserialize_with = "lenient")]
     pub model: Option<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkFacts>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub error: Option<Scalar>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -486,20 +316,13 @@ pub struct NetworkFact {
 
 /// A cluster cell's cluster: its name, members in order and control member.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ClusterFact {
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub name: Option<Scalar>,
-    #[serde(default, deserialize_with = "lenient_list")]
+    #[serde(deserialize_with = "lenient_list")]
     pub members: Vec<Scalar>,
-    #[serde(
-        default,
-        deserialize_with = "lenient",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub control: Option<Scalar>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Value>,
@@ -512,6 +335,13 @@ impl CellFacts {
     }
 
     /// As the JSON `facts.json` holds: keys sorted, as every store file's are.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl Flashed {
+    /// As `facts.json` holds it under `flashed`.
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
