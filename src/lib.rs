@@ -25,6 +25,7 @@ pub mod probe;
 pub mod progress;
 pub mod report;
 pub mod secrets;
+pub mod sections;
 pub mod shown;
 pub mod stats;
 pub mod storage;

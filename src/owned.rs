@@ -3,6 +3,7 @@
 //! writable by nobody else, and reached through directories nobody else can change; a
 //! file is created with O_EXCL|O_NOFOLLOW, replaced through a fresh temporary file, and
 //! opened for writing only when it is a regular file of its own, never through a link.
+//! `replace_with` is benchpipe's one whole-file write by rename, the store's included.
 //!
 //! The same rules as a board's workdir claim (`transport::workdir`, a shell script run
 //! on the board); reads of such files go through the store's typed, bounded reads
@@ -187,20 +188,50 @@ pub fn open_own(path: &Path, append: bool, mode: u32) -> Result<File, OwnedError
     Ok(f)
 }
 
-/// Replaces `path` with `bytes` through a fresh temporary file beside it (made with
-/// `create_new`, its name unguessable) and a rename: a reader sees the old file or the
-/// new one, and a link at `path` is replaced, never followed.
+/// Replaces `path` with `bytes` through a fresh temporary file beside it (`replace_with`).
 pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OwnedError> {
+    replace_with(path, mode, |f| f.write_all(bytes).map_err(io_at(path)))
+}
+
+/// Replaces `path` with what `write` puts in a fresh temporary file beside it (made with
+/// `create_new` and `mode`, its name unguessable), synced and renamed into place, the
+/// directory synced after: a reader sees the old file or the new one, a crash leaves
+/// one of them, and a link at `path` is replaced, never followed. A failed write
+/// removes the temporary file and leaves `path` as it was. The one place benchpipe
+/// writes a whole file by rename (the store's files, the lab's state, the image cache,
+/// known_hosts, reports).
+pub fn replace_with<E: From<OwnedError>>(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut File) -> Result<(), E>,
+) -> Result<(), E> {
     let (tmp, mut f) = temporary_beside(path, mode)?;
-    let written = f
-        .write_all(bytes)
-        .and_then(|()| f.sync_all())
-        .and_then(|()| fs::rename(&tmp, path));
-    if let Err(e) = written {
+    let written = write(&mut f).and_then(|()| {
+        f.sync_all()
+            .and_then(|()| fs::rename(&tmp, path))
+            .map_err(|e| E::from(io_at(path)(e)))
+    });
+    if written.is_err() {
         let _ = fs::remove_file(&tmp);
-        return Err(io_at(path)(e));
+        return written;
     }
-    Ok(())
+    sync_parent(path).map_err(E::from)
+}
+
+/// Gives the finished file `from` the name `to` (a rename in one directory, replacing
+/// what `to` was) and syncs the directory: for a file built in place under a temporary
+/// name and named only once verified (an image's download, a prepared image).
+pub fn rename_into_place(from: &Path, to: &Path) -> io::Result<()> {
+    fs::rename(from, to)?;
+    sync_parent(to).map_err(io::Error::from)
+}
+
+fn sync_parent(path: &Path) -> Result<(), OwnedError> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_at(dir))
 }
 
 /// Writes `bytes` to `path`, which must not exist yet: whole (written and synced in a
@@ -215,10 +246,7 @@ pub fn publish_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OwnedErro
         .and_then(|()| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
     written.map_err(io_at(path))?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    File::open(dir.unwrap_or(Path::new(".")))
-        .and_then(|d| d.sync_all())
-        .map_err(io_at(path))
+    sync_parent(path)
 }
 
 /// A new file beside `path` under an unguessable name (`create_new`), for writing.
@@ -282,6 +310,39 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(left.len(), 2, "{left:?}");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn replace_is_whole_or_not_at_all_and_replaces_a_link_without_following_it() {
+        let d = scratch("replace");
+        let p = d.join("state.json");
+        replace(&p, b"one", 0o600).unwrap();
+        replace(&p, b"two", 0o600).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        // A write that fails part-way leaves the old file and no temporary.
+        let e = replace_with(&p, 0o600, |f: &mut File| {
+            f.write_all(b"half").map_err(io_at(&p))?;
+            Err(OwnedError::Refused("stopped".into()))
+        })
+        .unwrap_err();
+        assert_eq!(e.to_string(), "stopped");
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let link = d.join("link.json");
+        std::os::unix::fs::symlink(d.join("victim"), &link).unwrap();
+        replace(&link, b"x", 0o600).unwrap();
+        assert!(
+            !d.join("victim").exists(),
+            "nothing written through the link"
+        );
+        assert_eq!(fs::read(&link).unwrap(), b"x");
+        let mut left: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["link.json", "state.json"], "no temporary left");
         let _ = fs::remove_dir_all(&d);
     }
 

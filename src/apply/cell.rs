@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
-use crate::bench::{self, Vars};
+use crate::bench::{self, TemplateVars, Vars};
 use crate::failure::CellFailure;
 use crate::model::{Side, Step, StepInput, TestName};
 use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
@@ -38,35 +38,27 @@ impl Worker<'_> {
             .storage
             .as_ref()
             .and_then(|s| self.board.storage(s));
+        let host = cell_host(self.board, cell);
+        let controller_dir = self.service_dir(Side::Controller);
         let mut vars = Vars::new();
-        vars.params(&cell.params)
-            .set("workdir", self.board.workdir.clone())
-            .set("controller_dir", self.service_dir(Side::Controller))
-            .set(
-                "dir",
-                storage
-                    .map(|s| s.path.clone())
-                    .unwrap_or_else(|| self.board.workdir.clone()),
-            )
-            .set(
-                "device",
-                storage.and_then(|s| s.device.clone()).unwrap_or_default(),
-            )
-            .set("board", self.board.name.as_str())
-            .set("host", cell_host(self.board, cell))
-            .set("run", 0)
+        vars.params(&cell.params);
+        TemplateVars {
+            dir: storage.map_or_else(|| self.board.workdir.clone(), |s| s.path.clone()),
+            device: storage.and_then(|s| s.device.clone()).unwrap_or_default(),
+            workdir: self.board.workdir.clone(),
+            board: self.board.name.to_string(),
+            run: 0,
             // The cell's key: a name of its own for what a cell keeps on the board
             // while cells of one group take turns (the xz recipe's tmpfs).
-            .set("cell", cell.key.to_string())
+            cell: cell.key.to_string(),
             // Its secret directory on the controller, made when the cell opens.
-            .set(
-                "secrets",
-                super::secrets::dir_of(&self.service_dir(Side::Controller), &cell.key),
-            );
-        if job.recipe.tmpfs.is_some() {
-            vars.set("tmpfs", self.tmpfs_point(job));
+            secrets: super::secrets::dir_of(&controller_dir, &cell.key),
+            controller_dir,
+            tmpfs: job.recipe.tmpfs.is_some().then(|| self.tmpfs_point(job)),
+            addresses: served_addresses(job.recipe, &host)?,
+            host,
         }
-        serve_addresses(&mut vars, job.recipe, &cell_host(self.board, cell))?;
+        .set_on(&mut vars);
         if let Some(peer) = cell.peer.as_ref().and_then(|p| self.boards.get(p)) {
             vars.set(crate::config::PEER_HOST, board_host(peer))
                 .set(crate::config::PEER_DIR, self.peer_dir(peer));
@@ -187,14 +179,25 @@ pub(super) fn serve_addresses(
     recipe: &crate::model::Recipe,
     host: &str,
 ) -> Result<(), CellFailure> {
-    use crate::network::addresses::{self, BIND_ADDRESS, CONTROLLER_ADDRESS};
-    if !recipe.uses_addresses {
-        return Ok(());
+    use crate::network::addresses::{BIND_ADDRESS, CONTROLLER_ADDRESS};
+    if let Some((bind, controller)) = served_addresses(recipe, host)? {
+        vars.set(BIND_ADDRESS, bind)
+            .set(CONTROLLER_ADDRESS, controller);
     }
-    let found = addresses::find(host).map_err(|reason| CellFailure::Refused { reason })?;
-    vars.set(BIND_ADDRESS, found.bind.to_string())
-        .set(CONTROLLER_ADDRESS, found.controller.to_string());
     Ok(())
+}
+
+/// `serve_addresses`'s (bind, controller) pair; none for a recipe that reads neither.
+fn served_addresses(
+    recipe: &crate::model::Recipe,
+    host: &str,
+) -> Result<Option<(String, String)>, CellFailure> {
+    if !recipe.uses_addresses {
+        return Ok(None);
+    }
+    let found =
+        crate::network::addresses::find(host).map_err(|reason| CellFailure::Refused { reason })?;
+    Ok(Some((found.bind.to_string(), found.controller.to_string())))
 }
 
 /// Where the cell's tests reach the board: its network's address when it runs over one,

@@ -33,18 +33,7 @@ done
 /// (the script did not run as it should).
 pub(super) fn parse(text: &str) -> Option<Fingerprint> {
     let mut fp = Fingerprint::default();
-    let mut sections: Vec<(&str, Vec<&str>)> = Vec::new();
-    for line in text.lines() {
-        match line.strip_prefix("@@") {
-            Some(name) => sections.push((name, Vec::new())),
-            None => {
-                if let Some((_, lines)) = sections.last_mut() {
-                    lines.push(line);
-                }
-            }
-        }
-    }
-    for (name, lines) in sections {
+    for (name, lines) in crate::sections::parse(text).iter() {
         let joined = lines.join("\n").trim().to_string();
         match name {
             "kernel_release" => fp.kernel_release = joined,

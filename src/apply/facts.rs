@@ -4,18 +4,19 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Job;
 use super::worker::{Transports, Worker, board_host};
 use crate::bench::Vars;
 use crate::model::{Board, Side, TestName};
+use crate::store::{CellFacts, NetworkFact, OsRelease, Packages, RecipeFact, Scalar};
 use crate::transport::{Transport, quote};
 
 /// What the board is, recorded beside each cell's samples: the provenance that explains
 /// numbers later (kernel, OS release, CPU, governor, memory). Tool versions come from
 /// the recipes' `[facts]` (`recipe_facts`).
-pub(super) fn gather_facts(t: &mut dyn Transport, board: &Board) -> Value {
+pub(super) fn gather_facts(t: &mut dyn Transport, board: &Board) -> CellFacts {
     const SCRIPT: &str = r#"
 echo "@@kernel"; uname -srm
 echo "@@os_release"; cat /etc/os-release 2>/dev/null
@@ -24,59 +25,50 @@ echo "@@cpu_model"; (grep -m1 -E '^(model name|Model)' /proc/cpuinfo | cut -d: -
 echo "@@governor"; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null
 echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
 "#;
-    let mut facts = serde_json::Map::new();
-    facts.insert("board".into(), json!(board.name));
-    facts.insert("model".into(), json!(board.model));
-    // Which benchpipe measured: the report's provenance shows it.
-    facts.insert("benchpipe".into(), json!(env!("CARGO_PKG_VERSION")));
+    let mut facts = CellFacts {
+        board: Some(board.name.as_str().into()),
+        model: Some(board.model.as_str().into()),
+        // Which benchpipe measured: the report's provenance shows it.
+        benchpipe: Some(env!("CARGO_PKG_VERSION").into()),
+        ..CellFacts::default()
+    };
     match t.run(SCRIPT, Some(Duration::from_secs(60))) {
         Ok(out) => {
             let text = out.stdout_str();
-            let mut current: Option<String> = None;
-            let mut sections: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for line in text.lines() {
-                if let Some(name) = line.strip_prefix("@@") {
-                    current = Some(name.to_string());
-                    sections.entry(name.to_string()).or_default();
-                } else if let Some(c) = &current {
-                    sections
-                        .entry(c.clone())
-                        .or_default()
-                        .push(line.to_string());
-                }
-            }
-            for (k, lines) in sections {
-                if k == "os_release" {
-                    let mut os = serde_json::Map::new();
-                    for l in lines {
-                        if let Some((key, v)) = l.split_once('=') {
-                            os.insert(key.to_string(), json!(v.trim_matches('"')));
-                        }
-                    }
-                    facts.insert(k, Value::Object(os));
-                } else {
-                    let v = lines.join("\n").trim().to_string();
-                    if !v.is_empty() {
-                        facts.insert(k, json!(v));
-                    }
-                }
-            }
+            let sections = crate::sections::parse(&text);
+            let os: OsRelease = sections
+                .get("os_release")
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|l| l.split_once('='))
+                .map(|(key, v)| (key.to_string(), v.trim_matches('"').into()))
+                .collect();
+            facts.os_release = sections.get("os_release").map(|_| os);
+            let value = |name: &str| {
+                let v = sections.joined(name)?;
+                (!v.is_empty()).then(|| Scalar::from(v))
+            };
+            facts.kernel = value("kernel");
+            facts.cpus = value("cpus");
+            facts.cpu_model = value("cpu_model");
+            facts.governor = value("governor");
+            facts.memory_kib = value("memory_kib");
         }
-        Err(e) => {
-            facts.insert("error".into(), json!(e.to_string()));
-        }
+        Err(e) => facts.error = Some(e.to_string().into()),
     }
-    Value::Object(facts)
+    facts
 }
 
 /// The recipe a cell ran, as its facts record it: built in or the workspace's file, and
 /// the sha256 of its text. The key hashes what the recipe means; this says which text.
 pub(super) fn recipe_fact(recipe: &crate::model::Recipe) -> Value {
-    json!({
-        "file": recipe.file,
-        "origin": recipe.source.origin,
-        "sha256": recipe.source.sha256,
-    })
+    let fact = RecipeFact {
+        file: Scalar::of(&recipe.file),
+        origin: Scalar::of(&recipe.source.origin),
+        sha256: Some(recipe.source.sha256.as_str().into()),
+        other: BTreeMap::new(),
+    };
+    serde_json::to_value(fact).unwrap_or(Value::Null)
 }
 
 /// The most of a fact's output that is kept: a version line, not a stream.
@@ -107,13 +99,12 @@ impl Worker<'_> {
             {
                 continue;
             }
-            let mut tools = serde_json::Map::new();
+            let mut entry = CellFacts::default();
             for fact in &recipe.facts {
                 if let Some(v) = run_fact(t.side(fact.on), &fact.command, &vars) {
-                    tools.insert(fact.name.clone(), json!(v));
+                    entry.tools.insert(fact.name.clone(), v.into());
                 }
             }
-            let mut entry = json!({ "tools": tools });
             // The versions of the packages the recipe names, as installed on each side.
             for (side, needs) in &recipe.needs {
                 let manager = *managers
@@ -123,15 +114,19 @@ impl Worker<'_> {
                 let versions =
                     super::provision::package_versions(t.side(*side), m, needs.packages_for(m));
                 if !versions.is_empty() {
-                    let key = match side {
-                        Side::Board | Side::Members => "packages",
-                        Side::Controller => "controller_packages",
-                        Side::Peer => "peer_packages",
+                    let slot = match side {
+                        Side::Board | Side::Members => &mut entry.packages,
+                        Side::Controller => &mut entry.controller_packages,
+                        Side::Peer => &mut entry.peer_packages,
                     };
-                    entry[key] = json!({ "manager": m, "installed": versions });
+                    *slot = Some(Packages {
+                        manager: Scalar::of(&m),
+                        installed: versions.into_iter().map(|(k, v)| (k, v.into())).collect(),
+                        other: BTreeMap::new(),
+                    });
                 }
             }
-            out.insert(recipe.name.clone(), entry);
+            out.insert(recipe.name.clone(), entry.to_value());
         }
         out
     }
@@ -148,17 +143,18 @@ impl Worker<'_> {
         cell: &crate::plan::Cell,
     ) -> Option<Value> {
         let net = self.board.network(cell.address.network.as_ref()?)?;
-        let mut doc = json!({
-            "name": net.name,
-            "interface": net.interface,
-            "kind": net.kind,
-            "model": net.model,
-        });
+        let mut doc = NetworkFact {
+            name: Scalar::of(&net.name),
+            interface: Some(net.interface.as_str().into()),
+            kind: Scalar::of(&net.kind),
+            model: Scalar::of(&net.model),
+            ..NetworkFact::default()
+        };
         match crate::network::gather(t, self.connector.sysfs(), &net.interface) {
-            Ok(link) => doc["link"] = json!(link),
-            Err(e) => doc["error"] = json!(e.to_string()),
+            Ok(link) => doc.link = Some(link),
+            Err(e) => doc.error = Some(e.to_string().into()),
         }
-        Some(doc)
+        serde_json::to_value(doc).ok()
     }
 }
 
@@ -202,10 +198,8 @@ pub(super) fn read_load(t: &mut dyn Transport) -> Option<f64> {
 pub(super) fn idle_facts(t: &mut dyn Transport, board: &Board) -> (Value, Option<f64>) {
     let idle = read_temperature(t, board);
     let mut facts = gather_facts(t, board);
-    if let (Some(c), Some(obj)) = (idle, facts.as_object_mut()) {
-        obj.insert("idle_temperature_c".into(), serde_json::json!(c));
-    }
-    (facts, idle)
+    facts.idle_temperature_c = idle;
+    (facts.to_value(), idle)
 }
 
 /// The board's highest temperature in °C, from its thermal source; None when it has none.

@@ -8,6 +8,7 @@ use crate::bench;
 use crate::failure::CellFailure;
 use crate::image::{self, Cache, Fetched};
 use crate::model::{BoardName, Image, ImageName, ImageSource, StorageRole};
+use crate::store::{FirstbootFact, Flashed};
 use crate::transport::Transport;
 
 /// A relative image `path` is the scenario's, so it is taken from the workspace root,
@@ -25,21 +26,19 @@ fn in_workspace(root: &std::path::Path, source: &ImageSource) -> ImageSource {
 /// What a flash of a prepared image records beside the cells (`flashed`): the base
 /// file's sha256, the prepared image's, and what was prepared (never the key's text, a
 /// password or its hash). `file_sha256` is then the prepared image's.
-pub(super) fn prepared_facts(
-    derived: Option<&crate::image::Derived>,
-    written: &mut serde_json::Value,
-) {
+pub(super) fn prepared_facts(derived: Option<&crate::image::Derived>, written: &mut Flashed) {
     let Some(d) = derived else { return };
     let r = &d.record;
-    written["base_file_sha256"] = serde_json::json!(r.base_sha256);
-    written["firstboot"] = serde_json::json!({
-        "kind": r.kind,
-        "user": r.user,
-        "key_fingerprint": r.key_fingerprint,
-        "hostname": r.hostname,
-        "derivation_key": r.derivation_key,
-        "derived_sha256": r.derived_sha256,
-        "derived_bytes": r.derived_bytes,
+    written.base_file_sha256 = Some(r.base_sha256.clone());
+    written.firstboot = Some(FirstbootFact {
+        kind: Some(r.kind.as_str().into()),
+        user: Some(r.user.as_str().into()),
+        key_fingerprint: Some(r.key_fingerprint.clone()),
+        hostname: Some(r.hostname.as_str().into()),
+        derivation_key: Some(r.derivation_key.as_str().into()),
+        derived_sha256: Some(r.derived_sha256.as_str().into()),
+        derived_bytes: Some(r.derived_bytes),
+        other: Default::default(),
     });
 }
 

@@ -11,7 +11,7 @@ use crate::failure::CellFailure;
 use crate::image::{Cache, Derived, Fetched};
 use crate::model::{Image, ImageName};
 use crate::plan::schedule::Action;
-use crate::store::{BoardState, FORMAT};
+use crate::store::{BoardState, FORMAT, Flashed};
 use crate::transport::Transport;
 
 /// Images fetched and verified in a walk: one fetch serves every board it flashes.
@@ -95,33 +95,36 @@ impl Worker<'_> {
                 let fetched = self.begin_flash(fetches, f, image)?;
                 let report = self.flash(name, &fetched, via, device)?;
                 // Recorded beside each cell of the image: what was written and proven.
-                let mut written = json!({
-                    "file_sha256": fetched.sha256,
-                    "written_bytes": report.bytes,
-                    "written_sha256": report.sha256,
-                });
+                let mut written = Flashed {
+                    file_sha256: Some(fetched.sha256.clone()),
+                    written_bytes: Some(report.bytes),
+                    written_sha256: Some(report.sha256.clone().into()),
+                    ..Flashed::default()
+                };
                 super::flash::prepared_facts(f.derived.get(name), &mut written);
                 if let Some(k) = crate::image::known_facts(&fetched) {
-                    written["uncompressed_bytes"] = json!(k.uncompressed_bytes);
-                    written["uncompressed_sha256"] = json!(k.uncompressed_sha256);
+                    written.uncompressed_bytes = Some(k.uncompressed_bytes);
+                    written.uncompressed_sha256 = Some(k.uncompressed_sha256.clone());
                 }
-                if let Some(b) = &report.bmap {
-                    written["bmap_mapped_bytes"] = json!(b.mapped_bytes);
-                }
-                f.flashed.insert(name.clone(), written);
+                written.bmap_mapped_bytes = report.bmap.as_ref().map(|b| b.mapped_bytes);
+                f.flashed.insert(name.clone(), written.to_value());
             }
             Action::FlashTpi { via, node, .. } => {
                 let fetched = self.begin_flash(fetches, f, image)?;
                 let mut written = self.flash_tpi(name, &fetched, via, *node)?;
                 super::flash::prepared_facts(f.derived.get(name), &mut written);
-                f.flashed.insert(name.clone(), written);
+                f.flashed.insert(name.clone(), written.to_value());
             }
             Action::FlashCommand { .. } => {
                 let fetched = self.begin_flash(fetches, f, image)?;
                 self.flash_command(controller, name, &fetched)?;
-                let mut written = json!({ "file_sha256": fetched.sha256, "method": "command" });
+                let mut written = Flashed {
+                    file_sha256: Some(fetched.sha256.clone()),
+                    method: Some("command".into()),
+                    ..Flashed::default()
+                };
                 super::flash::prepared_facts(f.derived.get(name), &mut written);
-                f.flashed.insert(name.clone(), written);
+                f.flashed.insert(name.clone(), written.to_value());
                 // Without a [power] cycle step, the command reboots the board itself.
                 f.booting = true;
             }

@@ -1,7 +1,7 @@
 //! The `tpi` flash step (a Turing Pi 2 node through its BMC) and the hosts that flash
 //! and power templates run on (`via`).
 
-use serde_json::{Value, json};
+use crate::store::Flashed;
 
 use super::worker::Worker;
 use crate::failure::CellFailure;
@@ -29,7 +29,7 @@ impl Worker<'_> {
         fetched: &Fetched,
         via: &str,
         node: u32,
-    ) -> Result<Value, CellFailure> {
+    ) -> Result<Flashed, CellFailure> {
         let failed = |message: String| CellFailure::Flash {
             image: image.to_string(),
             message,
@@ -83,13 +83,14 @@ impl Worker<'_> {
         crate::flash::tpi::judge(&out.exit, &out.stdout_str(), &out.stderr_str())
             .map_err(|why| failed(format!("`{command}` on {via}: {why}")))?;
         self.phase(None, format!("tpi flashed {image} to node {node}"));
-        Ok(json!({
-            "file_sha256": fetched.sha256,
-            "method": "tpi",
-            "bmc_path": placed.path,
-            "written_bytes": placed.bytes,
-            "uploaded": placed.uploaded,
-            "uncompressed_sha256": content,
-        }))
+        Ok(Flashed {
+            file_sha256: Some(fetched.sha256.clone()),
+            method: Some("tpi".into()),
+            bmc_path: Some(placed.path),
+            written_bytes: Some(placed.bytes),
+            uploaded: Some(placed.uploaded),
+            uncompressed_sha256: Some(content),
+            ..Flashed::default()
+        })
     }
 }

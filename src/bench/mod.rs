@@ -3,6 +3,9 @@
 
 pub mod members;
 pub mod parse;
+mod template_vars;
+
+pub use template_vars::TemplateVars;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +28,11 @@ impl Vars {
     pub fn set(&mut self, name: &str, value: impl Into<Value>) -> &mut Self {
         self.0.insert(name.to_string(), value.into());
         self
+    }
+
+    /// The names set, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
     }
 
     /// A string value, as set (not quoted).

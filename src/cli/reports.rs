@@ -209,21 +209,15 @@ fn write_file(
 ) -> Result<PathBuf> {
     use std::io::Write;
     let path = dir.join(exporter.file_name());
-    let partial = dir.join(format!(".{}.partial", exporter.file_name()));
-    let io = |e| Error::io(&partial, e);
-    let file = std::fs::File::create(&partial).map_err(io)?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 18, file);
-    let written = match exporter.write_to(model, &mut out) {
-        Ok(()) => out.flush().map_err(io),
-        Err(report::ExportError::Write(e)) => Err(io(e)),
-        Err(e) => Err(e.into()),
-    };
-    drop(out);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&partial);
-        return Err(e);
-    }
-    std::fs::rename(&partial, &path).map_err(|e| Error::io(&path, e))?;
+    crate::owned::replace_with(&path, 0o666, |file: &mut std::fs::File| {
+        let io = |e| Error::io(&path, e);
+        let mut out = std::io::BufWriter::with_capacity(1 << 18, file);
+        match exporter.write_to(model, &mut out) {
+            Ok(()) => out.flush().map_err(io),
+            Err(report::ExportError::Write(e)) => Err(io(e)),
+            Err(e) => Err(e.into()),
+        }
+    })?;
     Ok(path)
 }
 

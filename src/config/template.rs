@@ -15,21 +15,9 @@ use super::names;
 use super::shell::{self, Context};
 use crate::bench::{self, Vars};
 
-/// Variables every recipe template receives (see docs/FORMAT.md).
-pub const BUILTINS: [&str; 12] = [
-    "dir",
-    "device",
-    "workdir",
-    "controller_dir",
-    "board",
-    "host",
-    "run",
-    "cell",
-    "secrets",
-    "tmpfs",
-    crate::network::addresses::BIND_ADDRESS,
-    crate::network::addresses::CONTROLLER_ADDRESS,
-];
+/// Variables every recipe template receives (see docs/FORMAT.md): the names apply sets
+/// (`bench::TemplateVars`).
+pub const BUILTINS: [&str; 12] = bench::TemplateVars::NAMES;
 
 /// Names a recipe parameter cannot take: the builtins, and `params`, which once named
 /// a map of all parameters and must not quietly mean something else now.
@@ -40,30 +28,10 @@ pub fn reserved(name: &str) -> bool {
         || name == super::members::PEER_DIR
 }
 
-/// Sample values of the builtins, typed as at run time.
+/// Sample values of the builtins, typed as at run time (`TemplateVars::sample`).
 pub fn sample_builtins() -> Vars {
     let mut v = Vars::new();
-    v.set("dir", "/var/tmp/benchpipe/sample/mnt/storage")
-        .set("device", "/dev/sample")
-        .set("workdir", "/var/tmp/benchpipe/sample")
-        .set(
-            "controller_dir",
-            "/var/tmp/benchpipe/controller/sample-board",
-        )
-        .set("board", "sample-board")
-        .set("host", "sample-host")
-        .set("run", 0)
-        .set("cell", "0123456789abcdef0123456789abcdef")
-        .set(
-            "secrets",
-            "/var/tmp/benchpipe/controller/sample-board/secrets-0123456789abcdef0123456789abcdef",
-        )
-        .set(
-            "tmpfs",
-            "/var/tmp/benchpipe/sample/sample-test-0123456789abcdef0123456789abcdef",
-        )
-        .set(crate::network::addresses::BIND_ADDRESS, "192.0.2.2")
-        .set(crate::network::addresses::CONTROLLER_ADDRESS, "192.0.2.1");
+    bench::TemplateVars::sample().set_on(&mut v);
     v
 }
 
@@ -320,6 +288,19 @@ pub fn word_span(text: &str, span: std::ops::Range<usize>, word: &str) -> std::o
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check` allows exactly the names apply sets for a cell (`TemplateVars`), and
+    /// renders with a value for each.
+    #[test]
+    fn the_builtins_check_allows_are_the_ones_apply_sets() {
+        let mut allowed = BUILTINS.to_vec();
+        allowed.sort_unstable();
+        let mut applied = Vars::new();
+        bench::TemplateVars::sample().set_on(&mut applied);
+        assert_eq!(applied.names().collect::<Vec<_>>(), allowed);
+        let samples = sample_builtins();
+        assert_eq!(samples.names().collect::<Vec<_>>(), allowed);
+    }
 
     #[test]
     fn literal_offsets_follow_escapes() {

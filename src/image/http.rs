@@ -189,10 +189,7 @@ pub(super) fn download(
         f.set_permissions(fs::Permissions::from_mode(0o444))
             .map_err(io_err)?;
     }
-    fs::rename(&part, &blob).map_err(io_err)?;
-    if let Ok(dir) = fs::File::open(cache.dir()) {
-        let _ = dir.sync_all();
-    }
+    crate::owned::rename_into_place(&part, &blob).map_err(io_err)?;
     // Verified just now: stamped, so the fetch that follows does not hash it again.
     let blob_err = |e| ImageError::io(name, &blob, e);
     let full = fs::canonicalize(&blob).map_err(blob_err)?;

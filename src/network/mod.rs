@@ -12,7 +12,7 @@ pub mod rules;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::transport::{Transport, TransportError, quote};
 
@@ -21,8 +21,10 @@ pub use parse::{EthtoolLink, WifiLink};
 /// The board's sysfs, where the facts come from outside tests.
 pub const SYSFS: &str = "/sys";
 
-/// What a link is, as the board says now. What the board cannot say is absent.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// What a link is, as the board says now. What the board cannot say is absent. Stored in
+/// a cell's facts (`store::CellFacts`) and read back from them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LinkFacts {
     /// The board-side interface as declared.
     pub interface: String,

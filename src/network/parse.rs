@@ -2,9 +2,7 @@
 //! `ethtool IF` and `iw dev IF link`. Real captured samples are in
 //! `tests/data/network/` (their sources in its README).
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::LinkFacts;
 
@@ -18,7 +16,8 @@ pub struct EthtoolLink {
 
 /// `iw dev IF link`: the association's radio facts. The SSID and the access point's
 /// address are left out: they name someone's network, not the link's speed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WifiLink {
     pub connected: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -35,20 +34,6 @@ pub struct WifiLink {
     /// What iw said instead, when it gave no link (`command failed: ...`), one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-}
-
-fn sections(text: &str) -> BTreeMap<&str, Vec<&str>> {
-    let mut out: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut current = None;
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("@@") {
-            current = Some(name.trim());
-            out.entry(name.trim()).or_default();
-        } else if let Some(c) = current {
-            out.entry(c).or_default().push(line);
-        }
-    }
-    out
 }
 
 /// A kept value: one line, printable, at most 200 characters.
@@ -156,7 +141,7 @@ pub fn iw_link(text: &str) -> WifiLink {
 
 /// The whole command's output (`super::script`) for `interface`.
 pub fn facts(interface: &str, text: &str) -> LinkFacts {
-    let s = sections(text);
+    let s = crate::sections::parse(text);
     let first = |k: &str| s.get(k).and_then(|v| v.first().copied());
     let mut f = LinkFacts {
         interface: interface.to_string(),

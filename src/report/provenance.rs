@@ -13,8 +13,9 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::network::LinkFacts;
 use crate::plan::{Address, Cell};
-use crate::store::CellData;
+use crate::store::{CellData, CellFacts, FirstbootFact, NetworkFact, OsRelease, Scalar};
 use crate::telemetry::StoredTelemetry;
 
 /// How many hex digits of a cell key are shown (enough to find its directory).
@@ -197,15 +198,26 @@ fn entry(config: String, cells: &[(String, &Cell, &CellData)]) -> Provenance {
 
 fn text(v: Option<&Value>) -> Option<String> {
     match v? {
-        Value::String(s) => {
-            // A fact is a line: a tool's banner or a multi-line value shows its first.
-            let line = s.lines().map(str::trim).find(|l| !l.is_empty())?;
-            Some(clean(line))
-        }
+        Value::String(s) => line(s),
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
         _ => None,
     }
+}
+
+/// A stored fact as `text` shows it.
+fn fact(v: Option<&Scalar>) -> Option<String> {
+    match v? {
+        Scalar::Text(s) => line(s),
+        Scalar::Number(n) => Some(n.to_string()),
+        Scalar::Bool(b) => Some(b.to_string()),
+    }
+}
+
+/// A fact is a line: a tool's banner or a multi-line value shows its first.
+fn line(s: &str) -> Option<String> {
+    let line = s.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(clean(line))
 }
 
 /// A fact on one line, as every stored text is shown (`shown`: controls escaped), and a
@@ -241,7 +253,7 @@ fn size(bytes: u64) -> String {
 /// A prepared image's first boot: the kind (and digests of extra files) the cell's
 /// inputs name, and what the flash recorded: the user, the key's fingerprint, the host
 /// name and the prepared image's sha256 (the bytes written and read back).
-fn firstboot_text(input: &Value, flashed: Option<&Value>) -> String {
+fn firstboot_text(input: &Value, flashed: Option<&FirstbootFact>) -> String {
     let mut s = format!(
         "prepared for {}",
         text(input.get("kind")).unwrap_or_else(|| "?".into())
@@ -255,20 +267,16 @@ fn firstboot_text(input: &Value, flashed: Option<&Value>) -> String {
         }
     }
     if let Some(f) = flashed {
-        if let Some(u) = text(f.get("user")) {
+        if let Some(u) = fact(f.user.as_ref()) {
             s.push_str(&format!(", user {u}"));
         }
-        if let Some(k) = f
-            .get("key_fingerprint")
-            .and_then(Value::as_str)
-            .and_then(host_key_fingerprint)
-        {
+        if let Some(k) = f.key_fingerprint.as_deref().and_then(host_key_fingerprint) {
             s.push_str(&format!(", key {k}"));
         }
-        if let Some(h) = text(f.get("hostname")) {
+        if let Some(h) = fact(f.hostname.as_ref()) {
             s.push_str(&format!(", host name {h}"));
         }
-        if let Some(d) = text(f.get("derived_sha256")) {
+        if let Some(d) = fact(f.derived_sha256.as_ref()) {
             s.push_str(&format!("; prepared image sha256:{d}"));
         }
     }
@@ -327,9 +335,9 @@ fn encode_base64(bytes: &[u8]) -> String {
 }
 
 /// `PRETTY_NAME (ID VERSION_ID)` of an os-release object.
-fn os_release_text(o: &Value) -> Option<String> {
-    let pretty = text(o.get("PRETTY_NAME"));
-    let id = [text(o.get("ID")), text(o.get("VERSION_ID"))]
+fn os_release_text(o: &OsRelease) -> Option<String> {
+    let pretty = fact(o.get("PRETTY_NAME"));
+    let id = [fact(o.get("ID")), fact(o.get("VERSION_ID"))]
         .into_iter()
         .flatten()
         .collect::<Vec<_>>()
@@ -343,25 +351,23 @@ fn os_release_text(o: &Value) -> Option<String> {
 }
 
 /// `MODEL × CPUS` of a board's facts.
-fn cpu_text(f: &Value) -> Option<String> {
-    text(f.get("cpu_model")).map(|m| match text(f.get("cpus")) {
+fn cpu_text(f: &CellFacts) -> Option<String> {
+    fact(f.cpu_model.as_ref()).map(|m| match fact(f.cpus.as_ref()) {
         Some(n) => format!("{m} × {n}"),
         None => m,
     })
 }
 
 /// A board's memory in binary units, from its KiB.
-fn memory_text(v: &Value) -> Option<String> {
-    v.as_u64()
-        .or_else(|| v.as_str()?.trim().parse().ok())
-        .map(|k| size(k * 1024))
+fn memory_text(v: &Scalar) -> Option<String> {
+    v.as_u64().map(|k| size(k.saturating_mul(1024)))
 }
 
 /// The link a networked cell ran over (`facts.json` `network`): its name, interface and
-/// kind as declared, and what the board said of it. Never its address.
-fn link_facts(net: &Value, put: &mut impl FnMut(&str, Option<String>)) {
-    let mut name = text(net.get("name")).unwrap_or_default();
-    let about: Vec<String> = [text(net.get("interface")), text(net.get("kind"))]
+/// kind as declared, and what the board said of it (`LinkFacts`). Never its address.
+fn link_facts(net: &NetworkFact, put: &mut impl FnMut(&str, Option<String>)) {
+    let mut name = fact(net.name.as_ref()).unwrap_or_default();
+    let about: Vec<String> = [fact(net.interface.as_ref()), fact(net.kind.as_ref())]
         .into_iter()
         .flatten()
         .collect();
@@ -369,24 +375,30 @@ fn link_facts(net: &Value, put: &mut impl FnMut(&str, Option<String>)) {
         name.push_str(&format!(" ({})", about.join(", ")));
     }
     put("network", Some(name));
-    put("network model", text(net.get("model")));
-    let Some(link) = net.get("link") else {
+    put("network model", fact(net.model.as_ref()));
+    let Some(link) = &net.link else {
         put(
             "link",
-            text(net.get("error")).map(|e| format!("not read: {e}")),
+            fact(net.error.as_ref()).map(|e| format!("not read: {e}")),
         );
         return;
     };
-    if link.get("present").and_then(Value::as_bool) == Some(false) {
+    link_state(link, put);
+}
+
+/// What the board said of a link.
+fn link_state(link: &LinkFacts, put: &mut impl FnMut(&str, Option<String>)) {
+    let text = |s: &Option<String>| s.as_deref().and_then(line);
+    if !link.present {
         put("link", Some("no such interface on the board".into()));
         return;
     }
-    let speed = link.get("speed_mbps").and_then(Value::as_u64).map(|s| {
+    let speed = link.speed_mbps.map(|s| {
         let mut v = format!("{s} Mb/s");
-        if let Some(d) = text(link.get("duplex")) {
+        if let Some(d) = text(&link.duplex) {
             v.push_str(&format!(" {d} duplex"));
         }
-        if let Some(from) = text(link.get("speed_from")) {
+        if let Some(from) = text(&link.speed_from) {
             v.push_str(&format!(" (from {from})"));
         }
         v
@@ -395,27 +407,26 @@ fn link_facts(net: &Value, put: &mut impl FnMut(&str, Option<String>)) {
         "link speed",
         speed.or_else(|| Some("not reported by the driver".into())),
     );
-    put("link state", text(link.get("operstate")));
-    put("link driver", text(link.get("driver")));
-    put("queueing discipline", text(link.get("qdisc")));
-    if let Some(w) = link.get("wifi") {
-        let num = |k: &str| w.get(k).and_then(Value::as_f64);
+    put("link state", text(&link.operstate));
+    put("link driver", text(&link.driver));
+    put("queueing discipline", text(&link.qdisc));
+    if let Some(w) = &link.wifi {
         let mut parts = Vec::new();
-        if w.get("connected").and_then(Value::as_bool) == Some(true) {
-            if let Some(tx) = num("tx_bitrate_mbps") {
+        if w.connected {
+            if let Some(tx) = w.tx_bitrate_mbps {
                 parts.push(format!("tx {} Mbit/s", super::number(tx)));
             }
-            if let Some(rx) = num("rx_bitrate_mbps") {
+            if let Some(rx) = w.rx_bitrate_mbps {
                 parts.push(format!("rx {} Mbit/s", super::number(rx)));
             }
-            if let Some(s) = num("signal_dbm") {
-                parts.push(format!("signal {} dBm", super::number(s)));
+            if let Some(s) = w.signal_dbm {
+                parts.push(format!("signal {} dBm", super::number(s as f64)));
             }
-            if let Some(f) = num("freq_mhz") {
+            if let Some(f) = w.freq_mhz {
                 parts.push(format!("{} MHz", super::number(f)));
             }
         } else {
-            parts.push(text(w.get("error")).unwrap_or_else(|| "not connected".into()));
+            parts.push(text(&w.error).unwrap_or_else(|| "not connected".into()));
         }
         put(WIFI_FACT, Some(parts.join(", ")));
     }
@@ -457,10 +468,10 @@ fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)>
             out.push((name, crate::shown::into_shown(v)));
         }
     };
-    let facts = d.facts.as_deref();
-    let get = |k: &str| facts.and_then(|f| f.get(k));
+    let stored = d.facts.as_deref().map(CellFacts::of_stored);
+    let facts = stored.as_ref();
     let inputs = Some(inputs);
-    let flashed = get("flashed");
+    let flashed = facts.and_then(|f| f.flashed.as_ref());
 
     // The image: the one the scenario declares (its sha256, in the cell's inputs), and
     // how it was put on the board when benchpipe flashed it.
@@ -478,16 +489,16 @@ fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)>
         "first boot",
         image
             .and_then(|i| i.get("firstboot"))
-            .map(|f| firstboot_text(f, flashed.and_then(|x| x.get("firstboot")))),
+            .map(|f| firstboot_text(f, flashed.and_then(|x| x.firstboot.as_ref()))),
     );
     put(
         "flashed",
         flashed.map(|f| {
-            let mut s = text(f.get("method")).unwrap_or_else(|| "dd".into());
-            if f.get("written_sha256").is_some() {
+            let mut s = fact(f.method.as_ref()).unwrap_or_else(|| "dd".into());
+            if f.written_sha256.is_some() {
                 s.push_str(", verified by read-back");
             }
-            if let Some(b) = f.get("bmap_mapped_bytes").and_then(Value::as_u64) {
+            if let Some(b) = f.bmap_mapped_bytes {
                 s.push_str(&format!(", {} mapped by bmap", size(b)));
             }
             s
@@ -496,54 +507,63 @@ fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)>
     put(
         "host key accepted after the flash",
         flashed
-            .and_then(|f| f.get("accepted_host_key"))
-            .and_then(Value::as_str)
+            .and_then(|f| f.accepted_host_key.as_deref())
             .and_then(host_key_fingerprint),
     );
     put(
         "board model",
-        text(get("model")).or_else(|| text(inputs.and_then(|i| i.pointer("/board/model")))),
+        facts
+            .and_then(|f| fact(f.model.as_ref()))
+            .or_else(|| text(inputs.and_then(|i| i.pointer("/board/model")))),
     );
-    put("kernel", text(get("kernel")));
+    put("kernel", facts.and_then(|f| fact(f.kernel.as_ref())));
     let fp = d.fingerprint.as_ref().map(|f| &f.fingerprint);
     put("kernel build", fp.map(|f| clean(&f.kernel_version)));
-    put("os-release", get("os_release").and_then(os_release_text));
+    put(
+        "os-release",
+        facts
+            .and_then(|f| f.os_release.as_ref())
+            .and_then(os_release_text),
+    );
     put(
         "firmware",
         fp.and_then(|f| f.firmware.as_deref().map(clean)),
     );
     put("cpu", facts.and_then(cpu_text));
-    put("governor", text(get("governor")));
-    put("memory", get("memory_kib").and_then(memory_text));
+    put("governor", facts.and_then(|f| fact(f.governor.as_ref())));
+    put(
+        "memory",
+        facts
+            .and_then(|f| f.memory_kib.as_ref())
+            .and_then(memory_text),
+    );
     // A cluster's members, in its order, each one's facts under its name.
-    if let Some(cluster) = get("cluster") {
+    if let Some((cluster, all)) = facts.and_then(|f| Some((f.cluster.as_ref()?, f))) {
         let names: Vec<String> = cluster
-            .get("members")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| text(Some(v))).collect())
-            .unwrap_or_default();
+            .members
+            .iter()
+            .filter_map(|v| fact(Some(v)))
+            .collect();
         put("cluster members", Some(names.join(", ")));
-        put("control member", text(cluster.get("control")));
+        put("control member", fact(cluster.control.as_ref()));
         for name in &names {
-            let Some(m) = get("members").and_then(|ms| ms.get(name)) else {
+            let Some(m) = all.members.get(name) else {
                 continue;
             };
-            put(&format!("{name} board model"), text(m.get("model")));
-            put(&format!("{name} kernel"), text(m.get("kernel")));
+            put(&format!("{name} board model"), fact(m.model.as_ref()));
+            put(&format!("{name} kernel"), fact(m.kernel.as_ref()));
             put(
                 &format!("{name} os-release"),
-                m.get("os_release").and_then(os_release_text),
+                m.os_release.as_ref().and_then(os_release_text),
             );
             put(&format!("{name} cpu"), cpu_text(m));
-            put(&format!("{name} governor"), text(m.get("governor")));
+            put(&format!("{name} governor"), fact(m.governor.as_ref()));
             put(
                 &format!("{name} memory"),
-                m.get("memory_kib").and_then(memory_text),
+                m.memory_kib.as_ref().and_then(memory_text),
             );
-            if let Some(Value::Object(tools)) = m.get("tools") {
-                for (tool, v) in tools {
-                    put(&format!("{name} tool {tool}"), text(Some(v)));
-                }
+            for (tool, v) in &m.tools {
+                put(&format!("{name} tool {tool}"), fact(Some(v)));
             }
         }
     }
@@ -563,61 +583,59 @@ fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)>
     );
     // The recipe text the cell ran: built in or the workspace's file, by its sha256.
     // Named per test, since a configuration's tests each have their own.
-    if let Some(r) = get("recipe") {
-        let from = match text(r.get("origin")).as_deref() {
+    if let Some(r) = facts.and_then(|f| f.recipe.as_ref()) {
+        let from = match fact(r.origin.as_ref()).as_deref() {
             Some("built-in") => Some("built-in".to_string()),
-            _ => text(r.get("file")),
+            _ => fact(r.file.as_ref()),
         };
-        let sha = text(r.get("sha256")).map(|h| format!("sha256:{h}"));
+        let sha = fact(r.sha256.as_ref()).map(|h| format!("sha256:{h}"));
         let parts: Vec<String> = [from, sha].into_iter().flatten().collect();
         put(&format!("recipe {test}"), Some(parts.join(", ")));
     }
-    if let Some(Value::Object(tools)) = get("tools") {
-        for (name, v) in tools {
-            put(&format!("tool {name}"), text(Some(v)));
+    for (name, v) in facts.map(|f| &f.tools).into_iter().flatten() {
+        put(&format!("tool {name}"), fact(Some(v)));
+    }
+    let packages = facts.map(|f| {
+        [
+            (&f.packages, "board"),
+            (&f.controller_packages, "controller"),
+        ]
+    });
+    for (p, side) in packages.into_iter().flatten() {
+        let Some(p) = p else { continue };
+        let manager = fact(p.manager.as_ref()).unwrap_or_default();
+        for (name, v) in &p.installed {
+            put(
+                &format!("package {name} ({side}, {manager})"),
+                fact(Some(v)),
+            );
         }
     }
-    for (key, side) in [("packages", "board"), ("controller_packages", "controller")] {
-        let Some(p) = get(key) else { continue };
-        let manager = text(p.get("manager")).unwrap_or_default();
-        if let Some(Value::Object(installed)) = p.get("installed") {
-            for (name, v) in installed {
-                put(
-                    &format!("package {name} ({side}, {manager})"),
-                    text(Some(v)),
-                );
-            }
-        }
-    }
-    if let Some(st) = get("storage") {
-        let model = [text(st.get("vendor")), text(st.get("model"))]
+    if let Some(st) = facts.and_then(|f| f.storage.as_ref()) {
+        let model = [fact(st.vendor.as_ref()), fact(st.model.as_ref())]
             .into_iter()
             .flatten()
             .collect::<Vec<_>>()
             .join(" ");
         put("storage model", Some(model));
-        put("storage serial", text(st.get("serial")));
-        put(
-            "storage size",
-            st.get("size_bytes").and_then(Value::as_u64).map(size),
-        );
+        put("storage serial", fact(st.serial.as_ref()));
+        put("storage size", st.size_bytes.map(size));
         put(
             "storage kind",
-            st.get("rotational")
-                .and_then(Value::as_bool)
+            st.rotational
                 .map(|r| if r { "rotational" } else { "non-rotational" }.to_string()),
         );
-        put("I/O scheduler", text(st.get("scheduler")));
-        if let Some(usb) = st.get("usb") {
+        put("I/O scheduler", fact(st.scheduler.as_ref()));
+        if let Some(usb) = &st.usb {
             put(
                 "USB driver",
-                text(usb.get("driver")).map(|d| match text(usb.get("driver_from")) {
+                fact(usb.driver.as_ref()).map(|d| match fact(usb.driver_from.as_ref()) {
                     Some(from) => format!("{d} (from {from})"),
                     None => d,
                 }),
             );
-            put("USB link speed", text(usb.get("speed")));
-            put("USB id", text(usb.get("id")));
+            put("USB link speed", fact(usb.speed.as_ref()));
+            put("USB id", fact(usb.id.as_ref()));
         }
     }
     if let Some(fs) = inputs
@@ -647,9 +665,11 @@ fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)>
     }
     put(
         "path is on",
-        get("storage_filesystem").and_then(|f| text(f.get("type"))),
+        facts
+            .and_then(|f| f.storage_filesystem.as_ref())
+            .and_then(|f| fact(f.kind.as_ref())),
     );
-    if let Some(net) = get("network") {
+    if let Some(net) = facts.and_then(|f| f.network.as_ref()) {
         link_facts(net, &mut put);
     }
     // The meter a board's watts were read from (the runs' telemetry).
@@ -666,6 +686,6 @@ fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)>
         "power meter",
         (!meters.is_empty()).then(|| meters.join("; ")),
     );
-    put("benchpipe", text(get("benchpipe")));
+    put("benchpipe", facts.and_then(|f| fact(f.benchpipe.as_ref())));
     out
 }

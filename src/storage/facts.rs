@@ -6,7 +6,6 @@
 //! model) is absent, never an error. One bounded command; the text it prints is parsed
 //! here, purely.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -145,23 +144,9 @@ pub fn gather(
     Ok(parse(device, &out.stdout_str()))
 }
 
-fn sections(text: &str) -> BTreeMap<&str, Vec<&str>> {
-    let mut out: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    let mut current = None;
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("@@") {
-            current = Some(name.trim());
-            out.entry(name.trim()).or_default();
-        } else if let Some(c) = current {
-            out.entry(c).or_default().push(line);
-        }
-    }
-    out
-}
-
 /// The text `script` printed, as facts.
 pub fn parse(device: &str, text: &str) -> StorageFacts {
-    let s = sections(text);
+    let s = crate::sections::parse(text);
     let one = |k: &str| {
         s.get(k)
             .and_then(|v| v.first())

@@ -2,8 +2,8 @@
 //! regular file or too large or too new, and samples files cut back to whole lines.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -21,21 +21,10 @@ pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |e| Error::io(path, e)
 }
 
-/// Writes `bytes` to `path` so that readers see the old file or the new one, never half.
+/// Writes `bytes` to `path` so that readers see the old file or the new one, never half
+/// (`owned::replace`; the mode as `File::create` gives, under the umask).
 pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id()
-    ));
-    {
-        let mut f = File::create(&tmp).map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-    }
-    fs::rename(&tmp, path).map_err(io(path))?;
-    sync_dir(dir)
+    Ok(crate::owned::replace(path, bytes, 0o666)?)
 }
 
 pub(super) fn sync_dir(dir: &Path) -> Result<()> {

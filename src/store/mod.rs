@@ -49,6 +49,7 @@ use crate::telemetry::StoredTelemetry;
 
 mod board_facts;
 mod board_state;
+mod cell_facts;
 mod drift;
 mod failure;
 mod files;
@@ -64,6 +65,10 @@ mod tests_read;
 
 pub use board_facts::{BoardFacts, KernelFacts};
 pub use board_state::BoardState;
+pub use cell_facts::{
+    CellFacts, ClusterFact, FirstbootFact, Flashed, NetworkFact, OsRelease, Packages,
+    PathFilesystem, RecipeFact, Scalar, StorageFact, UsbFact,
+};
 pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
 pub use failure::{FAILURE_FORMAT, Failure};
 pub(crate) use files::{MAX_FILE_BYTES, open_regular};

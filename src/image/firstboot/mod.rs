@@ -136,7 +136,7 @@ pub fn derive(cache: &Cache, base: &Fetched, prep: &Preparation) -> Result<Deriv
         .permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o400);
     fs::set_permissions(&tmp.path, perms)
-        .and_then(|()| fs::rename(&tmp.path, &dest))
+        .and_then(|()| owned::rename_into_place(&tmp.path, &dest))
         .map_err(|e| ImageError::io(&base.name, &dest, e))?;
     tmp.kept();
     let meta = fs::symlink_metadata(&dest).map_err(|e| ImageError::io(&base.name, &dest, e))?;

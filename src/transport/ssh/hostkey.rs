@@ -4,7 +4,6 @@
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::words::{During, ssh_error};
 use sha2::{Digest, Sha256};
@@ -239,7 +238,7 @@ pub fn append(file: &Path, pattern: &str, key: &HostKey) -> Result<(), KnownHost
         Err(e) => return Err(fail(e)),
     };
     let new = rewrite(&old, pattern, key, &random_salt().map_err(fail)?);
-    replace(file, &dir, new.as_bytes(), meta.as_ref()).map_err(fail)
+    replace(file, new.as_bytes(), meta.as_ref()).map_err(fail)
 }
 
 /// The known_hosts text `old` with `key` recorded for `pattern` (see [`append`]).
@@ -327,54 +326,19 @@ fn random_salt() -> std::io::Result<[u8; 20]> {
     Ok(salt)
 }
 
-/// Replaces `file` with `bytes` through a fresh temporary file in `dir`, keeping the
-/// mode and owner of the file it replaces (`meta`); a new file is private (0600).
-fn replace(
-    file: &Path,
-    dir: &Path,
-    bytes: &[u8],
-    meta: Option<&std::fs::Metadata>,
-) -> std::io::Result<()> {
+/// Replaces `file` with `bytes` (`owned::replace_with`), keeping the mode and owner of
+/// the file it replaces (`meta`); a new file is private (0600).
+fn replace(file: &Path, bytes: &[u8], meta: Option<&std::fs::Metadata>) -> std::io::Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let base = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "known_hosts".into());
-    let (tmp, mut f) = loop {
-        let nonce = u64::from_le_bytes(random_salt()?[..8].try_into().unwrap_or([0; 8]));
-        let tmp = dir.join(format!(
-            ".{base}.benchpipe-{}-{}-{nonce:016x}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
-        {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    };
-    let written = (|| {
+    crate::owned::replace_with(file, 0o600, |f: &mut std::fs::File| {
         if let Some(m) = meta {
             // Owner first (chown clears set-id bits; the mode below restores the rest).
             // Only root can give a file away; anyone else's rewrite is then their own.
-            let _ = std::os::unix::fs::fchown(&f, Some(m.uid()), Some(m.gid()));
+            let _ = std::os::unix::fs::fchown(&*f, Some(m.uid()), Some(m.gid()));
             f.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777))?;
         }
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+        f.write_all(bytes)
+    })
 }
 
 /// Standard base64 (RFC 4648), with or without `=` padding.
