@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::cell::cell_facts;
 use super::flashing::{Fetches, Flashing};
 use super::mount::MountState;
-use super::runs::stops_group;
-use super::walk::{Walk, Walker};
-use super::worker::{LiveCell, Transports, Worker};
+use super::places::{BoardPlaces, Place, Places};
+use super::walk::{Cells, Walk, Walker};
+use super::worker::{Transports, Worker};
 use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
 use crate::model::Side;
@@ -21,7 +20,7 @@ use crate::storage;
 use crate::transport::{Transport, TransportError};
 
 /// A board's walk.
-pub(super) type BoardWalk<'j, 'c> = Walk<'j, 'c, BoardOwn, Side>;
+pub(super) type BoardWalk<'j, 'c> = Walk<'j, 'c, BoardOwn>;
 
 /// What only a board's walk carries from step to step.
 pub(super) struct BoardOwn {
@@ -72,7 +71,6 @@ impl Worker<'_> {
 
 impl Walker for Worker<'_> {
     type Own = BoardOwn;
-    type Place = Side;
 
     fn worker(&self) -> &Worker<'_> {
         self
@@ -123,6 +121,80 @@ impl Walker for Worker<'_> {
 
     fn cleanup(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> StepStatus {
         self.board_cleanup(w, step)
+    }
+
+    fn with_places<'j, 'c, R>(
+        &self,
+        w: &mut BoardWalk<'j, 'c>,
+        run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
+    ) -> Result<R, CellFailure> {
+        let Walk {
+            controller,
+            jobs,
+            live,
+            tools,
+            seq,
+            outcomes,
+            secrets,
+            own:
+                BoardOwn {
+                    board,
+                    facts,
+                    idle_celsius,
+                    mounted,
+                    flashing,
+                    storage_facts,
+                    peers,
+                    ..
+                },
+            ..
+        } = w;
+        let Some(board) = board.as_deref_mut() else {
+            return Err(CellFailure::Refused {
+                reason: "the board is not connected".into(),
+            });
+        };
+        let secrets = &*secrets;
+        let mut board = super::secrets::Redacting::new(board, secrets);
+        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let t = Transports::new(&mut board, &mut controller).with_peers(peers, None);
+        let mut places = BoardPlaces {
+            w: self,
+            t,
+            facts,
+            idle: *idle_celsius,
+            tools,
+            flashed: &flashing.flashed,
+            storage_facts,
+            mounted,
+        };
+        let cells = Cells {
+            jobs,
+            live,
+            outcomes,
+            seq,
+            secrets,
+        };
+        Ok(run(&mut places, cells))
+    }
+
+    /// A cleanup on the board runs only while the board is there; on a peer, while
+    /// the peer is, whatever became of the board.
+    fn cleanup_skipped(&self, w: &BoardWalk<'_, '_>, step: &Step) -> Option<StepStatus> {
+        if step.side.on_board() && w.lost.is_some() {
+            return Some(StepStatus::Skipped {
+                reason: "the board is lost".into(),
+            });
+        }
+        let peer = step
+            .cells
+            .first()
+            .and_then(|k| w.jobs.get(k).copied())
+            .and_then(|j| j.cell.peer.as_ref());
+        let peer_gone = peer.is_none_or(|p| w.own.peers.get(p).is_none_or(|s| s.lost.is_some()));
+        (step.side == Side::Peer && peer_gone).then(|| StepStatus::Skipped {
+            reason: "the peer board is lost".into(),
+        })
     }
 
     fn end(&self, w: &mut BoardWalk<'_, '_>) {
@@ -215,13 +287,31 @@ impl Worker<'_> {
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
+        let first = &pending[0];
+        if let Action::MountTmpfs { size, .. } = &step.action {
+            return self.with_places(w, |places, cells| {
+                let job = cells.jobs[first];
+                places.enter(job);
+                // A cell opens at its first step: this one.
+                if !cells.live.contains_key(first) {
+                    let cell = self.open_cell(places, job, cells.secrets)?;
+                    cells.live.insert(first.clone(), cell);
+                }
+                let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                let (board, _) = places.session(Place::Board)?;
+                let mounted = self.mount_tmpfs(board, cell, *size);
+                if cell.tmpfs.is_none() {
+                    // Refused: none of the cell's commands may touch what is there.
+                    cells.live.remove(first);
+                }
+                mounted
+            })?;
+        }
         let Walk {
             controller,
             jobs,
-            live,
-            tools,
-            seq,
             outcomes,
+            tools,
             secrets,
             own:
                 BoardOwn {
@@ -245,45 +335,8 @@ impl Worker<'_> {
         let secrets = &*secrets;
         let mut board = super::secrets::Redacting::new(board, secrets);
         let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
-        let first = &pending[0];
         let peer = jobs[first].cell.peer.as_ref();
         let mut t = Transports::new(&mut board, &mut controller).with_peers(peers, peer);
-        // A cell opens at its first step, its tmpfs or its setup.
-        if matches!(
-            step.action,
-            Action::MountTmpfs { .. } | Action::Setup { .. }
-        ) && !live.contains_key(first)
-        {
-            let job = jobs[first];
-            // A raw-device cell (`uses_storage = "device"`) has no mount step: its device
-            // is judged here, before any of its commands reads it.
-            if job.cell.filesystem.is_none()
-                && let Some(st) = job
-                    .cell
-                    .address
-                    .storage
-                    .as_ref()
-                    .and_then(|n| self.board.storage(n))
-            {
-                let facts = self.storage_facts(t.board, st);
-                if let Ok(Some(f)) = &facts {
-                    storage_facts.insert(st.name.clone(), json!(f));
-                }
-                another_disk(st, &facts, "the device was not read")?;
-            }
-            // The link the cell runs over, read now: a Wi-Fi rate changes.
-            let link = self.network_facts(t.board, job.cell);
-            let facts = cell_facts(
-                job,
-                facts,
-                tools,
-                &flashing.flashed,
-                storage_facts,
-                mounted,
-                link,
-            );
-            live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
-        }
         match &step.action {
             Action::ClaimWorkdir { controller } => {
                 self.phase(None, "claim workdir");
@@ -351,84 +404,8 @@ impl Worker<'_> {
                 }
                 self.mount(t.board, jobs[first], name, filesystem, mounted)
             }
-            Action::MountTmpfs { size, .. } => {
-                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
-                let mounted = self.mount_tmpfs(&mut t, cell, *size);
-                if cell.tmpfs.is_none() {
-                    // Refused: none of the cell's commands may touch what is there.
-                    live.remove(first);
-                }
-                mounted
-            }
-            Action::Setup {
-                from,
-                commands,
-                after_services,
-                ..
-            } => {
-                let job = jobs[first];
-                let cell = &live[first];
-                if *commands == 0 {
-                    return Ok(());
-                }
-                self.phase(Some(&job.cell.address), "setup");
-                let _held = self.resources.acquire(&job.recipe.exclusive);
-                let steps = match after_services {
-                    true => &job.recipe.setup_after_services,
-                    false => &job.recipe.setup,
-                };
-                self.commands(&mut t, &steps[*from..from + commands], &cell.vars, "setup")
-            }
-            Action::StartService { service, .. } => {
-                let spec = super::services::spec_of(jobs[first], service)?;
-                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
-                self.start_service(&mut t, cell, spec)
-            }
-            Action::Cooldown { .. } => {
-                let job = jobs[first];
-                self.cooldown(
-                    t.board,
-                    Some(&job.cell.address),
-                    &job.cell.method,
-                    *idle_celsius,
-                )
-            }
-            Action::WarmUp { .. } => {
-                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
-                let order = cell.job.cell.method.order;
-                self.warm_up(&mut t, cell, order, seq)
-            }
-            Action::Measure { order, .. } => {
-                let mut cells: Vec<(&CellKey, &mut LiveCell<'_, '_>)> = live
-                    .iter_mut()
-                    .filter(|(k, _)| pending.contains(k))
-                    .collect();
-                cells.sort_by_key(|(k, _)| pending.iter().position(|p| p == *k));
-                let keys: Vec<CellKey> = cells.iter().map(|(k, _)| (*k).clone()).collect();
-                let mut refs: Vec<&mut LiveCell<'_, '_>> =
-                    cells.into_iter().map(|(_, c)| c).collect();
-                let results = self.measure(&mut t, &mut refs, *order, seq);
-                let mut stopped = None;
-                for (k, o) in keys.iter().zip(results) {
-                    match o {
-                        Some(Err(e)) if stops_group(&e) => {
-                            stopped.get_or_insert(e.clone());
-                            outcomes.insert(k.clone(), Err(e));
-                        }
-                        Some(o) => {
-                            outcomes.insert(k.clone(), o);
-                        }
-                        None => {}
-                    }
-                }
-                // A cell the measuring left without an outcome shares the fate that
-                // stopped it: the board lost by another cell's run is its loss too.
-                match stopped {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                }
-            }
-            // The steps above (`controller_step`), the cleanup steps and a cluster's.
+            // The steps above (`controller_step`), a cell's (`walk::cell_step`), the
+            // cleanup steps and a cluster's.
             _ => Ok(()),
         }
     }
@@ -474,7 +451,7 @@ impl Worker<'_> {
 
 /// Refuses a storage whose device is not the disk its board file declares (`serial`,
 /// `size`: `storage::identity`), saying what was therefore not done.
-fn another_disk(
+pub(super) fn another_disk(
     st: &crate::model::Storage,
     facts: &Result<Option<crate::storage::facts::StorageFacts>, CellFailure>,
     not_done: &str,

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 
+use super::places::Places;
 use super::worker::{LiveCell, Worker};
 use super::{BoardResult, Event, Job, StepStatus};
 use crate::failure::CellFailure;
@@ -23,13 +24,12 @@ use crate::plan::state;
 use crate::transport::Transport;
 
 /// What a walk carries from step to step: the cells, their fate, the controller, and
-/// (`own`) what only a board's or only a cluster's walk needs. `P` is where a cell's
-/// services run (a side on a board, a slot in a cluster).
-pub(super) struct Walk<'j, 'c, O, P> {
+/// (`own`) what only a board's or only a cluster's walk needs.
+pub(super) struct Walk<'j, 'c, O> {
     pub(super) controller: Box<dyn Transport>,
     pub(super) jobs: BTreeMap<CellKey, &'j Job<'c>>,
     /// Cells opened in the store by their first step (a tmpfs or a setup).
-    pub(super) live: BTreeMap<CellKey, LiveCell<'j, 'c, P>>,
+    pub(super) live: BTreeMap<CellKey, LiveCell<'j, 'c>>,
     /// Cells whose fate is known: their measured runs, or why they failed.
     pub(super) outcomes: BTreeMap<CellKey, Result<usize, CellFailure>>,
     /// Each recipe's `[facts]`, merged into its cells' facts.
@@ -48,13 +48,21 @@ pub(super) struct Walk<'j, 'c, O, P> {
     pub(super) own: O,
 }
 
+/// The walk's cells as the cell runner works on them, beside its places.
+pub(super) struct Cells<'x, 'j, 'c> {
+    pub(super) jobs: &'x BTreeMap<CellKey, &'j Job<'c>>,
+    pub(super) live: &'x mut BTreeMap<CellKey, LiveCell<'j, 'c>>,
+    pub(super) outcomes: &'x mut BTreeMap<CellKey, Result<usize, CellFailure>>,
+    /// Runs taken in this walk (`Sample::board_seq`).
+    pub(super) seq: &'x mut u64,
+    pub(super) secrets: &'x super::secrets::Secrets,
+}
+
 /// What differs between the walks the runner drives: how a step runs, how a cleanup
 /// step runs, and what the walk undoes at its end.
 pub(super) trait Walker {
     /// What only this walk carries (`Walk::own`).
     type Own;
-    /// Where a cell's services run.
-    type Place;
 
     /// The worker of the walk: its name, store, progress and interrupt flag.
     fn worker(&self) -> &Worker<'_>;
@@ -64,24 +72,37 @@ pub(super) trait Walker {
 
     /// Whether a step needs no work by a `done_when` of this walk's own state (the
     /// runner judges `CellsComplete`).
-    fn is_done(&self, w: &mut Walk<'_, '_, Self::Own, Self::Place>, step: &Step) -> bool;
+    fn is_done(&self, w: &mut Walk<'_, '_, Self::Own>, step: &Step) -> bool;
 
     /// Runs one step for its cells that have no outcome yet (`pending`).
     fn run_step(
         &self,
-        w: &mut Walk<'_, '_, Self::Own, Self::Place>,
+        w: &mut Walk<'_, '_, Self::Own>,
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure>;
 
-    /// A cleanup step: run when what it undoes was done.
-    fn cleanup(&self, w: &mut Walk<'_, '_, Self::Own, Self::Place>, step: &Step) -> StepStatus;
+    /// A cleanup step of the walk's own: run when what it undoes was done.
+    fn cleanup(&self, w: &mut Walk<'_, '_, Self::Own>, step: &Step) -> StepStatus;
+
+    /// Runs `run` over the walk's places and the walk's cells: the one cell runner's
+    /// way in. `Err` when the walk has no session to
+    /// run it on.
+    fn with_places<'j, 'c, R>(
+        &self,
+        w: &mut Walk<'j, 'c, Self::Own>,
+        run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
+    ) -> Result<R, CellFailure>;
+
+    /// Why a cell's cleanup step cannot run in this walk now (its place is lost), if
+    /// it cannot.
+    fn cleanup_skipped(&self, w: &Walk<'_, '_, Self::Own>, step: &Step) -> Option<StepStatus>;
 
     /// After the last step: what must not outlive the walk (a mount, samplers, guards).
-    fn end(&self, w: &mut Walk<'_, '_, Self::Own, Self::Place>);
+    fn end(&self, w: &mut Walk<'_, '_, Self::Own>);
 }
 
-impl<'j, 'c, O, P> Walk<'j, 'c, O, P> {
+impl<'j, 'c, O> Walk<'j, 'c, O> {
     /// A walk of `jobs` that has done nothing yet.
     pub(super) fn new(controller: Box<dyn Transport>, jobs: &'j [Job<'c>], own: O) -> Self {
         Walk {
@@ -167,7 +188,7 @@ impl<'j, 'c, O, P> Walk<'j, 'c, O, P> {
 /// Walks `steps` over the walk's jobs (the cells the steps name).
 pub(super) fn walk<K: Walker>(
     kind: &K,
-    w: &mut Walk<'_, '_, K::Own, K::Place>,
+    w: &mut Walk<'_, '_, K::Own>,
     steps: &[Step],
 ) -> BoardResult {
     let worker = kind.worker();
@@ -225,13 +246,12 @@ pub(super) fn walk<K: Walker>(
 }
 
 /// One step: skipped, found done, run, or failed.
-fn one_step<K: Walker>(
-    kind: &K,
-    w: &mut Walk<'_, '_, K::Own, K::Place>,
-    step: &Step,
-) -> StepStatus {
+fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> StepStatus {
     if step.action.is_cleanup() {
-        return kind.cleanup(w, step);
+        return match &step.action {
+            Action::StopService { .. } | Action::Teardown { .. } => cell_cleanup(kind, w, step),
+            _ => kind.cleanup(w, step),
+        };
     }
     if let Some(lost) = &w.lost {
         return StepStatus::Skipped {
@@ -264,7 +284,15 @@ fn one_step<K: Walker>(
     if done {
         return StepStatus::Done;
     }
-    match kind.run_step(w, step, &pending) {
+    let ran = match &step.action {
+        Action::Setup { .. }
+        | Action::StartService { .. }
+        | Action::Cooldown { .. }
+        | Action::WarmUp { .. }
+        | Action::Measure { .. } => cell_step(kind, w, step, &pending),
+        _ => kind.run_step(w, step, &pending),
+    };
+    match ran {
         Ok(()) => StepStatus::Ran,
         Err(cause) => {
             let cause = w.secrets.redact_failure(&cause);
@@ -279,10 +307,100 @@ fn one_step<K: Walker>(
     }
 }
 
+/// A cell's own step, one copy for every walk: run over the walk's places.
+fn cell_step<K: Walker>(
+    kind: &K,
+    w: &mut Walk<'_, '_, K::Own>,
+    step: &Step,
+    pending: &[CellKey],
+) -> Result<(), CellFailure> {
+    let worker = kind.worker();
+    let first = &pending[0];
+    kind.with_places(w, |places, mut cells| {
+        let job = cells.jobs[first];
+        places.enter(job);
+        match &step.action {
+            Action::Setup {
+                from,
+                commands,
+                after_services,
+                ..
+            } => {
+                // A cell opens at its first step, its tmpfs (a board's) or its setup.
+                if !cells.live.contains_key(first) {
+                    let cell = worker.open_cell(places, job, cells.secrets)?;
+                    cells.live.insert(first.clone(), cell);
+                }
+                if *commands == 0 {
+                    return Ok(());
+                }
+                worker.phase(Some(&job.cell.address), "setup");
+                let _held = worker.resources.acquire(&job.recipe.exclusive);
+                let steps = match after_services {
+                    true => &job.recipe.setup_after_services,
+                    false => &job.recipe.setup,
+                };
+                let steps = &steps[*from..from + commands];
+                worker.commands(places, &cells.live[first], steps, "setup")
+            }
+            Action::StartService { service, .. } => {
+                let spec = super::services::spec_of(job, service)?;
+                let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                worker.start_service(places, cell, spec)
+            }
+            Action::Cooldown { .. } => worker.cool_down(places, job),
+            Action::WarmUp { .. } => {
+                let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                worker.warm_up(places, cell, cells.seq)
+            }
+            Action::Measure { order, .. } => {
+                worker.measure_step(places, &mut cells, pending, *order)
+            }
+            _ => Ok(()),
+        }
+    })?
+}
+
+/// A cell's own cleanup step (its services stopped, its teardown), one copy for every
+/// walk: run when the cell opened, at the places that are there.
+fn cell_cleanup<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> StepStatus {
+    if let Some(skipped) = kind.cleanup_skipped(w, step) {
+        return skipped;
+    }
+    let worker = kind.worker();
+    let key = &step.cells[0];
+    let done = kind.with_places(w, |places, cells| {
+        let cell = cells.live.get_mut(key)?;
+        places.enter(cell.job);
+        match &step.action {
+            Action::StopService { service, .. } => {
+                if !cell.services.iter().any(|(_, n, _)| n == service) {
+                    return None;
+                }
+                worker.phase(Some(&cell.job.cell.address), "teardown");
+                Some(worker.stop_service(places, cell, service))
+            }
+            Action::Teardown { from, commands, .. } => {
+                worker.phase(Some(&cell.job.cell.address), "teardown");
+                let recipe = cell.job.recipe;
+                let _held = worker.resources.acquire(&recipe.exclusive);
+                let steps = &recipe.teardown[*from..from + commands];
+                Some(worker.commands(places, cell, steps, "teardown"))
+            }
+            _ => None,
+        }
+    });
+    match done {
+        Ok(Some(done)) => w.cleanup_status(std::slice::from_ref(key), done),
+        // Never opened, nothing started, or no session: nothing to undo here.
+        Ok(None) | Err(_) => StepStatus::Done,
+    }
+}
+
 /// A cell after the last step that names it: its secrets removed, its outcome recorded.
-fn finish_cell<O, P>(
+fn finish_cell<O>(
     worker: &Worker<'_>,
-    w: &mut Walk<'_, '_, O, P>,
+    w: &mut Walk<'_, '_, O>,
     key: &CellKey,
     result: &mut BoardResult,
 ) {

@@ -7,15 +7,14 @@
 //! outcome with that cause and stops the walk's other steps; the cleanup steps still
 //! run on the controller and on the members that are there, and the lost member's guard
 //! (armed before the deploy) tears its own side down. `members.rs` holds the sessions
-//! and a cell's values on each side, `steps.rs` the steps, `runs.rs` the measured runs.
+//! its places (the cell runner's: `places.rs`), `steps.rs` the cluster's own steps.
 
-mod cell;
 mod cleanup;
 mod members;
-mod runs;
 mod steps;
 
-use super::walk::{Walk, Walker};
+use super::places::Places;
+use super::walk::{Cells, Walk, Walker};
 use super::worker::Worker;
 use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
@@ -37,7 +36,7 @@ pub(super) struct ClusterWorker<'a> {
 }
 
 /// A cluster's walk.
-pub(super) type ClusterWalk<'j, 'c, 'b> = Walk<'j, 'c, ClusterOwn<'b>, Slot>;
+pub(super) type ClusterWalk<'j, 'c, 'b> = Walk<'j, 'c, ClusterOwn<'b>>;
 
 /// What only a cluster's walk carries from step to step (its `tools` are each recipe's
 /// facts of the control member and the controller).
@@ -48,13 +47,6 @@ pub(super) struct ClusterOwn<'b> {
     controller_guard: Option<Service>,
     /// Set when the first deploy step starts: the teardown then has something to undo.
     deployed: bool,
-}
-
-/// Where one of a cell's services runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Slot {
-    Controller,
-    Member(usize),
 }
 
 impl<'a> ClusterWorker<'a> {
@@ -99,7 +91,6 @@ impl<'a> ClusterWorker<'a> {
 
 impl<'a> Walker for ClusterWorker<'a> {
     type Own = ClusterOwn<'a>;
-    type Place = Slot;
 
     fn worker(&self) -> &Worker<'_> {
         &self.w
@@ -141,6 +132,46 @@ impl<'a> Walker for ClusterWorker<'a> {
 
     fn cleanup(&self, w: &mut ClusterWalk<'_, '_, 'a>, step: &Step) -> StepStatus {
         self.cluster_cleanup(w, step)
+    }
+
+    fn with_places<'j, 'c, R>(
+        &self,
+        w: &mut ClusterWalk<'j, 'c, 'a>,
+        run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
+    ) -> Result<R, CellFailure> {
+        let Walk {
+            controller,
+            jobs,
+            live,
+            tools,
+            seq,
+            outcomes,
+            secrets,
+            own,
+            ..
+        } = w;
+        let secrets = &*secrets;
+        // The cell's secrets live on the controller: its output is redacted.
+        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let mut places = members::ClusterPlaces {
+            cw: self,
+            controller: &mut controller,
+            members: &mut own.members,
+            tools,
+        };
+        let cells = Cells {
+            jobs,
+            live,
+            outcomes,
+            seq,
+            secrets,
+        };
+        Ok(run(&mut places, cells))
+    }
+
+    /// A lost member's places are left out of every cleanup (its guard's to undo).
+    fn cleanup_skipped(&self, _w: &ClusterWalk<'_, '_, 'a>, _step: &Step) -> Option<StepStatus> {
+        None
     }
 
     fn end(&self, w: &mut ClusterWalk<'_, '_, 'a>) {

@@ -1,12 +1,12 @@
-//! The steps of a cluster's walk: sessions, claims, provisioning and facts on every
-//! member, the guards, the deploy, a cell's setup, services and teardown on the sides
-//! its recipe names, and the cluster's teardown.
+//! The steps of a cluster's own walk: sessions, claims, provisioning and facts on every
+//! member, the guards, the deploy, and the cluster's teardown.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ClusterWalk, ClusterWorker, Slot};
+use super::{ClusterWalk, ClusterWorker};
+use crate::apply::places::Place;
 use crate::bench;
 use crate::failure::CellFailure;
 use crate::model::{ClusterStep, Connection, Side};
@@ -114,42 +114,8 @@ impl ClusterWorker<'_> {
                 let steps = &self.cluster.deploy[*from..from + commands];
                 self.cluster_commands(w, steps, "deploy")
             }
-            Action::Setup { from, commands, .. } => {
-                if !w.live.contains_key(first) {
-                    let cell = self.open_cell(w, first)?;
-                    w.live.insert(first.clone(), cell);
-                    let job = w.jobs[first];
-                    let dir = self.controller_dir();
-                    super::super::secrets::open_cell(w.controller.as_mut(), &dir, job, &w.secrets)?;
-                    self.requires(w, first)?;
-                }
-                if *commands == 0 {
-                    return Ok(());
-                }
-                let job = w.jobs[first];
-                self.w.phase(Some(&job.cell.address), "setup");
-                let _held = self.w.resources.acquire(&job.recipe.exclusive);
-                let steps = &job.recipe.setup[*from..from + commands];
-                self.commands(w, first, steps, "setup", false)
-            }
-            Action::StartService { service, .. } => self.start_service(w, first, service),
-            Action::Cooldown { .. } => {
-                let job = w.jobs[first];
-                for i in 0..self.members.len() {
-                    let idle = w.own.members[i].idle;
-                    let mw = self.member(i);
-                    let r = mw.cooldown(
-                        Self::session(w, i)?,
-                        Some(&job.cell.address),
-                        &job.cell.method,
-                        idle,
-                    );
-                    r.map_err(|e| self.on_member(w, i, e))?;
-                }
-                Ok(())
-            }
-            Action::WarmUp { .. } => self.warm_up(w, first),
-            Action::Measure { .. } => self.measure(w, pending),
+            // A cell's own steps are the cell runner's (`walk::cell_step`); the others,
+            // a board's.
             _ => Ok(()),
         }
     }
@@ -336,7 +302,7 @@ impl ClusterWorker<'_> {
         self.w.phase(None, "arm the guards");
         let name = format!("guard-{}", self.cluster.name);
         for i in 0..self.members.len() {
-            let teardown = self.rendered(&self.cluster.teardown, Slot::Member(i))?;
+            let teardown = self.rendered(&self.cluster.teardown, Place::Member(i))?;
             let board = self.members[i];
             let carrier = match board.connection {
                 Connection::Local => Carrier::Process(std::process::id()),
@@ -360,7 +326,7 @@ impl ClusterWorker<'_> {
             })?;
             w.own.members[i].guard = Some(g);
         }
-        let teardown = self.rendered(&self.cluster.teardown, Slot::Controller)?;
+        let teardown = self.rendered(&self.cluster.teardown, Place::Controller)?;
         let g = guard::arm(
             w.controller.as_mut(),
             &self.controller_dir(),
@@ -377,7 +343,7 @@ impl ClusterWorker<'_> {
     }
 
     /// The cluster's steps at `slot`, rendered (a guard's teardown).
-    fn rendered(&self, steps: &[ClusterStep], slot: Slot) -> Result<Vec<String>, CellFailure> {
+    fn rendered(&self, steps: &[ClusterStep], slot: Place) -> Result<Vec<String>, CellFailure> {
         let vars = self.deploy_vars(slot);
         steps
             .iter()
