@@ -8,7 +8,7 @@ use super::walk::Walker;
 use super::worker::{Transports, Worker};
 use crate::failure::CellFailure;
 use crate::model::Side;
-use crate::plan::schedule::{Action, Step};
+use crate::plan::schedule::{BoardAction, Step};
 use crate::storage;
 use crate::transport::TransportError;
 
@@ -35,14 +35,19 @@ impl Worker<'_> {
 
     /// A cleanup step of the board's own: runs when what it undoes was done, on the
     /// board only while the board is there (a cell's are `walk::cell_cleanup`'s).
-    pub(super) fn board_cleanup(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> StepStatus {
+    pub(super) fn cleanup_board(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        action: &BoardAction,
+        step: &Step,
+    ) -> StepStatus {
         if let Some(skipped) = self.cleanup_skipped(w, step) {
             return skipped;
         }
-        match &step.action {
-            Action::RestoreCmdline => self.restore_cmdline(w, &step.cells),
-            Action::UnmountTmpfs { .. } => self.unmount_tmpfs(w, step),
-            Action::Unmount {
+        match action {
+            BoardAction::RestoreCmdline => self.restore_cmdline(w, &step.cells),
+            BoardAction::UnmountTmpfs { .. } => self.unmount_tmpfs(w, step),
+            BoardAction::Unmount {
                 storage,
                 filesystem,
             } => {
@@ -69,7 +74,13 @@ impl Worker<'_> {
                     }
                 }
             }
-            _ => StepStatus::Done,
+            // Not cleanup: `Walker::board_step`.
+            BoardAction::Connect
+            | BoardAction::ConnectPeer { .. }
+            | BoardAction::GatherFacts
+            | BoardAction::Mount { .. }
+            | BoardAction::MountTmpfs { .. }
+            | BoardAction::Uas { .. } => StepStatus::Done,
         }
     }
 }

@@ -19,7 +19,9 @@ use super::{BoardResult, Event, Job, StepStatus};
 use crate::failure::CellFailure;
 use crate::model::{Side, TestName};
 use crate::plan::CellKey;
-use crate::plan::schedule::{Action, DoneWhen, Step};
+use crate::plan::schedule::{
+    Action, BoardAction, CellAction, ClusterAction, DoneWhen, Hold, Step, WalkAction,
+};
 use crate::plan::state;
 use crate::transport::Transport;
 
@@ -74,16 +76,49 @@ pub(super) trait Walker {
     /// runner judges `CellsComplete`).
     fn is_done(&self, w: &mut Walk<'_, '_, Self::Own>, step: &Step) -> bool;
 
-    /// Runs one step for its cells that have no outcome yet (`pending`).
-    fn run_step(
+    /// Runs a step every walk takes, over this walk's sessions, for its cells that
+    /// have no outcome yet (`pending`).
+    fn walk_step(
         &self,
         w: &mut Walk<'_, '_, Self::Own>,
+        action: &WalkAction,
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure>;
 
-    /// A cleanup step of the walk's own: run when what it undoes was done.
-    fn cleanup(&self, w: &mut Walk<'_, '_, Self::Own>, step: &Step) -> StepStatus;
+    /// Runs a board's own step (a cluster's walk refuses one: the schedule is wrong).
+    fn board_step(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &BoardAction,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure>;
+
+    /// Runs a cluster's own step (a board's walk refuses one: the schedule is wrong).
+    fn cluster_step(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &ClusterAction,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure>;
+
+    /// A board's cleanup step: run when what it undoes was done.
+    fn board_cleanup(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &BoardAction,
+        step: &Step,
+    ) -> StepStatus;
+
+    /// A cluster's cleanup step: run when what it undoes was done.
+    fn cluster_cleanup(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &ClusterAction,
+        step: &Step,
+    ) -> StepStatus;
 
     /// Runs `run` over the walk's places and the walk's cells: the one cell runner's
     /// way in. `Err` when the walk has no session to
@@ -213,8 +248,12 @@ pub(super) fn walk<K: Walker>(
     };
     for (i, step) in steps.iter().enumerate() {
         let status = match &step.action {
-            Action::Hold { boards } => worker.hold_step(boards, &mut held, &mut w.interrupted),
-            _ => one_step(kind, w, step),
+            Action::Hold(Hold { boards }) => {
+                worker.hold_step(boards, &mut held, &mut w.interrupted)
+            }
+            Action::Walk(_) | Action::Board(_) | Action::Cluster(_) | Action::Cell(_) => {
+                one_step(kind, w, step)
+            }
         };
         worker.progress.event(Event::Step {
             board: worker.name(),
@@ -249,8 +288,11 @@ pub(super) fn walk<K: Walker>(
 fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> StepStatus {
     if step.action.is_cleanup() {
         return match &step.action {
-            Action::StopService { .. } | Action::Teardown { .. } => cell_cleanup(kind, w, step),
-            _ => kind.cleanup(w, step),
+            Action::Cell(a) => cell_cleanup(kind, w, a, step),
+            Action::Board(a) => kind.board_cleanup(w, a, step),
+            Action::Cluster(a) => kind.cluster_cleanup(w, a, step),
+            // Nothing of theirs is undone by a step of its own.
+            Action::Hold(_) | Action::Walk(_) => StepStatus::Done,
         };
     }
     if let Some(lost) = &w.lost {
@@ -279,18 +321,24 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> S
         DoneWhen::CellsComplete => w.cells_complete(&pending),
         // `CommandsPresent` is asked inside provisioning, which installs only what
         // is missing; `Never` always runs.
-        _ => kind.is_done(w, step),
+        DoneWhen::Never
+        | DoneWhen::CommandsPresent
+        | DoneWhen::Mounted
+        | DoneWhen::BoardAtImage
+        | DoneWhen::Derived
+        | DoneWhen::DriverAsWanted
+        | DoneWhen::NothingToUndo => kind.is_done(w, step),
     };
     if done {
         return StepStatus::Done;
     }
     let ran = match &step.action {
-        Action::Setup { .. }
-        | Action::StartService { .. }
-        | Action::Cooldown { .. }
-        | Action::WarmUp { .. }
-        | Action::Measure { .. } => cell_step(kind, w, step, &pending),
-        _ => kind.run_step(w, step, &pending),
+        Action::Cell(a) => cell_step(kind, w, a, &pending),
+        Action::Walk(a) => kind.walk_step(w, a, step, &pending),
+        Action::Board(a) => kind.board_step(w, a, step, &pending),
+        Action::Cluster(a) => kind.cluster_step(w, a, step, &pending),
+        // The walk took it (`walk`): it holds its boards to its end.
+        Action::Hold(_) => Ok(()),
     };
     match ran {
         Ok(()) => StepStatus::Ran,
@@ -311,7 +359,7 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> S
 fn cell_step<K: Walker>(
     kind: &K,
     w: &mut Walk<'_, '_, K::Own>,
-    step: &Step,
+    action: &CellAction,
     pending: &[CellKey],
 ) -> Result<(), CellFailure> {
     let worker = kind.worker();
@@ -319,8 +367,8 @@ fn cell_step<K: Walker>(
     kind.with_places(w, |places, mut cells| {
         let job = cells.jobs[first];
         places.enter(job);
-        match &step.action {
-            Action::Setup {
+        match action {
+            CellAction::Setup {
                 from,
                 commands,
                 after_services,
@@ -343,27 +391,33 @@ fn cell_step<K: Walker>(
                 let steps = &steps[*from..from + commands];
                 worker.commands(places, &cells.live[first], steps, "setup")
             }
-            Action::StartService { service, .. } => {
+            CellAction::StartService { service, .. } => {
                 let spec = super::services::spec_of(job, service)?;
                 let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
                 worker.start_service(places, cell, spec)
             }
-            Action::Cooldown { .. } => worker.cool_down(places, job),
-            Action::WarmUp { .. } => {
+            CellAction::Cooldown { .. } => worker.cool_down(places, job),
+            CellAction::WarmUp { .. } => {
                 let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
                 worker.warm_up(places, cell, cells.seq)
             }
-            Action::Measure { order, .. } => {
+            CellAction::Measure { order, .. } => {
                 worker.measure_step(places, &mut cells, pending, *order)
             }
-            _ => Ok(()),
+            // Cleanup: `cell_cleanup`.
+            CellAction::StopService { .. } | CellAction::Teardown { .. } => Ok(()),
         }
     })?
 }
 
 /// A cell's own cleanup step (its services stopped, its teardown), one copy for every
 /// walk: run when the cell opened, at the places that are there.
-fn cell_cleanup<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> StepStatus {
+fn cell_cleanup<K: Walker>(
+    kind: &K,
+    w: &mut Walk<'_, '_, K::Own>,
+    action: &CellAction,
+    step: &Step,
+) -> StepStatus {
     if let Some(skipped) = kind.cleanup_skipped(w, step) {
         return skipped;
     }
@@ -372,22 +426,27 @@ fn cell_cleanup<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) 
     let done = kind.with_places(w, |places, cells| {
         let cell = cells.live.get_mut(key)?;
         places.enter(cell.job);
-        match &step.action {
-            Action::StopService { service, .. } => {
+        match action {
+            CellAction::StopService { service, .. } => {
                 if !cell.services.iter().any(|(_, n, _)| n == service) {
                     return None;
                 }
                 worker.phase(Some(&cell.job.cell.address), "teardown");
                 Some(worker.stop_service(places, cell, service))
             }
-            Action::Teardown { from, commands, .. } => {
+            CellAction::Teardown { from, commands, .. } => {
                 worker.phase(Some(&cell.job.cell.address), "teardown");
                 let recipe = cell.job.recipe;
                 let _held = worker.resources.acquire(&recipe.exclusive);
                 let steps = &recipe.teardown[*from..from + commands];
                 Some(worker.commands(places, cell, steps, "teardown"))
             }
-            _ => None,
+            // Not cleanup: `cell_step`.
+            CellAction::Setup { .. }
+            | CellAction::StartService { .. }
+            | CellAction::Cooldown { .. }
+            | CellAction::WarmUp { .. }
+            | CellAction::Measure { .. } => None,
         }
     });
     match done {

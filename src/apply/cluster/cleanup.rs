@@ -3,20 +3,22 @@
 
 use super::{ClusterWalk, ClusterWorker};
 use crate::apply::places::Place;
-use crate::plan::schedule::{Action, Step};
+use crate::plan::schedule::{ClusterAction, Step};
 use crate::transport::side_guard as guard;
 
 use super::super::StepStatus;
 
 impl ClusterWorker<'_> {
-    /// A cleanup step: runs when what it undoes was done, at each slot that is there.
-    pub(super) fn cluster_cleanup(
+    /// A cleanup step of the cluster's own: runs when what it undoes was done, at each
+    /// place that is there.
+    pub(super) fn own_cleanup(
         &self,
         w: &mut ClusterWalk<'_, '_, '_>,
+        action: &ClusterAction,
         step: &Step,
     ) -> StepStatus {
-        let done = match &step.action {
-            Action::Undeploy { on, from, commands } => {
+        let done = match action {
+            ClusterAction::Undeploy { on, from, commands } => {
                 if !w.own.deployed {
                     return StepStatus::Done;
                 }
@@ -31,11 +33,15 @@ impl ClusterWorker<'_> {
                 self.w.phase(None, "tear down the cluster");
                 self.cluster_commands(w, steps, "teardown")
             }
-            Action::DisarmGuard => {
+            ClusterAction::DisarmGuard => {
                 self.disarm(w);
                 Ok(())
             }
-            _ => Ok(()),
+            // Not cleanup: `own_step`.
+            ClusterAction::ConnectMember { .. }
+            | ClusterAction::MemberFacts { .. }
+            | ClusterAction::ArmGuard
+            | ClusterAction::Deploy { .. } => return StepStatus::Done,
         };
         w.cleanup_status(&step.cells, done)
     }

@@ -20,7 +20,7 @@ use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
 use crate::model::{Board, Cluster, EndpointAt};
 use crate::plan::CellKey;
-use crate::plan::schedule::Step;
+use crate::plan::schedule::{Action, BoardAction, ClusterAction, Step, WalkAction};
 use crate::transport::Service;
 
 use members::Member;
@@ -104,14 +104,19 @@ impl<'a> Walker for ClusterWorker<'a> {
     /// walk of the apply may have flashed it since the plan); the fetch, when every
     /// member does.
     fn is_done(&self, w: &mut ClusterWalk<'_, '_, 'a>, step: &Step) -> bool {
-        if !step.action.flashes() {
-            return false;
-        }
+        let action = match &step.action {
+            Action::Walk(a) if a.flashes() => a,
+            Action::Walk(_)
+            | Action::Hold(_)
+            | Action::Board(_)
+            | Action::Cluster(_)
+            | Action::Cell(_) => return false,
+        };
         let Some(job) = step.cells.first().and_then(|k| w.jobs.get(k)) else {
             return false;
         };
         let runs = |i: usize| self.member(i).runs_image(&job.cell.image);
-        match step.action.member() {
+        match action.member() {
             Some(m) => self
                 .members
                 .iter()
@@ -121,17 +126,54 @@ impl<'a> Walker for ClusterWorker<'a> {
         }
     }
 
-    fn run_step(
+    fn walk_step(
         &self,
         w: &mut ClusterWalk<'_, '_, 'a>,
-        step: &Step,
+        action: &WalkAction,
+        _step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
-        self.cluster_step(w, step, pending)
+        self.walk_step_of(w, action, pending)
     }
 
-    fn cleanup(&self, w: &mut ClusterWalk<'_, '_, 'a>, step: &Step) -> StepStatus {
-        self.cluster_cleanup(w, step)
+    fn board_step(
+        &self,
+        _w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &BoardAction,
+        _step: &Step,
+        _pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        Err(not_ours(self.name(), &format!("{action:?}")))
+    }
+
+    fn cluster_step(
+        &self,
+        w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &ClusterAction,
+        _step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        self.own_step(w, action, pending)
+    }
+
+    fn board_cleanup(
+        &self,
+        _w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &BoardAction,
+        _step: &Step,
+    ) -> StepStatus {
+        StepStatus::Skipped {
+            reason: not_ours(self.name(), &format!("{action:?}")).to_string(),
+        }
+    }
+
+    fn cluster_cleanup(
+        &self,
+        w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &ClusterAction,
+        step: &Step,
+    ) -> StepStatus {
+        self.own_cleanup(w, action, step)
     }
 
     fn with_places<'j, 'c, R>(
@@ -186,5 +228,14 @@ impl<'a> Walker for ClusterWorker<'a> {
                 }
             }
         }
+    }
+}
+
+/// A step of the other kind of walk in this one: the schedule is wrong, and nothing of
+/// it is run.
+pub(super) fn not_ours(walk: &str, step: &str) -> CellFailure {
+    let step: String = step.chars().take(80).collect();
+    CellFailure::Refused {
+        reason: format!("the walk of {walk} has no such step: {step}"),
     }
 }

@@ -11,7 +11,7 @@ use crate::bench;
 use crate::failure::CellFailure;
 use crate::model::{ClusterStep, Connection, Side};
 use crate::plan::CellKey;
-use crate::plan::schedule::{Action, Step};
+use crate::plan::schedule::{ClusterAction, WalkAction};
 use crate::transport::side_guard::{self as guard, Carrier};
 use crate::transport::{Transport, TransportError};
 
@@ -22,36 +22,32 @@ use super::super::cleanup::claim_refused;
 pub(super) const CLUSTER_STEP_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl ClusterWorker<'_> {
-    /// Runs one step of the cluster's walk for its pending cells.
-    pub(super) fn cluster_step(
+    /// Runs a step every walk takes, over every member's session, for its pending cells.
+    pub(super) fn walk_step_of(
         &self,
         w: &mut ClusterWalk<'_, '_, '_>,
-        step: &Step,
+        action: &WalkAction,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
         let first = &pending[0];
-        match &step.action {
-            Action::ConnectMember { member } => self.connect(w, member, first),
-            Action::FetchImage { image } => {
+        match action {
+            WalkAction::FetchImage { image } => {
                 let fetched = self.w.fetch_image(&w.jobs[first].cell.image)?;
                 w.own.fetched.insert(image.clone(), fetched);
                 Ok(())
             }
-            Action::Derive {
-                member: Some(m), ..
-            }
-            | Action::Flash {
-                member: Some(m), ..
-            }
-            | Action::FlashTpi {
-                member: Some(m), ..
-            }
-            | Action::FlashCommand {
-                member: Some(m), ..
-            }
-            | Action::PowerCycle { member: Some(m) } => {
+            WalkAction::Derive { member, .. }
+            | WalkAction::Flash { member, .. }
+            | WalkAction::FlashTpi { member, .. }
+            | WalkAction::FlashCommand { member, .. }
+            | WalkAction::PowerCycle { member } => {
+                let Some(m) = member else {
+                    return Err(CellFailure::Refused {
+                        reason: format!("a flash step of cluster {} names no member", self.name()),
+                    });
+                };
                 let i = self.index_of(m)?;
-                if step.action.ends_session() {
+                if action.ends_session() {
                     w.own.members[i].t = None;
                 }
                 let image = &w.jobs[first].cell.image;
@@ -60,12 +56,12 @@ impl ClusterWorker<'_> {
                     w.controller.as_mut(),
                     &own.fetched,
                     &mut own.members[i].flashing,
-                    &step.action,
+                    action,
                     image,
                 );
                 r.map(|_| ())
             }
-            Action::ClaimWorkdir { .. } => {
+            WalkAction::ClaimWorkdir { .. } => {
                 self.w.phase(None, "claim workdirs");
                 for i in 0..self.members.len() {
                     let workdir = self.members[i].workdir.clone();
@@ -75,8 +71,8 @@ impl ClusterWorker<'_> {
                 crate::transport::workdir::claim(w.controller.as_mut(), &self.controller_dir())
                     .map_err(claim_refused)
             }
-            Action::Provision { .. } => self.provision(w, pending),
-            Action::StopLeftoverServices => {
+            WalkAction::Provision { .. } => self.provision(w, pending),
+            WalkAction::StopLeftoverServices => {
                 for i in 0..self.members.len() {
                     let dir = self.members[i].workdir.clone();
                     let r = Self::session(w, i)?.stop_all_services(&dir);
@@ -96,8 +92,7 @@ impl ClusterWorker<'_> {
                 self.w.remove_leftover_secrets(w.controller.as_mut());
                 Ok(())
             }
-            Action::MemberFacts { member } => self.member_facts(w, member, pending),
-            Action::VerifyImage { image, expect } => {
+            WalkAction::VerifyImage { image, expect } => {
                 for i in 0..self.members.len() {
                     let mw = self.member(i);
                     let r = mw.verify_image(Self::session(w, i)?, image, expect);
@@ -107,16 +102,29 @@ impl ClusterWorker<'_> {
                 }
                 Ok(())
             }
-            Action::ArmGuard => self.arm(w),
-            Action::Deploy { from, commands, .. } => {
+        }
+    }
+
+    /// Runs one of the cluster's own steps for its pending cells.
+    pub(super) fn own_step(
+        &self,
+        w: &mut ClusterWalk<'_, '_, '_>,
+        action: &ClusterAction,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        let first = &pending[0];
+        match action {
+            ClusterAction::ConnectMember { member } => self.connect(w, member, first),
+            ClusterAction::MemberFacts { member } => self.member_facts(w, member, pending),
+            ClusterAction::ArmGuard => self.arm(w),
+            ClusterAction::Deploy { from, commands, .. } => {
                 w.own.deployed = true;
                 self.w.phase(None, "deploy");
                 let steps = &self.cluster.deploy[*from..from + commands];
                 self.cluster_commands(w, steps, "deploy")
             }
-            // A cell's own steps are the cell runner's (`walk::cell_step`); the others,
-            // a board's.
-            _ => Ok(()),
+            // Cleanup: `own_cleanup`.
+            ClusterAction::Undeploy { .. } | ClusterAction::DisarmGuard => Ok(()),
         }
     }
 
