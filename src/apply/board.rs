@@ -6,22 +6,21 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::cell::cell_facts;
 use super::flashing::{Fetches, Flashing};
 use super::mount::MountState;
-use super::runs::stops_group;
-use super::walk::{Walk, Walker};
-use super::worker::{LiveCell, Transports, Worker};
+use super::places::{BoardPlaces, Place, Places};
+use super::walk::{Cells, Walk, Walker};
+use super::worker::{Transports, Worker};
 use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
 use crate::model::Side;
 use crate::plan::CellKey;
-use crate::plan::schedule::{Action, DoneWhen, Step};
+use crate::plan::schedule::{Action, BoardAction, ClusterAction, DoneWhen, Step, WalkAction};
 use crate::storage;
 use crate::transport::{Transport, TransportError};
 
 /// A board's walk.
-pub(super) type BoardWalk<'j, 'c> = Walk<'j, 'c, BoardOwn, Side>;
+pub(super) type BoardWalk<'j, 'c> = Walk<'j, 'c, BoardOwn>;
 
 /// What only a board's walk carries from step to step.
 pub(super) struct BoardOwn {
@@ -72,7 +71,6 @@ impl Worker<'_> {
 
 impl Walker for Worker<'_> {
     type Own = BoardOwn;
-    type Place = Side;
 
     fn worker(&self) -> &Worker<'_> {
         self
@@ -83,46 +81,213 @@ impl Walker for Worker<'_> {
     }
 
     fn is_done(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> bool {
-        match (step.done_when, &step.action) {
-            (
-                DoneWhen::Mounted,
-                Action::Mount {
-                    storage,
-                    filesystem,
-                    ..
-                },
-            ) => w
-                .own
-                .mounted
-                .current
-                .as_ref()
-                .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem),
-            (DoneWhen::DriverAsWanted, Action::Uas { storage, uas }) => {
-                self.uas_in_place(w, storage, *uas)
+        match &step.action {
+            Action::Board(BoardAction::Mount {
+                storage,
+                filesystem,
+                ..
+            }) => {
+                step.done_when == DoneWhen::Mounted
+                    && w.own
+                        .mounted
+                        .current
+                        .as_ref()
+                        .is_some_and(|(s, f)| &s.name == storage && &f.name == filesystem)
             }
-            (_, action) if action.flashes() => step
+            Action::Board(BoardAction::Uas { storage, uas }) => {
+                step.done_when == DoneWhen::DriverAsWanted && self.uas_in_place(w, storage, *uas)
+            }
+            Action::Walk(a) if a.flashes() => step
                 .cells
                 .first()
                 .and_then(|k| w.jobs.get(k))
                 .is_some_and(|j| self.runs_image(&j.cell.image)),
-            _ => false,
+            Action::Walk(_)
+            | Action::Hold(_)
+            | Action::Cluster(_)
+            | Action::Cell(_)
+            | Action::Board(
+                BoardAction::Connect
+                | BoardAction::ConnectPeer { .. }
+                | BoardAction::GatherFacts
+                | BoardAction::MountTmpfs { .. }
+                | BoardAction::UnmountTmpfs { .. }
+                | BoardAction::Unmount { .. }
+                | BoardAction::RestoreCmdline,
+            ) => false,
         }
     }
 
-    fn run_step(
+    fn walk_step(
         &self,
         w: &mut BoardWalk<'_, '_>,
+        action: &WalkAction,
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
-        match self.controller_step(w, step, pending)? {
-            true => Ok(()),
-            false => self.board_step(w, step, pending),
+        match action {
+            WalkAction::FetchImage { image } => {
+                let fetched = self.fetch_image(&w.jobs[&pending[0]].cell.image)?;
+                w.own.fetched.insert(image.clone(), fetched);
+                Ok(())
+            }
+            WalkAction::Derive { .. }
+            | WalkAction::Flash { .. }
+            | WalkAction::FlashCommand { .. }
+            | WalkAction::FlashTpi { .. }
+            | WalkAction::PowerCycle { .. } => {
+                if action.ends_session() {
+                    w.own.board = None;
+                }
+                let image = &w.jobs[&pending[0]].cell.image;
+                let own = &mut w.own;
+                self.flash_step(
+                    w.controller.as_mut(),
+                    &own.fetched,
+                    &mut own.flashing,
+                    action,
+                    image,
+                )
+                .map(|_| ())
+            }
+            WalkAction::ClaimWorkdir { .. }
+            | WalkAction::Provision { .. }
+            | WalkAction::StopLeftoverServices
+            | WalkAction::VerifyImage { .. } => self.session_step(w, step, pending),
         }
     }
 
-    fn cleanup(&self, w: &mut BoardWalk<'_, '_>, step: &Step) -> StepStatus {
-        self.board_cleanup(w, step)
+    fn board_step(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        action: &BoardAction,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        match action {
+            BoardAction::Connect => self.connect(w, pending),
+            BoardAction::Uas { storage, uas } => self.set_uas(w, storage, *uas),
+            BoardAction::ConnectPeer { peer } => {
+                let session = self.connect_peer(peer)?;
+                w.own.peers.insert(peer.clone(), session);
+                Ok(())
+            }
+            BoardAction::MountTmpfs { size, .. } => self.tmpfs_step(w, *size, pending),
+            BoardAction::GatherFacts | BoardAction::Mount { .. } => {
+                self.session_step(w, step, pending)
+            }
+            // Cleanup: `cleanup_board`.
+            BoardAction::UnmountTmpfs { .. }
+            | BoardAction::Unmount { .. }
+            | BoardAction::RestoreCmdline => Ok(()),
+        }
+    }
+
+    fn cluster_step(
+        &self,
+        _w: &mut BoardWalk<'_, '_>,
+        action: &ClusterAction,
+        _step: &Step,
+        _pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        Err(super::cluster::not_ours(
+            self.name(),
+            &format!("{action:?}"),
+        ))
+    }
+
+    fn board_cleanup(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        action: &BoardAction,
+        step: &Step,
+    ) -> StepStatus {
+        self.cleanup_board(w, action, step)
+    }
+
+    fn cluster_cleanup(
+        &self,
+        _w: &mut BoardWalk<'_, '_>,
+        action: &ClusterAction,
+        _step: &Step,
+    ) -> StepStatus {
+        StepStatus::Skipped {
+            reason: super::cluster::not_ours(self.name(), &format!("{action:?}")).to_string(),
+        }
+    }
+
+    fn with_places<'j, 'c, R>(
+        &self,
+        w: &mut BoardWalk<'j, 'c>,
+        run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
+    ) -> Result<R, CellFailure> {
+        let Walk {
+            controller,
+            jobs,
+            live,
+            tools,
+            seq,
+            outcomes,
+            secrets,
+            own:
+                BoardOwn {
+                    board,
+                    facts,
+                    idle_celsius,
+                    mounted,
+                    flashing,
+                    storage_facts,
+                    peers,
+                    ..
+                },
+            ..
+        } = w;
+        let Some(board) = board.as_deref_mut() else {
+            return Err(CellFailure::Refused {
+                reason: "the board is not connected".into(),
+            });
+        };
+        let secrets = &*secrets;
+        let mut board = super::secrets::Redacting::new(board, secrets);
+        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let t = Transports::new(&mut board, &mut controller).with_peers(peers, None);
+        let mut places = BoardPlaces {
+            w: self,
+            t,
+            facts,
+            idle: *idle_celsius,
+            tools,
+            flashed: &flashing.flashed,
+            storage_facts,
+            mounted,
+        };
+        let cells = Cells {
+            jobs,
+            live,
+            outcomes,
+            seq,
+            secrets,
+        };
+        Ok(run(&mut places, cells))
+    }
+
+    /// A cleanup on the board runs only while the board is there; on a peer, while
+    /// the peer is, whatever became of the board.
+    fn cleanup_skipped(&self, w: &BoardWalk<'_, '_>, step: &Step) -> Option<StepStatus> {
+        if step.side.on_board() && w.lost.is_some() {
+            return Some(StepStatus::Skipped {
+                reason: "the board is lost".into(),
+            });
+        }
+        let peer = step
+            .cells
+            .first()
+            .and_then(|k| w.jobs.get(k).copied())
+            .and_then(|j| j.cell.peer.as_ref());
+        let peer_gone = peer.is_none_or(|p| w.own.peers.get(p).is_none_or(|s| s.lost.is_some()));
+        (step.side == Side::Peer && peer_gone).then(|| StepStatus::Skipped {
+            reason: "the peer board is lost".into(),
+        })
     }
 
     fn end(&self, w: &mut BoardWalk<'_, '_>) {
@@ -144,84 +309,75 @@ impl Walker for Worker<'_> {
 }
 
 impl Worker<'_> {
-    /// The steps that need no session to the board (a flash, a power cycle, the
-    /// connects); `false` when `step` is not one of them.
-    fn controller_step(
-        &self,
-        w: &mut BoardWalk<'_, '_>,
-        step: &Step,
-        pending: &[CellKey],
-    ) -> Result<bool, CellFailure> {
-        match &step.action {
-            Action::FetchImage { image } => {
-                let fetched = self.fetch_image(&w.jobs[&pending[0]].cell.image)?;
-                w.own.fetched.insert(image.clone(), fetched);
-            }
-            Action::Connect if w.own.flashing.booting => {
-                let image = &w.jobs[&pending[0]].cell.image;
-                let mut t = self.connect_booted(&mut w.own.flashing, image)?;
+    /// The board's session: once it has booted after a power cycle of this walk.
+    fn connect(&self, w: &mut BoardWalk<'_, '_>, pending: &[CellKey]) -> Result<(), CellFailure> {
+        if w.own.flashing.booting {
+            let image = &w.jobs[&pending[0]].cell.image;
+            let mut t = self.connect_booted(&mut w.own.flashing, image)?;
+            self.refuse_without_root(t.as_mut(), &w.own.needs_root)?;
+            w.own.board = Some(t);
+            return Ok(());
+        }
+        self.phase(None, "connect");
+        match self.connector.board(self.board) {
+            Ok(mut t) => {
                 self.refuse_without_root(t.as_mut(), &w.own.needs_root)?;
                 w.own.board = Some(t);
+                Ok(())
             }
-            action if action.ends_session() || matches!(action, Action::Derive { .. }) => {
-                if action.ends_session() {
-                    w.own.board = None;
+            Err(TransportError::Unreachable { target, reason }) => {
+                w.unreachable = Some(reason.clone());
+                Err(TransportError::Unreachable { target, reason }.into())
+            }
+            Err(e) => {
+                // The stored cause leaves the file out (no absolute path in reports).
+                if let TransportError::HostKey { known_hosts, .. } = &e {
+                    self.phase(None, format!("known_hosts: {}", known_hosts.display()));
                 }
-                let image = &w.jobs[&pending[0]].cell.image;
-                let own = &mut w.own;
-                self.flash_step(
-                    w.controller.as_mut(),
-                    &own.fetched,
-                    &mut own.flashing,
-                    action,
-                    image,
-                )?;
+                Err(e.into())
             }
-            Action::Connect => {
-                self.phase(None, "connect");
-                match self.connector.board(self.board) {
-                    Ok(mut t) => {
-                        self.refuse_without_root(t.as_mut(), &w.own.needs_root)?;
-                        w.own.board = Some(t);
-                    }
-                    Err(TransportError::Unreachable { target, reason }) => {
-                        w.unreachable = Some(reason.clone());
-                        return Err(TransportError::Unreachable { target, reason }.into());
-                    }
-                    Err(e) => {
-                        // The stored cause leaves the file out (no absolute path in
-                        // reports).
-                        if let TransportError::HostKey { known_hosts, .. } = &e {
-                            self.phase(None, format!("known_hosts: {}", known_hosts.display()));
-                        }
-                        return Err(e.into());
-                    }
-                }
-            }
-            Action::Uas { storage, uas } => self.set_uas(w, storage, *uas)?,
-            Action::ConnectPeer { peer } => {
-                let session = self.connect_peer(peer)?;
-                w.own.peers.insert(peer.clone(), session);
-            }
-            _ => return Ok(false),
         }
-        Ok(true)
+    }
+
+    /// A cell's tmpfs: the cell opens at this, its first step.
+    fn tmpfs_step(
+        &self,
+        w: &mut BoardWalk<'_, '_>,
+        size: crate::model::TmpfsSize,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        let first = &pending[0];
+        self.with_places(w, |places, cells| {
+            let job = cells.jobs[first];
+            places.enter(job);
+            if !cells.live.contains_key(first) {
+                let cell = self.open_cell(places, job, cells.secrets)?;
+                cells.live.insert(first.clone(), cell);
+            }
+            let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+            let (board, _) = places.session(Place::Board)?;
+            let mounted = self.mount_tmpfs(board, cell, size);
+            if cell.tmpfs.is_none() {
+                // Refused: none of the cell's commands may touch what is there.
+                cells.live.remove(first);
+            }
+            mounted
+        })?
     }
 
     /// The steps that run over the board's session (and the controller's, the peers').
-    fn board_step(
+    fn session_step(
         &self,
         w: &mut BoardWalk<'_, '_>,
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
+        let first = &pending[0];
         let Walk {
             controller,
             jobs,
-            live,
-            tools,
-            seq,
             outcomes,
+            tools,
             secrets,
             own:
                 BoardOwn {
@@ -245,53 +401,16 @@ impl Worker<'_> {
         let secrets = &*secrets;
         let mut board = super::secrets::Redacting::new(board, secrets);
         let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
-        let first = &pending[0];
         let peer = jobs[first].cell.peer.as_ref();
         let mut t = Transports::new(&mut board, &mut controller).with_peers(peers, peer);
-        // A cell opens at its first step, its tmpfs or its setup.
-        if matches!(
-            step.action,
-            Action::MountTmpfs { .. } | Action::Setup { .. }
-        ) && !live.contains_key(first)
-        {
-            let job = jobs[first];
-            // A raw-device cell (`uses_storage = "device"`) has no mount step: its device
-            // is judged here, before any of its commands reads it.
-            if job.cell.filesystem.is_none()
-                && let Some(st) = job
-                    .cell
-                    .address
-                    .storage
-                    .as_ref()
-                    .and_then(|n| self.board.storage(n))
-            {
-                let facts = self.storage_facts(t.board, st);
-                if let Ok(Some(f)) = &facts {
-                    storage_facts.insert(st.name.clone(), json!(f));
-                }
-                another_disk(st, &facts, "the device was not read")?;
-            }
-            // The link the cell runs over, read now: a Wi-Fi rate changes.
-            let link = self.network_facts(t.board, job.cell);
-            let facts = cell_facts(
-                job,
-                facts,
-                tools,
-                &flashing.flashed,
-                storage_facts,
-                mounted,
-                link,
-            );
-            live.insert(first.clone(), self.open_live(&mut t, job, &facts, secrets)?);
-        }
         match &step.action {
-            Action::ClaimWorkdir { controller } => {
+            Action::Walk(WalkAction::ClaimWorkdir { controller }) => {
                 self.phase(None, "claim workdir");
                 self.claim(&mut t, *controller)?;
                 *controller_claimed = *controller;
                 Ok(())
             }
-            Action::Provision { .. } => {
+            Action::Walk(WalkAction::Provision { .. }) => {
                 self.phase(None, "provision");
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
                 let mut unserved = self.prepare(t.board, t.controller, &jobs)?;
@@ -301,7 +420,7 @@ impl Worker<'_> {
                 super::walk::fail_unserved(outcomes, jobs, &unserved);
                 Ok(())
             }
-            Action::StopLeftoverServices => {
+            Action::Walk(WalkAction::StopLeftoverServices) => {
                 // Services a crashed or killed apply left running would skew every number.
                 for side in [Side::Board, Side::Controller] {
                     if let Err(e) = t.side(side).stop_all_services(&self.service_dir(side)) {
@@ -320,23 +439,23 @@ impl Worker<'_> {
                 }
                 Ok(())
             }
-            Action::GatherFacts => {
+            Action::Board(BoardAction::GatherFacts) => {
                 (*facts, *idle_celsius) = super::facts::idle_facts(t.board, self.board);
                 let jobs: Vec<&Job<'_>> = pending.iter().map(|k| jobs[k]).collect();
                 self.judge_drift(t.board, &jobs, facts, outcomes)?;
                 *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }
-            Action::VerifyImage { image, expect } => {
+            Action::Walk(WalkAction::VerifyImage { image, expect }) => {
                 self.verify_image(t.board, image, expect)?;
                 // Flashing reads this to know the board is already at the image.
                 self.record_at_image(flashing, &jobs[first].cell.image)
             }
-            Action::Mount {
+            Action::Board(BoardAction::Mount {
                 storage: name,
                 filesystem,
                 ..
-            } => {
+            }) => {
                 // The device's own facts (model, driver, link speed) for every cell here.
                 if let Some(st) = self.board.storage(name) {
                     let facts = self.storage_facts(t.board, st);
@@ -351,85 +470,26 @@ impl Worker<'_> {
                 }
                 self.mount(t.board, jobs[first], name, filesystem, mounted)
             }
-            Action::MountTmpfs { size, .. } => {
-                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
-                let mounted = self.mount_tmpfs(&mut t, cell, *size);
-                if cell.tmpfs.is_none() {
-                    // Refused: none of the cell's commands may touch what is there.
-                    live.remove(first);
-                }
-                mounted
-            }
-            Action::Setup {
-                from,
-                commands,
-                after_services,
-                ..
-            } => {
-                let job = jobs[first];
-                let cell = &live[first];
-                if *commands == 0 {
-                    return Ok(());
-                }
-                self.phase(Some(&job.cell.address), "setup");
-                let _held = self.resources.acquire(&job.recipe.exclusive);
-                let steps = match after_services {
-                    true => &job.recipe.setup_after_services,
-                    false => &job.recipe.setup,
-                };
-                self.commands(&mut t, &steps[*from..from + commands], &cell.vars, "setup")
-            }
-            Action::StartService { service, .. } => {
-                let spec = super::services::spec_of(jobs[first], service)?;
-                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
-                self.start_service(&mut t, cell, spec)
-            }
-            Action::Cooldown { .. } => {
-                let job = jobs[first];
-                self.cooldown(
-                    t.board,
-                    Some(&job.cell.address),
-                    &job.cell.method,
-                    *idle_celsius,
-                )
-            }
-            Action::WarmUp { .. } => {
-                let cell = live.get_mut(first).ok_or(CellFailure::Interrupted)?;
-                let order = cell.job.cell.method.order;
-                self.warm_up(&mut t, cell, order, seq)
-            }
-            Action::Measure { order, .. } => {
-                let mut cells: Vec<(&CellKey, &mut LiveCell<'_, '_>)> = live
-                    .iter_mut()
-                    .filter(|(k, _)| pending.contains(k))
-                    .collect();
-                cells.sort_by_key(|(k, _)| pending.iter().position(|p| p == *k));
-                let keys: Vec<CellKey> = cells.iter().map(|(k, _)| (*k).clone()).collect();
-                let mut refs: Vec<&mut LiveCell<'_, '_>> =
-                    cells.into_iter().map(|(_, c)| c).collect();
-                let results = self.measure(&mut t, &mut refs, *order, seq);
-                let mut stopped = None;
-                for (k, o) in keys.iter().zip(results) {
-                    match o {
-                        Some(Err(e)) if stops_group(&e) => {
-                            stopped.get_or_insert(e.clone());
-                            outcomes.insert(k.clone(), Err(e));
-                        }
-                        Some(o) => {
-                            outcomes.insert(k.clone(), o);
-                        }
-                        None => {}
-                    }
-                }
-                // A cell the measuring left without an outcome shares the fate that
-                // stopped it: the board lost by another cell's run is its loss too.
-                match stopped {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                }
-            }
-            // The steps above (`controller_step`), the cleanup steps and a cluster's.
-            _ => Ok(()),
+            // `walk_step`'s and `board_step`'s own, a cell's (`walk::cell_step`), the
+            // cleanup steps and a cluster's.
+            Action::Hold(_) | Action::Cell(_) | Action::Cluster(_) => Ok(()),
+            Action::Walk(
+                WalkAction::FetchImage { .. }
+                | WalkAction::Derive { .. }
+                | WalkAction::Flash { .. }
+                | WalkAction::FlashCommand { .. }
+                | WalkAction::FlashTpi { .. }
+                | WalkAction::PowerCycle { .. },
+            ) => Ok(()),
+            Action::Board(
+                BoardAction::Connect
+                | BoardAction::ConnectPeer { .. }
+                | BoardAction::Uas { .. }
+                | BoardAction::MountTmpfs { .. }
+                | BoardAction::UnmountTmpfs { .. }
+                | BoardAction::Unmount { .. }
+                | BoardAction::RestoreCmdline,
+            ) => Ok(()),
         }
     }
 }
@@ -474,7 +534,7 @@ impl Worker<'_> {
 
 /// Refuses a storage whose device is not the disk its board file declares (`serial`,
 /// `size`: `storage::identity`), saying what was therefore not done.
-fn another_disk(
+pub(super) fn another_disk(
     st: &crate::model::Storage,
     facts: &Result<Option<crate::storage::facts::StorageFacts>, CellFailure>,
     not_done: &str,

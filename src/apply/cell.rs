@@ -1,5 +1,6 @@
-//! A cell's own steps on a board: opened in the store with its template values, and
-//! the recipe's setup and teardown commands.
+//! A cell's own steps, one copy for every walk over its places (`places.rs`): opened in
+//! the store with its facts and template values, its `[[requires]]`, and the recipe's
+//! setup and teardown commands on the places of each one's side.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -7,8 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Job;
-use super::worker::{LiveCell, Transports, Worker, board_host};
-use crate::bench::{self, TemplateVars, Vars};
+use super::places::{self, Place, Places};
+use super::worker::{LiveCell, Worker, board_host};
+use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
 use crate::model::{Side, Step, StepInput, TestName};
 use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
@@ -17,113 +19,84 @@ use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError
 const REASON_CHARS: usize = 240;
 
 impl Worker<'_> {
-    /// Opens a cell in the store, records the board's facts beside it and fills its
-    /// template values. Its storage is mounted already (the schedule's `Mount` step).
+    /// Opens a cell at its first step (its tmpfs or its setup): its store entry with
+    /// the places' facts beside it and its template values, its secret directory on
+    /// the controller, then its `[[requires]]` checks. Its storage is mounted already
+    /// (the schedule's `Mount` step).
     pub(super) fn open_cell<'j, 'c>(
         &self,
+        places: &mut dyn Places,
         job: &'j Job<'c>,
-        facts: &Value,
+        secrets: &super::secrets::Secrets,
     ) -> Result<LiveCell<'j, 'c>, CellFailure> {
+        let facts = places.cell_facts(job)?;
         let cell = job.cell;
         let writer = self.store.begin(cell)?;
-        writer.write_facts(facts)?;
+        writer.write_facts(&facts)?;
         if let Some(fp) = facts.get("fingerprint").cloned() {
             let fp = serde_json::from_value(fp).map_err(|e| CellFailure::Store {
                 message: format!("fingerprint: {e}"),
             })?;
             self.store.adopt_fingerprint(cell, &fp)?;
         }
-        let storage = cell
-            .address
-            .storage
-            .as_ref()
-            .and_then(|s| self.board.storage(s));
-        let host = cell_host(self.board, cell);
-        let controller_dir = self.service_dir(Side::Controller);
-        let mut vars = Vars::new();
-        vars.params(&cell.params);
-        TemplateVars {
-            dir: storage.map_or_else(|| self.board.workdir.clone(), |s| s.path.clone()),
-            device: storage.and_then(|s| s.device.clone()).unwrap_or_default(),
-            workdir: self.board.workdir.clone(),
-            board: self.board.name.to_string(),
-            run: 0,
-            // The cell's key: a name of its own for what a cell keeps on the board
-            // while cells of one group take turns (the xz recipe's tmpfs).
-            cell: cell.key.to_string(),
-            // Its secret directory on the controller, made when the cell opens.
-            secrets: super::secrets::dir_of(&controller_dir, &cell.key),
-            controller_dir,
-            tmpfs: job.recipe.tmpfs.is_some().then(|| self.tmpfs_point(job)),
-            addresses: served_addresses(job.recipe, &host)?,
-            host,
-        }
-        .set_on(&mut vars);
-        if let Some(peer) = cell.peer.as_ref().and_then(|p| self.boards.get(p)) {
-            vars.set(crate::config::PEER_HOST, board_host(peer))
-                .set(crate::config::PEER_DIR, self.peer_dir(peer));
-        }
-        Ok(LiveCell {
+        let (vars, member_vars) = places.cell_vars(job)?;
+        let live = LiveCell {
             job,
             writer,
             vars,
+            member_vars,
             // Read again: a drift choice at `gather-facts` may have marked a redo.
             data: self.store.read(cell)?,
-            member_vars: Vec::new(),
             services: Vec::new(),
             tmpfs: None,
-        })
-    }
-
-    /// Opens a cell at its first step (its tmpfs or its setup): its store entry, its
-    /// secret directory on the controller, then its `[[requires]]` checks.
-    pub(super) fn open_live<'j, 'c>(
-        &self,
-        t: &mut Transports<'_>,
-        job: &'j Job<'c>,
-        facts: &Value,
-        secrets: &super::secrets::Secrets,
-    ) -> Result<LiveCell<'j, 'c>, CellFailure> {
-        let cell = self.open_cell(job, facts)?;
+        };
         let dir = self.service_dir(Side::Controller);
-        super::secrets::open_cell(t.controller, &dir, job, secrets)?;
-        self.requires(t, &cell)?;
-        Ok(cell)
+        let (controller, _) = places.session(Place::Controller)?;
+        super::secrets::open_cell(controller, &dir, job, secrets)?;
+        self.requires(places, &live)?;
+        Ok(live)
     }
 
-    /// The recipe's `[[requires]]` checks, in order (see `requires_failed`).
+    /// The recipe's `[[requires]]` checks, in order, at each place of their side (see
+    /// `requires_failed`).
     pub(super) fn requires(
         &self,
-        t: &mut Transports<'_>,
+        places: &mut dyn Places,
         cell: &LiveCell<'_, '_>,
     ) -> Result<(), CellFailure> {
         for step in &cell.job.recipe.requires {
-            let command = bench::render(&step.command, &cell.vars).map_err(CellFailure::from)?;
-            let out = t.side(step.on).run(&command, requires_timeout(step))?;
-            if let Some(failed) = requires_failed(&command, &out) {
-                return Err(failed);
+            for at in places.at(step.on) {
+                let command = bench::render(&step.command, cell.vars_at(at))?;
+                let out = places::run(places, at, &command, requires_timeout(step))?;
+                if let Some(failed) = requires_failed(&command, &out) {
+                    return Err(failed);
+                }
             }
         }
         Ok(())
     }
 
-    /// Runs setup or teardown commands in order; the first failure stops them.
+    /// Runs setup or teardown commands in order, each at the places of its side; the
+    /// first failure stops them.
     pub(super) fn commands(
         &self,
-        t: &mut Transports<'_>,
+        places: &mut dyn Places,
+        cell: &LiveCell<'_, '_>,
         steps: &[Step],
-        vars: &Vars,
         what: &str,
     ) -> Result<(), CellFailure> {
         for step in steps {
-            let command = bench::render(&step.command, vars).map_err(CellFailure::from)?;
-            let timeout = step.timeout.or(Some(Duration::from_secs(3600)));
-            // A lost connection here is the board's loss, as in a run.
-            let out = match input_file(step, vars)? {
-                Some(mut file) => run_input(t.side(step.on), &command, timeout, &mut file)?,
-                None => t.side(step.on).run(&command, timeout)?,
-            };
-            exited_well(what, &command, &out)?;
+            for at in places.at(step.on) {
+                let vars = cell.vars_at(at);
+                let command = bench::render(&step.command, vars)?;
+                let timeout = step.timeout.or(Some(Duration::from_secs(3600)));
+                // A lost connection here is the place's loss, as in a run.
+                let out = match input_file(step, vars)? {
+                    Some(mut file) => places::run_input(places, at, &command, timeout, &mut file)?,
+                    None => places::run(places, at, &command, timeout)?,
+                };
+                exited_well(what, &command, &out)?;
+            }
         }
         Ok(())
     }
@@ -188,7 +161,7 @@ pub(super) fn serve_addresses(
 }
 
 /// `serve_addresses`'s (bind, controller) pair; none for a recipe that reads neither.
-fn served_addresses(
+pub(super) fn served_addresses(
     recipe: &crate::model::Recipe,
     host: &str,
 ) -> Result<Option<(String, String)>, CellFailure> {
@@ -202,7 +175,7 @@ fn served_addresses(
 
 /// Where the cell's tests reach the board: its network's address when it runs over one,
 /// else the board's SSH host.
-fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
+pub(super) fn cell_host(board: &crate::model::Board, cell: &crate::plan::Cell) -> String {
     cell.address
         .network
         .as_ref()

@@ -10,7 +10,7 @@ use super::worker::Worker;
 use crate::failure::CellFailure;
 use crate::image::{Cache, Derived, Fetched};
 use crate::model::{Image, ImageName};
-use crate::plan::schedule::Action;
+use crate::plan::schedule::WalkAction;
 use crate::store::{BoardState, FORMAT, Flashed};
 use crate::transport::Transport;
 
@@ -30,36 +30,55 @@ pub(super) struct Flashing {
     pub(super) new_host_key: Option<String>,
 }
 
-impl Action {
+impl WalkAction {
     /// Whether the step is part of an image's flash (fetch, derive, flash, power cycle):
     /// needless when the board it is for already runs the image (`Worker::runs_image`).
     pub(super) fn flashes(&self) -> bool {
-        matches!(self, Action::FetchImage { .. } | Action::Derive { .. }) || self.ends_session()
+        match self {
+            WalkAction::FetchImage { .. } | WalkAction::Derive { .. } => true,
+            WalkAction::Flash { .. }
+            | WalkAction::FlashCommand { .. }
+            | WalkAction::FlashTpi { .. }
+            | WalkAction::PowerCycle { .. } => true,
+            WalkAction::ClaimWorkdir { .. }
+            | WalkAction::Provision { .. }
+            | WalkAction::StopLeftoverServices
+            | WalkAction::VerifyImage { .. } => false,
+        }
     }
 
     /// The cluster member a flash step is for (`None`: the walk's board, or, for a
     /// cluster's fetch, every member).
     pub(super) fn member(&self) -> Option<&crate::model::BoardName> {
         match self {
-            Action::Derive { member, .. }
-            | Action::Flash { member, .. }
-            | Action::FlashTpi { member, .. }
-            | Action::FlashCommand { member, .. }
-            | Action::PowerCycle { member } => member.as_ref(),
-            _ => None,
+            WalkAction::Derive { member, .. }
+            | WalkAction::Flash { member, .. }
+            | WalkAction::FlashTpi { member, .. }
+            | WalkAction::FlashCommand { member, .. }
+            | WalkAction::PowerCycle { member } => member.as_ref(),
+            WalkAction::FetchImage { .. }
+            | WalkAction::ClaimWorkdir { .. }
+            | WalkAction::Provision { .. }
+            | WalkAction::StopLeftoverServices
+            | WalkAction::VerifyImage { .. } => None,
         }
     }
 
     /// Whether the step takes the board away (a flash, a power cycle): the walk drops
     /// its session to it first.
     pub(super) fn ends_session(&self) -> bool {
-        matches!(
-            self,
-            Action::Flash { .. }
-                | Action::FlashTpi { .. }
-                | Action::FlashCommand { .. }
-                | Action::PowerCycle { .. }
-        )
+        match self {
+            WalkAction::Flash { .. }
+            | WalkAction::FlashTpi { .. }
+            | WalkAction::FlashCommand { .. }
+            | WalkAction::PowerCycle { .. } => true,
+            WalkAction::FetchImage { .. }
+            | WalkAction::Derive { .. }
+            | WalkAction::ClaimWorkdir { .. }
+            | WalkAction::Provision { .. }
+            | WalkAction::StopLeftoverServices
+            | WalkAction::VerifyImage { .. } => false,
+        }
     }
 }
 
@@ -76,22 +95,22 @@ impl Worker<'_> {
 
     /// Runs a derive, flash or power-cycle step for this worker's board with `image`
     /// (the step's cells'); `false` when `action` is none of them. The caller has
-    /// dropped its session to the board (`Action::ends_session`).
+    /// dropped its session to the board (`WalkAction::ends_session`).
     pub(super) fn flash_step(
         &self,
         controller: &mut dyn Transport,
         fetches: &Fetches,
         f: &mut Flashing,
-        action: &Action,
+        action: &WalkAction,
         image: &Image,
     ) -> Result<bool, CellFailure> {
         let name = &image.name;
         match action {
-            Action::Derive { .. } => {
+            WalkAction::Derive { .. } => {
                 let derived = self.derive_image(fetches, image)?;
                 f.derived.insert(name.clone(), derived);
             }
-            Action::Flash { via, device, .. } => {
+            WalkAction::Flash { via, device, .. } => {
                 let fetched = self.begin_flash(fetches, f, image)?;
                 let report = self.flash(name, &fetched, via, device)?;
                 // Recorded beside each cell of the image: what was written and proven.
@@ -109,13 +128,13 @@ impl Worker<'_> {
                 written.bmap_mapped_bytes = report.bmap.as_ref().map(|b| b.mapped_bytes);
                 f.flashed.insert(name.clone(), written.to_value());
             }
-            Action::FlashTpi { via, node, .. } => {
+            WalkAction::FlashTpi { via, node, .. } => {
                 let fetched = self.begin_flash(fetches, f, image)?;
                 let mut written = self.flash_tpi(name, &fetched, via, *node)?;
                 super::flash::prepared_facts(f.derived.get(name), &mut written);
                 f.flashed.insert(name.clone(), written.to_value());
             }
-            Action::FlashCommand { .. } => {
+            WalkAction::FlashCommand { .. } => {
                 let fetched = self.begin_flash(fetches, f, image)?;
                 self.flash_command(controller, name, &fetched)?;
                 let mut written = Flashed {
@@ -128,11 +147,15 @@ impl Worker<'_> {
                 // Without a [power] cycle step, the command reboots the board itself.
                 f.booting = true;
             }
-            Action::PowerCycle { .. } => {
+            WalkAction::PowerCycle { .. } => {
                 self.power_cycle(controller)?;
                 f.booting = true;
             }
-            _ => return Ok(false),
+            WalkAction::FetchImage { .. }
+            | WalkAction::ClaimWorkdir { .. }
+            | WalkAction::Provision { .. }
+            | WalkAction::StopLeftoverServices
+            | WalkAction::VerifyImage { .. } => return Ok(false),
         }
         Ok(true)
     }

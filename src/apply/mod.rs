@@ -26,6 +26,7 @@ mod mount;
 mod non_free;
 mod peer;
 mod per_member;
+mod places;
 mod power;
 pub mod probe;
 pub(crate) mod provision;

@@ -1,28 +1,70 @@
-//! Runs on a board: a group of cells through cool-down, warm-ups and measured runs in
-//! turns until each cell's stop rule is met, then teardown; one run recorded at a time.
+//! A cell's runs, one copy for every walk over its places (`places.rs`): a group of
+//! cells through cool-down, warm-ups and measured runs in turns until each cell's stop
+//! rule is met; one run recorded at a time.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::worker::{LiveCell, Transports, Worker};
+use super::places::{self, Place, Places};
+use super::worker::{LiveCell, Worker};
 use super::{Event, run_budget};
 use crate::bench;
 use crate::failure::CellFailure;
 use crate::model::{RunOrder, Side};
+use crate::plan::CellKey;
 use crate::plan::state;
 use crate::store::{self, CellWriter, RunKind, Sample};
 use crate::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
 use crate::transport::TransportError;
 
 impl Worker<'_> {
+    /// The `Measure` step: measured runs of the step's cells (`pending`, in its order)
+    /// that are open, each cell's outcome recorded. A failure that stops the group (the
+    /// walk's loss, an interrupt) is the step's, and so the fate of the cells it left
+    /// without an outcome.
+    pub(super) fn measure_step(
+        &self,
+        places: &mut dyn Places,
+        cells: &mut super::walk::Cells<'_, '_, '_>,
+        pending: &[CellKey],
+        order: RunOrder,
+    ) -> Result<(), CellFailure> {
+        let mut open: Vec<(&CellKey, &mut LiveCell<'_, '_>)> = cells
+            .live
+            .iter_mut()
+            .filter(|(k, _)| pending.contains(k))
+            .collect();
+        open.sort_by_key(|(k, _)| pending.iter().position(|p| p == *k));
+        let keys: Vec<CellKey> = open.iter().map(|(k, _)| (*k).clone()).collect();
+        let mut refs: Vec<&mut LiveCell<'_, '_>> = open.into_iter().map(|(_, c)| c).collect();
+        let results = self.measure(places, &mut refs, order, cells.seq);
+        let mut stopped = None;
+        for (k, o) in keys.iter().zip(results) {
+            match o {
+                Some(Err(e)) if stops_group(&e) => {
+                    stopped.get_or_insert(e.clone());
+                    cells.outcomes.insert(k.clone(), Err(e));
+                }
+                Some(o) => {
+                    cells.outcomes.insert(k.clone(), o);
+                }
+                None => {}
+            }
+        }
+        match stopped {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Measured runs of a group of cells (in turns when interleaved, a group of one when
     /// blocked) until every cell's stop rule holds. Returns one outcome per cell: the
-    /// runs it has, its failure, or `None` when another cell's failure (the board lost,
-    /// an interrupt) stopped the group first.
-    pub(super) fn measure(
+    /// runs it has, its failure, or `None` when another cell's failure (the walk's
+    /// loss, an interrupt) stopped the group first.
+    fn measure(
         &self,
-        t: &mut Transports<'_>,
+        places: &mut dyn Places,
         cells: &mut [&mut LiveCell<'_, '_>],
         order: RunOrder,
         board_seq: &mut u64,
@@ -41,7 +83,7 @@ impl Worker<'_> {
                         continue;
                     }
                 };
-                match self.one_run(t, cell, RunKind::Measured, index, order, board_seq) {
+                match self.one_run(places, cell, RunKind::Measured, index, order, board_seq) {
                     Ok(sample) => {
                         cell.data.samples.push(sample);
                         ran = true;
@@ -65,22 +107,46 @@ impl Worker<'_> {
     /// The warm-up runs of one cell: executed, recorded as warm-up, discarded by stats.
     pub(super) fn warm_up(
         &self,
-        t: &mut Transports<'_>,
+        places: &mut dyn Places,
         cell: &mut LiveCell<'_, '_>,
-        order: RunOrder,
         board_seq: &mut u64,
     ) -> Result<(), CellFailure> {
         let job = cell.job;
+        let order = job.cell.method.order;
         self.warm_ups(job, |k| {
-            self.one_run(t, cell, RunKind::Warmup, k, order, board_seq)
+            self.one_run(places, cell, RunKind::Warmup, k, order, board_seq)
                 .map(|_| ())
         })
     }
 
-    /// One warm-up or measured run: execute, log, parse, append.
-    pub(super) fn one_run(
+    /// The cool-down before a group's first run, on every watched place (each from its
+    /// own idle temperature).
+    pub(super) fn cool_down(
         &self,
-        t: &mut Transports<'_>,
+        places: &mut dyn Places,
+        job: &super::Job<'_>,
+    ) -> Result<(), CellFailure> {
+        for at in places.watched() {
+            let idle = places.idle(at);
+            let cooled = match places.session(at) {
+                Ok((t, board)) => Worker {
+                    board,
+                    ..self.same()
+                }
+                .cooldown(t, Some(&job.cell.address), &job.cell.method, idle),
+                Err(e) => Err(e),
+            };
+            cooled.map_err(|e| places.failed(at, e))?;
+        }
+        Ok(())
+    }
+
+    /// One warm-up or measured run: `before_run`, then the run at its place with a
+    /// sampler on every watched place (measured runs only), then parse, flag, append.
+    /// A watched place lost during the run voids it: nothing of it is stored.
+    fn one_run(
+        &self,
+        places: &mut dyn Places,
         cell: &mut LiveCell<'_, '_>,
         kind: RunKind,
         index: u32,
@@ -91,48 +157,69 @@ impl Worker<'_> {
             return Err(CellFailure::Interrupted);
         }
         let job = cell.job;
-        t.peer = job.cell.peer.clone();
-        let writer = &mut cell.writer;
-        let vars = &mut cell.vars;
-        vars.set("run", index);
+        places.enter(job);
+        cell.set_run(index);
         let _held = self.resources.acquire(&job.recipe.exclusive);
         // Untimed, before the run and its telemetry (dropping the page cache, say).
         for (i, before) in job.recipe.before_run.iter().enumerate() {
-            let command = bench::render(&before.command, vars).map_err(CellFailure::from)?;
-            let timeout = before.timeout.or(Some(std::time::Duration::from_secs(600)));
-            let out = t.side(before.on).run(&command, timeout)?;
-            super::cell::exited_well(
-                format!("{kind:?} run {index}, before_run {}", i + 1),
-                &command,
-                &out,
-            )?;
+            for at in places.at(before.on) {
+                let command = bench::render(&before.command, cell.vars_at(at))?;
+                let timeout = before.timeout.or(Some(std::time::Duration::from_secs(600)));
+                let out = places::run(places, at, &command, timeout)?;
+                super::cell::exited_well(
+                    format!("{kind:?} run {index}, before_run {}", i + 1),
+                    &command,
+                    &out,
+                )?;
+            }
         }
         let step = &job.recipe.run;
-        // A board is the only member of itself: a per-member run runs its one command.
-        let each = || vec![(self.name().to_string(), vars.clone())];
-        let dir = self.side_dir(t, step.on);
-        let (command, composed) = super::per_member::run_command(job, &dir, each, vars)?;
-        let seq = writer.next_seq();
-        // The sampler watches the board during measured runs; warm-ups are discarded
-        // anyway. Without it (an odd board), the run goes on unjudged.
-        let probe = match kind {
-            RunKind::Measured => match Probe::start_with(
-                t.board,
-                self.board,
-                &format!("{}-{seq}", self.session),
-                &self.sampler_options(step.timeout),
-            ) {
-                Ok(p) => Some(p),
-                // A board that is gone is no odd board: a run on the controller must
-                // not go on measuring a server nobody watches.
-                Err(e) => {
-                    let e = board_gone(e)?;
-                    self.phase(Some(&job.cell.address), format!("no telemetry: {e}"));
-                    None
-                }
-            },
-            RunKind::Warmup => None,
+        let at = places.run_at(step.on);
+        let dir = places.dir(at);
+        let (command, composed) = {
+            let members = places.at(Side::Members);
+            let each = || {
+                members
+                    .iter()
+                    .map(|m| (places.name(*m), cell.vars_at(*m).clone()))
+                    .collect()
+            };
+            super::per_member::run_command(job, &dir, each, cell.vars_at(at))?
         };
+        let seq = cell.writer.next_seq();
+        // The samplers watch during measured runs; warm-ups are discarded anyway.
+        // Without one (an odd board), the run goes on unjudged there.
+        let mut probes: Vec<(Place, Probe)> = Vec::new();
+        if kind == RunKind::Measured {
+            let run_id = format!("{}-{seq}-{}", self.session, &job.cell.key.as_str()[..8]);
+            for p in places.watched() {
+                let started = match places.session(p) {
+                    Ok((t, board)) => {
+                        let options = Worker {
+                            board,
+                            ..self.same()
+                        }
+                        .sampler_options(step.timeout);
+                        Probe::start_with(t, board, &run_id, &options)
+                            .map_err(|e| telemetry_lost(places, p, e))
+                    }
+                    Err(e) => Err(Err(places.failed(p, e))),
+                };
+                match started {
+                    Ok(probe) => probes.push((p, probe)),
+                    Err(Ok(e)) => self.phase(
+                        Some(&job.cell.address),
+                        format!("no telemetry on {}: {e}", places.name(p)),
+                    ),
+                    // A place that is gone is no odd board: a run elsewhere must not go
+                    // on measuring what nobody watches.
+                    Err(Err(cause)) => {
+                        abort(places, probes);
+                        return Err(cause);
+                    }
+                }
+            }
+        }
         // A controller-side meter reads from its idle window to the run's end.
         let plug = match kind {
             RunKind::Measured => {
@@ -141,71 +228,140 @@ impl Worker<'_> {
             RunKind::Warmup => None,
         };
         if self.stop.load(Ordering::SeqCst) {
-            if let Some(p) = probe {
-                p.abort(t.board);
-            }
+            abort(places, probes);
             drop(plug.map(|p| p.finish()));
             return Err(CellFailure::Interrupted);
         }
-        let run_command = match (&probe, step.on) {
-            (Some(p), Side::Board) => p.wrap(&command),
-            _ => command.clone(),
+        let run_command = match probes.iter().find(|(p, _)| *p == at) {
+            Some((_, probe)) => probe.wrap(&command),
+            None => command.clone(),
         };
-        let (out, times) = Times::of(|| t.side(step.on).run(&run_command, step.timeout));
+        let (out, times) = Times::of(|| places::run(places, at, &run_command, step.timeout));
         let plug = plug.map(|p| p.finish());
-        let probe = if self.stop.load(Ordering::SeqCst) || out.is_err() {
-            if let Some(p) = probe {
-                p.abort(t.board);
-            }
-            None
-        } else {
-            probe
-        };
-        if self.stop.load(Ordering::SeqCst) {
+        let stopped = self.stop.load(Ordering::SeqCst);
+        if stopped || out.is_err() {
+            abort(places, std::mem::take(&mut probes));
+        }
+        if stopped {
             // The run was cut short by the interrupt: record nothing of it.
             return Err(CellFailure::Interrupted);
         }
         let out = out?;
-        // A controller-side run that failed while the board went away (its server
-        // gone with it) failed because the board is lost: that is its cause.
-        if !out.exit.success() && step.on == Side::Controller {
-            self.board_still_there(t)?;
+        // A controller-side run that failed while a watched place went away (its server
+        // gone with it) failed because of that loss: that is its cause.
+        if !out.exit.success() && at == Place::Controller {
+            still_there(places)?;
         }
-        let (flags, telemetry) = match probe {
-            None => (Vec::new(), None),
-            Some(p) => match p.finish(t.board, &Thresholds::from(&job.cell.method.validity)) {
-                Ok(done) => (done.flags, Some(done.telemetry)),
-                // The board went away during the run: nothing of it is kept.
-                Err(e) => {
-                    let e = board_gone(e)?;
-                    self.phase(Some(&job.cell.address), format!("telemetry lost: {e}"));
-                    (Vec::new(), None)
+        let thresholds = Thresholds::from(&job.cell.method.validity);
+        let mut flags: Vec<String> = Vec::new();
+        let mut per: Vec<(Place, serde_json::Value)> = Vec::new();
+        let mut gone = None;
+        for (p, probe) in probes {
+            // Once a place is gone the run is void: the others' samplers are stopped.
+            if gone.is_some() {
+                if let Ok((t, _)) = places.session(p) {
+                    probe.abort(t);
                 }
-            },
-        };
+                continue;
+            }
+            let finished = match places.session(p) {
+                Ok((t, _)) => probe
+                    .finish(t, &thresholds)
+                    .map_err(|e| telemetry_lost(places, p, e)),
+                Err(e) => Err(Err(places.failed(p, e))),
+            };
+            match finished {
+                Ok(done) => {
+                    for f in done.flags {
+                        if !flags.contains(&f) {
+                            flags.push(f);
+                        }
+                    }
+                    per.push((p, done.telemetry));
+                }
+                Err(Ok(e)) => self.phase(
+                    Some(&job.cell.address),
+                    format!("telemetry of {} lost: {e}", places.name(p)),
+                ),
+                Err(Err(cause)) => gone = Some(cause),
+            }
+        }
+        if let Some(cause) = gone {
+            return Err(cause);
+        }
+        // Only recipes that ask keep the series: a line per second would swell every
+        // other sample for nothing.
+        if !job.recipe.series {
+            for (_, t) in &mut per {
+                if let serde_json::Value::Object(o) = t {
+                    o.remove("series");
+                }
+            }
+        }
+        let mut telemetry = places.telemetry(per);
         let run = RunDone::new((kind, index, order), seq, (command, composed), out, times);
-        let mut metrics = self.read_metrics(writer, job.recipe, &run)?;
-        let mut telemetry = telemetry;
+        let mut metrics = self.read_metrics(&mut cell.writer, job.recipe, &run)?;
         if job.recipe.series {
             series_metrics(telemetry.as_ref(), &mut metrics);
-        } else {
-            // Only recipes that ask keep the series: a line per second would swell
-            // every other sample for nothing.
-            if let Some(serde_json::Value::Object(o)) = telemetry.as_mut() {
-                o.remove("series");
-            }
         }
         super::power::attach(&mut telemetry, &mut metrics, plug);
         // The recipe's own flags (non-2xx responses, socket errors), after the
         // telemetry's; `plan::state::flags_of` keeps them when it re-judges the rest.
-        let mut flags = flags;
         for f in job.recipe.metric_flags(&metrics) {
             if !flags.contains(&f) {
                 flags.push(f);
             }
         }
         let telemetry = telemetry.map(Into::into);
-        self.append_run(writer, job, run, metrics, flags, telemetry, board_seq)
+        self.append_run(
+            &mut cell.writer,
+            job,
+            run,
+            metrics,
+            flags,
+            telemetry,
+            board_seq,
+        )
+    }
+}
+
+/// Stops samplers already started, at the places that are there.
+fn abort(places: &mut dyn Places, probes: Vec<(Place, Probe)>) {
+    for (p, probe) in probes {
+        if let Ok((t, _)) = places.session(p) {
+            probe.abort(t);
+        }
+    }
+}
+
+/// Whether every watched place still answers: the loss of the first that does not.
+fn still_there(places: &mut dyn Places) -> Result<(), CellFailure> {
+    for p in places.watched() {
+        match places::run(places, p, "true", Some(std::time::Duration::from_secs(30))) {
+            Err(lost) if lost.ends_board() => return Err(lost),
+            Err(_) | Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A sampler's failure at `at`: `Err` the place's loss when its connection is gone,
+/// `Ok` the error the run goes on without (no telemetry from there).
+fn telemetry_lost(
+    places: &mut dyn Places,
+    at: Place,
+    e: TelemetryError,
+) -> Result<TelemetryError, CellFailure> {
+    match e {
+        TelemetryError::Transport(t)
+            if !matches!(
+                t,
+                TransportError::Timeout { .. } | TransportError::Other { .. }
+            ) =>
+        {
+            Err(places.failed(at, CellFailure::from(t)))
+        }
+        other => Ok(other),
     }
 }
 
@@ -294,9 +450,9 @@ impl RunDone {
 impl Worker<'_> {
     /// The cell's next measured run's index, or its outcome: its runs once its stop
     /// rule holds, its failure once this apply took its budget of runs (`run_budget`).
-    pub(super) fn next_run<P>(
+    pub(super) fn next_run(
         &self,
-        cell: &LiveCell<'_, '_, P>,
+        cell: &LiveCell<'_, '_>,
     ) -> Result<u32, Result<usize, CellFailure>> {
         let method = &cell.job.cell.method;
         let have = state::counted(method, &cell.data).count();
@@ -445,38 +601,6 @@ fn series_metrics(
     if !freqs.is_empty() {
         let mean = freqs.iter().sum::<f64>() / freqs.len() as f64;
         metrics.insert(crate::model::FREQ_MEAN_MHZ.into(), mean);
-    }
-}
-
-impl Worker<'_> {
-    /// Whether the board still answers: its loss when it does not.
-    fn board_still_there(&self, t: &mut Transports<'_>) -> Result<(), CellFailure> {
-        match t
-            .board
-            .run("true", Some(std::time::Duration::from_secs(30)))
-        {
-            Err(e) => match CellFailure::from(e) {
-                lost if lost.ends_board() => Err(lost),
-                _ => Ok(()),
-            },
-            Ok(_) => Ok(()),
-        }
-    }
-}
-
-/// The board's loss when telemetry failed because the board is gone; the error itself
-/// (the run goes on without telemetry) otherwise.
-fn board_gone(e: TelemetryError) -> Result<TelemetryError, CellFailure> {
-    match e {
-        TelemetryError::Transport(t)
-            if !matches!(
-                t,
-                TransportError::Timeout { .. } | TransportError::Other { .. }
-            ) =>
-        {
-            Err(CellFailure::from(t))
-        }
-        other => Ok(other),
     }
 }
 

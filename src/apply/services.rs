@@ -1,13 +1,15 @@
-//! A cell's services: started with their ready checks, and always stopped.
+//! A cell's services, at the places of their side on every walk: started with their
+//! ready checks, and always stopped.
 
 use std::time::{Duration, Instant};
 
 use super::Job;
+use super::places::{self, Place, Places};
 use super::worker::{LiveCell, Transports, Worker};
 use crate::bench::{self, Vars};
 use crate::failure::{CellFailure, first_line, stderr_tail};
 use crate::model::{ServiceSpec, Side};
-use crate::transport::{Output, TransportError};
+use crate::transport::Output;
 
 impl Worker<'_> {
     /// Where services of this board's cells keep pid files, on each side. The
@@ -39,11 +41,12 @@ impl Worker<'_> {
         }
     }
 
-    /// Starts one of the recipe's services, then waits for its `ready` check. A service
-    /// that started is pushed on `started` before its check, so it is stopped for sure.
+    /// Starts one of the recipe's services at each place of its side, each waited for
+    /// by its `ready` check. A service that started is pushed on the cell's services
+    /// before its check, so it is stopped for sure.
     pub(super) fn start_service(
         &self,
-        t: &mut Transports<'_>,
+        places: &mut dyn Places,
         cell: &mut LiveCell<'_, '_>,
         spec: &ServiceSpec,
     ) -> Result<(), CellFailure> {
@@ -52,17 +55,25 @@ impl Worker<'_> {
             Some(&job.cell.address),
             format!("start service {}", spec.name),
         );
-        let command = bench::render(&spec.command, &cell.vars).map_err(CellFailure::from)?;
         let name = service_name(job, spec);
-        let dir = self.side_dir(t, spec.on);
-        let service = t
-            .side(spec.on)
-            .start_service(&dir, &name, &command)
-            .map_err(|e| service_failure(&spec.name, "", e))?;
-        cell.services.push((spec.on, spec.name.clone(), service));
-        self.wait_ready(spec, &cell.vars, |check, each| {
-            Ok(t.side(spec.on).run(check, Some(each))?)
-        })
+        for at in places.at(spec.on) {
+            let vars = cell.vars_at(at).clone();
+            let command = bench::render(&spec.command, &vars)?;
+            let dir = places.dir(at);
+            let started = match places.session(at) {
+                Ok((t, _)) => t
+                    .start_service(&dir, &name, &command)
+                    .map_err(CellFailure::from),
+                Err(e) => Err(e),
+            };
+            let started =
+                started.map_err(|e| service_failure(&spec.name, "", places.failed(at, e)))?;
+            cell.services.push((at, spec.name.clone(), started));
+            self.wait_ready(spec, &vars, |check, each| {
+                places::run(places, at, check, Some(each))
+            })?;
+        }
+        Ok(())
     }
 
     /// Waits for a service's `ready` check to pass (none: at once); `run` runs the
@@ -100,20 +111,38 @@ impl Worker<'_> {
         }
     }
 
-    /// Stops the cell's service of that name, if it started.
+    /// Stops the cell's services of that name that started, at the places that are
+    /// there (a lost member's are its guard's to stop).
     pub(super) fn stop_service(
         &self,
-        t: &mut Transports<'_>,
+        places: &mut dyn Places,
         cell: &mut LiveCell<'_, '_>,
         spec_name: &str,
     ) -> Result<(), CellFailure> {
-        let Some(i) = cell.services.iter().position(|(_, n, _)| n == spec_name) else {
-            return Ok(());
-        };
-        let (side, _, service) = cell.services.remove(i);
-        t.side(side)
-            .stop_service(&service)
-            .map_err(|e| service_failure(&service.name, "stopping: ", e))
+        let (mine, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut cell.services)
+            .into_iter()
+            .partition(|(_, n, _)| n == spec_name);
+        cell.services = keep;
+        let there: Vec<Place> = [Side::Controller, Side::Members, Side::Peer]
+            .into_iter()
+            .flat_map(|s| places.at(s))
+            .collect();
+        let mut result = Ok(());
+        for (at, _, service) in mine {
+            if !there.contains(&at) {
+                continue;
+            }
+            let stopped = match places.session(at) {
+                Ok((t, _)) => t.stop_service(&service).map_err(CellFailure::from),
+                Err(e) => Err(e),
+            };
+            let stopped = stopped
+                .map_err(|e| service_failure(&service.name, "stopping: ", places.failed(at, e)));
+            if result.is_ok() {
+                result = stopped;
+            }
+        }
+        result
     }
 }
 
@@ -136,8 +165,8 @@ pub(super) fn service_name(job: &Job<'_>, spec: &ServiceSpec) -> String {
 
 /// A service that would not start or stop: the board's loss when the connection went,
 /// the service's failure otherwise.
-fn service_failure(service: &str, what: &str, e: TransportError) -> CellFailure {
-    match CellFailure::from(e) {
+fn service_failure(service: &str, what: &str, e: CellFailure) -> CellFailure {
+    match e {
         lost if lost.ends_board() => lost,
         other => CellFailure::Service {
             service: service.to_string(),

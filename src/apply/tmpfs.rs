@@ -4,7 +4,7 @@
 use super::Job;
 use super::StepStatus;
 use super::board::BoardWalk;
-use super::worker::{LiveCell, Transports, Worker};
+use super::worker::{LiveCell, Worker};
 use crate::failure::CellFailure;
 use crate::model::TmpfsSize;
 use crate::plan::schedule::Step;
@@ -24,7 +24,7 @@ impl Worker<'_> {
     /// refusal), the cell's unmount step has something to undo.
     pub(super) fn mount_tmpfs(
         &self,
-        t: &mut Transports<'_>,
+        board: &mut dyn crate::transport::Transport,
         cell: &mut LiveCell<'_, '_>,
         size: TmpfsSize,
     ) -> Result<(), CellFailure> {
@@ -32,7 +32,7 @@ impl Worker<'_> {
         self.phase(Some(&job.cell.address), format!("mount a tmpfs of {size}"));
         let point = self.tmpfs_point(job);
         let source = tmpfs::source(job.recipe.name.as_str());
-        match tmpfs::mount(t.board, &point, &source, size) {
+        match tmpfs::mount(board, &point, &source, size) {
             Ok(()) => {
                 cell.tmpfs = Some(point);
                 Ok(())

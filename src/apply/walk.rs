@@ -13,23 +13,25 @@ use std::sync::atomic::Ordering;
 
 use serde_json::Value;
 
+use super::places::Places;
 use super::worker::{LiveCell, Worker};
 use super::{BoardResult, Event, Job, StepStatus};
 use crate::failure::CellFailure;
 use crate::model::{Side, TestName};
 use crate::plan::CellKey;
-use crate::plan::schedule::{Action, DoneWhen, Step};
+use crate::plan::schedule::{
+    Action, BoardAction, CellAction, ClusterAction, DoneWhen, Hold, Step, WalkAction,
+};
 use crate::plan::state;
 use crate::transport::Transport;
 
 /// What a walk carries from step to step: the cells, their fate, the controller, and
-/// (`own`) what only a board's or only a cluster's walk needs. `P` is where a cell's
-/// services run (a side on a board, a slot in a cluster).
-pub(super) struct Walk<'j, 'c, O, P> {
+/// (`own`) what only a board's or only a cluster's walk needs.
+pub(super) struct Walk<'j, 'c, O> {
     pub(super) controller: Box<dyn Transport>,
     pub(super) jobs: BTreeMap<CellKey, &'j Job<'c>>,
     /// Cells opened in the store by their first step (a tmpfs or a setup).
-    pub(super) live: BTreeMap<CellKey, LiveCell<'j, 'c, P>>,
+    pub(super) live: BTreeMap<CellKey, LiveCell<'j, 'c>>,
     /// Cells whose fate is known: their measured runs, or why they failed.
     pub(super) outcomes: BTreeMap<CellKey, Result<usize, CellFailure>>,
     /// Each recipe's `[facts]`, merged into its cells' facts.
@@ -48,13 +50,21 @@ pub(super) struct Walk<'j, 'c, O, P> {
     pub(super) own: O,
 }
 
+/// The walk's cells as the cell runner works on them, beside its places.
+pub(super) struct Cells<'x, 'j, 'c> {
+    pub(super) jobs: &'x BTreeMap<CellKey, &'j Job<'c>>,
+    pub(super) live: &'x mut BTreeMap<CellKey, LiveCell<'j, 'c>>,
+    pub(super) outcomes: &'x mut BTreeMap<CellKey, Result<usize, CellFailure>>,
+    /// Runs taken in this walk (`Sample::board_seq`).
+    pub(super) seq: &'x mut u64,
+    pub(super) secrets: &'x super::secrets::Secrets,
+}
+
 /// What differs between the walks the runner drives: how a step runs, how a cleanup
 /// step runs, and what the walk undoes at its end.
 pub(super) trait Walker {
     /// What only this walk carries (`Walk::own`).
     type Own;
-    /// Where a cell's services run.
-    type Place;
 
     /// The worker of the walk: its name, store, progress and interrupt flag.
     fn worker(&self) -> &Worker<'_>;
@@ -64,24 +74,70 @@ pub(super) trait Walker {
 
     /// Whether a step needs no work by a `done_when` of this walk's own state (the
     /// runner judges `CellsComplete`).
-    fn is_done(&self, w: &mut Walk<'_, '_, Self::Own, Self::Place>, step: &Step) -> bool;
+    fn is_done(&self, w: &mut Walk<'_, '_, Self::Own>, step: &Step) -> bool;
 
-    /// Runs one step for its cells that have no outcome yet (`pending`).
-    fn run_step(
+    /// Runs a step every walk takes, over this walk's sessions, for its cells that
+    /// have no outcome yet (`pending`).
+    fn walk_step(
         &self,
-        w: &mut Walk<'_, '_, Self::Own, Self::Place>,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &WalkAction,
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure>;
 
-    /// A cleanup step: run when what it undoes was done.
-    fn cleanup(&self, w: &mut Walk<'_, '_, Self::Own, Self::Place>, step: &Step) -> StepStatus;
+    /// Runs a board's own step (a cluster's walk refuses one: the schedule is wrong).
+    fn board_step(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &BoardAction,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure>;
+
+    /// Runs a cluster's own step (a board's walk refuses one: the schedule is wrong).
+    fn cluster_step(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &ClusterAction,
+        step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure>;
+
+    /// A board's cleanup step: run when what it undoes was done.
+    fn board_cleanup(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &BoardAction,
+        step: &Step,
+    ) -> StepStatus;
+
+    /// A cluster's cleanup step: run when what it undoes was done.
+    fn cluster_cleanup(
+        &self,
+        w: &mut Walk<'_, '_, Self::Own>,
+        action: &ClusterAction,
+        step: &Step,
+    ) -> StepStatus;
+
+    /// Runs `run` over the walk's places and the walk's cells: the one cell runner's
+    /// way in. `Err` when the walk has no session to
+    /// run it on.
+    fn with_places<'j, 'c, R>(
+        &self,
+        w: &mut Walk<'j, 'c, Self::Own>,
+        run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
+    ) -> Result<R, CellFailure>;
+
+    /// Why a cell's cleanup step cannot run in this walk now (its place is lost), if
+    /// it cannot.
+    fn cleanup_skipped(&self, w: &Walk<'_, '_, Self::Own>, step: &Step) -> Option<StepStatus>;
 
     /// After the last step: what must not outlive the walk (a mount, samplers, guards).
-    fn end(&self, w: &mut Walk<'_, '_, Self::Own, Self::Place>);
+    fn end(&self, w: &mut Walk<'_, '_, Self::Own>);
 }
 
-impl<'j, 'c, O, P> Walk<'j, 'c, O, P> {
+impl<'j, 'c, O> Walk<'j, 'c, O> {
     /// A walk of `jobs` that has done nothing yet.
     pub(super) fn new(controller: Box<dyn Transport>, jobs: &'j [Job<'c>], own: O) -> Self {
         Walk {
@@ -167,7 +223,7 @@ impl<'j, 'c, O, P> Walk<'j, 'c, O, P> {
 /// Walks `steps` over the walk's jobs (the cells the steps name).
 pub(super) fn walk<K: Walker>(
     kind: &K,
-    w: &mut Walk<'_, '_, K::Own, K::Place>,
+    w: &mut Walk<'_, '_, K::Own>,
     steps: &[Step],
 ) -> BoardResult {
     let worker = kind.worker();
@@ -192,8 +248,12 @@ pub(super) fn walk<K: Walker>(
     };
     for (i, step) in steps.iter().enumerate() {
         let status = match &step.action {
-            Action::Hold { boards } => worker.hold_step(boards, &mut held, &mut w.interrupted),
-            _ => one_step(kind, w, step),
+            Action::Hold(Hold { boards }) => {
+                worker.hold_step(boards, &mut held, &mut w.interrupted)
+            }
+            Action::Walk(_) | Action::Board(_) | Action::Cluster(_) | Action::Cell(_) => {
+                one_step(kind, w, step)
+            }
         };
         worker.progress.event(Event::Step {
             board: worker.name(),
@@ -225,13 +285,15 @@ pub(super) fn walk<K: Walker>(
 }
 
 /// One step: skipped, found done, run, or failed.
-fn one_step<K: Walker>(
-    kind: &K,
-    w: &mut Walk<'_, '_, K::Own, K::Place>,
-    step: &Step,
-) -> StepStatus {
+fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> StepStatus {
     if step.action.is_cleanup() {
-        return kind.cleanup(w, step);
+        return match &step.action {
+            Action::Cell(a) => cell_cleanup(kind, w, a, step),
+            Action::Board(a) => kind.board_cleanup(w, a, step),
+            Action::Cluster(a) => kind.cluster_cleanup(w, a, step),
+            // Nothing of theirs is undone by a step of its own.
+            Action::Hold(_) | Action::Walk(_) => StepStatus::Done,
+        };
     }
     if let Some(lost) = &w.lost {
         return StepStatus::Skipped {
@@ -259,12 +321,26 @@ fn one_step<K: Walker>(
         DoneWhen::CellsComplete => w.cells_complete(&pending),
         // `CommandsPresent` is asked inside provisioning, which installs only what
         // is missing; `Never` always runs.
-        _ => kind.is_done(w, step),
+        DoneWhen::Never
+        | DoneWhen::CommandsPresent
+        | DoneWhen::Mounted
+        | DoneWhen::BoardAtImage
+        | DoneWhen::Derived
+        | DoneWhen::DriverAsWanted
+        | DoneWhen::NothingToUndo => kind.is_done(w, step),
     };
     if done {
         return StepStatus::Done;
     }
-    match kind.run_step(w, step, &pending) {
+    let ran = match &step.action {
+        Action::Cell(a) => cell_step(kind, w, a, &pending),
+        Action::Walk(a) => kind.walk_step(w, a, step, &pending),
+        Action::Board(a) => kind.board_step(w, a, step, &pending),
+        Action::Cluster(a) => kind.cluster_step(w, a, step, &pending),
+        // The walk took it (`walk`): it holds its boards to its end.
+        Action::Hold(_) => Ok(()),
+    };
+    match ran {
         Ok(()) => StepStatus::Ran,
         Err(cause) => {
             let cause = w.secrets.redact_failure(&cause);
@@ -279,10 +355,111 @@ fn one_step<K: Walker>(
     }
 }
 
+/// A cell's own step, one copy for every walk: run over the walk's places.
+fn cell_step<K: Walker>(
+    kind: &K,
+    w: &mut Walk<'_, '_, K::Own>,
+    action: &CellAction,
+    pending: &[CellKey],
+) -> Result<(), CellFailure> {
+    let worker = kind.worker();
+    let first = &pending[0];
+    kind.with_places(w, |places, mut cells| {
+        let job = cells.jobs[first];
+        places.enter(job);
+        match action {
+            CellAction::Setup {
+                from,
+                commands,
+                after_services,
+                ..
+            } => {
+                // A cell opens at its first step, its tmpfs (a board's) or its setup.
+                if !cells.live.contains_key(first) {
+                    let cell = worker.open_cell(places, job, cells.secrets)?;
+                    cells.live.insert(first.clone(), cell);
+                }
+                if *commands == 0 {
+                    return Ok(());
+                }
+                worker.phase(Some(&job.cell.address), "setup");
+                let _held = worker.resources.acquire(&job.recipe.exclusive);
+                let steps = match after_services {
+                    true => &job.recipe.setup_after_services,
+                    false => &job.recipe.setup,
+                };
+                let steps = &steps[*from..from + commands];
+                worker.commands(places, &cells.live[first], steps, "setup")
+            }
+            CellAction::StartService { service, .. } => {
+                let spec = super::services::spec_of(job, service)?;
+                let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                worker.start_service(places, cell, spec)
+            }
+            CellAction::Cooldown { .. } => worker.cool_down(places, job),
+            CellAction::WarmUp { .. } => {
+                let cell = cells.live.get_mut(first).ok_or(CellFailure::Interrupted)?;
+                worker.warm_up(places, cell, cells.seq)
+            }
+            CellAction::Measure { order, .. } => {
+                worker.measure_step(places, &mut cells, pending, *order)
+            }
+            // Cleanup: `cell_cleanup`.
+            CellAction::StopService { .. } | CellAction::Teardown { .. } => Ok(()),
+        }
+    })?
+}
+
+/// A cell's own cleanup step (its services stopped, its teardown), one copy for every
+/// walk: run when the cell opened, at the places that are there.
+fn cell_cleanup<K: Walker>(
+    kind: &K,
+    w: &mut Walk<'_, '_, K::Own>,
+    action: &CellAction,
+    step: &Step,
+) -> StepStatus {
+    if let Some(skipped) = kind.cleanup_skipped(w, step) {
+        return skipped;
+    }
+    let worker = kind.worker();
+    let key = &step.cells[0];
+    let done = kind.with_places(w, |places, cells| {
+        let cell = cells.live.get_mut(key)?;
+        places.enter(cell.job);
+        match action {
+            CellAction::StopService { service, .. } => {
+                if !cell.services.iter().any(|(_, n, _)| n == service) {
+                    return None;
+                }
+                worker.phase(Some(&cell.job.cell.address), "teardown");
+                Some(worker.stop_service(places, cell, service))
+            }
+            CellAction::Teardown { from, commands, .. } => {
+                worker.phase(Some(&cell.job.cell.address), "teardown");
+                let recipe = cell.job.recipe;
+                let _held = worker.resources.acquire(&recipe.exclusive);
+                let steps = &recipe.teardown[*from..from + commands];
+                Some(worker.commands(places, cell, steps, "teardown"))
+            }
+            // Not cleanup: `cell_step`.
+            CellAction::Setup { .. }
+            | CellAction::StartService { .. }
+            | CellAction::Cooldown { .. }
+            | CellAction::WarmUp { .. }
+            | CellAction::Measure { .. } => None,
+        }
+    });
+    match done {
+        Ok(Some(done)) => w.cleanup_status(std::slice::from_ref(key), done),
+        // Never opened, nothing started, or no session: nothing to undo here.
+        Ok(None) | Err(_) => StepStatus::Done,
+    }
+}
+
 /// A cell after the last step that names it: its secrets removed, its outcome recorded.
-fn finish_cell<O, P>(
+fn finish_cell<O>(
     worker: &Worker<'_>,
-    w: &mut Walk<'_, '_, O, P>,
+    w: &mut Walk<'_, '_, O>,
     key: &CellKey,
     result: &mut BoardResult,
 ) {

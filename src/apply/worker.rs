@@ -32,10 +32,8 @@ pub(super) struct Worker<'a> {
     pub(super) on_drift: crate::plan::drift::OnDrift,
 }
 
-/// A cell being worked on: its store writer, template values and samples so far. `P`
-/// is where its services run: a side on a board, a slot (the controller, a member) in
-/// a cluster.
-pub(super) struct LiveCell<'j, 'c, P = Side> {
+/// A cell being worked on: its store writer, template values and samples so far.
+pub(super) struct LiveCell<'j, 'c> {
     pub(super) job: &'j Job<'c>,
     pub(super) writer: CellWriter,
     /// Its values on the board and the controller; a cluster cell's on the controller
@@ -46,7 +44,7 @@ pub(super) struct LiveCell<'j, 'c, P = Side> {
     pub(super) member_vars: Vec<Vars>,
     pub(super) data: crate::store::CellData,
     /// The recipe's services started so far (where, the recipe's name for it, handle).
-    pub(super) services: Vec<(P, String, Service)>,
+    pub(super) services: Vec<(super::places::Place, String, Service)>,
     /// Where the cell's tmpfs is, once its mount step ran (or may have).
     pub(super) tmpfs: Option<String>,
 }

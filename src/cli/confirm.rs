@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
 use crate::model::{BoardName, StorageName};
-use crate::plan::schedule::{Action, Schedule};
+use crate::plan::schedule::{Action, BoardAction, Schedule};
 use crate::shown::one_line;
 use crate::store::Store;
 
@@ -44,7 +44,9 @@ pub(super) fn unclaimed(schedule: &Schedule, store: &Store) -> Result<Vec<Unclai
                     k
                 }
             };
-            if let (false, Action::Mount { storage, .. }) = (claimed, &step.action) {
+            if let (false, Action::Board(BoardAction::Mount { storage, .. })) =
+                (claimed, &step.action)
+            {
                 if used.is_none() {
                     used = Some(storages_used(store)?);
                 }
@@ -132,7 +134,7 @@ pub(super) fn ask(steps: &[Unclaimed], yes: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::schedule::{BoardSteps, DoneWhen, FORMAT, Step};
+    use crate::plan::schedule::{BoardSteps, DoneWhen, FORMAT, Step, WalkAction};
 
     fn step(action: Action) -> Step {
         Step {
@@ -151,7 +153,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let store = Store::open(&dir).unwrap();
         let mkfs = |device: &str| {
-            step(Action::Mount {
+            step(Action::Board(BoardAction::Mount {
                 image: "installed".into(),
                 storage: "ssd".into(),
                 filesystem: "ext4".into(),
@@ -159,21 +161,25 @@ mod tests {
                 device: Some(device.into()),
                 serial: None,
                 size_bytes: None,
-            })
+            }))
         };
-        let flash = step(Action::Flash {
+        let flash = step(Action::Walk(WalkAction::Flash {
             image: "bookworm".into(),
             via: "local".into(),
             device: "/dev/sdz".into(),
             member: Some("node-2".into()),
-        });
+        }));
         let schedule = Schedule {
             format: FORMAT,
             boards: vec![
                 BoardSteps {
                     board: "pi-1".into(),
                     members: vec![],
-                    steps: vec![step(Action::Connect), mkfs("/dev/sda"), mkfs("/dev/sda")],
+                    steps: vec![
+                        step(Action::Board(BoardAction::Connect)),
+                        mkfs("/dev/sda"),
+                        mkfs("/dev/sda"),
+                    ],
                 },
                 BoardSteps {
                     board: "pi-2".into(),

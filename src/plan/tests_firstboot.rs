@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::schedule::{Action, DoneWhen, Estimates, Work, build};
+use super::schedule::{Action, DoneWhen, Estimates, WalkAction, Work, build};
 use super::*;
 use crate::model::{
     Attachment, AuthorizedKey, BoardName, Firstboot, FirstbootKind, ImageSource, ImageUrl,
@@ -149,11 +149,11 @@ fn a_prepared_image_is_derived_after_its_fetch_and_not_flashed_on_a_board_that_r
     assert_eq!(
         steps[1],
         (
-            Action::Derive {
+            Action::Walk(WalkAction::Derive {
                 image: "ubuntu".into(),
                 firstboot: "cloud-init".into(),
                 member: None,
-            },
+            }),
             DoneWhen::Derived
         )
     );
@@ -172,7 +172,9 @@ fn a_prepared_image_is_derived_after_its_fetch_and_not_flashed_on_a_board_that_r
     assert!(
         again.iter().all(|(a, _)| !matches!(
             a,
-            Action::FetchImage { .. } | Action::Derive { .. } | Action::Flash { .. }
+            Action::Walk(WalkAction::FetchImage { .. })
+                | Action::Walk(WalkAction::Derive { .. })
+                | Action::Walk(WalkAction::Flash { .. })
         )),
         "{again:?}"
     );
@@ -182,14 +184,14 @@ fn a_prepared_image_is_derived_after_its_fetch_and_not_flashed_on_a_board_that_r
     assert!(
         other
             .iter()
-            .any(|(a, _)| matches!(a, Action::Derive { .. }))
+            .any(|(a, _)| matches!(a, Action::Walk(WalkAction::Derive { .. })))
     );
     // An image without preparation has no derive step.
     let plain = schedule(&workspace(None), None);
     assert!(
         plain
             .iter()
-            .all(|(a, _)| !matches!(a, Action::Derive { .. }))
+            .all(|(a, _)| !matches!(a, Action::Walk(WalkAction::Derive { .. })))
     );
 }
 
@@ -286,11 +288,11 @@ fn a_clusters_members_are_each_prepared_and_flashed_after_one_fetch_then_connect
     assert!(
         steps.iter().all(|a| !matches!(
             a,
-            Action::FetchImage { .. }
-                | Action::Derive { .. }
-                | Action::Flash { .. }
-                | Action::FlashCommand { .. }
-                | Action::PowerCycle { .. }
+            Action::Walk(WalkAction::FetchImage { .. })
+                | Action::Walk(WalkAction::Derive { .. })
+                | Action::Walk(WalkAction::Flash { .. })
+                | Action::Walk(WalkAction::FlashCommand { .. })
+                | Action::Walk(WalkAction::PowerCycle { .. })
         )),
         "{steps:#?}"
     );

@@ -209,16 +209,16 @@ fn walks_hold_the_boards_another_walk_needs() {
         .unwrap();
     assert_eq!(
         first(c),
-        schedule::Action::Hold {
+        schedule::Action::Hold(schedule::Hold {
             boards: vec![BoardName::new("pi-2")]
-        },
+        }),
         "pi-1 is the cluster's alone: only pi-2 is held"
     );
     assert_eq!(
         first(pi2),
-        schedule::Action::Hold {
+        schedule::Action::Hold(schedule::Hold {
             boards: vec![BoardName::new("pi-2")]
-        }
+        })
     );
     assert_eq!(
         c.members,
@@ -238,7 +238,10 @@ fn walks_hold_the_boards_another_walk_needs() {
         .collect();
     let s = schedule::build(&ws, &work, &schedule::Estimates::default());
     assert!(
-        !matches!(s.boards[0].steps[0].action, schedule::Action::Hold { .. }),
+        !matches!(
+            s.boards[0].steps[0].action,
+            schedule::Action::Hold(schedule::Hold { .. })
+        ),
         "{:?}",
         s.boards[0].steps[0]
     );

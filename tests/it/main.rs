@@ -3,6 +3,7 @@
 
 mod burnin;
 mod cluster;
+mod cluster_cells;
 mod cluster_flash;
 mod compare;
 mod config;

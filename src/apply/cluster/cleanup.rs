@@ -1,70 +1,29 @@
-//! A cluster's cleanup steps: a cell's services and teardown where they ran, the
-//! cluster's teardown, and the guards stopped; each at the slots that are there (a lost
-//! member's own side is its guard's to tear down).
+//! A cluster's own cleanup steps: the cluster's teardown and the guards stopped, each at
+//! the places that are there (a lost member's own side is its guard's to tear down).
 
-use super::{ClusterWalk, ClusterWorker, Slot};
-use crate::plan::schedule::{Action, Step};
+use super::{ClusterWalk, ClusterWorker};
+use crate::apply::places::Place;
+use crate::plan::schedule::{ClusterAction, Step};
 use crate::transport::side_guard as guard;
 
 use super::super::StepStatus;
 
 impl ClusterWorker<'_> {
-    /// A cleanup step: runs when what it undoes was done, at each slot that is there.
-    pub(super) fn cluster_cleanup(
+    /// A cleanup step of the cluster's own: runs when what it undoes was done, at each
+    /// place that is there.
+    pub(super) fn own_cleanup(
         &self,
         w: &mut ClusterWalk<'_, '_, '_>,
+        action: &ClusterAction,
         step: &Step,
     ) -> StepStatus {
-        let done = match &step.action {
-            Action::StopService { service, .. } => {
-                let key = &step.cells[0];
-                let Some(cell) = w.live.get_mut(key) else {
-                    return StepStatus::Done;
-                };
-                let mine: Vec<(Slot, crate::transport::Service)> = {
-                    let (take, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut cell.services)
-                        .into_iter()
-                        .partition(|(_, n, _)| n == service);
-                    cell.services = keep;
-                    take.into_iter().map(|(s, _, sv)| (s, sv)).collect()
-                };
-                if mine.is_empty() {
-                    return StepStatus::Done;
-                }
-                let mut result = Ok(());
-                for (slot, sv) in mine {
-                    let r = match slot {
-                        Slot::Controller => w.controller.stop_service(&sv).map_err(Into::into),
-                        Slot::Member(i) if w.own.members[i].lost.is_some() => Ok(()),
-                        Slot::Member(i) => match Self::session(w, i) {
-                            Ok(t) => t
-                                .stop_service(&sv)
-                                .map_err(|e| self.on_member(w, i, e.into())),
-                            Err(e) => Err(e),
-                        },
-                    };
-                    if result.is_ok() {
-                        result = r;
-                    }
-                }
-                result
-            }
-            Action::Teardown { from, commands, .. } => {
-                let key = &step.cells[0];
-                let Some(cell) = w.live.get(key) else {
-                    return StepStatus::Done;
-                };
-                let recipe = cell.job.recipe;
-                let _held = self.w.resources.acquire(&recipe.exclusive);
-                let steps = &recipe.teardown[*from..from + commands];
-                self.commands(w, key, steps, "teardown", true)
-            }
-            Action::Undeploy { on, from, commands } => {
+        let done = match action {
+            ClusterAction::Undeploy { on, from, commands } => {
                 if !w.own.deployed {
                     return StepStatus::Done;
                 }
                 let steps = &self.cluster.teardown[*from..from + commands];
-                if let Some(Slot::Member(i)) = steps.first().map(|s| self.place(&s.on))
+                if let Some(Place::Member(i)) = steps.first().map(|s| self.place(&s.on))
                     && w.own.members[i].lost.is_some()
                 {
                     return StepStatus::Skipped {
@@ -74,11 +33,15 @@ impl ClusterWorker<'_> {
                 self.w.phase(None, "tear down the cluster");
                 self.cluster_commands(w, steps, "teardown")
             }
-            Action::DisarmGuard => {
+            ClusterAction::DisarmGuard => {
                 self.disarm(w);
                 Ok(())
             }
-            _ => Ok(()),
+            // Not cleanup: `own_step`.
+            ClusterAction::ConnectMember { .. }
+            | ClusterAction::MemberFacts { .. }
+            | ClusterAction::ArmGuard
+            | ClusterAction::Deploy { .. } => return StepStatus::Done,
         };
         w.cleanup_status(&step.cells, done)
     }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ClusterWalk, ClusterWorker, Slot};
+use super::{ClusterWalk, ClusterWorker};
+use crate::apply::places::{Place, Places};
 use crate::bench::Vars;
 use crate::failure::CellFailure;
 use crate::model::{Board, Side, TestName, Where};
@@ -45,26 +46,45 @@ impl<'b> Member<'b> {
     }
 }
 
+impl Member<'_> {
+    /// A failure of this member of `cluster`: when its connection is gone, the member
+    /// is lost for good and the failure is the cluster's (`BoardLost`, naming it).
+    fn lose(&mut self, cluster: &str, cause: CellFailure) -> CellFailure {
+        if !cause.ends_board() {
+            return cause;
+        }
+        let why = format!(
+            "member {} of cluster {cluster} is lost: {cause}",
+            self.board.name
+        );
+        self.lost.get_or_insert_with(|| why.clone());
+        self.t = None;
+        CellFailure::BoardLost { cause: why }
+    }
+
+    /// Its session, or why there is none.
+    fn session(&mut self) -> Result<&mut dyn Transport, CellFailure> {
+        if let Some(why) = &self.lost {
+            return Err(CellFailure::BoardLost { cause: why.clone() });
+        }
+        match self.t.as_deref_mut() {
+            Some(t) => Ok(t),
+            None => Err(CellFailure::Refused {
+                reason: format!("member {} is not connected", self.board.name),
+            }),
+        }
+    }
+}
+
 impl ClusterWorker<'_> {
-    /// A failure of member `i`: when its connection is gone, the member is lost for
-    /// good and the failure is the cluster's (`BoardLost`, naming the member).
+    /// A failure of member `i` (`Member::lose`).
     pub(super) fn on_member(
         &self,
         w: &mut ClusterWalk<'_, '_, '_>,
         i: usize,
         cause: CellFailure,
     ) -> CellFailure {
-        if !cause.ends_board() {
-            return cause;
-        }
-        let m = &mut w.own.members[i];
-        let why = format!(
-            "member {} of cluster {} is lost: {cause}",
-            m.board.name, self.cluster.name
-        );
-        m.lost.get_or_insert_with(|| why.clone());
-        m.t = None;
-        CellFailure::BoardLost { cause: why }
+        w.own.members[i].lose(self.cluster.name.as_str(), cause)
     }
 
     /// The session of member `i`, or why there is none.
@@ -72,80 +92,34 @@ impl ClusterWorker<'_> {
         w: &'x mut ClusterWalk<'_, '_, '_>,
         i: usize,
     ) -> Result<&'x mut dyn Transport, CellFailure> {
-        let m = &mut w.own.members[i];
-        if let Some(why) = &m.lost {
-            return Err(CellFailure::BoardLost { cause: why.clone() });
-        }
-        match m.t.as_deref_mut() {
-            Some(t) => Ok(t),
-            None => Err(CellFailure::Refused {
-                reason: format!("member {} is not connected", m.board.name),
-            }),
-        }
+        w.own.members[i].session()
     }
 
-    /// Runs `command` on a slot; a lost connection is the member's loss.
+    /// Runs `command` at a place of the cluster; a lost connection is the member's loss.
     pub(super) fn run_on(
         &self,
         w: &mut ClusterWalk<'_, '_, '_>,
-        slot: Slot,
+        at: Place,
         command: &str,
         timeout: Option<Duration>,
     ) -> Result<Output, CellFailure> {
-        match slot {
-            // The cell's secrets live on the controller: its output is redacted.
-            Slot::Controller => {
-                let mut t =
-                    super::super::secrets::Redacting::new(w.controller.as_mut(), &w.secrets);
-                Ok(t.run(command, timeout)?)
-            }
-            Slot::Member(i) => {
-                let r = Self::session(w, i)?.run(command, timeout);
-                r.map_err(|e| self.on_member(w, i, e.into()))
-            }
-        }
-    }
-
-    /// `run_on` with `file` as the command's stdin.
-    pub(super) fn run_input_on(
-        &self,
-        w: &mut ClusterWalk<'_, '_, '_>,
-        slot: Slot,
-        command: &str,
-        timeout: Option<Duration>,
-        file: &mut std::fs::File,
-    ) -> Result<Output, CellFailure> {
-        match slot {
-            Slot::Controller => {
-                let mut t =
-                    super::super::secrets::Redacting::new(w.controller.as_mut(), &w.secrets);
-                Ok(crate::apply::cell::run_input(
-                    &mut t, command, timeout, file,
-                )?)
-            }
-            Slot::Member(i) => {
-                let r = crate::apply::cell::run_input(Self::session(w, i)?, command, timeout, file);
-                r.map_err(|e| self.on_member(w, i, e.into()))
-            }
-        }
-    }
-
-    /// Where a recipe step on `side` runs in a cluster cell.
-    pub(super) fn slots(&self, side: Side) -> Vec<Slot> {
-        match side {
-            Side::Controller => vec![Slot::Controller],
-            Side::Board => vec![Slot::Member(self.control)],
-            Side::Members => (0..self.members.len()).map(Slot::Member).collect(),
-            // The plan gives a cluster no test with a peer.
-            Side::Peer => Vec::new(),
-        }
+        let secrets = &w.secrets;
+        // The cell's secrets live on the controller: its output is redacted.
+        let mut controller = crate::apply::secrets::Redacting::new(w.controller.as_mut(), secrets);
+        let mut places = ClusterPlaces {
+            cw: self,
+            controller: &mut controller,
+            members: &mut w.own.members,
+            tools: &w.tools,
+        };
+        crate::apply::places::run(&mut places, at, command, timeout)
     }
 
     /// Where a cluster's deploy or teardown step runs.
-    pub(super) fn place(&self, on: &Where) -> Slot {
+    pub(super) fn place(&self, on: &Where) -> Place {
         match on {
-            Where::Controller => Slot::Controller,
-            Where::Board(b) => Slot::Member(
+            Where::Controller => Place::Controller,
+            Where::Board(b) => Place::Member(
                 self.members
                     .iter()
                     .position(|m| &m.name == b)
@@ -206,7 +180,7 @@ impl ClusterWorker<'_> {
     }
 
     /// The values of a deploy or teardown template run at `slot`.
-    pub(super) fn deploy_vars(&self, slot: Slot) -> Vars {
+    pub(super) fn deploy_vars(&self, slot: Place) -> Vars {
         #[derive(Serialize)]
         struct M {
             name: String,
@@ -223,12 +197,12 @@ impl ClusterWorker<'_> {
             })
             .collect();
         let (board, host, workdir) = match slot {
-            Slot::Controller => (
+            Place::Controller | Place::Board | Place::Peer => (
                 self.name().to_string(),
                 self.endpoint_host(),
                 self.members[self.control].workdir.clone(),
             ),
-            Slot::Member(i) => {
+            Place::Member(i) => {
                 let m = self.members[i];
                 (
                     m.name.to_string(),
@@ -253,5 +227,141 @@ impl ClusterWorker<'_> {
             .set("workdir", workdir)
             .set("controller_dir", self.controller_dir());
         v
+    }
+}
+
+/// A cluster's places: the controller and every member that is there, and what the
+/// walk recorded to put beside its cells.
+pub(super) struct ClusterPlaces<'x, 'a, 'b> {
+    pub(super) cw: &'x ClusterWorker<'a>,
+    pub(super) controller: &'x mut dyn Transport,
+    pub(super) members: &'x mut Vec<Member<'b>>,
+    /// Each recipe's facts of the control member and the controller.
+    pub(super) tools: &'x BTreeMap<TestName, Value>,
+}
+
+impl Places for ClusterPlaces<'_, '_, '_> {
+    fn at(&self, side: Side) -> Vec<Place> {
+        let there = |i: &usize| self.members[*i].lost.is_none();
+        match side {
+            Side::Controller => vec![Place::Controller],
+            Side::Board => [self.cw.control]
+                .into_iter()
+                .filter(there)
+                .map(Place::Member)
+                .collect(),
+            Side::Members => (0..self.members.len())
+                .filter(there)
+                .map(Place::Member)
+                .collect(),
+            // The plan gives a cluster no test with a peer.
+            Side::Peer => Vec::new(),
+        }
+    }
+
+    fn run_at(&self, side: Side) -> Place {
+        match side {
+            Side::Controller => Place::Controller,
+            Side::Board | Side::Members | Side::Peer => Place::Member(self.cw.control),
+        }
+    }
+
+    fn watched(&self) -> Vec<Place> {
+        (0..self.members.len()).map(Place::Member).collect()
+    }
+
+    fn name(&self, at: Place) -> String {
+        match at {
+            Place::Member(i) => self.cw.members[i].name.to_string(),
+            Place::Controller | Place::Board | Place::Peer => self.cw.name().to_string(),
+        }
+    }
+
+    fn session(&mut self, at: Place) -> Result<(&mut dyn Transport, &Board), CellFailure> {
+        match at {
+            Place::Member(i) => {
+                let board = self.cw.members[i];
+                self.members[i].session().map(|t| (t, board))
+            }
+            Place::Controller => Ok((&mut *self.controller, self.cw.w.board)),
+            Place::Board | Place::Peer => Err(CellFailure::Refused {
+                reason: format!("cluster {} has no such place", self.cw.name()),
+            }),
+        }
+    }
+
+    fn failed(&mut self, at: Place, cause: CellFailure) -> CellFailure {
+        match at {
+            Place::Member(i) => self.members[i].lose(self.cw.name(), cause),
+            Place::Controller | Place::Board | Place::Peer => cause,
+        }
+    }
+
+    fn dir(&self, at: Place) -> String {
+        match at {
+            Place::Member(i) => self.cw.members[i].workdir.clone(),
+            Place::Controller | Place::Board | Place::Peer => self.cw.controller_dir(),
+        }
+    }
+
+    fn enter(&mut self, _job: &crate::apply::Job<'_>) {}
+
+    fn idle(&self, at: Place) -> Option<f64> {
+        match at {
+            Place::Member(i) => self.members[i].idle,
+            Place::Controller | Place::Board | Place::Peer => None,
+        }
+    }
+
+    fn cell_vars(&self, job: &crate::apply::Job<'_>) -> Result<(Vars, Vec<Vars>), CellFailure> {
+        self.cw.cell_vars(job.cell, job.recipe)
+    }
+
+    /// Every member's facts (with its recipe facts and what a flash of this walk wrote
+    /// to it and proved), the cluster's shape, and the recipe's.
+    fn cell_facts(&mut self, job: &crate::apply::Job<'_>) -> Result<Value, CellFailure> {
+        let cell = job.cell;
+        let mut members = serde_json::Map::new();
+        for m in self.members.iter() {
+            let mut f = m.facts.clone();
+            if let (Some(obj), Some(Value::Object(extra))) =
+                (f.as_object_mut(), m.tools.get(&job.recipe.name))
+            {
+                obj.extend(extra.clone());
+            }
+            if let (Some(obj), Some(written)) = (
+                f.as_object_mut(),
+                m.flashing.flashed.get(&cell.address.image),
+            ) {
+                obj.insert("flashed".into(), written.clone());
+            }
+            members.insert(m.board.name.to_string(), f);
+        }
+        let cluster = self.cw.cluster;
+        let mut facts = serde_json::json!({
+            "cluster": {
+                "name": cluster.name,
+                "members": cluster.members,
+                "control": cluster.control,
+            },
+            "members": members,
+            "benchpipe": env!("CARGO_PKG_VERSION"),
+            "recipe": crate::apply::facts::recipe_fact(job.recipe),
+        });
+        if let (Some(obj), Some(Value::Object(extra))) =
+            (facts.as_object_mut(), self.tools.get(&job.recipe.name))
+        {
+            obj.extend(extra.clone());
+        }
+        Ok(facts)
+    }
+
+    fn telemetry(&self, per: Vec<(Place, Value)>) -> Option<Value> {
+        if per.is_empty() {
+            return None;
+        }
+        let members: serde_json::Map<String, Value> =
+            per.into_iter().map(|(p, v)| (self.name(p), v)).collect();
+        Some(serde_json::json!({ "members": Value::Object(members) }))
     }
 }

@@ -7,21 +7,20 @@
 //! outcome with that cause and stops the walk's other steps; the cleanup steps still
 //! run on the controller and on the members that are there, and the lost member's guard
 //! (armed before the deploy) tears its own side down. `members.rs` holds the sessions
-//! and a cell's values on each side, `steps.rs` the steps, `runs.rs` the measured runs.
+//! its places (the cell runner's: `places.rs`), `steps.rs` the cluster's own steps.
 
-mod cell;
 mod cleanup;
 mod members;
-mod runs;
 mod steps;
 
-use super::walk::{Walk, Walker};
+use super::places::Places;
+use super::walk::{Cells, Walk, Walker};
 use super::worker::Worker;
 use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
 use crate::model::{Board, Cluster, EndpointAt};
 use crate::plan::CellKey;
-use crate::plan::schedule::Step;
+use crate::plan::schedule::{Action, BoardAction, ClusterAction, Step, WalkAction};
 use crate::transport::Service;
 
 use members::Member;
@@ -37,7 +36,7 @@ pub(super) struct ClusterWorker<'a> {
 }
 
 /// A cluster's walk.
-pub(super) type ClusterWalk<'j, 'c, 'b> = Walk<'j, 'c, ClusterOwn<'b>, Slot>;
+pub(super) type ClusterWalk<'j, 'c, 'b> = Walk<'j, 'c, ClusterOwn<'b>>;
 
 /// What only a cluster's walk carries from step to step (its `tools` are each recipe's
 /// facts of the control member and the controller).
@@ -48,13 +47,6 @@ pub(super) struct ClusterOwn<'b> {
     controller_guard: Option<Service>,
     /// Set when the first deploy step starts: the teardown then has something to undo.
     deployed: bool,
-}
-
-/// Where one of a cell's services runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Slot {
-    Controller,
-    Member(usize),
 }
 
 impl<'a> ClusterWorker<'a> {
@@ -99,7 +91,6 @@ impl<'a> ClusterWorker<'a> {
 
 impl<'a> Walker for ClusterWorker<'a> {
     type Own = ClusterOwn<'a>;
-    type Place = Slot;
 
     fn worker(&self) -> &Worker<'_> {
         &self.w
@@ -113,14 +104,19 @@ impl<'a> Walker for ClusterWorker<'a> {
     /// walk of the apply may have flashed it since the plan); the fetch, when every
     /// member does.
     fn is_done(&self, w: &mut ClusterWalk<'_, '_, 'a>, step: &Step) -> bool {
-        if !step.action.flashes() {
-            return false;
-        }
+        let action = match &step.action {
+            Action::Walk(a) if a.flashes() => a,
+            Action::Walk(_)
+            | Action::Hold(_)
+            | Action::Board(_)
+            | Action::Cluster(_)
+            | Action::Cell(_) => return false,
+        };
         let Some(job) = step.cells.first().and_then(|k| w.jobs.get(k)) else {
             return false;
         };
         let runs = |i: usize| self.member(i).runs_image(&job.cell.image);
-        match step.action.member() {
+        match action.member() {
             Some(m) => self
                 .members
                 .iter()
@@ -130,17 +126,94 @@ impl<'a> Walker for ClusterWorker<'a> {
         }
     }
 
-    fn run_step(
+    fn walk_step(
         &self,
         w: &mut ClusterWalk<'_, '_, 'a>,
-        step: &Step,
+        action: &WalkAction,
+        _step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
-        self.cluster_step(w, step, pending)
+        self.walk_step_of(w, action, pending)
     }
 
-    fn cleanup(&self, w: &mut ClusterWalk<'_, '_, 'a>, step: &Step) -> StepStatus {
-        self.cluster_cleanup(w, step)
+    fn board_step(
+        &self,
+        _w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &BoardAction,
+        _step: &Step,
+        _pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        Err(not_ours(self.name(), &format!("{action:?}")))
+    }
+
+    fn cluster_step(
+        &self,
+        w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &ClusterAction,
+        _step: &Step,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        self.own_step(w, action, pending)
+    }
+
+    fn board_cleanup(
+        &self,
+        _w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &BoardAction,
+        _step: &Step,
+    ) -> StepStatus {
+        StepStatus::Skipped {
+            reason: not_ours(self.name(), &format!("{action:?}")).to_string(),
+        }
+    }
+
+    fn cluster_cleanup(
+        &self,
+        w: &mut ClusterWalk<'_, '_, 'a>,
+        action: &ClusterAction,
+        step: &Step,
+    ) -> StepStatus {
+        self.own_cleanup(w, action, step)
+    }
+
+    fn with_places<'j, 'c, R>(
+        &self,
+        w: &mut ClusterWalk<'j, 'c, 'a>,
+        run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
+    ) -> Result<R, CellFailure> {
+        let Walk {
+            controller,
+            jobs,
+            live,
+            tools,
+            seq,
+            outcomes,
+            secrets,
+            own,
+            ..
+        } = w;
+        let secrets = &*secrets;
+        // The cell's secrets live on the controller: its output is redacted.
+        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let mut places = members::ClusterPlaces {
+            cw: self,
+            controller: &mut controller,
+            members: &mut own.members,
+            tools,
+        };
+        let cells = Cells {
+            jobs,
+            live,
+            outcomes,
+            seq,
+            secrets,
+        };
+        Ok(run(&mut places, cells))
+    }
+
+    /// A lost member's places are left out of every cleanup (its guard's to undo).
+    fn cleanup_skipped(&self, _w: &ClusterWalk<'_, '_, 'a>, _step: &Step) -> Option<StepStatus> {
+        None
     }
 
     fn end(&self, w: &mut ClusterWalk<'_, '_, 'a>) {
@@ -155,5 +228,14 @@ impl<'a> Walker for ClusterWorker<'a> {
                 }
             }
         }
+    }
+}
+
+/// A step of the other kind of walk in this one: the schedule is wrong, and nothing of
+/// it is run.
+pub(super) fn not_ours(walk: &str, step: &str) -> CellFailure {
+    let step: String = step.chars().take(80).collect();
+    CellFailure::Refused {
+        reason: format!("the walk of {walk} has no such step: {step}"),
     }
 }

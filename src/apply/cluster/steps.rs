@@ -1,17 +1,17 @@
-//! The steps of a cluster's walk: sessions, claims, provisioning and facts on every
-//! member, the guards, the deploy, a cell's setup, services and teardown on the sides
-//! its recipe names, and the cluster's teardown.
+//! The steps of a cluster's own walk: sessions, claims, provisioning and facts on every
+//! member, the guards, the deploy, and the cluster's teardown.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{ClusterWalk, ClusterWorker, Slot};
+use super::{ClusterWalk, ClusterWorker};
+use crate::apply::places::Place;
 use crate::bench;
 use crate::failure::CellFailure;
 use crate::model::{ClusterStep, Connection, Side};
 use crate::plan::CellKey;
-use crate::plan::schedule::{Action, Step};
+use crate::plan::schedule::{ClusterAction, WalkAction};
 use crate::transport::side_guard::{self as guard, Carrier};
 use crate::transport::{Transport, TransportError};
 
@@ -22,36 +22,32 @@ use super::super::cleanup::claim_refused;
 pub(super) const CLUSTER_STEP_TIMEOUT: Duration = Duration::from_secs(3600);
 
 impl ClusterWorker<'_> {
-    /// Runs one step of the cluster's walk for its pending cells.
-    pub(super) fn cluster_step(
+    /// Runs a step every walk takes, over every member's session, for its pending cells.
+    pub(super) fn walk_step_of(
         &self,
         w: &mut ClusterWalk<'_, '_, '_>,
-        step: &Step,
+        action: &WalkAction,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
         let first = &pending[0];
-        match &step.action {
-            Action::ConnectMember { member } => self.connect(w, member, first),
-            Action::FetchImage { image } => {
+        match action {
+            WalkAction::FetchImage { image } => {
                 let fetched = self.w.fetch_image(&w.jobs[first].cell.image)?;
                 w.own.fetched.insert(image.clone(), fetched);
                 Ok(())
             }
-            Action::Derive {
-                member: Some(m), ..
-            }
-            | Action::Flash {
-                member: Some(m), ..
-            }
-            | Action::FlashTpi {
-                member: Some(m), ..
-            }
-            | Action::FlashCommand {
-                member: Some(m), ..
-            }
-            | Action::PowerCycle { member: Some(m) } => {
+            WalkAction::Derive { member, .. }
+            | WalkAction::Flash { member, .. }
+            | WalkAction::FlashTpi { member, .. }
+            | WalkAction::FlashCommand { member, .. }
+            | WalkAction::PowerCycle { member } => {
+                let Some(m) = member else {
+                    return Err(CellFailure::Refused {
+                        reason: format!("a flash step of cluster {} names no member", self.name()),
+                    });
+                };
                 let i = self.index_of(m)?;
-                if step.action.ends_session() {
+                if action.ends_session() {
                     w.own.members[i].t = None;
                 }
                 let image = &w.jobs[first].cell.image;
@@ -60,12 +56,12 @@ impl ClusterWorker<'_> {
                     w.controller.as_mut(),
                     &own.fetched,
                     &mut own.members[i].flashing,
-                    &step.action,
+                    action,
                     image,
                 );
                 r.map(|_| ())
             }
-            Action::ClaimWorkdir { .. } => {
+            WalkAction::ClaimWorkdir { .. } => {
                 self.w.phase(None, "claim workdirs");
                 for i in 0..self.members.len() {
                     let workdir = self.members[i].workdir.clone();
@@ -75,8 +71,8 @@ impl ClusterWorker<'_> {
                 crate::transport::workdir::claim(w.controller.as_mut(), &self.controller_dir())
                     .map_err(claim_refused)
             }
-            Action::Provision { .. } => self.provision(w, pending),
-            Action::StopLeftoverServices => {
+            WalkAction::Provision { .. } => self.provision(w, pending),
+            WalkAction::StopLeftoverServices => {
                 for i in 0..self.members.len() {
                     let dir = self.members[i].workdir.clone();
                     let r = Self::session(w, i)?.stop_all_services(&dir);
@@ -96,8 +92,7 @@ impl ClusterWorker<'_> {
                 self.w.remove_leftover_secrets(w.controller.as_mut());
                 Ok(())
             }
-            Action::MemberFacts { member } => self.member_facts(w, member, pending),
-            Action::VerifyImage { image, expect } => {
+            WalkAction::VerifyImage { image, expect } => {
                 for i in 0..self.members.len() {
                     let mw = self.member(i);
                     let r = mw.verify_image(Self::session(w, i)?, image, expect);
@@ -107,50 +102,29 @@ impl ClusterWorker<'_> {
                 }
                 Ok(())
             }
-            Action::ArmGuard => self.arm(w),
-            Action::Deploy { from, commands, .. } => {
+        }
+    }
+
+    /// Runs one of the cluster's own steps for its pending cells.
+    pub(super) fn own_step(
+        &self,
+        w: &mut ClusterWalk<'_, '_, '_>,
+        action: &ClusterAction,
+        pending: &[CellKey],
+    ) -> Result<(), CellFailure> {
+        let first = &pending[0];
+        match action {
+            ClusterAction::ConnectMember { member } => self.connect(w, member, first),
+            ClusterAction::MemberFacts { member } => self.member_facts(w, member, pending),
+            ClusterAction::ArmGuard => self.arm(w),
+            ClusterAction::Deploy { from, commands, .. } => {
                 w.own.deployed = true;
                 self.w.phase(None, "deploy");
                 let steps = &self.cluster.deploy[*from..from + commands];
                 self.cluster_commands(w, steps, "deploy")
             }
-            Action::Setup { from, commands, .. } => {
-                if !w.live.contains_key(first) {
-                    let cell = self.open_cell(w, first)?;
-                    w.live.insert(first.clone(), cell);
-                    let job = w.jobs[first];
-                    let dir = self.controller_dir();
-                    super::super::secrets::open_cell(w.controller.as_mut(), &dir, job, &w.secrets)?;
-                    self.requires(w, first)?;
-                }
-                if *commands == 0 {
-                    return Ok(());
-                }
-                let job = w.jobs[first];
-                self.w.phase(Some(&job.cell.address), "setup");
-                let _held = self.w.resources.acquire(&job.recipe.exclusive);
-                let steps = &job.recipe.setup[*from..from + commands];
-                self.commands(w, first, steps, "setup", false)
-            }
-            Action::StartService { service, .. } => self.start_service(w, first, service),
-            Action::Cooldown { .. } => {
-                let job = w.jobs[first];
-                for i in 0..self.members.len() {
-                    let idle = w.own.members[i].idle;
-                    let mw = self.member(i);
-                    let r = mw.cooldown(
-                        Self::session(w, i)?,
-                        Some(&job.cell.address),
-                        &job.cell.method,
-                        idle,
-                    );
-                    r.map_err(|e| self.on_member(w, i, e))?;
-                }
-                Ok(())
-            }
-            Action::WarmUp { .. } => self.warm_up(w, first),
-            Action::Measure { .. } => self.measure(w, pending),
-            _ => Ok(()),
+            // Cleanup: `own_cleanup`.
+            ClusterAction::Undeploy { .. } | ClusterAction::DisarmGuard => Ok(()),
         }
     }
 
@@ -336,7 +310,7 @@ impl ClusterWorker<'_> {
         self.w.phase(None, "arm the guards");
         let name = format!("guard-{}", self.cluster.name);
         for i in 0..self.members.len() {
-            let teardown = self.rendered(&self.cluster.teardown, Slot::Member(i))?;
+            let teardown = self.rendered(&self.cluster.teardown, Place::Member(i))?;
             let board = self.members[i];
             let carrier = match board.connection {
                 Connection::Local => Carrier::Process(std::process::id()),
@@ -360,7 +334,7 @@ impl ClusterWorker<'_> {
             })?;
             w.own.members[i].guard = Some(g);
         }
-        let teardown = self.rendered(&self.cluster.teardown, Slot::Controller)?;
+        let teardown = self.rendered(&self.cluster.teardown, Place::Controller)?;
         let g = guard::arm(
             w.controller.as_mut(),
             &self.controller_dir(),
@@ -377,7 +351,7 @@ impl ClusterWorker<'_> {
     }
 
     /// The cluster's steps at `slot`, rendered (a guard's teardown).
-    fn rendered(&self, steps: &[ClusterStep], slot: Slot) -> Result<Vec<String>, CellFailure> {
+    fn rendered(&self, steps: &[ClusterStep], slot: Place) -> Result<Vec<String>, CellFailure> {
         let vars = self.deploy_vars(slot);
         steps
             .iter()

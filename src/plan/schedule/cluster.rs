@@ -6,7 +6,7 @@
 use super::groups::{
     fetch_step, flash_action, flash_steps, group_steps, groups_of, runs_by, tests_of, verify_step,
 };
-use super::{Action, AtImage, DoneWhen, Estimates, Step, Work};
+use super::{Action, AtImage, ClusterAction, DoneWhen, Estimates, Step, WalkAction, Work};
 use crate::model::{BoardName, Cluster, ImageName, ImageSource, Side, Where, Workspace};
 use crate::plan::CellKey;
 
@@ -82,32 +82,32 @@ fn image_steps(
     }
     for m in &cluster.members {
         steps.push(step(
-            Action::ConnectMember { member: m.clone() },
+            Action::Cluster(ClusterAction::ConnectMember { member: m.clone() }),
             Side::Board,
             DoneWhen::Never,
         ));
     }
     // The controller's directory holds the controller's guard, whatever the tests run.
     steps.push(step(
-        Action::ClaimWorkdir { controller: true },
+        Action::Walk(WalkAction::ClaimWorkdir { controller: true }),
         Side::Members,
         DoneWhen::Never,
     ));
     steps.push(step(
-        Action::Provision {
+        Action::Walk(WalkAction::Provision {
             tests: tests_of(work),
-        },
+        }),
         Side::Members,
         DoneWhen::CommandsPresent,
     ));
     steps.push(step(
-        Action::StopLeftoverServices,
+        Action::Walk(WalkAction::StopLeftoverServices),
         Side::Members,
         DoneWhen::Never,
     ));
     for m in &cluster.members {
         steps.push(step(
-            Action::MemberFacts { member: m.clone() },
+            Action::Cluster(ClusterAction::MemberFacts { member: m.clone() }),
             Side::Board,
             DoneWhen::Never,
         ));
@@ -123,14 +123,18 @@ fn image_steps(
         !flashing.is_empty(),
     );
     steps.extend(verify);
-    steps.push(step(Action::ArmGuard, Side::Members, DoneWhen::Never));
+    steps.push(step(
+        Action::Cluster(ClusterAction::ArmGuard),
+        Side::Members,
+        DoneWhen::Never,
+    ));
     for (on, from, commands) in runs_by(&cluster.deploy, |s| &s.on) {
         steps.push(step(
-            Action::Deploy {
+            Action::Cluster(ClusterAction::Deploy {
                 on: on.name().to_string(),
                 from,
                 commands,
-            },
+            }),
             side_of(on),
             DoneWhen::CellsComplete,
         ));
@@ -141,17 +145,17 @@ fn image_steps(
     }
     for (on, from, commands) in runs_by(&cluster.teardown, |s| &s.on) {
         steps.push(step(
-            Action::Undeploy {
+            Action::Cluster(ClusterAction::Undeploy {
                 on: on.name().to_string(),
                 from,
                 commands,
-            },
+            }),
             side_of(on),
             DoneWhen::NothingToUndo,
         ));
     }
     steps.push(step(
-        Action::DisarmGuard,
+        Action::Cluster(ClusterAction::DisarmGuard),
         Side::Members,
         DoneWhen::NothingToUndo,
     ));

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Action, Step};
+use super::{Action, BoardAction, Step, WalkAction};
 use crate::model::BoardName;
 
 impl Action {
@@ -12,11 +12,34 @@ impl Action {
     /// it is for, else the walk's own board; `None` for a step that destroys nothing.
     pub fn destroys_on<'a>(&'a self, walk: &'a BoardName) -> Option<&'a BoardName> {
         match self {
-            Action::Flash { member, .. }
-            | Action::FlashTpi { member, .. }
-            | Action::FlashCommand { member, .. } => Some(member.as_ref().unwrap_or(walk)),
-            Action::Mount { mkfs: true, .. } => Some(walk),
-            _ => None,
+            Action::Walk(
+                WalkAction::Flash { member, .. }
+                | WalkAction::FlashTpi { member, .. }
+                | WalkAction::FlashCommand { member, .. },
+            ) => Some(member.as_ref().unwrap_or(walk)),
+            Action::Board(BoardAction::Mount { mkfs, .. }) => mkfs.then_some(walk),
+            Action::Walk(
+                WalkAction::FetchImage { .. }
+                | WalkAction::Derive { .. }
+                | WalkAction::PowerCycle { .. }
+                | WalkAction::ClaimWorkdir { .. }
+                | WalkAction::Provision { .. }
+                | WalkAction::StopLeftoverServices
+                | WalkAction::VerifyImage { .. },
+            ) => None,
+            Action::Board(
+                BoardAction::Connect
+                | BoardAction::ConnectPeer { .. }
+                | BoardAction::GatherFacts
+                | BoardAction::MountTmpfs { .. }
+                | BoardAction::Uas { .. }
+                | BoardAction::UnmountTmpfs { .. }
+                | BoardAction::Unmount { .. }
+                | BoardAction::RestoreCmdline,
+            ) => None,
+            // A cluster's deploy and a cell's commands are the user's own, on their
+            // own paths: nothing benchpipe formats or flashes.
+            Action::Hold(_) | Action::Cluster(_) | Action::Cell(_) => None,
         }
     }
 
@@ -25,13 +48,35 @@ impl Action {
     /// step that names no device (a tpi or command flash) or destroys nothing.
     pub fn overwritten_device<'a>(&'a self, walk: &'a BoardName) -> Option<(BoardName, &'a str)> {
         match self {
-            Action::Mount {
-                mkfs: true,
-                device: Some(d),
-                ..
-            } => Some((walk.clone(), d)),
-            Action::Flash { via, device, .. } => Some((BoardName::new(via.as_str()), device)),
-            _ => None,
+            Action::Board(BoardAction::Mount { mkfs, device, .. }) => match (mkfs, device) {
+                (true, Some(d)) => Some((walk.clone(), d)),
+                (true, None) | (false, _) => None,
+            },
+            Action::Walk(WalkAction::Flash { via, device, .. }) => {
+                Some((BoardName::new(via.as_str()), device))
+            }
+            Action::Walk(
+                WalkAction::FetchImage { .. }
+                | WalkAction::Derive { .. }
+                | WalkAction::FlashTpi { .. }
+                | WalkAction::FlashCommand { .. }
+                | WalkAction::PowerCycle { .. }
+                | WalkAction::ClaimWorkdir { .. }
+                | WalkAction::Provision { .. }
+                | WalkAction::StopLeftoverServices
+                | WalkAction::VerifyImage { .. },
+            ) => None,
+            Action::Board(
+                BoardAction::Connect
+                | BoardAction::ConnectPeer { .. }
+                | BoardAction::GatherFacts
+                | BoardAction::MountTmpfs { .. }
+                | BoardAction::Uas { .. }
+                | BoardAction::UnmountTmpfs { .. }
+                | BoardAction::Unmount { .. }
+                | BoardAction::RestoreCmdline,
+            ) => None,
+            Action::Hold(_) | Action::Cluster(_) | Action::Cell(_) => None,
         }
     }
 
@@ -40,10 +85,24 @@ impl Action {
     /// Package installs are judged per package when provisioning (`apply::route`).
     pub fn needs_root(&self) -> Option<&'static str> {
         match self {
-            Action::Mount { mkfs: true, .. } => Some("mkfs, mount"),
-            Action::MountTmpfs { .. } => Some("mount"),
-            Action::Uas { .. } => Some("edits the boot partition's kernel command line"),
-            _ => None,
+            Action::Board(BoardAction::Mount { mkfs, .. }) => mkfs.then_some("mkfs, mount"),
+            Action::Board(BoardAction::MountTmpfs { .. }) => Some("mount"),
+            Action::Board(BoardAction::Uas { .. }) => {
+                Some("edits the boot partition's kernel command line")
+            }
+            // The board's own steps that need no root: `Unmount` undoes a mount the
+            // walk made as root already, `RestoreCmdline` an edit it made.
+            Action::Board(
+                BoardAction::Connect
+                | BoardAction::ConnectPeer { .. }
+                | BoardAction::GatherFacts
+                | BoardAction::UnmountTmpfs { .. }
+                | BoardAction::Unmount { .. }
+                | BoardAction::RestoreCmdline,
+            ) => None,
+            // Installs are judged per package (`apply::route`); a flash is the
+            // controller's.
+            Action::Hold(_) | Action::Walk(_) | Action::Cluster(_) | Action::Cell(_) => None,
         }
     }
 }
@@ -93,12 +152,12 @@ mod tests {
     #[test]
     fn root_steps_are_the_mounts_listed_once_and_bounded() {
         let tmpfs = |test: &str| {
-            step(Action::MountTmpfs {
+            step(Action::Board(BoardAction::MountTmpfs {
                 test: test.into(),
                 size: crate::model::TmpfsSize::Mib(8),
-            })
+            }))
         };
-        let mkfs = step(Action::Mount {
+        let mkfs = step(Action::Board(BoardAction::Mount {
             image: "installed".into(),
             storage: "ssd".into(),
             filesystem: "ext4".into(),
@@ -106,9 +165,9 @@ mod tests {
             device: Some("/dev/sda".into()),
             serial: None,
             size_bytes: None,
-        });
+        }));
         let steps = vec![
-            step(Action::Connect),
+            step(Action::Board(BoardAction::Connect)),
             mkfs.clone(),
             tmpfs("xz"),
             tmpfs("xz"),

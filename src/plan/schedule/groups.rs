@@ -1,7 +1,7 @@
 //! The steps of one part of a board's or cluster's schedule: the flash of an image, the
 //! prelude that opens a board, and a group of cells from setup to teardown.
 
-use super::{Action, DoneWhen, Estimates, Step, Work};
+use super::{Action, BoardAction, CellAction, DoneWhen, Estimates, Step, WalkAction, Work};
 use crate::model::{
     Board, BoardName, Cooldown, FirstbootKind, Flash, ImageName, Recipe, RunOrder, Side, TestName,
 };
@@ -9,9 +9,9 @@ use crate::plan::CellKey;
 
 /// Fetch an image into the cache: once per image in a walk, before its flashes.
 pub(super) fn fetch_step(image: &ImageName, cells: &[CellKey]) -> Step {
-    let action = Action::FetchImage {
+    let action = Action::Walk(WalkAction::FetchImage {
         image: image.clone(),
-    };
+    });
     Step::plain(
         action,
         cells.to_vec(),
@@ -37,24 +37,27 @@ pub(super) fn flash_action(
     let (image, member) = (image.clone(), member.cloned());
     match &board.flash {
         Flash::Dd { via, device } => Some((
-            Action::Flash {
+            Action::Walk(WalkAction::Flash {
                 image,
                 via: via.clone(),
                 device: device.clone(),
                 member,
-            },
+            }),
             true,
         )),
         Flash::Tpi { via, node, .. } => Some((
-            Action::FlashTpi {
+            Action::Walk(WalkAction::FlashTpi {
                 image,
                 via: via.clone(),
                 node: *node,
                 member,
-            },
+            }),
             true,
         )),
-        Flash::Command { .. } => Some((Action::FlashCommand { image, member }, power)),
+        Flash::Command { .. } => Some((
+            Action::Walk(WalkAction::FlashCommand { image, member }),
+            power,
+        )),
         Flash::None => None,
     }
 }
@@ -72,11 +75,11 @@ pub(super) fn flash_steps(
 ) {
     let step = |action, side| Step::plain(action, cells.to_vec(), side, DoneWhen::BoardAtImage);
     if let Some(kind) = firstboot {
-        let action = Action::Derive {
+        let action = Action::Walk(WalkAction::Derive {
             image: image.clone(),
             firstboot: kind.name().to_string(),
             member: member.cloned(),
-        };
+        });
         steps.push(Step::plain(
             action,
             cells.to_vec(),
@@ -84,14 +87,21 @@ pub(super) fn flash_steps(
             DoneWhen::Derived,
         ));
     }
-    let side = match flash {
-        Action::FlashCommand { .. } => Side::Controller,
-        _ => Side::Board,
+    let side = match &flash {
+        Action::Walk(WalkAction::FlashCommand { .. }) => Side::Controller,
+        Action::Walk(_)
+        | Action::Hold(_)
+        | Action::Board(_)
+        | Action::Cluster(_)
+        | Action::Cell(_) => Side::Board,
     };
     steps.push(step(flash, side));
     if power_cycle {
         let member = member.cloned();
-        steps.push(step(Action::PowerCycle { member }, Side::Controller));
+        steps.push(step(
+            Action::Walk(WalkAction::PowerCycle { member }),
+            Side::Controller,
+        ));
     }
 }
 
@@ -104,7 +114,10 @@ pub(super) fn prelude(steps: &mut Vec<Step>, span: &[&Work<'_>]) {
     };
     let tests = tests_of(span);
     let controller = span.iter().any(|w| uses_controller(w.recipe));
-    steps.push(board_step(Action::Connect, DoneWhen::Never));
+    steps.push(board_step(
+        Action::Board(BoardAction::Connect),
+        DoneWhen::Never,
+    ));
     // Each peer serves the cells that use it: its loss is theirs alone.
     let mut peers: Vec<&crate::model::BoardName> = Vec::new();
     for w in span {
@@ -120,19 +133,25 @@ pub(super) fn prelude(steps: &mut Vec<Step>, span: &[&Work<'_>]) {
             .filter(|w| w.cell.peer.as_ref() == Some(peer))
             .map(|w| w.cell.key.clone())
             .collect();
-        let action = Action::ConnectPeer { peer: peer.clone() };
+        let action = Action::Board(BoardAction::ConnectPeer { peer: peer.clone() });
         steps.push(Step::plain(action, cells, Side::Peer, DoneWhen::Never));
     }
     steps.push(board_step(
-        Action::ClaimWorkdir { controller },
+        Action::Walk(WalkAction::ClaimWorkdir { controller }),
         DoneWhen::Never,
     ));
     steps.push(board_step(
-        Action::Provision { tests },
+        Action::Walk(WalkAction::Provision { tests }),
         DoneWhen::CommandsPresent,
     ));
-    steps.push(board_step(Action::StopLeftoverServices, DoneWhen::Never));
-    steps.push(board_step(Action::GatherFacts, DoneWhen::Never));
+    steps.push(board_step(
+        Action::Walk(WalkAction::StopLeftoverServices),
+        DoneWhen::Never,
+    ));
+    steps.push(board_step(
+        Action::Board(BoardAction::GatherFacts),
+        DoneWhen::Never,
+    ));
 }
 
 /// Whether a step, service or fact of the recipe runs on the controller, whose
@@ -195,10 +214,10 @@ pub(super) fn verify_step(
 ) -> Option<Step> {
     let says = !expect.os_release.is_empty() || expect.uname_m.is_some();
     (always || says).then(|| {
-        let action = Action::VerifyImage {
+        let action = Action::Walk(WalkAction::VerifyImage {
             image: image.clone(),
             expect: expect.clone(),
-        };
+        });
         Step::plain(action, cells, side, DoneWhen::Never)
     })
 }
@@ -219,10 +238,10 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         if let Some(size) = w.cell.tmpfs {
             let mut step = one(
                 w,
-                Action::MountTmpfs {
+                Action::Board(BoardAction::MountTmpfs {
                     test: test.clone(),
                     size,
-                },
+                }),
                 Side::Board,
                 DoneWhen::CellsComplete,
                 None,
@@ -234,12 +253,12 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         if segs.is_empty() {
             steps.push(one(
                 w,
-                Action::Setup {
+                Action::Cell(CellAction::Setup {
                     test: test.clone(),
                     from: 0,
                     commands: 0,
                     after_services: false,
-                },
+                }),
                 Side::Board,
                 DoneWhen::CellsComplete,
                 None,
@@ -248,12 +267,12 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         for (side, from, commands) in segs {
             steps.push(one(
                 w,
-                Action::Setup {
+                Action::Cell(CellAction::Setup {
                     test: test.clone(),
                     from,
                     commands,
                     after_services: false,
-                },
+                }),
                 side,
                 DoneWhen::CellsComplete,
                 None,
@@ -262,10 +281,10 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         for s in &w.recipe.services {
             let mut step = one(
                 w,
-                Action::StartService {
+                Action::Cell(CellAction::StartService {
                     test: test.clone(),
                     service: s.name.clone(),
-                },
+                }),
                 s.on,
                 DoneWhen::CellsComplete,
                 None,
@@ -276,12 +295,12 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         for (side, from, commands) in segments(&w.recipe.setup_after_services) {
             steps.push(one(
                 w,
-                Action::Setup {
+                Action::Cell(CellAction::Setup {
                     test: test.clone(),
                     from,
                     commands,
                     after_services: true,
-                },
+                }),
                 side,
                 DoneWhen::CellsComplete,
                 None,
@@ -290,9 +309,9 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
     }
     let method = &group[0].cell.method;
     steps.push(Step {
-        action: Action::Cooldown {
+        action: Action::Cell(CellAction::Cooldown {
             cooldown: method.cooldown.clone(),
-        },
+        }),
         cells: keys.clone(),
         side: Side::Board,
         resources: Vec::new(),
@@ -311,10 +330,10 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         let estimate = estimates.per_run(w.cell).map(|s| s * warm.runs as f64);
         steps.push(one(
             w,
-            Action::WarmUp {
+            Action::Cell(CellAction::WarmUp {
                 test: w.recipe.name.clone(),
                 runs: warm.runs,
-            },
+            }),
             w.recipe.run.on,
             DoneWhen::CellsComplete,
             estimate,
@@ -337,14 +356,14 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         Side::Board
     };
     steps.push(Step {
-        action: Action::Measure {
+        action: Action::Cell(CellAction::Measure {
             order: if group.len() > 1 {
                 RunOrder::Interleaved
             } else {
                 group[0].cell.method.order
             },
             runs_left,
-        },
+        }),
         cells: keys,
         side,
         resources,
@@ -356,10 +375,10 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         for s in w.recipe.services.iter().rev() {
             steps.push(one(
                 w,
-                Action::StopService {
+                Action::Cell(CellAction::StopService {
                     test: test.clone(),
                     service: s.name.clone(),
-                },
+                }),
                 s.on,
                 DoneWhen::NothingToUndo,
                 None,
@@ -368,11 +387,11 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         for (side, from, commands) in segments(&w.recipe.teardown) {
             steps.push(one(
                 w,
-                Action::Teardown {
+                Action::Cell(CellAction::Teardown {
                     test: test.clone(),
                     from,
                     commands,
-                },
+                }),
                 side,
                 DoneWhen::NothingToUndo,
                 None,
@@ -381,7 +400,7 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         if w.cell.tmpfs.is_some() {
             let mut step = one(
                 w,
-                Action::UnmountTmpfs { test: test.clone() },
+                Action::Board(BoardAction::UnmountTmpfs { test: test.clone() }),
                 Side::Board,
                 DoneWhen::NothingToUndo,
                 None,

@@ -78,15 +78,36 @@ impl Step {
     }
 }
 
-/// What a step does. Steps that undo another (`cleanup`) run even after a failure or an
-/// interrupt, when what they undo was done.
+/// What a step does, by who runs it: the step runner itself (`Hold`), every walk, only
+/// a board's or only a cluster's walk, or the one cell runner; so each walker's `match`
+/// is exhaustive over its own steps. Steps that undo another (`cleanup`) run even after
+/// a failure or an interrupt, when what they undo was done. Serialized flat
+/// (`"action": "mount"`, ...): each part carries the tag.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Action {
+    Hold(Hold),
+    Walk(WalkAction),
+    Board(BoardAction),
+    Cluster(ClusterAction),
+    Cell(CellAction),
+}
+
+/// Wait until no other walk holds any of these boards, then hold them all until
+/// this walk ends (all at once, so two walks never hold a part each): a cluster's
+/// members, a board's own and its peers, when another walk of the apply needs them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "action", rename = "hold")]
+pub struct Hold {
+    pub boards: Vec<BoardName>,
+}
+
+/// Steps every walk takes, each over its own sessions (a board's, or every member's of
+/// a cluster): an image fetched and flashed, the workdirs claimed, tools installed,
+/// leftovers stopped, the image verified.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
-pub enum Action {
-    /// Wait until no other walk holds any of these boards, then hold them all until
-    /// this walk ends (all at once, so two walks never hold a part each): a cluster's
-    /// members, a board's own and its peers, when another walk of the apply needs them.
-    Hold { boards: Vec<BoardName> },
+pub enum WalkAction {
     /// Fetch the image into the cache and verify its sha256 (`image::fetch`).
     FetchImage { image: ImageName },
     /// Write the image's first-boot preparation (`[images.NAME.firstboot]`, for this
@@ -134,35 +155,6 @@ pub enum Action {
         #[serde(skip_serializing_if = "Option::is_none")]
         member: Option<BoardName>,
     },
-    /// Open a session to the board (after a power cycle: retried until it boots).
-    Connect,
-    /// Open a session to a peer board of the walk's cells and claim their directory
-    /// there; its failure fails only the cells that use that peer.
-    ConnectPeer { peer: BoardName },
-    /// A cluster: open a session to one member (after its power cycle: retried until it
-    /// boots).
-    ConnectMember { member: BoardName },
-    /// A cluster: read one member's facts, recorded beside every cell under its name.
-    MemberFacts { member: BoardName },
-    /// A cluster: on every member and the controller, start the guard that runs that
-    /// side's teardown and stops that side's services when benchpipe's connection to
-    /// it ends without a goodbye (a lost member, a killed benchpipe).
-    ArmGuard,
-    /// A cluster's deploy commands `from` .. `from + commands`, all on `on`.
-    Deploy {
-        on: String,
-        from: usize,
-        commands: usize,
-    },
-    /// A cluster's teardown commands on `on` (cleanup; a lost member's own are run by
-    /// its guard).
-    Undeploy {
-        on: String,
-        from: usize,
-        commands: usize,
-    },
-    /// Stop the guards: the cluster was taken down in order (cleanup).
-    DisarmGuard,
     /// Claim the board's workdir (and, when a step runs there, the controller's).
     ClaimWorkdir { controller: bool },
     /// Install what the tests need, per side, and create work and storage directories.
@@ -170,14 +162,26 @@ pub enum Action {
     /// Stop services a crashed or killed apply left running, and unmount the cells'
     /// tmpfs it left mounted (`storage::tmpfs::sweep`).
     StopLeftoverServices,
-    /// Read the board's facts and its idle temperature, recorded beside every cell.
-    GatherFacts,
     /// Check that the board runs the image its cells name: its `/etc/os-release` fields
     /// as the scenario's `expect` gives them. A mismatch fails the image's cells.
     VerifyImage {
         image: ImageName,
         expect: Expectations,
     },
+}
+
+/// Steps only a board's walk takes: its session and its peers', its facts, its mounts
+/// and tmpfs, its USB driver and kernel command line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum BoardAction {
+    /// Open a session to the board (after a power cycle: retried until it boots).
+    Connect,
+    /// Open a session to a peer board of the walk's cells and claim their directory
+    /// there; its failure fails only the cells that use that peer.
+    ConnectPeer { peer: BoardName },
+    /// Read the board's facts and its idle temperature, recorded beside every cell.
+    GatherFacts,
     /// Format and mount a storage (or, for `as-is`, check it) for the cells that need it.
     Mount {
         image: ImageName,
@@ -202,6 +206,59 @@ pub enum Action {
         test: TestName,
         size: crate::model::TmpfsSize,
     },
+    /// Board state for a storage's `uas`: set or clear its USB device's
+    /// `usb-storage.quirks=VID:PID:u` in the board's `[boot] cmdline`, power-cycle, wait
+    /// for the boot, and verify the driver (`uas` or `usb-storage`).
+    Uas { storage: StorageName, uas: bool },
+    /// Unmount the cell's tmpfs and remove its mount point, after its teardown
+    /// (cleanup).
+    UnmountTmpfs { test: TestName },
+    /// Unmount what `Mount` mounted (cleanup).
+    Unmount {
+        storage: StorageName,
+        filesystem: FsName,
+    },
+    /// Put the board's kernel command line back as it was before the `Uas` steps, and
+    /// power-cycle so the board runs it (cleanup).
+    RestoreCmdline,
+}
+
+/// Steps only a cluster's walk takes: a session and facts per member, the guards, the
+/// deploy and its teardown.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum ClusterAction {
+    /// A cluster: open a session to one member (after its power cycle: retried until it
+    /// boots).
+    ConnectMember { member: BoardName },
+    /// A cluster: read one member's facts, recorded beside every cell under its name.
+    MemberFacts { member: BoardName },
+    /// A cluster: on every member and the controller, start the guard that runs that
+    /// side's teardown and stops that side's services when benchpipe's connection to
+    /// it ends without a goodbye (a lost member, a killed benchpipe).
+    ArmGuard,
+    /// A cluster's deploy commands `from` .. `from + commands`, all on `on`.
+    Deploy {
+        on: String,
+        from: usize,
+        commands: usize,
+    },
+    /// A cluster's teardown commands on `on` (cleanup; a lost member's own are run by
+    /// its guard).
+    Undeploy {
+        on: String,
+        from: usize,
+        commands: usize,
+    },
+    /// Stop the guards: the cluster was taken down in order (cleanup).
+    DisarmGuard,
+}
+
+/// A cell's own steps, one copy for every walk (`apply`'s cell runner runs them over
+/// the walk's places): setup, services, cool-down, runs, teardown.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum CellAction {
     /// Open one cell in the store, write its facts, run the recipe's setup commands of
     /// this side (a recipe's consecutive commands on one side form one step).
     Setup {
@@ -231,21 +288,6 @@ pub enum Action {
         from: usize,
         commands: usize,
     },
-    /// Unmount the cell's tmpfs and remove its mount point, after its teardown
-    /// (cleanup).
-    UnmountTmpfs { test: TestName },
-    /// Unmount what `Mount` mounted (cleanup).
-    Unmount {
-        storage: StorageName,
-        filesystem: FsName,
-    },
-    /// Board state for a storage's `uas`: set or clear its USB device's
-    /// `usb-storage.quirks=VID:PID:u` in the board's `[boot] cmdline`, power-cycle, wait
-    /// for the boot, and verify the driver (`uas` or `usb-storage`).
-    Uas { storage: StorageName, uas: bool },
-    /// Put the board's kernel command line back as it was before the `Uas` steps, and
-    /// power-cycle so the board runs it (cleanup).
-    RestoreCmdline,
 }
 
 impl Action {
@@ -253,13 +295,13 @@ impl Action {
     pub fn is_cleanup(&self) -> bool {
         matches!(
             self,
-            Action::StopService { .. }
-                | Action::Teardown { .. }
-                | Action::UnmountTmpfs { .. }
-                | Action::Unmount { .. }
-                | Action::RestoreCmdline
-                | Action::Undeploy { .. }
-                | Action::DisarmGuard
+            Action::Cell(CellAction::StopService { .. })
+                | Action::Cell(CellAction::Teardown { .. })
+                | Action::Board(BoardAction::UnmountTmpfs { .. })
+                | Action::Board(BoardAction::Unmount { .. })
+                | Action::Board(BoardAction::RestoreCmdline)
+                | Action::Cluster(ClusterAction::Undeploy { .. })
+                | Action::Cluster(ClusterAction::DisarmGuard)
         )
     }
 }
@@ -440,7 +482,7 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
                 }
             }
         }
-        let hold = Action::Hold { boards: contended };
+        let hold = Action::Hold(Hold { boards: contended });
         let step = Step::plain(hold, cells, Side::Controller, DoneWhen::Never);
         b.steps.insert(0, step);
     }
@@ -547,7 +589,7 @@ fn board_steps(
                 .collect();
             uas_cells.extend(cells.iter().cloned());
             let (storage, on) = uas.clone().expect("checked");
-            let action = Action::Uas { storage, uas: on };
+            let action = Action::Board(BoardAction::Uas { storage, uas: on });
             steps.push(Step::plain(
                 action,
                 cells,
@@ -568,7 +610,7 @@ fn board_steps(
         let keys: Vec<CellKey> = same_mount.iter().map(|w| w.cell.key.clone()).collect();
         if let Some((storage, filesystem, mkfs)) = &key.1 {
             let declared = ws.boards.get(board).and_then(|b| b.storage(storage));
-            let action = Action::Mount {
+            let action = Action::Board(BoardAction::Mount {
                 image: first.cell.address.image.clone(),
                 storage: storage.clone(),
                 filesystem: filesystem.clone(),
@@ -576,7 +618,7 @@ fn board_steps(
                 device: declared.and_then(|d| d.device.clone()),
                 serial: declared.and_then(|d| d.serial.clone()),
                 size_bytes: declared.and_then(|d| d.size_bytes),
-            };
+            });
             steps.push(Step::plain(
                 action,
                 keys.clone(),
@@ -590,10 +632,10 @@ fn board_steps(
             group_steps(&mut steps, &group, estimates);
         }
         if let Some((storage, filesystem, _)) = key.1 {
-            let action = Action::Unmount {
+            let action = Action::Board(BoardAction::Unmount {
                 storage,
                 filesystem,
-            };
+            });
             steps.push(Step::plain(
                 action,
                 keys,
@@ -613,7 +655,7 @@ fn restore_cmdline(steps: &mut Vec<Step>, uas_cells: &mut Vec<CellKey>) {
     }
     let cells = std::mem::take(uas_cells);
     steps.push(Step::plain(
-        Action::RestoreCmdline,
+        Action::Board(BoardAction::RestoreCmdline),
         cells,
         Side::Board,
         DoneWhen::NothingToUndo,
@@ -627,7 +669,11 @@ impl Schedule {
         for s in self.boards.iter().flat_map(|b| &b.steps) {
             match (s.estimate_seconds, &s.action) {
                 (Some(e), _) => total += e,
-                (None, Action::Measure { .. } | Action::WarmUp { .. }) => return None,
+                (
+                    None,
+                    Action::Cell(CellAction::Measure { .. })
+                    | Action::Cell(CellAction::WarmUp { .. }),
+                ) => return None,
                 (None, _) => {}
             }
         }

@@ -1,67 +1,75 @@
 //! The schedule for people: a step's one-line label, and `apply --dry-run`'s text.
 
-use super::{Action, Schedule};
+use super::{Action, BoardAction, CellAction, ClusterAction, Hold, Schedule, WalkAction};
 use crate::model::{Cooldown, RunOrder, TestName};
 
 impl Action {
     /// A short line for people: `mount usb as btrfs-lzo`.
     pub fn label(&self) -> String {
         match self {
-            Action::Hold { boards } => {
+            Action::Hold(Hold { boards }) => {
                 format!("hold {} (wait for other walks)", join_boards(boards))
             }
-            Action::ConnectPeer { peer } => format!("connect peer {peer}"),
-            Action::ConnectMember { member } => format!("connect member {member}"),
-            Action::MemberFacts { member } => format!("gather facts of member {member}"),
-            Action::ArmGuard => "arm the guards (teardown if a connection ends)".into(),
-            Action::Deploy { on, commands, .. } => {
+            Action::Board(BoardAction::ConnectPeer { peer }) => format!("connect peer {peer}"),
+            Action::Cluster(ClusterAction::ConnectMember { member }) => {
+                format!("connect member {member}")
+            }
+            Action::Cluster(ClusterAction::MemberFacts { member }) => {
+                format!("gather facts of member {member}")
+            }
+            Action::Cluster(ClusterAction::ArmGuard) => {
+                "arm the guards (teardown if a connection ends)".into()
+            }
+            Action::Cluster(ClusterAction::Deploy { on, commands, .. }) => {
                 format!("deploy on {on} ({commands} command(s))")
             }
-            Action::Undeploy { on, commands, .. } => {
+            Action::Cluster(ClusterAction::Undeploy { on, commands, .. }) => {
                 format!("tear down the cluster on {on} ({commands} command(s))")
             }
-            Action::DisarmGuard => "disarm the guards".into(),
-            Action::FetchImage { image } => format!("fetch image {image}"),
-            Action::Derive {
+            Action::Cluster(ClusterAction::DisarmGuard) => "disarm the guards".into(),
+            Action::Walk(WalkAction::FetchImage { image }) => format!("fetch image {image}"),
+            Action::Walk(WalkAction::Derive {
                 image,
                 firstboot,
                 member,
-            } => format!(
+            }) => format!(
                 "prepare {image}'s first boot ({firstboot}){} in a copy, unless the image cache has it",
                 for_member(member)
             ),
-            Action::Flash {
+            Action::Walk(WalkAction::Flash {
                 image,
                 via,
                 device,
                 member,
-            } => format!(
+            }) => format!(
                 "REFLASH{} with {image}: dd to {device} via {via}, read back",
                 onto(member)
             ),
-            Action::FlashCommand { image, member } => format!(
+            Action::Walk(WalkAction::FlashCommand { image, member }) => format!(
                 "REFLASH{} with {image}: the board's [flash] command",
                 onto(member)
             ),
-            Action::FlashTpi {
+            Action::Walk(WalkAction::FlashTpi {
                 image,
                 via,
                 node,
                 member,
-            } => format!(
+            }) => format!(
                 "REFLASH{} with {image}: tpi flash node {node} on BMC {via}",
                 onto(member)
             ),
-            Action::PowerCycle { member } => format!("power cycle{}", onto(member)),
-            Action::Connect => "connect".into(),
-            Action::ClaimWorkdir { controller: false } => "claim workdir".into(),
-            Action::ClaimWorkdir { controller: true } => {
+            Action::Walk(WalkAction::PowerCycle { member }) => {
+                format!("power cycle{}", onto(member))
+            }
+            Action::Board(BoardAction::Connect) => "connect".into(),
+            Action::Walk(WalkAction::ClaimWorkdir { controller: false }) => "claim workdir".into(),
+            Action::Walk(WalkAction::ClaimWorkdir { controller: true }) => {
                 "claim workdir (and the controller's)".into()
             }
-            Action::Provision { tests } => format!("provision {}", join(tests)),
-            Action::StopLeftoverServices => "stop leftover services".into(),
-            Action::GatherFacts => "gather facts".into(),
-            Action::VerifyImage { image, expect } => format!(
+            Action::Walk(WalkAction::Provision { tests }) => format!("provision {}", join(tests)),
+            Action::Walk(WalkAction::StopLeftoverServices) => "stop leftover services".into(),
+            Action::Board(BoardAction::GatherFacts) => "gather facts".into(),
+            Action::Walk(WalkAction::VerifyImage { image, expect }) => format!(
                 "verify image {image} ({})",
                 expect
                     .os_release
@@ -71,7 +79,7 @@ impl Action {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Action::Mount {
+            Action::Board(BoardAction::Mount {
                 image,
                 storage,
                 filesystem,
@@ -79,32 +87,38 @@ impl Action {
                 device,
                 serial,
                 size_bytes,
-            } => format!(
+            }) => format!(
                 "format {storage} as {filesystem} ({image}){}",
                 disk(device, serial, size_bytes)
             ),
-            Action::Mount {
+            Action::Board(BoardAction::Mount {
                 image,
                 storage,
                 mkfs: false,
                 ..
-            } => format!("check {storage} as-is ({image})"),
-            Action::MountTmpfs { test, size } => format!("mount a tmpfs of {size} for {test}"),
-            Action::UnmountTmpfs { test } => format!("unmount the tmpfs of {test}"),
-            Action::Setup {
+            }) => format!("check {storage} as-is ({image})"),
+            Action::Board(BoardAction::MountTmpfs { test, size }) => {
+                format!("mount a tmpfs of {size} for {test}")
+            }
+            Action::Board(BoardAction::UnmountTmpfs { test }) => {
+                format!("unmount the tmpfs of {test}")
+            }
+            Action::Cell(CellAction::Setup {
                 test, commands: 0, ..
-            } => format!("open {test}"),
-            Action::Setup {
+            }) => format!("open {test}"),
+            Action::Cell(CellAction::Setup {
                 test,
                 commands,
                 after_services: true,
                 ..
-            } => format!("set up {test} after its services ({commands} command(s))"),
-            Action::Setup { test, commands, .. } => {
+            }) => format!("set up {test} after its services ({commands} command(s))"),
+            Action::Cell(CellAction::Setup { test, commands, .. }) => {
                 format!("set up {test} ({commands} command(s))")
             }
-            Action::StartService { test, service } => format!("start {service} for {test}"),
-            Action::Cooldown { cooldown } => match cooldown {
+            Action::Cell(CellAction::StartService { test, service }) => {
+                format!("start {service} for {test}")
+            }
+            Action::Cell(CellAction::Cooldown { cooldown }) => match cooldown {
                 Cooldown::None => "cool-down: none".into(),
                 Cooldown::Fixed { duration } => format!("cool down {}s", duration.as_secs()),
                 Cooldown::UntilBelow {
@@ -116,29 +130,33 @@ impl Action {
                     if *above_idle { "idle+" } else { "" }
                 ),
             },
-            Action::WarmUp { test, runs } => format!("warm up {test} ({runs} run(s))"),
-            Action::Measure { order, runs_left } => {
+            Action::Cell(CellAction::WarmUp { test, runs }) => {
+                format!("warm up {test} ({runs} run(s))")
+            }
+            Action::Cell(CellAction::Measure { order, runs_left }) => {
                 let order = match order {
                     RunOrder::Blocked => "blocked",
                     RunOrder::Interleaved => "interleaved",
                 };
                 format!("measure {runs_left} run(s), {order}")
             }
-            Action::StopService { test, service } => format!("stop {service} for {test}"),
-            Action::Teardown { test, commands, .. } => {
+            Action::Cell(CellAction::StopService { test, service }) => {
+                format!("stop {service} for {test}")
+            }
+            Action::Cell(CellAction::Teardown { test, commands, .. }) => {
                 format!("tear down {test} ({commands} command(s))")
             }
-            Action::Uas { storage, uas } => format!(
+            Action::Board(BoardAction::Uas { storage, uas }) => format!(
                 "USB driver of {storage}: {} (kernel command line, power cycle, verify)",
                 if *uas { "uas" } else { "usb-storage" }
             ),
-            Action::RestoreCmdline => {
+            Action::Board(BoardAction::RestoreCmdline) => {
                 "restore the kernel command line (power cycle if it changed)".into()
             }
-            Action::Unmount {
+            Action::Board(BoardAction::Unmount {
                 storage,
                 filesystem,
-            } => format!("unmount {storage} ({filesystem})"),
+            }) => format!("unmount {storage} ({filesystem})"),
         }
     }
 }
@@ -285,12 +303,12 @@ mod tests {
 
     #[test]
     fn dry_run_columns_line_up_past_a_long_reflash_label() {
-        let flash = Action::Flash {
+        let flash = Action::Walk(WalkAction::Flash {
             image: ImageName::new("raspios-64"),
             via: "pi-maint".into(),
             device: "/dev/disk/by-id/usb-SD_MUX_0001-0:0".into(),
             member: None,
-        };
+        });
         assert!(flash.label().chars().count() > 44, "{}", flash.label());
         let schedule = Schedule {
             format: 1,
@@ -299,18 +317,21 @@ mod tests {
                 members: vec![],
                 steps: vec![
                     step(
-                        Action::FetchImage {
+                        Action::Walk(WalkAction::FetchImage {
                             image: ImageName::new("raspios-64"),
-                        },
+                        }),
                         Side::Controller,
                     ),
                     step(flash, Side::Controller),
-                    step(Action::PowerCycle { member: None }, Side::Controller),
-                    step(Action::Connect, Side::Board),
                     step(
-                        Action::Cooldown {
+                        Action::Walk(WalkAction::PowerCycle { member: None }),
+                        Side::Controller,
+                    ),
+                    step(Action::Board(BoardAction::Connect), Side::Board),
+                    step(
+                        Action::Cell(CellAction::Cooldown {
                             cooldown: Cooldown::None,
-                        },
+                        }),
                         Side::Board,
                     ),
                 ],
@@ -322,12 +343,12 @@ mod tests {
         assert!(cols.iter().all(|c| *c == cols[0]), "{cols:?}\n{text}");
         // A label past the widest column pushes only its own line.
         let mut long = schedule.clone();
-        long.boards[0].steps[1].action = Action::Flash {
+        long.boards[0].steps[1].action = Action::Walk(WalkAction::Flash {
             image: ImageName::new("x"),
             via: "v".into(),
             device: format!("/dev/disk/by-id/{}", "a".repeat(80)),
             member: None,
-        };
+        });
         let cols = side_columns(&long.text());
         assert_eq!(cols[0], cols[2]);
         assert!(cols[1] > cols[0]);

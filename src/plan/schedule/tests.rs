@@ -36,24 +36,25 @@ fn each_mount_is_prepared_once_and_unmounted_before_the_next() {
         let mut seen = Vec::new();
         for a in actions(b) {
             match a {
-                Action::Mount {
+                Action::Board(BoardAction::Mount {
                     storage,
                     filesystem,
                     ..
-                } => {
+                }) => {
                     assert!(open.is_none(), "a mount inside another: {a:?}");
                     assert!(!seen.contains(&(storage, filesystem)), "mounted twice");
                     seen.push((storage, filesystem));
                     open = Some((storage, filesystem));
                 }
-                Action::Unmount {
+                Action::Board(BoardAction::Unmount {
                     storage,
                     filesystem,
-                } => {
+                }) => {
                     assert_eq!(open, Some((storage, filesystem)));
                     open = None;
                 }
-                Action::Measure { .. } | Action::Setup { .. } => {}
+                Action::Cell(CellAction::Measure { .. })
+                | Action::Cell(CellAction::Setup { .. }) => {}
                 _ => {}
             }
         }
@@ -71,11 +72,11 @@ fn board_steps_come_first_and_serve_every_cell_of_the_board() {
     let first: Vec<&str> = b.steps[..5]
         .iter()
         .map(|s| match s.action {
-            Action::Connect => "connect",
-            Action::ClaimWorkdir { controller: false } => "claim",
-            Action::Provision { .. } => "provision",
-            Action::StopLeftoverServices => "stop-leftovers",
-            Action::GatherFacts => "facts",
+            Action::Board(BoardAction::Connect) => "connect",
+            Action::Walk(WalkAction::ClaimWorkdir { controller: false }) => "claim",
+            Action::Walk(WalkAction::Provision { .. }) => "provision",
+            Action::Walk(WalkAction::StopLeftoverServices) => "stop-leftovers",
+            Action::Board(BoardAction::GatherFacts) => "facts",
             _ => "other",
         })
         .collect();
@@ -86,7 +87,7 @@ fn board_steps_come_first_and_serve_every_cell_of_the_board() {
     let measured: usize = b
         .steps
         .iter()
-        .filter(|s| matches!(s.action, Action::Measure { .. }))
+        .filter(|s| matches!(s.action, Action::Cell(CellAction::Measure { .. })))
         .map(|s| s.cells.len())
         .sum();
     assert_eq!(b.steps[0].cells.len(), measured, "4 cells per board");
@@ -113,7 +114,7 @@ fn interleaved_cells_of_one_mount_share_one_cooldown_and_one_measure_step() {
     let measures: Vec<&Step> = b
         .steps
         .iter()
-        .filter(|s| matches!(s.action, Action::Measure { .. }))
+        .filter(|s| matches!(s.action, Action::Cell(CellAction::Measure { .. })))
         .collect();
     // Three mounts with two tests each, and xz alone.
     let sizes: Vec<usize> = measures.iter().map(|m| m.cells.len()).collect();
@@ -121,10 +122,10 @@ fn interleaved_cells_of_one_mount_share_one_cooldown_and_one_measure_step() {
     for m in &measures {
         assert!(matches!(
             m.action,
-            Action::Measure {
+            Action::Cell(CellAction::Measure {
                 order: RunOrder::Interleaved,
                 ..
-            }
+            })
         ));
         if m.cells.len() == 2 {
             assert_eq!(m.resources, ["bus"], "the group holds its tests' resources");
@@ -133,7 +134,7 @@ fn interleaved_cells_of_one_mount_share_one_cooldown_and_one_measure_step() {
     let cooldowns: Vec<&Step> = b
         .steps
         .iter()
-        .filter(|s| matches!(s.action, Action::Cooldown { .. }))
+        .filter(|s| matches!(s.action, Action::Cell(CellAction::Cooldown { .. })))
         .collect();
     assert_eq!(cooldowns.len(), measures.len(), "one cool-down per group");
     assert!(cooldowns.iter().all(|c| c.estimate_seconds == Some(60.0)));
@@ -176,12 +177,12 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
         .steps
         .iter()
         .filter_map(|s| match &s.action {
-            Action::Setup {
+            Action::Cell(CellAction::Setup {
                 test,
                 from,
                 commands,
                 after_services,
-            } if test.as_str() == "xz" => Some((s.side, *from, *commands, *after_services)),
+            }) if test.as_str() == "xz" => Some((s.side, *from, *commands, *after_services)),
             _ => None,
         })
         .collect();
@@ -199,27 +200,27 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
     let first = b
         .steps
         .iter()
-        .position(|s| matches!(&s.action, Action::Setup { test, .. } if test.as_str() == "xz"))
+        .position(|s| matches!(&s.action, Action::Cell(CellAction::Setup { test, .. }) if test.as_str() == "xz"))
         .unwrap();
     let order: Vec<&str> = b.steps[first..]
         .iter()
-        .take_while(|s| !matches!(s.action, Action::Cooldown { .. }))
+        .take_while(|s| !matches!(s.action, Action::Cell(CellAction::Cooldown { .. })))
         .chain(
             b.steps[first..]
                 .iter()
-                .find(|s| matches!(s.action, Action::Cooldown { .. })),
+                .find(|s| matches!(s.action, Action::Cell(CellAction::Cooldown { .. }))),
         )
         .filter_map(|s| match &s.action {
-            Action::Setup {
+            Action::Cell(CellAction::Setup {
                 after_services: false,
                 ..
-            } => Some("setup"),
-            Action::StartService { .. } => Some("service"),
-            Action::Setup {
+            }) => Some("setup"),
+            Action::Cell(CellAction::StartService { .. }) => Some("service"),
+            Action::Cell(CellAction::Setup {
                 after_services: true,
                 ..
-            } => Some("after"),
-            Action::Cooldown { .. } => Some("cooldown"),
+            }) => Some("after"),
+            Action::Cell(CellAction::Cooldown { .. }) => Some("cooldown"),
             _ => None,
         })
         .collect();
@@ -233,14 +234,16 @@ fn setup_and_teardown_split_by_side_in_recipe_order() {
         .steps
         .iter()
         .filter_map(|s| match &s.action {
-            Action::Teardown { test, from, .. } if test.as_str() == "xz" => Some((s.side, *from)),
+            Action::Cell(CellAction::Teardown { test, from, .. }) if test.as_str() == "xz" => {
+                Some((s.side, *from))
+            }
             _ => None,
         })
         .collect();
     assert_eq!(teardowns, [(Side::Controller, 0), (Side::Board, 1)]);
     assert!(matches!(
         b.steps[1].action,
-        Action::ClaimWorkdir { controller: true }
+        Action::Walk(WalkAction::ClaimWorkdir { controller: true })
     ));
 }
 
@@ -251,7 +254,12 @@ fn the_json_of_a_step_is_pinned() {
     let mount = s.boards[0]
         .steps
         .iter()
-        .find(|s| matches!(&s.action, Action::Mount { mkfs: true, .. }))
+        .find(|s| {
+            matches!(
+                &s.action,
+                Action::Board(BoardAction::Mount { mkfs: true, .. })
+            )
+        })
         .unwrap();
     let mut j = serde_json::to_value(mount).unwrap();
     j["cells"] = serde_json::json!(["KEY"]);
@@ -349,7 +357,9 @@ fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
         .filter(|s| {
             matches!(
                 s.action,
-                Action::Uas { .. } | Action::RestoreCmdline | Action::Mount { .. }
+                Action::Board(BoardAction::Uas { .. })
+                    | Action::Board(BoardAction::RestoreCmdline)
+                    | Action::Board(BoardAction::Mount { .. })
             )
         })
         .map(|s| s.action.label())
@@ -371,7 +381,7 @@ fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
     let uas: Vec<&Step> = b
         .steps
         .iter()
-        .filter(|s| matches!(s.action, Action::Uas { .. }))
+        .filter(|s| matches!(s.action, Action::Board(BoardAction::Uas { .. })))
         .collect();
     assert_eq!((uas[0].cells.len(), uas[1].cells.len()), (2, 2));
     assert_eq!(uas[0].done_when, DoneWhen::DriverAsWanted);
@@ -442,18 +452,18 @@ fn xfs_f2fs_and_as_flashed_are_each_prepared_once_and_only_the_made_ones_format(
         let mounts: Vec<(String, String, bool)> = actions(b)
             .into_iter()
             .filter_map(|a| match a {
-                Action::Mount {
+                Action::Board(BoardAction::Mount {
                     storage,
                     filesystem,
                     mkfs,
                     ..
-                } => Some((storage.to_string(), filesystem.to_string(), *mkfs)),
+                }) => Some((storage.to_string(), filesystem.to_string(), *mkfs)),
                 _ => None,
             })
             .collect();
         let unmounts = actions(b)
             .into_iter()
-            .filter(|a| matches!(a, Action::Unmount { .. }))
+            .filter(|a| matches!(a, Action::Board(BoardAction::Unmount { .. })))
             .count();
         let mut want = vec![
             ("sd".to_string(), "image".to_string(), false),
