@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod failure;
 pub mod flash;
+pub mod glob;
 pub mod image;
 pub mod lab;
 pub mod model;

@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::apply::Connector;
 use crate::apply::facts::read_temperature;
 use crate::apply::provision::missing_commands;
 use crate::apply::route::{self, Route};
 use crate::model::{Board, Recipe, Side, TestName};
+use crate::transport::Connector;
 use crate::transport::{Transport, TransportError, quote};
 
 /// Below this much free space in the workdir's filesystem a board fails the check: the

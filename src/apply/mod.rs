@@ -53,7 +53,7 @@ use crate::plan::schedule::{self, Schedule, Step};
 use crate::plan::state;
 use crate::plan::{Address, Cell};
 use crate::store::{self, RunKind, Store};
-use crate::transport::{Transport, TransportError};
+use crate::transport::{Connector, RealConnector};
 
 use resources::Resources;
 use worker::Worker;
@@ -132,30 +132,6 @@ pub enum StepStatus {
     Skipped { reason: String },
     /// It ran and failed; its cells that had no outcome fail with the cause.
     Failed { cause: String },
-}
-
-/// Opens the transports apply uses: the board's (a real SSH session or the local
-/// machine) and the controller's. Tests put a recording fake in their place.
-pub trait Connector: Sync {
-    fn board(&self, board: &Board) -> Result<Box<dyn Transport>, TransportError>;
-    fn controller(&self) -> Box<dyn Transport>;
-    /// The board's sysfs, where storage facts and the USB driver are read. Only tests
-    /// point it at a fake tree (USB storage cannot exist in the lab).
-    fn sysfs(&self) -> &str {
-        crate::storage::facts::SYSFS
-    }
-}
-
-/// The real transports: `transport::connect`, and the local machine as controller.
-pub struct RealConnector;
-
-impl Connector for RealConnector {
-    fn board(&self, board: &Board) -> Result<Box<dyn Transport>, TransportError> {
-        crate::transport::connect(board, std::time::Duration::from_secs(30))
-    }
-    fn controller(&self) -> Box<dyn Transport> {
-        Box::new(crate::transport::local::Local::new())
-    }
 }
 
 /// The outcome of one apply.

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Connector;
 use crate::model::{BoardName, Connection, Workspace};
 use crate::plan::schedule::Schedule;
 use crate::shown::one_line;
+use crate::transport::Connector;
 use crate::transport::quote;
 
 /// How long a probe waits for a board's SSH to answer, and for its `lsblk`.

@@ -27,7 +27,7 @@ pub(super) struct Worker<'a> {
     pub(super) resources: &'a Resources,
     /// The boards walks hold to themselves (`Hold` steps).
     pub(super) held: &'a super::peer::BoardHolds,
-    pub(super) connector: &'a dyn super::Connector,
+    pub(super) connector: &'a dyn crate::transport::Connector,
     /// What to do with cells measured on a board that changed since (`--on-drift`).
     pub(super) on_drift: crate::plan::drift::OnDrift,
 }

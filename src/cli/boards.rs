@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use super::BoardsAction;
-use crate::apply;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::power::PowerAction;
@@ -66,7 +65,7 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             if names.is_empty() {
                 chosen = boards.values().collect();
             }
-            let connector = apply::RealConnector;
+            let connector = crate::transport::RealConnector;
             let checks: Vec<crate::preflight::BoardCheck> = std::thread::scope(|s| {
                 let handles: Vec<_> = chosen
                     .iter()
@@ -201,9 +200,9 @@ fn power(
     boards: &std::collections::BTreeMap<crate::model::BoardName, crate::model::Board>,
     action: PowerAction,
 ) -> std::result::Result<String, crate::power::PowerError> {
-    use apply::Connector;
+    use crate::transport::Connector;
     let plan = crate::power::plan(board, action)?;
-    let connector = apply::RealConnector;
+    let connector = crate::transport::RealConnector;
     let mut t = match &plan.via {
         Some(v) => connector.board(&crate::power::via_board(board, boards, v))?,
         None => connector.controller(),

@@ -484,7 +484,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let ws = load(&files, cells.max_cells)?;
             if dry_run {
                 let store = Store::open_read(&store.store)?;
-                let probe = apply::RealConnector;
+                let probe = crate::transport::RealConnector;
                 print!("{}", dry_run_text(&ws, &store, &select, Some(&probe))?);
                 return Ok(());
             }
@@ -519,7 +519,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 let options = apply::Options {
                     on_drift: select.on_drift,
                 };
-                let connector = apply::RealConnector;
+                let connector = crate::transport::RealConnector;
                 apply::apply_with_options(
                     &ws,
                     &cells,

@@ -428,7 +428,7 @@ pub fn dry_run_text(
     ws: &Workspace,
     store: &Store,
     select: &Selection,
-    probe: Option<&dyn crate::apply::Connector>,
+    probe: Option<&dyn crate::transport::Connector>,
 ) -> Result<String> {
     let all_plans = known_plans(ws, store)?;
     let v = view(ws, &all_plans, store, select)?;

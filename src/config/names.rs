@@ -1,6 +1,6 @@
 //! Names: globs over board, storage and test names, and "did you mean" suggestions.
 
-pub use crate::plan::glob::{is_glob, matches as glob_match};
+pub use crate::glob::{is_glob, matches as glob_match};
 
 pub use crate::model::is_plain_name;
 

@@ -67,7 +67,7 @@ impl Labels {
         self.axes
             .get(&axis)?
             .iter()
-            .find(|(glob, _)| crate::plan::glob::matches(glob, value))
+            .find(|(glob, _)| crate::glob::matches(glob, value))
             .map(|(_, label)| label.as_str())
     }
 

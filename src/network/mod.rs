@@ -19,7 +19,7 @@ use crate::transport::{Transport, TransportError, quote};
 pub use parse::{EthtoolLink, WifiLink};
 
 /// The board's sysfs, where the facts come from outside tests.
-pub const SYSFS: &str = "/sys";
+pub use crate::transport::connector::SYSFS;
 
 /// What a link is, as the board says now. What the board cannot say is absent. Stored in
 /// a cell's facts (`store::CellFacts`) and read back from them.

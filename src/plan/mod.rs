@@ -10,7 +10,7 @@ mod bound;
 pub mod canonical;
 pub mod diff;
 pub mod drift;
-pub mod glob;
+use crate::glob;
 pub mod key;
 pub mod known;
 pub mod schedule;

@@ -424,7 +424,7 @@ pub(super) fn place<'a>(scenario: &Scenario, a: &'a Address) -> Place<'a> {
         index(
             m.storage
                 .iter()
-                .position(|p| crate::plan::glob::matches(p, storage)),
+                .position(|p| crate::glob::matches(p, storage)),
         ),
         storage,
         a.filesystem

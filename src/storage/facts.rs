@@ -14,7 +14,7 @@ use super::lsusb;
 use crate::transport::{Transport, TransportError, quote};
 
 /// The board's sysfs, where the facts come from outside tests.
-pub const SYSFS: &str = "/sys";
+pub use crate::transport::connector::SYSFS;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct StorageFacts {

@@ -130,7 +130,7 @@ pub struct FakeConnector {
     pub log: Log,
 }
 
-impl crate::apply::Connector for FakeConnector {
+impl super::Connector for FakeConnector {
     fn board(&self, board: &Board) -> Result<Box<dyn Transport>, TransportError> {
         let target = board.name.to_string();
         match (self.script)(&target, "#connect") {

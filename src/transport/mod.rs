@@ -5,6 +5,7 @@
 //! every value; a transport runs the string with `sh -c` semantics and nothing more.
 
 pub mod capture;
+pub mod connector;
 pub mod fake;
 pub mod guard;
 pub mod local;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use crate::model::{Board, Connection};
 pub use capture::{CAPTURE_LIMIT, Capture};
+pub use connector::{Connector, RealConnector};
 pub use service::Service;
 
 /// How a command ended.

@@ -157,16 +157,16 @@ impl Progress for Recorder {
 /// The real transports, with the boards' sysfs read from a FAKE tree.
 struct FakeSysfs(String);
 
-impl apply::Connector for FakeSysfs {
+impl benchpipe::transport::Connector for FakeSysfs {
     fn board(
         &self,
         board: &benchpipe::model::Board,
     ) -> Result<Box<dyn benchpipe::transport::Transport>, benchpipe::transport::TransportError>
     {
-        apply::RealConnector.board(board)
+        benchpipe::transport::RealConnector.board(board)
     }
     fn controller(&self) -> Box<dyn benchpipe::transport::Transport> {
-        apply::RealConnector.controller()
+        benchpipe::transport::RealConnector.controller()
     }
     fn sysfs(&self) -> &str {
         &self.0
