@@ -81,7 +81,7 @@ const LAYERS: [(&str, &[&str]); 5] = [
     (
         "src/model/",
         &[
-            "cell", "config", "store", "plan", "check", "apply", "report", "cli", "stats",
+            "cell", "config", "store", "plan", "check", "apply", "report", "cli", "stats", "bench",
         ],
     ),
     (
