@@ -12,6 +12,7 @@ use crate::apply::places::{Place, Places};
 use crate::bench::Vars;
 use crate::failure::CellFailure;
 use crate::model::{Board, Side, TestName, Where};
+use crate::store::{CellFacts, ClusterFact, Scalar};
 use crate::transport::{Output, Service, Transport};
 
 /// One member's session and what the walk learnt of it.
@@ -21,11 +22,11 @@ pub(super) struct Member<'b> {
     pub(super) t: Option<Box<dyn Transport>>,
     /// Why it is gone, once it is: its steps are skipped, its guard tears it down.
     pub(super) lost: Option<String>,
-    pub(super) facts: Value,
+    pub(super) facts: CellFacts,
     /// Its temperature before benchpipe loaded it: the base of "idle+N".
     pub(super) idle: Option<f64>,
     /// Each recipe's `[facts]` and package versions on this member.
-    pub(super) tools: BTreeMap<TestName, Value>,
+    pub(super) tools: BTreeMap<TestName, CellFacts>,
     pub(super) guard: Option<Service>,
     /// The images this walk prepared for it and wrote to it, and its boot.
     pub(super) flashing: super::super::flashing::Flashing,
@@ -37,7 +38,7 @@ impl<'b> Member<'b> {
             board,
             t: None,
             lost: None,
-            facts: Value::Null,
+            facts: CellFacts::default(),
             idle: None,
             tools: BTreeMap::new(),
             guard: None,
@@ -237,7 +238,7 @@ pub(super) struct ClusterPlaces<'x, 'a, 'b> {
     pub(super) controller: &'x mut dyn Transport,
     pub(super) members: &'x mut Vec<Member<'b>>,
     /// Each recipe's facts of the control member and the controller.
-    pub(super) tools: &'x BTreeMap<TestName, Value>,
+    pub(super) tools: &'x BTreeMap<TestName, CellFacts>,
 }
 
 impl Places for ClusterPlaces<'_, '_, '_> {
@@ -319,39 +320,34 @@ impl Places for ClusterPlaces<'_, '_, '_> {
 
     /// Every member's facts (with its recipe facts and what a flash of this walk wrote
     /// to it and proved), the cluster's shape, and the recipe's.
-    fn cell_facts(&mut self, job: &crate::apply::Job<'_>) -> Result<Value, CellFailure> {
+    fn cell_facts(&mut self, job: &crate::apply::Job<'_>) -> Result<CellFacts, CellFailure> {
         let cell = job.cell;
-        let mut members = serde_json::Map::new();
+        let mut members = BTreeMap::new();
         for m in self.members.iter() {
             let mut f = m.facts.clone();
-            if let (Some(obj), Some(Value::Object(extra))) =
-                (f.as_object_mut(), m.tools.get(&job.recipe.name))
-            {
-                obj.extend(extra.clone());
+            if let Some(extra) = m.tools.get(&job.recipe.name) {
+                f.merge(extra);
             }
-            if let (Some(obj), Some(written)) = (
-                f.as_object_mut(),
-                m.flashing.flashed.get(&cell.address.image),
-            ) {
-                obj.insert("flashed".into(), written.clone());
+            if let Some(written) = m.flashing.flashed.get(&cell.address.image) {
+                f.flashed = Some(written.clone());
             }
             members.insert(m.board.name.to_string(), f);
         }
         let cluster = self.cw.cluster;
-        let mut facts = serde_json::json!({
-            "cluster": {
-                "name": cluster.name,
-                "members": cluster.members,
-                "control": cluster.control,
-            },
-            "members": members,
-            "benchpipe": env!("CARGO_PKG_VERSION"),
-            "recipe": crate::apply::facts::recipe_fact(job.recipe),
-        });
-        if let (Some(obj), Some(Value::Object(extra))) =
-            (facts.as_object_mut(), self.tools.get(&job.recipe.name))
-        {
-            obj.extend(extra.clone());
+        let mut facts = CellFacts {
+            cluster: Some(ClusterFact {
+                name: Scalar::of(&cluster.name),
+                members: cluster.members.iter().filter_map(Scalar::of).collect(),
+                control: Scalar::of(&cluster.control),
+                other: BTreeMap::new(),
+            }),
+            members,
+            benchpipe: Some(env!("CARGO_PKG_VERSION").into()),
+            recipe: Some(crate::apply::facts::recipe_fact(job.recipe)),
+            ..CellFacts::default()
+        };
+        if let Some(extra) = self.tools.get(&job.recipe.name) {
+            facts.merge(extra);
         }
         Ok(facts)
     }
