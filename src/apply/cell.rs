@@ -142,21 +142,8 @@ pub(super) fn requires_failed(command: &str, out: &Output) -> Option<CellFailure
 }
 
 /// `bind_address` and `controller_address` of a board reached at `host`, for a recipe
-/// that reads them (`network::addresses`); nothing is looked up for one that does not.
-pub(super) fn serve_addresses(
-    vars: &mut Vars,
-    recipe: &crate::model::Recipe,
-    host: &str,
-) -> Result<(), CellFailure> {
-    use crate::network::addresses::{BIND_ADDRESS, CONTROLLER_ADDRESS};
-    if let Some((bind, controller)) = served_addresses(recipe, host)? {
-        vars.set(BIND_ADDRESS, bind)
-            .set(CONTROLLER_ADDRESS, controller);
-    }
-    Ok(())
-}
-
-/// `serve_addresses`'s (bind, controller) pair; none for a recipe that reads neither.
+/// that reads them (`network::addresses`): (bind, controller); nothing is looked up,
+/// and none returned, for one that reads neither.
 pub(super) fn served_addresses(
     recipe: &crate::model::Recipe,
     host: &str,

@@ -134,49 +134,55 @@ impl ClusterWorker<'_> {
         self.w.service_dir(Side::Controller)
     }
 
-    /// A cell's values on the controller (`host` is the endpoint's) and on each member;
-    /// the addresses its servers are held to, where its recipe reads them.
+    /// A cell's values on the controller (`host` is the endpoint's, `board` the
+    /// cluster's) and on each member: `TemplateVars`, the names `check` allows, set as
+    /// a board cell's are (its secret directory on the controller at every place); the
+    /// addresses its servers are held to, where its recipe reads them.
     pub(super) fn cell_vars(
         &self,
         cell: &crate::plan::Cell,
         recipe: &crate::model::Recipe,
     ) -> Result<(Vars, Vec<Vars>), crate::failure::CellFailure> {
-        let vars = |board: &str, host: String, workdir: &str| {
+        let controller_dir = self.controller_dir();
+        let at = |board: &str, host: String, workdir: &str, addresses| {
             let mut v = Vars::new();
-            v.params(&cell.params)
-                .set("workdir", workdir.to_string())
-                .set("controller_dir", self.controller_dir())
-                .set("dir", workdir.to_string())
-                .set("device", "")
-                .set("board", board.to_string())
-                .set("host", host.clone())
-                .set("run", 0)
-                .set("cell", cell.key.to_string());
-            (v, host)
+            v.params(&cell.params);
+            crate::bench::TemplateVars {
+                // No storage: a cluster's tests run in each member's workdir.
+                dir: workdir.to_string(),
+                device: String::new(),
+                workdir: workdir.to_string(),
+                controller_dir: controller_dir.clone(),
+                board: board.to_string(),
+                host,
+                run: 0,
+                cell: cell.key.to_string(),
+                // Made when the cell opens, on the controller, as a board cell's.
+                secrets: super::super::secrets::dir_of(&controller_dir, &cell.key),
+                // `plan` gives a cluster no test with a tmpfs (no storage axis).
+                tmpfs: None,
+                addresses,
+            }
+            .set_on(&mut v);
+            v
         };
+        let served = |host: &str| crate::apply::cell::served_addresses(recipe, host);
         let control = self.members[self.control];
         // The endpoint may be a name only the cluster's ingress answers to: the
-        // controller's values get the addresses where it resolves, for a template that
-        // reads them (the members' servers are what they are for).
-        let (mut controller, endpoint) = vars(self.name(), self.endpoint_host(), &control.workdir);
-        let _ = crate::apply::cell::serve_addresses(&mut controller, recipe, &endpoint);
-        // Its secret directory on the controller, made when the cell opens.
-        controller.set(
-            "secrets",
-            super::super::secrets::dir_of(&self.controller_dir(), &cell.key),
-        );
+        // controller's values get the addresses where it resolves, and none where it
+        // does not (the members' servers are what they are for).
+        let endpoint = self.endpoint_host();
+        let addresses = served(&endpoint).ok().flatten();
+        let controller = at(self.name(), endpoint, &control.workdir, addresses);
         let members = self
             .members
             .iter()
             .map(|m| {
-                let (mut v, host) = vars(
-                    m.name.as_str(),
-                    super::super::worker::board_host(m),
-                    &m.workdir,
-                );
-                crate::apply::cell::serve_addresses(&mut v, recipe, &host).map(|()| v)
+                let host = super::super::worker::board_host(m);
+                let addresses = served(&host)?;
+                Ok(at(m.name.as_str(), host, &m.workdir, addresses))
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, crate::failure::CellFailure>>()?;
         Ok((controller, members))
     }
 

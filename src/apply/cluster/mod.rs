@@ -12,9 +12,11 @@
 mod cleanup;
 mod members;
 mod steps;
+#[cfg(test)]
+mod tests;
 
 use super::places::Places;
-use super::walk::{Cells, Walk, Walker};
+use super::walk::{Cells, Parts, Walk, Walker};
 use super::worker::Worker;
 use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
