@@ -500,7 +500,7 @@ fn a_peers_services_are_stopped_when_the_board_is_lost() {
     let recipe = format!(
         "description = \"a server on the peer, a long run on the board\"\nuses_storage = false\n\
          [params]\npeer = \"\"\n\
-         [[services]]\nname = \"holder\"\non = \"peer\"\ncommand = \"cd {{{{ peer_dir }}}} && sleep 600\"\n\
+         [[services]]\nname = \"holder\"\non = \"peer\"\ncommand = \"cd {{{{ peer_dir }}}} && sleep 603\"\n\
          [run]\ncommand = \"touch {} && sleep 30 && echo '{{\\\"v\\\": 1}}'\"\nparse = \"json\"\n\
          [metrics]\nv = {{ from = \"v\", unit = \"x\", better = \"higher\" }}\n",
         marker.display()
@@ -522,7 +522,7 @@ fn a_peers_services_are_stopped_when_the_board_is_lost() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let holder = crate::processes_matching(&["sleep 600"]);
+    let holder = crate::processes_matching(&["sleep 603"]);
     assert!(
         holder.contains("peer-"),
         "the service runs on the peer: {holder}"
@@ -536,7 +536,7 @@ fn a_peers_services_are_stopped_when_the_board_is_lost() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        crate::processes_left(&["sleep 600"]),
+        crate::processes_left(&["sleep 603"]),
         "",
         "the peer's service outlived the board's loss"
     );
@@ -761,7 +761,7 @@ connections = 100
 fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controller() {
     let lab = Lab::up(2);
     let root = &lab.root;
-    let (bin, calls) = crate::startup::fake_kubectl(root);
+    let (bin, calls) = crate::startup::fake_kubectl(root, 602);
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     for name in ["minecraft-startup", "startup-kubectl"] {
         crate::startup::recipe_with_path(root, name, &bin);
@@ -810,7 +810,7 @@ fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controlle
         "{calls}"
     );
     assert_eq!(
-        crate::processes_left(&["sleep 600"]),
+        crate::processes_left(&["sleep 602"]),
         "",
         "the follower outlived its run"
     );

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use benchpipe::lab::{self, LabBoard, LabInfo, LabOptions};
@@ -15,9 +15,89 @@ use sha2::{Digest, Sha256};
 
 use crate::processes_matching;
 
-/// Labs are built one at a time: each takes a machine-wide lock anyway, and two cores
-/// are better spent on one lab's commands than on building several.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// Labs run side by side, each under prefixes, subnets and workdirs of its own: most of a
+/// lab test's time is spent waiting (cool-downs, sshd, services), not computing.
+static SLOTS: Slots = Slots {
+    state: Mutex::new(SlotState {
+        in_use: 0,
+        exclusive: false,
+        exclusive_waiting: 0,
+    }),
+    changed: Condvar::new(),
+};
+
+/// How many labs may be up at once: `BENCHPIPE_IT_LABS`, 4 by default, at least 1.
+fn lab_slots() -> usize {
+    std::env::var("BENCHPIPE_IT_LABS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4usize)
+        .clamp(1, 16)
+}
+
+struct SlotState {
+    in_use: usize,
+    exclusive: bool,
+    exclusive_waiting: usize,
+}
+
+/// A counting semaphore with an exclusive mode: a lab takes one slot; a test that
+/// inspects the whole machine (a sentinel namespace copies the mounts of the moment)
+/// takes the machine, once every lab is down and before any new one comes up.
+struct Slots {
+    state: Mutex<SlotState>,
+    changed: Condvar,
+}
+
+/// One slot, or the whole machine; given back on drop, also when the test panicked.
+pub struct Slot {
+    exclusive: bool,
+}
+
+impl Slots {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn shared(&'static self) -> Slot {
+        let max = lab_slots();
+        let mut s = self.lock();
+        while s.exclusive || s.exclusive_waiting > 0 || s.in_use >= max {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.in_use += 1;
+        Slot { exclusive: false }
+    }
+
+    fn exclusive(&'static self) -> Slot {
+        let mut s = self.lock();
+        s.exclusive_waiting += 1;
+        while s.exclusive || s.in_use > 0 {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.exclusive_waiting -= 1;
+        s.exclusive = true;
+        Slot { exclusive: true }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut s = SLOTS.lock();
+        if self.exclusive {
+            s.exclusive = false;
+        } else {
+            s.in_use -= 1;
+        }
+        drop(s);
+        SLOTS.changed.notify_all();
+    }
+}
+
+/// The whole machine for a test that judges machine-wide state: no lab is up meanwhile.
+pub fn machine_alone() -> Slot {
+    SLOTS.exclusive()
+}
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// What "did not hang" means in these tests: far beyond TIMEOUT, so a loaded CI machine
@@ -31,7 +111,7 @@ pub struct Lab {
     pub options: LabOptions,
     pub info: LabInfo,
     down_done: bool,
-    _serial: MutexGuard<'static, ()>,
+    _slot: Slot,
 }
 
 impl Lab {
@@ -50,7 +130,7 @@ impl Lab {
 
     /// `up`, with the test's own changes to the options (disks per board, their size).
     pub fn up_with_options(boards: usize, edit: impl FnOnce(&mut LabOptions)) -> Lab {
-        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = SLOTS.shared();
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             panic!(
@@ -68,7 +148,7 @@ impl Lab {
             options,
             info,
             down_done: false,
-            _serial: serial,
+            _slot: slot,
         }
     }
 
@@ -877,7 +957,7 @@ impl Drop for Sentinels {
 #[test]
 fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _machine = machine_alone();
     let (root, o) = planted_workspace("state");
     let mut s = Sentinels::new("st", &o.prefix);
     let escape = format!(
@@ -936,7 +1016,7 @@ fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
 #[test]
 fn lab_down_never_detaches_a_loop_device_backed_by_another_file() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _machine = machine_alone();
     let (root, o) = planted_workspace("loop");
     let mut s = Sentinels::new("lp", &o.prefix);
     let device = s.loop_device.clone();
@@ -954,7 +1034,7 @@ fn lab_down_never_detaches_a_loop_device_backed_by_another_file() {
 #[test]
 fn lab_up_never_writes_through_planted_symlinks() {
     use std::os::unix::fs::symlink;
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _machine = machine_alone();
     let (root, o) = planted_workspace("links");
     let pid = std::process::id();
     let sentinel_dir = PathBuf::from(format!("/var/tmp/benchpipe-it-sentinel-links-{pid}"));
@@ -1027,7 +1107,7 @@ fn lab_up_never_writes_through_planted_symlinks() {
 #[test]
 fn lab_up_without_sshd_names_the_package_and_builds_nothing() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _machine = machine_alone();
     let (root, mut o) = planted_workspace("nosshd");
     o.sshd = PathBuf::from("/nonexistent/sbin/sshd");
     let err = lab::up_with(&root, 1, &o).expect_err("no sshd, no lab");
@@ -1233,7 +1313,7 @@ fn boards_check_gives_one_line_per_board_with_the_real_cause() {
 /// after a failure, which removes labs by name, never reaches the other lab.
 #[test]
 fn lab_up_refuses_a_prefix_another_lab_holds_and_leaves_that_lab_alone() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _machine = machine_alone();
     let (root, options) = fresh_workspace("bt", "taken");
     let netns = format!("{}-1", options.prefix);
     local(&format!("ip netns add {netns}"));

@@ -265,7 +265,7 @@ fn iperf3_named_by_path_moves_its_bytes_that_way_by_the_boards_own_counters() {
                 "title = \"direction\"\n[images.installed]\ninstalled = true\n[matrix]\n\
                  image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"{test}\"]\n\
                  [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n\
-                 [params.{test}]\nseconds = {seconds}\nport = 5295\n",
+                 [params.{test}]\nseconds = {seconds}\nport = 5296\n",
                 board.name
             ),
         )
@@ -289,6 +289,6 @@ fn iperf3_named_by_path_moves_its_bytes_that_way_by_the_boards_own_counters() {
             "{test}: into the board {into} bytes, out of it {out_of}, iperf3 measured {measured}"
         );
     }
-    let left = crate::processes_left(&["-p 5295"]);
+    let left = crate::processes_left(&["-p 5296"]);
     assert!(left.trim().is_empty(), "left running: {left}");
 }

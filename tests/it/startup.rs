@@ -6,6 +6,9 @@
 //! read from the new pod's log alone, with a fake kubectl (no Kubernetes here).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use benchpipe::lab::LabBoard;
 
 use crate::lab::{Lab, bp, text};
 use crate::repo;
@@ -45,10 +48,18 @@ fn samples(root: &Path) -> Vec<serde_json::Value> {
     out
 }
 
-/// What of the recipe's processes is still alive: nginx with this board's workdir in
-/// its command line, or the `tail -F` of its log.
-fn leftovers(workdir: &str) -> String {
-    crate::processes_left(&[&format!("{workdir}/startup-"), "tail -c +1 -F error.log"])
+/// What of the recipe's processes is still alive in this board's namespace: nginx with
+/// its workdir in its command line, or the `tail -F` of its log (other labs' are not
+/// this test's).
+fn leftovers(board: &LabBoard) -> String {
+    crate::serving::board_processes_left(
+        board,
+        &[
+            &format!("{}/startup-", board.workdir),
+            "tail -c +1 -F error.log",
+        ],
+        Duration::from_secs(15),
+    )
 }
 
 #[test]
@@ -64,11 +75,7 @@ fn startup_time_of_nginx_on_a_lab_board_is_seconds_and_leaves_nothing_running() 
         let v = x["metrics"]["seconds"].as_f64().unwrap();
         assert!(v.is_finite() && v > 0.0 && v < 60.0, "seconds = {v}");
     }
-    assert_eq!(
-        leftovers(&board.workdir),
-        "",
-        "nginx and the follower are stopped"
-    );
+    assert_eq!(leftovers(&board), "", "nginx and the follower are stopped");
 }
 
 #[test]
@@ -89,11 +96,7 @@ fn a_service_that_never_prints_its_ready_line_fails_with_a_timeout_cause() {
         "failure: {failures}\n{}",
         text(&out)
     );
-    assert_eq!(
-        leftovers(&board.workdir),
-        "",
-        "nginx and the follower are stopped"
-    );
+    assert_eq!(leftovers(&board), "", "nginx and the follower are stopped");
 }
 
 /// A ready regex `grep -E` would read otherwise than `check` does is refused at its
@@ -240,8 +243,10 @@ fn minecraft_startup_reads_its_ready_line_through_a_log_command_on_a_lab_board()
 /// list after the delete, and its log prints `Done (7.654s)` a second after it is
 /// opened. `kubectl logs -l` (every pod of the label) gives the old pod's line. Each
 /// call is appended to `calls` with where it ran (`SSH_CONNECTION`, or `controller`).
+/// A log being followed sleeps `follower` seconds: a number of the test's own, so that
+/// its check for a follower left over never sees another test's.
 /// Returns the directory to put first on PATH and the calls file.
-pub(crate) fn fake_kubectl(root: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn fake_kubectl(root: &Path, follower: u32) -> (PathBuf, PathBuf) {
     let bin = root.join("fakebin");
     std::fs::create_dir_all(&bin).unwrap();
     let calls = bin.join("calls");
@@ -268,8 +273,8 @@ case " $* " in
     echo '[12:00:05] [Server thread/INFO]: Starting minecraft server version 1.16.4'
     sleep 1
     echo '[12:00:12] [Server thread/INFO]: Done (7.654s)! For help, type "help"'
-    exec sleep 600 ;;
-  *) echo '{old}'; exec sleep 600 ;;
+    exec sleep {follower} ;;
+  *) echo '{old}'; exec sleep {follower} ;;
   esac ;;
 esac
 exit 1
@@ -308,7 +313,7 @@ pub(crate) fn recipe_with_path(root: &Path, name: &str, bin: &Path) {
 fn fake_kubectl_start_up_is_the_new_pods_own_seconds_while_the_old_pod_still_prints_done() {
     let lab = Lab::up(1);
     let root = lab.root.clone();
-    let (bin, calls) = fake_kubectl(&root);
+    let (bin, calls) = fake_kubectl(&root, 601);
     recipe_with_path(&root, "minecraft-startup", &bin);
     recipe_with_path(&root, "startup-kubectl", &bin);
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
@@ -355,7 +360,7 @@ fn fake_kubectl_start_up_is_the_new_pods_own_seconds_while_the_old_pod_still_pri
     }
     assert!(!calls.contains("pod/minecraft-5d8f-p0 "), "{calls}");
     assert_eq!(
-        crate::processes_left(&["sleep 600"]),
+        crate::processes_left(&["sleep 601"]),
         "",
         "the follower outlived its run"
     );
