@@ -26,12 +26,12 @@ static SLOTS: Slots = Slots {
     changed: Condvar::new(),
 };
 
-/// How many labs may be up at once: `BENCHPIPE_IT_LABS`, 4 by default, at least 1.
+/// How many labs may be up at once: `BENCHPIPE_IT_LABS`, 6 by default, at least 1.
 fn lab_slots() -> usize {
     std::env::var("BENCHPIPE_IT_LABS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(4usize)
+        .unwrap_or(6usize)
         .clamp(1, 16)
 }
 
@@ -820,7 +820,10 @@ fn planted_workspace(tag: &str) -> (PathBuf, LabOptions) {
 fn fresh_workspace(letters: &str, tag: &str) -> (PathBuf, LabOptions) {
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let pid = std::process::id() % 100_000;
-    let prefix = format!("{letters}{pid}{}", (b'a' + (n % 26) as u8) as char);
+    // Two letters of the counter: labs run side by side, and no two of one run may share
+    // a prefix (10 characters at most: 2 letters, 5 digits of the pid, 2 of the counter).
+    let letter = |i: usize| (b'a' + (i % 26) as u8) as char;
+    let prefix = format!("{letters}{pid}{}{}", letter(n / 26), letter(n));
     let root = std::env::temp_dir().join(format!("benchpipe-it-{tag}-{pid}-{n}"));
     let _ = std::fs::remove_dir_all(&root);
     let options = LabOptions {

@@ -120,6 +120,22 @@ pub fn processes_left(needles: &[&str]) -> String {
     }
 }
 
+/// Every `failure.json` of the store under `root`, whole: a failed apply's summary line
+/// shortens a tool's output, and a test that failed on a loaded machine should say why.
+pub fn failures(root: &std::path::Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(root.join("results"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(t) = std::fs::read_to_string(e.path().join("failure.json")) {
+            out.push_str(&format!("{}: {t}\n", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
 /// A scripted `benchpipe`'s arguments: an `apply` that runs (not `--dry-run`) gets
 /// `--yes`, as a timer's would, since tests have no terminal to answer apply's question
 /// before a lab disk is formatted or flashed. Every helper that runs apply goes through it.

@@ -147,7 +147,11 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
         bp(&lab.root, &["apply", "scenarios/s.toml"])
     });
     let output = text(&out);
-    assert!(out.status.success(), "{output}");
+    assert!(
+        out.status.success(),
+        "{output}\n{}",
+        crate::failures(&lab.root)
+    );
     let measured: Vec<Value> = samples(&lab.root)
         .into_iter()
         .filter(|(t, s)| t == "wordpress-login" && s["kind"] == "measured")
