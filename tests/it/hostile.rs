@@ -47,6 +47,7 @@
 
 mod server;
 
+use crate::scratch::Scratch;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -283,7 +284,7 @@ fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 /// Builds the case's workspace in `places.ws`; a case whose edit no longer matches is a
-/// broken case, not a pass.
+/// broken case, not a pass. Not a `Project`: the case file says what the workspace is.
 fn workspace(case: &Case, places: &Places) -> Result<(), String> {
     let dir = &places.ws;
     match case.workspace {
@@ -590,9 +591,7 @@ fn outside_changed(outside: &Path, before: &BTreeMap<String, String>) -> Option<
 
 /// Runs one case and returns what is wrong with the outcome, if anything.
 fn run_case(name: &str, case: &Case) -> Option<String> {
-    let base =
-        std::env::temp_dir().join(format!("benchpipe-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
+    let base = Scratch::new(&format!("hostile-{name}"));
     let ws = base.join("ws");
     let outside = base.join("outside");
     std::fs::create_dir_all(&ws).unwrap();
@@ -706,7 +705,7 @@ expect_stdout = ["no such words"]
 /// one under an address-space limit too small to start fails rather than passing.
 #[test]
 fn the_runner_kills_a_hanging_command_and_applies_the_memory_limit() {
-    let dir = std::env::temp_dir();
+    let dir = Scratch::new("hostile-runner");
     let t0 = Instant::now();
     let ran = run_command("sleep", &["600".into()], &dir, None, Duration::from_secs(1));
     let run = Run {

@@ -5,6 +5,7 @@
 //! command of the scenario's; the seed's figure (the server's own `Done (N.NNNs)`)
 //! read from the new pod's log alone, with a fake kubectl (no Kubernetes here).
 
+use crate::scratch::{Project, Scratch};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,26 +16,17 @@ use crate::repo;
 
 /// A lab workspace with the shipped recipe and a scenario running it on board 0.
 fn scenario(lab: &Lab, params: &str) -> PathBuf {
-    let root = lab.root.clone();
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(
-        repo().join("pipeline/startup-nginx.toml"),
-        root.join("pipeline/startup-nginx.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
+    lab.project().recipe("startup-nginx").scenario(
+        "s",
+        &format!(
             "title = \"startup\"\n[images.installed]\ninstalled = true\n[matrix]\n\
              image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"startup-nginx\"]\n\
              [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
              [params.startup-nginx]\n{params}\n",
             lab.board(0).name
         ),
-    )
-    .unwrap();
-    root
+    );
+    lab.root.clone()
 }
 
 fn samples(root: &Path) -> Vec<serde_json::Value> {
@@ -52,7 +44,7 @@ fn samples(root: &Path) -> Vec<serde_json::Value> {
 /// its workdir in its command line, or the `tail -F` of its log (other labs' are not
 /// this test's).
 fn leftovers(board: &LabBoard) -> String {
-    crate::serving::board_processes_left(
+    crate::leftovers::board_processes_left(
         board,
         &[
             &format!("{}/startup-", board.workdir),
@@ -64,7 +56,7 @@ fn leftovers(board: &LabBoard) -> String {
 
 #[test]
 fn startup_time_of_nginx_on_a_lab_board_is_seconds_and_leaves_nothing_running() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = scenario(&lab, "timeout_s = 60");
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
@@ -80,7 +72,7 @@ fn startup_time_of_nginx_on_a_lab_board_is_seconds_and_leaves_nothing_running() 
 
 #[test]
 fn a_service_that_never_prints_its_ready_line_fails_with_a_timeout_cause() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = scenario(&lab, "timeout_s = 2\nready = \"this line never comes\"");
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
@@ -103,34 +95,20 @@ fn a_service_that_never_prints_its_ready_line_fails_with_a_timeout_cause() {
 /// file:line:col, exit 2.
 #[test]
 fn a_ready_regex_grep_cannot_read_is_refused_at_check() {
-    let lab_less = std::env::temp_dir().join(format!("bp-it-startup-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&lab_less);
-    for d in ["pipeline", "scenarios", "boards"] {
-        std::fs::create_dir_all(lab_less.join(d)).unwrap();
-    }
-    std::fs::copy(
-        repo().join("pipeline/startup-nginx.toml"),
-        lab_less.join("pipeline/startup-nginx.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        lab_less.join("boards/b.toml"),
-        "model = \"m\"\nlocal = true\n",
-    )
-    .unwrap();
-    std::fs::write(
-        lab_less.join("scenarios/s.toml"),
-        "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+    let lab_less = Project::new("startup")
+        .recipe("startup-nginx")
+        .file("boards/b.toml", "model = \"m\"\nlocal = true\n")
+        .scenario(
+            "s",
+            "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
          image = [\"installed\"]\nboard = [\"b\"]\ntest = [\"startup-nginx\"]\n\
          [params.startup-nginx]\nready = '\\d+ workers'\n",
-    )
-    .unwrap();
+        );
     let out = bp(&lab_less, &["check", "scenarios/s.toml"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("scenarios/s.toml:9:"), "{t}");
     assert!(t.contains("not POSIX ERE"), "{t}");
-    let _ = std::fs::remove_dir_all(&lab_less);
 }
 
 /// The seed's Minecraft recipe passes `check` and `plan` with each way of reading its
@@ -138,8 +116,7 @@ fn a_ready_regex_grep_cannot_read_is_refused_at_check() {
 /// know is refused at its value. It cannot run here: no Minecraft server, no cluster.
 #[test]
 fn minecraft_startup_passes_check_and_plan_with_each_follower() {
-    let root = std::env::temp_dir().join(format!("bp-it-mc-startup-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root = Scratch::new("mc-startup");
     for d in ["pipeline", "scenarios", "boards"] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
@@ -184,7 +161,7 @@ fn minecraft_startup_passes_check_and_plan_with_each_follower() {
 /// clock of at least that second, the follower gone afterwards.
 #[test]
 fn minecraft_startup_reads_its_ready_line_through_a_log_command_on_a_lab_board() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let root = lab.root.clone();
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
@@ -193,10 +170,7 @@ fn minecraft_startup_reads_its_ready_line_through_a_log_command_on_a_lab_board()
         root.join("pipeline/minecraft-startup.toml"),
     )
     .unwrap();
-    let log = std::env::temp_dir()
-        .join(format!("bp-it-mc-{}.log", std::process::id()))
-        .display()
-        .to_string();
+    let log = root.join("mc.log").display().to_string();
     std::fs::write(
         root.join("scenarios/s.toml"),
         format!(
@@ -311,7 +285,7 @@ pub(crate) fn recipe_with_path(root: &Path, name: &str, bin: &Path) {
 /// the second the new pod took; they follow only the new pod's log.
 #[test]
 fn fake_kubectl_start_up_is_the_new_pods_own_seconds_while_the_old_pod_still_prints_done() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let root = lab.root.clone();
     let (bin, calls) = fake_kubectl(&root, 601);
     recipe_with_path(&root, "minecraft-startup", &bin);
@@ -372,8 +346,7 @@ fn fake_kubectl_start_up_is_the_new_pods_own_seconds_while_the_old_pod_still_pri
 /// error quoting the output rather than a wrong number.
 #[test]
 fn start_up_recipes_parse_the_servers_own_seconds_and_the_wall_clock() {
-    let dir = std::env::temp_dir().join(format!("bp-it-startup-parse-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("startup-parse");
     std::fs::create_dir_all(dir.join("pipeline")).unwrap();
     for name in ["minecraft-startup", "startup-kubectl"] {
         std::fs::copy(
