@@ -5,7 +5,7 @@
 //! nothing of theirs is mounted, after a success and after a failed run.
 
 use crate::leftovers::board_processes_left;
-use crate::scratch::{Project, Scratch};
+use crate::scratch::Project;
 use std::path::Path;
 
 use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
@@ -416,30 +416,24 @@ fn fake_transport_before_run_steps_come_before_every_run_and_a_failing_one_fails
     impl benchpipe::apply::Progress for Quiet {
         fn event(&self, _: benchpipe::apply::Event<'_>) {}
     }
-    let dir = Scratch::new("before-run");
-    for sub in ["boards", "pipeline", "scenarios"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    std::fs::write(
-        dir.join("boards/b1.toml"),
-        "model = \"fake\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-before/b1\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("pipeline/cold.toml"),
-        "description = \"cold reads\"\nuses_storage = false\n\
+    let dir = Project::new("before-run")
+        .file(
+            "boards/b1.toml",
+            "model = \"fake\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-before/b1\"\n",
+        )
+        .file(
+            "pipeline/cold.toml",
+            "description = \"cold reads\"\nuses_storage = false\n\
          [[before_run]]\non = \"board\"\ncommand = \"echo BEFORE-{{ run }}\"\n\
          [run]\non = \"controller\"\ncommand = \"echo RUN-{{ run }}\"\nparse = \"json\"\n\
          [metrics]\nv = { from = \"v\", unit = \"s\", better = \"lower\" }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("scenarios/s.toml"),
-        "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
-         image = [\"installed\"]\nboard = [\"b1\"]\ntest = [\"cold\"]\n\
-         [method]\ncooldown = \"0s\"\nwarmup = { runs = 1 }\nruns = { min = 2, max = 2 }\n",
-    )
-    .unwrap();
+        )
+        .scenario(
+            "s",
+            "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [\"b1\"]\ntest = [\"cold\"]\n\
+             [method]\ncooldown = \"0s\"\nwarmup = { runs = 1 }\nruns = { min = 2, max = 2 }\n",
+        );
     let walk = |fail_second: bool| {
         let ws = benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")]).unwrap();
         let cells: Vec<_> = benchpipe::cli::plans(&ws)

@@ -116,16 +116,9 @@ fn a_ready_regex_grep_cannot_read_is_refused_at_check() {
 /// know is refused at its value. It cannot run here: no Minecraft server, no cluster.
 #[test]
 fn minecraft_startup_passes_check_and_plan_with_each_follower() {
-    let root = Scratch::new("mc-startup");
-    for d in ["pipeline", "scenarios", "boards"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    std::fs::copy(
-        repo().join("pipeline/minecraft-startup.toml"),
-        root.join("pipeline/minecraft-startup.toml"),
-    )
-    .unwrap();
-    std::fs::write(root.join("boards/b.toml"), "model = \"m\"\nlocal = true\n").unwrap();
+    let root = Project::new("mc-startup")
+        .recipe("minecraft-startup")
+        .file("boards/b.toml", "model = \"m\"\nlocal = true\n");
     let scenario = |follow: &str| {
         std::fs::write(
             root.join("scenarios/s.toml"),

@@ -3,7 +3,7 @@
 //! against a real WordPress that a lab cluster's deploy started on its member, and
 //! its `password_file` parameter refused at check when it is not a plain absolute path.
 
-use crate::scratch::Scratch;
+use crate::scratch::Project;
 use benchpipe::lab::LabBoard;
 use serde_json::Value;
 
@@ -204,20 +204,10 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
 /// (/etc/shadow) is refused at check with the scenario's place.
 #[test]
 fn wordpress_login_refuses_a_password_file_that_is_not_a_plain_absolute_path() {
-    let root = Scratch::new("login-check");
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::create_dir_all(root.join("boards")).unwrap();
-    std::fs::copy(
-        repo().join("tests/hostile/base/boards/pi.toml"),
-        root.join("boards/pi.toml"),
-    )
-    .unwrap();
-    std::fs::copy(
-        repo().join("pipeline/wordpress-login.toml"),
-        root.join("pipeline/wordpress-login.toml"),
-    )
-    .unwrap();
+    let pi = std::fs::read_to_string(repo().join("tests/hostile/base/boards/pi.toml")).unwrap();
+    let root = Project::new("login-check")
+        .recipe("wordpress-login")
+        .file("boards/pi.toml", &pi);
     let scenario = |file: &str| {
         format!(
             "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
