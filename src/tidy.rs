@@ -3,8 +3,9 @@
 //! with its `//!` line; no file under `src/` or `benches/` is over `MAX_LINES`; nothing
 //! outside `src/transport/` starts a process; nothing outside `src/store/` writes
 //! through a path the store gave out; the lower layers (`LAYERS`) name no module above
-//! them; ARCHITECTURE.md's codemap names only paths that exist. Each rule is a function
-//! over text, with a test that it can fail.
+//! them; ARCHITECTURE.md's codemap names only paths that exist; `tests/it/` makes its
+//! scratch directories and finds the repository one way. Each rule is a function over
+//! text, with a test that it can fail.
 
 use std::path::{Path, PathBuf};
 
@@ -94,6 +95,13 @@ const LAYERS: [(&str, &[&str]); 5] = [
     ),
 ];
 
+/// What `tests/it/` holds one copy of, and the file that holds it: the scratch
+/// directory (`Scratch`, made under the temporary directory) and the repository's root.
+const TEST_ONCE: [(&str, &str); 2] = [
+    ("temp_dir()", "tests/it/scratch.rs"),
+    ("fn repo(", "tests/it/main.rs"),
+];
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -139,6 +147,15 @@ fn opens_with_doc(text: &str) -> bool {
 fn too_long(text: &str) -> Option<usize> {
     let n = text.lines().count();
     (n > MAX_LINES).then_some(n)
+}
+
+/// The `TEST_ONCE` mechanisms that `code`, of the test file at `path`, writes again.
+fn test_copies(path: &Path, code: &str) -> Vec<&'static str> {
+    TEST_ONCE
+        .iter()
+        .filter(|(what, home)| !path.ends_with(home) && code.contains(what))
+        .map(|(what, _)| *what)
+        .collect()
 }
 
 /// `text` with its comments removed and each string or char literal's contents
@@ -530,6 +547,24 @@ fn the_codemap_names_only_paths_that_exist() {
     );
 }
 
+#[test]
+fn tests_make_scratch_directories_and_find_the_repository_one_way() {
+    let files = rust_files("tests/it");
+    assert!(files.len() > 50, "{}", files.len());
+    let bad: Vec<(PathBuf, Vec<&str>)> = files
+        .into_iter()
+        .filter_map(|p| {
+            let found = test_copies(&p, &code_of(&read(&p)));
+            (!found.is_empty()).then_some((p, found))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "test files that make a temporary directory of their own (use \
+         `crate::scratch::Scratch`) or find the repository again (use `crate::repo()`): {bad:?}"
+    );
+}
+
 /// Each rule fails on a small text that breaks it, and passes the text that keeps it.
 #[test]
 fn each_rule_can_fail() {
@@ -609,6 +644,16 @@ fn each_rule_can_fail() {
                      pub fn log(&self) -> PathBuf { self.r.join(\"l\") } \
                      pub fn n(&self) -> usize { 1 } }";
     assert_eq!(path_returning_fns(store_mod), ["root", "log"]);
+
+    let own_tmp = "let d = std::env::temp_dir().join(format!(\"bp-{}\", id));";
+    let config = Path::new("tests/it/config.rs");
+    assert_eq!(test_copies(config, &code_of(own_tmp)), ["temp_dir()"]);
+    assert!(test_copies(Path::new("tests/it/scratch.rs"), &code_of(own_tmp)).is_empty());
+    let own_repo = "fn repo() -> PathBuf { PathBuf::from(env!(\"CARGO_MANIFEST_DIR\")) }";
+    assert_eq!(test_copies(config, &code_of(own_repo)), ["fn repo("]);
+    assert!(test_copies(Path::new("tests/it/main.rs"), &code_of(own_repo)).is_empty());
+    let told = "// not std::env::temp_dir() but Scratch\nlet s = \"fn repo(\"; repo();";
+    assert!(test_copies(config, &code_of(told)).is_empty());
 
     let map = "# A, see [the safety](docs/SAFETY.md) and [gone](docs/GONE.md#x)\n\
                \n## Codemap\n\n| where | what |\n|---|---|\n\

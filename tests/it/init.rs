@@ -8,20 +8,13 @@ use std::process::Output;
 use benchpipe::transport::ssh::hostkey::HostKey;
 
 use crate::lab::{Lab, text};
-
-/// A fresh directory outside the clone.
-pub(crate) fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-it-init-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use crate::scratch::Scratch;
 
 /// A home whose `~/.ssh` holds the lab's key as the default key, and `known_hosts`
 /// (copied from the lab's when `known` is true).
-pub(crate) fn home_for(lab: &Lab, tag: &str, known: bool) -> PathBuf {
+pub(crate) fn home_for(lab: &Lab, tag: &str, known: bool) -> Scratch {
     use std::os::unix::fs::PermissionsExt;
-    let home = scratch(&format!("{tag}-home"));
+    let home = Scratch::new(&format!("init-{tag}-home"));
     let ssh = home.join(".ssh");
     std::fs::create_dir_all(&ssh).unwrap();
     std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -91,7 +84,7 @@ fn mem_total_mib() -> u64 {
     kib / 1024
 }
 
-pub(crate) fn one_board_lab() -> Lab {
+pub(crate) fn one_board_lab() -> Option<Lab> {
     Lab::up_with_options(1, |o| {
         o.boot_bytes = 0;
         o.disks_per_board = 2;
@@ -100,10 +93,11 @@ pub(crate) fn one_board_lab() -> Lab {
 
 #[test]
 fn init_describes_a_lab_board_that_check_accepts_with_a_disk_uncommented() {
-    let lab = one_board_lab();
+    let Some(lab) = one_board_lab() else { return };
     let board = lab.board(0);
     let home = home_for(&lab, "probe", true);
-    let ws = scratch("probe-ws").join("mine");
+    let ws_dir = Scratch::new("init-probe-ws");
+    let ws = ws_dir.join("mine");
     let addr = board.address.to_string();
     let out = bp_in(
         &home,
@@ -179,11 +173,11 @@ fn init_describes_a_lab_board_that_check_accepts_with_a_disk_uncommented() {
 
 #[test]
 fn init_refuses_an_unknown_or_changed_host_key_and_records_one_only_when_asked() {
-    let lab = one_board_lab();
+    let Some(lab) = one_board_lab() else { return };
     let board = lab.board(0);
     let addr = board.address.to_string();
     let home = home_for(&lab, "keys", false);
-    let ws = scratch("keys-ws");
+    let ws = Scratch::new("init-keys-ws");
     let host = format!("root@{addr}");
     let lab_key = std::fs::read_to_string(&lab.info.known_hosts)
         .unwrap()
@@ -252,8 +246,8 @@ fn init_refuses_an_unknown_or_changed_host_key_and_records_one_only_when_asked()
 
 #[test]
 fn init_replaces_no_file_and_keeps_what_it_would_write_itself() {
-    let home = scratch("files-home");
-    let ws = scratch("files-ws");
+    let home = Scratch::new("init-files-home");
+    let ws = Scratch::new("init-files-ws");
     // An unrelated file is fine; no board: an example, a scenario and .gitignore.
     std::fs::write(ws.join("notes.txt"), "mine\n").unwrap();
     let out = bp_in(&ws, &home, &["init"]);
@@ -325,8 +319,9 @@ fn listing(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn init_refuses_hostile_host_strings_with_exit_2_and_writes_nothing() {
-    let home = scratch("hostile-home");
-    let ws = scratch("hostile-ws").join("new");
+    let home = Scratch::new("init-hostile-home");
+    let ws_dir = Scratch::new("init-hostile-ws");
+    let ws = ws_dir.join("new");
     let dir = ws.to_str().unwrap();
     for bad in [
         "-oProxyCommand=touch /tmp/bp-init-pwned",

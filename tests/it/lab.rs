@@ -1,9 +1,9 @@
 //! Integration tests: lab. The virtual lab and the SSH transport against real sshds in
-//! network namespaces. They need root; without it they fail loudly, never pass.
+//! network namespaces. They need root; without it they say so through `cannot_run`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use benchpipe::lab::{self, LabBoard, LabInfo, LabOptions};
@@ -14,10 +14,91 @@ use benchpipe::transport::{Output, Transport, TransportError, quote};
 use sha2::{Digest, Sha256};
 
 use crate::processes_matching;
+use crate::scratch::{Project, Scratch};
 
-/// Labs are built one at a time: each takes a machine-wide lock anyway, and two cores
-/// are better spent on one lab's commands than on building several.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// Labs run side by side, each under prefixes, subnets and workdirs of its own: most of a
+/// lab test's time is spent waiting (cool-downs, sshd, services), not computing.
+static SLOTS: Slots = Slots {
+    state: Mutex::new(SlotState {
+        in_use: 0,
+        exclusive: false,
+        exclusive_waiting: 0,
+    }),
+    changed: Condvar::new(),
+};
+
+/// How many labs may be up at once: `BENCHPIPE_IT_LABS`, 6 by default, at least 1.
+fn lab_slots() -> usize {
+    std::env::var("BENCHPIPE_IT_LABS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6usize)
+        .clamp(1, 16)
+}
+
+struct SlotState {
+    in_use: usize,
+    exclusive: bool,
+    exclusive_waiting: usize,
+}
+
+/// A counting semaphore with an exclusive mode: a lab takes one slot; a test that
+/// inspects the whole machine (a sentinel namespace copies the mounts of the moment)
+/// takes the machine, once every lab is down and before any new one comes up.
+struct Slots {
+    state: Mutex<SlotState>,
+    changed: Condvar,
+}
+
+/// One slot, or the whole machine; given back on drop, also when the test panicked.
+pub struct Slot {
+    exclusive: bool,
+}
+
+impl Slots {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn shared(&'static self) -> Slot {
+        let max = lab_slots();
+        let mut s = self.lock();
+        while s.exclusive || s.exclusive_waiting > 0 || s.in_use >= max {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.in_use += 1;
+        Slot { exclusive: false }
+    }
+
+    fn exclusive(&'static self) -> Slot {
+        let mut s = self.lock();
+        s.exclusive_waiting += 1;
+        while s.exclusive || s.in_use > 0 {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.exclusive_waiting -= 1;
+        s.exclusive = true;
+        Slot { exclusive: true }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut s = SLOTS.lock();
+        if self.exclusive {
+            s.exclusive = false;
+        } else {
+            s.in_use -= 1;
+        }
+        drop(s);
+        SLOTS.changed.notify_all();
+    }
+}
+
+/// The whole machine for a test that judges machine-wide state: no lab is up meanwhile.
+pub fn machine_alone() -> Slot {
+    SLOTS.exclusive()
+}
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// What "did not hang" means in these tests: far beyond TIMEOUT, so a loaded CI machine
@@ -31,16 +112,21 @@ pub struct Lab {
     pub options: LabOptions,
     pub info: LabInfo,
     down_done: bool,
-    _serial: MutexGuard<'static, ()>,
+    _slot: Slot,
+    /// The root's directory, removed once the lab is down (fields drop after `drop`).
+    _dir: Scratch,
 }
 
 impl Lab {
-    pub fn up(boards: usize) -> Lab {
+    /// A lab of `boards` boards, or None when this machine cannot build one (not root:
+    /// labs create network namespaces, veth links, loop devices and sshds), said through
+    /// `cannot_run`. Call sites read `let Some(lab) = Lab::up(1) else { return };`.
+    pub fn up(boards: usize) -> Option<Lab> {
         Lab::up_with_disks(boards, None)
     }
 
     /// `up`, with loop disks of `disk_bytes` each when given (mkfs.xfs wants 300 MB).
-    pub fn up_with_disks(boards: usize, disk_bytes: Option<u64>) -> Lab {
+    pub fn up_with_disks(boards: usize, disk_bytes: Option<u64>) -> Option<Lab> {
         Lab::up_with_options(boards, |o| {
             if let Some(bytes) = disk_bytes {
                 o.disk_bytes = bytes;
@@ -49,27 +135,66 @@ impl Lab {
     }
 
     /// `up`, with the test's own changes to the options (disks per board, their size).
-    pub fn up_with_options(boards: usize, edit: impl FnOnce(&mut LabOptions)) -> Lab {
-        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            panic!(
-                "LAB TESTS NEED ROOT: they create network namespaces, veth links, loop \
-                 devices and sshds. Run them as root (the CI does); they never pass silently."
-            );
+    pub fn up_with_options(boards: usize, edit: impl FnOnce(&mut LabOptions)) -> Option<Lab> {
+        if !crate::need_root("a lab (network namespaces, veth links, loop devices, sshds)") {
+            return None;
         }
-        let (root, mut options) = fresh_workspace("bt", "lab");
+        let slot = SLOTS.shared();
+        let (dir, mut options) = fresh_workspace("bt", "lab");
         edit(&mut options);
+        let root = dir.to_path_buf();
         let info = lab::up_with(&root, boards, &options).unwrap_or_else(|e| {
             panic!("LAB UP FAILED (needs root, `ip netns`, loop devices, /usr/sbin/sshd): {e}")
         });
-        Lab {
+        Some(Lab {
             root,
             options,
             info,
             down_done: false,
-            _serial: serial,
-        }
+            _slot: slot,
+            _dir: dir,
+        })
+    }
+
+    /// A project at the lab's root (removed with the lab).
+    pub fn project(&self) -> Project {
+        Project::at(&self.root)
+    }
+
+    /// The lab's project with `recipes` (name, text) and `scenarios/s.toml` running
+    /// `tests` on every board of the lab, no warm-up and `runs` measured runs each.
+    pub fn project_on_every_board(
+        &self,
+        recipes: &[(&str, &str)],
+        tests: &[&str],
+        runs: u32,
+    ) -> Project {
+        let p = recipes.iter().fold(self.project(), |p, (name, text)| {
+            p.file(&format!("pipeline/{name}.toml"), text)
+        });
+        let tests: Vec<String> = tests.iter().map(|t| format!("\"{t}\"")).collect();
+        p.scenario(
+            "s",
+            &format!(
+                "title = \"lab\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+                 image = [\"installed\"]\nboard = [\"{}-*\"]\ntest = [{}]\n[method]\n\
+                 warmup = {{ runs = 0 }}\nruns = {{ min = {runs}, max = {runs} }}\n",
+                self.options.board_prefix,
+                tests.join(", ")
+            ),
+        )
+    }
+
+    /// The repository's `scenarios/{name}.toml` on this lab's boards: its one
+    /// `board = ["lab-*"]` names this lab's prefix.
+    pub fn shipped_scenario(&self, name: &str) -> String {
+        let shipped =
+            std::fs::read_to_string(crate::repo().join(format!("scenarios/{name}.toml"))).unwrap();
+        assert_eq!(shipped.matches("board = [\"lab-*\"]").count(), 1, "{name}");
+        shipped.replace(
+            "board = [\"lab-*\"]",
+            &format!("board = [\"{}-*\"]", self.options.board_prefix),
+        )
     }
 
     pub fn board(&self, i: usize) -> &LabBoard {
@@ -101,7 +226,6 @@ impl Drop for Lab {
                 panic!("lab down failed: {e}");
             }
         }
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -140,7 +264,7 @@ fn run_whole(t: &mut SshTransport, command: &str, timeout: Option<Duration>) -> 
 
 #[test]
 fn a_command_returns_exit_codes_and_both_streams_intact_even_50_mb() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut t = lab.connect(0);
 
     let out = t.run("echo out; echo err >&2; exit 3", None).unwrap();
@@ -193,7 +317,7 @@ fn out_of(path: &str) -> Vec<u8> {
 
 #[test]
 fn unknown_and_wrong_host_keys_are_refused_and_trust_accepts() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0);
     let name = board.name.clone();
     let host_pub = lab
@@ -280,7 +404,7 @@ fn unknown_and_wrong_host_keys_are_refused_and_trust_accepts() {
 
 #[test]
 fn values_with_shell_syntax_reach_the_board_literally() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut t = lab.connect(0);
     let workdir = lab.board(0).workdir.clone();
     let canary = format!("{workdir}/canary");
@@ -320,7 +444,7 @@ fn values_with_shell_syntax_reach_the_board_literally() {
 
 #[test]
 fn a_host_alias_from_ssh_config_is_honoured() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0);
     let config = lab.root.join("ssh_config");
     std::fs::write(
@@ -352,7 +476,7 @@ fn a_host_alias_from_ssh_config_is_honoured() {
 
 #[test]
 fn a_wrong_key_fails_authentication_naming_the_board() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let other = lab.root.join("stranger_key");
     local(&format!(
         "ssh-keygen -q -t ed25519 -N '' -f {}",
@@ -374,7 +498,7 @@ fn a_wrong_key_fails_authentication_naming_the_board() {
 
 #[test]
 fn a_timeout_kills_the_remote_command_and_the_session_stays_usable() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut t = lab.connect(0);
     let started = Instant::now();
     let r = t.run(
@@ -390,7 +514,7 @@ fn a_timeout_kills_the_remote_command_and_the_session_stays_usable() {
 
 #[test]
 fn killing_sshd_mid_command_is_a_lost_connection_and_reconnect_works() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut t = lab.connect(0);
     let board = lab.board(0).clone();
     let killer = std::thread::spawn({
@@ -436,7 +560,7 @@ fn killing_sshd_mid_command_is_a_lost_connection_and_reconnect_works() {
 
 #[test]
 fn services_stop_with_their_whole_process_group() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut t = lab.connect(0);
     let dir = lab.board(0).workdir.clone();
     let s = t
@@ -466,7 +590,7 @@ fn services_stop_with_their_whole_process_group() {
 /// asked, so the service started under it, whose guard watches that session, runs on.
 #[test]
 fn an_idle_session_outlives_the_timeout_and_keeps_its_services() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     // Silent for 5 s (the larger of the timeout and three keepalives) would be dead: long
     // enough for a loaded machine's sshd to answer, and shorter than the idle time below.
     let quick = ConnectOptions {
@@ -504,7 +628,7 @@ fn an_idle_session_outlives_the_timeout_and_keeps_its_services() {
 
 #[test]
 fn lab_down_leaves_nothing_behind_even_without_its_state_file() {
-    let mut lab = Lab::up(2);
+    let Some(mut lab) = Lab::up(2) else { return };
     assert!(lab::up_with(&lab.root, 2, &lab.options).unwrap().already_up);
     let prefix = lab.options.prefix.clone();
     let board = lab.board(0).clone();
@@ -553,7 +677,7 @@ fn lab_down_leaves_nothing_behind_even_without_its_state_file() {
 
 #[test]
 fn an_rsa_key_in_openssh_format_authenticates_too() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let rsa = lab.root.join("rsa_key");
     local(&format!(
         "ssh-keygen -q -t rsa -b 3072 -N '' -f {}",
@@ -583,7 +707,7 @@ fn an_rsa_key_in_openssh_format_authenticates_too() {
 /// every cipher the board's sshd offers must still carry data intact both ways.
 #[test]
 fn every_cipher_carries_uploads_and_output_intact_with_the_patched_libssh2() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let data = crate::xorshift_bytes(20_000_000, 0x9e3779b97f4a7c15);
     let local_file = lab.root.join("payload.bin");
     std::fs::write(&local_file, &data).unwrap();
@@ -633,7 +757,7 @@ fn every_cipher_carries_uploads_and_output_intact_with_the_patched_libssh2() {
 /// key trusted for port 22 does not vouch for it.
 #[test]
 fn a_non_standard_port_has_its_own_known_hosts_entry() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0);
     // A second sshd of the same board on port 2222, with the same host key.
     let config = std::fs::read_to_string(&board.sshd_config).unwrap();
@@ -730,19 +854,25 @@ pub fn text(o: &std::process::Output) -> String {
     crate::spine::text(o)
 }
 
-/// A unique prefix (bx...) and workspace for tests that plant files; no lab is built.
-fn planted_workspace(tag: &str) -> (PathBuf, LabOptions) {
-    fresh_workspace("bx", &format!("planted-{tag}"))
+/// A unique prefix (bx...) and workspace for tests that plant files; no lab is built,
+/// but `lab up` and `lab down` run as root only: None (said through `cannot_run`) when not.
+fn planted_workspace(tag: &str) -> Option<(Scratch, LabOptions)> {
+    if !crate::need_root("`lab up` and `lab down`") {
+        return None;
+    }
+    Some(fresh_workspace("bx", &format!("planted-{tag}")))
 }
 
 /// An empty workspace and lab options with names no other test or process uses:
 /// `letters` + this process's pid + a counter letter.
-fn fresh_workspace(letters: &str, tag: &str) -> (PathBuf, LabOptions) {
+fn fresh_workspace(letters: &str, tag: &str) -> (Scratch, LabOptions) {
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let pid = std::process::id() % 100_000;
-    let prefix = format!("{letters}{pid}{}", (b'a' + (n % 26) as u8) as char);
-    let root = std::env::temp_dir().join(format!("benchpipe-it-{tag}-{pid}-{n}"));
-    let _ = std::fs::remove_dir_all(&root);
+    // Two letters of the counter: labs run side by side, and no two of one run may share
+    // a prefix (10 characters at most: 2 letters, 5 digits of the pid, 2 of the counter).
+    let letter = |i: usize| (b'a' + (i % 26) as u8) as char;
+    let prefix = format!("{letters}{pid}{}{}", letter(n / 26), letter(n));
+    let root = Scratch::new(tag);
     let options = LabOptions {
         prefix: prefix.clone(),
         board_prefix: prefix,
@@ -877,8 +1007,10 @@ impl Drop for Sentinels {
 #[test]
 fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let (root, o) = planted_workspace("state");
+    let _machine = machine_alone();
+    let Some((root, o)) = planted_workspace("state") else {
+        return;
+    };
     let mut s = Sentinels::new("st", &o.prefix);
     let escape = format!(
         "/var/tmp/benchpipe/../{}",
@@ -928,7 +1060,6 @@ fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
         assert!(!err.to_string().contains("BoardName("), "{what}: {err}");
         s.assert_untouched();
     }
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// `lab down` detaches only loop devices backed by this lab's own images, and checks
@@ -936,8 +1067,10 @@ fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
 #[test]
 fn lab_down_never_detaches_a_loop_device_backed_by_another_file() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let (root, o) = planted_workspace("loop");
+    let _machine = machine_alone();
+    let Some((root, o)) = planted_workspace("loop") else {
+        return;
+    };
     let mut s = Sentinels::new("lp", &o.prefix);
     let device = s.loop_device.clone();
     // A valid state whose disk names the foreign device.
@@ -947,15 +1080,16 @@ fn lab_down_never_detaches_a_loop_device_backed_by_another_file() {
     lab::down_with(&root, &o).unwrap();
     s.assert_untouched();
     assert!(!lab::state_dir(&root).exists());
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A workspace can carry links where `lab up` writes as root; none is followed.
 #[test]
 fn lab_up_never_writes_through_planted_symlinks() {
     use std::os::unix::fs::symlink;
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let (root, o) = planted_workspace("links");
+    let _machine = machine_alone();
+    let Some((root, o)) = planted_workspace("links") else {
+        return;
+    };
     let pid = std::process::id();
     let sentinel_dir = PathBuf::from(format!("/var/tmp/benchpipe-it-sentinel-links-{pid}"));
     let _ = std::fs::remove_dir_all(&sentinel_dir);
@@ -1018,7 +1152,6 @@ fn lab_up_never_writes_through_planted_symlinks() {
     untouched();
 
     let _ = lab::down_with(&root, &o);
-    let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&sentinel_dir);
     let left = local("ip netns list");
     assert!(!left.contains(&o.prefix), "namespaces left: {left}");
@@ -1027,8 +1160,10 @@ fn lab_up_never_writes_through_planted_symlinks() {
 #[test]
 fn lab_up_without_sshd_names_the_package_and_builds_nothing() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let (root, mut o) = planted_workspace("nosshd");
+    let _machine = machine_alone();
+    let Some((root, mut o)) = planted_workspace("nosshd") else {
+        return;
+    };
     o.sshd = PathBuf::from("/nonexistent/sbin/sshd");
     let err = lab::up_with(&root, 1, &o).expect_err("no sshd, no lab");
     let msg = err.to_string();
@@ -1038,14 +1173,13 @@ fn lab_up_without_sshd_names_the_package_and_builds_nothing() {
     );
     assert!(!local("ip netns list").contains(&o.prefix));
     assert!(!lab::state_dir(&root).exists());
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// `boards trust` writes only the key whose fingerprint the user names (or, with
 /// --yes, what is offered), and says what it wrote.
 #[test]
 fn boards_trust_writes_only_the_fingerprint_the_user_saw() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0);
     let name = board.name.to_string();
     let host_pub = lab
@@ -1117,7 +1251,7 @@ fn boards_trust_writes_only_the_fingerprint_the_user_saw() {
 /// the known_hosts file's.
 #[test]
 fn a_host_key_refusal_stores_a_cause_without_any_path() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0);
     let kh = lab.root.join("empty_known_hosts");
     std::fs::write(&kh, "").unwrap();
@@ -1178,7 +1312,7 @@ fn a_host_key_refusal_stores_a_cause_without_any_path() {
 
 #[test]
 fn boards_check_gives_one_line_per_board_with_the_real_cause() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let name = lab.board(0).name.to_string();
     // A board nobody listens for, and the lab board again under a known_hosts that
     // does not know its key.
@@ -1233,7 +1367,10 @@ fn boards_check_gives_one_line_per_board_with_the_real_cause() {
 /// after a failure, which removes labs by name, never reaches the other lab.
 #[test]
 fn lab_up_refuses_a_prefix_another_lab_holds_and_leaves_that_lab_alone() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _machine = machine_alone();
+    if !crate::need_root("`lab up`") {
+        return;
+    }
     let (root, options) = fresh_workspace("bt", "taken");
     let netns = format!("{}-1", options.prefix);
     local(&format!("ip netns add {netns}"));
@@ -1241,7 +1378,6 @@ fn lab_up_refuses_a_prefix_another_lab_holds_and_leaves_that_lab_alone() {
     let still = Path::new("/run/netns").join(&netns).exists();
     let state = lab::state_dir(&root).join("state.json").exists();
     local(&format!("ip netns delete {netns}"));
-    let _ = std::fs::remove_dir_all(&root);
     let e = r.expect_err("lab up over a namespace another lab holds");
     assert!(e.to_string().contains("another lab with prefix"), "{e}");
     assert!(still, "the other lab's namespace was removed");

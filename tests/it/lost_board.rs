@@ -6,16 +6,16 @@
 //! session is gone, so no process outlives it. Once the board is back, the next apply
 //! measures its cells and leaves nothing either.
 
+use crate::scratch::Project;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
 
 use crate::lab::{Lab, bp, text};
-use crate::repo;
-use crate::serving::{
-    assert_nothing_left, board_processes_left, board_processes_where, clients_left, in_board_netns,
-};
+
+use crate::leftovers::{board_processes_left, board_processes_where, in_board_netns};
+use crate::serving::{assert_nothing_left, clients_left};
 use crate::xz::in_board;
 
 const RUNS: usize = 6;
@@ -23,14 +23,6 @@ const RUNS: usize = 6;
 /// A lab workspace with the shipped serving recipes and a scenario of `test` on both
 /// boards, `RUNS` measured runs each.
 fn scenario(lab: &Lab, test: &str, params: &str) {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(
-        repo().join(format!("pipeline/{test}.toml")),
-        root.join(format!("pipeline/{test}.toml")),
-    )
-    .unwrap();
     let storage = if test == "smb-fs" {
         format!(
             "storage = [\"{}\"]\nfilesystem = [\"ext4\"]\n",
@@ -39,9 +31,9 @@ fn scenario(lab: &Lab, test: &str, params: &str) {
     } else {
         String::new()
     };
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
+    Project::at(&lab.root).recipe(test).scenario(
+        "s",
+        &format!(
             "title = \"lost\"\n[images.installed]\ninstalled = true\n\
              [filesystems.ext4]\nkind = \"ext4\"\n\
              [matrix]\nimage = [\"installed\"]\nboard = [\"{}\", \"{}\"]\n{storage}\
@@ -51,8 +43,7 @@ fn scenario(lab: &Lab, test: &str, params: &str) {
             lab.board(0).name,
             lab.board(1).name
         ),
-    )
-    .unwrap();
+    );
 }
 
 /// The store directory of the (one) cell of `board`.
@@ -93,7 +84,7 @@ fn tmpfs_left(board: &LabBoard) -> String {
 /// Runs `test` on two boards and loses board 0 once it has measured a run: every
 /// sshd process of its network namespace is killed.
 fn lose_board_during(test: &str, params: &str) {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let (lost, other) = (lab.board(0).clone(), lab.board(1).clone());
     if test == "smb-fs" {
         for b in [&lost, &other] {

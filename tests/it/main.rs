@@ -23,6 +23,7 @@ mod html;
 mod identity;
 mod init;
 mod lab;
+mod leftovers;
 mod libssh2;
 mod lost_board;
 mod network;
@@ -40,6 +41,7 @@ mod report_bytes;
 mod reports;
 mod safety;
 mod schedule;
+mod scratch;
 mod seed_era;
 mod seed_figures;
 mod seed_fits;
@@ -61,37 +63,11 @@ mod words;
 mod workspace;
 mod xz;
 
+pub use leftovers::{processes_left, processes_matching};
+
 /// The repository's root: its shipped pipeline/, scenarios/, examples/ and test data.
 pub fn repo() -> &'static std::path::Path {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// `pid cmdline` lines of live processes whose command line contains any of `needles`
-/// (a /proc scan, so the search never finds itself the way `pgrep -f` under `sh -c`
-/// does; zombies are left out, since PID 1 here may not reap them). Lab boards share
-/// the controller's process table, so their processes are visible here too.
-pub fn processes_matching(needles: &[&str]) -> String {
-    let mut found = String::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        // One line per process: a command line may hold newlines (`sh -c` of a script).
-        let cmd = String::from_utf8_lossy(&raw).replace(['\0', '\n'], " ");
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'));
-        if needles.iter().any(|n| cmd.contains(n)) && !zombie {
-            found.push_str(&format!("{pid} {cmd}\n"));
-        }
-    }
-    found
 }
 
 /// Says that a test cannot run here, and why. Outside CI the test then returns early and
@@ -106,18 +82,42 @@ pub fn cannot_run(test: &str, reason: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
 }
 
-/// What is left of the processes matching `needles` once they had up to 15 s to die.
-/// A group benchpipe killed dies as soon as the kernel schedules each member; on a
-/// loaded machine that can take a moment, while a process nobody killed lives on.
-pub fn processes_left(needles: &[&str]) -> String {
-    let t0 = std::time::Instant::now();
-    loop {
-        let left = processes_matching(needles);
-        if left.trim().is_empty() || t0.elapsed() > std::time::Duration::from_secs(15) {
-            return left;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+/// The running test's name: libtest names each test's thread after it.
+pub fn this_test() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("unnamed test")
+        .to_string()
+}
+
+/// Whether the tests run as root. When not, the running test is reported through
+/// `cannot_run` (saying it needs root for `what`) and should return at once.
+pub fn need_root(what: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
     }
+    cannot_run(
+        &this_test(),
+        &format!("needs root for {what}; run the tests as root (the CI does)"),
+    );
+    false
+}
+
+/// Every `failure.json` of the store under `root`, whole: a failed apply's summary line
+/// shortens a tool's output, and a test that failed on a loaded machine should say why.
+pub fn failures(root: &std::path::Path) -> String {
+    let mut out = String::new();
+    for e in std::fs::read_dir(root.join("results"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(t) = std::fs::read_to_string(e.path().join("failure.json")) {
+            out.push_str(&format!("{}: {t}\n", e.file_name().to_string_lossy()));
+        }
+    }
+    out
 }
 
 /// A scripted `benchpipe`'s arguments: an `apply` that runs (not `--dry-run`) gets

@@ -28,7 +28,7 @@ fn nfs_reads_its_own_timing_of_nfs_cat_in_mb_per_s() {
 /// and afterwards no ganesha and no tmpfs.
 #[test]
 fn nfs_on_a_lab_board_exports_a_tmpfs_read_only_and_stops_ganesha() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     scenario(&lab, "\"nfs\"", "", "[params.nfs]\nsize_mib = 16\n");
     // Before each read, a write that the read-only export must refuse.
@@ -63,7 +63,7 @@ fn nfs_on_a_lab_board_exports_a_tmpfs_read_only_and_stops_ganesha() {
 /// no number is stored, and ganesha is stopped and the tmpfs unmounted all the same.
 #[test]
 fn a_failing_nfs_read_stores_no_number_and_still_stops_ganesha_and_unmounts() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     scenario(&lab, "\"nfs\"", "", "[params.nfs]\nsize_mib = 1\n");
     let p = lab.root.join("pipeline/nfs.toml");
@@ -85,7 +85,7 @@ fn a_failing_nfs_read_stores_no_number_and_still_stops_ganesha_and_unmounts() {
 /// parameter, and neither ganesha nor the tmpfs is left.
 #[test]
 fn an_nfs_port_in_use_on_the_board_is_refused() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     scenario(
         &lab,

@@ -3,6 +3,7 @@
 //! nixpkgs here), and the module's systemd units checked by systemd-analyze. What needs
 //! real nixpkgs (building, the unit tests in the sandbox) runs where Nix has network.
 
+use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -31,13 +32,12 @@ fn on_path(tool: &str) -> bool {
 struct FlakeCopy {
     dir: PathBuf,
     home: PathBuf,
+    _base: Scratch,
 }
 
 impl FlakeCopy {
     fn new(tag: &str) -> FlakeCopy {
-        let base =
-            std::env::temp_dir().join(format!("benchpipe-it-nix-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&base);
+        let base = Scratch::new(&format!("nix-{tag}"));
         let dir = base.join("flake");
         let home = base.join("home");
         std::fs::create_dir_all(&dir).unwrap();
@@ -69,7 +69,11 @@ impl FlakeCopy {
                 std::fs::copy(&from, &to).unwrap();
             }
         }
-        let copy = FlakeCopy { dir, home };
+        let copy = FlakeCopy {
+            dir,
+            home,
+            _base: base,
+        };
         copy.git(&["init", "-q"]);
         copy.git(&["add", "-A"]);
         copy
@@ -112,12 +116,6 @@ impl FlakeCopy {
         assert!(old.contains(from), "{file} holds no `{from}`");
         std::fs::write(&path, old.replacen(from, to, 1)).unwrap();
         self.git(&["add", "-A"]);
-    }
-}
-
-impl Drop for FlakeCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(self.dir.parent().unwrap());
     }
 }
 

@@ -10,68 +10,51 @@
 //! this machine has (`.ci/run` installs iozone3 for the lab tests); this machine's own
 //! packages never change, whether the test passes, fails or panics.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::lab::{sh, text};
-use crate::repo;
+use crate::scratch::{Project, Scratch};
 
 const NAME: &str = "iozone3_comes_from_non_free_on_a_board_whose_sources_have_main_only";
 
-/// The test's directories (workspace, work directory, layers), removed when dropped,
-/// on a panic too.
+/// The test's directories, removed when dropped, on a panic too: the workspace, and
+/// on this machine's disk (/var/tmp: O_DIRECT needs no tmpfs) the board's work and
+/// scratch directories and the namespace's layers.
 struct Dirs {
-    root: PathBuf,
-    work: PathBuf,
-    layers: PathBuf,
-}
-
-impl Drop for Dirs {
-    fn drop(&mut self) {
-        for d in [&self.root, &self.layers, &self.work] {
-            let _ = std::fs::remove_dir_all(d);
-        }
-        let _ = std::fs::remove_dir_all(format!("{}-scratch", self.work.display()));
-    }
+    root: Project,
+    _work: Scratch,
+    layers: Scratch,
 }
 
 /// A workspace with the shipped iozone recipe, a local board and a scenario running
 /// iozone once on a directory of this machine's disk (O_DIRECT needs no tmpfs).
 fn workspace() -> Dirs {
-    let pid = std::process::id();
-    let dirs = Dirs {
-        root: std::env::temp_dir().join(format!("benchpipe-it-nonfree-{pid}")),
-        work: PathBuf::from(format!("/var/tmp/benchpipe-it-nonfree-{pid}")),
-        layers: PathBuf::from(format!("/var/tmp/benchpipe-it-nonfree-layers-{pid}")),
-    };
-    let root = &dirs.root;
-    for d in ["boards", "pipeline", "scenarios"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
+    let var_tmp = Path::new("/var/tmp");
+    let work = Scratch::under(var_tmp, "nonfree");
+    let root = Project::new("nonfree")
+        .recipe("iozone")
+        .file(
+            "boards/here.toml",
+            &format!(
+                "model = \"The controller\"\nlocal = true\nworkdir = \"{w}/work\"\n\
+                 [[storage]]\nname = \"scratch-dir\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
+                w = work.display()
+            ),
+        )
+        .scenario(
+            "s",
+            "title = \"iozone\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [\"here\"]\nstorage = [\"scratch-dir\"]\n\
+             filesystem = [\"as-is\"]\ntest = [\"iozone\"]\n\
+             [method]\ncooldown = \"0s\"\nwarmup = { runs = 0 }\nruns = { min = 1, max = 1 }\n\
+             [params.iozone]\nsize = \"4M\"\n",
+        );
+    Dirs {
+        root,
+        _work: work,
+        layers: Scratch::under(var_tmp, "nonfree-layers"),
     }
-    std::fs::copy(
-        repo().join("pipeline/iozone.toml"),
-        root.join("pipeline/iozone.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("boards/here.toml"),
-        format!(
-            "model = \"The controller\"\nlocal = true\nworkdir = \"{w}\"\n\
-             [[storage]]\nname = \"scratch-dir\"\nrole = \"scratch\"\npath = \"{w}-scratch\"\n",
-            w = dirs.work.display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        "title = \"iozone\"\n[images.installed]\ninstalled = true\n[matrix]\n\
-         image = [\"installed\"]\nboard = [\"here\"]\nstorage = [\"scratch-dir\"]\n\
-         filesystem = [\"as-is\"]\ntest = [\"iozone\"]\n\
-         [method]\ncooldown = \"0s\"\nwarmup = { runs = 0 }\nruns = { min = 1, max = 1 }\n\
-         [params.iozone]\nsize = \"4M\"\n",
-    )
-    .unwrap();
-    dirs
 }
 
 /// Runs `script` as root in a private mount namespace whose system directories are
@@ -128,7 +111,7 @@ fn iozone3_comes_from_non_free_on_a_board_whose_sources_have_main_only() {
          rm -rf /tmp/benchpipe-it-etc-apt-before.$$\n\
          ls -d /tmp/benchpipe-apt-non-free.* 2>/dev/null && echo 'PRIVATE LISTS LEFT'\n\
          exit 0\n",
-        root = benchpipe::transport::quote::sh(&dirs.root.to_string_lossy()),
+        root = benchpipe::transport::quote::sh(&dirs.root.dir.to_string_lossy()),
         bin = benchpipe::transport::quote::sh(env!("CARGO_BIN_EXE_benchpipe")),
     );
     let out = in_private_system(&dirs.layers, &script);
@@ -162,7 +145,7 @@ fn iozone3_comes_from_non_free_on_a_board_whose_sources_have_main_only() {
     assert!(said.contains("IOZONE INSTALLED"), "{said}");
     let mut measured = 0;
     let mut facts = String::new();
-    for e in std::fs::read_dir(dirs.root.join("results"))
+    for e in std::fs::read_dir(dirs.root.dir.join("results"))
         .unwrap()
         .flatten()
     {

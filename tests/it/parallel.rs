@@ -44,24 +44,7 @@ fn samples(root: &Path, test: &str) -> Vec<(String, serde_json::Value)> {
 }
 
 fn write_project(lab: &Lab, tests: &[&str], runs: u32, recipes: &[(&str, &str)]) {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for (name, text) in recipes {
-        std::fs::write(root.join(format!("pipeline/{name}.toml")), text).unwrap();
-    }
-    let tests: Vec<String> = tests.iter().map(|t| format!("\"{t}\"")).collect();
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
-            "title = \"lab\"\n[images.installed]\ninstalled = true\n[matrix]\n\
-             image = [\"installed\"]\nboard = [\"{}-*\"]\ntest = [{}]\n[method]\n\
-             warmup = {{ runs = 0 }}\nruns = {{ min = {runs}, max = {runs} }}\n",
-            lab.options.board_prefix,
-            tests.join(", ")
-        ),
-    )
-    .unwrap();
+    lab.project_on_every_board(recipes, tests, runs);
 }
 
 const NET: &str = r#"description = "a client on the controller, like iperf3 -c: one board at a time"
@@ -109,7 +92,7 @@ fn interval(s: &serde_json::Value) -> (f64, f64) {
 
 #[test]
 fn three_boards_run_in_parallel_and_exclusive_cells_never_overlap() {
-    let lab = Lab::up(3);
+    let Some(lab) = Lab::up(3) else { return };
     write_project(&lab, &["net", "busy"], 3, &[("net", NET), ("busy", BUSY)]);
     let apply = bp(&lab.root, &["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
@@ -139,7 +122,7 @@ fn three_boards_run_in_parallel_and_exclusive_cells_never_overlap() {
 
 #[test]
 fn a_board_whose_sshd_dies_fails_alone_and_a_rerun_completes_only_its_cell() {
-    let lab = Lab::up(3);
+    let Some(lab) = Lab::up(3) else { return };
     let slow = BUSY.replace("sleep 0.5", "sleep 0.7");
     write_project(&lab, &["slow"], 6, &[("slow", &slow)]);
     let child = spawn_apply(&lab.root);
@@ -183,7 +166,7 @@ fn a_board_whose_sshd_dies_fails_alone_and_a_rerun_completes_only_its_cell() {
 
 #[test]
 fn an_unknown_host_key_stops_apply_until_boards_trust_accepts_it() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     write_project(&lab, &["busy"], 1, &[("busy", BUSY)]);
     let board = lab.board(0).name.to_string();
     let known_hosts = lab.info.known_hosts.clone();
@@ -228,7 +211,7 @@ fn an_unknown_host_key_stops_apply_until_boards_trust_accepts_it() {
 
 #[test]
 fn iperf3_runs_between_lab_boards_and_the_controller_and_its_servers_are_stopped() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let up =
         std::fs::read_to_string(repo.join("pipeline/iperf3-board-to-controller.toml")).unwrap();
@@ -286,7 +269,7 @@ fn iperf3_runs_between_lab_boards_and_the_controller_and_its_servers_are_stopped
 #[test]
 fn ctrl_c_ends_a_long_run_on_the_board_runs_teardown_and_keeps_the_store_whole() {
     use std::io::{BufRead, BufReader};
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let marker = lab.root.join("torn-down");
     let long = format!(
         r#"description = "a run far longer than anyone waits"
@@ -354,7 +337,7 @@ command = "touch {}"
 
 #[test]
 fn a_board_lost_in_an_interleaved_group_fails_every_unfinished_cell_of_it() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let slow = BUSY.replace("sleep 0.5", "sleep 0.7");
     write_project(
         &lab,
@@ -388,7 +371,7 @@ fn a_board_lost_in_an_interleaved_group_fails_every_unfinished_cell_of_it() {
 /// records `board_lost`, and the board's next cell fails with the same cause untried.
 #[test]
 fn a_board_lost_during_setup_fails_its_cells_as_board_lost() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let marker = lab.root.join("setup-started");
     let hangs = BUSY.replace(
         "[run]",

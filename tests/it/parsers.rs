@@ -3,6 +3,7 @@
 //! metric against the value read from the fixture another way (a JSON Pointer, or the
 //! number as it appears in the file).
 
+use crate::scratch::Scratch;
 use std::path::PathBuf;
 
 use benchpipe::bench::parse::{check_path, parse, select};
@@ -662,8 +663,8 @@ fn a_result_on_the_other_stream_is_named_in_the_error() {
 /// report: as a terminal shows it, without its colour codes.
 #[test]
 fn escape_codes_of_a_failing_tool_reach_neither_the_failure_nor_the_report() {
-    let p = crate::spine::Project::new("escapes")
-        .write(
+    let p = crate::spine::Project::local("escapes")
+        .file(
             "pipeline/colour.toml",
             r#"description = "a tool that fails in colour"
 uses_storage = false
@@ -674,7 +675,7 @@ parse = "json"
 value = { from = "value", unit = "s", better = "lower" }
 "#,
         )
-        .scenario("s", &["colour"], 1, "");
+        .local_scenario("s", &["colour"], 1, "");
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     let err = String::from_utf8_lossy(&apply.stderr);
     assert!(err.contains("fio: cannot open file"), "{err}");
@@ -699,16 +700,11 @@ value = { from = "value", unit = "s", better = "lower" }
 
 /// Loads one recipe through config, as `check` does; Err is the rendered diagnostics.
 fn load_recipe(name: &str, text: &str) -> Result<benchpipe::model::Recipe, String> {
-    let dir = std::env::temp_dir().join(format!(
-        "bp-it-regex-{name}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new(&format!("regex-{name}"));
     std::fs::create_dir_all(dir.join("pipeline")).unwrap();
     std::fs::write(dir.join(format!("pipeline/{name}.toml")), text).unwrap();
     let loaded = benchpipe::config::load_recipes(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     let mut recipes = loaded.map_err(|d| d.to_string())?;
     Ok(recipes
         .remove(&benchpipe::model::TestName::new(name))
@@ -1038,9 +1034,9 @@ fn a_regex_recipe_is_applied_and_its_patterns_are_part_of_the_key() {
          [metrics]\nrps = {{ from = \"requests_per_sec\", unit = \"req/s\", better = \"higher\" }}\n",
         wrk.display()
     );
-    let p = crate::spine::Project::new("regex")
-        .write("pipeline/wrk.toml", &recipe)
-        .scenario("s", &["wrk"], 2, "");
+    let p = crate::spine::Project::local("regex")
+        .file("pipeline/wrk.toml", &recipe)
+        .local_scenario("s", &["wrk"], 2, "");
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", crate::spine::text(&apply));
     let samples = p.samples("wrk");

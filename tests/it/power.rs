@@ -5,6 +5,7 @@
 //! switches each fake to its load value while it runs and back to idle after.
 
 use crate::lab::bp;
+use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
 
 use crate::lab::Lab;
@@ -39,17 +40,8 @@ fn keys(text: &str) -> std::collections::BTreeSet<String> {
 
 /// The fakes' directory, per board: `now` is what the meter reads, `idle` and `load`
 /// what the recipe copies over it.
-struct Fakes(PathBuf);
-
-impl Drop for Fakes {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn fakes(tag: &str, boards: &[(&str, &str, &str)]) -> Fakes {
-    let dir = std::env::temp_dir().join(format!("bp-power-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn fakes(tag: &str, boards: &[(&str, &str, &str)]) -> Scratch {
+    let dir = Scratch::new(&format!("power-{tag}"));
     for (board, idle, load) in boards {
         let d = dir.join(board);
         std::fs::create_dir_all(&d).unwrap();
@@ -57,20 +49,15 @@ fn fakes(tag: &str, boards: &[(&str, &str, &str)]) -> Fakes {
         std::fs::write(d.join("load"), load).unwrap();
         std::fs::write(d.join("now"), idle).unwrap();
     }
-    Fakes(dir)
+    dir
 }
 
 /// A lab project whose `busy` test puts the board's fake meter at its load value for
 /// the run (replacing the file whole, so no reader sees half of it).
 fn project(lab: &Lab, fakes: &Path) {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
     let d = fakes.display();
-    std::fs::write(
-        root.join("pipeline/busy.toml"),
-        format!(
-            r#"description = "works for 4 s with the fake meter at its load value"
+    let busy = format!(
+        r#"description = "works for 4 s with the fake meter at its load value"
 uses_storage = false
 [run]
 command = "cp {d}/{{{{ board }}}}/load {d}/{{{{ board }}}}/tmp && mv {d}/{{{{ board }}}}/tmp {d}/{{{{ board }}}}/now; sleep 4; cp {d}/{{{{ board }}}}/idle {d}/{{{{ board }}}}/tmp && mv {d}/{{{{ board }}}}/tmp {d}/{{{{ board }}}}/now; echo '{{\"value\": 20}}'"
@@ -80,19 +67,8 @@ value = {{ from = "value", unit = "MB", better = "higher" }}
 value_per_w = {{ per_watt = "value" }}
 energy = {{ joules = true }}
 "#
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
-            "title = \"power\"\n[images.installed]\ninstalled = true\n[matrix]\n\
-             image = [\"installed\"]\nboard = [\"{}-*\"]\ntest = [\"busy\"]\n[method]\n\
-             warmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n",
-            lab.options.board_prefix
-        ),
-    )
-    .unwrap();
+    );
+    lab.project_on_every_board(&[("busy", &busy)], &["busy"], 2);
 }
 
 fn add_meter(lab: &Lab, i: usize, meter: &str) {
@@ -113,7 +89,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn fake_power_file_and_fake_smart_plug_give_separate_idle_and_load_watts() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let (b0, b1) = (lab.board(0).name.to_string(), lab.board(1).name.to_string());
     let shelly = |w: f64| {
         include_str!("../data/power/shelly-switch-getstatus.json").replace("4.87", &w.to_string())
@@ -125,17 +101,17 @@ fn fake_power_file_and_fake_smart_plug_give_separate_idle_and_load_watts() {
             (&b1, &shelly(3.4), &shelly(4.87)),
         ],
     );
-    project(&lab, &f.0);
+    project(&lab, &f);
     let before = bp(&lab.root, &["plan", "scenarios/s.toml", "--json"]);
     assert!(before.status.success(), "{}", text(&before));
 
-    add_meter(&lab, 0, &format!("file = \"{}/{b0}/now\"\n", f.0.display()));
+    add_meter(&lab, 0, &format!("file = \"{}/{b0}/now\"\n", f.display()));
     add_meter(
         &lab,
         1,
         &format!(
             "command = \"curl -fsS --max-time 2 file://{}/{b1}/now\"\njson = \"apower\"\n",
-            f.0.display()
+            f.display()
         ),
     );
     let after = bp(&lab.root, &["plan", "scenarios/s.toml", "--json"]);
@@ -229,21 +205,17 @@ fn fake_power_file_and_fake_smart_plug_give_separate_idle_and_load_watts() {
 
 #[test]
 fn fake_meters_that_fail_warn_on_the_sample_and_the_cell_completes() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let (b0, b1) = (lab.board(0).name.to_string(), lab.board(1).name.to_string());
     let f = fakes("broken", &[(&b0, "1\n", "2\n"), (&b1, "1\n", "2\n")]);
-    project(&lab, &f.0);
-    add_meter(
-        &lab,
-        0,
-        &format!("file = \"{}/{b0}/gone\"\n", f.0.display()),
-    );
+    project(&lab, &f);
+    add_meter(&lab, 0, &format!("file = \"{}/{b0}/gone\"\n", f.display()));
     add_meter(
         &lab,
         1,
         &format!(
             "command = \"curl -fsS --max-time 2 file://{}/{b1}/gone\"\n",
-            f.0.display()
+            f.display()
         ),
     );
     let apply = bp(&lab.root, &["apply", "scenarios/s.toml"]);
@@ -317,9 +289,8 @@ fn fake_vcgencmd_pmic_read_adc_gives_the_rails_sum_idle_and_during_the_run() {
     use benchpipe::transport::Transport;
     use benchpipe::transport::local::Local;
 
-    let dir = Fakes(std::env::temp_dir().join(format!("bp-power-pmic-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    let bin = dir.0.join("bin");
+    let dir = Scratch::new("power-pmic");
+    let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/power/pmic_read_adc-pi5.txt");
     let fake = bin.join("vcgencmd");
@@ -345,7 +316,7 @@ fn fake_vcgencmd_pmic_read_adc_gives_the_rails_sum_idle_and_during_the_run() {
         meter: None,
         storage: Vec::new(),
         network: Vec::new(),
-        workdir: dir.0.join("work").display().to_string(),
+        workdir: dir.join("work").display().to_string(),
         thermal: None,
         accept_new_host_key: false,
         boot_cmdline: None,

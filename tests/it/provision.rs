@@ -12,7 +12,7 @@ use crate::lab::Lab;
 #[test]
 fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it_and_versions_are_facts()
  {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let root = &lab.root;
     let board = lab.board(0).clone();
     // The premise: the lab board (this machine) has neither the command nor the
@@ -138,8 +138,8 @@ fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it_an
 #[test]
 fn needs_name_packages_per_package_manager_and_a_flat_apt_list_still_means_apt_alone() {
     use benchpipe::model::{PackageManager, Side};
-    let p = crate::spine::Project::new("needs-families")
-        .write(
+    let p = crate::spine::Project::local("needs-families")
+        .file(
             "pipeline/families.toml",
             "description = \"packages per family\"\nuses_storage = false\n\
              [needs]\napt = [\"fio\"]\ndnf = [\"fio\", \"perl-Time-HiRes\"]\napk = [\"fio\"]\n\
@@ -147,7 +147,7 @@ fn needs_name_packages_per_package_manager_and_a_flat_apt_list_still_means_apt_a
              [run]\ncommand = \"echo '{\\\"v\\\": 1}'\"\nparse = \"json\"\n\
              [metrics]\nv = { from = \"v\", unit = \"s\", better = \"lower\" }\n",
         )
-        .write(
+        .file(
             "scenarios/s.toml",
             "title = \"t\"\n[images.installed]\ninstalled = true\n\
              [matrix]\nimage = [\"installed\"]\nboard = [\"here\"]\nstorage = [\"scratch\"]\ntest = [\"families\", \"dd-write\"]\n",

@@ -5,19 +5,12 @@
 //! preparation, the flash through the Turing Pi BMC, the boot check and the tests.
 //! Nothing is run on a board (the board is hardware).
 
+use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::lab::text;
 use crate::repo;
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The fenced blocks of `lang` in the README section titled `title`, in order.
 fn blocks(readme: &str, title: &str, lang: &str) -> Vec<String> {
@@ -40,12 +33,11 @@ fn blocks(readme: &str, title: &str, lang: &str) -> Vec<String> {
 
 /// A workspace holding the README's blocks, each written to the file its first line
 /// names (the one thing the reader fills in, a published digest, filled), with the
-/// clone's recipes and a HOME whose SSH key the blocks' boards would use.
+/// clone's recipes and a HOME whose SSH key the blocks' boards would use. Not a
+/// `Project`: the README's blocks, not the test, say which files there are.
 fn workspace(files: &[String], tag: &str) -> (Scratch, PathBuf, Vec<String>) {
-    let root = Scratch(
-        std::env::temp_dir().join(format!("benchpipe-it-readme-{tag}-{}", std::process::id())),
-    );
-    let home = root.0.join("home");
+    let root = Scratch::new(&format!("readme-{tag}"));
+    let home = root.join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     let keygen = Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-f"])
@@ -69,7 +61,7 @@ fn workspace(files: &[String], tag: &str) -> (Scratch, PathBuf, Vec<String>) {
             "sha256 = \"...\"",
             &format!("sha256 = \"{}\"", "a".repeat(64)),
         );
-        let path = root.0.join(&name);
+        let path = root.join(&name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, body).unwrap();
         names.push(name);
@@ -78,7 +70,7 @@ fn workspace(files: &[String], tag: &str) -> (Scratch, PathBuf, Vec<String>) {
     let copy = Command::new("cp")
         .arg("-r")
         .arg(repo().join("pipeline"))
-        .arg(&root.0)
+        .arg(&root)
         .output()
         .unwrap();
     assert!(copy.status.success(), "{}", text(&copy));
@@ -88,7 +80,7 @@ fn workspace(files: &[String], tag: &str) -> (Scratch, PathBuf, Vec<String>) {
 fn bp(root: &Scratch, home: &Path, args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .args(args)
-        .current_dir(&root.0)
+        .current_dir(root)
         .env("HOME", home)
         .env("NO_COLOR", "1")
         .output()
@@ -121,9 +113,9 @@ fn readmes_own_boards_section_checks_clean_and_names_the_disk_it_would_format() 
     let (root, home, names) = workspace(&files, "own");
     assert_eq!(names, ["boards/pi4-1.toml", "scenarios/sd-vs-ssd.toml"]);
     // "(and pi4-2.toml beside it)": the second board is the first one renamed.
-    let one = std::fs::read_to_string(root.0.join("boards/pi4-1.toml")).unwrap();
+    let one = std::fs::read_to_string(root.join("boards/pi4-1.toml")).unwrap();
     std::fs::write(
-        root.0.join("boards/pi4-2.toml"),
+        root.join("boards/pi4-2.toml"),
         one.replace("pi4-1", "pi4-2"),
     )
     .unwrap();
@@ -207,7 +199,7 @@ fn readmes_real_board_walk_through_checks_and_plans_download_preparation_flash_a
     }
     // Without the preparation the walk would flash a board that never answers: `check`
     // says so before anything is written.
-    let scenario = root.0.join("scenarios/pi-xz.toml");
+    let scenario = root.join("scenarios/pi-xz.toml");
     let s = std::fs::read_to_string(&scenario).unwrap();
     let cut = s.find("[images.raspios.firstboot]").unwrap();
     let end = s[cut..].find("\n\n").map_or(s.len(), |e| cut + e);

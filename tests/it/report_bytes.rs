@@ -10,6 +10,7 @@
 //! tests). A speed-up of the report or of the store's reader must leave every byte as it
 //! was. `BENCHPIPE_BLESS=1` rewrites the files (then read the diff).
 
+use crate::scratch::Scratch;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -22,20 +23,6 @@ use serde_json::{Value, json};
 
 fn pinned() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/report-bytes")
-}
-
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn write(dir: &Path, rel: &str, text: &str) {
-    let p = dir.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
 }
 
 fn board(name: &str, model: &str, meter: bool) -> String {
@@ -55,24 +42,11 @@ fn board(name: &str, model: &str, meter: bool) -> String {
 
 /// Three boards (two of one model, one with a meter), three recipes, two scenarios
 /// over the same cells judged differently.
-fn project(dir: &Path) {
-    write(
-        dir,
-        "boards/b-1.toml",
-        &board("b-1", "Synthetic Pi 4", false),
-    );
-    write(
-        dir,
-        "boards/b-2.toml",
-        &board("b-2", "Synthetic Pi 4", false),
-    );
-    write(
-        dir,
-        "boards/b-3.toml",
-        &board("b-3", "Synthetic Rock 5B", true),
-    );
-    write(
-        dir,
+fn project(dir: &Scratch) {
+    dir.write("boards/b-1.toml", board("b-1", "Synthetic Pi 4", false));
+    dir.write("boards/b-2.toml", board("b-2", "Synthetic Pi 4", false));
+    dir.write("boards/b-3.toml", board("b-3", "Synthetic Rock 5B", true));
+    dir.write(
         "pipeline/fio.toml",
         "description = \"random I/O\"\n[run]\ncommand = \"true\"\nparse = \"json\"\n\
          [metrics]\n\
@@ -83,22 +57,17 @@ fn project(dir: &Path) {
          read_per_watt = { per_watt = \"read\" }\n\
          energy = { joules = true }\n",
     );
-    write(
-        dir,
-        "pipeline/dd.toml",
+    dir.write("pipeline/dd.toml",
         "description = \"sequential write\"\n[run]\ncommand = \"true\"\nparse = \"json\"\n\
          [metrics]\nwrite = { label = \"Sequential write\", from = \"w\", unit = \"MB/s\", better = \"higher\" }\n",
     );
-    write(
-        dir,
+    dir.write(
         "pipeline/burn.toml",
         "description = \"burn-in\"\nuses_storage = false\nseries = true\n[run]\n\
          command = \"true\"\nparse = \"json\"\n\
          [metrics]\nops = { from = \"o\", unit = \"ops/s\", better = \"higher\" }\n",
     );
-    write(
-        dir,
-        "scenarios/syn-a.toml",
+    dir.write("scenarios/syn-a.toml",
         "title = \"Synthetic A\"\ndescription = \"Every part of a report, from a synthetic store.\"\n\
          [images.os0]\ninstalled = true\n[images.os1]\ninstalled = true\n\
          [matrix]\nimage = [\"os0\", \"os1\"]\nboard = [\"b-*\"]\nstorage = [\"*\"]\n\
@@ -113,8 +82,7 @@ fn project(dir: &Path) {
          rows = [\"board\"]\npivot = \"storage\"\n\
          [[report.table]]\ntitle = \"Across tests\"\ncolumns = [\"fio.read\", \"burn.ops\"]\n",
     );
-    write(
-        dir,
+    dir.write(
         "scenarios/syn-b.toml",
         "title = \"Synthetic B: flagged runs left out\"\n[images.os0]\ninstalled = true\n\
          [matrix]\nimage = [\"os0\"]\nboard = [\"b-*\"]\nstorage = [\"sd\"]\n\
@@ -407,9 +375,7 @@ fn model_json(model: &report::Report) -> Vec<u8> {
 
 #[test]
 fn reports_of_a_synthetic_store_are_the_pinned_bytes() {
-    let dir = std::env::temp_dir().join(format!("bp-report-bytes-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let scratch = Scratch(dir.clone());
+    let dir = Scratch::new("report-bytes");
     project(&dir);
     let files: Vec<PathBuf> = ["syn-a", "syn-b"]
         .iter()
@@ -453,7 +419,7 @@ fn reports_of_a_synthetic_store_are_the_pinned_bytes() {
             Ok(_) => {}
         }
     }
-    drop(scratch);
+    drop(dir);
     assert!(
         diffs.is_empty(),
         "the reports differ from tests/data/report-bytes/ (pinned first, now second); \

@@ -53,7 +53,7 @@ fn board_files(root: &Path) -> Vec<String> {
 /// scenario for want of a board.
 #[test]
 fn a_lab_report_renders_the_same_after_lab_down_from_the_store_alone() {
-    let mut lab = Lab::up(1);
+    let Some(mut lab) = Lab::up(1) else { return };
     let root = lab.root.clone();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
@@ -118,8 +118,8 @@ fn a_lab_report_renders_the_same_after_lab_down_from_the_store_alone() {
 /// report is the same bytes.
 #[test]
 fn without_board_files_a_report_keeps_the_plans_skips_and_every_number() {
-    let p = Project::new("report-alone")
-        .scenario(
+    let p = Project::local("report-alone")
+        .local_scenario(
             "s",
             &["xz", "dd-write"],
             2,
@@ -131,7 +131,7 @@ fn without_board_files_a_report_keeps_the_plans_skips_and_every_number() {
             "board = [\"here\", \"there\"]",
         );
     let there = p.dir.join("there-work");
-    let p = p.write(
+    let p = p.file(
         "boards/there.toml",
         &format!(
             "model = \"second controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
@@ -178,7 +178,7 @@ fn report_json_and_results_csv_load_in_python_with_the_same_numbers() {
         );
         return;
     }
-    let p = Project::new("report-python").scenario(
+    let p = Project::local("report-python").local_scenario(
         "s",
         &["xz", "disk-4k"],
         3,

@@ -3,6 +3,7 @@
 //! controls, signals only services it started, keeps no more output than a bound, and
 //! leaves no process of a command behind, whatever the board user's login shell.
 
+use crate::scratch::Scratch;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -17,23 +18,11 @@ use crate::lab::{Lab, options};
 use crate::spine::{Project, text};
 use crate::{cannot_run, processes_matching};
 
-/// A directory under the system temp dir, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("bp-safety-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A scratch directory others may enter (0755): the tests run commands as other users.
+fn open_dir(tag: &str) -> Scratch {
+    let d = Scratch::new(&format!("safety-{tag}"));
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
 }
 
 fn s(p: &Path) -> &str {
@@ -65,7 +54,7 @@ const NOBODY: u32 = 65534;
 /// and a recipe's teardown `<workdir>/xz`). A new workdir is claimed and works.
 #[test]
 fn a_workdir_holding_a_users_telemetry_and_xz_is_refused_and_they_survive() {
-    let p = Project::new("safety-userdir");
+    let p = Project::local("safety-userdir");
     let user = p.dir.join("user");
     plant_user_files(&user);
     let scratch = p.dir.join("scratch");
@@ -78,8 +67,8 @@ fn a_workdir_holding_a_users_telemetry_and_xz_is_refused_and_they_survive() {
         )
     };
     let p = p
-        .write("boards/here.toml", &board(&user))
-        .write(
+        .file("boards/here.toml", &board(&user))
+        .file(
             "pipeline/tidy.toml",
             r#"description = "works in the workdir and tidies up after itself"
 uses_storage = false
@@ -92,7 +81,7 @@ value = { from = "value", unit = "s", better = "lower" }
 command = "rm -rf {{ workdir }}/xz"
 "#,
         )
-        .scenario("s", &["tidy"], 1, "");
+        .local_scenario("s", &["tidy"], 1, "");
     let out = p.bp(&["apply", "scenarios/s.toml"]);
     let t = text(&out);
     assert!(!out.status.success(), "{t}");
@@ -104,7 +93,7 @@ command = "rm -rf {{ workdir }}/xz"
     assert!(!user.join(workdir::MARKER).exists());
 
     let fresh = p.dir.join("fresh/work");
-    let p = p.write("boards/here.toml", &board(&fresh));
+    let p = p.file("boards/here.toml", &board(&fresh));
     let out = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(fresh.join(workdir::MARKER).is_file());
@@ -121,7 +110,7 @@ command = "rm -rf {{ workdir }}/xz"
 /// someone's files are refused before anything is written; an empty one is claimed.
 #[test]
 fn the_claim_refuses_root_a_home_and_a_used_directory_and_claims_an_empty_one() {
-    let d = Dir::new("claim");
+    let d = open_dir("claim");
     let mut t = Local::new();
     for refused in ["/", "/root", "/root/"] {
         let e = workdir::claim(&mut t, refused).expect_err(refused);
@@ -129,7 +118,7 @@ fn the_claim_refuses_root_a_home_and_a_used_directory_and_claims_an_empty_one() 
     }
     assert!(!Path::new("/root").join(workdir::MARKER).exists());
 
-    let used = d.0.join("used");
+    let used = d.join("used");
     plant_user_files(&used);
     let e = workdir::claim(&mut t, s(&used)).unwrap_err().to_string();
     assert!(
@@ -138,7 +127,7 @@ fn the_claim_refuses_root_a_home_and_a_used_directory_and_claims_an_empty_one() 
     );
     assert!(user_files_intact(&used) && !used.join(workdir::MARKER).exists());
 
-    let empty = d.0.join("empty");
+    let empty = d.join("empty");
     std::fs::create_dir(&empty).unwrap();
     workdir::claim(&mut t, s(&empty)).unwrap();
     assert!(empty.join(workdir::MARKER).is_file());
@@ -160,13 +149,13 @@ fn a_planted_symlink_or_foreign_owned_parent_is_refused() {
             "planting another user's directory needs root (chown)",
         );
     }
-    let d = Dir::new("parents");
-    let vartmp = d.0.join("vartmp");
+    let d = open_dir("parents");
+    let vartmp = d.join("vartmp");
     std::fs::create_dir(&vartmp).unwrap();
     std::fs::set_permissions(&vartmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let shared = vartmp.join("benchpipe");
     let work = shared.join("pi");
-    let elsewhere = d.0.join("elsewhere");
+    let elsewhere = d.join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     let mut t = Local::new();
 
@@ -228,15 +217,15 @@ fn a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is(
             "running the binary as another user needs root (setuid)",
         );
     }
-    let d = Dir::new("user-after-root");
-    let vartmp = d.0.join("vartmp");
+    let d = open_dir("user-after-root");
+    let vartmp = d.join("vartmp");
     std::fs::create_dir(&vartmp).unwrap();
     std::fs::set_permissions(&vartmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
     // What a root run's claim leaves: both levels root's, mode 0700.
     let shared = vartmp.join("benchpipe");
     let work = shared.join("here");
     workdir::claim(&mut Local::new(), s(&work)).unwrap();
-    let ws = d.0.join("ws");
+    let ws = d.join("ws");
     let write = |rel: &str, text: &str| {
         let path = ws.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -296,7 +285,7 @@ fn a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is(
 /// directory is claimed, one with a user's files is refused and they survive.
 #[test]
 fn a_lab_board_claims_its_workdir_in_one_round_trip_and_refuses_a_home() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut t = lab.connect(0);
     for refused in ["/", "/root"] {
         let e = workdir::claim(&mut t, refused).expect_err(refused);
@@ -324,8 +313,8 @@ fn alive(pid: u32) -> bool {
 /// signals nothing, says why, and removes the bogus files.
 #[test]
 fn planted_pid_files_0_1_and_a_reused_pid_signal_nothing() {
-    let d = Dir::new("pids");
-    let services = d.0.join("services");
+    let d = open_dir("pids");
+    let services = d.join("services");
     std::fs::create_dir(&services).unwrap();
     let mut victim = Command::new("sleep")
         .arg("31411")
@@ -343,7 +332,7 @@ fn planted_pid_files_0_1_and_a_reused_pid_signal_nothing() {
         std::fs::write(services.join(format!("{name}.pid")), format!("{text}\n")).unwrap();
     }
     let mut t = Local::new();
-    let e = t.stop_all_services(s(&d.0)).unwrap_err().to_string();
+    let e = t.stop_all_services(s(&d)).unwrap_err().to_string();
     assert!(e.contains("nothing signalled"), "{e}");
     assert!(alive(pid), "the unrelated process group was signalled: {e}");
     assert_eq!(std::fs::read_dir(&services).unwrap().count(), 0, "{e}");
@@ -356,10 +345,10 @@ fn planted_pid_files_0_1_and_a_reused_pid_signal_nothing() {
 /// stopped, and nothing else is.
 #[test]
 fn a_service_whose_leader_died_still_has_its_children_stopped() {
-    let d = Dir::new("orphans");
+    let d = open_dir("orphans");
     let mut t = Local::new();
     let svc = t
-        .start_service(s(&d.0), "leader", "sleep 31421 & sleep 31422")
+        .start_service(s(&d), "leader", "sleep 31421 & sleep 31422")
         .unwrap();
     let before = processes_matching(&["sleep 31421"]);
     assert!(!before.trim().is_empty(), "the service did not start");
@@ -368,7 +357,7 @@ fn a_service_whose_leader_died_still_has_its_children_stopped() {
         libc::kill(svc.pgid as i32, libc::SIGKILL);
     }
     std::thread::sleep(Duration::from_millis(200));
-    t.stop_all_services(s(&d.0)).unwrap();
+    t.stop_all_services(s(&d)).unwrap();
     let left = crate::processes_left(&["sleep 31421", "sleep 31422"]);
     assert!(left.trim().is_empty(), "left behind: {left}");
 }
@@ -378,7 +367,7 @@ fn a_service_whose_leader_died_still_has_its_children_stopped() {
 /// stdout even kept the command from returning).
 #[test]
 fn a_background_child_ends_with_its_command() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut ssh = lab.connect(0);
     let mut local = Local::new();
     let targets: [(&mut dyn Transport, &str, &str); 2] =
@@ -402,7 +391,7 @@ fn a_background_child_ends_with_its_command() {
 /// `thermal = "/dev/zero"` made apply try to allocate 8 GiB).
 #[test]
 fn a_command_printing_100_mb_is_captured_within_the_cap() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let mut ssh = lab.connect(0);
     let mut local = Local::new();
     let total: u64 = 100_000_000 + "THE-END\n".len() as u64;
@@ -443,13 +432,13 @@ fn a_command_printing_100_mb_is_captured_within_the_cap() {
 /// read as a few bytes of regular files only.
 #[test]
 fn a_thermal_source_of_dev_zero_does_not_stop_apply() {
-    let p = Project::new("safety-zero")
+    let p = Project::local("safety-zero")
         .edit(
             "boards/here.toml",
             "local = true\n",
             "local = true\nthermal = \"/dev/zero\"\n",
         )
-        .scenario("s", &["sleepy"], 2, "");
+        .local_scenario("s", &["sleepy"], 2, "");
     let out = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(p.samples("sleepy").len(), 3);
@@ -479,13 +468,13 @@ fn a_board_user_whose_login_shell_is_tcsh_runs_commands_under_sh() {
         .status()
         .unwrap();
     assert!(unlocked.success(), "usermod -p '*' {user}");
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     // The lab's sshd reads its one authorized_keys file; this user gets a copy in a
     // directory that passes sshd's StrictModes checks.
-    let keys = PathBuf::from(format!("/var/lib/benchpipe-it-tcsh-{}", std::process::id()));
-    let _keys_dir = Dir(keys.clone());
-    std::fs::create_dir_all(&keys).unwrap();
+    // Not under the temporary directory: sshd's StrictModes refuses a world-writable
+    // parent such as /tmp.
+    let keys = Scratch::under(Path::new("/var/lib"), "tcsh");
     let public = std::fs::read_to_string(lab.info.identity.with_extension("pub")).unwrap();
     std::fs::write(keys.join("authorized_keys"), public).unwrap();
     let mut config = std::fs::read_to_string(&board.sshd_config).unwrap();

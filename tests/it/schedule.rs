@@ -4,6 +4,7 @@
 //! exact steps walked, their order and their fate, and `plan --json` must show the
 //! same steps apply walks. The real lab tests (lab::, storage::, parallel::) stay.
 
+use crate::scratch::Project;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,15 +16,10 @@ use benchpipe::transport::fake::{FakeConnector, Log, Reply, Script};
 /// A project of fake boards `b1` (and `b2`), each with a scratch disk `sd`; tests
 /// `alpha` (on the disk: setup, a board service, teardown on both sides) and `beta`
 /// (no storage); images os1 and os2; filesystems ext4 and btrfs.
-fn project(tag: &str, boards: &[&str], images: &[&str], order: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bp-it-fake-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["boards", "pipeline", "scenarios"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    let write = |rel: &str, text: &str| std::fs::write(dir.join(rel), text).unwrap();
+fn project(tag: &str, boards: &[&str], images: &[&str], order: &str) -> Project {
+    let mut p = Project::new(&format!("fake-{tag}"));
     for b in boards {
-        write(
+        p = p.file(
             &format!("boards/{b}.toml"),
             &format!(
                 "model = \"fake board\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake/{b}\"\n\
@@ -31,7 +27,7 @@ fn project(tag: &str, boards: &[&str], images: &[&str], order: &str) -> PathBuf 
             ),
         );
     }
-    write(
+    p = p.file(
         "pipeline/alpha.toml",
         r#"description = "a test on the disk, with a service and two-sided teardown"
 [[setup]]
@@ -54,7 +50,7 @@ command = "rm -f {{ dir }}/alpha-ready"
 v = { from = "v", unit = "s", better = "lower" }
 "#,
     );
-    write(
+    p = p.file(
         "pipeline/beta.toml",
         r#"description = "a test without storage"
 uses_storage = false
@@ -75,7 +71,7 @@ v = { from = "v", unit = "s", better = "lower" }
             .collect::<Vec<_>>()
             .join(", ")
     };
-    write(
+    p = p.file(
         "scenarios/s.toml",
         &format!(
             "title = \"fake\"\n{image_tables}\
@@ -88,7 +84,7 @@ v = { from = "v", unit = "s", better = "lower" }
             list(boards)
         ),
     );
-    dir
+    p
 }
 
 /// What a fake board answers: enough of the storage probes for a scratch disk that is
@@ -527,17 +523,14 @@ fn apply_dry_run_prints_the_steps_and_touches_neither_board_nor_store() {
 }
 
 /// The project above with `expect = { os_release = { ID = ID } }` on image os1.
-fn expecting(tag: &str, id: &str) -> PathBuf {
-    let dir = project(tag, &["b1"], &["os1"], "blocked");
-    let s = dir.join("scenarios/s.toml");
-    let text = std::fs::read_to_string(&s).unwrap().replace(
+fn expecting(tag: &str, id: &str) -> Project {
+    project(tag, &["b1"], &["os1"], "blocked").edit(
+        "scenarios/s.toml",
         "[images.os1]\ninstalled = true\n",
         &format!(
             "[images.os1]\ninstalled = true\nexpect = {{ os_release = {{ ID = \"{id}\" }} }}\n"
         ),
-    );
-    std::fs::write(&s, text).unwrap();
-    dir
+    )
 }
 
 #[test]

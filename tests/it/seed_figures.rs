@@ -3,8 +3,8 @@
 //! show each seed figure where the seed has it: its table, its row, in the seed's units,
 //! and the seed's percentages in the comparisons.
 
+use crate::scratch::Scratch;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use crate::repo;
 use benchpipe::store::{FORMAT, RunKind, Sample, Store};
@@ -74,25 +74,12 @@ const fn fig_on(
     f
 }
 
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The reports of `scenario` (a file of the repository's scenarios/) over a store
 /// holding, for each figure, one warm-up and three measured runs of its cell under
 /// `image` (any image when empty: each board on its own; every metric of a cell in each run) whose mean is the figure exactly and
 /// whose spread is a hundredth of its last digit: `index.md`, `results.csv`.
 fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
-    let dir = std::env::temp_dir().join(format!(
-        "benchpipe-it-seed-figures-{scenario}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    let scratch = Scratch(dir.clone());
+    let dir = Scratch::new(&format!("seed-figures-{scenario}"));
     // The seed workspace as shipped: its boards and scenarios, the built-in recipes.
     for d in ["scenarios", "boards"] {
         let to = dir.join(d);
@@ -177,7 +164,7 @@ fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
     cli::write_reports(&ws, &store, &out).unwrap();
     let read = |f: &str| std::fs::read_to_string(out.join(scenario).join(f)).unwrap();
     let got = (read("index.md"), read("results.csv"));
-    drop(scratch);
+    drop(dir);
     got
 }
 

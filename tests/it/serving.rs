@@ -4,6 +4,8 @@
 //! smbclient and nfs-cat on the controller; afterwards no server of theirs runs and
 //! nothing of theirs is mounted, after a success and after a failed run.
 
+use crate::leftovers::board_processes_left;
+use crate::scratch::Project;
 use std::path::Path;
 
 use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
@@ -57,52 +59,6 @@ fn smb_recipes_read_smbclients_get_and_put_rates_in_mb_per_s() {
     }
 }
 
-/// Whether process `pid` lives in the board's network namespace (lab boards share the
-/// controller's process table, so the namespace tells a board's own; read from
-/// `/run/netns`, so it holds also once the board's sshd is gone).
-pub(crate) fn in_board_netns(board: &LabBoard, pid: &str) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(ns) = std::fs::metadata(format!("/run/netns/{}", board.netns)) else {
-        return false;
-    };
-    std::fs::read_link(format!("/proc/{pid}/ns/net"))
-        .is_ok_and(|l| l.to_string_lossy() == format!("net:[{}]", ns.ino()))
-}
-
-/// `pid cmdline` of the live processes in the board's network namespace whose command
-/// line names one of `names`, after they had up to `wait` to die.
-pub(crate) fn board_processes_left(
-    board: &LabBoard,
-    names: &[&str],
-    wait: std::time::Duration,
-) -> String {
-    board_processes_where(board, names, |_| true, wait)
-}
-
-/// `board_processes_left`, of the `pid cmdline` lines `keep` keeps.
-pub(crate) fn board_processes_where(
-    board: &LabBoard,
-    names: &[&str],
-    keep: impl Fn(&str) -> bool,
-    wait: std::time::Duration,
-) -> String {
-    let t0 = std::time::Instant::now();
-    loop {
-        let mut left = String::new();
-        for line in crate::processes_matching(names).lines() {
-            let pid = line.split(' ').next().unwrap();
-            if keep(line) && in_board_netns(board, pid) {
-                left.push_str(line);
-                left.push('\n');
-            }
-        }
-        if left.is_empty() || t0.elapsed() > wait {
-            return left;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
-
 /// The serving recipes' servers and benchpipe's board-side helpers.
 pub(crate) const SERVERS: [&str; 6] = [
     "nginx",
@@ -119,16 +75,6 @@ fn board_servers_left(board: &LabBoard, names: &[&str]) -> String {
 
 /// A lab workspace with the shipped serving recipes and a scenario for board 0.
 pub(crate) fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    for r in ["http", "smb", "nfs", "smb-fs"] {
-        std::fs::copy(
-            repo().join(format!("pipeline/{r}.toml")),
-            root.join(format!("pipeline/{r}.toml")),
-        )
-        .unwrap();
-    }
     let board = lab.board(0);
     let storage = if filesystems.is_empty() {
         String::new()
@@ -139,19 +85,20 @@ pub(crate) fn scenario(lab: &Lab, tests: &str, filesystems: &str, params: &str) 
         )
     };
     // Lab disks are 64 MiB: btrfs needs mixed block groups below about 114 MiB.
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
-            "title = \"serving\"\n[images.installed]\ninstalled = true\n\
+    Project::at(&lab.root)
+        .recipes(&["http", "smb", "nfs", "smb-fs"])
+        .scenario(
+            "s",
+            &format!(
+                "title = \"serving\"\n[images.installed]\ninstalled = true\n\
              [filesystems.ext4]\nkind = \"ext4\"\n\
              [filesystems.btrfs-lzo]\nkind = \"btrfs\"\nmkfs_options = [\"--mixed\"]\n\
              mount_options = [\"compress-force=lzo\"]\n\
              [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\n{storage}test = [{tests}]\n\
              [method]\nwarmup = {{ runs = 1 }}\nruns = {{ min = 2, max = 2 }}\n{params}\n",
-            board.name
-        ),
-    )
-    .unwrap();
+                board.name
+            ),
+        );
 }
 
 /// (cell.json, sample) of every stored measured run (warm-ups are checked too: every
@@ -227,7 +174,7 @@ pub(crate) fn clients_left(board: &LabBoard) -> String {
 
 #[test]
 fn http_and_smb_on_a_lab_board_serve_a_tmpfs_and_stop_their_servers() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     scenario(
         &lab,
@@ -258,7 +205,7 @@ fn http_and_smb_on_a_lab_board_serve_a_tmpfs_and_stop_their_servers() {
 /// The seed's comparison on a lab disk: Samba to and from ext4 and btrfs with lzo.
 #[test]
 fn smb_fs_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     in_board(&board, DROP_COPIED_LOOP_MOUNTS);
     scenario(
@@ -291,7 +238,7 @@ fn smb_fs_writes_and_reads_through_ext4_and_btrfs_lzo_on_a_lab_disk() {
 /// fail, and nginx and smbd are stopped, their tmpfs unmounted all the same.
 #[test]
 fn failing_http_and_smb_runs_still_stop_their_servers_and_unmount() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     scenario(
         &lab,
@@ -324,7 +271,7 @@ fn failing_http_and_smb_runs_still_stop_their_servers_and_unmount() {
 /// the tmpfs is never left mounted.
 #[test]
 fn an_http_port_in_use_on_the_board_is_refused() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     scenario(
         &lab,
@@ -378,7 +325,7 @@ fn apply_until_measuring(lab: &Lab, test: &str) -> std::process::Child {
 #[test]
 fn servers_of_a_killed_apply_stop_with_its_session() {
     for test in ["http", "smb"] {
-        let lab = Lab::up(1);
+        let Some(lab) = Lab::up(1) else { return };
         let board = lab.board(0).clone();
         scenario(
             &lab,
@@ -418,7 +365,7 @@ fn servers_of_a_killed_apply_stop_with_its_session() {
 #[test]
 fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
     for (test, server) in [("http", "nginx"), ("smb", "smbd")] {
-        let lab = Lab::up(1);
+        let Some(lab) = Lab::up(1) else { return };
         let board = lab.board(0).clone();
         scenario(
             &lab,
@@ -469,31 +416,24 @@ fn fake_transport_before_run_steps_come_before_every_run_and_a_failing_one_fails
     impl benchpipe::apply::Progress for Quiet {
         fn event(&self, _: benchpipe::apply::Event<'_>) {}
     }
-    let dir = std::env::temp_dir().join(format!("bp-it-before-run-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    for sub in ["boards", "pipeline", "scenarios"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    std::fs::write(
-        dir.join("boards/b1.toml"),
-        "model = \"fake\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-before/b1\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("pipeline/cold.toml"),
-        "description = \"cold reads\"\nuses_storage = false\n\
+    let dir = Project::new("before-run")
+        .file(
+            "boards/b1.toml",
+            "model = \"fake\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-before/b1\"\n",
+        )
+        .file(
+            "pipeline/cold.toml",
+            "description = \"cold reads\"\nuses_storage = false\n\
          [[before_run]]\non = \"board\"\ncommand = \"echo BEFORE-{{ run }}\"\n\
          [run]\non = \"controller\"\ncommand = \"echo RUN-{{ run }}\"\nparse = \"json\"\n\
          [metrics]\nv = { from = \"v\", unit = \"s\", better = \"lower\" }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("scenarios/s.toml"),
-        "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
-         image = [\"installed\"]\nboard = [\"b1\"]\ntest = [\"cold\"]\n\
-         [method]\ncooldown = \"0s\"\nwarmup = { runs = 1 }\nruns = { min = 2, max = 2 }\n",
-    )
-    .unwrap();
+        )
+        .scenario(
+            "s",
+            "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+             image = [\"installed\"]\nboard = [\"b1\"]\ntest = [\"cold\"]\n\
+             [method]\ncooldown = \"0s\"\nwarmup = { runs = 1 }\nruns = { min = 2, max = 2 }\n",
+        );
     let walk = |fail_second: bool| {
         let ws = benchpipe::check::load(&dir, &[dir.join("scenarios/s.toml")]).unwrap();
         let cells: Vec<_> = benchpipe::cli::plans(&ws)

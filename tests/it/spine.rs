@@ -1,43 +1,30 @@
 //! Integration tests: the spine end to end on the local machine, through the real
 //! binary: check, plan, apply (real xz and fio), resume, failures, interrupts, reports.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A throwaway project directory with the repository's recipes and a local board.
-pub struct Project {
-    pub dir: PathBuf,
-}
+pub use crate::scratch::Project;
 
 impl Project {
-    pub fn new(tag: &str) -> Project {
-        let dir = std::env::temp_dir().join(format!("bp-it-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for sub in ["boards", "pipeline", "scenarios"] {
-            std::fs::create_dir_all(dir.join(sub)).unwrap();
-        }
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-        for r in ["xz", "disk-4k", "hdparm", "dd-write"] {
-            std::fs::copy(
-                repo.join(format!("pipeline/{r}.toml")),
-                dir.join(format!("pipeline/{r}.toml")),
-            )
-            .unwrap();
-        }
-        let work = dir.join("board-work");
-        Project { dir: dir.clone() }
-            .write(
-                "boards/here.toml",
-                &format!(
-                    "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
-                     [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
-                    w = work.display()
-                ),
-            )
-            .write(
-                "pipeline/sleepy.toml",
-                r#"description = "sleeps, then prints a number"
+    /// A project with a local board (`here`, the controller itself), the repository's
+    /// xz, disk-4k, hdparm and dd-write recipes and three made-up ones: `sleepy`,
+    /// `broken` (the tool fails), `garbled` (its output does not parse).
+    pub fn local(tag: &str) -> Project {
+        let p = Project::new(tag).recipes(&["xz", "disk-4k", "hdparm", "dd-write"]);
+        let work = p.dir.join("board-work");
+        p.file(
+            "boards/here.toml",
+            &format!(
+                "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
+                 [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
+                w = work.display()
+            ),
+        )
+        .file(
+            "pipeline/sleepy.toml",
+            r#"description = "sleeps, then prints a number"
 uses_storage = false
 [params]
 seconds = 0.1
@@ -48,10 +35,10 @@ parse = "json"
 [metrics]
 value = { from = "value", unit = "s", better = "lower" }
 "#,
-            )
-            .write(
-                "pipeline/broken.toml",
-                r#"description = "a tool that fails"
+        )
+        .file(
+            "pipeline/broken.toml",
+            r#"description = "a tool that fails"
 uses_storage = false
 [run]
 command = "echo 'fio: cannot open file' >&2; exit 3"
@@ -59,10 +46,10 @@ parse = "json"
 [metrics]
 value = { from = "value", unit = "s", better = "lower" }
 "#,
-            )
-            .write(
-                "pipeline/garbled.toml",
-                r#"description = "a tool whose output does not parse"
+        )
+        .file(
+            "pipeline/garbled.toml",
+            r#"description = "a tool whose output does not parse"
 uses_storage = false
 [run]
 command = "echo 'no time line here'"
@@ -70,23 +57,11 @@ parse = "time"
 [metrics]
 real = { from = "real", unit = "s", better = "lower" }
 "#,
-            )
+        )
     }
 
-    pub fn write(self, rel: &str, text: &str) -> Project {
-        std::fs::write(self.dir.join(rel), text).unwrap();
-        self
-    }
-
-    /// Replaces `from` with `to` in one of the project's files; `from` must be there.
-    pub fn edit(self, rel: &str, from: &str, to: &str) -> Project {
-        let text = std::fs::read_to_string(self.dir.join(rel)).unwrap();
-        assert!(text.contains(from), "{rel} has no `{from}`");
-        let edited = text.replacen(from, to, 1);
-        self.write(rel, &edited)
-    }
-
-    pub fn scenario(self, name: &str, tests: &[&str], runs: u32, extra: &str) -> Project {
+    /// `scenarios/{name}.toml`: `tests` on the local board, `runs` measured runs each.
+    pub fn local_scenario(self, name: &str, tests: &[&str], runs: u32, extra: &str) -> Project {
         let tests: Vec<String> = tests.iter().map(|t| format!("\"{t}\"")).collect();
         let text = format!(
             "title = \"Test {name}\"\n\n[images.installed]\ninstalled = true\n\n\
@@ -96,16 +71,7 @@ real = { from = "real", unit = "s", better = "lower" }
              [params.disk-4k]\nsize = \"4M\"\nruntime = 1\n{extra}",
             tests.join(", ")
         );
-        self.write(&format!("scenarios/{name}.toml"), &text)
-    }
-
-    pub fn bp(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-            .args(crate::scripted(args))
-            .current_dir(&self.dir)
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
+        self.file(&format!("scenarios/{name}.toml"), &text)
     }
 
     pub fn samples(&self, test: &str) -> Vec<serde_json::Value> {
@@ -125,12 +91,6 @@ real = { from = "real", unit = "s", better = "lower" }
     }
 }
 
-impl Drop for Project {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 pub fn text(o: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
@@ -146,7 +106,7 @@ fn measured(samples: &[serde_json::Value]) -> usize {
 
 #[test]
 fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
-    let p = Project::new("spine").scenario("s", &["xz", "disk-4k"], 2, "");
+    let p = Project::local("spine").local_scenario("s", &["xz", "disk-4k"], 2, "");
     let plan = p.bp(&["plan", "scenarios/s.toml"]);
     assert!(plan.status.success(), "{}", text(&plan));
     let out = String::from_utf8_lossy(&plan.stdout);
@@ -250,7 +210,7 @@ fn apply_runs_real_xz_and_fio_then_a_second_apply_runs_nothing() {
 
 #[test]
 fn a_failing_tool_fails_its_cell_with_the_cause_and_stores_no_sample() {
-    let p = Project::new("broken").scenario("s", &["broken", "garbled", "sleepy"], 2, "");
+    let p = Project::local("broken").local_scenario("s", &["broken", "garbled", "sleepy"], 2, "");
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert_eq!(apply.status.code(), Some(1), "{}", text(&apply));
     let err = String::from_utf8_lossy(&apply.stderr);
@@ -286,7 +246,7 @@ fn a_failing_tool_fails_its_cell_with_the_cause_and_stores_no_sample() {
 #[test]
 fn an_interrupted_apply_keeps_whole_samples_and_the_next_apply_resumes() {
     for signal in [libc::SIGINT, libc::SIGKILL] {
-        let p = Project::new(&format!("interrupt-{signal}")).scenario(
+        let p = Project::local(&format!("interrupt-{signal}")).local_scenario(
             "s",
             &["sleepy"],
             6,
@@ -350,7 +310,7 @@ impl Project {
 
 #[test]
 fn bad_input_exits_2_naming_file_line_and_column() {
-    let p = Project::new("badinput").scenario("s", &["xz"], 2, "").write(
+    let p = Project::local("badinput").local_scenario("s", &["xz"], 2, "").file(
         "scenarios/bad.toml",
         "title = \"x\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\nboard = [\"hre\"]\nstorage = [\"*\"]\nfilesystem = [\"as-is\"]\ntest = [\"xz\"]\n",
     );
@@ -376,7 +336,7 @@ fn keys_of(dir: &Path, scenario: &str) -> Vec<String> {
 
 #[test]
 fn comments_key_order_and_file_names_do_not_change_keys_but_inputs_do() {
-    let p = Project::new("keys").scenario("s", &["xz", "disk-4k"], 2, "");
+    let p = Project::local("keys").local_scenario("s", &["xz", "disk-4k"], 2, "");
     let k0 = keys_of(&p.dir, "scenarios/s.toml");
     assert_eq!(k0.len(), 2);
 
@@ -391,7 +351,7 @@ fn comments_key_order_and_file_names_do_not_change_keys_but_inputs_do() {
         &format!("{title}\n[images.installed]"),
         1,
     );
-    let p = p.write("scenarios/renamed.toml", &reordered);
+    let p = p.file("scenarios/renamed.toml", &reordered);
     std::fs::remove_file(p.dir.join("scenarios/s.toml")).unwrap();
     assert_eq!(keys_of(&p.dir, "scenarios/renamed.toml"), k0);
 
@@ -399,11 +359,11 @@ fn comments_key_order_and_file_names_do_not_change_keys_but_inputs_do() {
     let recipe = std::fs::read_to_string(p.dir.join("pipeline/disk-4k.toml")).unwrap();
     let moved = recipe.replacen("uses_storage = true\n", "", 1) + "\n# moved to the end\n";
     let moved = moved.replacen("[needs]", "uses_storage = true\n\n[needs]", 1);
-    let p = p.write("pipeline/disk-4k.toml", &moved);
+    let p = p.file("pipeline/disk-4k.toml", &moved);
     assert_eq!(keys_of(&p.dir, "scenarios/renamed.toml"), k0);
 
     // Changing the recipe's command changes its cell's key only.
-    let p = p.write(
+    let p = p.file(
         "pipeline/disk-4k.toml",
         &moved.replace("--iodepth=1", "--iodepth=2"),
     );
@@ -414,8 +374,8 @@ fn comments_key_order_and_file_names_do_not_change_keys_but_inputs_do() {
 
 #[test]
 fn controller_side_steps_run_on_the_controller_transport() {
-    let p = Project::new("controller")
-        .write(
+    let p = Project::local("controller")
+        .file(
             "pipeline/probe.toml",
             r#"description = "the client runs on the controller, like an iperf3 client"
 uses_storage = false
@@ -427,7 +387,7 @@ parse = "json"
 value = { from = "value", unit = "x", better = "higher" }
 "#,
         )
-        .scenario("s", &["probe"], 2, "");
+        .local_scenario("s", &["probe"], 2, "");
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
     let s = p.samples("probe");
@@ -440,8 +400,8 @@ value = { from = "value", unit = "x", better = "higher" }
 
 #[test]
 fn interleaved_order_takes_runs_in_turns_and_records_the_order() {
-    let p = Project::new("interleave")
-        .write(
+    let p = Project::local("interleave")
+        .file(
             "pipeline/other.toml",
             r#"description = "another quick test"
 uses_storage = false
@@ -452,7 +412,7 @@ parse = "json"
 value = { from = "value", unit = "s", better = "lower" }
 "#,
         )
-        .scenario(
+        .local_scenario(
             "s",
             &["sleepy", "other"],
             3,
@@ -501,7 +461,7 @@ value = { from = "value", unit = "s", better = "lower" }
 
 #[test]
 fn cooldown_waits_for_a_fake_thermal_source_and_the_idle_gate_reads_the_real_load() {
-    let p = Project::new("cooldown").scenario(
+    let p = Project::local("cooldown").local_scenario(
         "s",
         &["sleepy"],
         1,
@@ -561,8 +521,8 @@ fn cooldown_waits_for_a_fake_thermal_source_and_the_idle_gate_reads_the_real_loa
 
 #[test]
 fn a_precision_target_stops_stable_cells_early_and_noisy_ones_at_max() {
-    let p = Project::new("adaptive")
-        .write(
+    let p = Project::local("adaptive")
+        .file(
             "pipeline/noisy.toml",
             r#"description = "a value that drifts by about 10% a run"
 uses_storage = false
@@ -573,7 +533,7 @@ parse = "json"
 value = { from = "value", unit = "x", better = "higher" }
 "#,
         )
-        .scenario(
+        .local_scenario(
             "s",
             &["sleepy", "noisy"],
             3,
@@ -616,9 +576,9 @@ value = { from = "value", unit = "x", better = "higher" }
 
 #[test]
 fn compare_on_the_command_line_tests_two_configurations_from_the_store() {
-    let p = Project::new("compare");
+    let p = Project::local("compare");
     let value_file = p.dir.join("value");
-    let p = p.write(
+    let p = p.file(
         "pipeline/reads.toml",
         &format!(
             "description = \"prints the number in a file, plus a little noise\"\nuses_storage = false\n\
@@ -635,10 +595,10 @@ fn compare_on_the_command_line_tests_two_configurations_from_the_store() {
         )
     };
     std::fs::write(&value_file, "100").unwrap();
-    let p = p.write("scenarios/before.toml", &scenario("\"before\""));
+    let p = p.file("scenarios/before.toml", &scenario("\"before\""));
     assert!(p.bp(&["apply", "scenarios/before.toml"]).status.success());
     std::fs::write(&value_file, "150").unwrap();
-    let p = p.write("scenarios/both.toml", &scenario("\"before\", \"after\""));
+    let p = p.file("scenarios/both.toml", &scenario("\"before\", \"after\""));
     let apply = p.bp(&["apply", "scenarios/both.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
 
@@ -682,7 +642,7 @@ fn compare_on_the_command_line_tests_two_configurations_from_the_store() {
 
 #[test]
 fn on_a_terminal_apply_draws_progress_bars_and_without_one_plain_lines() {
-    let p = Project::new("tty").scenario("s", &["sleepy"], 2, "");
+    let p = Project::local("tty").local_scenario("s", &["sleepy"], 2, "");
     // `script` gives the command a pseudo-terminal, as a user's shell would.
     let out = Command::new("script")
         .args(["-qec"])
@@ -707,7 +667,7 @@ fn on_a_terminal_apply_draws_progress_bars_and_without_one_plain_lines() {
     // Measured-run lines are printed above the bars, whole.
     assert!(screen.contains("measured run took"), "{screen}");
 
-    let p = Project::new("notty").scenario("s", &["sleepy"], 2, "");
+    let p = Project::local("notty").local_scenario("s", &["sleepy"], 2, "");
     let plain = p.bp(&["apply", "--no-report", "scenarios/s.toml"]);
     let err = String::from_utf8_lossy(&plain.stderr);
     assert!(
@@ -722,8 +682,8 @@ fn on_a_terminal_apply_draws_progress_bars_and_without_one_plain_lines() {
 
 #[test]
 fn a_service_is_stopped_when_its_cell_fails() {
-    let p = Project::new("service")
-        .write(
+    let p = Project::local("service")
+        .file(
             "pipeline/served.toml",
             r#"description = "a daemon for the cell, and a client that fails"
 uses_storage = false
@@ -738,7 +698,7 @@ parse = "json"
 value = { from = "value", unit = "x", better = "higher" }
 "#,
         )
-        .scenario("s", &["served"], 2, "");
+        .local_scenario("s", &["served"], 2, "");
     let apply = p.bp(&["apply", "scenarios/s.toml"]);
     assert_eq!(apply.status.code(), Some(1), "{}", text(&apply));
     assert!(String::from_utf8_lossy(&apply.stderr).contains("start service daemon"));
@@ -765,12 +725,12 @@ impl benchpipe::apply::Progress for PanicsOnBoard {
 
 #[test]
 fn a_panicking_board_worker_fails_its_cells_and_the_other_board_finishes() {
-    let p = Project::new("worker-panic")
-        .write(
+    let p = Project::local("worker-panic")
+        .file(
             "boards/there.toml",
             "model = \"test controller\"\nlocal = true\n",
         )
-        .scenario("s", &["sleepy"], 2, "")
+        .local_scenario("s", &["sleepy"], 2, "")
         .edit(
             "scenarios/s.toml",
             "board = [\"here\"]",
@@ -809,8 +769,8 @@ fn a_panicking_board_worker_fails_its_cells_and_the_other_board_finishes() {
 /// reading ends at once too: no phase outlives the signal.
 #[test]
 fn sigterm_ends_apply_in_a_cooldown_with_the_signal_status() {
-    let p = Project::new("term-cooldown")
-        .scenario("s", &["sleepy"], 2, "")
+    let p = Project::local("term-cooldown")
+        .local_scenario("s", &["sleepy"], 2, "")
         .edit(
             "scenarios/s.toml",
             "[method]\n",
@@ -861,7 +821,7 @@ fn sigterm_ends_apply_in_a_cooldown_with_the_signal_status() {
 /// always hot must still end: the cell fails after a bounded number of tries.
 #[test]
 fn a_board_whose_every_run_is_flagged_fails_the_cell_after_a_bounded_number_of_runs() {
-    let p = Project::new("always-hot").scenario(
+    let p = Project::local("always-hot").local_scenario(
         "s",
         &["sleepy"],
         2,
@@ -936,7 +896,7 @@ fn catches(pid: u32, signal: i32) -> bool {
 /// phases hold no board state, so nothing needs to wait for them.
 #[test]
 fn sigterm_ends_check_and_plan_mid_work_with_the_signal_status() {
-    let p = Project::new("term-plan");
+    let p = Project::local("term-plan");
     let n = 250;
     for i in 0..n {
         std::fs::write(
@@ -1005,11 +965,13 @@ fn sigterm_ends_check_and_plan_mid_work_with_the_signal_status() {
 
 #[test]
 fn plan_says_which_inputs_differ_from_the_nearest_stored_cell() {
-    let p = Project::new("why").scenario("s", &["sleepy"], 2, "").edit(
-        "scenarios/s.toml",
-        "[method]\n",
-        "[method]\ncooldown = \"0s\"\n",
-    );
+    let p = Project::local("why")
+        .local_scenario("s", &["sleepy"], 2, "")
+        .edit(
+            "scenarios/s.toml",
+            "[method]\n",
+            "[method]\ncooldown = \"0s\"\n",
+        );
     let plan = p.bp(&["plan", "scenarios/s.toml"]);
     assert!(plan.status.success(), "{}", text(&plan));
     assert!(
@@ -1046,7 +1008,7 @@ fn plan_says_which_inputs_differ_from_the_nearest_stored_cell() {
 
 #[test]
 fn redo_reruns_a_complete_cell_and_keeps_the_old_samples() {
-    let p = Project::new("redo").scenario("s", &["sleepy", "xz"], 2, "");
+    let p = Project::local("redo").local_scenario("s", &["sleepy", "xz"], 2, "");
     let apply = p.bp(&["apply", "--no-report", "scenarios/s.toml"]);
     assert!(apply.status.success(), "{}", text(&apply));
     let before = p.samples("sleepy");
@@ -1101,7 +1063,7 @@ fn redo_reruns_a_complete_cell_and_keeps_the_old_samples() {
 
 #[test]
 fn only_runs_the_matching_cells_and_plan_shows_the_others_skipped() {
-    let p = Project::new("only").scenario("s", &["sleepy", "xz"], 2, "");
+    let p = Project::local("only").local_scenario("s", &["sleepy", "xz"], 2, "");
     let plan = p.bp(&["plan", "--only", "test=sle*", "scenarios/s.toml"]);
     assert!(plan.status.success(), "{}", text(&plan));
     let out = String::from_utf8_lossy(&plan.stdout);

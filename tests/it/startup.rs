@@ -5,33 +5,28 @@
 //! command of the scenario's; the seed's figure (the server's own `Done (N.NNNs)`)
 //! read from the new pod's log alone, with a fake kubectl (no Kubernetes here).
 
+use crate::scratch::{Project, Scratch};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use benchpipe::lab::LabBoard;
 
 use crate::lab::{Lab, bp, text};
 use crate::repo;
 
 /// A lab workspace with the shipped recipe and a scenario running it on board 0.
 fn scenario(lab: &Lab, params: &str) -> PathBuf {
-    let root = lab.root.clone();
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(
-        repo().join("pipeline/startup-nginx.toml"),
-        root.join("pipeline/startup-nginx.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("scenarios/s.toml"),
-        format!(
+    lab.project().recipe("startup-nginx").scenario(
+        "s",
+        &format!(
             "title = \"startup\"\n[images.installed]\ninstalled = true\n[matrix]\n\
              image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"startup-nginx\"]\n\
              [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
              [params.startup-nginx]\n{params}\n",
             lab.board(0).name
         ),
-    )
-    .unwrap();
-    root
+    );
+    lab.root.clone()
 }
 
 fn samples(root: &Path) -> Vec<serde_json::Value> {
@@ -45,15 +40,23 @@ fn samples(root: &Path) -> Vec<serde_json::Value> {
     out
 }
 
-/// What of the recipe's processes is still alive: nginx with this board's workdir in
-/// its command line, or the `tail -F` of its log.
-fn leftovers(workdir: &str) -> String {
-    crate::processes_left(&[&format!("{workdir}/startup-"), "tail -c +1 -F error.log"])
+/// What of the recipe's processes is still alive in this board's namespace: nginx with
+/// its workdir in its command line, or the `tail -F` of its log (other labs' are not
+/// this test's).
+fn leftovers(board: &LabBoard) -> String {
+    crate::leftovers::board_processes_left(
+        board,
+        &[
+            &format!("{}/startup-", board.workdir),
+            "tail -c +1 -F error.log",
+        ],
+        Duration::from_secs(15),
+    )
 }
 
 #[test]
 fn startup_time_of_nginx_on_a_lab_board_is_seconds_and_leaves_nothing_running() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = scenario(&lab, "timeout_s = 60");
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
@@ -64,16 +67,12 @@ fn startup_time_of_nginx_on_a_lab_board_is_seconds_and_leaves_nothing_running() 
         let v = x["metrics"]["seconds"].as_f64().unwrap();
         assert!(v.is_finite() && v > 0.0 && v < 60.0, "seconds = {v}");
     }
-    assert_eq!(
-        leftovers(&board.workdir),
-        "",
-        "nginx and the follower are stopped"
-    );
+    assert_eq!(leftovers(&board), "", "nginx and the follower are stopped");
 }
 
 #[test]
 fn a_service_that_never_prints_its_ready_line_fails_with_a_timeout_cause() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = scenario(&lab, "timeout_s = 2\nready = \"this line never comes\"");
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
@@ -89,45 +88,27 @@ fn a_service_that_never_prints_its_ready_line_fails_with_a_timeout_cause() {
         "failure: {failures}\n{}",
         text(&out)
     );
-    assert_eq!(
-        leftovers(&board.workdir),
-        "",
-        "nginx and the follower are stopped"
-    );
+    assert_eq!(leftovers(&board), "", "nginx and the follower are stopped");
 }
 
 /// A ready regex `grep -E` would read otherwise than `check` does is refused at its
 /// file:line:col, exit 2.
 #[test]
 fn a_ready_regex_grep_cannot_read_is_refused_at_check() {
-    let lab_less = std::env::temp_dir().join(format!("bp-it-startup-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&lab_less);
-    for d in ["pipeline", "scenarios", "boards"] {
-        std::fs::create_dir_all(lab_less.join(d)).unwrap();
-    }
-    std::fs::copy(
-        repo().join("pipeline/startup-nginx.toml"),
-        lab_less.join("pipeline/startup-nginx.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        lab_less.join("boards/b.toml"),
-        "model = \"m\"\nlocal = true\n",
-    )
-    .unwrap();
-    std::fs::write(
-        lab_less.join("scenarios/s.toml"),
-        "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
+    let lab_less = Project::new("startup")
+        .recipe("startup-nginx")
+        .file("boards/b.toml", "model = \"m\"\nlocal = true\n")
+        .scenario(
+            "s",
+            "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\n\
          image = [\"installed\"]\nboard = [\"b\"]\ntest = [\"startup-nginx\"]\n\
          [params.startup-nginx]\nready = '\\d+ workers'\n",
-    )
-    .unwrap();
+        );
     let out = bp(&lab_less, &["check", "scenarios/s.toml"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("scenarios/s.toml:9:"), "{t}");
     assert!(t.contains("not POSIX ERE"), "{t}");
-    let _ = std::fs::remove_dir_all(&lab_less);
 }
 
 /// The seed's Minecraft recipe passes `check` and `plan` with each way of reading its
@@ -135,17 +116,9 @@ fn a_ready_regex_grep_cannot_read_is_refused_at_check() {
 /// know is refused at its value. It cannot run here: no Minecraft server, no cluster.
 #[test]
 fn minecraft_startup_passes_check_and_plan_with_each_follower() {
-    let root = std::env::temp_dir().join(format!("bp-it-mc-startup-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    for d in ["pipeline", "scenarios", "boards"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    std::fs::copy(
-        repo().join("pipeline/minecraft-startup.toml"),
-        root.join("pipeline/minecraft-startup.toml"),
-    )
-    .unwrap();
-    std::fs::write(root.join("boards/b.toml"), "model = \"m\"\nlocal = true\n").unwrap();
+    let root = Project::new("mc-startup")
+        .recipe("minecraft-startup")
+        .file("boards/b.toml", "model = \"m\"\nlocal = true\n");
     let scenario = |follow: &str| {
         std::fs::write(
             root.join("scenarios/s.toml"),
@@ -181,7 +154,7 @@ fn minecraft_startup_passes_check_and_plan_with_each_follower() {
 /// clock of at least that second, the follower gone afterwards.
 #[test]
 fn minecraft_startup_reads_its_ready_line_through_a_log_command_on_a_lab_board() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let root = lab.root.clone();
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
@@ -190,10 +163,7 @@ fn minecraft_startup_reads_its_ready_line_through_a_log_command_on_a_lab_board()
         root.join("pipeline/minecraft-startup.toml"),
     )
     .unwrap();
-    let log = std::env::temp_dir()
-        .join(format!("bp-it-mc-{}.log", std::process::id()))
-        .display()
-        .to_string();
+    let log = root.join("mc.log").display().to_string();
     std::fs::write(
         root.join("scenarios/s.toml"),
         format!(
@@ -240,8 +210,10 @@ fn minecraft_startup_reads_its_ready_line_through_a_log_command_on_a_lab_board()
 /// list after the delete, and its log prints `Done (7.654s)` a second after it is
 /// opened. `kubectl logs -l` (every pod of the label) gives the old pod's line. Each
 /// call is appended to `calls` with where it ran (`SSH_CONNECTION`, or `controller`).
+/// A log being followed sleeps `follower` seconds: a number of the test's own, so that
+/// its check for a follower left over never sees another test's.
 /// Returns the directory to put first on PATH and the calls file.
-pub(crate) fn fake_kubectl(root: &Path) -> (PathBuf, PathBuf) {
+pub(crate) fn fake_kubectl(root: &Path, follower: u32) -> (PathBuf, PathBuf) {
     let bin = root.join("fakebin");
     std::fs::create_dir_all(&bin).unwrap();
     let calls = bin.join("calls");
@@ -268,8 +240,8 @@ case " $* " in
     echo '[12:00:05] [Server thread/INFO]: Starting minecraft server version 1.16.4'
     sleep 1
     echo '[12:00:12] [Server thread/INFO]: Done (7.654s)! For help, type "help"'
-    exec sleep 600 ;;
-  *) echo '{old}'; exec sleep 600 ;;
+    exec sleep {follower} ;;
+  *) echo '{old}'; exec sleep {follower} ;;
   esac ;;
 esac
 exit 1
@@ -306,9 +278,9 @@ pub(crate) fn recipe_with_path(root: &Path, name: &str, bin: &Path) {
 /// the second the new pod took; they follow only the new pod's log.
 #[test]
 fn fake_kubectl_start_up_is_the_new_pods_own_seconds_while_the_old_pod_still_prints_done() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let root = lab.root.clone();
-    let (bin, calls) = fake_kubectl(&root);
+    let (bin, calls) = fake_kubectl(&root, 601);
     recipe_with_path(&root, "minecraft-startup", &bin);
     recipe_with_path(&root, "startup-kubectl", &bin);
     std::fs::create_dir_all(root.join("scenarios")).unwrap();
@@ -355,7 +327,7 @@ fn fake_kubectl_start_up_is_the_new_pods_own_seconds_while_the_old_pod_still_pri
     }
     assert!(!calls.contains("pod/minecraft-5d8f-p0 "), "{calls}");
     assert_eq!(
-        crate::processes_left(&["sleep 600"]),
+        crate::processes_left(&["sleep 601"]),
         "",
         "the follower outlived its run"
     );
@@ -367,8 +339,7 @@ fn fake_kubectl_start_up_is_the_new_pods_own_seconds_while_the_old_pod_still_pri
 /// error quoting the output rather than a wrong number.
 #[test]
 fn start_up_recipes_parse_the_servers_own_seconds_and_the_wall_clock() {
-    let dir = std::env::temp_dir().join(format!("bp-it-startup-parse-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("startup-parse");
     std::fs::create_dir_all(dir.join("pipeline")).unwrap();
     for name in ["minecraft-startup", "startup-kubectl"] {
         std::fs::copy(

@@ -1,6 +1,7 @@
 //! Integration tests: stats. Every expected number comes from tests/data/stats/reference.json,
 //! computed by scipy outside the project (how: the file's `note` and README.md).
 
+use crate::scratch::Scratch;
 use std::path::PathBuf;
 
 use benchpipe::model::Better;
@@ -581,8 +582,7 @@ fn ministat_rejects_bad_lines_with_file_and_line() {
 
 #[test]
 fn the_stats_command_reads_files_and_exits_2_on_a_bad_line() {
-    let dir = std::env::temp_dir().join(format!("bp-stats-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("stats-cli");
     // The seed's UASP table, 4K random read, as three runs each around its means.
     std::fs::write(dir.join("bot.txt"), "# without UASP\n14.2\n14.5\n14.53\n").unwrap();
     std::fs::write(

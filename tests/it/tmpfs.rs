@@ -4,7 +4,8 @@
 //! marker, mode and size), the refusals (a non-empty directory, a link, more than the
 //! board's memory), each leaving nothing mounted and what it found untouched.
 
-use std::path::{Path, PathBuf};
+use crate::scratch::Project;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -39,36 +40,31 @@ bytes = { from = "bytes", unit = "B", better = "higher" }
 mode = { from = "mode", unit = "octal", better = "higher" }
 "#;
 
-fn write_project(dir: &Path, board_file: &str, board: &str, params: &str) {
-    for sub in ["boards", "pipeline", "scenarios"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    if !board_file.is_empty() {
-        std::fs::write(dir.join(format!("boards/{board}.toml")), board_file).unwrap();
-    }
-    std::fs::write(dir.join("pipeline/tmp.toml"), RECIPE).unwrap();
-    std::fs::write(
-        dir.join("scenarios/s.toml"),
-        format!(
+/// The tmpfs recipe and a scenario of it on `board` (whose file, when given, is written).
+fn write_project(p: Project, board_file: &str, board: &str, params: &str) -> Project {
+    let p = if board_file.is_empty() {
+        p
+    } else {
+        p.file(&format!("boards/{board}.toml"), board_file)
+    };
+    p.file("pipeline/tmp.toml", RECIPE).scenario(
+        "s",
+        &format!(
             "title = \"tmpfs\"\n[images.installed]\ninstalled = true\n[matrix]\n\
              image = [\"installed\"]\nboard = [\"{board}\"]\ntest = [\"tmp\"]\n\
              [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
              [params.tmp]\n{params}\n"
         ),
     )
-    .unwrap();
 }
 
-fn fake_project(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bp-it-tmpfs-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+fn fake_project(tag: &str) -> Project {
     write_project(
-        &dir,
+        Project::new(&format!("tmpfs-{tag}")),
         "model = \"fake board\"\nlocal = true\nworkdir = \"/var/tmp/bp-fake-tmpfs/b1\"\n",
         "b1",
         "",
-    );
-    dir
+    )
 }
 
 #[derive(Default)]
@@ -249,7 +245,12 @@ fn point(root: &Path, board: &LabBoard) -> String {
 }
 
 fn lab_project(lab: &Lab, params: &str) {
-    write_project(&lab.root, "", lab.board(0).name.as_str(), params);
+    write_project(
+        Project::at(&lab.root),
+        "",
+        lab.board(0).name.as_str(),
+        params,
+    );
 }
 
 fn samples(root: &Path) -> Vec<serde_json::Value> {
@@ -263,7 +264,7 @@ fn samples(root: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn on_a_lab_board_the_cells_tmpfs_is_benchpipes_own_of_its_size_and_gone_afterwards() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     lab_project(&lab, "");
     let point = point(&lab.root, &board);
@@ -279,7 +280,7 @@ fn on_a_lab_board_the_cells_tmpfs_is_benchpipes_own_of_its_size_and_gone_afterwa
     assert!(!Path::new(&point).exists(), "its mount point is removed");
     assert_eq!(benchpipe_tmpfs(&board), "");
     assert_eq!(
-        crate::serving::board_processes_left(
+        crate::leftovers::board_processes_left(
             &board,
             &["benchpipe-guard"],
             std::time::Duration::from_secs(15)
@@ -293,7 +294,7 @@ fn on_a_lab_board_the_cells_tmpfs_is_benchpipes_own_of_its_size_and_gone_afterwa
 /// cell fails with the reason; nothing is mounted, and what was there is untouched.
 #[test]
 fn a_non_empty_directory_or_a_link_at_the_tmpfs_is_refused_and_left_alone() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     lab_project(&lab, "");
     let point = point(&lab.root, &board);
@@ -334,7 +335,7 @@ fn a_non_empty_directory_or_a_link_at_the_tmpfs_is_refused_and_left_alone() {
 /// refused on the board with both numbers, nothing mounted.
 #[test]
 fn a_tmpfs_larger_than_the_boards_available_memory_is_refused() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     lab_project(&lab, "mib = 262143");
     let out = bp(&lab.root, &["apply", "scenarios/s.toml"]);

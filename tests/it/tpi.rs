@@ -12,8 +12,9 @@ use benchpipe::lab::LabBoard;
 use benchpipe::lab::image::{Compression, ImageSpec};
 use benchpipe::transport::{Transport, quote};
 
-use crate::flash::{apply, file_sha256, flash_project, need_root, scratch, versions};
+use crate::flash::{apply, file_sha256, flash_project, versions};
 use crate::lab::Lab;
+use crate::scratch::Scratch;
 
 /// The board file's `[power] cycle` (the lab's `lab power cycle B ...`), naming this
 /// build's benchpipe.
@@ -136,9 +137,11 @@ esac
 
 #[test]
 fn tpi_flash_through_a_fake_bmc_boots_and_measures_and_a_tpi_error_fails_only_its_node() {
-    need_root();
-    let lab = Lab::up(3);
-    let dir = scratch("tpi");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(3) else { return };
+    let dir = Scratch::new("tpi-tpi");
     let v1 = crate::firstboot::lab_ready(
         &lab,
         &dir,
@@ -284,9 +287,11 @@ fn small_bmc_card(lab: &Lab, bmc: usize, dir: &Path, mib: u64) {
 #[test]
 fn tpi_measures_the_image_itself_refuses_one_the_bmc_has_no_room_for_and_reuses_nothing_on_the_caches_word()
  {
-    need_root();
-    let lab = Lab::up(2);
-    let dir = scratch("tpi-trust");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(2) else { return };
+    let dir = Scratch::new("tpi-tpi-trust");
     let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     let v2 = bpflash_ready(&lab, &dir, "v2", "2");
     // 64 MiB of zeros in a few KiB of zstd: more than the BMC's card holds.
@@ -379,9 +384,11 @@ fn listening(board: &LabBoard) -> bool {
 
 #[test]
 fn flash_and_power_templates_run_on_a_named_lab_host_and_boards_power_switches_the_board() {
-    need_root();
-    let lab = Lab::up(2);
-    let dir = scratch("via");
+    if !crate::need_root("losetup, mount and the lab") {
+        return;
+    }
+    let Some(lab) = Lab::up(2) else { return };
+    let dir = Scratch::new("tpi-via");
     let v1 = bpflash_ready(&lab, &dir, "v1", "1");
     let b0 = flash_project(&lab, &[("v1", &v1, "1")]);
     let host = lab.board(1).name.to_string();
@@ -491,7 +498,7 @@ fn toml_str(s: &str) -> String {
 /// `tests/hostile/base` copied to a fresh directory with `pi.toml`'s `[flash]` table
 /// (up to its storage) and its `[power]` replaced by `tables`, loaded as `check` loads it.
 fn load_pi_with(tag: &str, tables: &str) -> benchpipe::model::Workspace {
-    let dir = scratch(tag);
+    let dir = Scratch::new(tag);
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/base");
     let out = Command::new("cp")
         .arg("-r")

@@ -5,6 +5,7 @@
 //! output or command line, also when a run fails after the login; metric flags (non-2xx
 //! responses) shown in reports; and nothing left running afterwards.
 
+use crate::scratch::Scratch;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,23 +25,11 @@ fn controller_dir(board: &LabBoard) -> PathBuf {
 /// A workspace with the shipped wordpress recipe (edited by `edit`) and the shipped
 /// lab-apps scenario on this lab's boards.
 fn workspace(lab: &Lab, edit: impl Fn(String) -> String) {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
     let recipe = std::fs::read_to_string(repo().join("pipeline/wordpress.toml")).unwrap();
-    std::fs::write(root.join("pipeline/wordpress.toml"), edit(recipe)).unwrap();
-    std::fs::copy(
-        repo().join("pipeline/burn-in-wordpress.toml"),
-        root.join("pipeline/burn-in-wordpress.toml"),
-    )
-    .unwrap();
-    let shipped = std::fs::read_to_string(repo().join("scenarios/lab-apps.toml")).unwrap();
-    assert_eq!(shipped.matches("board = [\"lab-*\"]").count(), 1);
-    let text = shipped.replace(
-        "board = [\"lab-*\"]",
-        &format!("board = [\"{}-*\"]", lab.options.board_prefix),
-    );
-    std::fs::write(root.join("scenarios/s.toml"), text).unwrap();
+    lab.project()
+        .file("pipeline/wordpress.toml", &edit(recipe))
+        .recipe("burn-in-wordpress")
+        .scenario("s", &lab.shipped_scenario("lab-apps"));
 }
 
 /// Copies every secret file that appears in the boards' directories on the controller
@@ -183,38 +172,20 @@ pub(crate) fn files_holding(dir: &Path, needles: &[String]) -> Vec<String> {
 /// the controller, after they had up to 15 s to die. Lab boards share the process
 /// table; other tests' servers are in other namespaces, their clients aimed elsewhere.
 fn left_for(board: &LabBoard) -> String {
-    let sshd = std::fs::read_to_string(&board.sshd_pid_file).unwrap();
-    let ns = std::fs::read_link(format!("/proc/{}/ns/net", sshd.trim())).unwrap();
     let address = format!("//{}:", board.address);
-    let t0 = std::time::Instant::now();
-    loop {
-        let mut left = String::new();
-        for line in
-            crate::processes_matching(&["mariadbd", "php-fpm", "nginx", "wrk", "ab "]).lines()
-        {
-            let Some((pid, cmd)) = line.split_once(' ') else {
-                continue;
-            };
+    crate::leftovers::processes_where(
+        &["mariadbd", "php-fpm", "nginx", "wrk", "ab "],
+        |pid, cmd| {
             let argv0 = cmd.split(' ').next().unwrap_or("");
             let name = argv0.rsplit('/').next().unwrap_or("");
             let daemon = ["mariadbd", "nginx"].contains(&name)
                 || name.starts_with("php-fpm")
                 || cmd.starts_with("php-fpm");
-            let in_board = std::fs::read_link(format!("/proc/{pid}/ns/net"))
-                .ok()
-                .as_ref()
-                == Some(&ns);
             let client = ["wrk", "ab"].contains(&name) && cmd.contains(&address);
-            if (daemon && in_board) || client {
-                left.push_str(line);
-                left.push('\n');
-            }
-        }
-        if left.is_empty() || t0.elapsed() > std::time::Duration::from_secs(15) {
-            return left;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+            (daemon && crate::leftovers::in_board_netns(board, pid)) || client
+        },
+        std::time::Duration::from_secs(15),
+    )
 }
 
 /// Nothing of the recipe is left: no process, no cell directory on the board, no
@@ -271,7 +242,7 @@ pub(crate) fn samples(root: &Path) -> Vec<(String, Value)> {
 /// wrk among them); and nothing is left running or on disk.
 #[test]
 fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let boards: Vec<LabBoard> = lab.info.boards.clone();
     workspace(&lab, |r| r);
     let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
@@ -377,7 +348,7 @@ fn the_wordpress_burn_in_sets_up_the_same_wordpress() {
 /// apply's output, and every server is stopped.
 #[test]
 fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let boards: Vec<LabBoard> = lab.info.boards.clone();
     workspace(&lab, |r| {
         let from = "s={{ secrets }}; u=http://{{ host }}:{{ port }}{{ path }}\n";
@@ -448,7 +419,7 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
 /// excludes flagged runs leaves them out (so the cell cannot complete).
 #[test]
 fn runs_with_non_2xx_responses_are_flagged_and_reported() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();
@@ -544,8 +515,7 @@ command = "rm -rf {{ workdir }}/wp-flag-{{ cell }}"
 /// `check` and `plan` beside WordPress; without them its setup would refuse.
 #[test]
 fn the_drupal_recipe_passes_check_and_plan_beside_wordpress() {
-    let root = std::env::temp_dir().join(format!("benchpipe-it-drupal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root = Scratch::new("drupal");
     // A seed board (rpi3-1) and the built-in recipes.
     std::fs::create_dir_all(root.join("boards")).unwrap();
     std::fs::copy(

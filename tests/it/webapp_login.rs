@@ -3,6 +3,7 @@
 //! against a real WordPress that a lab cluster's deploy started on its member, and
 //! its `password_file` parameter refused at check when it is not a plain absolute path.
 
+use crate::scratch::Project;
 use benchpipe::lab::LabBoard;
 use serde_json::Value;
 
@@ -95,14 +96,6 @@ fn cluster_name() -> String {
 /// A one-member lab cluster whose deploy runs WordPress (as above) and whose cells
 /// are the shipped wordpress-login recipe's, logging in as wp_install's `admin`.
 fn workspace(lab: &Lab, password_file: &str) {
-    let root = &lab.root;
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::copy(
-        repo().join("pipeline/wordpress-login.toml"),
-        root.join("pipeline/wordpress-login.toml"),
-    )
-    .unwrap();
     let b = &lab.board(0).name;
     let (deploy, teardown) = deploy_and_teardown(lab.board(0), password_file);
     let c = cluster_name();
@@ -117,7 +110,9 @@ fn workspace(lab: &Lab, password_file: &str) {
          [params.wordpress-login]\nuser = \"admin\"\npassword_file = \"{password_file}\"\n\
          seconds = 2\nwrk_threads = 2\nwrk_connections = 8\nlogin_seconds = 2\nlogin_threads = 2\nlogin_connections = 4\n"
     );
-    std::fs::write(root.join("scenarios/s.toml"), scenario).unwrap();
+    lab.project()
+        .recipe("wordpress-login")
+        .scenario("s", &scenario);
 }
 
 /// A real WordPress on a lab board, started by a cluster's deploy outside the measured
@@ -126,7 +121,7 @@ fn workspace(lab: &Lab, password_file: &str) {
 /// no store file, report or output, and the teardown leaves nothing running.
 #[test]
 fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let boards: Vec<LabBoard> = lab.info.boards.clone();
     let password: String = {
         let bytes = std::fs::read("/proc/sys/kernel/random/uuid").unwrap();
@@ -147,7 +142,11 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
         bp(&lab.root, &["apply", "scenarios/s.toml"])
     });
     let output = text(&out);
-    assert!(out.status.success(), "{output}");
+    assert!(
+        out.status.success(),
+        "{output}\n{}",
+        crate::failures(&lab.root)
+    );
     let measured: Vec<Value> = samples(&lab.root)
         .into_iter()
         .filter(|(t, s)| t == "wordpress-login" && s["kind"] == "measured")
@@ -205,21 +204,10 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
 /// (/etc/shadow) is refused at check with the scenario's place.
 #[test]
 fn wordpress_login_refuses_a_password_file_that_is_not_a_plain_absolute_path() {
-    let root = std::env::temp_dir().join(format!("benchpipe-login-check-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(root.join("pipeline")).unwrap();
-    std::fs::create_dir_all(root.join("scenarios")).unwrap();
-    std::fs::create_dir_all(root.join("boards")).unwrap();
-    std::fs::copy(
-        repo().join("tests/hostile/base/boards/pi.toml"),
-        root.join("boards/pi.toml"),
-    )
-    .unwrap();
-    std::fs::copy(
-        repo().join("pipeline/wordpress-login.toml"),
-        root.join("pipeline/wordpress-login.toml"),
-    )
-    .unwrap();
+    let pi = std::fs::read_to_string(repo().join("tests/hostile/base/boards/pi.toml")).unwrap();
+    let root = Project::new("login-check")
+        .recipe("wordpress-login")
+        .file("boards/pi.toml", &pi);
     let scenario = |file: &str| {
         format!(
             "title = \"t\"\n[images.installed]\ninstalled = true\n[matrix]\nimage = [\"installed\"]\n\
@@ -332,7 +320,7 @@ fn wordpress_login_opens_the_password_file_through_no_link_and_only_when_it_is_p
     std::fs::create_dir(at("open")).unwrap();
     std::fs::set_permissions(at("open"), std::fs::Permissions::from_mode(0o1777)).unwrap();
     std::fs::write(at("open/wp-password"), format!("{secret}\n")).unwrap();
-    let p = crate::spine::Project::new("login-private").write(
+    let p = crate::spine::Project::local("login-private").file(
         "pipeline/wordpress-login.toml",
         &std::fs::read_to_string(repo().join("pipeline/wordpress-login.toml")).unwrap(),
     );
@@ -462,7 +450,7 @@ fn fake_drupal_login_logs_in_through_the_form_and_loads_with_the_session_cookie(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(up, "the stand-in did not listen on {port}");
-    let p = crate::spine::Project::new("drupal-login").write(
+    let p = crate::spine::Project::local("drupal-login").file(
         "pipeline/drupal-login.toml",
         &std::fs::read_to_string(repo().join("pipeline/drupal-login.toml")).unwrap(),
     );

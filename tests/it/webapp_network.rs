@@ -149,7 +149,7 @@ fn daemons_in(ns: &Path) -> BTreeSet<(String, u32, String)> {
 /// never root. Nothing is left afterwards.
 #[test]
 fn wordpress_answers_the_controller_alone_and_never_shows_its_installer_to_another_board() {
-    let lab = Lab::up(2);
+    let Some(lab) = Lab::up(2) else { return };
     let (target, other) = (lab.board(0).clone(), lab.board(1).clone());
     let root = &lab.root;
     std::fs::create_dir_all(root.join("pipeline")).unwrap();

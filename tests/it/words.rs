@@ -3,10 +3,10 @@
 //! never libssh2's raw `[Session(-43)] Failed getting banner`; and what apply will do for
 //! a missing tool, from the same decision provisioning takes.
 
+use crate::scratch::Scratch;
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,21 +15,19 @@ use std::time::Duration;
 use crate::cannot_run;
 use crate::repo;
 
-/// A workspace under the system temp dir, removed on drop.
-struct Ws(PathBuf);
+/// A workspace whose HOME is itself (no ssh-agent): `benchpipe` run there sees no
+/// user's keys or configuration.
+struct Ws(Scratch);
 
 impl Ws {
     fn new(tag: &str) -> Ws {
-        let d = std::env::temp_dir().join(format!("bp-words-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
+        let d = Scratch::new(&format!("words-{tag}"));
         std::fs::create_dir_all(d.join("boards")).unwrap();
         Ws(d)
     }
 
     fn write(&self, rel: &str, text: &str) {
-        let p = self.0.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
+        self.0.write(rel, text);
     }
 
     fn bp(&self, args: &[&str]) -> Output {
@@ -40,12 +38,6 @@ impl Ws {
             .env_remove("SSH_AUTH_SOCK")
             .output()
             .unwrap()
-    }
-}
-
-impl Drop for Ws {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -17,7 +17,7 @@ fn sha256_of(path: &Path) -> String {
 
 /// A project of boards/ and scenarios/ only, in the temp dir: no pipeline/.
 fn bare(tag: &str) -> Project {
-    let p = Project::new(tag).scenario("s", &["xz"], 1, "");
+    let p = Project::local(tag).local_scenario("s", &["xz"], 1, "");
     std::fs::remove_dir_all(p.dir.join("pipeline")).unwrap();
     p
 }

@@ -2,6 +2,7 @@
 //! (the same bytes from every awk, compressing like text) and, on real lab boards, the
 //! tmpfs it makes and removes, after a success, a failure and an interrupt.
 
+use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -29,12 +30,7 @@ fn corpus_command(workdir: &Path, mib: i64) -> String {
 
 /// The corpus written by the recipe's own command with `awk` being `awk_command`.
 fn corpus_with(awk_command: &str, mib: i64) -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!(
-        "bp-it-corpus-{}-{}-{mib}",
-        std::process::id(),
-        awk_command.replace(' ', "-")
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new(&format!("corpus-{mib}"));
     std::fs::create_dir_all(dir.join("bin")).unwrap();
     std::fs::create_dir_all(dir.join("work/xz-c")).unwrap();
     let shim = dir.join("bin/awk");
@@ -219,7 +215,7 @@ pub fn benchpipe_tmpfs(board: &LabBoard) -> String {
 
 #[test]
 fn xz_on_a_lab_board_compresses_on_its_tmpfs_and_removes_it() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = xz_scenario(&lab, "corpus_mib = 3\nthreads = \"0\"");
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
@@ -248,7 +244,7 @@ fn xz_on_a_lab_board_compresses_on_its_tmpfs_and_removes_it() {
 /// the teardown still removes the tmpfs.
 #[test]
 fn a_failing_xz_run_still_removes_its_tmpfs() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = xz_scenario(&lab, "corpus_mib = 1\nthreads = \"4095\"");
     let out = bp(&root, &["apply", "scenarios/s.toml"]);
@@ -266,7 +262,7 @@ fn a_failing_xz_run_still_removes_its_tmpfs() {
 /// a wrong digest fails the cell before anything is measured.
 #[test]
 fn a_users_corpus_is_copied_to_the_board_and_checked_by_sha256() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let corpus = crate::xorshift_bytes(2 << 20, 7)
         .iter()
@@ -306,7 +302,7 @@ fn a_users_corpus_is_copied_to_the_board_and_checked_by_sha256() {
 /// Ctrl-C while the corpus is being written: the teardown still unmounts the tmpfs.
 #[test]
 fn an_interrupted_xz_setup_still_removes_its_tmpfs() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     // Big enough that its generation is still running when the signal comes.
     let root = xz_scenario(&lab, "corpus_mib = 1024");
@@ -340,7 +336,7 @@ fn an_interrupted_xz_setup_still_removes_its_tmpfs() {
 /// made anew; a mount of anyone else's at that place is refused and left alone.
 #[test]
 fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = xz_scenario(&lab, "corpus_mib = 1");
     let point = tmpfs_point(&root, &board);
@@ -386,7 +382,7 @@ fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
 /// tmpfs of its own (`xz-<cell key>`), so neither setup unmounts the other's corpus.
 #[test]
 fn two_xz_cells_taking_turns_on_one_board_keep_their_own_tmpfs() {
-    let lab = Lab::up(1);
+    let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let root = xz_scenario(&lab, "corpus_mib = 1");
     std::fs::copy(
