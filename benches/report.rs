@@ -193,7 +193,7 @@ fn cpu() -> f64 {
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &raw mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
@@ -202,7 +202,7 @@ fn cpu() -> f64 {
 fn faults() -> i64 {
     // SAFETY: getrusage writes the rusage we own.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut r) };
     r.ru_minflt + r.ru_majflt
 }
 

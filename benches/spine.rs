@@ -200,7 +200,7 @@ fn noop_reapply_1000() {
                 session: "bench".into(),
                 started: 0.0,
                 ended: 1.0,
-                metrics: BTreeMap::from([("v".to_string(), seq as f64)]),
+                metrics: BTreeMap::from([("v".to_string(), f64::from(seq))]),
                 flags: vec![],
                 telemetry: None,
                 command: "echo".into(),

@@ -20,9 +20,10 @@ use crate::lab::Lab;
 
 fn need_root() {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        panic!("DD TESTS NEED ROOT for losetup and the lab; they never pass silently");
-    }
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "DD TESTS NEED ROOT for losetup and the lab; they never pass silently"
+    );
 }
 
 fn scratch(tag: &str) -> PathBuf {

@@ -95,8 +95,10 @@ fn differences(want: &BTreeMap<PathBuf, Vec<u8>>, got: &BTreeMap<PathBuf, Vec<u8
                     .zip(b.lines())
                     .enumerate()
                     .find(|(_, (x, y))| x != y)
-                    .map(|(i, (x, y))| format!("line {}:\n  - {x}\n  + {y}", i + 1))
-                    .unwrap_or_else(|| "one is a prefix of the other".into());
+                    .map_or_else(
+                        || "one is a prefix of the other".into(),
+                        |(i, (x, y))| format!("line {}:\n  - {x}\n  + {y}", i + 1),
+                    );
                 out.push(format!("{}: {line}", path.display()));
             }
             Some(_) => {}
@@ -155,11 +157,11 @@ fn copy_in_order(from: &Path, to: &Path, reverse: bool) {
 }
 
 fn copy_sorted(from: &Path, to: &Path) {
-    copy_in_order(from, to, false)
+    copy_in_order(from, to, false);
 }
 
 fn copy_reversed(from: &Path, to: &Path) {
-    copy_in_order(from, to, true)
+    copy_in_order(from, to, true);
 }
 
 fn render_script(out: &Path) -> Output {
@@ -301,7 +303,7 @@ fn on_tmpfs(dir: &Path) -> bool {
     // SAFETY: statfs writes into the zeroed struct we own; the path is NUL-terminated.
     unsafe {
         let mut s: libc::statfs = std::mem::zeroed();
-        libc::statfs(c.as_ptr(), &mut s) == 0 && s.f_type == libc::TMPFS_MAGIC
+        libc::statfs(c.as_ptr(), &raw mut s) == 0 && s.f_type == libc::TMPFS_MAGIC
     }
 }
 

@@ -20,9 +20,10 @@ use crate::lab::Lab;
 
 pub(crate) fn need_root() {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        panic!("FLASH TESTS NEED ROOT for losetup, mount and the lab; they never pass silently");
-    }
+    assert!(
+        unsafe { libc::geteuid() } == 0,
+        "FLASH TESTS NEED ROOT for losetup, mount and the lab; they never pass silently"
+    );
 }
 
 /// A raw lab image `name` in `dir`, whose os-release says `ID=bpflash` and

@@ -415,7 +415,7 @@ fn run_command(
                     rlim_cur: bytes,
                     rlim_max: bytes,
                 };
-                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                if libc::setrlimit(libc::RLIMIT_AS, &raw const lim) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())

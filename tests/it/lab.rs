@@ -50,14 +50,15 @@ impl Lab {
 
     /// `up`, with the test's own changes to the options (disks per board, their size).
     pub fn up_with_options(boards: usize, edit: impl FnOnce(&mut LabOptions)) -> Lab {
-        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let serial = SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            panic!(
-                "LAB TESTS NEED ROOT: they create network namespaces, veth links, loop \
-                 devices and sshds. Run them as root (the CI does); they never pass silently."
-            );
-        }
+        assert!(
+            unsafe { libc::geteuid() } == 0,
+            "LAB TESTS NEED ROOT: they create network namespaces, veth links, loop \
+             devices and sshds. Run them as root (the CI does); they never pass silently."
+        );
         let (root, mut options) = fresh_workspace("bt", "lab");
         edit(&mut options);
         let info = lab::up_with(&root, boards, &options).unwrap_or_else(|e| {
@@ -97,9 +98,7 @@ impl Drop for Lab {
             && let Err(e) = lab::down_with(&self.root, &self.options)
         {
             eprintln!("LAB DOWN FAILED for {}: {e}", self.root.display());
-            if !std::thread::panicking() {
-                panic!("lab down failed: {e}");
-            }
+            assert!(std::thread::panicking(), "lab down failed: {e}");
         }
         let _ = std::fs::remove_dir_all(&self.root);
     }
@@ -877,7 +876,9 @@ impl Drop for Sentinels {
 #[test]
 fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (root, o) = planted_workspace("state");
     let mut s = Sentinels::new("st", &o.prefix);
     let escape = format!(
@@ -936,7 +937,9 @@ fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
 #[test]
 fn lab_down_never_detaches_a_loop_device_backed_by_another_file() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (root, o) = planted_workspace("loop");
     let mut s = Sentinels::new("lp", &o.prefix);
     let device = s.loop_device.clone();
@@ -954,7 +957,9 @@ fn lab_down_never_detaches_a_loop_device_backed_by_another_file() {
 #[test]
 fn lab_up_never_writes_through_planted_symlinks() {
     use std::os::unix::fs::symlink;
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (root, o) = planted_workspace("links");
     let pid = std::process::id();
     let sentinel_dir = PathBuf::from(format!("/var/tmp/benchpipe-it-sentinel-links-{pid}"));
@@ -1027,7 +1032,9 @@ fn lab_up_never_writes_through_planted_symlinks() {
 #[test]
 fn lab_up_without_sshd_names_the_package_and_builds_nothing() {
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (root, mut o) = planted_workspace("nosshd");
     o.sshd = PathBuf::from("/nonexistent/sbin/sshd");
     let err = lab::up_with(&root, 1, &o).expect_err("no sshd, no lab");
@@ -1233,7 +1240,9 @@ fn boards_check_gives_one_line_per_board_with_the_real_cause() {
 /// after a failure, which removes labs by name, never reaches the other lab.
 #[test]
 fn lab_up_refuses_a_prefix_another_lab_holds_and_leaves_that_lab_alone() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (root, options) = fresh_workspace("bt", "taken");
     let netns = format!("{}-1", options.prefix);
     local(&format!("ip netns add {netns}"));

@@ -33,9 +33,10 @@ impl LoopDisk {
     /// Attaches an existing image file; `losetup_flags` such as `-P` (scan partitions).
     fn attach(file: PathBuf, losetup_flags: &str) -> LoopDisk {
         // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            panic!("STORAGE TESTS NEED ROOT for losetup, mkfs and mount; they never pass silently");
-        }
+        assert!(
+            unsafe { libc::geteuid() } == 0,
+            "STORAGE TESTS NEED ROOT for losetup, mkfs and mount; they never pass silently"
+        );
         let device = sh(&format!(
             "losetup {losetup_flags} --find --show '{}'",
             file.display()

@@ -16,7 +16,9 @@ use benchpipe::transport::local::Local;
 static MACHINE: Mutex<()> = Mutex::new(());
 
 fn machine() -> std::sync::MutexGuard<'static, ()> {
-    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+    MACHINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A scratch directory, removed on drop (declare it first so it goes last).
@@ -123,7 +125,7 @@ impl Drop for Burners {
 }
 
 fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// Thresholds for tests of the firmware's and the thermal source's flags: the rest of
@@ -642,10 +644,10 @@ fn a_test_burning_cpu_itself_is_not_background_load() {
     );
     // A limit between the background's share and the share the run would have had
     // with the test's CPU counted as background: not flagged.
-    let capacity = s.seconds * s.cpus.unwrap() as f64;
+    let capacity = s.seconds * f64::from(s.cpus.unwrap());
     let fraction = s.background_fraction.unwrap();
     let between = Thresholds {
-        background_load: (fraction + (busy / capacity).min(1.0)) / 2.0,
+        background_load: f64::midpoint(fraction, (busy / capacity).min(1.0)),
         ..Thresholds::default()
     };
     assert!(
@@ -715,7 +717,7 @@ fn page_out() -> Result<(), String> {
         if p == libc::MAP_FAILED {
             return Err("mmap failed".into());
         }
-        let bytes = p as *mut u8;
+        let bytes = p.cast::<u8>();
         for i in (0..LEN).step_by(4096) {
             *bytes.add(i) = 1;
         }
@@ -803,7 +805,7 @@ fn real_swap_traffic_is_flagged_swapping() {
     std::thread::sleep(Duration::from_millis(1200));
     let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
     if let Err(e) = paged {
-        crate::cannot_run("real_swap_traffic_is_flagged_swapping", &e.to_string());
+        crate::cannot_run("real_swap_traffic_is_flagged_swapping", &e.clone());
         return;
     }
     let s = &done.summary;
@@ -951,7 +953,7 @@ fn load_method(method: &str) -> Result<benchpipe::model::Method, String> {
 
 fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf29ce484222325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
     })
 }
 

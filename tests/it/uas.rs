@@ -271,9 +271,12 @@ fn uas_project(lab: &Lab, fake_follows: bool) -> (PathBuf, PathBuf, PathBuf) {
     );
     let mut text: String = text
         .lines()
-        .map(|l| match l.starts_with("cycle = ") {
-            true => format!("cycle = '''{cycle}'''"),
-            false => l.to_string(),
+        .map(|l| {
+            if l.starts_with("cycle = ") {
+                format!("cycle = '''{cycle}'''")
+            } else {
+                l.to_string()
+            }
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -350,8 +353,9 @@ fn apply_fake_scenario(lab: &Lab, sys: &Path, scenario: &str) -> Applied {
         };
         let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
         let f = std::fs::read_to_string(dir.join("facts.json"))
-            .map(|t| serde_json::from_str(&t).unwrap())
-            .unwrap_or(serde_json::Value::Null);
+            .map_or(serde_json::Value::Null, |t| {
+                serde_json::from_str(&t).unwrap()
+            });
         let failure = std::fs::read_to_string(dir.join("failure.json")).ok();
         facts.push((
             cell["address"]["storage"].as_str().unwrap().to_string(),
