@@ -9,7 +9,7 @@ const MAX_THREADS: usize = 8;
 /// The threads worth using here, at least one.
 pub fn cores() -> usize {
     std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
+        .map_or(1, std::num::NonZero::get)
         .clamp(1, MAX_THREADS)
 }
 

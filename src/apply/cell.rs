@@ -108,14 +108,15 @@ pub(super) fn exited_well(
     command: &str,
     out: &Output,
 ) -> Result<(), CellFailure> {
-    match out.exit.success() {
-        true => Ok(()),
-        false => Err(CellFailure::step_failed(
+    if out.exit.success() {
+        Ok(())
+    } else {
+        Err(CellFailure::step_failed(
             what,
             command,
             &out.exit,
             &out.stderr_str(),
-        )),
+        ))
     }
 }
 

@@ -354,7 +354,7 @@ impl Worker<'_> {
                         self.phase(None, still_waiting(&target, left, &e.to_string()));
                         said = Some(Instant::now());
                     }
-                    self.sleep(Duration::from_secs(2))?
+                    self.sleep(Duration::from_secs(2))?;
                 }
             }
         }

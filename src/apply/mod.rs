@@ -406,7 +406,7 @@ fn worker_panicked(
 ) -> BoardResult {
     let what = panic
         .downcast_ref::<&str>()
-        .map(|s| s.to_string())
+        .map(ToString::to_string)
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".into());
     let cause = CellFailure::Panicked {

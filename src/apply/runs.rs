@@ -229,7 +229,7 @@ impl Worker<'_> {
         };
         if self.stop.load(Ordering::SeqCst) {
             abort(places, probes);
-            drop(plug.map(|p| p.finish()));
+            drop(plug.map(crate::telemetry::plug::PlugMeter::finish));
             return Err(CellFailure::Interrupted);
         }
         let run_command = match probes.iter().find(|(p, _)| *p == at) {
@@ -237,7 +237,7 @@ impl Worker<'_> {
             None => command.clone(),
         };
         let (out, times) = Times::of(|| places::run(places, at, &run_command, step.timeout));
-        let plug = plug.map(|p| p.finish());
+        let plug = plug.map(crate::telemetry::plug::PlugMeter::finish);
         let stopped = self.stop.load(Ordering::SeqCst);
         if stopped || out.is_err() {
             abort(places, std::mem::take(&mut probes));
@@ -588,7 +588,7 @@ fn series_metrics(
     let values = |k: &str| -> Vec<f64> {
         series
             .iter()
-            .filter_map(|p| p.get(k).and_then(|v| v.as_f64()))
+            .filter_map(|p| p.get(k).and_then(serde_json::Value::as_f64))
             .filter(|v| v.is_finite())
             .collect()
     };

@@ -53,7 +53,7 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
                 match boards.get(&crate::model::BoardName::new(n.as_str())) {
                     Some(b) => chosen.push(b),
                     None => {
-                        let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                        let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
                         return Err(Error::Usage(format!(
                             "no board named `{n}` in {}/boards; known: {}",
                             root.display(),
@@ -107,7 +107,7 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             let mut failed = 0;
             for n in &names {
                 let Some(board) = boards.get(&crate::model::BoardName::new(n.as_str())) else {
-                    let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                    let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
                     return Err(Error::Usage(format!(
                         "no board named `{n}` in {}/boards; known: {}",
                         root.display(),
@@ -138,7 +138,7 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             let board = boards
                 .get(&crate::model::BoardName::new(name.as_str()))
                 .ok_or_else(|| {
-                    let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                    let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
                     Error::Usage(format!(
                         "no board named `{name}` in {}/boards; known: {}",
                         root.display(),

@@ -36,13 +36,12 @@ pub(super) fn unclaimed(schedule: &Schedule, store: &Store) -> Result<Vec<Unclai
             let Some(board) = step.action.destroys_on(&walk.board) else {
                 continue;
             };
-            let mut claimed = match known.get(board) {
-                Some(k) => *k,
-                None => {
-                    let k = store.board_state(board)?.is_some();
-                    known.insert(board.clone(), k);
-                    k
-                }
+            let mut claimed = if let Some(k) = known.get(board) {
+                *k
+            } else {
+                let k = store.board_state(board)?.is_some();
+                known.insert(board.clone(), k);
+                k
             };
             if let (false, Action::Board(BoardAction::Mount { storage, .. })) =
                 (claimed, &step.action)

@@ -357,7 +357,7 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
         }
     };
     let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .map(|e| PathBuf::from(dir).join(e.file_name()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();

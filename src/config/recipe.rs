@@ -47,7 +47,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
 
     let secrets = super::secrets::names(src, &raw.secrets, diags);
     let mut variables: BTreeSet<String> =
-        template::BUILTINS.iter().map(|s| s.to_string()).collect();
+        template::BUILTINS.iter().map(ToString::to_string).collect();
     variables.extend(params.keys().cloned());
     let uses_device = std::cell::Cell::new(false);
     let uses_addresses = std::cell::Cell::new(false);

@@ -101,7 +101,7 @@ fn element<'t>(text: &'t str, tag: &str, from: usize) -> Option<(&'t str, usize)
         let after = start + open.len();
         // `<Range` must not match `<RangeX`.
         match text[after..].chars().next() {
-            Some('>') | Some(' ') | Some('\t') | Some('\n') | Some('\r') => {}
+            Some('>' | ' ' | '\t' | '\n' | '\r') => {}
             _ => {
                 at = after;
                 continue;

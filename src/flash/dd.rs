@@ -182,40 +182,37 @@ pub fn write_with(
         total: expected_len,
     });
     let started = Instant::now();
-    let bmap_report = match (&bmap, mapped) {
-        (Some((b, dir)), Some(m)) => {
-            let found = read_back_mapped(t, &target.real, b, dir, direct);
-            remove_host_dir(t, dir);
-            let found = found?;
-            let expected = m.sha256();
-            if found != expected {
-                return Err(FlashError::VerifyMapped {
-                    host,
-                    device: target.named,
-                    ranges: b.ranges.len(),
-                    bytes: b.mapped_bytes(),
-                    expected,
-                    found,
-                });
-            }
-            Some(BmapReport {
-                mapped_bytes: b.mapped_bytes(),
-                mapped_sha256: expected,
-            })
+    let bmap_report = if let (Some((b, dir)), Some(m)) = (&bmap, mapped) {
+        let found = read_back_mapped(t, &target.real, b, dir, direct);
+        remove_host_dir(t, dir);
+        let found = found?;
+        let expected = m.sha256();
+        if found != expected {
+            return Err(FlashError::VerifyMapped {
+                host,
+                device: target.named,
+                ranges: b.ranges.len(),
+                bytes: b.mapped_bytes(),
+                expected,
+                found,
+            });
         }
-        _ => {
-            let found = read_back(t, &target.real, bytes, direct)?;
-            if found != sha256 {
-                return Err(FlashError::Verify {
-                    host,
-                    device: target.named,
-                    bytes,
-                    expected: sha256,
-                    found,
-                });
-            }
-            None
+        Some(BmapReport {
+            mapped_bytes: b.mapped_bytes(),
+            mapped_sha256: expected,
+        })
+    } else {
+        let found = read_back(t, &target.real, bytes, direct)?;
+        if found != sha256 {
+            return Err(FlashError::Verify {
+                host,
+                device: target.named,
+                bytes,
+                expected: sha256,
+                found,
+            });
         }
+        None
     };
     let verify_seconds = started.elapsed().as_secs_f64();
     Ok(DdReport {

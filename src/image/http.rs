@@ -103,7 +103,7 @@ impl Window {
         }
         let (_, then) = self.samples[0];
         let got = bytes.saturating_sub(then);
-        let need = (self.pace.min_rate as u128 * self.span.as_millis() / 1000) as u64;
+        let need = (u128::from(self.pace.min_rate) * self.span.as_millis() / 1000) as u64;
         if got < need {
             return Err(format!(
                 "it received {got} bytes in the last {:.0} s, slower than the least {} bytes/s \
@@ -162,7 +162,7 @@ pub(super) fn download(
             match r.once(&mut clock, progress) {
                 Ok(()) => break,
                 Err(f) if f.retry && attempt < ATTEMPTS => {
-                    std::thread::sleep(Duration::from_millis(200 * attempt as u64));
+                    std::thread::sleep(Duration::from_millis(200 * u64::from(attempt)));
                 }
                 Err(f) => return Err(f.error),
             }

@@ -323,8 +323,7 @@ fn power_cycle_command(board: &LabBoard, info: &LabInfo, root: &Path) -> String 
     let exe = std::env::current_exe()
         .ok()
         .filter(|p| p.file_name().is_some_and(|n| n == "benchpipe"))
-        .map(|p| sh(&p.to_string_lossy()))
-        .unwrap_or_else(|| "benchpipe".into());
+        .map_or_else(|| "benchpipe".into(), |p| sh(&p.to_string_lossy()));
     let defaults = super::LabOptions::default();
     let mut cmd = format!(
         "{exe} lab power cycle {} --root {}",

@@ -179,18 +179,17 @@ fn decide(
     let os_release = file("/etc/os-release", MAX_OS_RELEASE, log)
         .or_else(|| file("/usr/lib/os-release", MAX_OS_RELEASE, log));
     let armbian_root = file("/root/.not_logged_in_yet", declare::MAX_FILE, log);
-    let fat = match table.boot() {
-        Some(p) => match Fat::open(Path::new(device), &p) {
+    let fat = if let Some(p) = table.boot() {
+        match Fat::open(Path::new(device), &p) {
             Ok(f) => Some(f),
             Err(e) => {
                 log.say(format!("boot partition: {e}"));
                 None
             }
-        },
-        None => {
-            log.say("no FAT boot partition");
-            None
         }
+    } else {
+        log.say("no FAT boot partition");
+        None
     };
     let read = |name: &str| match &fat {
         Some(f) => f.read(name, declare::MAX_FILE),

@@ -132,16 +132,13 @@ impl Firstboot {
         let mut rest = template;
         while let Some(at) = rest.find("{{") {
             out.push_str(&rest[..at]);
-            match rest[at..].find("}}") {
-                Some(end) => {
-                    // `config` allows only `board` inside the braces.
-                    out.push_str(board.as_str());
-                    rest = &rest[at + end + 2..];
-                }
-                None => {
-                    out.push_str(&rest[at..]);
-                    rest = "";
-                }
+            if let Some(end) = rest[at..].find("}}") {
+                // `config` allows only `board` inside the braces.
+                out.push_str(board.as_str());
+                rest = &rest[at + end + 2..];
+            } else {
+                out.push_str(&rest[at..]);
+                rest = "";
             }
         }
         out.push_str(rest);

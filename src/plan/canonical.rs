@@ -40,7 +40,7 @@ pub struct SharedInput {
 /// Values compare as the values they stand for, shared or not.
 impl PartialEq for Input {
     fn eq(&self, other: &Input) -> bool {
-        use Input::*;
+        use Input::{Bool, Float, Int, List, Map, None, Record, Secs, Str};
         match (self.unshared(), other.unshared()) {
             (None, None) => true,
             (Bool(a), Bool(b)) => a == b,

@@ -54,9 +54,18 @@ impl Address {
         let names = [
             ("image", Some(self.image.as_str())),
             ("board", Some(self.board.as_str())),
-            ("storage", self.storage.as_ref().map(|s| s.as_str())),
-            ("filesystem", self.filesystem.as_ref().map(|f| f.as_str())),
-            ("network", self.network.as_ref().map(|n| n.as_str())),
+            (
+                "storage",
+                self.storage.as_ref().map(crate::model::StorageName::as_str),
+            ),
+            (
+                "filesystem",
+                self.filesystem.as_ref().map(crate::model::FsName::as_str),
+            ),
+            (
+                "network",
+                self.network.as_ref().map(crate::model::NetworkName::as_str),
+            ),
             ("test", Some(self.test.as_str())),
         ];
         names.into_iter().find_map(|(field, name)| {
@@ -93,9 +102,18 @@ impl Address {
         }
         axis(&p.image, Some(self.image.as_str()))
             && axis(&p.board, Some(self.board.as_str()))
-            && axis(&p.storage, self.storage.as_ref().map(|s| s.as_str()))
-            && axis(&p.filesystem, self.filesystem.as_ref().map(|s| s.as_str()))
-            && axis(&p.network, self.network.as_ref().map(|s| s.as_str()))
+            && axis(
+                &p.storage,
+                self.storage.as_ref().map(crate::model::StorageName::as_str),
+            )
+            && axis(
+                &p.filesystem,
+                self.filesystem.as_ref().map(crate::model::FsName::as_str),
+            )
+            && axis(
+                &p.network,
+                self.network.as_ref().map(crate::model::NetworkName::as_str),
+            )
             && axis(&p.test, Some(self.test.as_str()))
     }
 }

@@ -163,8 +163,8 @@ fn rebuild(
     let storage_name = storage.as_ref().map(|s| s.name.as_str());
     let network_name = network.as_ref().map(|n| n.name.as_str());
     if board.name != a.board.as_str()
-        || storage_name != a.storage.as_ref().map(|s| s.as_str())
-        || network_name != a.network.as_ref().map(|n| n.as_str())
+        || storage_name != a.storage.as_ref().map(crate::model::StorageName::as_str)
+        || network_name != a.network.as_ref().map(crate::model::NetworkName::as_str)
     {
         return None;
     }

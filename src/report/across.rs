@@ -117,8 +117,7 @@ fn changes(a: &CellData, b: &CellData, cell_a: &Cell, cell_b: &Cell) -> Vec<Stri
     let inputs = |d: &CellData, c: &Cell| {
         d.record
             .as_ref()
-            .map(|r| r.inputs.value().clone())
-            .unwrap_or_else(|| c.inputs.json().clone())
+            .map_or_else(|| c.inputs.json().clone(), |r| r.inputs.value().clone())
     };
     let d = diff::diff(&inputs(a, cell_a), &inputs(b, cell_b), MAX_CHANGES);
     let mut out: Vec<String> = d.changes.iter().map(|c| format!("input {c}")).collect();

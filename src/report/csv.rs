@@ -432,7 +432,7 @@ impl Exporter for Csv {
     fn write_to(&self, report: &Report, file: &mut dyn std::io::Write) -> Result<(), ExportError> {
         let header: Vec<String> = CSV_COLUMNS
             .iter()
-            .map(|c| c.to_string())
+            .map(ToString::to_string)
             .chain(
                 metric_columns(&report.sample_metrics)
                     .iter()

@@ -343,7 +343,9 @@ fn series_chart_of(d: &CellData, label: &str) -> Option<String> {
     let telemetry = last.telemetry.as_ref()?.to_value();
     let series = telemetry.get("series")?.as_array()?;
     let num = |p: &serde_json::Value, k: &str| {
-        p.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite())
+        p.get(k)
+            .and_then(serde_json::Value::as_f64)
+            .filter(|v| v.is_finite())
     };
     let points: Vec<(f64, Option<f64>, Option<f64>)> = series
         .iter()
@@ -370,12 +372,11 @@ fn groups_in_order<T, K: Clone + Eq + std::hash::Hash>(
     let mut place: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
     for item in items {
         let k = key(&item);
-        match place.get(&k) {
-            Some(&i) => groups[i].1.push(item),
-            None => {
-                place.insert(k.clone(), groups.len());
-                groups.push((k, vec![item]));
-            }
+        if let Some(&i) = place.get(&k) {
+            groups[i].1.push(item)
+        } else {
+            place.insert(k.clone(), groups.len());
+            groups.push((k, vec![item]));
         }
     }
     groups

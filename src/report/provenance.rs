@@ -326,7 +326,7 @@ fn decode_base64(s: &str) -> Option<Vec<u8>> {
 fn encode_base64(bytes: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk.iter().fold(0u32, |a, &b| (a << 8) | b as u32) << (8 * (3 - chunk.len()));
+        let n = chunk.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b)) << (8 * (3 - chunk.len()));
         for i in 0..=chunk.len() {
             out.push(B64[(n >> (18 - 6 * i)) as usize & 63] as char);
         }

@@ -263,8 +263,7 @@ pub(super) fn build<'a>(
                 measured
                     .iter()
                     .find(|c| &c.address().test == *test && pivot_of(c) == *p)
-                    .map(|c| stat_of(c, metric, confidence, &marks))
-                    .unwrap_or_else(Stat::empty)
+                    .map_or_else(Stat::empty, |c| stat_of(c, metric, confidence, &marks))
             })
             .collect();
         // What each cell of the row says, named by its test (and pivot) when there are
@@ -311,11 +310,11 @@ pub(super) fn build<'a>(
                 .collect(),
             n: ns
                 .iter()
-                .map(|n| n.to_string())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join("/"),
             label: labels.row(&axes, first.address()),
-            config: k.iter().map(|v| v.to_string()).collect(),
+            config: k.iter().map(ToString::to_string).collect(),
             keys: measured.iter().map(|c| c.cell.key.to_string()).collect(),
             values,
             runs: notes(&|c| c.runs_text()),

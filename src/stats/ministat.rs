@@ -310,7 +310,7 @@ fn render_text(doc: &Document) -> String {
         ci_title.as_str(),
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(ToString::to_string)
     .collect();
     let mut rows = vec![header];
     for f in &doc.files {
@@ -378,29 +378,26 @@ fn render_text(doc: &Document) -> String {
     for c in &doc.comparisons {
         out.push('\n');
         out.push_str(&format!("{} vs {}:\n", c.candidate, c.baseline));
-        match (c.ratio, c.df, c.p) {
-            (Some(r), Some(df), Some(p)) => {
-                let t = c.t.map_or("±inf".to_string(), num);
-                out.push_str(&format!("  difference {}\n", c.difference));
-                let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), num);
-                out.push_str(&format!(
-                    "  ratio {} ({} CI {} .. {}, Fieller)\n",
-                    num(r),
-                    pct(doc.confidence),
-                    bound(c.ratio_ci_low),
-                    bound(c.ratio_ci_high)
-                ));
-                out.push_str(&format!(
-                    "  Welch t = {t}, df = {}, p = {}\n",
-                    num(df),
-                    p_value(p)
-                ));
-                out.push_str(&format!("  {}\n", c.text));
-            }
-            _ => {
-                let note = c.note.as_deref().unwrap_or("not comparable");
-                out.push_str(&format!("  not comparable: {note}\n"));
-            }
+        if let (Some(r), Some(df), Some(p)) = (c.ratio, c.df, c.p) {
+            let t = c.t.map_or("±inf".to_string(), num);
+            out.push_str(&format!("  difference {}\n", c.difference));
+            let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), num);
+            out.push_str(&format!(
+                "  ratio {} ({} CI {} .. {}, Fieller)\n",
+                num(r),
+                pct(doc.confidence),
+                bound(c.ratio_ci_low),
+                bound(c.ratio_ci_high)
+            ));
+            out.push_str(&format!(
+                "  Welch t = {t}, df = {}, p = {}\n",
+                num(df),
+                p_value(p)
+            ));
+            out.push_str(&format!("  {}\n", c.text));
+        } else {
+            let note = c.note.as_deref().unwrap_or("not comparable");
+            out.push_str(&format!("  not comparable: {note}\n"));
         }
     }
     out

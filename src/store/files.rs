@@ -299,7 +299,7 @@ pub(super) fn parse_bounded<T: for<'de> Deserialize<'de>>(
 
 pub(super) fn check_format(path: &Path, format: Option<u64>, newest: u32) -> Result<()> {
     match format {
-        Some(f) if f <= newest as u64 => Ok(()),
+        Some(f) if f <= u64::from(newest) => Ok(()),
         Some(f) => Err(bad(
             path,
             format_args!(

@@ -43,7 +43,7 @@ fn has_ended(pid: i32) -> bool {
         let rc = libc::waitid(
             libc::P_PID,
             pid as libc::id_t,
-            &mut info,
+            &raw mut info,
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         );
         rc != 0 || info.si_pid() != 0

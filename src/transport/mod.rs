@@ -198,8 +198,7 @@ pub fn random_hex<const N: usize>() -> String {
         // Never expected on Linux; the clock still separates starts.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
+            .map_or(0, |d| d.as_nanos())
             .to_le_bytes();
         for (b, c) in bytes.iter_mut().zip(nanos.iter().cycle()) {
             *b = *c;

@@ -28,7 +28,7 @@ impl Parser for Iperf3Text {
         parse_iperf3_text(stdout)
     }
     fn keys(&self, _: &ParserOptions) -> Keys {
-        Keys::Numbers(IPERF3_TEXT_KEYS.iter().map(|k| k.to_string()).collect())
+        Keys::Numbers(IPERF3_TEXT_KEYS.iter().map(ToString::to_string).collect())
     }
     fn result_lines<'a>(&self, _: &ParserOptions, text: &'a str) -> Vec<&'a str> {
         text.lines()

@@ -201,7 +201,7 @@ pub fn check_path_for(spec: &ParserSpec, path: &str) -> Result<(), UnreachablePa
     let (keys, whole): (Vec<String>, bool) = match registered(spec).keys(&spec.options) {
         Keys::Any => return Ok(()),
         Keys::Numbers(keys) => (keys, true),
-        Keys::Roots(keys) => (keys.iter().map(|k| k.to_string()).collect(), false),
+        Keys::Roots(keys) => (keys.iter().map(ToString::to_string).collect(), false),
     };
     match first {
         Some((key, steps)) if keys.contains(&key) => {

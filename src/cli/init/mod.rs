@@ -454,13 +454,11 @@ fn summary(p: &Probed) -> String {
         "{}, {}, {}, login {} ({privilege}); {free} free disk(s) commented out, {} in use",
         one_line(f.model.as_deref().unwrap_or("model unknown")),
         f.memory_kib
-            .map(|k| format!("{} MiB", k / 1024))
-            .unwrap_or_else(|| "memory unknown".into()),
+            .map_or_else(|| "memory unknown".into(), |k| format!("{} MiB", k / 1024)),
         one_line(
             f.os_release
                 .get("PRETTY_NAME")
-                .map(String::as_str)
-                .unwrap_or("no os-release")
+                .map_or("no os-release", String::as_str)
         ),
         one_line(&p.user),
         storage.len() - free

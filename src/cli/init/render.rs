@@ -82,8 +82,7 @@ pub fn board_file(reach: &Reach, h: &HostFacts) -> String {
         .os_release
         .get("PRETTY_NAME")
         .or(h.os_release.get("ID"))
-        .map(|o| note(o))
-        .unwrap_or_else(|| "a system without /etc/os-release".into());
+        .map_or_else(|| "a system without /etc/os-release".into(), |o| note(o));
     s.push_str(&format!(
         "# It runs {os}{}; benchpipe logs in as {}.\n\n",
         h.arch
@@ -96,16 +95,15 @@ pub fn board_file(reach: &Reach, h: &HostFacts) -> String {
         "# Part of every cell's key (numbers from another model are other numbers): rename\n\
          # it as reports should call this kind of board, before the first apply.\n",
     );
-    match h.model.as_deref().map(note).filter(|m| !m.is_empty()) {
-        Some(m) => s.push_str(&format!("model = {}\n", q(&m))),
-        None => {
-            s.push_str("# The board named no model (no device tree, no DMI): name it here.\n");
-            let arch = h.arch.as_deref().unwrap_or("unknown");
-            s.push_str(&format!(
-                "model = {}\n",
-                q(&format!("unknown {arch} board"))
-            ));
-        }
+    if let Some(m) = h.model.as_deref().map(note).filter(|m| !m.is_empty()) {
+        s.push_str(&format!("model = {}\n", q(&m)))
+    } else {
+        s.push_str("# The board named no model (no device tree, no DMI): name it here.\n");
+        let arch = h.arch.as_deref().unwrap_or("unknown");
+        s.push_str(&format!(
+            "model = {}\n",
+            q(&format!("unknown {arch} board"))
+        ));
     }
     if let Some(a) = &h.arch {
         s.push_str(&format!("arch = {}\n", q(a)));

@@ -295,13 +295,13 @@ impl Action {
     pub fn is_cleanup(&self) -> bool {
         matches!(
             self,
-            Action::Cell(CellAction::StopService { .. })
-                | Action::Cell(CellAction::Teardown { .. })
-                | Action::Board(BoardAction::UnmountTmpfs { .. })
-                | Action::Board(BoardAction::Unmount { .. })
-                | Action::Board(BoardAction::RestoreCmdline)
-                | Action::Cluster(ClusterAction::Undeploy { .. })
-                | Action::Cluster(ClusterAction::DisarmGuard)
+            Action::Cell(CellAction::StopService { .. } | CellAction::Teardown { .. })
+                | Action::Board(
+                    BoardAction::UnmountTmpfs { .. }
+                        | BoardAction::Unmount { .. }
+                        | BoardAction::RestoreCmdline
+                )
+                | Action::Cluster(ClusterAction::Undeploy { .. } | ClusterAction::DisarmGuard)
         )
     }
 }
@@ -423,17 +423,16 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
     // The boards each walk needs to itself: a cluster's members; a board and its peers.
     let needs: Vec<BTreeSet<BoardName>> = by_board
         .iter()
-        .map(
-            |(board, work)| match work.first().and_then(|w| w.cell.cluster.as_ref()) {
-                Some(c) => c.members.iter().cloned().collect(),
-                None => {
-                    let mut mine: BTreeSet<BoardName> =
-                        work.iter().filter_map(|w| w.cell.peer.clone()).collect();
-                    mine.insert((*board).clone());
-                    mine
-                }
-            },
-        )
+        .map(|(board, work)| {
+            if let Some(c) = work.first().and_then(|w| w.cell.cluster.as_ref()) {
+                c.members.iter().cloned().collect()
+            } else {
+                let mut mine: BTreeSet<BoardName> =
+                    work.iter().filter_map(|w| w.cell.peer.clone()).collect();
+                mine.insert((*board).clone());
+                mine
+            }
+        })
         .collect();
     // A board two walks need may be reflashed by the other first: what it runs then is
     // judged when a walk gets there, so its flash steps stay in the plan.
@@ -669,11 +668,9 @@ impl Schedule {
         for s in self.boards.iter().flat_map(|b| &b.steps) {
             match (s.estimate_seconds, &s.action) {
                 (Some(e), _) => total += e,
-                (
-                    None,
-                    Action::Cell(CellAction::Measure { .. })
-                    | Action::Cell(CellAction::WarmUp { .. }),
-                ) => return None,
+                (None, Action::Cell(CellAction::Measure { .. } | CellAction::WarmUp { .. })) => {
+                    return None;
+                }
                 (None, _) => {}
             }
         }

@@ -205,7 +205,7 @@ impl Schedule {
                     line.push_str(&format!(" {} cell(s)", s.cells.len()));
                 }
                 if let Some(e) = s.estimate_seconds.filter(|e| *e > 0.0) {
-                    line.push_str(&format!(", ~{:.0}s", e));
+                    line.push_str(&format!(", ~{e:.0}s"));
                 }
                 if !s.resources.is_empty() {
                     line.push_str(&format!(", holds {}", s.resources.join(", ")));
@@ -257,7 +257,7 @@ fn for_member(member: &Option<crate::model::BoardName>) -> String {
 fn join_boards(boards: &[crate::model::BoardName]) -> String {
     boards
         .iter()
-        .map(|b| b.as_str())
+        .map(crate::model::BoardName::as_str)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -265,7 +265,7 @@ fn join_boards(boards: &[crate::model::BoardName]) -> String {
 fn join(tests: &[TestName]) -> String {
     tests
         .iter()
-        .map(|t| t.as_str())
+        .map(crate::model::TestName::as_str)
         .collect::<Vec<_>>()
         .join(", ")
 }

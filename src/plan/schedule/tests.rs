@@ -53,8 +53,7 @@ fn each_mount_is_prepared_once_and_unmounted_before_the_next() {
                     assert_eq!(open, Some((storage, filesystem)));
                     open = None;
                 }
-                Action::Cell(CellAction::Measure { .. })
-                | Action::Cell(CellAction::Setup { .. }) => {}
+                Action::Cell(CellAction::Measure { .. } | CellAction::Setup { .. }) => {}
                 _ => {}
             }
         }
@@ -357,9 +356,11 @@ fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
         .filter(|s| {
             matches!(
                 s.action,
-                Action::Board(BoardAction::Uas { .. })
-                    | Action::Board(BoardAction::RestoreCmdline)
-                    | Action::Board(BoardAction::Mount { .. })
+                Action::Board(
+                    BoardAction::Uas { .. }
+                        | BoardAction::RestoreCmdline
+                        | BoardAction::Mount { .. }
+                )
             )
         })
         .map(|s| s.action.label())

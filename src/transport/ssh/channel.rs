@@ -48,8 +48,8 @@ fn ms_since_last_receive(socket: &TcpStream) -> Option<u32> {
             socket.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
+            (&raw mut info).cast(),
+            &raw mut len,
         );
         (rc == 0).then_some(info.tcpi_last_data_recv)
     }
@@ -63,7 +63,7 @@ fn ms_since_last_receive(_socket: &TcpStream) -> Option<u32> {
 fn timespec(d: Duration) -> libc::timespec {
     libc::timespec {
         tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
+        tv_nsec: libc::c_long::from(d.subsec_nanos()),
     }
 }
 
@@ -109,7 +109,7 @@ impl SshTransport {
             revents: 0,
         };
         // SAFETY: one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::ppoll(&mut fd, 1, &timespec(wait), std::ptr::null()) };
+        let rc = unsafe { libc::ppoll(&raw mut fd, 1, &timespec(wait), std::ptr::null()) };
         if rc < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() != std::io::ErrorKind::Interrupted {
@@ -167,7 +167,7 @@ impl SshTransport {
                 c.asking();
             }
             let open_deadline = Some(Instant::now() + self.timeout);
-            let channel = match self.retry(open_deadline, |s| s.channel_session()) {
+            let channel = match self.retry(open_deadline, ssh2::Session::channel_session) {
                 Ok(c) => c,
                 Err(stop) if attempt == 0 => {
                     let _ = stop;

@@ -18,7 +18,7 @@ impl SshTransport {
     ) -> Result<(), TransportError> {
         let mut file = std::fs::File::open(local)
             .map_err(|e| self.other(format!("cannot read {}: {e}", local.display())))?;
-        let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let total = file.metadata().map_or(0, |m| m.len());
         let command = format!("cat > {}", quote::sh(remote));
         let mut channel = self.start(&command)?;
         let mut buf = vec![0u8; 256 * 1024];
