@@ -192,7 +192,7 @@ mod tests {
         for n in [0usize, 1, 2, 3, 7, 100, 1001] {
             let items: Vec<usize> = (0..n).collect();
             for (min_part, block) in [(0, 0), (1, 1), (3, 2), (64, 5), (5000, 64)] {
-                let got = map_blocks(&items, min_part, block, |b| b.to_vec());
+                let got = map_blocks(&items, min_part, block, <[usize]>::to_vec);
                 let want: Vec<Vec<usize>> =
                     items.chunks(block.max(1)).map(<[usize]>::to_vec).collect();
                 assert_eq!(got, want, "n={n} min_part={min_part} block={block}");

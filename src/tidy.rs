@@ -75,7 +75,7 @@ fn rust_files(dir: &str) -> Vec<PathBuf> {
             match e.file_type() {
                 Ok(t) if t.is_dir() => walk(&path, out),
                 Ok(t) if t.is_file() && path.extension().is_some_and(|x| x == "rs") => {
-                    out.push(path)
+                    out.push(path);
                 }
                 _ => {}
             }
@@ -286,8 +286,7 @@ fn codemap_missing(markdown: &str, base: &Path) -> Vec<String> {
     let table = markdown
         .split("## Codemap")
         .nth(1)
-        .map(|s| s.split("\n## ").next().unwrap_or(s))
-        .unwrap_or("");
+        .map_or("", |s| s.split("\n## ").next().unwrap_or(s));
     for line in table.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.split(" | ").collect();
         let (place, what) = (cells[0], cells.get(1).copied().unwrap_or(""));

@@ -91,7 +91,7 @@ mod tests {
     fn boards_are_held_all_at_once_and_a_stop_ends_the_wait() {
         let r = Resources::default();
         let stop = AtomicBool::new(false);
-        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let names = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
         let a = r.acquire_unless(&names(&["b1", "b2"]), &stop).unwrap();
         std::thread::scope(|s| {
             let waiter = s.spawn(|| {

@@ -50,17 +50,15 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             let recipes: Vec<&crate::model::Recipe> = recipes.values().collect();
             let mut chosen = Vec::new();
             for n in &names {
-                match boards.get(&crate::model::BoardName::new(n.as_str())) {
-                    Some(b) => chosen.push(b),
-                    None => {
-                        let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
-                        return Err(Error::Usage(format!(
-                            "no board named `{n}` in {}/boards; known: {}",
-                            root.display(),
-                            known.join(", ")
-                        )));
-                    }
-                }
+                let Some(b) = boards.get(&crate::model::BoardName::new(n.as_str())) else {
+                    let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
+                    return Err(Error::Usage(format!(
+                        "no board named `{n}` in {}/boards; known: {}",
+                        root.display(),
+                        known.join(", ")
+                    )));
+                };
+                chosen.push(b);
             }
             if names.is_empty() {
                 chosen = boards.values().collect();

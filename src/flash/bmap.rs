@@ -100,12 +100,12 @@ fn element<'t>(text: &'t str, tag: &str, from: usize) -> Option<(&'t str, usize)
         let start = at + text[at..].find(&open)?;
         let after = start + open.len();
         // `<Range` must not match `<RangeX`.
-        match text[after..].chars().next() {
-            Some('>' | ' ' | '\t' | '\n' | '\r') => {}
-            _ => {
-                at = after;
-                continue;
-            }
+        if !matches!(
+            text[after..].chars().next(),
+            Some('>' | ' ' | '\t' | '\n' | '\r')
+        ) {
+            at = after;
+            continue;
         }
         let body = after + text[after..].find('>')? + 1;
         let close = format!("</{tag}>");

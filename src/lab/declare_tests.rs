@@ -25,7 +25,7 @@ fn run(files: &[(&str, &str)], armbian_root: Option<&str>) -> (Option<Declared>,
 fn user(name: &str, keys: &[&str]) -> User {
     User {
         name: name.into(),
-        keys: keys.iter().map(|k| k.to_string()).collect(),
+        keys: keys.iter().map(ToString::to_string).collect(),
     }
 }
 

@@ -32,9 +32,10 @@ fn multipart(parts: &[(&str, &str)]) -> String {
         "Content-Type: multipart/mixed; boundary=\"BND\"\nMIME-Version: 1.0\n\npreamble\n",
     );
     for (headers, body) in parts {
-        match headers.is_empty() {
-            true => s.push_str(&format!("--BND\n\n{body}\n")),
-            false => s.push_str(&format!("--BND\n{headers}\n\n{body}\n")),
+        if headers.is_empty() {
+            s.push_str(&format!("--BND\n\n{body}\n"))
+        } else {
+            s.push_str(&format!("--BND\n{headers}\n\n{body}\n"))
         }
     }
     s.push_str("--BND--\nepilogue\n");
@@ -44,7 +45,7 @@ fn multipart(parts: &[(&str, &str)]) -> String {
 fn user(name: &str, keys: &[&str]) -> User {
     User {
         name: name.into(),
-        keys: keys.iter().map(|k| k.to_string()).collect(),
+        keys: keys.iter().map(ToString::to_string).collect(),
     }
 }
 

@@ -165,7 +165,7 @@ fn a_test_reading_the_device_skips_storage_without_one() {
     let storages: Vec<_> = plan
         .cells
         .iter()
-        .filter_map(|c| c.address.storage.as_ref().map(|s| s.to_string()))
+        .filter_map(|c| c.address.storage.as_ref().map(ToString::to_string))
         .collect();
     assert_eq!(storages, ["sd", "sd"]);
     assert!(
@@ -429,7 +429,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                     .unwrap()
                     .run
                     .command
-                    .push_str(" --direct=1")
+                    .push_str(" --direct=1");
             }),
         ),
         (
@@ -440,7 +440,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             "storage model",
             Box::new(|w| {
                 w.boards.get_mut(&"pi-1".into()).unwrap().storage[1].model =
-                    Some("Samsung T7".into())
+                    Some("Samsung T7".into());
             }),
         ),
         (
@@ -450,7 +450,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                     .filesystems
                     .get_mut(&"ext4".into())
                     .unwrap()
-                    .mount_options = vec![]
+                    .mount_options = vec![];
             }),
         ),
         (
@@ -485,7 +485,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                     load_below: 0.5,
                     hold: Duration::from_secs(30),
                     max: Duration::from_secs(600),
-                })
+                });
             }),
         ),
         (
@@ -498,7 +498,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                         command: "iperf3 -s".into(),
                         ready: None,
                         ready_timeout: Duration::from_secs(10),
-                    }]
+                    }];
             }),
         ),
         (

@@ -30,7 +30,7 @@ fn workspace(networks: &[&str]) -> Workspace {
     ws.recipes.insert(iperf.name.clone(), iperf);
     let m = &mut ws.scenarios[0].matrix;
     m.test = vec![TestName::new("iperf"), TestName::new("xz")];
-    m.network = networks.iter().map(|n| n.to_string()).collect();
+    m.network = networks.iter().map(ToString::to_string).collect();
     ws
 }
 

@@ -373,7 +373,7 @@ fn groups_in_order<T, K: Clone + Eq + std::hash::Hash>(
     for item in items {
         let k = key(&item);
         if let Some(&i) = place.get(&k) {
-            groups[i].1.push(item)
+            groups[i].1.push(item);
         } else {
             place.insert(k.clone(), groups.len());
             groups.push((k, vec![item]));

@@ -805,7 +805,7 @@ fn real_swap_traffic_is_flagged_swapping() {
     std::thread::sleep(Duration::from_millis(1200));
     let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
     if let Err(e) = paged {
-        crate::cannot_run("real_swap_traffic_is_flagged_swapping", &e.clone());
+        crate::cannot_run("real_swap_traffic_is_flagged_swapping", &e);
         return;
     }
     let s = &done.summary;

@@ -262,9 +262,9 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for p in REGISTRY {
             assert!(seen.insert(p.name()), "{} registered twice", p.name());
-            assert_eq!(find(p.name()).map(|f| f.name()), Some(p.name()));
+            assert_eq!(find(p.name()).map(super::Parser::name), Some(p.name()));
             assert_eq!(
-                crate::model::ParserName::get(p.name()).map(|n| n.as_str()),
+                crate::model::ParserName::get(p.name()).map(crate::model::ParserName::as_str),
                 Some(p.name())
             );
         }

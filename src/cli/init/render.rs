@@ -96,7 +96,7 @@ pub fn board_file(reach: &Reach, h: &HostFacts) -> String {
          # it as reports should call this kind of board, before the first apply.\n",
     );
     if let Some(m) = h.model.as_deref().map(note).filter(|m| !m.is_empty()) {
-        s.push_str(&format!("model = {}\n", q(&m)))
+        s.push_str(&format!("model = {}\n", q(&m)));
     } else {
         s.push_str("# The board named no model (no device tree, no DMI): name it here.\n");
         let arch = h.arch.as_deref().unwrap_or("unknown");

@@ -180,7 +180,7 @@ fn uncomment(text: &str, device: &str) -> String {
     let end = (at..lines.len())
         .find(|&i| !lines[i].starts_with("# ") || lines[i].starts_with("# [[") && i > at)
         .unwrap_or(lines.len());
-    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut out: Vec<String> = lines.iter().map(ToString::to_string).collect();
     for l in &mut out[start..end] {
         *l = l.strip_prefix("# ").unwrap().to_string();
     }

@@ -55,9 +55,10 @@ fn disk(dir: &Path, gpt: bool) -> PathBuf {
         "console=serial0,115200 console=tty1 root=PARTUUID=abcd-02 rootfstype=ext4 rootwait\n",
     )
     .unwrap();
-    let (label, boot_type, fat) = match gpt {
-        false => ("dos", "c", "-F 32 -s 1"),
-        true => ("gpt", "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "-F 16"),
+    let (label, boot_type, fat) = if gpt {
+        ("gpt", "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "-F 16")
+    } else {
+        ("dos", "c", "-F 32 -s 1")
     };
     sh(&format!(
         "cd '{d}' && rm -f '{i}' && truncate -s 80M '{i}' && \

@@ -104,11 +104,7 @@ mod reference {
         } else {
             (0.0, 1.0, vec![0.0, 1.0])
         };
-        let step = ticks
-            .get(1)
-            .zip(ticks.first())
-            .map(|(b, a)| b - a)
-            .unwrap_or(1.0);
+        let step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
         let (x0, x1) = (PAD, WIDTH - PAD);
         let x = |v: f64| x0 + (v.clamp(lo, hi) - lo) / (hi - lo) * (x1 - x0);
 
