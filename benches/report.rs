@@ -10,6 +10,7 @@
 //! the same two figures each taken in a fresh process, as a user's `benchpipe report`
 //! runs (not judged).
 
+use std::fmt::Write as _;
 mod common;
 
 use std::collections::BTreeMap;
@@ -77,9 +78,10 @@ fn project(dir: &Path) {
         )
         .unwrap();
     }
-    let images: String = (0..IMAGES)
-        .map(|i| format!("[images.os{i}]\ninstalled = true\n"))
-        .collect();
+    let images: String = (0..IMAGES).fold(String::new(), |mut out, i| {
+        let _ = write!(out, "[images.os{i}]\ninstalled = true\n");
+        out
+    });
     let names: Vec<String> = (0..IMAGES).map(|i| format!("\"os{i}\"")).collect();
     let tests: Vec<String> = (0..TESTS).map(|t| format!("\"t{t:02}\"")).collect();
     std::fs::write(

@@ -4,6 +4,7 @@
 //! `cargo bench --bench spine`; `-- --quick` (what `.ci/run` runs) compares one pair on
 //! a 1 MiB corpus, so that the comparison is exercised without being a figure.
 
+use std::fmt::Write as _;
 mod common;
 use common::quick;
 
@@ -52,7 +53,7 @@ fn project(tag: &str, boards: usize, tests: usize, images: usize) -> PathBuf {
     let mut image_tables = String::new();
     let mut names = Vec::new();
     for i in 0..images {
-        image_tables.push_str(&format!("[images.os{i}]\ninstalled = true\n"));
+        let _ = write!(image_tables, "[images.os{i}]\ninstalled = true\n");
         names.push(format!("\"os{i}\""));
     }
     std::fs::write(

@@ -5,6 +5,7 @@
 //! through a path the store gave out; ARCHITECTURE.md's codemap names only paths that
 //! exist. Each rule is a function over text, with a test that it can fail.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The most lines a file may have (HELPERS.md, issue 40).
@@ -229,7 +230,7 @@ fn spawns(code: &str) -> Vec<&'static str> {
         let group = &code[at + 10..];
         let group = &group[..group.find('}').unwrap_or(group.len())];
         for name in group.split(',').map(str::trim) {
-            text.push_str(&format!(" process::{name}"));
+            let _ = write!(text, " process::{name}");
         }
     }
     SPAWNS.into_iter().filter(|m| text.contains(m)).collect()

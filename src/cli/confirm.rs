@@ -2,6 +2,7 @@
 //! (the store holds no state of it), like `terraform apply`: the steps are listed and
 //! only "yes" on a terminal, or `--yes`, lets apply start; anything else does nothing.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Read, Write};
 
 use std::collections::BTreeSet;
@@ -82,13 +83,14 @@ fn storages_used(store: &Store) -> Result<BTreeSet<(BoardName, StorageName)>> {
 fn listed(steps: &[Unclaimed]) -> String {
     let mut out = String::new();
     for u in steps.iter().take(MOST_LISTED) {
-        out.push_str(&format!("  {}: {}\n", u.board, one_line(&u.label)));
+        let _ = write!(out, "  {}: {}\n", u.board, one_line(&u.label));
     }
     if steps.len() > MOST_LISTED {
-        out.push_str(&format!(
+        let _ = write!(
+            out,
             "  ... and {} more (`apply --dry-run` lists them all)\n",
             steps.len() - MOST_LISTED
-        ));
+        );
     }
     out
 }

@@ -1,5 +1,6 @@
 //! The lab's board-level commands: `lab power` and `lab image`.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -91,8 +92,10 @@ pub fn image(a: ImageArgs) -> Result<(), Error> {
     use sha2::Digest;
     let digest: String = sha2::Sha256::digest(&bytes)
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        .fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        });
     println!("{}  sha256 {digest}", path.display());
     Ok(())
 }

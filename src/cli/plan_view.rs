@@ -2,6 +2,7 @@
 //! and the schedule apply would walk, from the files and the store only.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 use super::{Selection, known_plans};
 use crate::error::{Error, Result};
@@ -191,12 +192,13 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
     for row in &v.rows {
         let cell = row.cell;
         if !row.selected {
-            table.push_str(&format!(
+            let _ = write!(
+                table,
                 "  {}  {:<22}  {}\n",
                 cell.key,
                 "skipped by --only",
                 cell.address.label()
-            ));
+            );
             continue;
         }
         let state = match &row.state {
@@ -206,24 +208,26 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             CellState::Failed { have, want, .. } => format!("failed ({have} of {want})"),
             CellState::Skipped { have, want, .. } => format!("skipped ({have} of {want})"),
         };
-        table.push_str(&format!(
+        let _ = write!(
+            table,
             "  {}  {:<22}  {}\n",
             cell.key,
             state,
             cell.address.label()
-        ));
+        );
         // What the store says of a cell is shown on one line, its controls escaped: the
         // store may be someone else's.
         if let CellState::Failed { cause, .. } = &row.state {
             let cause = shown(&cause.to_string()).into_owned();
-            table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
+            let _ = write!(table, "  {:<32}  last failure: {cause}\n", "");
         }
         if let CellState::Skipped { reason, .. } = &row.state {
-            table.push_str(&format!(
+            let _ = write!(
+                table,
                 "  {:<32}  skipped by the last apply: {} (apply checks again)\n",
                 "",
                 shown(reason)
-            ));
+            );
         }
         why_lines(&mut table, row.why.as_ref());
         if let Some(changes) = &row.drift {
@@ -275,17 +279,19 @@ pub fn not_applicable(all_plans: &[(&Scenario, Plan)], most: usize, prefix: &str
     let skipped: Vec<&plan::Skipped> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
     let mut out = String::new();
     for s in skipped.iter().take(most) {
-        out.push_str(&format!(
+        let _ = write!(
+            out,
             "{prefix}{} [{}]\n",
             s.address.label(),
             shown(&s.reason)
-        ));
+        );
     }
     if skipped.len() > most {
-        out.push_str(&format!(
+        let _ = write!(
+            out,
             "  ... and {} more (`benchpipe plan` lists them all)\n",
             skipped.len() - most
-        ));
+        );
     }
     out
 }
@@ -304,24 +310,26 @@ fn drift_line(table: &mut String, changes: &[plan::diff::Change], on: OnDrift, c
         (OnDrift::Keep, _) => "--on-drift keep: its runs stay and count",
         (OnDrift::Redo, _) => "--on-drift redo: measured again",
     };
-    table.push_str(&format!(
+    let _ = write!(
+        table,
         "  {:<32}  ! drift: the board changed since these runs ({}); {what}\n",
         "",
         plan::drift::summary(changes)
-    ));
+    );
 }
 
 fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
     match why {
         None => {}
         Some(plan::diff::Why::New) => {
-            table.push_str(&format!("  {:<32}  + new: no stored cell like it\n", ""));
+            let _ = write!(table, "  {:<32}  + new: no stored cell like it\n", "");
         }
         Some(plan::diff::Why::Redo) => {
-            table.push_str(&format!(
+            let _ = write!(
+                table,
                 "  {:<32}  ! redo: stored runs kept but no longer counted\n",
                 ""
-            ));
+            );
         }
         Some(plan::diff::Why::Changed {
             nearest,
@@ -335,21 +343,23 @@ fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
             };
             let n = diff.total();
             if n == 0 {
-                table.push_str(&format!(
+                let _ = write!(
+                    table,
                     "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed\n",
                     ""
-                ));
+                );
                 return;
             }
-            table.push_str(&format!(
+            let _ = write!(
+                table,
                 "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:\n",
                 ""
-            ));
+            );
             for c in &diff.changes {
-                table.push_str(&format!("  {:<32}      {c}\n", ""));
+                let _ = write!(table, "  {:<32}      {c}\n", "");
             }
             if diff.more > 0 {
-                table.push_str(&format!("  {:<32}      ... and {} more\n", "", diff.more));
+                let _ = write!(table, "  {:<32}      ... and {} more\n", "", diff.more);
             }
         }
     }

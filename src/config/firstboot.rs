@@ -3,6 +3,7 @@
 //! user-data, a network-config) are read here, bounded, so that `plan` stays pure.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -232,8 +233,10 @@ fn attachment(
     }
     let sha256 = Sha256::digest(text.as_bytes())
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        .fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        });
     Some(Attachment { text, sha256 })
 }
 

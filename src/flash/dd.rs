@@ -7,6 +7,7 @@
 //! (symlinks such as `/dev/disk/by-id/...` resolved, partitions and holders listed) and
 //! mount listing, so flashing refuses exactly what formatting refuses, and more.
 
+use std::fmt::Write as _;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
@@ -498,5 +499,8 @@ pub(super) fn digest_of(
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }

@@ -1,5 +1,6 @@
 //! A lab board's own parts: its keys, its sshd and the board file that declares it.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -90,11 +91,12 @@ pub(super) fn launch(board: &LabBoard, sshd: &Path, up: &super::power::Up) -> Re
     let log = board.sshd_config.with_file_name("sshd.log");
     let mut binds = String::new();
     for (file, over) in &up.binds {
-        binds.push_str(&format!(
+        let _ = write!(
+            binds,
             "if [ -f {o} ]; then mount --bind {f} {o} || exit 1; fi\n",
             f = sh(&file.to_string_lossy()),
             o = sh(over)
-        ));
+        );
     }
     // `ip netns exec` gives sshd a mount namespace holding copies of every mount of the
     // moment; on a host whose root is private (containers), those copies never see the
@@ -212,7 +214,8 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
                 )),
             ),
         };
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "\n{flash}\
              \n\
              [power]\n\
@@ -229,7 +232,7 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             name = toml_str(&boot.name),
             path = toml_str(&boot.path),
             model = toml_str("loop device on a sparse file (the lab's boot disk)"),
-        ));
+        );
     }
     s.push_str(&format!(
         "\n# The links tests reach the board over (`network = [\"lan\", \"wifi\"]` in a\n\
@@ -245,7 +248,8 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
         toml_str("veth pair to the controller"),
     ));
     if let Some(w) = &board.wifi {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "\n[[network]]\n\
              name = \"wifi\"\n\
              address = {}\n\
@@ -258,10 +262,11 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
                 "veth pair shaped by tc tbf to {} Mbit/s each way (a stand-in for Wi-Fi)",
                 w.rate_mbit
             )),
-        ));
+        );
     }
     for d in &board.disks {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "\n[[storage]]\n\
              name = {}\n\
              role = \"scratch\"\n\
@@ -276,10 +281,10 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             } else {
                 "loop device on a sparse file"
             }),
-        ));
+        );
         // A loop device has no serial; its size (its file's) tells it from another.
         if let Ok(m) = fs::metadata(&d.file) {
-            s.push_str(&format!("size = {}\n", m.len()));
+            let _ = write!(s, "size = {}\n", m.len());
         }
     }
     s
@@ -331,11 +336,12 @@ fn power_cycle_command(board: &LabBoard, info: &LabInfo, root: &Path) -> String 
         sh(&root.to_string_lossy())
     );
     if info.prefix != defaults.prefix || info.board_prefix != defaults.board_prefix {
-        cmd.push_str(&format!(
+        let _ = write!(
+            cmd,
             " --prefix {} --board-prefix {}",
             sh(&info.prefix),
             sh(&info.board_prefix)
-        ));
+        );
     }
     cmd
 }

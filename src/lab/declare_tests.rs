@@ -1,6 +1,7 @@
 //! Unit tests of `lab::declare`: each kind of declaration, and hostile ones.
 
 use super::*;
+use std::fmt::Write as _;
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHKzdBGCekknKp0Hfq8lXL4QkNTf9Z0BGGfN8LXRs7l6";
@@ -127,9 +128,10 @@ fn a_yaml_alias_bomb_is_refused_quickly() {
     );
     let mut prev = 'a';
     for c in 'b'..='z' {
-        ud.push_str(&format!(
+        let _ = write!(
+            ud,
             "{c}: &{c} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"
-        ));
+        );
         prev = c;
     }
     let (_, log) = run(&[("user-data", &ud)], None);

@@ -4,6 +4,7 @@
 use super::*;
 use crate::lab::declare::{Declared, Sources, User, declared};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHKzdBGCekknKp0Hfq8lXL4QkNTf9Z0BGGfN8LXRs7l6";
@@ -33,9 +34,9 @@ fn multipart(parts: &[(&str, &str)]) -> String {
     );
     for (headers, body) in parts {
         if headers.is_empty() {
-            s.push_str(&format!("--BND\n\n{body}\n"))
+            let _ = write!(s, "--BND\n\n{body}\n");
         } else {
-            s.push_str(&format!("--BND\n{headers}\n\n{body}\n"))
+            let _ = write!(s, "--BND\n{headers}\n\n{body}\n");
         }
     }
     s.push_str("--BND--\nepilogue\n");

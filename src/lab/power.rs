@@ -25,6 +25,7 @@
 //!   filesystem (its UUID); the lab's known_hosts keeps the old one.
 //! - `no-boot`: the board never comes back (sshd is not started).
 
+use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -276,12 +277,12 @@ fn write_boot(
         let mut text: String = machine
             .lines()
             .filter(|l| !aliases.contains(&l.split(':').next().unwrap_or("")))
-            .map(|l| format!("{l}\n"))
-            .collect();
+            .fold(String::new(), |mut out, l| {
+                let _ = write!(out, "{l}\n");
+                out
+            });
         for a in &aliases {
-            text.push_str(&format!(
-                "{a}:x:0:0:benchpipe lab board user:/root:/bin/sh\n"
-            ));
+            let _ = write!(text, "{a}:x:0:0:benchpipe lab board user:/root:/bin/sh\n");
         }
         let file = this.join("passwd");
         state::write_new(&file, text.as_bytes(), 0o644)?;

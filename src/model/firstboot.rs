@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -218,7 +219,10 @@ impl Preparation {
         h.update(DERIVATION.as_bytes());
         h.update([0u8]);
         h.update(canonical_bytes(&tree));
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        h.finalize().iter().fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
     }
 }
 

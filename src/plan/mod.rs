@@ -6,6 +6,7 @@
 //! (a storage the board lacks, formatting a storage with no device) are kept aside
 //! with the reason, so `plan` can say why they are not there.
 
+use std::fmt::Write as _;
 mod bound;
 pub mod canonical;
 pub mod diff;
@@ -78,15 +79,15 @@ impl Address {
     pub fn label(&self) -> String {
         let mut s = format!("{} on {}", self.test, self.board);
         if let Some(st) = &self.storage {
-            s.push_str(&format!(" {st}"));
+            let _ = write!(s, " {st}");
             if let Some(fs) = &self.filesystem {
-                s.push_str(&format!("/{fs}"));
+                let _ = write!(s, "/{fs}");
             }
         }
         if let Some(n) = &self.network {
-            s.push_str(&format!(" over {n}"));
+            let _ = write!(s, " over {n}");
         }
-        s.push_str(&format!(" ({})", self.image));
+        let _ = write!(s, " ({})", self.image);
         s
     }
 

@@ -3,6 +3,7 @@
 //! Pure: the caller passes both sides' plans and store contents in.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -278,16 +279,17 @@ pub fn markdown(a: &Across) -> String {
             Presence::OnlyCandidate => only_c.push(name),
             Presence::Ambiguous => ambiguous.push(name),
             Presence::Both => {
-                out.push_str(&format!("\n## {}\n\n", e(&name)));
+                let _ = write!(out, "\n## {}\n\n", e(&name));
                 for ch in &c.changes {
-                    out.push_str(&format!("- differs: {}\n", e(ch)));
+                    let _ = write!(out, "- differs: {}\n", e(ch));
                 }
                 if !c.changes.is_empty() {
                     out.push('\n');
                 }
                 out.push_str("| metric | runs | difference | verdict |\n|---|---|---|---|\n");
                 for r in &c.rows {
-                    out.push_str(&format!(
+                    let _ = write!(
+                        out,
                         "| {} ({}) | {} vs {} | {} | {} |\n",
                         e(&r.metric),
                         e(&r.unit),
@@ -295,16 +297,16 @@ pub fn markdown(a: &Across) -> String {
                         r.candidate_n,
                         e(&r.difference),
                         e(&r.verdict_text)
-                    ));
+                    );
                 }
             }
         }
     }
     let list = |out: &mut String, title: String, items: &[String]| {
         if !items.is_empty() {
-            out.push_str(&format!("\n## {title}\n\n"));
+            let _ = write!(out, "\n## {title}\n\n");
             for i in items {
-                out.push_str(&format!("- {}\n", e(i)));
+                let _ = write!(out, "- {}\n", e(i));
             }
         }
     };

@@ -2,6 +2,8 @@
 //! scenario's own tables (`[[report.table]]`), whose columns can come from several tests
 //! and whose pivot axis turns values into columns (boards as rows, storage as columns).
 
+use std::fmt::Write as _;
+
 use super::cells::View;
 use super::chart::{Bar, ChartLabels, ChartTitle};
 use super::format::{mean_ci, number};
@@ -220,7 +222,7 @@ pub(super) fn build<'a>(
             let unit = w.metric.unit.as_str();
             let says_unit = w.label == unit || w.label.ends_with(&format!(" {unit}"));
             if !unit.is_empty() && !says_unit {
-                header.push_str(&format!(" ({})", w.metric.unit));
+                let _ = write!(header, " ({})", w.metric.unit);
             }
             if !one_direction {
                 header.push_str(match w.metric.better {
@@ -419,7 +421,6 @@ fn judged_stat(
         };
     };
     // Written piece by piece: a big report has tens of thousands of these.
-    use std::fmt::Write as _;
     let mut note = String::with_capacity(32);
     let _ = write!(note, "n={}", s.n);
     match (flagged, excluded) {

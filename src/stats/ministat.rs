@@ -3,6 +3,7 @@
 //! reads the files.
 
 use serde::Serialize;
+use std::fmt::Write as _;
 
 use super::{
     Comparison, DEFAULT_NOISE_BAND, DEFAULT_WIDE_CI, Incomparable, OUTLIER_RULE, OutlierCount,
@@ -357,47 +358,51 @@ fn render_text(doc: &Document) -> String {
         }
     }
     if !notes.is_empty() {
-        out.push_str(&format!(
+        let _ = write!(
+            out,
             "\noutliers: {} ({})\n",
             notes.join(", "),
             doc.outlier_rule
-        ));
+        );
     }
     for f in &doc.files {
         if let Some(w) = &f.wide {
-            out.push_str(&format!(
+            let _ = write!(
+                out,
                 "\nwarning: {}: the {} CI is ±{}% of the mean, wider than ±{}%; {} values at this spread would narrow it\n",
                 f.name,
                 pct(doc.confidence),
                 num(w.half_rel * 100.0),
                 pct(w.limit),
                 w.runs_needed.text()
-            ));
+            );
         }
     }
     for c in &doc.comparisons {
         out.push('\n');
-        out.push_str(&format!("{} vs {}:\n", c.candidate, c.baseline));
+        let _ = write!(out, "{} vs {}:\n", c.candidate, c.baseline);
         if let (Some(r), Some(df), Some(p)) = (c.ratio, c.df, c.p) {
             let t = c.t.map_or("±inf".to_string(), num);
-            out.push_str(&format!("  difference {}\n", c.difference));
+            let _ = write!(out, "  difference {}\n", c.difference);
             let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), num);
-            out.push_str(&format!(
+            let _ = write!(
+                out,
                 "  ratio {} ({} CI {} .. {}, Fieller)\n",
                 num(r),
                 pct(doc.confidence),
                 bound(c.ratio_ci_low),
                 bound(c.ratio_ci_high)
-            ));
-            out.push_str(&format!(
+            );
+            let _ = write!(
+                out,
                 "  Welch t = {t}, df = {}, p = {}\n",
                 num(df),
                 p_value(p)
-            ));
-            out.push_str(&format!("  {}\n", c.text));
+            );
+            let _ = write!(out, "  {}\n", c.text);
         } else {
             let note = c.note.as_deref().unwrap_or("not comparable");
-            out.push_str(&format!("  not comparable: {note}\n"));
+            let _ = write!(out, "  not comparable: {note}\n");
         }
     }
     out

@@ -4,6 +4,7 @@
 //! Callers build command strings with `quote::sh` or the template engine, which quote
 //! every value; a transport runs the string with `sh -c` semantics and nothing more.
 
+use std::fmt::Write as _;
 pub mod capture;
 pub mod connector;
 pub mod fake;
@@ -204,7 +205,10 @@ pub fn random_hex<const N: usize>() -> String {
             *b = *c;
         }
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// Ends every command running now, locally and on boards (Ctrl-C): local process

@@ -5,6 +5,7 @@
 //! a client runs on a peer board; afterwards no server, guard or deployed process is
 //! left on any member or the controller, also when a member is lost mid-run.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -130,7 +131,7 @@ fn left_on_boards(lab: &Lab, n: usize, names: &[&str]) -> String {
                     .into_iter()
                     .rev()
                     .collect();
-                left.push_str(&format!("{pid} ...{cmd}\n"));
+                let _ = write!(left, "{pid} ...{cmd}\n");
             }
         }
         if left.is_empty() || t0.elapsed() > Duration::from_secs(20) {
@@ -895,7 +896,7 @@ fn fake_replies(command: &str) -> benchpipe::transport::fake::Reply {
             l.starts_with("printf '\\n%s %s <==\\n' '==> benchpipe-") && !l.contains(">&2")
         }) {
             let marker = line.split('\'').nth(3).unwrap();
-            out.push_str(&format!("\n{marker} 0 <==\n{{\"v\": 2}}\n"));
+            let _ = write!(out, "\n{marker} 0 <==\n{{\"v\": 2}}\n");
         }
         return Reply::Ok(out);
     }

@@ -4,6 +4,7 @@
 //! facts and its board state; a second apply flashes and measures nothing. They need
 //! root (the lab); without it they fail loudly.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::Value;
@@ -31,7 +32,8 @@ fn workspace(root: &Path, clusters: &[&str], matrix: &str) {
             continue;
         }
         let sha = file_sha256(&path);
-        text += &format!(
+        let _ = write!(
+            text,
             "[images.{name}]\npath = \"images/{file}\"\nsha256 = \"{sha}\"\n\
              [images.{name}.expect]\nos_release = {{ ID = \"bpflash\", VERSION_ID = \"{version}\" }}\n\
              [images.{name}.firstboot]\nkind = \"cloud-init\"\nuser = \"bench\"\nsudo = true\n"
@@ -41,7 +43,8 @@ fn workspace(root: &Path, clusters: &[&str], matrix: &str) {
         text += c;
         text += "\n";
     }
-    text += &format!(
+    let _ = write!(
+        text,
         "[matrix]\n{matrix}\ntest = [\"iperf3-all-boards\"]\n\
          [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 2, max = 2 }}\n\
          [params.iperf3-all-boards]\nseconds = 1\n"

@@ -5,6 +5,7 @@
 //! systemctl again while it says `starting`. They need root (loop devices, the lab).
 
 use crate::lab::sh;
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -86,7 +87,10 @@ fn sparse_image(dir: &Path) -> (PathBuf, Bmap) {
 fn no_progress(_: Progress) {}
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    b.iter().fold(String::new(), |mut out, x| {
+        let _ = write!(out, "{x:02x}");
+        out
+    })
 }
 
 /// The first block no range of `b` covers.

@@ -3,6 +3,7 @@
 //! booting what was flashed. They need root; without it they fail loudly.
 
 use crate::lab::sh;
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -121,7 +122,10 @@ impl Drop for DevLink {
 }
 
 fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    b.iter().fold(String::new(), |mut out, x| {
+        let _ = write!(out, "{x:02x}");
+        out
+    })
 }
 
 pub(crate) fn file_sha256(p: &Path) -> String {
@@ -766,12 +770,13 @@ version = { from = "version", unit = "VERSION_ID", better = "higher" }
     let mut tables = String::new();
     let mut names = Vec::new();
     for (image, file, version) in images {
-        tables.push_str(&format!(
+        let _ = write!(
+            tables,
             "[images.{image}]\npath = \"{}\"\nsha256 = \"{}\"\n\
              [images.{image}.expect]\nos_release = {{ ID = \"bpflash\", VERSION_ID = \"{version}\" }}\n",
             file.display(),
             file_sha256(file)
-        ));
+        );
         names.push(format!("\"{image}\""));
     }
     std::fs::write(

@@ -45,6 +45,7 @@
 //! planted there: the case fails if anything in that directory changed, appeared or was
 //! written through a link while its commands ran.
 
+use std::fmt::Write as _;
 mod server;
 
 use std::collections::BTreeMap;
@@ -555,8 +556,10 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
                     String::from_utf8_lossy(&b[..b.len().min(60)]),
                     sha2::Sha256::digest(&b)
                         .iter()
-                        .map(|x| format!("{x:02x}"))
-                        .collect::<String>()
+                        .fold(String::new(), |mut out, x| {
+                            let _ = write!(out, "{x:02x}");
+                            out
+                        })
                 ),
                 Err(err) => format!("unreadable file: {err}"),
             },

@@ -1,6 +1,7 @@
 //! Integration tests: lab. The virtual lab and the SSH transport against real sshds in
 //! network namespaces. They need root; without it they fail loudly, never pass.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -595,8 +596,10 @@ fn every_cipher_carries_uploads_and_output_intact_with_the_patched_libssh2() {
     let hex = |bytes: &[u8]| -> String {
         Sha256::digest(bytes)
             .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+            .fold(String::new(), |mut out, b| {
+                let _ = write!(out, "{b:02x}");
+                out
+            })
     };
     let want = hex(&data);
     for cipher in [

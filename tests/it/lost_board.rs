@@ -6,6 +6,7 @@
 //! session is gone, so no process outlives it. Once the board is back, the next apply
 //! measures its cells and leaves nothing either.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -85,7 +86,7 @@ fn tmpfs_left(board: &LabBoard) -> String {
         }
         let info = std::fs::read_to_string(e.path().join("mountinfo")).unwrap_or_default();
         for l in info.lines().filter(|l| l.contains(" tmpfs benchpipe-")) {
-            left.push_str(&format!("{pid}: {l}\n"));
+            let _ = write!(left, "{pid}: {l}\n");
         }
     }
     left

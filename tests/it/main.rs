@@ -1,6 +1,7 @@
 //! The one integration-test binary. Each module is one area; cases are data-driven
 //! where the area allows.
 
+use std::fmt::Write as _;
 mod burnin;
 mod cluster;
 mod cluster_cells;
@@ -88,7 +89,7 @@ pub fn processes_matching(needles: &[&str]) -> String {
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
         let zombie = stat.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'));
         if needles.iter().any(|n| cmd.contains(n)) && !zombie {
-            found.push_str(&format!("{pid} {cmd}\n"));
+            let _ = write!(found, "{pid} {cmd}\n");
         }
     }
     found

@@ -5,6 +5,7 @@
 //! switches each fake to its load value while it runs and back to idle after.
 
 use crate::lab::bp;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::lab::Lab;
@@ -103,7 +104,7 @@ fn add_meter(lab: &Lab, i: usize, meter: &str) {
         lab.root.join(&b.board_file)
     };
     let mut text = std::fs::read_to_string(&file).unwrap();
-    text.push_str(&format!("\n[meter]\n{meter}idle = \"2s\"\n"));
+    let _ = write!(text, "\n[meter]\n{meter}idle = \"2s\"\n");
     std::fs::write(&file, text).unwrap();
 }
 

@@ -2,6 +2,7 @@
 //! per-board connect timeouts, pinned host keys, jump hosts and sudo, against the lab's
 //! real sshds in network namespaces.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -564,8 +565,10 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
         .unwrap()
         .lines()
         .filter(|l| l.starts_with(&format!("{board_addr} ")))
-        .map(|l| format!("{l}\n"))
-        .collect();
+        .fold(String::new(), |mut out, l| {
+            let _ = write!(out, "{l}\n");
+            out
+        });
     let kh = lab.root.join("known_hosts_board_0");
     std::fs::write(&kh, only_board_0).unwrap();
     let mut target = lab.target(0);

@@ -3,6 +3,7 @@
 //! controls, signals only services it started, keeps no more output than a bound, and
 //! leaves no process of a command behind, whatever the board user's login shell.
 
+use std::fmt::Write as _;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -489,10 +490,11 @@ fn a_board_user_whose_login_shell_is_tcsh_runs_commands_under_sh() {
     let public = std::fs::read_to_string(lab.info.identity.with_extension("pub")).unwrap();
     std::fs::write(keys.join("authorized_keys"), public).unwrap();
     let mut config = std::fs::read_to_string(&board.sshd_config).unwrap();
-    config.push_str(&format!(
+    let _ = write!(
+        config,
         "Match User {user}\n    AuthorizedKeysFile {}/authorized_keys\n",
         keys.display()
-    ));
+    );
     std::fs::write(&board.sshd_config, config).unwrap();
     benchpipe::lab::kill_sshd(&board).unwrap();
     benchpipe::lab::start_sshd(&board).unwrap();

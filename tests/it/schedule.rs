@@ -4,6 +4,7 @@
 //! exact steps walked, their order and their fate, and `plan --json` must show the
 //! same steps apply walks. The real lab tests (lab::, storage::, parallel::) stay.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,10 +66,10 @@ parse = "json"
 v = { from = "v", unit = "s", better = "lower" }
 "#,
     );
-    let image_tables: String = images
-        .iter()
-        .map(|i| format!("[images.{i}]\ninstalled = true\n"))
-        .collect();
+    let image_tables: String = images.iter().fold(String::new(), |mut out, i| {
+        let _ = write!(out, "[images.{i}]\ninstalled = true\n");
+        out
+    });
     let list = |v: &[&str]| {
         v.iter()
             .map(|s| format!("\"{s}\""))
@@ -238,17 +239,21 @@ fn fake_transport_blocked_walk_formats_each_image_and_filesystem_once() {
     let mut want = BOARD_START.to_string();
     for image in ["os1", "os2"] {
         for fs in ["ext4", "btrfs"] {
-            want.push_str(&format!("format sd as {fs} ({image}) on /dev/fake-sd (no serial declared, no size declared) [ran]\n"));
+            let _ = write!(
+                want,
+                "format sd as {fs} ({image}) on /dev/fake-sd (no serial declared, no size declared) [ran]\n"
+            );
             want.push_str(&alpha_blocked(image, fs));
         }
-        want.push_str(&format!(
+        let _ = write!(
+            want,
             "open beta [ran]
              cool-down: none [ran]
              warm up beta (1 run(s)) [ran]
              measure 2 run(s), blocked [ran]
              = done beta on b1 ({image})
             "
-        ));
+        );
     }
     assert_steps(&w.of("b1"), &want);
     assert_eq!(w.outcome.completed, 6);
@@ -283,7 +288,8 @@ fn fake_transport_interleaved_walk_takes_turns_within_each_mount() {
     );
     let mut want = BOARD_START.to_string();
     for fs in ["ext4", "btrfs"] {
-        want.push_str(&format!(
+        let _ = write!(
+            want,
             "format sd as {fs} (os1) on /dev/fake-sd (no serial declared, no size declared) [ran]
              set up alpha (1 command(s)) [ran]
              start srv for alpha [ran]
@@ -296,7 +302,7 @@ fn fake_transport_interleaved_walk_takes_turns_within_each_mount() {
              unmount sd ({fs}) [ran]
              = done alpha on b1 sd/{fs} (os1)
             "
-        ));
+        );
     }
     want.push_str(
         "open beta [ran]

@@ -4,6 +4,7 @@
 //! smbclient and nfs-cat on the controller; afterwards no server of theirs runs and
 //! nothing of theirs is mounted, after a success and after a failed run.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use benchpipe::lab::{DROP_COPIED_LOOP_MOUNTS, LabBoard};
@@ -221,8 +222,10 @@ pub(crate) fn clients_left(board: &LabBoard) -> String {
     crate::processes_matching(&["curl", "smbclient", "nfs-cat"])
         .lines()
         .filter(|l| l.contains(&host))
-        .map(|l| format!("{l}\n"))
-        .collect()
+        .fold(String::new(), |mut out, l| {
+            let _ = write!(out, "{l}\n");
+            out
+        })
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! (the same bytes from every awk, compressing like text) and, on real lab boards, the
 //! tmpfs it makes and removes, after a success, a failure and an interrupt.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -64,8 +65,10 @@ fn corpus_with(awk_command: &str, mib: i64) -> Vec<u8> {
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+        .fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
 }
 
 /// Two boards get the same corpus whatever awk they have (Debian's and Raspberry Pi

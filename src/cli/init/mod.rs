@@ -6,6 +6,7 @@
 //! refused unless `--accept-new-host-key`, which records it in the workspace's own
 //! known_hosts that the board file then names; a changed key is always refused.
 
+use std::fmt::Write as _;
 mod render;
 
 use std::path::{Path, PathBuf};
@@ -469,10 +470,7 @@ fn summary(p: &Probed) -> String {
 fn next_steps(dir: &Path, no_boards: bool) -> String {
     let mut s = String::from("\nNext:\n");
     if dir != Path::new(".") {
-        s.push_str(&format!(
-            "  cd {}\n",
-            one_line(&quote::sh(&dir.to_string_lossy()))
-        ));
+        let _ = write!(s, "  cd {}\n", one_line(&quote::sh(&dir.to_string_lossy())));
     }
     if no_boards {
         s.push_str(
@@ -481,7 +479,7 @@ fn next_steps(dir: &Path, no_boards: bool) -> String {
         );
     }
     for c in ["check", "apply --dry-run", "apply"] {
-        s.push_str(&format!("  benchpipe {c} {}\n", render::SCENARIO));
+        let _ = write!(s, "  benchpipe {c} {}\n", render::SCENARIO);
     }
     s
 }

@@ -2,6 +2,7 @@
 //! (hostile ones too) checking as written and once uncommented.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::render::{self, Reach};
@@ -292,8 +293,10 @@ fn the_example_board_checks_once_uncommented() {
             l.strip_prefix("# ")
                 .unwrap_or(if l == "#" { "" } else { l })
         })
-        .map(|l| format!("{l}\n"))
-        .collect();
+        .fold(String::new(), |mut out, l| {
+            let _ = write!(out, "{l}\n");
+            out
+        });
     let d = workspace("example", &[("pi4-1", text.clone())]);
     assert_eq!(check(&d), Ok(vec![]), "{text}");
     let _ = std::fs::remove_dir_all(&d);

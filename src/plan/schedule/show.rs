@@ -2,6 +2,7 @@
 
 use super::{Action, BoardAction, CellAction, ClusterAction, Hold, Schedule, WalkAction};
 use crate::model::{Cooldown, RunOrder, TestName};
+use std::fmt::Write as _;
 
 impl Action {
     /// A short line for people: `mount usb as btrfs-lzo`.
@@ -187,33 +188,34 @@ impl Schedule {
         let mut out = String::new();
         for b in &self.boards {
             if b.members.is_empty() {
-                out.push_str(&format!("board {}: {} step(s)\n", b.board, b.steps.len()));
+                let _ = write!(out, "board {}: {} step(s)\n", b.board, b.steps.len());
             } else {
-                out.push_str(&format!(
+                let _ = write!(
+                    out,
                     "cluster {} ({}): {} step(s)\n",
                     b.board,
                     join_boards(&b.members),
                     b.steps.len()
-                ));
+                );
             }
             for (i, s) in b.steps.iter().enumerate() {
                 let side = s.side.name();
                 let mut line = format!("  {:>3}. {:<width$} {:<10}", i + 1, s.action.label(), side);
                 if s.cells.len() == 1 {
-                    line.push_str(&format!(" cell {}", &s.cells[0].as_str()[..12]));
+                    let _ = write!(line, " cell {}", &s.cells[0].as_str()[..12]);
                 } else {
-                    line.push_str(&format!(" {} cell(s)", s.cells.len()));
+                    let _ = write!(line, " {} cell(s)", s.cells.len());
                 }
                 if let Some(e) = s.estimate_seconds.filter(|e| *e > 0.0) {
-                    line.push_str(&format!(", ~{e:.0}s"));
+                    let _ = write!(line, ", ~{e:.0}s");
                 }
                 if !s.resources.is_empty() {
-                    line.push_str(&format!(", holds {}", s.resources.join(", ")));
+                    let _ = write!(line, ", holds {}", s.resources.join(", "));
                 }
                 out.push_str(line.trim_end());
                 out.push('\n');
                 if let Some(n) = note(&b.board, s) {
-                    out.push_str(&format!("       {n}\n"));
+                    let _ = write!(out, "       {n}\n");
                 }
             }
         }
