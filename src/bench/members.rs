@@ -48,7 +48,7 @@ pub fn script(dir: &str, nonce: &str, commands: &[(String, String)]) -> String {
         );
     }
     for i in 0..commands.len() {
-        let _ = write!(s, "wait \"$p{i}\"; r{i}=$?\n");
+        let _ = writeln!(s, "wait \"$p{i}\"; r{i}=$?");
     }
     s.push_str("st=0\n");
     let m = marker(nonce);

@@ -83,12 +83,12 @@ fn storages_used(store: &Store) -> Result<BTreeSet<(BoardName, StorageName)>> {
 fn listed(steps: &[Unclaimed]) -> String {
     let mut out = String::new();
     for u in steps.iter().take(MOST_LISTED) {
-        let _ = write!(out, "  {}: {}\n", u.board, one_line(&u.label));
+        let _ = writeln!(out, "  {}: {}", u.board, one_line(&u.label));
     }
     if steps.len() > MOST_LISTED {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "  ... and {} more (`apply --dry-run` lists them all)\n",
+            "  ... and {} more (`apply --dry-run` lists them all)",
             steps.len() - MOST_LISTED
         );
     }

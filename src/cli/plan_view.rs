@@ -192,9 +192,9 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
     for row in &v.rows {
         let cell = row.cell;
         if !row.selected {
-            let _ = write!(
+            let _ = writeln!(
                 table,
-                "  {}  {:<22}  {}\n",
+                "  {}  {:<22}  {}",
                 cell.key,
                 "skipped by --only",
                 cell.address.label()
@@ -208,9 +208,9 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             CellState::Failed { have, want, .. } => format!("failed ({have} of {want})"),
             CellState::Skipped { have, want, .. } => format!("skipped ({have} of {want})"),
         };
-        let _ = write!(
+        let _ = writeln!(
             table,
-            "  {}  {:<22}  {}\n",
+            "  {}  {:<22}  {}",
             cell.key,
             state,
             cell.address.label()
@@ -219,12 +219,12 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
         // store may be someone else's.
         if let CellState::Failed { cause, .. } = &row.state {
             let cause = shown(&cause.to_string()).into_owned();
-            let _ = write!(table, "  {:<32}  last failure: {cause}\n", "");
+            let _ = writeln!(table, "  {:<32}  last failure: {cause}", "");
         }
         if let CellState::Skipped { reason, .. } = &row.state {
-            let _ = write!(
+            let _ = writeln!(
                 table,
-                "  {:<32}  skipped by the last apply: {} (apply checks again)\n",
+                "  {:<32}  skipped by the last apply: {} (apply checks again)",
                 "",
                 shown(reason)
             );
@@ -279,17 +279,12 @@ pub fn not_applicable(all_plans: &[(&Scenario, Plan)], most: usize, prefix: &str
     let skipped: Vec<&plan::Skipped> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
     let mut out = String::new();
     for s in skipped.iter().take(most) {
-        let _ = write!(
-            out,
-            "{prefix}{} [{}]\n",
-            s.address.label(),
-            shown(&s.reason)
-        );
+        let _ = writeln!(out, "{prefix}{} [{}]", s.address.label(), shown(&s.reason));
     }
     if skipped.len() > most {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "  ... and {} more (`benchpipe plan` lists them all)\n",
+            "  ... and {} more (`benchpipe plan` lists them all)",
             skipped.len() - most
         );
     }
@@ -310,9 +305,9 @@ fn drift_line(table: &mut String, changes: &[plan::diff::Change], on: OnDrift, c
         (OnDrift::Keep, _) => "--on-drift keep: its runs stay and count",
         (OnDrift::Redo, _) => "--on-drift redo: measured again",
     };
-    let _ = write!(
+    let _ = writeln!(
         table,
-        "  {:<32}  ! drift: the board changed since these runs ({}); {what}\n",
+        "  {:<32}  ! drift: the board changed since these runs ({}); {what}",
         "",
         plan::drift::summary(changes)
     );
@@ -322,12 +317,12 @@ fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
     match why {
         None => {}
         Some(plan::diff::Why::New) => {
-            let _ = write!(table, "  {:<32}  + new: no stored cell like it\n", "");
+            let _ = writeln!(table, "  {:<32}  + new: no stored cell like it", "");
         }
         Some(plan::diff::Why::Redo) => {
-            let _ = write!(
+            let _ = writeln!(
                 table,
-                "  {:<32}  ! redo: stored runs kept but no longer counted\n",
+                "  {:<32}  ! redo: stored runs kept but no longer counted",
                 ""
             );
         }
@@ -343,23 +338,23 @@ fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
             };
             let n = diff.total();
             if n == 0 {
-                let _ = write!(
+                let _ = writeln!(
                     table,
-                    "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed\n",
+                    "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed",
                     ""
                 );
                 return;
             }
-            let _ = write!(
+            let _ = writeln!(
                 table,
-                "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:\n",
+                "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:",
                 ""
             );
             for c in &diff.changes {
-                let _ = write!(table, "  {:<32}      {c}\n", "");
+                let _ = writeln!(table, "  {:<32}      {c}", "");
             }
             if diff.more > 0 {
-                let _ = write!(table, "  {:<32}      ... and {} more\n", "", diff.more);
+                let _ = writeln!(table, "  {:<32}      ... and {} more", "", diff.more);
             }
         }
     }

@@ -44,7 +44,7 @@ impl Bmap {
     pub fn read_back_lines(&self) -> String {
         let bs = self.block_bytes;
         self.ranges.iter().fold(String::new(), |mut out, (s, e)| {
-            let _ = write!(out, "{} {} {}\n", s / bs, (e - s).div_ceil(bs), e - s);
+            let _ = writeln!(out, "{} {} {}", s / bs, (e - s).div_ceil(bs), e - s);
             out
         })
     }

@@ -91,9 +91,9 @@ pub(super) fn launch(board: &LabBoard, sshd: &Path, up: &super::power::Up) -> Re
     let log = board.sshd_config.with_file_name("sshd.log");
     let mut binds = String::new();
     for (file, over) in &up.binds {
-        let _ = write!(
+        let _ = writeln!(
             binds,
-            "if [ -f {o} ]; then mount --bind {f} {o} || exit 1; fi\n",
+            "if [ -f {o} ]; then mount --bind {f} {o} || exit 1; fi",
             f = sh(&file.to_string_lossy()),
             o = sh(over)
         );
@@ -284,7 +284,7 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
         );
         // A loop device has no serial; its size (its file's) tells it from another.
         if let Ok(m) = fs::metadata(&d.file) {
-            let _ = write!(s, "size = {}\n", m.len());
+            let _ = writeln!(s, "size = {}", m.len());
         }
     }
     s

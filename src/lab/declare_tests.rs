@@ -128,9 +128,9 @@ fn a_yaml_alias_bomb_is_refused_quickly() {
     );
     let mut prev = 'a';
     for c in 'b'..='z' {
-        let _ = write!(
+        let _ = writeln!(
             ud,
-            "{c}: &{c} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"
+            "{c}: &{c} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]"
         );
         prev = c;
     }

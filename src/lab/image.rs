@@ -243,7 +243,7 @@ fn root_fs(
         for e in fs::read_dir(&d).map_err(io(&d))?.flatten() {
             let p = e.path();
             if let Ok(rel) = p.strip_prefix(staging) {
-                let _ = write!(cmds, "sif /{} ctime @1700000000\n", rel.display());
+                let _ = writeln!(cmds, "sif /{} ctime @1700000000", rel.display());
             }
             if p.is_dir() {
                 dirs.push(p);

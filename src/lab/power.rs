@@ -278,11 +278,11 @@ fn write_boot(
             .lines()
             .filter(|l| !aliases.contains(&l.split(':').next().unwrap_or("")))
             .fold(String::new(), |mut out, l| {
-                let _ = write!(out, "{l}\n");
+                let _ = writeln!(out, "{l}");
                 out
             });
         for a in &aliases {
-            let _ = write!(text, "{a}:x:0:0:benchpipe lab board user:/root:/bin/sh\n");
+            let _ = writeln!(text, "{a}:x:0:0:benchpipe lab board user:/root:/bin/sh");
         }
         let file = this.join("passwd");
         state::write_new(&file, text.as_bytes(), 0o644)?;

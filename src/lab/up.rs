@@ -263,7 +263,7 @@ pub(super) fn build(
         let (Some(kind), Some(blob)) = (fields.next(), fields.next()) else {
             return Err(fail(format!("{}: not a public key", public.display())));
         };
-        let _ = write!(known_hosts, "{address} {kind} {blob}\n");
+        let _ = writeln!(known_hosts, "{address} {kind} {blob}");
         state::replace(&info.known_hosts, known_hosts.as_bytes(), 0o600)?;
 
         write_board_file(&board.board_file, &board_file(&board, info, root))?;

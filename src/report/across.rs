@@ -281,16 +281,16 @@ pub fn markdown(a: &Across) -> String {
             Presence::Both => {
                 let _ = write!(out, "\n## {}\n\n", e(&name));
                 for ch in &c.changes {
-                    let _ = write!(out, "- differs: {}\n", e(ch));
+                    let _ = writeln!(out, "- differs: {}", e(ch));
                 }
                 if !c.changes.is_empty() {
                     out.push('\n');
                 }
                 out.push_str("| metric | runs | difference | verdict |\n|---|---|---|---|\n");
                 for r in &c.rows {
-                    let _ = write!(
+                    let _ = writeln!(
                         out,
-                        "| {} ({}) | {} vs {} | {} | {} |\n",
+                        "| {} ({}) | {} vs {} | {} | {} |",
                         e(&r.metric),
                         e(&r.unit),
                         r.baseline_n,
@@ -306,7 +306,7 @@ pub fn markdown(a: &Across) -> String {
         if !items.is_empty() {
             let _ = write!(out, "\n## {title}\n\n");
             for i in items {
-                let _ = write!(out, "- {}\n", e(i));
+                let _ = writeln!(out, "- {}", e(i));
             }
         }
     };

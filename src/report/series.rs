@@ -30,9 +30,9 @@ fn panel(
         top + 18.0
     );
     if ys.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"#777\">absent on this board</text>\n",
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"#777\">absent on this board</text>",
             LEFT + 8.0,
             top + 18.0 + H / 2.0
         );
@@ -86,9 +86,9 @@ pub fn series_chart(title: &str, points: &[(f64, Option<f64>, Option<f64>)]) -> 
         t = xml(title)
     );
     for (i, line) in lines.iter().enumerate() {
-        let _ = write!(
+        let _ = writeln!(
             svg,
-            "<text class=\"title\" x=\"0\" y=\"{:.1}\" font-size=\"{TITLE_PX:.0}\" font-weight=\"bold\">{}</text>\n",
+            "<text class=\"title\" x=\"0\" y=\"{:.1}\" font-size=\"{TITLE_PX:.0}\" font-weight=\"bold\">{}</text>",
             14.0 + i as f64 * (TITLE_PX + 3.0),
             xml(line)
         );

@@ -380,29 +380,24 @@ fn render_text(doc: &Document) -> String {
     }
     for c in &doc.comparisons {
         out.push('\n');
-        let _ = write!(out, "{} vs {}:\n", c.candidate, c.baseline);
+        let _ = writeln!(out, "{} vs {}:", c.candidate, c.baseline);
         if let (Some(r), Some(df), Some(p)) = (c.ratio, c.df, c.p) {
             let t = c.t.map_or("±inf".to_string(), num);
-            let _ = write!(out, "  difference {}\n", c.difference);
+            let _ = writeln!(out, "  difference {}", c.difference);
             let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), num);
-            let _ = write!(
+            let _ = writeln!(
                 out,
-                "  ratio {} ({} CI {} .. {}, Fieller)\n",
+                "  ratio {} ({} CI {} .. {}, Fieller)",
                 num(r),
                 pct(doc.confidence),
                 bound(c.ratio_ci_low),
                 bound(c.ratio_ci_high)
             );
-            let _ = write!(
-                out,
-                "  Welch t = {t}, df = {}, p = {}\n",
-                num(df),
-                p_value(p)
-            );
-            let _ = write!(out, "  {}\n", c.text);
+            let _ = writeln!(out, "  Welch t = {t}, df = {}, p = {}", num(df), p_value(p));
+            let _ = writeln!(out, "  {}", c.text);
         } else {
             let note = c.note.as_deref().unwrap_or("not comparable");
-            let _ = write!(out, "  not comparable: {note}\n");
+            let _ = writeln!(out, "  not comparable: {note}");
         }
     }
     out

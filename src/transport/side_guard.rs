@@ -90,14 +90,14 @@ pub fn script(
     let limit = TEARDOWN_TIMEOUT.as_secs();
     for command in teardown {
         let c = quote::sh(command);
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "if command -v timeout >/dev/null 2>&1; then timeout -s KILL {limit} sh -c {c}; else sh -c {c}; fi </dev/null\n"
+            "if command -v timeout >/dev/null 2>&1; then timeout -s KILL {limit} sh -c {c}; else sh -c {c}; fi </dev/null"
         );
     }
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "for pf in {}/*.pid; do [ -e \"$pf\" ] || continue; [ \"$pf\" = {} ] && continue; stop_group \"$pf\"; done\n",
+        "for pf in {}/*.pid; do [ -e \"$pf\" ] || continue; [ \"$pf\" = {} ] && continue; stop_group \"$pf\"; done",
         quote::sh(&services),
         quote::sh(&own)
     );

@@ -131,7 +131,7 @@ fn left_on_boards(lab: &Lab, n: usize, names: &[&str]) -> String {
                     .into_iter()
                     .rev()
                     .collect();
-                let _ = write!(left, "{pid} ...{cmd}\n");
+                let _ = writeln!(left, "{pid} ...{cmd}");
             }
         }
         if left.is_empty() || t0.elapsed() > Duration::from_secs(20) {

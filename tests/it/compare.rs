@@ -196,7 +196,7 @@ fn feed_recipe(p: &Project) -> String {
 fn feed(p: &Project, values: &[f64]) {
     let feed = p.dir.join("feed");
     let lines: String = values.iter().fold(String::new(), |mut out, v| {
-        let _ = write!(out, "{v}\n");
+        let _ = writeln!(out, "{v}");
         out
     });
     std::fs::write(feed.join("values"), lines).unwrap();

@@ -86,7 +86,7 @@ fn tmpfs_left(board: &LabBoard) -> String {
         }
         let info = std::fs::read_to_string(e.path().join("mountinfo")).unwrap_or_default();
         for l in info.lines().filter(|l| l.contains(" tmpfs benchpipe-")) {
-            let _ = write!(left, "{pid}: {l}\n");
+            let _ = writeln!(left, "{pid}: {l}");
         }
     }
     left

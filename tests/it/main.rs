@@ -89,7 +89,7 @@ pub fn processes_matching(needles: &[&str]) -> String {
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
         let zombie = stat.rsplit(") ").next().is_some_and(|r| r.starts_with('Z'));
         if needles.iter().any(|n| cmd.contains(n)) && !zombie {
-            let _ = write!(found, "{pid} {cmd}\n");
+            let _ = writeln!(found, "{pid} {cmd}");
         }
     }
     found

@@ -566,7 +566,7 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
         .lines()
         .filter(|l| l.starts_with(&format!("{board_addr} ")))
         .fold(String::new(), |mut out, l| {
-            let _ = write!(out, "{l}\n");
+            let _ = writeln!(out, "{l}");
             out
         });
     let kh = lab.root.join("known_hosts_board_0");

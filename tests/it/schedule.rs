@@ -239,9 +239,9 @@ fn fake_transport_blocked_walk_formats_each_image_and_filesystem_once() {
     let mut want = BOARD_START.to_string();
     for image in ["os1", "os2"] {
         for fs in ["ext4", "btrfs"] {
-            let _ = write!(
+            let _ = writeln!(
                 want,
-                "format sd as {fs} ({image}) on /dev/fake-sd (no serial declared, no size declared) [ran]\n"
+                "format sd as {fs} ({image}) on /dev/fake-sd (no serial declared, no size declared) [ran]"
             );
             want.push_str(&alpha_blocked(image, fs));
         }

@@ -223,7 +223,7 @@ pub(crate) fn clients_left(board: &LabBoard) -> String {
         .lines()
         .filter(|l| l.contains(&host))
         .fold(String::new(), |mut out, l| {
-            let _ = write!(out, "{l}\n");
+            let _ = writeln!(out, "{l}");
             out
         })
 }

@@ -457,7 +457,7 @@ fn adaptive_rule_walks_a_sample_stream() {
 
 fn lines_of(xs: &[f64]) -> String {
     xs.iter().fold(String::new(), |mut out, x| {
-        let _ = write!(out, "{x}\n");
+        let _ = writeln!(out, "{x}");
         out
     })
 }

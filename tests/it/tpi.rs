@@ -64,9 +64,9 @@ fn install_fake_tpi(lab: &Lab, bmc: usize, nodes: &[usize], dir: &Path, log: &Pa
     let mut cases = String::new();
     for (i, &b) in nodes.iter().enumerate() {
         let board = lab.board(b);
-        let _ = write!(
+        let _ = writeln!(
             cases,
-            "  {n}) dev={dev}; power={power};;\n",
+            "  {n}) dev={dev}; power={power};;",
             n = i + 1,
             dev = quote::sh(&board.boot.as_ref().unwrap().device),
             power = quote::sh(&lab_power_as_controller(board)),

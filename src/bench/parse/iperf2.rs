@@ -172,7 +172,7 @@ mod tests {
             csv.lines()
                 .filter(|l| !l.contains(",-1,"))
                 .fold(String::new(), |mut out, l| {
-                    let _ = write!(out, "{l}\n");
+                    let _ = writeln!(out, "{l}");
                     out
                 });
         let err = parse_iperf2(&no_sum).unwrap_err().0;

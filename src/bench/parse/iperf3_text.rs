@@ -228,7 +228,7 @@ mod tests {
             text.lines()
                 .filter(|l| !l.starts_with("[SUM]"))
                 .fold(String::new(), |mut out, l| {
-                    let _ = write!(out, "{l}\n");
+                    let _ = writeln!(out, "{l}");
                     out
                 });
         let err = parse_iperf3_text(&no_sum).unwrap_err().0;

@@ -470,7 +470,7 @@ fn summary(p: &Probed) -> String {
 fn next_steps(dir: &Path, no_boards: bool) -> String {
     let mut s = String::from("\nNext:\n");
     if dir != Path::new(".") {
-        let _ = write!(s, "  cd {}\n", one_line(&quote::sh(&dir.to_string_lossy())));
+        let _ = writeln!(s, "  cd {}", one_line(&quote::sh(&dir.to_string_lossy())));
     }
     if no_boards {
         s.push_str(
@@ -479,7 +479,7 @@ fn next_steps(dir: &Path, no_boards: bool) -> String {
         );
     }
     for c in ["check", "apply --dry-run", "apply"] {
-        let _ = write!(s, "  benchpipe {c} {}\n", render::SCENARIO);
+        let _ = writeln!(s, "  benchpipe {c} {}", render::SCENARIO);
     }
     s
 }

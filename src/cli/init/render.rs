@@ -77,9 +77,9 @@ pub fn workdir(name: &str) -> String {
 pub fn board_file(reach: &Reach, h: &HostFacts) -> String {
     let mut s = String::new();
     let name = reach.name;
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "# Written by `benchpipe init` from what {} said about itself; edit it freely.\n",
+        "# Written by `benchpipe init` from what {} said about itself; edit it freely.",
         note(reach.host)
     );
     let os = h
@@ -101,27 +101,27 @@ pub fn board_file(reach: &Reach, h: &HostFacts) -> String {
          # it as reports should call this kind of board, before the first apply.\n",
     );
     if let Some(m) = h.model.as_deref().map(note).filter(|m| !m.is_empty()) {
-        let _ = write!(s, "model = {}\n", q(&m));
+        let _ = writeln!(s, "model = {}", q(&m));
     } else {
         s.push_str("# The board named no model (no device tree, no DMI): name it here.\n");
         let arch = h.arch.as_deref().unwrap_or("unknown");
-        let _ = write!(s, "model = {}\n", q(&format!("unknown {arch} board")));
+        let _ = writeln!(s, "model = {}", q(&format!("unknown {arch} board")));
     }
     if let Some(a) = &h.arch {
-        let _ = write!(s, "arch = {}\n", q(a));
+        let _ = writeln!(s, "arch = {}", q(a));
     }
     if let Some(kib) = h.memory_kib.filter(|k| *k >= 1024) {
         s.push_str("# MemTotal: what the kernel manages, a little under the RAM fitted.\n");
-        let _ = write!(s, "memory = {}\n", q(&format!("{} MiB", kib / 1024)));
+        let _ = writeln!(s, "memory = {}", q(&format!("{} MiB", kib / 1024)));
     }
     let _ = write!(s, "workdir = {}\n\n[ssh]\n", q(&workdir(name)));
-    let _ = write!(s, "host = {}\n", q(reach.host));
+    let _ = writeln!(s, "host = {}", q(reach.host));
     if let Some(p) = reach.port {
-        let _ = write!(s, "port = {p}\n");
+        let _ = writeln!(s, "port = {p}");
     }
-    let _ = write!(s, "user = {}\n", q(reach.user));
+    let _ = writeln!(s, "user = {}", q(reach.user));
     if let Some(id) = reach.identity {
-        let _ = write!(s, "identity = {}\n", q(id));
+        let _ = writeln!(s, "identity = {}", q(id));
     }
     if let Some((file, fingerprint)) = reach.known_hosts {
         let _ = write!(
@@ -212,11 +212,7 @@ fn networks(s: &mut String, h: &HostFacts) {
     }
     if !without.is_empty() {
         let names: Vec<&str> = without.iter().map(|l| l.name.as_str()).collect();
-        let _ = write!(
-            s,
-            "# Links without an IPv4 address: {}.\n",
-            names.join(", ")
-        );
+        let _ = writeln!(s, "# Links without an IPv4 address: {}.", names.join(", "));
     }
 }
 
@@ -235,9 +231,9 @@ fn storage(s: &mut String, name: &str, h: &HostFacts) {
         if d.more_mounts > 0 {
             at.push(format!("{} more", d.more_mounts));
         }
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "# In use, never a scratch device: {}{}, mounted at {}.\n",
+            "# In use, never a scratch device: {}{}, mounted at {}.",
             d.name,
             described(d),
             at.join(", ")
@@ -260,7 +256,7 @@ fn storage(s: &mut String, name: &str, h: &HostFacts) {
         scratch_block(s, d, h);
     }
     if let Some(n) = &h.disks_note {
-        let _ = write!(s, "# Disks: {}.\n", note(n));
+        let _ = writeln!(s, "# Disks: {}.", note(n));
     }
 }
 
@@ -326,13 +322,13 @@ fn scratch_block(s: &mut String, d: &Disk, h: &HostFacts) {
         .as_deref()
         .or(facts.and_then(|f| f.model.as_deref()))
     {
-        let _ = write!(s, "# model = {}\n", q(&note(m)));
+        let _ = writeln!(s, "# model = {}", q(&note(m)));
     }
     if let Some(v) = serial {
-        let _ = write!(s, "# serial = {}\n", q(v));
+        let _ = writeln!(s, "# serial = {}", q(v));
     }
     if let Some(n) = size {
-        let _ = write!(s, "# size = {n}\n");
+        let _ = writeln!(s, "# size = {n}");
     }
 }
 

@@ -294,7 +294,7 @@ fn the_example_board_checks_once_uncommented() {
                 .unwrap_or(if l == "#" { "" } else { l })
         })
         .fold(String::new(), |mut out, l| {
-            let _ = write!(out, "{l}\n");
+            let _ = writeln!(out, "{l}");
             out
         });
     let d = workspace("example", &[("pi4-1", text.clone())]);

@@ -84,18 +84,18 @@ fn own_cloud_config(w: &Written<'_>) -> String {
     let p = w.prep;
     let mut s = String::from("#cloud-config\n");
     s.push_str("# Written by benchpipe (first-boot preparation): the board's name, and the user and key benchpipe logs in with.\n");
-    let _ = write!(s, "hostname: {}\n", yq(&p.hostname));
+    let _ = writeln!(s, "hostname: {}", yq(&p.hostname));
     s.push_str("manage_etc_hosts: true\n");
     s.push_str("ssh_pwauth: false\n");
     // Raspberry Pi OS's cloud-init turns sshd on only when asked; others ignore it.
     s.push_str("enable_ssh: true\n");
     s.push_str("users:\n");
-    let _ = write!(s, "  - name: {}\n", yq(&p.user));
+    let _ = writeln!(s, "  - name: {}", yq(&p.user));
     s.push_str("    shell: /bin/bash\n");
     match w.password_hash {
         Some(h) => {
             s.push_str("    lock_passwd: false\n");
-            let _ = write!(s, "    passwd: {}\n", yq(h));
+            let _ = writeln!(s, "    passwd: {}", yq(h));
         }
         None => s.push_str("    lock_passwd: true\n"),
     }
@@ -103,7 +103,7 @@ fn own_cloud_config(w: &Written<'_>) -> String {
         s.push_str("    sudo: \"ALL=(ALL) NOPASSWD:ALL\"\n");
     }
     s.push_str("    ssh_authorized_keys:\n");
-    let _ = write!(s, "      - {}\n", yq(&p.key.line));
+    let _ = writeln!(s, "      - {}", yq(&p.key.line));
     s
 }
 
@@ -222,7 +222,7 @@ fn firstrun(w: &Written<'_>) -> String {
         s,
         "if [ -f {CUSTOM} ]; then\n   {CUSTOM} set_hostname {host}\nelse\n"
     );
-    let _ = write!(s, "   echo {host} >/etc/hostname\n");
+    let _ = writeln!(s, "   echo {host} >/etc/hostname");
     let _ = write!(
         s,
         "   sed -i \"s/127.0.1.1.*$CURRENT_HOSTNAME/127.0.1.1\\t{}/g\" /etc/hosts\nfi\n",
@@ -238,9 +238,9 @@ fn firstrun(w: &Written<'_>) -> String {
         "if [ -f {CUSTOM} ]; then\n   {CUSTOM} enable_ssh -k '{key}'\nelse\n"
     );
     s.push_str("   install -o \"$FIRSTUSER\" -m 700 -d \"$FIRSTUSERHOME/.ssh\"\n");
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "   install -o \"$FIRSTUSER\" -m 600 <(printf \"{key}\") \"$FIRSTUSERHOME/.ssh/authorized_keys\"\n"
+        "   install -o \"$FIRSTUSER\" -m 600 <(printf \"{key}\") \"$FIRSTUSERHOME/.ssh/authorized_keys\""
     );
     s.push_str("   echo 'PasswordAuthentication no' >>/etc/ssh/sshd_config\n");
     s.push_str("   systemctl enable ssh\nfi\n");
@@ -248,23 +248,23 @@ fn firstrun(w: &Written<'_>) -> String {
         let hash = sh(h);
         s.push_str("if [ -f /usr/lib/userconf-pi/userconf ]; then\n");
         let _ = write!(s, "   /usr/lib/userconf-pi/userconf {user} {hash}\nelse\n");
-        let _ = write!(s, "   echo \"$FIRSTUSER:\"{hash} | chpasswd -e\n");
-        let _ = write!(s, "   if [ \"$FIRSTUSER\" != {user} ]; then\n");
-        let _ = write!(s, "      usermod -l {user} \"$FIRSTUSER\"\n");
-        let _ = write!(s, "      usermod -m -d /home/{user} {user}\n");
-        let _ = write!(s, "      groupmod -n {user} \"$FIRSTUSER\"\n");
+        let _ = writeln!(s, "   echo \"$FIRSTUSER:\"{hash} | chpasswd -e");
+        let _ = writeln!(s, "   if [ \"$FIRSTUSER\" != {user} ]; then");
+        let _ = writeln!(s, "      usermod -l {user} \"$FIRSTUSER\"");
+        let _ = writeln!(s, "      usermod -m -d /home/{user} {user}");
+        let _ = writeln!(s, "      groupmod -n {user} \"$FIRSTUSER\"");
         s.push_str("      if [ -f /etc/sudoers.d/010_pi-nopasswd ]; then\n");
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "         sed -i \"s/^$FIRSTUSER /{} /\" /etc/sudoers.d/010_pi-nopasswd\n",
+            "         sed -i \"s/^$FIRSTUSER /{} /\" /etc/sudoers.d/010_pi-nopasswd",
             p.user
         );
         s.push_str("      fi\n   fi\nfi\n");
     }
     if p.sudo {
-        let _ = write!(
+        let _ = writeln!(
             s,
-            "printf '%s ALL=(ALL) NOPASSWD:ALL\\n' {user} >/etc/sudoers.d/090_benchpipe\n"
+            "printf '%s ALL=(ALL) NOPASSWD:ALL\\n' {user} >/etc/sudoers.d/090_benchpipe"
         );
         s.push_str("chmod 440 /etc/sudoers.d/090_benchpipe\n");
     }
@@ -293,8 +293,8 @@ fn armbian(w: &Written<'_>) -> String {
     );
     s.push_str("FR_general_delete_this_file_after_completion=1\n");
     s.push_str("FR_net_change_defaults=0\n");
-    let _ = write!(s, "PRESET_USER_NAME={}\n", sh(&w.prep.user));
-    let _ = write!(s, "PRESET_USER_KEY=file:///boot/{ARMBIAN_KEY_FILE}\n");
+    let _ = writeln!(s, "PRESET_USER_NAME={}", sh(&w.prep.user));
+    let _ = writeln!(s, "PRESET_USER_KEY=file:///boot/{ARMBIAN_KEY_FILE}");
     s.push_str("PRESET_USER_SHELL=bash\n");
     account_lines(w, &mut s);
     s.push_str("passwd -l root >/dev/null 2>&1\n");

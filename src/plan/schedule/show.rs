@@ -188,11 +188,11 @@ impl Schedule {
         let mut out = String::new();
         for b in &self.boards {
             if b.members.is_empty() {
-                let _ = write!(out, "board {}: {} step(s)\n", b.board, b.steps.len());
+                let _ = writeln!(out, "board {}: {} step(s)", b.board, b.steps.len());
             } else {
-                let _ = write!(
+                let _ = writeln!(
                     out,
-                    "cluster {} ({}): {} step(s)\n",
+                    "cluster {} ({}): {} step(s)",
                     b.board,
                     join_boards(&b.members),
                     b.steps.len()
@@ -215,7 +215,7 @@ impl Schedule {
                 out.push_str(line.trim_end());
                 out.push('\n');
                 if let Some(n) = note(&b.board, s) {
-                    let _ = write!(out, "       {n}\n");
+                    let _ = writeln!(out, "       {n}");
                 }
             }
         }

@@ -122,15 +122,15 @@ mod reference {
             );
             for (i, line) in lines.iter().enumerate() {
                 let ly = LABEL_PX + i as f64 * (LABEL_PX + 3.0);
-                let _ = write!(
+                let _ = writeln!(
                     row,
-                    "<text class=\"label\" x=\"{x0:.1}\" y=\"{ly:.1}\" font-size=\"{LABEL_PX:.0}\">{}</text>\n",
+                    "<text class=\"label\" x=\"{x0:.1}\" y=\"{ly:.1}\" font-size=\"{LABEL_PX:.0}\">{}</text>",
                     xml(line)
                 );
             }
-            let _ = write!(
+            let _ = writeln!(
                 row,
-                "<text class=\"value\" x=\"{x1:.1}\" y=\"{LABEL_PX:.1}\" font-size=\"{VALUE_PX:.0}\" text-anchor=\"end\">{}</text>\n",
+                "<text class=\"value\" x=\"{x1:.1}\" y=\"{LABEL_PX:.1}\" font-size=\"{VALUE_PX:.0}\" text-anchor=\"end\">{}</text>",
                 xml(value)
             );
             let by = lines.len() as f64 * (LABEL_PX + 3.0) + 3.0;
@@ -140,9 +140,9 @@ mod reference {
             } else {
                 (end, zero - end)
             };
-            let _ = write!(
+            let _ = writeln!(
                 row,
-                "<rect class=\"bar\" x=\"{left:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAR_H:.1}\" fill=\"#5b84c4\"/>\n",
+                "<rect class=\"bar\" x=\"{left:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAR_H:.1}\" fill=\"#5b84c4\"/>",
                 width.max(1.0)
             );
             if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
@@ -156,9 +156,9 @@ mod reference {
                         format!("M{at:.1} {:.1}V{:.1}", mid - 6.0, mid + 6.0)
                     }
                 };
-                let _ = write!(
+                let _ = writeln!(
                     row,
-                    "<path class=\"ci\" d=\"M{l:.1} {mid:.1}H{r:.1}{}{}\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n",
+                    "<path class=\"ci\" d=\"M{l:.1} {mid:.1}H{r:.1}{}{}\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>",
                     cap(l, b.mean - h < lo),
                     cap(r, b.mean + h > hi),
                 );
