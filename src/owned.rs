@@ -42,7 +42,9 @@ impl From<OwnedError> for io::Error {
     fn from(e: OwnedError) -> Self {
         match e {
             OwnedError::Io { source, .. } => source,
-            refused => io::Error::new(io::ErrorKind::PermissionDenied, refused.to_string()),
+            refused @ OwnedError::Refused(_) => {
+                io::Error::new(io::ErrorKind::PermissionDenied, refused.to_string())
+            }
         }
     }
 }

@@ -290,9 +290,7 @@ pub(super) fn provision<'r>(
         return Ok(unserved);
     }
     let fields = os_release(t)?;
-    let manager = if let Some(m) = PackageManager::for_os_release(&fields) {
-        m
-    } else {
+    let Some(manager) = PackageManager::for_os_release(&fields) else {
         let os = os_name(&fields);
         for (name, _, m) in lacking {
             unserved.insert(

@@ -258,18 +258,18 @@ fn recipes_used<'w>(ws: &'w Workspace, v: &View<'_>) -> Vec<&'w crate::model::Re
 /// Which recipe each test uses, built in or the workspace's file, with its text's
 /// sha256 (the one a measured cell's facts record): a line each.
 fn recipe_lines(ws: &Workspace, v: &View<'_>) -> String {
-    recipes_used(ws, v)
-        .into_iter()
-        .map(|r| {
-            let sha = &r.source.sha256;
-            format!(
-                "Recipe {}: {}, sha256 {}\n",
-                r.name,
-                r.source.describe(&r.file),
-                &sha[..sha.len().min(12)]
-            )
-        })
-        .collect()
+    let mut out = String::new();
+    for r in recipes_used(ws, v) {
+        let sha = &r.source.sha256;
+        let _ = writeln!(
+            out,
+            "Recipe {}: {}, sha256 {}",
+            r.name,
+            r.source.describe(&r.file),
+            &sha[..sha.len().min(12)]
+        );
+    }
+    out
 }
 
 /// The combinations the matrix names that cannot apply, a line each (after `prefix`)

@@ -134,7 +134,7 @@ fn load_with(
         broken_boards: &boards.broken,
         recipes: &recipes.items,
         broken_recipes: &recipes.broken,
-        used_broken_boards: Default::default(),
+        used_broken_boards: std::cell::RefCell::default(),
         max_cells,
         stored,
     };

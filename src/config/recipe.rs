@@ -318,7 +318,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         name: TestName::new(src.stem.clone()),
         file: src.rel.clone(),
         // `config::gather_recipes` says where it came from.
-        source: Default::default(),
+        source: crate::model::RecipeSource::default(),
         description: raw.description.map(Spanned::into_inner).unwrap_or_default(),
         needs,
         facts,

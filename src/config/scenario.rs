@@ -188,7 +188,7 @@ pub fn validate(
             r,
             diags,
         ),
-        None => Default::default(),
+        None => crate::model::ReportSpec::default(),
     };
     let precision = precision(src, raw.report.as_ref(), diags);
     // Warnings (a flashed image without first-boot preparation) leave the scenario.

@@ -234,7 +234,8 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             model = toml_str("loop device on a sparse file (the lab's boot disk)"),
         );
     }
-    s.push_str(&format!(
+    let _ = write!(
+        s,
         "\n# The links tests reach the board over (`network = [\"lan\", \"wifi\"]` in a\n\
          # scenario): the veth SSH uses, and a second one shaped by tc.\n\
          [[network]]\n\
@@ -246,7 +247,7 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
         toml_str(&board.address.to_string()),
         toml_str(super::LAN_INTERFACE),
         toml_str("veth pair to the controller"),
-    ));
+    );
     if let Some(w) = &board.wifi {
         let _ = write!(
             s,

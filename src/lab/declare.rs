@@ -291,7 +291,7 @@ fn cloud_init(bytes: &[u8], d: &mut Declared, log: &mut Log) {
     };
     let top = match doc {
         Value::Mapping(m) => m,
-        Value::Null => Default::default(),
+        Value::Null => serde_norway::Mapping::new(),
         _ => {
             log.say("user-data: not a mapping: refused");
             return;

@@ -485,15 +485,21 @@ mod tests {
                 }
                 Input::List(items) => {
                     let items: &Vec<Input> = items;
-                    items.iter().for_each(|v| walk(v, seen));
+                    for v in items {
+                        walk(v, seen);
+                    }
                 }
                 Input::Map(m) => {
                     let m: &BTreeMap<String, Input> = m;
-                    m.values().for_each(|v| walk(v, seen));
+                    for v in m.values() {
+                        walk(v, seen);
+                    }
                 }
                 Input::Record(fields) => {
                     let fields: &Vec<(&'static str, Input)> = fields;
-                    fields.iter().for_each(|(_, v)| walk(v, seen));
+                    for (_, v) in fields {
+                        walk(v, seen);
+                    }
                 }
                 Input::Shared(s) => {
                     let s: &Arc<SharedInput> = s;

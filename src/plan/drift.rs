@@ -151,7 +151,7 @@ mod tests {
                     session: "s".into(),
                     started: 0.0,
                     ended: 1.0,
-                    metrics: Default::default(),
+                    metrics: BTreeMap::default(),
                     flags: vec![],
                     telemetry: None,
                     command: "true".into(),

@@ -81,7 +81,7 @@ fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reaso
                 sha256: "0".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: crate::model::Expectations::default(),
             firstboot: None,
         },
     );
@@ -531,7 +531,7 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
                 sha256: "0".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: crate::model::Expectations::default(),
             firstboot: None,
         },
     );

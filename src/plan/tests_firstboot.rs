@@ -49,7 +49,7 @@ pub(crate) fn workspace(fb: Option<Firstboot>) -> Workspace {
                 sha256: "a".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: crate::model::Expectations::default(),
             firstboot: fb,
         },
     );

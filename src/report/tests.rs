@@ -404,11 +404,11 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     }
     scenario.compare[0].metric = "power_w".into();
     let plan = expand(&ws, &scenario);
-    let without = BTreeMap::from_iter(
-        plan.cells
-            .iter()
-            .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53]))),
-    );
+    let without = plan
+        .cells
+        .iter()
+        .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53])))
+        .collect::<BTreeMap<_, _>>();
     let r = build(&ws, &scenario, &plan, &without);
     let names: Vec<&str> = r.tables[0]
         .columns

@@ -10,6 +10,7 @@
 //! this machine has (`.ci/run` installs iozone3 for the lab tests); this machine's own
 //! packages never change, whether the test passes, fails or panics.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -84,11 +85,12 @@ fn in_private_system(layers: &Path, script: &str) -> Output {
     );
     for dir in ["/usr", "/etc", "/var/lib", "/var/cache", "/var/log"] {
         let l = layers.join(dir.trim_start_matches('/').replace('/', "-"));
-        s.push_str(&format!(
-            "mkdir -p {u} {w}\nmount -t overlay overlay -o lowerdir={dir},upperdir={u},workdir={w} {dir}\n",
+        let _ = writeln!(
+            s,
+            "mkdir -p {u} {w}\nmount -t overlay overlay -o lowerdir={dir},upperdir={u},workdir={w} {dir}",
             u = l.join("upper").display(),
             w = l.join("work").display()
-        ));
+        );
     }
     s.push_str("set +e\n");
     s.push_str(script);

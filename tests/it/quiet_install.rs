@@ -154,11 +154,12 @@ fn sandbox(board: &LabBoard, root: &Path, repo: &Path, policy: Option<&str>) {
         let l = layers.join(dir.trim_start_matches('/').replace('/', "-"));
         std::fs::create_dir_all(l.join("upper")).unwrap();
         std::fs::create_dir_all(l.join("work")).unwrap();
-        script.push_str(&format!(
-            "mount -t overlay overlay -o lowerdir={dir},upperdir={u},workdir={w} {dir}\n",
+        let _ = writeln!(
+            script,
+            "mount -t overlay overlay -o lowerdir={dir},upperdir={u},workdir={w} {dir}",
             u = l.join("upper").display(),
             w = l.join("work").display()
-        ));
+        );
     }
     let _ = write!(
         script,

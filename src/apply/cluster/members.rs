@@ -41,7 +41,7 @@ impl<'b> Member<'b> {
             idle: None,
             tools: BTreeMap::new(),
             guard: None,
-            flashing: Default::default(),
+            flashing: crate::apply::flashing::Flashing::default(),
         }
     }
 }

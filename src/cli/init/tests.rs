@@ -271,7 +271,7 @@ fn a_root_board_without_disks_links_or_model_still_checks() {
         disks: vec![],
         disks_note: Some("no disks listed: lsblk printed no JSON".into()),
         links: vec![],
-        wireless: Default::default(),
+        wireless: std::collections::BTreeSet::new(),
         disk_facts: BTreeMap::new(),
     };
     let text = render::board_file(&reach(), &h);

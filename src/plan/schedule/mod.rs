@@ -595,7 +595,7 @@ fn board_steps(
                 Side::Board,
                 DoneWhen::DriverAsWanted,
             ));
-            uas_now = uas.clone();
+            uas_now.clone_from(&uas);
         }
         let key = (&first.cell.address.image, mount_of(first.cell));
         let len = rest

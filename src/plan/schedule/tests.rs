@@ -297,7 +297,7 @@ fn a_tpi_board_is_flashed_through_its_bmc_then_power_cycled_before_it_connects()
                 sha256: "0".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: Expectations::default(),
             firstboot: None,
         },
     );
