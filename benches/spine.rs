@@ -96,16 +96,16 @@ fn plan_10k() {
     let mut x = 0u8;
     for c in &p.cells {
         let board = &ws.boards[&c.address.board];
-        let inputs = key::cell_inputs(
-            &s.images[&c.address.image],
+        let inputs = key::cell_inputs(&key::BoardCell {
+            image: &s.images[&c.address.image],
             board,
-            c.address.storage.as_ref().and_then(|n| board.storage(n)),
-            c.filesystem.as_ref(),
-            c.address.network.as_ref().and_then(|n| board.network(n)),
-            &ws.recipes[&c.address.test],
-            &c.params,
-            &c.method,
-        );
+            storage: c.address.storage.as_ref().and_then(|n| board.storage(n)),
+            filesystem: c.filesystem.as_ref(),
+            network: c.address.network.as_ref().and_then(|n| board.network(n)),
+            recipe: &ws.recipes[&c.address.test],
+            params: &c.params,
+            method: &c.method,
+        });
         x ^= CellKey::of(&inputs).as_str().as_bytes()[0];
     }
     let hash_s = secs(t);

@@ -169,20 +169,20 @@ fn rebuild(
         return None;
     }
     let params = cell_params(recipe, scenario);
-    let inputs = key::inputs_of(
+    let inputs = key::inputs_of(&key::InputsOf {
         image,
-        Some(&board),
-        storage.as_ref(),
-        filesystem.as_ref(),
-        network.as_ref(),
+        board: Some(&board),
+        storage: storage.as_ref(),
+        filesystem: filesystem.as_ref(),
+        network: network.as_ref(),
         recipe,
-        &params,
-        &scenario.method,
-        key::Others {
+        params: &params,
+        method: &scenario.method,
+        others: key::Others {
             cluster: None,
             peer: peer.as_ref(),
         },
-    );
+    });
     let key = CellKey::of(&inputs);
     if key != record.key {
         return None;

@@ -285,16 +285,16 @@ fn golden_canonical_bytes() {
     let scenario = &ws.scenarios[0];
     let board = &ws.boards[&"pi-1".into()];
     let recipe = &ws.recipes[&"xz".into()];
-    let inputs = key::cell_inputs(
-        &scenario.images[&"installed".into()],
+    let inputs = key::cell_inputs(&key::BoardCell {
+        image: &scenario.images[&"installed".into()],
         board,
-        None,
-        None,
-        None,
+        storage: None,
+        filesystem: None,
+        network: None,
         recipe,
-        &recipe.params,
-        &scenario.method,
-    );
+        params: &recipe.params,
+        method: &scenario.method,
+    });
     let want = concat!(
         "r9:",
         "s5:images19:installed:installed",

@@ -69,16 +69,16 @@ fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
         backward.insert(n.to_string(), value(i));
     }
     let inputs = |params: &BTreeMap<String, ParamValue>| {
-        cell_inputs(
+        cell_inputs(&BoardCell {
             image,
             board,
-            board.storage.first(),
-            None,
-            None,
+            storage: board.storage.first(),
+            filesystem: None,
+            network: None,
             recipe,
             params,
-            &scenario.method,
-        )
+            method: &scenario.method,
+        })
     };
     let a = inputs(&forward);
     let b = inputs(&backward);
@@ -135,16 +135,16 @@ fn a_step_inputs_path_is_not_an_input_but_its_digest_is() {
         let mut params = recipe.params.clone();
         params.insert("corpus".into(), ParamValue::Str(corpus.into()));
         params.insert("digest".into(), ParamValue::Str(digest.into()));
-        CellKey::of(&cell_inputs(
-            &scenario.images[&"installed".into()],
+        CellKey::of(&cell_inputs(&BoardCell {
+            image: &scenario.images[&"installed".into()],
             board,
-            None,
-            None,
-            None,
-            &recipe,
-            &params,
-            &scenario.method,
-        ))
+            storage: None,
+            filesystem: None,
+            network: None,
+            recipe: &recipe,
+            params: &params,
+            method: &scenario.method,
+        }))
     };
     assert_eq!(key("a/corpus.txt", "ab"), key("/elsewhere/c.txt", "ab"));
     assert_ne!(key("a/corpus.txt", "ab"), key("a/corpus.txt", "cd"));
@@ -159,16 +159,16 @@ fn a_regex_parsers_patterns_stream_and_comma_are_inputs() {
     recipe.parser = crate::model::ParserSpec::named("regex").unwrap();
     let mut key = |regex: crate::model::RegexOptions| {
         recipe.parser.options.regex = Some(regex);
-        CellKey::of(&cell_inputs(
-            &scenario.images[&"installed".into()],
+        CellKey::of(&cell_inputs(&BoardCell {
+            image: &scenario.images[&"installed".into()],
             board,
-            None,
-            None,
-            None,
-            &recipe,
-            &recipe.params,
-            &scenario.method,
-        ))
+            storage: None,
+            filesystem: None,
+            network: None,
+            recipe: &recipe,
+            params: &recipe.params,
+            method: &scenario.method,
+        }))
     };
     let base = crate::model::RegexOptions {
         patterns: vec![r"real (?<real>\d+)".into()],
@@ -193,16 +193,16 @@ fn the_recorded_json_keeps_the_shapes_of_cell_json() {
     let ws = fixtures::workspace();
     let scenario = &ws.scenarios[0];
     let board = &ws.boards[&"pi-1".into()];
-    let doc = cell_inputs(
-        &scenario.images[&"installed".into()],
+    let doc = cell_inputs(&BoardCell {
+        image: &scenario.images[&"installed".into()],
         board,
-        board.storage.first(),
-        None,
-        None,
-        &ws.recipes[&"xz".into()],
-        &BTreeMap::from([("level".into(), ParamValue::Int(6))]),
-        &scenario.method,
-    )
+        storage: board.storage.first(),
+        filesystem: None,
+        network: None,
+        recipe: &ws.recipes[&"xz".into()],
+        params: &BTreeMap::from([("level".into(), ParamValue::Int(6))]),
+        method: &scenario.method,
+    })
     .to_json();
     assert_eq!(doc["image"], "installed:installed");
     assert_eq!(doc["board"]["name"], "pi-1");
