@@ -249,13 +249,13 @@ mod tests {
 
     #[test]
     fn free_later_frees_the_value() {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
         struct Tell(std::sync::mpsc::Sender<()>);
         impl Drop for Tell {
             fn drop(&mut self) {
                 let _ = self.0.send(());
             }
         }
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
         free_later(Tell(tx));
         // The channel closes once the value is dropped: the send arrives, then the end.
         assert!(rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok());

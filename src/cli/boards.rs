@@ -133,6 +133,7 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             fingerprint,
             yes,
         } => {
+            use crate::transport::ssh::{self, Accept};
             let board = boards
                 .get(&crate::model::BoardName::new(name.as_str()))
                 .ok_or_else(|| {
@@ -148,7 +149,6 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
                     "board `{name}` is local; it has no host key to trust"
                 )));
             };
-            use crate::transport::ssh::{self, Accept};
             let timeout = std::time::Duration::from_secs(30);
             let accept = match (fingerprint, yes) {
                 (Some(fp), _) => {

@@ -75,7 +75,8 @@ pub fn power(
     Ok(())
 }
 
-pub fn image(a: ImageArgs) -> Result<(), Error> {
+pub fn image(a: &ImageArgs) -> Result<(), Error> {
+    use sha2::Digest;
     let compression = match a.compress {
         CompressArg::None => Compression::None,
         CompressArg::Xz => Compression::Xz,
@@ -89,7 +90,6 @@ pub fn image(a: ImageArgs) -> Result<(), Error> {
     };
     let path = images::build(&a.out, &a.name, &spec, compression)?;
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-    use sha2::Digest;
     let digest: String = sha2::Sha256::digest(&bytes)
         .iter()
         .fold(String::new(), |mut out, b| {

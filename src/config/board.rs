@@ -153,6 +153,10 @@ fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Di
 /// benchpipe creates, fills and removes files under its work directory, so it must be
 /// a directory of its own, never `/`, a system directory or someone's home.
 fn workdir_is_safe(src: &Source, value: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
+    const SYSTEM: [&str; 19] = [
+        "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "media", "mnt", "opt",
+        "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr",
+    ];
     let v = value.get_ref();
     let message = if v.split('/').any(|part| part == "." || part == "..") {
         Some(format!(
@@ -169,10 +173,6 @@ fn workdir_is_safe(src: &Source, value: &Spanned<String>, diags: &mut Vec<Diagno
     }
     let path = v.trim_end_matches('/');
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    const SYSTEM: [&str; 19] = [
-        "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "media", "mnt", "opt",
-        "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr",
-    ];
     let why = match parts.as_slice() {
         ["home", _] | ["root"] => Some("a home directory"),
         [top] if SYSTEM.contains(top) || *top == "var" => Some("a system directory"),
@@ -198,7 +198,7 @@ fn connection(src: &Source, raw: &raw::Board, diags: &mut Vec<Diagnostic>) -> Op
             None
         }
         (Some(_), None) => Some(Connection::Local),
-        (None, Some(ssh)) => ssh::target(src, ssh.get_ref(), diags).map(Connection::Ssh),
+        (None, Some(ssh)) => Some(Connection::Ssh(ssh::target(src, ssh.get_ref(), diags))),
         (None, None) => {
             diags.push(
                 src.whole("this board says nothing about how to reach it")

@@ -82,7 +82,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                       command: &Spanned<String>,
                       timeout: &Option<Spanned<String>>,
                       diags: &mut Vec<Diagnostic>| {
-        let on = side(src, on, diags);
+        let on = side(src, on.as_ref(), diags);
         if command.get_ref().trim().is_empty() {
             diags.push(src.at_value(command, "`command` is empty: there is nothing to run"));
         }
@@ -622,7 +622,7 @@ pub fn param_value(
 
 pub(super) fn side(
     src: &Source,
-    on: &Option<Spanned<String>>,
+    on: Option<&Spanned<String>>,
     diags: &mut Vec<Diagnostic>,
 ) -> Side {
     let Some(on) = on else { return Side::Board };

@@ -211,7 +211,7 @@ pub fn facts(
         }
         out.push(FactSpec {
             name: name.clone(),
-            on: recipe::side(src, &on.cloned(), diags),
+            on: recipe::side(src, on, diags),
             command: command.into_inner(),
         });
     }

@@ -175,7 +175,7 @@ pub fn write_with(
         ran,
         err,
     };
-    let outcome = finish_write(t, source, written, bmap.as_ref(), &target, options)?;
+    let outcome = finish_write(t, &source, written, bmap.as_ref(), &target, options)?;
     let (bytes, sha256, mapped) = outcome;
     progress(Progress {
         phase: Phase::Verify,
@@ -237,7 +237,7 @@ struct Written {
 /// host's temporary bmap directory is removed on failure.
 fn finish_write(
     t: &mut dyn Transport,
-    source: Source<'_>,
+    source: &Source<'_>,
     written: Written,
     bmap: Option<&(Bmap, String)>,
     target: &Target,

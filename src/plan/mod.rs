@@ -93,7 +93,7 @@ impl Address {
 
     /// Whether this address matches a pattern (globs; an absent axis matches all).
     pub fn matches(&self, p: &CellPattern) -> bool {
-        fn axis(p: &Option<String>, v: Option<&str>) -> bool {
+        fn axis(p: Option<&String>, v: Option<&str>) -> bool {
             match (p, v) {
                 (None, _) => true,
                 (Some(p), Some(v)) => glob::matches(p, v),
@@ -101,21 +101,21 @@ impl Address {
                 (Some(_), None) => false,
             }
         }
-        axis(&p.image, Some(self.image.as_str()))
-            && axis(&p.board, Some(self.board.as_str()))
+        axis(p.image.as_ref(), Some(self.image.as_str()))
+            && axis(p.board.as_ref(), Some(self.board.as_str()))
             && axis(
-                &p.storage,
+                p.storage.as_ref(),
                 self.storage.as_ref().map(crate::model::StorageName::as_str),
             )
             && axis(
-                &p.filesystem,
+                p.filesystem.as_ref(),
                 self.filesystem.as_ref().map(crate::model::FsName::as_str),
             )
             && axis(
-                &p.network,
+                p.network.as_ref(),
                 self.network.as_ref().map(crate::model::NetworkName::as_str),
             )
-            && axis(&p.test, Some(self.test.as_str()))
+            && axis(p.test.as_ref(), Some(self.test.as_str()))
     }
 }
 

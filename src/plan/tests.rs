@@ -340,6 +340,7 @@ fn golden_canonical_bytes() {
 
 #[test]
 fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
+    type Change = Box<dyn Fn(&mut Workspace)>;
     let base = fixtures::workspace();
     let k0 = keys(&base);
 
@@ -419,7 +420,6 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
         "addresses, credentials, run counts, timeouts, titles, file names, power meters, metric labels and derived metrics are not inputs"
     );
 
-    type Change = Box<dyn Fn(&mut Workspace)>;
     let changes: Vec<(&str, Change)> = vec![
         (
             "recipe text",
@@ -519,6 +519,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
 /// `plan` shows (the texts of the `String`s `make_cell` returned before).
 #[test]
 fn cannot_measure_says_why_by_variant_with_the_same_text() {
+    use CannotMeasure as C;
     let mut ws = fixtures::workspace();
     ws.boards.get_mut(&"pi-2".into()).unwrap().storage[1].device = None;
     ws.recipes.get_mut(&"xz".into()).unwrap().uses_device = true;
@@ -544,7 +545,6 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
             network: None,
             test: test.into(),
         };
-    use CannotMeasure as C;
     let cases: Vec<(Address, C, &str)> = vec![
         (
             at("pi-9", None, None, "xz", "installed"),

@@ -171,17 +171,17 @@ pub(super) fn cells_of<'v, 'a>(shape: &Shape, views: &'v [View<'a>]) -> Vec<&'v 
 /// (`cells_of`; a per-test table is given its test's, sorted out once for every table).
 pub(super) fn build<'a>(
     shape: Shape,
-    cells: Vec<&View<'a>>,
+    cells: &[&View<'a>],
     labels: &AxisLabels,
     confidence: f64,
 ) -> Table {
-    let axes = row_axes(&shape, &cells);
-    let marks = Marks::of(&cells);
+    let axes = row_axes(&shape, cells);
+    let marks = Marks::of(cells);
     let pivots: Vec<String> = match shape.pivot {
         None => vec![String::new()],
         Some(p) => {
             let mut seen: Vec<String> = Vec::new();
-            for c in &cells {
+            for c in cells {
                 let v = value(p, c.address());
                 if !seen.iter().any(|s| s == v) {
                     seen.push(v.to_string());
@@ -369,7 +369,7 @@ pub(super) fn build<'a>(
     let direction = one_direction
         .then(|| shape.columns.first().map(|w| w.metric.better))
         .flatten();
-    let (same_n, legend) = legend_of(&mut rows, &cells, &marks, direction);
+    let (same_n, legend) = legend_of(&mut rows, cells, &marks, direction);
     let adaptive = cells.iter().any(|c| c.cell.method.runs.target.is_some());
     let drift = rows
         .iter()

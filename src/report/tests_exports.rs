@@ -425,5 +425,5 @@ fn exporters_write_to_a_file_the_bytes_they_render() {
     // A template whose text does not end with a newline gets one, written or rendered.
     let bare = super::export::render_template("index.md", "{{ title }}", &r).unwrap();
     assert_eq!(bare.last(), Some(&b'\n'));
-    assert_eq!(bare.iter().filter(|b| **b == b'\n').count(), 1);
+    assert_eq!(memchr::memchr_iter(b'\n', &bare).count(), 1);
 }

@@ -243,10 +243,10 @@ impl Store {
 
     /// Everything the store holds for `cell` (empty when it holds nothing).
     pub fn read(&self, cell: &Cell) -> Result<CellData> {
-        self.read_dir(&self.cell_dir(cell))
+        Self::read_dir(&self.cell_dir(cell))
     }
 
-    fn read_dir(&self, dir: &Path) -> Result<CellData> {
+    fn read_dir(dir: &Path) -> Result<CellData> {
         read_cell(
             &mut dir.to_path_buf(),
             &mut ReadBuf::default(),

@@ -8,6 +8,10 @@ use crate::model::Validity;
 
 /// The Raspberry Pi firmware's `get_throttled` bits, decoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "one bool per bit of the firmware's word, as report.json names them"
+)]
 pub struct ThrottleBits {
     pub under_voltage: bool,
     pub freq_capped: bool,

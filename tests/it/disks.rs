@@ -499,6 +499,7 @@ fn on_a_lab_board_disk_1m_and_iozone_measure_while_hdparm_is_skipped_with_its_re
 /// lab disk stays refused (the test above).
 #[test]
 fn on_a_direct_io_lab_disk_hdparm_measures_also_after_a_format() {
+    use std::os::unix::fs::MetadataExt;
     let lab = crate::lab::Lab::up_with_options(1, |o| {
         o.disks_per_board = 1;
         o.direct_io = true;
@@ -532,7 +533,6 @@ fn on_a_direct_io_lab_disk_hdparm_measures_also_after_a_format() {
     assert!(apply.status.success(), "{}", out_text(&apply));
     let file = &lab.board(0).disks[0].file;
     let meta = std::fs::metadata(file).unwrap();
-    use std::os::unix::fs::MetadataExt;
     assert!(
         meta.blocks() * 512 >= meta.len(),
         "the format left holes in the disk's file: {} of {} bytes allocated",

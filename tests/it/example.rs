@@ -401,6 +401,7 @@ fn reports_are_the_same_bytes_whatever_tz_locale_cwd_store_path_file_order_and_p
 /// in a scratch repository, so that a wrong acceptance could touch no checkout.
 #[test]
 fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
+    type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
     let test = "example::regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was";
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -427,7 +428,6 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
     std::fs::write(victim.join("precious"), "keep me").unwrap();
     std::fs::write(victim.join(mark), "").unwrap();
 
-    type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
     let planted: Vec<(&str, Plant)> = vec![
         (
             "a link to a directory holding the marker",

@@ -886,6 +886,7 @@ impl Drop for Sentinels {
 /// root: a state naming anything the lab would not have made is refused whole.
 #[test]
 fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
+    type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
     // Serial with the other labs: a sentinel namespace copies the mounts of the moment.
     let _serial = SERIAL
         .lock()
@@ -897,7 +898,6 @@ fn lab_down_refuses_a_planted_state_file_and_touches_nothing_outside() {
         s.dir.file_name().unwrap().to_string_lossy()
     );
     let sentinel_ns = s.netns.clone();
-    type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
     let cases: Vec<(&str, u32, Edit, &[&str])> = vec![
         (
             "a workdir escaping with ..",

@@ -161,7 +161,7 @@ impl Walked {
     }
 }
 
-fn walk(dir: &Path, script: Script, stop: Arc<AtomicBool>) -> Walked {
+fn walk(dir: &Path, script: Script, stop: &Arc<AtomicBool>) -> Walked {
     let ws = benchpipe::config::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
     let cells: Vec<_> = benchpipe::cli::plans(&ws)
         .into_iter()
@@ -175,7 +175,7 @@ fn walk(dir: &Path, script: Script, stop: Arc<AtomicBool>) -> Walked {
         log: log.clone(),
     };
     let recorder = Recorder::default();
-    let outcome = apply::apply_with(&ws, &cells, &store, &recorder, &stop, &connector).unwrap();
+    let outcome = apply::apply_with(&ws, &cells, &store, &recorder, stop, &connector).unwrap();
     let steps = recorder.lines.into_inner().unwrap();
     let commands = log.lock().unwrap().clone();
     Walked {
@@ -234,7 +234,7 @@ fn fake_transport_blocked_walk_formats_each_image_and_filesystem_once() {
     let w = walk(
         &dir,
         script(|_, c| board_replies(c)),
-        Arc::new(AtomicBool::new(false)),
+        &Arc::new(AtomicBool::new(false)),
     );
     let mut want = BOARD_START.to_string();
     for image in ["os1", "os2"] {
@@ -284,7 +284,7 @@ fn fake_transport_interleaved_walk_takes_turns_within_each_mount() {
     let w = walk(
         &dir,
         script(|_, c| board_replies(c)),
-        Arc::new(AtomicBool::new(false)),
+        &Arc::new(AtomicBool::new(false)),
     );
     let mut want = BOARD_START.to_string();
     for fs in ["ext4", "btrfs"] {
@@ -331,7 +331,7 @@ fn fake_transport_board_lost_midway_fails_its_cells_and_still_tears_down_the_con
             }
             board_replies(c)
         }),
-        Arc::new(AtomicBool::new(false)),
+        &Arc::new(AtomicBool::new(false)),
     );
     let lost = "b2: connection lost: fake: connection lost";
     // The controller's teardown of the cell in flight runs; the board's cannot.
@@ -395,7 +395,7 @@ fn fake_transport_ctrl_c_stops_the_walk_and_still_cleans_up() {
             }
             board_replies(c)
         }),
-        stop,
+        &stop,
     );
     let want = format!(
         "{BOARD_START}
@@ -459,7 +459,7 @@ fn fake_transport_walks_exactly_the_steps_plan_json_shows() {
     let w = walk(
         &dir,
         script(|_, c| board_replies(c)),
-        Arc::new(AtomicBool::new(false)),
+        &Arc::new(AtomicBool::new(false)),
     );
     let walked: Vec<&str> = w
         .of("b1")
@@ -557,7 +557,7 @@ fn fake_transport_an_image_that_does_not_match_its_expectations_is_never_measure
             }
             c => board_replies(c),
         }),
-        Arc::new(AtomicBool::new(false)),
+        &Arc::new(AtomicBool::new(false)),
     );
     let steps = w.of("b1");
     assert_eq!(

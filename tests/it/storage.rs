@@ -286,6 +286,7 @@ fn path_without_lsblk(dir: &Path) -> PathBuf {
 
 #[test]
 fn mkfs_options_cannot_name_a_second_device_at_check_or_in_prepare() {
+    use benchpipe::model::{Filesystem, Storage, StorageRole};
     let p = Project::new("mkfs-opt-device");
     let disks = p.dir.join("disks");
     let disk = LoopDisk::named(&disks, "declared", 160);
@@ -315,7 +316,6 @@ fn mkfs_options_cannot_name_a_second_device_at_check_or_in_prepare() {
     assert_eq!(probe(&disk.device, "TYPE"), "");
 
     // Defense in depth: a model that did not come through `check` is refused too.
-    use benchpipe::model::{Filesystem, Storage, StorageRole};
     let storage = Storage {
         name: "loop".into(),
         role: StorageRole::Scratch,

@@ -149,6 +149,7 @@ fn measured_run(board: &Board, id: &str, command: &str) -> benchpipe::telemetry:
 
 #[test]
 fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
+    use std::os::unix::fs::PermissionsExt;
     let _m = machine();
     let dir = scratch("fake");
     let bin = dir.join("bin");
@@ -164,7 +165,6 @@ fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     // Two fake thermal zones behind one glob; the hotter one counts.
     let zones = dir.join("zones");
@@ -233,13 +233,13 @@ fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
 
 #[test]
 fn fake_vcgencmd_with_sticky_bits_from_before_the_run_flags_nothing() {
+    use std::os::unix::fs::PermissionsExt;
     let _m = machine();
     let dir = scratch("fake-sticky");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let fake = bin.join("vcgencmd");
     std::fs::write(&fake, "#!/bin/sh\necho throttled=0x50000\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let b = board(&dir.join("work"), None);
     let mut t = Local::new();
@@ -666,7 +666,7 @@ fn a_test_burning_cpu_itself_is_not_background_load() {
 struct SwapFile(PathBuf);
 
 impl SwapFile {
-    fn create(path: PathBuf) -> Result<SwapFile, String> {
+    fn create(path: &Path) -> Result<SwapFile, String> {
         let run = |cmd: &str| -> Result<(), String> {
             let out = Command::new("sh")
                 .args(["-c", cmd])
@@ -685,7 +685,7 @@ impl SwapFile {
         run(&format!(
             "dd if=/dev/zero of='{p}' bs=1M count=64 status=none && chmod 600 '{p}' && mkswap '{p}' >/dev/null"
         ))?;
-        let swap = SwapFile(path.clone());
+        let swap = SwapFile(path.to_path_buf());
         run(&format!("swapon '{p}'"))?;
         Ok(swap)
     }
@@ -786,7 +786,7 @@ fn real_swap_traffic_is_flagged_swapping() {
     let _swap = if has_swap() {
         None
     } else {
-        match SwapFile::create(dir.join("swapfile")) {
+        match SwapFile::create(&dir.join("swapfile")) {
             Ok(s) => Some(s),
             Err(e) => {
                 // Only the pure test with a captured vmstat pair covers this then.

@@ -58,8 +58,8 @@ fn knock(to: SocketAddr) -> String {
 }
 
 /// Knocks from inside `netns` (this thread joins it) until `done`: every answer seen.
-fn knocking(netns: PathBuf, to: SocketAddr, done: Arc<AtomicBool>) -> BTreeMap<String, usize> {
-    let ns = std::fs::File::open(&netns).unwrap();
+fn knocking(netns: &Path, to: SocketAddr, done: &Arc<AtomicBool>) -> BTreeMap<String, usize> {
+    let ns = std::fs::File::open(netns).unwrap();
     // SAFETY: a valid descriptor of a network namespace; setns moves this thread only.
     assert_eq!(
         unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) },
@@ -148,6 +148,7 @@ fn daemons_in(ns: &Path) -> BTreeSet<(String, u32, String)> {
 /// never root. Nothing is left afterwards.
 #[test]
 fn wordpress_answers_the_controller_alone_and_never_shows_its_installer_to_another_board() {
+    use std::os::unix::fs::MetadataExt;
     let lab = Lab::up(2);
     let (target, other) = (lab.board(0).clone(), lab.board(1).clone());
     let root = &lab.root;
@@ -180,7 +181,7 @@ fn wordpress_answers_the_controller_alone_and_never_shows_its_installer_to_anoth
     let done = Arc::new(AtomicBool::new(false));
     let knocker = {
         let (ns, done) = (netns_of(&other), done.clone());
-        std::thread::spawn(move || knocking(ns, to, done))
+        std::thread::spawn(move || knocking(&ns, to, &done))
     };
     let sampled = Arc::new(Mutex::new((BTreeSet::new(), BTreeSet::new())));
     let sampler = {
@@ -255,7 +256,6 @@ fn wordpress_answers_the_controller_alone_and_never_shows_its_installer_to_anoth
     }
     crate::webapp::assert_nothing_left(&target);
     // The workdir is closed to www-data again.
-    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(&target.workdir).unwrap();
     assert_eq!(meta.mode() & 0o777, 0o700, "{}", target.workdir);
 }

@@ -149,7 +149,7 @@ fn existing(path: &Path, text: Option<&str>) -> Existing {
     }
 }
 
-pub(in crate::cli) fn run(args: InitArgs) -> Result<()> {
+pub(in crate::cli) fn run(args: &InitArgs) -> Result<()> {
     let mut hosts = Vec::new();
     let mut problems = Vec::new();
     for b in &args.boards {

@@ -110,6 +110,7 @@ fn own_cloud_config(w: &Written<'_>) -> String {
 /// `user-data`: benchpipe's `#cloud-config`, alone or, with extra user-data, as a MIME
 /// multi-part whose parts cloud-init merges in order (lists appended, no key replaced).
 fn user_data(w: &Written<'_>) -> Result<String, String> {
+    const MERGE: &str = "Merge-Type: list(append)+dict(no_replace,recurse_list)+str()";
     let own = own_cloud_config(w);
     let Some(extra) = &w.prep.user_data else {
         return Ok(own);
@@ -120,7 +121,6 @@ fn user_data(w: &Written<'_>) -> Result<String, String> {
             "the extra user-data holds the MIME boundary `{boundary}`; it cannot be merged"
         ));
     }
-    const MERGE: &str = "Merge-Type: list(append)+dict(no_replace,recurse_list)+str()";
     let part = |body: &str| {
         format!(
             "--{boundary}\nContent-Type: text/cloud-config; charset=\"utf-8\"\nMIME-Version: 1.0\n{MERGE}\n\n{body}{}",
@@ -455,6 +455,7 @@ mod tests {
     #[test]
     fn the_scripts_are_valid_shell() {
         for kind in [FirstbootKind::Raspios, FirstbootKind::Armbian] {
+            use crate::transport::Transport;
             let p = prep(kind);
             let w = Written {
                 prep: &p,
@@ -471,7 +472,6 @@ mod tests {
                             && f.name != "cmdline.txt"
                 })
                 .unwrap();
-            use crate::transport::Transport;
             let exit = crate::transport::local::Local::new()
                 .exec_input(
                     "bash -n",

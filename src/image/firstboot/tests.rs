@@ -209,11 +209,11 @@ fn each_kind_writes_its_files_into_an_mbr_and_a_gpt_image_and_the_second_call_de
 
 #[test]
 fn a_password_is_written_only_hashed_and_a_changed_derived_file_is_derived_again() {
+    use sha_crypt::password_hash::PasswordHasher;
     let t = "a_password_is_written_only_hashed_and_a_changed_derived_file_is_derived_again";
     if !have(t, &TOOLS) {
         return;
     }
-    use sha_crypt::password_hash::PasswordHasher;
     let s = Scratch::new("firstboot-password");
     let cache = s.cache();
     let img = disk(&s.0, false);

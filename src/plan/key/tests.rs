@@ -45,6 +45,17 @@ fn the_key_is_sha256_of_the_canonical_bytes_behind_the_encoding_prefix() {
 
 #[test]
 fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
+    // The recorded JSON may come out in any object order (reversed here, as
+    // `preserve_order` would keep a reversed insertion); it is not what is hashed.
+    fn reversed(v: &Input) -> Input {
+        match v {
+            Input::Record(f) => {
+                Input::Record(f.iter().rev().map(|(k, v)| (*k, reversed(v))).collect())
+            }
+            Input::List(l) => Input::List(l.iter().map(reversed).collect()),
+            other => other.clone(),
+        }
+    }
     // serde_json with `preserve_order` keeps objects in insertion order; the key
     // must not. Parameters inserted in opposite orders, and the inputs' JSON with
     // its objects reversed, give the same bytes.
@@ -85,17 +96,6 @@ fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
     assert_eq!(canonical_bytes(&a), canonical_bytes(&b));
     assert_eq!(CellKey::of(&a), CellKey::of(&b));
 
-    // The recorded JSON may come out in any object order (reversed here, as
-    // `preserve_order` would keep a reversed insertion); it is not what is hashed.
-    fn reversed(v: &Input) -> Input {
-        match v {
-            Input::Record(f) => {
-                Input::Record(f.iter().rev().map(|(k, v)| (*k, reversed(v))).collect())
-            }
-            Input::List(l) => Input::List(l.iter().map(reversed).collect()),
-            other => other.clone(),
-        }
-    }
     assert_eq!(
         a.to_json(),
         reversed(&a).to_json(),

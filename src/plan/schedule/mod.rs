@@ -410,8 +410,8 @@ fn uas_of(ws: &Workspace, cell: &Cell) -> Option<(StorageName, bool)> {
 /// Where cells of a `uas` state go within an image: storage left as it is first, then
 /// `uas = false`, then `uas = true` (so a board that started without the quirk ends
 /// without it, and the restore needs no reboot).
-fn uas_rank(u: &Option<(StorageName, bool)>) -> Option<(bool, &StorageName)> {
-    u.as_ref().map(|(s, on)| (*on, s))
+fn uas_rank(u: Option<&(StorageName, bool)>) -> Option<(bool, &StorageName)> {
+    u.map(|(s, on)| (*on, s))
 }
 
 /// The schedule for `work` (cells that need work, each once, in plan order).
@@ -457,7 +457,7 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
         let (members, steps) = match work.first().and_then(|w| w.cell.cluster.as_ref()) {
             Some(c) => (
                 c.members.clone(),
-                cluster::cluster_steps(ws, c, work, estimates, &at),
+                cluster::cluster_steps(ws, c, &work, estimates, &at),
             ),
             None => (Vec::new(), board_steps(ws, board, work, estimates, &at)),
         };
@@ -531,7 +531,7 @@ fn board_steps(
         let image = images.iter().position(|i| *i == &w.cell.address.image);
         let m = mount_of(w.cell);
         let uas = uas_of(ws, w.cell);
-        let uas = uas_rank(&uas).map(|(on, s)| (on, s.clone()));
+        let uas = uas_rank(uas.as_ref()).map(|(on, s)| (on, s.clone()));
         (image, uas, mounts.iter().position(|x| *x == m))
     };
     work.sort_by_cached_key(|w| rank(w));

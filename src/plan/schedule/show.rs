@@ -35,7 +35,7 @@ impl Action {
                 member,
             }) => format!(
                 "prepare {image}'s first boot ({firstboot}){} in a copy, unless the image cache has it",
-                for_member(member)
+                for_member(member.as_ref())
             ),
             Action::Walk(WalkAction::Flash {
                 image,
@@ -44,11 +44,11 @@ impl Action {
                 member,
             }) => format!(
                 "REFLASH{} with {image}: dd to {device} via {via}, read back",
-                onto(member)
+                onto(member.as_ref())
             ),
             Action::Walk(WalkAction::FlashCommand { image, member }) => format!(
                 "REFLASH{} with {image}: the board's [flash] command",
-                onto(member)
+                onto(member.as_ref())
             ),
             Action::Walk(WalkAction::FlashTpi {
                 image,
@@ -57,10 +57,10 @@ impl Action {
                 member,
             }) => format!(
                 "REFLASH{} with {image}: tpi flash node {node} on BMC {via}",
-                onto(member)
+                onto(member.as_ref())
             ),
             Action::Walk(WalkAction::PowerCycle { member }) => {
-                format!("power cycle{}", onto(member))
+                format!("power cycle{}", onto(member.as_ref()))
             }
             Action::Board(BoardAction::Connect) => "connect".into(),
             Action::Walk(WalkAction::ClaimWorkdir { controller: false }) => "claim workdir".into(),
@@ -90,7 +90,7 @@ impl Action {
                 size_bytes,
             }) => format!(
                 "format {storage} as {filesystem} ({image}){}",
-                disk(device, serial, size_bytes)
+                disk(device.as_ref(), serial.as_ref(), *size_bytes)
             ),
             Action::Board(BoardAction::Mount {
                 image,
@@ -229,29 +229,23 @@ const MAX_LABEL: usize = 100;
 
 /// The disk a format writes: ` on /dev/sda (serial S, 500107862016 bytes)`, as the board
 /// file declares it; what it lacks is said, so a reader sees what tells it from another.
-fn disk(device: &Option<String>, serial: &Option<String>, size: &Option<u64>) -> String {
+fn disk(device: Option<&String>, serial: Option<&String>, size: Option<u64>) -> String {
     let Some(device) = device else {
         return String::new();
     };
-    let serial = serial
-        .as_ref()
-        .map_or("no serial declared".to_string(), |s| format!("serial {s}"));
+    let serial = serial.map_or("no serial declared".to_string(), |s| format!("serial {s}"));
     let size = size.map_or("no size declared".to_string(), |b| format!("{b} bytes"));
     format!(" on {device} ({serial}, {size})")
 }
 
 /// ` member NAME` after a step's verb in a cluster's walk; nothing in a board's.
-fn onto(member: &Option<crate::model::BoardName>) -> String {
-    member
-        .as_ref()
-        .map(|m| format!(" member {m}"))
-        .unwrap_or_default()
+fn onto(member: Option<&crate::model::BoardName>) -> String {
+    member.map(|m| format!(" member {m}")).unwrap_or_default()
 }
 
 /// ` for member NAME` in a cluster's walk; nothing in a board's.
-fn for_member(member: &Option<crate::model::BoardName>) -> String {
+fn for_member(member: Option<&crate::model::BoardName>) -> String {
     member
-        .as_ref()
         .map(|m| format!(" for member {m}"))
         .unwrap_or_default()
 }

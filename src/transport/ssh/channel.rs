@@ -174,7 +174,7 @@ impl SshTransport {
                     self.conn = None;
                     continue;
                 }
-                Err(stop) => return Err(self.lost(stop)),
+                Err(stop) => return Err(self.lost(&stop)),
             };
             let mut channel = channel;
             let request = match &self.sudo {
@@ -186,10 +186,10 @@ impl SshTransport {
                     self.feed_sudo(&mut channel)?;
                     return Ok(channel);
                 }
-                Err(stop) => return Err(self.lost(stop)),
+                Err(stop) => return Err(self.lost(&stop)),
             }
         }
-        Err(self.lost(Stop::Silent))
+        Err(self.lost(&Stop::Silent))
     }
 
     /// Reads both streams until the remote closes them, then collects the exit.
@@ -233,7 +233,7 @@ impl SshTransport {
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(self.lost(Stop::Io(e))),
+                    Err(e) => return Err(self.lost(&Stop::Io(e))),
                 }
             }
             if progressed {
@@ -255,7 +255,7 @@ impl SshTransport {
                     deadline = Some(Instant::now() + Duration::from_secs(5));
                     let eof_deadline = deadline;
                     if let Err(stop) = self.retry(eof_deadline, |_| channel.send_eof()) {
-                        return Err(self.lost(stop));
+                        return Err(self.lost(&stop));
                     }
                 }
                 Err(Stop::Deadline) => {
@@ -264,12 +264,12 @@ impl SshTransport {
                     self.conn = None;
                     return Err(self.timeout_error(command, timeout));
                 }
-                Err(stop) => return Err(self.lost(stop)),
+                Err(stop) => return Err(self.lost(&stop)),
             }
         }
         let close_deadline = Some(Instant::now() + self.timeout.max(Duration::from_secs(5)));
         if let Err(stop) = self.retry(close_deadline, |_| channel.wait_close()) {
-            return Err(self.lost(stop));
+            return Err(self.lost(&stop));
         }
         if timed_out {
             return Err(self.timeout_error(command, timeout));
