@@ -14,7 +14,7 @@ use benchpipe::lab::{self, LabOptions};
 
 mod common;
 use benchpipe::store::Store;
-use benchpipe::{apply, config, plan};
+use benchpipe::{apply, check, plan};
 
 /// Measured runs per board (after one warm-up): 5, or 1 with no warm-up with `--quick`.
 fn measured_runs() -> usize {
@@ -45,7 +45,7 @@ fn scenario(root: &Path, name: &str, boards: &str) {
 }
 
 fn time_apply(root: &Path, name: &str) -> f64 {
-    let ws = config::load(root, &[root.join(format!("scenarios/{name}.toml"))]).unwrap();
+    let ws = check::load(root, &[root.join(format!("scenarios/{name}.toml"))]).unwrap();
     let cells: Vec<_> = ws
         .scenarios
         .iter()

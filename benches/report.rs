@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use benchpipe::store::{FORMAT, RunKind, Sample, Store};
 use benchpipe::telemetry::{Range, TelemetrySummary};
-use benchpipe::{cli, config, plan, report};
+use benchpipe::{check, cli, plan, report};
 use serde_json::json;
 
 /// 100 boards (10,000 cells), or 10 (1,000) with `--quick`.
@@ -327,7 +327,7 @@ const FRESH_DIR: &str = "BENCHPIPE_BENCH_FRESH_DIR";
 /// `benchpipe report` pays, every page of its memory faulted in fresh.
 fn fresh_figure(figure: &str, dir: &Path) {
     let files = [dir.join("scenarios/big.toml")];
-    let ws = config::load(dir, &files).expect("the bench's project loads");
+    let ws = check::load(dir, &files).expect("the bench's project loads");
     let store = Store::open(dir.join("results")).unwrap();
     let f = faults();
     let (s, c) = if figure == "read" {
@@ -380,7 +380,7 @@ fn main() {
     let dir = scratch();
     project(&dir);
     let files = [dir.join("scenarios/big.toml")];
-    let ws = config::load(&dir, &files).expect("synthetic project loads");
+    let ws = check::load(&dir, &files).expect("synthetic project loads");
     let cells = plan::expand(&ws, &ws.scenarios[0]).cells;
     let store = Store::open(dir.join("results")).unwrap();
     let t = Instant::now();
@@ -401,7 +401,7 @@ fn main() {
     let data = store.all().unwrap();
     assert_eq!(data.len(), cells.len());
     let runs: usize = data.values().map(|d| d.samples.len()).sum();
-    let (ws, load_s, load_c) = timed(|| config::load(&dir, &files).unwrap());
+    let (ws, load_s, load_c) = timed(|| check::load(&dir, &files).unwrap());
     let mut part_rounds = Vec::new();
     let mut overrides = Vec::new();
     for round in 0..part_round_count() {

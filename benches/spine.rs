@@ -14,12 +14,9 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use benchpipe::plan::{
-    self,
-    key::{self, CellKey},
-};
+use benchpipe::plan::{self, CellKey, key};
 use benchpipe::store::{FORMAT, RunKind, Sample, Store};
-use benchpipe::{apply, config};
+use benchpipe::{apply, check};
 
 fn project(tag: &str, boards: usize, tests: usize, images: usize) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bp-bench-{tag}-{}", std::process::id()));
@@ -74,7 +71,7 @@ fn project(tag: &str, boards: usize, tests: usize, images: usize) -> PathBuf {
 }
 
 fn load(dir: &Path) -> benchpipe::model::Workspace {
-    config::load(dir, &[dir.join("scenarios/big.toml")]).expect("synthetic project loads")
+    check::load(dir, &[dir.join("scenarios/big.toml")]).expect("synthetic project loads")
 }
 
 fn secs(t: Instant) -> f64 {
@@ -271,7 +268,7 @@ fn xz_overhead(pairs: usize, corpus_mib: u32) {
         ),
     )
     .unwrap();
-    let ws = config::load(&dir, &[dir.join("scenarios/xz.toml")]).unwrap();
+    let ws = check::load(&dir, &[dir.join("scenarios/xz.toml")]).unwrap();
     let p = plan::expand(&ws, &ws.scenarios[0]);
     // The same corpus the recipe builds (its own setup step, rendered), kept for the
     // direct runs.

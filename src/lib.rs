@@ -6,6 +6,9 @@
 
 pub mod apply;
 pub mod bench;
+pub mod canonical;
+pub mod cell;
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod error;

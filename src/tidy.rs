@@ -2,8 +2,9 @@
 //! source tree itself, read from the files (no build, no lab). Every `.rs` file opens
 //! with its `//!` line; no file under `src/` or `benches/` is over `MAX_LINES`; nothing
 //! outside `src/transport/` starts a process; nothing outside `src/store/` writes
-//! through a path the store gave out; ARCHITECTURE.md's codemap names only paths that
-//! exist. Each rule is a function over text, with a test that it can fail.
+//! through a path the store gave out; the lower layers (`LAYERS`) name no module above
+//! them; ARCHITECTURE.md's codemap names only paths that exist. Each rule is a function
+//! over text, with a test that it can fail.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,39 @@ const WRITES: [&str; 14] = [
     "symlink(",
     "set_permissions(",
     "write_atomic(",
+];
+
+/// The lower layers and the crate modules above them that their code (tests cut) must
+/// not name: the cell vocabulary and the encoding every layer uses, the model, the
+/// loading of input files and the store sit below the plan and what walks and reports
+/// it (ARCHITECTURE.md's layers).
+const LAYERS: [(&str, &[&str]); 5] = [
+    (
+        "src/canonical.rs",
+        &[
+            "model", "cell", "config", "store", "plan", "check", "apply", "report", "cli",
+        ],
+    ),
+    (
+        "src/cell/",
+        &[
+            "config", "store", "plan", "check", "apply", "report", "cli", "stats",
+        ],
+    ),
+    (
+        "src/model/",
+        &[
+            "cell", "config", "store", "plan", "check", "apply", "report", "cli", "stats", "bench",
+        ],
+    ),
+    (
+        "src/config/",
+        &["store", "plan", "check", "apply", "report", "cli", "stats"],
+    ),
+    (
+        "src/store/",
+        &["config", "plan", "check", "apply", "report", "cli"],
+    ),
 ];
 
 fn root() -> PathBuf {
@@ -250,6 +284,54 @@ fn store_writes(code: &str) -> Option<(Vec<&'static str>, Vec<&'static str>)> {
     (!takes.is_empty() && !writes.is_empty()).then_some((takes, writes))
 }
 
+/// The crate's top modules `code` names: `crate::plan::Cell`, each of
+/// `crate::{plan::{self, Cell}, store}`.
+fn crate_modules(code: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (at, m) in code.match_indices("crate::") {
+        let rest = &code[at + m.len()..];
+        let Some(group) = rest.strip_prefix('{') else {
+            out.push(ident(rest));
+            continue;
+        };
+        // The names at the group's top level: after its `{` and each comma at depth 0.
+        let (mut depth, mut start) = (0usize, 0);
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    out.push(ident(&group[start..i]));
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(ident(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    out.retain(|n| !n.is_empty());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The modules of `above` that `code` (benchpipe's own, tests cut) names.
+fn upward(code: &str, above: &[&str]) -> Vec<String> {
+    crate_modules(without_tests(code))
+        .into_iter()
+        .filter(|m| above.contains(&m.as_str()))
+        .collect()
+}
+
 /// The names of the public functions in `code` that return a path.
 fn path_returning_fns(code: &str) -> Vec<String> {
     let code = without_tests(code);
@@ -416,6 +498,30 @@ fn the_store_gives_out_paths_only_where_the_write_rule_looks() {
 }
 
 #[test]
+fn the_lower_layers_name_no_module_above_them() {
+    let mut bad = Vec::new();
+    for (layer, above) in LAYERS {
+        let files = if layer.ends_with(".rs") {
+            vec![PathBuf::from(layer)]
+        } else {
+            rust_files(layer.trim_end_matches('/'))
+        };
+        assert!(!files.is_empty(), "{layer}");
+        for p in files.into_iter().filter(|p| !is_test_file(p)) {
+            let found = upward(&code_of(&read(&p)), above);
+            if !found.is_empty() {
+                bad.push((p, found));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a lower layer names a module above it (move the shared type down, or the check \
+         up: ARCHITECTURE.md's layers): {bad:?}"
+    );
+}
+
+#[test]
 fn the_codemap_names_only_paths_that_exist() {
     let missing = codemap_missing(&read(Path::new("ARCHITECTURE.md")), &root());
     assert!(
@@ -473,6 +579,31 @@ fn each_rule_can_fail() {
         store_writes("fn f() { std::fs::write(\"x\", \"\"); }"),
         None
     );
+
+    let above: &[&str] = &["plan", "store"];
+    for pointing_up in [
+        "use crate::plan::Cell;",
+        "use crate::{model::Scenario, plan::{self, Plan}};",
+        "fn f() { let p = crate::store::Store::open(d); }",
+        "use crate::{\n    model,\n    store,\n};",
+    ] {
+        assert!(
+            !upward(&code_of(pointing_up), above).is_empty(),
+            "{pointing_up}"
+        );
+    }
+    for level in [
+        "use crate::model::{Scenario, planned};",
+        "use crate::{cell::{Cell, planner}, model};",
+        "// crate::plan::expand is above\nlet s = \"crate::store\";",
+        "fn f() {}\n#[cfg(test)]\nmod tests {\n use crate::plan::fixtures;\n}",
+    ] {
+        assert_eq!(
+            upward(&code_of(level), above),
+            Vec::<String>::new(),
+            "{level}"
+        );
+    }
 
     let store_mod = "impl S { pub fn root(&self) -> &Path { &self.r } \
                      pub fn log(&self) -> PathBuf { self.r.join(\"l\") } \

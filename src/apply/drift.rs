@@ -10,7 +10,8 @@ use super::Job;
 use super::worker::Worker;
 use crate::failure::CellFailure;
 use crate::plan::CellKey;
-use crate::plan::drift::{self, BOOT_CONFIG_FILES, BOOT_FILE_BYTES, Fingerprint, OnDrift};
+use crate::plan::drift::{self, BOOT_CONFIG_FILES, BOOT_FILE_BYTES};
+use crate::store::{Fingerprint, OnDrift};
 use crate::transport::{Transport, quote};
 
 /// The fingerprint's shell: one `@@name` section per fact, bounded reads only.

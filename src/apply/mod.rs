@@ -189,7 +189,7 @@ pub struct Options {
     /// Cells measured on a board that changed since (`--on-drift`): judged against the
     /// board's last-seen fingerprint before the walk (so complete cells can be kept or
     /// redone, as `plan` shows), and against the board's own when facts are gathered.
-    pub on_drift: crate::plan::drift::OnDrift,
+    pub on_drift: crate::store::OnDrift,
 }
 
 /// `apply_with` with the user's `options`.
@@ -221,7 +221,7 @@ pub fn apply_with_options(
         let primary = recipe.primary_metrics();
         let mut data = store.read(cell)?;
         let board_now = boards_seen.get(&cell.address.board);
-        if options.on_drift != crate::plan::drift::OnDrift::Refuse
+        if options.on_drift != crate::store::OnDrift::Refuse
             && let (Some(now), Some(_)) =
                 (board_now, crate::plan::drift::cell_drift(&data, board_now))
         {

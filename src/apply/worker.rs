@@ -29,7 +29,7 @@ pub(super) struct Worker<'a> {
     pub(super) held: &'a super::peer::BoardHolds,
     pub(super) connector: &'a dyn crate::transport::Connector,
     /// What to do with cells measured on a board that changed since (`--on-drift`).
-    pub(super) on_drift: crate::plan::drift::OnDrift,
+    pub(super) on_drift: crate::store::OnDrift,
 }
 
 /// A cell being worked on: its store writer, template values and samples so far.

@@ -68,8 +68,8 @@ pub fn compare(files: &[PathBuf], store: &Path, args: &CompareArgs) -> Result<()
         })
         .transpose()?;
     let percent = match args.percent.as_deref() {
-        None => crate::stats::Percent::default(),
-        Some(p) => crate::stats::Percent::parse(p).ok_or_else(|| {
+        None => crate::model::Percent::default(),
+        Some(p) => crate::model::Percent::parse(p).ok_or_else(|| {
             Error::Usage(format!(
                 "--percent `{}`: expected `of-baseline` or `of-mean`",
                 crate::shown::shown(&p.chars().take(40).collect::<String>())

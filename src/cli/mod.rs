@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Parser, Subcommand};
 
 use crate::apply;
+use crate::check;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
-use crate::plan::drift::OnDrift;
 use crate::plan::{self, Plan};
+use crate::store::OnDrift;
 use crate::store::Store;
 
 mod boards;
@@ -403,7 +404,7 @@ const CHECK_NOT_APPLICABLE: usize = 20;
 /// Loads the workspace the scenario files belong to.
 pub fn load(files: &[PathBuf], max_cells: u64) -> Result<Workspace> {
     let root = config::find_root(files);
-    let ws = config::load_limited(&root, files, max_cells).map_err(Error::Config)?;
+    let ws = check::load_limited(&root, files, max_cells).map_err(Error::Config)?;
     for w in &ws.warnings {
         eprint!("{w}");
     }

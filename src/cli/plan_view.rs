@@ -7,11 +7,11 @@ use std::fmt::Write as _;
 use super::{Selection, known_plans};
 use crate::error::{Error, Result};
 use crate::model::{Scenario, Workspace};
-use crate::plan::drift::OnDrift;
 use crate::plan::schedule::{self, Estimates, Schedule};
 use crate::plan::state::{self, CellState};
 use crate::plan::{self, Cell, Plan};
 use crate::shown::shown;
+use crate::store::OnDrift;
 use crate::store::{CellData, Store};
 
 /// The version of `plan --json`'s document (docs/FORMAT.md): 2 added `schedule`.
@@ -67,7 +67,7 @@ fn view<'p>(
             let stored = data.get(&cell.key).unwrap_or(&empty);
             let drift = plan::drift::cell_drift(stored, boards_seen.get(&cell.address.board));
             let redone;
-            let redo_drift = drift.is_some() && select.on_drift == plan::drift::OnDrift::Redo;
+            let redo_drift = drift.is_some() && select.on_drift == OnDrift::Redo;
             let d = if select.redoes(cell) || (redo_drift && select.runs(cell)) {
                 redone = stored.redone("plan");
                 &redone
@@ -480,8 +480,8 @@ mod tests {
 
     use super::*;
     use crate::failure::CellFailure;
-    use crate::plan::drift::Fingerprint;
     use crate::shown::{assert_inert, hostile, shows};
+    use crate::store::Fingerprint;
     use crate::store::{FORMAT, RunKind, Sample};
 
     fn fingerprint(kernel: &str) -> Fingerprint {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::check;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::model::{BoardName, Workspace};
@@ -58,7 +59,7 @@ pub(super) fn load_for_report(
     stored: &config::StoredNames,
 ) -> Result<Workspace> {
     let root = config::find_root(files);
-    let ws = config::load_for_report(&root, files, max_cells, stored).map_err(Error::Config)?;
+    let ws = check::load_for_report(&root, files, max_cells, stored).map_err(Error::Config)?;
     for w in &ws.warnings {
         eprint!("{w}");
     }

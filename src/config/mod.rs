@@ -3,7 +3,8 @@
 //! Three passes: read each file (`Source`), deserialize it into `raw` types (syntax, key
 //! names, value types), then validate each file and the references between files
 //! (`board`, `recipe`, `scenario`). Every problem becomes a `Diagnostic` with
-//! file:line:col, and a load reports all of them at once.
+//! file:line:col, and a load reports all of them at once. What only a scenario's
+//! expanded plan shows is checked by the layer above (`check`, through `PlanChecks`).
 
 mod board;
 mod boot;
@@ -21,9 +22,10 @@ mod network;
 mod parser;
 mod patterns;
 mod power;
-mod raw;
+pub(crate) mod raw;
 mod recipe;
 mod scenario;
+pub(crate) use scenario::{Known, PlanChecks, RawParams, ScenarioFile};
 mod secrets;
 pub mod shell;
 mod sides;
@@ -73,12 +75,6 @@ pub fn find_root(files: &[PathBuf]) -> PathBuf {
     PathBuf::from(".")
 }
 
-/// Loads the scenarios in `files`, with every board in `root/boards/` and every recipe,
-/// built in or in `root/pipeline/`, and validates them together.
-pub fn load(root: &Path, files: &[PathBuf]) -> Result<Workspace, Diagnostics> {
-    load_limited(root, files, crate::plan::DEFAULT_MAX_CELLS)
-}
-
 /// Boards the store holds cells of, with their storage names: a report still shows the
 /// cells of a board whose file is gone (retired, renamed, a lab torn down), so for
 /// `report` a matrix glob or label that matches only such a board is no mistake.
@@ -87,31 +83,15 @@ pub struct StoredNames {
     pub boards: BTreeMap<String, BTreeSet<String>>,
 }
 
-/// `load`, refusing a scenario whose matrix could expand to more than `max_cells`.
-pub fn load_limited(
+/// Loads the scenarios in `files`, with every board in `root/boards/` and every recipe,
+/// built in or in `root/pipeline/`, and validates them together; `checks` are those
+/// only each scenario's plan can make (`check::load` gives them). For a report, the
+/// store's boards (`stored`) count as known where the scenario names boards and storage.
+pub(crate) fn load_with(
     root: &Path,
     files: &[PathBuf],
-    max_cells: u64,
-) -> Result<Workspace, Diagnostics> {
-    load_with(root, files, max_cells, &StoredNames::default())
-}
-
-/// `load_limited` for a report: the store's boards count as known where the scenario
-/// names boards and storage.
-pub fn load_for_report(
-    root: &Path,
-    files: &[PathBuf],
-    max_cells: u64,
     stored: &StoredNames,
-) -> Result<Workspace, Diagnostics> {
-    load_with(root, files, max_cells, stored)
-}
-
-fn load_with(
-    root: &Path,
-    files: &[PathBuf],
-    max_cells: u64,
-    stored: &StoredNames,
+    checks: &dyn PlanChecks,
 ) -> Result<Workspace, Diagnostics> {
     let mut boards = gather_boards(root);
     if !stored.boards.is_empty() {
@@ -135,7 +115,6 @@ fn load_with(
         recipes: &recipes.items,
         broken_recipes: &recipes.broken,
         used_broken_boards: std::cell::RefCell::default(),
-        max_cells,
         stored,
     };
     let mut scenarios = Vec::new();
@@ -174,7 +153,7 @@ fn load_with(
         let (parsed, errors) = src.parse::<raw::Scenario>(kind::Kind::Scenario);
         diags.extend(errors);
         let Some(parsed) = parsed else { continue };
-        if let Some(s) = scenario::validate(&src, parsed, &known, &mut diags) {
+        if let Some(s) = scenario::validate(&src, parsed, &known, checks, &mut diags) {
             scenarios.push(s);
         }
     }

@@ -16,11 +16,9 @@ use crate::storage::rules;
 
 mod cluster;
 mod compare;
-mod fits;
 mod matrix;
 mod method;
 mod params;
-mod planned;
 mod report;
 
 use compare::{compare, precision};
@@ -29,7 +27,8 @@ use method::method;
 use params::params;
 
 /// `[params.TEST]` tables as written.
-type RawParams = BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
+pub(crate) type RawParams =
+    BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<toml::Value>>>;
 
 /// What a scenario can refer to. `broken_*` are names whose file failed to load: they
 /// exist, so a reference to them is not reported again.
@@ -40,8 +39,6 @@ pub struct Known<'a> {
     pub broken_recipes: &'a BTreeSet<String>,
     /// Broken boards that a scenario's matrix selects: their errors stay errors.
     pub used_broken_boards: std::cell::RefCell<BTreeSet<String>>,
-    /// The most cells a matrix may expand to (`--max-cells`).
-    pub max_cells: u64,
     /// For a report: boards the store has cells of, also those without a file.
     pub stored: &'a super::StoredNames,
 }
@@ -124,10 +121,38 @@ impl Known<'_> {
     }
 }
 
+/// The checks only a scenario's expanded plan can make: its cell count against the
+/// limit, a matrix with nothing to measure, what its cells ask of their boards, a
+/// comparison that pairs no cells. They need `plan`, which sits above config, so the
+/// layer above both gives them (`check::Planned`); config runs them for each scenario
+/// as it validates, so every mistake is still reported at once and in file order.
+pub(crate) trait PlanChecks {
+    /// Pushes the mistakes of `scenario`, which validated; false drops it.
+    fn check(
+        &self,
+        file: &ScenarioFile<'_>,
+        scenario: &Scenario,
+        diags: &mut Vec<Diagnostic>,
+    ) -> bool;
+}
+
+/// What of a scenario's file the plan's checks point into, and what it may refer to.
+pub(crate) struct ScenarioFile<'a> {
+    pub src: &'a Source,
+    pub matrix: &'a Spanned<raw::Matrix>,
+    pub images: &'a BTreeMap<Spanned<String>, Spanned<raw::Image>>,
+    pub params: &'a RawParams,
+    pub report: Option<&'a raw::Report>,
+    /// A broken board file the matrix selects: its cells are missing from the plan.
+    pub selected_broken: bool,
+    pub known: &'a Known<'a>,
+}
+
 pub fn validate(
     src: &Source,
     raw: raw::Scenario,
     known: &Known,
+    checks: &dyn PlanChecks,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Scenario> {
     let start = diags.len();
@@ -210,74 +235,16 @@ pub fn validate(
         report: report_spec,
         precision,
     };
-    cell_count(src, &raw.matrix, &scenario, known, diags)?;
-    let plan = crate::plan::expand_in(known.boards, known.recipes, &scenario);
-    // A broken board file selected has its own errors, and its cells are missing from
-    // the plan: a comparison or the matrix would only echo them.
-    let plan_is_partial = selected_broken || planned::store_has_more(&scenario, known);
-    if !plan_is_partial {
-        planned::nothing_to_measure(src, &raw.matrix, &plan, diags)?;
-    }
-    let before = diags.len();
-    let parts = fits::Raw {
+    let file = ScenarioFile {
+        src,
+        matrix: &raw.matrix,
         images: &raw.images,
         params: &raw.params,
-        matrix: &raw.matrix,
+        report: raw.report.as_ref(),
+        selected_broken,
+        known,
     };
-    fits::check(src, parts, &plan, known, diags);
-    if let Some(r) = raw.report.as_ref().filter(|_| !plan_is_partial) {
-        planned::compares(src, &r.compare, &scenario, &plan, diags);
-    }
-    (diags.len() == before).then_some(scenario)
-}
-
-/// Counts the cells before anything expands them, and refuses a matrix over the limit
-/// or one whose excludes leave nothing.
-fn cell_count(
-    src: &Source,
-    raw: &Spanned<raw::Matrix>,
-    scenario: &Scenario,
-    known: &Known,
-    diags: &mut Vec<Diagnostic>,
-) -> Option<()> {
-    let bound = crate::plan::bound(known.boards, known.recipes, scenario);
-    if bound.cells > u128::from(known.max_cells) {
-        diags.push(
-            src.at_value(
-                raw,
-                format!(
-                    "the matrix has up to {} cells ({}), more than the limit of {}",
-                    bound.cells, bound.axes, known.max_cells
-                ),
-            )
-            .with_help(
-                "split the study into smaller scenarios, or raise the limit with `--max-cells N`",
-            ),
-        );
-        return None;
-    }
-    let m = raw.get_ref();
-    if bound.cells > 0 && !m.exclude.is_empty() {
-        let plan = crate::plan::expand_in(known.boards, known.recipes, scenario);
-        if plan.cells.is_empty() {
-            let others = match plan.skipped.len() {
-                0 => String::new(),
-                n => format!(" ({n} other combination(s) cannot apply, see `benchpipe plan`)"),
-            };
-            diags.push(
-                src.at_value(
-                    &m.exclude[0],
-                    format!(
-                        "the excludes leave no cell: of up to {} combinations of the matrix, none is left to measure{others}",
-                        bound.cells
-                    ),
-                )
-                .with_help("a scenario with nothing to measure is a mistake: narrow the exclude patterns"),
-            );
-            return None;
-        }
-    }
-    Some(())
+    checks.check(&file, &scenario, diags).then_some(scenario)
 }
 
 fn plain_key(src: &Source, key: &Spanned<String>, what: &str, diags: &mut Vec<Diagnostic>) {

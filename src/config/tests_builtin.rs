@@ -36,7 +36,7 @@ impl Ws {
 
     fn load(&self) -> Result<Workspace, Diagnostics> {
         let files = [self.0.join("scenarios/s.toml")];
-        load(&find_root(&files), &files)
+        crate::check::load(&find_root(&files), &files)
     }
 }
 

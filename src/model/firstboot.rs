@@ -11,7 +11,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::BoardName;
-use crate::plan::canonical::{Input, canonical_bytes};
+use crate::canonical::{Input, canonical_bytes};
 
 /// The domain prefix of a derivation key; bump it when what a kind writes changes, so
 /// that no image derived by an older benchpipe is reused.

@@ -26,7 +26,7 @@ mod packages;
 pub use packages::PackageManager;
 pub use recipe::*;
 mod report;
-pub use report::{Axis, ColumnSpec, Labels, ReportSpec, TableSpec};
+pub use report::{Axis, ColumnSpec, Labels, Percent, ReportSpec, TableSpec, kept_apart};
 
 macro_rules! typed_name {
     ($(#[$doc:meta])* $name:ident) => {
@@ -604,7 +604,7 @@ pub struct Compare {
     pub noise_band: Option<f64>,
     /// `percent = "of-mean"`: the headline percentage over the mean of both (the
     /// seed's convention); the default is of the baseline.
-    pub percent: crate::stats::Percent,
+    pub percent: Percent,
 }
 
 /// What a `[[report.compare]]` pools its per-board pairs by.
@@ -614,6 +614,13 @@ pub enum Pool {
     /// The boards' `model`: "ext4 vs btrfs-lzo on a Raspberry Pi 4".
     Model,
 }
+
+/// Differences smaller than this fraction of the baseline (2%) are not called
+/// significant however small p is: boards drift by that much between sessions.
+pub const DEFAULT_NOISE_BAND: f64 = 0.02;
+/// A table value whose interval's half-width is more than this share of its mean
+/// (±10%) gets a warning, unless the scenario's `[report] wide_ci` says otherwise.
+pub const DEFAULT_WIDE_CI: f64 = 0.10;
 
 /// `[report]`'s judgement of numbers. Not part of any cell key: it changes how runs
 /// read, never what is measured.
@@ -629,8 +636,8 @@ pub struct Precision {
 impl Default for Precision {
     fn default() -> Self {
         Precision {
-            noise_band: crate::stats::DEFAULT_NOISE_BAND,
-            wide_ci: crate::stats::DEFAULT_WIDE_CI,
+            noise_band: DEFAULT_NOISE_BAND,
+            wide_ci: DEFAULT_WIDE_CI,
         }
     }
 }

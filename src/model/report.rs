@@ -1,8 +1,9 @@
 //! What a scenario's `[report]` asks of its report besides comparisons: labels for the
 //! values of the axes and for metrics (`[report.labels]`), and tables of its own
-//! (`[[report.table]]`), which can span tests and pivot an axis into columns.
+//! (`[[report.table]]`), which can span tests and pivot an axis into columns; and what a
+//! comparison's percentage is of (`Percent`) and a shared label kept apart (`kept_apart`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -101,4 +102,55 @@ pub struct ColumnSpec {
     pub test: TestName,
     pub metric: String,
     pub label: Option<String>,
+}
+
+/// What a comparison's headline percentage is a percentage of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Percent {
+    /// `(c - b) / |b|`: the ratio of means minus 1 (the default).
+    #[default]
+    OfBaseline,
+    /// `(c - b) / ((c + b) / 2)`: the difference over the mean of both means, the
+    /// convention of the first seed's UASP table (172.13 -> 296.71 MB/s is "53%").
+    OfMean,
+}
+
+impl Percent {
+    /// The names `percent = "..."` takes, in the order help lists them.
+    pub const NAMES: [&'static str; 2] = ["of-baseline", "of-mean"];
+
+    /// The name in a scenario and in report.json.
+    pub fn name(self) -> &'static str {
+        match self {
+            Percent::OfBaseline => "of-baseline",
+            Percent::OfMean => "of-mean",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Percent> {
+        match name {
+            "of-baseline" => Some(Percent::OfBaseline),
+            "of-mean" => Some(Percent::OfMean),
+            _ => None,
+        }
+    }
+
+    /// What a percentage of this convention is of, as a row says it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Percent::OfBaseline => "of the baseline",
+            Percent::OfMean => "of the mean of both",
+        }
+    }
+}
+
+/// A label as rows show it: with the value's name after it when other names share it
+/// (`Pi 4 (pi4-1)`), unless it is the name itself.
+pub fn kept_apart(label: &str, name: &str, sharing: &BTreeSet<&str>) -> String {
+    if sharing.len() > 1 && label != name {
+        format!("{label} ({name})")
+    } else {
+        label.to_string()
+    }
 }

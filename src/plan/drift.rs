@@ -1,17 +1,14 @@
 //! Board drift: whether a board changed under a cell's runs (kernel, OS release, firmware,
 //! boot configuration), and what the user chose to do about it. Pure: apply gathers the
-//! board's fingerprint, the store keeps it, and this compares.
+//! board's fingerprint, the store keeps it (`store::Fingerprint`, `store::OnDrift`: the
+//! records), and this compares.
 //!
 //! The fingerprint is not part of the cell key: a kernel upgrade must not silently turn
 //! hours of runs into a new, empty cell, nor may it silently mix its runs with the old
 //! ones. A drifted cell gets no new runs until the user chooses (`--on-drift`).
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
 use super::diff::{Change, MAX_CHANGES, diff};
-use crate::store::CellData;
+use crate::store::{CellData, Fingerprint};
 
 /// The boot configuration files hashed into a fingerprint, where the board has them:
 /// Raspberry Pi OS since bookworm (`/boot/firmware/`), before it and other boards
@@ -25,47 +22,6 @@ pub const BOOT_CONFIG_FILES: &[&str] = &[
 ];
 /// The most of a boot configuration file that is hashed.
 pub const BOOT_FILE_BYTES: u64 = 1 << 20;
-
-/// The facts of a board that change numbers without changing a cell's inputs.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fingerprint {
-    /// `uname -r`.
-    pub kernel_release: String,
-    /// `uname -v` (the build: a rebuilt kernel of the same release differs here).
-    pub kernel_version: String,
-    /// `/etc/os-release`, every key.
-    #[serde(default)]
-    pub os_release: BTreeMap<String, String>,
-    /// `vcgencmd version`, where it runs; `None` where it is absent or fails.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub firmware: Option<String>,
-    /// sha256 of each of `BOOT_CONFIG_FILES` the board has, by path.
-    #[serde(default)]
-    pub boot_config: BTreeMap<String, String>,
-}
-
-/// What to do with a cell whose runs were taken on a board that has changed since.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum OnDrift {
-    /// Add no runs to it (it fails, saying how to choose); a complete cell stays as it is.
-    #[default]
-    Refuse,
-    /// Keep its runs and add new ones under the new fingerprint.
-    Keep,
-    /// Measure it again: its runs stay stored but no longer count (as `--redo`).
-    Redo,
-}
-
-impl std::fmt::Display for OnDrift {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            OnDrift::Refuse => "refuse",
-            OnDrift::Keep => "keep",
-            OnDrift::Redo => "redo",
-        })
-    }
-}
 
 /// What changed from `old` to `new`, as `plan`'s input diffs show it (paths such as
 /// `kernel_release`, `os_release.VERSION_ID`, `boot_config./boot/config.txt`). Firmware
@@ -151,7 +107,7 @@ mod tests {
                     session: "s".into(),
                     started: 0.0,
                     ended: 1.0,
-                    metrics: BTreeMap::default(),
+                    metrics: std::collections::BTreeMap::new(),
                     flags: vec![],
                     telemetry: None,
                     command: "true".into(),

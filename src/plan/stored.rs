@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::key::{self, BoardInputs, NetworkInputs, StorageInputs};
 use super::{Address, Cell, CellKey, Plan, Skipped, as_is, cell_params, glob};
+use crate::canonical::CellInputs;
 use crate::model::{
     AS_IS, Board, BoardName, CellPattern, FsName, ImageName, Recipe, Scenario, TestName,
 };
@@ -195,7 +196,7 @@ fn rebuild(
     Some(Cell {
         key,
         address: a.clone(),
-        inputs: key::CellInputs::new(inputs),
+        inputs: CellInputs::new(inputs),
         params,
         method: scenario.method.clone(),
         filesystem,

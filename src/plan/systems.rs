@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::{Address, CannotMeasure, Cell, CellKey, key};
+use crate::canonical::CellInputs;
 use crate::model::{
     Board, BoardName, Cluster, Image, ImageSource, PEER_PARAM, ParamValue, Recipe, Scenario, Side,
 };
@@ -131,7 +132,7 @@ pub(super) fn cluster_cell_of(
     Ok(Cell {
         key: CellKey::of(&inputs),
         address: a.clone(),
-        inputs: key::CellInputs::new(inputs),
+        inputs: CellInputs::new(inputs),
         params,
         method: scenario.method.clone(),
         filesystem: None,

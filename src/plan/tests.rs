@@ -3,7 +3,7 @@
 use super::*;
 use std::time::Duration;
 
-use crate::model::{Connection, Side, SshTarget};
+use crate::model::{CellPattern, Connection, Side, SshTarget};
 
 fn keys(ws: &Workspace) -> Vec<String> {
     expand(ws, &ws.scenarios[0])
@@ -328,7 +328,7 @@ fn golden_canonical_bytes() {
         "s4:peern",
     );
     assert_eq!(
-        String::from_utf8(key::canonical_bytes(&inputs)).unwrap(),
+        String::from_utf8(crate::canonical::canonical_bytes(&inputs)).unwrap(),
         want
     );
     assert_eq!(

@@ -2,7 +2,7 @@
 //! a board without the link skipped with the reason, and what of a link is in the key.
 
 use super::*;
-use crate::model::{LinkKind, Network};
+use crate::model::{CellPattern, LinkKind, Network};
 
 fn link(name: &str, address: &str, interface: &str, kind: LinkKind) -> Network {
     Network {

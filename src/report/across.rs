@@ -239,7 +239,7 @@ pub fn across(ws: &Workspace, baseline: &Side, candidate: &Side) -> Across {
                 None,
                 (&[&xb], &[&xc]),
                 (confidence, noise_band),
-                crate::stats::Percent::OfBaseline,
+                crate::model::Percent::OfBaseline,
             ));
         }
         configs.push(cfg);

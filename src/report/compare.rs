@@ -6,12 +6,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::pairing::Pairing;
-use crate::model::{Better, MetricSpec, Pool, Scenario, Workspace};
+use crate::model::{Better, MetricSpec, Percent, Pool, Scenario, Workspace};
 use crate::plan::state;
 use crate::plan::{Address, Cell, CellKey, Plan};
-use crate::stats::{
-    self, Comparison, Incomparable, OutlierCount, Percent, RunsNeeded, Verdict, Words,
-};
+use crate::stats::{self, Comparison, Incomparable, OutlierCount, RunsNeeded, Verdict, Words};
 use crate::store::CellData;
 
 /// One comparison: a candidate configuration against its baseline on one metric, or

@@ -8,8 +8,9 @@ use serde::Serialize;
 use super::ComparisonRow;
 use super::labels::{AxisLabels, value};
 use crate::model::Axis;
+use crate::model::Percent;
 use crate::plan::Address;
-use crate::stats::{Percent, Verdict};
+use crate::stats::Verdict;
 
 /// The order of a comparison table's axis columns.
 const AXES: [Axis; 5] = [

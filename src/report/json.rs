@@ -43,7 +43,7 @@ struct ComparisonDoc<'a> {
     verdict: crate::stats::Verdict,
     significant: bool,
     /// What `difference`'s headline percentage is of: `of-baseline` or `of-mean`.
-    percent: crate::stats::Percent,
+    percent: crate::model::Percent,
     numbers: NumbersDoc,
     difference: &'a str,
     verdict_text: &'a str,

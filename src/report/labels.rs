@@ -7,10 +7,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::plan::key::CellInputs;
+use crate::canonical::CellInputs;
 
 use super::cells::View;
-use crate::model::{Axis, Labels};
+use crate::model::{Axis, Labels, kept_apart};
 use crate::plan::Address;
 
 /// The value of an axis in an address; `—` for a test without storage, filesystem or
@@ -57,16 +57,6 @@ fn stored_model(inputs: &CellInputs, axis: Axis) -> Option<String> {
     };
     let m = inputs.text(pointer)?.trim();
     (!m.is_empty()).then(|| crate::shown::shown(m).into_owned())
-}
-
-/// A label as rows show it: with the value's name after it when other names share it
-/// (`Pi 4 (pi4-1)`), unless it is the name itself.
-pub fn kept_apart(label: &str, name: &str, sharing: &BTreeSet<&str>) -> String {
-    if sharing.len() > 1 && label != name {
-        format!("{label} ({name})")
-    } else {
-        label.to_string()
-    }
 }
 
 impl AxisLabels {

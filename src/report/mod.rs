@@ -322,7 +322,7 @@ pub(super) fn drift_notes(d: &CellData) -> Vec<String> {
         .map(|c| {
             let what = crate::plan::drift::summary(&crate::plan::drift::changes(&c.from, &c.to));
             match c.choice {
-                crate::plan::drift::OnDrift::Redo => format!(
+                crate::store::OnDrift::Redo => format!(
                     "the board changed ({what}); the {} run(s) before it no longer count (--on-drift redo)",
                     c.after_seq
                 ),
@@ -538,7 +538,7 @@ pub fn build_leaving<'a>(
             scenario,
             comparisons
                 .iter()
-                .any(|c| c.percent == crate::stats::Percent::OfMean),
+                .any(|c| c.percent == crate::model::Percent::OfMean),
         ),
         precision,
         provenance,

@@ -269,8 +269,8 @@ fn and_list(words: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Percent;
     use crate::model::TestName;
-    use crate::stats::Percent;
 
     fn compare(baseline: CellPattern, candidate: CellPattern) -> Compare {
         Compare {

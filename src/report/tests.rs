@@ -53,7 +53,7 @@ pub(super) fn usb_against_sd() -> (
         },
         pool: None,
         noise_band: None,
-        percent: crate::stats::Percent::OfBaseline,
+        percent: crate::model::Percent::OfBaseline,
     });
     let scenario = ws.scenarios[0].clone();
     let plan = expand(&ws, &scenario);
@@ -345,7 +345,7 @@ fn a_raw_device_test_gives_no_filesystem_comparison() {
         },
         pool: None,
         noise_band: None,
-        percent: crate::stats::Percent::OfBaseline,
+        percent: crate::model::Percent::OfBaseline,
     });
     let scenario = ws.scenarios[0].clone();
     let plan = expand(&ws, &scenario);

@@ -221,7 +221,7 @@ fn across_two_stores_pairs_by_address_and_names_the_changed_input() {
 #[test]
 fn of_mean_rows_give_the_seeds_percent_and_say_so() {
     let (ws, mut scenario, plan) = usb_against_sd();
-    scenario.compare[0].percent = crate::stats::Percent::OfMean;
+    scenario.compare[0].percent = crate::model::Percent::OfMean;
     let data = data_of(&plan, |_, storage| match storage {
         "sd" => vec![172.0, 172.13, 172.26],
         _ => vec![296.5, 296.71, 296.92],
@@ -229,7 +229,7 @@ fn of_mean_rows_give_the_seeds_percent_and_say_so() {
     let rows = comparisons(&ws, &scenario, &plan, &data);
     assert!(!rows.is_empty());
     for r in &rows {
-        assert_eq!(r.percent, crate::stats::Percent::OfMean);
+        assert_eq!(r.percent, crate::model::Percent::OfMean);
         assert_eq!(r.verdict, Verdict::Better, "{r:?}");
         assert!(
             r.difference
@@ -255,7 +255,7 @@ fn of_mean_rows_give_the_seeds_percent_and_say_so() {
     let json = String::from_utf8(Json.render(&report).unwrap()).unwrap();
     assert!(json.contains("\"percent\": \"of-mean\""), "{json}");
     // The default is unchanged: of the baseline, and the method text says only that.
-    scenario.compare[0].percent = crate::stats::Percent::OfBaseline;
+    scenario.compare[0].percent = crate::model::Percent::OfBaseline;
     let rows = comparisons(&ws, &scenario, &plan, &data);
     assert!(
         rows[0].difference.starts_with("+72.4% (95% CI +"),

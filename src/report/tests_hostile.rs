@@ -10,9 +10,8 @@ use super::tests::usb_against_sd;
 use super::tests_provenance::cell_with_facts;
 use super::*;
 use crate::failure::CellFailure;
-use crate::plan::drift::{Fingerprint, OnDrift};
 use crate::shown::{assert_inert, hostile, shows};
-use crate::store::{CellFingerprint, DriftDecision, Failure, Skip};
+use crate::store::{CellFingerprint, DriftDecision, Failure, Fingerprint, OnDrift, Skip};
 use crate::transport::Exit;
 
 /// `value` with `hostile` after each of its texts.

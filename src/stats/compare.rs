@@ -9,11 +9,7 @@ use super::power::{RunsNeeded, runs_to_detect};
 use super::ratio::{MeanEstimate, RatioInterval, fieller};
 use super::t_quantile;
 use super::verdict::Verdict;
-use crate::model::Better;
-
-/// Differences smaller than this fraction of the baseline (2%) are not called
-/// significant however small p is: boards drift by that much between sessions.
-pub const DEFAULT_NOISE_BAND: f64 = 0.02;
+use crate::model::{Better, DEFAULT_NOISE_BAND};
 
 /// Welch's unequal-variances t-test of `a` against `b`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -174,7 +170,7 @@ fn scaled(strata: &[&[f64]], scale: f64) -> Option<MeanEstimate> {
 /// baseline's mean is not significantly different from 0 the set is unbounded, and the
 /// bounds are None, never a wrong finite number.
 ///
-/// **Verdict** (`noise_band` a fraction: [`DEFAULT_NOISE_BAND`] = 0.02):
+/// **Verdict** (`noise_band` a fraction: [`DEFAULT_NOISE_BAND`](crate::model::DEFAULT_NOISE_BAND) = 0.02):
 /// - better / worse: p < 1 - confidence and |diff_pct| beyond the band (`significant`);
 ///   which of the two by `better` and the sign of `mean_c - mean_b`;
 /// - equivalent: the whole interval inside ±band;

@@ -6,11 +6,10 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 use super::{
-    Comparison, DEFAULT_NOISE_BAND, DEFAULT_WIDE_CI, Incomparable, OUTLIER_RULE, OutlierCount,
-    RatioInterval, Summary, WideCi, Words, compare, describe, describe_incomparable, summarize,
-    wide_ci,
+    Comparison, Incomparable, OUTLIER_RULE, OutlierCount, RatioInterval, Summary, WideCi, Words,
+    compare, describe, describe_incomparable, summarize, wide_ci,
 };
-use crate::model::Better;
+use crate::model::{Better, DEFAULT_NOISE_BAND, DEFAULT_WIDE_CI};
 
 /// Why `benchpipe stats` refused its input. All are the user's to fix (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -233,7 +232,7 @@ fn file_comparison<'a>(
                 Words::Direction,
                 2,
                 "values per file",
-                crate::stats::Percent::OfBaseline,
+                crate::model::Percent::OfBaseline,
             );
             let (ratio_ci_low, ratio_ci_high) = match c.ratio_ci {
                 RatioInterval::Interval { low, high } => (low, high),

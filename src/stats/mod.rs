@@ -6,8 +6,8 @@
 //!   ratio of means and Fieller's interval ([`fieller`], `ratio.rs`); [`compare_strata`]
 //!   pools boards of one model; [`Verdict`] and its one rendering, [`describe`]
 //!   (`verdict.rs`).
-//! - [`Percent`] (`percent.rs`): a difference as a percentage of the baseline or of the
-//!   mean of both ([`of_mean_pct`]), its interval mapped from Fieller's.
+//! - `percent.rs`: a difference as a percentage of the baseline or of the
+//!   mean of both ([`of_mean_pct`]; which one is `model::Percent`), its interval mapped from Fieller's.
 //! - [`runs_to_detect`], [`runs_for_precision`] and [`wide_ci`] (`power.rs`): about how
 //!   many runs would decide a comparison or narrow an interval.
 //! - [`precision_reached`] and [`RunRule`]: when an adaptive run count may stop.
@@ -26,15 +26,13 @@ mod ratio;
 mod verdict;
 
 pub use adaptive::{RunDecision, RunRule, StopReason, precision_reached};
-pub use compare::{
-    Comparison, DEFAULT_NOISE_BAND, Incomparable, Welch, compare, compare_strata, welch,
-};
+pub use compare::{Comparison, Incomparable, Welch, compare, compare_strata, welch};
 pub use ministat::{StatsError, ministat};
 pub use outliers::{OUTLIER_RULE, Outlier, OutlierClass, OutlierCount, OutlierRule, outliers};
-pub use percent::{Percent, of_mean_interval, of_mean_pct};
+pub use percent::{of_mean_interval, of_mean_pct};
 pub use power::{
-    DECIDING_POWER, DEFAULT_WIDE_CI, MAX_RUNS_ESTIMATE, RunsNeeded, WideCi, runs_for_precision,
-    runs_to_detect, wide_ci,
+    DECIDING_POWER, MAX_RUNS_ESTIMATE, RunsNeeded, WideCi, runs_for_precision, runs_to_detect,
+    wide_ci,
 };
 pub use ratio::{MeanEstimate, RatioInterval, fieller};
 pub use verdict::{

@@ -1,51 +1,9 @@
 //! How a relative difference is written as a percentage: of the baseline (from the
-//! ratio of means, the default) or of the mean of both (the first seed's "53% faster"),
-//! each with its confidence interval mapped from Fieller's interval of the ratio.
-
-use serde::Serialize;
+//! ratio of means, the default) or of the mean of both (the first seed's "53% faster";
+//! the choice is `model::Percent`), each with its confidence interval mapped from
+//! Fieller's interval of the ratio.
 
 use super::ratio::RatioInterval;
-
-/// What a comparison's headline percentage is a percentage of.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Percent {
-    /// `(c - b) / |b|`: the ratio of means minus 1 (the default).
-    #[default]
-    OfBaseline,
-    /// `(c - b) / ((c + b) / 2)`: the difference over the mean of both means, the
-    /// convention of the first seed's UASP table (172.13 -> 296.71 MB/s is "53%").
-    OfMean,
-}
-
-impl Percent {
-    /// The names `percent = "..."` takes, in the order help lists them.
-    pub const NAMES: [&'static str; 2] = ["of-baseline", "of-mean"];
-
-    /// The name in a scenario and in report.json.
-    pub fn name(self) -> &'static str {
-        match self {
-            Percent::OfBaseline => "of-baseline",
-            Percent::OfMean => "of-mean",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Percent> {
-        match name {
-            "of-baseline" => Some(Percent::OfBaseline),
-            "of-mean" => Some(Percent::OfMean),
-            _ => None,
-        }
-    }
-
-    /// What a percentage of this convention is of, as a row says it.
-    pub fn words(self) -> &'static str {
-        match self {
-            Percent::OfBaseline => "of the baseline",
-            Percent::OfMean => "of the mean of both",
-        }
-    }
-}
 
 /// The difference over the mean of both means, in percent, from their ratio
 /// `r = c / b`: `(c - b) / ((c + b) / 2) · 100 = 200 (r - 1) / (r + 1)` (divide
@@ -89,7 +47,7 @@ pub fn of_mean_interval(ratio_ci: RatioInterval) -> (Option<f64>, Option<f64>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Better;
+    use crate::model::{Better, Percent};
     use crate::stats::{MeanEstimate, compare, t_quantile};
 
     /// The first seed's UASP table: each "% difference" is the difference over the mean

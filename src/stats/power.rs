@@ -10,10 +10,6 @@ use super::{Summary, t_quantile};
 /// The chance of a decision the run estimates aim at: 80%, the usual choice.
 pub const DECIDING_POWER: f64 = 0.8;
 
-/// A table value whose interval's half-width is more than this share of its mean
-/// (±10%) gets a warning, unless the scenario's `[report] wide_ci` says otherwise.
-pub const DEFAULT_WIDE_CI: f64 = 0.10;
-
 /// No estimate goes past this many runs: beyond it the answer is "more than".
 pub const MAX_RUNS_ESTIMATE: usize = 1000;
 

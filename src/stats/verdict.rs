@@ -4,8 +4,8 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 use super::compare::{Comparison, Incomparable};
-use super::percent::Percent;
 use super::ratio::RatioInterval;
+use crate::model::Percent;
 
 /// The outcome of a comparison, from the candidate's point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

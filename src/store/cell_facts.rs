@@ -9,8 +9,8 @@ use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Fingerprint;
 use crate::network::LinkFacts;
-use crate::plan::drift::Fingerprint;
 
 /// A fact's value as stored: text, a number or a boolean (older stores hold some counts
 /// as text, `"cpus": "4"`).

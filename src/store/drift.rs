@@ -1,16 +1,59 @@
-//! Board fingerprints in the store: the one a cell's runs were taken under, with the
+//! Board fingerprints in the store: the records (`Fingerprint`, the `OnDrift` choice;
+//! `plan::drift` compares them), the one a cell's runs were taken under, with the
 //! drift choices made for it (`<cell>/fingerprint.json`), and the one each board was
 //! last seen with (`boards/<board>.fingerprint.json`), which `plan` compares without
 //! touching the board.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::files::{read_json, sync_dir, to_json_bytes, write_atomic};
 use super::{FORMAT, Store, now};
+use crate::cell::Cell;
 use crate::error::{Error, Result};
 use crate::model::BoardName;
-use crate::plan::Cell;
-use crate::plan::drift::{Fingerprint, OnDrift};
+
+/// The facts of a board that change numbers without changing a cell's inputs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v` (the build: a rebuilt kernel of the same release differs here).
+    pub kernel_version: String,
+    /// `/etc/os-release`, every key.
+    #[serde(default)]
+    pub os_release: BTreeMap<String, String>,
+    /// `vcgencmd version`, where it runs; `None` where it is absent or fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    /// sha256 of each of `BOOT_CONFIG_FILES` the board has, by path.
+    #[serde(default)]
+    pub boot_config: BTreeMap<String, String>,
+}
+
+/// What to do with a cell whose runs were taken on a board that has changed since.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OnDrift {
+    /// Add no runs to it (it fails, saying how to choose); a complete cell stays as it is.
+    #[default]
+    Refuse,
+    /// Keep its runs and add new ones under the new fingerprint.
+    Keep,
+    /// Measure it again: its runs stay stored but no longer count (as `--redo`).
+    Redo,
+}
+
+impl std::fmt::Display for OnDrift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OnDrift::Refuse => "refuse",
+            OnDrift::Keep => "keep",
+            OnDrift::Redo => "redo",
+        })
+    }
+}
 
 /// `fingerprint.json`: the board as the cell's current runs saw it (or as a `keep`
 /// accepted it), and every drift choice made for the cell.

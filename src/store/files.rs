@@ -12,9 +12,9 @@ use serde_json::Value;
 
 use super::stored_json::check_value;
 use super::{CellRecord, FORMAT, RunKind, Sample};
+use crate::cell::{Address, CellKey};
 use crate::error::{Error, Result};
 use crate::model::RunOrder;
-use crate::plan::{Address, CellKey};
 use crate::telemetry::{StoredTelemetry, TelemetrySummary};
 
 pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {

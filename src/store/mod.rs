@@ -42,9 +42,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cell::{Address, Cell, CellKey};
 use crate::error::{Error, Result};
 use crate::failure::CellFailure;
-use crate::plan::{Address, Cell, CellKey};
 use crate::telemetry::StoredTelemetry;
 
 mod board_facts;
@@ -69,7 +69,7 @@ pub use cell_facts::{
     CellFacts, ClusterFact, FirstbootFact, Flashed, NetworkFact, OsRelease, Packages,
     PathFilesystem, RecipeFact, Scalar, StorageFact, UsbFact,
 };
-pub use drift::{BoardSeen, CellFingerprint, DriftDecision};
+pub use drift::{BoardSeen, CellFingerprint, DriftDecision, Fingerprint, OnDrift};
 pub use failure::{FAILURE_FORMAT, Failure};
 pub(crate) use files::{MAX_FILE_BYTES, open_regular};
 use files::{

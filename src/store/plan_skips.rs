@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Store;
 use super::files::{read_json, sync_dir, to_json_bytes, write_atomic};
+use crate::cell::Skipped;
 use crate::error::Result;
 use crate::model::BoardName;
-use crate::plan::Skipped;
 
 /// The most entries kept per scenario: a plan's skipped combinations are bounded by its
 /// cell limit, but a file in the store is read by every report.
@@ -87,7 +87,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Address;
+    use crate::cell::Address;
 
     fn skip(storage: &str) -> Skipped {
         Skipped {

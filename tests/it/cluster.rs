@@ -931,7 +931,7 @@ fn fake_walk(
     dir: &Path,
     script: benchpipe::transport::fake::Script,
 ) -> (Vec<String>, Vec<String>, benchpipe::apply::Outcome) {
-    let ws = benchpipe::config::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
+    let ws = benchpipe::check::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
     let cells: Vec<_> = benchpipe::cli::plans(&ws)
         .into_iter()
         .flat_map(|(_, p)| p.cells)

@@ -89,7 +89,7 @@ fn every_shipped_comparison_selects_pairs_of_cells_and_pools_the_lab_boards() {
     files.sort();
     let mut compared = BTreeSet::new();
     for file in &files {
-        let ws = benchpipe::config::load(&root, std::slice::from_ref(file))
+        let ws = benchpipe::check::load(&root, std::slice::from_ref(file))
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let scenario = &ws.scenarios[0];
         let plan = benchpipe::plan::expand(&ws, scenario);

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use benchpipe::config;
 use benchpipe::model::{Connection, Cooldown, Flash, ParserSpec};
+use benchpipe::{check, config};
 
 /// A fresh directory under the system temp dir, removed on drop.
 struct TempDir(PathBuf);
@@ -165,7 +165,7 @@ fn load_with(file: &str, from: &str, to: &str) -> Result<benchpipe::model::Works
     if !replaced {
         dir.write(file, to);
     }
-    config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).map_err(|d| d.to_string())
+    check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).map_err(|d| d.to_string())
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn metrics_keep_their_order_and_report_labels_and_tables_load() {
         dir.write(path, text);
     }
     let ws =
-        config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).unwrap_or_else(|e| panic!("{e}"));
+        check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).unwrap_or_else(|e| panic!("{e}"));
     let xz = &ws.recipes[&"xz".into()];
     let metrics: Vec<(&str, &str)> = xz
         .metrics
@@ -752,7 +752,7 @@ fn all_mistakes_are_reported_together() {
     dir.write("boards/pi.toml", PI.replace("arch =", "arhc ="));
     dir.write("pipeline/xz.toml", XZ.replace("\"30m\"", "\"30\""));
     dir.write("scenarios/s.toml", SCENARIO.replace("\"2%\"", "\"2\""));
-    let err = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("mistakes");
+    let err = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("mistakes");
     let text = err.to_string();
     assert_eq!(err.0.len(), 3, "{text}");
     assert!(text.contains("3 errors"), "{text}");
@@ -838,7 +838,7 @@ fn a_board_or_recipe_given_as_a_scenario_is_named_as_such() {
         dir.write(path, text);
     }
     let check = |file: &str| {
-        config::load(&dir.0, &[dir.0.join(file)])
+        check::load(&dir.0, &[dir.0.join(file)])
             .expect_err(file)
             .to_string()
     };
@@ -873,7 +873,7 @@ fn a_board_or_recipe_given_as_a_scenario_is_named_as_such() {
 #[test]
 fn missing_directories_and_files_are_clear_errors() {
     let dir = TempDir::new();
-    let err = config::load(&dir.0, &[dir.0.join("scenarios/nope.toml")]).expect_err("empty");
+    let err = check::load(&dir.0, &[dir.0.join("scenarios/nope.toml")]).expect_err("empty");
     let text = err.to_string();
     assert!(text.contains("cannot read the board directory"), "{text}");
     // No pipeline/ is no mistake: the built-in recipes stand in.
@@ -908,7 +908,7 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
     ] {
         std::fs::copy(repo.join(f), dir.0.join(f)).unwrap();
     }
-    let err = config::load(&dir.0, &[dir.0.join("scenarios/lab.toml")])
+    let err = check::load(&dir.0, &[dir.0.join("scenarios/lab.toml")])
         .expect_err("no lab boards yet")
         .to_string();
     assert!(err.contains("no board matches `lab-*`"), "{err}");
@@ -923,7 +923,7 @@ fn the_lab_scenario_loads_against_lab_shaped_boards_and_says_what_to_do_without_
     )
     .unwrap();
     let ws =
-        config::load(&dir.0, &[dir.0.join("scenarios/lab.toml")]).unwrap_or_else(|e| panic!("{e}"));
+        check::load(&dir.0, &[dir.0.join("scenarios/lab.toml")]).unwrap_or_else(|e| panic!("{e}"));
     let plan = benchpipe::plan::expand(&ws, &ws.scenarios[0]);
     assert_eq!(
         plan.cells.len(),
@@ -951,7 +951,7 @@ fn committed_examples_load() {
     };
     let scenarios = scenarios_of(repo);
     assert!(!scenarios.is_empty(), "localhost: {scenarios:?}");
-    let ws = config::load(repo, &scenarios).unwrap_or_else(|e| panic!("{e}"));
+    let ws = check::load(repo, &scenarios).unwrap_or_else(|e| panic!("{e}"));
     assert!(ws.boards.contains_key(&"localhost".into()));
     assert!(ws.recipes.contains_key(&"xz".into()) && ws.recipes.contains_key(&"disk-4k".into()));
     let local = ws
@@ -973,7 +973,7 @@ fn committed_examples_load() {
         "the seeds use the built-in recipes"
     );
     assert_eq!(config::find_root(&files[..1]), seeds);
-    let ws = config::load(&seeds, &files).unwrap_or_else(|e| panic!("{e}"));
+    let ws = check::load(&seeds, &files).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(ws.scenarios.len(), 4);
     assert!(ws.boards.contains_key(&"dramble-pi4-1".into()));
 }
@@ -1004,7 +1004,7 @@ fn garbage_input_never_panics() {
                 dir.write(path, text);
             }
             dir.write(file, bytes);
-            let result = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]);
+            let result = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]);
             let err = result.expect_err(&format!("garbage {i} in {file} loaded"));
             // Rendering walks the source lines and carets: it must not panic either.
             let _ = err.to_string();
@@ -1082,7 +1082,7 @@ fn a_broken_board_no_scenario_uses_is_a_warning_and_one_it_uses_an_error() {
         "boards/broken.toml",
         "model = \"x\"\nlocal = true\nworkdir = \"/\"\n",
     );
-    let ws = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")])
+    let ws = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")])
         .unwrap_or_else(|e| panic!("an unused broken board blocked the load:\n{e}"));
     // The base scenario's `debian` image is flashed without first-boot preparation:
     // that warning is another test's.
@@ -1103,7 +1103,7 @@ fn a_broken_board_no_scenario_uses_is_a_warning_and_one_it_uses_an_error() {
         "scenarios/s.toml",
         SCENARIO.replace("board = [\"pi\", \"local*\"]", "board = [\"pi\", \"b*\"]"),
     );
-    let err = config::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("used");
+    let err = check::load(&dir.0, &[dir.0.join("scenarios/s.toml")]).expect_err("used");
     let text = err.to_string();
     assert!(
         text.contains("error: `workdir` cannot be `/`") && text.contains("boards/broken.toml:3:11"),
@@ -1148,7 +1148,7 @@ fn each_side_gets_its_own_needs_and_a_flat_needs_means_the_one_side_a_recipe_run
     use benchpipe::model::Side;
     use std::time::Duration;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let ws = config::load(root, &[root.join("scenarios/localhost.toml")])
+    let ws = check::load(root, &[root.join("scenarios/localhost.toml")])
         .unwrap_or_else(|e| panic!("{e}"));
     let up = &ws.recipes[&"iperf3-board-to-controller".into()];
     // ss is the board's ready check: the controller neither needs nor installs it.

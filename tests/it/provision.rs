@@ -154,7 +154,7 @@ fn needs_name_packages_per_package_manager_and_a_flat_apt_list_still_means_apt_a
             "title = \"t\"\n[images.installed]\ninstalled = true\n\
              [matrix]\nimage = [\"installed\"]\nboard = [\"here\"]\nstorage = [\"scratch\"]\ntest = [\"families\", \"dd-write\"]\n",
         );
-    let ws = benchpipe::config::load(&p.dir, &[p.dir.join("scenarios/s.toml")])
+    let ws = benchpipe::check::load(&p.dir, &[p.dir.join("scenarios/s.toml")])
         .unwrap_or_else(|e| panic!("{e}"));
     let needs = &ws.recipes[&"families".into()].needs[&Side::Board];
     assert_eq!(needs.packages_for(PackageManager::Apt), ["fio"]);

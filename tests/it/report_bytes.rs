@@ -13,12 +13,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use benchpipe::plan::drift::{Fingerprint, OnDrift};
-use benchpipe::store::{FORMAT, RunKind, Sample, Store};
+use benchpipe::store::{FORMAT, Fingerprint, OnDrift, RunKind, Sample, Store};
 use benchpipe::telemetry::power::PowerSummary;
 use benchpipe::telemetry::summary::SeriesPoint;
 use benchpipe::telemetry::{Range, TelemetrySummary};
-use benchpipe::{cli, config, plan, report};
+use benchpipe::{check, cli, plan, report};
 use serde_json::{Value, json};
 
 fn pinned() -> PathBuf {
@@ -417,7 +416,7 @@ fn reports_of_a_synthetic_store_are_the_pinned_bytes() {
         .iter()
         .map(|s| dir.join(format!("scenarios/{s}.toml")))
         .collect();
-    let ws = config::load(&dir, &files).expect("the synthetic project loads");
+    let ws = check::load(&dir, &files).expect("the synthetic project loads");
     let cells = plan::expand(&ws, &ws.scenarios[0]).cells;
     let store = Store::open(dir.join("results")).unwrap();
     fill(&store, &cells);
@@ -425,7 +424,7 @@ fn reports_of_a_synthetic_store_are_the_pinned_bytes() {
     std::fs::remove_file(dir.join("boards/b-3.toml")).unwrap();
 
     let data = store.all().unwrap();
-    let ws = config::load_for_report(&dir, &files, 100_000, &cli::stored_names(&data))
+    let ws = check::load_for_report(&dir, &files, 100_000, &cli::stored_names(&data))
         .expect("the project loads for a report");
     let out = dir.join("reports");
     cli::write_reports(&ws, &store, &out).unwrap();

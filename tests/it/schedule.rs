@@ -162,7 +162,7 @@ impl Walked {
 }
 
 fn walk(dir: &Path, script: Script, stop: &Arc<AtomicBool>) -> Walked {
-    let ws = benchpipe::config::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
+    let ws = benchpipe::check::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
     let cells: Vec<_> = benchpipe::cli::plans(&ws)
         .into_iter()
         .flat_map(|(_, p)| p.cells)

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use crate::repo;
 use benchpipe::store::{FORMAT, RunKind, Sample, Store};
-use benchpipe::{cli, config, plan};
+use benchpipe::{check, cli, plan};
 
 /// One published figure: the cell it belongs to (board, storage, test) and its metric.
 struct Figure {
@@ -103,7 +103,7 @@ fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
         }
     }
     let files = vec![dir.join(format!("scenarios/{scenario}.toml"))];
-    let ws = config::load(&dir, &files).expect("the shipped seed scenario loads");
+    let ws = check::load(&dir, &files).expect("the shipped seed scenario loads");
     let cells = plan::expand(&ws, &ws.scenarios[0]).cells;
     // The figures of each cell: (cell index, metric, value).
     let mut of_cell: BTreeMap<usize, BTreeMap<String, f64>> = BTreeMap::new();
@@ -183,7 +183,7 @@ fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
         }
     }
     let data = store.all().unwrap();
-    let ws = config::load_for_report(&dir, &files, 100_000, &cli::stored_names(&data))
+    let ws = check::load_for_report(&dir, &files, 100_000, &cli::stored_names(&data))
         .expect("the scenario loads for a report");
     let out = dir.join("reports");
     cli::write_reports(&ws, &store, &out).unwrap();

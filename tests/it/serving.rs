@@ -498,7 +498,7 @@ fn fake_transport_before_run_steps_come_before_every_run_and_a_failing_one_fails
     )
     .unwrap();
     let walk = |fail_second: bool| {
-        let ws = benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")]).unwrap();
+        let ws = benchpipe::check::load(&dir, &[dir.join("scenarios/s.toml")]).unwrap();
         let cells: Vec<_> = benchpipe::cli::plans(&ws)
             .into_iter()
             .flat_map(|(_, p)| p.cells)

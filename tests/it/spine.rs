@@ -366,7 +366,7 @@ fn bad_input_exits_2_naming_file_line_and_column() {
 }
 
 fn keys_of(dir: &Path, scenario: &str) -> Vec<String> {
-    let ws = benchpipe::config::load(dir, &[dir.join(scenario)]).expect("loads");
+    let ws = benchpipe::check::load(dir, &[dir.join(scenario)]).expect("loads");
     benchpipe::plan::expand(&ws, &ws.scenarios[0])
         .cells
         .iter()
@@ -776,7 +776,7 @@ fn a_panicking_board_worker_fails_its_cells_and_the_other_board_finishes() {
             "board = [\"here\"]",
             "board = [\"here\", \"there\"]",
         );
-    let ws = benchpipe::config::load(&p.dir, &[p.dir.join("scenarios/s.toml")])
+    let ws = benchpipe::check::load(&p.dir, &[p.dir.join("scenarios/s.toml")])
         .unwrap_or_else(|e| panic!("{e}"));
     let plan = benchpipe::plan::expand(&ws, &ws.scenarios[0]);
     let store = benchpipe::store::Store::open(p.dir.join("results")).unwrap();

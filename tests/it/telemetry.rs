@@ -946,7 +946,7 @@ fn load_method(method: &str) -> Result<benchpipe::model::Method, String> {
              [method]\n{method}\n"
         ),
     );
-    benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")])
+    benchpipe::check::load(&dir, &[dir.join("scenarios/s.toml")])
         .map(|ws| ws.scenarios[0].method.clone())
         .map_err(|d| d.to_string())
 }

@@ -95,7 +95,7 @@ impl Progress for Recorder {
 
 /// Walks the project with a fake board answering by `reply`; the steps and the log.
 fn walk(dir: &Path, reply: fn(&str) -> Reply) -> (Vec<String>, Vec<String>) {
-    let ws = benchpipe::config::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
+    let ws = benchpipe::check::load(dir, &[dir.join("scenarios/s.toml")]).expect("loads");
     let cells: Vec<_> = benchpipe::cli::plans(&ws)
         .into_iter()
         .flat_map(|(_, p)| p.cells)

@@ -514,7 +514,7 @@ fn load_pi_with(tag: &str, tables: &str) -> benchpipe::model::Workspace {
         text.find("[[storage]]").unwrap(),
     );
     std::fs::write(&pi, format!("{}{tables}\n{}", &text[..from], &text[to..])).unwrap();
-    let ws = benchpipe::config::load(&dir, &[dir.join("scenarios/s.toml")])
+    let ws = benchpipe::check::load(&dir, &[dir.join("scenarios/s.toml")])
         .unwrap_or_else(|d| panic!("{d}"));
     let _ = std::fs::remove_dir_all(&dir);
     ws

@@ -329,7 +329,7 @@ fn apply_fake(lab: &Lab, sys: &Path) -> Applied {
 
 fn apply_fake_scenario(lab: &Lab, sys: &Path, scenario: &str) -> Applied {
     let root = &lab.root;
-    let ws = benchpipe::config::load(root, &[root.join(scenario)]).expect("loads");
+    let ws = benchpipe::check::load(root, &[root.join(scenario)]).expect("loads");
     let cells: Vec<_> = benchpipe::cli::plans(&ws)
         .into_iter()
         .flat_map(|(_, p)| p.cells)

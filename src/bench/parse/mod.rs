@@ -3,8 +3,9 @@
 //! tested beside it and on output captured from the real tool (tests/it/parsers.rs);
 //! the metric-path language that selects a number from a document is in `path.rs`.
 //!
-//! Adding a parser: write `<name>.rs` implementing `Parser`, add it to `REGISTRY`, add
-//! a fixture under tests/data/tool-outputs and a row in docs/FORMAT.md.
+//! Adding a parser: write `<name>.rs` implementing `Parser`, add it to `REGISTRY` and
+//! its name and version to `model::PARSERS` (the names model owns, in the same order),
+//! add a fixture under tests/data/tool-outputs and a row in docs/FORMAT.md.
 
 mod ab;
 mod dd;
@@ -36,12 +37,9 @@ use text::excerpt;
 /// A parser of one tool's output. The registry holds one value of each; a parser with
 /// options (`regex`) reads them from `ParserOptions`, the others ignore them.
 pub trait Parser: Sync {
-    /// The name a recipe gives in `parse = "..."`; part of the cell key.
+    /// The name a recipe gives in `parse = "..."`; part of the cell key. Its version
+    /// (also key input) is `model::PARSERS`'s.
     fn name(&self) -> &'static str;
-    /// Bumped when the document for the same input changes; part of the cell key.
-    fn version(&self) -> u32 {
-        1
-    }
     /// The stream that holds the tool's result.
     fn stream(&self, _options: &ParserOptions) -> Stream {
         Stream::Stdout
@@ -272,12 +270,19 @@ mod tests {
         assert!(crate::model::ParserName::get("Time").is_none());
     }
 
+    /// The registry holds a parser of each name model knows, in its order.
+    #[test]
+    fn the_registry_is_models_list_of_parsers() {
+        let registered: Vec<&str> = REGISTRY.iter().map(|p| p.name()).collect();
+        let known: Vec<&str> = crate::model::PARSERS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(registered, known);
+    }
+
     /// The names and versions are key input: changing one re-runs every stored cell.
     #[test]
     fn names_and_versions_are_those_keys_were_made_with() {
-        let got: Vec<(&str, u32)> = REGISTRY.iter().map(|p| (p.name(), p.version())).collect();
         assert_eq!(
-            got,
+            crate::model::PARSERS,
             [
                 ("fio-json", 1),
                 ("time", 1),

@@ -155,7 +155,7 @@ fn workspace(tag: &str, boards: &[(&str, String)]) -> PathBuf {
 
 /// Loads the workspace as `check` does: the errors, or the warnings.
 fn check(d: &std::path::Path) -> std::result::Result<Vec<String>, String> {
-    crate::config::load(d, &[d.join(render::SCENARIO)])
+    crate::check::load(d, &[d.join(render::SCENARIO)])
         .map(|ws| {
             let cells: usize = crate::cli::plans(&ws)
                 .iter()
@@ -218,7 +218,7 @@ fn a_board_file_checks_as_written_and_with_each_free_disk_uncommented() {
         let edited = uncomment(&text, device);
         std::fs::write(d.join("boards/pi4-1.toml"), &edited).unwrap();
         assert_eq!(check(&d), Ok(vec![]), "{edited}");
-        let ws = crate::config::load(&d, &[d.join(render::SCENARIO)]).unwrap();
+        let ws = crate::check::load(&d, &[d.join(render::SCENARIO)]).unwrap();
         let board = &ws.boards[&BoardName::new("pi4-1")];
         let st = board
             .storage

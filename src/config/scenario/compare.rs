@@ -7,8 +7,8 @@ use super::Known;
 use super::matrix::{Axes, pattern};
 use crate::config::diag::Diagnostic;
 use crate::config::{Source, names, raw, units};
+use crate::model::Percent;
 use crate::model::{Compare, FsName, ImageName, Matrix, Pool, Precision, TestName};
-use crate::stats::Percent;
 
 /// `[report] noise_band` and `wide_ci`, defaults where absent.
 pub(super) fn precision(

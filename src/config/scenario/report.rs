@@ -156,7 +156,7 @@ fn labels(cx: &ReportContext<'_>, raw: &raw::Labels, diags: &mut Vec<Diagnostic>
 
 /// A label the axis's globs give two values of the scenario ("pi4-*" = "Pi 4" over three
 /// boards): the report keeps their rows apart with each value's name after the label
-/// (`report::labels::kept_apart`), and check says so, at the first glob giving it.
+/// (`model::kept_apart`), and check says so, at the first glob giving it.
 fn shared_labels(
     src: &Source,
     axis: Axis,
@@ -191,7 +191,7 @@ fn shared_labels(
         let mut shown: Vec<String> = values
             .iter()
             .take(MOST)
-            .map(|v| format!("`{}`", crate::report::labels::kept_apart(label, v, &values)))
+            .map(|v| format!("`{}`", crate::model::kept_apart(label, v, &values)))
             .collect();
         if values.len() > MOST {
             shown.push(format!("and {} more", values.len() - MOST));

@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::*;
+use crate::canonical::canonical_bytes;
+use crate::cell::CellKey;
 use crate::plan::fixtures;
 
 fn doc() -> Input {

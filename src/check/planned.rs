@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use super::Known;
 use crate::config::diag::Diagnostic;
-use crate::config::{Source, raw};
+use crate::config::{Known, Source, raw};
 use crate::model::Scenario;
 use crate::plan::Plan;
 use crate::report::pairing::Pairing;

@@ -1,6 +1,7 @@
 //! The canonical writer under cell keys: `Input` values (typed, with records in a fixed
 //! field order) to self-delimiting bytes, written by hand so that no serializer, library
-//! feature or map order takes part. It knows nothing of cells; `key.rs` says what goes in.
+//! feature or map order takes part. A leaf below `model` (which hashes a first-boot
+//! preparation with it): it knows nothing of cells; `plan/key.rs` says what goes in.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -8,9 +8,8 @@ use std::collections::BTreeSet;
 
 use toml::Spanned;
 
-use super::Known;
 use crate::config::diag::Diagnostic;
-use crate::config::{Source, raw};
+use crate::config::{Known, Source, raw};
 use crate::model::{Board, TmpfsSize};
 use crate::plan::Plan;
 use crate::storage::tmpfs::MAX_PERCENT;
@@ -19,7 +18,7 @@ use crate::storage::tmpfs::MAX_PERCENT;
 #[derive(Clone, Copy)]
 pub(super) struct Raw<'a> {
     pub images: &'a std::collections::BTreeMap<Spanned<String>, Spanned<raw::Image>>,
-    pub params: &'a super::RawParams,
+    pub params: &'a crate::config::RawParams,
     pub matrix: &'a Spanned<raw::Matrix>,
 }
 
