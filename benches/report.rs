@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use benchpipe::store::{FORMAT, RunKind, Sample, Store};
+use benchpipe::store::{CellFacts, FORMAT, RunKind, Sample, Store};
 use benchpipe::telemetry::{Range, TelemetrySummary};
 use benchpipe::{check, cli, plan, report};
 use serde_json::json;
@@ -169,7 +169,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
             })
             .unwrap();
         }
-        w.write_facts(&json!({
+        w.write_facts(&CellFacts::of_stored(&json!({
             "benchpipe": "0.1.0", "board": cell.address.board.as_str(),
             "cpu_model": "Cortex-A72", "cpus": "4", "kernel": "Linux 6.6.31+rpt-rpi-v8 aarch64",
             "memory_kib": "3884852", "model": "Raspberry Pi 4 Model B Rev 1.4",
@@ -178,7 +178,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
             "storage": { "device": "/dev/sda", "model": "A400", "rotational": false, "size_bytes": 240057409536u64 },
             "storage_filesystem": { "mount_point": "/mnt/usb", "source": "/dev/sda1", "type": "ext4" },
             "tools": { "fio": "fio-3.33" },
-        }))
+        })))
         .unwrap();
     }
 }

@@ -4,12 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
-
 use super::flashing::{Fetches, Flashing};
 use super::mount::MountState;
 use super::places::{BoardPlaces, Place, Places};
-use super::walk::{Cells, Walk, Walker};
+use super::walk::{Cells, Parts, Walk, Walker};
 use super::worker::{Transports, Worker};
 use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
@@ -27,7 +25,7 @@ pub(super) struct BoardOwn {
     /// `None` until `Connect` succeeds.
     pub(super) board: Option<Box<dyn Transport>>,
     /// Recorded beside every cell's samples.
-    pub(super) facts: Value,
+    pub(super) facts: crate::store::CellFacts,
     /// The temperature before benchpipe loaded the board: the base of "idle+N".
     pub(super) idle_celsius: Option<f64>,
     pub(super) mounted: MountState,
@@ -36,7 +34,7 @@ pub(super) struct BoardOwn {
     /// The board's images: prepared, written, its boot.
     pub(super) flashing: Flashing,
     /// Each storage's facts, read at its mount or UAS step (`apply/uas.rs`).
-    pub(super) storage_facts: BTreeMap<crate::model::StorageName, Value>,
+    pub(super) storage_facts: BTreeMap<crate::model::StorageName, crate::store::StorageFact>,
     /// Set by a UAS step: the image's `RestoreCmdline` puts the command line back.
     pub(super) uas_touched: bool,
     /// The peer boards of the walk's cells, connected by their `ConnectPeer` steps.
@@ -53,7 +51,7 @@ impl Worker<'_> {
     pub(super) fn walk(&self, steps: &[Step], jobs: &[Job<'_>]) -> BoardResult {
         let own = BoardOwn {
             board: None,
-            facts: json!({}),
+            facts: crate::store::CellFacts::default(),
             idle_celsius: None,
             mounted: MountState::default(),
             fetched: Fetches::new(),
@@ -221,35 +219,30 @@ impl Walker for Worker<'_> {
         w: &mut BoardWalk<'j, 'c>,
         run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
     ) -> Result<R, CellFailure> {
-        let Walk {
+        let Parts {
             controller,
-            jobs,
-            live,
             tools,
-            seq,
-            outcomes,
-            secrets,
-            own:
-                BoardOwn {
-                    board,
-                    facts,
-                    idle_celsius,
-                    mounted,
-                    flashing,
-                    storage_facts,
-                    peers,
-                    ..
-                },
+            own,
+            cells,
+        } = w.parts();
+        let BoardOwn {
+            board,
+            facts,
+            idle_celsius,
+            mounted,
+            flashing,
+            storage_facts,
+            peers,
             ..
-        } = w;
+        } = own;
         let Some(board) = board.as_deref_mut() else {
             return Err(CellFailure::Refused {
                 reason: "the board is not connected".into(),
             });
         };
-        let secrets = &*secrets;
+        let secrets = cells.secrets;
         let mut board = super::secrets::Redacting::new(board, secrets);
-        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let mut controller = super::secrets::Redacting::new(controller, secrets);
         let t = Transports::new(&mut board, &mut controller).with_peers(peers, None);
         let mut places = BoardPlaces {
             w: self,
@@ -260,13 +253,6 @@ impl Walker for Worker<'_> {
             flashed: &flashing.flashed,
             storage_facts,
             mounted,
-        };
-        let cells = Cells {
-            jobs,
-            live,
-            outcomes,
-            seq,
-            secrets,
         };
         Ok(run(&mut places, cells))
     }
@@ -373,34 +359,36 @@ impl Worker<'_> {
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
         let first = &pending[0];
-        let Walk {
+        let Parts {
             controller,
+            tools,
+            own,
+            cells,
+        } = w.parts();
+        let Cells {
             jobs,
             outcomes,
-            tools,
             secrets,
-            own:
-                BoardOwn {
-                    board,
-                    facts,
-                    idle_celsius,
-                    mounted,
-                    flashing,
-                    storage_facts,
-                    peers,
-                    controller_claimed,
-                    ..
-                },
             ..
-        } = &mut *w;
+        } = cells;
+        let BoardOwn {
+            board,
+            facts,
+            idle_celsius,
+            mounted,
+            flashing,
+            storage_facts,
+            peers,
+            controller_claimed,
+            ..
+        } = own;
         let Some(board) = board.as_deref_mut() else {
             return Err(CellFailure::Refused {
                 reason: "the board is not connected".into(),
             });
         };
-        let secrets = &*secrets;
         let mut board = super::secrets::Redacting::new(board, secrets);
-        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let mut controller = super::secrets::Redacting::new(controller, secrets);
         let peer = jobs[first].cell.peer.as_ref();
         let mut t = Transports::new(&mut board, &mut controller).with_peers(peers, peer);
         match &step.action {
@@ -460,7 +448,7 @@ impl Worker<'_> {
                 if let Some(st) = self.board.storage(name) {
                     let facts = self.storage_facts(t.board, st);
                     if let Ok(Some(f)) = &facts {
-                        storage_facts.insert(st.name.clone(), json!(f));
+                        storage_facts.insert(st.name.clone(), crate::store::record_of(f));
                     }
                     // Another disk where the board file's is declared: never formatted.
                     another_disk(st, &facts, "nothing was formatted or measured")?;

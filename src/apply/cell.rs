@@ -5,14 +5,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::Job;
 use super::places::{self, Place, Places};
 use super::worker::{LiveCell, Worker, board_host};
 use crate::bench::{self, Vars};
 use crate::failure::CellFailure;
 use crate::model::{Side, Step, StepInput, TestName};
+use crate::store::{CellFacts, Flashed, NetworkFact, StorageFact};
 use crate::transport::{CAPTURE_LIMIT, Capture, Output, Transport, TransportError};
 
 /// How much of a `[[requires]]` check's reason is kept.
@@ -33,11 +32,8 @@ impl Worker<'_> {
         let cell = job.cell;
         let writer = self.store.begin(cell)?;
         writer.write_facts(&facts)?;
-        if let Some(fp) = facts.get("fingerprint").cloned() {
-            let fp = serde_json::from_value(fp).map_err(|e| CellFailure::Store {
-                message: format!("fingerprint: {e}"),
-            })?;
-            self.store.adopt_fingerprint(cell, &fp)?;
+        if let Some(fp) = &facts.fingerprint {
+            self.store.adopt_fingerprint(cell, fp)?;
         }
         let (vars, member_vars) = places.cell_vars(job)?;
         let live = LiveCell {
@@ -155,21 +151,8 @@ pub(super) fn requires_failed(command: &str, out: &Output) -> Option<CellFailure
 }
 
 /// `bind_address` and `controller_address` of a board reached at `host`, for a recipe
-/// that reads them (`network::addresses`); nothing is looked up for one that does not.
-pub(super) fn serve_addresses(
-    vars: &mut Vars,
-    recipe: &crate::model::Recipe,
-    host: &str,
-) -> Result<(), CellFailure> {
-    use crate::network::addresses::{BIND_ADDRESS, CONTROLLER_ADDRESS};
-    if let Some((bind, controller)) = served_addresses(recipe, host)? {
-        vars.set(BIND_ADDRESS, bind)
-            .set(CONTROLLER_ADDRESS, controller);
-    }
-    Ok(())
-}
-
-/// `serve_addresses`'s (bind, controller) pair; none for a recipe that reads neither.
+/// that reads them (`network::addresses`): (bind, controller); nothing is looked up,
+/// and none returned, for one that reads neither.
 pub(super) fn served_addresses(
     recipe: &crate::model::Recipe,
     host: &str,
@@ -255,44 +238,40 @@ pub(super) fn run_input(
     })
 }
 
+/// What a board's walk recorded to put beside its cells: the board's facts, each
+/// recipe's own, what each image's flash wrote, each storage's facts, what holds the
+/// mounted storage's path.
+pub(super) struct Recorded<'x> {
+    pub(super) facts: &'x CellFacts,
+    pub(super) tools: &'x BTreeMap<TestName, CellFacts>,
+    pub(super) flashed: &'x BTreeMap<crate::model::ImageName, Flashed>,
+    pub(super) storage_facts: &'x BTreeMap<crate::model::StorageName, StorageFact>,
+    pub(super) mounted: &'x super::mount::MountState,
+}
+
 /// The facts recorded beside a cell: the board's, with the recipe's own merged in (and
-/// which recipe text it was), the
-/// image's flash, the storage's facts, what holds its path, and the link it runs over.
-pub(super) fn cell_facts(
-    job: &Job<'_>,
-    facts: &Value,
-    tools: &BTreeMap<TestName, Value>,
-    flashed: &BTreeMap<crate::model::ImageName, Value>,
-    storage_facts: &BTreeMap<crate::model::StorageName, Value>,
-    mounted: &super::mount::MountState,
-    link: Option<Value>,
-) -> Value {
-    let mut facts = facts.clone();
-    if let (Some(obj), Some(Value::Object(extra))) =
-        (facts.as_object_mut(), tools.get(&job.recipe.name))
-    {
-        obj.extend(extra.clone());
+/// which recipe text it was), the image's flash, the storage's facts, what holds its
+/// path, and the link it runs over.
+pub(super) fn cell_facts(job: &Job<'_>, at: &Recorded<'_>, link: Option<NetworkFact>) -> CellFacts {
+    let mut facts = at.facts.clone();
+    if let Some(extra) = at.tools.get(&job.recipe.name) {
+        facts.merge(extra);
     }
-    if let Some(obj) = facts.as_object_mut() {
-        obj.insert("recipe".into(), super::facts::recipe_fact(job.recipe));
+    facts.recipe = Some(super::facts::recipe_fact(job.recipe));
+    if let Some(written) = at.flashed.get(&job.cell.address.image) {
+        facts.flashed = Some(written.clone());
     }
-    if let (Some(obj), Some(written)) =
-        (facts.as_object_mut(), flashed.get(&job.cell.address.image))
-    {
-        obj.insert("flashed".into(), written.clone());
+    if let Some(storage) = job.cell.address.storage.as_ref() {
+        if let Some(s) = at.storage_facts.get(storage) {
+            facts.storage = Some(s.clone());
+        }
+        // What holds the storage's path: the type `as-flashed` measures.
+        if let Some(on) = &at.mounted.fact {
+            facts.storage_filesystem = Some(on.clone());
+        }
     }
-    let storage = job.cell.address.storage.as_ref();
-    super::uas::with_storage(&mut facts, storage.and_then(|s| storage_facts.get(s)));
-    // What holds the storage's path: the type `as-flashed` measures.
-    if let (Some(obj), Some(on), true) = (
-        facts.as_object_mut(),
-        &mounted.fact,
-        job.cell.address.storage.is_some(),
-    ) {
-        obj.insert("storage_filesystem".into(), on.clone());
-    }
-    if let (Some(obj), Some(link)) = (facts.as_object_mut(), link) {
-        obj.insert("network".into(), link);
+    if let Some(link) = link {
+        facts.network = Some(link);
     }
     facts
 }

@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::Job;
 use super::worker::Worker;
 use crate::failure::CellFailure;
@@ -78,7 +76,7 @@ impl Worker<'_> {
         &self,
         t: &mut dyn Transport,
         jobs: &[&Job<'_>],
-        facts: &mut Value,
+        facts: &mut crate::store::CellFacts,
         outcomes: &mut BTreeMap<CellKey, Result<usize, CellFailure>>,
     ) -> Result<(), CellFailure> {
         let Some(now) = gather(t) else {
@@ -88,9 +86,7 @@ impl Worker<'_> {
             );
             return Ok(());
         };
-        if let Some(obj) = facts.as_object_mut() {
-            obj.insert("fingerprint".into(), serde_json::json!(now));
-        }
+        facts.fingerprint = Some(now.clone());
         let name = &self.board.name;
         let seen = self.store.board_fingerprints([name])?;
         if let Some(before) = seen.get(name) {

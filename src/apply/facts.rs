@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::Job;
 use super::worker::{Transports, Worker, board_host};
 use crate::bench::Vars;
@@ -61,29 +59,28 @@ echo "@@memory_kib"; awk '/^MemTotal/ {print $2}' /proc/meminfo 2>/dev/null
 
 /// The recipe a cell ran, as its facts record it: built in or the workspace's file, and
 /// the sha256 of its text. The key hashes what the recipe means; this says which text.
-pub(super) fn recipe_fact(recipe: &crate::model::Recipe) -> Value {
-    let fact = RecipeFact {
+pub(super) fn recipe_fact(recipe: &crate::model::Recipe) -> RecipeFact {
+    RecipeFact {
         file: Scalar::of(&recipe.file),
         origin: Scalar::of(&recipe.source.origin),
         sha256: Some(recipe.source.sha256.as_str().into()),
         other: BTreeMap::new(),
-    };
-    serde_json::to_value(fact).unwrap_or(Value::Null)
+    }
 }
 
 /// The most of a fact's output that is kept: a version line, not a stream.
 const FACT_BYTES: usize = 1024;
 
 impl Worker<'_> {
-    /// Each recipe's `[facts]`, gathered once per board: `{"tools": {name: value}}` to
-    /// merge into that recipe's cells' facts, with the installed versions of the
+    /// Each recipe's `[facts]`, gathered once per board: its `tools` to merge into that
+    /// recipe's cells' facts (`CellFacts::merge`), with the installed versions of the
     /// packages its `[needs]` name (`packages`, `controller_packages`). A command that
     /// fails records nothing.
     pub(super) fn recipe_facts(
         &self,
         t: &mut Transports<'_>,
         jobs: &[&Job<'_>],
-    ) -> BTreeMap<TestName, Value> {
+    ) -> BTreeMap<TestName, CellFacts> {
         let mut vars = Vars::new();
         vars.set("workdir", self.board.workdir.clone())
             .set("controller_dir", self.service_dir(Side::Controller))
@@ -126,7 +123,7 @@ impl Worker<'_> {
                     });
                 }
             }
-            out.insert(recipe.name.clone(), entry.to_value());
+            out.insert(recipe.name.clone(), entry);
         }
         out
     }
@@ -141,7 +138,7 @@ impl Worker<'_> {
         &self,
         t: &mut dyn Transport,
         cell: &crate::plan::Cell,
-    ) -> Option<Value> {
+    ) -> Option<NetworkFact> {
         let net = self.board.network(cell.address.network.as_ref()?)?;
         let mut doc = NetworkFact {
             name: Scalar::of(&net.name),
@@ -154,7 +151,7 @@ impl Worker<'_> {
             Ok(link) => doc.link = Some(link),
             Err(e) => doc.error = Some(e.to_string().into()),
         }
-        serde_json::to_value(doc).ok()
+        Some(doc)
     }
 }
 
@@ -195,11 +192,11 @@ pub(super) fn read_load(t: &mut dyn Transport) -> Option<f64> {
 
 /// A board's facts and its idle temperature (before benchpipe loaded it, the base of
 /// "idle+N"), which the facts record as `idle_temperature_c`.
-pub(super) fn idle_facts(t: &mut dyn Transport, board: &Board) -> (Value, Option<f64>) {
+pub(super) fn idle_facts(t: &mut dyn Transport, board: &Board) -> (CellFacts, Option<f64>) {
     let idle = read_temperature(t, board);
     let mut facts = gather_facts(t, board);
     facts.idle_temperature_c = idle;
-    (facts.to_value(), idle)
+    (facts, idle)
 }
 
 /// The board's highest temperature in °C, from its thermal source; None when it has none.

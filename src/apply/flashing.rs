@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
-
 use super::worker::Worker;
 use crate::failure::CellFailure;
 use crate::image::{Cache, Derived, Fetched};
@@ -23,7 +21,7 @@ pub(super) struct Flashing {
     /// Images prepared for this board's first boot in this walk: what is flashed.
     pub(super) derived: BTreeMap<ImageName, Derived>,
     /// What each image flashed in this walk wrote (facts of its cells).
-    pub(super) flashed: BTreeMap<ImageName, Value>,
+    pub(super) flashed: BTreeMap<ImageName, Flashed>,
     /// Set by a power cycle: the next connect waits for the board to boot.
     pub(super) booting: bool,
     /// The host key accepted after a flash (`[flash] accept_new_host_key`).
@@ -126,13 +124,13 @@ impl Worker<'_> {
                     written.uncompressed_sha256 = Some(k.uncompressed_sha256.clone());
                 }
                 written.bmap_mapped_bytes = report.bmap.as_ref().map(|b| b.mapped_bytes);
-                f.flashed.insert(name.clone(), written.to_value());
+                f.flashed.insert(name.clone(), written);
             }
             WalkAction::FlashTpi { via, node, .. } => {
                 let fetched = self.begin_flash(fetches, f, image)?;
                 let mut written = self.flash_tpi(name, &fetched, via, *node)?;
                 super::flash::prepared_facts(f.derived.get(name), &mut written);
-                f.flashed.insert(name.clone(), written.to_value());
+                f.flashed.insert(name.clone(), written);
             }
             WalkAction::FlashCommand { .. } => {
                 let fetched = self.begin_flash(fetches, f, image)?;
@@ -143,7 +141,7 @@ impl Worker<'_> {
                     ..Flashed::default()
                 };
                 super::flash::prepared_facts(f.derived.get(name), &mut written);
-                f.flashed.insert(name.clone(), written.to_value());
+                f.flashed.insert(name.clone(), written);
                 // Without a [power] cycle step, the command reboots the board itself.
                 f.booting = true;
             }
@@ -173,7 +171,7 @@ impl Worker<'_> {
         if let Some(fingerprint) = accepted {
             f.new_host_key = Some(fingerprint.clone());
             if let Some(written) = f.flashed.get_mut(&image.name) {
-                written["accepted_host_key"] = json!(fingerprint);
+                written.accepted_host_key = Some(fingerprint.clone());
             }
         }
         Ok(t)

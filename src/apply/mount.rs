@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::Job;
 use super::worker::Worker;
 use crate::failure::CellFailure;
@@ -23,7 +21,7 @@ pub(super) struct MountState {
     /// (image identity, kind) -> whether the board's kernel mounts it.
     kernel: BTreeMap<(String, String), bool>,
     /// What holds the current storage's path (`storage::filesystem_at`), a cell fact.
-    pub(super) fact: Option<Value>,
+    pub(super) fact: Option<crate::store::PathFilesystem>,
 }
 
 /// Whether the board's kernel can mount `kind`: listed in `/proc/filesystems`, or a
@@ -111,7 +109,7 @@ impl Worker<'_> {
             );
         }
         storage::prepare(board, st, &fs).map_err(CellFailure::from)?;
-        state.fact = storage::filesystem_at(board, &st.path);
+        state.fact = storage::filesystem_at(board, &st.path).map(|v| crate::store::record_of(&v));
         state.current = Some((st.clone(), fs));
         Ok(())
     }

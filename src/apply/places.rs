@@ -6,13 +6,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Job;
 use super::worker::{LiveCell, Transports, Worker, board_host};
 use crate::bench::Vars;
 use crate::failure::CellFailure;
 use crate::model::{Board, ImageName, Side, StorageName, TestName};
+use crate::store::{CellFacts, Flashed, StorageFact};
 use crate::transport::{Output, Transport};
 
 /// One place a cell's command runs at.
@@ -55,7 +56,7 @@ pub(super) trait Places {
     /// on each member, in member order.
     fn cell_vars(&self, job: &Job<'_>) -> Result<(Vars, Vec<Vars>), CellFailure>;
     /// The facts recorded beside a cell when it opens (read now: a link's rate changes).
-    fn cell_facts(&mut self, job: &Job<'_>) -> Result<Value, CellFailure>;
+    fn cell_facts(&mut self, job: &Job<'_>) -> Result<CellFacts, CellFailure>;
     /// A run's telemetry, one per watched place that gave one, as the store keeps it.
     fn telemetry(&self, per: Vec<(Place, Value)>) -> Option<Value>;
 }
@@ -112,11 +113,11 @@ impl LiveCell<'_, '_> {
 pub(super) struct BoardPlaces<'x, 'a> {
     pub(super) w: &'x Worker<'a>,
     pub(super) t: Transports<'x>,
-    pub(super) facts: &'x Value,
+    pub(super) facts: &'x CellFacts,
     pub(super) idle: Option<f64>,
-    pub(super) tools: &'x BTreeMap<TestName, Value>,
-    pub(super) flashed: &'x BTreeMap<ImageName, Value>,
-    pub(super) storage_facts: &'x mut BTreeMap<StorageName, Value>,
+    pub(super) tools: &'x BTreeMap<TestName, CellFacts>,
+    pub(super) flashed: &'x BTreeMap<ImageName, Flashed>,
+    pub(super) storage_facts: &'x mut BTreeMap<StorageName, StorageFact>,
     pub(super) mounted: &'x super::mount::MountState,
 }
 
@@ -182,7 +183,7 @@ impl Places for BoardPlaces<'_, '_> {
         self.w.cell_vars(job).map(|v| (v, Vec::new()))
     }
 
-    fn cell_facts(&mut self, job: &Job<'_>) -> Result<Value, CellFailure> {
+    fn cell_facts(&mut self, job: &Job<'_>) -> Result<CellFacts, CellFailure> {
         let w = self.w;
         // A raw-device cell (`uses_storage = "device"`) has no mount step: its device
         // is judged here, before any of its commands reads it.
@@ -196,21 +197,21 @@ impl Places for BoardPlaces<'_, '_> {
         {
             let facts = w.storage_facts(self.t.board, st);
             if let Ok(Some(f)) = &facts {
-                self.storage_facts.insert(st.name.clone(), json!(f));
+                let fact = crate::store::record_of(f);
+                self.storage_facts.insert(st.name.clone(), fact);
             }
             super::board::another_disk(st, &facts, "the device was not read")?;
         }
         // The link the cell runs over, read now: a Wi-Fi rate changes.
         let link = w.network_facts(self.t.board, job.cell);
-        Ok(super::cell::cell_facts(
-            job,
-            self.facts,
-            self.tools,
-            self.flashed,
-            self.storage_facts,
-            self.mounted,
-            link,
-        ))
+        let recorded = super::cell::Recorded {
+            facts: self.facts,
+            tools: self.tools,
+            flashed: self.flashed,
+            storage_facts: self.storage_facts,
+            mounted: self.mounted,
+        };
+        Ok(super::cell::cell_facts(job, &recorded, link))
     }
 
     fn telemetry(&self, per: Vec<(Place, Value)>) -> Option<Value> {

@@ -3,8 +3,6 @@
 //! applies it (`flash.rs`'s), the driver verified after boot, and the command line put
 //! back afterwards, also after failures.
 
-use serde_json::{Value, json};
-
 use super::StepStatus;
 use super::board::BoardWalk;
 use crate::failure::CellFailure;
@@ -125,7 +123,9 @@ impl super::worker::Worker<'_> {
                 None,
                 format!("{name}: already under {} ({id})", driver(uas)),
             );
-            w.own.storage_facts.insert(name.clone(), json!(f));
+            w.own
+                .storage_facts
+                .insert(name.clone(), crate::store::record_of(&f));
         }
         done
     }
@@ -170,7 +170,9 @@ impl super::worker::Worker<'_> {
         let board = w.own.board.as_deref_mut().expect("reboot connects");
         let f = self.storage_facts(board, st)?.unwrap_or_default();
         let found = f.usb.as_ref().and_then(|u| u.driver.clone());
-        w.own.storage_facts.insert(name.clone(), json!(f));
+        w.own
+            .storage_facts
+            .insert(name.clone(), crate::store::record_of(&f));
         if found.as_deref() != Some(driver(uas)) {
             return Err(CellFailure::Storage {
                 message: format!(
@@ -252,11 +254,4 @@ fn fail_all(
         return StepStatus::Done;
     }
     w.cleanup_status(cells, Err(cause))
-}
-
-/// The cell's facts with its storage's merged in (`storage`).
-pub(super) fn with_storage(facts: &mut Value, storage: Option<&Value>) {
-    if let (Some(obj), Some(s)) = (facts.as_object_mut(), storage) {
-        obj.insert("storage".into(), s.clone());
-    }
 }

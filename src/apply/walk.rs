@@ -11,8 +11,6 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
-use serde_json::Value;
-
 use super::places::Places;
 use super::worker::{LiveCell, Worker};
 use super::{BoardResult, Event, Job, StepStatus};
@@ -35,7 +33,7 @@ pub(super) struct Walk<'j, 'c, O> {
     /// Cells whose fate is known: their measured runs, or why they failed.
     pub(super) outcomes: BTreeMap<CellKey, Result<usize, CellFailure>>,
     /// Each recipe's `[facts]`, merged into its cells' facts.
-    pub(super) tools: BTreeMap<TestName, Value>,
+    pub(super) tools: BTreeMap<TestName, crate::store::CellFacts>,
     /// Runs taken in this walk (`Sample::board_seq`).
     pub(super) seq: u64,
     /// Set when the board (a member of the cluster) is gone: its steps stop, the
@@ -137,7 +135,32 @@ pub(super) trait Walker {
     fn end(&self, w: &mut Walk<'_, '_, Self::Own>);
 }
 
+/// A walk taken apart for the cell runner and the steps beside it (`Walk::parts`): the
+/// controller's session, each recipe's facts, what only this walk carries, its cells.
+pub(super) struct Parts<'x, 'j, 'c, O> {
+    pub(super) controller: &'x mut dyn Transport,
+    pub(super) tools: &'x mut BTreeMap<TestName, crate::store::CellFacts>,
+    pub(super) own: &'x mut O,
+    pub(super) cells: Cells<'x, 'j, 'c>,
+}
+
 impl<'j, 'c, O> Walk<'j, 'c, O> {
+    /// The walk's parts, each borrowed on its own: one place that takes a walk apart.
+    pub(super) fn parts(&mut self) -> Parts<'_, 'j, 'c, O> {
+        Parts {
+            controller: self.controller.as_mut(),
+            tools: &mut self.tools,
+            own: &mut self.own,
+            cells: Cells {
+                jobs: &self.jobs,
+                live: &mut self.live,
+                outcomes: &mut self.outcomes,
+                seq: &mut self.seq,
+                secrets: &self.secrets,
+            },
+        }
+    }
+
     /// A walk of `jobs` that has done nothing yet.
     pub(super) fn new(controller: Box<dyn Transport>, jobs: &'j [Job<'c>], own: O) -> Self {
         Walk {

@@ -28,16 +28,12 @@ pub const BOOT_FILE_BYTES: u64 = 1 << 20;
 /// is compared only when both sides could read it: a `vcgencmd` that fails (a user
 /// outside the `video` group) is not new firmware.
 pub fn changes(old: &Fingerprint, new: &Fingerprint) -> Vec<Change> {
-    let mut old = serde_json::to_value(old).unwrap_or_default();
-    let mut new = serde_json::to_value(new).unwrap_or_default();
-    if old.get("firmware").is_none() || new.get("firmware").is_none() {
-        for v in [&mut old, &mut new] {
-            if let Some(o) = v.as_object_mut() {
-                o.remove("firmware");
-            }
-        }
+    let (mut old, mut new) = (old.clone(), new.clone());
+    if old.firmware.is_none() || new.firmware.is_none() {
+        (old.firmware, new.firmware) = (None, None);
     }
-    let d = diff(&old, &new, usize::MAX);
+    let json = |f: &Fingerprint| serde_json::to_value(f).unwrap_or_default();
+    let d = diff(&json(&old), &json(&new), usize::MAX);
     d.changes
 }
 

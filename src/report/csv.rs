@@ -16,7 +16,7 @@ use super::export::{ExportError, Exporter};
 use super::format::push_number;
 use super::provenance::clean;
 use crate::model::{MetricSpec, RunOrder, Scenario};
-use crate::store::RunKind;
+use crate::store::{CellFacts, RunKind, Scalar};
 
 /// The columns before the metrics, in order.
 pub const CSV_COLUMNS: [&str; 27] = [
@@ -147,16 +147,6 @@ fn write_run(row: &mut Row, run: &super::cells::Run, apply: usize) {
     }
 }
 
-/// The text at a JSON pointer (`/os_release/PRETTY_NAME`), found step by step: serde's
-/// `pointer` makes a String of each step, and a big report asks for every cell's facts.
-fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    let mut at = v;
-    for step in pointer.strip_prefix('/')?.split('/') {
-        at = at.get(step)?;
-    }
-    at.as_str()
-}
-
 /// What a row's provenance columns are made from: the cell's stored facts and the
 /// inputs they show. Neighbouring cells (one board and image, its tests and storage)
 /// mostly have the same, and so the same columns: `rows` makes them once for all.
@@ -203,26 +193,29 @@ impl<'v> Sources<'v> {
 
 /// The provenance columns of a cell, from its inputs and stored facts.
 fn provenance(sources: &Sources) -> Vec<String> {
-    let facts = sources.facts.map(|f| &**f);
-    let fact = |p: &str| facts.and_then(|f| str_at(f, p)).map(clean);
+    // Read as the report's provenance reads them: typed, a fact of another type absent.
+    let facts = sources.facts.map(|f| CellFacts::of_stored(f));
+    let facts = facts.as_ref();
+    let text = |s: Option<&Scalar>| s.and_then(Scalar::as_text).map(clean).unwrap_or_default();
     let mount = sources
         .mount_options
         .as_ref()
         .map(|a| a.join(","))
         .unwrap_or_default();
-    let tools = facts
-        .and_then(|f| f.get("tools"))
-        .and_then(Value::as_object)
-        .map(|t| {
-            t.iter()
-                .filter_map(|(k, v)| {
-                    let line = v.as_str()?.lines().map(str::trim).find(|l| !l.is_empty())?;
-                    Some(format!("{k}={}", clean(line)))
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
-        .unwrap_or_default();
+    let tools = facts.map_or_else(String::new, |f| {
+        f.tools
+            .iter()
+            .filter_map(|(k, v)| {
+                let line = v
+                    .as_text()?
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())?;
+                Some(format!("{k}={}", clean(line)))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
     let input = |text: Option<&str>| text.map(clean).unwrap_or_default();
     vec![
         input(sources.image),
@@ -230,9 +223,13 @@ fn provenance(sources: &Sources) -> Vec<String> {
         input(sources.storage_model),
         input(sources.filesystem_kind),
         mount,
-        fact("/kernel").unwrap_or_default(),
-        fact("/os_release/PRETTY_NAME").unwrap_or_default(),
-        fact("/storage/usb/driver").unwrap_or_default(),
+        text(facts.and_then(|f| f.kernel.as_ref())),
+        text(
+            facts
+                .and_then(|f| f.os_release.as_ref())
+                .and_then(|o| o.get("PRETTY_NAME")),
+        ),
+        text(facts.and_then(|f| f.storage.as_ref()?.usb.as_ref()?.driver.as_ref())),
         tools,
     ]
 }

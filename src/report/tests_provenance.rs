@@ -373,3 +373,47 @@ fn shared_provenance_is_told_once_and_each_configuration_only_what_differs() {
         assert!(!p.cells.is_empty());
     }
 }
+
+/// A stored fact of another type reads as absent in results.csv and in the provenance
+/// alike, and only that fact: an os-release with one odd entry still names the OS, a
+/// storage with an odd id still its USB driver, an odd tool leaves the others.
+#[test]
+fn an_odd_entry_of_a_stored_fact_leaves_the_rest_of_it_in_the_csv_and_the_provenance() {
+    let (ws, scenario, plan) = usb_against_sd();
+    let mut facts = stored_facts("Linux 6.1.0 aarch64");
+    facts["os_release"]["ODD"] = serde_json::json!(["x"]);
+    facts["storage"]["usb"]["id"] = serde_json::json!({"x": 1});
+    facts["storage"]["size_bytes"] = serde_json::json!("big");
+    facts["tools"]["odd"] = serde_json::json!({"x": 1});
+    let mut data = BTreeMap::new();
+    for cell in &plan.cells {
+        let mut d = cell_with_facts(cell, "");
+        d.facts = Some(facts.clone().into());
+        data.insert(cell.key.clone(), d);
+    }
+    let r = build(&ws, &scenario, &plan, &data);
+    let csv = String::from_utf8(r.csv_rows.pieces().flatten().copied().collect()).unwrap();
+    let rows = super::tests_exports::parse_csv(&csv);
+    let col = |name: &str| {
+        crate::report::csv::CSV_COLUMNS
+            .iter()
+            .position(|c| *c == name)
+            .unwrap()
+    };
+    assert!(!rows.is_empty(), "no rows: {csv}");
+    for row in &rows {
+        assert_eq!(row[col("os_release")], "Debian GNU/Linux 12 (bookworm)");
+        assert_eq!(row[col("usb_driver")], "uas");
+        assert_eq!(row[col("tools")], "fio=fio-3.33");
+    }
+    // The same facts in every configuration: told once, shared.
+    let shared = &r.provenance_shared;
+    let fact = |n: &str| shared.iter().find(|f| f.name == n).map(|f| &f.value);
+    assert_eq!(
+        fact("os-release").map(String::as_str),
+        Some("Debian GNU/Linux 12 (bookworm) (debian 12)"),
+        "{shared:#?}"
+    );
+    assert_eq!(fact("tool fio").map(String::as_str), Some("fio-3.33"));
+    assert_eq!(fact("tool odd"), None, "{shared:#?}");
+}

@@ -71,6 +71,17 @@ fn lenient_map<'de, D: Deserializer<'de>, T: DeserializeOwned>(
     })
 }
 
+/// A map that may be absent, read leniently: none when the store holds no map, and
+/// entries of another type left out.
+fn lenient_some_map<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<BTreeMap<String, T>>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        m @ Value::Object(_) => lenient_map(m).ok(),
+        _ => None,
+    })
+}
+
 /// A list read leniently: items of another type are left out.
 fn lenient_list<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Vec<T>, D::Error> {
     Ok(match Value::deserialize(d)? {
@@ -99,8 +110,12 @@ pub struct CellFacts {
     /// `uname -srm`.
     #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub kernel: Option<Scalar>,
-    /// `/etc/os-release`, its quotes removed.
-    #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
+    /// `/etc/os-release`, its quotes removed (an entry of another type is left out,
+    /// not the whole).
+    #[serde(
+        deserialize_with = "lenient_some_map",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub os_release: Option<OsRelease>,
     #[serde(deserialize_with = "lenient", skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Scalar>,
@@ -328,10 +343,101 @@ pub struct ClusterFact {
     pub other: BTreeMap<String, Value>,
 }
 
+impl Scalar {
+    /// Its text, when it is text.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Scalar::Text(s) => Some(s),
+            Scalar::Number(_) | Scalar::Bool(_) => None,
+        }
+    }
+}
+
+/// A record of another module as the store's record of it (`StorageFacts` as a
+/// `StorageFact`, `filesystem_at`'s answer as a `PathFilesystem`): what it serializes
+/// as, read as the store reads it, so its fields no record names are kept (`other`).
+pub fn record_of<T: DeserializeOwned + Default>(v: &impl Serialize) -> T {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
 impl CellFacts {
     /// A stored `facts.json` document as facts; fields of another type read as absent.
     pub fn of_stored(doc: &Value) -> CellFacts {
         CellFacts::deserialize(doc).unwrap_or_default()
+    }
+
+    /// `more`'s facts over these: each fact `more` holds replaces this one's, as a
+    /// recipe's tools and package versions go over the board's facts. What `more` lacks
+    /// (an absent field, an empty map) leaves this one's as it is.
+    pub fn merge(&mut self, more: &CellFacts) {
+        #[expect(
+            clippy::ref_option,
+            reason = "`clone_from` takes the whole `&Option`, reusing `to`'s allocation"
+        )]
+        fn over<T: Clone>(to: &mut Option<T>, from: &Option<T>) {
+            if from.is_some() {
+                to.clone_from(from);
+            }
+        }
+        // Destructured whole: a field added to the record fails to build until merged.
+        let CellFacts {
+            board,
+            model,
+            benchpipe,
+            kernel,
+            os_release,
+            cpus,
+            cpu_model,
+            governor,
+            memory_kib,
+            idle_temperature_c,
+            error,
+            fingerprint,
+            tools,
+            packages,
+            controller_packages,
+            peer_packages,
+            recipe,
+            flashed,
+            storage,
+            storage_filesystem,
+            network,
+            cluster,
+            members,
+            other,
+        } = more;
+        over(&mut self.board, board);
+        over(&mut self.model, model);
+        over(&mut self.benchpipe, benchpipe);
+        over(&mut self.kernel, kernel);
+        over(&mut self.os_release, os_release);
+        over(&mut self.cpus, cpus);
+        over(&mut self.cpu_model, cpu_model);
+        over(&mut self.governor, governor);
+        over(&mut self.memory_kib, memory_kib);
+        over(&mut self.idle_temperature_c, idle_temperature_c);
+        over(&mut self.error, error);
+        over(&mut self.fingerprint, fingerprint);
+        if !tools.is_empty() {
+            self.tools.clone_from(tools);
+        }
+        over(&mut self.packages, packages);
+        over(&mut self.controller_packages, controller_packages);
+        over(&mut self.peer_packages, peer_packages);
+        over(&mut self.recipe, recipe);
+        over(&mut self.flashed, flashed);
+        over(&mut self.storage, storage);
+        over(&mut self.storage_filesystem, storage_filesystem);
+        over(&mut self.network, network);
+        over(&mut self.cluster, cluster);
+        if !members.is_empty() {
+            self.members.clone_from(members);
+        }
+        self.other
+            .extend(other.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
 
     /// As the JSON `facts.json` holds: keys sorted, as every store file's are.
@@ -430,6 +536,7 @@ mod tests {
     fn a_field_of_another_type_reads_as_absent_not_as_an_error() {
         let doc = serde_json::json!({
             "kernel": {"not": "text"},
+            "os_release": {"PRETTY_NAME": "Debian", "ODD": ["x"]},
             "cpus": 4,
             "tools": {"ok": "1", "bad": [1]},
             "flashed": {"bmap_mapped_bytes": "many", "method": "dd"},
@@ -440,6 +547,9 @@ mod tests {
         });
         let f = CellFacts::of_stored(&doc);
         assert_eq!(f.kernel, None);
+        // An os-release entry of another type is left out, not the whole os-release.
+        let os = f.os_release.as_ref().unwrap();
+        assert_eq!(os.keys().collect::<Vec<_>>(), ["PRETTY_NAME"]);
         assert_eq!(f.cpus.as_ref().and_then(Scalar::as_u64), Some(4));
         assert_eq!(f.tools.keys().collect::<Vec<_>>(), ["ok"]);
         let flashed = f.flashed.unwrap();
@@ -459,5 +569,29 @@ mod tests {
             CellFacts::of_stored(&Value::from("x")),
             CellFacts::default()
         );
+    }
+
+    /// `merge` is the JSON merge apply did before its facts were typed: each top-level
+    /// field the recipe's facts hold replaces the board's, nothing else changes.
+    #[test]
+    fn merge_puts_each_fact_the_other_holds_over_this_ones() {
+        let board: Value = serde_json::from_str(OLD).unwrap();
+        let recipe = serde_json::json!({
+            "tools": {"fio": "fio-3.33"},
+            "packages": {"manager": "apt", "installed": {"fio": "3.33-3"}},
+            "peer_packages": {"manager": "apk", "installed": {"iperf3": "3.16"}},
+            "surprise": [1, 2],
+        });
+        let mut merged = CellFacts::of_stored(&board);
+        merged.merge(&CellFacts::of_stored(&recipe));
+        let mut want = board.clone();
+        want.as_object_mut()
+            .unwrap()
+            .extend(recipe.as_object().unwrap().clone());
+        assert_eq!(merged.to_value(), want);
+        // Nothing held, nothing changed.
+        let before = merged.clone();
+        merged.merge(&CellFacts::default());
+        assert_eq!(merged, before);
     }
 }

@@ -67,7 +67,7 @@ pub use board_facts::{BoardFacts, KernelFacts};
 pub use board_state::BoardState;
 pub use cell_facts::{
     CellFacts, ClusterFact, FirstbootFact, Flashed, NetworkFact, OsRelease, Packages,
-    PathFilesystem, RecipeFact, Scalar, StorageFact, UsbFact,
+    PathFilesystem, RecipeFact, Scalar, StorageFact, UsbFact, record_of,
 };
 pub use drift::{BoardSeen, CellFingerprint, DriftDecision, Fingerprint, OnDrift};
 pub use failure::{FAILURE_FORMAT, Failure};
@@ -533,8 +533,9 @@ impl CellWriter {
         self.remove("failure.json")
     }
 
-    pub fn write_facts(&self, facts: &Value) -> Result<()> {
-        let mut doc = facts.clone();
+    /// The cell's `facts.json`: its typed facts, keys sorted as every store file's are.
+    pub fn write_facts(&self, facts: &CellFacts) -> Result<()> {
+        let mut doc = serde_json::to_value(facts).map_err(|e| Error::Other(e.to_string()))?;
         if let Some(obj) = doc.as_object_mut() {
             obj.insert("format".into(), Value::from(FORMAT));
         }

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use benchpipe::store::{FORMAT, Fingerprint, OnDrift, RunKind, Sample, Store};
+use benchpipe::store::{CellFacts, FORMAT, Fingerprint, OnDrift, RunKind, Sample, Store};
 use benchpipe::telemetry::power::PowerSummary;
 use benchpipe::telemetry::summary::SeriesPoint;
 use benchpipe::telemetry::{Range, TelemetrySummary};
@@ -343,7 +343,8 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
             w.append(&sample(i, cell, seq, RunKind::Measured, meter))
                 .unwrap();
         }
-        w.write_facts(&facts(i, cell)).unwrap();
+        w.write_facts(&CellFacts::of_stored(&facts(i, cell)))
+            .unwrap();
         if i == 5 {
             // Measured again: the runs so far stay stored and no longer count.
             store.mark_redo(cell, "1700000500-7").unwrap();

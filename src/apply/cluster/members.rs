@@ -12,6 +12,7 @@ use crate::apply::places::{Place, Places};
 use crate::bench::Vars;
 use crate::failure::CellFailure;
 use crate::model::{Board, Side, TestName, Where};
+use crate::store::{CellFacts, ClusterFact, Scalar};
 use crate::transport::{Output, Service, Transport};
 
 /// One member's session and what the walk learnt of it.
@@ -21,11 +22,11 @@ pub(super) struct Member<'b> {
     pub(super) t: Option<Box<dyn Transport>>,
     /// Why it is gone, once it is: its steps are skipped, its guard tears it down.
     pub(super) lost: Option<String>,
-    pub(super) facts: Value,
+    pub(super) facts: CellFacts,
     /// Its temperature before benchpipe loaded it: the base of "idle+N".
     pub(super) idle: Option<f64>,
     /// Each recipe's `[facts]` and package versions on this member.
-    pub(super) tools: BTreeMap<TestName, Value>,
+    pub(super) tools: BTreeMap<TestName, CellFacts>,
     pub(super) guard: Option<Service>,
     /// The images this walk prepared for it and wrote to it, and its boot.
     pub(super) flashing: super::super::flashing::Flashing,
@@ -37,7 +38,7 @@ impl<'b> Member<'b> {
             board,
             t: None,
             lost: None,
-            facts: Value::Null,
+            facts: CellFacts::default(),
             idle: None,
             tools: BTreeMap::new(),
             guard: None,
@@ -133,49 +134,55 @@ impl ClusterWorker<'_> {
         self.w.service_dir(Side::Controller)
     }
 
-    /// A cell's values on the controller (`host` is the endpoint's) and on each member;
-    /// the addresses its servers are held to, where its recipe reads them.
+    /// A cell's values on the controller (`host` is the endpoint's, `board` the
+    /// cluster's) and on each member: `TemplateVars`, the names `check` allows, set as
+    /// a board cell's are (its secret directory on the controller at every place); the
+    /// addresses its servers are held to, where its recipe reads them.
     pub(super) fn cell_vars(
         &self,
         cell: &crate::plan::Cell,
         recipe: &crate::model::Recipe,
     ) -> Result<(Vars, Vec<Vars>), crate::failure::CellFailure> {
-        let vars = |board: &str, host: String, workdir: &str| {
+        let controller_dir = self.controller_dir();
+        let at = |board: &str, host: String, workdir: &str, addresses| {
             let mut v = Vars::new();
-            v.params(&cell.params)
-                .set("workdir", workdir.to_string())
-                .set("controller_dir", self.controller_dir())
-                .set("dir", workdir.to_string())
-                .set("device", "")
-                .set("board", board.to_string())
-                .set("host", host.clone())
-                .set("run", 0)
-                .set("cell", cell.key.to_string());
-            (v, host)
+            v.params(&cell.params);
+            crate::bench::TemplateVars {
+                // No storage: a cluster's tests run in each member's workdir.
+                dir: workdir.to_string(),
+                device: String::new(),
+                workdir: workdir.to_string(),
+                controller_dir: controller_dir.clone(),
+                board: board.to_string(),
+                host,
+                run: 0,
+                cell: cell.key.to_string(),
+                // Made when the cell opens, on the controller, as a board cell's.
+                secrets: super::super::secrets::dir_of(&controller_dir, &cell.key),
+                // `plan` gives a cluster no test with a tmpfs (no storage axis).
+                tmpfs: None,
+                addresses,
+            }
+            .set_on(&mut v);
+            v
         };
+        let served = |host: &str| crate::apply::cell::served_addresses(recipe, host);
         let control = self.members[self.control];
         // The endpoint may be a name only the cluster's ingress answers to: the
-        // controller's values get the addresses where it resolves, for a template that
-        // reads them (the members' servers are what they are for).
-        let (mut controller, endpoint) = vars(self.name(), self.endpoint_host(), &control.workdir);
-        let _ = crate::apply::cell::serve_addresses(&mut controller, recipe, &endpoint);
-        // Its secret directory on the controller, made when the cell opens.
-        controller.set(
-            "secrets",
-            super::super::secrets::dir_of(&self.controller_dir(), &cell.key),
-        );
+        // controller's values get the addresses where it resolves, and none where it
+        // does not (the members' servers are what they are for).
+        let endpoint = self.endpoint_host();
+        let addresses = served(&endpoint).ok().flatten();
+        let controller = at(self.name(), endpoint, &control.workdir, addresses);
         let members = self
             .members
             .iter()
             .map(|m| {
-                let (mut v, host) = vars(
-                    m.name.as_str(),
-                    super::super::worker::board_host(m),
-                    &m.workdir,
-                );
-                crate::apply::cell::serve_addresses(&mut v, recipe, &host).map(|()| v)
+                let host = super::super::worker::board_host(m);
+                let addresses = served(&host)?;
+                Ok(at(m.name.as_str(), host, &m.workdir, addresses))
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, crate::failure::CellFailure>>()?;
         Ok((controller, members))
     }
 
@@ -237,7 +244,7 @@ pub(super) struct ClusterPlaces<'x, 'a, 'b> {
     pub(super) controller: &'x mut dyn Transport,
     pub(super) members: &'x mut Vec<Member<'b>>,
     /// Each recipe's facts of the control member and the controller.
-    pub(super) tools: &'x BTreeMap<TestName, Value>,
+    pub(super) tools: &'x BTreeMap<TestName, CellFacts>,
 }
 
 impl Places for ClusterPlaces<'_, '_, '_> {
@@ -319,39 +326,34 @@ impl Places for ClusterPlaces<'_, '_, '_> {
 
     /// Every member's facts (with its recipe facts and what a flash of this walk wrote
     /// to it and proved), the cluster's shape, and the recipe's.
-    fn cell_facts(&mut self, job: &crate::apply::Job<'_>) -> Result<Value, CellFailure> {
+    fn cell_facts(&mut self, job: &crate::apply::Job<'_>) -> Result<CellFacts, CellFailure> {
         let cell = job.cell;
-        let mut members = serde_json::Map::new();
+        let mut members = BTreeMap::new();
         for m in self.members.iter() {
             let mut f = m.facts.clone();
-            if let (Some(obj), Some(Value::Object(extra))) =
-                (f.as_object_mut(), m.tools.get(&job.recipe.name))
-            {
-                obj.extend(extra.clone());
+            if let Some(extra) = m.tools.get(&job.recipe.name) {
+                f.merge(extra);
             }
-            if let (Some(obj), Some(written)) = (
-                f.as_object_mut(),
-                m.flashing.flashed.get(&cell.address.image),
-            ) {
-                obj.insert("flashed".into(), written.clone());
+            if let Some(written) = m.flashing.flashed.get(&cell.address.image) {
+                f.flashed = Some(written.clone());
             }
             members.insert(m.board.name.to_string(), f);
         }
         let cluster = self.cw.cluster;
-        let mut facts = serde_json::json!({
-            "cluster": {
-                "name": cluster.name,
-                "members": cluster.members,
-                "control": cluster.control,
-            },
-            "members": members,
-            "benchpipe": env!("CARGO_PKG_VERSION"),
-            "recipe": crate::apply::facts::recipe_fact(job.recipe),
-        });
-        if let (Some(obj), Some(Value::Object(extra))) =
-            (facts.as_object_mut(), self.tools.get(&job.recipe.name))
-        {
-            obj.extend(extra.clone());
+        let mut facts = CellFacts {
+            cluster: Some(ClusterFact {
+                name: Scalar::of(&cluster.name),
+                members: cluster.members.iter().filter_map(Scalar::of).collect(),
+                control: Scalar::of(&cluster.control),
+                other: BTreeMap::new(),
+            }),
+            members,
+            benchpipe: Some(env!("CARGO_PKG_VERSION").into()),
+            recipe: Some(crate::apply::facts::recipe_fact(job.recipe)),
+            ..CellFacts::default()
+        };
+        if let Some(extra) = self.tools.get(&job.recipe.name) {
+            facts.merge(extra);
         }
         Ok(facts)
     }

@@ -12,9 +12,11 @@
 mod cleanup;
 mod members;
 mod steps;
+#[cfg(test)]
+mod tests;
 
 use super::places::Places;
-use super::walk::{Cells, Walk, Walker};
+use super::walk::{Cells, Parts, Walk, Walker};
 use super::worker::Worker;
 use super::{BoardResult, Job, StepStatus};
 use crate::failure::CellFailure;
@@ -181,32 +183,19 @@ impl<'a> Walker for ClusterWorker<'a> {
         w: &mut ClusterWalk<'j, 'c, 'a>,
         run: impl FnOnce(&mut dyn Places, Cells<'_, 'j, 'c>) -> R,
     ) -> Result<R, CellFailure> {
-        let Walk {
+        let Parts {
             controller,
-            jobs,
-            live,
             tools,
-            seq,
-            outcomes,
-            secrets,
             own,
-            ..
-        } = w;
-        let secrets = &*secrets;
+            cells,
+        } = w.parts();
         // The cell's secrets live on the controller: its output is redacted.
-        let mut controller = super::secrets::Redacting::new(controller.as_mut(), secrets);
+        let mut controller = super::secrets::Redacting::new(controller, cells.secrets);
         let mut places = members::ClusterPlaces {
             cw: self,
             controller: &mut controller,
             members: &mut own.members,
             tools,
-        };
-        let cells = Cells {
-            jobs,
-            live,
-            outcomes,
-            seq,
-            secrets,
         };
         Ok(run(&mut places, cells))
     }

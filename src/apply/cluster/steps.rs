@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use super::{ClusterWalk, ClusterWorker};
 use crate::apply::places::Place;
 use crate::bench;
@@ -12,6 +10,7 @@ use crate::failure::CellFailure;
 use crate::model::{ClusterStep, Connection, Side};
 use crate::plan::CellKey;
 use crate::plan::schedule::{ClusterAction, WalkAction};
+use crate::store::{CellFacts, Scalar};
 use crate::transport::side_guard::{self as guard, Carrier};
 use crate::transport::{Transport, TransportError};
 
@@ -250,7 +249,7 @@ impl ClusterWorker<'_> {
         let board = self.members[i];
         let t = Self::session(w, i)?;
         let (facts, idle) = super::super::facts::idle_facts(t, board);
-        if let Some(e) = facts.get("error").and_then(Value::as_str) {
+        if let Some(e) = facts.error.as_ref().and_then(Scalar::as_text) {
             // A fact script that could not run on a connection that is gone.
             let cause = CellFailure::BoardLost {
                 cause: format!("{member}: {e}"),
@@ -270,8 +269,8 @@ impl ClusterWorker<'_> {
             v
         };
         for r in recipes {
-            let mut mine = serde_json::Map::new();
-            let mut cluster = serde_json::Map::new();
+            let mut mine = CellFacts::default();
+            let mut cluster = CellFacts::default();
             for fact in &r.facts {
                 let to = match fact.on {
                     Side::Members => &mut mine,
@@ -287,14 +286,12 @@ impl ClusterWorker<'_> {
                     },
                 };
                 if let Some(v) = super::super::facts::run_fact(t, &fact.command, &vars) {
-                    to.insert(fact.name.clone(), json!(v));
+                    to.tools.insert(fact.name.clone(), v.into());
                 }
             }
-            w.own.members[i]
-                .tools
-                .insert(r.name.clone(), json!({ "tools": mine }));
+            w.own.members[i].tools.insert(r.name.clone(), mine);
             if i == self.control {
-                w.tools.insert(r.name.clone(), json!({ "tools": cluster }));
+                w.tools.insert(r.name.clone(), cluster);
             }
         }
         let m = &mut w.own.members[i];

@@ -7,17 +7,63 @@ use std::collections::BTreeSet;
 use super::{Action, BoardAction, Step, WalkAction};
 use crate::model::BoardName;
 
+/// What a step does that `apply` asks about or refuses: one row per kind of step, so
+/// that each step kind is judged once (the questions below read this table).
+#[derive(Default)]
+struct Danger<'a> {
+    /// It overwrites a disk: of the cluster member it is for, else (`None`) of the
+    /// walk's own board.
+    #[expect(
+        clippy::option_option,
+        reason = "None: destroys nothing; Some(None): the walk's own board's disk"
+    )]
+    destroys: Option<Option<&'a BoardName>>,
+    /// The block device it overwrites, and the board it is on (`None`: the walk's).
+    device: Option<(Option<&'a str>, &'a str)>,
+    /// What in it needs root on the board.
+    root: Option<&'static str>,
+}
+
 impl Action {
-    /// The board whose disk the step overwrites (a flash, a `mkfs`): the cluster member
-    /// it is for, else the walk's own board; `None` for a step that destroys nothing.
-    pub fn destroys_on<'a>(&'a self, walk: &'a BoardName) -> Option<&'a BoardName> {
+    /// The table: what each kind of step does.
+    fn danger(&self) -> Danger<'_> {
         match self {
+            Action::Walk(WalkAction::Flash {
+                via,
+                device,
+                member,
+                ..
+            }) => Danger {
+                destroys: Some(member.as_ref()),
+                device: Some((Some(via.as_str()), device.as_str())),
+                // A flash is the controller's.
+                root: None,
+            },
+            // A tpi or command flash names no device.
             Action::Walk(
-                WalkAction::Flash { member, .. }
-                | WalkAction::FlashTpi { member, .. }
-                | WalkAction::FlashCommand { member, .. },
-            ) => Some(member.as_ref().unwrap_or(walk)),
-            Action::Board(BoardAction::Mount { mkfs, .. }) => mkfs.then_some(walk),
+                WalkAction::FlashTpi { member, .. } | WalkAction::FlashCommand { member, .. },
+            ) => Danger {
+                destroys: Some(member.as_ref()),
+                ..Danger::default()
+            },
+            Action::Board(BoardAction::Mount { mkfs, device, .. }) => Danger {
+                destroys: mkfs.then_some(None),
+                device: device.as_deref().filter(|_| *mkfs).map(|d| (None, d)),
+                // A mount without mkfs mounts what a mount of this walk made as root.
+                root: mkfs.then_some("mkfs, mount"),
+            },
+            Action::Board(BoardAction::MountTmpfs { .. }) => Danger {
+                root: Some("mount"),
+                ..Danger::default()
+            },
+            Action::Board(BoardAction::Uas { .. }) => Danger {
+                root: Some("edits the boot partition's kernel command line"),
+                ..Danger::default()
+            },
+            // Steps that destroy nothing and need no root: `Unmount` undoes a mount the
+            // walk made as root already, `RestoreCmdline` an edit it made; installs are
+            // judged per package when provisioning (`apply::route`); a cluster's deploy
+            // and a cell's commands are the user's own, on their own paths.
             Action::Walk(
                 WalkAction::FetchImage { .. }
                 | WalkAction::Derive { .. }
@@ -26,84 +72,40 @@ impl Action {
                 | WalkAction::Provision { .. }
                 | WalkAction::StopLeftoverServices
                 | WalkAction::VerifyImage { .. },
-            ) => None,
-            Action::Board(
+            )
+            | Action::Board(
                 BoardAction::Connect
                 | BoardAction::ConnectPeer { .. }
                 | BoardAction::GatherFacts
-                | BoardAction::MountTmpfs { .. }
-                | BoardAction::Uas { .. }
                 | BoardAction::UnmountTmpfs { .. }
                 | BoardAction::Unmount { .. }
                 | BoardAction::RestoreCmdline,
-            ) => None,
-            // A cluster's deploy and a cell's commands are the user's own, on their
-            // own paths: nothing benchpipe formats or flashes.
-            Action::Hold(_) | Action::Cluster(_) | Action::Cell(_) => None,
+            )
+            | Action::Hold(_)
+            | Action::Cluster(_)
+            | Action::Cell(_) => Danger::default(),
         }
+    }
+
+    /// The board whose disk the step overwrites (a flash, a `mkfs`): the cluster member
+    /// it is for, else the walk's own board; `None` for a step that destroys nothing.
+    pub fn destroys_on<'a>(&'a self, walk: &'a BoardName) -> Option<&'a BoardName> {
+        self.danger().destroys.map(|member| member.unwrap_or(walk))
     }
 
     /// The block device the step overwrites and the board of the workspace it is on: a
     /// format's on the walk's board, a `dd` flash's on its `via` board. `None` for a
     /// step that names no device (a tpi or command flash) or destroys nothing.
     pub fn overwritten_device<'a>(&'a self, walk: &'a BoardName) -> Option<(BoardName, &'a str)> {
-        match self {
-            Action::Board(BoardAction::Mount { mkfs, device, .. }) => match (mkfs, device) {
-                (true, Some(d)) => Some((walk.clone(), d)),
-                (true, None) | (false, _) => None,
-            },
-            Action::Walk(WalkAction::Flash { via, device, .. }) => {
-                Some((BoardName::new(via.as_str()), device))
-            }
-            Action::Walk(
-                WalkAction::FetchImage { .. }
-                | WalkAction::Derive { .. }
-                | WalkAction::FlashTpi { .. }
-                | WalkAction::FlashCommand { .. }
-                | WalkAction::PowerCycle { .. }
-                | WalkAction::ClaimWorkdir { .. }
-                | WalkAction::Provision { .. }
-                | WalkAction::StopLeftoverServices
-                | WalkAction::VerifyImage { .. },
-            ) => None,
-            Action::Board(
-                BoardAction::Connect
-                | BoardAction::ConnectPeer { .. }
-                | BoardAction::GatherFacts
-                | BoardAction::MountTmpfs { .. }
-                | BoardAction::Uas { .. }
-                | BoardAction::UnmountTmpfs { .. }
-                | BoardAction::Unmount { .. }
-                | BoardAction::RestoreCmdline,
-            ) => None,
-            Action::Hold(_) | Action::Cluster(_) | Action::Cell(_) => None,
-        }
+        let (on, device) = self.danger().device?;
+        Some((on.map_or_else(|| walk.clone(), BoardName::new), device))
     }
 
     /// What in the step needs root on the board (`mkfs`, `mount`, ...), or `None`: a
     /// board that logs in as another user without `become = "sudo"` cannot run it.
     /// Package installs are judged per package when provisioning (`apply::route`).
     pub fn needs_root(&self) -> Option<&'static str> {
-        match self {
-            Action::Board(BoardAction::Mount { mkfs, .. }) => mkfs.then_some("mkfs, mount"),
-            Action::Board(BoardAction::MountTmpfs { .. }) => Some("mount"),
-            Action::Board(BoardAction::Uas { .. }) => {
-                Some("edits the boot partition's kernel command line")
-            }
-            // The board's own steps that need no root: `Unmount` undoes a mount the
-            // walk made as root already, `RestoreCmdline` an edit it made.
-            Action::Board(
-                BoardAction::Connect
-                | BoardAction::ConnectPeer { .. }
-                | BoardAction::GatherFacts
-                | BoardAction::UnmountTmpfs { .. }
-                | BoardAction::Unmount { .. }
-                | BoardAction::RestoreCmdline,
-            ) => None,
-            // Installs are judged per package (`apply::route`); a flash is the
-            // controller's.
-            Action::Hold(_) | Action::Walk(_) | Action::Cluster(_) | Action::Cell(_) => None,
-        }
+        self.danger().root
     }
 }
 
