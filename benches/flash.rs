@@ -107,7 +107,7 @@ fn run() -> Result<(), String> {
     }
     openssh.stop();
 
-    let mib = image_bytes() as f64 / (1 << 20) as f64;
+    let mib = image_bytes() as f64 / f64::from(1 << 20);
     let rate = |s: f64| mib / s;
     println!(
         "flash::dd::write vs OpenSSH + dd on lab board {} ({}), cipher {}",
@@ -173,6 +173,6 @@ fn ours_flash(
 }
 
 fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
+    v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -83,7 +83,7 @@ fn run(dir: &Path) -> Result<(), String> {
             .status()
             .is_ok_and(|s| s.success());
         let theirs = t0.elapsed().as_secs_f64();
-        let mib = |secs: f64| format!("{:.0} MiB/s", n as f64 / secs / (1 << 20) as f64);
+        let mib = |secs: f64| format!("{:.0} MiB/s", n as f64 / secs / f64::from(1 << 20));
         let name = if ext.is_empty() { "raw" } else { &ext[1..] };
         println!(
             "{name:<10} {:>14} {:>14}",

@@ -97,7 +97,7 @@ fn main() {
         singles.push(time_apply(&root, &format!("one{i}")));
     }
     let all = time_apply(&root, "all");
-    let slowest = singles.iter().cloned().fold(0.0, f64::max);
+    let slowest = singles.iter().copied().fold(0.0, f64::max);
     println!(
         "apply, {} runs of a 1 s test per board over SSH: 4 boards at once {all:.2} s, \
          slowest single board {slowest:.2} s (singles: {}), ratio {:.3} (goal <= 1.15)",

@@ -10,6 +10,7 @@
 //! the same two figures each taken in a fresh process, as a user's `benchpipe report`
 //! runs (not judged).
 
+use std::fmt::Write as _;
 mod common;
 
 use std::collections::BTreeMap;
@@ -77,9 +78,10 @@ fn project(dir: &Path) {
         )
         .unwrap();
     }
-    let images: String = (0..IMAGES)
-        .map(|i| format!("[images.os{i}]\ninstalled = true\n"))
-        .collect();
+    let images: String = (0..IMAGES).fold(String::new(), |mut out, i| {
+        let _ = write!(out, "[images.os{i}]\ninstalled = true\n");
+        out
+    });
     let names: Vec<String> = (0..IMAGES).map(|i| format!("\"os{i}\"")).collect();
     let tests: Vec<String> = (0..TESTS).map(|t| format!("\"t{t:02}\"")).collect();
     std::fs::write(
@@ -193,7 +195,7 @@ fn cpu() -> f64 {
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &raw mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
@@ -202,7 +204,7 @@ fn cpu() -> f64 {
 fn faults() -> i64 {
     // SAFETY: getrusage writes the rusage we own.
     let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut r) };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut r) };
     r.ru_minflt + r.ru_majflt
 }
 

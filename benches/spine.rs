@@ -4,6 +4,7 @@
 //! `cargo bench --bench spine`; `-- --quick` (what `.ci/run` runs) compares one pair on
 //! a 1 MiB corpus, so that the comparison is exercised without being a figure.
 
+use std::fmt::Write as _;
 mod common;
 use common::quick;
 
@@ -49,7 +50,7 @@ fn project(tag: &str, boards: usize, tests: usize, images: usize) -> PathBuf {
     let mut image_tables = String::new();
     let mut names = Vec::new();
     for i in 0..images {
-        image_tables.push_str(&format!("[images.os{i}]\ninstalled = true\n"));
+        let _ = write!(image_tables, "[images.os{i}]\ninstalled = true\n");
         names.push(format!("\"os{i}\""));
     }
     std::fs::write(
@@ -92,16 +93,16 @@ fn plan_10k() {
     let mut x = 0u8;
     for c in &p.cells {
         let board = &ws.boards[&c.address.board];
-        let inputs = key::cell_inputs(
-            &s.images[&c.address.image],
+        let inputs = key::cell_inputs(&key::BoardCell {
+            image: &s.images[&c.address.image],
             board,
-            c.address.storage.as_ref().and_then(|n| board.storage(n)),
-            c.filesystem.as_ref(),
-            c.address.network.as_ref().and_then(|n| board.network(n)),
-            &ws.recipes[&c.address.test],
-            &c.params,
-            &c.method,
-        );
+            storage: c.address.storage.as_ref().and_then(|n| board.storage(n)),
+            filesystem: c.filesystem.as_ref(),
+            network: c.address.network.as_ref().and_then(|n| board.network(n)),
+            recipe: &ws.recipes[&c.address.test],
+            params: &c.params,
+            method: &c.method,
+        });
         x ^= CellKey::of(&inputs).as_str().as_bytes()[0];
     }
     let hash_s = secs(t);
@@ -197,7 +198,7 @@ fn noop_reapply_1000() {
                 session: "bench".into(),
                 started: 0.0,
                 ended: 1.0,
-                metrics: BTreeMap::from([("v".to_string(), seq as f64)]),
+                metrics: BTreeMap::from([("v".to_string(), f64::from(seq))]),
                 flags: vec![],
                 telemetry: None,
                 command: "echo".into(),

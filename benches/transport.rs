@@ -84,7 +84,7 @@ fn run() -> Result<(), String> {
     let theirs_upload = median(&mut theirs_uploads);
     openssh.stop();
 
-    let mib = upload_bytes() as f64 / (1 << 20) as f64;
+    let mib = upload_bytes() as f64 / f64::from(1 << 20);
     println!(
         "benchpipe transport vs OpenSSH on lab board {} ({})",
         board.name, board.address

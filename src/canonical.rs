@@ -41,7 +41,7 @@ pub struct SharedInput {
 /// Values compare as the values they stand for, shared or not.
 impl PartialEq for Input {
     fn eq(&self, other: &Input) -> bool {
-        use Input::*;
+        use Input::{Bool, Float, Int, List, Map, None, Record, Secs, Str};
         match (self.unshared(), other.unshared()) {
             (None, None) => true,
             (Bool(a), Bool(b)) => a == b,
@@ -486,15 +486,21 @@ mod tests {
                 }
                 Input::List(items) => {
                     let items: &Vec<Input> = items;
-                    items.iter().for_each(|v| walk(v, seen));
+                    for v in items {
+                        walk(v, seen);
+                    }
                 }
                 Input::Map(m) => {
                     let m: &BTreeMap<String, Input> = m;
-                    m.values().for_each(|v| walk(v, seen));
+                    for v in m.values() {
+                        walk(v, seen);
+                    }
                 }
                 Input::Record(fields) => {
                     let fields: &Vec<(&'static str, Input)> = fields;
-                    fields.iter().for_each(|(_, v)| walk(v, seen));
+                    for (_, v) in fields {
+                        walk(v, seen);
+                    }
                 }
                 Input::Shared(s) => {
                     let s: &Arc<SharedInput> = s;

@@ -343,7 +343,7 @@ pub fn stderr_tail(stderr: &str) -> Box<[String]> {
     let lines: Vec<&str> = stderr.trim().lines().collect();
     lines[lines.len().saturating_sub(3)..]
         .iter()
-        .map(|l| l.to_string())
+        .map(ToString::to_string)
         .collect()
 }
 

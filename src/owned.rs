@@ -42,7 +42,9 @@ impl From<OwnedError> for io::Error {
     fn from(e: OwnedError) -> Self {
         match e {
             OwnedError::Io { source, .. } => source,
-            refused => io::Error::new(io::ErrorKind::PermissionDenied, refused.to_string()),
+            refused @ OwnedError::Refused(_) => {
+                io::Error::new(io::ErrorKind::PermissionDenied, refused.to_string())
+            }
         }
     }
 }
@@ -266,7 +268,7 @@ fn temporary_beside(path: &Path, mode: u32) -> Result<(PathBuf, File), OwnedErro
         ));
         match create_new(&tmp, mode) {
             Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io_at(&tmp)(e)),
         }
     }

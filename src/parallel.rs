@@ -9,7 +9,7 @@ const MAX_THREADS: usize = 8;
 /// The threads worth using here, at least one.
 pub fn cores() -> usize {
     std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
+        .map_or(1, std::num::NonZero::get)
         .clamp(1, MAX_THREADS)
 }
 
@@ -192,7 +192,7 @@ mod tests {
         for n in [0usize, 1, 2, 3, 7, 100, 1001] {
             let items: Vec<usize> = (0..n).collect();
             for (min_part, block) in [(0, 0), (1, 1), (3, 2), (64, 5), (5000, 64)] {
-                let got = map_blocks(&items, min_part, block, |b| b.to_vec());
+                let got = map_blocks(&items, min_part, block, <[usize]>::to_vec);
                 let want: Vec<Vec<usize>> =
                     items.chunks(block.max(1)).map(<[usize]>::to_vec).collect();
                 assert_eq!(got, want, "n={n} min_part={min_part} block={block}");
@@ -249,13 +249,13 @@ mod tests {
 
     #[test]
     fn free_later_frees_the_value() {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
         struct Tell(std::sync::mpsc::Sender<()>);
         impl Drop for Tell {
             fn drop(&mut self) {
                 let _ = self.0.send(());
             }
         }
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
         free_later(Tell(tx));
         // The channel closes once the value is dropped: the send arrives, then the end.
         assert!(rx.recv_timeout(std::time::Duration::from_secs(60)).is_ok());

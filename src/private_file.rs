@@ -88,7 +88,7 @@ pub fn open(path: &str) -> Result<File, String> {
             libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
         )
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOTDIR) | Some(libc::ELOOP) => format!(
+            Some(libc::ENOTDIR | libc::ELOOP) => format!(
                 "{walked} is a symbolic link or not a directory; no link is followed on the way to a private file"
             ),
             _ => format!("cannot open the directory {walked}: {}", e.kind()),
@@ -140,7 +140,7 @@ fn check_dir(dir: &OwnedFd, shown: &str, me: u32) -> Result<(), String> {
     // SAFETY: an all-zero `stat` is a valid value for fstat to fill.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `dir` is an open descriptor and `st` a valid, writable stat.
-    if unsafe { libc::fstat(dir.as_raw_fd(), &mut st) } != 0 {
+    if unsafe { libc::fstat(dir.as_raw_fd(), &raw mut st) } != 0 {
         return Err(format!(
             "cannot read what {shown} is: {}",
             std::io::Error::last_os_error().kind()
@@ -165,7 +165,7 @@ fn check_dir(dir: &OwnedFd, shown: &str, me: u32) -> Result<(), String> {
 fn open_at(dir: Option<&OwnedFd>, name: &str, flags: i32) -> std::io::Result<OwnedFd> {
     let c = std::ffi::CString::new(name)
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    let at = dir.map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
+    let at = dir.map_or(libc::AT_FDCWD, std::os::fd::AsRawFd::as_raw_fd);
     // SAFETY: `c` is a NUL-terminated string that outlives the call; `at` is an open
     // descriptor or AT_FDCWD.
     let fd = unsafe { libc::openat(at, c.as_ptr(), flags | libc::O_CLOEXEC) };

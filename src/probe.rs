@@ -162,7 +162,7 @@ pub fn parse(text: &str) -> HostFacts {
             .into_iter()
             .flatten()
             .filter(|n| crate::network::rules::interface_problem(n).is_none())
-            .map(|n| n.to_string())
+            .map(ToString::to_string)
             .collect(),
         disk_facts: BTreeMap::new(),
     }

@@ -142,7 +142,10 @@ impl Bars {
     }
 
     fn bar(&self, board: &str) -> ProgressBar {
-        let mut boards = self.boards.lock().unwrap_or_else(|e| e.into_inner());
+        let mut boards = self
+            .boards
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         boards
             .entry(board.to_string())
             .or_insert_with(|| {

@@ -212,8 +212,10 @@ fn check_as_is(
              first, or use a filesystem that benchpipe formats",
             storage.name,
             storage.path,
-            m.map(|m| format!("{} (mounted at {})", m.source, m.point))
-                .unwrap_or_else(|| "an unknown filesystem".into()),
+            m.map_or_else(
+                || "an unknown filesystem".into(),
+                |m| format!("{} (mounted at {})", m.source, m.point)
+            ),
             storage.path
         ))),
     }

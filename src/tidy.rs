@@ -7,6 +7,7 @@
 //! scratch directories and finds the repository one way. Each rule is a function over
 //! text, with a test that it can fail.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The most lines a file may have (HELPERS.md, issue 40).
@@ -117,7 +118,7 @@ fn rust_files(dir: &str) -> Vec<PathBuf> {
             match e.file_type() {
                 Ok(t) if t.is_dir() => walk(&path, out),
                 Ok(t) if t.is_file() && path.extension().is_some_and(|x| x == "rs") => {
-                    out.push(path)
+                    out.push(path);
                 }
                 _ => {}
             }
@@ -280,7 +281,7 @@ fn spawns(code: &str) -> Vec<&'static str> {
         let group = &code[at + 10..];
         let group = &group[..group.find('}').unwrap_or(group.len())];
         for name in group.split(',').map(str::trim) {
-            text.push_str(&format!(" process::{name}"));
+            let _ = write!(text, " process::{name}");
         }
     }
     SPAWNS.into_iter().filter(|m| text.contains(m)).collect()
@@ -385,8 +386,7 @@ fn codemap_missing(markdown: &str, base: &Path) -> Vec<String> {
     let table = markdown
         .split("## Codemap")
         .nth(1)
-        .map(|s| s.split("\n## ").next().unwrap_or(s))
-        .unwrap_or("");
+        .map_or("", |s| s.split("\n## ").next().unwrap_or(s));
     for line in table.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = line.split(" | ").collect();
         let (place, what) = (cells[0], cells.get(1).copied().unwrap_or(""));

@@ -55,6 +55,10 @@ impl Worker<'_> {
 
     /// The recipe's `[[requires]]` checks, in order, at each place of their side (see
     /// `requires_failed`).
+    #[expect(
+        clippy::unused_self,
+        reason = "a step of the worker's cell walk, called as one beside the steps that use it"
+    )]
     pub(super) fn requires(
         &self,
         places: &mut dyn Places,
@@ -74,6 +78,10 @@ impl Worker<'_> {
 
     /// Runs setup or teardown commands in order, each at the places of its side; the
     /// first failure stops them.
+    #[expect(
+        clippy::unused_self,
+        reason = "a step of the worker's cell walk, called as one beside the steps that use it"
+    )]
     pub(super) fn commands(
         &self,
         places: &mut dyn Places,
@@ -104,14 +112,15 @@ pub(super) fn exited_well(
     command: &str,
     out: &Output,
 ) -> Result<(), CellFailure> {
-    match out.exit.success() {
-        true => Ok(()),
-        false => Err(CellFailure::step_failed(
+    if out.exit.success() {
+        Ok(())
+    } else {
+        Err(CellFailure::step_failed(
             what,
             command,
             &out.exit,
             &out.stderr_str(),
-        )),
+        ))
     }
 }
 

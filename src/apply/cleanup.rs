@@ -22,12 +22,13 @@ impl Worker<'_> {
         // benchpipe removes files in these directories as root: only in its own.
         let claimed =
             crate::transport::workdir::claim(t.board, &self.board.workdir).and_then(|()| {
-                match controller {
-                    true => crate::transport::workdir::claim(
+                if controller {
+                    crate::transport::workdir::claim(
                         t.controller,
                         &self.service_dir(Side::Controller),
-                    ),
-                    false => Ok(()),
+                    )
+                } else {
+                    Ok(())
                 }
             });
         claimed.map_err(claim_refused)

@@ -90,7 +90,7 @@ impl Worker<'_> {
         let mut managers = BTreeMap::new();
         for job in jobs {
             let recipe = job.recipe;
-            t.peer = job.cell.peer.clone();
+            t.peer.clone_from(&job.cell.peer);
             if (recipe.facts.is_empty() && recipe.needs.is_empty())
                 || out.contains_key(&recipe.name)
             {

@@ -38,7 +38,7 @@ pub(super) fn prepared_facts(derived: Option<&crate::image::Derived>, written: &
         derivation_key: Some(r.derivation_key.as_str().into()),
         derived_sha256: Some(r.derived_sha256.as_str().into()),
         derived_bytes: Some(r.derived_bytes),
-        other: Default::default(),
+        other: std::collections::BTreeMap::new(),
     });
 }
 
@@ -354,7 +354,7 @@ impl Worker<'_> {
                         self.phase(None, still_waiting(&target, left, &e.to_string()));
                         said = Some(Instant::now());
                     }
-                    self.sleep(Duration::from_secs(2))?
+                    self.sleep(Duration::from_secs(2))?;
                 }
             }
         }
@@ -418,7 +418,7 @@ mod tests {
         let image = Image {
             name: ImageName::new("raspios"),
             source: ImageSource::Installed,
-            expect: Default::default(),
+            expect: crate::model::Expectations::default(),
             firstboot: None,
         };
         let cause = unprepared_cause(&image, &"pi-1".into()).unwrap();

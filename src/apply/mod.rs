@@ -308,7 +308,7 @@ pub fn apply_with_options(
             .zip(by_board.iter())
             .map(|(h, (board, jobs))| {
                 h.join()
-                    .unwrap_or_else(|panic| worker_panicked(store, &session, board, jobs, panic))
+                    .unwrap_or_else(|panic| worker_panicked(store, &session, board, jobs, &*panic))
             })
             .collect()
     });
@@ -402,11 +402,11 @@ fn worker_panicked(
     session: &str,
     board: &str,
     jobs: &[Job<'_>],
-    panic: Box<dyn std::any::Any + Send>,
+    panic: &(dyn std::any::Any + Send),
 ) -> BoardResult {
     let what = panic
         .downcast_ref::<&str>()
-        .map(|s| s.to_string())
+        .map(ToString::to_string)
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".into());
     let cause = CellFailure::Panicked {

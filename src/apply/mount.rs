@@ -79,21 +79,20 @@ impl Worker<'_> {
         if fs.is_made() {
             let identity = job.cell.image.source.identity(&job.cell.address.image);
             let key = (identity.clone(), fs.kind.clone());
-            let known = match state.kernel.get(&key) {
-                Some(k) => Some(*k),
-                None => {
-                    let k = kernel_mounts(board, &fs.kind);
-                    if let Some(k) = k {
-                        state.kernel.insert(key, k);
-                        self.store.record_kernel_filesystem(
-                            &self.board.name,
-                            &identity,
-                            &fs.kind,
-                            k,
-                        )?;
-                    }
-                    k
+            let known = if let Some(k) = state.kernel.get(&key) {
+                Some(*k)
+            } else {
+                let k = kernel_mounts(board, &fs.kind);
+                if let Some(k) = k {
+                    state.kernel.insert(key, k);
+                    self.store.record_kernel_filesystem(
+                        &self.board.name,
+                        &identity,
+                        &fs.kind,
+                        k,
+                    )?;
                 }
+                k
             };
             if known == Some(false) {
                 return Err(CellFailure::NotApplicable {

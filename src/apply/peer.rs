@@ -150,18 +150,15 @@ impl Worker<'_> {
         held: &mut Option<ResourceGuard<'h>>,
         interrupted: &mut bool,
     ) -> StepStatus {
-        let names: Vec<String> = boards.iter().map(|b| b.to_string()).collect();
+        let names: Vec<String> = boards.iter().map(ToString::to_string).collect();
         self.phase(None, format!("waiting to hold {}", names.join(", ")));
-        match self.held.acquire_unless(&names, self.stop) {
-            Some(g) => {
-                *held = Some(g);
-                StepStatus::Ran
-            }
-            None => {
-                *interrupted = true;
-                StepStatus::Skipped {
-                    reason: "interrupted".into(),
-                }
+        if let Some(g) = self.held.acquire_unless(&names, self.stop) {
+            *held = Some(g);
+            StepStatus::Ran
+        } else {
+            *interrupted = true;
+            StepStatus::Skipped {
+                reason: "interrupted".into(),
             }
         }
     }

@@ -172,7 +172,7 @@ impl Places for BoardPlaces<'_, '_> {
     }
 
     fn enter(&mut self, job: &Job<'_>) {
-        self.t.peer = job.cell.peer.clone();
+        self.t.peer.clone_from(&job.cell.peer);
     }
 
     fn idle(&self, _at: Place) -> Option<f64> {

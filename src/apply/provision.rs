@@ -290,28 +290,24 @@ pub(super) fn provision<'r>(
         return Ok(unserved);
     }
     let fields = os_release(t)?;
-    let manager = match PackageManager::for_os_release(&fields) {
-        Some(m) => m,
-        None => {
-            let os = os_name(&fields);
-            for (name, _, m) in lacking {
-                unserved.insert(
-                    name.clone(),
-                    CellFailure::NoPackageManager {
-                        side: side.to_string(),
-                        os: os.clone(),
-                        commands: m,
-                    },
-                );
-            }
-            return Ok(unserved);
+    let Some(manager) = PackageManager::for_os_release(&fields) else {
+        let os = os_name(&fields);
+        for (name, _, m) in lacking {
+            unserved.insert(
+                name.clone(),
+                CellFailure::NoPackageManager {
+                    side: side.to_string(),
+                    os: os.clone(),
+                    commands: m,
+                },
+            );
         }
+        return Ok(unserved);
     };
     let component = super::non_free::component(&fields);
     let is_root = t
         .run("id -u", Some(Duration::from_secs(30)))
-        .map(|o| o.stdout_str().trim() == "0")
-        .unwrap_or(false);
+        .is_ok_and(|o| o.stdout_str().trim() == "0");
     let lacks =
         |commands: Vec<String>, packages: &[String], installed| CellFailure::MissingCommands {
             side: side.to_string(),
@@ -396,7 +392,7 @@ pub(super) fn provision<'r>(
                 &manager.install_hint(
                     &installable
                         .iter()
-                        .map(|s| s.to_string())
+                        .map(ToString::to_string)
                         .collect::<Vec<_>>(),
                 ),
                 &out.exit,

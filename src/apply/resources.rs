@@ -15,10 +15,16 @@ pub(super) struct Resources {
 
 impl Resources {
     pub(super) fn acquire(&self, names: &[String]) -> ResourceGuard<'_> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // All at once or none, so two cells each holding half can never deadlock.
         while names.iter().any(|n| held.contains(n)) {
-            held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
+            held = self
+                .freed
+                .wait(held)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         held.extend(names.iter().cloned());
         ResourceGuard {
@@ -34,7 +40,10 @@ impl Resources {
         names: &[String],
         stop: &AtomicBool,
     ) -> Option<ResourceGuard<'_>> {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         while names.iter().any(|n| held.contains(n)) {
             if stop.load(Ordering::SeqCst) {
                 return None;
@@ -42,7 +51,7 @@ impl Resources {
             held = self
                 .freed
                 .wait_timeout(held, Duration::from_millis(200))
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
         }
         held.extend(names.iter().cloned());
@@ -60,7 +69,11 @@ pub(super) struct ResourceGuard<'a> {
 
 impl Drop for ResourceGuard<'_> {
     fn drop(&mut self) {
-        let mut held = self.owner.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self
+            .owner
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for n in &self.names {
             held.remove(n);
         }
@@ -78,7 +91,7 @@ mod tests {
     fn boards_are_held_all_at_once_and_a_stop_ends_the_wait() {
         let r = Resources::default();
         let stop = AtomicBool::new(false);
-        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let names = |v: &[&str]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
         let a = r.acquire_unless(&names(&["b1", "b2"]), &stop).unwrap();
         std::thread::scope(|s| {
             let waiter = s.spawn(|| {

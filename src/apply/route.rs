@@ -237,15 +237,15 @@ mod tests {
         for (m, p) in [(PackageManager::Apt, apt), (PackageManager::Apk, apk)] {
             if !p.is_empty() {
                 n.packages
-                    .insert(m, p.iter().map(|s| s.to_string()).collect());
+                    .insert(m, p.iter().map(ToString::to_string).collect());
             }
         }
-        n.apt_non_free = non_free.iter().map(|s| s.to_string()).collect();
+        n.apt_non_free = non_free.iter().map(ToString::to_string).collect();
         n
     }
 
     fn set(p: &[&str]) -> BTreeSet<String> {
-        p.iter().map(|s| s.to_string()).collect()
+        p.iter().map(ToString::to_string).collect()
     }
 
     #[test]

@@ -229,7 +229,7 @@ impl Worker<'_> {
         };
         if self.stop.load(Ordering::SeqCst) {
             abort(places, probes);
-            drop(plug.map(|p| p.finish()));
+            drop(plug.map(crate::telemetry::plug::PlugMeter::finish));
             return Err(CellFailure::Interrupted);
         }
         let run_command = match probes.iter().find(|(p, _)| *p == at) {
@@ -237,7 +237,7 @@ impl Worker<'_> {
             None => command.clone(),
         };
         let (out, times) = Times::of(|| places::run(places, at, &run_command, step.timeout));
-        let plug = plug.map(|p| p.finish());
+        let plug = plug.map(crate::telemetry::plug::PlugMeter::finish);
         let stopped = self.stop.load(Ordering::SeqCst);
         if stopped || out.is_err() {
             abort(places, std::mem::take(&mut probes));
@@ -312,16 +312,12 @@ impl Worker<'_> {
                 flags.push(f);
             }
         }
-        let telemetry = telemetry.map(Into::into);
-        self.append_run(
-            &mut cell.writer,
-            job,
-            run,
+        let read = RunRead {
             metrics,
             flags,
-            telemetry,
-            board_seq,
-        )
+            telemetry: telemetry.map(Into::into),
+        };
+        self.append_run(&mut cell.writer, job, run, read, board_seq)
     }
 }
 
@@ -377,6 +373,14 @@ pub(super) struct RunDone {
     pub(super) composed: Option<super::per_member::Composed>,
     pub(super) out: crate::transport::Output,
     pub(super) times: Times,
+}
+
+/// What a run's sample records beside the run itself: the metrics read from its output,
+/// its flags, and the telemetry sampled while it ran.
+pub(super) struct RunRead {
+    pub(super) metrics: BTreeMap<String, f64>,
+    pub(super) flags: Vec<String>,
+    pub(super) telemetry: Option<crate::telemetry::StoredTelemetry>,
 }
 
 /// When a run started and ended (the store's clock) and how long it took.
@@ -533,17 +537,19 @@ impl Worker<'_> {
 
     /// Appends a read run to its cell: its log and its sample; one more run of the
     /// walk (`board_seq`), and said.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn append_run(
         &self,
         writer: &mut CellWriter,
         job: &super::Job<'_>,
         run: RunDone,
-        metrics: BTreeMap<String, f64>,
-        flags: Vec<String>,
-        telemetry: Option<crate::telemetry::StoredTelemetry>,
+        read: RunRead,
         board_seq: &mut u64,
     ) -> Result<Sample, CellFailure> {
+        let RunRead {
+            metrics,
+            flags,
+            telemetry,
+        } = read;
         let rel = writer.write_log(run.seq, run.log().as_bytes())?;
         let sample = Sample {
             format: store::FORMAT,
@@ -588,7 +594,7 @@ fn series_metrics(
     let values = |k: &str| -> Vec<f64> {
         series
             .iter()
-            .filter_map(|p| p.get(k).and_then(|v| v.as_f64()))
+            .filter_map(|p| p.get(k).and_then(serde_json::Value::as_f64))
             .filter(|v| v.is_finite())
             .collect()
     };

@@ -113,6 +113,10 @@ impl Worker<'_> {
 
     /// Stops the cell's services of that name that started, at the places that are
     /// there (a lost member's are its guard's to stop).
+    #[expect(
+        clippy::unused_self,
+        reason = "a step of the worker's cell walk, called as one beside the steps that use it"
+    )]
     pub(super) fn stop_service(
         &self,
         places: &mut dyn Places,

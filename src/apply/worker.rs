@@ -129,7 +129,11 @@ impl<'a> Worker<'a> {
             if self.stop.load(Ordering::SeqCst) {
                 return Err(CellFailure::Interrupted);
             }
-            std::thread::sleep((d - t0.elapsed()).min(Duration::from_millis(200)));
+            std::thread::sleep(
+                d.checked_sub(t0.elapsed())
+                    .unwrap()
+                    .min(Duration::from_millis(200)),
+            );
         }
         Ok(())
     }

@@ -10,6 +10,7 @@
 //! sum of every member's value of the same run.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use super::{MetricsError, parse};
 use crate::model::{MemberMetric, Recipe, member_metric};
@@ -41,22 +42,24 @@ pub fn script(dir: &str, nonce: &str, commands: &[(String, String)]) -> String {
     let mut s = format!("d={d}\nrm -rf -- \"$d\" && mkdir -p -m 700 -- \"$d\" || exit 1\n");
     for (i, (_, command)) in commands.iter().enumerate() {
         // The newline before `)` keeps a trailing comment from eating it.
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "(\n{command}\n) </dev/null >\"$d/{i}.out\" 2>\"$d/{i}.err\" & p{i}=$!\n"
-        ));
+        );
     }
     for i in 0..commands.len() {
-        s.push_str(&format!("wait \"$p{i}\"; r{i}=$?\n"));
+        let _ = writeln!(s, "wait \"$p{i}\"; r{i}=$?");
     }
     s.push_str("st=0\n");
     let m = marker(nonce);
     for (i, (member, _)) in commands.iter().enumerate() {
         let line = quote::sh(&format!("{m} {member} exit"));
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "printf '\\n%s %s <==\\n' {line} \"$r{i}\"; cat \"$d/{i}.out\"\n\
              printf '\\n%s %s <==\\n' {line} \"$r{i}\" >&2; cat \"$d/{i}.err\" >&2\n\
              [ \"$r{i}\" -eq 0 ] || st=1\n"
-        ));
+        );
     }
     s.push_str("rm -rf -- \"$d\"\nexit $st");
     s

@@ -92,7 +92,7 @@ fn environment(mark_strings: bool) -> Environment<'static> {
             String::new()
         };
         out.write_str(&mark)
-            .and_then(|_| out.write_str(&quote::sh(&text)))
+            .and_then(|()| out.write_str(&quote::sh(&text)))
             .map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write"))
     });
     env
@@ -117,10 +117,7 @@ impl TemplateError {
             minijinja::ErrorKind::OutOfFuel => TemplateError::TooMuchWork,
             minijinja::ErrorKind::TemplateNotFound => TemplateError::Include,
             _ => TemplateError::Invalid {
-                detail: e
-                    .detail()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| e.to_string()),
+                detail: e.detail().map_or_else(|| e.to_string(), str::to_string),
                 line: e.line(),
             },
         }

@@ -5,6 +5,7 @@
 //! names) and imports nothing else of the crate but the leaves `canonical` and `glob`.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -41,9 +42,9 @@ impl Address {
         let names = [
             ("image", Some(self.image.as_str())),
             ("board", Some(self.board.as_str())),
-            ("storage", self.storage.as_ref().map(|s| s.as_str())),
-            ("filesystem", self.filesystem.as_ref().map(|f| f.as_str())),
-            ("network", self.network.as_ref().map(|n| n.as_str())),
+            ("storage", self.storage.as_ref().map(StorageName::as_str)),
+            ("filesystem", self.filesystem.as_ref().map(FsName::as_str)),
+            ("network", self.network.as_ref().map(NetworkName::as_str)),
             ("test", Some(self.test.as_str())),
         ];
         names.into_iter().find_map(|(field, name)| {
@@ -56,21 +57,21 @@ impl Address {
     pub fn label(&self) -> String {
         let mut s = format!("{} on {}", self.test, self.board);
         if let Some(st) = &self.storage {
-            s.push_str(&format!(" {st}"));
+            let _ = write!(s, " {st}");
             if let Some(fs) = &self.filesystem {
-                s.push_str(&format!("/{fs}"));
+                let _ = write!(s, "/{fs}");
             }
         }
         if let Some(n) = &self.network {
-            s.push_str(&format!(" over {n}"));
+            let _ = write!(s, " over {n}");
         }
-        s.push_str(&format!(" ({})", self.image));
+        let _ = write!(s, " ({})", self.image);
         s
     }
 
     /// Whether this address matches a pattern (globs; an absent axis matches all).
     pub fn matches(&self, p: &CellPattern) -> bool {
-        fn axis(p: &Option<String>, v: Option<&str>) -> bool {
+        fn axis(p: Option<&String>, v: Option<&str>) -> bool {
             match (p, v) {
                 (None, _) => true,
                 (Some(p), Some(v)) => glob::matches(p, v),
@@ -78,12 +79,21 @@ impl Address {
                 (Some(_), None) => false,
             }
         }
-        axis(&p.image, Some(self.image.as_str()))
-            && axis(&p.board, Some(self.board.as_str()))
-            && axis(&p.storage, self.storage.as_ref().map(|s| s.as_str()))
-            && axis(&p.filesystem, self.filesystem.as_ref().map(|s| s.as_str()))
-            && axis(&p.network, self.network.as_ref().map(|s| s.as_str()))
-            && axis(&p.test, Some(self.test.as_str()))
+        axis(p.image.as_ref(), Some(self.image.as_str()))
+            && axis(p.board.as_ref(), Some(self.board.as_str()))
+            && axis(
+                p.storage.as_ref(),
+                self.storage.as_ref().map(StorageName::as_str),
+            )
+            && axis(
+                p.filesystem.as_ref(),
+                self.filesystem.as_ref().map(FsName::as_str),
+            )
+            && axis(
+                p.network.as_ref(),
+                self.network.as_ref().map(NetworkName::as_str),
+            )
+            && axis(p.test.as_ref(), Some(self.test.as_str()))
     }
 }
 

@@ -50,17 +50,15 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             let recipes: Vec<&crate::model::Recipe> = recipes.values().collect();
             let mut chosen = Vec::new();
             for n in &names {
-                match boards.get(&crate::model::BoardName::new(n.as_str())) {
-                    Some(b) => chosen.push(b),
-                    None => {
-                        let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
-                        return Err(Error::Usage(format!(
-                            "no board named `{n}` in {}/boards; known: {}",
-                            root.display(),
-                            known.join(", ")
-                        )));
-                    }
-                }
+                let Some(b) = boards.get(&crate::model::BoardName::new(n.as_str())) else {
+                    let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
+                    return Err(Error::Usage(format!(
+                        "no board named `{n}` in {}/boards; known: {}",
+                        root.display(),
+                        known.join(", ")
+                    )));
+                };
+                chosen.push(b);
             }
             if names.is_empty() {
                 chosen = boards.values().collect();
@@ -107,7 +105,7 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             let mut failed = 0;
             for n in &names {
                 let Some(board) = boards.get(&crate::model::BoardName::new(n.as_str())) else {
-                    let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                    let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
                     return Err(Error::Usage(format!(
                         "no board named `{n}` in {}/boards; known: {}",
                         root.display(),
@@ -135,10 +133,11 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
             fingerprint,
             yes,
         } => {
+            use crate::transport::ssh::{self, Accept};
             let board = boards
                 .get(&crate::model::BoardName::new(name.as_str()))
                 .ok_or_else(|| {
-                    let known: Vec<String> = boards.keys().map(|b| b.to_string()).collect();
+                    let known: Vec<String> = boards.keys().map(ToString::to_string).collect();
                     Error::Usage(format!(
                         "no board named `{name}` in {}/boards; known: {}",
                         root.display(),
@@ -150,7 +149,6 @@ pub(super) fn run(action: BoardsAction, root: &Path) -> Result<()> {
                     "board `{name}` is local; it has no host key to trust"
                 )));
             };
-            use crate::transport::ssh::{self, Accept};
             let timeout = std::time::Duration::from_secs(30);
             let accept = match (fingerprint, yes) {
                 (Some(fp), _) => {

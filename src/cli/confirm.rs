@@ -2,6 +2,7 @@
 //! (the store holds no state of it), like `terraform apply`: the steps are listed and
 //! only "yes" on a terminal, or `--yes`, lets apply start; anything else does nothing.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Read, Write};
 
 use std::collections::BTreeSet;
@@ -36,13 +37,12 @@ pub(super) fn unclaimed(schedule: &Schedule, store: &Store) -> Result<Vec<Unclai
             let Some(board) = step.action.destroys_on(&walk.board) else {
                 continue;
             };
-            let mut claimed = match known.get(board) {
-                Some(k) => *k,
-                None => {
-                    let k = store.board_state(board)?.is_some();
-                    known.insert(board.clone(), k);
-                    k
-                }
+            let mut claimed = if let Some(k) = known.get(board) {
+                *k
+            } else {
+                let k = store.board_state(board)?.is_some();
+                known.insert(board.clone(), k);
+                k
             };
             if let (false, Action::Board(BoardAction::Mount { storage, .. })) =
                 (claimed, &step.action)
@@ -83,13 +83,14 @@ fn storages_used(store: &Store) -> Result<BTreeSet<(BoardName, StorageName)>> {
 fn listed(steps: &[Unclaimed]) -> String {
     let mut out = String::new();
     for u in steps.iter().take(MOST_LISTED) {
-        out.push_str(&format!("  {}: {}\n", u.board, one_line(&u.label)));
+        let _ = writeln!(out, "  {}: {}", u.board, one_line(&u.label));
     }
     if steps.len() > MOST_LISTED {
-        out.push_str(&format!(
-            "  ... and {} more (`apply --dry-run` lists them all)\n",
+        let _ = writeln!(
+            out,
+            "  ... and {} more (`apply --dry-run` lists them all)",
             steps.len() - MOST_LISTED
-        ));
+        );
     }
     out
 }

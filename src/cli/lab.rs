@@ -1,5 +1,6 @@
 //! The lab's board-level commands: `lab power` and `lab image`.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -74,7 +75,8 @@ pub fn power(
     Ok(())
 }
 
-pub fn image(a: ImageArgs) -> Result<(), Error> {
+pub fn image(a: &ImageArgs) -> Result<(), Error> {
+    use sha2::Digest;
     let compression = match a.compress {
         CompressArg::None => Compression::None,
         CompressArg::Xz => Compression::Xz,
@@ -88,11 +90,12 @@ pub fn image(a: ImageArgs) -> Result<(), Error> {
     };
     let path = images::build(&a.out, &a.name, &spec, compression)?;
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-    use sha2::Digest;
     let digest: String = sha2::Sha256::digest(&bytes)
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        .fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        });
     println!("{}  sha256 {digest}", path.display());
     Ok(())
 }

@@ -432,7 +432,7 @@ pub fn known_plans<'w>(ws: &'w Workspace, store: &Store) -> Result<Vec<(&'w Scen
 
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Init(args) => init::run(args),
+        Command::Init(args) => init::run(&args),
         Command::Check { files, cells } => {
             let ws = load(&files, cells.max_cells)?;
             reports::check_templates(&ws)?;
@@ -629,7 +629,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 println!("lab down");
                 Ok(())
             }
-            LabAction::Image(args) => lab::image(args),
+            LabAction::Image(args) => lab::image(&args),
             LabAction::Power {
                 action,
                 board,

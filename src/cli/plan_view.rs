@@ -2,6 +2,7 @@
 //! and the schedule apply would walk, from the files and the store only.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 use super::{Selection, known_plans};
 use crate::error::{Error, Result};
@@ -191,12 +192,13 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
     for row in &v.rows {
         let cell = row.cell;
         if !row.selected {
-            table.push_str(&format!(
-                "  {}  {:<22}  {}\n",
+            let _ = writeln!(
+                table,
+                "  {}  {:<22}  {}",
                 cell.key,
                 "skipped by --only",
                 cell.address.label()
-            ));
+            );
             continue;
         }
         let state = match &row.state {
@@ -206,24 +208,26 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
             CellState::Failed { have, want, .. } => format!("failed ({have} of {want})"),
             CellState::Skipped { have, want, .. } => format!("skipped ({have} of {want})"),
         };
-        table.push_str(&format!(
-            "  {}  {:<22}  {}\n",
+        let _ = writeln!(
+            table,
+            "  {}  {:<22}  {}",
             cell.key,
             state,
             cell.address.label()
-        ));
+        );
         // What the store says of a cell is shown on one line, its controls escaped: the
         // store may be someone else's.
         if let CellState::Failed { cause, .. } = &row.state {
             let cause = shown(&cause.to_string()).into_owned();
-            table.push_str(&format!("  {:<32}  last failure: {cause}\n", ""));
+            let _ = writeln!(table, "  {:<32}  last failure: {cause}", "");
         }
         if let CellState::Skipped { reason, .. } = &row.state {
-            table.push_str(&format!(
-                "  {:<32}  skipped by the last apply: {} (apply checks again)\n",
+            let _ = writeln!(
+                table,
+                "  {:<32}  skipped by the last apply: {} (apply checks again)",
                 "",
                 shown(reason)
-            ));
+            );
         }
         why_lines(&mut table, row.why.as_ref());
         if let Some(changes) = &row.drift {
@@ -254,18 +258,18 @@ fn recipes_used<'w>(ws: &'w Workspace, v: &View<'_>) -> Vec<&'w crate::model::Re
 /// Which recipe each test uses, built in or the workspace's file, with its text's
 /// sha256 (the one a measured cell's facts record): a line each.
 fn recipe_lines(ws: &Workspace, v: &View<'_>) -> String {
-    recipes_used(ws, v)
-        .into_iter()
-        .map(|r| {
-            let sha = &r.source.sha256;
-            format!(
-                "Recipe {}: {}, sha256 {}\n",
-                r.name,
-                r.source.describe(&r.file),
-                &sha[..sha.len().min(12)]
-            )
-        })
-        .collect()
+    let mut out = String::new();
+    for r in recipes_used(ws, v) {
+        let sha = &r.source.sha256;
+        let _ = writeln!(
+            out,
+            "Recipe {}: {}, sha256 {}",
+            r.name,
+            r.source.describe(&r.file),
+            &sha[..sha.len().min(12)]
+        );
+    }
+    out
 }
 
 /// The combinations the matrix names that cannot apply, a line each (after `prefix`)
@@ -275,17 +279,14 @@ pub fn not_applicable(all_plans: &[(&Scenario, Plan)], most: usize, prefix: &str
     let skipped: Vec<&plan::Skipped> = all_plans.iter().flat_map(|(_, p)| &p.skipped).collect();
     let mut out = String::new();
     for s in skipped.iter().take(most) {
-        out.push_str(&format!(
-            "{prefix}{} [{}]\n",
-            s.address.label(),
-            shown(&s.reason)
-        ));
+        let _ = writeln!(out, "{prefix}{} [{}]", s.address.label(), shown(&s.reason));
     }
     if skipped.len() > most {
-        out.push_str(&format!(
-            "  ... and {} more (`benchpipe plan` lists them all)\n",
+        let _ = writeln!(
+            out,
+            "  ... and {} more (`benchpipe plan` lists them all)",
             skipped.len() - most
-        ));
+        );
     }
     out
 }
@@ -304,24 +305,26 @@ fn drift_line(table: &mut String, changes: &[plan::diff::Change], on: OnDrift, c
         (OnDrift::Keep, _) => "--on-drift keep: its runs stay and count",
         (OnDrift::Redo, _) => "--on-drift redo: measured again",
     };
-    table.push_str(&format!(
-        "  {:<32}  ! drift: the board changed since these runs ({}); {what}\n",
+    let _ = writeln!(
+        table,
+        "  {:<32}  ! drift: the board changed since these runs ({}); {what}",
         "",
         plan::drift::summary(changes)
-    ));
+    );
 }
 
 fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
     match why {
         None => {}
         Some(plan::diff::Why::New) => {
-            table.push_str(&format!("  {:<32}  + new: no stored cell like it\n", ""));
+            let _ = writeln!(table, "  {:<32}  + new: no stored cell like it", "");
         }
         Some(plan::diff::Why::Redo) => {
-            table.push_str(&format!(
-                "  {:<32}  ! redo: stored runs kept but no longer counted\n",
+            let _ = writeln!(
+                table,
+                "  {:<32}  ! redo: stored runs kept but no longer counted",
                 ""
-            ));
+            );
         }
         Some(plan::diff::Why::Changed {
             nearest,
@@ -335,21 +338,23 @@ fn why_lines(table: &mut String, why: Option<&plan::diff::Why>) {
             };
             let n = diff.total();
             if n == 0 {
-                table.push_str(&format!(
-                    "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed\n",
+                let _ = writeln!(
+                    table,
+                    "  {:<32}  ~ same inputs as stored cell {nearest} {what}: the key encoding changed",
                     ""
-                ));
+                );
                 return;
             }
-            table.push_str(&format!(
-                "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:\n",
+            let _ = writeln!(
+                table,
+                "  {:<32}  ~ {n} input(s) differ from stored cell {nearest} {what}:",
                 ""
-            ));
+            );
             for c in &diff.changes {
-                table.push_str(&format!("  {:<32}      {c}\n", ""));
+                let _ = writeln!(table, "  {:<32}      {c}", "");
             }
             if diff.more > 0 {
-                table.push_str(&format!("  {:<32}      ... and {} more\n", "", diff.more));
+                let _ = writeln!(table, "  {:<32}      ... and {} more", "", diff.more);
             }
         }
     }

@@ -262,8 +262,10 @@ fn write_reports_with(
         // reported, as when they ran in turn.
         let context = report::SharedContext::default();
         let exporters = templates.exporters_for(&model, &context);
-        let slots: Vec<crate::parallel::Slot<Result<PathBuf>>> =
-            exporters.iter().map(|_| Default::default()).collect();
+        let slots: Vec<crate::parallel::Slot<Result<PathBuf>>> = exporters
+            .iter()
+            .map(|_| crate::parallel::Slot::default())
+            .collect();
         let mut jobs: Vec<(u32, Box<dyn FnOnce() + Send + '_>)> = exporters
             .iter()
             .zip(&slots)

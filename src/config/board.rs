@@ -153,6 +153,10 @@ fn absolute(src: &Source, value: &Spanned<String>, key: &str, diags: &mut Vec<Di
 /// benchpipe creates, fills and removes files under its work directory, so it must be
 /// a directory of its own, never `/`, a system directory or someone's home.
 fn workdir_is_safe(src: &Source, value: &Spanned<String>, diags: &mut Vec<Diagnostic>) {
+    const SYSTEM: [&str; 19] = [
+        "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "media", "mnt", "opt",
+        "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr",
+    ];
     let v = value.get_ref();
     let message = if v.split('/').any(|part| part == "." || part == "..") {
         Some(format!(
@@ -169,16 +173,10 @@ fn workdir_is_safe(src: &Source, value: &Spanned<String>, diags: &mut Vec<Diagno
     }
     let path = v.trim_end_matches('/');
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    const SYSTEM: [&str; 19] = [
-        "bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "media", "mnt", "opt",
-        "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr",
-    ];
     let why = match parts.as_slice() {
         ["home", _] | ["root"] => Some("a home directory"),
         [top] if SYSTEM.contains(top) || *top == "var" => Some("a system directory"),
-        ["var", "tmp"] | ["var", "lib"] | ["var", "log"] | ["var", "cache"] => {
-            Some("a system directory")
-        }
+        ["var", "tmp" | "lib" | "log" | "cache"] => Some("a system directory"),
         _ => None,
     };
     if let Some(why) = why {
@@ -200,7 +198,7 @@ fn connection(src: &Source, raw: &raw::Board, diags: &mut Vec<Diagnostic>) -> Op
             None
         }
         (Some(_), None) => Some(Connection::Local),
-        (None, Some(ssh)) => ssh::target(src, ssh.get_ref(), diags).map(Connection::Ssh),
+        (None, Some(ssh)) => Some(Connection::Ssh(ssh::target(src, ssh.get_ref(), diags))),
         (None, None) => {
             diags.push(
                 src.whole("this board says nothing about how to reach it")
@@ -584,8 +582,8 @@ fn flash(
     match method {
         "tpi" => {
             let node = f.node.as_ref()?;
-            match u32::try_from(*node.get_ref()) {
-                Ok(n @ 1..=4) => Some(Flash::Tpi {
+            if let Ok(n @ 1..=4) = u32::try_from(*node.get_ref()) {
+                Some(Flash::Tpi {
                     via: text(&f.via),
                     node: n,
                     dir: f
@@ -594,17 +592,16 @@ fn flash(
                         .map_or(crate::model::TPI_DEFAULT_DIR.to_string(), |d| {
                             d.get_ref().trim_end_matches('/').to_string()
                         }),
-                }),
-                _ => {
-                    diags.push(src.at_value(
-                        node,
-                        format!(
-                            "bad node {}: expected a node number, 1 to 4 on a Turing Pi",
-                            node.get_ref()
-                        ),
-                    ));
-                    None
-                }
+                })
+            } else {
+                diags.push(src.at_value(
+                    node,
+                    format!(
+                        "bad node {}: expected a node number, 1 to 4 on a Turing Pi",
+                        node.get_ref()
+                    ),
+                ));
+                None
             }
         }
         "dd" => {
@@ -641,16 +638,17 @@ fn boot_device(
         .iter()
         .find(|s| s.device.as_deref() == Some(wanted.as_str()) || s.name.as_str() == wanted);
     match found {
-        Some(s) if s.role == StorageRole::Boot => match &s.device {
-            Some(d) => Some(d.clone()),
-            None => {
+        Some(s) if s.role == StorageRole::Boot => {
+            if let Some(d) = &s.device {
+                Some(d.clone())
+            } else {
                 diags.push(src.at_value(
                     device,
                     format!("storage `{}` has no `device` for dd to write to", s.name),
                 ));
                 None
             }
-        },
+        }
         Some(s) => {
             diags.push(
                 src.at_value(

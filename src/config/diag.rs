@@ -98,8 +98,7 @@ impl Diagnostic {
         let line_end = index
             .starts
             .get(line_idx + 1)
-            .map(|s| s - 1)
-            .unwrap_or(text.len())
+            .map_or(text.len(), |s| s - 1)
             .max(start);
         let ascii = index.ascii.get(line_idx).copied().unwrap_or(false);
         let col = if ascii {

@@ -3,6 +3,7 @@
 //! user-data, a network-config) are read here, bounded, so that `plan` stays pure.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -232,8 +233,10 @@ fn attachment(
     }
     let sha256 = Sha256::digest(text.as_bytes())
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        .fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        });
     Some(Attachment { text, sha256 })
 }
 
@@ -298,26 +301,22 @@ pub(super) fn firstboot(
                 .with_help("remove `[images.NAME.firstboot]`, or give the image's `url` or `path`"),
         );
     }
-    let user = match &fb.user {
-        Some(u) => {
-            if let Some(why) = user_problem(u.get_ref()) {
-                diags.push(src.at_value(
-                    u,
-                    format!(
-                        "bad firstboot `user` `{}`: {why}",
-                        u.get_ref().escape_debug()
-                    ),
-                ));
-            }
-            u.get_ref().clone()
+    let user = if let Some(u) = &fb.user {
+        if let Some(why) = user_problem(u.get_ref()) {
+            diags.push(src.at_value(
+                u,
+                format!(
+                    "bad firstboot `user` `{}`: {why}",
+                    u.get_ref().escape_debug()
+                ),
+            ));
         }
-        None => {
-            diags.push(
-                src.at_value(raw, "firstboot: missing `user`")
-                    .with_help("name the user to create, like `user = \"pi\"`; benchpipe logs in as it with the key"),
-            );
-            String::new()
-        }
+        u.get_ref().clone()
+    } else {
+        diags.push(src.at_value(raw, "firstboot: missing `user`").with_help(
+            "name the user to create, like `user = \"pi\"`; benchpipe logs in as it with the key",
+        ));
+        String::new()
     };
     let authorized_key = fb.authorized_key.as_ref().and_then(|k| {
         let path = resolve(src, k.get_ref());

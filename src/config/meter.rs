@@ -188,18 +188,17 @@ fn unit(
     diags: &mut Vec<Diagnostic>,
 ) -> f64 {
     let name = value.map_or(default, |v| v.get_ref().as_str());
-    match known.iter().find(|(n, _)| *n == name) {
-        Some((_, f)) => *f,
-        None => {
-            let list: Vec<String> = known.iter().map(|(n, _)| format!("`{n}`")).collect();
-            if let Some(v) = value {
-                diags.push(src.at_value(
-                    v,
-                    format!("unknown unit `{name}`; expected {}", list.join(", ")),
-                ));
-            }
-            1.0
+    if let Some((_, f)) = known.iter().find(|(n, _)| *n == name) {
+        *f
+    } else {
+        let list: Vec<String> = known.iter().map(|(n, _)| format!("`{n}`")).collect();
+        if let Some(v) = value {
+            diags.push(src.at_value(
+                v,
+                format!("unknown unit `{name}`; expected {}", list.join(", ")),
+            ));
         }
+        1.0
     }
 }
 
@@ -243,8 +242,7 @@ pub(super) fn derived(
                     Derived::PerWatt(of.get_ref().clone()),
                     b.unit
                         .as_ref()
-                        .map(|u| format!("{}/W", u.get_ref()))
-                        .unwrap_or_else(|| "/W".into()),
+                        .map_or_else(|| "/W".into(), |u| format!("{}/W", u.get_ref())),
                     b.better.as_ref().map_or(Better::Higher, |d| {
                         if d.get_ref() == "lower" {
                             Better::Lower

@@ -114,7 +114,7 @@ pub(crate) fn load_with(
         broken_boards: &boards.broken,
         recipes: &recipes.items,
         broken_recipes: &recipes.broken,
-        used_broken_boards: Default::default(),
+        used_broken_boards: std::cell::RefCell::default(),
         stored,
     };
     let mut scenarios = Vec::new();
@@ -336,7 +336,7 @@ fn gather<K: Ord + for<'a> From<&'a str>, V>(
         }
     };
     let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .map(|e| PathBuf::from(dir).join(e.file_name()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();

@@ -43,15 +43,14 @@ pub fn help_for<'a>(
     candidates: impl IntoIterator<Item = &'a str> + Clone,
     what: &str,
 ) -> String {
-    match did_you_mean(name, candidates.clone()) {
-        Some(s) => format!("did you mean `{s}`?"),
-        None => {
-            let all: Vec<String> = candidates.into_iter().map(|c| format!("`{c}`")).collect();
-            if all.is_empty() {
-                format!("there are no {what}")
-            } else {
-                format!("known {what}: {}", all.join(", "))
-            }
+    if let Some(s) = did_you_mean(name, candidates.clone()) {
+        format!("did you mean `{s}`?")
+    } else {
+        let all: Vec<String> = candidates.into_iter().map(|c| format!("`{c}`")).collect();
+        if all.is_empty() {
+            format!("there are no {what}")
+        } else {
+            format!("known {what}: {}", all.join(", "))
         }
     }
 }

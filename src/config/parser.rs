@@ -23,9 +23,10 @@ pub fn validate(
     if name.is_none() {
         let names = crate::bench::parse::names();
         let all: Vec<String> = names.clone().map(|p| format!("`{p}`")).collect();
-        let help = names::did_you_mean(wanted, names)
-            .map(|s| format!("did you mean `{s}`?"))
-            .unwrap_or_else(|| format!("parsers: {}", all.join(", ")));
+        let help = names::did_you_mean(wanted, names).map_or_else(
+            || format!("parsers: {}", all.join(", ")),
+            |s| format!("did you mean `{s}`?"),
+        );
         diags.push(
             src.at_value(
                 parse,

@@ -62,9 +62,7 @@ pub fn ere(value: &str) -> Result<(), String> {
             b'(' if b.get(i + 1) == Some(&b'?') => {
                 return Err(format!("`(?` at byte {i} is not POSIX ERE"));
             }
-            b'?' | b'+' | b'*' | b'}'
-                if matches!(b.get(i + 1), Some(b'?') | Some(b'+')) && i > 0 =>
-            {
+            b'?' | b'+' | b'*' | b'}' if matches!(b.get(i + 1), Some(b'?' | b'+')) && i > 0 => {
                 return Err(format!(
                     "a lazy or possessive quantifier at byte {i} is not POSIX ERE"
                 ));

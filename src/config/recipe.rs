@@ -47,7 +47,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
 
     let secrets = super::secrets::names(src, &raw.secrets, diags);
     let mut variables: BTreeSet<String> =
-        template::BUILTINS.iter().map(|s| s.to_string()).collect();
+        template::BUILTINS.iter().map(ToString::to_string).collect();
     variables.extend(params.keys().cloned());
     let uses_device = std::cell::Cell::new(false);
     let uses_addresses = std::cell::Cell::new(false);
@@ -82,7 +82,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
                       command: &Spanned<String>,
                       timeout: &Option<Spanned<String>>,
                       diags: &mut Vec<Diagnostic>| {
-        let on = side(src, on, diags);
+        let on = side(src, on.as_ref(), diags);
         if command.get_ref().trim().is_empty() {
             diags.push(src.at_value(command, "`command` is empty: there is nothing to run"));
         }
@@ -318,7 +318,7 @@ pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> 
         name: TestName::new(src.stem.clone()),
         file: src.rel.clone(),
         // `config::gather_recipes` says where it came from.
-        source: Default::default(),
+        source: crate::model::RecipeSource::default(),
         description: raw.description.map(Spanned::into_inner).unwrap_or_default(),
         needs,
         facts,
@@ -622,7 +622,7 @@ pub fn param_value(
 
 pub(super) fn side(
     src: &Source,
-    on: &Option<Spanned<String>>,
+    on: Option<&Spanned<String>>,
     diags: &mut Vec<Diagnostic>,
 ) -> Side {
     let Some(on) = on else { return Side::Board };

@@ -73,7 +73,7 @@ impl Known<'_> {
             .chain(self.stored.boards.keys().map(String::as_str))
             .filter(selected)
             .collect();
-        out.sort();
+        out.sort_unstable();
         out.dedup();
         out
     }
@@ -90,7 +90,7 @@ impl Known<'_> {
             .filter_map(|p| p.board.clone())
             .collect();
         out.extend(self.selected_boards(&included));
-        out.sort();
+        out.sort_unstable();
         out.dedup();
         out
     }
@@ -213,7 +213,7 @@ pub fn validate(
             r,
             diags,
         ),
-        None => Default::default(),
+        None => crate::model::ReportSpec::default(),
     };
     let precision = precision(src, raw.report.as_ref(), diags);
     // Warnings (a flashed image without first-boot preparation) leave the scenario.
@@ -268,18 +268,17 @@ fn images(
         let img = image.get_ref();
         let installed = img.installed.as_ref().filter(|i| *i.get_ref());
         let sha = |diags: &mut Vec<Diagnostic>| -> String {
-            match &img.sha256 {
-                Some(s) => units::parse_sha256(s.get_ref()).unwrap_or_else(|e| {
+            if let Some(s) = &img.sha256 {
+                units::parse_sha256(s.get_ref()).unwrap_or_else(|e| {
                     diags.push(src.at_value(s, e));
                     String::new()
-                }),
-                None => {
-                    diags.push(
-                        src.at_value(image, format!("image `{name}`: missing sha256"))
-                            .with_help("add `sha256 = \"<64 hex digits>\"` (from `sha256sum IMAGE`): it proves the bytes and keys the results"),
-                    );
-                    String::new()
-                }
+                })
+            } else {
+                diags.push(
+                    src.at_value(image, format!("image `{name}`: missing sha256"))
+                        .with_help("add `sha256 = \"<64 hex digits>\"` (from `sha256sum IMAGE`): it proves the bytes and keys the results"),
+                );
+                String::new()
             }
         };
         if img.url.is_none() {

@@ -185,7 +185,7 @@ pub fn facts(
     raw: &BTreeMap<Spanned<String>, Spanned<raw::Fact>>,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<FactSpec> {
-    let allowed: BTreeSet<String> = FACT_VARIABLES.iter().map(|s| s.to_string()).collect();
+    let allowed: BTreeSet<String> = FACT_VARIABLES.iter().map(ToString::to_string).collect();
     let samples = template::sample_builtins();
     let mut out = Vec::new();
     for (key, entry) in raw {
@@ -211,7 +211,7 @@ pub fn facts(
         }
         out.push(FactSpec {
             name: name.clone(),
-            on: recipe::side(src, &on.cloned(), diags),
+            on: recipe::side(src, on, diags),
             command: command.into_inner(),
         });
     }

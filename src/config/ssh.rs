@@ -21,11 +21,7 @@ const CONNECT_TIMEOUT: (Duration, Duration) =
 /// 10 minutes lets NATs and firewalls drop an idle session.
 const KEEPALIVE: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(600));
 
-pub(super) fn target(
-    src: &Source,
-    ssh: &raw::Ssh,
-    diags: &mut Vec<Diagnostic>,
-) -> Option<SshTarget> {
+pub(super) fn target(src: &Source, ssh: &raw::Ssh, diags: &mut Vec<Diagnostic>) -> SshTarget {
     let host = ssh.host.get_ref().clone();
     if host.trim().is_empty() {
         diags.push(src.at_value(&ssh.host, "`host` must not be empty"));
@@ -107,7 +103,7 @@ pub(super) fn target(
             None
         }
     });
-    Some(SshTarget {
+    SshTarget {
         host,
         port,
         user: ssh.user.as_ref().map(|u| u.get_ref().clone()),
@@ -120,7 +116,7 @@ pub(super) fn target(
         proxy_jump,
         become_sudo,
         sudo_password_env: ssh.sudo_password_env.as_ref().map(|p| p.get_ref().clone()),
-    })
+    }
 }
 
 fn is_host_word(host: &str) -> bool {

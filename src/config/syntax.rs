@@ -122,7 +122,7 @@ fn skip_string(bytes: &[u8], i: usize) -> usize {
 /// 1-based line and column (in bytes) of `at`.
 fn line_col(text: &str, at: usize) -> (usize, usize) {
     let before = &text.as_bytes()[..at.min(text.len())];
-    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let line = memchr::memchr_iter(b'\n', before).count() + 1;
     let col = at
         - before
             .iter()

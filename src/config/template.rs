@@ -47,10 +47,7 @@ pub fn check(
     let parsed = match env.template_from_str(template.get_ref()) {
         Ok(t) => t,
         Err(e) => {
-            let what = e
-                .detail()
-                .map(str::to_string)
-                .unwrap_or_else(|| e.to_string());
+            let what = e.detail().map_or_else(|| e.to_string(), str::to_string);
             let line = e
                 .line()
                 .map(|l| format!(" (line {l} of the template)"))

@@ -23,14 +23,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let mut total_ms: u64 = 0;
     let mut rest = s;
     while !rest.is_empty() {
-        let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
         if digits == 0 {
             return Err(bad());
         }
         let too_long = || format!("duration `{text}` is too long: at most 7 days (`168h`)");
         let number: u64 = rest[..digits].parse().map_err(|_| too_long())?;
         rest = &rest[digits..];
-        let unit_len = rest.chars().take_while(|c| c.is_ascii_alphabetic()).count();
+        let unit_len = rest.chars().take_while(char::is_ascii_alphabetic).count();
         let unit_ms: u64 = match &rest[..unit_len] {
             "ms" => 1,
             "s" => 1_000,
@@ -141,7 +141,7 @@ pub const RATE_RANGE: std::ops::RangeInclusive<u64> = 1_000..=10_000_000_000;
 pub fn parse_rate(text: &str) -> Result<u64, String> {
     let bad = || format!("bad rate `{text}`: expected {RATE_FORM}");
     let s = text.trim();
-    let digits = s.chars().take_while(|c| c.is_ascii_digit()).count();
+    let digits = s.chars().take_while(char::is_ascii_digit).count();
     if digits == 0 {
         return Err(bad());
     }

@@ -8,6 +8,7 @@
 //! block bmaptool skips must be one the image leaves empty) and hashes the mapped bytes,
 //! which the host's read-back of the same ranges must match.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -42,10 +43,10 @@ impl Bmap {
     /// the blocks to read and the bytes of them to keep (the image may end mid-block).
     pub fn read_back_lines(&self) -> String {
         let bs = self.block_bytes;
-        self.ranges
-            .iter()
-            .map(|(s, e)| format!("{} {} {}\n", s / bs, (e - s).div_ceil(bs), e - s))
-            .collect()
+        self.ranges.iter().fold(String::new(), |mut out, (s, e)| {
+            let _ = writeln!(out, "{} {} {}", s / bs, (e - s).div_ceil(bs), e - s);
+            out
+        })
     }
 }
 
@@ -100,12 +101,12 @@ fn element<'t>(text: &'t str, tag: &str, from: usize) -> Option<(&'t str, usize)
         let start = at + text[at..].find(&open)?;
         let after = start + open.len();
         // `<Range` must not match `<RangeX`.
-        match text[after..].chars().next() {
-            Some('>') | Some(' ') | Some('\t') | Some('\n') | Some('\r') => {}
-            _ => {
-                at = after;
-                continue;
-            }
+        if !matches!(
+            text[after..].chars().next(),
+            Some('>' | ' ' | '\t' | '\n' | '\r')
+        ) {
+            at = after;
+            continue;
         }
         let body = after + text[after..].find('>')? + 1;
         let close = format!("</{tag}>");

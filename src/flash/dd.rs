@@ -7,6 +7,7 @@
 //! (symlinks such as `/dev/disk/by-id/...` resolved, partitions and holders listed) and
 //! mount listing, so flashing refuses exactly what formatting refuses, and more.
 
+use std::fmt::Write as _;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
@@ -174,7 +175,7 @@ pub fn write_with(
         ran,
         err,
     };
-    let outcome = finish_write(t, source, written, bmap.as_ref(), &target, options)?;
+    let outcome = finish_write(t, &source, written, bmap.as_ref(), &target, options)?;
     let (bytes, sha256, mapped) = outcome;
     progress(Progress {
         phase: Phase::Verify,
@@ -182,40 +183,37 @@ pub fn write_with(
         total: expected_len,
     });
     let started = Instant::now();
-    let bmap_report = match (&bmap, mapped) {
-        (Some((b, dir)), Some(m)) => {
-            let found = read_back_mapped(t, &target.real, b, dir, direct);
-            remove_host_dir(t, dir);
-            let found = found?;
-            let expected = m.sha256();
-            if found != expected {
-                return Err(FlashError::VerifyMapped {
-                    host,
-                    device: target.named,
-                    ranges: b.ranges.len(),
-                    bytes: b.mapped_bytes(),
-                    expected,
-                    found,
-                });
-            }
-            Some(BmapReport {
-                mapped_bytes: b.mapped_bytes(),
-                mapped_sha256: expected,
-            })
+    let bmap_report = if let (Some((b, dir)), Some(m)) = (&bmap, mapped) {
+        let found = read_back_mapped(t, &target.real, b, dir, direct);
+        remove_host_dir(t, dir);
+        let found = found?;
+        let expected = m.sha256();
+        if found != expected {
+            return Err(FlashError::VerifyMapped {
+                host,
+                device: target.named,
+                ranges: b.ranges.len(),
+                bytes: b.mapped_bytes(),
+                expected,
+                found,
+            });
         }
-        _ => {
-            let found = read_back(t, &target.real, bytes, direct)?;
-            if found != sha256 {
-                return Err(FlashError::Verify {
-                    host,
-                    device: target.named,
-                    bytes,
-                    expected: sha256,
-                    found,
-                });
-            }
-            None
+        Some(BmapReport {
+            mapped_bytes: b.mapped_bytes(),
+            mapped_sha256: expected,
+        })
+    } else {
+        let found = read_back(t, &target.real, bytes, direct)?;
+        if found != sha256 {
+            return Err(FlashError::Verify {
+                host,
+                device: target.named,
+                bytes,
+                expected: sha256,
+                found,
+            });
         }
+        None
     };
     let verify_seconds = started.elapsed().as_secs_f64();
     Ok(DdReport {
@@ -239,7 +237,7 @@ struct Written {
 /// host's temporary bmap directory is removed on failure.
 fn finish_write(
     t: &mut dyn Transport,
-    source: Source<'_>,
+    source: &Source<'_>,
     written: Written,
     bmap: Option<&(Bmap, String)>,
     target: &Target,
@@ -501,5 +499,8 @@ pub(super) fn digest_of(
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }

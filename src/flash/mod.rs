@@ -145,12 +145,12 @@ pub fn progress_display(label: &str) -> impl Fn(Progress) + use<> {
             (Phase::Write, _) => p.bytes >> 28,
         };
         if last_step.swap(step, std::sync::atomic::Ordering::Relaxed) != step {
-            let mib = p.bytes as f64 / (1 << 20) as f64;
+            let mib = p.bytes as f64 / f64::from(1 << 20);
             match (p.phase, p.total) {
                 (Phase::Verify, _) => eprintln!("{label}: verifying {mib:.0} MiB written"),
                 (Phase::Write, Some(t)) => eprintln!(
                     "{label}: written {mib:.0} of {:.0} MiB",
-                    t as f64 / (1 << 20) as f64
+                    t as f64 / f64::from(1 << 20)
                 ),
                 (Phase::Write, None) => eprintln!("{label}: written {mib:.0} MiB"),
             }

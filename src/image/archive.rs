@@ -44,7 +44,10 @@ pub(super) fn open_entry(
             let f = zip
                 .by_index_raw(i)
                 .map_err(|e| bad(format!("has an unreadable entry {i}: {e}")))?;
-            let entry_name = f.name().map(|n| n.into_owned()).unwrap_or_default();
+            let entry_name = f
+                .name()
+                .map(std::borrow::Cow::into_owned)
+                .unwrap_or_default();
             if f.is_dir() || ignored(&entry_name) {
                 continue;
             }

@@ -186,7 +186,7 @@ pub struct Stamp {
 
 impl Stamp {
     pub fn of(meta: &fs::Metadata) -> Stamp {
-        let ns = |s: i64, n: i64| s as i128 * 1_000_000_000 + n as i128;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         Stamp {
             len: meta.len(),
             dev: meta.dev(),
@@ -219,7 +219,7 @@ pub(super) fn free_bytes(dir: &Path) -> Option<u64> {
     // SAFETY: statvfs writes only into the zeroed struct we pass; the path is a valid
     // NUL-terminated string that outlives the call.
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+    if unsafe { libc::statvfs(c.as_ptr(), &raw mut s) } != 0 {
         return None;
     }
     Some(s.f_bavail as u64 * s.f_frsize as u64)

@@ -146,7 +146,7 @@ impl ImageError {
     pub(crate) fn cache(name: &str, e: crate::owned::OwnedError) -> Self {
         match e {
             crate::owned::OwnedError::Io { path, source } => ImageError::io(name, path, source),
-            refused => ImageError::Cache {
+            refused @ crate::owned::OwnedError::Refused(_) => ImageError::Cache {
                 name: name.to_string(),
                 why: refused.to_string(),
             },

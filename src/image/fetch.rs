@@ -115,7 +115,7 @@ pub fn fetch(
         Err(e) => return Err(ImageError::io(name, &blob, e)),
     }
     let pace = http::Pace::new(min_rate.unwrap_or(http::DEFAULT_MIN_RATE));
-    http::download(cache, name, url, sha256, &pace, progress)?;
+    http::download(cache, name, url, sha256, pace, progress)?;
     let fetched = local_locked(cache, name, &origin, &blob, sha256, progress);
     drop(lock);
     fetched
@@ -241,6 +241,7 @@ pub(super) fn sha256_file(path: &Path, progress: &dyn Fn(FetchProgress)) -> io::
 /// The local path a `file://` URL names: `file:///p` or `file://localhost/p`, with
 /// `%XX` escapes decoded.
 pub fn file_url_path(url: &str) -> Result<PathBuf, String> {
+    use std::os::unix::ffi::OsStringExt;
     let rest = &url["file://".len()..];
     let rest = if rest.len() >= 9 && rest[..9].eq_ignore_ascii_case("localhost") {
         &rest[9..]
@@ -268,7 +269,6 @@ pub fn file_url_path(url: &str) -> Result<PathBuf, String> {
     if bytes.contains(&0) {
         return Err("the path contains a NUL byte".into());
     }
-    use std::os::unix::ffi::OsStringExt;
     Ok(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }
 

@@ -53,14 +53,14 @@ impl Pace {
         }
     }
 
-    pub(super) fn window(&self) -> Duration {
+    pub(super) fn window(self) -> Duration {
         Duration::from_millis(WINDOW_BYTES.saturating_mul(1000) / self.min_rate)
             .clamp(WINDOW_MIN, WINDOW_MAX)
     }
 
     /// How long a whole fetch of `bytes` may take, all its tries together:
     /// [`DEADLINE_FLOOR`] plus the time `min_rate` takes to move them.
-    pub(super) fn deadline(&self, bytes: u64) -> Duration {
+    pub(super) fn deadline(self, bytes: u64) -> Duration {
         DEADLINE_FLOOR.saturating_add(Duration::from_secs(bytes / self.min_rate))
     }
 }
@@ -103,7 +103,7 @@ impl Window {
         }
         let (_, then) = self.samples[0];
         let got = bytes.saturating_sub(then);
-        let need = (self.pace.min_rate as u128 * self.span.as_millis() / 1000) as u64;
+        let need = (u128::from(self.pace.min_rate) * self.span.as_millis() / 1000) as u64;
         if got < need {
             return Err(format!(
                 "it received {got} bytes in the last {:.0} s, slower than the least {} bytes/s \
@@ -123,7 +123,7 @@ pub(super) fn download(
     name: &str,
     url: &ImageUrl,
     sha256: &str,
-    pace: &Pace,
+    pace: Pace,
     progress: &dyn Fn(FetchProgress),
 ) -> Result<(), ImageError> {
     let agent = ureq::Agent::new_with_config(
@@ -157,12 +157,12 @@ pub(super) fn download(
                 part: &part,
                 name,
                 url,
-                pace,
+                pace: &pace,
             };
             match r.once(&mut clock, progress) {
                 Ok(()) => break,
                 Err(f) if f.retry && attempt < ATTEMPTS => {
-                    std::thread::sleep(Duration::from_millis(200 * attempt as u64));
+                    std::thread::sleep(Duration::from_millis(200 * u64::from(attempt)));
                 }
                 Err(f) => return Err(f.error),
             }
@@ -228,7 +228,7 @@ impl Request<'_> {
         }
     }
 
-    fn fatal(&self, error: ImageError) -> Failure {
+    fn fatal(error: ImageError) -> Failure {
         Failure {
             error,
             retry: false,
@@ -237,11 +237,11 @@ impl Request<'_> {
 
     /// The server's answer contradicts the `.part`: it is dropped, and the next try
     /// asks for the whole file.
-    fn contradicted(&self, why: String) -> Failure {
+    fn contradicted(&self, why: &str) -> Failure {
         if let Err(e) = fs::remove_file(self.part)
             && e.kind() != io::ErrorKind::NotFound
         {
-            return self.fatal(ImageError::io(self.name, self.part, e));
+            return Self::fatal(ImageError::io(self.name, self.part, e));
         }
         self.http(&format!("{why}; the partial download was dropped"), true)
     }
@@ -249,18 +249,18 @@ impl Request<'_> {
     /// One request: the rest of the file after what `.part` holds, appended to it.
     fn once(&self, clock: &mut Clock, progress: &dyn Fn(FetchProgress)) -> Result<(), Failure> {
         let (name, part) = (self.name, self.part);
-        let io_err = |e| self.fatal(ImageError::io(name, part, e));
+        let io_err = |e| Self::fatal(ImageError::io(name, part, e));
         let have = self
             .cache
             .part_len(self.sha256)
-            .map_err(|e| self.fatal(ImageError::cache(name, e)))?;
+            .map_err(|e| Self::fatal(ImageError::cache(name, e)))?;
         let mut req = self.agent.get(self.url.for_download());
         if have > 0 {
             req = req.header("Range", format!("bytes={have}-"));
         }
         let resp = req
             .call()
-            .map_err(|e| self.fatal(network(name, self.url, e)))?;
+            .map_err(|e| Self::fatal(network(name, self.url, &e)))?;
         let status = resp.status();
         let header = |h: &str| {
             resp.headers()
@@ -273,7 +273,7 @@ impl Request<'_> {
             206 if have > 0 => {
                 let said = header("content-range").unwrap_or_default();
                 let Some((first, last, total)) = content_range(&said) else {
-                    return Err(self.contradicted(format!(
+                    return Err(self.contradicted(&format!(
                         "the server answered a resume with no usable Content-Range ({:?})",
                         said.escape_debug().to_string()
                     )));
@@ -284,7 +284,7 @@ impl Request<'_> {
                     && total.is_none_or(|t| Some(t) >= end)
                     && length.is_none_or(|l| end == first.checked_add(l));
                 if !consistent {
-                    return Err(self.contradicted(format!(
+                    return Err(self.contradicted(&format!(
                         "the server answered a resume from byte {have} with `{}`",
                         said.escape_debug()
                     )));
@@ -309,7 +309,7 @@ impl Request<'_> {
                     .as_deref()
                     .and_then(unsatisfied_total)
                 {
-                    Some(t) if t != have => Err(self.contradicted(format!(
+                    Some(t) if t != have => Err(self.contradicted(&format!(
                         "the server says the file is {t} bytes, but {have} were downloaded"
                     ))),
                     _ => Ok(()),
@@ -325,7 +325,7 @@ impl Request<'_> {
         };
         if let Some(total) = total {
             if total > MAX_DOWNLOAD {
-                return Err(self.fatal(ImageError::http(
+                return Err(Self::fatal(ImageError::http(
                     name,
                     self.url,
                     &format!(
@@ -337,7 +337,7 @@ impl Request<'_> {
             if let Some(free) = cache::free_bytes(self.cache.dir())
                 && need > free
             {
-                return Err(self.fatal(ImageError::NoSpace {
+                return Err(Self::fatal(ImageError::NoSpace {
                     name: name.into(),
                     dir: self.cache.dir().into(),
                     need,
@@ -352,7 +352,7 @@ impl Request<'_> {
             .deadline
             .unwrap_or_else(|| self.pace.deadline(MAX_DOWNLOAD));
         let file = crate::owned::open_own(part, start > 0, 0o600)
-            .map_err(|e| self.fatal(ImageError::cache(name, e)))?;
+            .map_err(|e| Self::fatal(ImageError::cache(name, e)))?;
         if start == 0 {
             file.set_len(0).map_err(io_err)?;
         }
@@ -387,7 +387,7 @@ impl Request<'_> {
             if done > MAX_DOWNLOAD || total.is_some_and(|t| done > t) {
                 drop(file);
                 let _ = fs::remove_file(part);
-                return Err(self.fatal(ImageError::http(
+                return Err(Self::fatal(ImageError::http(
                     name,
                     self.url,
                     &format!(
@@ -426,7 +426,7 @@ impl Request<'_> {
             }
             if clock.started.elapsed() > deadline {
                 let _ = file.sync_all();
-                return Err(self.fatal(ImageError::network(
+                return Err(Self::fatal(ImageError::network(
                     name,
                     self.url,
                     &format!(
@@ -485,8 +485,8 @@ fn unsatisfied_total(v: &str) -> Option<u64> {
 }
 
 /// A connection that could not be made, said the way a user checks it.
-fn network(name: &str, url: &ImageUrl, e: ureq::Error) -> ImageError {
-    let cause = match &e {
+fn network(name: &str, url: &ImageUrl, e: &ureq::Error) -> ImageError {
+    let cause = match e {
         ureq::Error::Io(io) => match io.kind() {
             io::ErrorKind::ConnectionRefused => {
                 "connection refused (nothing listens there, or there is no network)".to_string()

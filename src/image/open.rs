@@ -2,6 +2,7 @@
 //! `.img`, read straight from the verified file with no temporary copy; it fails past
 //! its size bound and, at its end, checks or records the image's facts.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -279,5 +280,8 @@ impl Read for Tagged {
 }
 
 pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }

@@ -1,5 +1,6 @@
 //! A lab board's own parts: its keys, its sshd and the board file that declares it.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -90,11 +91,12 @@ pub(super) fn launch(board: &LabBoard, sshd: &Path, up: &super::power::Up) -> Re
     let log = board.sshd_config.with_file_name("sshd.log");
     let mut binds = String::new();
     for (file, over) in &up.binds {
-        binds.push_str(&format!(
-            "if [ -f {o} ]; then mount --bind {f} {o} || exit 1; fi\n",
+        let _ = writeln!(
+            binds,
+            "if [ -f {o} ]; then mount --bind {f} {o} || exit 1; fi",
             f = sh(&file.to_string_lossy()),
             o = sh(over)
-        ));
+        );
     }
     // `ip netns exec` gives sshd a mount namespace holding copies of every mount of the
     // moment; on a host whose root is private (containers), those copies never see the
@@ -212,7 +214,8 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
                 )),
             ),
         };
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "\n{flash}\
              \n\
              [power]\n\
@@ -229,9 +232,10 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             name = toml_str(&boot.name),
             path = toml_str(&boot.path),
             model = toml_str("loop device on a sparse file (the lab's boot disk)"),
-        ));
+        );
     }
-    s.push_str(&format!(
+    let _ = write!(
+        s,
         "\n# The links tests reach the board over (`network = [\"lan\", \"wifi\"]` in a\n\
          # scenario): the veth SSH uses, and a second one shaped by tc.\n\
          [[network]]\n\
@@ -243,9 +247,10 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
         toml_str(&board.address.to_string()),
         toml_str(super::LAN_INTERFACE),
         toml_str("veth pair to the controller"),
-    ));
+    );
     if let Some(w) = &board.wifi {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "\n[[network]]\n\
              name = \"wifi\"\n\
              address = {}\n\
@@ -258,10 +263,11 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
                 "veth pair shaped by tc tbf to {} Mbit/s each way (a stand-in for Wi-Fi)",
                 w.rate_mbit
             )),
-        ));
+        );
     }
     for d in &board.disks {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "\n[[storage]]\n\
              name = {}\n\
              role = \"scratch\"\n\
@@ -276,10 +282,10 @@ pub(super) fn board_file(board: &LabBoard, info: &LabInfo, root: &Path) -> Strin
             } else {
                 "loop device on a sparse file"
             }),
-        ));
+        );
         // A loop device has no serial; its size (its file's) tells it from another.
         if let Ok(m) = fs::metadata(&d.file) {
-            s.push_str(&format!("size = {}\n", m.len()));
+            let _ = writeln!(s, "size = {}", m.len());
         }
     }
     s
@@ -323,8 +329,7 @@ fn power_cycle_command(board: &LabBoard, info: &LabInfo, root: &Path) -> String 
     let exe = std::env::current_exe()
         .ok()
         .filter(|p| p.file_name().is_some_and(|n| n == "benchpipe"))
-        .map(|p| sh(&p.to_string_lossy()))
-        .unwrap_or_else(|| "benchpipe".into());
+        .map_or_else(|| "benchpipe".into(), |p| sh(&p.to_string_lossy()));
     let defaults = super::LabOptions::default();
     let mut cmd = format!(
         "{exe} lab power cycle {} --root {}",
@@ -332,11 +337,12 @@ fn power_cycle_command(board: &LabBoard, info: &LabInfo, root: &Path) -> String 
         sh(&root.to_string_lossy())
     );
     if info.prefix != defaults.prefix || info.board_prefix != defaults.board_prefix {
-        cmd.push_str(&format!(
+        let _ = write!(
+            cmd,
             " --prefix {} --board-prefix {}",
             sh(&info.prefix),
             sh(&info.board_prefix)
-        ));
+        );
     }
     cmd
 }

@@ -291,7 +291,7 @@ fn cloud_init(bytes: &[u8], d: &mut Declared, log: &mut Log) {
     };
     let top = match doc {
         Value::Mapping(m) => m,
-        Value::Null => Default::default(),
+        Value::Null => serde_norway::Mapping::new(),
         _ => {
             log.say("user-data: not a mapping: refused");
             return;
@@ -458,7 +458,7 @@ fn raspios(
                                     Ok(k) if !keys.contains(&k) => keys.push(k),
                                     Ok(_) => {}
                                     Err(why) => {
-                                        log.say(format!("firstrun.sh: key: {why}: refused"))
+                                        log.say(format!("firstrun.sh: key: {why}: refused"));
                                     }
                                 }
                             }
@@ -496,7 +496,7 @@ fn raspios(
     match user {
         Some(name) => d.add_user(&name, keys, log),
         None if !keys.is_empty() => {
-            log.say("raspios: keys but no user (no userconf): nobody to log in as")
+            log.say("raspios: keys but no user (no userconf): nobody to log in as");
         }
         None => {}
     }
@@ -559,21 +559,20 @@ fn armbian(
             ));
             return Vec::new();
         };
-        match read(&file.to_ascii_lowercase(), log) {
-            Some(b) => match text(file, &b, log) {
+        if let Some(b) = read(&file.to_ascii_lowercase(), log) {
+            match text(file, &b, log) {
                 Some(t) => keys_of(
                     &format!("{where_} {var}"),
                     &t.lines().collect::<Vec<_>>(),
                     log,
                 ),
                 None => Vec::new(),
-            },
-            None => {
-                log.say(format!(
-                    "{where_}: {var} names {file}, which the boot partition lacks"
-                ));
-                Vec::new()
             }
+        } else {
+            log.say(format!(
+                "{where_}: {var} names {file}, which the boot partition lacks"
+            ));
+            Vec::new()
         }
     };
     let user_keys = keys_from("PRESET_USER_KEY", log);

@@ -1,6 +1,7 @@
 //! Unit tests of `lab::declare`: each kind of declaration, and hostile ones.
 
 use super::*;
+use std::fmt::Write as _;
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHKzdBGCekknKp0Hfq8lXL4QkNTf9Z0BGGfN8LXRs7l6";
@@ -25,7 +26,7 @@ fn run(files: &[(&str, &str)], armbian_root: Option<&str>) -> (Option<Declared>,
 fn user(name: &str, keys: &[&str]) -> User {
     User {
         name: name.into(),
-        keys: keys.iter().map(|k| k.to_string()).collect(),
+        keys: keys.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -127,9 +128,10 @@ fn a_yaml_alias_bomb_is_refused_quickly() {
     );
     let mut prev = 'a';
     for c in 'b'..='z' {
-        ud.push_str(&format!(
-            "{c}: &{c} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"
-        ));
+        let _ = writeln!(
+            ud,
+            "{c}: &{c} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]"
+        );
         prev = c;
     }
     let (_, log) = run(&[("user-data", &ud)], None);

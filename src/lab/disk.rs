@@ -3,6 +3,7 @@
 //! read-only, bounded window of the device) and of its ext4 root partition (`debugfs`,
 //! which resolves paths inside the image only). Every read is bounded.
 
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -354,7 +355,10 @@ pub fn ext4_uuid(device: &Path, part: &Partition) -> Option<String> {
     if sb[0x38..0x3a] != [0x53, 0xEF] {
         return None;
     }
-    Some(sb[0x68..0x78].iter().map(|b| format!("{b:02x}")).collect())
+    Some(sb[0x68..0x78].iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    }))
 }
 
 /// The regular file `path` (absolute, inside the image) of the ext4 root partition,

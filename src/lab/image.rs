@@ -8,6 +8,7 @@
 //! hash seed derive from the spec, and mkfs's clocks and every file's times are pinned,
 //! so a scenario can declare the image's sha256.
 
+use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -56,7 +57,10 @@ impl ImageSpec {
     /// A UUID-shaped digest of the spec: every distinct image gets its own UUID.
     fn uuid(&self) -> String {
         let h = Sha256::digest(format!("{self:?}").as_bytes());
-        let x: String = h.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        let x: String = h.iter().take(16).fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        });
         format!(
             "{}-{}-4{}-8{}-{}",
             &x[0..8],
@@ -239,7 +243,7 @@ fn root_fs(
         for e in fs::read_dir(&d).map_err(io(&d))?.flatten() {
             let p = e.path();
             if let Ok(rel) = p.strip_prefix(staging) {
-                cmds.push_str(&format!("sif /{} ctime @1700000000\n", rel.display()));
+                let _ = writeln!(cmds, "sif /{} ctime @1700000000", rel.display());
             }
             if p.is_dir() {
                 dirs.push(p);

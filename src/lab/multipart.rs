@@ -105,7 +105,7 @@ fn merge_into(old: &mut Mapping, new: Mapping, how: Merge, depth: usize) {
         };
         match (slot, v) {
             (Value::Mapping(o), Value::Mapping(n)) if depth < 32 => {
-                merge_into(o, n, how, depth + 1)
+                merge_into(o, n, how, depth + 1);
             }
             (Value::Sequence(o), Value::Sequence(n)) if how.recurse_list => match how.list {
                 ListMerge::Append => o.extend(n),
@@ -153,15 +153,12 @@ fn headers<'t>(
             return None;
         }
         if line.starts_with([' ', '\t']) {
-            match out.last_mut() {
-                Some((_, v)) => {
-                    v.push(' ');
-                    v.push_str(line.trim());
-                }
-                None => {
-                    log.say(format!("{at}: a folded line with no header: refused"));
-                    return None;
-                }
+            if let Some((_, v)) = out.last_mut() {
+                v.push(' ');
+                v.push_str(line.trim());
+            } else {
+                log.say(format!("{at}: a folded line with no header: refused"));
+                return None;
             }
         } else if let Some((name, value)) = line.split_once(':') {
             out.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));

@@ -4,6 +4,7 @@
 use super::*;
 use crate::lab::declare::{Declared, Sources, User, declared};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHKzdBGCekknKp0Hfq8lXL4QkNTf9Z0BGGfN8LXRs7l6";
@@ -32,9 +33,10 @@ fn multipart(parts: &[(&str, &str)]) -> String {
         "Content-Type: multipart/mixed; boundary=\"BND\"\nMIME-Version: 1.0\n\npreamble\n",
     );
     for (headers, body) in parts {
-        match headers.is_empty() {
-            true => s.push_str(&format!("--BND\n\n{body}\n")),
-            false => s.push_str(&format!("--BND\n{headers}\n\n{body}\n")),
+        if headers.is_empty() {
+            let _ = write!(s, "--BND\n\n{body}\n");
+        } else {
+            let _ = write!(s, "--BND\n{headers}\n\n{body}\n");
         }
     }
     s.push_str("--BND--\nepilogue\n");
@@ -44,7 +46,7 @@ fn multipart(parts: &[(&str, &str)]) -> String {
 fn user(name: &str, keys: &[&str]) -> User {
     User {
         name: name.into(),
-        keys: keys.iter().map(|k| k.to_string()).collect(),
+        keys: keys.iter().map(ToString::to_string).collect(),
     }
 }
 

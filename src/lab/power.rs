@@ -25,6 +25,7 @@
 //!   filesystem (its UUID); the lab's known_hosts keeps the old one.
 //! - `no-boot`: the board never comes back (sshd is not started).
 
+use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -179,18 +180,17 @@ fn decide(
     let os_release = file("/etc/os-release", MAX_OS_RELEASE, log)
         .or_else(|| file("/usr/lib/os-release", MAX_OS_RELEASE, log));
     let armbian_root = file("/root/.not_logged_in_yet", declare::MAX_FILE, log);
-    let fat = match table.boot() {
-        Some(p) => match Fat::open(Path::new(device), &p) {
+    let fat = if let Some(p) = table.boot() {
+        match Fat::open(Path::new(device), &p) {
             Ok(f) => Some(f),
             Err(e) => {
                 log.say(format!("boot partition: {e}"));
                 None
             }
-        },
-        None => {
-            log.say("no FAT boot partition");
-            None
         }
+    } else {
+        log.say("no FAT boot partition");
+        None
     };
     let read = |name: &str| match &fat {
         Some(f) => f.read(name, declare::MAX_FILE),
@@ -277,12 +277,12 @@ fn write_boot(
         let mut text: String = machine
             .lines()
             .filter(|l| !aliases.contains(&l.split(':').next().unwrap_or("")))
-            .map(|l| format!("{l}\n"))
-            .collect();
+            .fold(String::new(), |mut out, l| {
+                let _ = writeln!(out, "{l}");
+                out
+            });
         for a in &aliases {
-            text.push_str(&format!(
-                "{a}:x:0:0:benchpipe lab board user:/root:/bin/sh\n"
-            ));
+            let _ = writeln!(text, "{a}:x:0:0:benchpipe lab board user:/root:/bin/sh");
         }
         let file = this.join("passwd");
         state::write_new(&file, text.as_bytes(), 0o644)?;

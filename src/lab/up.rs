@@ -1,6 +1,7 @@
 //! Building a lab: the tools it needs checked, its private state directory, and each
 //! board's namespace, links, routes, loop disks, host key and sshd (`build`).
 
+use std::fmt::Write as _;
 use std::fs;
 use std::net::Ipv4Addr;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -262,7 +263,7 @@ pub(super) fn build(
         let (Some(kind), Some(blob)) = (fields.next(), fields.next()) else {
             return Err(fail(format!("{}: not a public key", public.display())));
         };
-        known_hosts.push_str(&format!("{address} {kind} {blob}\n"));
+        let _ = writeln!(known_hosts, "{address} {kind} {blob}");
         state::replace(&info.known_hosts, known_hosts.as_bytes(), 0o600)?;
 
         write_board_file(&board.board_file, &board_file(&board, info, root))?;

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -132,16 +133,13 @@ impl Firstboot {
         let mut rest = template;
         while let Some(at) = rest.find("{{") {
             out.push_str(&rest[..at]);
-            match rest[at..].find("}}") {
-                Some(end) => {
-                    // `config` allows only `board` inside the braces.
-                    out.push_str(board.as_str());
-                    rest = &rest[at + end + 2..];
-                }
-                None => {
-                    out.push_str(&rest[at..]);
-                    rest = "";
-                }
+            if let Some(end) = rest[at..].find("}}") {
+                // `config` allows only `board` inside the braces.
+                out.push_str(board.as_str());
+                rest = &rest[at + end + 2..];
+            } else {
+                out.push_str(&rest[at..]);
+                rest = "";
             }
         }
         out.push_str(rest);
@@ -221,7 +219,10 @@ impl Preparation {
         h.update(DERIVATION.as_bytes());
         h.update([0u8]);
         h.update(canonical_bytes(&tree));
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        h.finalize().iter().fold(String::new(), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
     }
 }
 

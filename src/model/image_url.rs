@@ -77,7 +77,7 @@ pub fn redact(url: &str) -> String {
         _ => authority.to_string(),
     };
     let (path, tail) = match after.find(['?', '#']) {
-        Some(q) => (&after[..q], Some(&after[q..q + 1])),
+        Some(q) => (&after[..q], Some(&after[q..=q])),
         None => (after, None),
     };
     let tail = tail

@@ -653,6 +653,10 @@ mod secs {
 mod opt_secs {
     use serde::Serializer;
     use std::time::Duration;
+    #[expect(
+        clippy::ref_option,
+        reason = "serde's `serialize_with` hands the field by reference"
+    )]
     pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_some(&d.as_secs_f64()),

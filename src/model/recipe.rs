@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::TestName;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "each bool is an independent fact of the recipe: what it uses, whether it keeps a series or runs per member"
+)]
 pub struct Recipe {
     pub name: TestName,
     /// The workspace's `pipeline/NAME.toml`, or `<built-in>/pipeline/NAME.toml`.

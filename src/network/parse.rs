@@ -126,7 +126,7 @@ pub fn iw_link(text: &str) -> WifiLink {
             "signal" => {
                 out.signal_dbm = value
                     .strip_suffix("dBm")
-                    .and_then(|v| v.trim().parse().ok())
+                    .and_then(|v| v.trim().parse().ok());
             }
             "rx bitrate" => out.rx_bitrate_mbps = mbit(value),
             "tx bitrate" => {

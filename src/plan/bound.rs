@@ -1,6 +1,7 @@
 //! How many cells a matrix can expand to, counted without expanding it (`--max-cells`).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use super::{blocks, glob};
 use crate::model::{Board, BoardName, Recipe, Scenario, TestName};
@@ -89,10 +90,10 @@ pub fn bound(
         m.tests.len()
     );
     if !m.networks.is_empty() {
-        axes.push_str(&format!(" x network {}", m.networks.len()));
+        let _ = write!(axes, " x network {}", m.networks.len());
     }
     if all.len() > 1 {
-        axes.push_str(&format!(", plus {} include(s)", all.len() - 1));
+        let _ = write!(axes, ", plus {} include(s)", all.len() - 1);
     }
     Bound { cells, axes }
 }

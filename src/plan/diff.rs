@@ -6,6 +6,7 @@
 //! missing and cannot tell why before apply discards hours of runs.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -78,7 +79,9 @@ fn path_text(path: &[Seg<'_>]) -> String {
                 }
                 s.push_str(k);
             }
-            Seg::Index(i) => s.push_str(&format!("[{i}]")),
+            Seg::Index(i) => {
+                let _ = write!(s, "[{i}]");
+            }
         }
     }
     s

@@ -103,7 +103,7 @@ mod tests {
                     session: "s".into(),
                     started: 0.0,
                     ended: 1.0,
-                    metrics: Default::default(),
+                    metrics: std::collections::BTreeMap::new(),
                     flags: vec![],
                     telemetry: None,
                     command: "true".into(),

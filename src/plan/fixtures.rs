@@ -11,9 +11,9 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
     Recipe {
         name: TestName::new(name),
         file: PathBuf::from(format!("pipeline/{name}.toml")),
-        source: Default::default(),
+        source: RecipeSource::default(),
         description: format!("{name} test"),
-        needs: Default::default(),
+        needs: BTreeMap::default(),
         facts: Vec::new(),
         exclusive: vec![],
         uses_storage,
@@ -22,8 +22,8 @@ pub fn recipe(name: &str, uses_storage: bool) -> Recipe {
         raw_device: false,
         uses_network: false,
         requires: vec![],
-        option_params: Default::default(),
-        param_patterns: Default::default(),
+        option_params: std::collections::BTreeSet::new(),
+        param_patterns: BTreeMap::default(),
         series: false,
         tmpfs: None,
         before_run: Vec::new(),
@@ -129,7 +129,7 @@ pub fn workspace() -> Workspace {
             Image {
                 name: ImageName::new("installed"),
                 source: ImageSource::Installed,
-                expect: Default::default(),
+                expect: Expectations::default(),
                 firstboot: None,
             },
         )]),
@@ -158,7 +158,7 @@ pub fn workspace() -> Workspace {
         compare: vec![],
         clusters: BTreeMap::new(),
         report: ReportSpec::default(),
-        precision: Default::default(),
+        precision: Precision::default(),
     };
     ws.scenarios.push(scenario);
     ws

@@ -29,76 +29,64 @@ use identity::cluster_identity;
 pub use identity::{BoardInputs, NetworkInputs, Others, StorageInputs, stored_members};
 use recipe::{method_input, strings, test_input};
 
+/// A board's cell as the model has it: what `cell_inputs` hashes.
+pub struct BoardCell<'a> {
+    pub image: &'a Image,
+    pub board: &'a Board,
+    pub storage: Option<&'a Storage>,
+    pub filesystem: Option<&'a Filesystem>,
+    pub network: Option<&'a Network>,
+    pub recipe: &'a Recipe,
+    pub params: &'a BTreeMap<String, ParamValue>,
+    pub method: &'a Method,
+}
+
 /// The inputs of one cell, as hashed and as `cell.json` records them. Addresses,
 /// credentials, run counts, comments, file names and key order are deliberately absent.
-// One argument per input of the key, in the key's order: a struct would only rename them.
-#[allow(clippy::too_many_arguments)]
-pub fn cell_inputs(
-    image: &Image,
-    board: &Board,
-    storage: Option<&Storage>,
-    filesystem: Option<&Filesystem>,
-    network: Option<&Network>,
-    recipe: &Recipe,
-    params: &BTreeMap<String, ParamValue>,
-    method: &Method,
-) -> Input {
-    cell_inputs_of(
-        image,
-        &BoardInputs::of(board),
-        storage.map(StorageInputs::of).as_ref(),
-        filesystem,
-        network.map(NetworkInputs::of).as_ref(),
-        recipe,
-        params,
-        method,
-    )
+pub fn cell_inputs(c: &BoardCell<'_>) -> Input {
+    inputs_of(&InputsOf {
+        image: c.image,
+        board: Some(&BoardInputs::of(c.board)),
+        storage: c.storage.map(StorageInputs::of).as_ref(),
+        filesystem: c.filesystem,
+        network: c.network.map(NetworkInputs::of).as_ref(),
+        recipe: c.recipe,
+        params: c.params,
+        method: c.method,
+        others: Others::default(),
+    })
 }
 
-/// `cell_inputs`, given what of the board and storage goes in.
-#[allow(clippy::too_many_arguments)]
-pub fn cell_inputs_of(
-    image: &Image,
-    board: &BoardInputs,
-    storage: Option<&StorageInputs>,
-    filesystem: Option<&Filesystem>,
-    network: Option<&NetworkInputs>,
-    recipe: &Recipe,
-    params: &BTreeMap<String, ParamValue>,
-    method: &Method,
-) -> Input {
-    inputs_of(
-        image,
-        Some(board),
-        storage,
-        filesystem,
-        network,
-        recipe,
-        params,
-        method,
-        Others::default(),
-    )
+/// What any system under test's cell is keyed by, in the key's order: a board
+/// (`board`), or a cluster (`others`, with no board); a peer board when the recipe has
+/// one (`others`); the board and storage as they go in.
+pub struct InputsOf<'a> {
+    pub image: &'a Image,
+    pub board: Option<&'a BoardInputs>,
+    pub storage: Option<&'a StorageInputs>,
+    pub filesystem: Option<&'a Filesystem>,
+    pub network: Option<&'a NetworkInputs>,
+    pub recipe: &'a Recipe,
+    pub params: &'a BTreeMap<String, ParamValue>,
+    pub method: &'a Method,
+    pub others: Others<'a>,
 }
 
-/// `cell_inputs` for any system under test: a board (`board`), or a cluster (`others`,
-/// with no board); and a peer board when the recipe has one.
-#[allow(clippy::too_many_arguments)]
-pub fn inputs_of(
-    image: &Image,
-    board: Option<&BoardInputs>,
-    storage: Option<&StorageInputs>,
-    filesystem: Option<&Filesystem>,
-    network: Option<&NetworkInputs>,
-    recipe: &Recipe,
-    params: &BTreeMap<String, ParamValue>,
-    method: &Method,
-    others: Others<'_>,
-) -> Input {
+/// `cell_inputs` for any system under test.
+pub fn inputs_of(c: &InputsOf<'_>) -> Input {
     let parts = Parts {
-        test: test_input(recipe, params),
-        method: method_input(method),
+        test: test_input(c.recipe, c.params),
+        method: method_input(c.method),
     };
-    inputs_with(image, board, storage, filesystem, network, &parts, others)
+    inputs_with(
+        c.image,
+        c.board,
+        c.storage,
+        c.filesystem,
+        c.network,
+        &parts,
+        c.others,
+    )
 }
 
 /// The parts of a cell's inputs that every cell of one test in one scenario has: a plan

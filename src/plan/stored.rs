@@ -164,26 +164,26 @@ fn rebuild(
     let storage_name = storage.as_ref().map(|s| s.name.as_str());
     let network_name = network.as_ref().map(|n| n.name.as_str());
     if board.name != a.board.as_str()
-        || storage_name != a.storage.as_ref().map(|s| s.as_str())
-        || network_name != a.network.as_ref().map(|n| n.as_str())
+        || storage_name != a.storage.as_ref().map(crate::model::StorageName::as_str)
+        || network_name != a.network.as_ref().map(crate::model::NetworkName::as_str)
     {
         return None;
     }
     let params = cell_params(recipe, scenario);
-    let inputs = key::inputs_of(
+    let inputs = key::inputs_of(&key::InputsOf {
         image,
-        Some(&board),
-        storage.as_ref(),
-        filesystem.as_ref(),
-        network.as_ref(),
+        board: Some(&board),
+        storage: storage.as_ref(),
+        filesystem: filesystem.as_ref(),
+        network: network.as_ref(),
         recipe,
-        &params,
-        &scenario.method,
-        key::Others {
+        params: &params,
+        method: &scenario.method,
+        others: key::Others {
             cluster: None,
             peer: peer.as_ref(),
         },
-    );
+    });
     let key = CellKey::of(&inputs);
     if key != record.key {
         return None;

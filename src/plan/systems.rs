@@ -115,20 +115,20 @@ pub(super) fn cluster_cell_of(
             cluster: cluster.name.clone(),
         });
     }
-    let inputs = key::inputs_of(
+    let inputs = key::inputs_of(&key::InputsOf {
         image,
-        None,
-        None,
-        None,
-        None,
+        board: None,
+        storage: None,
+        filesystem: None,
+        network: None,
         recipe,
-        &params,
-        &scenario.method,
-        key::Others {
+        params: &params,
+        method: &scenario.method,
+        others: key::Others {
             cluster: Some((cluster, &members)),
             peer: None,
         },
-    );
+    });
     Ok(Cell {
         key: CellKey::of(&inputs),
         address: a.clone(),

@@ -81,7 +81,7 @@ fn a_storage_the_board_lacks_and_an_image_it_cannot_flash_are_skipped_with_reaso
                 sha256: "0".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: crate::model::Expectations::default(),
             firstboot: None,
         },
     );
@@ -165,7 +165,7 @@ fn a_test_reading_the_device_skips_storage_without_one() {
     let storages: Vec<_> = plan
         .cells
         .iter()
-        .filter_map(|c| c.address.storage.as_ref().map(|s| s.to_string()))
+        .filter_map(|c| c.address.storage.as_ref().map(ToString::to_string))
         .collect();
     assert_eq!(storages, ["sd", "sd"]);
     assert!(
@@ -285,16 +285,16 @@ fn golden_canonical_bytes() {
     let scenario = &ws.scenarios[0];
     let board = &ws.boards[&"pi-1".into()];
     let recipe = &ws.recipes[&"xz".into()];
-    let inputs = key::cell_inputs(
-        &scenario.images[&"installed".into()],
+    let inputs = key::cell_inputs(&key::BoardCell {
+        image: &scenario.images[&"installed".into()],
         board,
-        None,
-        None,
-        None,
+        storage: None,
+        filesystem: None,
+        network: None,
         recipe,
-        &recipe.params,
-        &scenario.method,
-    );
+        params: &recipe.params,
+        method: &scenario.method,
+    });
     let want = concat!(
         "r9:",
         "s5:images19:installed:installed",
@@ -340,6 +340,7 @@ fn golden_canonical_bytes() {
 
 #[test]
 fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
+    type Change = Box<dyn Fn(&mut Workspace)>;
     let base = fixtures::workspace();
     let k0 = keys(&base);
 
@@ -419,7 +420,6 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
         "addresses, credentials, run counts, timeouts, titles, file names, power meters, metric labels and derived metrics are not inputs"
     );
 
-    type Change = Box<dyn Fn(&mut Workspace)>;
     let changes: Vec<(&str, Change)> = vec![
         (
             "recipe text",
@@ -429,7 +429,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                     .unwrap()
                     .run
                     .command
-                    .push_str(" --direct=1")
+                    .push_str(" --direct=1");
             }),
         ),
         (
@@ -440,7 +440,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
             "storage model",
             Box::new(|w| {
                 w.boards.get_mut(&"pi-1".into()).unwrap().storage[1].model =
-                    Some("Samsung T7".into())
+                    Some("Samsung T7".into());
             }),
         ),
         (
@@ -450,7 +450,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                     .filesystems
                     .get_mut(&"ext4".into())
                     .unwrap()
-                    .mount_options = vec![]
+                    .mount_options = vec![];
             }),
         ),
         (
@@ -485,7 +485,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                     load_below: 0.5,
                     hold: Duration::from_secs(30),
                     max: Duration::from_secs(600),
-                })
+                });
             }),
         ),
         (
@@ -498,7 +498,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
                         command: "iperf3 -s".into(),
                         ready: None,
                         ready_timeout: Duration::from_secs(10),
-                    }]
+                    }];
             }),
         ),
         (
@@ -519,6 +519,7 @@ fn keys_ignore_addresses_and_credentials_but_not_what_changes_numbers() {
 /// `plan` shows (the texts of the `String`s `make_cell` returned before).
 #[test]
 fn cannot_measure_says_why_by_variant_with_the_same_text() {
+    use CannotMeasure as C;
     let mut ws = fixtures::workspace();
     ws.boards.get_mut(&"pi-2".into()).unwrap().storage[1].device = None;
     ws.recipes.get_mut(&"xz".into()).unwrap().uses_device = true;
@@ -531,7 +532,7 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
                 sha256: "0".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: crate::model::Expectations::default(),
             firstboot: None,
         },
     );
@@ -544,7 +545,6 @@ fn cannot_measure_says_why_by_variant_with_the_same_text() {
             network: None,
             test: test.into(),
         };
-    use CannotMeasure as C;
     let cases: Vec<(Address, C, &str)> = vec![
         (
             at("pi-9", None, None, "xz", "installed"),

@@ -49,7 +49,7 @@ pub(crate) fn workspace(fb: Option<Firstboot>) -> Workspace {
                 sha256: "a".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: crate::model::Expectations::default(),
             firstboot: fb,
         },
     );
@@ -172,9 +172,11 @@ fn a_prepared_image_is_derived_after_its_fetch_and_not_flashed_on_a_board_that_r
     assert!(
         again.iter().all(|(a, _)| !matches!(
             a,
-            Action::Walk(WalkAction::FetchImage { .. })
-                | Action::Walk(WalkAction::Derive { .. })
-                | Action::Walk(WalkAction::Flash { .. })
+            Action::Walk(
+                WalkAction::FetchImage { .. }
+                    | WalkAction::Derive { .. }
+                    | WalkAction::Flash { .. }
+            )
         )),
         "{again:?}"
     );
@@ -288,11 +290,13 @@ fn a_clusters_members_are_each_prepared_and_flashed_after_one_fetch_then_connect
     assert!(
         steps.iter().all(|a| !matches!(
             a,
-            Action::Walk(WalkAction::FetchImage { .. })
-                | Action::Walk(WalkAction::Derive { .. })
-                | Action::Walk(WalkAction::Flash { .. })
-                | Action::Walk(WalkAction::FlashCommand { .. })
-                | Action::Walk(WalkAction::PowerCycle { .. })
+            Action::Walk(
+                WalkAction::FetchImage { .. }
+                    | WalkAction::Derive { .. }
+                    | WalkAction::Flash { .. }
+                    | WalkAction::FlashCommand { .. }
+                    | WalkAction::PowerCycle { .. }
+            )
         )),
         "{steps:#?}"
     );

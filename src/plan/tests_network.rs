@@ -30,7 +30,7 @@ fn workspace(networks: &[&str]) -> Workspace {
     ws.recipes.insert(iperf.name.clone(), iperf);
     let m = &mut ws.scenarios[0].matrix;
     m.test = vec![TestName::new("iperf"), TestName::new("xz")];
-    m.network = networks.iter().map(|n| n.to_string()).collect();
+    m.network = networks.iter().map(ToString::to_string).collect();
     ws
 }
 
@@ -119,6 +119,7 @@ fn exclude_and_include_name_the_network_axis() {
 
 #[test]
 fn the_key_holds_the_links_name_kind_and_model_but_not_its_address_or_interface() {
+    const WIFI: &str = "iperf on pi-1 over wifi (installed)";
     let key_of = |ws: &Workspace, label: &str| {
         expand(ws, &ws.scenarios[0])
             .cells
@@ -127,7 +128,6 @@ fn the_key_holds_the_links_name_kind_and_model_but_not_its_address_or_interface(
             .map(|c| c.key)
             .unwrap()
     };
-    const WIFI: &str = "iperf on pi-1 over wifi (installed)";
     let base = workspace(&["lan", "wifi"]);
     let k0 = key_of(&base, WIFI);
     let lan = key_of(&base, "iperf on pi-1 over lan (installed)");

@@ -3,6 +3,7 @@
 //! Pure: the caller passes both sides' plans and store contents in.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use serde::Serialize;
 
@@ -117,8 +118,7 @@ fn changes(a: &CellData, b: &CellData, cell_a: &Cell, cell_b: &Cell) -> Vec<Stri
     let inputs = |d: &CellData, c: &Cell| {
         d.record
             .as_ref()
-            .map(|r| r.inputs.value().clone())
-            .unwrap_or_else(|| c.inputs.json().clone())
+            .map_or_else(|| c.inputs.json().clone(), |r| r.inputs.value().clone())
     };
     let d = diff::diff(&inputs(a, cell_a), &inputs(b, cell_b), MAX_CHANGES);
     let mut out: Vec<String> = d.changes.iter().map(|c| format!("input {c}")).collect();
@@ -279,33 +279,34 @@ pub fn markdown(a: &Across) -> String {
             Presence::OnlyCandidate => only_c.push(name),
             Presence::Ambiguous => ambiguous.push(name),
             Presence::Both => {
-                out.push_str(&format!("\n## {}\n\n", e(&name)));
+                let _ = write!(out, "\n## {}\n\n", e(&name));
                 for ch in &c.changes {
-                    out.push_str(&format!("- differs: {}\n", e(ch)));
+                    let _ = writeln!(out, "- differs: {}", e(ch));
                 }
                 if !c.changes.is_empty() {
                     out.push('\n');
                 }
                 out.push_str("| metric | runs | difference | verdict |\n|---|---|---|---|\n");
                 for r in &c.rows {
-                    out.push_str(&format!(
-                        "| {} ({}) | {} vs {} | {} | {} |\n",
+                    let _ = writeln!(
+                        out,
+                        "| {} ({}) | {} vs {} | {} | {} |",
                         e(&r.metric),
                         e(&r.unit),
                         r.baseline_n,
                         r.candidate_n,
                         e(&r.difference),
                         e(&r.verdict_text)
-                    ));
+                    );
                 }
             }
         }
     }
     let list = |out: &mut String, title: String, items: &[String]| {
         if !items.is_empty() {
-            out.push_str(&format!("\n## {title}\n\n"));
+            let _ = write!(out, "\n## {title}\n\n");
             for i in items {
-                out.push_str(&format!("- {}\n", e(i)));
+                let _ = writeln!(out, "- {}", e(i));
             }
         }
     };

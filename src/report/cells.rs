@@ -230,10 +230,10 @@ impl Counted {
     pub fn of(values: Vec<f64>, confidence: f64) -> Counted {
         let (summary, outliers) = stats::summarize_with_outliers(&values, confidence);
         Counted {
+            values,
+            confidence,
             summary,
             outliers,
-            confidence,
-            values,
         }
     }
 }
@@ -246,7 +246,7 @@ fn values_in<'s>(runs: impl Iterator<Item = &'s Sample>, metric: &MetricSpec) ->
 fn warnings_of(s: &Sample) -> Vec<String> {
     s.telemetry
         .as_ref()
-        .map(|t| t.warnings())
+        .map(crate::telemetry::StoredTelemetry::warnings)
         .unwrap_or_default()
 }
 
@@ -255,7 +255,7 @@ fn counted_kinds<'r>(per_run: impl Iterator<Item = &'r Vec<String>>) -> Vec<(Str
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for run in per_run {
         let mut kinds: Vec<&str> = run.iter().map(String::as_str).collect();
-        kinds.sort();
+        kinds.sort_unstable();
         kinds.dedup();
         for k in kinds {
             *counts.entry(k).or_default() += 1;
@@ -313,12 +313,11 @@ pub(super) fn views<'a>(
                     .map(crate::shown::into_shown)
                     .collect();
                 let current = d.is_current(s);
-                let session = match sessions.iter().rposition(|x| *x == s.session) {
-                    Some(i) => i,
-                    None => {
-                        sessions.push(&s.session);
-                        sessions.len() - 1
-                    }
+                let session = if let Some(i) = sessions.iter().rposition(|x| *x == s.session) {
+                    i
+                } else {
+                    sessions.push(&s.session);
+                    sessions.len() - 1
                 };
                 let seconds = s.ended - s.started;
                 reader.read(&s.metrics, &mut found);
@@ -414,7 +413,10 @@ pub(super) type Place<'a> = (
 pub(super) fn place<'a>(scenario: &Scenario, a: &'a Address) -> Place<'a> {
     let m = &scenario.matrix;
     let index = |found: Option<usize>| found.unwrap_or(usize::MAX);
-    let storage = a.storage.as_ref().map(|s| s.as_str()).unwrap_or("");
+    let storage = a
+        .storage
+        .as_ref()
+        .map_or("", crate::model::StorageName::as_str);
     (
         a.board.as_str(),
         index(m.image.iter().position(|i| i == &a.image)),
@@ -430,7 +432,7 @@ pub(super) fn place<'a>(scenario: &Scenario, a: &'a Address) -> Place<'a> {
         a.filesystem
             .as_ref()
             .map(|f| index(m.filesystem.iter().position(|x| x == f))),
-        a.filesystem.as_ref().map(|f| f.as_str()),
+        a.filesystem.as_ref().map(crate::model::FsName::as_str),
     )
 }
 

@@ -87,12 +87,11 @@ impl<'a> ChartLabels<'a> {
             self.texts.len()
         );
         let text = self.texts.get(i).copied().unwrap_or("");
-        let at = match self.wrapped.iter().position(|(w, _)| *w == width) {
-            Some(at) => at,
-            None => {
-                self.wrapped.push((width, vec![None; self.texts.len()]));
-                self.wrapped.len() - 1
-            }
+        let at = if let Some(at) = self.wrapped.iter().position(|(w, _)| *w == width) {
+            at
+        } else {
+            self.wrapped.push((width, vec![None; self.texts.len()]));
+            self.wrapped.len() - 1
         };
         let escaped = match self.escaped.get_mut(i) {
             Some(slot) => slot.get_or_insert_with(|| xml(text)).as_str(),
@@ -306,11 +305,7 @@ pub fn bar_chart(title: &ChartTitle, labels: &mut ChartLabels, bars: &[Bar]) -> 
     } else {
         (0.0, 1.0, vec![0.0, 1.0])
     };
-    let step = ticks
-        .get(1)
-        .zip(ticks.first())
-        .map(|(b, a)| b - a)
-        .unwrap_or(1.0);
+    let step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
     let (x0, x1) = (PAD, WIDTH - PAD);
     let x = |v: f64| x0 + (v.clamp(lo, hi) - lo) / (hi - lo) * (x1 - x0);
 

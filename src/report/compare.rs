@@ -109,10 +109,10 @@ fn label_with_board(a: &Address, board: &str) -> String {
 /// The board model a cell was planned for (part of its inputs, so it needs no board
 /// file); the board's name when the inputs lack one.
 pub(super) fn board_model(cell: &Cell) -> String {
-    cell.inputs
-        .text("/board/model")
-        .map(|m| crate::shown::shown(m).into_owned())
-        .unwrap_or_else(|| cell.address.board.to_string())
+    cell.inputs.text("/board/model").map_or_else(
+        || cell.address.board.to_string(),
+        |m| crate::shown::shown(m).into_owned(),
+    )
 }
 
 /// The runs of `cell` that count, by the tables' rule: a flagged run the method leaves

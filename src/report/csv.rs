@@ -340,14 +340,18 @@ fn rows_made(
         // The views' runs, not the samples: only a column the view did not judge looks
         // into its sample.
         for (k, run) in v.runs.iter().enumerate() {
-            address.iter().for_each(|f| row.field(f));
+            for f in &address {
+                row.field(f);
+            }
             write_run(
                 &mut row,
                 run,
                 applies.get(run.session).copied().unwrap_or(0),
             );
-            after.iter().for_each(|f| row.field(f));
-            values.iter_mut().for_each(|x| *x = None);
+            for f in &after {
+                row.field(f);
+            }
+            values.fill(None);
             let judged = v.values_of_run(k);
             // A column takes the row's first value of its name and unit.
             for (source, column) in sources.iter().zip(landing).rev() {
@@ -429,7 +433,7 @@ impl Exporter for Csv {
     fn write_to(&self, report: &Report, file: &mut dyn std::io::Write) -> Result<(), ExportError> {
         let header: Vec<String> = CSV_COLUMNS
             .iter()
-            .map(|c| c.to_string())
+            .map(ToString::to_string)
             .chain(
                 metric_columns(&report.sample_metrics)
                     .iter()

@@ -253,6 +253,7 @@ fn write_context(
     context: Value,
     out: &mut dyn std::io::Write,
 ) -> Result<(), ExportError> {
+    use std::io::Write as _;
     let env = environment(t)?;
     let tmpl = env.get_template(t.name).map_err(|e| failure(t, e, None))?;
     let mut out = LastByte {
@@ -260,7 +261,6 @@ fn write_context(
         last: None,
         failed: None,
     };
-    use std::io::Write as _;
     // minijinja writes piece by piece: buffered here, so that `out` sees big writes.
     let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut out);
     let rendered = tmpl.render_captured_to(context, &mut buffered).map(drop);

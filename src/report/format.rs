@@ -183,7 +183,7 @@ impl Shortest {
         let point = digits.len() as i32 + self.exponent;
         // The digits are ASCII (`of` took nothing else), so they are always text.
         let push = |out: &mut String, bytes: &[u8]| {
-            out.push_str(std::str::from_utf8(bytes).unwrap_or_default())
+            out.push_str(std::str::from_utf8(bytes).unwrap_or_default());
         };
         if point <= 0 {
             out.push_str("0.");

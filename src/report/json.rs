@@ -348,7 +348,7 @@ impl Out<'_> {
                 last += 1;
             }
             config.swap(at, last);
-            config.drain(at + 1..last + 1);
+            config.drain((at + 1)..=last);
             at += 1;
         }
         self.key(D, false, "config");

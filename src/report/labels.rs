@@ -19,9 +19,9 @@ pub(super) fn value(axis: Axis, a: &Address) -> &str {
     let text = match axis {
         Axis::Image => Some(a.image.as_str()),
         Axis::Board => Some(a.board.as_str()),
-        Axis::Storage => a.storage.as_ref().map(|s| s.as_str()),
-        Axis::Filesystem => a.filesystem.as_ref().map(|f| f.as_str()),
-        Axis::Network => a.network.as_ref().map(|n| n.as_str()),
+        Axis::Storage => a.storage.as_ref().map(crate::model::StorageName::as_str),
+        Axis::Filesystem => a.filesystem.as_ref().map(crate::model::FsName::as_str),
+        Axis::Network => a.network.as_ref().map(crate::model::NetworkName::as_str),
     };
     text.unwrap_or("—")
 }
@@ -125,9 +125,7 @@ impl AxisLabels {
             ""
         };
         let name = value(axis, a);
-        get(&self.labels, axis, board, name)
-            .map(String::as_str)
-            .unwrap_or(name)
+        get(&self.labels, axis, board, name).map_or(name, String::as_str)
     }
 
     /// A row's label: its axes' labels, joined as the seeds write them.

@@ -70,7 +70,7 @@ impl Object for TableValue {
                 self.charts
                     .get_or_init(|| {
                         let charts = self.table.charts.iter();
-                        Value::from_iter(charts.map(super::Chart::value))
+                        charts.map(super::Chart::value).collect::<Value>()
                     })
                     .clone(),
             ),

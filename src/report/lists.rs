@@ -21,8 +21,8 @@ use super::rows::{push_html, push_markdown};
 #[cfg(test)]
 pub(super) const LOOPS: [&str; 6] = [
     r#"{% for w in validity %}<li>{% for f in w.flags %}<span class="chip">{{ f.name }}</span>{% endfor %}{% for f in w.warnings %}<span class="chip">{{ f.name }}</span>{% endfor %}{{ w.cell }}: {{ w.text }}</li>{% endfor %}"#,
-    r#"{% for w in validity %}- {{ w.cell }}: {{ w.text }}
-{% endfor %}"#,
+    r"{% for w in validity %}- {{ w.cell }}: {{ w.text }}
+{% endfor %}",
     r#"{% for p in provenance %}{% for w in p.warnings %}<div class="callout"><p><strong>Warning:</strong> {{ w }}</p></div>
 {% endfor %}<details class="prov"{% if p.warnings %} open{% endif %}>
 <summary>{{ p.config }}</summary>
@@ -48,8 +48,8 @@ pub(super) const LOOPS: [&str; 6] = [
 {% endfor %}"#,
     r#"{% for c in comparisons %}{% if c.verdict == "better" or c.verdict == "worse" %}{% set word = c.verdict_text|split(" ")|first %}{% else %}{% set word = c.verdict|replace("-", " ") %}{% endif %}<tr class="verdict-row-{{ c.verdict }}"><td><code>{{ c.metric }}</code></td><td>{{ c.baseline }}{% if c.pooled %}<span class="pool">pooled</span>{% endif %}</td><td>{{ c.candidate }}</td><td class="num"{% if c.diff_pct is not none %} data-sort="{{ c.diff_pct }}"{% endif %}>{{ c.difference }}</td><td class="why"><span class="verdict verdict-{{ c.verdict }}">{{ word }}</span>{% if c.significant %}<strong>{{ c.verdict_text[(word|length):]|trim(" :") }}</strong>{% else %}{{ c.verdict_text[(word|length):]|trim(" :") }}{% endif %}{% if c.pooled and c.pooled.left_out %} Left out of the pool: {{ c.pooled.left_out|join("; ") }}.{% endif %}</td></tr>
 {% endfor %}"#,
-    r#"{% for c in comparisons %}| {{ c.metric }} | {{ c.baseline }} | {{ c.candidate }} | {{ c.difference }} | {% if c.significant %}**{{ c.verdict_text }}**{% else %}{{ c.verdict_text }}{% endif %} |
-{% endfor %}"#,
+    r"{% for c in comparisons %}| {{ c.metric }} | {{ c.baseline }} | {{ c.candidate }} | {{ c.difference }} | {% if c.significant %}**{{ c.verdict_text }}**{% else %}{{ c.verdict_text }}{% endif %} |
+{% endfor %}",
 ];
 
 /// Adds the filters to a template's environment.

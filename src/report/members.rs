@@ -21,7 +21,7 @@ pub(super) fn per_member_columns(
     let mut members: Vec<String> = Vec::new();
     for c in cells {
         let names: Vec<String> = match &c.cluster {
-            Some(cl) => cl.members.iter().map(|m| m.to_string()).collect(),
+            Some(cl) => cl.members.iter().map(ToString::to_string).collect(),
             None => vec![c.address.board.to_string()],
         };
         for n in names {

@@ -3,6 +3,7 @@
 //! measured runs actually in the tables, the warm-ups, the run order).
 
 use serde::Serialize;
+use std::fmt::Write as _;
 
 use super::cells::View;
 use super::format::{duration_text, number, percent, trimmed};
@@ -103,13 +104,10 @@ pub(super) fn method(scenario: &Scenario, views: &[View]) -> Method {
         n => format!("{n} runs before a cell's measured runs, discarded"),
     };
     if let Some(d) = m.warmup.duration {
-        warmup.push_str(&format!(
-            ", for at least {}",
-            duration_text(d.as_secs_f64())
-        ));
+        let _ = write!(warmup, ", for at least {}", duration_text(d.as_secs_f64()));
     }
     if warmups_max.is_some() {
-        warmup.push_str(&format!(" ({stored_warmups} stored per cell)"));
+        let _ = write!(warmup, " ({stored_warmups} stored per cell)");
     }
     let mut cooldown = match &m.cooldown {
         Cooldown::None => "none".to_string(),
@@ -132,12 +130,13 @@ pub(super) fn method(scenario: &Scenario, views: &[View]) -> Method {
         ),
     };
     if let Some(gate) = &m.idle {
-        cooldown.push_str(&format!(
+        let _ = write!(
+            cooldown,
             ", then until the 1-minute load stayed below {} for {} (at most {})",
             number(gate.load_below),
             duration_text(gate.hold.as_secs_f64()),
             duration_text(gate.max.as_secs_f64())
-        ));
+        );
     }
     let mut seen = [false, false];
     for v in &measured {

@@ -343,7 +343,9 @@ fn series_chart_of(d: &CellData, label: &str) -> Option<String> {
     let telemetry = last.telemetry.as_ref()?.to_value();
     let series = telemetry.get("series")?.as_array()?;
     let num = |p: &serde_json::Value, k: &str| {
-        p.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite())
+        p.get(k)
+            .and_then(serde_json::Value::as_f64)
+            .filter(|v| v.is_finite())
     };
     let points: Vec<(f64, Option<f64>, Option<f64>)> = series
         .iter()
@@ -370,12 +372,11 @@ fn groups_in_order<T, K: Clone + Eq + std::hash::Hash>(
     let mut place: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
     for item in items {
         let k = key(&item);
-        match place.get(&k) {
-            Some(&i) => groups[i].1.push(item),
-            None => {
-                place.insert(k.clone(), groups.len());
-                groups.push((k, vec![item]));
-            }
+        if let Some(&i) = place.get(&k) {
+            groups[i].1.push(item);
+        } else {
+            place.insert(k.clone(), groups.len());
+            groups.push((k, vec![item]));
         }
     }
     groups
@@ -424,6 +425,7 @@ pub fn build_leaving<'a>(
     plan: &'a Plan,
     data: &'a BTreeMap<CellKey, CellData>,
 ) -> (Report, Leftovers<'a>) {
+    use crate::parallel::Slot;
     let ordered = cells::order(scenario, plan.cells.iter());
     let views = cells::views(&ws.recipes, scenario, &ordered, data, &NO_DATA);
     let confidence = scenario.method.confidence;
@@ -462,7 +464,6 @@ pub fn build_leaving<'a>(
     // provenance, comparisons), then each test's table, so that the cores finish
     // together. Comparisons and provenance see the cells in report order, so that a
     // report made without board files lists them as one made with them does.
-    use crate::parallel::Slot;
     // The rows' labels, made by the first table job that needs them (another waits for
     // them), so that the other jobs do not wait for them first.
     let axis_labels = std::sync::OnceLock::new();
@@ -591,7 +592,7 @@ fn test_table(
     };
     // Its test's cells, sorted out of the views once for every table: a big report's
     // views lie far apart in memory.
-    let mut t = table::build(shape, of_test.clone(), labels, confidence);
+    let mut t = table::build(shape, of_test, labels, confidence);
     if recipe.series {
         let axes: Vec<Axis> = t.axes.iter().filter_map(|a| Axis::parse(a)).collect();
         t.charts.extend(
@@ -644,7 +645,7 @@ fn scenario_tables(
         if let Some(only) = &spec.only {
             cells.retain(|v| v.address().matches(only));
         }
-        tables.push(table::build(shape, cells, labels, confidence));
+        tables.push(table::build(shape, &cells, labels, confidence));
     }
     tables
 }

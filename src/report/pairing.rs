@@ -31,12 +31,12 @@ const FREE: [Axis; 4] = [
     Axis {
         name: "storage",
         glob: |p| &p.storage,
-        value: |a| a.storage.as_ref().map(|s| s.as_str()),
+        value: |a| a.storage.as_ref().map(crate::model::StorageName::as_str),
     },
     Axis {
         name: "filesystem",
         glob: |p| &p.filesystem,
-        value: |a| a.filesystem.as_ref().map(|f| f.as_str()),
+        value: |a| a.filesystem.as_ref().map(crate::model::FsName::as_str),
     },
 ];
 
@@ -49,7 +49,7 @@ const ALL: [Axis; 5] = [
     Axis {
         name: "network",
         glob: |p| &p.network,
-        value: |a| a.network.as_ref().map(|n| n.as_str()),
+        value: |a| a.network.as_ref().map(crate::model::NetworkName::as_str),
     },
 ];
 

@@ -3,6 +3,7 @@
 //! outlier rule, stated wherever outliers are counted.
 
 use serde::Serialize;
+use std::fmt::Write as _;
 
 use super::cells::View;
 use super::compare::config_label;
@@ -185,7 +186,7 @@ fn line(w: &WideInterval) -> String {
                 super::number(v.half_rel * 100.0)
             );
             if v.outliers.total() > 0 {
-                s.push_str(&format!(", {}", v.outliers.text()));
+                let _ = write!(s, ", {}", v.outliers.text());
             }
             s.push(')');
             s
@@ -200,11 +201,12 @@ fn line(w: &WideInterval) -> String {
         if w.values.len() == 1 { "it" } else { "them" }
     );
     if w.flagged_kept > 0 {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "; {} flagged run(s) ({}) kept in",
             w.flagged_kept,
             w.flags.join(", ")
-        ));
+        );
     }
     s.push('.');
     s

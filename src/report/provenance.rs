@@ -8,6 +8,7 @@
 //! fingerprint.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -263,21 +264,21 @@ fn firstboot_text(input: &Value, flashed: Option<&FirstbootFact>) -> String {
         ("network_config", "network-config"),
     ] {
         if let Some(d) = text(input.get(key)) {
-            s.push_str(&format!(", {what} {d}"));
+            let _ = write!(s, ", {what} {d}");
         }
     }
     if let Some(f) = flashed {
         if let Some(u) = fact(f.user.as_ref()) {
-            s.push_str(&format!(", user {u}"));
+            let _ = write!(s, ", user {u}");
         }
         if let Some(k) = f.key_fingerprint.as_deref().and_then(host_key_fingerprint) {
-            s.push_str(&format!(", key {k}"));
+            let _ = write!(s, ", key {k}");
         }
         if let Some(h) = fact(f.hostname.as_ref()) {
-            s.push_str(&format!(", host name {h}"));
+            let _ = write!(s, ", host name {h}");
         }
         if let Some(d) = fact(f.derived_sha256.as_ref()) {
-            s.push_str(&format!("; prepared image sha256:{d}"));
+            let _ = write!(s, "; prepared image sha256:{d}");
         }
     }
     s
@@ -326,7 +327,7 @@ fn decode_base64(s: &str) -> Option<Vec<u8>> {
 fn encode_base64(bytes: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let n = chunk.iter().fold(0u32, |a, &b| (a << 8) | b as u32) << (8 * (3 - chunk.len()));
+        let n = chunk.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b)) << (8 * (3 - chunk.len()));
         for i in 0..=chunk.len() {
             out.push(B64[(n >> (18 - 6 * i)) as usize & 63] as char);
         }
@@ -372,7 +373,7 @@ fn link_facts(net: &NetworkFact, put: &mut impl FnMut(&str, Option<String>)) {
         .flatten()
         .collect();
     if !about.is_empty() {
-        name.push_str(&format!(" ({})", about.join(", ")));
+        let _ = write!(name, " ({})", about.join(", "));
     }
     put("network", Some(name));
     put("network model", fact(net.model.as_ref()));
@@ -396,10 +397,10 @@ fn link_state(link: &LinkFacts, put: &mut impl FnMut(&str, Option<String>)) {
     let speed = link.speed_mbps.map(|s| {
         let mut v = format!("{s} Mb/s");
         if let Some(d) = text(&link.duplex) {
-            v.push_str(&format!(" {d} duplex"));
+            let _ = write!(v, " {d} duplex");
         }
         if let Some(from) = text(&link.speed_from) {
-            v.push_str(&format!(" (from {from})"));
+            let _ = write!(v, " (from {from})");
         }
         v
     });
@@ -499,7 +500,7 @@ fn cell_facts(test: &str, d: &CellData, inputs: &Value) -> Vec<(String, String)>
                 s.push_str(", verified by read-back");
             }
             if let Some(b) = f.bmap_mapped_bytes {
-                s.push_str(&format!(", {} mapped by bmap", size(b)));
+                let _ = write!(s, ", {} mapped by bmap", size(b));
             }
             s
         }),

@@ -36,9 +36,10 @@ pub(super) struct RunMetrics<'m> {
 impl<'m> RunMetrics<'m> {
     pub fn new(metrics: &'m [MetricSpec], also: &'m [String]) -> RunMetrics<'m> {
         let mut names: Vec<&'m str> = Vec::new();
-        let mut index = |name: &'m str| match names.iter().position(|n| *n == name) {
-            Some(i) => i,
-            None => {
+        let mut index = |name: &'m str| {
+            if let Some(i) = names.iter().position(|n| *n == name) {
+                i
+            } else {
                 names.push(name);
                 names.len() - 1
             }

@@ -180,7 +180,7 @@ pub(super) fn states(
                         test,
                         reason,
                     },
-                ))
+                ));
             }
             // The failure's text leaves out its log, whose name holds the failing
             // session's start time.
@@ -194,7 +194,7 @@ pub(super) fn states(
                     runs: *have,
                     wanted: *want,
                     cause,
-                })
+                });
             }
             CellState::Missing { want } => incomplete.push(Incomplete {
                 cell,

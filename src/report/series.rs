@@ -4,6 +4,7 @@
 
 use super::chart::{wrap, xml};
 use super::format::number;
+use std::fmt::Write as _;
 
 /// One panel of `series_chart`: a polyline of the values present, on a y scale from
 /// their minimum to their maximum, or the word "absent" when there are none.
@@ -19,20 +20,22 @@ fn panel(
     const W: f64 = 336.0;
     const H: f64 = 80.0;
     let ys: Vec<f64> = pts.iter().filter_map(|p| p.1).collect();
-    svg.push_str(&format!(
+    let _ = write!(
+        svg,
         "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{} ({})</text>\n\
          <rect x=\"{LEFT:.1}\" y=\"{:.1}\" width=\"{W:.1}\" height=\"{H:.1}\" class=\"frame\" fill=\"none\" stroke=\"#bbb\"/>\n",
         top + 12.0,
         xml(name),
         xml(unit),
         top + 18.0
-    ));
+    );
     if ys.is_empty() {
-        svg.push_str(&format!(
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"#777\">absent on this board</text>\n",
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"#777\">absent on this board</text>",
             LEFT + 8.0,
             top + 18.0 + H / 2.0
-        ));
+        );
         return;
     }
     let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
@@ -43,15 +46,17 @@ fn panel(
     let mut d = String::new();
     for (t, v) in pts {
         if let Some(v) = v {
-            d.push_str(&format!(
+            let _ = write!(
+                d,
                 "{}{:.1} {:.1}",
                 if d.is_empty() { "M" } else { "L" },
                 x(*t),
                 y(*v)
-            ));
+            );
         }
     }
-    svg.push_str(&format!(
+    let _ = write!(
+        svg,
         "<path d=\"{d}\" class=\"line\" stroke=\"#c0504d\" stroke-width=\"1.5\" fill=\"none\"/>\n\
          <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n\
          <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n",
@@ -61,7 +66,7 @@ fn panel(
         LEFT - 4.0,
         top + 18.0 + H,
         xml(&number(lo)),
-    ));
+    );
 }
 
 /// Temperature and CPU clock over one run (a burn-in), two panels on one time axis:
@@ -81,22 +86,24 @@ pub fn series_chart(title: &str, points: &[(f64, Option<f64>, Option<f64>)]) -> 
         t = xml(title)
     );
     for (i, line) in lines.iter().enumerate() {
-        svg.push_str(&format!(
-            "<text class=\"title\" x=\"0\" y=\"{:.1}\" font-size=\"{TITLE_PX:.0}\" font-weight=\"bold\">{}</text>\n",
+        let _ = writeln!(
+            svg,
+            "<text class=\"title\" x=\"0\" y=\"{:.1}\" font-size=\"{TITLE_PX:.0}\" font-weight=\"bold\">{}</text>",
             14.0 + i as f64 * (TITLE_PX + 3.0),
             xml(line)
-        ));
+        );
     }
     let temps: Vec<(f64, Option<f64>)> = points.iter().map(|p| (p.0, p.1)).collect();
     let clocks: Vec<(f64, Option<f64>)> = points.iter().map(|p| (p.0, p.2)).collect();
     panel(&mut svg, 20.0 + extra, "temperature", "°C", &temps, t_max);
     panel(&mut svg, 125.0 + extra, "CPU clock", "MHz", &clocks, t_max);
-    svg.push_str(&format!(
+    let _ = write!(
+        svg,
         "<text x=\"56\" y=\"{y:.1}\" font-size=\"11\">0 s</text>\n\
          <text x=\"392\" y=\"{y:.1}\" font-size=\"11\" text-anchor=\"end\">{} s</text>\n</svg>",
         xml(&number(t_max)),
         y = 242.0 + extra,
-    ));
+    );
     svg
 }
 

@@ -2,6 +2,8 @@
 //! scenario's own tables (`[[report.table]]`), whose columns can come from several tests
 //! and whose pivot axis turns values into columns (boards as rows, storage as columns).
 
+use std::fmt::Write as _;
+
 use super::cells::View;
 use super::chart::{Bar, ChartLabels, ChartTitle};
 use super::format::{mean_ci, number};
@@ -169,17 +171,17 @@ pub(super) fn cells_of<'v, 'a>(shape: &Shape, views: &'v [View<'a>]) -> Vec<&'v 
 /// (`cells_of`; a per-test table is given its test's, sorted out once for every table).
 pub(super) fn build<'a>(
     shape: Shape,
-    cells: Vec<&View<'a>>,
+    cells: &[&View<'a>],
     labels: &AxisLabels,
     confidence: f64,
 ) -> Table {
-    let axes = row_axes(&shape, &cells);
-    let marks = Marks::of(&cells);
+    let axes = row_axes(&shape, cells);
+    let marks = Marks::of(cells);
     let pivots: Vec<String> = match shape.pivot {
         None => vec![String::new()],
         Some(p) => {
             let mut seen: Vec<String> = Vec::new();
-            for c in &cells {
+            for c in cells {
                 let v = value(p, c.address());
                 if !seen.iter().any(|s| s == v) {
                     seen.push(v.to_string());
@@ -220,7 +222,7 @@ pub(super) fn build<'a>(
             let unit = w.metric.unit.as_str();
             let says_unit = w.label == unit || w.label.ends_with(&format!(" {unit}"));
             if !unit.is_empty() && !says_unit {
-                header.push_str(&format!(" ({})", w.metric.unit));
+                let _ = write!(header, " ({})", w.metric.unit);
             }
             if !one_direction {
                 header.push_str(match w.metric.better {
@@ -263,8 +265,7 @@ pub(super) fn build<'a>(
                 measured
                     .iter()
                     .find(|c| &c.address().test == *test && pivot_of(c) == *p)
-                    .map(|c| stat_of(c, metric, confidence, &marks))
-                    .unwrap_or_else(Stat::empty)
+                    .map_or_else(Stat::empty, |c| stat_of(c, metric, confidence, &marks))
             })
             .collect();
         // What each cell of the row says, named by its test (and pivot) when there are
@@ -311,11 +312,11 @@ pub(super) fn build<'a>(
                 .collect(),
             n: ns
                 .iter()
-                .map(|n| n.to_string())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join("/"),
             label: labels.row(&axes, first.address()),
-            config: k.iter().map(|v| v.to_string()).collect(),
+            config: k.iter().map(ToString::to_string).collect(),
             keys: measured.iter().map(|c| c.cell.key.to_string()).collect(),
             values,
             runs: notes(&|c| c.runs_text()),
@@ -368,7 +369,7 @@ pub(super) fn build<'a>(
     let direction = one_direction
         .then(|| shape.columns.first().map(|w| w.metric.better))
         .flatten();
-    let (same_n, legend) = legend_of(&mut rows, &cells, &marks, direction);
+    let (same_n, legend) = legend_of(&mut rows, cells, &marks, direction);
     let adaptive = cells.iter().any(|c| c.cell.method.runs.target.is_some());
     let drift = rows
         .iter()
@@ -420,7 +421,6 @@ fn judged_stat(
         };
     };
     // Written piece by piece: a big report has tens of thousands of these.
-    use std::fmt::Write as _;
     let mut note = String::with_capacity(32);
     let _ = write!(note, "n={}", s.n);
     match (flagged, excluded) {

@@ -67,7 +67,10 @@ fn a_compare_row_says_how_much_better_and_whether_it_is_significant() {
     let mut data = BTreeMap::new();
     for c in &plan.cells {
         let v: &[f64] = match (
-            c.address.storage.as_ref().map(|s| s.as_str()),
+            c.address
+                .storage
+                .as_ref()
+                .map(crate::model::StorageName::as_str),
             c.address.board.as_str(),
         ) {
             (Some("sd"), "pi-1") => &[14.2, 14.5, 14.53],
@@ -401,11 +404,11 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
     }
     scenario.compare[0].metric = "power_w".into();
     let plan = expand(&ws, &scenario);
-    let without = BTreeMap::from_iter(
-        plan.cells
-            .iter()
-            .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53]))),
-    );
+    let without = plan
+        .cells
+        .iter()
+        .map(|c| (c.key.clone(), with_samples(&[14.2, 14.5, 14.53])))
+        .collect::<BTreeMap<_, _>>();
     let r = build(&ws, &scenario, &plan, &without);
     let names: Vec<&str> = r.tables[0]
         .columns
@@ -450,7 +453,7 @@ fn watts_and_metrics_derived_from_them_are_columns_with_statistics() {
         assert!(row.values[4].ci_half.is_some(), "{row:?}");
         // Means of per-run ratios and products: 14 / W and W × 1 s.
         let per_w: f64 = (0..3)
-            .map(|i| 14.0 / (w - 0.01 + i as f64 * 0.01))
+            .map(|i| 14.0 / (w - 0.01 + f64::from(i) * 0.01))
             .sum::<f64>()
             / 3.0;
         assert!(

@@ -372,7 +372,7 @@ fn exporters_sharing_one_context_render_what_each_renders_alone() {
     let mut other = full_report();
     other.title = "another <report>".into();
     let templates = Templates::embedded();
-    let prepared = templates.exporters_for(&r, &Default::default());
+    let prepared = templates.exporters_for(&r, &SharedContext::default());
     let alone = exporters_with(&templates);
     assert_eq!(prepared.len(), alone.len());
     for (p, a) in prepared.iter().zip(&alone) {
@@ -412,7 +412,7 @@ fn exporters_write_to_a_file_the_bytes_they_render() {
     }
     let r = full_report();
     let templates = Templates::embedded();
-    for e in templates.exporters_for(&r, &Default::default()) {
+    for e in templates.exporters_for(&r, &SharedContext::default()) {
         let mut written = Vec::new();
         e.write_to(&r, &mut written).unwrap();
         assert_eq!(written, e.render(&r).unwrap(), "{}", e.file_name());
@@ -425,5 +425,5 @@ fn exporters_write_to_a_file_the_bytes_they_render() {
     // A template whose text does not end with a newline gets one, written or rendered.
     let bare = super::export::render_template("index.md", "{{ title }}", &r).unwrap();
     assert_eq!(bare.last(), Some(&b'\n'));
-    assert_eq!(bare.iter().filter(|b| **b == b'\n').count(), 1);
+    assert_eq!(memchr::memchr_iter(b'\n', &bare).count(), 1);
 }

@@ -227,8 +227,7 @@ fn a_prepared_images_provenance_shows_its_base_its_preparation_and_the_prepared_
         p.facts
             .iter()
             .find(|f| f.name == n)
-            .map(|f| f.value.clone())
-            .unwrap_or_else(|| panic!("no {n}: {:#?}", p.facts))
+            .map_or_else(|| panic!("no {n}: {:#?}", p.facts), |f| f.value.clone())
     };
     assert_eq!(fact("image"), format!("sha256:{}", "a".repeat(64)));
     assert_eq!(

@@ -464,7 +464,7 @@ fn a_test_only_an_include_brings_in_gets_its_table_and_its_csv_column() {
     let plan = expand(&ws, &scenario);
     assert!(plan.cells.iter().any(|c| c.address.test.as_str() == "xz"));
     let mut data = measured(&plan, &[1.0, 1.1, 1.2]);
-    for (k, d) in data.iter_mut() {
+    for (k, d) in &mut data {
         let cell = plan.cells.iter().find(|c| &c.key == k).unwrap();
         if cell.address.test.as_str() == "xz" {
             for s in &mut d.samples {

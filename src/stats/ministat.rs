@@ -3,6 +3,7 @@
 //! reads the files.
 
 use serde::Serialize;
+use std::fmt::Write as _;
 
 use super::{
     Comparison, Incomparable, OUTLIER_RULE, OutlierCount, RatioInterval, Summary, WideCi, Words,
@@ -309,7 +310,7 @@ fn render_text(doc: &Document) -> String {
         ci_title.as_str(),
     ]
     .iter()
-    .map(|s| s.to_string())
+    .map(ToString::to_string)
     .collect();
     let mut rows = vec![header];
     for f in &doc.files {
@@ -356,50 +357,46 @@ fn render_text(doc: &Document) -> String {
         }
     }
     if !notes.is_empty() {
-        out.push_str(&format!(
+        let _ = write!(
+            out,
             "\noutliers: {} ({})\n",
             notes.join(", "),
             doc.outlier_rule
-        ));
+        );
     }
     for f in &doc.files {
         if let Some(w) = &f.wide {
-            out.push_str(&format!(
+            let _ = write!(
+                out,
                 "\nwarning: {}: the {} CI is ±{}% of the mean, wider than ±{}%; {} values at this spread would narrow it\n",
                 f.name,
                 pct(doc.confidence),
                 num(w.half_rel * 100.0),
                 pct(w.limit),
                 w.runs_needed.text()
-            ));
+            );
         }
     }
     for c in &doc.comparisons {
         out.push('\n');
-        out.push_str(&format!("{} vs {}:\n", c.candidate, c.baseline));
-        match (c.ratio, c.df, c.p) {
-            (Some(r), Some(df), Some(p)) => {
-                let t = c.t.map_or("±inf".to_string(), num);
-                out.push_str(&format!("  difference {}\n", c.difference));
-                let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), num);
-                out.push_str(&format!(
-                    "  ratio {} ({} CI {} .. {}, Fieller)\n",
-                    num(r),
-                    pct(doc.confidence),
-                    bound(c.ratio_ci_low),
-                    bound(c.ratio_ci_high)
-                ));
-                out.push_str(&format!(
-                    "  Welch t = {t}, df = {}, p = {}\n",
-                    num(df),
-                    p_value(p)
-                ));
-                out.push_str(&format!("  {}\n", c.text));
-            }
-            _ => {
-                let note = c.note.as_deref().unwrap_or("not comparable");
-                out.push_str(&format!("  not comparable: {note}\n"));
-            }
+        let _ = writeln!(out, "{} vs {}:", c.candidate, c.baseline);
+        if let (Some(r), Some(df), Some(p)) = (c.ratio, c.df, c.p) {
+            let t = c.t.map_or("±inf".to_string(), num);
+            let _ = writeln!(out, "  difference {}", c.difference);
+            let bound = |b: Option<f64>| b.map_or("unbounded".to_string(), num);
+            let _ = writeln!(
+                out,
+                "  ratio {} ({} CI {} .. {}, Fieller)",
+                num(r),
+                pct(doc.confidence),
+                bound(c.ratio_ci_low),
+                bound(c.ratio_ci_high)
+            );
+            let _ = writeln!(out, "  Welch t = {t}, df = {}, p = {}", num(df), p_value(p));
+            let _ = writeln!(out, "  {}", c.text);
+        } else {
+            let note = c.note.as_deref().unwrap_or("not comparable");
+            let _ = writeln!(out, "  not comparable: {note}");
         }
     }
     out

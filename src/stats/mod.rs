@@ -148,7 +148,7 @@ pub fn t_quantile(confidence: f64, df: f64) -> Option<f64> {
         return t;
     }
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    let t = dist.inverse_cdf((1.0 + confidence) / 2.0);
+    let t = dist.inverse_cdf(f64::midpoint(1.0, confidence));
     let t = t.is_finite().then_some(t);
     KNOWN.with(|k| {
         let mut k = k.borrow_mut();

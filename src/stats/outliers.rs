@@ -135,12 +135,11 @@ fn classified<'x>(xs: &'x [f64], s: &[f64]) -> impl Iterator<Item = Outlier> + '
     let mad = med.and_then(|m| {
         // On the stack for a cell's few runs, which are most of what is judged.
         let (mut few, mut many) = ([0.0; 32], Vec::new());
-        let deviations: &mut [f64] = match few.get_mut(..s.len()) {
-            Some(d) => d,
-            None => {
-                many.resize(s.len(), 0.0);
-                &mut many
-            }
+        let deviations: &mut [f64] = if let Some(d) = few.get_mut(..s.len()) {
+            d
+        } else {
+            many.resize(s.len(), 0.0);
+            &mut many
         };
         for (d, x) in deviations.iter_mut().zip(s) {
             *d = (x - m).abs();

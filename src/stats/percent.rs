@@ -63,7 +63,7 @@ mod tests {
             let s = of_mean_pct(with / without);
             assert_eq!(s.round(), seed, "{without} -> {with}: {s}");
             // The same 124.58 over 234.42, written out.
-            let direct = (with - without) / ((with + without) / 2.0) * 100.0;
+            let direct = (with - without) / f64::midpoint(with, without) * 100.0;
             assert!((s - direct).abs() < 1e-9, "{s} vs {direct}");
             assert!((of_mean_pct(without / with) + s).abs() < 1e-9);
         }
@@ -96,13 +96,13 @@ mod tests {
                 let lhs = (ec.mean - r * eb.mean).powi(2);
                 lhs > t * t * (ec.var + r * r * eb.var)
             };
-            let estimate = (ec.mean - eb.mean) / ((ec.mean + eb.mean) / 2.0) * 100.0;
+            let estimate = (ec.mean - eb.mean) / f64::midpoint(ec.mean, eb.mean) * 100.0;
             assert!(!rejects(estimate));
             assert!((cmp.symmetric_pct.unwrap() - estimate).abs() < 1e-9);
             let edge = |mut inside: f64, mut outside: f64| {
                 assert!(rejects(outside) && !rejects(inside));
                 for _ in 0..200 {
-                    let mid = (inside + outside) / 2.0;
+                    let mid = f64::midpoint(inside, outside);
                     if rejects(mid) {
                         outside = mid;
                     } else {

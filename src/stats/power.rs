@@ -160,7 +160,10 @@ pub fn runs_to_detect(
             .ok()
             .map(|n| n.inverse_cdf(p))
     };
-    let from = match (normal((1.0 + confidence) / 2.0), normal(DECIDING_POWER)) {
+    let from = match (
+        normal(f64::midpoint(1.0, confidence)),
+        normal(DECIDING_POWER),
+    ) {
         (Some(a), Some(b)) if (a + b).is_finite() => {
             let below = runs_for(a + b) * (1.0 - 1e-6) - 1.0;
             // Saturating: a huge or NaN bound leaves `smallest` to say "more than".

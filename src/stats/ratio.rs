@@ -218,7 +218,7 @@ fn at_least_zero(set: RatioInterval) -> RatioInterval {
             low: Some(above.max(0.0)),
             high: None,
         },
-        outside => outside,
+        outside @ RatioInterval::Outside { .. } => outside,
     }
 }
 

@@ -1,6 +1,7 @@
 //! What a comparison concludes, as data, and the one place it is put into words.
 
 use serde::Serialize;
+use std::fmt::Write as _;
 
 use super::compare::{Comparison, Incomparable};
 use super::ratio::RatioInterval;
@@ -210,13 +211,14 @@ pub fn describe(
             // The other convention beside it, with its own interval: of the mean of
             // both is the seed's "53% faster".
             if let Some((value, interval, of)) = aside {
-                inner.push_str(&format!("; {} {of}", pct(value, decimals)));
+                let _ = write!(inner, "; {} {of}", pct(value, decimals));
                 if let Some((l, h)) = interval {
-                    inner.push_str(&format!(
+                    let _ = write!(
+                        inner,
                         ", {conf}% CI {} .. {}",
                         pct(l, decimals),
                         pct(h, decimals)
-                    ));
+                    );
                 }
             }
             format!("{headline} ({inner}{unavailable})")

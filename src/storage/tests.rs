@@ -15,8 +15,8 @@ fn dev(ids: &[&str], names: &[&str]) -> Device {
     Device {
         real: names[0].to_string(),
         own_id: Some(ids[0].to_string()),
-        ids: ids.iter().map(|s| s.to_string()).collect(),
-        names: names.iter().map(|s| s.to_string()).collect(),
+        ids: ids.iter().map(ToString::to_string).collect(),
+        names: names.iter().map(ToString::to_string).collect(),
     }
 }
 

@@ -373,6 +373,10 @@ impl CellFacts {
     /// recipe's tools and package versions go over the board's facts. What `more` lacks
     /// (an absent field, an empty map) leaves this one's as it is.
     pub fn merge(&mut self, more: &CellFacts) {
+        #[expect(
+            clippy::ref_option,
+            reason = "`clone_from` takes the whole `&Option`, reusing `to`'s allocation"
+        )]
         fn over<T: Clone>(to: &mut Option<T>, from: &Option<T>) {
             if from.is_some() {
                 to.clone_from(from);

@@ -226,18 +226,18 @@ pub(super) fn parse_record(path: &Path, bytes: &[u8]) -> Result<CellRecord> {
 
 /// `parse_record`, its names not checked yet.
 fn parse_record_as_written(path: &Path, bytes: &[u8]) -> Result<CellRecord> {
-    if let Ok(Some(format)) = check_value(bytes)
-        && format <= u64::from(FORMAT)
-        && let Ok(record) = serde_json::from_slice::<CellRecord>(bytes)
-    {
-        return Ok(record);
-    }
     #[derive(Deserialize)]
     struct Parsed {
         format: u32,
         key: CellKey,
         address: Address,
         inputs: Value,
+    }
+    if let Ok(Some(format)) = check_value(bytes)
+        && format <= u64::from(FORMAT)
+        && let Ok(record) = serde_json::from_slice::<CellRecord>(bytes)
+    {
+        return Ok(record);
     }
     let p: Parsed = parse_doc(path, None, bytes, FORMAT)?;
     Ok(CellRecord {
@@ -299,7 +299,7 @@ pub(super) fn parse_bounded<T: for<'de> Deserialize<'de>>(
 
 pub(super) fn check_format(path: &Path, format: Option<u64>, newest: u32) -> Result<()> {
     match format {
-        Some(f) if f <= newest as u64 => Ok(()),
+        Some(f) if f <= u64::from(newest) => Ok(()),
         Some(f) => Err(bad(
             path,
             format_args!(

@@ -243,10 +243,10 @@ impl Store {
 
     /// Everything the store holds for `cell` (empty when it holds nothing).
     pub fn read(&self, cell: &Cell) -> Result<CellData> {
-        self.read_dir(&self.cell_dir(cell))
+        Self::read_dir(&self.cell_dir(cell))
     }
 
-    fn read_dir(&self, dir: &Path) -> Result<CellData> {
+    fn read_dir(dir: &Path) -> Result<CellData> {
         read_cell(
             &mut dir.to_path_buf(),
             &mut ReadBuf::default(),
@@ -557,6 +557,5 @@ impl CellWriter {
 pub fn now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

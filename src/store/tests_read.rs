@@ -64,7 +64,7 @@ fn a_cell_json_reads_the_same_with_its_inputs_as_text_as_it_did_parsed() {
     docs.push(record_doc("{}").replace("\"format\": 1", "\"format\": 1, \"format\": 1"));
     docs.push(record_doc("{}").replace("\"format\": 1,", ""));
     docs.push(record_doc("{}").replace("\"format\": 1", "\"format\": \"1\""));
-    docs.push(record_doc("{}").replace("}", ", \"inputs\": {}}"));
+    docs.push(record_doc("{}").replace('}', ", \"inputs\": {}}"));
     docs.push(format!("[{}]", record_doc("{}")));
     // An unknown field is ignored, even one a Value would refuse.
     docs.push(record_doc("{}").replace("\"format\": 1", "\"format\": 1, \"x\": [1e999]"));

@@ -290,6 +290,7 @@ pub fn end_samplers(t: &mut dyn Transport, workdir: &str) -> Result<(), Transpor
 /// Re-judges a stored run from its `telemetry` value, e.g. after the scenario's
 /// thresholds changed. None when the value is not a telemetry summary.
 pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>> {
+    use serde::Deserialize;
     // A cluster's run: each member's summary, and the run has every member's flags.
     if let Some(Value::Object(members)) = telemetry.get("members") {
         let mut all = Vec::new();
@@ -300,7 +301,6 @@ pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>
         all.dedup();
         return Some(all);
     }
-    use serde::Deserialize;
     let summary = TelemetrySummary::deserialize(telemetry).ok()?;
     Some(flags(&summary, thresholds))
 }
@@ -308,13 +308,13 @@ pub fn rejudge(telemetry: &Value, thresholds: &Thresholds) -> Option<Vec<String>
 /// The validity warnings of a stored run (see `summary::warnings`); none when the
 /// value is not a telemetry summary.
 pub fn warnings_of(telemetry: &Value) -> Vec<String> {
+    use serde::Deserialize;
     if let Some(Value::Object(members)) = telemetry.get("members") {
         let mut all: Vec<String> = members.values().flat_map(warnings_of).collect();
         all.sort();
         all.dedup();
         return all;
     }
-    use serde::Deserialize;
     TelemetrySummary::deserialize(telemetry)
         .map(|s| warnings(&s))
         .unwrap_or_default()

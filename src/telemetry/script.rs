@@ -7,6 +7,7 @@ use super::{
 };
 use crate::model::MeterSource;
 use crate::transport::quote;
+use std::fmt::Write as _;
 
 pub(super) fn path_line(prefix: Option<&str>) -> String {
     match prefix {
@@ -264,10 +265,10 @@ pub(super) fn finish_script(
     path_prefix: Option<&str>,
     kernel_log_file: Option<&str>,
 ) -> String {
-    let filter: String = KLOG_FILTER
-        .iter()
-        .map(|w| format!(" -e {}", quote::sh(w)))
-        .collect();
+    let filter: String = KLOG_FILTER.iter().fold(String::new(), |mut out, w| {
+        let _ = write!(out, " -e {}", quote::sh(w));
+        out
+    });
     format!(
         r#"bp_dir={dir}
 bp_klog_file={klog_file}

@@ -8,6 +8,10 @@ use crate::model::Validity;
 
 /// The Raspberry Pi firmware's `get_throttled` bits, decoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "one bool per bit of the firmware's word, as report.json names them"
+)]
 pub struct ThrottleBits {
     pub under_voltage: bool,
     pub freq_capped: bool,
@@ -285,7 +289,7 @@ pub fn summarize(trace: &Trace) -> TelemetrySummary {
         if let Some(test) = trace.test_cpu_seconds {
             let background = (busy - test).max(0.0);
             out.background_cpu_seconds = Some(background);
-            let capacity = (t1 - t0) * trace.ncpu.unwrap_or(1) as f64;
+            let capacity = (t1 - t0) * f64::from(trace.ncpu.unwrap_or(1));
             if capacity > 0.0 {
                 out.background_fraction = Some((background / capacity).min(1.0));
             }
@@ -486,7 +490,10 @@ impl Judged {
             ),
             (
                 Judged::POWER_UNKNOWN,
-                summary.power.as_ref().is_some_and(|p| p.unknown()),
+                summary
+                    .power
+                    .as_ref()
+                    .is_some_and(super::power::PowerSummary::unknown),
             ),
         ];
         Judged {

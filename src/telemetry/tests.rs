@@ -42,7 +42,7 @@ fn the_wrapper_keeps_status_and_output_and_writes_times() {
     assert!(out.exit.success());
     assert_eq!(
         (out.stdout_str(), out.stderr_str()),
-        ("hi\n".into(), "".into())
+        ("hi\n".into(), String::new())
     );
     std::fs::remove_dir_all(&dir).ok();
 }

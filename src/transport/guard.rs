@@ -13,6 +13,7 @@
 //! starts after its session died gets `GONE_ANCHOR`: what it makes is undone at once.
 
 use super::quote;
+use std::fmt::Write as _;
 
 /// The environment variable every command receives its session's anchor in.
 pub const ANCHOR_ENV: &str = "BENCHPIPE_ANCHOR";
@@ -135,7 +136,10 @@ done
         alive = g.alive,
         undo = g.undo,
     );
-    let args: String = g.args.iter().map(|a| format!(" {a}")).collect();
+    let args: String = g.args.iter().fold(String::new(), |mut out, a| {
+        let _ = write!(out, " {a}");
+        out
+    });
     format!(
         r#"case ${{{ANCHOR_ENV}:-}} in
   ''|*[!0-9\ ]*) ;;

@@ -43,7 +43,7 @@ fn has_ended(pid: i32) -> bool {
         let rc = libc::waitid(
             libc::P_PID,
             pid as libc::id_t,
-            &mut info,
+            &raw mut info,
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         );
         rc != 0 || info.si_pid() != 0
@@ -105,7 +105,7 @@ impl Feed<'_> {
                 self.pending.resize(FEED_CHUNK, 0);
                 let n = loop {
                     match self.source.read(&mut self.pending) {
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         r => break r?,
                     }
                 };
@@ -135,7 +135,7 @@ fn drain(
     command: &str,
     timeout: Option<Duration>,
     pipes: [os_pipe::PipeReader; 2],
-    sinks: [&mut dyn Write; 2],
+    sinks: &mut [&mut dyn Write; 2],
     mut feed: Option<Feed<'_>>,
 ) -> Result<bool, TransportError> {
     let err = |reason: String| TransportError::Other {
@@ -296,6 +296,7 @@ fn run_local(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<Exit, TransportError> {
+    use std::os::unix::process::ExitStatusExt;
     let err = |reason: String| TransportError::Other {
         target: "localhost".into(),
         reason,
@@ -351,7 +352,7 @@ fn run_local(
         command,
         timeout,
         [out_r, err_r],
-        [stdout, stderr],
+        &mut [stdout, stderr],
         feed,
     );
     // Whatever the command left running in its group (`sleep 300 &`) ends with it.
@@ -371,7 +372,6 @@ fn run_local(
             after: timeout.unwrap_or_default(),
         });
     }
-    use std::os::unix::process::ExitStatusExt;
     Ok(Exit {
         code: output.status.code(),
         signal: output.status.signal().map(signal_name),

@@ -4,6 +4,7 @@
 //! Callers build command strings with `quote::sh` or the template engine, which quote
 //! every value; a transport runs the string with `sh -c` semantics and nothing more.
 
+use std::fmt::Write as _;
 pub mod capture;
 pub mod connector;
 pub mod fake;
@@ -198,14 +199,16 @@ pub fn random_hex<const N: usize>() -> String {
         // Never expected on Linux; the clock still separates starts.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
+            .map_or(0, |d| d.as_nanos())
             .to_le_bytes();
         for (b, c) in bytes.iter_mut().zip(nanos.iter().cycle()) {
             *b = *c;
         }
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// Ends every command running now, locally and on boards (Ctrl-C): local process

@@ -8,6 +8,7 @@
 //! the orderly path stops (`disarm`) after its own teardown, and which the next apply's
 //! leftover stop ends too.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::guard::START_TIME_FN;
@@ -89,15 +90,17 @@ pub fn script(
     let limit = TEARDOWN_TIMEOUT.as_secs();
     for command in teardown {
         let c = quote::sh(command);
-        s.push_str(&format!(
-            "if command -v timeout >/dev/null 2>&1; then timeout -s KILL {limit} sh -c {c}; else sh -c {c}; fi </dev/null\n"
-        ));
+        let _ = writeln!(
+            s,
+            "if command -v timeout >/dev/null 2>&1; then timeout -s KILL {limit} sh -c {c}; else sh -c {c}; fi </dev/null"
+        );
     }
-    s.push_str(&format!(
-        "for pf in {}/*.pid; do [ -e \"$pf\" ] || continue; [ \"$pf\" = {} ] && continue; stop_group \"$pf\"; done\n",
+    let _ = writeln!(
+        s,
+        "for pf in {}/*.pid; do [ -e \"$pf\" ] || continue; [ \"$pf\" = {} ] && continue; stop_group \"$pf\"; done",
         quote::sh(&services),
         quote::sh(&own)
-    ));
+    );
     s.push_str(after);
     s
 }

@@ -295,7 +295,7 @@ impl SshTransport {
         }
     }
 
-    fn lost(&mut self, stop: Stop) -> TransportError {
+    fn lost(&mut self, stop: &Stop) -> TransportError {
         self.conn = None;
         TransportError::Lost {
             target: self.board.to_string(),

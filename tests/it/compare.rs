@@ -6,6 +6,7 @@
 
 use crate::scratch::Scratch;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use benchpipe::model::Pool;
@@ -195,16 +196,19 @@ fn feed_recipe(p: &Project) -> String {
 
 fn feed(p: &Project, values: &[f64]) {
     let feed = p.dir.join("feed");
-    let lines: String = values.iter().map(|v| format!("{v}\n")).collect();
+    let lines: String = values.iter().fold(String::new(), |mut out, v| {
+        let _ = writeln!(out, "{v}");
+        out
+    });
     std::fs::write(feed.join("values"), lines).unwrap();
     let _ = std::fs::remove_file(feed.join("counter"));
 }
 
 fn feed_scenario(images: &[&str], pad: u32) -> String {
-    let decl: String = images
-        .iter()
-        .map(|i| format!("[images.{i}]\ninstalled = true\n"))
-        .collect();
+    let decl: String = images.iter().fold(String::new(), |mut out, i| {
+        let _ = write!(out, "[images.{i}]\ninstalled = true\n");
+        out
+    });
     let list: Vec<String> = images.iter().map(|i| format!("\"{i}\"")).collect();
     format!(
         "title = \"feed\"\n{decl}[matrix]\nimage = [{}]\nboard = [\"here\"]\ntest = [\"feed\"]\n\

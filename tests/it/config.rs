@@ -148,7 +148,12 @@ fn base_workspace_loads() {
     let ws = load_with("scenarios/s.toml", "", "").unwrap_or_else(|e| panic!("{e}"));
     let s = &ws.scenarios[0];
     assert_eq!(s.file, PathBuf::from("scenarios/s.toml"));
-    let boards: Vec<&str> = s.matrix.board.iter().map(|b| b.as_str()).collect();
+    let boards: Vec<&str> = s
+        .matrix
+        .board
+        .iter()
+        .map(benchpipe::model::BoardName::as_str)
+        .collect();
     assert_eq!(boards, ["pi", "local"]);
     assert_eq!(s.method.runs.target, Some(0.02));
     assert!(matches!(s.method.cooldown, Cooldown::UntilBelow { celsius, .. } if celsius == 50.0));

@@ -78,8 +78,10 @@ fn differences(want: &BTreeMap<PathBuf, Vec<u8>>, got: &BTreeMap<PathBuf, Vec<u8
                     .zip(b.lines())
                     .enumerate()
                     .find(|(_, (x, y))| x != y)
-                    .map(|(i, (x, y))| format!("line {}:\n  - {x}\n  + {y}", i + 1))
-                    .unwrap_or_else(|| "one is a prefix of the other".into());
+                    .map_or_else(
+                        || "one is a prefix of the other".into(),
+                        |(i, (x, y))| format!("line {}:\n  - {x}\n  + {y}", i + 1),
+                    );
                 out.push(format!("{}: {line}", path.display()));
             }
             Some(_) => {}
@@ -139,11 +141,11 @@ fn copy_in_order(from: &Path, to: &Path, reverse: bool) {
 }
 
 fn copy_sorted(from: &Path, to: &Path) {
-    copy_in_order(from, to, false)
+    copy_in_order(from, to, false);
 }
 
 fn copy_reversed(from: &Path, to: &Path) {
-    copy_in_order(from, to, true)
+    copy_in_order(from, to, true);
 }
 
 fn render_script(out: &Path) -> Output {
@@ -285,7 +287,7 @@ fn on_tmpfs(dir: &Path) -> bool {
     // SAFETY: statfs writes into the zeroed struct we own; the path is NUL-terminated.
     unsafe {
         let mut s: libc::statfs = std::mem::zeroed();
-        libc::statfs(c.as_ptr(), &mut s) == 0 && s.f_type == libc::TMPFS_MAGIC
+        libc::statfs(c.as_ptr(), &raw mut s) == 0 && s.f_type == libc::TMPFS_MAGIC
     }
 }
 
@@ -379,6 +381,7 @@ fn reports_are_the_same_bytes_whatever_tz_locale_cwd_store_path_file_order_and_p
 /// in a scratch repository, so that a wrong acceptance could touch no checkout.
 #[test]
 fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
+    type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
     let test = "example::regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was";
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -405,7 +408,6 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
     std::fs::write(victim.join("precious"), "keep me").unwrap();
     std::fs::write(victim.join(mark), "").unwrap();
 
-    type Plant<'a> = Box<dyn Fn(&Path) + 'a>;
     let planted: Vec<(&str, Plant)> = vec![
         (
             "a link to a directory holding the marker",

@@ -4,6 +4,7 @@
 //! `as-flashed` measuring the image's own filesystem at a path, never formatted.
 
 use crate::lab::{bp, sh};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -78,9 +79,10 @@ fn xfs_is_made_once_and_unmounted_f2fs_skipped_with_the_kernels_reason_and_as_fl
     // boards share this machine's).
     let in_image = format!("{}/in-image", board.workdir);
     let mut board_file = std::fs::read_to_string(&board.board_file).unwrap();
-    board_file.push_str(&format!(
+    let _ = write!(
+        board_file,
         "\n[[storage]]\nname = \"rootfs\"\nrole = \"boot\"\npath = \"{in_image}\"\n"
-    ));
+    );
     std::fs::write(&board.board_file, board_file).unwrap();
     let scenario = format!(
         "title = \"filesystem kinds\"\n[images.installed]\ninstalled = true\n\

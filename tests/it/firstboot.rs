@@ -144,8 +144,7 @@ fn an_unprepared_flash_leaves_the_board_unreachable_and_apply_fails_with_that_ca
     assert!(versions(&lab.root, "stock").is_empty());
     let failure = std::fs::read_dir(lab.root.join("results"))
         .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.unwrap().path().join("failure.json")).ok())
-        .next()
+        .find_map(|e| std::fs::read_to_string(e.unwrap().path().join("failure.json")).ok())
         .expect("the cell's failure is stored");
     assert!(failure.contains("first-boot preparation"), "{failure}");
     // The board itself: SSH is off, nothing listens; the boot log says why.

@@ -45,6 +45,7 @@
 //! planted there: the case fails if anything in that directory changed, appeared or was
 //! written through a link while its commands ran.
 
+use std::fmt::Write as _;
 mod server;
 
 use crate::scratch::Scratch;
@@ -416,7 +417,7 @@ fn run_command(
                     rlim_cur: bytes,
                     rlim_max: bytes,
                 };
-                if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                if libc::setrlimit(libc::RLIMIT_AS, &raw const lim) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
@@ -556,8 +557,10 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
                     String::from_utf8_lossy(&b[..b.len().min(60)]),
                     sha2::Sha256::digest(&b)
                         .iter()
-                        .map(|x| format!("{x:02x}"))
-                        .collect::<String>()
+                        .fold(String::new(), |mut out, x| {
+                            let _ = write!(out, "{x:02x}");
+                            out
+                        })
                 ),
                 Err(err) => format!("unreadable file: {err}"),
             },
@@ -770,14 +773,16 @@ fn every_hostile_input_is_refused_with_its_message() {
                     if let Some(wrong) = judge_file(path) {
                         found
                             .lock()
-                            .unwrap_or_else(|p| p.into_inner())
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
                             .push((i, wrong));
                     }
                 }
             });
         }
     });
-    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut found = found
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     found.sort();
     let failures: Vec<String> = found.into_iter().map(|(_, w)| w).collect();
     assert!(

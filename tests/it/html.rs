@@ -173,10 +173,10 @@ fn the_report_page_in_headless_chromium_draws_every_table_and_chart_sorts_and_fi
             serde_json::json!([]),
             "console calls at {width}px"
         );
-        assert_eq!(r["inner_width"].as_u64(), Some(width as u64), "{r}");
+        assert_eq!(r["inner_width"].as_u64(), Some(u64::from(width)), "{r}");
         // The page itself never scrolls sideways; a wide table scrolls in its wrapper.
         assert!(
-            r["scroll_width"].as_f64().unwrap() <= width as f64,
+            r["scroll_width"].as_f64().unwrap() <= f64::from(width),
             "the page is wider than {width}px: {}",
             r["scroll_width"]
         );
@@ -199,7 +199,7 @@ fn the_report_page_in_headless_chromium_draws_every_table_and_chart_sorts_and_fi
             let wrap = &t["wrap"];
             assert!(wrap.is_object(), "{what}: not inside a .table-wrap");
             assert!(
-                wrap["right"].as_f64().unwrap() <= width as f64 + 0.5,
+                wrap["right"].as_f64().unwrap() <= f64::from(width) + 0.5,
                 "{what}: its wrapper runs past the viewport: {wrap}"
             );
             if t["cls"].as_str().unwrap().contains("sortable") {
@@ -229,7 +229,7 @@ fn the_report_page_in_headless_chromium_draws_every_table_and_chart_sorts_and_fi
             }
             assert!(c["box"]["w"].as_f64().unwrap() > 200.0, "{what}: {c}");
             assert!(
-                c["box"]["right"].as_f64().unwrap() <= width as f64 + 0.5,
+                c["box"]["right"].as_f64().unwrap() <= f64::from(width) + 0.5,
                 "{what}: runs past the viewport: {c}"
             );
             if width < 500 {

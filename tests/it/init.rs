@@ -56,7 +56,7 @@ pub(crate) fn uncomment(text: &str, device: &str) -> String {
     let end = (at + 1..lines.len())
         .find(|&i| !lines[i].starts_with("# ") || lines[i].starts_with("# [["))
         .unwrap_or(lines.len());
-    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut out: Vec<String> = lines.iter().map(ToString::to_string).collect();
     for l in &mut out[start..end] {
         *l = l["# ".len()..].to_string();
     }

@@ -57,14 +57,19 @@ pub struct Slot {
 
 impl Slots {
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn shared(&'static self) -> Slot {
         let max = lab_slots();
         let mut s = self.lock();
         while s.exclusive || s.exclusive_waiting > 0 || s.in_use >= max {
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+            s = self
+                .changed
+                .wait(s)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         s.in_use += 1;
         Slot { exclusive: false }
@@ -74,7 +79,10 @@ impl Slots {
         let mut s = self.lock();
         s.exclusive_waiting += 1;
         while s.exclusive || s.in_use > 0 {
-            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+            s = self
+                .changed
+                .wait(s)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         s.exclusive_waiting -= 1;
         s.exclusive = true;
@@ -222,9 +230,7 @@ impl Drop for Lab {
             && let Err(e) = lab::down_with(&self.root, &self.options)
         {
             eprintln!("LAB DOWN FAILED for {}: {e}", self.root.display());
-            if !std::thread::panicking() {
-                panic!("lab down failed: {e}");
-            }
+            assert!(std::thread::panicking(), "lab down failed: {e}");
         }
     }
 }

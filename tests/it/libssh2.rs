@@ -75,7 +75,7 @@ fn encrypt(cipher: &str, etm: bool, mode: Mode, payloads: &[usize]) -> Result<Ve
             plain.len(),
             out.as_mut_ptr(),
             out.len(),
-            &mut out_len,
+            &raw mut out_len,
         )
     };
     if rc != 0 {
@@ -225,7 +225,7 @@ fn every_licence_a_compiled_libssh2_source_names_ships_with_the_vendored_copy() 
     }
     for id in &licences {
         let text = crate_dir.join(format!("libssh2/LICENSES/{id}.txt"));
-        let len = std::fs::metadata(&text).map(|m| m.len()).unwrap_or(0);
+        let len = std::fs::metadata(&text).map_or(0, |m| m.len());
         assert!(len > 100, "{} missing or empty", text.display());
         assert!(
             readme.contains(id.as_str()),

@@ -59,8 +59,9 @@ fn cell_dir(root: &Path, board: &LabBoard) -> Option<std::path::PathBuf> {
 fn measured(root: &Path, board: &LabBoard) -> usize {
     cell_dir(root, board)
         .and_then(|d| std::fs::read_to_string(d.join("samples.jsonl")).ok())
-        .map(|t| t.lines().filter(|l| l.contains("\"measured\"")).count())
-        .unwrap_or(0)
+        .map_or(0, |t| {
+            t.lines().filter(|l| l.contains("\"measured\"")).count()
+        })
 }
 
 /// benchpipe's tmpfs still mounted in the board's mount namespace, as any process of

@@ -2,6 +2,7 @@
 //! lists lack fails only the cells of the recipe that needs it, with that cause, and
 //! the other recipes' cells are measured.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -47,10 +48,11 @@ fn a_package_apt_cannot_find_fails_only_the_cells_of_the_recipe_that_needs_it_an
     )
     .unwrap();
     let mut board_file = std::fs::read_to_string(&board.board_file).unwrap();
-    board_file.push_str(&format!(
+    let _ = write!(
+        board_file,
         "\n[[storage]]\nname = \"rootfs\"\nrole = \"boot\"\npath = \"{}/rootfs\"\n",
         board.workdir
-    ));
+    );
     std::fs::write(&board.board_file, board_file).unwrap();
     std::fs::write(
         root.join("scenarios/s.toml"),

@@ -13,6 +13,7 @@
 //! asks before it starts anything) answers `N 2` there, as on a booted sysvinit board;
 //! without it invoke-rc.d would start no daemon whatever the policy.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -153,23 +154,26 @@ fn sandbox(board: &LabBoard, root: &Path, repo: &Path, policy: Option<&str>) {
         let l = layers.join(dir.trim_start_matches('/').replace('/', "-"));
         std::fs::create_dir_all(l.join("upper")).unwrap();
         std::fs::create_dir_all(l.join("work")).unwrap();
-        script.push_str(&format!(
-            "mount -t overlay overlay -o lowerdir={dir},upperdir={u},workdir={w} {dir}\n",
+        let _ = writeln!(
+            script,
+            "mount -t overlay overlay -o lowerdir={dir},upperdir={u},workdir={w} {dir}",
             u = l.join("upper").display(),
             w = l.join("work").display()
-        ));
+        );
     }
-    script.push_str(&format!(
+    let _ = write!(
+        script,
         "rm -f /etc/apt/sources.list.d/* /etc/apt/sources.list\n\
          echo 'deb [trusted=yes] file:{} ./' > /etc/apt/sources.list\n\
          rm -rf /var/lib/apt/lists/* /var/lib/benchpipe /usr/sbin/policy-rc.d\n\
          rm -f /usr/sbin/runlevel && printf '#!/bin/sh\\necho N 2\\n' > /usr/sbin/runlevel && chmod 0755 /usr/sbin/runlevel\n",
         repo.display()
-    ));
+    );
     if let Some(text) = policy {
-        script.push_str(&format!(
+        let _ = write!(
+            script,
             "cat > /usr/sbin/policy-rc.d <<'EOF'\n{text}EOF\nchmod 0755 /usr/sbin/policy-rc.d\n"
-        ));
+        );
     }
     in_board(board, &script);
     // The premise: the board has neither the package nor its command yet.

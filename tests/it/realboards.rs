@@ -2,6 +2,7 @@
 //! per-board connect timeouts, pinned host keys, jump hosts and sudo, against the lab's
 //! real sshds in network namespaces.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -167,14 +168,13 @@ fn the_board_files_connect_timeout_bounds_connecting() {
     let mut target = lab.target(0);
     target.connect_timeout = Some(Duration::from_millis(700));
     let started = std::time::Instant::now();
-    let e = match benchpipe::transport::ssh::SshTransport::connect_with(
+    let Err(e) = benchpipe::transport::ssh::SshTransport::connect_with(
         &b.name,
         &target,
         Duration::from_secs(60),
         crate::lab::options(),
-    ) {
-        Err(e) => e,
-        Ok(_) => panic!("connected through a blackhole"),
+    ) else {
+        panic!("connected through a blackhole")
     };
     assert!(matches!(e, TransportError::Unreachable { .. }), "{e}");
     assert!(
@@ -229,9 +229,8 @@ fn a_pinned_host_key_is_the_key_expected_and_another_is_refused() {
     assert!(out.exit.success(), "{}", out.stderr_str());
     let wrong = out.stdout_str();
     target.host_key = Some(wrong.trim().to_string());
-    let e = match connect(&target) {
-        Err(e) => e,
-        Ok(_) => panic!("a wrong pinned key was accepted"),
+    let Err(e) = connect(&target) else {
+        panic!("a wrong pinned key was accepted")
     };
     let real = benchpipe::transport::ssh::hostkey::HostKey::parse(&real_host_key(&lab, 0)).unwrap();
     let wrong = benchpipe::transport::ssh::hostkey::HostKey::parse(&wrong).unwrap();
@@ -547,9 +546,8 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
     // A jump host that is off: the cause names that hop.
     let mut target = lab.target(0);
     target.proxy_jump = Some("root@127.0.0.1:1".into());
-    let e = match connect(&target, crate::lab::options()) {
-        Err(e) => e,
-        Ok(_) => panic!("connected through a closed jump host"),
+    let Err(e) = connect(&target, crate::lab::options()) else {
+        panic!("connected through a closed jump host")
     };
     assert!(matches!(e, TransportError::Unreachable { .. }), "{e}");
     assert!(
@@ -564,16 +562,17 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
         .unwrap()
         .lines()
         .filter(|l| l.starts_with(&format!("{board_addr} ")))
-        .map(|l| format!("{l}\n"))
-        .collect();
+        .fold(String::new(), |mut out, l| {
+            let _ = writeln!(out, "{l}");
+            out
+        });
     let kh = lab.root.join("known_hosts_board_0");
     std::fs::write(&kh, only_board_0).unwrap();
     let mut target = lab.target(0);
     target.known_hosts = Some(kh);
     target.proxy_jump = Some(format!("root@{jump_addr}"));
-    let e = match connect(&target, crate::lab::options()) {
-        Err(e) => e,
-        Ok(_) => panic!("an unknown jump host was accepted"),
+    let Err(e) = connect(&target, crate::lab::options()) else {
+        panic!("an unknown jump host was accepted")
     };
     assert!(matches!(e, TransportError::HostKey { .. }), "{e}");
     assert!(
@@ -592,9 +591,8 @@ fn proxy_jump_from_the_board_file_or_ssh_config_carries_the_session_with_strict_
     let mut target = lab.target(0);
     target.proxy_jump = Some(format!("root@{board_addr}"));
     target.host_key = Some(out.stdout_str().trim().to_string());
-    let e = match connect(&target, crate::lab::options()) {
-        Err(e) => e,
-        Ok(_) => panic!("a wrong key behind a jump host was accepted"),
+    let Err(e) = connect(&target, crate::lab::options()) else {
+        panic!("a wrong key behind a jump host was accepted")
     };
     assert!(
         matches!(e, TransportError::HostKey { .. }) && e.to_string().contains("pins"),

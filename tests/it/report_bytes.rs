@@ -166,9 +166,9 @@ fn telemetry(i: usize, seq: u32, meter: bool, series: bool) -> Value {
     if series {
         t.series = (0..5)
             .map(|k| SeriesPoint {
-                t: k as f64,
-                temp_c: Some(55.0 + k as f64 + h),
-                freq_mhz: (k != 2).then_some(1800.0 - 10.0 * k as f64),
+                t: f64::from(k),
+                temp_c: Some(55.0 + f64::from(k) + h),
+                freq_mhz: (k != 2).then_some(1800.0 - 10.0 * f64::from(k)),
             })
             .collect();
     }
@@ -351,14 +351,16 @@ fn first_difference(want: &[u8], got: &[u8]) -> String {
         .zip(b.split('\n'))
         .enumerate()
         .find(|(_, (x, y))| x != y)
-        .map(|(i, (x, y))| format!("line {}:\n  - {x}\n  + {y}", i + 1))
-        .unwrap_or_else(|| {
-            format!(
-                "one is a prefix of the other ({} and {} bytes)",
-                a.len(),
-                b.len()
-            )
-        })
+        .map_or_else(
+            || {
+                format!(
+                    "one is a prefix of the other ({} and {} bytes)",
+                    a.len(),
+                    b.len()
+                )
+            },
+            |(i, (x, y))| format!("line {}:\n  - {x}\n  + {y}", i + 1),
+        )
 }
 
 /// The model the templates render, as JSON, its charts left out.
@@ -414,7 +416,7 @@ fn reports_of_a_synthetic_store_are_the_pinned_bytes() {
         match std::fs::read(pinned().join(rel)) {
             Err(e) => diffs.push(format!("{rel}: not pinned ({e})")),
             Ok(want) if &want != bytes => {
-                diffs.push(format!("{rel}: {}", first_difference(&want, bytes)))
+                diffs.push(format!("{rel}: {}", first_difference(&want, bytes)));
             }
             Ok(_) => {}
         }

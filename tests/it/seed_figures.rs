@@ -104,11 +104,23 @@ fn render(scenario: &str, image: &str, figures: &[Figure]) -> (String, String) {
                         Some(own) => c.address.image.as_str() == own,
                         None => image.is_empty() || c.address.image.as_str() == image,
                     }
-                    && c.address.storage.as_ref().map(|s| s.as_str()) == f.storage
+                    && c.address
+                        .storage
+                        .as_ref()
+                        .map(benchpipe::model::StorageName::as_str)
+                        == f.storage
                     && (f.network.is_none()
-                        || c.address.network.as_ref().map(|n| n.as_str()) == f.network)
+                        || c.address
+                            .network
+                            .as_ref()
+                            .map(benchpipe::model::NetworkName::as_str)
+                            == f.network)
                     && (f.filesystem.is_none()
-                        || c.address.filesystem.as_ref().map(|n| n.as_str()) == f.filesystem)
+                        || c.address
+                            .filesystem
+                            .as_ref()
+                            .map(benchpipe::model::FsName::as_str)
+                            == f.filesystem)
             })
             .unwrap_or_else(|| {
                 panic!(

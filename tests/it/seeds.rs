@@ -361,7 +361,7 @@ fn measured_cells(root: &Path) -> std::collections::BTreeMap<String, usize> {
                 let primary = recipe["metrics"]
                     .get(metric.as_str())
                     .and_then(|m| m.get("primary"))
-                    .and_then(|p| p.as_bool())
+                    .and_then(toml::Value::as_bool)
                     .unwrap_or(false);
                 assert!(!primary || v > 0.0, "{test}.{metric} = {v}: {cell}");
             }

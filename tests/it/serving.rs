@@ -374,7 +374,8 @@ fn servers_left_by_a_killed_apply_are_stopped_by_the_next_apply() {
             &format!("[params.{test}]\nsize_mib = 4\n"),
         );
         let mut child = apply_until_measuring(&lab, test);
-        let guards = board_processes_left(&board, &["benchpipe-guard"], Default::default());
+        let guards =
+            board_processes_left(&board, &["benchpipe-guard"], std::time::Duration::default());
         assert!(
             guards.lines().count() >= 2,
             "{test}: a service's and the tmpfs's: {guards}"

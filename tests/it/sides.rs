@@ -30,6 +30,7 @@ fn bp(lab: &Lab, args: &[&str]) -> Output {
 
 /// The workspace: the controller-only tool, and a scenario of `test` on the lab's boards.
 fn write_project(lab: &Lab, recipes: &[(&str, &str)], test: &str) {
+    use std::os::unix::fs::PermissionsExt;
     let root = &lab.root;
     let bin = root.join("controller-bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -42,7 +43,6 @@ fn write_project(lab: &Lab, recipes: &[(&str, &str)], test: &str) {
          test -d \"$1\" || { echo \"no directory $1\" >&2; exit 1; }\necho '{\"value\": 1}'\n",
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
     lab.project_on_every_board(recipes, &[test], 1);
 }

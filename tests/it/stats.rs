@@ -63,8 +63,7 @@ fn dataset(reference: &Value, name: &str) -> Vec<f64> {
     datasets(reference)
         .into_iter()
         .find(|(n, _, _)| n == name)
-        .map(|(_, v, _)| v)
-        .unwrap_or_else(|| panic!("no dataset {name}"))
+        .map_or_else(|| panic!("no dataset {name}"), |(_, v, _)| v)
 }
 
 #[test]
@@ -531,7 +530,7 @@ fn ministat_text_is_aligned_and_says_the_verdict() {
     let out = ministat(&inputs, 0.95, false).expect("valid inputs");
     let table: Vec<&str> = out.lines().take(5).collect();
     assert!(
-        table[0].contains("N") && table[0].contains("95% CI of the mean"),
+        table[0].contains('N') && table[0].contains("95% CI of the mean"),
         "{out}"
     );
     // Right-aligned numeric columns end at the same character.

@@ -17,7 +17,9 @@ use benchpipe::transport::local::Local;
 static MACHINE: Mutex<()> = Mutex::new(());
 
 fn machine() -> std::sync::MutexGuard<'static, ()> {
-    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+    MACHINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn scratch(tag: &str) -> Scratch {
@@ -105,7 +107,7 @@ impl Drop for Burners {
 }
 
 fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// Thresholds for tests of the firmware's and the thermal source's flags: the rest of
@@ -129,6 +131,7 @@ fn measured_run(board: &Board, id: &str, command: &str) -> benchpipe::telemetry:
 
 #[test]
 fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
+    use std::os::unix::fs::PermissionsExt;
     let _m = machine();
     let dir = scratch("fake");
     let bin = dir.join("bin");
@@ -144,7 +147,6 @@ fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     // Two fake thermal zones behind one glob; the hotter one counts.
     let zones = dir.join("zones");
@@ -213,13 +215,13 @@ fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
 
 #[test]
 fn fake_vcgencmd_with_sticky_bits_from_before_the_run_flags_nothing() {
+    use std::os::unix::fs::PermissionsExt;
     let _m = machine();
     let dir = scratch("fake-sticky");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let fake = bin.join("vcgencmd");
     std::fs::write(&fake, "#!/bin/sh\necho throttled=0x50000\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let b = board(&dir.join("work"), None);
     let mut t = Local::new();
@@ -625,10 +627,10 @@ fn a_test_burning_cpu_itself_is_not_background_load() {
     );
     // A limit between the background's share and the share the run would have had
     // with the test's CPU counted as background: not flagged.
-    let capacity = s.seconds * s.cpus.unwrap() as f64;
+    let capacity = s.seconds * f64::from(s.cpus.unwrap());
     let fraction = s.background_fraction.unwrap();
     let between = Thresholds {
-        background_load: (fraction + (busy / capacity).min(1.0)) / 2.0,
+        background_load: f64::midpoint(fraction, (busy / capacity).min(1.0)),
         ..Thresholds::default()
     };
     assert!(
@@ -647,7 +649,7 @@ fn a_test_burning_cpu_itself_is_not_background_load() {
 struct SwapFile(PathBuf);
 
 impl SwapFile {
-    fn create(path: PathBuf) -> Result<SwapFile, String> {
+    fn create(path: &Path) -> Result<SwapFile, String> {
         let run = |cmd: &str| -> Result<(), String> {
             let out = Command::new("sh")
                 .args(["-c", cmd])
@@ -666,7 +668,7 @@ impl SwapFile {
         run(&format!(
             "dd if=/dev/zero of='{p}' bs=1M count=64 status=none && chmod 600 '{p}' && mkswap '{p}' >/dev/null"
         ))?;
-        let swap = SwapFile(path.clone());
+        let swap = SwapFile(path.to_path_buf());
         run(&format!("swapon '{p}'"))?;
         Ok(swap)
     }
@@ -698,7 +700,7 @@ fn page_out() -> Result<(), String> {
         if p == libc::MAP_FAILED {
             return Err("mmap failed".into());
         }
-        let bytes = p as *mut u8;
+        let bytes = p.cast::<u8>();
         for i in (0..LEN).step_by(4096) {
             *bytes.add(i) = 1;
         }
@@ -767,7 +769,7 @@ fn real_swap_traffic_is_flagged_swapping() {
     let _swap = if has_swap() {
         None
     } else {
-        match SwapFile::create(dir.join("swapfile")) {
+        match SwapFile::create(&dir.join("swapfile")) {
             Ok(s) => Some(s),
             Err(e) => {
                 // Only the pure test with a captured vmstat pair covers this then.
@@ -786,7 +788,7 @@ fn real_swap_traffic_is_flagged_swapping() {
     std::thread::sleep(Duration::from_millis(1200));
     let done = probe.finish(&mut t, &Thresholds::default()).unwrap();
     if let Err(e) = paged {
-        crate::cannot_run("real_swap_traffic_is_flagged_swapping", &e.to_string());
+        crate::cannot_run("real_swap_traffic_is_flagged_swapping", &e);
         return;
     }
     let s = &done.summary;
@@ -934,7 +936,7 @@ fn load_method(method: &str) -> Result<benchpipe::model::Method, String> {
 
 fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf29ce484222325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100000001b3)
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
     })
 }
 

@@ -4,6 +4,7 @@
 //! They need root; without it they fail loudly.
 
 use crate::flash::bpflash_ready;
+use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -64,12 +65,13 @@ fn install_fake_tpi(lab: &Lab, bmc: usize, nodes: &[usize], dir: &Path, log: &Pa
     let mut cases = String::new();
     for (i, &b) in nodes.iter().enumerate() {
         let board = lab.board(b);
-        cases.push_str(&format!(
-            "  {n}) dev={dev}; power={power};;\n",
+        let _ = writeln!(
+            cases,
+            "  {n}) dev={dev}; power={power};;",
             n = i + 1,
             dev = quote::sh(&board.boot.as_ref().unwrap().device),
             power = quote::sh(&lab_power_as_controller(board)),
-        ));
+        );
     }
     let log = quote::sh(&log.to_string_lossy());
     let fail = quote::sh(&dir.to_string_lossy());

@@ -4,6 +4,7 @@
 //! storage cannot exist in the lab): the lab's power cycle reads the board's kernel
 //! command line file and points the fake interface's driver link accordingly.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
@@ -271,18 +272,22 @@ fn uas_project(lab: &Lab, fake_follows: bool) -> (PathBuf, PathBuf, PathBuf) {
     );
     let mut text: String = text
         .lines()
-        .map(|l| match l.starts_with("cycle = ") {
-            true => format!("cycle = '''{cycle}'''"),
-            false => l.to_string(),
+        .map(|l| {
+            if l.starts_with("cycle = ") {
+                format!("cycle = '''{cycle}'''")
+            } else {
+                l.to_string()
+            }
         })
         .collect::<Vec<_>>()
         .join("\n");
-    text.push_str(&format!(
+    let _ = write!(
+        text,
         "\n[boot]\ncmdline = \"{}\"\n\n[[storage]]\nname = \"ssd-bot\"\nrole = \"scratch\"\ndevice = \"{dev}\"\nuas = false\n\n\
          [[storage]]\nname = \"ssd-uas\"\nrole = \"scratch\"\ndevice = \"{dev}\"\nuas = true\nusb_id = \"174C:55AA\"\n",
         cmdline.display(),
         dev = disk.device
-    ));
+    );
     std::fs::write(&board.board_file, text).unwrap();
     write_drv_scenario(lab, "uas", board.name.as_str(), ["ssd-uas", "ssd-bot"]);
     (sys, cmdline, iface)
@@ -350,8 +355,9 @@ fn apply_fake_scenario(lab: &Lab, sys: &Path, scenario: &str) -> Applied {
         };
         let cell: serde_json::Value = serde_json::from_str(&cell).unwrap();
         let f = std::fs::read_to_string(dir.join("facts.json"))
-            .map(|t| serde_json::from_str(&t).unwrap())
-            .unwrap_or(serde_json::Value::Null);
+            .map_or(serde_json::Value::Null, |t| {
+                serde_json::from_str(&t).unwrap()
+            });
         let failure = std::fs::read_to_string(dir.join("failure.json")).ok();
         facts.push((
             cell["address"]["storage"].as_str().unwrap().to_string(),
@@ -520,13 +526,14 @@ fn fake_usb_sysfs_two_cases_with_and_without_uasp_each_measure_under_its_declare
     let (sys, uas_iface) = fake_usb_disk(&lab.root, &loop_of(0), "2-1", ID, "uas");
     let (_, bot_iface) = fake_usb_disk(&lab.root, &loop_of(1), "2-2", "174c:5106", "usb-storage");
     let mut file = std::fs::read_to_string(&board.board_file).unwrap();
-    file.push_str(&format!(
+    let _ = write!(
+        file,
         "\n[[storage]]\nname = \"case-bot\"\nrole = \"scratch\"\ndevice = \"{}\"\n\
          model = \"Kingston SSD, Inateck case without UASP\"\ndriver = \"usb-storage\"\n\n\
          [[storage]]\nname = \"case-uas\"\nrole = \"scratch\"\ndevice = \"{}\"\n\
          model = \"Kingston SSD, Inateck case with UASP\"\ndriver = \"uas\"\n",
         board.disks[1].device, board.disks[0].device
-    ));
+    );
     std::fs::write(&board.board_file, file).unwrap();
     write_drv_scenario(&lab, "cases", board.name.as_str(), ["case-bot", "case-uas"]);
     let check = bp(&lab.root, &["check", "scenarios/cases.toml"]);

@@ -6,6 +6,7 @@
 use crate::scratch::Project;
 use benchpipe::lab::LabBoard;
 use serde_json::Value;
+use std::fmt::Write as _;
 
 use crate::lab::{Lab, bp, text};
 use crate::repo;
@@ -70,10 +71,11 @@ fn deploy_and_teardown(board: &LabBoard, password_file: &str) -> (String, String
             !command.contains('\'') && !command.contains("{{"),
             "{command}"
         );
-        daemons.push_str(&format!(
+        let _ = write!(
+            daemons,
             "setsid sh -c '{command}' < /dev/null > /dev/null 2>&1 &\n{}",
             wait(&sub(sv["ready"].as_str().unwrap()))
-        ));
+        );
     }
     let deploy = format!("{files}\n{daemons}\n{install}");
     let teardown = "d={{ workdir }}/wp-login-site\n\

@@ -54,8 +54,7 @@ fn knock(to: SocketAddr) -> String {
     let line = String::from_utf8_lossy(&head[..got]).to_string();
     line.split_whitespace()
         .nth(1)
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("no-status: {line:?}"))
+        .map_or_else(|| format!("no-status: {line:?}"), str::to_string)
 }
 
 /// Knocks from inside `netns` (this thread joins it) until `done`: every answer seen.

@@ -84,7 +84,7 @@ impl Resetter {
                                 s.as_raw_fd(),
                                 libc::SOL_SOCKET,
                                 libc::SO_LINGER,
-                                (&linger as *const libc::linger).cast(),
+                                (&raw const linger).cast(),
                                 std::mem::size_of::<libc::linger>() as libc::socklen_t,
                             );
                         }

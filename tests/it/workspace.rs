@@ -3,6 +3,7 @@
 //! built-in of its name and `plan` says which was used, each cell's facts record the
 //! recipe's text by its sha256, and the clone's `boards/` holds no one else's lab.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use sha2::Digest;
@@ -12,7 +13,10 @@ use crate::spine::{Project, text};
 
 fn sha256_of(path: &Path) -> String {
     let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    digest.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 /// A project of boards/ and scenarios/ only, in the temp dir: no pipeline/.

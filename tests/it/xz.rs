@@ -116,7 +116,7 @@ fn the_corpus_compresses_like_text() {
     let out = xz.wait_with_output().unwrap();
     feeder.join().unwrap();
     assert!(out.status.success());
-    let ratio = (8 << 20) as f64 / out.stdout.len() as f64;
+    let ratio = f64::from(8 << 20) / out.stdout.len() as f64;
     assert!((3.0..10.0).contains(&ratio), "xz -6e ratio {ratio:.2}");
 }
 
@@ -343,8 +343,7 @@ fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
     let mounted = in_board(
         &board,
         &format!(
-            "mkdir -p {p} && mount -t tmpfs benchpipe-xz {p} && touch {p}/.benchpipe-tmpfs",
-            p = point
+            "mkdir -p {point} && mount -t tmpfs benchpipe-xz {point} && touch {point}/.benchpipe-tmpfs"
         ),
     );
     assert!(mounted.status.success(), "{mounted:?}");
@@ -355,8 +354,7 @@ fn a_leftover_tmpfs_is_replaced_and_a_foreign_mount_left_alone() {
     let mounted = in_board(
         &board,
         &format!(
-            "mkdir -p {p} && mount -t tmpfs users-own {p} && echo keep > {p}/precious",
-            p = point
+            "mkdir -p {point} && mount -t tmpfs users-own {point} && echo keep > {point}/precious"
         ),
     );
     assert!(mounted.status.success(), "{mounted:?}");

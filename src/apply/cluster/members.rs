@@ -42,7 +42,7 @@ impl<'b> Member<'b> {
             idle: None,
             tools: BTreeMap::new(),
             guard: None,
-            flashing: Default::default(),
+            flashing: crate::apply::flashing::Flashing::default(),
         }
     }
 }

@@ -51,7 +51,7 @@ pub(super) struct ClusterOwn<'b> {
     deployed: bool,
 }
 
-impl<'a> ClusterWorker<'a> {
+impl ClusterWorker<'_> {
     fn name(&self) -> &str {
         self.cluster.name.as_str()
     }

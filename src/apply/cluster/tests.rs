@@ -65,7 +65,7 @@ fn a_cluster_cells_values_are_the_names_check_allows_at_every_place() {
             resources: &resources,
             held: &held,
             connector: &crate::transport::RealConnector,
-            on_drift: Default::default(),
+            on_drift: crate::store::OnDrift::default(),
         },
         cluster: &cluster,
         members,

@@ -39,7 +39,7 @@ impl Parser for Ab {
         parse_ab(stdout)
     }
     fn keys(&self, _: &ParserOptions) -> Keys {
-        Keys::Numbers(KEYS.iter().map(|k| k.to_string()).collect())
+        Keys::Numbers(KEYS.iter().map(ToString::to_string).collect())
     }
     fn result_lines<'a>(&self, _: &ParserOptions, text: &'a str) -> Vec<&'a str> {
         text.lines()

@@ -21,7 +21,7 @@ impl Parser for Dd {
         parse_dd(stderr)
     }
     fn keys(&self, _: &ParserOptions) -> Keys {
-        Keys::Numbers(KEYS.iter().map(|k| k.to_string()).collect())
+        Keys::Numbers(KEYS.iter().map(ToString::to_string).collect())
     }
     fn result_lines<'a>(&self, _: &ParserOptions, text: &'a str) -> Vec<&'a str> {
         text.lines()

@@ -48,8 +48,7 @@ fn parse_fio(stdout: &str) -> Result<Value, ParseError> {
             let name = job
                 .get("jobname")
                 .and_then(Value::as_str)
-                .map(|n| format!("`{n}`"))
-                .unwrap_or_else(|| format!("#{i}"));
+                .map_or_else(|| format!("#{i}"), |n| format!("`{n}`"));
             let detail = if preamble.is_empty() {
                 String::new()
             } else {

@@ -16,7 +16,7 @@ impl Parser for Hdparm {
         parse_hdparm(stdout, stderr)
     }
     fn keys(&self, _: &ParserOptions) -> Keys {
-        Keys::Numbers(HDPARM_KEYS.iter().map(|k| k.to_string()).collect())
+        Keys::Numbers(HDPARM_KEYS.iter().map(ToString::to_string).collect())
     }
     fn result_lines<'a>(&self, _: &ParserOptions, text: &'a str) -> Vec<&'a str> {
         text.lines()

@@ -20,7 +20,7 @@ impl Parser for Iperf2 {
         parse_iperf2(stdout)
     }
     fn keys(&self, _: &ParserOptions) -> Keys {
-        Keys::Numbers(KEYS.iter().map(|k| k.to_string()).collect())
+        Keys::Numbers(KEYS.iter().map(ToString::to_string).collect())
     }
     fn result_lines<'a>(&self, _: &ParserOptions, text: &'a str) -> Vec<&'a str> {
         text.lines()
@@ -127,6 +127,7 @@ fn parse_iperf2(stdout: &str) -> Result<Value, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
 
     #[test]
     fn csv_and_text_reports_are_read_and_a_failed_connect_is_an_error() {
@@ -167,11 +168,13 @@ mod tests {
         let doc = parse_iperf2(csv).unwrap();
         assert_eq!(doc["bits_per_second"], 2400);
         assert_eq!(doc["seconds"], 2);
-        let no_sum: String = csv
-            .lines()
-            .filter(|l| !l.contains(",-1,"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let no_sum: String =
+            csv.lines()
+                .filter(|l| !l.contains(",-1,"))
+                .fold(String::new(), |mut out, l| {
+                    let _ = writeln!(out, "{l}");
+                    out
+                });
         let err = parse_iperf2(&no_sum).unwrap_err().0;
         assert!(err.contains("2 streams' reports and no sum"), "{err}");
     }

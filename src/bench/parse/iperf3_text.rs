@@ -28,7 +28,7 @@ impl Parser for Iperf3Text {
         parse_iperf3_text(stdout)
     }
     fn keys(&self, _: &ParserOptions) -> Keys {
-        Keys::Numbers(IPERF3_TEXT_KEYS.iter().map(|k| k.to_string()).collect())
+        Keys::Numbers(IPERF3_TEXT_KEYS.iter().map(ToString::to_string).collect())
     }
     fn result_lines<'a>(&self, _: &ParserOptions, text: &'a str) -> Vec<&'a str> {
         text.lines()
@@ -191,6 +191,7 @@ fn parse_iperf3_text(stdout: &str) -> Result<Value, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt::Write as _;
 
     #[test]
     fn the_summary_lines_are_read_and_a_missing_summary_is_an_error() {
@@ -223,11 +224,13 @@ mod tests {
 ";
         let doc = parse_iperf3_text(text).unwrap();
         assert_eq!(doc["receiver_bits_per_second"], 16.7e6);
-        let no_sum: String = text
-            .lines()
-            .filter(|l| !l.starts_with("[SUM]"))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let no_sum: String =
+            text.lines()
+                .filter(|l| !l.starts_with("[SUM]"))
+                .fold(String::new(), |mut out, l| {
+                    let _ = writeln!(out, "{l}");
+                    out
+                });
         let err = parse_iperf3_text(&no_sum).unwrap_err().0;
         assert!(err.contains("2 streams and no `[SUM]`"), "{err}");
         let err =

@@ -199,7 +199,7 @@ pub fn check_path_for(spec: &ParserSpec, path: &str) -> Result<(), UnreachablePa
     let (keys, whole): (Vec<String>, bool) = match registered(spec).keys(&spec.options) {
         Keys::Any => return Ok(()),
         Keys::Numbers(keys) => (keys, true),
-        Keys::Roots(keys) => (keys.iter().map(|k| k.to_string()).collect(), false),
+        Keys::Roots(keys) => (keys.iter().map(ToString::to_string).collect(), false),
     };
     match first {
         Some((key, steps)) if keys.contains(&key) => {
@@ -260,9 +260,9 @@ mod tests {
         let mut seen = std::collections::BTreeSet::new();
         for p in REGISTRY {
             assert!(seen.insert(p.name()), "{} registered twice", p.name());
-            assert_eq!(find(p.name()).map(|f| f.name()), Some(p.name()));
+            assert_eq!(find(p.name()).map(super::Parser::name), Some(p.name()));
             assert_eq!(
-                crate::model::ParserName::get(p.name()).map(|n| n.as_str()),
+                crate::model::ParserName::get(p.name()).map(crate::model::ParserName::as_str),
                 Some(p.name())
             );
         }

@@ -225,7 +225,7 @@ pub enum SelectError {
         why: String,
     },
     /// The path ends at a value that is not a number: `found` describes it.
-    #[error("metric path `{path}`: expected a number, found {found}{}", comma_hint(.decimal_comma))]
+    #[error("metric path `{path}`: expected a number, found {found}{}", comma_hint(*.decimal_comma))]
     NotANumber {
         path: String,
         found: String,
@@ -238,8 +238,8 @@ pub enum SelectError {
 
 /// `94,1`: a comma locale's decimal, or a thousands separator; the regex parser does
 /// not guess which.
-fn comma_hint(decimal_comma: &bool) -> &'static str {
-    if *decimal_comma {
+fn comma_hint(decimal_comma: bool) -> &'static str {
+    if decimal_comma {
         " (a decimal comma? `decimal_comma = true` in `[parse_regex]` reads it as one)"
     } else {
         ""
@@ -365,6 +365,7 @@ fn plain(v: &Value) -> String {
 }
 
 fn missing_key(key: &str, map: &Map<String, Value>) -> String {
+    const SHOWN: usize = 30;
     if map.is_empty() {
         return format!("no key `{key}` in an empty object");
     }
@@ -377,7 +378,6 @@ fn missing_key(key: &str, map: &Map<String, Value>) -> String {
         Some((_, k)) => format!("did you mean `{k}`? "),
         None => String::new(),
     };
-    const SHOWN: usize = 30;
     let mut keys: Vec<String> = map.keys().take(SHOWN).map(|k| format!("`{k}`")).collect();
     if map.len() > SHOWN {
         keys.push(format!("… ({} in all)", map.len()));

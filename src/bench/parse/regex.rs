@@ -240,7 +240,7 @@ mod tests {
 
     fn options(patterns: &[&str]) -> RegexOptions {
         RegexOptions {
-            patterns: patterns.iter().map(|p| p.to_string()).collect(),
+            patterns: patterns.iter().map(ToString::to_string).collect(),
             stream: Stream::Stdout,
             decimal_comma: false,
         }

@@ -2,6 +2,7 @@
 //! removed for matching, control bytes escaped for errors, long text cut to a line.
 
 use super::EXCERPT_CHARS;
+use std::fmt::Write as _;
 
 /// Text as a terminal would show it, for parsers to match: escape sequences removed
 /// (CSI `\e[0;1m`, OSC `\e]0;title\a`, charset selection `\e(B`, and other two-byte
@@ -73,7 +74,9 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
             c => out.push(c),
         }
     }

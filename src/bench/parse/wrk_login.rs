@@ -69,18 +69,15 @@ impl Parser for WrkLogin {
             .iter()
             .map(|(t, _)| if *t == Tool::Wrk { "wrk" } else { "ab" })
             .collect();
-        let (anonymous, login) = match found.as_slice() {
-            [(Tool::Wrk, a), l] => (a, l),
-            _ => {
-                return Err(ParseError::new(format!(
-                    "wrk+login: expected wrk's report (the anonymous load), then wrk's or ab's (the logged-in load); the output holds {}",
-                    if tools.is_empty() {
-                        "no report".to_string()
-                    } else {
-                        format!("these, in order: {}", tools.join(", "))
-                    }
-                )));
-            }
+        let [(Tool::Wrk, anonymous), login] = found.as_slice() else {
+            return Err(ParseError::new(format!(
+                "wrk+login: expected wrk's report (the anonymous load), then wrk's or ab's (the logged-in load); the output holds {}",
+                if tools.is_empty() {
+                    "no report".to_string()
+                } else {
+                    format!("these, in order: {}", tools.join(", "))
+                }
+            )));
         };
         let anonymous = super::wrk::parse_wrk(anonymous)?;
         let login = match login {

@@ -6,6 +6,7 @@
 //! refused unless `--accept-new-host-key`, which records it in the workspace's own
 //! known_hosts that the board file then names; a changed key is always refused.
 
+use std::fmt::Write as _;
 mod render;
 
 use std::path::{Path, PathBuf};
@@ -148,7 +149,7 @@ fn existing(path: &Path, text: Option<&str>) -> Existing {
     }
 }
 
-pub(in crate::cli) fn run(args: InitArgs) -> Result<()> {
+pub(in crate::cli) fn run(args: &InitArgs) -> Result<()> {
     let mut hosts = Vec::new();
     let mut problems = Vec::new();
     for b in &args.boards {
@@ -454,13 +455,11 @@ fn summary(p: &Probed) -> String {
         "{}, {}, {}, login {} ({privilege}); {free} free disk(s) commented out, {} in use",
         one_line(f.model.as_deref().unwrap_or("model unknown")),
         f.memory_kib
-            .map(|k| format!("{} MiB", k / 1024))
-            .unwrap_or_else(|| "memory unknown".into()),
+            .map_or_else(|| "memory unknown".into(), |k| format!("{} MiB", k / 1024)),
         one_line(
             f.os_release
                 .get("PRETTY_NAME")
-                .map(String::as_str)
-                .unwrap_or("no os-release")
+                .map_or("no os-release", String::as_str)
         ),
         one_line(&p.user),
         storage.len() - free
@@ -471,10 +470,7 @@ fn summary(p: &Probed) -> String {
 fn next_steps(dir: &Path, no_boards: bool) -> String {
     let mut s = String::from("\nNext:\n");
     if dir != Path::new(".") {
-        s.push_str(&format!(
-            "  cd {}\n",
-            one_line(&quote::sh(&dir.to_string_lossy()))
-        ));
+        let _ = writeln!(s, "  cd {}", one_line(&quote::sh(&dir.to_string_lossy())));
     }
     if no_boards {
         s.push_str(
@@ -483,7 +479,7 @@ fn next_steps(dir: &Path, no_boards: bool) -> String {
         );
     }
     for c in ["check", "apply --dry-run", "apply"] {
-        s.push_str(&format!("  benchpipe {c} {}\n", render::SCENARIO));
+        let _ = writeln!(s, "  benchpipe {c} {}", render::SCENARIO);
     }
     s
 }

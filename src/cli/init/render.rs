@@ -6,6 +6,7 @@
 use crate::network::links::Link;
 use crate::probe::{HostFacts, Privilege};
 use crate::storage::lsblk::Disk;
+use std::fmt::Write as _;
 
 /// The starter scenario's path in the workspace.
 pub const SCENARIO: &str = "scenarios/first.toml";
@@ -32,7 +33,9 @@ pub fn q(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
             c => out.push(c),
         }
     }
@@ -74,60 +77,58 @@ pub fn workdir(name: &str) -> String {
 pub fn board_file(reach: &Reach, h: &HostFacts) -> String {
     let mut s = String::new();
     let name = reach.name;
-    s.push_str(&format!(
-        "# Written by `benchpipe init` from what {} said about itself; edit it freely.\n",
+    let _ = writeln!(
+        s,
+        "# Written by `benchpipe init` from what {} said about itself; edit it freely.",
         note(reach.host)
-    ));
+    );
     let os = h
         .os_release
         .get("PRETTY_NAME")
         .or(h.os_release.get("ID"))
-        .map(|o| note(o))
-        .unwrap_or_else(|| "a system without /etc/os-release".into());
-    s.push_str(&format!(
+        .map_or_else(|| "a system without /etc/os-release".into(), |o| note(o));
+    let _ = write!(
+        s,
         "# It runs {os}{}; benchpipe logs in as {}.\n\n",
         h.arch
             .as_deref()
             .map(|a| format!(" ({a})"))
             .unwrap_or_default(),
         note(reach.user)
-    ));
+    );
     s.push_str(
         "# Part of every cell's key (numbers from another model are other numbers): rename\n\
          # it as reports should call this kind of board, before the first apply.\n",
     );
-    match h.model.as_deref().map(note).filter(|m| !m.is_empty()) {
-        Some(m) => s.push_str(&format!("model = {}\n", q(&m))),
-        None => {
-            s.push_str("# The board named no model (no device tree, no DMI): name it here.\n");
-            let arch = h.arch.as_deref().unwrap_or("unknown");
-            s.push_str(&format!(
-                "model = {}\n",
-                q(&format!("unknown {arch} board"))
-            ));
-        }
+    if let Some(m) = h.model.as_deref().map(note).filter(|m| !m.is_empty()) {
+        let _ = writeln!(s, "model = {}", q(&m));
+    } else {
+        s.push_str("# The board named no model (no device tree, no DMI): name it here.\n");
+        let arch = h.arch.as_deref().unwrap_or("unknown");
+        let _ = writeln!(s, "model = {}", q(&format!("unknown {arch} board")));
     }
     if let Some(a) = &h.arch {
-        s.push_str(&format!("arch = {}\n", q(a)));
+        let _ = writeln!(s, "arch = {}", q(a));
     }
     if let Some(kib) = h.memory_kib.filter(|k| *k >= 1024) {
         s.push_str("# MemTotal: what the kernel manages, a little under the RAM fitted.\n");
-        s.push_str(&format!("memory = {}\n", q(&format!("{} MiB", kib / 1024))));
+        let _ = writeln!(s, "memory = {}", q(&format!("{} MiB", kib / 1024)));
     }
-    s.push_str(&format!("workdir = {}\n\n[ssh]\n", q(&workdir(name))));
-    s.push_str(&format!("host = {}\n", q(reach.host)));
+    let _ = write!(s, "workdir = {}\n\n[ssh]\n", q(&workdir(name)));
+    let _ = writeln!(s, "host = {}", q(reach.host));
     if let Some(p) = reach.port {
-        s.push_str(&format!("port = {p}\n"));
+        let _ = writeln!(s, "port = {p}");
     }
-    s.push_str(&format!("user = {}\n", q(reach.user)));
+    let _ = writeln!(s, "user = {}", q(reach.user));
     if let Some(id) = reach.identity {
-        s.push_str(&format!("identity = {}\n", q(id)));
+        let _ = writeln!(s, "identity = {}", q(id));
     }
     if let Some((file, fingerprint)) = reach.known_hosts {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "# The host key init recorded with --accept-new-host-key: {fingerprint}.\nknown_hosts = {}\n",
             q(file)
-        ));
+        );
     }
     match h.privilege {
         Privilege::Root => {}
@@ -136,17 +137,20 @@ pub fn board_file(reach: &Reach, h: &HostFacts) -> String {
              # sudo, which needs no password here.\n\
              become = \"sudo\"\n",
         ),
-        Privilege::SudoWithPassword => s.push_str(&format!(
-            "# Not root, and sudo asks for a password: formatting, mounting (xz's tmpfs too)\n\
+        Privilege::SudoWithPassword => {
+            let _ = write!(
+                s,
+                "# Not root, and sudo asks for a password: formatting, mounting (xz's tmpfs too)\n\
              # and installing need root. Allow NOPASSWD for this user, or uncomment both\n\
              # lines and export the password in that variable before apply.\n\
              # become = \"sudo\"\n\
              # sudo_password_env = {}\n",
-            q(&format!(
-                "{}_SUDO_PASSWORD",
-                name.to_ascii_uppercase().replace(['-', '.'], "_")
-            ))
-        )),
+                q(&format!(
+                    "{}_SUDO_PASSWORD",
+                    name.to_ascii_uppercase().replace(['-', '.'], "_")
+                ))
+            );
+        }
         Privilege::None => s.push_str(
             "# Not root and no sudo: formatting, mounting (xz's tmpfs too) and installing\n\
              # need root; log in as root, or install sudo and set become = \"sudo\".\n",
@@ -172,7 +176,8 @@ fn networks(s: &mut String, h: &HostFacts) {
     if let Some((address, link)) = via
         && crate::network::rules::address_problem(address).is_none()
     {
-        s.push_str(&format!(
+        let _ = write!(
+            s,
             "\n# The link SSH came in on; a scenario's `network` axis can name it.\n\
              [[network]]\nname = {}\naddress = {}\ninterface = {}\nkind = {}\n",
             q(if kind(&link.name) == "wifi" {
@@ -183,7 +188,7 @@ fn networks(s: &mut String, h: &HostFacts) {
             q(address),
             q(&link.name),
             q(kind(&link.name)),
-        ));
+        );
     }
     let others: Vec<_> = h
         .links
@@ -195,44 +200,44 @@ fn networks(s: &mut String, h: &HostFacts) {
     if !with.is_empty() {
         s.push_str("\n# The board's other links (uncomment one to test over it too):\n");
         for l in with {
-            s.push_str(&format!(
+            let _ = write!(
+                s,
                 "# [[network]]\n# name = {}\n# address = {}\n# interface = {}\n# kind = {}\n",
                 q(&l.name),
                 q(&l.ipv4[0]),
                 q(&l.name),
                 q(kind(&l.name)),
-            ));
+            );
         }
     }
     if !without.is_empty() {
         let names: Vec<&str> = without.iter().map(|l| l.name.as_str()).collect();
-        s.push_str(&format!(
-            "# Links without an IPv4 address: {}.\n",
-            names.join(", ")
-        ));
+        let _ = writeln!(s, "# Links without an IPv4 address: {}.", names.join(", "));
     }
 }
 
 fn storage(s: &mut String, name: &str, h: &HostFacts) {
-    s.push_str(&format!(
+    let _ = write!(
+        s,
         "\n# `{SYSTEM_STORAGE}`: a directory on the disk the system runs from. Tests measure its\n\
          # filesystem as it is (filesystem \"as-is\"); benchpipe never formats it.\n\
          [[storage]]\nname = {}\nrole = \"boot\"\npath = {}\n",
         q(SYSTEM_STORAGE),
         q(&format!("{}/{SYSTEM_STORAGE}", workdir(name))),
-    ));
+    );
     let storage: Vec<&Disk> = h.disks.iter().filter(|d| d.is_storage()).collect();
     for d in storage.iter().filter(|d| d.in_use()) {
         let mut at: Vec<String> = d.mounts.iter().map(|m| note(m)).collect();
         if d.more_mounts > 0 {
             at.push(format!("{} more", d.more_mounts));
         }
-        s.push_str(&format!(
-            "# In use, never a scratch device: {}{}, mounted at {}.\n",
+        let _ = writeln!(
+            s,
+            "# In use, never a scratch device: {}{}, mounted at {}.",
             d.name,
             described(d),
             at.join(", ")
-        ));
+        );
     }
     let free: Vec<&&Disk> = storage
         .iter()
@@ -251,7 +256,7 @@ fn storage(s: &mut String, name: &str, h: &HostFacts) {
         scratch_block(s, d, h);
     }
     if let Some(n) = &h.disks_note {
-        s.push_str(&format!("# Disks: {}.\n", note(n)));
+        let _ = writeln!(s, "# Disks: {}.", note(n));
     }
 }
 
@@ -270,7 +275,10 @@ fn described(d: &Disk) -> String {
     if d.kind == "loop" {
         parts.push("a loop device".into());
     }
-    parts.iter().map(|p| format!(", {p}")).collect()
+    parts.iter().fold(String::new(), |mut out, p| {
+        let _ = write!(out, ", {p}");
+        out
+    })
 }
 
 /// A `/dev/disk/by-id/` name benchpipe writes: a plain file name.
@@ -302,24 +310,25 @@ fn scratch_block(s: &mut String, d: &Disk, h: &HostFacts) {
         .and_then(|f| f.backing_file.as_deref())
         .map(|b| format!(" on {}", note(b)))
         .unwrap_or_default();
-    s.push_str(&format!("\n# {}{}{backing}.\n", d.name, described(d)));
-    s.push_str(&format!(
+    let _ = write!(s, "\n# {}{}{backing}.\n", d.name, described(d));
+    let _ = write!(
+        s,
         "# [[storage]]\n# name = {}\n# role = \"scratch\"\n# device = {}\n",
         q(&d.name),
         q(&device)
-    ));
+    );
     if let Some(m) = d
         .model
         .as_deref()
         .or(facts.and_then(|f| f.model.as_deref()))
     {
-        s.push_str(&format!("# model = {}\n", q(&note(m))));
+        let _ = writeln!(s, "# model = {}", q(&note(m)));
     }
     if let Some(v) = serial {
-        s.push_str(&format!("# serial = {}\n", q(v)));
+        let _ = writeln!(s, "# serial = {}", q(v));
     }
     if let Some(n) = size {
-        s.push_str(&format!("# size = {n}\n"));
+        let _ = writeln!(s, "# size = {n}");
     }
 }
 

@@ -2,6 +2,7 @@
 //! (hostile ones too) checking as written and once uncommented.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use super::render::{self, Reach};
@@ -180,7 +181,7 @@ fn uncomment(text: &str, device: &str) -> String {
     let end = (at..lines.len())
         .find(|&i| !lines[i].starts_with("# ") || lines[i].starts_with("# [[") && i > at)
         .unwrap_or(lines.len());
-    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    let mut out: Vec<String> = lines.iter().map(ToString::to_string).collect();
     for l in &mut out[start..end] {
         *l = l.strip_prefix("# ").unwrap().to_string();
     }
@@ -270,7 +271,7 @@ fn a_root_board_without_disks_links_or_model_still_checks() {
         disks: vec![],
         disks_note: Some("no disks listed: lsblk printed no JSON".into()),
         links: vec![],
-        wireless: Default::default(),
+        wireless: std::collections::BTreeSet::new(),
         disk_facts: BTreeMap::new(),
     };
     let text = render::board_file(&reach(), &h);
@@ -292,8 +293,10 @@ fn the_example_board_checks_once_uncommented() {
             l.strip_prefix("# ")
                 .unwrap_or(if l == "#" { "" } else { l })
         })
-        .map(|l| format!("{l}\n"))
-        .collect();
+        .fold(String::new(), |mut out, l| {
+            let _ = writeln!(out, "{l}");
+            out
+        });
     let d = workspace("example", &[("pi4-1", text.clone())]);
     assert_eq!(check(&d), Ok(vec![]), "{text}");
     let _ = std::fs::remove_dir_all(&d);

@@ -284,7 +284,7 @@ fn steps(
     members: &[&str],
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<ClusterStep> {
-    let allowed: BTreeSet<String> = CLUSTER_VARIABLES.iter().map(|s| s.to_string()).collect();
+    let allowed: BTreeSet<String> = CLUSTER_VARIABLES.iter().map(ToString::to_string).collect();
     let samples = sample_vars();
     let mut out = Vec::new();
     for s in raw {

@@ -129,23 +129,24 @@ pub(super) fn compare(
         };
         let percent = match &c.percent {
             None => Percent::default(),
-            Some(p) => match Percent::parse(p.get_ref()) {
-                Some(p) => p,
-                None => {
+            Some(p) => {
+                if let Some(p) = Percent::parse(p.get_ref()) {
+                    p
+                } else {
                     diags.push(
-                        src.at_value(
-                            p,
-                            format!(
-                                "unknown percent `{}`; expected {}",
-                                crate::shown::shown(&p.get_ref().chars().take(40).collect::<String>()),
-                                Percent::NAMES.map(|n| format!("`{n}`")).join(" or ")
-                            ),
-                        )
-                        .with_help("`of-baseline` (the default): (candidate - baseline) / baseline; `of-mean`: (candidate - baseline) / the mean of both, as the first seed's UASP table writes \"53% faster\""),
-                    );
+                    src.at_value(
+                        p,
+                        format!(
+                            "unknown percent `{}`; expected {}",
+                            crate::shown::shown(&p.get_ref().chars().take(40).collect::<String>()),
+                            Percent::NAMES.map(|n| format!("`{n}`")).join(" or ")
+                        ),
+                    )
+                    .with_help("`of-baseline` (the default): (candidate - baseline) / baseline; `of-mean`: (candidate - baseline) / the mean of both, as the first seed's UASP table writes \"53% faster\""),
+                );
                     continue;
                 }
-            },
+            }
         };
         out.push(Compare {
             test,

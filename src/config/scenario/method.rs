@@ -97,7 +97,7 @@ pub(super) fn method(
                         diags.push(
                             src.at_value(&u.until_below, e)
                                 .with_help("write an absolute limit like \"50C\", or \"idle+5C\""),
-                        )
+                        );
                     })
                     .ok();
                 let max = match &u.max {
@@ -223,7 +223,7 @@ pub(super) fn method(
             && let Ok(f) = units::parse_percent(b.get_ref()).map_err(|e| {
                 diags.push(src.at_value(b, e).with_help(
                     "the share of the board's CPU capacity used by processes other than the test, like `10%`",
-                ))
+                ));
             })
         {
             method.validity.background_load = f;

@@ -156,16 +156,16 @@ pub fn boot_partition(file: &File, image_len: u64) -> Result<Partition, String> 
             candidates.push(part);
         }
     }
-    pick(file, image_len, candidates, "MBR")
+    pick(file, image_len, &candidates, "MBR")
 }
 
 fn pick(
     file: &File,
     image_len: u64,
-    candidates: Vec<Partition>,
+    candidates: &[Partition],
     table: &str,
 ) -> Result<Partition, String> {
-    for p in &candidates {
+    for p in candidates {
         if p.len == 0 || p.start.checked_add(p.len).is_none_or(|end| end > image_len) {
             continue;
         }
@@ -247,7 +247,7 @@ fn gpt_boot_partition(file: &File, image_len: u64) -> Result<Partition, String> 
             table: "GPT",
         });
     }
-    pick(file, image_len, candidates, "GPT")
+    pick(file, image_len, &candidates, "GPT")
 }
 
 type Fs<'f> = fatfs::FileSystem<Window<'f>>;

@@ -6,6 +6,7 @@
 
 use crate::model::{FirstbootKind, Preparation};
 use crate::transport::quote::sh;
+use std::fmt::Write as _;
 
 /// What `cmdline.txt` gains so that systemd runs `firstrun.sh` once and reboots, as
 /// Raspberry Pi Imager appends it.
@@ -83,18 +84,18 @@ fn own_cloud_config(w: &Written<'_>) -> String {
     let p = w.prep;
     let mut s = String::from("#cloud-config\n");
     s.push_str("# Written by benchpipe (first-boot preparation): the board's name, and the user and key benchpipe logs in with.\n");
-    s.push_str(&format!("hostname: {}\n", yq(&p.hostname)));
+    let _ = writeln!(s, "hostname: {}", yq(&p.hostname));
     s.push_str("manage_etc_hosts: true\n");
     s.push_str("ssh_pwauth: false\n");
     // Raspberry Pi OS's cloud-init turns sshd on only when asked; others ignore it.
     s.push_str("enable_ssh: true\n");
     s.push_str("users:\n");
-    s.push_str(&format!("  - name: {}\n", yq(&p.user)));
+    let _ = writeln!(s, "  - name: {}", yq(&p.user));
     s.push_str("    shell: /bin/bash\n");
     match w.password_hash {
         Some(h) => {
             s.push_str("    lock_passwd: false\n");
-            s.push_str(&format!("    passwd: {}\n", yq(h)));
+            let _ = writeln!(s, "    passwd: {}", yq(h));
         }
         None => s.push_str("    lock_passwd: true\n"),
     }
@@ -102,13 +103,14 @@ fn own_cloud_config(w: &Written<'_>) -> String {
         s.push_str("    sudo: \"ALL=(ALL) NOPASSWD:ALL\"\n");
     }
     s.push_str("    ssh_authorized_keys:\n");
-    s.push_str(&format!("      - {}\n", yq(&p.key.line)));
+    let _ = writeln!(s, "      - {}", yq(&p.key.line));
     s
 }
 
 /// `user-data`: benchpipe's `#cloud-config`, alone or, with extra user-data, as a MIME
 /// multi-part whose parts cloud-init merges in order (lists appended, no key replaced).
 fn user_data(w: &Written<'_>) -> Result<String, String> {
+    const MERGE: &str = "Merge-Type: list(append)+dict(no_replace,recurse_list)+str()";
     let own = own_cloud_config(w);
     let Some(extra) = &w.prep.user_data else {
         return Ok(own);
@@ -119,7 +121,6 @@ fn user_data(w: &Written<'_>) -> Result<String, String> {
             "the extra user-data holds the MIME boundary `{boundary}`; it cannot be merged"
         ));
     }
-    const MERGE: &str = "Merge-Type: list(append)+dict(no_replace,recurse_list)+str()";
     let part = |body: &str| {
         format!(
             "--{boundary}\nContent-Type: text/cloud-config; charset=\"utf-8\"\nMIME-Version: 1.0\n{MERGE}\n\n{body}{}",
@@ -217,50 +218,54 @@ fn firstrun(w: &Written<'_>) -> String {
     let mut s = String::from("#!/bin/bash\n\nset +e\n\n");
     s.push_str("# Written by benchpipe (first-boot preparation), run once by systemd.run= in cmdline.txt.\n");
     s.push_str("CURRENT_HOSTNAME=`cat /etc/hostname | tr -d \" \\t\\n\\r\"`\n");
-    s.push_str(&format!(
+    let _ = write!(
+        s,
         "if [ -f {CUSTOM} ]; then\n   {CUSTOM} set_hostname {host}\nelse\n"
-    ));
-    s.push_str(&format!("   echo {host} >/etc/hostname\n"));
-    s.push_str(&format!(
+    );
+    let _ = writeln!(s, "   echo {host} >/etc/hostname");
+    let _ = write!(
+        s,
         "   sed -i \"s/127.0.1.1.*$CURRENT_HOSTNAME/127.0.1.1\\t{}/g\" /etc/hosts\nfi\n",
         p.hostname
-    ));
+    );
     s.push_str("FIRSTUSER=`getent passwd 1000 | cut -d: -f1`\n");
     s.push_str("FIRSTUSERHOME=`getent passwd 1000 | cut -d: -f6`\n");
     // The key line is checked (`config`): a type and base64, nothing a shell or printf
     // reads inside double quotes (no `$`, backquote, `\\`, `\"` or `%`).
     debug_assert!(!key.contains(['$', '`', '\\', '"', '%', '\'']));
-    s.push_str(&format!(
+    let _ = write!(
+        s,
         "if [ -f {CUSTOM} ]; then\n   {CUSTOM} enable_ssh -k '{key}'\nelse\n"
-    ));
+    );
     s.push_str("   install -o \"$FIRSTUSER\" -m 700 -d \"$FIRSTUSERHOME/.ssh\"\n");
-    s.push_str(&format!(
-        "   install -o \"$FIRSTUSER\" -m 600 <(printf \"{key}\") \"$FIRSTUSERHOME/.ssh/authorized_keys\"\n"
-    ));
+    let _ = writeln!(
+        s,
+        "   install -o \"$FIRSTUSER\" -m 600 <(printf \"{key}\") \"$FIRSTUSERHOME/.ssh/authorized_keys\""
+    );
     s.push_str("   echo 'PasswordAuthentication no' >>/etc/ssh/sshd_config\n");
     s.push_str("   systemctl enable ssh\nfi\n");
     if let Some(h) = w.password_hash {
         let hash = sh(h);
         s.push_str("if [ -f /usr/lib/userconf-pi/userconf ]; then\n");
-        s.push_str(&format!(
-            "   /usr/lib/userconf-pi/userconf {user} {hash}\nelse\n"
-        ));
-        s.push_str(&format!("   echo \"$FIRSTUSER:\"{hash} | chpasswd -e\n"));
-        s.push_str(&format!("   if [ \"$FIRSTUSER\" != {user} ]; then\n"));
-        s.push_str(&format!("      usermod -l {user} \"$FIRSTUSER\"\n"));
-        s.push_str(&format!("      usermod -m -d /home/{user} {user}\n"));
-        s.push_str(&format!("      groupmod -n {user} \"$FIRSTUSER\"\n"));
+        let _ = write!(s, "   /usr/lib/userconf-pi/userconf {user} {hash}\nelse\n");
+        let _ = writeln!(s, "   echo \"$FIRSTUSER:\"{hash} | chpasswd -e");
+        let _ = writeln!(s, "   if [ \"$FIRSTUSER\" != {user} ]; then");
+        let _ = writeln!(s, "      usermod -l {user} \"$FIRSTUSER\"");
+        let _ = writeln!(s, "      usermod -m -d /home/{user} {user}");
+        let _ = writeln!(s, "      groupmod -n {user} \"$FIRSTUSER\"");
         s.push_str("      if [ -f /etc/sudoers.d/010_pi-nopasswd ]; then\n");
-        s.push_str(&format!(
-            "         sed -i \"s/^$FIRSTUSER /{} /\" /etc/sudoers.d/010_pi-nopasswd\n",
+        let _ = writeln!(
+            s,
+            "         sed -i \"s/^$FIRSTUSER /{} /\" /etc/sudoers.d/010_pi-nopasswd",
             p.user
-        ));
+        );
         s.push_str("      fi\n   fi\nfi\n");
     }
     if p.sudo {
-        s.push_str(&format!(
-            "printf '%s ALL=(ALL) NOPASSWD:ALL\\n' {user} >/etc/sudoers.d/090_benchpipe\n"
-        ));
+        let _ = writeln!(
+            s,
+            "printf '%s ALL=(ALL) NOPASSWD:ALL\\n' {user} >/etc/sudoers.d/090_benchpipe"
+        );
         s.push_str("chmod 440 /etc/sudoers.d/090_benchpipe\n");
     }
     s.push_str("rm -f /boot/firstrun.sh /boot/firmware/firstrun.sh\n");
@@ -288,10 +293,8 @@ fn armbian(w: &Written<'_>) -> String {
     );
     s.push_str("FR_general_delete_this_file_after_completion=1\n");
     s.push_str("FR_net_change_defaults=0\n");
-    s.push_str(&format!("PRESET_USER_NAME={}\n", sh(&w.prep.user)));
-    s.push_str(&format!(
-        "PRESET_USER_KEY=file:///boot/{ARMBIAN_KEY_FILE}\n"
-    ));
+    let _ = writeln!(s, "PRESET_USER_NAME={}", sh(&w.prep.user));
+    let _ = writeln!(s, "PRESET_USER_KEY=file:///boot/{ARMBIAN_KEY_FILE}");
     s.push_str("PRESET_USER_SHELL=bash\n");
     account_lines(w, &mut s);
     s.push_str("passwd -l root >/dev/null 2>&1\n");
@@ -452,6 +455,7 @@ mod tests {
     #[test]
     fn the_scripts_are_valid_shell() {
         for kind in [FirstbootKind::Raspios, FirstbootKind::Armbian] {
+            use crate::transport::Transport;
             let p = prep(kind);
             let w = Written {
                 prep: &p,
@@ -468,7 +472,6 @@ mod tests {
                             && f.name != "cmdline.txt"
                 })
                 .unwrap();
-            use crate::transport::Transport;
             let exit = crate::transport::local::Local::new()
                 .exec_input(
                     "bash -n",

@@ -55,9 +55,10 @@ fn disk(dir: &Path, gpt: bool) -> PathBuf {
         "console=serial0,115200 console=tty1 root=PARTUUID=abcd-02 rootfstype=ext4 rootwait\n",
     )
     .unwrap();
-    let (label, boot_type, fat) = match gpt {
-        false => ("dos", "c", "-F 32 -s 1"),
-        true => ("gpt", "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "-F 16"),
+    let (label, boot_type, fat) = if gpt {
+        ("gpt", "C12A7328-F81F-11D2-BA4B-00A0C93EC93B", "-F 16")
+    } else {
+        ("dos", "c", "-F 32 -s 1")
     };
     sh(&format!(
         "cd '{d}' && rm -f '{i}' && truncate -s 80M '{i}' && \
@@ -208,11 +209,11 @@ fn each_kind_writes_its_files_into_an_mbr_and_a_gpt_image_and_the_second_call_de
 
 #[test]
 fn a_password_is_written_only_hashed_and_a_changed_derived_file_is_derived_again() {
+    use sha_crypt::password_hash::PasswordHasher;
     let t = "a_password_is_written_only_hashed_and_a_changed_derived_file_is_derived_again";
     if !have(t, &TOOLS) {
         return;
     }
-    use sha_crypt::password_hash::PasswordHasher;
     let s = Scratch::new("firstboot-password");
     let cache = s.cache();
     let img = disk(&s.0, false);

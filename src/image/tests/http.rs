@@ -78,12 +78,9 @@ fn serve(b: Behaviour) -> Server {
         let deadline = Instant::now() + Duration::from_secs(300);
         let mut count = 0;
         while !stop2.load(Ordering::SeqCst) && Instant::now() < deadline {
-            let conn = match listener.accept() {
-                Ok((c, _)) => c,
-                Err(_) => {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                }
+            let Ok((conn, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
             };
             conn.set_nonblocking(false).unwrap();
             let cut = if count == 0 { b.cut_first_after } else { None };
@@ -151,12 +148,7 @@ fn answer(
         );
         return false;
     }
-    let (head, from) = if path != "/disk.img.xz" {
-        (
-            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n".to_string(),
-            len,
-        )
-    } else {
+    let (head, from) = if path == "/disk.img.xz" {
         match range.filter(|_| b.ranges) {
             Some(n) if n >= len => (
                 format!(
@@ -174,6 +166,11 @@ fn answer(
             ),
             None => (format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n"), 0),
         }
+    } else {
+        (
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n".to_string(),
+            len,
+        )
     };
     let _ = w.write_all(format!("{head}Connection: close\r\n\r\n").as_bytes());
     let body = &b.body[from as usize..];

@@ -203,7 +203,7 @@ fn a_truncated_or_damaged_image_is_a_clear_error_not_a_panic() {
                 }
                 // A zip cut in half has lost its central directory.
                 ImageError::Archive { .. } if ext == "zip" => {
-                    assert!(msg.contains("zip archive cannot be read"), "{msg}")
+                    assert!(msg.contains("zip archive cannot be read"), "{msg}");
                 }
                 _ => panic!("{}: {e:?}", file.display()),
             }

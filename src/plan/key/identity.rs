@@ -184,6 +184,10 @@ impl NetworkInputs {
 }
 
 /// A JSON string or null, as `Input::from(Option<&String>)` records it.
+#[expect(
+    clippy::option_option,
+    reason = "None: neither a string nor null (the record is refused); Some(None): null"
+)]
 fn optional_str(v: &Value) -> Option<Option<String>> {
     match v {
         Value::Null => Some(None),

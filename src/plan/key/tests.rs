@@ -47,6 +47,17 @@ fn the_key_is_sha256_of_the_canonical_bytes_behind_the_encoding_prefix() {
 
 #[test]
 fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
+    // The recorded JSON may come out in any object order (reversed here, as
+    // `preserve_order` would keep a reversed insertion); it is not what is hashed.
+    fn reversed(v: &Input) -> Input {
+        match v {
+            Input::Record(f) => {
+                Input::Record(f.iter().rev().map(|(k, v)| (*k, reversed(v))).collect())
+            }
+            Input::List(l) => Input::List(l.iter().map(reversed).collect()),
+            other => other.clone(),
+        }
+    }
     // serde_json with `preserve_order` keeps objects in insertion order; the key
     // must not. Parameters inserted in opposite orders, and the inputs' JSON with
     // its objects reversed, give the same bytes.
@@ -71,33 +82,22 @@ fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
         backward.insert(n.to_string(), value(i));
     }
     let inputs = |params: &BTreeMap<String, ParamValue>| {
-        cell_inputs(
+        cell_inputs(&BoardCell {
             image,
             board,
-            board.storage.first(),
-            None,
-            None,
+            storage: board.storage.first(),
+            filesystem: None,
+            network: None,
             recipe,
             params,
-            &scenario.method,
-        )
+            method: &scenario.method,
+        })
     };
     let a = inputs(&forward);
     let b = inputs(&backward);
     assert_eq!(canonical_bytes(&a), canonical_bytes(&b));
     assert_eq!(CellKey::of(&a), CellKey::of(&b));
 
-    // The recorded JSON may come out in any object order (reversed here, as
-    // `preserve_order` would keep a reversed insertion); it is not what is hashed.
-    fn reversed(v: &Input) -> Input {
-        match v {
-            Input::Record(f) => {
-                Input::Record(f.iter().rev().map(|(k, v)| (*k, reversed(v))).collect())
-            }
-            Input::List(l) => Input::List(l.iter().map(reversed).collect()),
-            other => other.clone(),
-        }
-    }
     assert_eq!(
         a.to_json(),
         reversed(&a).to_json(),
@@ -113,7 +113,7 @@ fn keys_do_not_depend_on_insertion_order_or_serde_json_object_order() {
     let bytes = String::from_utf8(canonical_bytes(&a)).unwrap();
     let at = |name: &str| bytes.find(&format!("s{}:{name}", name.len())).unwrap();
     let mut sorted = names;
-    sorted.sort();
+    sorted.sort_unstable();
     for w in sorted.windows(2) {
         assert!(at(w[0]) < at(w[1]), "{} before {}", w[0], w[1]);
     }
@@ -137,16 +137,16 @@ fn a_step_inputs_path_is_not_an_input_but_its_digest_is() {
         let mut params = recipe.params.clone();
         params.insert("corpus".into(), ParamValue::Str(corpus.into()));
         params.insert("digest".into(), ParamValue::Str(digest.into()));
-        CellKey::of(&cell_inputs(
-            &scenario.images[&"installed".into()],
+        CellKey::of(&cell_inputs(&BoardCell {
+            image: &scenario.images[&"installed".into()],
             board,
-            None,
-            None,
-            None,
-            &recipe,
-            &params,
-            &scenario.method,
-        ))
+            storage: None,
+            filesystem: None,
+            network: None,
+            recipe: &recipe,
+            params: &params,
+            method: &scenario.method,
+        }))
     };
     assert_eq!(key("a/corpus.txt", "ab"), key("/elsewhere/c.txt", "ab"));
     assert_ne!(key("a/corpus.txt", "ab"), key("a/corpus.txt", "cd"));
@@ -161,16 +161,16 @@ fn a_regex_parsers_patterns_stream_and_comma_are_inputs() {
     recipe.parser = crate::model::ParserSpec::named("regex").unwrap();
     let mut key = |regex: crate::model::RegexOptions| {
         recipe.parser.options.regex = Some(regex);
-        CellKey::of(&cell_inputs(
-            &scenario.images[&"installed".into()],
+        CellKey::of(&cell_inputs(&BoardCell {
+            image: &scenario.images[&"installed".into()],
             board,
-            None,
-            None,
-            None,
-            &recipe,
-            &recipe.params,
-            &scenario.method,
-        ))
+            storage: None,
+            filesystem: None,
+            network: None,
+            recipe: &recipe,
+            params: &recipe.params,
+            method: &scenario.method,
+        }))
     };
     let base = crate::model::RegexOptions {
         patterns: vec![r"real (?<real>\d+)".into()],
@@ -195,16 +195,16 @@ fn the_recorded_json_keeps_the_shapes_of_cell_json() {
     let ws = fixtures::workspace();
     let scenario = &ws.scenarios[0];
     let board = &ws.boards[&"pi-1".into()];
-    let doc = cell_inputs(
-        &scenario.images[&"installed".into()],
+    let doc = cell_inputs(&BoardCell {
+        image: &scenario.images[&"installed".into()],
         board,
-        board.storage.first(),
-        None,
-        None,
-        &ws.recipes[&"xz".into()],
-        &BTreeMap::from([("level".into(), ParamValue::Int(6))]),
-        &scenario.method,
-    )
+        storage: board.storage.first(),
+        filesystem: None,
+        network: None,
+        recipe: &ws.recipes[&"xz".into()],
+        params: &BTreeMap::from([("level".into(), ParamValue::Int(6))]),
+        method: &scenario.method,
+    })
     .to_json();
     assert_eq!(doc["image"], "installed:installed");
     assert_eq!(doc["board"]["name"], "pi-1");

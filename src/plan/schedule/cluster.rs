@@ -20,12 +20,12 @@ fn side_of(on: &Where) -> Side {
 pub(super) fn cluster_steps(
     ws: &Workspace,
     cluster: &Cluster,
-    work: Vec<&Work<'_>>,
+    work: &[&Work<'_>],
     estimates: &Estimates,
     at: &AtImage<'_>,
 ) -> Vec<Step> {
     let mut images: Vec<&ImageName> = Vec::new();
-    for w in &work {
+    for w in work {
         if !images.contains(&&w.cell.address.image) {
             images.push(&w.cell.address.image);
         }

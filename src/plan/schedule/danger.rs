@@ -13,6 +13,10 @@ use crate::model::BoardName;
 struct Danger<'a> {
     /// It overwrites a disk: of the cluster member it is for, else (`None`) of the
     /// walk's own board.
+    #[expect(
+        clippy::option_option,
+        reason = "None: destroys nothing; Some(None): the walk's own board's disk"
+    )]
     destroys: Option<Option<&'a BoardName>>,
     /// The block device it overwrites, and the board it is on (`None`: the walk's).
     device: Option<(Option<&'a str>, &'a str)>,

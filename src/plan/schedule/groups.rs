@@ -327,7 +327,7 @@ pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates:
         if warm.runs == 0 && warm.duration.is_none() {
             continue;
         }
-        let estimate = estimates.per_run(w.cell).map(|s| s * warm.runs as f64);
+        let estimate = estimates.per_run(w.cell).map(|s| s * f64::from(warm.runs));
         steps.push(one(
             w,
             Action::Cell(CellAction::WarmUp {

@@ -295,13 +295,13 @@ impl Action {
     pub fn is_cleanup(&self) -> bool {
         matches!(
             self,
-            Action::Cell(CellAction::StopService { .. })
-                | Action::Cell(CellAction::Teardown { .. })
-                | Action::Board(BoardAction::UnmountTmpfs { .. })
-                | Action::Board(BoardAction::Unmount { .. })
-                | Action::Board(BoardAction::RestoreCmdline)
-                | Action::Cluster(ClusterAction::Undeploy { .. })
-                | Action::Cluster(ClusterAction::DisarmGuard)
+            Action::Cell(CellAction::StopService { .. } | CellAction::Teardown { .. })
+                | Action::Board(
+                    BoardAction::UnmountTmpfs { .. }
+                        | BoardAction::Unmount { .. }
+                        | BoardAction::RestoreCmdline
+                )
+                | Action::Cluster(ClusterAction::Undeploy { .. } | ClusterAction::DisarmGuard)
         )
     }
 }
@@ -410,8 +410,8 @@ fn uas_of(ws: &Workspace, cell: &Cell) -> Option<(StorageName, bool)> {
 /// Where cells of a `uas` state go within an image: storage left as it is first, then
 /// `uas = false`, then `uas = true` (so a board that started without the quirk ends
 /// without it, and the restore needs no reboot).
-fn uas_rank(u: &Option<(StorageName, bool)>) -> Option<(bool, &StorageName)> {
-    u.as_ref().map(|(s, on)| (*on, s))
+fn uas_rank(u: Option<&(StorageName, bool)>) -> Option<(bool, &StorageName)> {
+    u.map(|(s, on)| (*on, s))
 }
 
 /// The schedule for `work` (cells that need work, each once, in plan order).
@@ -423,17 +423,16 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
     // The boards each walk needs to itself: a cluster's members; a board and its peers.
     let needs: Vec<BTreeSet<BoardName>> = by_board
         .iter()
-        .map(
-            |(board, work)| match work.first().and_then(|w| w.cell.cluster.as_ref()) {
-                Some(c) => c.members.iter().cloned().collect(),
-                None => {
-                    let mut mine: BTreeSet<BoardName> =
-                        work.iter().filter_map(|w| w.cell.peer.clone()).collect();
-                    mine.insert((*board).clone());
-                    mine
-                }
-            },
-        )
+        .map(|(board, work)| {
+            if let Some(c) = work.first().and_then(|w| w.cell.cluster.as_ref()) {
+                c.members.iter().cloned().collect()
+            } else {
+                let mut mine: BTreeSet<BoardName> =
+                    work.iter().filter_map(|w| w.cell.peer.clone()).collect();
+                mine.insert((*board).clone());
+                mine
+            }
+        })
         .collect();
     // A board two walks need may be reflashed by the other first: what it runs then is
     // judged when a walk gets there, so its flash steps stay in the plan.
@@ -458,7 +457,7 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
         let (members, steps) = match work.first().and_then(|w| w.cell.cluster.as_ref()) {
             Some(c) => (
                 c.members.clone(),
-                cluster::cluster_steps(ws, c, work, estimates, &at),
+                cluster::cluster_steps(ws, c, &work, estimates, &at),
             ),
             None => (Vec::new(), board_steps(ws, board, work, estimates, &at)),
         };
@@ -532,7 +531,7 @@ fn board_steps(
         let image = images.iter().position(|i| *i == &w.cell.address.image);
         let m = mount_of(w.cell);
         let uas = uas_of(ws, w.cell);
-        let uas = uas_rank(&uas).map(|(on, s)| (on, s.clone()));
+        let uas = uas_rank(uas.as_ref()).map(|(on, s)| (on, s.clone()));
         (image, uas, mounts.iter().position(|x| *x == m))
     };
     work.sort_by_cached_key(|w| rank(w));
@@ -596,7 +595,7 @@ fn board_steps(
                 Side::Board,
                 DoneWhen::DriverAsWanted,
             ));
-            uas_now = uas.clone();
+            uas_now.clone_from(&uas);
         }
         let key = (&first.cell.address.image, mount_of(first.cell));
         let len = rest
@@ -669,11 +668,9 @@ impl Schedule {
         for s in self.boards.iter().flat_map(|b| &b.steps) {
             match (s.estimate_seconds, &s.action) {
                 (Some(e), _) => total += e,
-                (
-                    None,
-                    Action::Cell(CellAction::Measure { .. })
-                    | Action::Cell(CellAction::WarmUp { .. }),
-                ) => return None,
+                (None, Action::Cell(CellAction::Measure { .. } | CellAction::WarmUp { .. })) => {
+                    return None;
+                }
                 (None, _) => {}
             }
         }

@@ -2,6 +2,7 @@
 
 use super::{Action, BoardAction, CellAction, ClusterAction, Hold, Schedule, WalkAction};
 use crate::model::{Cooldown, RunOrder, TestName};
+use std::fmt::Write as _;
 
 impl Action {
     /// A short line for people: `mount usb as btrfs-lzo`.
@@ -34,7 +35,7 @@ impl Action {
                 member,
             }) => format!(
                 "prepare {image}'s first boot ({firstboot}){} in a copy, unless the image cache has it",
-                for_member(member)
+                for_member(member.as_ref())
             ),
             Action::Walk(WalkAction::Flash {
                 image,
@@ -43,11 +44,11 @@ impl Action {
                 member,
             }) => format!(
                 "REFLASH{} with {image}: dd to {device} via {via}, read back",
-                onto(member)
+                onto(member.as_ref())
             ),
             Action::Walk(WalkAction::FlashCommand { image, member }) => format!(
                 "REFLASH{} with {image}: the board's [flash] command",
-                onto(member)
+                onto(member.as_ref())
             ),
             Action::Walk(WalkAction::FlashTpi {
                 image,
@@ -56,10 +57,10 @@ impl Action {
                 member,
             }) => format!(
                 "REFLASH{} with {image}: tpi flash node {node} on BMC {via}",
-                onto(member)
+                onto(member.as_ref())
             ),
             Action::Walk(WalkAction::PowerCycle { member }) => {
-                format!("power cycle{}", onto(member))
+                format!("power cycle{}", onto(member.as_ref()))
             }
             Action::Board(BoardAction::Connect) => "connect".into(),
             Action::Walk(WalkAction::ClaimWorkdir { controller: false }) => "claim workdir".into(),
@@ -89,7 +90,7 @@ impl Action {
                 size_bytes,
             }) => format!(
                 "format {storage} as {filesystem} ({image}){}",
-                disk(device, serial, size_bytes)
+                disk(device.as_ref(), serial.as_ref(), *size_bytes)
             ),
             Action::Board(BoardAction::Mount {
                 image,
@@ -187,33 +188,34 @@ impl Schedule {
         let mut out = String::new();
         for b in &self.boards {
             if b.members.is_empty() {
-                out.push_str(&format!("board {}: {} step(s)\n", b.board, b.steps.len()));
+                let _ = writeln!(out, "board {}: {} step(s)", b.board, b.steps.len());
             } else {
-                out.push_str(&format!(
-                    "cluster {} ({}): {} step(s)\n",
+                let _ = writeln!(
+                    out,
+                    "cluster {} ({}): {} step(s)",
                     b.board,
                     join_boards(&b.members),
                     b.steps.len()
-                ));
+                );
             }
             for (i, s) in b.steps.iter().enumerate() {
                 let side = s.side.name();
                 let mut line = format!("  {:>3}. {:<width$} {:<10}", i + 1, s.action.label(), side);
                 if s.cells.len() == 1 {
-                    line.push_str(&format!(" cell {}", &s.cells[0].as_str()[..12]));
+                    let _ = write!(line, " cell {}", &s.cells[0].as_str()[..12]);
                 } else {
-                    line.push_str(&format!(" {} cell(s)", s.cells.len()));
+                    let _ = write!(line, " {} cell(s)", s.cells.len());
                 }
                 if let Some(e) = s.estimate_seconds.filter(|e| *e > 0.0) {
-                    line.push_str(&format!(", ~{:.0}s", e));
+                    let _ = write!(line, ", ~{e:.0}s");
                 }
                 if !s.resources.is_empty() {
-                    line.push_str(&format!(", holds {}", s.resources.join(", ")));
+                    let _ = write!(line, ", holds {}", s.resources.join(", "));
                 }
                 out.push_str(line.trim_end());
                 out.push('\n');
                 if let Some(n) = note(&b.board, s) {
-                    out.push_str(&format!("       {n}\n"));
+                    let _ = writeln!(out, "       {n}");
                 }
             }
         }
@@ -227,29 +229,23 @@ const MAX_LABEL: usize = 100;
 
 /// The disk a format writes: ` on /dev/sda (serial S, 500107862016 bytes)`, as the board
 /// file declares it; what it lacks is said, so a reader sees what tells it from another.
-fn disk(device: &Option<String>, serial: &Option<String>, size: &Option<u64>) -> String {
+fn disk(device: Option<&String>, serial: Option<&String>, size: Option<u64>) -> String {
     let Some(device) = device else {
         return String::new();
     };
-    let serial = serial
-        .as_ref()
-        .map_or("no serial declared".to_string(), |s| format!("serial {s}"));
+    let serial = serial.map_or("no serial declared".to_string(), |s| format!("serial {s}"));
     let size = size.map_or("no size declared".to_string(), |b| format!("{b} bytes"));
     format!(" on {device} ({serial}, {size})")
 }
 
 /// ` member NAME` after a step's verb in a cluster's walk; nothing in a board's.
-fn onto(member: &Option<crate::model::BoardName>) -> String {
-    member
-        .as_ref()
-        .map(|m| format!(" member {m}"))
-        .unwrap_or_default()
+fn onto(member: Option<&crate::model::BoardName>) -> String {
+    member.map(|m| format!(" member {m}")).unwrap_or_default()
 }
 
 /// ` for member NAME` in a cluster's walk; nothing in a board's.
-fn for_member(member: &Option<crate::model::BoardName>) -> String {
+fn for_member(member: Option<&crate::model::BoardName>) -> String {
     member
-        .as_ref()
         .map(|m| format!(" for member {m}"))
         .unwrap_or_default()
 }
@@ -257,7 +253,7 @@ fn for_member(member: &Option<crate::model::BoardName>) -> String {
 fn join_boards(boards: &[crate::model::BoardName]) -> String {
     boards
         .iter()
-        .map(|b| b.as_str())
+        .map(crate::model::BoardName::as_str)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -265,7 +261,7 @@ fn join_boards(boards: &[crate::model::BoardName]) -> String {
 fn join(tests: &[TestName]) -> String {
     tests
         .iter()
-        .map(|t| t.as_str())
+        .map(crate::model::TestName::as_str)
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -53,8 +53,7 @@ fn each_mount_is_prepared_once_and_unmounted_before_the_next() {
                     assert_eq!(open, Some((storage, filesystem)));
                     open = None;
                 }
-                Action::Cell(CellAction::Measure { .. })
-                | Action::Cell(CellAction::Setup { .. }) => {}
+                Action::Cell(CellAction::Measure { .. } | CellAction::Setup { .. }) => {}
                 _ => {}
             }
         }
@@ -298,7 +297,7 @@ fn a_tpi_board_is_flashed_through_its_bmc_then_power_cycled_before_it_connects()
                 sha256: "0".repeat(64),
                 min_rate: None,
             },
-            expect: Default::default(),
+            expect: Expectations::default(),
             firstboot: None,
         },
     );
@@ -357,9 +356,11 @@ fn uas_states_are_grouped_after_the_boards_other_cells_and_restored_once() {
         .filter(|s| {
             matches!(
                 s.action,
-                Action::Board(BoardAction::Uas { .. })
-                    | Action::Board(BoardAction::RestoreCmdline)
-                    | Action::Board(BoardAction::Mount { .. })
+                Action::Board(
+                    BoardAction::Uas { .. }
+                        | BoardAction::RestoreCmdline
+                        | BoardAction::Mount { .. }
+                )
             )
         })
         .map(|s| s.action.label())

@@ -5,6 +5,7 @@
 use super::{AXIS_PX, BAR_H, CHAR_EM, LABEL_PX, PAD, TITLE_PX, VALUE_PX, WIDTH};
 use super::{Bar, ChartLabels, ChartTitle, MAX_LABEL_LINES, tick_text, ticks};
 use crate::report::format::{mean_ci, number};
+use std::fmt::Write as _;
 
 /// A bar as the reference draws it: with its own label.
 #[derive(Debug)]
@@ -104,11 +105,7 @@ mod reference {
         } else {
             (0.0, 1.0, vec![0.0, 1.0])
         };
-        let step = ticks
-            .get(1)
-            .zip(ticks.first())
-            .map(|(b, a)| b - a)
-            .unwrap_or(1.0);
+        let step = ticks.get(1).zip(ticks.first()).map_or(1.0, |(b, a)| b - a);
         let (x0, x1) = (PAD, WIDTH - PAD);
         let x = |v: f64| x0 + (v.clamp(lo, hi) - lo) / (hi - lo) * (x1 - x0);
 
@@ -125,15 +122,17 @@ mod reference {
             );
             for (i, line) in lines.iter().enumerate() {
                 let ly = LABEL_PX + i as f64 * (LABEL_PX + 3.0);
-                row.push_str(&format!(
-                    "<text class=\"label\" x=\"{x0:.1}\" y=\"{ly:.1}\" font-size=\"{LABEL_PX:.0}\">{}</text>\n",
+                let _ = writeln!(
+                    row,
+                    "<text class=\"label\" x=\"{x0:.1}\" y=\"{ly:.1}\" font-size=\"{LABEL_PX:.0}\">{}</text>",
                     xml(line)
-                ));
+                );
             }
-            row.push_str(&format!(
-                "<text class=\"value\" x=\"{x1:.1}\" y=\"{LABEL_PX:.1}\" font-size=\"{VALUE_PX:.0}\" text-anchor=\"end\">{}</text>\n",
+            let _ = writeln!(
+                row,
+                "<text class=\"value\" x=\"{x1:.1}\" y=\"{LABEL_PX:.1}\" font-size=\"{VALUE_PX:.0}\" text-anchor=\"end\">{}</text>",
                 xml(value)
-            ));
+            );
             let by = lines.len() as f64 * (LABEL_PX + 3.0) + 3.0;
             let (zero, end) = (x(0.0), x(b.mean));
             let (left, width) = if end >= zero {
@@ -141,10 +140,11 @@ mod reference {
             } else {
                 (end, zero - end)
             };
-            row.push_str(&format!(
-                "<rect class=\"bar\" x=\"{left:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAR_H:.1}\" fill=\"#5b84c4\"/>\n",
+            let _ = writeln!(
+                row,
+                "<rect class=\"bar\" x=\"{left:.1}\" y=\"{by:.1}\" width=\"{:.1}\" height=\"{BAR_H:.1}\" fill=\"#5b84c4\"/>",
                 width.max(1.0)
-            ));
+            );
             if let Some(h) = b.ci_half.filter(|h| *h > 0.0 && h.is_finite()) {
                 let mid = by + BAR_H / 2.0;
                 let (l, r) = (x(b.mean - h), x(b.mean + h));
@@ -156,11 +156,12 @@ mod reference {
                         format!("M{at:.1} {:.1}V{:.1}", mid - 6.0, mid + 6.0)
                     }
                 };
-                row.push_str(&format!(
-                    "<path class=\"ci\" d=\"M{l:.1} {mid:.1}H{r:.1}{}{}\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>\n",
+                let _ = writeln!(
+                    row,
+                    "<path class=\"ci\" d=\"M{l:.1} {mid:.1}H{r:.1}{}{}\" stroke=\"#1f2328\" stroke-width=\"1.6\" fill=\"none\"/>",
                     cap(l, b.mean - h < lo),
                     cap(r, b.mean + h > hi),
-                ));
+                );
             }
             row.push_str("</g>\n");
             rows.push_str(&row);
@@ -172,7 +173,8 @@ mod reference {
         let mut axis = String::new();
         for t in &ticks {
             let tx = x(*t);
-            axis.push_str(&format!(
+            let _ = write!(
+                axis,
                 "<path class=\"grid\" d=\"M{tx:.1} {plot_top:.1}V{plot_bottom:.1}\" stroke=\"#d0d7de\" stroke-width=\"1\"/>\n\
                  <text class=\"axis\" x=\"{tx:.1}\" y=\"{:.1}\" font-size=\"{AXIS_PX:.0}\" text-anchor=\"{}\">{}</text>\n",
                 plot_bottom + AXIS_PX + 4.0,
@@ -184,7 +186,7 @@ mod reference {
                     "middle"
                 },
                 xml(&tick_text(*t, step))
-            ));
+            );
         }
         let height = plot_bottom + AXIS_PX + 10.0;
         let name = if title.unit.is_empty() {

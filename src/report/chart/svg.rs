@@ -8,6 +8,7 @@
 //! `Display` wrappers, so a chart writes straight into its `String` with `write!`.
 
 use std::fmt;
+use std::fmt::Write as _;
 
 /// Escapes text for SVG/XML (text and attribute values), control characters as `shown`
 /// escapes them.
@@ -89,14 +90,12 @@ pub(in crate::report) const FIXED_MAX_DECIMALS: usize = 9;
 /// zero.
 pub(in crate::report) fn push_fixed(out: &mut String, v: f64, decimals: usize) {
     let mut buf = [0u8; 40];
-    match fixed(v, decimals, &mut buf) {
+    if let Some(text) = fixed(v, decimals, &mut buf) {
         // Only ASCII digits, '.' and '-': pushed whole (the check of a few ASCII bytes
         // costs less than pushing them one char at a time).
-        Some(text) => out.push_str(std::str::from_utf8(text).unwrap_or_default()),
-        None => {
-            use std::fmt::Write as _;
-            let _ = write!(out, "{v:.decimals$}");
-        }
+        out.push_str(std::str::from_utf8(text).unwrap_or_default());
+    } else {
+        let _ = write!(out, "{v:.decimals$}");
     }
 }
 

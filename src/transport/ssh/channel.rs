@@ -48,8 +48,8 @@ fn ms_since_last_receive(socket: &TcpStream) -> Option<u32> {
             socket.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
+            (&raw mut info).cast(),
+            &raw mut len,
         );
         (rc == 0).then_some(info.tcpi_last_data_recv)
     }
@@ -63,7 +63,7 @@ fn ms_since_last_receive(_socket: &TcpStream) -> Option<u32> {
 fn timespec(d: Duration) -> libc::timespec {
     libc::timespec {
         tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
+        tv_nsec: libc::c_long::from(d.subsec_nanos()),
     }
 }
 
@@ -109,7 +109,7 @@ impl SshTransport {
             revents: 0,
         };
         // SAFETY: one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::ppoll(&mut fd, 1, &timespec(wait), std::ptr::null()) };
+        let rc = unsafe { libc::ppoll(&raw mut fd, 1, &timespec(wait), std::ptr::null()) };
         if rc < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() != std::io::ErrorKind::Interrupted {
@@ -167,14 +167,14 @@ impl SshTransport {
                 c.asking();
             }
             let open_deadline = Some(Instant::now() + self.timeout);
-            let channel = match self.retry(open_deadline, |s| s.channel_session()) {
+            let channel = match self.retry(open_deadline, ssh2::Session::channel_session) {
                 Ok(c) => c,
                 Err(stop) if attempt == 0 => {
                     let _ = stop;
                     self.conn = None;
                     continue;
                 }
-                Err(stop) => return Err(self.lost(stop)),
+                Err(stop) => return Err(self.lost(&stop)),
             };
             let mut channel = channel;
             let request = match &self.sudo {
@@ -186,10 +186,10 @@ impl SshTransport {
                     self.feed_sudo(&mut channel)?;
                     return Ok(channel);
                 }
-                Err(stop) => return Err(self.lost(stop)),
+                Err(stop) => return Err(self.lost(&stop)),
             }
         }
-        Err(self.lost(Stop::Silent))
+        Err(self.lost(&Stop::Silent))
     }
 
     /// Reads both streams until the remote closes them, then collects the exit.
@@ -233,7 +233,7 @@ impl SshTransport {
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(self.lost(Stop::Io(e))),
+                    Err(e) => return Err(self.lost(&Stop::Io(e))),
                 }
             }
             if progressed {
@@ -255,7 +255,7 @@ impl SshTransport {
                     deadline = Some(Instant::now() + Duration::from_secs(5));
                     let eof_deadline = deadline;
                     if let Err(stop) = self.retry(eof_deadline, |_| channel.send_eof()) {
-                        return Err(self.lost(stop));
+                        return Err(self.lost(&stop));
                     }
                 }
                 Err(Stop::Deadline) => {
@@ -264,12 +264,12 @@ impl SshTransport {
                     self.conn = None;
                     return Err(self.timeout_error(command, timeout));
                 }
-                Err(stop) => return Err(self.lost(stop)),
+                Err(stop) => return Err(self.lost(&stop)),
             }
         }
         let close_deadline = Some(Instant::now() + self.timeout.max(Duration::from_secs(5)));
         if let Err(stop) = self.retry(close_deadline, |_| channel.wait_close()) {
-            return Err(self.lost(stop));
+            return Err(self.lost(&stop));
         }
         if timed_out {
             return Err(self.timeout_error(command, timeout));

@@ -95,7 +95,7 @@ pub(super) fn handshake(
     let left = timeout
         .saturating_sub(started.elapsed())
         .max(Duration::from_millis(100));
-    session.set_timeout(left.as_millis().min(u32::MAX as u128) as u32);
+    session.set_timeout(left.as_millis().min(u128::from(u32::MAX)) as u32);
     session.set_tcp_stream(stream);
     for dir in [ssh2::MethodType::CryptCs, ssh2::MethodType::CryptSc] {
         // Unknown names are dropped by libssh2, so this never narrows what we can speak.
@@ -120,7 +120,7 @@ pub(super) fn handshake(
     let left = timeout
         .saturating_sub(started.elapsed())
         .max(Duration::from_millis(100));
-    session.set_timeout(left.as_millis().min(u32::MAX as u128) as u32);
+    session.set_timeout(left.as_millis().min(u128::from(u32::MAX)) as u32);
     Ok((session, socket))
 }
 

@@ -108,7 +108,7 @@ impl SshTransport {
                                 cut = Some(Cut::Timeout);
                                 break 'feed;
                             }
-                            Err(stop) => return Err(self.lost(stop)),
+                            Err(stop) => return Err(self.lost(&stop)),
                         }
                     }
                     Err(_) => break 'feed,
@@ -117,7 +117,7 @@ impl SshTransport {
         }
         let eof_deadline = Some(Instant::now() + self.timeout.max(Duration::from_secs(10)));
         if let Err(stop) = self.retry(eof_deadline, |_| channel.send_eof()) {
-            return Err(self.lost(stop));
+            return Err(self.lost(&stop));
         }
         // After EOF a reading command ends on its own; the rest of the time budget (a
         // few seconds after a cut) bounds one that does not.
@@ -168,7 +168,7 @@ impl SshTransport {
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => return Err(self.lost(Stop::Io(e))),
+                    Err(e) => return Err(self.lost(&Stop::Io(e))),
                 }
             }
         }

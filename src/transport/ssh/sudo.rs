@@ -124,7 +124,7 @@ impl SshTransport {
         let mut channel = self.start("id -u")?;
         let deadline = Some(Instant::now() + self.timeout.max(Duration::from_secs(10)));
         if let Err(stop) = self.retry(deadline, |_| channel.send_eof()) {
-            return Err(self.lost(stop));
+            return Err(self.lost(&stop));
         }
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let exit = self.drain(&mut channel, "id -u", timeout, &mut out, &mut err)?;
@@ -144,7 +144,7 @@ impl SshTransport {
                 Ok(n) => off += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if let Err(stop) = self.wait(deadline) {
-                        return Err(self.lost(stop));
+                        return Err(self.lost(&stop));
                     }
                 }
                 Err(e) => {

@@ -18,7 +18,7 @@ impl SshTransport {
     ) -> Result<(), TransportError> {
         let mut file = std::fs::File::open(local)
             .map_err(|e| self.other(format!("cannot read {}: {e}", local.display())))?;
-        let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let total = file.metadata().map_or(0, |m| m.len());
         let command = format!("cat > {}", quote::sh(remote));
         let mut channel = self.start(&command)?;
         let mut buf = vec![0u8; 256 * 1024];
@@ -48,7 +48,7 @@ impl SshTransport {
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         if let Err(stop) = self.wait(Some(stall_deadline)) {
-                            return Err(self.lost(stop));
+                            return Err(self.lost(&stop));
                         }
                     }
                     Err(e) => {
@@ -69,7 +69,7 @@ impl SshTransport {
         }
         let deadline = Some(Instant::now() + self.timeout.max(Duration::from_secs(10)));
         if let Err(stop) = self.retry(deadline, |_| channel.send_eof()) {
-            return Err(self.lost(stop));
+            return Err(self.lost(&stop));
         }
         let mut out = Vec::new();
         let mut err = Vec::new();
@@ -90,8 +90,6 @@ impl SshTransport {
         local: &Path,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(), TransportError> {
-        let file = std::fs::File::create(local)
-            .map_err(|e| self.other(format!("cannot write {}: {e}", local.display())))?;
         struct Counting<'a> {
             file: std::io::BufWriter<std::fs::File>,
             n: u64,
@@ -108,6 +106,8 @@ impl SshTransport {
                 self.file.flush()
             }
         }
+        let file = std::fs::File::create(local)
+            .map_err(|e| self.other(format!("cannot write {}: {e}", local.display())))?;
         let mut sink = Counting {
             file: std::io::BufWriter::with_capacity(256 * 1024, file),
             n: 0,

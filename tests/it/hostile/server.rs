@@ -4,6 +4,7 @@
 //! on a slow reply and retries is answered at once.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -137,10 +138,10 @@ fn send(conn: &mut TcpStream, reply: &Reply, stop: &AtomicBool) -> bool {
     let mut head = format!("HTTP/1.1 {} Hostile\r\n", reply.status);
     let has = |name: &str| reply.headers.keys().any(|k| k.eq_ignore_ascii_case(name));
     for (k, v) in &reply.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
+        let _ = write!(head, "{k}: {v}\r\n");
     }
     if !has("content-length") {
-        head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        let _ = write!(head, "Content-Length: {}\r\n", body.len());
     }
     head.push_str("Connection: close\r\n\r\n");
     if conn.write_all(head.as_bytes()).is_err() {

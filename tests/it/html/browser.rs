@@ -261,13 +261,13 @@ pub(super) fn decode_png(bytes: &[u8]) -> Png {
                 0 => 0,
                 1 => a,
                 2 => b,
-                3 => ((a as u16 + b as u16) / 2) as u8,
+                3 => u16::midpoint(u16::from(a), u16::from(b)) as u8,
                 4 => {
-                    let p = a as i16 + b as i16 - c as i16;
+                    let p = i16::from(a) + i16::from(b) - i16::from(c);
                     let (pa, pb, pc) = (
-                        (p - a as i16).abs(),
-                        (p - b as i16).abs(),
-                        (p - c as i16).abs(),
+                        (p - i16::from(a)).abs(),
+                        (p - i16::from(b)).abs(),
+                        (p - i16::from(c)).abs(),
                     );
                     if pa <= pb && pa <= pc {
                         a
@@ -312,7 +312,7 @@ pub(super) fn area(png: &Png, b: &Value) -> Area {
             let [r, g, bl] = png.rgb[y * png.width + x];
             pixels += 1;
             colours.insert([r, g, bl]);
-            if (r as u32 + g as u32 + bl as u32) < 240 {
+            if (u32::from(r) + u32::from(g) + u32::from(bl)) < 240 {
                 dark += 1;
             }
             // The bars' #5b84c4, give or take antialiasing at their edges.
