@@ -5,7 +5,6 @@
 use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use benchpipe::model::{Board, BoardName, Connection, Flash};
@@ -13,13 +12,11 @@ use benchpipe::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
 use benchpipe::transport::Transport;
 use benchpipe::transport::local::Local;
 
-/// These tests judge the whole machine's CPU and swap, so they take turns.
-static MACHINE: Mutex<()> = Mutex::new(());
-
-fn machine() -> std::sync::MutexGuard<'static, ()> {
-    MACHINE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// These tests judge the whole machine's CPU and swap, and make real swap traffic,
+/// CPU burners and kernel-log lines: they take the machine alone, one at a time and
+/// with no lab up, so that neither they nor a lab test's runs see the other's load.
+fn machine() -> crate::lab::Slot {
+    crate::lab::machine_alone()
 }
 
 fn scratch(tag: &str) -> Scratch {

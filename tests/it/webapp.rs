@@ -494,9 +494,15 @@ command = "rm -rf {{ workdir }}/wp-flag-{{ cell }}"
     let report = bp(root, &["report", "scenarios/s.toml", "--out", "reports"]);
     assert!(report.status.success(), "{}", text(&report));
     let md = std::fs::read_to_string(root.join("reports/s/index.md")).unwrap();
+    // The cell's validity line counts the non-2xx runs and keeps them; the shared
+    // machine may add flags of its own beside them (swapping, background load).
+    let warning = md
+        .lines()
+        .find(|l| l.starts_with("- missing on ") && l.contains("runs non-2xx"))
+        .unwrap_or_else(|| panic!("no validity warning for non-2xx:\n{md}"));
     assert!(
-        md.contains("2 of 2 runs non-2xx (kept in the statistics)"),
-        "{md}"
+        warning.contains(": 2 of 2 runs non-2xx") && warning.ends_with("(kept in the statistics)"),
+        "{warning}"
     );
     assert!(
         md.contains("some runs: non-2xx (kept in the statistics)"),
