@@ -236,9 +236,7 @@ impl Walker for Worker<'_> {
             ..
         } = own;
         let Some(board) = board.as_deref_mut() else {
-            return Err(CellFailure::Refused {
-                reason: "the board is not connected".into(),
-            });
+            return Err(not_connected());
         };
         let secrets = cells.secrets;
         let mut board = super::secrets::Redacting::new(board, secrets);
@@ -383,9 +381,7 @@ impl Worker<'_> {
             ..
         } = own;
         let Some(board) = board.as_deref_mut() else {
-            return Err(CellFailure::Refused {
-                reason: "the board is not connected".into(),
-            });
+            return Err(not_connected());
         };
         let mut board = super::secrets::Redacting::new(board, secrets);
         let mut controller = super::secrets::Redacting::new(controller, secrets);
@@ -533,5 +529,12 @@ pub(super) fn another_disk(
             reason: format!("{why}; {not_done}"),
         }),
         None => Ok(()),
+    }
+}
+
+/// What a step on the board meets when the walk holds no session to it.
+pub(super) fn not_connected() -> CellFailure {
+    CellFailure::Refused {
+        reason: "the board is not connected".into(),
     }
 }

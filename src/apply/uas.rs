@@ -143,9 +143,7 @@ impl super::worker::Worker<'_> {
             .own
             .board
             .as_deref_mut()
-            .ok_or_else(|| CellFailure::Refused {
-                reason: "the board is not connected".into(),
-            })?;
+            .ok_or_else(super::board::not_connected)?;
         w.own.uas_touched = true;
         let (id, _, path, _) = self.uas_state(board, st)?;
         // A lost connection is the board's loss; anything else is a refusal to edit.

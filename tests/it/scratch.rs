@@ -33,13 +33,18 @@ impl Scratch {
 
     /// Writes `text` to `rel` under the directory, creating its parents.
     pub fn write(&self, rel: &str, text: impl AsRef<[u8]>) -> &Self {
-        let file = self.path.join(rel);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&file, text).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+        write_under(&self.path, rel, text.as_ref());
         self
     }
+}
+
+/// `rel` under `dir`, its parent directories made first.
+fn write_under(dir: &Path, rel: &str, bytes: &[u8]) {
+    let file = dir.join(rel);
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&file, bytes).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
 }
 
 impl Deref for Scratch {
@@ -123,11 +128,7 @@ impl Project {
 
     /// Writes `text` to `rel` under the project, creating its parents.
     pub fn file(self, rel: &str, text: &str) -> Project {
-        let file = self.dir.join(rel);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(&file, text).unwrap_or_else(|e| panic!("write {}: {e}", file.display()));
+        write_under(&self.dir, rel, text.as_bytes());
         self
     }
 
