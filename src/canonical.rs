@@ -11,6 +11,16 @@ use serde_json::Value;
 
 pub(crate) const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Lowercase hex of `bytes`: how every digest benchpipe records or names is spelled.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
+}
+
 /// One value of a cell's canonical inputs.
 #[derive(Clone, Debug)]
 pub enum Input {

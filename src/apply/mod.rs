@@ -36,6 +36,7 @@ pub(crate) mod route;
 mod runs;
 mod secrets;
 mod services;
+pub use services::controller_dir;
 mod tmpfs;
 mod tpi;
 mod uas;

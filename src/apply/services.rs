@@ -1,6 +1,7 @@
 //! A cell's services, at the places of their side on every walk: started with their
 //! ready checks, and always stopped.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::Job;
@@ -11,6 +12,38 @@ use crate::failure::{CellFailure, first_line, stderr_tail};
 use crate::model::{ServiceSpec, Side};
 use crate::transport::Output;
 
+/// Where an apply of the store at `store_root` keeps a board's (or a cluster's) work on
+/// the controller: `/var/tmp/benchpipe/controller/<project>/<name>`, `<project>` being
+/// 16 hex digits of the sha256 of the store's absolute path.
+///
+/// Per project, not per board name alone: two projects on one controller (two users, a
+/// nightly lab run beside someone's own) name their boards alike (`here`, `pi`), and a
+/// walk's start stops the leftover services and removes the leftover secrets in its
+/// directory. Shared, one project's walk would take another's away mid-cell. One apply
+/// per store (its lock) makes the directory one walk's.
+pub fn controller_dir(store_root: &Path, name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    // The same name before the store exists (a dry run, a test) as after: its parent
+    // resolved, if the store itself is not there yet.
+    let store = std::fs::canonicalize(store_root)
+        .or_else(|e| match (store_root.parent(), store_root.file_name()) {
+            (Some(parent), Some(name)) => {
+                let parent = if parent.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    parent
+                };
+                std::fs::canonicalize(parent).map(|p| p.join(name))
+            }
+            _ => Err(e),
+        })
+        .or_else(|_| std::path::absolute(store_root))
+        .unwrap_or_else(|_| store_root.to_path_buf());
+    let digest = Sha256::digest(store.as_os_str().as_encoded_bytes());
+    let project = crate::canonical::hex(&digest[..8]);
+    format!("/var/tmp/benchpipe/controller/{project}/{name}")
+}
+
 impl Worker<'_> {
     /// Where services of this board's cells keep pid files, on each side. The
     /// controller's is per board: boards work in parallel, and one board's cleanup must
@@ -18,7 +51,7 @@ impl Worker<'_> {
     pub(super) fn service_dir(&self, side: Side) -> String {
         match side {
             Side::Board | Side::Members | Side::Peer => self.board.workdir.clone(),
-            Side::Controller => format!("/var/tmp/benchpipe/controller/{}", self.board.name),
+            Side::Controller => controller_dir(self.store.root(), self.board.name.as_str()),
         }
     }
 
@@ -176,5 +209,34 @@ fn service_failure(service: &str, what: &str, e: CellFailure) -> CellFailure {
             service: service.to_string(),
             message: format!("{what}{other}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::controller_dir;
+
+    /// Two projects naming a board alike get directories of their own; a store is
+    /// named the same before it exists as after, and by a relative path as by its own.
+    #[test]
+    fn each_store_has_its_own_controller_directory_under_one_name() {
+        let d = std::env::temp_dir().join(format!("bp-controller-dir-{}", std::process::id()));
+        let (a, b) = (d.join("a/results"), d.join("b/results"));
+        std::fs::create_dir_all(d.join("a")).unwrap();
+        std::fs::create_dir_all(d.join("b")).unwrap();
+        let before = controller_dir(&a, "here");
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        assert_eq!(controller_dir(&a, "here"), before);
+        assert_ne!(controller_dir(&a, "here"), controller_dir(&b, "here"));
+        let dotted = d.join("b/../a/results");
+        assert_eq!(controller_dir(&dotted, "here"), before);
+        let (prefix, rest) = before.split_at("/var/tmp/benchpipe/controller/".len());
+        assert_eq!(prefix, "/var/tmp/benchpipe/controller/");
+        let (project, name) = rest.split_once('/').unwrap();
+        assert_eq!(name, "here");
+        assert_eq!(project.len(), 16);
+        assert!(project.bytes().all(|c| c.is_ascii_hexdigit()));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

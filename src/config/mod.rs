@@ -286,7 +286,7 @@ fn validate_recipe(
         let mut recipe = recipe::validate(src, raw?, diags)?;
         recipe.source = crate::model::RecipeSource {
             origin: origin(src),
-            sha256: crate::flash::dd::hex(&sha2::Sha256::digest(src.text.as_bytes())),
+            sha256: crate::canonical::hex(&sha2::Sha256::digest(src.text.as_bytes())),
         };
         Some(recipe)
     }

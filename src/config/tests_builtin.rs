@@ -48,7 +48,7 @@ impl Drop for Ws {
 
 fn sha256(text: &str) -> String {
     use sha2::Digest;
-    crate::flash::dd::hex(&sha2::Sha256::digest(text.as_bytes()))
+    crate::canonical::hex(&sha2::Sha256::digest(text.as_bytes()))
 }
 
 /// Every shipped recipe loads without a diagnostic, warnings included: a user cannot

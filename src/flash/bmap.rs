@@ -222,7 +222,7 @@ impl Mapped {
 
     /// The sha256 (hex) of the mapped bytes seen.
     pub fn sha256(&self) -> String {
-        super::dd::hex(&self.hash.clone().finalize())
+        crate::canonical::hex(&self.hash.clone().finalize())
     }
 }
 
@@ -384,7 +384,7 @@ mod tests {
         }
         let mut mapped = image[512..1024].to_vec();
         mapped.extend_from_slice(&image[1536..2560]);
-        let want = super::super::dd::hex(&Sha256::digest(&mapped));
+        let want = crate::canonical::hex(&Sha256::digest(&mapped));
         assert_eq!(whole.sha256(), want);
         assert_eq!(pieces.sha256(), want);
         assert_eq!(whole.stray, None);

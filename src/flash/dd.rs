@@ -7,7 +7,6 @@
 //! (symlinks such as `/dev/disk/by-id/...` resolved, partitions and holders listed) and
 //! mount listing, so flashing refuses exactly what formatting refuses, and more.
 
-use std::fmt::Write as _;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
@@ -17,6 +16,7 @@ use super::bmap::{Bmap, Mapped, bmap_on_host, read_back_mapped, remove_host_dir}
 use super::stream::{Hashing, Streamed};
 pub use super::stream::{SelfHashing, Source};
 use super::{FlashError, Phase, Progress};
+use crate::canonical::hex;
 use crate::storage::{self, StorageError, rules};
 use crate::transport::{Transport, quote};
 
@@ -496,11 +496,4 @@ pub(super) fn digest_of(
         });
     }
     Ok(digest)
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
 }

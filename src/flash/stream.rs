@@ -95,7 +95,7 @@ impl Read for Hashing<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flash::dd::hex;
+    use crate::canonical::hex;
 
     #[test]
     fn the_hashing_reader_stops_at_the_device_end_and_keeps_the_digest_of_what_it_passed() {

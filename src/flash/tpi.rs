@@ -167,7 +167,7 @@ pub fn put_image(
             format!("{exit}: {}", String::from_utf8_lossy(&err).trim()),
         ));
     }
-    let sent = super::dd::hex(&hashing.hash.finalize());
+    let sent = crate::canonical::hex(&hashing.hash.finalize());
     let bytes = hashing.bytes;
     let out = t.run(&format!("sha256sum -- {}", sh(&part)), Some(FLASH_TIMEOUT))?;
     let found = digest_of(&out);

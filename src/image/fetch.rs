@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::cache::{Cache, Stamp};
-use super::open::hex;
 use super::{Fetched, ImageError, Origin, http};
+use crate::canonical::hex;
 use crate::model::ImageSource;
 
 /// What a fetch is doing, for a progress bar: downloading, or hashing to verify.

@@ -2,12 +2,13 @@
 //! `.img`, read straight from the verified file with no temporary copy; it fails past
 //! its size bound and, at its end, checks or records the image's facts.
 
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
+
+use crate::canonical::hex;
 
 use super::cache::Stamp;
 use super::facts::{self, ImageFacts};
@@ -277,11 +278,4 @@ impl Read for Tagged {
             }
         })
     }
-}
-
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
 }

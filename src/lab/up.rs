@@ -128,6 +128,7 @@ pub(super) fn build(
     state::write_new(&authorized, &public_key, 0o600)?;
     fs::create_dir_all("/run/sshd").map_err(io(Path::new("/run/sshd")))?;
     state::ensure_dir(Path::new(WORKDIRS), 0o755)?;
+    passable(Path::new(WORKDIRS))?;
 
     let used = used_subnets()?;
     let mut next_subnet = o.first_subnet.max(1);
@@ -293,3 +294,18 @@ fn route_between_boards(netns: &str, controller: Ipv4Addr) -> Result<(), Error> 
 
 /// The lab's addresses (RFC 2544's benchmarking range): boards route it to each other.
 const LAB_RANGE: &str = "198.18.0.0/15";
+
+/// Makes the lab boards' shared workdir parent passable by every user: a board's
+/// services drop to their own user (MariaDB, php-fpm and nginx as www-data) and must
+/// reach the directory their recipe opens to them below the board's workdir. A parent a
+/// claim of an older benchpipe made 0700 would stop them. Only the search bits are
+/// added; `ensure_dir` has checked the directory is ours and nobody else may write in it.
+fn passable(dir: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = fs::symlink_metadata(dir).map_err(io(dir))?;
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o011 != 0o011 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o011)).map_err(io(dir))?;
+    }
+    Ok(())
+}

@@ -3,8 +3,8 @@
 //! put there; reached only through directories nobody else can change.
 //!
 //! Recipes remove `{{ workdir }}/xz` and the sampler `<workdir>/telemetry/...`, as
-//! root. That is safe only because the workdir is benchpipe's: made by it (mode 0700)
-//! or found empty, and marked with `.benchpipe-workdir`. The whole claim is one POSIX
+//! root. That is safe only because the workdir is benchpipe's: made by it (mode 0700,
+//! the directories it makes on the way 0711) or found empty, and marked with `.benchpipe-workdir`. The whole claim is one POSIX
 //! sh script, so it costs one round trip.
 
 use std::io::Write;
@@ -136,7 +136,11 @@ for c in {parts}; do
     [ "$bp_u" = 0 ] || [ "$bp_u" = "$me" ] || refuse "$p is a symbolic link owned by uid $bp_u, not by root or uid $me"
     [ -z "$last" ] || refuse "$p is a symbolic link; name the directory itself"
   elif [ ! -e "$p" ]; then
-    bp_l=$(LC_ALL=C mkdir -m 700 -- "$p" 2>&1) || refuse "cannot create $p as uid $me: ${{bp_l##*: }}"
+    # The workdir 0700; a directory on the way 0711, passable but not listable: a
+    # recipe's service that drops to its own user (MariaDB, nginx and php-fpm as
+    # www-data) reaches the directory the recipe opens to it below the workdir.
+    mode=711; [ -z "$last" ] || mode=700
+    bp_l=$(LC_ALL=C mkdir -m "$mode" -- "$p" 2>&1) || refuse "cannot create $p as uid $me: ${{bp_l##*: }}"
   fi
   [ -d "$p" ] || refuse "$p is not a directory"
   meta "$p/."

@@ -79,7 +79,8 @@ fn left_on_boards(lab: &Lab, n: usize, names: &[&str]) -> String {
         })
         .chain([
             lab.root.to_string_lossy().into_owned(),
-            "controller/lab-c".into(),
+            // The clusters' directories on the controller (lab-c2, lab-c3), this lab's.
+            lab.controller_dir("lab-c").to_string_lossy().into_owned(),
         ])
         .collect();
     for b in &lab.info.boards[..n] {

@@ -67,15 +67,13 @@ fn listeners(board: &LabBoard, port: u16) -> BTreeSet<String> {
         .collect()
 }
 
-/// The board's directory on the controller, where each cell's secret directory is.
-fn controller_dir(board: &LabBoard) -> PathBuf {
-    Path::new("/var/tmp/benchpipe/controller").join(board.name.as_str())
-}
-
 /// The login (user, password) of the smb or smb-fs cell running on `board`, from its
 /// secret directory on the controller; none while no cell has one.
-fn smb_login(board: &LabBoard) -> Option<(String, String)> {
-    for e in std::fs::read_dir(controller_dir(board)).ok()?.flatten() {
+fn smb_login(lab: &Lab, board: &LabBoard) -> Option<(String, String)> {
+    for e in std::fs::read_dir(lab.controller_dir(board.name.as_str()))
+        .ok()?
+        .flatten()
+    {
         if !e.file_name().to_string_lossy().starts_with("secrets-") {
             continue;
         }
@@ -230,7 +228,7 @@ fn servers_listen_on_the_test_link_only_and_refuse_a_second_board_on_the_lan() {
                         .any(|s| said.contains(s)),
                     "{test}: smbd itself refused the guest: {said}"
                 );
-                let (user, password) = smb_login(&board).expect("the cell's login was made");
+                let (user, password) = smb_login(&lab, &board).expect("the cell's login was made");
                 let auth = auth_dir.join("smb_auth");
                 std::fs::write(&auth, format!("username = {user}\npassword = {password}\n"))
                     .unwrap();
@@ -278,7 +276,7 @@ fn the_smb_login_is_in_no_process_table_store_file_or_output() {
         let _ = std::fs::remove_dir_all(lab.root.join("results"));
         scenario(&lab, &format!("\"{test}\""), fs, &small(test));
         let mut running = Running::start(&lab, test);
-        let (user, password) = smb_login(&board).expect("the cell's login was made");
+        let (user, password) = smb_login(&lab, &board).expect("the cell's login was made");
         let needles = [user.as_str(), password.as_str()];
         let mut clients = BTreeSet::new();
         let mut holding = BTreeSet::new();
@@ -314,7 +312,7 @@ fn the_smb_login_is_in_no_process_table_store_file_or_output() {
             assert!(!out.contains(n), "{test}: apply printed the login");
         }
         assert_eq!(
-            smb_login(&board),
+            smb_login(&lab, &board),
             None,
             "{test}: the secret directory is gone"
         );

@@ -173,6 +173,15 @@ impl Lab {
         })
     }
 
+    /// The directory an apply of this lab's project keeps for `name` (a board or a
+    /// cluster) on the controller: `benchpipe::apply::controller_dir` of its store.
+    pub fn controller_dir(&self, name: &str) -> PathBuf {
+        PathBuf::from(benchpipe::apply::controller_dir(
+            &self.root.join("results"),
+            name,
+        ))
+    }
+
     /// A project at the lab's root (removed with the lab).
     pub fn project(&self) -> Project {
         Project::at(&self.root)

@@ -125,6 +125,20 @@ pub fn failures(root: &std::path::Path) -> String {
         if let Ok(t) = std::fs::read_to_string(e.path().join("failure.json")) {
             out.push_str(&format!("{}: {t}\n", e.file_name().to_string_lossy()));
         }
+        // The failed command's own output, whose last lines failure.json keeps.
+        for log in std::fs::read_dir(e.path().join("logs"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if log.file_name().to_string_lossy().starts_with("failed-")
+                && let Ok(t) = std::fs::read_to_string(log.path())
+            {
+                let lines: Vec<&str> = t.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                out.push_str(&format!("{}:\n{tail}\n", log.path().display()));
+            }
+        }
     }
     out
 }

@@ -194,19 +194,20 @@ fn a_planted_symlink_or_foreign_owned_parent_is_refused() {
     std::fs::remove_dir(&work).unwrap();
     std::fs::remove_dir(&shared).unwrap();
 
-    // Nothing planted: both levels are created, owned by the running user, mode 0700.
+    // Nothing planted: both levels are created, owned by the running user, the workdir
+    // mode 0700 and the directory on the way 0711 (a service's own user passes through).
     workdir::claim(&mut t, s(&work)).unwrap();
-    for dir in [&shared, &work] {
+    for (dir, mode) in [(&shared, 0o711), (&work, 0o700)] {
         let m = std::fs::symlink_metadata(dir).unwrap();
         assert!(m.is_dir());
         assert_eq!(m.uid(), unsafe { libc::geteuid() });
-        assert_eq!(m.permissions().mode() & 0o7777, 0o700, "{}", dir.display());
+        assert_eq!(m.permissions().mode() & 0o7777, mode, "{}", dir.display());
     }
 }
 
-/// A run as root leaves the shared workdir parent (`/var/tmp/benchpipe`) 0700 and
-/// root's; a user's run after it then said "... is owned by uid , not by root" (`ls`
-/// could not look in, and its empty answer was taken for the owner). The real binary,
+/// A run as root leaves its workdir 0700 and root's (and the shared parent,
+/// `/var/tmp/benchpipe`, 0711); a user's run after it then said "... is owned by uid ,
+/// not by root" (`ls` could not look in, and its empty answer was taken for the owner). The real binary,
 /// run as another user, now says permission denied, whose directory it is and what to do.
 #[test]
 fn a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is() {
@@ -221,7 +222,7 @@ fn a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is(
     let vartmp = d.join("vartmp");
     std::fs::create_dir(&vartmp).unwrap();
     std::fs::set_permissions(&vartmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    // What a root run's claim leaves: both levels root's, mode 0700.
+    // What a root run's claim leaves: both levels root's, the workdir mode 0700.
     let shared = vartmp.join("benchpipe");
     let work = shared.join("here");
     workdir::claim(&mut Local::new(), s(&work)).unwrap();
@@ -269,7 +270,7 @@ fn a_users_run_after_a_root_run_says_permission_denied_and_whose_the_workdir_is(
     assert!(!o.status.success(), "{out}");
     let said = format!(
         "cannot look into {} as uid {NOBODY} (Permission denied): it is uid 0's, mode drwx------",
-        shared.display()
+        work.display()
     );
     assert!(out.contains(&said), "{out}");
     assert!(

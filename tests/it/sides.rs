@@ -97,7 +97,8 @@ fn cell_dirs(root: &Path, test: &str) -> Vec<std::path::PathBuf> {
         .unwrap_or_default()
 }
 
-/// The board's controller_dir outlives the lab; the test removes what it made.
+/// The project's directory on the controller (its boards' `controller_dir`s) outlives
+/// the lab; the test removes what it made.
 struct RemoveOnDrop(std::path::PathBuf);
 
 impl Drop for RemoveOnDrop {
@@ -110,7 +111,7 @@ impl Drop for RemoveOnDrop {
 fn each_side_provisions_its_own_needs_waits_for_a_slow_service_and_stores_recipe_facts() {
     let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).name.to_string();
-    let _controller_dir = RemoveOnDrop(format!("/var/tmp/benchpipe/controller/{board}").into());
+    let _controller_dir = RemoveOnDrop(lab.controller_dir(&board).parent().unwrap().to_path_buf());
     write_project(&lab, &[("two", TWO_SIDED)], "two");
 
     // (a) The controller-only tool is needed, and checked, on the controller alone;
@@ -162,5 +163,67 @@ fn each_side_provisions_its_own_needs_waits_for_a_slow_service_and_stores_recipe
     assert!(
         err.contains("service slow was not ready after 1 s"),
         "{err}"
+    );
+}
+
+/// A recipe whose run is on the controller: its walk claims the board's directory there.
+const ON_CONTROLLER: &str = r#"description = "a number, from the controller"
+uses_storage = false
+[params]
+value = 1.5
+[run]
+on = "controller"
+command = "echo '{\"value\": {{ value }} }'"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "s", better = "lower" }
+"#;
+
+/// Two projects on one controller that both name their board `here`: a walk removes the
+/// secret directories a killed apply of its own project left, and never the other's.
+/// (They shared `/var/tmp/benchpipe/controller/here`, so one project's walk took the
+/// other's secrets and services away mid-cell.)
+#[test]
+fn two_projects_naming_a_board_alike_keep_their_controller_directories_apart() {
+    let project = |tag: &str| {
+        crate::spine::Project::local(tag)
+            .file("pipeline/on-controller.toml", ON_CONTROLLER)
+            .local_scenario("s", &["on-controller"], 1, "")
+    };
+    let (a, b) = (project("ctl-dir-a"), project("ctl-dir-b"));
+    let dirs: Vec<std::path::PathBuf> = [&a, &b]
+        .iter()
+        .map(|p| benchpipe::apply::controller_dir(&p.dir.join("results"), "here").into())
+        .collect();
+    let _removed = dirs
+        .iter()
+        .map(|d| RemoveOnDrop(d.parent().unwrap().to_path_buf()))
+        .collect::<Vec<_>>();
+    assert_ne!(dirs[0], dirs[1]);
+    let planted: Vec<std::path::PathBuf> = dirs
+        .iter()
+        .map(|d| d.join(format!("secrets-{}", "cd".repeat(16))))
+        .collect();
+    for (p, planted) in [&a, &b].into_iter().zip(&planted) {
+        let out = p.bp(&["apply", "scenarios/s.toml"]);
+        assert!(out.status.success(), "{}", text(&out));
+        std::fs::create_dir(planted).unwrap();
+        std::fs::write(planted.join("cookie"), "left=by-a-killed-apply\n").unwrap();
+    }
+    // A new cell in a: its walk starts by removing a's leftovers.
+    std::fs::write(
+        a.dir.join("scenarios/s.toml"),
+        std::fs::read_to_string(a.dir.join("scenarios/s.toml")).unwrap()
+            + "[params.on-controller]\nvalue = 2.5\n",
+    )
+    .unwrap();
+    let out = a.bp(&["apply", "scenarios/s.toml"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 cell(s) to run"), "{said}");
+    assert!(!planted[0].exists(), "a's leftover stays: {said}");
+    assert!(
+        planted[1].join("cookie").is_file(),
+        "b's secrets were taken: {said}"
     );
 }

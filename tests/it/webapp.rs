@@ -17,11 +17,6 @@ use serde_json::Value;
 use crate::lab::{Lab, bp, text};
 use crate::repo;
 
-/// The board's directory on the controller (secrets live in it, per cell).
-fn controller_dir(board: &LabBoard) -> PathBuf {
-    Path::new("/var/tmp/benchpipe/controller").join(board.name.as_str())
-}
-
 /// A workspace with the shipped wordpress recipe (edited by `edit`) and the shipped
 /// lab-apps scenario on this lab's boards.
 fn workspace(lab: &Lab, edit: impl Fn(String) -> String) {
@@ -35,10 +30,17 @@ fn workspace(lab: &Lab, edit: impl Fn(String) -> String) {
 /// Copies every secret file that appears in the boards' directories on the controller
 /// while `run` runs (the secret directories exist from a cell's opening to its end).
 pub(crate) fn capturing_secrets<T>(
+    lab: &Lab,
     boards: &[LabBoard],
     run: impl FnOnce() -> T,
 ) -> (T, BTreeSet<String>) {
-    capturing_secrets_in(boards.iter().map(controller_dir).collect(), run)
+    capturing_secrets_in(
+        boards
+            .iter()
+            .map(|b| lab.controller_dir(b.name.as_str()))
+            .collect(),
+        run,
+    )
 }
 
 /// `capturing_secrets` in the given directories on the controller (a cluster's).
@@ -190,7 +192,7 @@ fn left_for(board: &LabBoard) -> String {
 
 /// Nothing of the recipe is left: no process, no cell directory on the board, no
 /// secret directory on the controller.
-pub(crate) fn assert_nothing_left(board: &LabBoard) {
+pub(crate) fn assert_nothing_left(lab: &Lab, board: &LabBoard) {
     assert_eq!(left_for(board), "", "processes left for {}", board.name);
     let left: Vec<String> = std::fs::read_dir(&board.workdir)
         .into_iter()
@@ -200,7 +202,7 @@ pub(crate) fn assert_nothing_left(board: &LabBoard) {
         .filter(|n| n.starts_with("wp-"))
         .collect();
     assert!(left.is_empty(), "left in the workdir: {left:?}");
-    let secrets: Vec<String> = std::fs::read_dir(controller_dir(board))
+    let secrets: Vec<String> = std::fs::read_dir(lab.controller_dir(board.name.as_str()))
         .into_iter()
         .flatten()
         .flatten()
@@ -247,7 +249,7 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
     workspace(&lab, |r| r);
     let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
     assert!(check.status.success(), "{}", text(&check));
-    let ((out, commands), secrets) = capturing_secrets(&boards, || {
+    let ((out, commands), secrets) = capturing_secrets(&lab, &boards, || {
         watching_command_lines(|| bp(&lab.root, &["apply", "scenarios/s.toml"]))
     });
     let output = text(&out);
@@ -318,7 +320,7 @@ fn wordpress_on_two_lab_boards_is_measured_logged_in_and_leaks_no_secret() {
         "the logged-in wrk was never seen"
     );
     for b in &boards {
-        assert_nothing_left(b);
+        assert_nothing_left(&lab, b);
     }
 }
 
@@ -365,8 +367,9 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
     let scenario = std::fs::read_to_string(&s).unwrap();
     assert!(scenario.contains(both));
     std::fs::write(&s, scenario.replace(both, "test = [\"wordpress\"]")).unwrap();
-    let (out, secrets) =
-        capturing_secrets(&boards, || bp(&lab.root, &["apply", "scenarios/s.toml"]));
+    let (out, secrets) = capturing_secrets(&lab, &boards, || {
+        bp(&lab.root, &["apply", "scenarios/s.toml"])
+    });
     let output = text(&out);
     assert_eq!(out.status.code(), Some(1), "{output}");
     assert_eq!(secrets.len(), 2, "{secrets:?}\n{output}");
@@ -401,16 +404,18 @@ fn a_run_failing_after_the_login_stores_its_output_with_the_secrets_redacted() {
             "apply printed a secret: {output}"
         );
     }
-    assert_nothing_left(&boards[0]);
+    assert_nothing_left(&lab, &boards[0]);
     // A secret directory an apply killed with SIGKILL would leave: the next apply
     // removes it before any cell runs.
-    let planted = controller_dir(&boards[0]).join(format!("secrets-{}", "ab".repeat(16)));
+    let planted = lab
+        .controller_dir(boards[0].name.as_str())
+        .join(format!("secrets-{}", "ab".repeat(16)));
     std::fs::create_dir(&planted).unwrap();
     std::fs::write(planted.join("cookie"), "left=by-a-killed-apply\n").unwrap();
     let again = bp(&lab.root, &["apply", "scenarios/s.toml"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     assert!(!planted.exists(), "{}", text(&again));
-    assert_nothing_left(&boards[0]);
+    assert_nothing_left(&lab, &boards[0]);
 }
 
 /// A recipe whose metric has a `flag`: wrk on a page nginx answers 404 (real nginx on

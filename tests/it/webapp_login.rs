@@ -138,8 +138,7 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
     let check = bp(&lab.root, &["check", "scenarios/s.toml"]);
     assert!(check.status.success(), "{}", text(&check));
     // The cluster's directory on the controller holds its cells' secret directories.
-    let cluster_dir =
-        std::path::PathBuf::from(format!("/var/tmp/benchpipe/controller/{}", cluster_name()));
+    let cluster_dir = lab.controller_dir(&cluster_name());
     let (out, mut secrets) = capturing_secrets_in(vec![cluster_dir.clone()], || {
         bp(&lab.root, &["apply", "scenarios/s.toml"])
     });
@@ -189,7 +188,7 @@ fn wordpress_login_measures_a_running_wordpress_through_a_cluster_endpoint() {
         );
     }
     for b in &boards {
-        assert_nothing_left(b);
+        assert_nothing_left(&lab, b);
     }
     let left: Vec<String> = std::fs::read_dir(&cluster_dir)
         .into_iter()
@@ -473,7 +472,11 @@ fn fake_drupal_login_logs_in_through_the_form_and_loads_with_the_session_cookie(
         .unwrap();
         let out = p.bp(&["apply", "scenarios/s.toml"]);
         let t = text(&out);
-        assert!(out.status.success(), "{tool}: {t}");
+        assert!(
+            out.status.success(),
+            "{tool}: {t}\n{}",
+            crate::failures(&p.dir)
+        );
         let results = p.dir.join("results");
         let sample = std::fs::read_dir(&results)
             .unwrap()

@@ -253,7 +253,7 @@ fn wordpress_answers_the_controller_alone_and_never_shows_its_installer_to_anoth
             assert!(!uids.contains(&0), "{what} ran as root: {daemons:?}");
         }
     }
-    crate::webapp::assert_nothing_left(&target);
+    crate::webapp::assert_nothing_left(&lab, &target);
     // The workdir is closed to www-data again.
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(&target.workdir).unwrap();

@@ -29,8 +29,9 @@ use sha2::{Digest, Sha256};
 use super::cache::{Cache, Stamp, read_small};
 use super::facts::{ImageFacts, MAX_IMAGE_BYTES};
 use super::format::Format;
-use super::open::{BUF, hex};
+use super::open::BUF;
 use super::{Fetched, ImageError, Origin};
+use crate::canonical::hex;
 use crate::model::{FirstbootKind, Preparation};
 use crate::owned;
 

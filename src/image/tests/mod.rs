@@ -116,7 +116,7 @@ pub(super) fn compress(img: &Path, ext: &str) -> PathBuf {
 }
 
 pub(super) fn sha256_of(path: &Path) -> String {
-    super::open::hex(&Sha256::digest(std::fs::read(path).unwrap()))
+    crate::canonical::hex(&Sha256::digest(std::fs::read(path).unwrap()))
 }
 
 pub(super) fn path_source(path: &Path) -> ImageSource {
