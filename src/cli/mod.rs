@@ -3,12 +3,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use clap::{Parser, Subcommand};
 
-use crate::apply;
 use crate::check;
 use crate::config;
 use crate::error::{Error, Result};
@@ -17,6 +15,7 @@ use crate::plan::{self, Plan};
 use crate::store::OnDrift;
 use crate::store::Store;
 
+mod apply_cmd;
 mod boards;
 mod compare;
 mod confirm;
@@ -24,11 +23,12 @@ mod init;
 mod lab;
 mod plan_view;
 mod reports;
+mod saved_plan;
 mod signals;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
 use reports::{load_for_report, write_reports_of};
 pub use reports::{report_plans, stored_names, write_reports};
-use signals::{SIGNAL, Walk, install_signals};
+use signals::{SIGNAL, install_signals};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -174,36 +174,7 @@ pub enum Command {
         cells: CellsArg,
     },
     /// Run what the store lacks, on all boards in parallel.
-    Apply {
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        #[command(flatten)]
-        store: StoreArg,
-        /// Print only failures and the summary.
-        #[arg(long, short)]
-        quiet: bool,
-        /// Where reports go after the run.
-        #[arg(long, default_value = "reports", value_name = "DIR")]
-        out: PathBuf,
-        /// Do not render reports after the run.
-        #[arg(long)]
-        no_report: bool,
-        /// Print the steps apply would walk, per board, and run nothing: no board is
-        /// changed and the store is only read. Under each step that would overwrite a
-        /// device: the model, serial and size its board reports (`lsblk`, a short
-        /// connect timeout), or that the board cannot be reached.
-        #[arg(long)]
-        dry_run: bool,
-        /// Format and flash without asking: the first time apply would overwrite a disk
-        /// of a board the store holds no state of, it lists those steps and asks for
-        /// "yes" on a terminal, and refuses without one (scripts, timers: pass --yes).
-        #[arg(long, conflicts_with = "dry_run")]
-        yes: bool,
-        #[command(flatten)]
-        select: SelectArg,
-        #[command(flatten)]
-        cells: CellsArg,
-    },
+    Apply(apply_cmd::ApplyArgs),
     /// Statistics on files of numbers (one per line, `#` comments), like ministat:
     /// each file's summary and CI, and each later file's difference from the first.
     Stats {
@@ -470,110 +441,7 @@ pub fn run(cli: Cli) -> Result<()> {
             print!("{out}");
             Ok(())
         }
-        Command::Apply {
-            files,
-            store,
-            quiet,
-            out,
-            no_report,
-            dry_run,
-            yes,
-            select,
-            cells,
-        } => {
-            let select = select.parse()?;
-            let ws = load(&files, cells.max_cells)?;
-            if dry_run {
-                let store = Store::open_read(&store.store)?;
-                let probe = crate::transport::RealConnector;
-                print!("{}", dry_run_text(&ws, &store, &select, Some(&probe))?);
-                return Ok(());
-            }
-            if !no_report {
-                // A broken override template fails now, before anything is measured.
-                reports::check_templates(&ws)?;
-            }
-            {
-                // Asked before the store is made or marked: a "no" leaves nothing done.
-                let read = Store::open_read(&store.store)?;
-                let schedule = plan_view::schedule_now(&ws, &read, &select)?;
-                confirm::ask(&confirm::unclaimed(&schedule, &read)?, yes)?;
-            }
-            let store = Store::open(&store.store)?;
-            let cells: Vec<_> = known_plans(&ws, &store)?
-                .into_iter()
-                .flat_map(|(_, p)| p.cells)
-                .filter(|c| select.runs(c))
-                .collect();
-            if !select.redo.is_empty() {
-                // Under the lock, released before apply takes it again.
-                let _lock = store.lock()?;
-                let session = format!("{:.0}-{}", crate::store::now(), std::process::id());
-                for cell in cells.iter().filter(|c| select.redoes(c)) {
-                    store.mark_redo(cell, &session)?;
-                }
-            }
-            let stop = Arc::new(AtomicBool::new(false));
-            let progress = crate::progress::for_terminal(quiet);
-            let outcome = {
-                let _walk = Walk::begin(&stop);
-                let options = apply::Options {
-                    on_drift: select.on_drift,
-                };
-                let connector = crate::transport::RealConnector;
-                apply::apply_with_options(
-                    &ws,
-                    &cells,
-                    &store,
-                    progress.as_ref(),
-                    &stop,
-                    &connector,
-                    &options,
-                )
-            }?;
-            drop(progress);
-            let skipped = match outcome.skipped.len() {
-                0 => String::new(),
-                n => format!(", {n} skipped (cannot apply on the board)"),
-            };
-            eprintln!(
-                "apply: {} cell(s) completed, {} already complete, {} failed{skipped}",
-                outcome.completed,
-                outcome.already_complete,
-                outcome.failed.len()
-            );
-            for (a, cause) in &outcome.failed {
-                eprintln!("  failed: {}: {cause}", a.label());
-            }
-            for (a, reason) in &outcome.skipped {
-                eprintln!("  skipped: {}: {reason}", a.label());
-            }
-            for (board, cause, cells) in &outcome.unreachable {
-                eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
-            }
-            reports::record_plan_skips(&ws, &store)?;
-            if !no_report && !outcome.interrupted {
-                for path in write_reports(&ws, &store, &out)? {
-                    eprintln!("report: {}", path.display());
-                }
-            }
-            if outcome.interrupted {
-                return Err(Error::Interrupted);
-            }
-            if !outcome.failed.is_empty() {
-                return Err(Error::CellsFailed {
-                    failed: outcome.failed.len(),
-                    total: outcome.completed + outcome.already_complete + outcome.failed.len(),
-                });
-            }
-            if !outcome.unreachable.is_empty() {
-                return Err(Error::BoardsUnreachable {
-                    boards: outcome.unreachable.len(),
-                    cells: outcome.unreachable.iter().map(|u| u.2).sum(),
-                });
-            }
-            Ok(())
-        }
+        Command::Apply(args) => apply_cmd::run(args),
         Command::Stats {
             files,
             confidence,

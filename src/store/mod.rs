@@ -38,6 +38,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -212,6 +213,8 @@ impl CellData {
 #[derive(Clone, Debug)]
 pub struct Store {
     root: PathBuf,
+    /// The lock this store (and its clones) holds, while any `StoreLock` of it lives.
+    held: Arc<Mutex<Weak<File>>>,
 }
 
 impl Store {
@@ -223,14 +226,21 @@ impl Store {
         if read_json::<Value>(&marker)?.is_none() {
             write_atomic(&marker, b"{\"format\":1}\n")?;
         }
-        Ok(Store { root })
+        Ok(Store::at(root))
     }
 
     /// Opens a store for reading only; a missing store reads as empty.
     pub fn open_read(root: impl Into<PathBuf>) -> Result<Store> {
         let root = root.into();
         read_json::<Value>(&root.join("store.json"))?;
-        Ok(Store { root })
+        Ok(Store::at(root))
+    }
+
+    fn at(root: PathBuf) -> Store {
+        Store {
+            root,
+            held: Arc::default(),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -308,8 +318,14 @@ impl Store {
         Ok(out)
     }
 
-    /// Takes the store's write lock; refuses when another apply holds it.
+    /// Takes the store's write lock; refuses when another apply holds it. Taken again
+    /// through this store (or a clone) while held, it is shared: `apply --plan` holds it
+    /// from its check of the saved plan through the walk, which takes it too.
     pub fn lock(&self) -> Result<StoreLock> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(file) = held.upgrade() {
+            return Ok(StoreLock { _file: file });
+        }
         let path = self.root.join(".lock");
         let file = OpenOptions::new()
             .create(true)
@@ -325,6 +341,8 @@ impl Store {
                 self.root.display()
             )));
         }
+        let file = Arc::new(file);
+        *held = Arc::downgrade(&file);
         Ok(StoreLock { _file: file })
     }
 
@@ -453,7 +471,7 @@ impl Present {
 
 /// Held while an apply writes the store; released on drop (or process death).
 pub struct StoreLock {
-    _file: File,
+    _file: Arc<File>,
 }
 
 /// Appends to one cell's directory.

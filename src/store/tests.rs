@@ -118,17 +118,24 @@ fn a_failure_is_recorded_and_cleared_by_the_next_sample() {
 }
 
 #[test]
-fn the_lock_is_exclusive() {
+fn the_lock_is_exclusive_and_shared_by_its_holder() {
     let store = temp_store("lock");
     let held = store.lock().unwrap();
-    let err = store
+    // Another apply opens the store anew.
+    let other = Store::open(store.root()).unwrap();
+    let err = other
         .lock()
         .err()
         .expect("second lock must fail")
         .to_string();
     assert!(err.contains("locked"), "{err}");
+    // The holder takes it again (apply --plan, then the walk), a clone too.
+    let again = store.lock().unwrap();
+    let cloned = store.clone().lock().unwrap();
     drop(held);
-    store.lock().unwrap();
+    assert!(other.lock().is_err(), "released while still held");
+    drop((again, cloned));
+    other.lock().unwrap();
     let _ = fs::remove_dir_all(store.root());
 }
 

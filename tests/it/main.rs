@@ -50,6 +50,7 @@ mod realboards;
 mod report_bytes;
 mod reports;
 mod safety;
+mod saved_plan;
 mod schedule;
 mod scratch;
 mod seed_era;
