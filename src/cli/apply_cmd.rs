@@ -12,6 +12,10 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 
 #[derive(clap::Args, Debug)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "command-line switches, each one the user gives or not"
+)]
 pub struct ApplyArgs {
     #[arg(required = true)]
     files: Vec<PathBuf>,
