@@ -5,34 +5,9 @@
 //! it, `apply --yes`, and a report whose Markdown matches a snapshot a reviewer would
 //! paste (its numbers, the board's address and the machine's facts filtered out).
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-use crate::init::{home_for, one_board_lab, uncomment};
+use crate::init::{home_for, one_board_lab, run_in as run, uncomment};
 use crate::lab::text;
 use crate::scratch::Scratch;
-
-fn run(bin: &Path, cwd: &Path, home: &Path, args: &[&str]) -> Output {
-    // The copied binary was open for writing here; a child another test thread forked
-    // meanwhile holds that descriptor until its own exec, and exec says "text file
-    // busy" until then (rust-lang/rust#114554). Bounded retries outwait that window.
-    for _ in 0..100 {
-        match Command::new(bin)
-            .args(args)
-            .current_dir(cwd)
-            .env("HOME", home)
-            .env_remove("SSH_AUTH_SOCK")
-            .env("NO_COLOR", "1")
-            .output()
-        {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            out => return out.unwrap(),
-        }
-    }
-    panic!("{} stayed busy for 5 s", bin.display())
-}
 
 /// The report's Markdown as a reviewer reads it, without what changes from run to run:
 /// its title, method and the tests' tables, with the board's address, every measured

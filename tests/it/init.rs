@@ -32,14 +32,30 @@ pub(crate) fn home_for(lab: &Lab, tag: &str, known: bool) -> Scratch {
 
 /// `benchpipe ARGS` in `cwd`, with `home` as HOME and no ssh-agent.
 fn bp_in(cwd: &Path, home: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", home)
-        .env_remove("SSH_AUTH_SOCK")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    run_in(Path::new(env!("CARGO_BIN_EXE_benchpipe")), cwd, home, args)
+}
+
+/// `bp_in` with the binary `bin` (a copy, as a newcomer's).
+pub(crate) fn run_in(bin: &Path, cwd: &Path, home: &Path, args: &[&str]) -> Output {
+    // The copied binary was open for writing here; a child another test thread forked
+    // meanwhile holds that descriptor until its own exec, and exec says "text file
+    // busy" until then (rust-lang/rust#114554). Bounded retries outwait that window.
+    for _ in 0..100 {
+        match std::process::Command::new(bin)
+            .args(args)
+            .current_dir(cwd)
+            .env("HOME", home)
+            .env_remove("SSH_AUTH_SOCK")
+            .env("NO_COLOR", "1")
+            .output()
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            out => return out.unwrap(),
+        }
+    }
+    panic!("{} stayed busy for 5 s", bin.display())
 }
 
 /// `text` with the commented `[[storage]]` block naming `device` uncommented.
