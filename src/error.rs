@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::config::diag::Diagnostics;
+use crate::diag::Diagnostics;
 use crate::transport::TransportError;
 
 /// Exit codes: 0 success, 1 a run failed (some cells failed, a tool broke),

@@ -11,6 +11,7 @@ pub mod cell;
 pub mod check;
 pub mod cli;
 pub mod config;
+pub mod diag;
 pub mod error;
 pub mod failure;
 pub mod flash;
@@ -37,6 +38,8 @@ pub mod store;
 pub mod telemetry;
 pub mod transport;
 
+#[cfg(test)]
+mod testing;
 #[cfg(test)]
 mod tidy;
 

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use toml::Spanned;
 
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::{Known, Source, raw};
 use crate::model::{Board, TmpfsSize};
 use crate::plan::Plan;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
-use crate::config::diag::{Diagnostic, Diagnostics};
+use crate::diag::{Diagnostic, Diagnostics};
 use crate::config::{Known, PlanChecks, ScenarioFile, Source, StoredNames, raw};
 use crate::model::{Scenario, Workspace};
 use crate::plan;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::{Known, Source, raw};
 use crate::model::Scenario;
 use crate::plan::Plan;

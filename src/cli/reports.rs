@@ -83,8 +83,8 @@ pub(super) fn templates(root: &Path) -> Result<report::Templates> {
         };
         // A FIFO or device there would block the open or never end.
         if !meta.is_file() {
-            return Err(Error::Config(config::diag::Diagnostics(vec![
-                config::diag::Diagnostic::whole_file(
+            return Err(Error::Config(crate::diag::Diagnostics(vec![
+                crate::diag::Diagnostic::whole_file(
                     &path,
                     "a report template must be a regular file",
                 ),
@@ -97,8 +97,8 @@ pub(super) fn templates(root: &Path) -> Result<report::Templates> {
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io(&path, e))?;
         let Ok(source) = String::from_utf8(bytes) else {
-            return Err(Error::Config(config::diag::Diagnostics(vec![
-                config::diag::Diagnostic::whole_file(&path, "a report template must be UTF-8 text"),
+            return Err(Error::Config(crate::diag::Diagnostics(vec![
+                crate::diag::Diagnostic::whole_file(&path, "a report template must be UTF-8 text"),
             ])));
         };
         templates = templates.with_override(name, path, source)?;

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, boot, names, raw, ssh, template};
 use crate::bench::Vars;
 use crate::model::{Board, BoardName, Connection, Flash, Storage, StorageName, StorageRole};

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, raw};
 use crate::model::{
     Attachment, AuthorizedKey, Board, BoardName, Connection, Firstboot, FirstbootKind, PasswordHash,

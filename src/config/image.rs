@@ -3,7 +3,7 @@
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw, units};
 use crate::model::Expectations;
 

@@ -6,7 +6,7 @@
 use toml::de::{DeTable, DeValue};
 
 use super::Source;
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {

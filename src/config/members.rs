@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, metrics, raw};
 use crate::model::{MemberMetric, MetricSpec, PEER_PARAM, ParamValue, Side};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, board, names, raw};
 use std::collections::BTreeMap;
 

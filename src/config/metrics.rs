@@ -4,7 +4,7 @@
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw};
 use crate::model::{Better, MetricSpec, ParserSpec};
 

@@ -9,7 +9,6 @@
 mod board;
 mod boot;
 pub mod builtin;
-pub mod diag;
 mod firstboot;
 mod image;
 mod kind;
@@ -44,7 +43,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::model::{Board, BoardName, Recipe, TestName, Workspace};
-use diag::{Diagnostic, Diagnostics};
+use crate::diag::{self, Diagnostic, Diagnostics};
 
 /// Files larger than this are refused before parsing: no input file is anywhere near it.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw};
 use crate::model::{LinkKind, Network, NetworkName};
 use crate::network::rules;

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw, template};
 use crate::model::{ParserName, ParserOptions, ParserSpec, RegexOptions, Stream};
 

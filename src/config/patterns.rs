@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use regex::{Regex, RegexBuilder};
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, raw};
 use crate::model::{ParamPattern, ParamValue};
 

@@ -4,7 +4,7 @@
 use toml::Spanned;
 
 use super::board::{TemplateContext, board_template};
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw};
 use crate::model::{Flash, Power};
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
 use crate::model::{ParamValue, Recipe, ServiceSpec, Side, Step, TestName};
 

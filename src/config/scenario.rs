@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw, units};
 use crate::model::{
     AS_FLASHED, AS_IS, Board, BoardName, FS_KINDS, Filesystem, FsName, Image, ImageName,

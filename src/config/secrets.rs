@@ -3,7 +3,7 @@
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw, template};
 use crate::model::{Side, StepInput};
 

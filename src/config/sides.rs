@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw, recipe, template};
 use crate::model::{FactSpec, Needs, PackageManager, Side};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, names, raw, units};
 use crate::model::SshTarget;
 use crate::transport::ssh::config::{expand_tilde, split_jump};

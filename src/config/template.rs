@@ -10,7 +10,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::Source;
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::names;
 use super::shell::{self, Context};
 use crate::bench::{self, Vars};

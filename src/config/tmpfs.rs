@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use super::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use super::{Source, raw, template};
 use crate::model::{Needs, ParamValue, Recipe, Side, TmpfsSpec};
 use crate::storage::tmpfs::{self, MAX_MIB, MAX_PERCENT};

@@ -397,7 +397,7 @@ mod tests {
     #[test]
     fn the_bmap_reaches_the_host_through_no_file_root_writes_on_the_controller() {
         let t = "the_bmap_reaches_the_host_through_no_file_root_writes_on_the_controller";
-        if !crate::image::tests::have(t, &["bmaptool"]) {
+        if !crate::testing::have(t, &["bmaptool"]) {
             return;
         }
         let b = parse(REAL).unwrap();

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use minijinja::{Environment, UndefinedBehavior, Value};
 
 use super::Report;
-use crate::config::diag::{Diagnostic, Diagnostics};
+use crate::diag::{Diagnostic, Diagnostics};
 
 /// Where a workspace's override templates are, relative to its root.
 pub const TEMPLATE_DIR: &str = "reports/templates";

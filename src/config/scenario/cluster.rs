@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::Known;
 use crate::bench::Vars;
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::{Source, names, raw, template, units};
 use crate::model::{
     BoardName, CLUSTER_VARIABLES, Cluster, ClusterStep, Endpoint, EndpointAt, Where,

@@ -5,7 +5,7 @@ use toml::Spanned;
 
 use super::Known;
 use super::matrix::{Axes, pattern};
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::{Source, names, raw, units};
 use crate::model::Percent;
 use crate::model::{Compare, FsName, ImageName, Matrix, Pool, Precision, TestName};

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
 use super::Known;
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::{Source, names, raw};
 use crate::model::{
     AS_IS, BoardName, CellPattern, Filesystem, FsName, Image, ImageName, Matrix, TestName,

@@ -2,7 +2,7 @@
 
 use toml::Spanned;
 
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::{Source, raw, units};
 use crate::model::{Cooldown, Method, RunOrder, Runs};
 

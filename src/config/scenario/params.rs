@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::Known;
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::{Source, names, patterns, recipe};
 use crate::model::{ParamValue, TestName};
 

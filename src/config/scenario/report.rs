@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::Known;
 use super::compare::compare_metric;
-use crate::config::diag::Diagnostic;
+use crate::diag::Diagnostic;
 use crate::config::recipe::check_label;
 use crate::config::{Source, names, raw};
 use crate::model::{

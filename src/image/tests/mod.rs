@@ -6,14 +6,11 @@ mod http;
 mod local;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::Cache;
 use crate::model::ImageSource;
-use crate::transport::local::Local;
-use crate::transport::{Output, Transport, quote};
 
 /// A directory of its own for one test, removed when dropped.
 pub(super) struct Scratch(pub PathBuf);
@@ -41,35 +38,7 @@ impl Drop for Scratch {
     }
 }
 
-/// Whether `tools` are all installed; if not, says so (and fails under `.ci/run`, where a
-/// skipped test must never look like a passed one).
-pub(crate) fn have(test: &str, tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools
-        .iter()
-        .copied()
-        .filter(|t| {
-            !local(&format!("command -v {}", quote::sh(t)))
-                .exit
-                .success()
-        })
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let reason = format!("missing {}", missing.join(", "));
-    let must_run = std::env::var_os("BENCHPIPE_TESTS_MUST_RUN").is_some_and(|v| v == "1");
-    assert!(!must_run, "TEST COULD NOT RUN: {test}: {reason}");
-    eprintln!("SKIPPED {test}: {reason}");
-    false
-}
-
-/// `line` run by `sh -c` on this machine, through the transport that starts every
-/// process benchpipe starts.
-pub(crate) fn local(line: &str) -> Output {
-    Local::new()
-        .run(line, Some(Duration::from_secs(600)))
-        .unwrap_or_else(|e| panic!("{line}: {e}"))
-}
+pub(crate) use crate::testing::{have, local};
 
 pub(super) fn sh(script: &str) {
     let out = local(&format!("set -e\n{script}"));
