@@ -35,4 +35,3 @@ pub(crate) fn local(line: &str) -> Output {
         .run(line, Some(Duration::from_secs(600)))
         .unwrap_or_else(|e| panic!("{line}: {e}"))
 }
-

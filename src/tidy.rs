@@ -72,8 +72,7 @@ const LAYERS: [(&str, &[&str]); 8] = [
     (
         "src/diag.rs",
         &[
-            "model", "cell", "config", "store", "plan", "check", "apply", "report", "cli",
-            "error",
+            "model", "cell", "config", "store", "plan", "check", "apply", "report", "cli", "error",
         ],
     ),
     (

@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use crate::config::{Known, Source, raw};
+use crate::diag::Diagnostic;
 use crate::model::{Board, TmpfsSize};
 use crate::plan::Plan;
 use crate::storage::tmpfs::MAX_PERCENT;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
-use crate::diag::{Diagnostic, Diagnostics};
 use crate::config::{Known, PlanChecks, ScenarioFile, Source, StoredNames, raw};
+use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::{Scenario, Workspace};
 use crate::plan;
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use crate::config::{Known, Source, raw};
+use crate::diag::Diagnostic;
 use crate::model::Scenario;
 use crate::plan::Plan;
 use crate::report::pairing::Pairing;

@@ -4,9 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, boot, names, raw, ssh, template};
 use crate::bench::Vars;
+use crate::diag::Diagnostic;
 use crate::model::{Board, BoardName, Connection, Flash, Storage, StorageName, StorageRole};
 
 use crate::storage::rules;

@@ -4,8 +4,8 @@
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw};
+use crate::diag::Diagnostic;
 use crate::model::Uas;
 
 /// `[boot] cmdline`: an absolute file path on the board, no `..`, no control character.

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, raw};
+use crate::diag::Diagnostic;
 use crate::model::{
     Attachment, AuthorizedKey, Board, BoardName, Connection, Firstboot, FirstbootKind, PasswordHash,
 };

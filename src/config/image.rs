@@ -3,8 +3,8 @@
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw, units};
+use crate::diag::Diagnostic;
 use crate::model::Expectations;
 
 /// The schemes `image::fetch` can read.

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, metrics, raw};
+use crate::diag::Diagnostic;
 use crate::model::{MemberMetric, MetricSpec, PEER_PARAM, ParamValue, Side};
 
 /// The template variable holding the peer board's host, in recipes with a `peer`.

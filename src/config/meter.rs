@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, board, names, raw};
+use crate::diag::Diagnostic;
 use std::collections::BTreeMap;
 
 use crate::model::{Better, DEFAULT_METER_IDLE, Derived, Meter, MeterSource, MetricSpec};

@@ -4,8 +4,8 @@
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw};
+use crate::diag::Diagnostic;
 use crate::model::{Better, MetricSpec, ParserSpec};
 
 pub(super) fn metrics(

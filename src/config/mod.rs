@@ -42,8 +42,8 @@ use serde::de::DeserializeOwned;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use crate::model::{Board, BoardName, Recipe, TestName, Workspace};
 use crate::diag::{self, Diagnostic, Diagnostics};
+use crate::model::{Board, BoardName, Recipe, TestName, Workspace};
 
 /// Files larger than this are refused before parsing: no input file is anywhere near it.
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;

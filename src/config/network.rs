@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw};
+use crate::diag::Diagnostic;
 use crate::model::{LinkKind, Network, NetworkName};
 use crate::network::rules;
 

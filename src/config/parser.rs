@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw, template};
+use crate::diag::Diagnostic;
 use crate::model::{ParserName, ParserOptions, ParserSpec, RegexOptions, Stream};
 
 /// `[run] parse`, a name from the parser registry, and the options of the parser that

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use regex::{Regex, RegexBuilder};
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, raw};
+use crate::diag::Diagnostic;
 use crate::model::{ParamPattern, ParamValue};
 
 /// Bounds like the regex parser's: a pattern is a check, never a heavy program.

@@ -4,8 +4,8 @@
 use toml::Spanned;
 
 use super::board::{TemplateContext, board_template};
-use crate::diag::Diagnostic;
 use super::{Source, names, raw};
+use crate::diag::Diagnostic;
 use crate::model::{Flash, Power};
 
 /// Bounds of `[power] boot_timeout`: a board cannot boot in under a second, and one that

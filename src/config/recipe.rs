@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw, template, units};
+use crate::diag::Diagnostic;
 use crate::model::{ParamValue, Recipe, ServiceSpec, Side, Step, TestName};
 
 pub fn validate(src: &Source, raw: raw::Recipe, diags: &mut Vec<Diagnostic>) -> Option<Recipe> {

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw, units};
+use crate::diag::Diagnostic;
 use crate::model::{
     AS_FLASHED, AS_IS, Board, BoardName, FS_KINDS, Filesystem, FsName, Image, ImageName,
     ImageSource, ImageUrl, Recipe, Scenario, TestName,

@@ -3,8 +3,8 @@
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw, template};
+use crate::diag::Diagnostic;
 use crate::model::{Side, StepInput};
 
 /// At most this many secrets per recipe: each is a file read after every command.

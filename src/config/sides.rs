@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw, recipe, template};
+use crate::diag::Diagnostic;
 use crate::model::{FactSpec, Needs, PackageManager, Side};
 
 /// Variables a `[facts]` command may use: facts are gathered once per board and recipe,

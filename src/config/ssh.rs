@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, names, raw, units};
+use crate::diag::Diagnostic;
 use crate::model::SshTarget;
 use crate::transport::ssh::config::{expand_tilde, split_jump};
 use crate::transport::ssh::hostkey::HostKey;

@@ -10,10 +10,10 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::Source;
-use crate::diag::Diagnostic;
 use super::names;
 use super::shell::{self, Context};
 use crate::bench::{self, Vars};
+use crate::diag::Diagnostic;
 
 /// Variables every recipe template receives (see docs/FORMAT.md): the names apply sets
 /// (`bench::TemplateVars`).

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use super::{Source, raw, template};
+use crate::diag::Diagnostic;
 use crate::model::{Needs, ParamValue, Recipe, Side, TmpfsSpec};
 use crate::storage::tmpfs::{self, MAX_MIB, MAX_PERCENT};
 

@@ -8,8 +8,8 @@ use toml::Spanned;
 
 use super::Known;
 use crate::bench::Vars;
-use crate::diag::Diagnostic;
 use crate::config::{Source, names, raw, template, units};
+use crate::diag::Diagnostic;
 use crate::model::{
     BoardName, CLUSTER_VARIABLES, Cluster, ClusterStep, Endpoint, EndpointAt, Where,
 };

@@ -5,8 +5,8 @@ use toml::Spanned;
 
 use super::Known;
 use super::matrix::{Axes, pattern};
-use crate::diag::Diagnostic;
 use crate::config::{Source, names, raw, units};
+use crate::diag::Diagnostic;
 use crate::model::Percent;
 use crate::model::{Compare, FsName, ImageName, Matrix, Pool, Precision, TestName};
 

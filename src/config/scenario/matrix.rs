@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use toml::Spanned;
 
 use super::Known;
-use crate::diag::Diagnostic;
 use crate::config::{Source, names, raw};
+use crate::diag::Diagnostic;
 use crate::model::{
     AS_IS, BoardName, CellPattern, Filesystem, FsName, Image, ImageName, Matrix, TestName,
 };

@@ -2,8 +2,8 @@
 
 use toml::Spanned;
 
-use crate::diag::Diagnostic;
 use crate::config::{Source, raw, units};
+use crate::diag::Diagnostic;
 use crate::model::{Cooldown, Method, RunOrder, Runs};
 
 /// Cool-down targets a board can reach: absolute, and above its idle temperature.

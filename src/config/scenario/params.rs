@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::Known;
-use crate::diag::Diagnostic;
 use crate::config::{Source, names, patterns, recipe};
+use crate::diag::Diagnostic;
 use crate::model::{ParamValue, TestName};
 
 pub(super) fn params(

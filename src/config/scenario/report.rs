@@ -7,9 +7,9 @@ use toml::Spanned;
 
 use super::Known;
 use super::compare::compare_metric;
-use crate::diag::Diagnostic;
 use crate::config::recipe::check_label;
 use crate::config::{Source, names, raw};
+use crate::diag::Diagnostic;
 use crate::model::{
     AS_IS, Axis, ColumnSpec, Filesystem, FsName, Image, ImageName, Labels, Matrix, ReportSpec,
     TableSpec,
