@@ -116,6 +116,13 @@ impl Drop for Slot {
 pub fn machine_alone() -> Slot {
     SLOTS.exclusive()
 }
+
+/// A slot beside the labs for a test that brings up none but must not run while a test
+/// holds the machine alone (that one's swap traffic, kernel-log line or CPU burners
+/// would be this one's too).
+pub fn beside_labs() -> Slot {
+    SLOTS.shared()
+}
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// What "did not hang" means in these tests: far beyond TIMEOUT, so a loaded CI machine

@@ -12,11 +12,18 @@ use benchpipe::telemetry::{Probe, SamplerOptions, TelemetryError, Thresholds};
 use benchpipe::transport::Transport;
 use benchpipe::transport::local::Local;
 
-/// These tests judge the whole machine's CPU and swap, and make real swap traffic,
-/// CPU burners and kernel-log lines: they take the machine alone, one at a time and
-/// with no lab up, so that neither they nor a lab test's runs see the other's load.
+/// The tests that judge the whole machine's CPU and swap, or make real swap traffic,
+/// CPU burners and kernel-log lines, take the machine alone, one at a time and with no
+/// lab up, so that neither they nor a lab test's runs see the other's load.
 fn machine() -> crate::lab::Slot {
     crate::lab::machine_alone()
+}
+
+/// The tests of the firmware's, the thermal source's and fake kernel logs' flags judge
+/// no load (`firmware_only`): they run beside the labs, never beside a test that has
+/// the machine alone.
+fn beside_labs() -> crate::lab::Slot {
+    crate::lab::beside_labs()
 }
 
 fn scratch(tag: &str) -> Scratch {
@@ -129,7 +136,7 @@ fn measured_run(board: &Board, id: &str, command: &str) -> benchpipe::telemetry:
 #[test]
 fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
     use std::os::unix::fs::PermissionsExt;
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("fake");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -213,7 +220,7 @@ fn fake_vcgencmd_and_fake_thermal_raise_throttled_hot_and_under_voltage() {
 #[test]
 fn fake_vcgencmd_with_sticky_bits_from_before_the_run_flags_nothing() {
     use std::os::unix::fs::PermissionsExt;
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("fake-sticky");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -263,7 +270,7 @@ fn fake_vcgencmd(dir: &Path, body: &str) -> PathBuf {
 
 #[test]
 fn fake_vcgencmd_failing_leaves_the_throttle_state_unknown_with_its_reason() {
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("fake-vchi");
     // What vcgencmd says to a user outside the `video` group.
     let bin = fake_vcgencmd(&dir, "echo 'VCHI initialization failed' >&2\nexit 255");
@@ -310,7 +317,7 @@ fn fake_vcgencmd_failing_leaves_the_throttle_state_unknown_with_its_reason() {
 
 #[test]
 fn fake_vcgencmd_failing_shows_in_the_report_as_a_warning() {
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("fake-vchi-report");
     let bin = fake_vcgencmd(&dir, "echo 'VCHI initialization failed' >&2\nexit 255");
     // Flagged runs are kept (the default): the suite's own load may flag a run here,
@@ -358,7 +365,7 @@ fn fake_vcgencmd_failing_shows_in_the_report_as_a_warning() {
 
 #[test]
 fn fake_kernel_log_shows_an_under_voltage_during_the_run_that_sticky_bits_hide() {
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("fake-klog");
     // The firmware's "has occurred" bits were set long before the run.
     let bin = fake_vcgencmd(&dir, "echo throttled=0x50000");
@@ -405,7 +412,7 @@ fn fake_kernel_log_shows_an_under_voltage_during_the_run_that_sticky_bits_hide()
 
 #[test]
 fn fake_kernel_log_unreadable_with_sticky_bits_set_leaves_the_throttle_state_unknown() {
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("fake-klog-gone");
     let bin = fake_vcgencmd(&dir, "echo throttled=0x50000");
     let b = board(&dir.join("work"), None);
@@ -498,7 +505,7 @@ fn real_kmsg_line_during_a_run_is_flagged_under_voltage() {
 
 #[test]
 fn a_dev_zero_thermal_source_gives_no_temperature_and_a_small_trace() {
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("devzero");
     let b = board(&dir.join("work"), Some("/dev/zero".into()));
     let mut t = Local::new();
@@ -513,7 +520,7 @@ fn a_dev_zero_thermal_source_gives_no_temperature_and_a_small_trace() {
 
 #[test]
 fn a_huge_trace_is_read_back_bounded_keeping_its_head_and_tail() {
-    let _m = machine();
+    let _m = beside_labs();
     let dir = scratch("hugetrace");
     let b = board(&dir.join("work"), None);
     let mut t = Local::new();
@@ -549,7 +556,7 @@ fn a_huge_trace_is_read_back_bounded_keeping_its_head_and_tail() {
 
 #[test]
 fn apply_with_a_dev_zero_thermal_source_skips_the_cool_down_and_finishes() {
-    let _m = machine();
+    let _m = beside_labs();
     let p = crate::spine::Project::local("devzero-apply")
         .local_scenario("s", &["sleepy"], 1, "")
         .edit(
