@@ -36,6 +36,7 @@ pub(crate) mod route;
 mod runs;
 mod secrets;
 mod services;
+mod status;
 pub use services::controller_dir;
 mod tmpfs;
 mod tpi;
@@ -205,6 +206,9 @@ pub fn apply_with_options(
 ) -> Result<Outcome> {
     let _lock = store.lock()?;
     let session = format!("{:.0}-{}", store::now(), std::process::id());
+    // Every event also lands in the store's walk statuses (`benchpipe status`).
+    let recorder = status::Recorder::new(progress, store, &session);
+    let progress: &dyn Progress = &recorder;
     let mut outcome = Outcome::default();
     let boards_seen = store.board_fingerprints(cells.iter().map(|c| &c.address.board))?;
 

@@ -25,6 +25,7 @@ mod plan_view;
 mod reports;
 mod saved_plan;
 mod signals;
+mod status;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
 use reports::{load_for_report, write_reports_of};
 pub use reports::{report_plans, stored_names, write_reports};
@@ -151,8 +152,12 @@ pub enum Command {
     /// .gitignore; a board file for each --board host from what it says over SSH (model,
     /// memory, disks, links, distribution, sudo), its free disks commented out; then
     /// print the next three commands. Never replaces a file.
+    #[command(
+        after_help = "Examples:\n  benchpipe init --board pi@pi4.local\n  benchpipe init --dir lab --board root@cm4-1 --board root@cm4-2"
+    )]
     Init(init::InitArgs),
     /// Validate scenario files and the boards and recipes they use.
+    #[command(after_help = "Example:\n  benchpipe check scenarios/*.toml")]
     Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -160,6 +165,9 @@ pub enum Command {
         cells: CellsArg,
     },
     /// Show every cell of the scenarios with its key and state, and what apply would run.
+    #[command(
+        after_help = "Examples:\n  benchpipe plan scenarios/lab.toml\n  benchpipe plan --json scenarios/lab.toml > plan.json   # then: apply --plan plan.json"
+    )]
     Plan {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -174,9 +182,13 @@ pub enum Command {
         cells: CellsArg,
     },
     /// Run what the store lacks, on all boards in parallel.
+    #[command(
+        after_help = "Examples:\n  benchpipe apply --dry-run scenarios/lab.toml\n  benchpipe apply scenarios/lab.toml\n  benchpipe apply --only board=pi-1,test=xz scenarios/lab.toml"
+    )]
     Apply(apply_cmd::ApplyArgs),
     /// Statistics on files of numbers (one per line, `#` comments), like ministat:
     /// each file's summary and CI, and each later file's difference from the first.
+    #[command(after_help = "Example:\n  benchpipe stats before.txt after.txt")]
     Stats {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -191,6 +203,9 @@ pub enum Command {
     /// `[[report.compare]]` entry: the difference with Fieller's CI of the ratio of
     /// means, Welch's p, and a verdict (faster/slower, equivalent, or inconclusive with
     /// the runs that would likely decide it).
+    #[command(
+        after_help = "Example:\n  benchpipe compare scenarios/lab.toml --metric disk-4k.random_read --baseline storage=sd"
+    )]
     Compare {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -223,6 +238,7 @@ pub enum Command {
         cells: CellsArg,
     },
     /// The virtual lab: boards made of network namespaces, each running a real sshd.
+    #[command(after_help = "Examples:\n  benchpipe lab up --boards 2\n  benchpipe lab down")]
     Lab {
         #[command(subcommand)]
         action: LabAction,
@@ -231,6 +247,9 @@ pub enum Command {
         root: PathBuf,
     },
     /// Board utilities.
+    #[command(
+        after_help = "Examples:\n  benchpipe boards check\n  benchpipe boards power cycle pi-1"
+    )]
     Boards {
         #[command(subcommand)]
         action: BoardsAction,
@@ -239,6 +258,9 @@ pub enum Command {
         root: PathBuf,
     },
     /// Render the reports of the scenarios from the store.
+    #[command(
+        after_help = "Examples:\n  benchpipe report scenarios/lab.toml\n  benchpipe report --compare last-month/results results scenarios/lab.toml"
+    )]
     Report {
         #[arg(required_unless_present = "compare")]
         files: Vec<PathBuf>,
@@ -258,6 +280,30 @@ pub enum Command {
         #[command(flatten)]
         cells: CellsArg,
     },
+    /// What each board's walk is doing (phase, cell, for how long), what it finished,
+    /// which cells failed and why, and who holds the store's lock: while an apply runs,
+    /// and after it ended or died.
+    #[command(
+        after_help = "Examples:\n  benchpipe status\n  benchpipe status --json --store /var/lib/benchpipe/results"
+    )]
+    Status {
+        #[command(flatten)]
+        store: ReadStoreArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the shell's completion script for benchpipe.
+    #[command(
+        after_help = "Examples:\n  benchpipe completions bash > /etc/bash_completion.d/benchpipe\n  benchpipe completions zsh > \"${fpath[1]}/_benchpipe\"\n  benchpipe completions fish > ~/.config/fish/completions/benchpipe.fish"
+    )]
+    Completions {
+        /// bash, zsh or fish (also elvish, powershell).
+        shell: clap_complete::Shell,
+    },
+    /// Print benchpipe's man page (roff), from the same definitions as --help.
+    #[command(after_help = "Example:\n  benchpipe man > /usr/local/share/man/man1/benchpipe.1")]
+    Man,
 }
 
 #[derive(Subcommand, Debug)]
@@ -526,6 +572,20 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         },
         Command::Boards { action, root } => boards::run(action, &root),
+        Command::Status { store, json } => status::status(&store.path()?, json),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "benchpipe", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut page)
+                .map_err(|e| Error::Other(format!("the man page: {e}")))?;
+            std::io::Write::write_all(&mut std::io::stdout(), &page)
+                .map_err(|e| Error::Other(format!("stdout: {e}")))
+        }
         Command::Report {
             files,
             store,

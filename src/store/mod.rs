@@ -6,8 +6,10 @@
 //!   store.json                      {"format": 1}
 //!   boards/<board>.json             the image the board was last verified at
 //!   boards/<board>.facts.json       its kernel's filesystems, per image
-//!   .lock                           held (flock) by the one apply writing the store
-//!   boards/<board>.json             the image the board was last verified at
+//!   .lock                           held (flock) by the one apply writing the store;
+//!                                   says who: pid, host, since, command (`lock.rs`)
+//!   status/<board>.json             what the board's walk is doing or did, replaced at
+//!                                   each phase (`status.rs`, `benchpipe status`)
 //!   boards/<board>.fingerprint.json the board as apply last saw it (`drift.rs`)
 //!   boards/<board>.skipped.json     per scenario, the combinations its plan could not
 //!                                   make a cell of on the board, and why
@@ -36,9 +38,8 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -55,7 +56,9 @@ mod drift;
 mod failure;
 mod files;
 mod installed;
+mod lock;
 mod plan_skips;
+mod status;
 mod stored_json;
 #[cfg(test)]
 mod tests;
@@ -78,7 +81,9 @@ use files::{
     read_samples_in, sync_dir, to_json_bytes, write_atomic,
 };
 pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
+pub use lock::{Holder, StoreLock};
 pub use plan_skips::PlanSkips;
+pub use status::{FailedCell, MAX_FAILED_LISTED, WalkStatus, new_status};
 pub use stored_json::StoredJson;
 
 /// The version of every file in the store but failure.json; readers refuse newer ones.
@@ -318,34 +323,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Takes the store's write lock; refuses when another apply holds it. Taken again
-    /// through this store (or a clone) while held, it is shared: `apply --plan` holds it
-    /// from its check of the saved plan through the walk, which takes it too.
-    pub fn lock(&self) -> Result<StoreLock> {
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(file) = held.upgrade() {
-            return Ok(StoreLock { _file: file });
-        }
-        let path = self.root.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io(&path))?;
-        // SAFETY: flock(2) on a valid open descriptor.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            return Err(Error::Other(format!(
-                "store {} is locked by another benchpipe apply; wait for it or stop it",
-                self.root.display()
-            )));
-        }
-        let file = Arc::new(file);
-        *held = Arc::downgrade(&file);
-        Ok(StoreLock { _file: file })
-    }
-
     /// Prepares a cell's directory and writes its `cell.json` if absent.
     pub fn begin(&self, cell: &Cell) -> Result<CellWriter> {
         let dir = self.cell_dir(cell);
@@ -467,11 +444,6 @@ impl Present {
     fn has(&self, i: usize) -> bool {
         self.0.is_none_or(|mask| mask & (1 << i) != 0)
     }
-}
-
-/// Held while an apply writes the store; released on drop (or process death).
-pub struct StoreLock {
-    _file: Arc<File>,
 }
 
 /// Appends to one cell's directory.

@@ -245,7 +245,7 @@ fn values<'a>(unit: &'a str, key: &str) -> Vec<&'a str> {
 /// systemd-analyze's complaints about the units: unknown keys, bad values, a calendar
 /// spec it cannot parse. The package path (a stub derivation nothing built) is replaced
 /// by this test's benchpipe, so that ExecStart names an executable.
-fn systemd_complaints(service: &str, timer: &str, package: &str, dir: &Path) -> String {
+pub(crate) fn systemd_complaints(service: &str, timer: &str, package: &str, dir: &Path) -> String {
     std::fs::create_dir_all(dir).unwrap();
     let service = service.replace(
         &format!("{package}/bin/benchpipe"),
@@ -452,4 +452,50 @@ fn the_nixos_module_refuses_a_misspelt_option_an_empty_scenario_list_and_a_bad_s
         complaints.contains("calendar specification"),
         "{complaints:?}"
     );
+}
+
+/// contrib/systemd's units, as shipped (their binary replaced by this build's): no
+/// complaint from systemd-analyze, a deadline that stops apply as Ctrl-C does, and an
+/// ExecStart whose arguments this benchpipe takes (run in an empty directory, it is
+/// refused for the missing scenario, never for an argument).
+#[test]
+fn contrib_systemd_units_verify_and_their_apply_takes_every_argument() {
+    if !on_path("systemd-analyze") {
+        return cannot_run(
+            "nix::contrib_systemd_units_verify_and_their_apply_takes_every_argument",
+            "systemd-analyze is not installed (Debian package systemd)",
+        );
+    }
+    let read =
+        |name: &str| std::fs::read_to_string(repo().join("contrib/systemd").join(name)).unwrap();
+    let (service, timer) = (read("benchpipe.service"), read("benchpipe.timer"));
+    let dir = Scratch::new("contrib-units");
+    let complaints = systemd_complaints(&service, &timer, "/usr/local", &dir.join("units"));
+    assert_eq!(complaints, "", "{service}");
+    for want in [
+        "TimeoutStartSec=10h",
+        "KillMode=mixed",
+        "SuccessExitStatus=143",
+        "Type=oneshot",
+    ] {
+        assert!(service.contains(want), "{want}");
+    }
+    let exec = service
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart=");
+    let mut args = exec.split_whitespace();
+    assert_eq!(args.next(), Some("/usr/local/bin/benchpipe"));
+    let args: Vec<&str> = args.collect();
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(&args)
+        .current_dir(&empty)
+        .output()
+        .unwrap();
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(said.contains("scenarios/lab.toml"), "{said}");
+    assert!(!said.contains("unexpected argument"), "{said}");
 }
