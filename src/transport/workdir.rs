@@ -140,7 +140,11 @@ for c in {parts}; do
     # recipe's service that drops to its own user (MariaDB, nginx and php-fpm as
     # www-data) reaches the directory the recipe opens to it below the workdir.
     mode=711; [ -z "$last" ] || mode=700
-    bp_l=$(LC_ALL=C mkdir -m "$mode" -- "$p" 2>&1) || refuse "cannot create $p as uid $me: ${{bp_l##*: }}"
+    if ! bp_l=$(LC_ALL=C mkdir -m "$mode" -- "$p" 2>&1); then
+      # Made meanwhile by a claim beside this one (two boards' directories on the
+      # controller share their project's); checked below like any directory found.
+      {{ [ -d "$p" ] && [ ! -L "$p" ]; }} || refuse "cannot create $p as uid $me: ${{bp_l##*: }}"
+    fi
   fi
   [ -d "$p" ] || refuse "$p is not a directory"
   meta "$p/."
@@ -189,6 +193,28 @@ mod tests {
             assert_eq!(check_path(bad), Err(why), "{bad}");
         }
         assert!(check_path("/var/tmp/benchpipe/pi").is_ok());
+    }
+
+    /// Boards of one apply claim their directories on the controller at once, under one
+    /// parent none of them found: each claim makes it or finds it made, none refuses.
+    #[test]
+    fn claims_at_once_under_one_new_parent_all_succeed() {
+        let root = std::env::temp_dir().join(format!("bp-claims-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir(&root).unwrap();
+        for round in 0..5 {
+            let parent = root.join(format!("project-{round}"));
+            let claims: Vec<_> = (0..8)
+                .map(|i| {
+                    let dir = parent.join(format!("board-{i}")).display().to_string();
+                    std::thread::spawn(move || claim(&mut Local::new(), &dir))
+                })
+                .collect();
+            for c in claims {
+                c.join().unwrap().unwrap();
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
