@@ -19,6 +19,7 @@ mod apply_cmd;
 mod boards;
 mod compare;
 mod confirm;
+mod gc;
 mod init;
 mod lab;
 mod plan_view;
@@ -293,6 +294,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Remove the store's cells that none of the scenarios given refers to (an old
+    /// matrix's, a changed recipe's, a dropped board's); never a cell one of them uses.
+    #[command(
+        after_help = "Examples:\n  benchpipe gc --dry-run scenarios/*.toml\n  benchpipe gc scenarios/*.toml"
+    )]
+    Gc(gc::GcArgs),
     /// Print the shell's completion script for benchpipe.
     #[command(
         after_help = "Examples:\n  benchpipe completions bash > /etc/bash_completion.d/benchpipe\n  benchpipe completions zsh > \"${fpath[1]}/_benchpipe\"\n  benchpipe completions fish > ~/.config/fish/completions/benchpipe.fish"
@@ -572,6 +579,7 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         },
         Command::Boards { action, root } => boards::run(action, &root),
+        Command::Gc(args) => gc::run(&args),
         Command::Status { store, json } => status::status(&store.path()?, json),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

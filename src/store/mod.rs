@@ -55,6 +55,7 @@ mod cell_facts;
 mod drift;
 mod failure;
 mod files;
+mod gc;
 mod installed;
 mod lock;
 mod plan_skips;
@@ -80,6 +81,7 @@ use files::{
     ReadBuf, SharedFacts, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
     read_samples_in, sync_dir, to_json_bytes, write_atomic,
 };
+pub use gc::Unreferenced;
 pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
 pub use lock::{Holder, StoreLock};
 pub use plan_skips::PlanSkips;

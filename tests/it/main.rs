@@ -28,6 +28,7 @@ mod first_hour;
 mod firstboot;
 mod flash;
 mod fs_stack;
+mod gc;
 mod hostile;
 mod html;
 mod identity;
