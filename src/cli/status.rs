@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::shown::one_line;
-use crate::store::{Holder, Store, WalkStatus};
+use crate::store::{Holder, Store, WalkStatus, short_duration};
 
 /// What became of a walk, judged from its record and the store's lock.
 fn state(walk: &WalkStatus, holder: Option<&Holder>) -> &'static str {
@@ -26,14 +26,6 @@ fn state(walk: &WalkStatus, holder: Option<&Holder>) -> &'static str {
     match holder {
         Some(h) if Some(h.pid) == pid => "running",
         _ => "stopped",
-    }
-}
-
-fn duration(seconds: u64) -> String {
-    match seconds {
-        0..60 => format!("{seconds}s"),
-        60..3600 => format!("{}m{:02}s", seconds / 60, seconds % 60),
-        _ => format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60),
     }
 }
 
@@ -87,7 +79,7 @@ pub(super) fn status(store: &Path, json: bool) -> Result<()> {
                 let _ = write!(
                     line,
                     ", for {}",
-                    duration(now.saturating_sub(w.phase_since))
+                    short_duration(now.saturating_sub(w.phase_since))
                 );
             } else {
                 line.push_str(

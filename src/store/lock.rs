@@ -61,12 +61,7 @@ impl Holder {
 
     /// One line: `pid 812 on lab-ctl, for 3m12s: benchpipe apply scenarios/lab.toml`.
     pub fn describe(&self, at: u64) -> String {
-        let held = at.saturating_sub(self.since);
-        let held = match held {
-            0..60 => format!("{held}s"),
-            60..3600 => format!("{}m{:02}s", held / 60, held % 60),
-            _ => format!("{}h{:02}m", held / 3600, held % 3600 / 60),
-        };
+        let held = short_duration(at.saturating_sub(self.since));
         crate::shown::one_line(&format!(
             "pid {} on {}, for {held}: {}",
             self.pid,
@@ -151,6 +146,15 @@ impl Store {
             return None;
         }
         read_holder(&mut file)
+    }
+}
+
+/// A span of seconds as a person reads it: `12s`, `3m12s`, `2h05m`.
+pub fn short_duration(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m{:02}s", seconds / 60, seconds % 60),
+        _ => format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60),
     }
 }
 

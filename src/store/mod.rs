@@ -83,7 +83,7 @@ use files::{
 };
 pub use gc::Unreferenced;
 pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
-pub use lock::{Holder, StoreLock};
+pub use lock::{Holder, StoreLock, short_duration};
 pub use plan_skips::PlanSkips;
 pub use status::{FailedCell, MAX_FAILED_LISTED, WalkStatus, new_status};
 pub use stored_json::StoredJson;

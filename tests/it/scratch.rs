@@ -145,6 +145,19 @@ impl Project {
         self.file(rel, &edited)
     }
 
+    /// `bp` started and left running, its output discarded (a test that watches or
+    /// kills it while it runs).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+            .args(crate::scripted(args))
+            .current_dir(&self.dir)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
     /// The real binary in the project, as a script runs it (`crate::scripted`).
     pub fn bp(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_benchpipe"))

@@ -28,17 +28,6 @@ fn wait_for(p: &Project, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
-fn spawn_apply(p: &Project) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
-        .current_dir(&p.dir)
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 /// Mid-run: the board is running a measured run of its cell, for some seconds, under
 /// the apply's lock; after: done, its cells counted, the failed one with its cause,
 /// and the lock free.
@@ -50,7 +39,7 @@ fn status_shows_the_running_walk_then_what_it_did_and_why_a_cell_failed() {
         2,
         "[params.sleepy]\nseconds = 2\n",
     );
-    let child = spawn_apply(&p);
+    let child = p.spawn(&["apply", "scenarios/s.toml"]);
     let doc = wait_for(&p, "a measured run", |b| {
         b["phase"].as_str().is_some_and(|ph| ph.starts_with("run "))
     });
@@ -115,7 +104,7 @@ fn a_walk_whose_apply_was_killed_shows_as_stopped_where_it_was() {
         1,
         "[params.sleepy]\nseconds = 30\n",
     );
-    let mut child = spawn_apply(&p);
+    let mut child = p.spawn(&["apply", "scenarios/s.toml"]);
     wait_for(&p, "a run", |b| {
         b["phase"].as_str().is_some_and(|ph| ph.contains("1/1"))
     });

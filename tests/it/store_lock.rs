@@ -15,18 +15,6 @@ fn sleeping(tag: &str, seconds: u32) -> Project {
     )
 }
 
-/// Starts `apply` on the project.
-fn spawn_apply(p: &Project) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
-        .args(crate::scripted(&["apply", "scenarios/s.toml"]))
-        .current_dir(&p.dir)
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 /// Waits until `child` holds the project's store's lock: its record.
 fn holder_of(p: &Project, child: &std::process::Child) -> Option<benchpipe::store::Holder> {
     let t0 = Instant::now();
@@ -47,7 +35,7 @@ fn holder_of(p: &Project, child: &std::process::Child) -> Option<benchpipe::stor
 #[test]
 fn a_second_apply_is_refused_naming_who_holds_the_store() {
     let p = sleeping("lock-refused", 6);
-    let mut child = spawn_apply(&p);
+    let mut child = p.spawn(&["apply", "scenarios/s.toml"]);
     let Some(holder) = holder_of(&p, &child) else {
         let _ = child.kill();
         let _ = child.wait();
@@ -82,7 +70,7 @@ fn a_second_apply_is_refused_naming_who_holds_the_store() {
 #[test]
 fn a_lock_left_by_an_apply_killed_with_sigkill_is_taken_back() {
     let p = sleeping("lock-killed", 2);
-    let mut child = spawn_apply(&p);
+    let mut child = p.spawn(&["apply", "scenarios/s.toml"]);
     let held = holder_of(&p, &child);
     child.kill().unwrap();
     child.wait().unwrap();
