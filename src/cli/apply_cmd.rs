@@ -99,11 +99,12 @@ pub(super) fn run(args: ApplyArgs) -> Result<()> {
     // no other apply changes the store between.
     let _lock = store.lock()?;
     saved(&store)?;
-    let cells: Vec<_> = known_plans(&ws, &store)?
+    let mut cells: Vec<_> = known_plans(&ws, &store)?
         .into_iter()
         .flat_map(|(_, p)| p.cells)
-        .filter(|c| select.runs(c))
         .collect();
+    select.deal(&cells);
+    cells.retain(|c| select.runs(c));
     if !select.redo.is_empty() {
         let session = format!("{:.0}-{}", crate::store::now(), std::process::id());
         for cell in cells.iter().filter(|c| select.redoes(c)) {

@@ -113,6 +113,11 @@ pub struct SelectArg {
     /// their runs and add new ones, or redo them. The choice is recorded in the store.
     #[arg(long, value_enum, default_value_t = OnDrift::Refuse, value_name = "CHOICE")]
     pub on_drift: OnDrift,
+    /// Run only the K-th of N deterministic shares of the plan (like 2/3), split by
+    /// board (a cluster with its members, a board with its peers), so that N
+    /// controllers given the same files never drive one board together.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
 }
 
 /// `SelectArg`, parsed.
@@ -121,6 +126,9 @@ pub struct Selection {
     pub only: Vec<plan::select::Selector>,
     pub redo: Vec<plan::select::Selector>,
     pub on_drift: OnDrift,
+    pub shard: Option<plan::shard::Shard>,
+    /// The shard's boards, dealt once over the plan's cells (`deal`).
+    dealt: std::sync::OnceLock<std::collections::BTreeSet<String>>,
 }
 
 impl SelectArg {
@@ -132,14 +140,34 @@ impl SelectArg {
             only: parse(&self.only)?,
             redo: parse(&self.redo)?,
             on_drift: self.on_drift,
+            shard: self
+                .shard
+                .as_deref()
+                .map(plan::shard::Shard::parse)
+                .transpose()
+                .map_err(Error::Usage)?,
+            dealt: std::sync::OnceLock::new(),
         })
     }
 }
 
 impl Selection {
-    /// Whether apply runs `cell` under `--only`.
+    /// Deals `--shard` over every cell of the plan (once; later calls keep the first).
+    pub fn deal<'c>(&self, cells: impl IntoIterator<Item = &'c plan::Cell>) {
+        if let Some(shard) = &self.shard {
+            let _ = self.dealt.set(shard.owns(cells).into_iter().collect());
+        }
+    }
+
+    /// Whether apply runs `cell` under `--only` and `--shard` (a shard not dealt yet
+    /// runs nothing).
     pub fn runs(&self, cell: &plan::Cell) -> bool {
-        self.only.is_empty() || plan::select::any(&self.only, cell)
+        let in_shard = self.shard.is_none()
+            || self
+                .dealt
+                .get()
+                .is_some_and(|b| b.contains(cell.address.board.as_str()));
+        in_shard && (self.only.is_empty() || plan::select::any(&self.only, cell))
     }
     /// Whether `cell` is to be redone (and runs under `--only`).
     pub fn redoes(&self, cell: &plan::Cell) -> bool {

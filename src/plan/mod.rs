@@ -15,6 +15,7 @@ pub mod key;
 pub mod known;
 pub mod schedule;
 pub mod select;
+pub mod shard;
 pub mod state;
 pub mod stored;
 mod systems;

@@ -60,6 +60,7 @@ mod seed_figures;
 mod seed_fits;
 mod seeds;
 mod serving;
+mod shard;
 mod sides;
 mod spine;
 mod startup;
