@@ -27,6 +27,7 @@ mod reports;
 mod saved_plan;
 mod signals;
 mod status;
+mod store_cmd;
 pub use plan_view::{PLAN_JSON_FORMAT, dry_run_text, plan_text};
 use reports::{load_for_report, write_reports_of};
 pub use reports::{report_plans, stored_names, write_reports};
@@ -328,6 +329,14 @@ pub enum Command {
         after_help = "Examples:\n  benchpipe gc --dry-run scenarios/*.toml\n  benchpipe gc scenarios/*.toml"
     )]
     Gc(gc::GcArgs),
+    /// Store utilities: merge the stores of several controllers into one.
+    #[command(
+        after_help = "Example:\n  benchpipe store merge ctl-1/results ctl-2/results --into results"
+    )]
+    Store {
+        #[command(subcommand)]
+        action: store_cmd::StoreAction,
+    },
     /// Print the shell's completion script for benchpipe.
     #[command(
         after_help = "Examples:\n  benchpipe completions bash > /etc/bash_completion.d/benchpipe\n  benchpipe completions zsh > \"${fpath[1]}/_benchpipe\"\n  benchpipe completions fish > ~/.config/fish/completions/benchpipe.fish"
@@ -608,6 +617,7 @@ pub fn run(cli: Cli) -> Result<()> {
         },
         Command::Boards { action, root } => boards::run(action, &root),
         Command::Gc(args) => gc::run(&args),
+        Command::Store { action } => store_cmd::run(&action),
         Command::Status { store, json } => status::status(&store.path()?, json),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();

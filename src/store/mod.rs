@@ -58,6 +58,7 @@ mod files;
 mod gc;
 mod installed;
 mod lock;
+mod merge;
 mod plan_skips;
 mod status;
 mod stored_json;
@@ -84,6 +85,7 @@ use files::{
 pub use gc::Unreferenced;
 pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
 pub use lock::{Holder, StoreLock, short_duration};
+pub use merge::Merged;
 pub use plan_skips::PlanSkips;
 pub use status::{FailedCell, MAX_FAILED_LISTED, WalkStatus, new_status};
 pub use stored_json::StoredJson;

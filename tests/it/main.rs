@@ -38,6 +38,7 @@ mod lab;
 mod leftovers;
 mod libssh2;
 mod lost_board;
+mod merge;
 mod network;
 mod nfs;
 mod nix;
