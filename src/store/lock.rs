@@ -104,9 +104,7 @@ impl Store {
                 path.display()
             )));
         }
-        // SAFETY: flock(2) on a valid open descriptor.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
+        if !take_exclusive(&file) {
             let holder = match read_holder(&mut file) {
                 Some(h) => format!(" ({})", h.describe(Holder::this_process().since)),
                 None => String::new(),
@@ -146,6 +144,26 @@ impl Store {
             return None;
         }
         read_holder(&mut file)
+    }
+}
+
+/// How long a refused lock is tried again: `lock_holder` (`benchpipe status`, which a
+/// person may run in a loop) holds a shared lock for an instant, and must never make
+/// an apply refuse; a real holder holds it for the whole walk.
+const PROBE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// flock(2) LOCK_EX, not waiting for a holder, but outwaiting a probe's instant.
+fn take_exclusive(file: &File) -> bool {
+    let start = std::time::Instant::now();
+    loop {
+        // SAFETY: flock(2) on a valid open descriptor.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return true;
+        }
+        if start.elapsed() >= PROBE_GRACE {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::files::{read_json, sync_dir, to_json_bytes, write_atomic};
+use super::files::{read_json, to_json_bytes, write_atomic};
 use super::{FORMAT, Store};
 use crate::error::{Error, Result};
 
@@ -60,8 +60,8 @@ impl Store {
         let dir = self.root.join("status");
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let path = dir.join(format!("{}.json", status.board));
-        write_atomic(&path, &to_json_bytes(status)?)?;
-        sync_dir(&dir)
+        // `write_atomic` syncs the directory it renames in: a status needs no more.
+        write_atomic(&path, &to_json_bytes(status)?)
     }
 
     /// Every walk status the store holds, by board name; none before any apply.

@@ -139,6 +139,33 @@ fn the_lock_is_exclusive_and_shared_by_its_holder() {
     let _ = fs::remove_dir_all(store.root());
 }
 
+/// `lock_holder` probes the lock (a shared flock for an instant): `status` run in a
+/// loop beside the timer's apply must never make that apply refuse.
+#[test]
+fn probing_the_lock_never_makes_a_taker_refuse() {
+    let store = temp_store("lock-probe");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let prober = {
+        let (store, done) = (Store::open(store.root()).unwrap(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let _ = store.lock_holder();
+            }
+        })
+    };
+    for i in 0..300 {
+        let taker = Store::open(store.root()).unwrap();
+        if let Err(e) = taker.lock() {
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            prober.join().unwrap();
+            panic!("take {i}: {e}");
+        }
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    prober.join().unwrap();
+    let _ = fs::remove_dir_all(store.root());
+}
+
 /// skip.json holds the last attempt's reason; a failure or a stored run replaces it,
 /// and a skip replaces a failure: the store holds what the last attempt found.
 #[test]

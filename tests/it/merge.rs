@@ -8,22 +8,14 @@ use serde_json::Value;
 use crate::spine::{Project, text};
 
 fn two_boards(tag: &str) -> Project {
-    let p = Project::local(tag);
-    let there = p.dir.join("board-work-there");
-    p.file(
-        "boards/there.toml",
-        &format!(
-            "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
-             [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
-            w = there.display()
-        ),
-    )
-    .local_scenario("s", &["sleepy"], 1, "")
-    .edit(
-        "scenarios/s.toml",
-        "board = [\"here\"]",
-        "board = [\"here\", \"there\"]",
-    )
+    Project::local(tag)
+        .local_board("there", "board-work-there")
+        .local_scenario("s", &["sleepy"], 1, "")
+        .edit(
+            "scenarios/s.toml",
+            "board = [\"here\"]",
+            "board = [\"here\", \"there\"]",
+        )
 }
 
 fn complete(p: &Project, store: &str) -> u64 {

@@ -27,17 +27,8 @@ fn selected(p: &Project, args: &[&str]) -> Vec<String> {
 
 #[test]
 fn two_shards_split_the_plan_by_board_and_complete_it_between_them() {
-    let p = Project::local("shard");
-    let there = p.dir.join("board-work-there");
-    let p = p
-        .file(
-            "boards/there.toml",
-            &format!(
-                "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
-                 [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
-                w = there.display()
-            ),
-        )
+    let p = Project::local("shard")
+        .local_board("there", "board-work-there")
         .local_scenario("s", &["sleepy", "xz"], 1, "")
         .edit(
             "scenarios/s.toml",

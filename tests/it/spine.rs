@@ -12,19 +12,12 @@ impl Project {
     /// xz, disk-4k, hdparm and dd-write recipes and three made-up ones: `sleepy`,
     /// `broken` (the tool fails), `garbled` (its output does not parse).
     pub fn local(tag: &str) -> Project {
-        let p = Project::new(tag).recipes(&["xz", "disk-4k", "hdparm", "dd-write"]);
-        let work = p.dir.join("board-work");
-        p.file(
-            "boards/here.toml",
-            &format!(
-                "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
-                 [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
-                w = work.display()
-            ),
-        )
-        .file(
-            "pipeline/sleepy.toml",
-            r#"description = "sleeps, then prints a number"
+        Project::new(tag)
+            .recipes(&["xz", "disk-4k", "hdparm", "dd-write"])
+            .local_board("here", "board-work")
+            .file(
+                "pipeline/sleepy.toml",
+                r#"description = "sleeps, then prints a number"
 uses_storage = false
 [params]
 seconds = 0.1
@@ -35,10 +28,10 @@ parse = "json"
 [metrics]
 value = { from = "value", unit = "s", better = "lower" }
 "#,
-        )
-        .file(
-            "pipeline/broken.toml",
-            r#"description = "a tool that fails"
+            )
+            .file(
+                "pipeline/broken.toml",
+                r#"description = "a tool that fails"
 uses_storage = false
 [run]
 command = "echo 'fio: cannot open file' >&2; exit 3"
@@ -46,10 +39,10 @@ parse = "json"
 [metrics]
 value = { from = "value", unit = "s", better = "lower" }
 "#,
-        )
-        .file(
-            "pipeline/garbled.toml",
-            r#"description = "a tool whose output does not parse"
+            )
+            .file(
+                "pipeline/garbled.toml",
+                r#"description = "a tool whose output does not parse"
 uses_storage = false
 [run]
 command = "echo 'no time line here'"
@@ -57,6 +50,20 @@ parse = "time"
 [metrics]
 real = { from = "real", unit = "s", better = "lower" }
 "#,
+            )
+    }
+
+    /// `boards/{name}.toml`: this machine as a board, its workdir `{work}` in the
+    /// project, its scratch storage in the workdir.
+    pub fn local_board(self, name: &str, work: &str) -> Project {
+        let work = self.dir.join(work);
+        self.file(
+            &format!("boards/{name}.toml"),
+            &format!(
+                "model = \"test controller\"\nlocal = true\nworkdir = \"{w}\"\n\n\
+                 [[storage]]\nname = \"scratch\"\nrole = \"scratch\"\npath = \"{w}/scratch\"\n",
+                w = work.display()
+            ),
         )
     }
 
