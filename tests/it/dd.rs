@@ -83,6 +83,64 @@ fn unmapped_block(b: &Bmap) -> u64 {
         .expect("a sparse image has unmapped blocks")
 }
 
+/// A transport that notes the temporary directories `mktemp -d` made through it.
+struct TempDirs<T: Transport> {
+    inner: T,
+    made: Vec<String>,
+}
+
+impl<T: Transport> Transport for TempDirs<T> {
+    fn target(&self) -> String {
+        self.inner.target()
+    }
+
+    fn exec(
+        &mut self,
+        command: &str,
+        timeout: Option<std::time::Duration>,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> Result<benchpipe::transport::Exit, benchpipe::transport::TransportError> {
+        if !command.starts_with("mktemp -d ") {
+            return self.inner.exec(command, timeout, stdout, stderr);
+        }
+        let mut out = Vec::new();
+        let exit = self.inner.exec(command, timeout, &mut out, stderr)?;
+        self.made
+            .push(String::from_utf8_lossy(&out).trim().to_string());
+        stdout.write_all(&out).unwrap();
+        Ok(exit)
+    }
+
+    fn exec_input(
+        &mut self,
+        command: &str,
+        timeout: Option<std::time::Duration>,
+        stdin: &mut dyn Read,
+        stdout: &mut dyn std::io::Write,
+        stderr: &mut dyn std::io::Write,
+    ) -> Result<benchpipe::transport::Exit, benchpipe::transport::TransportError> {
+        self.inner
+            .exec_input(command, timeout, stdin, stdout, stderr)
+    }
+
+    fn upload(
+        &mut self,
+        local: &Path,
+        remote: &str,
+    ) -> Result<(), benchpipe::transport::TransportError> {
+        self.inner.upload(local, remote)
+    }
+
+    fn download(
+        &mut self,
+        remote: &str,
+        local: &Path,
+    ) -> Result<(), benchpipe::transport::TransportError> {
+        self.inner.download(remote, local)
+    }
+}
+
 #[test]
 fn bmaptool_over_ssh_writes_only_the_mapped_blocks_of_a_sparse_image_and_they_are_read_back() {
     let Some(lab) = Lab::up(1) else { return };
@@ -100,7 +158,10 @@ fn bmaptool_over_ssh_writes_only_the_mapped_blocks_of_a_sparse_image_and_they_ar
         map.image_bytes,
         quote::sh(&boot.device)
     ));
-    let mut t = lab.connect(0);
+    let mut t = TempDirs {
+        inner: lab.connect(0),
+        made: Vec::new(),
+    };
     let mut f = std::fs::File::open(&img).unwrap();
     let options = Options {
         expected_len: Some(map.image_bytes),
@@ -133,11 +194,20 @@ fn bmaptool_over_ssh_writes_only_the_mapped_blocks_of_a_sparse_image_and_they_ar
     }
     let hole = unmapped_block(&map) as usize;
     assert!(on_dev[hole..hole + 4096].iter().all(|b| *b == 0xAA));
-    // The host keeps nothing of the flash.
+    // The host keeps nothing of the flash. Only this flash's directory is looked for:
+    // the lab board's /tmp is the machine's, where other tests flash at the same time.
+    assert_eq!(t.made.len(), 1, "{:?}", t.made);
     let left = t
-        .run("ls -d /tmp/benchpipe-bmap.* 2>/dev/null | wc -l", None)
+        .inner
+        .run(
+            &format!(
+                "test -e {} && echo left || echo gone",
+                quote::sh(&t.made[0])
+            ),
+            None,
+        )
         .unwrap();
-    assert_eq!(left.stdout_str().trim(), "0");
+    assert_eq!(left.stdout_str().trim(), "gone", "{:?}", t.made);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
