@@ -110,6 +110,9 @@ pub enum CellFailure {
     /// is missing, a recipe's `[[requires]]` check said why). Apply records it as a
     /// skip (`skip.json`), never in failure.json.
     NotApplicable { reason: String },
+    /// Not a failure: `apply --deadline` left too little time for the cell's steps by
+    /// their estimates, so it did not start. Never recorded: the next apply runs it.
+    OutOfTime { needs_secs: f64, left_secs: f64 },
     /// A failure recorded before failures were typed (`failure.json` format 1): its
     /// cause as text, shown without the log path it ended with.
     Legacy { cause: String },
@@ -306,6 +309,15 @@ impl std::fmt::Display for CellFailure {
             ),
             CellFailure::Interrupted => write!(f, "interrupted"),
             CellFailure::NotApplicable { reason } => write!(f, "skipped: {reason}"),
+            CellFailure::OutOfTime {
+                needs_secs,
+                left_secs,
+            } => write!(
+                f,
+                "left for lack of time: its steps take about {} and {} remain before the deadline",
+                crate::shown::short_secs(*needs_secs),
+                crate::shown::short_secs(*left_secs)
+            ),
             // Format-1 causes ended with `; log: <absolute path>`, which names the
             // store's location and the session's start time: no report may hold either.
             CellFailure::Legacy { cause } => {

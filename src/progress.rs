@@ -50,6 +50,11 @@ pub fn line(e: &Event<'_>, quiet: bool) -> Option<String> {
             cell,
             reason,
         } => format!("[{board}] SKIPPED {}: {reason}", cell.label()),
+        Event::CellLeft {
+            board,
+            cell,
+            reason,
+        } => format!("[{board}] LEFT {}: {reason}", cell.label()),
         _ if quiet => return None,
         // Steps show as phases; only a failed one gets a line of its own.
         Event::Step {
@@ -183,7 +188,9 @@ impl Progress for Bars {
                 self.bar(board).inc(1);
                 self.overall.inc(1);
             }
-            Event::CellFailed { board, .. } | Event::CellSkipped { board, .. } => {
+            Event::CellFailed { board, .. }
+            | Event::CellSkipped { board, .. }
+            | Event::CellLeft { board, .. } => {
                 if let Some(l) = line(&e, false) {
                     self.multi.suspend(|| eprintln!("{l}"));
                 }

@@ -257,6 +257,26 @@ pub(crate) fn shows(text: &str, tag: &str) -> bool {
         .contains(&format!("{tag}0u{{1}}u{{2}}"))
 }
 
+/// A span of seconds as a person reads it: `12s`, `3m12s`, `2h05m`.
+pub fn short_duration(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m{:02}s", seconds / 60, seconds % 60),
+        _ => format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60),
+    }
+}
+
+/// `short_duration` of an estimate in seconds, rounded up; nothing below zero.
+pub fn short_secs(seconds: f64) -> String {
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "clamped to 0..=u32::MAX seconds first: a century is enough"
+    )]
+    let whole = seconds.ceil().clamp(0.0, f64::from(u32::MAX)) as u64;
+    short_duration(whole)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -109,6 +109,12 @@ pub enum Event<'a> {
         cell: &'a Address,
         reason: &'a str,
     },
+    /// `--deadline` left too little time for the cell: not started, nothing recorded.
+    CellLeft {
+        board: &'a str,
+        cell: &'a Address,
+        reason: &'a str,
+    },
     BoardDone {
         board: &'a str,
         failed: usize,
@@ -149,6 +155,8 @@ pub struct Outcome {
     /// board's name, the cause, and how many of its cells were not run.
     pub unreachable: Vec<(String, String, usize)>,
     pub interrupted: bool,
+    /// Cells `--deadline` left for lack of time, with why: not run, not failed.
+    pub left: Vec<(Address, String)>,
 }
 
 /// A cell of the plan with what apply needs beside it.
@@ -192,6 +200,10 @@ pub struct Options {
     /// board's last-seen fingerprint before the walk (so complete cells can be kept or
     /// redone, as `plan` shows), and against the board's own when facts are gathered.
     pub on_drift: crate::store::OnDrift,
+    /// `--deadline` / `--max-duration`, as Unix seconds: a cell whose steps' estimates
+    /// (the store's history of runs, fixed cool-downs) say it cannot end before then
+    /// does not start; it stays for the next apply (`Outcome::left`).
+    pub deadline: Option<f64>,
 }
 
 /// `apply_with` with the user's `options`.
@@ -214,6 +226,13 @@ pub fn apply_with_options(
 
     // The same cell may come from two scenarios; it runs once.
     let mut seen = BTreeSet::new();
+    // Seconds per run: `--deadline` judges by the steps' estimates, from every cell of
+    // the store (other parameters' runs of a test on a board say how long it takes);
+    // without one, the cells of this apply give the estimates `plan` shows.
+    let mut history = match options.deadline {
+        Some(_) => schedule::Estimates::from_store(&store.all()?),
+        None => schedule::Estimates::default(),
+    };
     let mut by_board: BTreeMap<&str, Vec<Job<'_>>> = BTreeMap::new();
     for cell in cells {
         if !seen.insert(cell.key.clone()) {
@@ -233,6 +252,9 @@ pub fn apply_with_options(
             store.record_drift(cell, options.on_drift, now, &session)?;
             data = store.read(cell)?;
         }
+        if options.deadline.is_none() {
+            history.add(&data);
+        }
         if state::state(cell, &primary, &data).is_complete() {
             outcome.already_complete += 1;
             continue;
@@ -250,7 +272,7 @@ pub fn apply_with_options(
 
     let boards = by_board.keys().map(|b| crate::model::BoardName::new(*b));
     let boards: Vec<crate::model::BoardName> = boards.collect();
-    let history = schedule::Estimates::default().with_board_images(store.board_images(&boards)?);
+    let history = history.with_board_images(store.board_images(&boards)?);
     let schedule = schedule_of(ws, &by_board, &history);
     progress.event(Event::Start {
         to_run: by_board.values().map(Vec::len).sum(),
@@ -283,6 +305,7 @@ pub fn apply_with_options(
                     held: &held,
                     connector,
                     on_drift: options.on_drift,
+                    deadline: options.deadline,
                 };
                 let steps = schedule
                     .boards
@@ -324,6 +347,7 @@ pub fn apply_with_options(
         outcome.completed += r.completed;
         outcome.failed.extend(r.failed);
         outcome.skipped.extend(r.skipped);
+        outcome.left.extend(r.left);
         outcome.interrupted |= r.interrupted;
     }
     Ok(outcome)
@@ -436,6 +460,7 @@ fn worker_panicked(
         completed,
         failed,
         skipped: Vec::new(),
+        left: Vec::new(),
         unreachable: None,
         interrupted: false,
     }
@@ -445,6 +470,8 @@ struct BoardResult {
     completed: usize,
     failed: Vec<(Address, CellFailure)>,
     skipped: Vec<(Address, String)>,
+    /// Cells the deadline left (`Outcome::left`).
+    left: Vec<(Address, String)>,
     /// The cause, and the cells not run, when the board could not be reached.
     unreachable: Option<(String, usize)>,
     interrupted: bool,

@@ -62,6 +62,7 @@ impl Progress for Recorder<'_> {
             }),
             Event::CellDone { board, .. } => self.record(board, |s, _| s.completed += 1),
             Event::CellSkipped { board, .. } => self.record(board, |s, _| s.skipped += 1),
+            Event::CellLeft { board, .. } => self.record(board, |s, _| s.left += 1),
             Event::CellFailed {
                 board, cell, cause, ..
             } => self.record(board, |s, _| {

@@ -43,6 +43,8 @@ pub(super) struct Walk<'j, 'c, O> {
     /// not a failure of each (no failure.json; `plan` shows them missing).
     pub(super) unreachable: Option<String>,
     pub(super) interrupted: bool,
+    /// Cells whose own steps began: `--deadline` no longer stops them.
+    pub(super) begun: std::collections::BTreeSet<CellKey>,
     /// The cells' secrets: redacted from every command's output of this walk.
     pub(super) secrets: super::secrets::Secrets,
     pub(super) own: O,
@@ -173,6 +175,7 @@ impl<'j, 'c, O> Walk<'j, 'c, O> {
             lost: None,
             unreachable: None,
             interrupted: false,
+            begun: std::collections::BTreeSet::new(),
             secrets: super::secrets::Secrets::default(),
             own,
         }
@@ -266,6 +269,7 @@ pub(super) fn walk<K: Walker>(
         completed: 0,
         failed: Vec::new(),
         skipped: Vec::new(),
+        left: Vec::new(),
         unreachable: None,
         interrupted: false,
     };
@@ -275,7 +279,7 @@ pub(super) fn walk<K: Walker>(
                 worker.hold_step(boards, &mut held, &mut w.interrupted)
             }
             Action::Walk(_) | Action::Board(_) | Action::Cluster(_) | Action::Cell(_) => {
-                one_step(kind, w, step)
+                one_step(kind, w, &steps[i..])
             }
         };
         worker.progress.event(Event::Step {
@@ -307,8 +311,9 @@ pub(super) fn walk<K: Walker>(
     result
 }
 
-/// One step: skipped, found done, run, or failed.
-fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> StepStatus {
+/// One step (the first of `rest`, the steps left): skipped, found done, run, or failed.
+fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, rest: &[Step]) -> StepStatus {
+    let step = &rest[0];
     if step.action.is_cleanup() {
         return match &step.action {
             Action::Cell(a) => cell_cleanup(kind, w, a, step),
@@ -336,9 +341,29 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> S
         .cloned()
         .collect();
     if pending.is_empty() {
+        let left = step
+            .cells
+            .iter()
+            .all(|k| matches!(w.outcomes.get(k), Some(Err(CellFailure::OutOfTime { .. }))));
         return StepStatus::Skipped {
-            reason: "its cells failed".into(),
+            reason: if left {
+                "left for lack of time (--deadline)".into()
+            } else {
+                "its cells failed".into()
+            },
         };
+    }
+    let pending = match kind.worker().deadline {
+        Some(deadline) => within_deadline(w, rest, pending, deadline - crate::store::now()),
+        None => pending,
+    };
+    if pending.is_empty() {
+        return StepStatus::Skipped {
+            reason: "left for lack of time (--deadline)".into(),
+        };
+    }
+    if matches!(step.action, Action::Cell(_)) {
+        w.begun.extend(pending.iter().cloned());
     }
     let done = match step.done_when {
         DoneWhen::CellsComplete => w.cells_complete(&pending),
@@ -376,6 +401,43 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, step: &Step) -> S
             }
         }
     }
+}
+
+/// The cells of `pending` that may go on with `left` seconds to the deadline: those
+/// whose own steps began, and those the estimates of their steps still to come (the
+/// first of `rest` on) fit in `left`. The others are left for lack of time. A step with
+/// no estimate (no history yet) counts as none: only what the estimates say cannot
+/// fit is left, and nothing starts once the deadline has passed.
+fn within_deadline<O>(
+    w: &mut Walk<'_, '_, O>,
+    rest: &[Step],
+    pending: Vec<CellKey>,
+    left: f64,
+) -> Vec<CellKey> {
+    let mut go = Vec::with_capacity(pending.len());
+    for k in pending {
+        if w.begun.contains(&k) {
+            go.push(k);
+            continue;
+        }
+        let needs: f64 = rest
+            .iter()
+            .filter(|s| !s.action.is_cleanup() && s.cells.contains(&k))
+            .filter_map(|s| s.estimate_seconds)
+            .sum();
+        if left > 0.0 && needs <= left {
+            go.push(k);
+        } else {
+            w.outcomes.insert(
+                k,
+                Err(CellFailure::OutOfTime {
+                    needs_secs: needs,
+                    left_secs: left,
+                }),
+            );
+        }
+    }
+    go
 }
 
 /// A cell's own step, one copy for every walk: run over the walk's places.
@@ -525,6 +587,15 @@ fn finish_cell<O>(
             });
         }
         Err(CellFailure::Interrupted) => result.interrupted = true,
+        Err(cause @ CellFailure::OutOfTime { .. }) => {
+            let reason = cause.to_string();
+            worker.progress.event(Event::CellLeft {
+                board: worker.name(),
+                cell: &job.cell.address,
+                reason: &reason,
+            });
+            result.left.push((job.cell.address.clone(), reason));
+        }
         Err(CellFailure::NotApplicable { reason }) => {
             worker.skip_cell(job.cell, &reason);
             result.skipped.push((job.cell.address.clone(), reason));

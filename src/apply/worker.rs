@@ -30,6 +30,9 @@ pub(super) struct Worker<'a> {
     pub(super) connector: &'a dyn crate::transport::Connector,
     /// What to do with cells measured on a board that changed since (`--on-drift`).
     pub(super) on_drift: crate::store::OnDrift,
+    /// `--deadline`, as Unix seconds: no cell starts that its steps' estimates say
+    /// cannot end before it.
+    pub(super) deadline: Option<f64>,
 }
 
 /// A cell being worked on: its store writer, template values and samples so far.
@@ -73,6 +76,7 @@ impl<'a> Worker<'a> {
             held: self.held,
             connector: self.connector,
             on_drift: self.on_drift,
+            deadline: self.deadline,
         }
     }
 

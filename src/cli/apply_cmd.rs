@@ -47,6 +47,15 @@ pub struct ApplyArgs {
     /// anything runs (exit 2). Checked again under the store's lock, held to the end.
     #[arg(long, value_name = "FILE")]
     plan: Option<PathBuf>,
+    /// Start no cell that cannot end by TIME (RFC 3339 with its offset, like
+    /// 2026-12-08T06:00:00Z, or @UNIX-SECONDS), by the estimates of its steps: the
+    /// store's history of runs on the board, and fixed cool-downs. A cell already
+    /// begun runs on; cells left stay for the next apply, and the summary lists them.
+    #[arg(long, value_name = "TIME", conflicts_with = "dry_run")]
+    deadline: Option<String>,
+    /// Like --deadline, D after apply starts (90m, 6h, 1h30m).
+    #[arg(long, value_name = "D", conflicts_with = "dry_run")]
+    max_duration: Option<String>,
     #[command(flatten)]
     select: SelectArg,
     #[command(flatten)]
@@ -63,10 +72,13 @@ pub(super) fn run(args: ApplyArgs) -> Result<()> {
         dry_run,
         yes,
         plan,
+        deadline,
+        max_duration,
         select,
         cells,
     } = args;
     let select = select.parse()?;
+    let deadline = deadline_of(deadline.as_deref(), max_duration.as_deref())?;
     let ws = load(&files, cells.max_cells)?;
     let saved = |store: &Store| match &plan {
         Some(path) => super::saved_plan::check(&ws, store, &select, path),
@@ -117,6 +129,7 @@ pub(super) fn run(args: ApplyArgs) -> Result<()> {
         let _walk = Walk::begin(&stop);
         let options = apply::Options {
             on_drift: select.on_drift,
+            deadline,
         };
         let connector = crate::transport::RealConnector;
         apply::apply_with_options(
@@ -146,6 +159,15 @@ pub(super) fn run(args: ApplyArgs) -> Result<()> {
     for (a, reason) in &outcome.skipped {
         eprintln!("  skipped: {}: {reason}", a.label());
     }
+    for (a, reason) in &outcome.left {
+        eprintln!("  left: {}: {reason}", a.label());
+    }
+    if !outcome.left.is_empty() {
+        eprintln!(
+            "apply: {} cell(s) left for lack of time; the next apply runs them",
+            outcome.left.len()
+        );
+    }
     for (board, cause, cells) in &outcome.unreachable {
         eprintln!("  board {board} unreachable: {cause}; {cells} cell(s) not run");
     }
@@ -171,4 +193,21 @@ pub(super) fn run(args: ApplyArgs) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The earlier of `--deadline` and now plus `--max-duration`, as Unix seconds.
+fn deadline_of(at: Option<&str>, within: Option<&str>) -> Result<Option<f64>> {
+    let at = at
+        .map(crate::config::units::parse_instant)
+        .transpose()
+        .map_err(|e| Error::Usage(format!("--deadline: {e}")))?;
+    let within = within
+        .map(crate::config::units::parse_duration)
+        .transpose()
+        .map_err(|e| Error::Usage(format!("--max-duration: {e}")))?
+        .map(|d| crate::store::now() + d.as_secs_f64());
+    Ok(match (at, within) {
+        (Some(a), Some(w)) => Some(a.min(w)),
+        (a, w) => a.or(w),
+    })
 }

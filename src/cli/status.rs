@@ -95,6 +95,9 @@ pub(super) fn status(store: &Path, json: bool) -> Result<()> {
         if w.skipped > 0 {
             let _ = write!(line, ", {} skipped", w.skipped);
         }
+        if w.left > 0 {
+            let _ = write!(line, ", {} left for lack of time", w.left);
+        }
         out.push_str(&line);
         out.push('\n');
     }

@@ -166,6 +166,118 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
         .ok_or_else(out_of_range)
 }
 
+/// What an instant looks like, for error messages.
+pub const INSTANT_FORM: &str = "an RFC 3339 time with its offset, like `2026-12-08T06:00:00Z` or \
+     `2026-12-08T07:00:00+01:00` (`date --iso-8601=seconds` prints one), or `@` and Unix \
+     seconds";
+
+/// Parses an instant (`INSTANT_FORM`) into Unix seconds. The offset is required: a
+/// deadline read in the controller's zone or the board's would be two deadlines.
+pub fn parse_instant(text: &str) -> Result<f64, String> {
+    let bad = || format!("bad time `{text}`: expected {INSTANT_FORM}");
+    let s = text.trim();
+    if !s.is_ascii() {
+        return Err(bad());
+    }
+    if let Some(unix) = s.strip_prefix('@') {
+        return match unix.parse::<u32>() {
+            Ok(n) => Ok(f64::from(n)),
+            Err(_) => Err(bad()),
+        };
+    }
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Result<i64, String> {
+        let part = s.get(r).ok_or_else(bad)?;
+        if part.is_empty() || !part.bytes().all(|c| c.is_ascii_digit()) {
+            return Err(bad());
+        }
+        part.parse().map_err(|_| bad())
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return Err(bad());
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return Err(bad());
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // Fractions of a second are read and dropped: a deadline is not that fine.
+    let mut rest = s.get(19..).ok_or_else(bad)?;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        rest = &frac[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first() {
+                Some(b'+') => 1,
+                Some(b'-') => -1,
+                _ => return Err(bad()),
+            };
+            let o = rest.as_bytes();
+            if o.len() != 6 || o[3] != b':' {
+                return Err(bad());
+            }
+            let digits = |r: std::ops::Range<usize>| -> Result<i64, String> {
+                let p = rest.get(r).ok_or_else(bad)?;
+                if p.bytes().all(|c| c.is_ascii_digit()) {
+                    p.parse().map_err(|_| bad())
+                } else {
+                    Err(bad())
+                }
+            };
+            let (oh, om) = (digits(1..3)?, digits(4..6)?);
+            if oh > 23 || om > 59 {
+                return Err(bad());
+            }
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let valid = (1970..=2105).contains(&year)
+        && (1..=12).contains(&month)
+        && day >= 1
+        && usize::try_from(month - 1).is_ok_and(|m| day <= days_in[m])
+        && hour <= 23
+        && minute <= 59
+        && second <= 60;
+    if !valid {
+        return Err(bad());
+    }
+    // Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let unix = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "years 1970-2105: well inside f64's exact integers"
+    )]
+    Ok(unix as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,6 +378,41 @@ mod tests {
             "NaN GiB",
         ] {
             assert!(parse_memory(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn instants_read_as_unix_seconds_with_their_offset() {
+        use super::parse_instant;
+        assert_eq!(parse_instant("1970-01-01T00:00:00Z"), Ok(0.0));
+        // `date -d 2026-12-08T06:00:00Z +%s`
+        assert_eq!(parse_instant("2026-12-08T06:00:00Z"), Ok(1_796_709_600.0));
+        assert_eq!(
+            parse_instant("2026-12-08T07:00:00+01:00"),
+            Ok(1_796_709_600.0)
+        );
+        assert_eq!(
+            parse_instant("2026-12-08 01:00:00.5-05:00"),
+            Ok(1_796_709_600.0)
+        );
+        assert_eq!(parse_instant("2024-02-29T00:00:00Z"), Ok(1_709_164_800.0));
+        assert_eq!(parse_instant("@1797271200"), Ok(1_796_709_600.0));
+        for bad in [
+            "",
+            "tomorrow",
+            "2026-12-08T06:00:00",
+            "2026-12-08T06:00Z",
+            "2025-02-29T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-12-08T24:00:00Z",
+            "2026-12-08T06:00:00+1:00",
+            "2026-12-08T06:00:00+01:00x",
+            "@-5",
+            "@",
+            "２026-12-08T06:00:00Z",
+        ] {
+            let e = parse_instant(bad).unwrap_err();
+            assert!(e.contains("RFC 3339"), "{bad}: {e}");
         }
     }
 }

@@ -61,7 +61,7 @@ impl Holder {
 
     /// One line: `pid 812 on lab-ctl, for 3m12s: benchpipe apply scenarios/lab.toml`.
     pub fn describe(&self, at: u64) -> String {
-        let held = short_duration(at.saturating_sub(self.since));
+        let held = crate::shown::short_duration(at.saturating_sub(self.since));
         crate::shown::one_line(&format!(
             "pid {} on {}, for {held}: {}",
             self.pid,
@@ -164,15 +164,6 @@ fn take_exclusive(file: &File) -> bool {
             return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
-/// A span of seconds as a person reads it: `12s`, `3m12s`, `2h05m`.
-pub fn short_duration(seconds: u64) -> String {
-    match seconds {
-        0..60 => format!("{seconds}s"),
-        60..3600 => format!("{}m{:02}s", seconds / 60, seconds % 60),
-        _ => format!("{}h{:02}m", seconds / 3600, seconds % 3600 / 60),
     }
 }
 

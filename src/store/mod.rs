@@ -69,6 +69,7 @@ mod tests_hostile;
 #[cfg(test)]
 mod tests_read;
 
+pub use crate::shown::short_duration;
 pub use board_facts::{BoardFacts, KernelFacts};
 pub use board_state::BoardState;
 pub use cell_facts::{
@@ -84,7 +85,7 @@ use files::{
 };
 pub use gc::Unreferenced;
 pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
-pub use lock::{Holder, StoreLock, short_duration};
+pub use lock::{Holder, StoreLock};
 pub use merge::Merged;
 pub use plan_skips::PlanSkips;
 pub use status::{FailedCell, MAX_FAILED_LISTED, WalkStatus, new_status};

@@ -35,6 +35,9 @@ pub struct WalkStatus {
     pub completed: usize,
     pub skipped: usize,
     pub failed: usize,
+    /// Cells `--deadline` left for lack of time (absent in statuses written before).
+    #[serde(default)]
+    pub left: usize,
     /// The first `MAX_FAILED_LISTED` failed cells and their causes.
     #[serde(default)]
     pub failures: Vec<FailedCell>,

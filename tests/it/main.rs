@@ -19,6 +19,7 @@ mod compare;
 mod config;
 mod confirm;
 mod dd;
+mod deadline;
 mod disks;
 mod drift;
 mod example;

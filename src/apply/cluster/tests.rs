@@ -66,6 +66,7 @@ fn a_cluster_cells_values_are_the_names_check_allows_at_every_place() {
             held: &held,
             connector: &crate::transport::RealConnector,
             on_drift: crate::store::OnDrift::default(),
+            deadline: None,
         },
         cluster: &cluster,
         members,

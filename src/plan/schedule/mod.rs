@@ -352,24 +352,26 @@ pub struct Estimates {
 
 impl Estimates {
     pub fn from_store(data: &BTreeMap<CellKey, CellData>) -> Estimates {
-        let mut per_run: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+        let mut e = Estimates::default();
         for d in data.values() {
-            let Some(rec) = &d.record else { continue };
-            for s in &d.samples {
-                let secs = (s.ended - s.started).max(0.0);
-                for k in [
-                    (rec.address.test.to_string(), rec.address.board.to_string()),
-                    (rec.address.test.to_string(), String::new()),
-                ] {
-                    let e = per_run.entry(k).or_insert((0.0, 0));
-                    e.0 += secs;
-                    e.1 += 1;
-                }
-            }
+            e.add(d);
         }
-        Estimates {
-            per_run,
-            board_images: BTreeMap::new(),
+        e
+    }
+
+    /// Adds a cell's runs to the history.
+    pub fn add(&mut self, d: &CellData) {
+        let Some(rec) = &d.record else { return };
+        for s in &d.samples {
+            let secs = (s.ended - s.started).max(0.0);
+            for k in [
+                (rec.address.test.to_string(), rec.address.board.to_string()),
+                (rec.address.test.to_string(), String::new()),
+            ] {
+                let e = self.per_run.entry(k).or_insert((0.0, 0));
+                e.0 += secs;
+                e.1 += 1;
+            }
         }
     }
 
