@@ -396,7 +396,7 @@ mod tests {
             Ok(1_796_709_600.0)
         );
         assert_eq!(parse_instant("2024-02-29T00:00:00Z"), Ok(1_709_164_800.0));
-        assert_eq!(parse_instant("@1797271200"), Ok(1_796_709_600.0));
+        assert_eq!(parse_instant("@1796709600"), Ok(1_796_709_600.0));
         for bad in [
             "",
             "tomorrow",
