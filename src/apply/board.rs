@@ -108,6 +108,7 @@ impl Walker for Worker<'_> {
                 BoardAction::Connect
                 | BoardAction::ConnectPeer { .. }
                 | BoardAction::GatherFacts
+                | BoardAction::Health { .. }
                 | BoardAction::MountTmpfs { .. }
                 | BoardAction::UnmountTmpfs { .. }
                 | BoardAction::Unmount { .. }
@@ -171,7 +172,7 @@ impl Walker for Worker<'_> {
                 Ok(())
             }
             BoardAction::MountTmpfs { size, .. } => self.tmpfs_step(w, *size, pending),
-            BoardAction::GatherFacts | BoardAction::Mount { .. } => {
+            BoardAction::GatherFacts | BoardAction::Mount { .. } | BoardAction::Health { .. } => {
                 self.session_step(w, step, pending)
             }
             // Cleanup: `cleanup_board`.
@@ -430,6 +431,7 @@ impl Worker<'_> {
                 *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }
+            Action::Board(BoardAction::Health { checks }) => self.health(t.board, checks),
             Action::Walk(WalkAction::VerifyImage { image, expect }) => {
                 self.verify_image(t.board, image, expect)?;
                 // Flashing reads this to know the board is already at the image.

@@ -78,6 +78,7 @@ impl Worker<'_> {
             // Not cleanup: `Walker::board_step`.
             BoardAction::Connect
             | BoardAction::ConnectPeer { .. }
+            | BoardAction::Health { .. }
             | BoardAction::GatherFacts
             | BoardAction::Mount { .. }
             | BoardAction::MountTmpfs { .. }

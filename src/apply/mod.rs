@@ -22,6 +22,7 @@ mod drift;
 pub(crate) mod facts;
 mod flash;
 mod flashing;
+mod health;
 mod mount;
 mod non_free;
 mod peer;
@@ -392,6 +393,7 @@ fn clusters_of<'w>(
             thermal: None,
             accept_new_host_key: false,
             boot_cmdline: None,
+            health: Vec::new(),
         };
         out.insert(c.name.clone(), (as_board, c));
     }

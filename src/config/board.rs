@@ -56,6 +56,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         .as_ref()
         .and_then(|m| super::meter::validate(src, m, &name, &host, diags));
     let arch = arch(src, raw.arch.as_ref(), diags);
+    let health = super::health::validate(src, &raw.health, diags);
     let memory_mib = raw.memory.as_ref().and_then(|m| {
         super::units::parse_memory(m.get_ref())
             .map_err(|e| diags.push(src.at_value(m, e)))
@@ -87,6 +88,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
             .and_then(|f| f.get_ref().accept_new_host_key.as_ref())
             .is_some_and(|a| *a.get_ref()),
         boot_cmdline,
+        health,
     })
 }
 

@@ -10,6 +10,7 @@ mod board;
 mod boot;
 pub mod builtin;
 mod firstboot;
+mod health;
 mod image;
 mod kind;
 mod members;

@@ -29,6 +29,17 @@ pub struct Board {
     pub storage: Vec<S<Storage>>,
     #[serde(default)]
     pub network: Vec<S<Network>>,
+    #[serde(default)]
+    pub health: Vec<S<Health>>,
+}
+
+/// A board's `[[health]]` check: `config::health`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Health {
+    pub name: S<String>,
+    pub command: S<String>,
+    pub timeout: Option<S<String>>,
 }
 
 /// A board's `arch`: one `uname -m` word, or the list of those its CPU can run.

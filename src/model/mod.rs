@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 mod cluster;
 mod firstboot;
+pub mod health;
 mod image_url;
 mod meter;
 mod recipe;
@@ -159,6 +160,8 @@ pub struct Board {
     /// `[boot] cmdline`: the kernel command line file the UAS step edits
     /// (`/boot/firmware/cmdline.txt`); nothing else edits it, and without it nothing does.
     pub boot_cmdline: Option<String>,
+    /// `[[health]]`: what the board must pass before its cells run.
+    pub health: Vec<health::HealthCheck>,
 }
 
 impl Board {

@@ -105,6 +105,7 @@ pub fn board(name: &str, model: &str) -> Board {
         thermal: None,
         accept_new_host_key: false,
         boot_cmdline: None,
+        health: Vec::new(),
     }
 }
 

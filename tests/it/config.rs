@@ -377,6 +377,27 @@ const MISTAKES: &[(&str, &str, &str, &str, &str)] = &[
         "boards/pi.toml:6:8",
         "expected 1 to 65535",
     ),
+    (
+        "boards/pi.toml",
+        "[ssh]",
+        "[[health]]\nname = \"disk\"\ncommand = \"  \"\n\n[ssh]",
+        "boards/pi.toml:6:11",
+        "`command` must not be empty",
+    ),
+    (
+        "boards/pi.toml",
+        "[ssh]",
+        "[[health]]\nname = \"disk\"\ncommand = \"true\"\ntimeout = \"2h\"\n\n[ssh]",
+        "boards/pi.toml:7:11",
+        "at most 1h",
+    ),
+    (
+        "boards/pi.toml",
+        "[ssh]",
+        "[[health]]\nname = \"disk\"\ncommnd = \"true\"\n\n[ssh]",
+        "boards/pi.toml:6:1",
+        "commnd",
+    ),
     // Recipes.
     (
         "pipeline/xz.toml",

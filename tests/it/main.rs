@@ -30,6 +30,7 @@ mod firstboot;
 mod flash;
 mod fs_stack;
 mod gc;
+mod health;
 mod hostile;
 mod html;
 mod identity;

@@ -48,6 +48,7 @@ fn board(workdir: &Path, thermal: Option<String>) -> Board {
         thermal,
         accept_new_host_key: false,
         boot_cmdline: None,
+        health: Vec::new(),
     }
 }
 

@@ -77,6 +77,7 @@ impl Action {
                 BoardAction::Connect
                 | BoardAction::ConnectPeer { .. }
                 | BoardAction::GatherFacts
+                | BoardAction::Health { .. }
                 | BoardAction::UnmountTmpfs { .. }
                 | BoardAction::Unmount { .. }
                 | BoardAction::RestoreCmdline,

@@ -222,6 +222,21 @@ pub(super) fn verify_step(
     })
 }
 
+/// The board's `[[health]]` checks for the cells of an image, if it declares any.
+pub(super) fn health_step(
+    ws: &crate::model::Workspace,
+    board: &crate::model::BoardName,
+    cells: &[CellKey],
+) -> Option<Step> {
+    let checks = &ws.boards.get(board)?.health;
+    (!checks.is_empty()).then(|| {
+        let action = Action::Board(BoardAction::Health {
+            checks: checks.clone(),
+        });
+        Step::plain(action, cells.to_vec(), Side::Board, DoneWhen::Never)
+    })
+}
+
 /// Steps of one group of cells that share a mount and a cool-down.
 pub(super) fn group_steps(steps: &mut Vec<Step>, group: &[&Work<'_>], estimates: &Estimates) {
     let keys: Vec<CellKey> = group.iter().map(|w| w.cell.key.clone()).collect();

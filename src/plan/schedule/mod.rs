@@ -182,6 +182,11 @@ pub enum BoardAction {
     ConnectPeer { peer: BoardName },
     /// Read the board's facts and its idle temperature, recorded beside every cell.
     GatherFacts,
+    /// The board's `[[health]]` checks, once it runs the image: one that fails skips
+    /// the board's cells of that image with its reason; none of them is measured.
+    Health {
+        checks: Vec<crate::model::health::HealthCheck>,
+    },
     /// Format and mount a storage (or, for `as-is`, check it) for the cells that need it.
     Mount {
         image: ImageName,
@@ -578,7 +583,9 @@ fn board_steps(
                 prelude(&mut steps, &span);
             }
             let expect = &first.cell.image.expect;
+            let health = groups::health_step(ws, board, &of_image);
             steps.extend(verify_step(image, expect, of_image, Side::Board, flashing));
+            steps.extend(health);
         }
         let uas = uas_of(ws, first.cell);
         if uas.is_some() && uas != uas_now {

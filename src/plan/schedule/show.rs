@@ -12,6 +12,10 @@ impl Action {
                 format!("hold {} (wait for other walks)", join_boards(boards))
             }
             Action::Board(BoardAction::ConnectPeer { peer }) => format!("connect peer {peer}"),
+            Action::Board(BoardAction::Health { checks }) => {
+                let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+                format!("health check: {}", names.join(", "))
+            }
             Action::Cluster(ClusterAction::ConnectMember { member }) => {
                 format!("connect member {member}")
             }
