@@ -79,6 +79,8 @@ mod webapp;
 mod webapp_login;
 mod webapp_network;
 mod words;
+mod workflow;
+mod workflow_run;
 mod workspace;
 mod xz;
 

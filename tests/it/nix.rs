@@ -1,7 +1,8 @@
 //! Integration tests: nix. flake.nix and its NixOS module, evaluated by Debian's nix-bin
 //! against the offline nixpkgs stand-in in tests/data/nix-stub/ (Nix cannot download
-//! nixpkgs here), and the module's systemd units checked by systemd-analyze. What needs
-//! real nixpkgs (building, the unit tests in the sandbox) runs where Nix has network.
+//! nixpkgs here), and the module's systemd units checked by systemd-analyze, as are
+//! contrib/systemd's, whose cron equivalent README.md gives. What needs real nixpkgs
+//! (building, the unit tests in the sandbox) runs where Nix has network.
 
 use crate::scratch::Scratch;
 use std::path::{Path, PathBuf};
@@ -498,4 +499,42 @@ fn contrib_systemd_units_verify_and_their_apply_takes_every_argument() {
     assert_eq!(o.status.code(), Some(2), "{said}");
     assert!(said.contains("scenarios/lab.toml"), "{said}");
     assert!(!said.contains("unexpected argument"), "{said}");
+}
+
+/// The cron equivalent of contrib/systemd's units, as README.md and the service's
+/// comment give it: the service's command in its working directory at the timer's time,
+/// under `timeout` with the service's deadline (SIGTERM, apply's Ctrl-C) and no `flock`
+/// (apply locks its store itself). The test above checks that command's arguments.
+#[test]
+fn the_cron_line_is_the_units_run_under_the_units_deadline() {
+    let read = |rel: &str| std::fs::read_to_string(repo().join(rel)).unwrap();
+    let (service, timer) = (
+        read("contrib/systemd/benchpipe.service"),
+        read("contrib/systemd/benchpipe.timer"),
+    );
+    let value = |unit: &str, key: &str| values(unit, key).first().copied().unwrap().to_string();
+    assert_eq!(value(&timer, "OnCalendar"), "*-*-* 01:00:00");
+    let want = format!(
+        "0 1 * * * cd {} && timeout -s TERM -k 5m {} {}",
+        value(&service, "WorkingDirectory"),
+        value(&service, "TimeoutStartSec"),
+        value(&service, "ExecStart"),
+    );
+    let readme = read("README.md");
+    let in_readme: Vec<&str> = readme
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("0 1 * * * "))
+        .collect();
+    assert_eq!(in_readme, [want.as_str()], "README.md's crontab line");
+    // The service's comment, its continuation lines joined.
+    let comment: Vec<&str> = service
+        .lines()
+        .filter_map(|l| l.strip_prefix('#'))
+        .skip_while(|l| !l.trim_start().starts_with("0 1 * * * "))
+        .take_while(|l| l.starts_with("   "))
+        .map(|l| l.trim().trim_end_matches('\\').trim())
+        .collect();
+    assert_eq!(comment.join(" "), want, "benchpipe.service's cron comment");
+    assert!(!want.contains("flock"));
 }
