@@ -10,7 +10,9 @@ use crate::store::Store;
 #[derive(clap::Subcommand, Debug)]
 pub enum StoreAction {
     /// Union stores into DST (made if missing): cells and board records DST lacks are
-    /// copied; one both hold differently is a conflict, reported, DST's kept (exit 1).
+    /// copied; one both hold with different runs is merged run by run (the runs DST
+    /// lacks appended, with their logs); one whose board fingerprint differs, or that a
+    /// redo marks, is a conflict, reported, DST's kept (exit 1).
     Merge {
         /// The stores to merge from (each must exist).
         #[arg(required = true)]
@@ -40,11 +42,18 @@ pub(super) fn run(action: &StoreAction) -> Result<()> {
         let merged = dst.merge_from(&src)?;
         let shown = one_line(&s.display().to_string()).into_owned();
         println!(
-            "{shown}: {} copied, {} already alike, {} conflict(s)",
+            "{shown}: {} copied, {} merged run by run, {} already alike, {} conflict(s)",
             merged.copied.len(),
+            merged.runs_added.len(),
             merged.same,
             merged.conflicts.len()
         );
+        for (cell, runs) in &merged.runs_added {
+            println!("  merged: cell {cell}: {runs} run(s) added");
+        }
+        for r in &merged.records {
+            println!("  board record: {}", one_line(r));
+        }
         for c in &merged.conflicts {
             println!("  conflict: {}", one_line(c));
         }

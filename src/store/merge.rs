@@ -1,13 +1,16 @@
 //! `benchpipe store merge`: unions stores. Cells are content-addressed, so a cell one
 //! store lacks is copied whole from the other (to a temporary name, then renamed); a
-//! cell both hold alike is kept; a cell both hold with different runs, and a board
-//! record that differs, are reported as conflicts and the destination's kept: nothing
-//! is silently overwritten.
+//! cell both hold alike is kept; a cell both hold with different runs is merged run by
+//! run: a run is the same run when everything it recorded but its place in the file
+//! (`seq`, `log`) is equal, and the runs the destination lacks are appended with their
+//! logs, as an apply appends them. A cell whose board fingerprints differ or that
+//! either store marked for a redo, and a board record that differs, are conflicts: the
+//! destination's is kept, nothing is silently overwritten.
 
 use std::fs;
 use std::path::Path;
 
-use super::{Store, io};
+use super::{CellData, CellWriter, Sample, Store, io};
 use crate::cell::CellKey;
 use crate::error::{Error, Result};
 
@@ -19,10 +22,61 @@ const MAX_CELL_FILES: usize = 100_000;
 pub struct Merged {
     /// Cell directories and board records copied in.
     pub copied: Vec<String>,
-    /// Held alike by both: kept.
+    /// Held alike by both (or the destination holds every run of the source's): kept.
     pub same: usize,
+    /// Cells both held with different runs, merged run by run: each with the runs added.
+    pub runs_added: Vec<(String, usize)>,
     /// Held differently by both: the destination's kept, each with why.
     pub conflicts: Vec<String>,
+    /// Board records both held as seen by different applies: the later one kept.
+    pub records: Vec<String>,
+}
+
+/// Which of two board records is the later "last seen" one.
+#[derive(Debug, PartialEq, Eq)]
+enum Newer {
+    /// Equal but for the apply that wrote them.
+    Alike,
+    Theirs,
+    Ours,
+    /// Not a record an apply's session dates, or unreadable: a conflict.
+    Unknown,
+}
+
+/// The keys that name the apply which wrote a board record (`<start>-<pid>`).
+const SESSION_KEYS: [&str; 2] = ["session", "verified_session"];
+
+/// Compares two board records: a record of what an apply last saw of a board (its
+/// fingerprint, the image it verified) is the later apply's, by its session's start.
+fn newer_record(theirs: &Path, ours: &Path) -> Newer {
+    let read = |p: &Path| -> Option<serde_json::Map<String, serde_json::Value>> {
+        let bytes = fs::read(p).ok()?;
+        match serde_json::from_slice(&bytes).ok()? {
+            serde_json::Value::Object(o) => Some(o),
+            _ => None,
+        }
+    };
+    let (Some(mut a), Some(mut b)) = (read(theirs), read(ours)) else {
+        return Newer::Unknown;
+    };
+    let started = |o: &mut serde_json::Map<String, serde_json::Value>| {
+        let mut at = None;
+        for k in SESSION_KEYS {
+            if let Some(serde_json::Value::String(s)) = o.remove(k) {
+                at = s.split('-').next().and_then(|t| t.parse::<f64>().ok());
+            }
+        }
+        at
+    };
+    let (ta, tb) = (started(&mut a), started(&mut b));
+    if a == b {
+        return Newer::Alike;
+    }
+    match (ta, tb) {
+        (Some(x), Some(y)) if x > y => Newer::Theirs,
+        (Some(x), Some(y)) if x < y => Newer::Ours,
+        _ => Newer::Unknown,
+    }
 }
 
 impl Store {
@@ -31,6 +85,7 @@ impl Store {
     pub fn merge_from(&self, src: &Store) -> Result<Merged> {
         let mut merged = Merged::default();
         let cells = src.all()?;
+        let mine = self.all()?;
         let mut names: Vec<String> = Vec::new();
         for entry in fs::read_dir(src.root()).map_err(io(src.root()))?.flatten() {
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
@@ -53,9 +108,23 @@ impl Store {
             } else if same_file(&from.join("samples.jsonl"), &to.join("samples.jsonl")) {
                 merged.same += 1;
             } else {
-                merged.conflicts.push(format!(
-                    "cell {name}: both stores hold it with different runs; kept this store's"
-                ));
+                let key = name.get(..32).and_then(CellKey::parse);
+                let theirs = key.as_ref().and_then(|k| cells.get(k));
+                let ours = key.as_ref().and_then(|k| mine.get(k));
+                match (theirs, ours) {
+                    (Some(theirs), Some(ours)) => match why_not_by_run(theirs, ours) {
+                        Some(why) => merged.conflicts.push(format!(
+                            "cell {name}: both stores hold it with different runs, and {why}; kept this store's"
+                        )),
+                        None => match add_runs(&from, &to, theirs, ours)? {
+                            0 => merged.same += 1,
+                            n => merged.runs_added.push((name, n)),
+                        },
+                    },
+                    _ => merged.conflicts.push(format!(
+                        "cell {name}: this store's directory holds no cell benchpipe can read; kept it"
+                    )),
+                }
             }
         }
         // Board records: the image verified, facts, fingerprints, plan skips.
@@ -80,13 +149,99 @@ impl Store {
             } else if same_file(&from, &to) {
                 merged.same += 1;
             } else {
-                merged.conflicts.push(format!(
-                    "boards/{name}: the stores' records differ; kept this store's"
-                ));
+                match newer_record(&from, &to) {
+                    Newer::Alike => merged.same += 1,
+                    Newer::Theirs => {
+                        let bytes = fs::read(&from).map_err(io(&from))?;
+                        super::files::write_atomic(&to, &bytes)?;
+                        merged.records.push(format!(
+                            "boards/{name}: the source's, seen later, replaces this store's"
+                        ));
+                    }
+                    Newer::Ours => merged
+                        .records
+                        .push(format!("boards/{name}: this store's, seen later, is kept")),
+                    Newer::Unknown => merged.conflicts.push(format!(
+                        "boards/{name}: the stores' records differ; kept this store's"
+                    )),
+                }
             }
         }
         super::files::sync_dir(self.root())?;
         Ok(merged)
+    }
+}
+
+/// Why two stores' runs of one cell cannot be merged run by run, if they cannot.
+fn why_not_by_run(theirs: &CellData, ours: &CellData) -> Option<&'static str> {
+    if theirs.record != ours.record {
+        return Some("their cell.json records differ");
+    }
+    if theirs.redo.is_some() || ours.redo.is_some() {
+        // A redo marker counts runs by their place in one store's file.
+        return Some("one of them marked it for a redo");
+    }
+    match (&theirs.fingerprint, &ours.fingerprint) {
+        (Some(a), Some(b)) if a.fingerprint != b.fingerprint => {
+            Some("the board's fingerprint differs between them (the board changed)")
+        }
+        _ => None,
+    }
+}
+
+/// What makes a run the same run in two stores: all it recorded but its place.
+fn identity(s: &Sample) -> Result<String> {
+    let mut v = serde_json::to_value(s).map_err(|e| Error::Other(e.to_string()))?;
+    if let Some(o) = v.as_object_mut() {
+        o.remove("seq");
+        o.remove("log");
+    }
+    Ok(v.to_string())
+}
+
+/// Appends to the cell `to` (this store's `ours`) the runs of `theirs` (at `from`) it
+/// lacks, in their order, each with its log under its new number. Returns how many.
+/// Each run is appended and synced as an apply appends one: a merge stopped midway
+/// leaves whole runs, and the next merge adds only the ones still missing.
+fn add_runs(from: &Path, to: &Path, theirs: &CellData, ours: &CellData) -> Result<usize> {
+    let mut have = std::collections::BTreeSet::new();
+    for s in &ours.samples {
+        have.insert(identity(s)?);
+    }
+    let mut writer = CellWriter {
+        dir: to.to_path_buf(),
+        next_seq: super::read_samples(&to.join("samples.jsonl"))?.len() as u32 + 1,
+    };
+    let mut added = 0;
+    for s in &theirs.samples {
+        if !have.insert(identity(s)?) {
+            continue;
+        }
+        let seq = writer.next_seq;
+        let mut run = s.clone();
+        run.seq = seq;
+        run.log = match log_of(from, &s.log)? {
+            Some(bytes) => writer.write_log(seq, &bytes)?,
+            None => String::new(),
+        };
+        writer.append(&run)?;
+        added += 1;
+    }
+    Ok(added)
+}
+
+/// The log a run names in its cell directory: a regular file under `logs/`, or none.
+fn log_of(cell: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
+    let inside = rel.strip_prefix("logs/").is_some_and(|n| {
+        !n.is_empty() && !n.contains('/') && n != "." && n != ".." && !n.contains('\0')
+    });
+    if !inside {
+        return Ok(None);
+    }
+    let path = cell.join(rel);
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => fs::read(&path).map(Some).map_err(io(&path)),
+        _ => Ok(None),
     }
 }
 
@@ -131,4 +286,42 @@ fn copy_dir(from: &Path, tmp: &Path, to: &Path) -> Result<()> {
         }
     }
     fs::rename(tmp, to).map_err(io(to))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Newer, newer_record};
+
+    /// A board record of what an apply last saw is the later apply's; one no session
+    /// dates, or alike but for the session, is not.
+    #[test]
+    fn the_later_apply_s_board_record_is_the_newer() {
+        let dir = std::env::temp_dir().join(format!("bp-merge-newer-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let old = write(
+            "old",
+            r#"{"board":"b","fingerprint":{"kernel":"6.1"},"session":"1700000000-12"}"#,
+        );
+        let new = write(
+            "new",
+            r#"{"board":"b","fingerprint":{"kernel":"6.6"},"session":"1800000000-7"}"#,
+        );
+        let same = write(
+            "same",
+            r#"{"board":"b","fingerprint":{"kernel":"6.1"},"session":"1900000000-3"}"#,
+        );
+        let undated = write("undated", r#"{"board":"b","scenarios":{"s":[]}}"#);
+        let other = write("other", r#"{"board":"b","scenarios":{}}"#);
+        assert_eq!(newer_record(&new, &old), Newer::Theirs);
+        assert_eq!(newer_record(&old, &new), Newer::Ours);
+        assert_eq!(newer_record(&same, &old), Newer::Alike);
+        assert_eq!(newer_record(&undated, &other), Newer::Unknown);
+        assert_eq!(newer_record(&dir.join("absent"), &old), Newer::Unknown);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -1,7 +1,8 @@
 //! Integration tests: two controllers' stores (`apply --shard` of each half into its
 //! own store) merged into one, whose plan is complete and whose report has every cell
 //! a single store's has; a store merged twice changes nothing; a cell both hold with
-//! different runs is a conflict that keeps the destination's.
+//! different runs is merged run by run, unless a redo marks it: then a conflict that
+//! keeps the destination's.
 
 use serde_json::Value;
 
@@ -88,7 +89,7 @@ fn two_shards_stores_merge_into_one_complete_store_and_conflicts_keep_the_destin
     assert_eq!(conflict.status.code(), Some(1), "{said}");
     assert!(
         said.contains("conflict: cell ")
-            && said.contains("-sleepy-here: both stores hold it with different runs"),
+            && said.contains("-sleepy-here: both stores hold it with different runs, and one of them marked it for a redo"),
         "{said}"
     );
     let after = std::fs::read_dir(p.dir.join("results"))
@@ -98,4 +99,93 @@ fn two_shards_stores_merge_into_one_complete_store_and_conflicts_keep_the_destin
         .map(|e| std::fs::read(e.path().join("samples.jsonl")).unwrap())
         .unwrap();
     assert_eq!(before, after, "the destination's cell was overwritten");
+}
+
+fn cell_dir(p: &Project, store: &str) -> std::path::PathBuf {
+    std::fs::read_dir(p.dir.join(store))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().ends_with("-sleepy-here"))
+        .map(|e| e.path())
+        .unwrap()
+}
+
+fn samples(p: &Project, store: &str) -> Vec<Value> {
+    std::fs::read_to_string(cell_dir(p, store).join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Two controllers measured one cell, each run its own (one store a copy of the other
+/// whose measured run was lost, then measured again): the merge appends the runs the
+/// destination lacks, with their logs, numbered after its own; merged again, nothing.
+#[test]
+fn a_cell_both_stores_hold_with_different_runs_merges_run_by_run() {
+    let p = Project::local("merge-runs").local_scenario("s", &["sleepy"], 1, "");
+    let apply = |store: &str| {
+        let out = p.bp(&["apply", "--store", store, "--no-report", "scenarios/s.toml"]);
+        assert!(out.status.success(), "{store}: {}", text(&out));
+    };
+    apply("ctl-1");
+    let copy = std::process::Command::new("cp")
+        .args(["-a", "ctl-1", "ctl-2"])
+        .current_dir(&p.dir)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let kept: Vec<String> = samples(&p, "ctl-2")
+        .iter()
+        .filter(|s| s["kind"] != "measured")
+        .map(ToString::to_string)
+        .collect();
+    std::fs::write(
+        cell_dir(&p, "ctl-2").join("samples.jsonl"),
+        kept.join("\n") + "\n",
+    )
+    .unwrap();
+    apply("ctl-2");
+    let ours = samples(&p, "ctl-1");
+    let theirs = samples(&p, "ctl-2");
+    let measured = |v: &[Value]| v.iter().filter(|s| s["kind"] == "measured").count();
+    assert_eq!((measured(&ours), measured(&theirs)), (1, 1));
+
+    let out = p.bp(&["store", "merge", "ctl-2", "--into", "ctl-1"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1 merged run by run"), "{said}");
+    // The board's records differ only by the apply that wrote them: alike.
+    assert!(said.contains("1 already alike, 0 conflict(s)"), "{said}");
+    let new = theirs.len() - kept.len();
+    assert!(
+        said.contains(&format!("-sleepy-here: {new} run(s) added")),
+        "{said}"
+    );
+    let merged = samples(&p, "ctl-1");
+    assert_eq!(merged.len(), ours.len() + new, "{merged:?}");
+    assert_eq!(measured(&merged), 2);
+    for (i, s) in merged.iter().enumerate() {
+        assert_eq!(s["seq"].as_u64(), Some(i as u64 + 1), "{s}");
+        let log = cell_dir(&p, "ctl-1").join(s["log"].as_str().unwrap());
+        assert!(log.is_file(), "{s}");
+    }
+    // The added runs are theirs, values and times, in their order.
+    let strip = |s: &Value| {
+        let mut s = s.clone();
+        s.as_object_mut().unwrap().remove("seq");
+        s.as_object_mut().unwrap().remove("log");
+        s
+    };
+    let added: Vec<Value> = merged[ours.len()..].iter().map(strip).collect();
+    let from: Vec<Value> = theirs[kept.len()..].iter().map(strip).collect();
+    assert_eq!(added, from);
+    let again = p.bp(&["store", "merge", "ctl-2", "--into", "ctl-1"]);
+    let said = text(&again);
+    assert!(again.status.success(), "{said}");
+    assert!(
+        said.contains("0 copied, 0 merged run by run, 2 already alike, 0 conflict(s)"),
+        "{said}"
+    );
+    assert_eq!(samples(&p, "ctl-1").len(), merged.len());
 }
