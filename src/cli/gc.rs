@@ -1,6 +1,7 @@
 //! `benchpipe gc`: removes the store's cells that no scenario given refers to (cells of
-//! an old matrix, a changed recipe, a dropped board), under the store's lock; with
-//! `--dry-run`, lists them and removes nothing.
+//! an old matrix, a changed recipe, a dropped board), and the image cache's files of
+//! images none of them uses, under the store's lock; with `--dry-run`, lists them and
+//! removes nothing.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -56,5 +57,51 @@ pub(super) fn run(args: &GcArgs) -> Result<()> {
         gone.len(),
         keep.len()
     );
+    images(&ws, &store, args.dry_run)
+}
+
+/// The image cache beside the store: the files of images (and of their first-boot
+/// preparations for the workspace's boards) no scenario given uses.
+fn images(ws: &crate::model::Workspace, store: &Store, dry_run: bool) -> Result<()> {
+    let mut keep = BTreeSet::new();
+    for scenario in &ws.scenarios {
+        for image in scenario.images.values() {
+            let Some(sha) = image.source.sha256() else {
+                continue;
+            };
+            keep.insert(sha.to_string());
+            for board in ws.boards.keys() {
+                if let Some(prep) = image.prepared_for(board) {
+                    keep.insert(prep.derivation_key(sha));
+                }
+            }
+        }
+    }
+    let cache = crate::image::Cache::beside_store(store.root());
+    let io = |e: std::io::Error| crate::error::Error::io(cache.dir(), e);
+    let gone = cache.unreferenced(&keep).map_err(io)?;
+    let (mut removed, mut bytes, mut busy) = (0, 0, 0);
+    for entry in &gone {
+        let shown = one_line(&crate::image::gc::shown(&cache, entry)).into_owned();
+        if dry_run {
+            println!("would remove {shown}");
+        } else if cache.remove_entry(entry).map_err(io)? {
+            println!("removed {shown}");
+        } else {
+            println!("kept {shown}: in use by a fetch or a preparation now");
+            busy += 1;
+            continue;
+        }
+        removed += 1;
+        bytes += entry.bytes;
+    }
+    #[allow(clippy::cast_precision_loss, reason = "a size shown to one decimal")]
+    let mib = bytes as f64 / f64::from(1 << 20);
+    let verb = if dry_run { "would remove" } else { "removed" };
+    let busy = match busy {
+        0 => String::new(),
+        n => format!(", {n} in use kept"),
+    };
+    println!("gc: {verb} {removed} image cache file(s), {mib:.1} MiB{busy}");
     Ok(())
 }

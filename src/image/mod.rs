@@ -26,6 +26,7 @@ mod facts;
 mod fetch;
 pub mod firstboot;
 pub mod format;
+pub mod gc;
 mod http;
 mod open;
 

@@ -99,3 +99,77 @@ fn gc_is_refused_while_an_apply_holds_the_store() {
         "{said}"
     );
 }
+
+/// The image cache beside the store: an image the scenario declares keeps its files;
+/// another image's files, a prepared image no kept key names, and a dead process's
+/// temporary copy go; a lock file, a link and a file the cache never makes stay.
+#[test]
+fn gc_removes_the_image_cache_files_of_images_no_scenario_uses() {
+    let kept = "1a".repeat(32);
+    let other = "2b".repeat(32);
+    let (key, derived) = ("3c".repeat(32), "4d".repeat(32));
+    let p = Project::local("gc-images").local_scenario(
+        "s",
+        &["sleepy"],
+        1,
+        &format!("\n[images.old]\npath = \"old.img\"\nsha256 = \"{kept}\"\n"),
+    );
+    let out = p.bp(&["apply", "--no-report", "scenarios/s.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let cache = p.dir.join("image-cache");
+    std::fs::create_dir(&cache).unwrap();
+    let put = |name: &str, text: &str| std::fs::write(cache.join(name), text).unwrap();
+    put(&kept, "kept image");
+    put(&format!("{kept}.facts.json"), "{}");
+    put(&other, "another image");
+    put(&format!("{other}.part"), "half");
+    put(&format!("{other}.lock"), "");
+    put(
+        &format!("{key}.derived.json"),
+        &format!("{{\"derived_sha256\": \"{derived}\"}}"),
+    );
+    put(&format!("{derived}.img"), "prepared");
+    // pid 0x7fffffff: no process has it.
+    put(&format!(".{key}.2147483647-a1b2c3.tmp"), "half a copy");
+    put("notes.txt", "mine");
+    std::os::unix::fs::symlink(p.dir.join("notes-elsewhere"), cache.join("5e".repeat(32))).unwrap();
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing();
+    let out = p.bp(&["gc", "--dry-run", "scenarios/s.toml"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(listing(), before, "a dry run removes nothing");
+    assert!(
+        said.contains("gc: would remove 5 image cache file(s)"),
+        "{said}"
+    );
+    assert!(said.contains(&format!("would remove image-cache/{other}.part")));
+    let out = p.bp(&["gc", "scenarios/s.toml"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("gc: removed 5 image cache file(s)"), "{said}");
+    let mut left = vec![
+        kept.clone(),
+        format!("{kept}.facts.json"),
+        format!("{other}.lock"),
+        "5e".repeat(32),
+        "notes.txt".to_string(),
+    ];
+    // Each removal was made holding its image's lock.
+    for stem in [&other, &key, &derived] {
+        let lock = format!("{stem}.lock");
+        if !left.contains(&lock) {
+            left.push(lock);
+        }
+    }
+    left.sort();
+    assert_eq!(listing(), left);
+}
