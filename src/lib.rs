@@ -15,6 +15,8 @@ pub mod diag;
 pub mod error;
 pub mod failure;
 pub mod flash;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod glob;
 pub mod image;
 pub mod lab;

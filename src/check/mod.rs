@@ -43,6 +43,15 @@ pub fn load_for_report(
     crate::config::load_with(root, files, stored, &Planned { max_cells })
 }
 
+/// `load_limited` over files given as text, not read from disk (`config::texts`): the
+/// fuzz targets' way in (`crate::fuzzing`).
+pub(crate) fn load_texts(
+    texts: crate::config::texts::Texts<'_>,
+    max_cells: u64,
+) -> Result<Workspace, Diagnostics> {
+    crate::config::texts::load(texts, &Planned { max_cells })
+}
+
 /// The checks of a scenario's expanded plan.
 struct Planned {
     /// The most cells a matrix may expand to (`--max-cells`).

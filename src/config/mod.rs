@@ -26,12 +26,14 @@ pub(crate) mod raw;
 mod recipe;
 mod scenario;
 pub(crate) use scenario::{Known, PlanChecks, RawParams, ScenarioFile};
+mod keys;
 mod secrets;
 pub mod shell;
 mod sides;
 mod ssh;
 mod syntax;
 mod template;
+pub(crate) mod texts;
 mod tmpfs;
 pub mod units;
 
@@ -41,7 +43,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::DeTable;
 
 use crate::diag::{self, Diagnostic, Diagnostics};
 use crate::model::{Board, BoardName, Recipe, TestName, Workspace};
@@ -93,7 +95,35 @@ pub(crate) fn load_with(
     stored: &StoredNames,
     checks: &dyn PlanChecks,
 ) -> Result<Workspace, Diagnostics> {
-    let mut boards = gather_boards(root);
+    let scenarios = files
+        .iter()
+        .map(|file| Source::read(file.clone(), relative_to_root(root, file)));
+    let loaded = Loaded {
+        boards: gather_boards(root),
+        recipes: gather_recipes(root),
+    };
+    validate_with(root, loaded, scenarios, stored, checks)
+}
+
+/// The boards and recipes a load gathered, each file validated on its own.
+struct Loaded {
+    boards: Gathered<BoardName, Board>,
+    recipes: Gathered<TestName, Recipe>,
+}
+
+/// `load_with` once the files are read: the scenarios validated against the boards and
+/// recipes, every file's diagnostics in their order.
+fn validate_with(
+    root: &Path,
+    loaded: Loaded,
+    scenario_files: impl IntoIterator<Item = Result<Source, Box<Diagnostic>>>,
+    stored: &StoredNames,
+    checks: &dyn PlanChecks,
+) -> Result<Workspace, Diagnostics> {
+    let Loaded {
+        mut boards,
+        recipes,
+    } = loaded;
     if !stored.boards.is_empty() {
         // A report of stored cells needs no board file: an empty or missing boards/ (the
         // lab torn down, the boards retired) is only worth a warning.
@@ -103,7 +133,6 @@ pub(crate) fn load_with(
             .map(Diagnostic::as_warning)
             .collect();
     }
-    let recipes = gather_recipes(root);
     // Board files' own errors are placed once the scenarios say which boards they use.
     let mut diags = Vec::new();
     diags.extend(recipes.diags);
@@ -119,9 +148,8 @@ pub(crate) fn load_with(
     };
     let mut scenarios = Vec::new();
     let mut seen_names: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for file in files {
-        let rel = relative_to_root(root, file);
-        let src = match Source::read(file.clone(), rel) {
+    for src in scenario_files {
+        let src = match src {
             Ok(src) => src,
             Err(d) => {
                 diags.push(*d);
@@ -233,29 +261,50 @@ struct Gathered<K, V> {
 }
 
 fn gather_boards(root: &Path) -> Gathered<BoardName, Board> {
-    gather(root, "boards", "board", Presence::Required, |src, diags| {
-        let (raw, errors) = src.parse::<raw::Board>(kind::Kind::Board);
-        diags.extend(errors);
-        board::validate(src, raw?, diags)
-    })
+    gather(root, "boards", "board", Presence::Required, validate_board)
+}
+
+fn validate_board(src: &Source, diags: &mut Vec<Diagnostic>) -> Option<Board> {
+    let (raw, errors) = src.parse::<raw::Board>(kind::Kind::Board);
+    diags.extend(errors);
+    board::validate(src, raw?, diags)
 }
 
 /// The built-in recipes, then the workspace's `pipeline/` (which may be absent): a
 /// workspace file replaces the built-in of its name, whether it loads or is broken (a
 /// broken override is an error, never a silent fall-back to the built-in).
 fn gather_recipes(root: &Path) -> Gathered<TestName, Recipe> {
-    use crate::model::Origin;
-    let mut out: Gathered<TestName, Recipe> = gather(
+    let own = gather(
         root,
         "pipeline",
         "recipe",
         Presence::Optional,
-        validate_recipe(|src| match builtin::recipe(&src.stem) {
-            None => Origin::Workspace,
-            Some(text) if text == src.text => Origin::SameAsBuiltIn,
-            Some(_) => Origin::Overrides,
-        }),
+        validate_own_recipe(),
     );
+    with_built_ins(own, validate_built_in())
+}
+
+/// Validates a workspace's recipe file, its origin told by the built-in of its name.
+fn validate_own_recipe() -> impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<Recipe> {
+    use crate::model::Origin;
+    validate_recipe(|src| match builtin::recipe(&src.stem) {
+        None => Origin::Workspace,
+        Some(text) if text == src.text => Origin::SameAsBuiltIn,
+        Some(_) => Origin::Overrides,
+    })
+}
+
+/// Validates a built-in recipe.
+fn validate_built_in() -> impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<Recipe> {
+    validate_recipe(|_| crate::model::Origin::BuiltIn)
+}
+
+/// The workspace's recipes (`out`), then every built-in one none of them replaces,
+/// each validated by `validate`.
+fn with_built_ins(
+    mut out: Gathered<TestName, Recipe>,
+    validate: impl FnMut(&Source, &mut Vec<Diagnostic>) -> Option<Recipe>,
+) -> Gathered<TestName, Recipe> {
     let own: BTreeSet<String> = (out.items.keys().map(ToString::to_string))
         .chain(out.broken.iter().cloned())
         .collect();
@@ -266,12 +315,7 @@ fn gather_recipes(root: &Path) -> Gathered<TestName, Recipe> {
             let shown = builtin::shown_path(name);
             Ok(Source::new(shown.clone(), shown, (*text).to_string()))
         });
-    gather_sources(
-        &mut out,
-        built_in,
-        "recipe",
-        validate_recipe(|_| Origin::BuiltIn),
-    );
+    gather_sources(&mut out, built_in, "recipe", validate);
     out
 }
 
@@ -494,7 +538,7 @@ impl Source {
             let removed = error.message().starts_with("unknown field")
                 && error
                     .span()
-                    .is_some_and(|span| remove_key_at(doc.get_mut(), &span));
+                    .is_some_and(|span| keys::remove_key_at(doc.get_mut(), &span));
             if !removed {
                 break;
             }
@@ -503,7 +547,7 @@ impl Source {
     }
 
     fn toml_error(&self, e: &toml::de::Error) -> Diagnostic {
-        let (message, help) = explain_toml_message(e.message());
+        let (message, help) = keys::explain_toml_message(e.message());
         // A key missing from the top level is reported against the whole document;
         // a caret under the first line would point at an innocent key.
         let whole_document = |span: &Range<usize>| {
@@ -518,70 +562,6 @@ impl Source {
             None => d,
         }
     }
-}
-
-/// Removes the key whose span is `span`, wherever it is nested. Returns whether it was
-/// found.
-fn remove_key_at(table: &mut DeTable<'_>, span: &Range<usize>) -> bool {
-    let found = table
-        .keys()
-        .find(|key| key.span() == *span)
-        .map(|key| key.get_ref().to_string());
-    if let Some(name) = found {
-        return table.remove(name.as_str()).is_some();
-    }
-    table
-        .iter_mut()
-        .any(|(_, value)| remove_key_in_value(value.get_mut(), span))
-}
-
-fn remove_key_in_value(value: &mut DeValue<'_>, span: &Range<usize>) -> bool {
-    match value {
-        DeValue::Table(t) => remove_key_at(t, span),
-        DeValue::Array(items) => items
-            .iter_mut()
-            .any(|item| remove_key_in_value(item.get_mut(), span)),
-        _ => false,
-    }
-}
-
-/// Rewords serde's messages for the mistakes people make most: an unknown or missing key.
-fn explain_toml_message(message: &str) -> (String, Option<String>) {
-    let message = message.trim();
-    if let Some(rest) = message.strip_prefix("unknown field `") {
-        let Some((key, rest)) = rest.split_once('`') else {
-            return (message.to_string(), None);
-        };
-        let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
-        if key == "password" && expected.contains(&"password_env") {
-            return (
-                "a literal `password` is not allowed in a board file".into(),
-                Some(
-                    "keep the password out of files: put it in an environment variable and set `password_env = \"VARIABLE_NAME\"`"
-                        .into(),
-                ),
-            );
-        }
-        let list = expected
-            .iter()
-            .map(|k| format!("`{k}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let text = if expected.is_empty() {
-            format!("unknown key `{key}`: this table takes no keys")
-        } else {
-            format!("unknown key `{key}`; expected one of {list}")
-        };
-        let help = names::did_you_mean(key, expected.iter().copied())
-            .map(|s| format!("did you mean `{s}`?"));
-        return (text, help);
-    }
-    if let Some(rest) = message.strip_prefix("missing field `")
-        && let Some((key, _)) = rest.split_once('`')
-    {
-        return (format!("missing required key `{key}`"), None);
-    }
-    (message.to_string(), None)
 }
 
 /// Joins a root-relative path to the root for display, without a leading `./`.
@@ -641,17 +621,6 @@ mod tests {
             shown_path(Path::new("."), Path::new("boards/x.toml")),
             PathBuf::from("boards/x.toml")
         );
-    }
-
-    #[test]
-    fn unknown_key_messages() {
-        let (m, h) = explain_toml_message("unknown field `hots`, expected one of `host`, `port`");
-        assert!(m.contains("unknown key `hots`"), "{m}");
-        assert_eq!(h.as_deref(), Some("did you mean `host`?"));
-        let (m, _) = explain_toml_message(
-            "unknown field `password`, expected one of `host`, `password_env`",
-        );
-        assert!(m.contains("literal `password`"), "{m}");
     }
 }
 

@@ -5,7 +5,6 @@
 //! are read here from its data offset, so the stream owns its file and no entry is
 //! extracted to disk first.
 
-use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 
 use ::zip::{CompressionMethod, ZipArchive};
@@ -26,9 +25,9 @@ struct Entry {
 /// The decompressed bytes of the archive's only `.img`. Refuses an archive with no
 /// `.img` or several (naming them), an encrypted entry, or a method other than stored
 /// and deflate; with `max`, refuses an entry whose header already says it is larger.
-pub(super) fn open_entry(
+pub(super) fn open_entry<R: Read + Seek + Send + 'static>(
     name: &str,
-    mut file: File,
+    mut file: R,
     max: Option<u64>,
 ) -> Result<Box<dyn Read + Send>, ImageError> {
     let bad = |why: String| ImageError::Archive {

@@ -42,6 +42,7 @@ pub use fetch::{FetchProgress, Phase, fetch, file_url_path};
 pub use firstboot::{Derived, derive};
 pub use format::Format;
 pub use http::{DEFAULT_MIN_RATE, MAX_DOWNLOAD};
+pub(crate) use open::decoder;
 pub use open::{open, open_hashed};
 
 /// An image whose file was verified to have its declared sha256.

@@ -22,6 +22,45 @@ pub(super) const BUF: usize = 1 << 20;
 /// for more is refused rather than trusted.
 const XZ_MEMLIMIT: u64 = 512 << 20;
 
+/// The decompressed bytes of an image file of `format` (`name` in messages), read from
+/// `input` at its start: not yet bounded by `max`, but a zip's entry whose header
+/// already says it is larger is refused. `Stream` bounds and checks what it gives;
+/// the fuzz targets read it from memory (`crate::fuzzing`).
+pub(crate) fn decoder<R: Read + Seek + Send + 'static>(
+    name: &str,
+    format: Format,
+    input: R,
+    max: Option<u64>,
+) -> Result<Box<dyn Read + Send>, ImageError> {
+    let corrupt = |format, cause: String| ImageError::Corrupt {
+        name: name.to_string(),
+        format,
+        cause,
+    };
+    Ok(match format {
+        Format::Raw => Box::new(input),
+        Format::Xz => {
+            let stream = liblzma::stream::Stream::new_stream_decoder(
+                XZ_MEMLIMIT,
+                liblzma::stream::CONCATENATED,
+            )
+            .map_err(|e| corrupt("xz", e.to_string()))?;
+            Box::new(liblzma::bufread::XzDecoder::new_stream(
+                BufReader::with_capacity(BUF, input),
+                stream,
+            ))
+        }
+        Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(
+            BufReader::with_capacity(BUF, input),
+        )),
+        Format::Zstd => Box::new(
+            zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(BUF, input))
+                .map_err(|e| corrupt("zstd", e.to_string()))?,
+        ),
+        Format::Zip => archive::open_entry(name, input, max)?,
+    })
+}
+
 /// The decompressed bytes of a fetched image. `max` (the target device's size) bounds
 /// them: past it the stream fails with [`ImageError::TooLarge`], so a decompression bomb
 /// costs neither disk nor memory.
@@ -115,43 +154,13 @@ impl Stream {
             name: f.name.clone(),
             path: f.path.clone(),
         };
-        let inner: Box<dyn Read + Send> = match format {
-            Format::Raw => {
-                if let Some(m) = max
-                    && meta.len() > m
-                {
-                    return Err(too_large(m));
-                }
-                Box::new(input)
-            }
-            Format::Xz => {
-                let stream = liblzma::stream::Stream::new_stream_decoder(
-                    XZ_MEMLIMIT,
-                    liblzma::stream::CONCATENATED,
-                )
-                .map_err(|e| ImageError::Corrupt {
-                    name: f.name.clone(),
-                    format: "xz",
-                    cause: e.to_string(),
-                })?;
-                Box::new(liblzma::bufread::XzDecoder::new_stream(
-                    BufReader::with_capacity(BUF, input),
-                    stream,
-                ))
-            }
-            Format::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(
-                BufReader::with_capacity(BUF, input),
-            )),
-            Format::Zstd => Box::new(
-                zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(BUF, input))
-                    .map_err(|e| ImageError::Corrupt {
-                        name: f.name.clone(),
-                        format: "zstd",
-                        cause: e.to_string(),
-                    })?,
-            ),
-            Format::Zip => archive::open_entry(&f.name, input.file, max)?,
-        };
+        if format == Format::Raw
+            && let Some(m) = max
+            && meta.len() > m
+        {
+            return Err(too_large(m));
+        }
+        let inner = decoder(&f.name, format, input, max)?;
         Ok(Stream {
             inner,
             name: f.name.clone(),
@@ -260,22 +269,32 @@ impl Read for Stream {
     }
 }
 
-/// The image file, its read errors typed as I/O errors of this path (so the decoders
-/// above pass them through rather than calling the data corrupt).
+/// The image file, its read and seek errors typed as I/O errors of this path (so the
+/// decoders above pass them through rather than calling the data corrupt).
 struct Tagged {
     file: File,
     name: String,
     path: PathBuf,
 }
 
+impl Tagged {
+    fn tag(&self, e: io::Error) -> io::Error {
+        if e.kind() == io::ErrorKind::Interrupted {
+            e
+        } else {
+            ImageError::io(&self.name, &self.path, e).into_io()
+        }
+    }
+}
+
 impl Read for Tagged {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.file.read(buf).map_err(|e| {
-            if e.kind() == io::ErrorKind::Interrupted {
-                e
-            } else {
-                ImageError::io(&self.name, &self.path, e).into_io()
-            }
-        })
+        self.file.read(buf).map_err(|e| self.tag(e))
+    }
+}
+
+impl Seek for Tagged {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.file.seek(pos).map_err(|e| self.tag(e))
     }
 }

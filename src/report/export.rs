@@ -26,6 +26,9 @@ pub const TEMPLATE_MAX_BYTES: usize = 1 << 20;
 /// within it (`benches/report.rs`), and it runs out after about two seconds of a loop,
 /// so a template that would loop for ages stops with a diagnostic instead.
 pub const TEMPLATE_FUEL: u64 = 100_000_000;
+/// The most bytes an override template may write. Fuel counts the work, not what is
+/// written: a 90 MB string written in a loop of a few thousand steps was terabytes.
+pub const TEMPLATE_MAX_OUTPUT: u64 = 1 << 30;
 
 /// Why a report could not be rendered. An embedded template failing is a bug in
 /// benchpipe; an override's failure is the user's (`Override`, at its file and line).
@@ -260,12 +263,21 @@ fn write_context(
         out,
         last: None,
         failed: None,
+        room: t.file.as_ref().map(|_| TEMPLATE_MAX_OUTPUT),
+        over: false,
     };
     // minijinja writes piece by piece: buffered here, so that `out` sees big writes.
     let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut out);
     let rendered = tmpl.render_captured_to(context, &mut buffered).map(drop);
     let flushed = buffered.flush();
     drop(buffered);
+    if out.over {
+        let d = Diagnostic::whole_file(
+            t.file.clone().unwrap_or_default(),
+            format!("report template failed: it writes more than {TEMPLATE_MAX_OUTPUT} bytes"),
+        );
+        return Err(ExportError::Override(Box::new(d)));
+    }
     // A write that failed is the file's error, not the template's.
     if let Some(e) = out.failed.take() {
         return Err(ExportError::Write(e));
@@ -278,15 +290,25 @@ fn write_context(
     Ok(())
 }
 
-/// A writer that remembers the last byte written through it, and the first error.
+/// A writer that remembers the last byte written through it, and the first error; with
+/// `room`, it takes that many bytes more, and none once a write would go `over` it.
 struct LastByte<'w> {
     out: &'w mut dyn std::io::Write,
     last: Option<u8>,
     failed: Option<std::io::Error>,
+    room: Option<u64>,
+    over: bool,
 }
 
 impl std::io::Write for LastByte<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(room) = &mut self.room {
+            if self.over || buf.len() as u64 > *room {
+                self.over = true;
+                return Err(std::io::Error::other("over TEMPLATE_MAX_OUTPUT"));
+            }
+            *room -= buf.len() as u64;
+        }
         match self.out.write(buf) {
             Ok(n) => {
                 if n > 0 {

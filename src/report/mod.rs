@@ -61,8 +61,8 @@ pub use compared::{ComparedRow, ComparisonTable};
 pub use csv::{CSV_COLUMNS, Csv, CsvRows};
 pub use export::{
     ExportError, Exporter, Html, Markdown, SharedContext, TEMPLATE_DIR, TEMPLATE_FUEL,
-    TEMPLATE_MAX_BYTES, TEMPLATE_NAMES, Template, Templates, exporters, exporters_with,
-    markdown_escape,
+    TEMPLATE_MAX_BYTES, TEMPLATE_MAX_OUTPUT, TEMPLATE_NAMES, Template, Templates, exporters,
+    exporters_with, markdown_escape,
 };
 pub use format::{mean_ci, number, p_value, percent, trimmed};
 pub use json::{Json, REPORT_FORMAT};

@@ -594,6 +594,44 @@ fn an_override_template_that_loops_for_ages_runs_out_of_fuel() {
     eprintln!("out of fuel after {:?}", started.elapsed());
 }
 
+/// Found writing the fuzz target `report_template`: fuel counts steps, not bytes, so a
+/// long string written in a short loop rendered terabytes (`check` holds it in memory).
+/// An override stops at `TEMPLATE_MAX_OUTPUT`, a diagnostic at its file.
+#[test]
+fn an_override_template_writing_without_end_stops_at_the_output_bound() {
+    /// Counts what is written, keeping none of it.
+    struct Counted(u64);
+    impl std::io::Write for Counted {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let (ws, scenario, plan) = usb_against_sd();
+    let r = build(&ws, &scenario, &plan, &BTreeMap::new());
+    let source = "{% set s = 'x' * 99999999 %}{% for i in range(100000) %}{{ s }}{% endfor %}";
+    let t = Templates::embedded()
+        .with_override(
+            "index.md",
+            "reports/templates/index.md".into(),
+            source.into(),
+        )
+        .unwrap();
+    let mut written = Counted(0);
+    match super::Exporter::write_to(&t.markdown, &r, &mut written) {
+        Err(ExportError::Override(d)) => {
+            let text = d.to_string();
+            assert!(text.contains("reports/templates/index.md"), "{text}");
+            assert!(text.contains("writes more than"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(written.0 <= TEMPLATE_MAX_OUTPUT, "{} bytes", written.0);
+}
+
 #[test]
 fn a_table_has_a_watts_column_only_where_a_current_measured_run_has_watts() {
     let (ws, scenario, _) = usb_against_sd();

@@ -184,12 +184,15 @@ pub fn edit(path: &str, text: &str, id: &str, uas: bool) -> Result<Option<String
                 }
                 (None, false) => out.push(format!("{id}:u")),
                 (Some(i), true) if flags(&out[i]).contains(['u', 'U']) => {
-                    let (head, fl) = out[i].rsplit_once(':').expect("an entry with flags");
+                    // The flags `has_quirk` reads: all after the second `:`, a third
+                    // `:` included (split at the last one, `a:b:u:x` kept its `u`).
+                    let fl = flags(&out[i]);
+                    let head = &out[i][..out[i].len() - fl.len()];
                     let kept: String = fl.chars().filter(|c| !matches!(c, 'u' | 'U')).collect();
                     if kept.is_empty() {
                         out.remove(i);
                     } else {
-                        out[i] = format!("{head}:{kept}");
+                        out[i] = format!("{head}{kept}");
                     }
                 }
                 (_, true) => return Ok(None),
@@ -324,6 +327,25 @@ mod tests {
         );
         let first = "usb-storage.quirks=174c:55aa:u  root=x";
         assert_eq!(ed(first, true).unwrap(), "root=x");
+    }
+
+    /// Found by fuzzing (`fuzz/corpus/board_output/cmdline-flags-with-a-colon`): flags
+    /// holding a `:` lost their other `u` only after the last `:`, so the edit that
+    /// clears the flag left it set, as `has_quirk` reads it.
+    #[test]
+    fn clearing_the_flag_clears_every_u_the_flags_hold() {
+        for text in [
+            "console=tty1 usb-storage.quirks=174c:55aa:u:x\n",
+            "usb-storage.quirks=174c:55aa:quirks=174c:55aa",
+        ] {
+            assert!(has_quirk(P, text, ID).unwrap(), "{text}");
+            let cleared = ed(text, true).unwrap();
+            assert!(!has_quirk(P, &cleared, ID).unwrap(), "{cleared}");
+        }
+        assert_eq!(
+            ed("a usb-storage.quirks=174c:55aa:u:x\n", true).unwrap(),
+            "a usb-storage.quirks=174c:55aa::x\n"
+        );
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
         .collect()
 }
 
-/// mountinfo writes space, tab, newline and backslash as `\ooo`.
+/// mountinfo writes space, tab, newline and backslash as `\ooo`: a byte, so at most
+/// `\377`; a larger one is no escape and stays as written (it overflowed the byte).
 pub(super) fn unescape_octal(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -40,7 +41,8 @@ pub(super) fn unescape_octal(s: &str) -> String {
     while i < b.len() {
         if b[i] == b'\\'
             && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+            && (b'0'..=b'3').contains(&b[i + 1])
+            && b[i + 2..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;

@@ -30,6 +30,16 @@ fn mountinfo_gives_ids_points_and_sources() {
     assert_eq!(m[3].point, "/var/tmp/bp/dir");
 }
 
+/// Found by fuzzing (`fuzz/corpus/board_output/mountinfo-octal-over-a-byte`): `\777`
+/// overflowed the byte it was read into (a panic with overflow checks, a wrong byte
+/// without).
+#[test]
+fn an_octal_escape_over_a_byte_stays_as_written() {
+    let m = parse_mountinfo("1 2 3:4 / /a\\777b\\400\\377 rw - ext4 /dev/x\\040y rw\n");
+    assert_eq!(m[0].point, "/a\\777b\\400\u{fffd}");
+    assert_eq!(m[0].source, "/dev/x y");
+}
+
 #[test]
 fn a_disk_is_found_under_its_partitions_and_btrfs_by_source() {
     let m = parse_mountinfo(INFO);

@@ -117,16 +117,9 @@ pub(super) fn read_json_of<T: for<'de> Deserialize<'de>>(
     path: &Path,
     newest: u32,
 ) -> Result<Option<T>> {
-    read_json_in(&mut ReadBuf::default(), path, newest)
-}
-
-/// `read_json_of`, reading through `buf`.
-pub(super) fn read_json_in<T: for<'de> Deserialize<'de>>(
-    buf: &mut ReadBuf,
-    path: &Path,
-    newest: u32,
-) -> Result<Option<T>> {
-    read_doc_in(buf, path, |bytes| parse_bounded(path, bytes, newest))
+    read_doc_in(&mut ReadBuf::default(), path, |bytes| {
+        parse_bounded(path, bytes, newest)
+    })
 }
 
 /// `parse_doc` for a document read as a `Value` (a cell's `facts.json`): parsed once,
@@ -157,20 +150,18 @@ fn parse_value(path: &Path, bytes: &[u8], newest: u32) -> Result<Value> {
 pub(super) struct SharedFacts(Mutex<HashMap<Box<[u8]>, Arc<Value>>>);
 
 impl SharedFacts {
-    /// A cell's `facts.json` (`parse_value`), read through `buf`: bytes parsed before in
-    /// this read give the value they gave then.
-    pub(super) fn read_in(&self, buf: &mut ReadBuf, path: &Path) -> Result<Option<Arc<Value>>> {
-        read_doc_in(buf, path, |bytes| {
-            if let Some(known) = self.known().get(bytes) {
-                return Ok(Arc::clone(known));
-            }
-            // Parsed outside the lock: two threads may parse the same bytes at once,
-            // and the first value kept is the one both give.
-            let value = Arc::new(parse_value(path, bytes, FORMAT)?);
-            Ok(Arc::clone(
-                self.known().entry(bytes.into()).or_insert(value),
-            ))
-        })
+    /// A cell's `facts.json` (`parse_value`) from its bytes: bytes parsed before in this
+    /// read give the value they gave then.
+    pub(super) fn parse(&self, path: &Path, bytes: &[u8]) -> Result<Arc<Value>> {
+        if let Some(known) = self.known().get(bytes) {
+            return Ok(Arc::clone(known));
+        }
+        // Parsed outside the lock: two threads may parse the same bytes at once, and
+        // the first value kept is the one both give.
+        let value = Arc::new(parse_value(path, bytes, FORMAT)?);
+        Ok(Arc::clone(
+            self.known().entry(bytes.into()).or_insert(value),
+        ))
     }
 
     fn known(&self) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Value>>> {
@@ -189,7 +180,7 @@ pub(super) fn read_record(buf: &mut ReadBuf, path: &Path) -> Result<Option<CellR
 
 /// The store document at `path`, read whole through `buf` and given to `parse`; None
 /// when it is absent.
-fn read_doc_in<T>(
+pub(super) fn read_doc_in<T>(
     buf: &mut ReadBuf,
     path: &Path,
     parse: impl FnOnce(&[u8]) -> Result<T>,
@@ -326,15 +317,17 @@ pub(super) fn samples_capacity(whole: &[u8]) -> usize {
 
 /// Reads whole lines of a samples file; a torn last line (no newline) is ignored.
 pub(super) fn read_samples(path: &Path) -> Result<Vec<Sample>> {
-    read_samples_in(&mut ReadBuf::default(), path)
-}
-
-/// `read_samples`, reading the file whole through `buf`.
-pub(super) fn read_samples_in(buf: &mut ReadBuf, path: &Path) -> Result<Vec<Sample>> {
     let Some((file, len)) = open_regular(path)? else {
         return Ok(Vec::new());
     };
+    let mut buf = ReadBuf::default();
     let bytes = buf.fill(file, len).map_err(io(path))?;
+    parse_samples(path, bytes)
+}
+
+/// The samples of a samples file's bytes (read from `path`): its whole lines, a torn
+/// last one (no newline) ignored.
+pub(super) fn parse_samples(path: &Path, bytes: &[u8]) -> Result<Vec<Sample>> {
     // Every line but a last one without its newline: that one was torn by a crash.
     let whole = memchr::memrchr(b'\n', bytes).map_or(&bytes[..0], |end| &bytes[..=end]);
     let mut out = Vec::with_capacity(samples_capacity(whole));

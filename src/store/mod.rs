@@ -80,8 +80,8 @@ pub use drift::{BoardSeen, CellFingerprint, DriftDecision, Fingerprint, OnDrift}
 pub use failure::{FAILURE_FORMAT, Failure};
 pub(crate) use files::{MAX_FILE_BYTES, open_regular};
 use files::{
-    ReadBuf, SharedFacts, cut_torn_tail, io, read_json, read_json_in, read_record, read_samples,
-    read_samples_in, sync_dir, to_json_bytes, write_atomic,
+    ReadBuf, SharedFacts, cut_torn_tail, io, parse_bounded, parse_record, parse_samples,
+    read_doc_in, read_json, read_record, read_samples, sync_dir, to_json_bytes, write_atomic,
 };
 pub use gc::Unreferenced;
 pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
@@ -395,17 +395,46 @@ fn read_cell_file(
     buf: &mut ReadBuf,
     facts: &SharedFacts,
 ) -> Result<()> {
+    read_doc_in(buf, path, |bytes| {
+        parse_cell_file(d, name, path, bytes, facts)
+    })
+    .map(drop)
+}
+
+/// Parses the bytes of the cell file `name` (read from `path`) into its field of `d`.
+fn parse_cell_file(
+    d: &mut CellData,
+    name: &str,
+    path: &Path,
+    bytes: &[u8],
+    facts: &SharedFacts,
+) -> Result<()> {
     match name {
-        "cell.json" => d.record = read_record(buf, path)?,
-        "samples.jsonl" => d.samples = read_samples_in(buf, path)?,
-        "facts.json" => d.facts = facts.read_in(buf, path)?,
-        "failure.json" => d.failure = read_json_in(buf, path, FAILURE_FORMAT)?,
-        "redo.json" => d.redo = read_json_in(buf, path, FORMAT)?,
-        "skip.json" => d.skip = read_json_in(buf, path, FORMAT)?,
-        "fingerprint.json" => d.fingerprint = read_json_in(buf, path, FORMAT)?,
+        "cell.json" => d.record = Some(parse_record(path, bytes)?),
+        "samples.jsonl" => d.samples = parse_samples(path, bytes)?,
+        "facts.json" => d.facts = Some(facts.parse(path, bytes)?),
+        "failure.json" => d.failure = Some(parse_bounded(path, bytes, FAILURE_FORMAT)?),
+        "redo.json" => d.redo = Some(parse_bounded(path, bytes, FORMAT)?),
+        "skip.json" => d.skip = Some(parse_bounded(path, bytes, FORMAT)?),
+        "fingerprint.json" => d.fingerprint = Some(parse_bounded(path, bytes, FORMAT)?),
         _ => {}
     }
     Ok(())
+}
+
+/// A cell file's bytes read as `Store::read` reads the file `name` of a cell's
+/// directory (one of `Present::NAMES`), from memory: the fuzz targets' way in
+/// (`crate::fuzzing`).
+pub(crate) fn cell_file_of_bytes(name: &str, bytes: &[u8]) -> Result<CellData> {
+    let mut d = CellData::default();
+    parse_cell_file(
+        &mut d,
+        name,
+        Path::new(name),
+        bytes,
+        &SharedFacts::default(),
+    )?;
+    Ok(d)
 }
 
 /// Which of the files `read_cell` reads a cell directory lists. Most cells have three
