@@ -218,7 +218,9 @@ pub fn apply_with_options(
     options: &Options,
 ) -> Result<Outcome> {
     let _lock = store.lock()?;
-    let session = format!("{:.0}-{}", store::now(), std::process::id());
+    let started = store::now();
+    let session = format!("{started:.0}-{}", std::process::id());
+    store.record_run(&session, started)?;
     // Every event also lands in the store's walk statuses (`benchpipe status`).
     let recorder = status::Recorder::new(progress, store, &session);
     let progress: &dyn Progress = &recorder;

@@ -5,7 +5,8 @@
 //! (`seq`, `log`) is equal, and the runs the destination lacks are appended with their
 //! logs, as an apply appends them. A cell whose board fingerprints differ or that
 //! either store marked for a redo, and a board record that differs, are conflicts: the
-//! destination's is kept, nothing is silently overwritten.
+//! destination's is kept, nothing is silently overwritten. Each store's run records
+//! (its applies) are kept apart, by session.
 
 use std::fs;
 use std::path::Path;
@@ -167,6 +168,7 @@ impl Store {
                 }
             }
         }
+        self.merge_runs(src, &mut merged)?;
         super::files::sync_dir(self.root())?;
         Ok(merged)
     }
@@ -242,6 +244,30 @@ fn log_of(cell: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
     match fs::symlink_metadata(&path) {
         Ok(m) if m.is_file() => fs::read(&path).map(Some).map_err(io(&path)),
         _ => Ok(None),
+    }
+}
+
+impl Store {
+    /// The source's run records (`runs/`) this store lacks: its applies, kept apart.
+    fn merge_runs(&self, src: &Store, merged: &mut Merged) -> Result<()> {
+        let dir = self.root().join("runs");
+        for run in src.runs()? {
+            let name = format!("{}.json", run.session);
+            let (from, to) = (src.root().join("runs").join(&name), dir.join(&name));
+            if fs::symlink_metadata(&to).is_err() {
+                fs::create_dir_all(&dir).map_err(io(&dir))?;
+                let bytes = fs::read(&from).map_err(io(&from))?;
+                super::files::write_atomic(&to, &bytes)?;
+                merged.copied.push(format!("runs/{name}"));
+            } else if same_file(&from, &to) {
+                merged.same += 1;
+            } else {
+                merged.conflicts.push(format!(
+                    "runs/{name}: the stores' records of this apply differ; kept this store's"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -60,6 +60,8 @@ mod installed;
 mod lock;
 mod merge;
 mod plan_skips;
+mod runs;
+pub use runs::RunRecord;
 mod status;
 mod stored_json;
 #[cfg(test)]

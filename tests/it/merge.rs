@@ -50,6 +50,24 @@ fn two_shards_stores_merge_into_one_complete_store_and_conflicts_keep_the_destin
         "{said}"
     );
     assert_eq!(complete(&p, "results"), 2, "{said}");
+    // Each controller's apply is a run of the merged store, and every sample names one.
+    let runs: Vec<String> = std::fs::read_dir(p.dir.join("results/runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .trim_end_matches(".json")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for s in p.samples("sleepy") {
+        assert!(
+            runs.contains(&s["session"].as_str().unwrap().to_string()),
+            "{s}"
+        );
+    }
     let report = p.bp(&["report", "scenarios/s.toml"]);
     assert!(report.status.success(), "{}", text(&report));
     let json: Value =
@@ -155,8 +173,12 @@ fn a_cell_both_stores_hold_with_different_runs_merges_run_by_run() {
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("1 merged run by run"), "{said}");
-    // The board's records differ only by the apply that wrote them: alike.
-    assert!(said.contains("1 already alike, 0 conflict(s)"), "{said}");
+    // ctl-2's own apply's record copied; the first apply's record and the board's
+    // (which differs only by the apply that wrote it) alike.
+    assert!(
+        said.contains("1 copied, 1 merged run by run, 2 already alike, 0 conflict(s)"),
+        "{said}"
+    );
     let new = theirs.len() - kept.len();
     assert!(
         said.contains(&format!("-sleepy-here: {new} run(s) added")),
@@ -184,7 +206,7 @@ fn a_cell_both_stores_hold_with_different_runs_merges_run_by_run() {
     let said = text(&again);
     assert!(again.status.success(), "{said}");
     assert!(
-        said.contains("0 copied, 0 merged run by run, 2 already alike, 0 conflict(s)"),
+        said.contains("0 copied, 0 merged run by run, 4 already alike, 0 conflict(s)"),
         "{said}"
     );
     assert_eq!(samples(&p, "ctl-1").len(), merged.len());
