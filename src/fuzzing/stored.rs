@@ -11,7 +11,7 @@ use crate::cell::CellKey;
 use crate::model::Workspace;
 use crate::plan::Plan;
 use crate::report::{self, Exporter};
-use crate::store::{CellData, Sample};
+use crate::store::{CELL_FILES, CellData, Sample};
 
 /// The demo workspace (this machine as a board, xz and 4K random I/O), loaded once,
 /// with its plan.
@@ -50,17 +50,6 @@ fn report_of(data: &BTreeMap<CellKey, CellData>) {
             .expect("an embedded exporter renders any store");
     }
 }
-
-/// The files of a cell's directory that `Store::read` reads.
-const CELL_FILES: [&str; 7] = [
-    "cell.json",
-    "samples.jsonl",
-    "facts.json",
-    "failure.json",
-    "redo.json",
-    "skip.json",
-    "fingerprint.json",
-];
 
 /// A cell's store file: the first line names it (`cell.json`, `samples.jsonl`,
 /// `facts.json`, `failure.json`, `redo.json`, `skip.json`, `fingerprint.json`; any

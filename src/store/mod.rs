@@ -439,6 +439,17 @@ pub(crate) fn cell_file_of_bytes(name: &str, bytes: &[u8]) -> Result<CellData> {
     Ok(d)
 }
 
+/// The files of a cell's directory that `Store::read` reads, in the order it reads them.
+pub const CELL_FILES: [&str; 7] = [
+    "cell.json",
+    "samples.jsonl",
+    "facts.json",
+    "failure.json",
+    "redo.json",
+    "skip.json",
+    "fingerprint.json",
+];
+
 /// Which of the files `read_cell` reads a cell directory lists. Most cells have three
 /// of the seven; looking for the other four one by one cost more than listing the
 /// directory once. A directory that cannot be listed reads as holding all of them, so
@@ -446,15 +457,7 @@ pub(crate) fn cell_file_of_bytes(name: &str, bytes: &[u8]) -> Result<CellData> {
 struct Present(Option<u8>);
 
 impl Present {
-    const NAMES: [&str; 7] = [
-        "cell.json",
-        "samples.jsonl",
-        "facts.json",
-        "failure.json",
-        "redo.json",
-        "skip.json",
-        "fingerprint.json",
-    ];
+    const NAMES: [&str; 7] = CELL_FILES;
 
     fn of(dir: &Path) -> Present {
         let Ok(entries) = fs::read_dir(dir) else {
