@@ -121,6 +121,7 @@ impl Worker<'_> {
                 reason: e.to_string(),
             }
         })?;
+        super::cleanup::take_board(&mut session, name, &peer.workdir)?;
         // This board's directory there, for its steps' `peer_dir`.
         let dir = self.peer_dir(peer);
         let made = session.run(

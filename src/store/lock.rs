@@ -37,7 +37,8 @@ pub struct Holder {
 }
 
 impl Holder {
-    fn this_process() -> Holder {
+    /// This process, now: the record its locks (the store's, a board's) carry.
+    pub fn this_process() -> Holder {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
             .unwrap_or_default();

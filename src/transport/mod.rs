@@ -5,6 +5,7 @@
 //! every value; a transport runs the string with `sh -c` semantics and nothing more.
 
 use std::fmt::Write as _;
+pub mod board_lock;
 pub mod capture;
 pub mod connector;
 pub mod fake;

@@ -11,6 +11,7 @@
     clippy::needless_pass_by_value
 )]
 
+mod board_lock;
 mod burnin;
 mod cluster;
 mod cluster_cells;
@@ -21,6 +22,7 @@ mod confirm;
 mod dd;
 mod deadline;
 mod disks;
+mod dist;
 mod drift;
 mod example;
 mod exposure;

@@ -15,7 +15,7 @@ use crate::transport::side_guard::{self as guard, Carrier};
 use crate::transport::{Transport, TransportError};
 
 use super::super::Job;
-use super::super::cleanup::claim_refused;
+use super::super::cleanup::{claim_refused, take_board};
 
 /// How long one deploy or teardown command may run unless its `timeout` says.
 pub(super) const CLUSTER_STEP_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -64,8 +64,13 @@ impl ClusterWorker<'_> {
                 self.w.phase(None, "claim workdirs");
                 for i in 0..self.members.len() {
                     let workdir = self.members[i].workdir.clone();
-                    let r = crate::transport::workdir::claim(Self::session(w, i)?, &workdir);
-                    r.map_err(|e| self.on_member(w, i, claim_refused(e)))?;
+                    let r = crate::transport::workdir::claim(Self::session(w, i)?, &workdir)
+                        .map_err(claim_refused)
+                        .and_then(|()| {
+                            let name = &self.members[i].name;
+                            take_board(Self::session(w, i)?, name, &workdir)
+                        });
+                    r.map_err(|e| self.on_member(w, i, e))?;
                 }
                 crate::transport::workdir::claim(w.controller.as_mut(), &self.controller_dir())
                     .map_err(claim_refused)
