@@ -2,7 +2,7 @@
 //! own store) merged into one, whose plan is complete and whose report has every cell
 //! a single store's has; a store merged twice changes nothing; a cell both hold with
 //! different runs is merged run by run, unless a redo marks it: then a conflict that
-//! keeps the destination's.
+//! keeps the destination's. On the lab, two controllers at once over SSH.
 
 use serde_json::Value;
 
@@ -210,4 +210,108 @@ fn a_cell_both_stores_hold_with_different_runs_merges_run_by_run() {
         "{said}"
     );
     assert_eq!(samples(&p, "ctl-1").len(), merged.len());
+}
+
+const NAP: &str = r#"description = "waits on the board, then prints a number"
+uses_storage = false
+[run]
+command = "sleep 0.2; echo '{\"value\": 1}'"
+parse = "json"
+[metrics]
+value = { from = "value", unit = "x", better = "higher" }
+"#;
+
+/// A report's structure without its numbers: each table's title and, per row, its
+/// labels and each value's run count.
+fn structure(p: &Project, out: &str) -> Value {
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(p.dir.join(format!("{out}/s/report.json"))).unwrap())
+            .unwrap();
+    let tables = json["tables"].as_array().unwrap();
+    Value::Array(
+        tables
+            .iter()
+            .map(|t| {
+                let rows: Vec<Value> = t["rows"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        let mut r = r.clone();
+                        let ns: Vec<Value> = r["values"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|v| v["n"].clone())
+                            .collect();
+                        r["values"] = Value::Array(ns);
+                        r
+                    })
+                    .collect();
+                serde_json::json!({ "title": t["title"], "rows": rows })
+            })
+            .collect(),
+    )
+}
+
+/// Two controllers at once on the lab, each applying its shard into a store of its own
+/// over SSH; their stores merged give the report a single controller's store gives,
+/// number for number of runs, row for row.
+#[test]
+fn two_controllers_on_the_lab_merge_into_a_single_controllers_report() {
+    let Some(lab) = crate::lab::Lab::up(4) else {
+        return;
+    };
+    let p = lab.project_on_every_board(&[("nap", NAP)], &["nap"], 2);
+    let shards: Vec<_> = [("1/2", "ctl-1"), ("2/2", "ctl-2")]
+        .iter()
+        .map(|(k, store)| {
+            let child = std::process::Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+                .args(crate::scripted(&[
+                    "apply",
+                    "--shard",
+                    k,
+                    "--store",
+                    store,
+                    "--no-report",
+                    "scenarios/s.toml",
+                ]))
+                .current_dir(&p.dir)
+                .env("NO_COLOR", "1")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (*k, child)
+        })
+        .collect();
+    for (k, child) in shards {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{k}: {}", text(&out));
+    }
+    let (one, two) = (complete(&p, "ctl-1"), complete(&p, "ctl-2"));
+    assert!(one > 0 && two > 0 && one + two == 4, "{one} + {two}");
+    let merged = p.bp(&["store", "merge", "ctl-1", "ctl-2", "--into", "results"]);
+    assert!(merged.status.success(), "{}", text(&merged));
+    assert_eq!(complete(&p, "results"), 4);
+
+    let single = p.bp(&[
+        "apply",
+        "--store",
+        "single",
+        "--no-report",
+        "scenarios/s.toml",
+    ]);
+    assert!(single.status.success(), "{}", text(&single));
+    for (store, out) in [("results", "reports"), ("single", "reports-single")] {
+        let r = p.bp(&["report", "--store", store, "--out", out, "scenarios/s.toml"]);
+        assert!(r.status.success(), "{}", text(&r));
+    }
+    let (merged, single) = (structure(&p, "reports"), structure(&p, "reports-single"));
+    assert_eq!(merged, single);
+    assert_eq!(
+        merged[0]["rows"].as_array().map(Vec::len),
+        Some(4),
+        "{merged}"
+    );
 }
