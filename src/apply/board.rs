@@ -431,7 +431,9 @@ impl Worker<'_> {
                 *tools = self.recipe_facts(&mut t, &jobs);
                 Ok(())
             }
-            Action::Board(BoardAction::Health { checks }) => self.health(t.board, checks),
+            Action::Board(BoardAction::Health { checks }) => {
+                self.health(t.board, self.name(), checks)
+            }
             Action::Walk(WalkAction::VerifyImage { image, expect }) => {
                 self.verify_image(t.board, image, expect)?;
                 // Flashing reads this to know the board is already at the image.

@@ -1,4 +1,4 @@
-//! A board's `[[health]]` checks, run once it runs its image: a board that fails one is
+//! A board's (or a cluster member's) `[[health]]` checks, run once it runs its image: a board that fails one is
 //! not measured, and its cells of that image are skipped with the check's reason (the
 //! next apply checks again).
 
@@ -13,10 +13,11 @@ impl Worker<'_> {
     pub(super) fn health(
         &self,
         t: &mut dyn Transport,
+        board: &str,
         checks: &[HealthCheck],
     ) -> Result<(), CellFailure> {
         for c in checks {
-            self.phase(None, format!("health check {}", c.name));
+            self.phase(None, format!("health check {} of {board}", c.name));
             let why = match t.run(&c.command, Some(c.timeout)) {
                 Ok(out) if out.exit.success() => continue,
                 Ok(out) => {
@@ -36,8 +37,7 @@ impl Worker<'_> {
             };
             return Err(CellFailure::NotApplicable {
                 reason: format!(
-                    "board {} failed its health check `{}` ({why}); nothing was measured",
-                    self.name(),
+                    "board {board} failed its health check `{}` ({why}); nothing was measured",
                     c.name
                 ),
             });

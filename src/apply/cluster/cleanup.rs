@@ -40,6 +40,7 @@ impl ClusterWorker<'_> {
             // Not cleanup: `own_step`.
             ClusterAction::ConnectMember { .. }
             | ClusterAction::MemberFacts { .. }
+            | ClusterAction::MemberHealth { .. }
             | ClusterAction::ArmGuard
             | ClusterAction::Deploy { .. } => return StepStatus::Done,
         };

@@ -120,6 +120,11 @@ impl ClusterWorker<'_> {
         match action {
             ClusterAction::ConnectMember { member } => self.connect(w, member, first),
             ClusterAction::MemberFacts { member } => self.member_facts(w, member, pending),
+            ClusterAction::MemberHealth { member, checks } => {
+                let i = self.index_of(member)?;
+                let r = self.w.health(Self::session(w, i)?, member.as_str(), checks);
+                r.map_err(|e| if e.ends_board() { self.on_member(w, i, e) } else { e })
+            }
             ClusterAction::ArmGuard => self.arm(w),
             ClusterAction::Deploy { from, commands, .. } => {
                 w.own.deployed = true;

@@ -123,6 +123,19 @@ fn image_steps(
         !flashing.is_empty(),
     );
     steps.extend(verify);
+    for m in &cluster.members {
+        let checks = ws.boards.get(m).map(|b| b.health.clone()).unwrap_or_default();
+        if !checks.is_empty() {
+            steps.push(step(
+                Action::Cluster(ClusterAction::MemberHealth {
+                    member: m.clone(),
+                    checks,
+                }),
+                Side::Board,
+                DoneWhen::Never,
+            ));
+        }
+    }
     steps.push(step(
         Action::Cluster(ClusterAction::ArmGuard),
         Side::Members,

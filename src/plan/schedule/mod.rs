@@ -238,6 +238,12 @@ pub enum ClusterAction {
     ConnectMember { member: BoardName },
     /// A cluster: read one member's facts, recorded beside every cell under its name.
     MemberFacts { member: BoardName },
+    /// A cluster: one member's `[[health]]` checks, after the image is verified: a
+    /// member that fails one skips the cluster's cells of the image.
+    MemberHealth {
+        member: BoardName,
+        checks: Vec<crate::model::health::HealthCheck>,
+    },
     /// A cluster: on every member and the controller, start the guard that runs that
     /// side's teardown and stops that side's services when benchpipe's connection to
     /// it ends without a goodbye (a lost member, a killed benchpipe).

@@ -22,6 +22,10 @@ impl Action {
             Action::Cluster(ClusterAction::MemberFacts { member }) => {
                 format!("gather facts of member {member}")
             }
+            Action::Cluster(ClusterAction::MemberHealth { member, checks }) => {
+                let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+                format!("health check of member {member}: {}", names.join(", "))
+            }
             Action::Cluster(ClusterAction::ArmGuard) => {
                 "arm the guards (teardown if a connection ends)".into()
             }
