@@ -294,6 +294,39 @@ fn labgrid_a_held_place_is_waited_for_until_its_holder_releases_it() {
     assert_eq!(status, Some(0), "{err}");
     assert!(err.contains("1 cell(s) completed"), "{err}");
     assert_eq!(c.holder(&place), None);
+
+    // Ctrl-C while waiting ends the wait; the holder keeps the place.
+    let held = c.client(Some(OTHER), &["-p", &place, "acquire"]);
+    assert!(held.status.success(), "{}", text(&held));
+    let log = p.dir.join("again.log");
+    let mut child = c
+        .bp(
+            &p,
+            &[
+                "apply",
+                "--no-report",
+                "--redo",
+                "test=sleepy",
+                "scenarios/s.toml",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for(&log, &waiting, &mut child);
+    // SAFETY: kill(2) on the child we started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = wait_exit(&mut child, Duration::from_secs(300));
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert_ne!(status, Some(0), "{err}");
+    assert_eq!(
+        c.holder(&place).as_deref(),
+        Some("elsewhere/someone-else"),
+        "{err}"
+    );
 }
 
 #[test]

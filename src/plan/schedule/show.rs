@@ -17,11 +17,11 @@ impl Action {
                 place,
                 wait_seconds,
             }) => format!(
-                "acquire labgrid place {place} for {board} on {coordinator} (wait {})",
+                "acquire labgrid place {place} for {board} on {coordinator} ({})",
                 if *wait_seconds > 0.0 {
-                    format!("up to {wait_seconds}s if held")
+                    format!("if held, waits up to {wait_seconds}s")
                 } else {
-                    "none if held".into()
+                    "if held, fails at once".into()
                 }
             ),
             Action::Reserve(Reserve::ReleaseLabgridPlace { place, board, .. }) => {
