@@ -14,9 +14,9 @@ use crate::transport::labgrid::{self, Acquire};
 /// How often a held place is asked for again while it is waited for.
 const POLL: Duration = Duration::from_secs(3);
 
-/// A place this walk acquired (or may have: an acquire cut by an interrupt), which
-/// its release step gives back: (coordinator, place).
-pub(super) type Reserved = Vec<(String, String)>;
+/// A place this walk acquired (or may have: an acquire cut by an interrupt or a
+/// timeout), which its release step gives back: (coordinator, place, surely).
+pub(super) type Reserved = Vec<(String, String, bool)>;
 
 /// The acquire step: the place is this walk's, or the walk's cells fail (`Refused`,
 /// naming the holder), or `Interrupted`.
@@ -49,19 +49,23 @@ pub(super) fn acquire(
         if worker.stop.load(std::sync::atomic::Ordering::SeqCst) {
             // The acquire may have ended by the interrupt after the coordinator gave
             // the place: the release step gives it back if so.
-            if !matches!(got, Ok(Acquire::HeldBy(_)) | Err(_)) {
-                reserved.push((coordinator.clone(), place.clone()));
+            match got {
+                Ok(Acquire::Got) => reserved.push((coordinator.clone(), place.clone(), true)),
+                Ok(Acquire::Unknown(_)) => {
+                    reserved.push((coordinator.clone(), place.clone(), false));
+                }
+                Ok(Acquire::HeldBy(_)) | Err(_) => {}
             }
             return Err(CellFailure::Interrupted);
         }
         match got? {
             Acquire::Got => {
-                reserved.push((coordinator.clone(), place.clone()));
+                reserved.push((coordinator.clone(), place.clone(), true));
                 worker.phase(None, format!("acquired labgrid place {place}"));
                 return Ok(());
             }
             Acquire::Unknown(why) => {
-                reserved.push((coordinator.clone(), place.clone()));
+                reserved.push((coordinator.clone(), place.clone(), false));
                 return Err(refused(why));
             }
             Acquire::HeldBy(holder) => {
@@ -104,12 +108,15 @@ pub(super) fn release(
     };
     let Some(at) = reserved
         .iter()
-        .position(|(c, p)| c == coordinator && p == place)
+        .position(|(c, p, _)| c == coordinator && p == place)
     else {
         return StepStatus::Done;
     };
-    reserved.remove(at);
+    let (_, _, surely) = reserved.remove(at);
     match labgrid::release(coordinator, place) {
+        // An acquire that gave no answer may not have got the place: labgrid's refusal
+        // (not acquired, or someone else's) is then the answer, not a failure.
+        Err(_) if !surely => StepStatus::Done,
         Ok(()) => {
             worker.phase(None, format!("released labgrid place {place}"));
             StepStatus::Ran
