@@ -102,6 +102,7 @@ impl Walker for Worker<'_> {
                 .is_some_and(|j| self.runs_image(&j.cell.image)),
             Action::Walk(_)
             | Action::Hold(_)
+            | Action::Reserve(_)
             | Action::Cluster(_)
             | Action::Cell(_)
             | Action::Board(
@@ -460,7 +461,7 @@ impl Worker<'_> {
             }
             // `walk_step`'s and `board_step`'s own, a cell's (`walk::cell_step`), the
             // cleanup steps and a cluster's.
-            Action::Hold(_) | Action::Cell(_) | Action::Cluster(_) => Ok(()),
+            Action::Hold(_) | Action::Reserve(_) | Action::Cell(_) | Action::Cluster(_) => Ok(()),
             Action::Walk(
                 WalkAction::FetchImage { .. }
                 | WalkAction::Derive { .. }

@@ -32,6 +32,7 @@ mod power;
 pub mod probe;
 pub(crate) mod provision;
 mod quiet_install;
+mod reserve;
 mod resources;
 pub(crate) mod route;
 mod runs;
@@ -396,6 +397,7 @@ fn clusters_of<'w>(
             accept_new_host_key: false,
             boot_cmdline: None,
             health: Vec::new(),
+            labgrid: None,
         };
         out.insert(c.name.clone(), (as_board, c));
     }

@@ -47,6 +47,8 @@ pub(super) struct Walk<'j, 'c, O> {
     pub(super) begun: std::collections::BTreeSet<CellKey>,
     /// The cells' secrets: redacted from every command's output of this walk.
     pub(super) secrets: super::secrets::Secrets,
+    /// The labgrid places this walk acquired, until its release steps.
+    pub(super) reserved: super::reserve::Reserved,
     pub(super) own: O,
 }
 
@@ -177,6 +179,7 @@ impl<'j, 'c, O> Walk<'j, 'c, O> {
             interrupted: false,
             begun: std::collections::BTreeSet::new(),
             secrets: super::secrets::Secrets::default(),
+            reserved: Vec::new(),
             own,
         }
     }
@@ -278,9 +281,11 @@ pub(super) fn walk<K: Walker>(
             Action::Hold(Hold { boards }) => {
                 worker.hold_step(boards, &mut held, &mut w.interrupted)
             }
-            Action::Walk(_) | Action::Board(_) | Action::Cluster(_) | Action::Cell(_) => {
-                one_step(kind, w, &steps[i..])
-            }
+            Action::Walk(_)
+            | Action::Reserve(_)
+            | Action::Board(_)
+            | Action::Cluster(_)
+            | Action::Cell(_) => one_step(kind, w, &steps[i..]),
         };
         worker.progress.event(Event::Step {
             board: worker.name(),
@@ -319,6 +324,8 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, rest: &[Step]) ->
             Action::Cell(a) => cell_cleanup(kind, w, a, step),
             Action::Board(a) => kind.board_cleanup(w, a, step),
             Action::Cluster(a) => kind.cluster_cleanup(w, a, step),
+            // On the controller, whatever became of the boards.
+            Action::Reserve(a) => super::reserve::release(kind.worker(), &mut w.reserved, a),
             // Nothing of theirs is undone by a step of its own.
             Action::Hold(_) | Action::Walk(_) => StepStatus::Done,
         };
@@ -385,6 +392,7 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, rest: &[Step]) ->
         Action::Walk(a) => kind.walk_step(w, a, step, &pending),
         Action::Board(a) => kind.board_step(w, a, step, &pending),
         Action::Cluster(a) => kind.cluster_step(w, a, step, &pending),
+        Action::Reserve(a) => super::reserve::acquire(kind.worker(), &mut w.reserved, a),
         // The walk took it (`walk`): it holds its boards to its end.
         Action::Hold(_) => Ok(()),
     };

@@ -57,6 +57,10 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
         .and_then(|m| super::meter::validate(src, m, &name, &host, diags));
     let arch = arch(src, raw.arch.as_ref(), diags);
     let health = super::health::validate(src, &raw.health, diags);
+    let labgrid = raw
+        .labgrid
+        .as_ref()
+        .and_then(|l| super::labgrid::validate(src, l, diags));
     let memory_mib = raw.memory.as_ref().and_then(|m| {
         super::units::parse_memory(m.get_ref())
             .map_err(|e| diags.push(src.at_value(m, e)))
@@ -89,6 +93,7 @@ pub fn validate(src: &Source, raw: raw::Board, diags: &mut Vec<Diagnostic>) -> O
             .is_some_and(|a| *a.get_ref()),
         boot_cmdline,
         health,
+        labgrid,
     })
 }
 

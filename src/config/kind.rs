@@ -18,7 +18,7 @@ pub(super) enum Kind {
 /// Top-level keys only a board file has (`raw::Board`), the most telling first.
 const BOARD: &[&str] = &[
     "ssh", "local", "storage", "model", "flash", "power", "boot", "meter", "network", "arch",
-    "memory", "workdir", "thermal", "health",
+    "memory", "workdir", "thermal", "health", "labgrid",
 ];
 /// Top-level keys only a recipe has (`raw::Recipe`), the most telling first;
 /// `description` and `params` are a scenario's too.

@@ -13,6 +13,7 @@ mod firstboot;
 mod health;
 mod image;
 mod kind;
+mod labgrid;
 mod members;
 mod metrics;
 pub use members::{PEER_DIR, PEER_HOST};

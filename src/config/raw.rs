@@ -31,6 +31,16 @@ pub struct Board {
     pub network: Vec<S<Network>>,
     #[serde(default)]
     pub health: Vec<S<Health>>,
+    pub labgrid: Option<S<Labgrid>>,
+}
+
+/// A board's `labgrid = { coordinator, place, wait }`: `config::labgrid`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Labgrid {
+    pub coordinator: S<String>,
+    pub place: S<String>,
+    pub wait: Option<S<String>>,
 }
 
 /// A board's `[[health]]` check: `config::health`.

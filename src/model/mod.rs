@@ -14,6 +14,7 @@ mod cluster;
 mod firstboot;
 pub mod health;
 mod image_url;
+pub mod labgrid;
 mod meter;
 mod recipe;
 pub use cluster::*;
@@ -162,6 +163,9 @@ pub struct Board {
     pub boot_cmdline: Option<String>,
     /// `[[health]]`: what the board must pass before its cells run.
     pub health: Vec<health::HealthCheck>,
+    /// `labgrid`: the place apply acquires before the board's first step and releases
+    /// after its last.
+    pub labgrid: Option<labgrid::LabgridPlace>,
 }
 
 impl Board {

@@ -106,6 +106,7 @@ pub fn board(name: &str, model: &str) -> Board {
         accept_new_host_key: false,
         boot_cmdline: None,
         health: Vec::new(),
+        labgrid: None,
     }
 }
 

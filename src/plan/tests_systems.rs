@@ -390,3 +390,70 @@ fn a_peer_cells_stored_cell_stands_in_when_the_peers_file_is_gone() {
         "a cell with another peer is another cell"
     );
 }
+
+#[test]
+fn a_walk_acquires_the_labgrid_place_of_each_board_it_needs_after_its_hold() {
+    let mut ws = with_cluster(None);
+    for b in ["pi-1", "pi-2"] {
+        ws.boards.get_mut(&BoardName::new(b)).unwrap().labgrid =
+            Some(crate::model::labgrid::LabgridPlace {
+                coordinator: "lab:20408".into(),
+                place: format!("place-{b}"),
+                wait: std::time::Duration::ZERO,
+            });
+    }
+    ws.scenarios[0].matrix.board = vec![BoardName::new("c"), BoardName::new("pi-2")];
+    ws.scenarios[0].matrix.test = vec![TestName::new("client")];
+    let plan = expand(&ws, &ws.scenarios[0]);
+    let recipe = &ws.recipes[&TestName::new("client")];
+    let work: Vec<schedule::Work<'_>> = plan
+        .cells
+        .iter()
+        .map(|c| schedule::Work {
+            cell: c,
+            recipe,
+            runs_left: 3,
+        })
+        .collect();
+    let s = schedule::build(&ws, &work, &schedule::Estimates::default());
+    // (acquire?, place) of each reserve step, in the walk's order.
+    let reserves = |name: &str| -> Vec<(bool, String)> {
+        let b = s.boards.iter().find(|b| b.board.as_str() == name).unwrap();
+        assert!(matches!(b.steps[0].action, schedule::Action::Hold(_)));
+        assert!(matches!(
+            b.steps[1].action,
+            schedule::Action::Reserve(schedule::Reserve::AcquireLabgridPlace { .. })
+        ));
+        assert!(matches!(
+            b.steps.last().unwrap().action,
+            schedule::Action::Reserve(schedule::Reserve::ReleaseLabgridPlace { .. })
+        ));
+        b.steps
+            .iter()
+            .filter_map(|s| match &s.action {
+                schedule::Action::Reserve(schedule::Reserve::AcquireLabgridPlace {
+                    place, ..
+                }) => Some((true, place.clone())),
+                schedule::Action::Reserve(schedule::Reserve::ReleaseLabgridPlace {
+                    place, ..
+                }) => Some((false, place.clone())),
+                _ => None,
+            })
+            .collect()
+    };
+    let r = |a: bool, p: &str| (a, p.to_string());
+    assert_eq!(
+        reserves("c"),
+        [
+            r(true, "place-pi-1"),
+            r(true, "place-pi-2"),
+            r(false, "place-pi-2"),
+            r(false, "place-pi-1")
+        ],
+        "a cluster's walk reserves every member's place, releasing in reverse"
+    );
+    assert_eq!(
+        reserves("pi-2"),
+        [r(true, "place-pi-2"), r(false, "place-pi-2")]
+    );
+}

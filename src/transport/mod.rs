@@ -10,6 +10,7 @@ pub mod capture;
 pub mod connector;
 pub mod fake;
 pub mod guard;
+pub mod labgrid;
 pub mod local;
 pub mod quote;
 pub mod service;

@@ -39,6 +39,7 @@ mod identity;
 mod init;
 mod install;
 mod lab;
+mod labgrid;
 mod leftovers;
 mod libssh2;
 mod lost_board;

@@ -321,6 +321,7 @@ fn fake_vcgencmd_pmic_read_adc_gives_the_rails_sum_idle_and_during_the_run() {
         accept_new_host_key: false,
         boot_cmdline: None,
         health: Vec::new(),
+        labgrid: None,
     };
     let options = SamplerOptions {
         path_prefix: Some(bin.display().to_string()),

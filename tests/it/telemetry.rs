@@ -49,6 +49,7 @@ fn board(workdir: &Path, thermal: Option<String>) -> Board {
         accept_new_host_key: false,
         boot_cmdline: None,
         health: Vec::new(),
+        labgrid: None,
     }
 }
 

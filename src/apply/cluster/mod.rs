@@ -110,6 +110,7 @@ impl<'a> Walker for ClusterWorker<'a> {
             Action::Walk(a) if a.flashes() => a,
             Action::Walk(_)
             | Action::Hold(_)
+            | Action::Reserve(_)
             | Action::Board(_)
             | Action::Cluster(_)
             | Action::Cell(_) => return false,

@@ -83,6 +83,7 @@ impl Action {
                 | BoardAction::RestoreCmdline,
             )
             | Action::Hold(_)
+            | Action::Reserve(_)
             | Action::Cluster(_)
             | Action::Cell(_) => Danger::default(),
         }

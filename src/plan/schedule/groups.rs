@@ -91,6 +91,7 @@ pub(super) fn flash_steps(
         Action::Walk(WalkAction::FlashCommand { .. }) => Side::Controller,
         Action::Walk(_)
         | Action::Hold(_)
+        | Action::Reserve(_)
         | Action::Board(_)
         | Action::Cluster(_)
         | Action::Cell(_) => Side::Board,

@@ -14,6 +14,8 @@ use serde::Serialize;
 mod cluster;
 mod danger;
 mod groups;
+mod reserve;
+pub use reserve::Reserve;
 mod show;
 pub use danger::root_steps;
 use groups::{fetch_step, flash_action, flash_steps, group_steps, groups_of, prelude, verify_step};
@@ -87,6 +89,7 @@ impl Step {
 #[serde(untagged)]
 pub enum Action {
     Hold(Hold),
+    Reserve(Reserve),
     Walk(WalkAction),
     Board(BoardAction),
     Cluster(ClusterAction),
@@ -313,6 +316,7 @@ impl Action {
                         | BoardAction::RestoreCmdline
                 )
                 | Action::Cluster(ClusterAction::Undeploy { .. } | ClusterAction::DisarmGuard)
+                | Action::Reserve(Reserve::ReleaseLabgridPlace { .. })
         )
     }
 }
@@ -497,6 +501,9 @@ pub fn build(ws: &Workspace, work: &[Work<'_>], estimates: &Estimates) -> Schedu
         let hold = Action::Hold(Hold { boards: contended });
         let step = Step::plain(hold, cells, Side::Controller, DoneWhen::Never);
         b.steps.insert(0, step);
+    }
+    for (b, mine) in boards.iter_mut().zip(&needs) {
+        reserve::around(ws, mine, &mut b.steps);
     }
     Schedule {
         format: FORMAT,

@@ -1,6 +1,6 @@
 //! The schedule for people: a step's one-line label, and `apply --dry-run`'s text.
 
-use super::{Action, BoardAction, CellAction, ClusterAction, Hold, Schedule, WalkAction};
+use super::{Action, BoardAction, CellAction, ClusterAction, Hold, Reserve, Schedule, WalkAction};
 use crate::model::{Cooldown, RunOrder, TestName};
 use std::fmt::Write as _;
 
@@ -10,6 +10,22 @@ impl Action {
         match self {
             Action::Hold(Hold { boards }) => {
                 format!("hold {} (wait for other walks)", join_boards(boards))
+            }
+            Action::Reserve(Reserve::AcquireLabgridPlace {
+                board,
+                coordinator,
+                place,
+                wait_seconds,
+            }) => format!(
+                "acquire labgrid place {place} for {board} on {coordinator} ({})",
+                if *wait_seconds > 0.0 {
+                    format!("if held, waits up to {wait_seconds}s")
+                } else {
+                    "if held, fails at once".into()
+                }
+            ),
+            Action::Reserve(Reserve::ReleaseLabgridPlace { place, board, .. }) => {
+                format!("release labgrid place {place} of {board}")
             }
             Action::Board(BoardAction::ConnectPeer { peer }) => format!("connect peer {peer}"),
             Action::Board(BoardAction::Health { checks }) => {
