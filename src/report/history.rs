@@ -168,8 +168,10 @@ pub fn config_of(a: &Address) -> String {
 }
 
 /// The history of `scenario` from the store's cells and runs (`Store::runs`, oldest
-/// first). A configuration is a cell address: every stored cell at an address of the
-/// plan counts, whatever its key (a new image's cells continue its series). A run is an
+/// first). A configuration is a cell address of the plan: its cell, and every stored
+/// cell at that address whose key inputs differ from it only in the image's identity or
+/// the board's declared inputs (a new image's cells continue its series; a cell of
+/// other parameters or another method, another scenario's, does not). A run is an
 /// apply: a configuration's samples of one session, redone ones included, make its
 /// point; runs order by their start, so merged stores interleave by time.
 pub fn build(
@@ -187,7 +189,8 @@ pub fn build(
     let mut stored: BTreeMap<&Address, Vec<(&CellKey, &CellData)>> = BTreeMap::new();
     for (key, d) in data {
         if let Some(r) = &d.record
-            && configs.contains_key(&r.address)
+            && let Some(cell) = configs.get(&r.address)
+            && (*key == cell.key || same_but_system(r.inputs.value(), cell.inputs.json()))
         {
             stored.entry(&r.address).or_default().push((key, d));
         }
@@ -275,6 +278,29 @@ pub fn build(
         series,
         findings,
     }
+}
+
+/// The key inputs a configuration's series may change: the system under test (the
+/// image's identity, the board's declared inputs). A cell whose other inputs differ
+/// (the test's parameters, the method, the storage, the filesystem) measured something
+/// else and is left out.
+const SYSTEM_INPUTS: [&str; 2] = ["image", "board"];
+
+/// Whether two cells' key inputs differ at most in [`SYSTEM_INPUTS`].
+fn same_but_system(a: &Value, b: &Value) -> bool {
+    let (Value::Object(a), Value::Object(b)) = (a, b) else {
+        return false;
+    };
+    let rest = |m: &serde_json::Map<String, Value>| -> Vec<(String, Value)> {
+        m.iter()
+            .filter(|(k, _)| !SYSTEM_INPUTS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let (mut ra, mut rb) = (rest(a), rest(b));
+    ra.sort_by(|x, y| x.0.cmp(&y.0));
+    rb.sort_by(|x, y| x.0.cmp(&y.0));
+    ra == rb
 }
 
 /// Whether `--metric` asks for `test.metric` (`test.metric`, or the metric's name).
