@@ -7,9 +7,13 @@ use crate::transport::TransportError;
 
 /// Exit codes: 0 success, 1 a run failed (some cells failed, a tool broke),
 /// 2 bad input (a file, an argument, a store holding what benchpipe does not write), so
-/// scripts can tell "fix your files" from "the lab had a bad day".
+/// scripts can tell "fix your files" from "the lab had a bad day"; 3 a regression
+/// (`history --fail-on regression`).
 pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// `history --fail-on regression`: the newest run starts a regression (3, so a script
+/// tells it from a run or input that failed).
+pub const EXIT_REGRESSION: u8 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -43,6 +47,9 @@ pub enum Error {
     /// `boards check` or `boards power`: some boards failed; each printed its line.
     #[error("{failed} of {total} boards failed")]
     BoardsFailed { failed: usize, total: usize },
+    /// `history --fail-on regression` found regressions the newest run starts.
+    #[error("{0} regression(s) start at the newest run")]
+    Regressions(usize),
     #[error("interrupted; the store is consistent and the next apply resumes")]
     Interrupted,
     #[error("{0}")]
@@ -60,6 +67,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Config(_) | Error::Usage(_) | Error::Store(_) => EXIT_BAD_INPUT,
+            Error::Regressions(_) => EXIT_REGRESSION,
             _ => EXIT_FAILURE,
         }
     }

@@ -20,6 +20,7 @@ mod boards;
 mod compare;
 mod confirm;
 mod gc;
+mod history;
 mod init;
 mod lab;
 mod plan_view;
@@ -310,6 +311,14 @@ pub enum Command {
         #[command(flatten)]
         cells: CellsArg,
     },
+    /// Each configuration's metrics over the applies (runs), oldest first: per-run
+    /// means with their CIs, the change points in them (a permutation-guarded
+    /// segmentation that also finds a regression fixed a few runs later), each with
+    /// Fieller's CI of the ratio and the stored facts that differ across it.
+    #[command(
+        after_help = "Examples:\n  benchpipe history scenarios/lab.toml --metric xz.compress\n  benchpipe history scenarios/lab.toml --fail-on regression --findings findings.json   # exit 3 when the newest run regressed"
+    )]
+    History(history::HistoryArgs),
     /// What each board's walk is doing (phase, cell, for how long), what it finished,
     /// which cells failed and why, and who holds the store's lock: while an apply runs,
     /// and after it ended or died.
@@ -619,6 +628,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Gc(args) => gc::run(&args),
         Command::Store { action } => store_cmd::run(&action),
         Command::Status { store, json } => status::status(&store.path()?, json),
+        Command::History(args) => history::history(&args),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "benchpipe", &mut std::io::stdout());

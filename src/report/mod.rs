@@ -23,6 +23,8 @@ mod compared;
 mod csv;
 mod export;
 mod format;
+pub mod history;
+mod history_text;
 mod json;
 pub mod labels;
 mod lazy;
@@ -46,6 +48,8 @@ mod tests_compare;
 #[cfg(test)]
 mod tests_exports;
 #[cfg(test)]
+mod tests_history;
+#[cfg(test)]
 mod tests_hostile;
 #[cfg(test)]
 mod tests_provenance;
@@ -65,6 +69,7 @@ pub use export::{
     exporters_with, markdown_escape,
 };
 pub use format::{mean_ci, number, p_value, percent, trimmed};
+pub use history_text::text as history_text;
 pub use json::{Json, REPORT_FORMAT};
 pub use method::Method;
 pub use precision::{PrecisionNotes, WideInterval, WideValue};

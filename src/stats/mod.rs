@@ -12,11 +12,14 @@
 //!   many runs would decide a comparison or narrow an interval.
 //! - [`precision_reached`] and [`RunRule`]: when an adaptive run count may stop.
 //! - [`ministat`]: the `benchpipe stats A.txt B.txt` report.
+//! - [`change_points`] (`changes.rs`): where a series of per-run means shifts, by a
+//!   permutation-tested, fix-aware binary segmentation ([`ChangeRule`]).
 //!
 //! Every function is total: empty input, NaN, a zero mean or zero variance give `None`,
 //! `false` or a documented value, never a panic and never a NaN in the result.
 
 mod adaptive;
+mod changes;
 mod compare;
 mod ministat;
 mod outliers;
@@ -26,6 +29,9 @@ mod ratio;
 mod verdict;
 
 pub use adaptive::{RunDecision, RunRule, StopReason, precision_reached};
+pub use changes::{
+    ChangePoint, ChangeRule, ChangeTest, MAX_CHANGE_POINTS_SERIES, change_points, relative,
+};
 pub use compare::{Comparison, Incomparable, Welch, compare, compare_strata, welch};
 pub use ministat::{StatsError, ministat};
 pub use outliers::{OUTLIER_RULE, Outlier, OutlierClass, OutlierCount, OutlierRule, outliers};

@@ -33,6 +33,7 @@ mod flash;
 mod fs_stack;
 mod gc;
 mod health;
+mod history;
 mod hostile;
 mod html;
 mod identity;
