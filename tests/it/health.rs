@@ -83,7 +83,8 @@ fn a_cluster_member_that_fails_its_health_check_skips_the_clusters_cells() {
     );
     let dry = p.bp(&["apply", "--dry-run", "scenarios/c.toml"]);
     assert!(
-        String::from_utf8_lossy(&dry.stdout).contains(&format!("health check of member {b2}: flag")),
+        String::from_utf8_lossy(&dry.stdout)
+            .contains(&format!("health check of member {b2}: flag")),
         "{}",
         text(&dry)
     );
@@ -97,7 +98,10 @@ fn a_cluster_member_that_fails_its_health_check_skips_the_clusters_cells() {
         "{said}"
     );
     assert!(said.contains("1 skipped"), "{said}");
-    assert!(!lab.root.join("deployed").exists(), "deployed on an unhealthy cluster");
+    assert!(
+        !lab.root.join("deployed").exists(),
+        "deployed on an unhealthy cluster"
+    );
     let measured = |p: &Project| {
         let out = p.bp(&["plan", "--json", "scenarios/c.toml"]);
         let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -123,7 +123,13 @@ impl ClusterWorker<'_> {
             ClusterAction::MemberHealth { member, checks } => {
                 let i = self.index_of(member)?;
                 let r = self.w.health(Self::session(w, i)?, member.as_str(), checks);
-                r.map_err(|e| if e.ends_board() { self.on_member(w, i, e) } else { e })
+                r.map_err(|e| {
+                    if e.ends_board() {
+                        self.on_member(w, i, e)
+                    } else {
+                        e
+                    }
+                })
             }
             ClusterAction::ArmGuard => self.arm(w),
             ClusterAction::Deploy { from, commands, .. } => {

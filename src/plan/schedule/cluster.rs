@@ -124,7 +124,11 @@ fn image_steps(
     );
     steps.extend(verify);
     for m in &cluster.members {
-        let checks = ws.boards.get(m).map(|b| b.health.clone()).unwrap_or_default();
+        let checks = ws
+            .boards
+            .get(m)
+            .map(|b| b.health.clone())
+            .unwrap_or_default();
         if !checks.is_empty() {
             steps.push(step(
                 Action::Cluster(ClusterAction::MemberHealth {

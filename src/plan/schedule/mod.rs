@@ -241,8 +241,7 @@ pub enum ClusterAction {
     ConnectMember { member: BoardName },
     /// A cluster: read one member's facts, recorded beside every cell under its name.
     MemberFacts { member: BoardName },
-    /// A cluster: one member's `[[health]]` checks, after the image is verified: a
-    /// member that fails one skips the cluster's cells of the image.
+    /// A cluster: one member's `[[health]]` checks (one failing skips the image's cells).
     MemberHealth {
         member: BoardName,
         checks: Vec<crate::model::health::HealthCheck>,
