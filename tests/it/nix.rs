@@ -458,7 +458,8 @@ fn the_nixos_module_refuses_a_misspelt_option_an_empty_scenario_list_and_a_bad_s
 /// contrib/systemd's units, as shipped (their binary replaced by this build's): no
 /// complaint from systemd-analyze, a deadline that stops apply as Ctrl-C does, and an
 /// ExecStart whose arguments this benchpipe takes (run in an empty directory, it is
-/// refused for the missing scenario, never for an argument).
+/// refused for the missing scenario, never for an argument), and so its ExecStartPost's
+/// `history --fail-on regression`.
 #[test]
 fn contrib_systemd_units_verify_and_their_apply_takes_every_argument() {
     if !on_path("systemd-analyze") {
@@ -498,6 +499,25 @@ fn contrib_systemd_units_verify_and_their_apply_takes_every_argument() {
     let said = text(&o);
     assert_eq!(o.status.code(), Some(2), "{said}");
     assert!(said.contains("scenarios/lab.toml"), "{said}");
+    assert!(!said.contains("unexpected argument"), "{said}");
+    // The history check after it: its arguments taken too (refused for the missing
+    // store, never for an argument).
+    let post = service
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStartPost="))
+        .expect("an ExecStartPost=");
+    let mut args = post.split_whitespace();
+    assert_eq!(args.next(), Some("/usr/local/bin/benchpipe"));
+    let args: Vec<&str> = args.collect();
+    assert_eq!(args[..3], ["history", "--fail-on", "regression"]);
+    let o = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(&args)
+        .current_dir(&empty)
+        .output()
+        .unwrap();
+    let said = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(said.contains("no store at"), "{said}");
     assert!(!said.contains("unexpected argument"), "{said}");
 }
 
