@@ -36,6 +36,7 @@ mod html;
 mod identity;
 mod init;
 mod install;
+mod kill_anywhere;
 mod lab;
 mod leftovers;
 mod libssh2;
