@@ -609,3 +609,24 @@ fn kill_anywhere_a_lab_run_cut_by_sigkill_at_every_phase_resumes_to_the_uninterr
         t_all.elapsed()
     );
 }
+
+/// A command on the controller (a local board's run) ends with an apply killed by
+/// SIGKILL; before its watcher, `sleep` ran on to its end.
+#[test]
+fn kill_anywhere_a_controller_command_ends_with_its_killed_apply() {
+    let p = crate::spine::Project::local("ka-local").local_scenario(
+        "s",
+        &["sleepy"],
+        1,
+        "[params.sleepy]\nseconds = 313.25\n",
+    );
+    let mut child = p.spawn(&["apply", "scenarios/s.toml"]);
+    let t0 = Instant::now();
+    while crate::processes_matching(&["sleep 313.25"]).is_empty() {
+        assert!(t0.elapsed() < HANG, "the run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(crate::processes_left(&["sleep 313.25"]), "");
+}
