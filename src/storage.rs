@@ -137,6 +137,18 @@ fn is_own(
     dev: &Device,
     path: &str,
 ) -> bool {
+    let label = rules::label_for(&fs.kind, storage.name.as_str());
+    is_own_labelled(t, storage, dev, path, &[label])
+}
+
+/// `is_own`, with the label any of `labels`.
+fn is_own_labelled(
+    t: &mut dyn Transport,
+    storage: &Storage,
+    dev: &Device,
+    path: &str,
+    labels: &[String],
+) -> bool {
     let marker = run(
         t,
         &format!("cat -- {}", quote::sh(&format!("{path}/{}", rules::MARKER))),
@@ -152,7 +164,7 @@ fn is_own(
              || btrfs filesystem label {d} 2>/dev/null"
         ),
     );
-    label.is_ok_and(|l| l.trim() == rules::label_for(&fs.kind, storage.name.as_str()))
+    label.is_ok_and(|l| labels.iter().any(|want| l.trim() == want))
 }
 
 /// The rules `check` applies, again: a model built another way cannot slip past them.
@@ -392,6 +404,39 @@ pub fn prepare(
         ),
     )?;
     Ok(())
+}
+
+/// Unmounts the filesystem a killed apply left mounted at a scratch storage's path, of
+/// whatever kind it made it: only a mount of the device itself carrying benchpipe's
+/// label and marker for the storage, as `release` would. Returns whether it unmounted
+/// one; anything else there is left alone.
+pub fn release_leftover(t: &mut dyn Transport, storage: &Storage) -> Result<bool, StorageError> {
+    if storage.role != StorageRole::Scratch {
+        return Ok(false);
+    }
+    let Some(device) = &storage.device else {
+        return Ok(false);
+    };
+    if run(t, &format!("test -d {}", quote::sh(&storage.path))).is_err() {
+        return Ok(false);
+    }
+    let real_path = resolve(t, &storage.path)?;
+    let dev = probe(t, device)?;
+    let mounts = mounts(t, &dev)?;
+    let at_path: Vec<&Mount> = mounts
+        .all()
+        .iter()
+        .filter(|m| m.point == real_path)
+        .collect();
+    let name = storage.name.as_str();
+    let labels = [rules::label(name), rules::label_for("xfs", name)];
+    match at_path.as_slice() {
+        [m] if dev.holds_directly(m) && is_own_labelled(t, storage, &dev, &real_path, &labels) => {
+            run(t, &format!("umount -- {}", quote::sh(&real_path)))?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// Unmounts what `prepare` mounted; nothing for `as-is`. A filesystem at the path that

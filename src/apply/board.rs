@@ -423,6 +423,21 @@ impl Worker<'_> {
                 if let Err(e) = storage::tmpfs::sweep(t.board, &self.board.workdir) {
                     self.phase(None, format!("could not unmount a leftover tmpfs: {e}"));
                 }
+                // And a scratch filesystem a killed apply left mounted after its cells.
+                for s in &self.board.storage {
+                    match storage::release_leftover(t.board, s) {
+                        Ok(true) => {
+                            self.phase(None, format!("unmounted the leftover {}", s.path));
+                        }
+                        Ok(false) => {}
+                        Err(e) => {
+                            self.phase(
+                                None,
+                                format!("could not unmount a leftover {}: {e}", s.path),
+                            );
+                        }
+                    }
+                }
                 Ok(())
             }
             Action::Board(BoardAction::GatherFacts) => {

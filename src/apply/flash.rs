@@ -57,12 +57,17 @@ impl Worker<'_> {
     }
 
     /// Writes the image to `device` on `via` (a board of the workspace) and verifies it.
+    /// After a flash an earlier apply began and never verified (`cut_short`), a board
+    /// flashing itself that does not answer is power-cycled first: that apply may have
+    /// been killed between its power cycle's off and on.
     pub(super) fn flash(
         &self,
         image: &ImageName,
         fetched: &Fetched,
         via: &str,
         device: &str,
+        cut_short: bool,
+        controller: &mut dyn Transport,
     ) -> Result<crate::flash::dd::DdReport, CellFailure> {
         let via_board =
             self.boards
@@ -85,7 +90,27 @@ impl Worker<'_> {
             .find(|s| s.name.as_str() == device)
             .and_then(|s| s.device.as_deref())
             .unwrap_or(device);
-        let mut t = self.connector.board(via_board)?;
+        let mut t = match self.connector.board(via_board) {
+            Ok(t) => t,
+            Err(e)
+                if cut_short
+                    && via_board.name == self.board.name
+                    && !matches!(e, crate::transport::TransportError::HostKey { .. })
+                    && crate::power::plan(self.board, crate::power::PowerAction::Cycle).is_ok() =>
+            {
+                self.phase(
+                    None,
+                    format!(
+                        "{} does not answer after a flash an earlier apply began and never \
+                         verified ({e}): power-cycling it before flashing again",
+                        self.board.name
+                    ),
+                );
+                self.power_cycle(controller)?;
+                self.connect_after_boot(None)?.0
+            }
+            Err(e) => return Err(e.into()),
+        };
         let facts = image::known_facts(fetched);
         let max = facts.as_ref().map(|f| f.uncompressed_bytes);
         let failed = |message: String| CellFailure::Flash {

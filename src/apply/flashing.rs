@@ -109,8 +109,9 @@ impl Worker<'_> {
                 f.derived.insert(name.clone(), derived);
             }
             WalkAction::Flash { via, device, .. } => {
+                let cut_short = self.flash_cut_short();
                 let fetched = self.begin_flash(fetches, f, image)?;
-                let report = self.flash(name, &fetched, via, device)?;
+                let report = self.flash(name, &fetched, via, device, cut_short, controller)?;
                 // Recorded beside each cell of the image: what was written and proven.
                 let mut written = Flashed {
                     file_sha256: Some(fetched.sha256.clone()),
@@ -189,6 +190,16 @@ impl Worker<'_> {
             host_key: f.new_host_key.clone(),
         })?;
         Ok(())
+    }
+
+    /// Whether an earlier apply began a flash of this board and never verified it (its
+    /// state says `unverified`, from another session): one killed in its power cycle
+    /// may have left the board off.
+    fn flash_cut_short(&self) -> bool {
+        matches!(
+            self.store.board_state(&self.board.name),
+            Ok(Some(s)) if s.identity == "unverified" && s.verified_session != self.session
+        )
     }
 
     /// Before any flash: the board's state says `unverified`, since nothing proves its

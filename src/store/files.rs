@@ -27,6 +27,41 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(crate::owned::replace(path, bytes, 0o666)?)
 }
 
+/// Removes the temporary files a writer killed mid-replace left in `dir`
+/// (`owned::replace`'s `.NAME.PID-N-HEX.tmp`, regular files only, never this
+/// process's). The caller holds the store's lock, so no live writer's can be there.
+/// Best effort: one that stays is hidden from every reader anyway.
+pub(super) fn remove_stale_temporaries(dir: &Path) {
+    /// The most entries looked at: a store directory of benchpipe's holds far fewer.
+    const MAX_ENTRIES: usize = 1 << 16;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let me = std::process::id().to_string();
+    for e in entries.flatten().take(MAX_ENTRIES) {
+        let name = e.file_name();
+        let stale = name
+            .to_str()
+            .and_then(temporary_pid)
+            .is_some_and(|pid| pid != me);
+        if stale && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The writer's pid in the name of `owned::replace`'s temporary file
+/// (`.NAME.PID-N-HEX.tmp`); `None` for any other name.
+fn temporary_pid(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (_, tail) = rest.rsplit_once('.')?;
+    let mut parts = tail.split('-');
+    let (pid, n, hex) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let hexits = !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    (parts.next().is_none() && digits(pid) && digits(n) && hexits).then_some(pid)
+}
+
 pub(super) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
 }
@@ -431,4 +466,46 @@ pub(super) fn cut_torn_tail(f: &mut File) -> std::io::Result<()> {
         end = start;
     };
     f.set_len(keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_killed_writers_temporaries_go_and_nothing_else_does() {
+        let dir = std::env::temp_dir().join(format!("bp-store-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join(".cell.json.1-2-ab.tmp")).unwrap();
+        let me = std::process::id();
+        let names = [
+            ".cell.json.4242-0-a1b2c3d4e5f6.tmp",
+            ".lab-1.json.7-13-00ff00ff00ff.tmp",
+            &format!(".status.json.{me}-1-abcdef.tmp"),
+            "cell.json",
+            ".cell.json.x-1-ab.tmp",
+            ".cell.json.12-1-zz.tmp",
+            "notes.tmp",
+        ];
+        for n in names {
+            std::fs::write(dir.join(n), "x").unwrap();
+        }
+        remove_stale_temporaries(&dir);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            ".cell.json.1-2-ab.tmp".to_string(),
+            ".cell.json.12-1-zz.tmp".into(),
+            ".cell.json.x-1-ab.tmp".into(),
+            format!(".status.json.{me}-1-abcdef.tmp"),
+            "cell.json".into(),
+            "notes.tmp".into(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -124,6 +124,11 @@ impl Store {
             .map_err(io(&path))?;
         let file = Arc::new(file);
         *held = Arc::downgrade(&file);
+        // What a killed apply's replaces left half-written outside the cells goes (a
+        // cell's own, when the cell is next written: `Store::begin`).
+        for dir in ["", "status", "boards", "runs"] {
+            super::files::remove_stale_temporaries(&self.root.join(dir));
+        }
         Ok(StoreLock { _file: file })
     }
 

@@ -345,6 +345,9 @@ impl Store {
             write_atomic(&path, &to_json_bytes(&rec)?)?;
             sync_dir(&self.root)?;
         }
+        // What a killed apply's replace left half-written here goes.
+        files::remove_stale_temporaries(&dir);
+        files::remove_stale_temporaries(&dir.join("logs"));
         let next_seq = read_samples(&dir.join("samples.jsonl"))?.len() as u32 + 1;
         Ok(CellWriter { dir, next_seq })
     }

@@ -287,6 +287,32 @@ impl Transport for Local {
     }
 }
 
+/// The shell every local command runs under: a watcher in the command's process group
+/// reads fd 3 (the read end of a pipe whose write end only benchpipe holds) and, at its
+/// end of file, when benchpipe has ended without ending the command (kill -9), kills
+/// the group; then `$1` runs as `sh -c` would run it, without fd 3. A command that
+/// ends normally has its group, the watcher with it, killed by `drain`.
+const WATCHED: &str = r#"{ while read -r _ <&3; do :; done; kill -s KILL 0; } </dev/null >/dev/null 2>&1 &
+exec 3<&-
+exec sh -c "$1""#;
+
+/// In the child before exec: the watch pipe's read end `fd` as fd 3, open across exec.
+fn watch_on_fd_3(fd: i32) -> std::io::Result<()> {
+    // SAFETY: dup2 and fcntl on descriptors of this (forked) process; no memory involved.
+    let rc = unsafe {
+        if fd == 3 {
+            let flags = libc::fcntl(3, libc::F_GETFD);
+            libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC)
+        } else {
+            libc::dup2(fd, 3)
+        }
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Runs `command` under `sh -c` in its own process group, with stdin from `input` (or
 /// /dev/null), draining its output into the sinks.
 fn run_local(
@@ -323,9 +349,15 @@ fn run_local(
         }
         None => (None, None),
     };
+    // The group ends with benchpipe however benchpipe ends (kill -9 too): its watcher
+    // reads fd 3, a pipe whose only writer is this process, and kills the group at its
+    // end of file (`WATCHED`).
+    let (watch_r, watch_w) = os_pipe::pipe().map_err(|e| err(format!("pipe: {e}")))?;
+    let watch_fd = watch_r.as_raw_fd();
     // Its own process group, so that a timeout or interrupt ends the whole tree
     // (sh and everything it started), not just the shell.
-    let base = duct::cmd("sh", ["-c", command]).env(super::guard::ANCHOR_ENV, local_anchor());
+    let base = duct::cmd("sh", ["-c", WATCHED, "sh", command])
+        .env(super::guard::ANCHOR_ENV, local_anchor());
     let base = match stdin_r {
         Some(r) => base.stdin_file(r),
         None => base.stdin_null(),
@@ -334,13 +366,19 @@ fn run_local(
         .stdout_file(out_w)
         .stderr_file(err_w)
         .unchecked()
-        .before_spawn(|c| {
+        .before_spawn(move |c| {
             c.process_group(0);
+            // SAFETY: between fork and exec only dup2 and fcntl run, both
+            // async-signal-safe, on a descriptor this process holds open until the spawn.
+            unsafe {
+                c.pre_exec(move || watch_on_fd_3(watch_fd));
+            }
             Ok(())
         });
     let handle = expr
         .start()
         .map_err(|e| err(format!("cannot start sh: {e}")))?;
+    drop(watch_r);
     // The expression holds the write ends until it is dropped; drop it so the
     // readers see EOF when the command ends.
     drop(expr);
@@ -364,6 +402,7 @@ fn run_local(
     let output = handle
         .wait()
         .map_err(|e| err(format!("waiting for command: {e}")))?;
+    drop(watch_w);
     let timed_out = result?;
     if timed_out {
         return Err(TransportError::Timeout {

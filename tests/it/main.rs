@@ -39,6 +39,7 @@ mod html;
 mod identity;
 mod init;
 mod install;
+mod kill_anywhere;
 mod lab;
 mod labgrid;
 mod leftovers;
