@@ -406,6 +406,27 @@ pub fn prepare(
     Ok(())
 }
 
+/// A scratch storage's path resolved on the board, its device, and what is mounted at
+/// the path; `None` when the path is no directory (nothing was ever mounted there).
+fn mounted_at(
+    t: &mut dyn Transport,
+    storage: &Storage,
+    device: &str,
+) -> Result<Option<(String, Device, Vec<Mount>)>, StorageError> {
+    if run(t, &format!("test -d {}", quote::sh(&storage.path))).is_err() {
+        return Ok(None);
+    }
+    let real_path = resolve(t, &storage.path)?;
+    let dev = probe(t, device)?;
+    let at_path: Vec<Mount> = mounts(t, &dev)?
+        .all()
+        .iter()
+        .filter(|m| m.point == real_path)
+        .cloned()
+        .collect();
+    Ok(Some((real_path, dev, at_path)))
+}
+
 /// Unmounts the filesystem a killed apply left mounted at a scratch storage's path, of
 /// whatever kind it made it: only a mount of the device itself carrying benchpipe's
 /// label and marker for the storage, as `release` would. Returns whether it unmounted
@@ -417,17 +438,9 @@ pub fn release_leftover(t: &mut dyn Transport, storage: &Storage) -> Result<bool
     let Some(device) = &storage.device else {
         return Ok(false);
     };
-    if run(t, &format!("test -d {}", quote::sh(&storage.path))).is_err() {
+    let Some((real_path, dev, at_path)) = mounted_at(t, storage, device)? else {
         return Ok(false);
-    }
-    let real_path = resolve(t, &storage.path)?;
-    let dev = probe(t, device)?;
-    let mounts = mounts(t, &dev)?;
-    let at_path: Vec<&Mount> = mounts
-        .all()
-        .iter()
-        .filter(|m| m.point == real_path)
-        .collect();
+    };
     let name = storage.name.as_str();
     let labels = [rules::label(name), rules::label_for("xfs", name)];
     match at_path.as_slice() {
@@ -452,18 +465,9 @@ pub fn release(
     let Some(device) = &storage.device else {
         return Ok(());
     };
-    let p = quote::sh(&storage.path);
-    if run(t, &format!("test -d {p}")).is_err() {
+    let Some((real_path, dev, at_path)) = mounted_at(t, storage, device)? else {
         return Ok(());
-    }
-    let real_path = resolve(t, &storage.path)?;
-    let dev = probe(t, device)?;
-    let mounts = mounts(t, &dev)?;
-    let at_path: Vec<&Mount> = mounts
-        .all()
-        .iter()
-        .filter(|m| m.point == real_path)
-        .collect();
+    };
     match at_path.as_slice() {
         [] => Ok(()),
         [m] if dev.holds_directly(m) && is_own(t, storage, fs, &dev, &real_path) => {
