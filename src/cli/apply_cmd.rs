@@ -115,7 +115,7 @@ pub(super) fn run(args: ApplyArgs) -> Result<()> {
         .into_iter()
         .flat_map(|(_, p)| p.cells)
         .collect();
-    select.deal(&cells);
+    select.deal(&ws, &cells);
     cells.retain(|c| select.runs(c));
     if !select.redo.is_empty() {
         let session = format!("{:.0}-{}", crate::store::now(), std::process::id());

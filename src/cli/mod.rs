@@ -116,8 +116,9 @@ pub struct SelectArg {
     #[arg(long, value_enum, default_value_t = OnDrift::Refuse, value_name = "CHOICE")]
     pub on_drift: OnDrift,
     /// Run only the K-th of N deterministic shares of the plan (like 2/3), split by
-    /// board (a cluster with its members, a board with its peers), so that N
-    /// controllers given the same files never drive one board together.
+    /// board (a cluster with its members, a board with its peers, boards flashed through
+    /// one host), so that N controllers given the same files never drive one board
+    /// together.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
 }
@@ -155,9 +156,13 @@ impl SelectArg {
 
 impl Selection {
     /// Deals `--shard` over every cell of the plan (once; later calls keep the first).
-    pub fn deal<'c>(&self, cells: impl IntoIterator<Item = &'c plan::Cell>) {
+    pub fn deal<'c>(
+        &self,
+        ws: &'c crate::model::Workspace,
+        cells: impl IntoIterator<Item = &'c plan::Cell>,
+    ) {
         if let Some(shard) = &self.shard {
-            let _ = self.dealt.set(shard.owns(cells).into_iter().collect());
+            let _ = self.dealt.set(shard.owns(ws, cells).into_iter().collect());
         }
     }
 

@@ -52,7 +52,7 @@ fn view<'p>(
     store: &Store,
     select: &Selection,
 ) -> Result<View<'p>> {
-    select.deal(all_plans.iter().flat_map(|(_, p)| &p.cells));
+    select.deal(ws, all_plans.iter().flat_map(|(_, p)| &p.cells));
     let data = store.all()?;
     let nearest = plan::diff::Nearest::new(data.values().filter_map(|d| d.record.as_ref()));
     let empty = CellData::default();

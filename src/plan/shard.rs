@@ -1,6 +1,8 @@
 //! `--shard K/N`: a deterministic share of a plan for one of N controllers, split by
 //! walk unit so that no board is driven by two controllers: a board with every cluster
-//! it is a member of and every board its cells take as a peer (and theirs) are one unit.
+//! it is a member of and every board its cells take as a peer (and theirs) are one unit,
+//! as are boards flashed through one host (`via`: a Turing Pi BMC, a dd helper), which
+//! flashes one board at a time and must see one controller.
 //! Units in name order are dealt round-robin; every controller, given the same files,
 //! deals the same.
 
@@ -38,14 +40,30 @@ impl Shard {
     }
 
     /// The board names (boards and clusters, as cells' `board`) whose cells are this
-    /// shard's, out of `cells`.
-    pub fn owns<'c>(self, cells: impl IntoIterator<Item = &'c Cell>) -> Vec<String> {
+    /// shard's, out of `cells`; `ws` says which host flashes each board.
+    pub fn owns<'c>(
+        self,
+        ws: &'c crate::model::Workspace,
+        cells: impl IntoIterator<Item = &'c Cell>,
+    ) -> Vec<String> {
+        let via = |b: &'c crate::model::BoardName| -> Option<&'c str> {
+            match &ws.boards.get(b)?.flash {
+                crate::model::Flash::Tpi { via, .. } | crate::model::Flash::Dd { via, .. } => {
+                    Some(via.as_str())
+                }
+                crate::model::Flash::Command { via, .. } => via.as_deref(),
+                crate::model::Flash::None => None,
+            }
+        };
         self.owns_of(cells.into_iter().map(|cell| {
             let mut with: Vec<&str> = Vec::new();
             if let Some(c) = &cell.cluster {
                 with.extend(c.members.iter().map(crate::model::BoardName::as_str));
+                // A flash host joins the boards it flashes (and is itself one, when a board).
+                with.extend(c.members.iter().filter_map(&via));
             }
             with.extend(cell.peer.as_ref().map(crate::model::BoardName::as_str));
+            with.extend(via(&cell.address.board));
             (cell.address.board.as_str(), with)
         }))
     }

@@ -65,3 +65,37 @@ fn two_shards_split_the_plan_by_board_and_complete_it_between_them() {
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(text(&bad).contains("expected K/N"), "{}", text(&bad));
 }
+
+/// Boards flashed through one host (a Turing Pi BMC, a dd helper) are one unit: that
+/// host flashes one board at a time and must see one controller. Dealt by name alone,
+/// `a` and `b` would go to different shares.
+#[test]
+fn boards_flashed_through_one_host_fall_in_one_share() {
+    let flashed = "\n[flash]\nmethod = \"command\"\ncommand = \"true\"\nvia = \"bmc.example\"\n\n[power]\ncycle = \"true\"\n";
+    let mut p = Project::local("shard-via");
+    for b in ["a", "b", "c"] {
+        p = p.local_board(b, &format!("board-work-{b}"));
+    }
+    for b in ["a", "b"] {
+        let file = p.dir.join(format!("boards/{b}.toml"));
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        text = text.replacen("\n[[storage]]", &format!("{flashed}\n[[storage]]"), 1);
+        std::fs::write(&file, text).unwrap();
+    }
+    let p = p.local_scenario("s", &["sleepy"], 1, "").edit(
+        "scenarios/s.toml",
+        "board = [\"here\"]",
+        "board = [\"a\", \"b\", \"c\"]",
+    );
+    let check = p.bp(&["check", "scenarios/s.toml"]);
+    assert!(check.status.success(), "{}", text(&check));
+    let (one, two) = (
+        selected(&p, &["--shard", "1/2"]),
+        selected(&p, &["--shard", "2/2"]),
+    );
+    assert_eq!(one.len(), 2, "{one:?}");
+    assert!(one.iter().any(|d| d.ends_with("-a")), "{one:?}");
+    assert!(one.iter().any(|d| d.ends_with("-b")), "{one:?}");
+    assert_eq!(two.len(), 1, "{two:?}");
+    assert!(two[0].ends_with("-c"), "{two:?}");
+}
