@@ -94,6 +94,17 @@ in
       description = "More arguments to `benchpipe apply`, before the scenario files.";
     };
 
+    historyCheck = mkOption {
+      type = types.bool;
+      default = true;
+      description = ''
+        After a run that ended well, run `benchpipe history --fail-on regression` on the
+        same scenarios: the unit fails (exit 3) when the newest run starts a significant
+        change for the worse in a metric, and the finding is written to
+        `reportsDir`/findings.json for whatever alerts on a failed unit.
+      '';
+    };
+
     path = mkOption {
       type = types.listOf types.package;
       default = with pkgs; [ openssh iperf3 iperf2 curl samba wrk apacheHttpd ];
@@ -149,6 +160,10 @@ in
         RestrictRealtime = true;
         RestrictSUIDSGID = true;
         SystemCallArchitectures = "native";
+      } // lib.optionalAttrs cfg.historyCheck {
+        ExecStartPost = execArgs ([ "${cfg.package}/bin/benchpipe" "history" "--fail-on"
+          "regression" "--findings" "${cfg.reportsDir}/findings.json" "--store" cfg.store ]
+          ++ cfg.scenarios);
       } // lib.optionalAttrs confined {
         ProtectSystem = "strict";
         ReadWritePaths = [ cfg.store imageCache cfg.reportsDir ];

@@ -318,6 +318,13 @@ fn the_nixos_module_runs_apply_on_a_timer_with_the_scenarios_store_schedule_and_
         )],
         "{service}"
     );
+    assert_eq!(
+        values(service, "ExecStartPost"),
+        [format!(
+            r#""{package}/bin/benchpipe" "history" "--fail-on" "regression" "--findings" "/srv/www/reports/findings.json" "--store" "/srv/store/results" "scenarios/lab.toml" "/srv/bench/my scenarios/100%%.toml""#
+        )],
+        "{service}"
+    );
     assert_eq!(values(service, "Type"), ["oneshot"], "{service}");
     assert_eq!(values(service, "User"), ["bench"], "{service}");
     assert_eq!(values(service, "Group"), ["lab"], "{service}");
