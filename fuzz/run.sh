@@ -19,7 +19,17 @@ for t in "${targets[@]}"; do
   echo "== $t: $seconds s"
   # -timeout: an input taking longer is a hang; -rss_limit_mb and -malloc_limit_mb
   # (libFuzzer's defaults, said here): an input allocating that much is a crash.
-  cargo +nightly fuzz run "$t" "fuzz/work/$t" "fuzz/corpus/$t" -- \
+  corpora=("fuzz/work/$t" "fuzz/corpus/$t")
+  if [ "$t" = report_template ]; then
+    # The shipped templates seed it, each behind its selector byte (0 index.md, 1
+    # index.html: report::TEMPLATE_NAMES), read from src/ rather than copied.
+    seeds=fuzz/work/report_template-seeds
+    mkdir -p "$seeds"
+    printf '\000' | cat - src/report/templates/index.md > "$seeds/index.md"
+    printf '\001' | cat - src/report/templates/index.html > "$seeds/index.html"
+    corpora+=("$seeds")
+  fi
+  cargo +nightly fuzz run "$t" "${corpora[@]}" -- \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -print_final_stats=1 >"fuzz/work/$t.log" 2>&1 || {
     tail -n 40 "fuzz/work/$t.log"

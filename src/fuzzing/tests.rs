@@ -20,7 +20,22 @@ fn corpus_dir(target: &str) -> PathBuf {
         .join(target)
 }
 
-/// The target's corpus, sorted by name.
+/// The shipped report templates as `report_template` inputs (their selector byte, then
+/// the text): seeds read from `src/report/templates/`, never copied into the corpus.
+fn shipped_templates() -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/report/templates");
+    crate::report::TEMPLATE_NAMES
+        .iter()
+        .zip(0u8..)
+        .map(|(name, selector)| {
+            let mut input = vec![selector];
+            input.extend(std::fs::read(dir.join(name)).unwrap());
+            (format!("shipped {name}"), input)
+        })
+        .collect()
+}
+
+/// The target's corpus, sorted by name (`report_template`'s with the shipped templates).
 fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
     let dir = corpus_dir(target);
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
@@ -32,6 +47,9 @@ fn corpus(target: &str) -> Vec<(String, Vec<u8>)> {
             (name, std::fs::read(&p).unwrap())
         })
         .collect();
+    if target == "report_template" {
+        files.extend(shipped_templates());
+    }
     files.sort();
     files
 }
