@@ -110,7 +110,7 @@ fn workspace(lab: &Lab, password_file: &str) {
          [matrix]\nimage = [\"installed\"]\nboard = [\"{c}\"]\ntest = [\"wordpress-login\"]\n\n\
          [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 1 }}\nruns = {{ min = 2, max = 2 }}\n\n\
          [params.wordpress-login]\nuser = \"admin\"\npassword_file = \"{password_file}\"\n\
-         seconds = 2\nwrk_threads = 2\nwrk_connections = 8\nlogin_seconds = 2\nlogin_threads = 2\nlogin_connections = 4\n"
+         seconds = 3\nwrk_threads = 1\nwrk_connections = 2\nlogin_seconds = 4\nlogin_threads = 1\nlogin_connections = 2\n"
     );
     lab.project()
         .recipe("wordpress-login")

@@ -165,8 +165,8 @@ fn wordpress_answers_the_controller_alone_and_never_shows_its_installer_to_anoth
              image = [\"installed\"]\nboard = [\"{}\"]\ntest = [\"wordpress\"]\n\
              [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 1 }}\nruns = {{ min = 2, max = 2 }}\n\
              [params.wordpress]\nposts = 3\nphp_workers = 2\ninnodb_buffer_pool_mib = 32\n\
-             seconds = 2\nwrk_threads = 2\nwrk_connections = 4\nlogin_seconds = 2\n\
-             login_threads = 2\nlogin_connections = 4\n",
+             seconds = 3\nwrk_threads = 1\nwrk_connections = 2\nlogin_seconds = 4\n\
+             login_threads = 1\nlogin_connections = 2\n",
             target.name
         ),
     )

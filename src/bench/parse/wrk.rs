@@ -211,6 +211,18 @@ pub(super) fn parse_wrk(text: &str) -> Result<Value, ParseError> {
             "wrk: the output holds {reports} wrk reports; a metric must come from one"
         )));
     }
+    // wrk counts only the requests answered before its time is up and prints zeros for
+    // the latency of none: with no answer and no error, nothing was measured (every
+    // response takes longer than the run), and a rate of 0 would be a false finding.
+    let requests = pairs.iter().find(|(k, _)| *k == "requests").map(|p| p.1);
+    if requests == Some(0.0) && non_2xx == 0.0 && sockets.iter().all(|s| *s == 0.0) {
+        let secs = pairs.iter().find(|(k, _)| *k == "seconds").map(|p| p.1);
+        return Err(ParseError::new(format!(
+            "wrk: no request was answered in the run's {} and none failed: each response \
+             takes longer than the run; run wrk longer or with fewer connections",
+            secs.map_or_else(|| "time".to_string(), |s| format!("{s}s"))
+        )));
+    }
     pairs.push(("requests_per_second", rps));
     pairs.push(("non_2xx_or_3xx", non_2xx));
     pairs.push(("socket_errors", sockets.iter().sum()));
@@ -284,6 +296,19 @@ mod tests {
         let d = parse_wrk(&fixture("wrk-lua-json.txt")).unwrap();
         assert_eq!(d["requests_per_second"], 12.71);
         assert_eq!(d["requests"], 27);
+    }
+
+    #[test]
+    fn a_run_that_no_answer_ended_in_is_no_measurement() {
+        let slow = fixture("wrk-socket-errors.txt").replace(
+            "  Socket errors: connect 0, read 32124, write 0, timeout 0\n",
+            "",
+        );
+        let e = parse_wrk(&slow).unwrap_err();
+        assert!(
+            e.0.contains("no request was answered in the run's 2.1s"),
+            "{e}"
+        );
     }
 
     #[test]
