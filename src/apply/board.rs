@@ -358,7 +358,6 @@ impl Worker<'_> {
         step: &Step,
         pending: &[CellKey],
     ) -> Result<(), CellFailure> {
-        let first = &pending[0];
         let Parts {
             controller,
             tools,
@@ -387,7 +386,9 @@ impl Worker<'_> {
         };
         let mut board = super::secrets::Redacting::new(board, secrets);
         let mut controller = super::secrets::Redacting::new(controller, secrets);
-        let peer = jobs[first].cell.peer.as_ref();
+        // None in a tidy walk (`schedule::tidy`), whose steps serve no cell.
+        let first = pending.first().map(|k| jobs[k]);
+        let peer = first.and_then(|j| j.cell.peer.as_ref());
         let mut t = Transports::new(&mut board, &mut controller).with_peers(peers, peer);
         match &step.action {
             Action::Walk(WalkAction::ClaimWorkdir { controller }) => {
@@ -453,7 +454,10 @@ impl Worker<'_> {
             Action::Walk(WalkAction::VerifyImage { image, expect }) => {
                 self.verify_image(t.board, image, expect)?;
                 // Flashing reads this to know the board is already at the image.
-                self.record_at_image(flashing, &jobs[first].cell.image)
+                match first {
+                    Some(j) => self.record_at_image(flashing, &j.cell.image),
+                    None => Ok(()),
+                }
             }
             Action::Board(BoardAction::Mount {
                 storage: name,
@@ -472,7 +476,12 @@ impl Worker<'_> {
                         super::uas::check_driver(st, want, facts)?;
                     }
                 }
-                self.mount(t.board, jobs[first], name, filesystem, mounted)
+                let Some(first) = first else {
+                    return Err(CellFailure::Transport {
+                        message: "a mount step that serves no cell: the schedule is wrong".into(),
+                    });
+                };
+                self.mount(t.board, first, name, filesystem, mounted)
             }
             // `walk_step`'s and `board_step`'s own, a cell's (`walk::cell_step`), the
             // cleanup steps and a cluster's.

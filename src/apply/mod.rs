@@ -276,8 +276,19 @@ pub fn apply_with_options(
 
     let boards = by_board.keys().map(|b| crate::model::BoardName::new(*b));
     let boards: Vec<crate::model::BoardName> = boards.collect();
-    let history = history.with_board_images(store.board_images(&boards)?);
-    let schedule = schedule_of(ws, &by_board, &history);
+    let history = history
+        .with_board_images(store.board_images(&boards)?)
+        .with_deploys(store.deploy_times_of(&boards)?);
+    let mut schedule = schedule_of(ws, &by_board, &history);
+    // Boards whose last walk died and that have no cells now are walked to tidy them.
+    let given: BTreeSet<crate::model::BoardName> =
+        cells.iter().map(|c| c.address.board.clone()).collect();
+    schedule::tidy::add(&mut schedule, ws, &given, &store.walk_statuses()?);
+    for b in &schedule.boards {
+        if let Some((name, _)) = ws.boards.get_key_value(&b.board) {
+            by_board.entry(name.as_str()).or_default();
+        }
+    }
     progress.event(Event::Start {
         to_run: by_board.values().map(Vec::len).sum(),
         complete: outcome.already_complete,

@@ -347,7 +347,10 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, rest: &[Step]) ->
         .filter(|k| !w.outcomes.contains_key(*k))
         .cloned()
         .collect();
-    if pending.is_empty() {
+    // A step that serves no cell is a tidy walk's (`schedule::tidy`): it runs for the
+    // board alone.
+    let tidy = step.cells.is_empty();
+    if pending.is_empty() && !tidy {
         let left = step
             .cells
             .iter()
@@ -361,10 +364,12 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, rest: &[Step]) ->
         };
     }
     let pending = match kind.worker().deadline {
-        Some(deadline) => within_deadline(w, rest, pending, deadline - crate::store::now()),
-        None => pending,
+        Some(deadline) if !tidy => {
+            within_deadline(w, rest, pending, deadline - crate::store::now())
+        }
+        _ => pending,
     };
-    if pending.is_empty() {
+    if pending.is_empty() && !tidy {
         return StepStatus::Skipped {
             reason: "left for lack of time (--deadline)".into(),
         };
@@ -401,6 +406,11 @@ fn one_step<K: Walker>(kind: &K, w: &mut Walk<'_, '_, K::Own>, rest: &[Step]) ->
         Err(cause) => {
             let cause = w.secrets.redact_failure(&cause);
             w.fail(&pending, &cause);
+            if tidy {
+                // No cell carries the failure: the walk itself stops (its cleanup,
+                // a labgrid place's release, still runs).
+                w.lost.get_or_insert_with(|| cause.clone());
+            }
             match cause {
                 CellFailure::NotApplicable { reason } => StepStatus::Skipped { reason },
                 _ => StepStatus::Failed {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::{Selection, known_plans};
 use crate::error::{Error, Result};
-use crate::model::{Scenario, Workspace};
+use crate::model::{BoardName, Scenario, Workspace};
 use crate::plan::schedule::{self, Estimates, Schedule};
 use crate::plan::state::{self, CellState};
 use crate::plan::{self, Cell, Plan};
@@ -127,9 +127,21 @@ fn view<'p>(
             });
         }
     }
-    let history =
-        Estimates::from_store(&data).with_board_images(store.board_images(ws.boards.keys())?);
-    let schedule = schedule::build(ws, &work, &history);
+    let walks: BTreeSet<BoardName> = work.iter().map(|w| w.cell.address.board.clone()).collect();
+    let history = Estimates::from_store(&data)
+        .with_board_images(store.board_images(ws.boards.keys())?)
+        .with_deploys(store.deploy_times_of(&walks)?);
+    let mut schedule = schedule::build(ws, &work, &history);
+    // While an apply holds the store, its walks are not dead: nothing to tidy yet.
+    if store.lock_holder().is_none() {
+        let given: BTreeSet<BoardName> = all_plans
+            .iter()
+            .flat_map(|(_, p)| &p.cells)
+            .filter(|c| select.runs(c))
+            .map(|c| c.address.board.clone())
+            .collect();
+        schedule::tidy::add(&mut schedule, ws, &given, &store.walk_statuses()?);
+    }
     Ok(View {
         rows,
         counts,
@@ -146,6 +158,19 @@ fn fmt_duration(secs: f64) -> String {
     } else {
         format!("{s}s")
     }
+}
+
+/// The boards walked only to take back what a killed apply left on them.
+fn tidy_lines(v: &View<'_>) -> String {
+    let mut out = String::new();
+    for b in v.schedule.boards.iter().filter(|b| b.is_tidy()) {
+        let _ = writeln!(
+            out,
+            "Tidy {}: its last walk ended with its apply killed; apply connects and stops the leftover services, tmpfs and scratch mounts",
+            b.board
+        );
+    }
+    out
 }
 
 /// The summary line both `plan` and `apply --dry-run` end with.
@@ -242,6 +267,7 @@ pub fn plan_text(ws: &Workspace, store: &Store, json: bool, select: &Selection) 
     }
     table.push_str(&not_applicable(&all_plans, usize::MAX, &keyed_skip()));
     table.push_str(&recipe_lines(ws, &v));
+    table.push_str(&tidy_lines(&v));
     table.push_str(&summary(&v));
     Ok(table)
 }
@@ -458,6 +484,7 @@ pub fn dry_run_text(
     // What will not run, and why: "nothing to run" must not be all it says.
     out.push_str(&not_applicable(&all_plans, usize::MAX, &keyed_skip()));
     out.push_str(&recipe_lines(ws, &v));
+    out.push_str(&tidy_lines(&v));
     out.push_str(&summary(&v));
     Ok(out)
 }

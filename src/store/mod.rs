@@ -52,6 +52,7 @@ use crate::telemetry::StoredTelemetry;
 mod board_facts;
 mod board_state;
 mod cell_facts;
+mod deploys;
 mod drift;
 mod failure;
 mod files;

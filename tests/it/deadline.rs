@@ -123,3 +123,69 @@ fn a_deadline_that_is_no_time_is_refused_with_exit_2() {
         assert!(!p.dir.join("results").exists(), "nothing ran");
     }
 }
+
+/// A cluster's deploy is judged by how long it took last time: with less time left than
+/// that, the cluster's cells are left before anything is deployed; with time enough,
+/// the same apply deploys and runs them.
+#[test]
+fn a_clusters_deploy_that_took_longer_than_the_time_left_deploys_nothing() {
+    let Some(lab) = crate::lab::Lab::up(2) else {
+        return;
+    };
+    let (b1, b2) = (&lab.board(0).name, &lab.board(1).name);
+    let deploys = lab.root.join("deploys");
+    let p = lab
+        .project()
+        .file(
+            "pipeline/one.toml",
+            "description = \"prints a number\"\nuses_storage = false\n[run]\non = \"board\"\n\
+             command = \"echo '{\\\"value\\\": 1}'\"\nparse = \"json\"\n\
+             [metrics]\nvalue = { from = \"value\", unit = \"x\", better = \"higher\" }\n",
+        )
+        .scenario(
+            "c",
+            &format!(
+                "title = \"a slow deploy\"\n[images.installed]\ninstalled = true\n\
+                 [clusters.lab-dl]\nmembers = [\"{b1}\", \"{b2}\"]\n\
+                 [[clusters.lab-dl.deploy]]\non = \"controller\"\n\
+                 command = \"sleep 4; echo deployed >> {}\"\n\
+                 [matrix]\nimage = [\"installed\"]\nboard = [\"lab-dl\"]\ntest = [\"one\"]\n\
+                 [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
+                deploys.display()
+            ),
+        );
+    let deployed = || {
+        std::fs::read_to_string(&deploys)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let out = p.bp(&["apply", "--no-report", "scenarios/c.toml"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(deployed(), 1);
+    let redo = |within: &str| {
+        p.bp(&[
+            "apply",
+            "--redo",
+            "test=one",
+            "--max-duration",
+            within,
+            "--no-report",
+            "scenarios/c.toml",
+        ])
+    };
+    let out = redo("3s");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(err.contains("LEFT one on lab-dl"), "{err}");
+    assert!(err.contains("1 cell(s) left for lack of time"), "{err}");
+    assert_eq!(deployed(), 1, "deployed with no time to measure: {err}");
+    let out = redo("10m");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("1 cell(s) completed"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(deployed(), 2);
+}

@@ -402,3 +402,118 @@ fn wait_exit(child: &mut Child, limit: Duration) -> Option<i32> {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A cluster whose two lab members each name a labgrid place: both are acquired before
+/// the cluster's first step (the deploy and the runs see them held) and released after
+/// its last; the plan puts the acquires first and the releases last.
+#[test]
+fn labgrid_a_clusters_members_places_are_held_through_its_walk() {
+    let Some(c) = Coordinator::start() else {
+        return;
+    };
+    let Some(lab) = crate::lab::Lab::up(2) else {
+        return;
+    };
+    let (b1, b2) = (lab.board(0).name.clone(), lab.board(1).name.clone());
+    let places = [c.place("bp-member-1"), c.place("bp-member-2")];
+    for (b, place) in [&b1, &b2].into_iter().zip(&places) {
+        let file = lab.root.join(format!("boards/{b}.toml"));
+        let old = std::fs::read_to_string(&file).unwrap();
+        // A top-level key: before the file's first table.
+        let line = format!(
+            "labgrid = {{ coordinator = \"{}\", place = \"{place}\" }}\n",
+            c.addr
+        );
+        std::fs::write(&file, format!("{line}{old}")).unwrap();
+    }
+    let client = c.bin.join("labgrid-client");
+    let show = |place: &str, into: &std::path::Path| {
+        format!(
+            "{} -x {} -p {place} show >> {} 2>&1",
+            client.display(),
+            c.addr,
+            into.display()
+        )
+    };
+    let (at_deploy, at_run) = (lab.root.join("at-deploy"), lab.root.join("at-run"));
+    // On the controller: the coordinator listens on its loopback, which a lab board's
+    // network namespace does not share.
+    let deploy = format!(
+        "{}; {}",
+        show(&places[0], &at_deploy),
+        show(&places[1], &at_deploy)
+    );
+    let run = format!(
+        "{}; {}; echo '{{\"value\": 1}}'",
+        show(&places[0], &at_run),
+        show(&places[1], &at_run)
+    );
+    let p = lab
+        .project()
+        .file(
+            "pipeline/lg-one.toml",
+            &format!(
+                "description = \"records who holds the members' places\"\nuses_storage = false\n\
+                 [run]\non = \"controller\"\ncommand = '''{run}'''\nparse = \"json\"\n\
+                 [metrics]\nvalue = {{ from = \"value\", unit = \"x\", better = \"higher\" }}\n"
+            ),
+        )
+        .scenario(
+            "c",
+            &format!(
+                "title = \"a reserved cluster\"\n[images.installed]\ninstalled = true\n\
+                 [clusters.lab-lg]\nmembers = [\"{b1}\", \"{b2}\"]\n\
+                 [[clusters.lab-lg.deploy]]\non = \"controller\"\ncommand = '''{deploy}'''\n\
+                 [matrix]\nimage = [\"installed\"]\nboard = [\"lab-lg\"]\ntest = [\"lg-one\"]\n\
+                 [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n"
+            ),
+        );
+    let plan = c
+        .bp(&p, &["plan", "--json", "scenarios/c.toml"])
+        .output()
+        .unwrap();
+    assert!(plan.status.success(), "{}", text(&plan));
+    let v: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let steps = v["schedule"]["boards"][0]["steps"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let actions: Vec<&str> = steps.iter().filter_map(|s| s["action"].as_str()).collect();
+    assert_eq!(
+        actions[..2],
+        ["acquire-labgrid-place", "acquire-labgrid-place"],
+        "{v}"
+    );
+    assert_eq!(
+        actions[actions.len() - 2..],
+        ["release-labgrid-place", "release-labgrid-place"],
+        "{v}"
+    );
+
+    let out = c
+        .bp(&p, &["apply", "--no-report", "scenarios/c.toml"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for (what, file) in [("deploy", &at_deploy), ("run", &at_run)] {
+        let seen = std::fs::read_to_string(file).unwrap_or_default();
+        let held = seen
+            .lines()
+            .filter(|l| l.trim().starts_with("acquired: ") && !l.contains("None"))
+            .count();
+        assert_eq!(held, 2, "both places held at the {what}: {seen}");
+    }
+    for place in &places {
+        assert_eq!(
+            c.holder(place),
+            None,
+            "{place} released after the last step"
+        );
+    }
+    let plan = c
+        .bp(&p, &["plan", "--json", "scenarios/c.toml"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(v["summary"]["complete"], 1, "{v}");
+}

@@ -77,6 +77,7 @@ mod status;
 mod storage;
 mod store_lock;
 mod telemetry;
+mod tidy;
 mod tmpfs;
 mod tpi;
 mod uas;

@@ -136,7 +136,18 @@ impl ClusterWorker<'_> {
                 w.own.deployed = true;
                 self.w.phase(None, "deploy");
                 let steps = &self.cluster.deploy[*from..from + commands];
-                self.cluster_commands(w, steps, "deploy")
+                let t0 = std::time::Instant::now();
+                self.cluster_commands(w, steps, "deploy")?;
+                // The next `--deadline` judges the deploy by this.
+                let took = t0.elapsed().as_secs_f64();
+                let store = self.w.store;
+                if let Err(e) =
+                    store.record_deploy_time(&self.cluster.name, self.w.session, *from, took)
+                {
+                    self.w
+                        .phase(None, format!("could not record the deploy's time: {e}"));
+                }
+                Ok(())
             }
             // Cleanup: `own_cleanup`.
             ClusterAction::Undeploy { .. } | ClusterAction::DisarmGuard => Ok(()),

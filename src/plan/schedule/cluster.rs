@@ -146,7 +146,7 @@ fn image_steps(
         DoneWhen::Never,
     ));
     for (on, from, commands) in runs_by(&cluster.deploy, |s| &s.on) {
-        steps.push(step(
+        let mut deploy = step(
             Action::Cluster(ClusterAction::Deploy {
                 on: on.name().to_string(),
                 from,
@@ -154,7 +154,10 @@ fn image_steps(
             }),
             side_of(on),
             DoneWhen::CellsComplete,
-        ));
+        );
+        // Its last success's duration: `--deadline` counts it in every cell's time.
+        deploy.estimate_seconds = estimates.deploy(&cluster.name, from);
+        steps.push(deploy);
     }
     // As on a board: interleaved cells take their runs in turns, blocked ones alone.
     for group in groups_of(work) {

@@ -16,8 +16,11 @@ mod danger;
 mod groups;
 mod reserve;
 pub use reserve::Reserve;
+mod estimates;
 mod show;
+pub mod tidy;
 pub use danger::root_steps;
+pub use estimates::Estimates;
 use groups::{fetch_step, flash_action, flash_steps, group_steps, groups_of, prelude, verify_step};
 #[cfg(test)]
 mod tests;
@@ -27,7 +30,6 @@ use crate::model::{
     BoardName, Cooldown, Expectations, FsName, Image, ImageName, ImageSource, Recipe, RunOrder,
     Side, StorageName, TestName, Workspace,
 };
-use crate::store::CellData;
 
 /// The schema version of the schedule in `plan --json` (docs/FORMAT.md).
 pub const FORMAT: u32 = 1;
@@ -354,58 +356,6 @@ pub struct Work<'a> {
     pub recipe: &'a Recipe,
     /// Measured runs still to take, as far as the plan can tell.
     pub runs_left: usize,
-}
-
-/// Seconds per run from the store's history: per (test, board), else per test.
-#[derive(Debug, Default)]
-pub struct Estimates {
-    per_run: BTreeMap<(String, String), (f64, usize)>,
-    /// Each board's last verified image identity (`results/boards/<board>.json`).
-    board_images: BTreeMap<BoardName, String>,
-}
-
-impl Estimates {
-    pub fn from_store(data: &BTreeMap<CellKey, CellData>) -> Estimates {
-        let mut e = Estimates::default();
-        for d in data.values() {
-            e.add(d);
-        }
-        e
-    }
-
-    /// Adds a cell's runs to the history.
-    pub fn add(&mut self, d: &CellData) {
-        let Some(rec) = &d.record else { return };
-        for s in &d.samples {
-            let secs = (s.ended - s.started).max(0.0);
-            for k in [
-                (rec.address.test.to_string(), rec.address.board.to_string()),
-                (rec.address.test.to_string(), String::new()),
-            ] {
-                let e = self.per_run.entry(k).or_insert((0.0, 0));
-                e.0 += secs;
-                e.1 += 1;
-            }
-        }
-    }
-
-    /// Adds the image identity each board was last verified at.
-    pub fn with_board_images(mut self, images: BTreeMap<BoardName, String>) -> Estimates {
-        self.board_images = images;
-        self
-    }
-
-    /// Mean seconds of one run of this cell's test, on its board if known there.
-    pub fn per_run(&self, cell: &Cell) -> Option<f64> {
-        let (test, board) = (
-            cell.address.test.to_string(),
-            cell.address.board.to_string(),
-        );
-        self.per_run
-            .get(&(test.clone(), board))
-            .or_else(|| self.per_run.get(&(test, String::new())))
-            .map(|(sum, n)| sum / *n as f64)
-    }
 }
 
 /// The mount a cell needs: `None` for tests that touch no storage.
