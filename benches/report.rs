@@ -178,7 +178,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
             "storage": { "device": "/dev/sda", "model": "A400", "rotational": false, "size_bytes": 240057409536u64 },
             "storage_filesystem": { "mount_point": "/mnt/usb", "source": "/dev/sda1", "type": "ext4" },
             "tools": { "fio": "fio-3.33" },
-        })))
+        })), "1700000000-4242")
         .unwrap();
     }
 }

@@ -31,7 +31,7 @@ impl Worker<'_> {
         let facts = places.cell_facts(job)?;
         let cell = job.cell;
         let writer = self.store.begin(cell)?;
-        writer.write_facts(&facts)?;
+        writer.write_facts(&facts, self.session)?;
         if let Some(fp) = &facts.fingerprint {
             self.store.adopt_fingerprint(cell, fp)?;
         }

@@ -67,7 +67,8 @@ pub fn history(args: &HistoryArgs) -> Result<()> {
         })
         .transpose()?;
     let store = Store::open_read(store)?;
-    let data = store.all()?;
+    // With each run's facts: a change names the board facts that moved at its run.
+    let data = store.all_with_run_facts()?;
     let runs = store.runs()?;
     let ws = load_for_report(files, args.cells.max_cells, &stored_names(&data))?;
     let options = HistoryOptions {

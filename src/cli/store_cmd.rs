@@ -51,6 +51,9 @@ pub(super) fn run(action: &StoreAction) -> Result<()> {
         for (cell, runs) in &merged.runs_added {
             println!("  merged: cell {cell}: {runs} run(s) added");
         }
+        if merged.run_facts > 0 {
+            println!("  merged: {} run(s)' facts added", merged.run_facts);
+        }
         for r in &merged.records {
             println!("  board record: {}", one_line(r));
         }

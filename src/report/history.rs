@@ -441,9 +441,14 @@ fn changes_of(
             let cmp =
                 stats::compare(&b, &a, confidence, scenario.precision.noise_band, s.better).ok();
             let worse = (c.after > c.before) == (s.better == Better::Lower);
+            let (before, after) = (&s.points[c.index - 1], &s.points[c.index]);
+            // Each run's own facts when both runs have them; else, as stores older than
+            // them must be read, both from the cell's latest (one run's own against
+            // another's latest would name facts that moved later as moving here).
+            let own = run_facts_of(before, cells).is_some() && run_facts_of(after, cells).is_some();
             let (facts, facts_more) = differing(
-                &facts_at(&s.points[c.index - 1], cells, runs),
-                &facts_at(&s.points[c.index], cells, runs),
+                &facts_at(before, cells, runs, own),
+                &facts_at(after, cells, runs, own),
             );
             Change {
                 point: c.index,
@@ -472,29 +477,52 @@ fn changes_of(
         .collect()
 }
 
+/// The cell a point's facts are read from: the first its samples came from, by key.
+fn first_cell<'c>(
+    p: &Point,
+    cells: &[(&'c CellKey, &'c CellData)],
+) -> Option<(&'c CellKey, &'c CellData)> {
+    let (key, _) = p.from.first()?;
+    cells.iter().find(|(k, _)| *k == key).copied()
+}
+
+/// The facts the point's run saw when it opened the point's cell
+/// (`facts/<session>.json`), if the store holds them.
+fn run_facts_of<'c>(p: &Point, cells: &[(&CellKey, &'c CellData)]) -> Option<&'c Value> {
+    let (key, _) = p.from.first()?;
+    let (_, d) = cells.iter().find(|(k, _)| *k == key)?;
+    d.run_facts.get(&p.session).map(AsRef::as_ref)
+}
+
 /// The stored facts of a point, flattened to `name -> value`: the benchpipe of its run
 /// (`benchpipe`), and of the cell its samples came from (the first, by key): its key
-/// (`cell`), `cell.json`'s inputs (`inputs.*`), `facts.json` (`facts.*`, written at the
-/// cell's last opening), and the board fingerprint its runs were taken under
-/// (`fingerprint.*`, from the drift choices recorded for it).
-fn facts_at(p: &Point, cells: &[(&CellKey, &CellData)], runs: &[Run]) -> BTreeMap<String, String> {
+/// (`cell`), `cell.json`'s inputs (`inputs.*`), its facts (`facts.*`: with `own`, the
+/// ones the point's run saw at the cell's opening, else `facts.json`, the cell's latest
+/// opening's), and the board fingerprint its runs were taken under (`fingerprint.*`,
+/// from the drift choices recorded for it).
+fn facts_at(
+    p: &Point,
+    cells: &[(&CellKey, &CellData)],
+    runs: &[Run],
+    own: bool,
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     if let Some(v) = &runs[p.run].version {
         out.insert("benchpipe".to_string(), v.clone());
     }
-    let Some((key, seqs)) = p.from.first() else {
-        return out;
-    };
-    let Some((_, d)) = cells.iter().find(|(k, _)| *k == key) else {
+    let (Some((_, seqs)), Some((key, d))) = (p.from.first(), first_cell(p, cells)) else {
         return out;
     };
     out.insert("cell".to_string(), key.as_str().chars().take(12).collect());
     if let Some(r) = &d.record {
         flatten("inputs", r.inputs.value(), 0, &mut out);
     }
-    if let Some(f) = &d.facts
-        && let Value::Object(m) = f.as_ref()
-    {
+    let facts = if own {
+        run_facts_of(p, cells)
+    } else {
+        d.facts.as_deref()
+    };
+    if let Some(Value::Object(m)) = facts {
         for (k, v) in m {
             if k != "format" && k != "fingerprint" {
                 flatten(&format!("facts.{k}"), v, 1, &mut out);

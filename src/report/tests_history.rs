@@ -234,3 +234,49 @@ fn a_new_images_cell_continues_the_series_and_another_methods_does_not() {
         assert!(names.contains(&want), "{want}: {names:?}");
     }
 }
+
+/// Each run's own facts (`facts/<session>.json`) name the board fact that moved at a
+/// change of one cell: the kernel of the run before and of the run after, not the
+/// latest one both would read in `facts.json`. A run without facts of its own (a store
+/// older than them) reads the latest for both sides, as before.
+#[test]
+fn a_change_of_one_cell_names_the_fact_its_run_saw_move() {
+    let ws = fixtures::workspace();
+    let scenario = &ws.scenarios[0];
+    let plan = expand(&ws, scenario);
+    let levels = [100.0, 100.0, 100.0, 100.0, 100.0, 70.0, 70.0, 70.0];
+    let (mut data, records) = store_of(&levels, 9);
+    let d = data.values_mut().next().unwrap();
+    let kernel = |k: &str| std::sync::Arc::new(serde_json::json!({ "format": 1, "kernel": k }));
+    // The kernel moved at run 6; the latest opening (facts.json) saw a later one still.
+    d.facts = Some(kernel("6.12"));
+    d.run_facts = (0..levels.len())
+        .map(|run| {
+            let k = if run < 5 { "6.1" } else { "6.6" };
+            (format!("{}-7", 1000 + run * 100), kernel(k))
+        })
+        .collect();
+    let options = HistoryOptions {
+        rule: ChangeRule::default(),
+        min_magnitude: None,
+        metric: Some("disk-4k.random_read".into()),
+    };
+    let h = history::build(&ws, scenario, &plan, &data, &records, &options);
+    let c = &h.series[0].changes;
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0].point, 5);
+    let moved: Vec<_> = c[0]
+        .facts
+        .iter()
+        .map(|f| (f.name.as_str(), f.before.as_deref(), f.after.as_deref()))
+        .collect();
+    assert_eq!(moved, [("facts.kernel", Some("6.1"), Some("6.6"))]);
+
+    // The run before has no facts of its own: the latest for both, no fact moved.
+    let d = data.values_mut().next().unwrap();
+    d.run_facts.remove("1400-7");
+    let h = history::build(&ws, scenario, &plan, &data, &records, &options);
+    let c = &h.series[0].changes;
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert!(c[0].facts.is_empty(), "{:?}", c[0].facts);
+}

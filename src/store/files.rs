@@ -133,7 +133,7 @@ pub(super) struct ReadBuf(Vec<u8>);
 impl ReadBuf {
     /// The whole of `file` (`len` bytes by its metadata), in place of what the buffer
     /// held.
-    fn fill(&mut self, file: File, len: u64) -> std::io::Result<&[u8]> {
+    pub(super) fn fill(&mut self, file: File, len: u64) -> std::io::Result<&[u8]> {
         self.0.clear();
         // Sized up front (and one byte over, so that the read that finds the end needs
         // no more room): through `take` a read would grow its buffer step by step.

@@ -6,7 +6,8 @@
 //! logs, as an apply appends them. A cell whose board fingerprints differ or that
 //! either store marked for a redo, and a board record that differs, are conflicts: the
 //! destination's is kept, nothing is silently overwritten. Each store's run records
-//! (its applies) are kept apart, by session.
+//! (its applies) are kept apart, by session, and so are a merged cell's facts of each
+//! run (`run_facts.rs`): a run both hold with other facts is a conflict too.
 
 use std::fs;
 use std::path::Path;
@@ -31,6 +32,8 @@ pub struct Merged {
     pub conflicts: Vec<String>,
     /// Board records both held as seen by different applies: the later one kept.
     pub records: Vec<String>,
+    /// Runs' facts (`<cell>/facts/<session>.json`) added to cells both held.
+    pub run_facts: usize,
 }
 
 /// Which of two board records is the later "last seen" one.
@@ -82,10 +85,11 @@ fn newer_record(theirs: &Path, ours: &Path) -> Newer {
 
 impl Store {
     /// Merges `src` into this store; the caller holds both stores' locks. `src` is read
-    /// first as any store is (`all`), so a broken or hostile one is refused whole.
+    /// first as any store is (`all`, its runs' facts too), so a broken or hostile one is
+    /// refused whole.
     pub fn merge_from(&self, src: &Store) -> Result<Merged> {
         let mut merged = Merged::default();
-        let cells = src.all()?;
+        let cells = src.all_with_run_facts()?;
         let mine = self.all()?;
         let mut names: Vec<String> = Vec::new();
         for entry in fs::read_dir(src.root()).map_err(io(src.root()))?.flatten() {
@@ -108,20 +112,26 @@ impl Store {
                 merged.copied.push(name);
             } else if same_file(&from.join("samples.jsonl"), &to.join("samples.jsonl")) {
                 merged.same += 1;
+                super::run_facts::merge(&from, &to, &name, &mut merged)?;
             } else {
                 let key = name.get(..32).and_then(CellKey::parse);
                 let theirs = key.as_ref().and_then(|k| cells.get(k));
                 let ours = key.as_ref().and_then(|k| mine.get(k));
                 match (theirs, ours) {
-                    (Some(theirs), Some(ours)) => match why_not_by_run(theirs, ours) {
-                        Some(why) => merged.conflicts.push(format!(
-                            "cell {name}: both stores hold it with different runs, and {why}; kept this store's"
-                        )),
-                        None => match add_runs(&from, &to, theirs, ours)? {
-                            0 => merged.same += 1,
-                            n => merged.runs_added.push((name, n)),
-                        },
-                    },
+                    (Some(theirs), Some(ours)) => {
+                        if let Some(why) = why_not_by_run(theirs, ours) {
+                            merged.conflicts.push(format!(
+                                "cell {name}: both stores hold it with different runs, and {why}; kept this store's"
+                            ));
+                        } else {
+                            // The runs' facts first: a run added is never without its own.
+                            super::run_facts::merge(&from, &to, &name, &mut merged)?;
+                            match add_runs(&from, &to, theirs, ours)? {
+                                0 => merged.same += 1,
+                                n => merged.runs_added.push((name, n)),
+                            }
+                        }
+                    }
                     _ => merged.conflicts.push(format!(
                         "cell {name}: this store's directory holds no cell benchpipe can read; kept it"
                     )),

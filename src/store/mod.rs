@@ -19,6 +19,9 @@
 //!     samples.jsonl                 one line per run (warm-up or measured), appended
 //!                                   and fsynced as each run ends
 //!     facts.json                    what the board was: kernel, os-release, tools
+//!                                   (at the cell's latest opening)
+//!     facts/<session>.json          the same, as each apply's opening of the cell saw
+//!                                   it (the newest 365 runs; `run_facts.rs`)
 //!     failure.json                  why the last attempt failed (typed: see
 //!                                   `failure::CellFailure`), removed on success
 //!     skip.json                     why the last attempt found the test could not apply
@@ -61,6 +64,7 @@ mod installed;
 mod lock;
 mod merge;
 mod plan_skips;
+mod run_facts;
 mod runs;
 pub use runs::RunRecord;
 mod status;
@@ -71,6 +75,8 @@ mod tests;
 mod tests_hostile;
 #[cfg(test)]
 mod tests_read;
+#[cfg(test)]
+mod tests_run_facts;
 
 pub use crate::shown::short_duration;
 pub use board_facts::{BoardFacts, KernelFacts};
@@ -91,6 +97,7 @@ pub use installed::{Install, Installed, MAX_INSTALLS, MAX_NAMES};
 pub use lock::{Holder, StoreLock};
 pub use merge::Merged;
 pub use plan_skips::PlanSkips;
+pub use run_facts::{MAX_CELL_RUN_FACTS_BYTES, MAX_RUN_FACTS, MAX_RUN_FACTS_BYTES, RUN_FACTS_DIR};
 pub use status::{FailedCell, MAX_FAILED_LISTED, WalkStatus, new_status};
 pub use stored_json::StoredJson;
 
@@ -187,6 +194,10 @@ pub struct CellData {
     pub redo: Option<Redo>,
     pub skip: Option<Skip>,
     pub fingerprint: Option<CellFingerprint>,
+    /// The facts each run's opening of the cell saw (`facts/<session>.json`), by
+    /// session: read only by `Store::all_with_run_facts` (history), empty otherwise and
+    /// in stores older than them.
+    pub run_facts: BTreeMap<String, std::sync::Arc<Value>>,
 }
 
 impl CellData {
@@ -281,6 +292,17 @@ impl Store {
     /// on a few threads (a report of a big store is mostly this read); the result and
     /// the error, if any, are the same whatever order the directory lists them in.
     pub fn all(&self) -> Result<BTreeMap<CellKey, CellData>> {
+        self.all_reading(false)
+    }
+
+    /// `all`, with each cell's facts of its newest runs (`CellData::run_facts`): what
+    /// `history` names the facts that moved with a change by. Reports need none, and a
+    /// nightly store holds hundreds a cell.
+    pub fn all_with_run_facts(&self) -> Result<BTreeMap<CellKey, CellData>> {
+        self.all_reading(true)
+    }
+
+    fn all_reading(&self, with_run_facts: bool) -> Result<BTreeMap<CellKey, CellData>> {
         let entries = match fs::read_dir(&self.root) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -314,7 +336,16 @@ impl Store {
             let (mut dir, mut buf) = (self.root.clone(), ReadBuf::default());
             for (name, key) in part {
                 dir.push(name);
-                let data = read_cell(&mut dir, &mut buf, &facts);
+                let mut data = read_cell(&mut dir, &mut buf, &facts);
+                if with_run_facts
+                    && let Ok(d) = &mut data
+                    && d.record.is_some()
+                {
+                    match run_facts::read(&dir, &mut buf, &facts) {
+                        Ok(runs) => d.run_facts = runs,
+                        Err(e) => data = Err(e),
+                    }
+                }
                 dir.pop();
                 let data = data?;
                 if data.record.is_some() {
@@ -349,6 +380,9 @@ impl Store {
         // What a killed apply's replace left half-written here goes.
         files::remove_stale_temporaries(&dir);
         files::remove_stale_temporaries(&dir.join("logs"));
+        if let Ok(Some(facts)) = run_facts::dir_of(&dir) {
+            files::remove_stale_temporaries(&facts);
+        }
         let next_seq = read_samples(&dir.join("samples.jsonl"))?.len() as u32 + 1;
         Ok(CellWriter { dir, next_seq })
     }
@@ -566,13 +600,17 @@ impl CellWriter {
         self.remove("failure.json")
     }
 
-    /// The cell's `facts.json`: its typed facts, keys sorted as every store file's are.
-    pub fn write_facts(&self, facts: &CellFacts) -> Result<()> {
+    /// The cell's `facts.json`: its typed facts, keys sorted as every store file's are;
+    /// and the same bytes as the facts of the run `session` (`facts/<session>.json`),
+    /// which later runs do not replace.
+    pub fn write_facts(&self, facts: &CellFacts, session: &str) -> Result<()> {
         let mut doc = serde_json::to_value(facts).map_err(|e| Error::Other(e.to_string()))?;
         if let Some(obj) = doc.as_object_mut() {
             obj.insert("format".into(), Value::from(FORMAT));
         }
-        write_atomic(&self.dir.join("facts.json"), &to_json_bytes(&doc)?)
+        let bytes = to_json_bytes(&doc)?;
+        write_atomic(&self.dir.join("facts.json"), &bytes)?;
+        run_facts::write(&self.dir, session, &bytes)
     }
 
     pub fn record_failure(&self, session: &str, at: f64, failure: &CellFailure) -> Result<()> {

@@ -24,7 +24,7 @@ pub struct RunRecord {
 }
 
 /// Whether `s` is a session id as apply makes them (`<digits>-<digits>`): a file name.
-fn is_session(s: &str) -> bool {
+pub(super) fn is_session(s: &str) -> bool {
     s.split_once('-').is_some_and(|(a, b)| {
         !a.is_empty()
             && !b.is_empty()

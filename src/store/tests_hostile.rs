@@ -195,3 +195,86 @@ fn a_broken_store_is_bad_input_naming_its_file() {
     let _ = fs::remove_dir_all(store.root());
     let _ = fs::remove_dir_all(&elsewhere);
 }
+
+/// A cell's facts per run are read as hostile input too, by the one read that reads
+/// them (`all_with_run_facts`; reports read none and are not stopped): a link, a FIFO
+/// (without blocking), a directory, a file over the bound, a newer format, more than a
+/// cell's bytes together, a link or a file in place of `facts/`: bad input naming the
+/// file. No write goes through a link in place of `facts/`, and a long text is cut.
+#[test]
+fn a_cell_s_facts_per_run_benchpipe_did_not_write_are_refused_naming_them() {
+    use std::os::unix::fs::symlink;
+    let store = temp_store("runfacts");
+    let cell = a_cell();
+    let w = store.begin(&cell).unwrap();
+    w.write_facts(&CellFacts::default(), "1-1").unwrap();
+    let facts = store.cell_dir(&cell).join(RUN_FACTS_DIR);
+    let expect = |what: &str, name: &str| {
+        let err = store.all_with_run_facts().unwrap_err();
+        assert_eq!(
+            err.exit_code(),
+            crate::error::EXIT_BAD_INPUT,
+            "{what}: {err}"
+        );
+        assert!(err.to_string().contains(name), "{what}: {err}");
+        assert!(store.all().is_ok(), "{what}: a report reads no run's facts");
+    };
+    symlink("/etc/passwd", facts.join("2-1.json")).unwrap();
+    expect("a link", "2-1.json");
+    fs::remove_file(facts.join("2-1.json")).unwrap();
+    let c = std::ffi::CString::new(facts.join("3-1.json").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    expect("a FIFO", "3-1.json");
+    fs::remove_file(facts.join("3-1.json")).unwrap();
+    fs::create_dir(facts.join("4-1.json")).unwrap();
+    expect("a directory", "4-1.json");
+    fs::remove_dir(facts.join("4-1.json")).unwrap();
+    let f = fs::File::create(facts.join("5-1.json")).unwrap();
+    f.set_len(MAX_RUN_FACTS_BYTES + 1).unwrap();
+    expect("too large", "5-1.json");
+    fs::remove_file(facts.join("5-1.json")).unwrap();
+    fs::write(facts.join("6-1.json"), b"{\"format\": 9}").unwrap();
+    expect("a newer format", "6-1.json");
+    fs::write(facts.join("6-1.json"), b"[").unwrap();
+    expect("not JSON", "6-1.json");
+    fs::remove_file(facts.join("6-1.json")).unwrap();
+
+    // Each under the bound, more than a cell's together: refused at the one that
+    // passes it.
+    let mut padded = b"{\"format\": 1}".to_vec();
+    padded.resize(usize::try_from(MAX_RUN_FACTS_BYTES).unwrap(), b' ');
+    let n = MAX_CELL_RUN_FACTS_BYTES / MAX_RUN_FACTS_BYTES + 1;
+    for i in 0..n {
+        fs::write(facts.join(format!("{}-1.json", 10 + i)), &padded).unwrap();
+    }
+    expect("too much together", "may hold together");
+    for i in 0..n {
+        fs::remove_file(facts.join(format!("{}-1.json", 10 + i))).unwrap();
+    }
+
+    // A long text is cut, as in facts.json.
+    let big = "x".repeat(3 << 20);
+    let doc = json!({"format": 1, "kernel": big});
+    fs::write(facts.join("7-1.json"), doc.to_string()).unwrap();
+    let d = &store.all_with_run_facts().unwrap()[&cell.key];
+    let kernel = d.run_facts["7-1"]["kernel"].as_str().unwrap();
+    assert!(kernel.len() <= crate::shown::MAX_BYTES, "{}", kernel.len());
+
+    // `facts/` a link to a directory elsewhere: refused, read or written, and nothing
+    // is written there.
+    let elsewhere = store.root().with_extension("runfacts-elsewhere");
+    let _ = fs::remove_dir_all(&elsewhere);
+    fs::create_dir_all(&elsewhere).unwrap();
+    fs::remove_dir_all(&facts).unwrap();
+    symlink(&elsewhere, &facts).unwrap();
+    expect("a link for facts/", "facts");
+    let err = w.write_facts(&CellFacts::default(), "8-1").unwrap_err();
+    assert_eq!(err.exit_code(), crate::error::EXIT_BAD_INPUT, "{err}");
+    assert_eq!(fs::read_dir(&elsewhere).unwrap().count(), 0);
+    fs::remove_file(&facts).unwrap();
+    fs::write(&facts, b"not a directory").unwrap();
+    expect("a file for facts/", "facts");
+    let _ = fs::remove_dir_all(store.root());
+    let _ = fs::remove_dir_all(&elsewhere);
+}

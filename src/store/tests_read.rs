@@ -100,10 +100,13 @@ fn every_file_of_a_cell_is_read_and_a_file_in_place_of_its_directory_is_an_error
     let store = Store::open(&dir).unwrap();
     let cell = a_cell();
     let w = store.begin(&cell).unwrap();
-    w.write_facts(&CellFacts {
-        kernel: Some("k".into()),
-        ..CellFacts::default()
-    })
+    w.write_facts(
+        &CellFacts {
+            kernel: Some("k".into()),
+            ..CellFacts::default()
+        },
+        "1-1",
+    )
     .unwrap();
     w.record_skip("s", 1.0, "no tool").unwrap();
     store.mark_redo(&cell, "s").unwrap();
@@ -142,7 +145,11 @@ fn cells_with_the_same_facts_bytes_share_one_value_and_others_keep_their_own() {
     let other = json!({"kernel": "Linux 6.12", "os_release": {"ID": "debian"}});
     for (cell, facts) in cells.iter().zip([&board, &board, &other]) {
         let facts = CellFacts::of_stored(facts);
-        store.begin(cell).unwrap().write_facts(&facts).unwrap();
+        store
+            .begin(cell)
+            .unwrap()
+            .write_facts(&facts, "1-1")
+            .unwrap();
     }
     let all = store.all().unwrap();
     let facts = |i: usize| {

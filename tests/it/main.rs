@@ -34,6 +34,7 @@ mod fs_stack;
 mod gc;
 mod health;
 mod history;
+mod history_lab;
 mod hostile;
 mod html;
 mod identity;

@@ -311,7 +311,7 @@ fn fill(store: &Store, cells: &[plan::Cell]) {
             w.append(&sample(i, cell, seq, RunKind::Measured, meter))
                 .unwrap();
         }
-        w.write_facts(&CellFacts::of_stored(&facts(i, cell)))
+        w.write_facts(&CellFacts::of_stored(&facts(i, cell)), "1700000000-42")
             .unwrap();
         if i == 5 {
             // Measured again: the runs so far stay stored and no longer count.
