@@ -128,7 +128,10 @@ pub struct Report {
     pub benchpipe: String,
     /// Per test, the configurations measured in more than one run: their per-run means
     /// and change points (`history_section.rs`); None when there are none, and from
-    /// `build` (the caller adds it from the store's runs: `history_section`).
+    /// `build` (the caller adds it from the store's runs: `history_section`). Left out
+    /// of the template context when None, so a report without one has the context,
+    /// and the bytes, it had before the section existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub history: Option<HistorySection>,
     /// `results.csv`'s rows: every stored run of the report's cells, cell by cell with
     /// the cell's provenance (not in the templates' context).
