@@ -68,6 +68,19 @@
           } ''
           bash "$src/examples/lab/render.sh" "$out"
         '';
+
+        # The History example's reports (examples/history/: eight applies, a change at
+        # the sixth), rebuilt the same way; `checks.history-reports` compares them.
+        history-reports = pkgs.runCommand "benchpipe-history-reports"
+          {
+            src = lib.fileset.toSource {
+              root = ./.;
+              fileset = lib.fileset.unions [ ./examples/history ];
+            };
+            nativeBuildInputs = [ benchpipe ];
+          } ''
+          bash "$src/examples/history/render.sh" "$out"
+        '';
       });
 
       checks = forAll (pkgs: {
@@ -87,6 +100,11 @@
         reports = pkgs.runCommand "benchpipe-reports-match-committed"
           { nativeBuildInputs = [ pkgs.diffutils ]; } ''
           diff -r ${./examples/lab/reports} ${self.packages.${pkgs.stdenv.hostPlatform.system}.reports}
+          touch $out
+        '';
+        history-reports = pkgs.runCommand "benchpipe-history-reports-match-committed"
+          { nativeBuildInputs = [ pkgs.diffutils ]; } ''
+          diff -r ${./examples/history/reports} ${self.packages.${pkgs.stdenv.hostPlatform.system}.history-reports}
           touch $out
         '';
       });

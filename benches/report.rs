@@ -225,7 +225,7 @@ fn part_round_count() -> usize {
 }
 /// One round of the parts: plan and model (wall, CPU), then each exporter's name, wall,
 /// CPU and bytes.
-type PartRound = ((f64, f64), (f64, f64), Vec<(&'static str, f64, f64, usize)>);
+type PartRound = ((f64, f64), (f64, f64), Vec<(String, f64, f64, usize)>);
 /// The confidence of the interval the 2x goal is judged on.
 const CONFIDENCE: f64 = 0.95;
 /// Rounds of the figures taken in fresh processes: 5, or 1 with `--quick`.
@@ -411,7 +411,7 @@ fn main() {
         let mut exports = Vec::new();
         for e in report::exporters() {
             let (bytes, s, c) = timed(|| e.render(&model).unwrap());
-            exports.push((e.file_name(), s, c, bytes.len()));
+            exports.push((e.file_name().to_string(), s, c, bytes.len()));
         }
         if round + 1 == part_round_count() {
             overrides = overridden_templates(&model);
@@ -427,8 +427,8 @@ fn main() {
     let exports: Vec<(&str, f64, f64, usize)> = (0..part_rounds[0].2.len())
         .map(|i| {
             let (s, c) = part(&|r| (r.2[i].1, r.2[i].2));
-            let (name, _, _, len) = part_rounds[0].2[i];
-            (name, s, c, len)
+            let (name, _, _, len) = &part_rounds[0].2[i];
+            (name.as_str(), s, c, *len)
         })
         .collect();
 

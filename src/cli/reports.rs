@@ -242,9 +242,12 @@ fn write_reports_with(
 ) -> Result<Vec<PathBuf>> {
     let templates = templates(&ws.root)?;
     let template_dir = ws.root.join(report::TEMPLATE_DIR);
+    // The applies the samples belong to: a report's History section orders runs by them.
+    let runs = store.runs()?;
     let mut written = Vec::new();
     for (scenario, plan) in reported_plans(ws, store, data, plans)? {
-        let (model, leftovers) = report::build_leaving(ws, scenario, &plan, data);
+        let (mut model, leftovers) = report::build_leaving(ws, scenario, &plan, data);
+        model.history = report::history_section(ws, scenario, &plan, data, &runs);
         let dir = out.join(&scenario.name);
         // A scenario called `templates` reported into the workspace's `reports/` would
         // write its pages where the override templates are read from.

@@ -80,7 +80,7 @@ impl std::io::Write for Pieces {
 
 /// A csv writer as results.csv wants one: RFC 4180 quoting where a field needs it, CRLF
 /// line ends, and records of any length (the header and rows agree by construction).
-fn writer<W: std::io::Write>(out: W, buffer: usize) -> csv::Writer<W> {
+pub(super) fn writer<W: std::io::Write>(out: W, buffer: usize) -> csv::Writer<W> {
     csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .quote_style(csv::QuoteStyle::Necessary)

@@ -367,7 +367,7 @@ pub(super) fn assert_filter_writes_the_loop(
 /// One output format of a report.
 pub trait Exporter {
     /// The file name the report is written under, in the report's directory.
-    fn file_name(&self) -> &'static str;
+    fn file_name(&self) -> &str;
     /// Writes the report to `out` as it renders, so that a big report's file is never
     /// held whole in memory.
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError>;
@@ -492,7 +492,7 @@ impl Exporter for Html {
 
 /// A template's report: the embedded one or an override.
 impl Exporter for Template {
-    fn file_name(&self) -> &'static str {
+    fn file_name(&self) -> &str {
         self.name
     }
     fn write_to(&self, report: &Report, out: &mut dyn std::io::Write) -> Result<(), ExportError> {
@@ -530,12 +530,14 @@ impl Templates {
             report,
             context: Arc::clone(&context.0),
         };
-        vec![
+        let mut all: Vec<Box<dyn Exporter + Send + Sync + 'r>> = vec![
             Box::new(prepared(&self.markdown)),
             Box::new(prepared(&self.html)),
             Box::new(super::Json),
             Box::new(super::Csv),
-        ]
+        ];
+        all.extend(super::history_csv::exporters(report));
+        all
     }
 }
 
@@ -556,7 +558,7 @@ struct Prepared<'r> {
 }
 
 impl Exporter for Prepared<'_> {
-    fn file_name(&self) -> &'static str {
+    fn file_name(&self) -> &str {
         self.template.name
     }
     fn weight(&self) -> u32 {

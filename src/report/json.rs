@@ -136,6 +136,42 @@ fn comparison(c: &ComparisonRow) -> ComparisonDoc<'_> {
     }
 }
 
+/// The History section (`report.history`): the runs and, per test, its chart's file
+/// and the series of `benchpipe history --json` with two runs or more.
+#[derive(Serialize)]
+struct HistoryDoc<'a> {
+    confidence: f64,
+    max_pvalue: f64,
+    min_magnitude: f64,
+    runs: &'a [super::history::Run],
+    tests: Vec<HistoryTestDoc<'a>>,
+}
+
+#[derive(Serialize)]
+struct HistoryTestDoc<'a> {
+    test: &'a str,
+    chart: &'a str,
+    series: &'a [super::history::Series],
+}
+
+fn history(h: &super::HistorySection) -> HistoryDoc<'_> {
+    HistoryDoc {
+        confidence: h.confidence,
+        max_pvalue: h.max_pvalue,
+        min_magnitude: h.min_magnitude,
+        runs: &h.runs,
+        tests: h
+            .tests
+            .iter()
+            .map(|t| HistoryTestDoc {
+                test: &t.test,
+                chart: &t.file,
+                series: &t.series,
+            })
+            .collect(),
+    }
+}
+
 pub struct Json;
 
 impl Exporter for Json {
@@ -170,6 +206,10 @@ impl Exporter for Json {
         o.field(1, false, "failed", &report.failed)?;
         o.field(1, false, "skipped", &report.skipped)?;
         o.field(1, false, "provenance", &report.provenance)?;
+        // Only where the store has one: a report of one apply is as it was.
+        if let Some(h) = &report.history {
+            o.field(1, false, "history", &history(h))?;
+        }
         o.raw(b"\n}\n");
         o.out.write_all(&o.buf)?;
         o.out.flush()?;

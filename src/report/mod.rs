@@ -24,6 +24,9 @@ mod csv;
 mod export;
 mod format;
 pub mod history;
+mod history_csv;
+mod history_section;
+mod history_svg;
 mod history_text;
 mod json;
 pub mod labels;
@@ -50,6 +53,8 @@ mod tests_exports;
 #[cfg(test)]
 mod tests_history;
 #[cfg(test)]
+mod tests_history_section;
+#[cfg(test)]
 mod tests_hostile;
 #[cfg(test)]
 mod tests_provenance;
@@ -69,6 +74,7 @@ pub use export::{
     exporters_with, markdown_escape,
 };
 pub use format::{mean_ci, number, p_value, percent, trimmed};
+pub use history_section::{HistorySection, HistoryTest, section as history_section};
 pub use history_text::text as history_text;
 pub use json::{Json, REPORT_FORMAT};
 pub use method::Method;
@@ -120,6 +126,13 @@ pub struct Report {
     /// The benchpipe that rendered the report (each configuration shows the one that
     /// measured it, where its facts say).
     pub benchpipe: String,
+    /// Per test, the configurations measured in more than one run: their per-run means
+    /// and change points (`history_section.rs`); None when there are none, and from
+    /// `build` (the caller adds it from the store's runs: `history_section`). Left out
+    /// of the template context when None, so a report without one has the context,
+    /// and the bytes, it had before the section existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistorySection>,
     /// `results.csv`'s rows: every stored run of the report's cells, cell by cell with
     /// the cell's provenance (not in the templates' context).
     #[serde(skip)]
@@ -548,6 +561,7 @@ pub fn build_leaving<'a>(
         precision,
         provenance,
         benchpipe: env!("CARGO_PKG_VERSION").to_string(),
+        history: None,
         comparisons,
         title: scenario.title.clone(),
         description: scenario.description.clone(),

@@ -151,7 +151,7 @@ fn check(schema: &Value, root: &Value, v: &Value, at: &str, errors: &mut Vec<Str
     }
 }
 
-fn validate(doc: &Value) -> Vec<String> {
+pub(super) fn validate(doc: &Value) -> Vec<String> {
     let schema: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
     let mut errors = Vec::new();
     check(&schema, &schema, doc, "$", &mut errors);

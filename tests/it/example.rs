@@ -465,3 +465,85 @@ fn regenerate_refuses_a_planted_workspace_and_leaves_it_as_it_was() {
     );
     assert!(victim.join(mark).exists());
 }
+
+/// The History example (examples/history/, eight applies of a stand-in test, the board
+/// replaced by a new revision at the sixth): its committed reports are what its store
+/// renders to now, byte for byte; they have a History section whose change starts at
+/// run 6 and names the board's model; and `benchpipe history` finds the same change.
+#[test]
+fn the_history_examples_reports_are_what_its_store_renders_to_and_show_the_change() {
+    let history = repo().join("examples/history");
+    let scratch = Scratch::new("history-example");
+    let out = scratch.join("reports");
+    let o = Command::new("bash")
+        .arg(history.join("render.sh"))
+        .arg(&out)
+        .env("BENCHPIPE", env!("CARGO_BIN_EXE_benchpipe"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "render.sh: {}", text(&o));
+    let diff = differences(&tree(&history.join("reports")), &tree(&out));
+    assert!(
+        diff.is_empty(),
+        "the committed History example's reports (first) differ from a fresh render (second):\n{}\n\n\
+         re-render them with `examples/history/render.sh` and commit examples/history/",
+        diff.join("\n")
+    );
+    let fresh = tree(&out.join("nightly"));
+    for file in [
+        "index.md",
+        "index.html",
+        "report.json",
+        "results.csv",
+        "history.csv",
+        "history-nightly-step.svg",
+    ] {
+        assert!(
+            fresh.contains_key(Path::new(file)),
+            "no {file}: {:?}",
+            fresh.keys()
+        );
+    }
+    let md = String::from_utf8_lossy(&fresh[Path::new("index.md")]).to_string();
+    assert!(md.contains("## History"), "{md}");
+    let row = md
+        .lines()
+        .find(|l| l.contains("| worse |"))
+        .unwrap_or_else(|| panic!("no change row:\n{md}"));
+    assert!(
+        row.contains("| 8 | 6 |") && row.contains("inputs.board.model"),
+        "{row}"
+    );
+    let svg = String::from_utf8_lossy(&fresh[Path::new("history-nightly-step.svg")]).to_string();
+    assert_eq!(svg.matches("<path class=\"change\"").count(), 1, "{svg}");
+    assert!(svg.contains("a change at run 6: +"), "{svg}");
+
+    // `benchpipe history` on the same store: the change at run 6, naming the model.
+    let ws = scratch.join("ws");
+    for d in ["scenarios", "pipeline", "boards"] {
+        copy_sorted(&history.join(d), &ws.join(d));
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
+        .args(["history", "--json", "--store"])
+        .arg(history.join("results"))
+        .arg("scenarios/nightly.toml")
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "history: {}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let series = &doc["scenarios"][0]["series"][0];
+    assert_eq!(series["points"].as_array().unwrap().len(), 8, "{doc}");
+    let changes = series["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{doc}");
+    assert_eq!(changes[0]["point"], 5, "{doc}");
+    assert!(
+        changes[0]["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "inputs.board.model" && f["after"] == "Example board rev 1.2"),
+        "{doc}"
+    );
+}

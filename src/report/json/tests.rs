@@ -30,6 +30,7 @@ fn through_serde(report: &Report) -> Vec<u8> {
         failed: &report.failed,
         skipped: &report.skipped,
         provenance: &report.provenance,
+        history: report.history.as_ref().map(super::history),
     };
     let mut out = Vec::new();
     doc.serialize(&mut serde_json::Serializer::with_formatter(
@@ -140,6 +141,8 @@ struct Doc<'a> {
     failed: &'a [Failed],
     skipped: &'a [Skipped],
     provenance: &'a [Provenance],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<super::HistoryDoc<'a>>,
 }
 
 #[derive(Serialize)]
