@@ -9,7 +9,9 @@ use crate::plan::{expand, fixtures};
 use crate::stats::{ChangeRule, ChangeTest, Verdict};
 use crate::store::{CellData, CellRecord, FORMAT, RunKind, RunRecord, Sample};
 
-fn sample(seq: u32, session: &str, started: f64, v: f64) -> Sample {
+/// A measured sample of `random_read` (the history tests' metric), shared with
+/// `tests_history_section`.
+pub(super) fn sample(seq: u32, session: &str, started: f64, v: f64) -> Sample {
     Sample {
         format: FORMAT,
         seq,

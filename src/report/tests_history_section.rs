@@ -8,31 +8,14 @@ use std::collections::BTreeMap;
 
 use super::{Exporter, Html, Json, Markdown, Report};
 use crate::plan::{CellKey, expand, fixtures};
-use crate::store::{CellData, CellRecord, FORMAT, RunKind, RunRecord, Sample};
+use super::tests_history::sample;
+use crate::store::{CellData, CellRecord, FORMAT, RunRecord};
 
 /// What the store says where it is hostile: a version, an image's identity and a fact's
 /// name, each trying markup, a table cell's end and a line break.
 const EVIL_VERSION: &str = "0.2.0<script>alert(1)</script>|x";
 const EVIL_IMAGE: &str = "installed:<img src=x onerror=alert(2)>";
 const EVIL_FACT: &str = "<b onclick=\"alert(3)\">uname</b>|\n*boom*";
-
-fn sample(seq: u32, session: &str, started: f64, v: f64) -> Sample {
-    Sample {
-        format: FORMAT,
-        seq,
-        kind: RunKind::Measured,
-        session: session.into(),
-        started,
-        ended: started + 1.0,
-        metrics: BTreeMap::from([("random_read".to_string(), v)]),
-        flags: vec![],
-        telemetry: None,
-        command: "fio".into(),
-        log: String::new(),
-        order: None,
-        board_seq: None,
-    }
-}
 
 /// Eight applies of the scenario's disk-4k cell, three samples each around 100, then
 /// from the sixth on around 70 in a new cell (another image, facts of its own) and by
