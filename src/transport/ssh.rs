@@ -13,6 +13,8 @@
 //! needs to know about the board (the session's anchor, whether the login shell quotes
 //! as sh does) is learnt once per session, on its first command.
 
+#[doc(hidden)]
+pub mod bench;
 mod channel;
 pub mod config;
 mod connect;
