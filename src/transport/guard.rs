@@ -4,13 +4,15 @@
 //! killed, before benchpipe could undo it itself.
 //!
 //! Every command learns its session's anchor in `BENCHPIPE_ANCHOR` (`PID STARTTIME`):
-//! over SSH the wrapper finds the sshd process serving the session among its ancestors
-//! (`ANCHOR_FN`); locally it is benchpipe itself (`local_anchor`). A guard polls once a
+//! over SSH a session's first command finds the sshd process serving the session among
+//! its ancestors (`anchor_fn`), and every command on that session is handed the same;
+//! locally it is benchpipe itself (`local_anchor`). A guard polls once a
 //! second: it ends quietly when its resource is gone (benchpipe undid it), and undoes
 //! the resource once the anchor's pid no longer has the recorded start time (a reused
 //! pid has another). Without an anchor (no /proc, an unknown sshd), no guard starts and
 //! the next apply's stop-leftovers step is the only remedy, as before. A command that
-//! starts after its session died gets `GONE_ANCHOR`: what it makes is undone at once.
+//! starts after its session died carries a dead anchor (the sshd it names is gone, or
+//! `GONE_ANCHOR` when the first command's own sshd was): what it makes is undone at once.
 
 use super::quote;
 use std::fmt::Write as _;
@@ -51,7 +53,9 @@ pub const GONE_ANCHOR: &str = "0 0";
 /// is fixed when the shell starts. A command whose sshd was killed just before it ran
 /// (a lost board) has been reparented to PID 1, since the kernel hands a process's
 /// children on when it exits: its anchor is `GONE_ANCHOR`, for an empty one would let
-/// its sampler run until its deadline. Builtins only: it runs for every command.
+/// its sampler run until its deadline. Builtins only. Over SSH it runs once per
+/// session (`ssh/wrapper.rs`'s first request): every command's shell there is a child
+/// of the same sshd, so the walk would find the same anchor each time.
 pub fn anchor_fn() -> String {
     format!(
         r#"bp_parent() {{

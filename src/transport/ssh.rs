@@ -6,11 +6,15 @@
 //! and a dead connection is noticed within the board's timeout.
 //!
 //! Every command runs under /bin/sh whatever the user's login shell (csh, fish), in a
-//! small remote wrapper that puts it in its own process group and kills that group when
-//! the command ends, and when the channel's stdin closes: on a timeout (we send EOF), when
-//! the connection drops, or when sshd dies. So nothing a remote command starts in its
-//! group outlives it.
+//! small remote wrapper (`wrapper.rs`) that runs it in a process group of its own, and a
+//! watcher there that kills that group when the command ends, and when the channel's
+//! stdin closes: on a timeout (we send EOF), when the connection drops, or when sshd
+//! dies. So nothing a remote command starts in its group outlives it. What the wrapper
+//! needs to know about the board (the session's anchor, whether the login shell quotes
+//! as sh does) is learnt once per session, on its first command.
 
+#[doc(hidden)]
+pub mod bench;
 mod channel;
 pub mod config;
 mod connect;
@@ -41,7 +45,6 @@ use channel::Stop;
 use config::{SshConfig, expand_tilde};
 use connect::{authenticate, handshake, resolve, tcp_connect, verify_host_key};
 use hostkey::HostKey;
-use wrapper::wrap;
 
 /// How long connecting may take when the board file sets no `connect_timeout`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -134,6 +137,8 @@ struct Conn {
     session: Session,
     socket: TcpStream,
     last_inbound: Instant,
+    /// What its commands need to know about the board, learnt on its first command.
+    facts: Option<wrapper::SessionFacts>,
     /// Waits in a row without progress. libssh2 can hold already-received packets in its
     /// own buffer, where `poll` cannot see them, so waits start at half a millisecond and
     /// grow only while nothing happens.
@@ -334,6 +339,7 @@ impl SshTransport {
             session,
             socket,
             last_inbound: Instant::now(),
+            facts: None,
             idle_polls: 0,
         })
     }
@@ -384,7 +390,7 @@ impl Transport for SshTransport {
         stdout: &mut dyn Write,
         stderr: &mut dyn Write,
     ) -> Result<Exit, TransportError> {
-        let mut channel = self.start(&wrap(command))?;
+        let mut channel = self.start_with(&|anchor| wrapper::script(command, anchor), true)?;
         self.drain(&mut channel, command, timeout, stdout, stderr)
     }
 

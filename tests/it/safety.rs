@@ -387,6 +387,53 @@ fn a_background_child_ends_with_its_command() {
     }
 }
 
+/// The wrapper runs a command in the shell that leads its group (no /bin/sh in
+/// between): the command still sees a shell of its own, with none of the wrapper's
+/// state, no job of the wrapper's (its `wait` ends with its own jobs), and its exits
+/// and signals reported as sshd would report them without a wrapper.
+#[test]
+fn a_command_sees_a_shell_of_its_own_and_its_exit_is_reported_as_its_own() {
+    let Some(lab) = Lab::up(1) else { return };
+    let mut t = lab.connect(0);
+    let seen = "echo \"$0|$#|${bp_c-unset}|${bp_s-unset}|$!|\"; jobs; \
+                { true <&3; } 2>/dev/null && echo fd3 || echo no-fd3; \
+                read -r x && echo stdin || echo no-stdin; \
+                read -r s < /proc/$$/stat; set -- ${s##*\") \"}; [ \"$3\" = $$ ] && echo leads";
+    let out = t.run(seen, Some(Duration::from_secs(60))).unwrap();
+    assert_eq!(
+        out.stdout_str(),
+        "/bin/sh|0|unset|unset||\nno-fd3\nno-stdin\nleads\n",
+        "{}",
+        out.stderr_str()
+    );
+    let cases: [(&str, Option<i32>, Option<&str>, &str); 6] = [
+        ("sleep 1 & wait; echo waited", Some(0), None, "waited\n"),
+        ("trap 'echo bye' EXIT; exit 4", Some(4), None, "bye\n"),
+        ("sh -c 'kill -USR1 $$'", None, Some("USR1"), ""),
+        (
+            "trap 'echo no' TERM; sh -c 'kill -TERM $$'",
+            None,
+            Some("TERM"),
+            "",
+        ),
+        ("exec sh -c 'exit 5'", Some(5), None, ""),
+        ("set -e; false; echo no", Some(1), None, ""),
+    ];
+    for (command, code, signal, stdout) in cases {
+        let out = t.run(command, Some(Duration::from_secs(60))).unwrap();
+        assert_eq!(
+            (
+                out.exit.code,
+                out.exit.signal.as_deref(),
+                out.stdout_str().as_str()
+            ),
+            (code, signal, stdout),
+            "{command}: {}",
+            out.stderr_str()
+        );
+    }
+}
+
 /// 100 MB of output: `run` keeps the head and the tail within the cap, with a marker
 /// line and the dropped byte count in its output (it used to keep everything; a board's
 /// `thermal = "/dev/zero"` made apply try to allocate 8 GiB).

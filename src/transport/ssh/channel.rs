@@ -10,7 +10,7 @@ use ssh2::{Channel, ErrorCode, Session};
 
 use super::SshTransport;
 use super::words::{During, channel_io_error, ssh_error};
-use super::wrapper::login_shell_neutral;
+use super::wrapper;
 use crate::transport::{Exit, TransportError};
 
 /// Why a non-blocking step stopped.
@@ -152,10 +152,23 @@ impl SshTransport {
         }
     }
 
-    /// Opens a channel and starts `command` on it under /bin/sh, whatever the login
-    /// shell (`login_shell_neutral`). Retries once on a fresh session when
-    /// the old one turns out dead before anything ran, which is always safe.
-    pub(super) fn start(&mut self, command: &str) -> Result<Channel, TransportError> {
+    /// Opens a channel and starts `script` on it under /bin/sh (and sudo, with `become`),
+    /// whatever the login shell (`wrapper::request`).
+    pub(super) fn start(&mut self, script: &str) -> Result<Channel, TransportError> {
+        self.start_with(&|_| script.to_string(), false)
+    }
+
+    /// `start` for the script `build` makes from the session's anchor: made once the
+    /// session it runs on is settled, so that it names that session's sshd. With `led`,
+    /// through `wrapper::led_request` (the script is `wrapper::script`'s); never under
+    /// sudo, whose commands the login user's watcher could not signal. Retries once on
+    /// a fresh session when the old one turns out dead before anything ran, which is
+    /// always safe.
+    pub(super) fn start_with(
+        &mut self,
+        build: &dyn Fn(&str) -> String,
+        led: bool,
+    ) -> Result<Channel, TransportError> {
         for attempt in 0..2 {
             self.ensure_connected()?;
             // Silence counts from this request on. A session left idle (a run on the
@@ -166,30 +179,65 @@ impl SshTransport {
             if let Some(c) = self.conn.as_mut() {
                 c.asking();
             }
-            let open_deadline = Some(Instant::now() + self.timeout);
-            let channel = match self.retry(open_deadline, ssh2::Session::channel_session) {
-                Ok(c) => c,
-                Err(stop) if attempt == 0 => {
-                    let _ = stop;
-                    self.conn = None;
-                    continue;
-                }
-                Err(stop) => return Err(self.lost(&stop)),
-            };
-            let mut channel = channel;
+            let facts = self.session_facts()?;
+            let script = build(&facts.anchor);
             let request = match &self.sudo {
-                Some(sudo) => login_shell_neutral(&sudo.request(command)),
-                None => login_shell_neutral(command),
+                Some(sudo) => wrapper::request(&sudo.request(&script), facts.posix_login),
+                None if led => wrapper::led_request(&script, facts.posix_login),
+                None => wrapper::request(&script, facts.posix_login),
             };
-            match self.retry(open_deadline, |_| channel.exec(&request)) {
-                Ok(()) => {
-                    self.feed_sudo(&mut channel)?;
-                    return Ok(channel);
-                }
-                Err(stop) => return Err(self.lost(&stop)),
+            if let Some(mut channel) = self.open_exec(&request, attempt == 0)? {
+                self.feed_sudo(&mut channel)?;
+                return Ok(channel);
             }
+            self.conn = None;
         }
         Err(self.lost(&Stop::Silent))
+    }
+
+    /// Opens a channel and sends `request` as its exec request, as is. `None` when the
+    /// channel could not be opened and `may_retry`: the session is dead, nothing ran.
+    pub(super) fn open_exec(
+        &mut self,
+        request: &str,
+        may_retry: bool,
+    ) -> Result<Option<Channel>, TransportError> {
+        let open_deadline = Some(Instant::now() + self.timeout);
+        let mut channel = match self.retry(open_deadline, ssh2::Session::channel_session) {
+            Ok(c) => c,
+            Err(_) if may_retry => return Ok(None),
+            Err(stop) => return Err(self.lost(&stop)),
+        };
+        match self.retry(open_deadline, |_| channel.exec(request)) {
+            Ok(()) => Ok(Some(channel)),
+            Err(stop) => Err(self.lost(&stop)),
+        }
+    }
+
+    /// Runs `request` as is (no wrapper, no sudo) and keeps at most `limit` bytes of
+    /// each stream: the session's own probes, and the benches' layers.
+    pub(super) fn run_request(
+        &mut self,
+        request: &str,
+        what: &str,
+        limit: usize,
+    ) -> Result<crate::transport::Output, TransportError> {
+        let mut stdout = crate::transport::Capture::new(limit);
+        let mut stderr = crate::transport::Capture::new(limit);
+        let Some(mut channel) = self.open_exec(request, false)? else {
+            return Err(self.lost(&Stop::Silent));
+        };
+        let timeout = Some(self.timeout.max(Duration::from_secs(10)));
+        let exit = self.drain(&mut channel, what, timeout, &mut stdout, &mut stderr)?;
+        let (stdout, stdout_dropped) = stdout.finish();
+        let (stderr, stderr_dropped) = stderr.finish();
+        Ok(crate::transport::Output {
+            exit,
+            stdout,
+            stderr,
+            stdout_dropped,
+            stderr_dropped,
+        })
     }
 
     /// Reads both streams until the remote closes them, then collects the exit.

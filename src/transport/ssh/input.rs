@@ -46,15 +46,18 @@ impl SshTransport {
         stdout: &mut dyn Write,
         stderr: &mut dyn Write,
     ) -> Result<Exit, TransportError> {
-        let request = format!(
-            "exec /bin/sh -c {} benchpipe {}",
-            quote::sh(&format!(
-                "{}{INPUT_WRAPPER}",
-                crate::transport::guard::anchor_fn()
-            )),
-            quote::sh(command)
-        );
-        let mut channel = self.start(&request)?;
+        let mut channel = self.start_with(
+            &|anchor| {
+                format!(
+                    "{env}={}; export {env}\nexec /bin/sh -c {} benchpipe {}",
+                    quote::sh(anchor),
+                    quote::sh(INPUT_WRAPPER),
+                    quote::sh(command),
+                    env = crate::transport::guard::ANCHOR_ENV,
+                )
+            },
+            false,
+        )?;
         let started = Instant::now();
         let deadline = timeout.map(|t| started + t);
         let epoch = crate::transport::interrupt_epoch();
