@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use super::tests_history::sample;
 use super::{Exporter, Html, Json, Markdown, Report};
 use crate::plan::{CellKey, expand, fixtures};
-use super::tests_history::sample;
 use crate::store::{CellData, CellRecord, FORMAT, RunRecord};
 
 /// What the store says where it is hostile: a version, an image's identity and a fact's
