@@ -665,7 +665,7 @@ pub fn run(cli: Cli) -> Result<()> {
             // The store first: a board it holds cells of needs no board file to be
             // reported (retired, renamed, a lab torn down).
             let store = Store::open_read(store.path()?)?;
-            let data = store.all()?;
+            let data = store.all_for_report()?;
             let ws = load_for_report(&files, cells.max_cells, &stored_names(&data))?;
             let written = write_reports_of(&ws, &store, &data, &out);
             crate::parallel::free_later(data);

@@ -131,7 +131,7 @@ pub(super) fn check_templates(ws: &Workspace) -> Result<()> {
 /// Renders and writes every scenario's reports; returns the files written.
 pub fn write_reports(ws: &Workspace, store: &Store, out: &Path) -> Result<Vec<PathBuf>> {
     // The plans need nothing from the store: they are expanded while it is read.
-    let (data, plans) = crate::parallel::both(|| store.all(), || super::plans(ws));
+    let (data, plans) = crate::parallel::both(|| store.all_for_report(), || super::plans(ws));
     let data = data?;
     let written = write_reports_with(ws, store, &data, plans, out);
     crate::parallel::free_later(data);
@@ -244,18 +244,10 @@ fn write_reports_with(
     let template_dir = ws.root.join(report::TEMPLATE_DIR);
     // The applies the samples belong to: a report's History section orders runs by them.
     let runs = store.runs()?;
-    // The History section names the facts each run saw: read them when there can be one
-    // (a store of one apply has no history; most reports read no run facts).
-    let with_run_facts = if runs.len() > 1 {
-        Some(store.all_with_run_facts()?)
-    } else {
-        None
-    };
-    let history_data = with_run_facts.as_ref().unwrap_or(data);
     let mut written = Vec::new();
     for (scenario, plan) in reported_plans(ws, store, data, plans)? {
         let (mut model, leftovers) = report::build_leaving(ws, scenario, &plan, data);
-        model.history = report::history_section(ws, scenario, &plan, history_data, &runs);
+        model.history = report::history_section(ws, scenario, &plan, data, &runs);
         let dir = out.join(&scenario.name);
         // A scenario called `templates` reported into the workspace's `reports/` would
         // write its pages where the override templates are read from.

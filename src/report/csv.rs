@@ -414,7 +414,7 @@ pub(super) fn metric_columns(metrics: &[(String, MetricSpec)]) -> Vec<(String, S
 pub struct Csv;
 
 /// A csv writer's error, which over a file is the file's.
-fn csv_error(e: csv::Error) -> ExportError {
+pub(super) fn csv_error(e: csv::Error) -> ExportError {
     match e.into_kind() {
         csv::ErrorKind::Io(e) => e.into(),
         other => std::io::Error::other(format!("{other:?}")).into(),

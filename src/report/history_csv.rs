@@ -4,7 +4,7 @@
 //! results.csv (RFC 4180, CRLF, every text through `csv::guard`).
 
 use super::Report;
-use super::csv::{guard, writer};
+use super::csv::{csv_error, guard, writer};
 use super::export::{ExportError, Exporter};
 use super::format::push_number;
 use super::history::{Change, Series};
@@ -89,13 +89,6 @@ fn number(x: Option<f64>) -> String {
         push_number(&mut s, x);
     }
     s
-}
-
-fn csv_error(e: csv::Error) -> ExportError {
-    match e.into_kind() {
-        csv::ErrorKind::Io(e) => ExportError::Write(e),
-        other => ExportError::Write(std::io::Error::other(format!("{other:?}"))),
-    }
 }
 
 impl Exporter for HistoryCsv {

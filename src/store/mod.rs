@@ -296,10 +296,16 @@ impl Store {
     }
 
     /// `all`, with each cell's facts of its newest runs (`CellData::run_facts`): what
-    /// `history` names the facts that moved with a change by. Reports need none, and a
-    /// nightly store holds hundreds a cell.
+    /// `history` names the facts that moved with a change by. Only a report with a
+    /// history needs them (`all_for_report`), and a nightly store holds hundreds a cell.
     pub fn all_with_run_facts(&self) -> Result<BTreeMap<CellKey, CellData>> {
         self.all_reading(true)
+    }
+
+    /// What a report reads: `all`, with each run's facts when the store holds more than
+    /// one run (its History section names the facts that moved); one read either way.
+    pub fn all_for_report(&self) -> Result<BTreeMap<CellKey, CellData>> {
+        self.all_reading(self.runs()?.len() > 1)
     }
 
     fn all_reading(&self, with_run_facts: bool) -> Result<BTreeMap<CellKey, CellData>> {

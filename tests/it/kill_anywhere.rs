@@ -29,7 +29,7 @@ const RUNS: usize = 3;
 const HANG: Duration = Duration::from_secs(400);
 
 /// A write to the mounted scratch disk, synced: its cells need the `mount` step.
-const KWRITE: &str = r#"description = "kill-anywhere: a synced write to the mounted scratch disk"
+pub(crate) const KWRITE: &str = r#"description = "kill-anywhere: a synced write to the mounted scratch disk"
 uses_storage = true
 [run]
 on = "board"

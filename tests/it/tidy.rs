@@ -8,20 +8,16 @@ use std::time::Duration;
 
 use crate::lab::{Lab, bp, sh, text};
 
-/// One synced write to the mounted scratch disk; the teardown lingers, so a kill lands
-/// in the cell's cleanup with the disk still mounted.
-const KWRITE: &str = r#"description = "tidy: a synced write to the mounted scratch disk"
-uses_storage = true
-[run]
-on = "board"
-command = '''dd if=/dev/zero of={{ dir }}/t.bin bs=64k count=8 conv=fsync status=none && printf '{"bytes": %s}\n' "$(stat -c %s {{ dir }}/t.bin)"'''
-parse = "json"
-[metrics]
-bytes = { from = "bytes", unit = "B", better = "higher" }
-[[teardown]]
-on = "board"
-command = "rm -f {{ dir }}/t.bin; sleep 20"
-"#;
+/// kill_anywhere's synced write to the mounted scratch disk, its teardown lingering so
+/// that a kill lands in the cell's cleanup with the disk still mounted.
+fn kwrite() -> String {
+    let lingering = crate::kill_anywhere::KWRITE.replace(
+        "rm -f {{ dir }}/ka.bin\"",
+        "rm -f {{ dir }}/ka.bin; sleep 20\"",
+    );
+    assert_ne!(lingering, crate::kill_anywhere::KWRITE);
+    lingering
+}
 
 /// Whether the lab board's scratch disk is mounted, as the board sees it (its mount
 /// namespace) or the controller does.
@@ -41,17 +37,19 @@ fn a_board_left_mounted_by_an_apply_killed_in_its_last_cleanup_is_tidied_by_the_
     let Some(lab) = Lab::up(1) else { return };
     let board = lab.board(0).clone();
     let disk = &board.disks[0];
-    lab.project().file("pipeline/kwrite.toml", KWRITE).scenario(
-        "s",
-        &format!(
-            "title = \"tidy\"\n[images.installed]\ninstalled = true\n\
+    lab.project()
+        .file("pipeline/kwrite.toml", &kwrite())
+        .scenario(
+            "s",
+            &format!(
+                "title = \"tidy\"\n[images.installed]\ninstalled = true\n\
              [filesystems.ext4]\nkind = \"ext4\"\n\
              [matrix]\nimage = [\"installed\"]\nboard = [\"{}\"]\nstorage = [\"{}\"]\n\
              filesystem = [\"ext4\"]\ntest = [\"kwrite\"]\n\
              [method]\ncooldown = \"0s\"\nwarmup = {{ runs = 0 }}\nruns = {{ min = 1, max = 1 }}\n",
-            board.name, disk.name
-        ),
-    );
+                board.name, disk.name
+            ),
+        );
     // The apply, killed once its only cell's teardown runs: measured, still mounted.
     let mut child = Command::new(env!("CARGO_BIN_EXE_benchpipe"))
         .args(["apply", "--yes", "--no-report", "scenarios/s.toml"])
